@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/* Small internal helpers every layer may use: branch hints, assertions, CPU relax, PRNG. */
+#ifndef VEGA_BASE_H
+#define VEGA_BASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <vega/err.h>
+#include <vega/time.h>
+
+#define vega__likely(x) __builtin_expect(!!(x), 1)
+#define vega__unlikely(x) __builtin_expect(!!(x), 0)
+#define VEGA__ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define VEGA__MIN(a, b) ((a) < (b) ? (a) : (b))
+#define VEGA__MAX(a, b) ((a) > (b) ? (a) : (b))
+#define VEGA__CONTAINER_OF(p, type, member) ((type *)((char *)(p)-offsetof(type, member)))
+
+/* Reports a broken invariant and aborts. */
+_Noreturn void vega__panic(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define VEGA_PANIC(...) vega__panic(__FILE__, __LINE__, __VA_ARGS__)
+
+/* VEGA_ASSERT: debug-only invariant. VEGA_ALWAYS/VEGA_NEVER: defensive branches that assert in
+ * debug builds and stay as plain conditions in release builds (SQLite's habit). */
+#ifdef NDEBUG
+#define VEGA_ASSERT(x) ((void)0)
+#define VEGA_ALWAYS(x) (x)
+#define VEGA_NEVER(x) (x)
+#else
+#define VEGA_ASSERT(x) ((x) ? (void)0 : VEGA_PANIC("assertion failed: %s", #x))
+#define VEGA_ALWAYS(x) ((x) ? 1 : (VEGA_PANIC("assertion failed: %s", #x), 0))
+#define VEGA_NEVER(x) ((x) ? (VEGA_PANIC("assertion failed: !(%s)", #x), 1) : 0)
+#endif
+
+static inline void vega__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* xorshift64*: fast, seedable, never returns the same stream for different nonzero seeds. */
+static inline uint64_t vega__rand_next(uint64_t *s)
+{
+    uint64_t x = *s ? *s : 0x9E3779B97F4A7C15ull;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* Uniform in [0, n) (n > 0), by Lemire's multiply-shift. */
+static inline uint32_t vega__rand_below(uint64_t *s, uint32_t n)
+{
+    return (uint32_t)(((vega__rand_next(s) >> 32) * (uint64_t)n) >> 32);
+}
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+vega_tstamp vega__clock_mono(void);
+
+/* Saturating a + b. */
+static inline uint64_t vega__sat_add(uint64_t a, uint64_t b)
+{
+    uint64_t r = a + b;
+    return r < a ? UINT64_MAX : r;
+}
+
+#endif

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/* Error names and messages for -errno values and the library's own codes. */
+#include <stdarg.h>
+#include <string.h>
+
+#include "base.h"
+
+struct code {
+    int code;
+    const char *name;
+    const char *msg;
+};
+
+static const struct code lib_codes[] = {
+    {VEGA_ERR_NOBUF, "VEGA_ERR_NOBUF", "output buffer too small"},
+    {VEGA_ERR_PROTO, "VEGA_ERR_PROTO", "protocol error by the peer"},
+    {VEGA_ERR_CLOSED, "VEGA_ERR_CLOSED", "closed"},
+    {VEGA_ERR_CALLBACK, "VEGA_ERR_CALLBACK", "a callback failed"},
+    {VEGA_ERR_INVALID_ARG, "VEGA_ERR_INVALID_ARG", "invalid argument"},
+    {VEGA_ERR_INTERNAL, "VEGA_ERR_INTERNAL", "internal error (a bug in libvega)"},
+    {VEGA_ERR_FULL, "VEGA_ERR_FULL", "queue or pool is full"},
+    {VEGA_ERR_EMPTY, "VEGA_ERR_EMPTY", "nothing to receive"},
+    {VEGA_ERR_LAGGED, "VEGA_ERR_LAGGED", "receiver lagged behind and missed messages"},
+    {VEGA_ERR_NOTASK, "VEGA_ERR_NOTASK", "not called from inside a task"},
+};
+
+static const struct code *lib_code(int err)
+{
+    for (size_t i = 0; i < VEGA__ARRAY_LEN(lib_codes); i++)
+        if (lib_codes[i].code == err)
+            return &lib_codes[i];
+    return NULL;
+}
+
+const char *vega_strerror(int err)
+{
+    if (err >= 0)
+        return "success";
+    const struct code *c = lib_code(err);
+    if (c)
+        return c->msg;
+    if (err > VEGA_ERR_BASE) {
+        /* strerror's buffer is shared between threads only for unknown codes; glibc returns
+         * static strings for every errno it knows. */
+        return strerror(-err);
+    }
+    return "unknown error";
+}
+
+const char *vega_err_name(int err)
+{
+    if (err >= 0)
+        return "OK";
+    const struct code *c = lib_code(err);
+    if (c)
+        return c->name;
+    if (err > VEGA_ERR_BASE) {
+        const char *n = strerrorname_np(-err);
+        return n ? n : "unknown";
+    }
+    return "unknown";
+}
+
+bool vega_err_is_fatal(int err)
+{
+    switch (err) {
+    case -EAGAIN:
+    case -EINTR:
+    case -ETIMEDOUT:
+    case -ECANCELED:
+    case VEGA_ERR_NOBUF:
+    case VEGA_ERR_FULL:
+    case VEGA_ERR_EMPTY:
+    case VEGA_ERR_LAGGED:
+        return false;
+    default:
+        return err < 0;
+    }
+}
+
+void vega__panic(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "libvega panic at %s:%d: ", file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    abort();
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/* Error vocabulary: negative errno values pass through; library codes are -10000 and below. */
+#ifndef VEGA_ERR_H
+#define VEGA_ERR_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <vega/export.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Byte counts or negative error codes. */
+typedef ssize_t vega_ssize;
+
+/* Library codes. OS failures are returned as -errno (e.g. -ETIMEDOUT, -ECANCELED, -ENOMEM). */
+enum {
+    VEGA_ERR_BASE = -10000,
+    VEGA_ERR_NOBUF = -10001,       /* output buffer too small; retry with more room */
+    VEGA_ERR_PROTO = -10002,       /* the peer violated the protocol */
+    VEGA_ERR_CLOSED = -10003,      /* the object (channel, stream, runtime) was closed */
+    VEGA_ERR_CALLBACK = -10004,    /* a user callback failed */
+    VEGA_ERR_INVALID_ARG = -10005, /* an argument is out of its documented range */
+    VEGA_ERR_INTERNAL = -10006,    /* a broken invariant inside libvega: a bug */
+    VEGA_ERR_FULL = -10007,        /* a bounded queue or pool is full (try-variants) */
+    VEGA_ERR_EMPTY = -10008,       /* nothing to receive now (try-variants) */
+    VEGA_ERR_LAGGED = -10009,      /* a broadcast receiver fell behind; see vega_broadcast_recv */
+    VEGA_ERR_NOTASK = -10010,      /* called outside a task where a task is required */
+    VEGA_ERR_LAST = -10011,
+};
+
+/* Human-readable message for any code returned by libvega (never NULL). */
+VEGA_API const char *vega_strerror(int err);
+
+/* Symbolic name ("ETIMEDOUT", "VEGA_ERR_PROTO"); "unknown" for codes it does not know. */
+VEGA_API const char *vega_err_name(int err);
+
+/* True when the object that returned err can no longer be used. */
+VEGA_API bool vega_err_is_fatal(int err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

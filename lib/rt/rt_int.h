@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/* Runtime internals shared by lib/rt's files and the layers above it (never installed). */
+#ifndef VEGA_RT_INT_H
+#define VEGA_RT_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <vega/rt.h>
+
+#include "base.h"
+
+/* ---- spin locks: short critical sections only (no syscalls, no suspension inside) --------- */
+
+typedef struct vega__spin {
+    atomic_uint v;
+} vega__spin;
+
+#define VEGA__SPIN_INIT {0}
+
+static inline void vega__spin_init(vega__spin *s) { atomic_init(&s->v, 0); }
+
+static inline void vega__spin_lock(vega__spin *s)
+{
+    for (;;) {
+        if (!atomic_exchange_explicit(&s->v, 1, memory_order_acquire))
+            return;
+        while (atomic_load_explicit(&s->v, memory_order_relaxed))
+            vega__cpu_relax();
+    }
+}
+
+static inline bool vega__spin_trylock(vega__spin *s)
+{
+    return !atomic_exchange_explicit(&s->v, 1, memory_order_acquire);
+}
+
+static inline void vega__spin_unlock(vega__spin *s)
+{
+    atomic_store_explicit(&s->v, 0, memory_order_release);
+}
+
+/* ---- context switch (ctx_*.S) ------------------------------------------------------------- */
+
+/* Saves callee-saved registers on the current stack, stores the stack pointer in *save,
+ * loads `load` as the stack pointer and restores the registers saved there. */
+void vega__ctx_switch(void **save, void *load);
+
+/* Prepares a fresh stack so that the first switch into it calls entry(arg) on it. */
+void *vega__ctx_make(void *stack_top, void (*entry)(void *), void *arg);
+
+/* ---- timers -------------------------------------------------------------------------------- */
+
+struct vega__wheel;
+
+/* A timer entry lives inside whatever waits (a task), so arming one allocates nothing. */
+struct vega__timer {
+    struct vega__timer *next, *prev;
+    struct vega__wheel *wheel; /* the wheel it is armed in, NULL when not armed */
+    uint64_t when_ms;          /* expiry on the wheel's millisecond scale */
+    struct vega_task *task;    /* woken when it fires */
+    bool fired;
+    uint8_t level, slot;
+};
+
+/* ---- tasks --------------------------------------------------------------------------------- */
+
+enum vega__task_state {
+    VEGA__T_RUNNABLE = 0, /* in a run queue (or about to be) */
+    VEGA__T_RUNNING,      /* on a worker */
+    VEGA__T_NOTIFIED,     /* on a worker, and woken while running: its next park returns at once */
+    VEGA__T_PARKED,       /* suspended; a wake moves it to RUNNABLE and queues it */
+    VEGA__T_DONE,
+};
+
+enum {
+    VEGA__TF_CANCELLED = 1u << 0,
+};
+
+/* Flags for vega__park. */
+enum {
+    VEGA__PARK_NOCANCEL = 1u << 0, /* ignore cancellation (waiting for the kernel's answer) */
+};
+
+struct vega__stack {
+    void *base; /* lowest usable address (the canary sits there) */
+    size_t size;
+    struct vega__stack *next; /* pool free list */
+};
+
+struct vega__worker;
+struct vega_group;
+struct vega__thread_waiter;
+
+struct vega_task {
+    void *sp;                       /* saved stack pointer while switched out */
+    atomic_uint state;              /* enum vega__task_state */
+    atomic_uint flags;              /* VEGA__TF_* */
+    struct vega_task *next;         /* run/inject queue link */
+    struct vega_rt *rt;
+    struct vega__worker *worker;    /* worker running it now (valid while RUNNING) */
+    struct vega__stack *stack;      /* attached when it first runs, released when it returns */
+    vega_task_fn fn;
+    void *arg;
+    void *result;
+    vega_deadline deadline;         /* task-wide cap (spawn option and scopes) */
+    struct vega__timer timer;
+
+    /* join/detach handshake, guarded by `lock` */
+    vega__spin lock;
+    bool finished, detached;
+    struct vega_task *joiner;
+    struct vega__thread_waiter *tjoiner; /* a non-task thread in vega_task_join */
+
+    /* membership of the owning worker's live list (for cancel-all and dumps) */
+    struct vega_task *live_next, *live_prev;
+    struct vega__worker *live_owner;
+
+    /* task group membership, guarded by the group's lock */
+    struct vega_group *group;
+    struct vega_task *group_next, *group_prev;
+
+    size_t stack_size;
+    uint64_t id;
+    const char *wait_reason; /* static string for dumps: "sleep", "mutex", ... */
+    char name[32];
+#if defined(VEGA_ASAN)
+    void *asan_fake;
+#endif
+#if defined(VEGA_TSAN)
+    void *tsan_fiber;
+#endif
+};
+
+/*
+ * The calling task / worker / runtime. Not cached across suspension: a task may resume on
+ * another thread, so these are out-of-line reads of a thread-local.
+ */
+struct vega_task *vega__task_self(void);
+struct vega__worker *vega__worker_self(void);
+
+/*
+ * Suspends the calling task until vega__task_wake, the deadline (the earlier of dl and the
+ * task's deadline scope), or cancellation.
+ * Returns 0 when woken (possibly spuriously: callers re-check their condition in a loop),
+ * -ETIMEDOUT, or -ECANCELED (sticky: once cancelled, every park returns it at once unless
+ * VEGA__PARK_NOCANCEL). `reason` is a static string shown in task dumps.
+ *
+ * The waiter protocol every primitive follows (allocation-free, no lost or stale wake-ups):
+ *   lock(prim); if (ready) { take; unlock; return 0; }
+ *   link a waiter node that lives on the task's stack; loop {
+ *       unlock(prim); r = vega__park(dl, 0, "why"); lock(prim);
+ *       if (node.done) { unlock; return 0; }          // completion wins over timeout/cancel
+ *       if (r < 0) { unlink node; unlock; return r; }
+ *   }
+ * and a waker does, under the same lock: unlink node; node.done = true; vega__task_wake(task).
+ * Because the waker touches the node and the task only under the lock and the waiter leaves
+ * only under the lock, nothing is touched after the waiter returned.
+ */
+int vega__park(vega_deadline dl, unsigned flags, const char *reason);
+
+/* Makes t runnable if parked; if it is running, its next park returns at once. Thread-safe;
+ * t must be alive (see the waiter protocol above). */
+void vega__task_wake(struct vega_task *t);
+
+/* The effective deadline: the earlier of dl and the calling task's deadline scope. */
+vega_deadline vega__deadline_eff(vega_deadline dl);
+
+/* ---- I/O driver interface (drivers in driver_*.c) ----------------------------------------- */
+
+/*
+ * A readiness wait or kernel operation in flight on one worker's driver. Lives on the waiting
+ * task's stack. Only the owning worker's thread touches the driver, so completion and
+ * cancellation are sequenced there; a task woken for timeout or cancel asks the owner to cancel
+ * and keeps waiting until `done`, so the kernel never writes into a stack that moved on.
+ */
+struct vega__op {
+    struct vega_task *task;
+    struct vega__worker *owner;
+    struct vega__op *cancel_next; /* owner's cancel mailbox */
+    atomic_int done;
+    atomic_int cancel_state;      /* a cancel asked of another worker, and its answer */
+    int res;                      /* revents for polls, the kernel's result otherwise */
+    int fd;
+    uint32_t events;
+};
+
+struct vega__driver_ops {
+    const char *name;
+    int (*init)(struct vega__worker *w);
+    void (*fini)(struct vega__worker *w);
+    /* Submits pending work, waits up to timeout_ns (0 = don't block, -1 = forever) for events
+     * or a wake-up, completes ops (under the op lock) and wakes their tasks. Owner only. */
+    void (*park)(struct vega__worker *w, int64_t timeout_ns);
+    /* Wakes w out of park; thread-safe, may be called while w is not parked. */
+    void (*unpark)(struct vega__worker *w);
+    /* Starts a readiness wait for fd on w (the calling worker). */
+    int (*poll_start)(struct vega__worker *w, struct vega__op *op);
+    /* Cancels op on w (owner thread, op lock held); the op then completes with done set. */
+    void (*cancel)(struct vega__worker *w, struct vega__op *op);
+};
+
+extern const struct vega__driver_ops vega__driver_epoll;
+#if defined(VEGA_HAVE_URING)
+extern const struct vega__driver_ops vega__driver_uring;
+#endif
+
+/*
+ * Waits until fd is ready for `events` (POLLIN/POLLOUT/...). Returns the revents (> 0),
+ * -ETIMEDOUT or -ECANCELED (after the kernel let go of the wait). Context: inside a task.
+ */
+int vega__poll_fd(int fd, uint32_t events, vega_deadline dl);
+
+/* Completes op on the owner thread, with the owner's op lock (cancel_lock) held: stores res,
+ * marks done, wakes the task. */
+void vega__op_complete(struct vega__op *op, int res);
+
+/* Waits for a started op (task side): on timeout or cancel asks the owner to cancel it and
+ * keeps waiting until the driver let go. Returns op->res, or -ETIMEDOUT/-ECANCELED when the op
+ * was cancelled before completing. */
+int vega__op_wait(struct vega__op *op, vega_deadline dl, const char *reason);
+
+/* The per-worker driver state for drivers (opaque to the scheduler). */
+void *vega__worker_driver_data(struct vega__worker *w);
+void vega__worker_set_driver_data(struct vega__worker *w, void *p);
+void vega__worker_count_io(struct vega__worker *w);
+
+#endif

@@ -1,0 +1,591 @@
+/* SPDX-License-Identifier: MIT */
+/* The scheduler: workers with local run queues, a LIFO slot, stealing, the global inject queue,
+ * parking in the I/O driver, and the runtime's life cycle (new, block_on, free). */
+#include <sched.h>
+#include <string.h>
+#include <unistd.h>
+
+#if defined(VEGA_TSAN)
+#include <sanitizer/tsan_interface.h>
+#endif
+
+#include "sched_int.h"
+
+/* ---- clock ---------------------------------------------------------------------------------- */
+
+uint64_t vega__rt_now_ns(const struct vega_rt *rt)
+{
+    if (rt->paused)
+        return atomic_load_explicit(&((struct vega_rt *)rt)->mock_now, memory_order_acquire);
+    return vega__clock_mono();
+}
+
+vega_tstamp vega_now(void)
+{
+    struct vega__worker *w = vega__worker_self();
+    if (w && w->rt->paused)
+        return vega__rt_now_ns(w->rt);
+    return vega__clock_mono();
+}
+
+vega_deadline vega_deadline_in_ns(uint64_t ns) { return vega__sat_add(vega_now(), ns); }
+
+vega_deadline vega_deadline_in_ms(uint64_t ms)
+{
+    if (ms > UINT64_MAX / VEGA_NS_PER_MS)
+        return VEGA_DEADLINE_NEVER;
+    return vega__sat_add(vega_now(), ms * VEGA_NS_PER_MS);
+}
+
+/* ---- metrics helpers ------------------------------------------------------------------------ */
+
+static inline void bump(_Atomic uint64_t *c, uint64_t n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+/* ---- idle workers --------------------------------------------------------------------------- */
+
+/* Wakes one parked worker if nobody is searching for work already. */
+void vega__notify_parked(struct vega_rt *rt)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&rt->num_searching, memory_order_relaxed) != 0 ||
+        atomic_load_explicit(&rt->num_idle, memory_order_relaxed) == 0)
+        return;
+    pthread_mutex_lock(&rt->idle_mu);
+    struct vega__worker *w = NULL;
+    if (rt->nidle_list && atomic_load_explicit(&rt->num_searching, memory_order_relaxed) == 0) {
+        w = &rt->workers[rt->idle_stack[--rt->nidle_list]];
+        w->idle = false;
+        w->searching = true;
+        atomic_fetch_sub_explicit(&rt->num_idle, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&rt->num_searching, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&rt->idle_mu);
+    if (w) {
+        bump(&w->m.unparks, 1);
+        rt->driver->unpark(w);
+    }
+}
+
+static void wake_all(struct vega_rt *rt)
+{
+    for (unsigned i = 0; i < rt->nworkers; i++)
+        rt->driver->unpark(&rt->workers[i]);
+}
+
+/* ---- scheduling ----------------------------------------------------------------------------- */
+
+void vega__schedule(struct vega_rt *rt, struct vega_task *t, bool yielded)
+{
+    struct vega__worker *w = vega__worker_self();
+    if (w && w->rt == rt && w->current) {
+        bool notify;
+        if (yielded || !w->lifo_enabled) {
+            vega__lqueue_push(w, t);
+            notify = true;
+        } else {
+            struct vega_task *prev = w->lifo;
+            w->lifo = t;
+            notify = prev != NULL;
+            if (prev)
+                vega__lqueue_push(w, prev);
+        }
+        if (notify && rt->nworkers > 1)
+            vega__notify_parked(rt);
+        return;
+    }
+    if (w && w->rt == rt) {
+        /* The scheduler itself (timers, driver completions): local queue. */
+        vega__lqueue_push(w, t);
+        if (rt->nworkers > 1)
+            vega__notify_parked(rt);
+        return;
+    }
+    t->next = NULL;
+    vega__inject_push(&rt->inject, t, t, 1);
+    vega__notify_parked(rt);
+}
+
+static struct vega_task *next_task(struct vega__worker *w)
+{
+    struct vega_rt *rt = w->rt;
+    if (w->lifo) {
+        struct vega_task *t = w->lifo;
+        w->lifo = NULL;
+        if (w->lifo_streak < VEGA__LIFO_MAX) {
+            w->lifo_streak++;
+            bump(&w->m.lifo_hits, 1);
+            return t;
+        }
+        vega__lqueue_push(w, t);
+    }
+    w->lifo_streak = 0;
+    struct vega_task *t;
+    if (w->tick % VEGA__INJECT_INTERVAL == 0 && (t = vega__inject_pop(&rt->inject))) {
+        bump(&w->m.injects, 1);
+        return t;
+    }
+    if (rt->opts.seeded) {
+        uint32_t n = vega__lqueue_len(&w->q);
+        if (n)
+            return vega__lqueue_take_at(&w->q, vega__rand_below(&w->rng, n));
+    } else if ((t = vega__lqueue_pop(&w->q))) {
+        return t;
+    }
+    if ((t = vega__inject_pop(&rt->inject))) {
+        bump(&w->m.injects, 1);
+        return t;
+    }
+    return NULL;
+}
+
+static void leave_searching(struct vega__worker *w)
+{
+    if (!w->searching)
+        return;
+    w->searching = false;
+    if (atomic_fetch_sub_explicit(&w->rt->num_searching, 1, memory_order_acq_rel) == 1) {
+        /* The last searcher found work: there may be more; wake the next one (Tokio's chain). */
+        vega__notify_parked(w->rt);
+    }
+}
+
+static struct vega_task *steal_work(struct vega__worker *w)
+{
+    struct vega_rt *rt = w->rt;
+    unsigned n = rt->nworkers;
+    if (n == 1)
+        return NULL;
+    if (!w->searching) {
+        unsigned s = atomic_load_explicit(&rt->num_searching, memory_order_relaxed);
+        if (2 * s >= n)
+            return NULL;
+        atomic_fetch_add_explicit(&rt->num_searching, 1, memory_order_acq_rel);
+        w->searching = true;
+    }
+    unsigned start = vega__rand_below(&w->rng, n);
+    for (unsigned i = 0; i < n; i++) {
+        unsigned v = (start + i) % n;
+        if (v == w->index)
+            continue;
+        unsigned stolen = 0;
+        struct vega_task *t = vega__lqueue_steal(&rt->workers[v].q, &w->q, &stolen);
+        if (t) {
+            bump(&w->m.steals, stolen);
+            bump(&w->m.steal_ops, 1);
+            return t;
+        }
+    }
+    struct vega_task *t = vega__inject_pop(&rt->inject);
+    if (t)
+        bump(&w->m.injects, 1);
+    return t;
+}
+
+static bool work_pending(struct vega_rt *rt)
+{
+    if (vega__inject_len(&rt->inject))
+        return true;
+    for (unsigned i = 0; i < rt->nworkers; i++)
+        if (vega__lqueue_len(&rt->workers[i].q) || rt->workers[i].lifo)
+            return true;
+    return false;
+}
+
+static void fire_timers(struct vega__worker *w)
+{
+    struct vega_rt *rt = w->rt;
+    if (vega__wheel_next(&w->wheel) == UINT64_MAX)
+        return;
+    size_t n = vega__wheel_advance(&w->wheel, vega__ms_floor(rt, vega__rt_now_ns(rt)));
+    if (n)
+        bump(&w->m.timers_fired, n);
+}
+
+static void maintenance(struct vega__worker *w)
+{
+    w->rt->driver->park(w, 0);
+    vega__worker_process_cancels(w);
+    fire_timers(w);
+}
+
+/* No work found: park in the driver until a wake-up, an I/O event or the next timer. */
+static void park_worker(struct vega__worker *w)
+{
+    struct vega_rt *rt = w->rt;
+    pthread_mutex_lock(&rt->idle_mu);
+    rt->idle_stack[rt->nidle_list++] = w->index;
+    w->idle = true;
+    atomic_fetch_add_explicit(&rt->num_idle, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&rt->idle_mu);
+    if (w->searching) {
+        w->searching = false;
+        atomic_fetch_sub_explicit(&rt->num_searching, 1, memory_order_acq_rel);
+    }
+    atomic_thread_fence(memory_order_seq_cst);
+
+    bool skip = work_pending(rt) || (atomic_load_explicit(&rt->shutdown, memory_order_acquire) &&
+                                     atomic_load_explicit(&rt->live, memory_order_acquire) == 0);
+    if (!skip) {
+        uint64_t next_ms = vega__wheel_next(&w->wheel);
+        int64_t timeout = -1;
+        if (next_ms != UINT64_MAX) {
+            uint64_t now = vega__rt_now_ns(rt);
+            uint64_t at = rt->t0 + next_ms * VEGA_NS_PER_MS;
+            if (rt->paused) {
+                /* Paused clock: nothing runs, so jump to the next timer (unless a blocking job
+                 * may still wake someone; then wait for it for real). */
+                if (atomic_load_explicit(&rt->pool_inflight, memory_order_acquire) == 0) {
+                    if (at > now)
+                        atomic_store_explicit(&rt->mock_now, at, memory_order_release);
+                    timeout = 0;
+                } else {
+                    timeout = 1000000; /* poll every ms while blocking jobs run */
+                }
+            } else {
+                timeout = at > now ? (int64_t)(at - now) : 0;
+            }
+        }
+        bump(&w->m.parks, 1);
+        atomic_store_explicit(&w->parked, true, memory_order_release);
+        rt->driver->park(w, timeout);
+        atomic_store_explicit(&w->parked, false, memory_order_release);
+    }
+    pthread_mutex_lock(&rt->idle_mu);
+    if (w->idle) {
+        for (unsigned i = 0; i < rt->nidle_list; i++) {
+            if (rt->idle_stack[i] == w->index) {
+                rt->idle_stack[i] = rt->idle_stack[--rt->nidle_list];
+                break;
+            }
+        }
+        w->idle = false;
+        atomic_fetch_sub_explicit(&rt->num_idle, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&rt->idle_mu);
+    vega__worker_process_cancels(w);
+    fire_timers(w);
+}
+
+static void run_task(struct vega__worker *w, struct vega_task *t)
+{
+    struct vega_rt *rt = w->rt;
+    if (vega__unlikely(!vega__task_prepare(w, t)))
+        VEGA_PANIC("out of memory for a task stack");
+    bump(&w->m.polls, 1);
+    if (rt->opts.seeded)
+        rt->trace_hash = (rt->trace_hash ^ t->id) * 0x100000001b3ull;
+    t->worker = w;
+    atomic_store_explicit(&t->state, VEGA__T_RUNNING, memory_order_release);
+    w->budget = VEGA__BUDGET;
+    w->after = VEGA__AFTER_NONE;
+    vega__switch_to_task(w, t);
+    if (vega__unlikely(!vega__stack_canary_ok(t->stack)))
+        VEGA_PANIC("stack overflow in task %llu (%s): raise vega_rt_options.stack_size",
+                   (unsigned long long)t->id, t->name[0] ? t->name : "unnamed");
+    switch (w->after) {
+    case VEGA__AFTER_YIELD:
+        atomic_store_explicit(&t->state, VEGA__T_RUNNABLE, memory_order_release);
+        vega__lqueue_push(w, t);
+        break;
+    case VEGA__AFTER_PARK: {
+        unsigned expect = VEGA__T_RUNNING;
+        if (!atomic_compare_exchange_strong_explicit(&t->state, &expect, VEGA__T_PARKED,
+                                                     memory_order_acq_rel, memory_order_acquire)) {
+            /* Woken while it was still running: run it again soon. */
+            atomic_store_explicit(&t->state, VEGA__T_RUNNABLE, memory_order_release);
+            vega__lqueue_push(w, t);
+        }
+        break;
+    }
+    case VEGA__AFTER_FINISH:
+        vega__task_finish(w, t);
+        break;
+    default:
+        VEGA_PANIC("task switched out without a reason");
+    }
+}
+
+/* The worker loop. until: stop once this task finished (current-thread block_on); NULL: run
+ * until the runtime shuts down. */
+static void worker_loop(struct vega__worker *w, struct vega_task *until)
+{
+    struct vega_rt *rt = w->rt;
+    vega__worker_set_self(w);
+#if defined(VEGA_TSAN)
+    w->tsan_fiber = __tsan_get_current_fiber();
+#endif
+    for (;;) {
+        if (until) {
+            if (atomic_load_explicit(&until->state, memory_order_acquire) == VEGA__T_DONE)
+                break;
+        } else if (atomic_load_explicit(&rt->shutdown, memory_order_acquire) &&
+                   atomic_load_explicit(&rt->live, memory_order_acquire) == 0) {
+            break;
+        }
+        w->tick++;
+        if (w->tick % VEGA__INJECT_INTERVAL == 0)
+            maintenance(w);
+        struct vega_task *t = next_task(w);
+        if (!t)
+            t = steal_work(w);
+        if (t) {
+            leave_searching(w);
+            run_task(w, t);
+            continue;
+        }
+        park_worker(w);
+    }
+    leave_searching(w);
+    vega__worker_set_self(NULL);
+}
+
+static void *worker_main(void *arg)
+{
+    struct vega__worker *w = arg;
+    worker_loop(w, NULL);
+    return NULL;
+}
+
+/* ---- life cycle ----------------------------------------------------------------------------- */
+
+void vega_rt_options_init(vega_rt_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->flavor = VEGA_RT_MULTI_THREAD;
+    o->driver = VEGA_DRIVER_DEFAULT;
+}
+
+static unsigned affinity_cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0)
+            return (unsigned)n;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (unsigned)n : 1;
+}
+
+static const struct vega__driver_ops *pick_driver(vega_driver_kind k)
+{
+    if (k == VEGA_DRIVER_DEFAULT) {
+        const char *env = getenv("VEGA_DRIVER");
+        if (env && strcmp(env, "epoll") == 0)
+            k = VEGA_DRIVER_EPOLL;
+        else if (env && strcmp(env, "uring") == 0)
+            k = VEGA_DRIVER_URING;
+    }
+#if defined(VEGA_HAVE_URING)
+    if (k == VEGA_DRIVER_URING || k == VEGA_DRIVER_DEFAULT)
+        return &vega__driver_uring;
+#else
+    if (k == VEGA_DRIVER_URING)
+        return NULL;
+#endif
+    return &vega__driver_epoll;
+}
+
+static void workers_fini(struct vega_rt *rt, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        struct vega__worker *w = &rt->workers[i];
+        rt->driver->fini(w);
+        while (w->task_cache) {
+            struct vega_task *t = w->task_cache;
+            w->task_cache = t->next;
+            free(t);
+        }
+    }
+}
+
+int vega_rt_new(vega_rt **out, const vega_rt_options *opts)
+{
+    vega_rt_options def;
+    if (!opts) {
+        vega_rt_options_init(&def);
+        opts = &def;
+    }
+    if (opts->flavor != VEGA_RT_MULTI_THREAD && opts->flavor != VEGA_RT_CURRENT_THREAD)
+        return -EINVAL;
+    if ((opts->seeded || opts->paused_clock) && opts->flavor != VEGA_RT_CURRENT_THREAD)
+        return -EINVAL;
+    struct vega_rt *rt = calloc(1, sizeof *rt);
+    if (!rt)
+        return -ENOMEM;
+    rt->opts = *opts;
+    rt->nworkers = opts->flavor == VEGA_RT_CURRENT_THREAD ? 1
+                   : opts->workers                        ? opts->workers
+                                                          : affinity_cpus();
+    if (rt->nworkers > 1024) {
+        free(rt);
+        return -EINVAL;
+    }
+    const struct vega__driver_ops *drv = pick_driver(opts->driver);
+    if (!drv) {
+        free(rt);
+        return -ENOTSUP;
+    }
+    rt->paused = opts->paused_clock;
+    rt->t0 = rt->paused ? 0 : vega__clock_mono();
+    atomic_init(&rt->mock_now, 0);
+    vega__inject_init(&rt->inject);
+    pthread_mutex_init(&rt->idle_mu, NULL);
+    pthread_mutex_init(&rt->block_mu, NULL);
+    pthread_cond_init(&rt->block_cv, NULL);
+    rt->idle_stack = calloc(rt->nworkers, sizeof *rt->idle_stack);
+    rt->workers = aligned_alloc(64, sizeof *rt->workers * rt->nworkers);
+    int r = -ENOMEM;
+    if (!rt->idle_stack || !rt->workers)
+        goto fail;
+    r = vega__stack_pool_init(rt);
+    if (r < 0)
+        goto fail;
+    vega__blocking_init(rt);
+    uint64_t seed = opts->seed ? opts->seed : (vega__clock_mono() | 1);
+    unsigned inited = 0;
+    for (;;) {
+        rt->driver = drv;
+        inited = 0;
+        r = 0;
+        for (unsigned i = 0; i < rt->nworkers; i++) {
+            struct vega__worker *w = &rt->workers[i];
+            memset(w, 0, sizeof *w);
+            w->rt = rt;
+            w->index = i;
+            w->rng = seed + 0x9E3779B97F4A7C15ull * (i + 1);
+            w->lifo_enabled = !opts->seeded;
+            vega__lqueue_init(&w->q);
+            vega__wheel_init(&w->wheel, 0);
+            vega__spin_init(&w->live_lock);
+            vega__spin_init(&w->cancel_lock);
+            r = drv->init(w);
+            if (r < 0)
+                break;
+            inited++;
+        }
+        if (r == 0)
+            break;
+        workers_fini(rt, inited);
+        /* io_uring may be refused (seccomp, sysctl): fall back to epoll unless it was asked
+         * for explicitly. */
+        if (drv != &vega__driver_epoll && opts->driver == VEGA_DRIVER_DEFAULT &&
+            !getenv("VEGA_DRIVER")) {
+            drv = &vega__driver_epoll;
+            continue;
+        }
+        goto fail_pool;
+    }
+    if (opts->flavor == VEGA_RT_MULTI_THREAD) {
+        for (unsigned i = 0; i < rt->nworkers; i++) {
+            r = -pthread_create(&rt->workers[i].thread, NULL, worker_main, &rt->workers[i]);
+            if (r < 0) {
+                atomic_store(&rt->shutdown, true);
+                wake_all(rt);
+                for (unsigned j = 0; j < i; j++)
+                    pthread_join(rt->workers[j].thread, NULL);
+                workers_fini(rt, rt->nworkers);
+                goto fail_pool;
+            }
+        }
+    }
+    *out = rt;
+    return 0;
+fail_pool:
+    vega__blocking_fini(rt);
+    vega__stack_pool_fini(rt);
+fail:
+    free(rt->idle_stack);
+    free(rt->workers);
+    free(rt);
+    return r;
+}
+
+int vega_rt_block_on(vega_rt *rt, vega_task_fn fn, void *arg, void **result)
+{
+    if (vega__worker_self())
+        return -EDEADLK;
+    pthread_mutex_lock(&rt->block_mu);
+    if (rt->block_busy) {
+        pthread_mutex_unlock(&rt->block_mu);
+        return -EBUSY;
+    }
+    rt->block_busy = true;
+    pthread_mutex_unlock(&rt->block_mu);
+
+    int r = 0;
+    struct vega_task *t = vega__task_create(rt, NULL, fn, arg, NULL, false);
+    if (!t) {
+        r = -ENOMEM;
+        goto out;
+    }
+    if (rt->opts.flavor == VEGA_RT_CURRENT_THREAD) {
+        struct vega__worker *w = &rt->workers[0];
+        vega__worker_set_self(w);
+        vega__lqueue_push(w, t);
+        vega__worker_set_self(NULL);
+        worker_loop(w, t);
+    } else {
+        t->next = NULL;
+        vega__inject_push(&rt->inject, t, t, 1);
+        vega__notify_parked(rt);
+    }
+    r = vega_task_join(t, result, VEGA_DEADLINE_NEVER);
+out:
+    pthread_mutex_lock(&rt->block_mu);
+    rt->block_busy = false;
+    pthread_mutex_unlock(&rt->block_mu);
+    return r;
+}
+
+static void cancel_everything(struct vega_rt *rt)
+{
+    atomic_store_explicit(&rt->cancel_all, true, memory_order_release);
+    for (unsigned i = 0; i < rt->nworkers; i++) {
+        struct vega__worker *w = &rt->workers[i];
+        vega__spin_lock(&w->live_lock);
+        for (struct vega_task *t = w->live_head; t; t = t->live_next)
+            vega__task_wake(t);
+        vega__spin_unlock(&w->live_lock);
+    }
+}
+
+void vega_rt_free(vega_rt *rt)
+{
+    if (!rt)
+        return;
+    atomic_store_explicit(&rt->shutdown, true, memory_order_release);
+    cancel_everything(rt);
+    if (rt->opts.flavor == VEGA_RT_MULTI_THREAD) {
+        wake_all(rt);
+        for (unsigned i = 0; i < rt->nworkers; i++)
+            pthread_join(rt->workers[i].thread, NULL);
+    } else {
+        worker_loop(&rt->workers[0], NULL);
+    }
+    vega__blocking_fini(rt);
+    workers_fini(rt, rt->nworkers);
+    vega__stack_pool_fini(rt);
+    /* Handles never joined or detached: the tasks returned; free what is left. */
+    pthread_mutex_destroy(&rt->inject.mu);
+    pthread_mutex_destroy(&rt->idle_mu);
+    pthread_mutex_destroy(&rt->block_mu);
+    pthread_cond_destroy(&rt->block_cv);
+    free(rt->idle_stack);
+    free(rt->workers);
+    free(rt);
+}
+
+const char *vega_rt_driver_name(const vega_rt *rt) { return rt->driver->name; }
+
+unsigned vega_rt_workers(const vega_rt *rt) { return rt->nworkers; }
+
+/* ---- driver glue ---------------------------------------------------------------------------- */
+
+void *vega__worker_driver_data(struct vega__worker *w) { return w->drv; }
+void vega__worker_set_driver_data(struct vega__worker *w, void *p) { w->drv = p; }
+void vega__worker_count_io(struct vega__worker *w) { bump(&w->m.io_ops, 1); }

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+/* Scheduler internals: runtime, workers, run queues, timer wheel, stack pool. */
+#ifndef VEGA_SCHED_INT_H
+#define VEGA_SCHED_INT_H
+
+#include "rt_int.h"
+
+/* ---- tuning (Tokio's proven constants; see docs/ARCHITECTURE.md) -------------------------- */
+#define VEGA__LQ_CAP 256u           /* local run queue slots */
+#define VEGA__LQ_MASK (VEGA__LQ_CAP - 1)
+#define VEGA__BUDGET 128u           /* cooperative budget per turn */
+#define VEGA__LIFO_MAX 3u           /* LIFO polls in a row before the queue gets a turn */
+#define VEGA__INJECT_INTERVAL 61u   /* ticks between looks at the inject queue (and driver) */
+#define VEGA__TASK_CACHE 1024u      /* free task structs kept per worker */
+#define VEGA__STACK_CACHE 64u       /* free stacks kept per worker */
+#define VEGA__DEFAULT_STACK (64u * 1024u)
+
+/* ---- local run queue: single producer (owner), many stealers (Tokio's design) ------------- */
+struct vega__lqueue {
+    _Atomic uint64_t head; /* steal (hi 32) | real (lo 32) */
+    _Atomic uint32_t tail;
+    struct vega_task *_Atomic buf[VEGA__LQ_CAP];
+};
+
+/* ---- global inject queue -------------------------------------------------------------------- */
+struct vega__inject {
+    pthread_mutex_t mu;
+    struct vega_task *head, *tail;
+    _Atomic size_t len;
+};
+
+/* ---- timer wheel: 6 levels x 64 slots, 1 ms resolution ------------------------------------ */
+#define VEGA__WHEEL_LEVELS 6
+struct vega__wheel {
+    vega__spin lock;      /* the owner fires; any thread may remove an entry */
+    uint64_t elapsed;     /* ms processed up to */
+    uint64_t occupied[VEGA__WHEEL_LEVELS];
+    struct vega__timer *slots[VEGA__WHEEL_LEVELS][64];
+    size_t count;
+    _Atomic uint64_t next_ms; /* cached earliest expiry, UINT64_MAX when empty */
+};
+
+void vega__wheel_init(struct vega__wheel *wh, uint64_t now_ms);
+/* Arms t to fire at when_ms on wh. Any thread; takes the lock. */
+void vega__wheel_insert(struct vega__wheel *wh, struct vega__timer *t, uint64_t when_ms);
+/* Disarms t wherever it is armed; a no-op when it already fired. Any thread. */
+void vega__wheel_remove(struct vega__timer *t);
+/* Fires every timer due at now_ms (waking tasks under the lock). Returns how many fired. */
+size_t vega__wheel_advance(struct vega__wheel *wh, uint64_t now_ms);
+/* Earliest expiry in ms, UINT64_MAX if none. */
+uint64_t vega__wheel_next(struct vega__wheel *wh);
+
+/* ---- workers -------------------------------------------------------------------------------- */
+
+enum vega__after {
+    VEGA__AFTER_NONE = 0,
+    VEGA__AFTER_YIELD,
+    VEGA__AFTER_PARK,
+    VEGA__AFTER_FINISH,
+};
+
+struct vega__metrics {
+    _Atomic uint64_t spawned, polls, steals, steal_ops, parks, unparks, injects, budget_yields,
+        lifo_hits, overflows, timers_fired, io_ops;
+};
+
+struct vega__worker {
+    struct vega_rt *rt;
+    unsigned index;
+    pthread_t thread;
+
+    void *sched_sp;             /* the scheduler context while a task runs */
+    struct vega_task *current;
+    enum vega__after after;
+
+    struct vega__lqueue q;
+    struct vega_task *lifo;
+    unsigned lifo_streak;
+    unsigned tick;
+    uint64_t next_id;
+    unsigned budget;
+    uint64_t rng;
+    bool searching;
+    bool lifo_enabled;
+
+    /* idle list link (guarded by rt->idle_mu) */
+    bool idle;
+    _Atomic bool parked;
+
+    struct vega__wheel wheel;
+
+    /* live tasks spawned here (guarded by live_lock) */
+    vega__spin live_lock;
+    struct vega_task *live_head;
+
+    /* caches (owner only) */
+    struct vega_task *task_cache;
+    unsigned task_cache_len;
+    struct vega__stack *stack_cache;
+    unsigned stack_cache_len;
+
+    /* I/O driver */
+    void *drv;
+    vega__spin cancel_lock;
+    struct vega__op *cancel_head; /* ops other workers asked this one to cancel */
+
+    struct vega__metrics m;
+
+#if defined(VEGA_ASAN)
+    void *asan_fake;
+    const void *asan_stack_bottom;
+    size_t asan_stack_size;
+#endif
+#if defined(VEGA_TSAN)
+    void *tsan_fiber;
+#endif
+} __attribute__((aligned(64)));
+
+struct vega_rt {
+    vega_rt_options opts;
+    const struct vega__driver_ops *driver;
+    unsigned nworkers;
+    struct vega__worker *workers;
+
+    struct vega__inject inject;
+
+    /* idle workers */
+    pthread_mutex_t idle_mu;
+    unsigned *idle_stack;   /* indices of idle workers */
+    unsigned nidle_list;
+    _Atomic unsigned num_idle;
+    _Atomic unsigned num_searching;
+
+    _Atomic bool shutdown;  /* workers exit when set and no task is live */
+    _Atomic bool cancel_all;
+    _Atomic int64_t live;   /* tasks spawned and not yet returned */
+    _Atomic uint64_t next_id;
+
+    /* block_on */
+    pthread_mutex_t block_mu;
+    pthread_cond_t block_cv;
+    bool block_busy;
+
+    /* stack pool beyond the per-worker caches */
+    pthread_mutex_t stack_mu;
+    struct vega__stack *stack_free;
+    struct vega__region *regions;
+    size_t stack_size;       /* usable size */
+    size_t page;
+    bool guard_madvise;      /* MADV_GUARD_INSTALL works here */
+
+    /* clock */
+    bool paused;
+    _Atomic uint64_t mock_now; /* paused clock, ns */
+    uint64_t t0;               /* monotonic ns at creation (wheel's ms scale origin) */
+
+    /* seeded schedule trace */
+    uint64_t trace_hash;
+
+    /* blocking pool */
+    pthread_mutex_t pool_mu;
+    pthread_cond_t pool_cv;
+    struct vega__job *pool_head, *pool_tail;
+    unsigned pool_threads, pool_idle, pool_queued;
+    _Atomic unsigned pool_inflight;
+    bool pool_stop;
+    pthread_cond_t pool_exit_cv;
+};
+
+/* ---- internal calls between the scheduler's files ----------------------------------------- */
+void vega__lqueue_init(struct vega__lqueue *q);
+bool vega__lqueue_push(struct vega__worker *w, struct vega_task *t); /* false: went to inject */
+struct vega_task *vega__lqueue_pop(struct vega__lqueue *q);
+struct vega_task *vega__lqueue_steal(struct vega__lqueue *src, struct vega__lqueue *dst,
+                                     unsigned *stolen);
+uint32_t vega__lqueue_len(struct vega__lqueue *q);
+/* Removes the i-th task (0 = head) by swapping it with the head; owner only, no stealers
+ * (seeded current-thread runtime). */
+struct vega_task *vega__lqueue_take_at(struct vega__lqueue *q, uint32_t i);
+
+void vega__inject_init(struct vega__inject *in);
+void vega__inject_push(struct vega__inject *in, struct vega_task *first, struct vega_task *last,
+                       size_t n);
+struct vega_task *vega__inject_pop(struct vega__inject *in);
+size_t vega__inject_len(struct vega__inject *in);
+
+int vega__stack_pool_init(struct vega_rt *rt);
+void vega__stack_pool_fini(struct vega_rt *rt);
+struct vega__stack *vega__stack_get(struct vega__worker *w);
+void vega__stack_put(struct vega__worker *w, struct vega__stack *s);
+bool vega__stack_canary_ok(const struct vega__stack *s);
+
+/* Scheduling a runnable task from the current thread. */
+void vega__schedule(struct vega_rt *rt, struct vega_task *t, bool yielded);
+void vega__notify_parked(struct vega_rt *rt);
+
+/* Timer clock of a runtime (ms since creation, on the mock clock when paused). */
+uint64_t vega__rt_now_ns(const struct vega_rt *rt);
+static inline uint64_t vega__ns_to_ms_ceil(const struct vega_rt *rt, uint64_t ns)
+{
+    if (ns == UINT64_MAX)
+        return UINT64_MAX;
+    uint64_t rel = ns > rt->t0 ? ns - rt->t0 : 0;
+    return (rel + VEGA_NS_PER_MS - 1) / VEGA_NS_PER_MS;
+}
+static inline uint64_t vega__ms_floor(const struct vega_rt *rt, uint64_t ns)
+{
+    uint64_t rel = ns > rt->t0 ? ns - rt->t0 : 0;
+    return rel / VEGA_NS_PER_MS;
+}
+
+/* Task lifecycle pieces used by the worker loop. */
+void vega__worker_set_self(struct vega__worker *w);
+void vega__switch_to_task(struct vega__worker *w, struct vega_task *t);
+bool vega__task_prepare(struct vega__worker *w, struct vega_task *t);
+struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, vega_task_fn fn,
+                                    void *arg, const vega_spawn_options *opts, bool detached);
+void vega__task_finish(struct vega__worker *w, struct vega_task *t);
+void vega__task_free(struct vega__worker *w, struct vega_task *t);
+void vega__group_member_done(struct vega_task *t);
+
+/* Blocking pool (blocking.c). */
+void vega__blocking_init(struct vega_rt *rt);
+void vega__blocking_fini(struct vega_rt *rt);
+
+/* Cancel mailbox: other threads ask the owner worker to cancel an op in flight on its driver. */
+void vega__worker_process_cancels(struct vega__worker *w);
+
+#endif

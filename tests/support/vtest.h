@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* A tiny unit-test harness: VTEST(name) cases, checks that abort with a message, exit 77 = skip.
+ * Each case is its own CTest test (`ctest -R rt.task.spawn_join`). */
+#ifndef VTEST_H
+#define VTEST_H
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef void (*vtest_fn)(void);
+void vtest_register(const char *name, vtest_fn fn);
+_Noreturn void vtest_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+_Noreturn void vtest_skip(const char *why);
+/* The driver the runtime tests use: $VEGA_DRIVER ("uring"/"epoll"), default = library default. */
+int vtest_driver(void);
+
+#define VTEST(name)                                                                            \
+    static void vtest_case_##name(void);                                                       \
+    __attribute__((constructor)) static void vtest_reg_##name(void)                            \
+    {                                                                                          \
+        vtest_register(#name, vtest_case_##name);                                              \
+    }                                                                                          \
+    static void vtest_case_##name(void)
+
+#define VCHECK(cond)                                                                           \
+    do {                                                                                       \
+        if (!(cond))                                                                           \
+            vtest_fail(__FILE__, __LINE__, "check failed: %s", #cond);                         \
+    } while (0)
+
+#define VCHECK_EQ(a, b)                                                                        \
+    do {                                                                                       \
+        long long va_ = (long long)(a), vb_ = (long long)(b);                                  \
+        if (va_ != vb_)                                                                        \
+            vtest_fail(__FILE__, __LINE__, "%s == %s failed: %lld != %lld", #a, #b, va_, vb_);  \
+    } while (0)
+
+#define VCHECK_STR(a, b)                                                                       \
+    do {                                                                                       \
+        const char *sa_ = (a), *sb_ = (b);                                                     \
+        if (strcmp(sa_, sb_) != 0)                                                             \
+            vtest_fail(__FILE__, __LINE__, "%s == %s failed: \"%s\" != \"%s\"", #a, #b, sa_,    \
+                       sb_);                                                                   \
+    } while (0)
+
+#endif

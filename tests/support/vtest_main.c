@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* Runs one named case (argv[1]) or every case of this test program. */
+#include <stdarg.h>
+#include <signal.h>
+
+#include <vega/rt.h>
+
+#include "vtest.h"
+
+#define VTEST_MAX 512
+
+static struct {
+    const char *name;
+    vtest_fn fn;
+} cases[VTEST_MAX];
+static int ncases;
+static const char *current;
+
+void vtest_register(const char *name, vtest_fn fn)
+{
+    if (ncases == VTEST_MAX) {
+        fprintf(stderr, "vtest: too many cases\n");
+        abort();
+    }
+    cases[ncases].name = name;
+    cases[ncases].fn = fn;
+    ncases++;
+}
+
+void vtest_fail(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "FAIL %s (%s:%d): ", current ? current : "?", file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    abort();
+}
+
+void vtest_skip(const char *why)
+{
+    fprintf(stderr, "SKIP %s: %s\n", current ? current : "?", why);
+    exit(77);
+}
+
+int vtest_driver(void)
+{
+    const char *d = getenv("VEGA_DRIVER");
+    if (d && strcmp(d, "epoll") == 0)
+        return VEGA_DRIVER_EPOLL;
+    if (d && strcmp(d, "uring") == 0)
+        return VEGA_DRIVER_URING;
+    return VEGA_DRIVER_DEFAULT;
+}
+
+int main(int argc, char **argv)
+{
+    signal(SIGPIPE, SIG_IGN);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc > 1 && strcmp(argv[1], "--list") == 0) {
+        for (int i = 0; i < ncases; i++)
+            printf("%s\n", cases[i].name);
+        return 0;
+    }
+    int ran = 0;
+    for (int i = 0; i < ncases; i++) {
+        if (argc > 1 && strcmp(argv[1], cases[i].name) != 0)
+            continue;
+        current = cases[i].name;
+        cases[i].fn();
+        printf("ok %s\n", cases[i].name);
+        ran++;
+    }
+    if (argc > 1 && ran == 0) {
+        fprintf(stderr, "vtest: no case named %s\n", argv[1]);
+        return 2;
+    }
+    return 0;
+}

@@ -1,0 +1,665 @@
+/* SPDX-License-Identifier: MIT */
+/* Tasks: spawn/join/detach, yield, sleep, cancel, deadlines, groups, 1,000,000 tasks. */
+#include <stdatomic.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <vega/rt.h>
+#include <vega/test.h>
+
+#include "vtest.h"
+
+static unsigned scale(void)
+{
+    const char *s = getenv("VEGA_TEST_SCALE");
+    unsigned v = s ? (unsigned)atoi(s) : 1;
+    return v ? v : 1;
+}
+
+static vega_rt *make_rt(vega_rt_flavor flavor, unsigned workers)
+{
+    vega_rt_options o;
+    vega_rt_options_init(&o);
+    o.flavor = flavor;
+    o.workers = workers;
+    o.driver = vtest_driver();
+    vega_rt *rt = NULL;
+    int r = vega_rt_new(&rt, &o);
+    if (r < 0)
+        vtest_fail(__FILE__, __LINE__, "vega_rt_new: %s", vega_strerror(r));
+    return rt;
+}
+
+static void *ret_arg(void *arg) { return arg; }
+
+static void *root_spawn_join(void *arg)
+{
+    (void)arg;
+    vega_task *t[16];
+    for (uintptr_t i = 0; i < 16; i++)
+        VCHECK_EQ(vega_task_spawn(&t[i], ret_arg, (void *)(i + 1)), 0);
+    uintptr_t sum = 0;
+    for (int i = 0; i < 16; i++) {
+        void *res;
+        VCHECK_EQ(vega_task_join(t[i], &res, VEGA_DEADLINE_NEVER), 0);
+        sum += (uintptr_t)res;
+    }
+    return (void *)sum;
+}
+
+VTEST(spawn_join_current)
+{
+    vega_rt *rt = make_rt(VEGA_RT_CURRENT_THREAD, 1);
+    void *res;
+    VCHECK_EQ(vega_rt_block_on(rt, root_spawn_join, NULL, &res), 0);
+    VCHECK_EQ((uintptr_t)res, 136);
+    vega_rt_free(rt);
+}
+
+VTEST(spawn_join_multi)
+{
+    vega_rt *rt = make_rt(VEGA_RT_MULTI_THREAD, 4);
+    void *res;
+    VCHECK_EQ(vega_rt_block_on(rt, root_spawn_join, NULL, &res), 0);
+    VCHECK_EQ((uintptr_t)res, 136);
+    VCHECK_EQ(vega_rt_block_on(rt, root_spawn_join, NULL, &res), 0);
+    VCHECK_EQ((uintptr_t)res, 136);
+    vega_rt_free(rt);
+}
+
+static void *nothing(void *arg) { return arg; }
+
+static void *root_million(void *arg)
+{
+    size_t n = (size_t)(uintptr_t)arg;
+    vega_task **ts = malloc(n * sizeof *ts);
+    VCHECK(ts);
+    for (size_t i = 0; i < n; i++)
+        VCHECK_EQ(vega_task_spawn(&ts[i], nothing, (void *)(uintptr_t)i), 0);
+    size_t ok = 0;
+    for (size_t i = 0; i < n; i++) {
+        void *res;
+        VCHECK_EQ(vega_task_join(ts[i], &res, VEGA_DEADLINE_NEVER), 0);
+        ok += (uintptr_t)res == i;
+    }
+    free(ts);
+    return (void *)ok;
+}
+
+VTEST(million_tasks_multi)
+{
+    size_t n = 1000000 / scale();
+    vega_rt *rt = make_rt(VEGA_RT_MULTI_THREAD, 2);
+    void *res;
+    VCHECK_EQ(vega_rt_block_on(rt, root_million, (void *)(uintptr_t)n, &res), 0);
+    VCHECK_EQ((uintptr_t)res, n);
+    vega_rt_metrics m;
+    vega_rt_get_metrics(rt, &m);
+    VCHECK_EQ(m.live_tasks, 0);
+    vega_rt_free(rt);
+}
+
+VTEST(million_tasks_current)
+{
+    size_t n = 1000000 / scale();
+    vega_rt *rt = make_rt(VEGA_RT_CURRENT_THREAD, 1);
+    void *res;
+    VCHECK_EQ(vega_rt_block_on(rt, root_million, (void *)(uintptr_t)n, &res), 0);
+    VCHECK_EQ((uintptr_t)res, n);
+    vega_rt_free(rt);
+}
+
+static atomic_int detached_ran;
+static void *detached_body(void *arg)
+{
+    (void)arg;
+    vega_yield();
+    atomic_fetch_add(&detached_ran, 1);
+    return NULL;
+}
+
+static void *root_detach(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 100; i++)
+        VCHECK_EQ(vega_task_spawn(NULL, detached_body, NULL), 0);
+    vega_task *t;
+    VCHECK_EQ(vega_task_spawn(&t, detached_body, NULL), 0);
+    vega_task_detach(t);
+    while (atomic_load(&detached_ran) < 101)
+        VCHECK_EQ(vega_sleep_ms(1), 0);
+    return NULL;
+}
+
+VTEST(detach)
+{
+    vega_rt *rt = make_rt(VEGA_RT_MULTI_THREAD, 2);
+    VCHECK_EQ(vega_rt_block_on(rt, root_detach, NULL, NULL), 0);
+    vega_rt_free(rt);
+}
+
+static void *root_sleep(void *arg)
+{
+    (void)arg;
+    vega_tstamp t0 = vega_now();
+    VCHECK_EQ(vega_sleep_ms(20), 0);
+    vega_tstamp dt = vega_now() - t0;
+    VCHECK(dt >= 20 * VEGA_NS_PER_MS);
+    /* A deadline in the past: at once. */
+    VCHECK_EQ(vega_sleep_until(vega_now() - 1), 0);
+    return NULL;
+}
+
+VTEST(sleep)
+{
+    vega_rt *rt = make_rt(VEGA_RT_CURRENT_THREAD, 1);
+    VCHECK_EQ(vega_rt_block_on(rt, root_sleep, NULL, NULL), 0);
+    vega_rt_free(rt);
+    rt = make_rt(VEGA_RT_MULTI_THREAD, 2);
+    VCHECK_EQ(vega_rt_block_on(rt, root_sleep, NULL, NULL), 0);
+    vega_rt_free(rt);
+}
+
+/* Many sleepers with different deadlines wake in deadline order (timer wheel levels). */
+static atomic_int order_pos;
+static int order[64];
+static void *sleeper(void *arg)
+{
+    uintptr_t ms = (uintptr_t)arg;
+    VCHECK_EQ(vega_sleep_ms(ms), 0);
+    order[atomic_fetch_add(&order_pos, 1)] = (int)ms;
+    return NULL;
+}
+
+static void *root_sleep_order(void *arg)
+{
+    (void)arg;
+    static const int ms[] = {90, 3, 70, 1, 150, 40, 5, 120, 66, 10};
+    vega_task *t[10];
+    for (int i = 0; i < 10; i++)
+        VCHECK_EQ(vega_task_spawn(&t[i], sleeper, (void *)(uintptr_t)ms[i]), 0);
+    for (int i = 0; i < 10; i++)
+        VCHECK_EQ(vega_task_join(t[i], NULL, VEGA_DEADLINE_NEVER), 0);
+    for (int i = 1; i < 10; i++)
+        VCHECK(order[i - 1] <= order[i]);
+    return NULL;
+}
+
+VTEST(sleep_order)
+{
+    vega_rt *rt = make_rt(VEGA_RT_CURRENT_THREAD, 1);
+    VCHECK_EQ(vega_rt_block_on(rt, root_sleep_order, NULL, NULL), 0);
+    vega_rt_free(rt);
+}
+
+static void *long_sleeper(void *arg)
+{
+    (void)arg;
+    int r = vega_sleep_ms(60000);
+    return (void *)(intptr_t)r;
+}
+
+static void *root_cancel(void *arg)
+{
+    (void)arg;
+    vega_task *t;
+    VCHECK_EQ(vega_task_spawn(&t, long_sleeper, NULL), 0);
+    VCHECK_EQ(vega_sleep_ms(5), 0);
+    vega_tstamp t0 = vega_now();
+    vega_task_cancel(t);
+    void *res;
+    VCHECK_EQ(vega_task_join(t, &res, VEGA_DEADLINE_NEVER), 0);
+    VCHECK_EQ((intptr_t)res, -ECANCELED);
+    VCHECK(vega_now() - t0 < 5 * VEGA_NS_PER_S);
+    /* Cancel before it ever ran. */
+    VCHECK_EQ(vega_task_spawn(&t, long_sleeper, NULL), 0);
+    vega_task_cancel(t);
+    VCHECK_EQ(vega_task_join(t, &res, VEGA_DEADLINE_NEVER), 0);
+    VCHECK_EQ((intptr_t)res, -ECANCELED);
+    /* Cancel of a finished task is a no-op. */
+    VCHECK_EQ(vega_task_spawn(&t, nothing, NULL), 0);
+    while (!vega_task_is_finished(t))
+        vega_yield();
+    vega_task_cancel(t);
+    VCHECK_EQ(vega_task_join(t, NULL, VEGA_DEADLINE_NEVER), 0);
+    return NULL;
+}
+
+VTEST(cancel)
+{
+    vega_rt *rt = make_rt(VEGA_RT_CURRENT_THREAD, 1);
+    VCHECK_EQ(vega_rt_block_on(rt, root_cancel, NULL, NULL), 0);
+    vega_rt_free(rt);
+    rt = make_rt(VEGA_RT_MULTI_THREAD, 2);
+    VCHECK_EQ(vega_rt_block_on(rt, root_cancel, NULL, NULL), 0);
+    vega_rt_free(rt);
+}
+
+/* Cancel racing a deadline and a wake, many times, across workers. */
+static void *short_sleeper(void *arg)
+{
+    int r = vega_sleep_ms((uintptr_t)arg);
+    VCHECK(r == 0 || r == -ECANCELED);
+    return NULL;
+}
+
+static void *root_cancel_race(void *arg)
+{
+    (void)arg;
+    unsigned n = 2000 / scale();
+    for (unsigned i = 0; i < n; i++) {
+        vega_task *t;
+        VCHECK_EQ(vega_task_spawn(&t, short_sleeper, (void *)(uintptr_t)(i % 3)), 0);
+        if (i % 2)
+            vega_yield();
+        vega_task_cancel(t);
+        VCHECK_EQ(vega_task_join(t, NULL, VEGA_DEADLINE_NEVER), 0);
+    }
+    return NULL;
+}
+
+VTEST(cancel_deadline_race)
+{
+    vega_rt *rt = make_rt(VEGA_RT_MULTI_THREAD, 2);
+    VCHECK_EQ(vega_rt_block_on(rt, root_cancel_race, NULL, NULL), 0);
+    vega_rt_free(rt);
+}
+
+static void *root_join_timeout(void *arg)
+{
+    (void)arg;
+    vega_task *t;
+    VCHECK_EQ(vega_task_spawn(&t, long_sleeper, NULL), 0);
+    VCHECK_EQ(vega_task_join(t, NULL, vega_deadline_in_ms(10)), -ETIMEDOUT);
+    VCHECK_EQ(vega_task_join(t, NULL, 0), -ETIMEDOUT);
+    vega_task_cancel(t);
+    VCHECK_EQ(vega_task_join(t, NULL, VEGA_DEADLINE_NEVER), 0);
+    return NULL;
+}
+
+VTEST(join_timeout)
+{
+    vega_rt *rt = make_rt(VEGA_RT_MULTI_THREAD, 2);
+    VCHECK_EQ(vega_rt_block_on(rt, root_join_timeout, NULL, NULL), 0);
+    vega_rt_free(rt);
+}
+
+static void *root_scope(void *arg)
+{
+    (void)arg;
+    vega_deadline saved = vega_deadline_push(vega_deadline_in_ms(20));
+    vega_tstamp t0 = vega_now();
+    VCHECK_EQ(vega_sleep_ms(10000), -ETIMEDOUT);
+    VCHECK(vega_now() - t0 < 5 * VEGA_NS_PER_S);
+    /* Nested: the earlier one wins, the later one does not extend it. */
+    vega_deadline inner = vega_deadline_push(vega_deadline_in_ms(100000));
+    VCHECK_EQ(vega_sleep_ms(10000), -ETIMEDOUT);
+    vega_deadline_pop(inner);
+    vega_deadline_pop(saved);
+    VCHECK_EQ(vega_sleep_ms(1), 0);
+    return NULL;
+}
+
+VTEST(deadline_scope)
+{
+    vega_rt *rt = make_rt(VEGA_RT_CURRENT_THREAD, 1);
+    VCHECK_EQ(vega_rt_block_on(rt, root_scope, NULL, NULL), 0);
+    vega_rt_free(rt);
+}
+
+static void *task_deadline_body(void *arg)
+{
+    (void)arg;
+    return (void *)(intptr_t)vega_sleep_ms(10000);
+}
+
+static void *root_task_deadline(void *arg)
+{
+    (void)arg;
+    vega_spawn_options so = {.name = "capped", .deadline = vega_deadline_in_ms(15)};
+    vega_task *t;
+    VCHECK_EQ(vega_task_spawn_ex(&t, task_deadline_body, NULL, &so), 0);
+    void *res;
+    VCHECK_EQ(vega_task_join(t, &res, VEGA_DEADLINE_NEVER), 0);
+    VCHECK_EQ((intptr_t)res, -ETIMEDOUT);
+    return NULL;
+}
+
+VTEST(task_deadline)
+{
+    vega_rt *rt = make_rt(VEGA_RT_MULTI_THREAD, 2);
+    VCHECK_EQ(vega_rt_block_on(rt, root_task_deadline, NULL, NULL), 0);
+    vega_rt_free(rt);
+}
+
+/* A task that never waits cannot starve another one: the budget makes it yield. */
+static atomic_bool stop_spinner;
+static void *spinner(void *arg)
+{
+    (void)arg;
+    uint64_t n = 0;
+    while (!atomic_load(&stop_spinner)) {
+        vega_coop(); /* what every non-suspending libvega op does */
+        n++;
+    }
+    return (void *)(uintptr_t)n;
+}
+
+static void *root_budget(void *arg)
+{
+    (void)arg;
+    vega_task *s;
+    VCHECK_EQ(vega_task_spawn(&s, spinner, NULL), 0);
+    /* The root yields to let the spinner start, then must get the CPU back. */
+    VCHECK_EQ(vega_yield(), 0);
+    VCHECK_EQ(vega_sleep_ms(5), 0);
+    atomic_store(&stop_spinner, true);
+    void *n;
+    VCHECK_EQ(vega_task_join(s, &n, VEGA_DEADLINE_NEVER), 0);
+    VCHECK((uintptr_t)n > 0);
+    return NULL;
+}
+
+VTEST(budget_no_starvation)
+{
+    vega_rt *rt = make_rt(VEGA_RT_CURRENT_THREAD, 1);
+    VCHECK_EQ(vega_rt_block_on(rt, root_budget, NULL, NULL), 0);
+    vega_worker_metrics m;
+    VCHECK_EQ(vega_rt_get_worker_metrics(rt, 0, &m), 0);
+    VCHECK(m.budget_yields > 0);
+    vega_rt_free(rt);
+}
+
+/* Work is stolen when one worker is flooded. */
+static void *busy(void *arg)
+{
+    (void)arg;
+    volatile uint64_t x = 0;
+    for (int i = 0; i < 20000; i++)
+        x += (uint64_t)i;
+    return (void *)(uintptr_t)vega_worker_index();
+}
+
+static void *root_flood(void *arg)
+{
+    (void)arg;
+    enum { N = 2000 };
+    static vega_task *t[N];
+    for (int i = 0; i < N; i++)
+        VCHECK_EQ(vega_task_spawn(&t[i], busy, NULL), 0);
+    int ran_elsewhere = 0, me = vega_worker_index();
+    for (int i = 0; i < N; i++) {
+        void *res;
+        VCHECK_EQ(vega_task_join(t[i], &res, VEGA_DEADLINE_NEVER), 0);
+        ran_elsewhere += (int)(intptr_t)res != me;
+    }
+    return (void *)(intptr_t)ran_elsewhere;
+}
+
+VTEST(work_stealing)
+{
+    vega_rt *rt = make_rt(VEGA_RT_MULTI_THREAD, 2);
+    void *res;
+    VCHECK_EQ(vega_rt_block_on(rt, root_flood, NULL, &res), 0);
+    uint64_t steals = 0;
+    for (unsigned i = 0; i < 2; i++) {
+        vega_worker_metrics m;
+        VCHECK_EQ(vega_rt_get_worker_metrics(rt, i, &m), 0);
+        steals += m.steals;
+    }
+    VCHECK(steals > 0);
+    VCHECK((intptr_t)res > 0);
+    vega_rt_free(rt);
+}
+
+/* Groups: wait for all; free cancels the rest. */
+static atomic_int group_done;
+static void *member(void *arg)
+{
+    int r = vega_sleep_ms((uintptr_t)arg);
+    atomic_fetch_add(&group_done, 1);
+    return (void *)(intptr_t)r;
+}
+
+static void *root_group(void *arg)
+{
+    (void)arg;
+    vega_group *g;
+    VCHECK_EQ(vega_group_new(&g), 0);
+    for (int i = 0; i < 10; i++)
+        VCHECK_EQ(vega_group_spawn(g, member, (void *)(uintptr_t)(i % 4)), 0);
+    VCHECK_EQ(vega_group_wait(g, VEGA_DEADLINE_NEVER), 0);
+    VCHECK_EQ(atomic_load(&group_done), 10);
+    VCHECK_EQ(vega_group_live(g), 0);
+    /* Members that would sleep for a minute: the wait times out, free cancels them. */
+    for (int i = 0; i < 10; i++)
+        VCHECK_EQ(vega_group_spawn(g, member, (void *)(uintptr_t)60000), 0);
+    VCHECK_EQ(vega_group_wait(g, vega_deadline_in_ms(10)), -ETIMEDOUT);
+    VCHECK_EQ(vega_group_live(g), 10);
+    vega_tstamp t0 = vega_now();
+    vega_group_free(g);
+    VCHECK_EQ(atomic_load(&group_done), 20);
+    VCHECK(vega_now() - t0 < 5 * VEGA_NS_PER_S);
+    return NULL;
+}
+
+VTEST(group)
+{
+    vega_rt *rt = make_rt(VEGA_RT_MULTI_THREAD, 2);
+    VCHECK_EQ(vega_rt_block_on(rt, root_group, NULL, NULL), 0);
+    vega_rt_free(rt);
+}
+
+/* Blocking pool. */
+static void *blocking_sleep(void *arg)
+{
+    usleep((useconds_t)(uintptr_t)arg);
+    return (void *)42;
+}
+
+static void *root_blocking(void *arg)
+{
+    (void)arg;
+    void *res = NULL;
+    VCHECK_EQ(vega_blocking(blocking_sleep, (void *)1000, &res, VEGA_DEADLINE_NEVER), 0);
+    VCHECK_EQ((uintptr_t)res, 42);
+    /* Deadline passes while the job runs: the call waits for it, then reports the timeout. */
+    VCHECK_EQ(vega_blocking(blocking_sleep, (void *)50000, &res, vega_deadline_in_ms(5)),
+              -ETIMEDOUT);
+    return NULL;
+}
+
+static void *hold_pool(void *arg)
+{
+    (void)arg;
+    void *res;
+    return (void *)(intptr_t)vega_blocking(blocking_sleep, (void *)100000, &res,
+                                           VEGA_DEADLINE_NEVER);
+}
+
+static void *root_blocking_full(void *arg)
+{
+    (void)arg;
+    vega_task *t[2];
+    for (int i = 0; i < 2; i++)
+        VCHECK_EQ(vega_task_spawn(&t[i], hold_pool, NULL), 0);
+    VCHECK_EQ(vega_sleep_ms(20), 0); /* both threads busy now (blocking_threads = 2) */
+    VCHECK_EQ(vega_blocking_try(blocking_sleep, (void *)1, NULL, VEGA_DEADLINE_NEVER),
+              VEGA_ERR_FULL);
+    /* The queue takes one (blocking_queue = 1), the next is refused. */
+    vega_task *q;
+    VCHECK_EQ(vega_task_spawn(&q, hold_pool, NULL), 0);
+    VCHECK_EQ(vega_sleep_ms(5), 0);
+    VCHECK_EQ(vega_blocking(blocking_sleep, (void *)1, NULL, VEGA_DEADLINE_NEVER), VEGA_ERR_FULL);
+    for (int i = 0; i < 2; i++)
+        VCHECK_EQ(vega_task_join(t[i], NULL, VEGA_DEADLINE_NEVER), 0);
+    VCHECK_EQ(vega_task_join(q, NULL, VEGA_DEADLINE_NEVER), 0);
+    return NULL;
+}
+
+VTEST(blocking_pool)
+{
+    vega_rt *rt = make_rt(VEGA_RT_MULTI_THREAD, 2);
+    VCHECK_EQ(vega_rt_block_on(rt, root_blocking, NULL, NULL), 0);
+    vega_rt_free(rt);
+    vega_rt_options o;
+    vega_rt_options_init(&o);
+    o.driver = vtest_driver();
+    o.workers = 2;
+    o.blocking_threads = 2;
+    o.blocking_queue = 1;
+    VCHECK_EQ(vega_rt_new(&rt, &o), 0);
+    VCHECK_EQ(vega_rt_block_on(rt, root_blocking_full, NULL, NULL), 0);
+    vega_rt_free(rt);
+}
+
+/* Seeded runtime: the same seed gives the same schedule. */
+static void *chatter(void *arg)
+{
+    for (int i = 0; i < 5; i++)
+        vega_yield();
+    return arg;
+}
+
+static void *root_seeded(void *arg)
+{
+    (void)arg;
+    vega_task *t[20];
+    for (int i = 0; i < 20; i++)
+        VCHECK_EQ(vega_task_spawn(&t[i], chatter, NULL), 0);
+    for (int i = 0; i < 20; i++)
+        VCHECK_EQ(vega_task_join(t[i], NULL, VEGA_DEADLINE_NEVER), 0);
+    return NULL;
+}
+
+static uint64_t seeded_hash(uint64_t seed)
+{
+    vega_rt_options o;
+    vega_rt_options_init(&o);
+    o.flavor = VEGA_RT_CURRENT_THREAD;
+    o.driver = vtest_driver();
+    o.seeded = true;
+    o.seed = seed;
+    vega_rt *rt;
+    VCHECK_EQ(vega_rt_new(&rt, &o), 0);
+    VCHECK_EQ(vega_rt_block_on(rt, root_seeded, NULL, NULL), 0);
+    uint64_t h = vega_test_schedule_hash(rt);
+    vega_rt_free(rt);
+    return h;
+}
+
+VTEST(seeded_schedule)
+{
+    uint64_t a = seeded_hash(7), b = seeded_hash(7), c = seeded_hash(8);
+    VCHECK(a == b);
+    VCHECK(a != c);
+}
+
+/* Paused clock: an hour of sleep takes no time. */
+static void *root_paused(void *arg)
+{
+    (void)arg;
+    VCHECK_EQ(vega_now(), 0);
+    VCHECK_EQ(vega_sleep_ms(3600 * 1000), 0);
+    VCHECK(vega_now() >= 3600 * VEGA_NS_PER_S);
+    vega_tstamp before = vega_now();
+    VCHECK_EQ(vega_test_advance(5 * VEGA_NS_PER_MS), 0);
+    VCHECK_EQ(vega_now(), before + 5 * VEGA_NS_PER_MS);
+    return NULL;
+}
+
+VTEST(paused_clock)
+{
+    vega_rt_options o;
+    vega_rt_options_init(&o);
+    o.flavor = VEGA_RT_CURRENT_THREAD;
+    o.driver = vtest_driver();
+    o.paused_clock = true;
+    vega_rt *rt;
+    VCHECK_EQ(vega_rt_new(&rt, &o), 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    VCHECK_EQ(vega_rt_block_on(rt, root_paused, NULL, NULL), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    VCHECK(t1.tv_sec - t0.tv_sec < 10);
+    vega_rt_free(rt);
+}
+
+/* Signals reach a task through signalfd. */
+static void *root_signal(void *arg)
+{
+    (void)arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    kill(getpid(), SIGUSR1);
+    int signo = 0;
+    VCHECK_EQ(vega_signal_wait(&set, &signo, vega_deadline_in_ms(5000)), 0);
+    VCHECK_EQ(signo, SIGUSR1);
+    VCHECK_EQ(vega_signal_wait(&set, &signo, vega_deadline_in_ms(10)), -ETIMEDOUT);
+    return NULL;
+}
+
+VTEST(signal_wait)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    VCHECK_EQ(vega_signal_block(&set), 0);
+    vega_rt *rt = make_rt(VEGA_RT_MULTI_THREAD, 2);
+    VCHECK_EQ(vega_rt_block_on(rt, root_signal, NULL, NULL), 0);
+    vega_rt_free(rt);
+}
+
+VTEST(metrics_prometheus)
+{
+    vega_rt *rt = make_rt(VEGA_RT_MULTI_THREAD, 2);
+    VCHECK_EQ(vega_rt_block_on(rt, root_spawn_join, NULL, NULL), 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    VCHECK_EQ(vega_rt_metrics_prometheus(rt, f), 0);
+    fclose(f);
+    VCHECK(strstr(buf, "vega_worker_spawned_total{worker=\"0\"}"));
+    VCHECK(strstr(buf, "# TYPE vega_worker_polls_total counter"));
+    free(buf);
+    vega_rt_free(rt);
+}
+
+/* A task blocked forever is cancelled by vega_rt_free. */
+static void *forever(void *arg)
+{
+    (void)arg;
+    return (void *)(intptr_t)vega_sleep_until(VEGA_DEADLINE_NEVER);
+}
+
+static void *root_leave_behind(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 10; i++)
+        VCHECK_EQ(vega_task_spawn(NULL, forever, NULL), 0);
+    return NULL;
+}
+
+VTEST(free_cancels_live_tasks)
+{
+    vega_rt *rt = make_rt(VEGA_RT_MULTI_THREAD, 2);
+    VCHECK_EQ(vega_rt_block_on(rt, root_leave_behind, NULL, NULL), 0);
+    vega_rt_free(rt);
+    rt = make_rt(VEGA_RT_CURRENT_THREAD, 1);
+    VCHECK_EQ(vega_rt_block_on(rt, root_leave_behind, NULL, NULL), 0);
+    vega_rt_free(rt);
+}
+
+VTEST(spawn_outside_task)
+{
+    vega_rt *rt = make_rt(VEGA_RT_MULTI_THREAD, 2);
+    vega_task *t;
+    VCHECK_EQ(vega_task_spawn(&t, nothing, NULL), VEGA_ERR_NOTASK);
+    VCHECK_EQ(vega_rt_spawn(rt, &t, ret_arg, (void *)7), 0);
+    void *res;
+    VCHECK_EQ(vega_task_join(t, &res, VEGA_DEADLINE_NEVER), 0);
+    VCHECK_EQ((uintptr_t)res, 7);
+    vega_rt_free(rt);
+}
