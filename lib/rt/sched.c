@@ -59,7 +59,7 @@ void vega__notify_parked(struct vega_rt *rt)
     if (rt->nidle_list && atomic_load_explicit(&rt->num_searching, memory_order_relaxed) == 0) {
         w = &rt->workers[rt->idle_stack[--rt->nidle_list]];
         w->idle = false;
-        w->searching = true;
+        w->handoff_search = true; /* it wakes up as a searcher (counted now) */
         atomic_fetch_sub_explicit(&rt->num_idle, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&rt->num_searching, 1, memory_order_relaxed);
     }
@@ -190,7 +190,7 @@ static bool work_pending(struct vega_rt *rt)
     if (vega__inject_len(&rt->inject))
         return true;
     for (unsigned i = 0; i < rt->nworkers; i++)
-        if (vega__lqueue_len(&rt->workers[i].q) || rt->workers[i].lifo)
+        if (vega__lqueue_len(&rt->workers[i].q))
             return true;
     return false;
 }
@@ -264,6 +264,10 @@ static void park_worker(struct vega__worker *w)
         }
         w->idle = false;
         atomic_fetch_sub_explicit(&rt->num_idle, 1, memory_order_relaxed);
+    }
+    if (w->handoff_search) {
+        w->handoff_search = false;
+        w->searching = true;
     }
     pthread_mutex_unlock(&rt->idle_mu);
     vega__worker_process_cancels(w);

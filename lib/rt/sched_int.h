@@ -85,6 +85,7 @@ struct vega__worker {
 
     /* idle list link (guarded by rt->idle_mu) */
     bool idle;
+    bool handoff_search; /* woken by notify_parked, which counted it as searching */
     _Atomic bool parked;
 
     struct vega__wheel wheel;

@@ -376,15 +376,15 @@ static void *busy(void *arg)
 {
     (void)arg;
     volatile uint64_t x = 0;
-    for (int i = 0; i < 20000; i++)
-        x += (uint64_t)i;
+    for (int i = 0; i < 200000; i++)
+        x = x + (uint64_t)i;
     return (void *)(uintptr_t)vega_worker_index();
 }
 
 static void *root_flood(void *arg)
 {
     (void)arg;
-    enum { N = 2000 };
+    enum { N = 200 }; /* fits the 256-slot local queue: the idle worker can only steal */
     static vega_task *t[N];
     for (int i = 0; i < N; i++)
         VCHECK_EQ(vega_task_spawn(&t[i], busy, NULL), 0);
