@@ -209,6 +209,51 @@ struct vega_task *vega__inject_pop(struct vega__inject *in)
     return t;
 }
 
+struct vega_task *vega__inject_pop_batch(struct vega__worker *w, unsigned nworkers)
+{
+    struct vega__inject *in = &w->rt->inject;
+    size_t len = atomic_load_explicit(&in->len, memory_order_acquire);
+    if (len == 0)
+        return NULL;
+    struct vega__lqueue *q = &w->q;
+    uint32_t tail = atomic_load_explicit(&q->tail, memory_order_relaxed);
+    uint32_t steal = unpack_steal(atomic_load_explicit(&q->head, memory_order_acquire));
+    uint32_t room = VEGA__LQ_CAP - (tail - steal);
+    /* Tokio's share: len / workers + 1, at most half a queue, at most the free room. */
+    size_t want = len / nworkers + 1;
+    if (want > VEGA__LQ_CAP / 2)
+        want = VEGA__LQ_CAP / 2;
+    if (want > (size_t)room + 1)
+        want = (size_t)room + 1;
+    pthread_mutex_lock(&in->mu);
+    struct vega_task *first = in->head;
+    if (!first) {
+        pthread_mutex_unlock(&in->mu);
+        return NULL;
+    }
+    struct vega_task *t = first->next;
+    size_t n = 1;
+    uint32_t pushed = 0;
+    while (t && n < want) {
+        struct vega_task *next = t->next;
+        t->next = NULL;
+        atomic_store_explicit(&q->buf[(tail + pushed) & VEGA__LQ_MASK], t, memory_order_relaxed);
+        pushed++;
+        n++;
+        t = next;
+    }
+    in->head = t;
+    if (!t)
+        in->tail = NULL;
+    atomic_store_explicit(&in->len, atomic_load_explicit(&in->len, memory_order_relaxed) - n,
+                          memory_order_release);
+    pthread_mutex_unlock(&in->mu);
+    if (pushed)
+        atomic_store_explicit(&q->tail, tail + pushed, memory_order_release);
+    first->next = NULL;
+    return first;
+}
+
 size_t vega__inject_len(struct vega__inject *in)
 {
     return atomic_load_explicit(&in->len, memory_order_acquire);

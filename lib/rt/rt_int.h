@@ -101,7 +101,6 @@ struct vega_task {
     atomic_uint flags;              /* VEGA__TF_* */
     struct vega_task *next;         /* run/inject queue link */
     struct vega_rt *rt;
-    struct vega__worker *worker;    /* worker running it now (valid while RUNNING) */
     struct vega__stack *stack;      /* attached when it first runs, released when it returns */
     vega_task_fn fn;
     void *arg;
@@ -123,7 +122,6 @@ struct vega_task {
     struct vega_group *group;
     struct vega_task *group_next, *group_prev;
 
-    size_t stack_size;
     uint64_t id;
     const char *wait_reason; /* static string for dumps: "sleep", "mutex", ... */
     char name[32];

@@ -135,7 +135,7 @@ static struct vega_task *next_task(struct vega__worker *w)
     } else if ((t = vega__lqueue_pop(&w->q))) {
         return t;
     }
-    if ((t = vega__inject_pop(&rt->inject))) {
+    if ((t = vega__inject_pop_batch(w, rt->opts.seeded ? UINT32_MAX : rt->nworkers))) {
         bump(&w->m.injects, 1);
         return t;
     }
@@ -282,7 +282,6 @@ static void run_task(struct vega__worker *w, struct vega_task *t)
     bump(&w->m.polls, 1);
     if (rt->opts.seeded)
         rt->trace_hash = (rt->trace_hash ^ t->id) * 0x100000001b3ull;
-    t->worker = w;
     atomic_store_explicit(&t->state, VEGA__T_RUNNING, memory_order_release);
     w->budget = VEGA__BUDGET;
     w->after = VEGA__AFTER_NONE;
@@ -399,11 +398,7 @@ static void workers_fini(struct vega_rt *rt, unsigned n)
     for (unsigned i = 0; i < n; i++) {
         struct vega__worker *w = &rt->workers[i];
         rt->driver->fini(w);
-        while (w->task_cache) {
-            struct vega_task *t = w->task_cache;
-            w->task_cache = t->next;
-            free(t);
-        }
+        w->task_cache = NULL;
     }
 }
 
@@ -438,6 +433,7 @@ int vega_rt_new(vega_rt **out, const vega_rt_options *opts)
     rt->t0 = rt->paused ? 0 : vega__clock_mono();
     atomic_init(&rt->mock_now, 0);
     vega__inject_init(&rt->inject);
+    pthread_mutex_init(&rt->task_mu, NULL);
     pthread_mutex_init(&rt->idle_mu, NULL);
     pthread_mutex_init(&rt->block_mu, NULL);
     pthread_cond_init(&rt->block_cv, NULL);
@@ -574,7 +570,9 @@ void vega_rt_free(vega_rt *rt)
     vega__blocking_fini(rt);
     workers_fini(rt, rt->nworkers);
     vega__stack_pool_fini(rt);
-    /* Handles never joined or detached: the tasks returned; free what is left. */
+    /* Handles never joined or detached die with the chunks. */
+    vega__task_chunks_free(rt);
+    pthread_mutex_destroy(&rt->task_mu);
     pthread_mutex_destroy(&rt->inject.mu);
     pthread_mutex_destroy(&rt->idle_mu);
     pthread_mutex_destroy(&rt->block_mu);

@@ -11,7 +11,6 @@
 #define VEGA__BUDGET 128u           /* cooperative budget per turn */
 #define VEGA__LIFO_MAX 3u           /* LIFO polls in a row before the queue gets a turn */
 #define VEGA__INJECT_INTERVAL 61u   /* ticks between looks at the inject queue (and driver) */
-#define VEGA__TASK_CACHE 1024u      /* free task structs kept per worker */
 #define VEGA__STACK_CACHE 64u       /* free stacks kept per worker */
 #define VEGA__DEFAULT_STACK (64u * 1024u)
 
@@ -95,8 +94,7 @@ struct vega__worker {
     struct vega_task *live_head;
 
     /* caches (owner only) */
-    struct vega_task *task_cache;
-    unsigned task_cache_len;
+    struct vega_task *task_cache; /* free task structs (owner only) */
     struct vega__stack *stack_cache;
     unsigned stack_cache_len;
 
@@ -155,6 +153,11 @@ struct vega_rt {
     _Atomic uint64_t mock_now; /* paused clock, ns */
     uint64_t t0;               /* monotonic ns at creation (wheel's ms scale origin) */
 
+    /* task structs: chunks, and the free list shared by non-worker threads */
+    pthread_mutex_t task_mu;
+    struct vega__task_chunk *task_chunks;
+    struct vega_task *task_free;
+
     /* seeded schedule trace */
     uint64_t trace_hash;
 
@@ -183,6 +186,9 @@ void vega__inject_init(struct vega__inject *in);
 void vega__inject_push(struct vega__inject *in, struct vega_task *first, struct vega_task *last,
                        size_t n);
 struct vega_task *vega__inject_pop(struct vega__inject *in);
+/* Takes a fair share of the inject queue: returns one task and moves more into w's local
+ * queue (owner only). */
+struct vega_task *vega__inject_pop_batch(struct vega__worker *w, unsigned nworkers);
 size_t vega__inject_len(struct vega__inject *in);
 
 int vega__stack_pool_init(struct vega_rt *rt);
@@ -218,6 +224,7 @@ struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, 
                                     void *arg, const vega_spawn_options *opts, bool detached);
 void vega__task_finish(struct vega__worker *w, struct vega_task *t);
 void vega__task_free(struct vega__worker *w, struct vega_task *t);
+void vega__task_chunks_free(struct vega_rt *rt);
 void vega__group_member_done(struct vega_task *t);
 
 /* Blocking pool (blocking.c). */

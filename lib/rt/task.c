@@ -133,29 +133,76 @@ bool vega__task_prepare(struct vega__worker *w, struct vega_task *t)
 
 /* ---- allocation ----------------------------------------------------------------------------- */
 
-static struct vega_task *task_alloc(struct vega__worker *w)
+/* Task structs come from chunks owned by the runtime and are recycled through per-worker free
+ * lists (Go keeps its g structs the same way): a spawn costs no malloc once the runtime has
+ * seen its peak number of tasks. The memory goes back when the runtime is freed. */
+#define TASK_CHUNK 64u
+
+struct vega__task_chunk {
+    struct vega__task_chunk *next;
+    struct vega_task tasks[TASK_CHUNK];
+};
+
+static struct vega_task *task_alloc(struct vega_rt *rt, struct vega__worker *w)
 {
     struct vega_task *t = w ? w->task_cache : NULL;
-    if (t) {
+    if (vega__likely(t)) {
         w->task_cache = t->next;
-        w->task_cache_len--;
-    } else {
-        t = malloc(sizeof *t);
-        if (!t)
-            return NULL;
+        return t;
     }
+    pthread_mutex_lock(&rt->task_mu);
+    if (!rt->task_free) {
+        struct vega__task_chunk *c = malloc(sizeof *c);
+        if (!c) {
+            pthread_mutex_unlock(&rt->task_mu);
+            return NULL;
+        }
+        c->next = rt->task_chunks;
+        rt->task_chunks = c;
+        for (unsigned i = 0; i < TASK_CHUNK; i++) {
+            c->tasks[i].next = rt->task_free;
+            rt->task_free = &c->tasks[i];
+        }
+    }
+    t = rt->task_free;
+    rt->task_free = t->next;
+    if (w) {
+        /* Take the rest of the global list's head with us (up to a chunk's worth). */
+        for (unsigned i = 1; i < TASK_CHUNK && rt->task_free; i++) {
+            struct vega_task *x = rt->task_free;
+            rt->task_free = x->next;
+            x->next = w->task_cache;
+            w->task_cache = x;
+        }
+    }
+    pthread_mutex_unlock(&rt->task_mu);
     return t;
 }
 
 void vega__task_free(struct vega__worker *w, struct vega_task *t)
 {
-    if (w && w->task_cache_len < VEGA__TASK_CACHE) {
+    if (w && w->rt == t->rt) {
         t->next = w->task_cache;
         w->task_cache = t;
-        w->task_cache_len++;
         return;
     }
-    free(t);
+    struct vega_rt *rt = t->rt;
+    pthread_mutex_lock(&rt->task_mu);
+    t->next = rt->task_free;
+    rt->task_free = t;
+    pthread_mutex_unlock(&rt->task_mu);
+}
+
+void vega__task_chunks_free(struct vega_rt *rt)
+{
+    struct vega__task_chunk *c = rt->task_chunks;
+    while (c) {
+        struct vega__task_chunk *next = c->next;
+        free(c);
+        c = next;
+    }
+    rt->task_chunks = NULL;
+    rt->task_free = NULL;
 }
 
 static void live_add(struct vega__worker *w, struct vega_task *t)
@@ -187,7 +234,7 @@ static void live_remove(struct vega_task *t)
 struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, vega_task_fn fn,
                                     void *arg, const vega_spawn_options *opts, bool detached)
 {
-    struct vega_task *t = task_alloc(w);
+    struct vega_task *t = task_alloc(rt, w);
     if (!t)
         return NULL;
     t->sp = NULL;
@@ -195,7 +242,6 @@ struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, 
     atomic_init(&t->flags, 0);
     t->next = NULL;
     t->rt = rt;
-    t->worker = NULL;
     t->stack = NULL;
     t->fn = fn;
     t->arg = arg;
@@ -210,7 +256,6 @@ struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, 
     t->tjoiner = NULL;
     t->group = NULL;
     t->group_next = t->group_prev = NULL;
-    t->stack_size = 0;
     t->wait_reason = NULL;
     t->name[0] = 0;
     if (opts && opts->name) {

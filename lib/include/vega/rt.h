@@ -91,7 +91,6 @@ VEGA_API vega_rt *vega_rt_current(void);
 typedef struct vega_spawn_options {
     const char *name;       /* borrowed: copied (up to 31 bytes) for debug dumps; may be NULL */
     vega_deadline deadline; /* task-wide deadline capping every suspension; 0 = none */
-    size_t stack_size;      /* 0 = the runtime's stack size */
 } vega_spawn_options;
 
 /*
