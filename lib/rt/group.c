@@ -2,9 +2,16 @@
 /* Task groups: a scope that owns its members, can cancel them, and waits for all of them. */
 #include "sched_int.h"
 
+/* A member's link in its group, allocated at group spawn. */
+struct vega__group_node {
+    struct vega_group *g;
+    struct vega_task *task;
+    struct vega__group_node *next, *prev;
+};
+
 struct vega_group {
     vega__spin lock;
-    struct vega_task *head;
+    struct vega__group_node *head;
     size_t live;
     struct vega_task *waiter;
     bool closing;
@@ -25,22 +32,29 @@ int vega_group_spawn(vega_group *g, vega_task_fn fn, void *arg)
     struct vega__worker *w = vega__worker_self();
     if (!w || !w->current)
         return VEGA_ERR_NOTASK;
+    struct vega__group_node *n = malloc(sizeof *n);
+    if (!n)
+        return -ENOMEM;
     vega__spin_lock(&g->lock);
     if (g->closing) {
         vega__spin_unlock(&g->lock);
+        free(n);
         return VEGA_ERR_CLOSED;
     }
     struct vega_task *t = vega__task_create(w->rt, w, fn, arg, NULL, true);
     if (!t) {
         vega__spin_unlock(&g->lock);
+        free(n);
         return -ENOMEM;
     }
-    t->group = g;
-    t->group_prev = NULL;
-    t->group_next = g->head;
+    n->g = g;
+    n->task = t;
+    n->prev = NULL;
+    n->next = g->head;
     if (g->head)
-        g->head->group_prev = t;
-    g->head = t;
+        g->head->prev = n;
+    g->head = n;
+    t->group = n;
     g->live++;
     vega__spin_unlock(&g->lock);
     vega__schedule(w->rt, t, false);
@@ -50,18 +64,20 @@ int vega_group_spawn(vega_group *g, vega_task_fn fn, void *arg)
 /* Called by the scheduler when a member returned, before the task is freed. */
 void vega__group_member_done(struct vega_task *t)
 {
-    struct vega_group *g = t->group;
+    struct vega__group_node *n = t->group;
+    struct vega_group *g = n->g;
     vega__spin_lock(&g->lock);
-    if (t->group_prev)
-        t->group_prev->group_next = t->group_next;
+    if (n->prev)
+        n->prev->next = n->next;
     else
-        g->head = t->group_next;
-    if (t->group_next)
-        t->group_next->group_prev = t->group_prev;
+        g->head = n->next;
+    if (n->next)
+        n->next->prev = n->prev;
     t->group = NULL;
     if (--g->live == 0 && g->waiter)
         vega__task_wake(g->waiter);
     vega__spin_unlock(&g->lock);
+    free(n);
 }
 
 static int wait_all(vega_group *g, vega_deadline dl, unsigned flags)
@@ -90,9 +106,9 @@ int vega_group_wait(vega_group *g, vega_deadline dl) { return wait_all(g, dl, 0)
 void vega_group_cancel(vega_group *g)
 {
     vega__spin_lock(&g->lock);
-    for (struct vega_task *t = g->head; t; t = t->group_next) {
-        atomic_fetch_or_explicit(&t->flags, VEGA__TF_CANCELLED, memory_order_acq_rel);
-        vega__task_wake(t);
+    for (struct vega__group_node *n = g->head; n; n = n->next) {
+        atomic_fetch_or_explicit(&n->task->flags, VEGA__TF_CANCELLED, memory_order_acq_rel);
+        vega__task_wake(n->task);
     }
     vega__spin_unlock(&g->lock);
 }

@@ -103,12 +103,12 @@ void vega_rt_dump_tasks(const vega_rt *rt, FILE *out)
     for (unsigned i = 0; i < rt->nworkers; i++) {
         struct vega__worker *w = &rt->workers[i];
         vega__spin_lock(&w->live_lock);
-        for (struct vega_task *t = w->live_head; t; t = t->live_next) {
+        for (struct vega__stack *st = w->live_head; st; st = st->live_next) {
+            struct vega_task *t = st->task;
             unsigned s = atomic_load_explicit(&t->state, memory_order_relaxed);
-            const char *reason = __atomic_load_n(&t->wait_reason, __ATOMIC_RELAXED);
-            fprintf(out, "task %" PRIu64 " %-16s %-9s %s%s\n", t->id,
-                    t->name[0] ? t->name : "-", s < 5 ? states[s] : "?",
-                    reason ? "waiting on " : "", reason ? reason : "");
+            const char *reason = __atomic_load_n(&st->wait_reason, __ATOMIC_RELAXED);
+            fprintf(out, "task %" PRIu64 " %-16s %-9s %s%s\n", t->id, t->name ? t->name : "-",
+                    s < 5 ? states[s] : "?", reason ? "waiting on " : "", reason ? reason : "");
         }
         vega__spin_unlock(&w->live_lock);
     }

@@ -89,42 +89,38 @@ struct vega__stack {
     void *base; /* lowest usable address (the canary sits there) */
     size_t size;
     struct vega__stack *next; /* pool free list */
+    /* While attached to a started task: the task, its place on the live list of the worker that
+     * started it (for cancel-all and dumps) and what it waits on. */
+    struct vega_task *task;
+    struct vega__stack *live_next, *live_prev;
+    struct vega__worker *live_owner;
+    const char *wait_reason; /* static string for dumps: "sleep", "mutex", ... */
 };
 
 struct vega__worker;
 struct vega_group;
 struct vega__thread_waiter;
+struct vega__group_node;
 
 struct vega_task {
     void *sp;                       /* saved stack pointer while switched out */
     atomic_uint state;              /* enum vega__task_state */
     atomic_uint flags;              /* VEGA__TF_* */
-    struct vega_task *next;         /* run/inject queue link */
+    struct vega_task *next;         /* free-list link */
     struct vega_rt *rt;
     struct vega__stack *stack;      /* attached when it first runs, released when it returns */
     vega_task_fn fn;
-    void *arg;
-    void *result;
+    void *arg_result;               /* fn's argument until it runs, then its result */
     vega_deadline deadline;         /* task-wide cap (spawn option and scopes) */
-    struct vega__timer timer;
 
     /* join/detach handshake, guarded by `lock` */
     vega__spin lock;
-    bool finished, detached;
-    struct vega_task *joiner;
-    struct vega__thread_waiter *tjoiner; /* a non-task thread in vega_task_join */
+    bool finished, detached, thread_joiner;
+    void *joiner; /* the joining task, or a struct vega__thread_waiter if thread_joiner */
 
-    /* membership of the owning worker's live list (for cancel-all and dumps) */
-    struct vega_task *live_next, *live_prev;
-    struct vega__worker *live_owner;
-
-    /* task group membership, guarded by the group's lock */
-    struct vega_group *group;
-    struct vega_task *group_next, *group_prev;
-
+    struct vega__group_node *group; /* task group membership, NULL if none */
     uint64_t id;
-    const char *wait_reason; /* static string for dumps: "sleep", "mutex", ... */
-    char name[32];
+    const char *name;               /* borrowed from the spawner (a literal), or NULL */
 #if defined(VEGA_ASAN)
     void *asan_fake;
 #endif

@@ -5,6 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#if defined(VEGA_ASAN)
+#include <sanitizer/common_interface_defs.h>
+#endif
 #if defined(VEGA_TSAN)
 #include <sanitizer/tsan_interface.h>
 #endif
@@ -104,8 +107,7 @@ void vega__schedule(struct vega_rt *rt, struct vega_task *t, bool yielded)
             vega__notify_parked(rt);
         return;
     }
-    t->next = NULL;
-    vega__inject_push(&rt->inject, t, t, 1);
+    vega__inject_push(&rt->inject, &t, 1);
     vega__notify_parked(rt);
 }
 
@@ -274,24 +276,52 @@ static void park_worker(struct vega__worker *w)
     fire_timers(w);
 }
 
-static void run_task(struct vega__worker *w, struct vega_task *t)
+/* ---- switching ------------------------------------------------------------------------------ */
+
+static void task_entry(void *arg);
+
+/* Gives t its stack the first time it runs. */
+static inline void prepare(struct vega__worker *w, struct vega_task *t)
 {
-    struct vega_rt *rt = w->rt;
-    if (vega__unlikely(!vega__task_prepare(w, t)))
+    if (vega__likely(t->stack != NULL))
+        return;
+    struct vega__stack *s = vega__stack_get(w);
+    if (vega__unlikely(!s))
         VEGA_PANIC("out of memory for a task stack");
+    t->stack = s;
+    t->sp = vega__ctx_make((char *)s->base + s->size, task_entry, t);
+    vega__live_add(w, t);
+#if defined(VEGA_TSAN)
+    t->tsan_fiber = __tsan_create_fiber(0);
+#endif
+}
+
+/* Makes t the worker's current task (it is about to be switched to). */
+static inline void begin_run(struct vega__worker *w, struct vega_task *t)
+{
+    prepare(w, t);
     bump(&w->m.polls, 1);
-    if (rt->opts.seeded)
-        rt->trace_hash = (rt->trace_hash ^ t->id) * 0x100000001b3ull;
-    atomic_store_explicit(&t->state, VEGA__T_RUNNING, memory_order_release);
+    if (vega__unlikely(w->rt->opts.seeded))
+        w->rt->trace_hash = (w->rt->trace_hash ^ t->id) * 0x100000001b3ull;
+    atomic_store_explicit(&t->state, VEGA__T_RUNNING, memory_order_relaxed);
     w->budget = VEGA__BUDGET;
-    w->after = VEGA__AFTER_NONE;
-    vega__switch_to_task(w, t);
+    w->current = t;
+}
+
+/* Handles the task that switched out last, now that its stack is free. Runs on whoever got the
+ * CPU: the next task or the scheduler loop. */
+static void post_switch(struct vega__worker *w)
+{
+    struct vega_task *t = w->prev;
+    if (!t)
+        return;
+    w->prev = NULL;
     if (vega__unlikely(!vega__stack_canary_ok(t->stack)))
         VEGA_PANIC("stack overflow in task %llu (%s): raise vega_rt_options.stack_size",
-                   (unsigned long long)t->id, t->name[0] ? t->name : "unnamed");
+                   (unsigned long long)t->id, t->name ? t->name : "unnamed");
     switch (w->after) {
     case VEGA__AFTER_YIELD:
-        atomic_store_explicit(&t->state, VEGA__T_RUNNABLE, memory_order_release);
+        atomic_store_explicit(&t->state, VEGA__T_RUNNABLE, memory_order_relaxed);
         vega__lqueue_push(w, t);
         break;
     case VEGA__AFTER_PARK: {
@@ -299,7 +329,7 @@ static void run_task(struct vega__worker *w, struct vega_task *t)
         if (!atomic_compare_exchange_strong_explicit(&t->state, &expect, VEGA__T_PARKED,
                                                      memory_order_acq_rel, memory_order_acquire)) {
             /* Woken while it was still running: run it again soon. */
-            atomic_store_explicit(&t->state, VEGA__T_RUNNABLE, memory_order_release);
+            atomic_store_explicit(&t->state, VEGA__T_RUNNABLE, memory_order_relaxed);
             vega__lqueue_push(w, t);
         }
         break;
@@ -312,6 +342,101 @@ static void run_task(struct vega__worker *w, struct vega_task *t)
     }
 }
 
+/* Sanitizer bookkeeping around a switch from `from_fake` (NULL: the old fiber dies) to a stack. */
+/* Always inlined: nothing instrumented may run between the TSan fiber switch and the real one. */
+static inline __attribute__((always_inline)) void san_before(void **from_fake, const void *bottom, size_t size, void *tsan_to)
+{
+#if defined(VEGA_ASAN)
+    __sanitizer_start_switch_fiber(from_fake, bottom, size);
+#else
+    (void)from_fake, (void)bottom, (void)size;
+#endif
+#if defined(VEGA_TSAN)
+    __tsan_switch_to_fiber(tsan_to, 0);
+#else
+    (void)tsan_to;
+#endif
+}
+
+static inline __attribute__((always_inline)) void san_after(void *fake)
+{
+#if defined(VEGA_ASAN)
+    __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#else
+    (void)fake;
+#endif
+}
+
+#if defined(VEGA_ASAN)
+#define TASK_FAKE(t) (&(t)->asan_fake)
+#define TASK_FAKE_VAL(t) ((t)->asan_fake)
+#else
+#define TASK_FAKE(t) ((void **)NULL)
+#define TASK_FAKE_VAL(t) NULL
+#endif
+#if defined(VEGA_TSAN)
+#define TSAN_FIBER(x) ((x)->tsan_fiber)
+#else
+#define TSAN_FIBER(x) NULL
+#endif
+
+void vega__task_switch_out(struct vega__worker *w, struct vega_task *cur, enum vega__after why)
+{
+    bool finishing = why == VEGA__AFTER_FINISH;
+    struct vega_task *next = NULL;
+    w->tick++;
+    if (w->tick - w->maint_tick < VEGA__INJECT_INTERVAL)
+        next = next_task(w);
+    w->prev = cur;
+    w->after = why;
+    if (next) {
+        begin_run(w, next);
+        san_before(finishing ? NULL : TASK_FAKE(cur), next->stack->base, next->stack->size,
+                   TSAN_FIBER(next));
+        vega__ctx_switch(&cur->sp, next->sp);
+    } else {
+        w->current = NULL;
+#if defined(VEGA_ASAN)
+        san_before(finishing ? NULL : TASK_FAKE(cur), w->asan_stack_bottom, w->asan_stack_size,
+                   TSAN_FIBER(w));
+#else
+        san_before(NULL, NULL, 0, TSAN_FIBER(w));
+#endif
+        vega__ctx_switch(&cur->sp, w->sched_sp);
+    }
+    /* Resumed, maybe on another worker. */
+    san_after(TASK_FAKE_VAL(cur));
+    post_switch(vega__worker_self());
+}
+
+static void task_entry(void *arg)
+{
+    struct vega_task *t = arg;
+    san_after(NULL);
+    post_switch(vega__worker_self());
+    t->arg_result = t->fn(t->arg_result);
+    struct vega__worker *w = vega__worker_self();
+    vega__task_switch_out(w, t, VEGA__AFTER_FINISH);
+    VEGA_PANIC("finished task %llu was resumed", (unsigned long long)t->id);
+}
+
+/* Scheduler loop side: runs t until the worker comes back to the loop. */
+static void run_task(struct vega__worker *w, struct vega_task *t)
+{
+    begin_run(w, t);
+#if defined(VEGA_ASAN)
+    san_before(&w->asan_fake, t->stack->base, t->stack->size, TSAN_FIBER(t));
+#else
+    san_before(NULL, NULL, 0, TSAN_FIBER(t));
+#endif
+    vega__ctx_switch(&w->sched_sp, t->sp);
+#if defined(VEGA_ASAN)
+    san_after(w->asan_fake);
+#endif
+    w->current = NULL;
+    post_switch(w);
+}
+
 /* The worker loop. until: stop once this task finished (current-thread block_on); NULL: run
  * until the runtime shuts down. */
 static void worker_loop(struct vega__worker *w, struct vega_task *until)
@@ -321,6 +446,20 @@ static void worker_loop(struct vega__worker *w, struct vega_task *until)
 #if defined(VEGA_TSAN)
     w->tsan_fiber = __tsan_get_current_fiber();
 #endif
+#if defined(VEGA_ASAN)
+    {
+        /* The scheduler runs on this thread's own stack: tell ASan its bounds once. */
+        pthread_attr_t a;
+        void *addr = NULL;
+        size_t size = 0;
+        if (pthread_getattr_np(pthread_self(), &a) == 0) {
+            pthread_attr_getstack(&a, &addr, &size);
+            pthread_attr_destroy(&a);
+        }
+        w->asan_stack_bottom = addr;
+        w->asan_stack_size = size;
+    }
+#endif
     for (;;) {
         if (until) {
             if (atomic_load_explicit(&until->state, memory_order_acquire) == VEGA__T_DONE)
@@ -329,9 +468,11 @@ static void worker_loop(struct vega__worker *w, struct vega_task *until)
                    atomic_load_explicit(&rt->live, memory_order_acquire) == 0) {
             break;
         }
-        w->tick++;
-        if (w->tick % VEGA__INJECT_INTERVAL == 0)
+        if (w->tick - w->maint_tick >= VEGA__INJECT_INTERVAL) {
+            w->maint_tick = w->tick;
             maintenance(w);
+        }
+        w->tick++;
         struct vega_task *t = next_task(w);
         if (!t)
             t = steal_work(w);
@@ -530,8 +671,7 @@ int vega_rt_block_on(vega_rt *rt, vega_task_fn fn, void *arg, void **result)
         vega__worker_set_self(NULL);
         worker_loop(w, t);
     } else {
-        t->next = NULL;
-        vega__inject_push(&rt->inject, t, t, 1);
+        vega__inject_push(&rt->inject, &t, 1);
         vega__notify_parked(rt);
     }
     r = vega_task_join(t, result, VEGA_DEADLINE_NEVER);
@@ -548,8 +688,8 @@ static void cancel_everything(struct vega_rt *rt)
     for (unsigned i = 0; i < rt->nworkers; i++) {
         struct vega__worker *w = &rt->workers[i];
         vega__spin_lock(&w->live_lock);
-        for (struct vega_task *t = w->live_head; t; t = t->live_next)
-            vega__task_wake(t);
+        for (struct vega__stack *s = w->live_head; s; s = s->live_next)
+            vega__task_wake(s->task);
         vega__spin_unlock(&w->live_lock);
     }
 }
@@ -573,7 +713,7 @@ void vega_rt_free(vega_rt *rt)
     /* Handles never joined or detached die with the chunks. */
     vega__task_chunks_free(rt);
     pthread_mutex_destroy(&rt->task_mu);
-    pthread_mutex_destroy(&rt->inject.mu);
+    vega__inject_fini(&rt->inject);
     pthread_mutex_destroy(&rt->idle_mu);
     pthread_mutex_destroy(&rt->block_mu);
     pthread_cond_destroy(&rt->block_cv);

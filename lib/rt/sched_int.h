@@ -22,9 +22,11 @@ struct vega__lqueue {
 };
 
 /* ---- global inject queue -------------------------------------------------------------------- */
+#define VEGA__INJECT_BLOCK 256u
+struct vega__inject_block;
 struct vega__inject {
     pthread_mutex_t mu;
-    struct vega_task *head, *tail;
+    struct vega__inject_block *head, *tail, *spare;
     _Atomic size_t len;
 };
 
@@ -70,7 +72,9 @@ struct vega__worker {
 
     void *sched_sp;             /* the scheduler context while a task runs */
     struct vega_task *current;
+    struct vega_task *prev;     /* switched out, its `after` not yet handled */
     enum vega__after after;
+    unsigned maint_tick;        /* tick of the last maintenance (driver poll, timers) */
 
     struct vega__lqueue q;
     struct vega_task *lifo;
@@ -91,7 +95,7 @@ struct vega__worker {
 
     /* live tasks spawned here (guarded by live_lock) */
     vega__spin live_lock;
-    struct vega_task *live_head;
+    struct vega__stack *live_head;
 
     /* caches (owner only) */
     struct vega_task *task_cache; /* free task structs (owner only) */
@@ -183,8 +187,8 @@ uint32_t vega__lqueue_len(struct vega__lqueue *q);
 struct vega_task *vega__lqueue_take_at(struct vega__lqueue *q, uint32_t i);
 
 void vega__inject_init(struct vega__inject *in);
-void vega__inject_push(struct vega__inject *in, struct vega_task *first, struct vega_task *last,
-                       size_t n);
+void vega__inject_fini(struct vega__inject *in);
+void vega__inject_push(struct vega__inject *in, struct vega_task *const *tasks, size_t n);
 struct vega_task *vega__inject_pop(struct vega__inject *in);
 /* Takes a fair share of the inject queue: returns one task and moves more into w's local
  * queue (owner only). */
@@ -218,12 +222,18 @@ static inline uint64_t vega__ms_floor(const struct vega_rt *rt, uint64_t ns)
 
 /* Task lifecycle pieces used by the worker loop. */
 void vega__worker_set_self(struct vega__worker *w);
-void vega__switch_to_task(struct vega__worker *w, struct vega_task *t);
-bool vega__task_prepare(struct vega__worker *w, struct vega_task *t);
+/* The calling task gives up its worker for `why`: the worker switches straight to the next
+ * runnable task when there is one (one switch, not two), else to its scheduler loop. What
+ * `why` asks (requeue, park, release the finished task) is done after the switch, by whoever
+ * runs next, once the old stack is no longer in use. Returns when the task is resumed. */
+void vega__task_switch_out(struct vega__worker *w, struct vega_task *cur, enum vega__after why);
 struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, vega_task_fn fn,
                                     void *arg, const vega_spawn_options *opts, bool detached);
 void vega__task_finish(struct vega__worker *w, struct vega_task *t);
 void vega__task_free(struct vega__worker *w, struct vega_task *t);
+/* Started tasks (those holding a stack) are listed on the worker that started them, for
+ * cancel-all at shutdown and for dumps; a task that never ran has nothing to wake. */
+void vega__live_add(struct vega__worker *w, struct vega_task *t);
 void vega__task_chunks_free(struct vega_rt *rt);
 void vega__group_member_done(struct vega_task *t);
 

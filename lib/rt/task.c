@@ -3,14 +3,12 @@
  * cooperative budget and deadline scopes. */
 #include <string.h>
 
-#include "sched_int.h"
-
-#if defined(VEGA_ASAN)
-#include <sanitizer/common_interface_defs.h>
-#endif
 #if defined(VEGA_TSAN)
 #include <sanitizer/tsan_interface.h>
 #endif
+
+#include "sched_int.h"
+
 
 static __thread struct vega__worker *tls_worker;
 
@@ -58,77 +56,6 @@ bool vega_task_is_cancelled(void)
 {
     struct vega_task *t = vega__task_self();
     return t && is_cancelled(t);
-}
-
-/* ---- switching ------------------------------------------------------------------------------ */
-
-static void task_entry(void *arg);
-
-/* Scheduler side: runs t until it switches back. */
-void vega__switch_to_task(struct vega__worker *w, struct vega_task *t)
-{
-    w->current = t;
-#if defined(VEGA_ASAN)
-    __sanitizer_start_switch_fiber(&w->asan_fake, t->stack->base, t->stack->size);
-#endif
-#if defined(VEGA_TSAN)
-    __tsan_switch_to_fiber(t->tsan_fiber, 0);
-#endif
-    vega__ctx_switch(&w->sched_sp, t->sp);
-#if defined(VEGA_ASAN)
-    __sanitizer_finish_switch_fiber(w->asan_fake, NULL, NULL);
-#endif
-    w->current = NULL;
-}
-
-/* Task side: back to the scheduler of the worker running us. Returns when resumed, possibly on
- * another worker. */
-static void switch_to_sched(struct vega_task *t, bool finishing)
-{
-    struct vega__worker *w = vega__worker_self();
-#if defined(VEGA_ASAN)
-    __sanitizer_start_switch_fiber(finishing ? NULL : &t->asan_fake, w->asan_stack_bottom,
-                                   w->asan_stack_size);
-#endif
-#if defined(VEGA_TSAN)
-    __tsan_switch_to_fiber(w->tsan_fiber, 0);
-#endif
-    (void)finishing;
-    vega__ctx_switch(&t->sp, w->sched_sp);
-#if defined(VEGA_ASAN)
-    w = vega__worker_self();
-    __sanitizer_finish_switch_fiber(t->asan_fake, &w->asan_stack_bottom, &w->asan_stack_size);
-#endif
-}
-
-static void task_entry(void *arg)
-{
-    struct vega_task *t = arg;
-#if defined(VEGA_ASAN)
-    struct vega__worker *w0 = vega__worker_self();
-    __sanitizer_finish_switch_fiber(NULL, &w0->asan_stack_bottom, &w0->asan_stack_size);
-#endif
-    t->result = t->fn(t->arg);
-    struct vega__worker *w = vega__worker_self();
-    w->after = VEGA__AFTER_FINISH;
-    switch_to_sched(t, true);
-    VEGA_PANIC("finished task %llu was resumed", (unsigned long long)t->id);
-}
-
-/* Gives t its stack the first time it runs. */
-bool vega__task_prepare(struct vega__worker *w, struct vega_task *t)
-{
-    if (t->stack)
-        return true;
-    struct vega__stack *s = vega__stack_get(w);
-    if (!s)
-        return false;
-    t->stack = s;
-    t->sp = vega__ctx_make((char *)s->base + s->size, task_entry, t);
-#if defined(VEGA_TSAN)
-    t->tsan_fiber = __tsan_create_fiber(0);
-#endif
-    return true;
 }
 
 /* ---- allocation ----------------------------------------------------------------------------- */
@@ -205,28 +132,31 @@ void vega__task_chunks_free(struct vega_rt *rt)
     rt->task_free = NULL;
 }
 
-static void live_add(struct vega__worker *w, struct vega_task *t)
+void vega__live_add(struct vega__worker *w, struct vega_task *t)
 {
+    struct vega__stack *s = t->stack;
+    s->task = t;
+    s->wait_reason = NULL;
+    s->live_owner = w;
+    s->live_prev = NULL;
     vega__spin_lock(&w->live_lock);
-    t->live_owner = w;
-    t->live_prev = NULL;
-    t->live_next = w->live_head;
+    s->live_next = w->live_head;
     if (w->live_head)
-        w->live_head->live_prev = t;
-    w->live_head = t;
+        w->live_head->live_prev = s;
+    w->live_head = s;
     vega__spin_unlock(&w->live_lock);
 }
 
-static void live_remove(struct vega_task *t)
+static void live_remove(struct vega__stack *s)
 {
-    struct vega__worker *o = t->live_owner;
+    struct vega__worker *o = s->live_owner;
     vega__spin_lock(&o->live_lock);
-    if (t->live_prev)
-        t->live_prev->live_next = t->live_next;
+    if (s->live_prev)
+        s->live_prev->live_next = s->live_next;
     else
-        o->live_head = t->live_next;
-    if (t->live_next)
-        t->live_next->live_prev = t->live_prev;
+        o->live_head = s->live_next;
+    if (s->live_next)
+        s->live_next->live_prev = s->live_prev;
     vega__spin_unlock(&o->live_lock);
 }
 
@@ -244,25 +174,15 @@ struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, 
     t->rt = rt;
     t->stack = NULL;
     t->fn = fn;
-    t->arg = arg;
-    t->result = NULL;
+    t->arg_result = arg;
     t->deadline = opts && opts->deadline ? opts->deadline : VEGA_DEADLINE_NEVER;
-    memset(&t->timer, 0, sizeof t->timer);
-    t->timer.task = t;
     vega__spin_init(&t->lock);
     t->finished = false;
     t->detached = detached;
+    t->thread_joiner = false;
     t->joiner = NULL;
-    t->tjoiner = NULL;
     t->group = NULL;
-    t->group_next = t->group_prev = NULL;
-    t->wait_reason = NULL;
-    t->name[0] = 0;
-    if (opts && opts->name) {
-        strncpy(t->name, opts->name, sizeof t->name - 1);
-        t->name[sizeof t->name - 1] = 0;
-    }
-    struct vega__worker *owner = w ? w : &rt->workers[0];
+    t->name = opts ? opts->name : NULL;
     if (w) {
         t->id = ((uint64_t)(w->index + 1) << 40) | ++w->next_id;
     } else {
@@ -275,7 +195,6 @@ struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, 
     t->tsan_fiber = NULL;
 #endif
     atomic_fetch_add_explicit(&rt->live, 1, memory_order_relaxed);
-    live_add(owner, t);
     if (w)
         atomic_store_explicit(&w->m.spawned,
                               atomic_load_explicit(&w->m.spawned, memory_order_relaxed) + 1,
@@ -340,22 +259,24 @@ int vega__park(vega_deadline dl, unsigned flags, const char *reason)
     vega_deadline eff = dl;
     if (cancellable && t->deadline < eff)
         eff = t->deadline;
+    /* The timer entry lives in this frame: the stack stays put while the task is parked. */
+    struct vega__timer tm;
     if (eff != VEGA_DEADLINE_NEVER) {
         struct vega_rt *rt = t->rt;
         uint64_t now = vega__rt_now_ns(rt);
         if (eff <= now)
             return -ETIMEDOUT;
-        vega__wheel_insert(&w->wheel, &t->timer, vega__ns_to_ms_ceil(rt, eff));
+        tm.task = t;
+        tm.wheel = NULL;
+        vega__wheel_insert(&w->wheel, &tm, vega__ns_to_ms_ceil(rt, eff));
     }
-    t->wait_reason = reason;
-    w->after = VEGA__AFTER_PARK;
-    switch_to_sched(t, false);
-    t->wait_reason = NULL;
+    __atomic_store_n(&t->stack->wait_reason, reason, __ATOMIC_RELAXED);
+    vega__task_switch_out(w, t, VEGA__AFTER_PARK);
+    __atomic_store_n(&t->stack->wait_reason, NULL, __ATOMIC_RELAXED);
     bool timed = false;
     if (eff != VEGA_DEADLINE_NEVER) {
-        vega__wheel_remove(&t->timer);
-        timed = t->timer.fired;
-        t->timer.fired = false;
+        vega__wheel_remove(&tm);
+        timed = tm.fired;
     }
     if (cancellable && is_cancelled(t))
         return -ECANCELED;
@@ -390,8 +311,7 @@ int vega_yield(void)
     if (!w || !w->current)
         return VEGA_ERR_NOTASK;
     struct vega_task *t = w->current;
-    w->after = VEGA__AFTER_YIELD;
-    switch_to_sched(t, false);
+    vega__task_switch_out(w, t, VEGA__AFTER_YIELD);
     return is_cancelled(t) ? -ECANCELED : 0;
 }
 
@@ -452,23 +372,23 @@ struct vega__thread_waiter {
 void vega__task_finish(struct vega__worker *w, struct vega_task *t)
 {
     struct vega_rt *rt = t->rt;
+    live_remove(t->stack);
     vega__stack_put(w, t->stack);
     t->stack = NULL;
 #if defined(VEGA_TSAN)
     __tsan_destroy_fiber(t->tsan_fiber);
     t->tsan_fiber = NULL;
 #endif
-    live_remove(t);
     if (t->group)
         vega__group_member_done(t);
     atomic_store_explicit(&t->state, VEGA__T_DONE, memory_order_release);
 
     vega__spin_lock(&t->lock);
     t->finished = true;
-    if (t->joiner)
+    if (t->joiner && !t->thread_joiner) {
         vega__task_wake(t->joiner);
-    if (t->tjoiner) {
-        struct vega__thread_waiter *tw = t->tjoiner;
+    } else if (t->joiner) {
+        struct vega__thread_waiter *tw = t->joiner;
         pthread_mutex_lock(&tw->mu);
         tw->done = true;
         pthread_cond_signal(&tw->cv);
@@ -498,7 +418,8 @@ static int join_from_thread(struct vega_task *t, vega_deadline dl)
     int r = 0;
     vega__spin_lock(&t->lock);
     if (!t->finished) {
-        t->tjoiner = &tw;
+        t->joiner = &tw;
+        t->thread_joiner = true;
         vega__spin_unlock(&t->lock);
         pthread_mutex_lock(&tw.mu);
         while (!tw.done && r == 0) {
@@ -512,7 +433,8 @@ static int join_from_thread(struct vega_task *t, vega_deadline dl)
         }
         pthread_mutex_unlock(&tw.mu);
         vega__spin_lock(&t->lock);
-        t->tjoiner = NULL;
+        t->joiner = NULL;
+        t->thread_joiner = false;
         if (t->finished)
             r = 0;
     }
@@ -551,7 +473,7 @@ int vega_task_join(vega_task *t, void **result, vega_deadline dl)
         vega__spin_unlock(&t->lock);
     }
     if (result)
-        *result = t->result;
+        *result = t->arg_result;
     vega__task_free(vega__worker_self(), t);
     return 0;
 }

@@ -82,7 +82,7 @@ static uint64_t next_expiration(struct vega__wheel *wh, unsigned *lvl, unsigned 
 
 static void update_next(struct vega__wheel *wh)
 {
-    unsigned l, s;
+    unsigned l = 0, s = 0;
     uint64_t n = wh->count ? next_expiration(wh, &l, &s) : UINT64_MAX;
     atomic_store_explicit(&wh->next_ms, n, memory_order_relaxed);
 }
@@ -141,7 +141,7 @@ size_t vega__wheel_advance(struct vega__wheel *wh, uint64_t now_ms)
     size_t fired = 0;
     vega__spin_lock(&wh->lock);
     for (;;) {
-        unsigned level, slot;
+        unsigned level = 0, slot = 0;
         uint64_t d = wh->count ? next_expiration(wh, &level, &slot) : UINT64_MAX;
         if (d > now_ms)
             break;

@@ -89,7 +89,7 @@ VEGA_API vega_rt *vega_rt_current(void);
 /* ---- tasks --------------------------------------------------------------------------------- */
 
 typedef struct vega_spawn_options {
-    const char *name;       /* borrowed: copied (up to 31 bytes) for debug dumps; may be NULL */
+    const char *name;       /* retained: must outlive the task (a literal); for dumps; may be NULL */
     vega_deadline deadline; /* task-wide deadline capping every suspension; 0 = none */
 } vega_spawn_options;
 
