@@ -10,8 +10,7 @@ void vega_rt_get_metrics(const vega_rt *rt, vega_rt_metrics *m)
 {
     struct vega_rt *r = (struct vega_rt *)rt;
     m->workers = r->nworkers;
-    int64_t live = atomic_load_explicit(&r->live, memory_order_relaxed);
-    m->live_tasks = live > 0 ? (uint64_t)live : 0;
+    m->live_tasks = vega__rt_live(r);
     m->inject_queue = vega__inject_len(&r->inject);
     pthread_mutex_lock(&r->pool_mu);
     m->blocking_threads = r->pool_threads;

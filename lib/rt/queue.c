@@ -12,8 +12,9 @@ static inline uint64_t pack(uint32_t steal, uint32_t real)
 static inline uint32_t unpack_steal(uint64_t h) { return (uint32_t)(h >> 32); }
 static inline uint32_t unpack_real(uint64_t h) { return (uint32_t)h; }
 
-void vega__lqueue_init(struct vega__lqueue *q)
+void vega__lqueue_init(struct vega__lqueue *q, bool single)
 {
+    q->single = single;
     atomic_init(&q->head, 0);
     atomic_init(&q->tail, 0);
     for (unsigned i = 0; i < VEGA__LQ_CAP; i++)
@@ -73,6 +74,15 @@ bool vega__lqueue_push(struct vega__worker *w, struct vega_task *t)
 
 struct vega_task *vega__lqueue_pop(struct vega__lqueue *q)
 {
+    if (q->single) {
+        /* No stealers (one worker): plain loads and stores. */
+        uint64_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
+        uint32_t real = unpack_real(h);
+        if (real == atomic_load_explicit(&q->tail, memory_order_relaxed))
+            return NULL;
+        atomic_store_explicit(&q->head, pack(real + 1, real + 1), memory_order_relaxed);
+        return atomic_load_explicit(&q->buf[real & VEGA__LQ_MASK], memory_order_relaxed);
+    }
     uint64_t h = atomic_load_explicit(&q->head, memory_order_acquire);
     for (;;) {
         uint32_t steal = unpack_steal(h), real = unpack_real(h);

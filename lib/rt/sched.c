@@ -48,6 +48,25 @@ static inline void bump(_Atomic uint64_t *c, uint64_t n)
                           memory_order_relaxed);
 }
 
+/* ---- live count ------------------------------------------------------------------------------
+ * Each worker counts the tasks spawned and finished on it with plain owner-only stores. Reading
+ * every finished counter first and every spawned counter after a fence gives F <= finished(A)
+ * and S >= spawned(A) for the instant A between the two phases, so S == F proves no task was
+ * live at A; with none live, none can spawn another (foreign spawns after shutdown are a
+ * misuse). A non-zero answer may be stale, which only delays shutdown by a loop. */
+
+uint64_t vega__rt_live(struct vega_rt *rt)
+{
+    uint64_t f = 0, sp = 0;
+    for (unsigned i = 0; i < rt->nworkers; i++)
+        f += atomic_load_explicit(&rt->workers[i].finished_here, memory_order_acquire);
+    atomic_thread_fence(memory_order_seq_cst);
+    for (unsigned i = 0; i < rt->nworkers; i++)
+        sp += atomic_load_explicit(&rt->workers[i].spawned_here, memory_order_acquire);
+    sp += atomic_load_explicit(&rt->foreign_spawned, memory_order_acquire);
+    return sp > f ? sp - f : 0;
+}
+
 /* ---- idle workers --------------------------------------------------------------------------- */
 
 /* Wakes one parked worker if nobody is searching for work already. */
@@ -230,7 +249,7 @@ static void park_worker(struct vega__worker *w)
     atomic_thread_fence(memory_order_seq_cst);
 
     bool skip = work_pending(rt) || (atomic_load_explicit(&rt->shutdown, memory_order_acquire) &&
-                                     atomic_load_explicit(&rt->live, memory_order_acquire) == 0);
+                                     vega__rt_live(rt) == 0);
     if (!skip) {
         uint64_t next_ms = vega__wheel_next(&w->wheel);
         int64_t timeout = -1;
@@ -465,7 +484,7 @@ static void worker_loop(struct vega__worker *w, struct vega_task *until)
             if (atomic_load_explicit(&until->state, memory_order_acquire) == VEGA__T_DONE)
                 break;
         } else if (atomic_load_explicit(&rt->shutdown, memory_order_acquire) &&
-                   atomic_load_explicit(&rt->live, memory_order_acquire) == 0) {
+                   vega__rt_live(rt) == 0) {
             break;
         }
         if (w->tick - w->maint_tick >= VEGA__INJECT_INTERVAL) {
@@ -600,7 +619,7 @@ int vega_rt_new(vega_rt **out, const vega_rt_options *opts)
             w->index = i;
             w->rng = seed + 0x9E3779B97F4A7C15ull * (i + 1);
             w->lifo_enabled = !opts->seeded;
-            vega__lqueue_init(&w->q);
+            vega__lqueue_init(&w->q, rt->nworkers == 1);
             vega__wheel_init(&w->wheel, 0);
             vega__spin_init(&w->live_lock);
             vega__spin_init(&w->cancel_lock);

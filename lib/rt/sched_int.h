@@ -18,6 +18,7 @@
 struct vega__lqueue {
     _Atomic uint64_t head; /* steal (hi 32) | real (lo 32) */
     _Atomic uint32_t tail;
+    bool single; /* the runtime has one worker: nobody steals */
     struct vega_task *_Atomic buf[VEGA__LQ_CAP];
 };
 
@@ -108,6 +109,9 @@ struct vega__worker {
     struct vega__op *cancel_head; /* ops other workers asked this one to cancel */
 
     struct vega__metrics m;
+    /* Tasks spawned and finished on this worker (owner-written, monotonic): the runtime's live
+     * count is their difference summed; see vega__rt_live. */
+    _Atomic uint64_t spawned_here, finished_here;
 
 #if defined(VEGA_ASAN)
     void *asan_fake;
@@ -136,7 +140,7 @@ struct vega_rt {
 
     _Atomic bool shutdown;  /* workers exit when set and no task is live */
     _Atomic bool cancel_all;
-    _Atomic int64_t live;   /* tasks spawned and not yet returned */
+    _Atomic uint64_t foreign_spawned; /* tasks spawned from outside the workers */
     _Atomic uint64_t next_id;
 
     /* block_on */
@@ -176,7 +180,7 @@ struct vega_rt {
 };
 
 /* ---- internal calls between the scheduler's files ----------------------------------------- */
-void vega__lqueue_init(struct vega__lqueue *q);
+void vega__lqueue_init(struct vega__lqueue *q, bool single);
 bool vega__lqueue_push(struct vega__worker *w, struct vega_task *t); /* false: went to inject */
 struct vega_task *vega__lqueue_pop(struct vega__lqueue *q);
 struct vega_task *vega__lqueue_steal(struct vega__lqueue *src, struct vega__lqueue *dst,
@@ -236,6 +240,9 @@ void vega__task_free(struct vega__worker *w, struct vega_task *t);
 void vega__live_add(struct vega__worker *w, struct vega_task *t);
 void vega__task_chunks_free(struct vega_rt *rt);
 void vega__group_member_done(struct vega_task *t);
+
+/* Tasks spawned and not yet returned. Exact when it returns 0 (see sched.c). */
+uint64_t vega__rt_live(struct vega_rt *rt);
 
 /* Blocking pool (blocking.c). */
 void vega__blocking_init(struct vega_rt *rt);

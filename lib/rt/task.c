@@ -2,6 +2,7 @@
 /* Tasks: spawn, the switch in and out of a task, park/wake, join/detach, cancel, yield, sleep,
  * cooperative budget and deadline scopes. */
 #include <string.h>
+#include <sys/mman.h>
 
 #if defined(VEGA_TSAN)
 #include <sanitizer/tsan_interface.h>
@@ -63,7 +64,7 @@ bool vega_task_is_cancelled(void)
 /* Task structs come from chunks owned by the runtime and are recycled through per-worker free
  * lists (Go keeps its g structs the same way): a spawn costs no malloc once the runtime has
  * seen its peak number of tasks. The memory goes back when the runtime is freed. */
-#define TASK_CHUNK 64u
+#define TASK_CHUNK 1169u /* (128 KiB - header) / 112 bytes: one mmap per chunk */
 
 struct vega__task_chunk {
     struct vega__task_chunk *next;
@@ -79,8 +80,10 @@ static struct vega_task *task_alloc(struct vega_rt *rt, struct vega__worker *w)
     }
     pthread_mutex_lock(&rt->task_mu);
     if (!rt->task_free) {
-        struct vega__task_chunk *c = malloc(sizeof *c);
-        if (!c) {
+        /* Pre-faulted in one go: a fault per page would cost more than the zeroing. */
+        struct vega__task_chunk *c = mmap(NULL, sizeof *c, PROT_READ | PROT_WRITE,
+                                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+        if (c == MAP_FAILED) {
             pthread_mutex_unlock(&rt->task_mu);
             return NULL;
         }
@@ -94,8 +97,8 @@ static struct vega_task *task_alloc(struct vega_rt *rt, struct vega__worker *w)
     t = rt->task_free;
     rt->task_free = t->next;
     if (w) {
-        /* Take the rest of the global list's head with us (up to a chunk's worth). */
-        for (unsigned i = 1; i < TASK_CHUNK && rt->task_free; i++) {
+        /* Take a batch of the global list with us. */
+        for (unsigned i = 1; i < 64 && rt->task_free; i++) {
             struct vega_task *x = rt->task_free;
             rt->task_free = x->next;
             x->next = w->task_cache;
@@ -125,7 +128,7 @@ void vega__task_chunks_free(struct vega_rt *rt)
     struct vega__task_chunk *c = rt->task_chunks;
     while (c) {
         struct vega__task_chunk *next = c->next;
-        free(c);
+        munmap(c, sizeof *c);
         c = next;
     }
     rt->task_chunks = NULL;
@@ -139,25 +142,31 @@ void vega__live_add(struct vega__worker *w, struct vega_task *t)
     s->wait_reason = NULL;
     s->live_owner = w;
     s->live_prev = NULL;
-    vega__spin_lock(&w->live_lock);
+    bool locked = w->rt->nworkers > 1; /* one worker: only its thread touches the list */
+    if (locked)
+        vega__spin_lock(&w->live_lock);
     s->live_next = w->live_head;
     if (w->live_head)
         w->live_head->live_prev = s;
     w->live_head = s;
-    vega__spin_unlock(&w->live_lock);
+    if (locked)
+        vega__spin_unlock(&w->live_lock);
 }
 
 static void live_remove(struct vega__stack *s)
 {
     struct vega__worker *o = s->live_owner;
-    vega__spin_lock(&o->live_lock);
+    bool locked = o->rt->nworkers > 1;
+    if (locked)
+        vega__spin_lock(&o->live_lock);
     if (s->live_prev)
         s->live_prev->live_next = s->live_next;
     else
         o->live_head = s->live_next;
     if (s->live_next)
         s->live_next->live_prev = s->live_prev;
-    vega__spin_unlock(&o->live_lock);
+    if (locked)
+        vega__spin_unlock(&o->live_lock);
 }
 
 /* Creates a task on runtime rt. w: the spawning worker (NULL from outside). */
@@ -194,7 +203,12 @@ struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, 
 #if defined(VEGA_TSAN)
     t->tsan_fiber = NULL;
 #endif
-    atomic_fetch_add_explicit(&rt->live, 1, memory_order_relaxed);
+    if (w)
+        atomic_store_explicit(&w->spawned_here,
+                              atomic_load_explicit(&w->spawned_here, memory_order_relaxed) + 1,
+                              memory_order_release);
+    else
+        atomic_fetch_add_explicit(&rt->foreign_spawned, 1, memory_order_acq_rel);
     if (w)
         atomic_store_explicit(&w->m.spawned,
                               atomic_load_explicit(&w->m.spawned, memory_order_relaxed) + 1,
@@ -398,8 +412,11 @@ void vega__task_finish(struct vega__worker *w, struct vega_task *t)
     vega__spin_unlock(&t->lock);
     if (detached)
         vega__task_free(w, t);
-    if (atomic_fetch_sub_explicit(&rt->live, 1, memory_order_acq_rel) == 1 &&
-        atomic_load_explicit(&rt->shutdown, memory_order_acquire)) {
+    atomic_store_explicit(&w->finished_here,
+                          atomic_load_explicit(&w->finished_here, memory_order_relaxed) + 1,
+                          memory_order_release);
+    if (vega__unlikely(atomic_load_explicit(&rt->shutdown, memory_order_acquire)) &&
+        vega__rt_live(rt) == 0) {
         for (unsigned i = 0; i < rt->nworkers; i++)
             rt->driver->unpark(&rt->workers[i]);
     }
