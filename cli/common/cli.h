@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers shared by the vega-* tools: messages, exit codes, option values, host:port splitting
+ * and stdin/stdout on the runtime. Public libvega API only. */
+#ifndef VEGA_CLI_H
+#define VEGA_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <vega/vega.h>
+
+/* Exit codes shared by the tools (ncat's: 0 ok, 1 network error, 2 usage or other error). */
+enum {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_NET = 1,
+    CLI_EXIT_USAGE = 2,
+};
+
+/* ---- messages (log.c) ------------------------------------------------------------------------ */
+
+/* Sets the name messages start with (default "vega"); call first in main. */
+void cli_set_prog(const char *name);
+const char *cli_prog(void);
+
+/* Verbosity: 0 = errors only, 1 = -v, 2 = -vv ... */
+extern int cli_verbose;
+
+/* "<prog>: <what>: <why>\n" on stderr; what may be NULL ("<prog>: <why>"). One write(2) per
+ * message, so lines from different threads do not interleave. */
+void cli_err(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* cli_err with the message of a libvega code (negative errno or VEGA_ERR_*). */
+void cli_err_code(const char *what, int err);
+
+/* "<prog>: <message>\n" on stderr when cli_verbose >= level. */
+void cli_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A usage error: "<prog>: <message>" + "Try '<prog> --help' for more information." then exit 2. */
+_Noreturn void cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- option values (opts.c) ------------------------------------------------------------------- */
+
+/*
+ * A duration: a number (decimals allowed) with an optional unit ns, us, ms, s, m, h;
+ * no unit means default_unit_ns (e.g. VEGA_NS_PER_S). "1.5" "250ms" "2m".
+ * Returns 0 or -EINVAL (syntax, negative, overflow).
+ */
+int cli_parse_duration(const char *s, uint64_t default_unit_ns, uint64_t *out_ns);
+
+/* A byte size with an optional binary suffix K, M, G, T (optionally followed by "B" or "iB"):
+ * "64K" = 65536. Returns 0 or -EINVAL. */
+int cli_parse_size(const char *s, uint64_t *out);
+
+/* A count with an optional SI suffix k, M, G (1k = 1000). Returns 0 or -EINVAL. */
+int cli_parse_count(const char *s, uint64_t *out);
+
+/* A plain decimal integer in [min, max]. Returns 0 or -EINVAL / -ERANGE. */
+int cli_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/* ---- addresses (hostport.c) --------------------------------------------------------------------- */
+
+/* True when s is a decimal port 0..65535. */
+bool cli_is_port(const char *s);
+
+/*
+ * Splits "host:port", "[v6]:port" into host (brackets removed) and port. A bare IPv6 address
+ * without brackets is not split. Returns 0, -EINVAL (no port / bad syntax), -ENAMETOOLONG.
+ */
+int cli_split_hostport(const char *s, char *host, size_t hcap, char *port, size_t pcap);
+
+/* ---- stdin / stdout on the runtime (stdio.c) ------------------------------------------------ */
+
+/* One standard stream. Pipes, sockets and ttys are switched to O_NONBLOCK and waited on by the
+ * runtime (the original flags come back at cli_stdio_fini); regular files and other devices,
+ * which cannot be polled, are read and written on the blocking pool. */
+typedef struct cli_stdio {
+    int fd;
+    bool pollable;
+    bool restore;
+    int saved_flags;
+} cli_stdio;
+
+/* Prepares fd. Returns 0 or -errno (fd is not open). */
+int cli_stdio_init(cli_stdio *io, int fd);
+
+/* Restores the descriptor's flags. Safe to call more than once. */
+void cli_stdio_fini(cli_stdio *io);
+
+/* Reads up to len bytes: the count, 0 at end of file, or a negative code. Inside a task. */
+vega_ssize cli_stdio_read(cli_stdio *io, void *buf, size_t len, vega_deadline dl);
+
+/* Writes all len bytes: len or a negative code. Inside a task. */
+vega_ssize cli_stdio_write(cli_stdio *io, const void *buf, size_t len, vega_deadline dl);
+
+#endif

@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+/* The echo server: TCP or Unix (one task per connection) and UDP (one datagram back per
+ * datagram, any number of peers). */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "echo.h"
+
+/* How long accept backs off when the process is out of descriptors or memory. */
+#define ACCEPT_BACKOFF_MS 100
+
+struct server {
+    const struct echo_opts *o;
+    struct echo_stop *stop;
+    vega_sock *sock;
+    atomic_uint_fast64_t live;
+    atomic_uint_fast64_t total;
+};
+
+struct conn {
+    struct server *srv;
+    vega_sock *sock;
+    char peer[VEGA_ADDR_STRLEN];
+};
+
+static vega_deadline idle_deadline(const struct echo_opts *o)
+{
+    return o->idle_ns ? vega_deadline_in_ns(o->idle_ns) : VEGA_DEADLINE_NEVER;
+}
+
+static void *conn_main(void *arg)
+{
+    struct conn *c = arg;
+    const struct echo_opts *o = c->srv->o;
+    uint64_t echoed = 0;
+    const char *why = "closed by the peer";
+    int err = 0;
+    char *buf = malloc(o->bufsize);
+    if (!buf) {
+        why = "out of memory";
+        goto out;
+    }
+    for (;;) {
+        vega_ssize n = vega_sock_read(c->sock, buf, o->bufsize, idle_deadline(o));
+        if (n == 0) {
+            /* The peer finished sending: finish our side too, everything was echoed. */
+            vega_sock_shutdown(c->sock, SHUT_WR);
+            break;
+        }
+        if (n > 0)
+            n = vega_sock_write(c->sock, buf, (size_t)n, NULL, idle_deadline(o));
+        if (n < 0) {
+            err = (int)n;
+            why = n == -ETIMEDOUT ? "idle timeout" : n == -ECANCELED ? "server stopping" : NULL;
+            break;
+        }
+        echoed += (uint64_t)n;
+    }
+out:
+    free(buf);
+    vega_sock_close(c->sock);
+    uint64_t left = atomic_fetch_sub(&c->srv->live, 1) - 1;
+    if (why)
+        cli_log(1, "%s: %s after %llu bytes echoed (%llu open)", c->peer, why,
+                (unsigned long long)echoed, (unsigned long long)left);
+    else
+        cli_log(1, "%s: %s after %llu bytes echoed (%llu open)", c->peer, vega_strerror(err),
+                (unsigned long long)echoed, (unsigned long long)left);
+    free(c);
+    return NULL;
+}
+
+static void peer_name(const struct echo_opts *o, const vega_addr *peer, char *buf, size_t cap)
+{
+    if (vega_addr_format(peer, buf, cap) < 0 || strcmp(buf, "unix:") == 0) {
+        static atomic_uint_fast64_t seq;
+        snprintf(buf, cap, "%s#%llu", o->unix_path ? o->unix_path : "peer",
+                 (unsigned long long)atomic_fetch_add(&seq, 1) + 1);
+    }
+}
+
+/* Accepts until cancelled. Returns an exit code. */
+static int accept_loop(struct server *srv)
+{
+    const struct echo_opts *o = srv->o;
+    for (;;) {
+        vega_sock *s;
+        vega_addr peer;
+        int r = vega_tcp_accept(srv->sock, &s, &peer, VEGA_DEADLINE_NEVER);
+        if (r == -ECANCELED)
+            return CLI_EXIT_OK;
+        if (r == -EMFILE || r == -ENFILE || r == -ENOBUFS || r == -ENOMEM) {
+            cli_err("accept", "%s (pausing %d ms)", vega_strerror(r), ACCEPT_BACKOFF_MS);
+            if (vega_sleep_ms(ACCEPT_BACKOFF_MS) < 0)
+                return CLI_EXIT_OK;
+            continue;
+        }
+        if (r < 0) {
+            cli_err_code("accept", r);
+            return CLI_EXIT_NET;
+        }
+        char name[VEGA_ADDR_STRLEN];
+        peer_name(o, &peer, name, sizeof(name));
+        uint64_t live = atomic_load(&srv->live);
+        if (o->max_conns && live >= o->max_conns) {
+            cli_log(1, "%s: refused, %llu connections open (-m %llu)", name,
+                    (unsigned long long)live, (unsigned long long)o->max_conns);
+            vega_sock_abort(s); /* a reset tells the client at once, whatever it sent */
+            continue;
+        }
+        struct conn *c = calloc(1, sizeof(*c));
+        if (!c) {
+            vega_sock_close(s);
+            continue;
+        }
+        c->srv = srv;
+        c->sock = s;
+        memcpy(c->peer, name, sizeof(name));
+        if (vega_addr_family(&peer) != AF_UNIX)
+            vega_sock_set_nodelay(s, true);
+        live = atomic_fetch_add(&srv->live, 1) + 1;
+        atomic_fetch_add(&srv->total, 1);
+        cli_log(1, "connection from %s (%llu open)", name, (unsigned long long)live);
+        if (vega_task_spawn(NULL, conn_main, c) < 0) {
+            atomic_fetch_sub(&srv->live, 1);
+            cli_err("spawn", "out of memory; closing %s", name);
+            vega_sock_close(s);
+            free(c);
+        }
+    }
+}
+
+/* UDP: one task answers every peer. Returns an exit code. */
+static int udp_loop(struct server *srv)
+{
+    const struct echo_opts *o = srv->o;
+    char *buf = malloc(65536);
+    if (!buf)
+        return CLI_EXIT_NET;
+    int code = CLI_EXIT_OK;
+    for (;;) {
+        vega_addr peer;
+        vega_ssize n = vega_udp_recv_from(srv->sock, buf, 65536, &peer, VEGA_DEADLINE_NEVER);
+        if (n == -ECANCELED)
+            break;
+        if (n == -ECONNREFUSED)
+            continue; /* an ICMP error for an earlier reply */
+        if (n < 0) {
+            cli_err_code("recv", (int)n);
+            code = CLI_EXIT_NET;
+            break;
+        }
+        if (cli_verbose >= 2) {
+            char name[VEGA_ADDR_STRLEN];
+            peer_name(o, &peer, name, sizeof(name));
+            cli_log(2, "%s: %zd bytes", name, n);
+        }
+        vega_ssize w = vega_udp_send_to(srv->sock, buf, (size_t)n, &peer, VEGA_DEADLINE_NEVER);
+        if (w == -ECANCELED)
+            break;
+        if (w < 0 && cli_verbose >= 1) {
+            char name[VEGA_ADDR_STRLEN];
+            peer_name(o, &peer, name, sizeof(name));
+            cli_log(1, "%s: send: %s", name, vega_strerror((int)w));
+        }
+    }
+    free(buf);
+    return code;
+}
+
+static void *serve_main(void *arg)
+{
+    struct server *srv = arg;
+    int code = srv->o->udp ? udp_loop(srv) : accept_loop(srv);
+    echo_stop_finished(srv->stop, 0);
+    return (void *)(intptr_t)code;
+}
+
+static void print_listening(const struct echo_opts *o, const vega_addr *bound)
+{
+    char where[VEGA_ADDR_STRLEN], hint[VEGA_ADDR_STRLEN + 32];
+    vega_rt *rt = vega_rt_current();
+    vega_addr_format(bound, where, sizeof(where));
+    if (o->unix_path) {
+        snprintf(hint, sizeof(hint), "vega-echo -U %s", o->unix_path);
+    } else {
+        char ip[VEGA_ADDR_STRLEN];
+        snprintf(ip, sizeof(ip), "%s", where);
+        char *colon = strrchr(ip, ':');
+        if (colon)
+            *colon = '\0';
+        const char *host = ip;
+        if (ip[0] == '[') {
+            host = ip + 1;
+            ip[strlen(ip) - 1] = '\0';
+        }
+        if (strcmp(host, "0.0.0.0") == 0)
+            host = "127.0.0.1";
+        else if (strcmp(host, "::") == 0)
+            host = "::1";
+        snprintf(hint, sizeof(hint), "vega-echo %s%s %u", o->udp ? "-u " : "", host,
+                 (unsigned)vega_addr_port(bound));
+    }
+    unsigned w = vega_rt_workers(rt);
+    fprintf(stderr, "vega-echo: listening on %s%s (driver %s, %u worker%s); try: %s\n",
+            o->udp ? "udp " : "", where, vega_rt_driver_name(rt), w, w == 1 ? "" : "s", hint);
+    fflush(stderr);
+}
+
+int echo_server_main(const struct echo_opts *o)
+{
+    /* Connection tasks may outlive this function until vega_rt_free cancels them: the
+     * state they share is static, not on this task's stack. */
+    static struct server srv;
+    srv.o = o;
+    vega_addr addr;
+    char what[VEGA_ADDR_STRLEN + 16];
+    if (echo_resolve(o, &addr, 1, what, sizeof(what)) < 0)
+        return CLI_EXIT_NET;
+
+    int r = o->udp ? vega_udp_bind(&srv.sock, &addr, 0)
+                   : vega_tcp_listen(&srv.sock, &addr, 0, VEGA_LISTEN_UNLINK_STALE);
+    if (r < 0) {
+        cli_err(what, "%s: %s", o->udp ? "bind" : "listen", vega_strerror(r));
+        return CLI_EXIT_NET;
+    }
+    vega_addr bound;
+    if (vega_sock_local_addr(srv.sock, &bound) < 0)
+        bound = addr;
+    if (!o->quiet)
+        print_listening(o, &bound);
+
+    struct echo_stop st;
+    echo_stop_init(&st, &o->stop_signals);
+    srv.stop = &st;
+    vega_task *worker, *stopper;
+    r = vega_task_spawn(&stopper, echo_stop_main, &st);
+    if (r < 0) {
+        cli_err_code("spawn", r);
+        vega_sock_close(srv.sock);
+        return CLI_EXIT_NET;
+    }
+    void *res = (void *)(intptr_t)CLI_EXIT_NET;
+    r = vega_task_spawn(&worker, serve_main, &srv);
+    if (r < 0) {
+        cli_err_code("spawn", r);
+    } else {
+        echo_stop_register(&st, 0, worker);
+        r = vega_task_join(worker, &res, VEGA_DEADLINE_NEVER);
+    }
+    vega_task_cancel(stopper);
+    vega_task_join(stopper, NULL, VEGA_DEADLINE_NEVER);
+    if (r < 0) {
+        /* Only if this task itself were cancelled; the worker may still use the socket. */
+        if (r != -ENOMEM)
+            cli_err_code("join", r);
+        return CLI_EXIT_NET;
+    }
+    /* Connections still open are cancelled by vega_rt_free once this returns. */
+    vega_sock_close(srv.sock);
+    cli_log(1, "stopped after %llu connections", (unsigned long long)atomic_load(&srv.total));
+    return (int)(intptr_t)res;
+}

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+/* Umbrella header: everything libvega installs. */
+#ifndef VEGA_H
+#define VEGA_H
+
+#include <vega/err.h>
+#include <vega/time.h>
+#include <vega/version.h>
+#include <vega/rt.h>
+#include <vega/sync.h>
+#include <vega/io.h>
+
+#endif

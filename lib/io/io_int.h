@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* Internals shared by lib/io's files: the socket object and the wait helpers. */
+#ifndef VEGA_IO_INT_H
+#define VEGA_IO_INT_H
+
+#include <stdbool.h>
+
+#include <vega/io.h>
+#include <vega/rt.h>
+
+#include "rt_int.h"
+
+enum {
+    VEGA__SOCK_LISTENER = 1u << 0,
+};
+
+struct vega_sock {
+    int fd;
+    int family;        /* AF_INET, AF_INET6, AF_UNIX */
+    int type;          /* SOCK_STREAM, SOCK_DGRAM */
+    unsigned flags;    /* VEGA__SOCK_* */
+    char *unlink_path; /* Unix listener made with VEGA_LISTEN_UNLINK_STALE: removed at close */
+};
+
+/* Wraps fd in a new vega_sock; closes fd and returns NULL when out of memory. */
+struct vega_sock *vega__sock_wrap(int fd, int family, int type);
+
+/* Waits for `events` on fd. Returns > 0 (ready), -ETIMEDOUT or -ECANCELED. */
+int vega__io_wait(int fd, uint32_t events, vega_deadline dl);
+
+/* -ECANCELED when the calling task was cancelled, else 0. Operations check it first, so a
+ * cancelled task stops even on a socket that is always ready. */
+static inline int vega__io_check_cancel(void)
+{
+    return vega_task_is_cancelled() ? -ECANCELED : 0;
+}
+
+/* Called after an operation that completed without waiting: spends one unit of the
+ * cooperative budget (and yields when it is empty). The operation's result stands. */
+static inline void vega__io_done_ready(void)
+{
+    (void)vega_coop();
+}
+
+/* Opens a non-blocking, close-on-exec socket. Returns the fd or -errno. */
+int vega__sock_open(int family, int type);
+
+#endif

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/* The socket object: reads, all-or-error writes, shutdown, close, options and addresses.
+ * Every operation tries the non-blocking syscall first and waits for readiness only on EAGAIN. */
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io_int.h"
+
+/* Gather entries handed to one sendmsg; a longer list is written in windows. */
+#define WRITEV_WINDOW 64
+
+int vega__io_wait(int fd, uint32_t events, vega_deadline dl)
+{
+    if (dl == 0)
+        return -ETIMEDOUT;
+    return vega__poll_fd(fd, events, dl);
+}
+
+int vega__sock_open(int family, int type)
+{
+    int fd = socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    return fd < 0 ? -errno : fd;
+}
+
+struct vega_sock *vega__sock_wrap(int fd, int family, int type)
+{
+    struct vega_sock *s = calloc(1, sizeof(*s));
+    if (!s) {
+        close(fd);
+        return NULL;
+    }
+    s->fd = fd;
+    s->family = family;
+    s->type = type;
+    return s;
+}
+
+vega_ssize vega_sock_read(vega_sock *s, void *buf, size_t len, vega_deadline dl)
+{
+    int r = vega__io_check_cancel();
+    if (r < 0)
+        return r;
+    for (bool waited = false;;) {
+        ssize_t n = recv(s->fd, buf, len, 0);
+        if (n >= 0) {
+            if (!waited)
+                vega__io_done_ready();
+            return n;
+        }
+        int e = errno;
+        if (e == EINTR)
+            continue;
+        if (e != EAGAIN && e != EWOULDBLOCK)
+            return -e;
+        r = vega__io_wait(s->fd, POLLIN, dl);
+        if (r < 0)
+            return r;
+        waited = true;
+    }
+}
+
+vega_ssize vega_sock_write(vega_sock *s, const void *buf, size_t len, size_t *written,
+                           vega_deadline dl)
+{
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    return vega_sock_writev(s, &iov, 1, written, dl);
+}
+
+vega_ssize vega_sock_writev(vega_sock *s, const struct iovec *iov, int iovcnt, size_t *written,
+                            vega_deadline dl)
+{
+    size_t total = 0, done = 0;
+    if (written)
+        *written = 0;
+    if (iovcnt < 0)
+        return -EINVAL;
+    for (int i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len > SSIZE_MAX - total)
+            return -EINVAL;
+        total += iov[i].iov_len;
+    }
+    int r = vega__io_check_cancel();
+    if (r < 0)
+        return r;
+
+    int idx = 0;      /* first entry not fully written */
+    size_t skip = 0;  /* bytes of iov[idx] already written */
+    bool waited = false;
+    while (done < total) {
+        struct iovec win[WRITEV_WINDOW];
+        int n = 0;
+        for (int i = idx; i < iovcnt && n < WRITEV_WINDOW; i++) {
+            size_t off = i == idx ? skip : 0;
+            if (iov[i].iov_len == off)
+                continue;
+            win[n].iov_base = (char *)iov[i].iov_base + off;
+            win[n].iov_len = iov[i].iov_len - off;
+            n++;
+        }
+        struct msghdr mh = {.msg_iov = win, .msg_iovlen = (size_t)n};
+        ssize_t w = sendmsg(s->fd, &mh, MSG_NOSIGNAL);
+        if (w < 0) {
+            int e = errno;
+            if (e == EINTR)
+                continue;
+            if (e != EAGAIN && e != EWOULDBLOCK) {
+                r = -e;
+                goto out;
+            }
+            r = vega__io_wait(s->fd, POLLOUT, dl);
+            if (r < 0)
+                goto out;
+            waited = true;
+            continue;
+        }
+        done += (size_t)w;
+        /* Advance (idx, skip) by w bytes. */
+        size_t adv = (size_t)w;
+        while (adv > 0 && idx < iovcnt) {
+            size_t left = iov[idx].iov_len - skip;
+            if (adv < left) {
+                skip += adv;
+                adv = 0;
+            } else {
+                adv -= left;
+                idx++;
+                skip = 0;
+            }
+        }
+    }
+    if (!waited)
+        vega__io_done_ready();
+    r = 0;
+out:
+    if (written)
+        *written = done;
+    return r < 0 ? r : (vega_ssize)total;
+}
+
+static int set_int(vega_sock *s, int level, int name, int v)
+{
+    return setsockopt(s->fd, level, name, &v, sizeof(v)) < 0 ? -errno : 0;
+}
+
+static bool is_tcp(const vega_sock *s)
+{
+    return s->type == SOCK_STREAM && (s->family == AF_INET || s->family == AF_INET6);
+}
+
+int vega_sock_shutdown(vega_sock *s, int how)
+{
+    return shutdown(s->fd, how) < 0 ? -errno : 0;
+}
+
+int vega_sock_close(vega_sock *s)
+{
+    if (!s)
+        return 0;
+    int r = 0;
+    if (close(s->fd) < 0 && errno != EINTR)
+        r = -errno;
+    if (s->unlink_path) {
+        unlink(s->unlink_path);
+        free(s->unlink_path);
+    }
+    free(s);
+    return r;
+}
+
+
+int vega_sock_abort(vega_sock *s)
+{
+    if (!s)
+        return 0;
+    if (is_tcp(s)) {
+        struct linger lg = {.l_onoff = 1, .l_linger = 0};
+        setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    }
+    return vega_sock_close(s);
+}
+
+int vega_sock_set_nodelay(vega_sock *s, bool on)
+{
+    if (!is_tcp(s))
+        return -EOPNOTSUPP;
+    return set_int(s, IPPROTO_TCP, TCP_NODELAY, on);
+}
+
+int vega_sock_set_keepalive(vega_sock *s, bool on, unsigned idle_s, unsigned interval_s,
+                            unsigned count)
+{
+    if (!is_tcp(s))
+        return -EOPNOTSUPP;
+    int r = set_int(s, SOL_SOCKET, SO_KEEPALIVE, on);
+    if (r < 0 || !on)
+        return r;
+    if (idle_s && (r = set_int(s, IPPROTO_TCP, TCP_KEEPIDLE, (int)idle_s)) < 0)
+        return r;
+    if (interval_s && (r = set_int(s, IPPROTO_TCP, TCP_KEEPINTVL, (int)interval_s)) < 0)
+        return r;
+    if (count && (r = set_int(s, IPPROTO_TCP, TCP_KEEPCNT, (int)count)) < 0)
+        return r;
+    return 0;
+}
+
+int vega_sock_set_buffers(vega_sock *s, int rcvbuf, int sndbuf)
+{
+    int r = 0;
+    if (rcvbuf > 0 && (r = set_int(s, SOL_SOCKET, SO_RCVBUF, rcvbuf)) < 0)
+        return r;
+    if (sndbuf > 0 && (r = set_int(s, SOL_SOCKET, SO_SNDBUF, sndbuf)) < 0)
+        return r;
+    return 0;
+}
+
+int vega_sock_fd(const vega_sock *s)
+{
+    return s->fd;
+}
+
+int vega_sock_local_addr(const vega_sock *s, vega_addr *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->len = sizeof(out->ss);
+    if (getsockname(s->fd, (struct sockaddr *)&out->ss, &out->len) < 0) {
+        out->len = 0;
+        return -errno;
+    }
+    return 0;
+}
+
+int vega_sock_peer_addr(const vega_sock *s, vega_addr *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->len = sizeof(out->ss);
+    if (getpeername(s->fd, (struct sockaddr *)&out->ss, &out->len) < 0) {
+        out->len = 0;
+        return -errno;
+    }
+    return 0;
+}

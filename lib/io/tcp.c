@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+/* Stream sockets: TCP and Unix listen, accept and connect. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io_int.h"
+
+/* Backoff while a Unix listener's backlog is full (its connect fails with EAGAIN, and there is
+ * nothing to poll for). */
+#define UNIX_CONNECT_RETRY_MS 1
+
+static bool family_ok(int family)
+{
+    return family == AF_INET || family == AF_INET6 || family == AF_UNIX;
+}
+
+static const char *unix_path(const vega_addr *a)
+{
+    const struct sockaddr_un *sun = (const struct sockaddr_un *)&a->ss;
+    if (a->len <= offsetof(struct sockaddr_un, sun_path) || sun->sun_path[0] == '\0')
+        return NULL; /* unnamed or abstract: no file */
+    return sun->sun_path;
+}
+
+/* Removes path when it is a socket file whose listener is gone (connect is refused). */
+static void unlink_stale(const vega_addr *a, const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
+        return;
+    int fd = vega__sock_open(AF_UNIX, SOCK_STREAM);
+    if (fd < 0)
+        return;
+    if (connect(fd, (const struct sockaddr *)&a->ss, a->len) < 0 && errno == ECONNREFUSED)
+        unlink(path);
+    close(fd);
+}
+
+int vega_tcp_listen(vega_sock **out, const vega_addr *addr, int backlog, unsigned flags)
+{
+    if (!out || !addr)
+        return -EINVAL;
+    *out = NULL;
+    int family = vega_addr_family(addr);
+    if (!family_ok(family))
+        return -EAFNOSUPPORT;
+    const char *path = family == AF_UNIX ? unix_path(addr) : NULL;
+    if (path && (flags & VEGA_LISTEN_UNLINK_STALE))
+        unlink_stale(addr, path);
+
+    int fd = vega__sock_open(family, SOCK_STREAM);
+    if (fd < 0)
+        return fd;
+    int one = 1, r = 0;
+    if (family != AF_UNIX && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
+        goto fail;
+    if ((flags & VEGA_LISTEN_REUSEPORT) &&
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0)
+        goto fail;
+    if (family == AF_INET6 && (flags & VEGA_LISTEN_V6ONLY) &&
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0)
+        goto fail;
+    if (bind(fd, (const struct sockaddr *)&addr->ss, addr->len) < 0)
+        goto fail;
+    if (listen(fd, backlog > 0 ? backlog : SOMAXCONN) < 0) {
+        r = -errno;
+        if (path)
+            unlink(path);
+        close(fd);
+        return r;
+    }
+
+    vega_sock *s = vega__sock_wrap(fd, family, SOCK_STREAM);
+    if (!s) {
+        if (path)
+            unlink(path);
+        return -ENOMEM;
+    }
+    s->flags |= VEGA__SOCK_LISTENER;
+    if (path && (flags & VEGA_LISTEN_UNLINK_STALE)) {
+        s->unlink_path = strdup(path);
+        if (!s->unlink_path) {
+            unlink(path);
+            vega_sock_close(s);
+            return -ENOMEM;
+        }
+    }
+    *out = s;
+    return 0;
+
+fail:
+    r = -errno;
+    close(fd);
+    return r;
+}
+
+int vega_unix_listen(vega_sock **out, const char *path, int backlog, unsigned flags)
+{
+    vega_addr a;
+    int r = vega_addr_from_unix(&a, path);
+    if (r < 0)
+        return r;
+    return vega_tcp_listen(out, &a, backlog, flags);
+}
+
+int vega_tcp_accept(vega_sock *listener, vega_sock **conn, vega_addr *peer, vega_deadline dl)
+{
+    if (!listener || !conn)
+        return -EINVAL;
+    *conn = NULL;
+    if (!(listener->flags & VEGA__SOCK_LISTENER))
+        return -EINVAL;
+    int r = vega__io_check_cancel();
+    if (r < 0)
+        return r;
+    for (bool waited = false;;) {
+        vega_addr a;
+        memset(&a, 0, sizeof(a));
+        a.len = sizeof(a.ss);
+        int fd = accept4(listener->fd, (struct sockaddr *)&a.ss, &a.len,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            vega_sock *s = vega__sock_wrap(fd, listener->family, SOCK_STREAM);
+            if (!s)
+                return -ENOMEM;
+            if (peer)
+                *peer = a;
+            *conn = s;
+            if (!waited)
+                vega__io_done_ready();
+            return 0;
+        }
+        int e = errno;
+        switch (e) {
+        case EINTR:
+        case ECONNABORTED:
+        case EPROTO:
+            continue;
+        case EAGAIN:
+#if EAGAIN != EWOULDBLOCK
+        case EWOULDBLOCK:
+#endif
+            break;
+        default:
+            return -e;
+        }
+        r = vega__io_wait(listener->fd, POLLIN, dl);
+        if (r < 0)
+            return r;
+        waited = true;
+    }
+}
+
+/* Finishes a connect that returned EINPROGRESS: waits for writability, then reads SO_ERROR. */
+static int connect_wait(int fd, vega_deadline dl)
+{
+    int r = vega__io_wait(fd, POLLOUT, dl);
+    if (r < 0)
+        return r;
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+        return -errno;
+    return -err;
+}
+
+int vega_tcp_connect(vega_sock **out, const vega_addr *addr, vega_deadline dl)
+{
+    if (!out || !addr)
+        return -EINVAL;
+    *out = NULL;
+    int family = vega_addr_family(addr);
+    if (!family_ok(family))
+        return -EAFNOSUPPORT;
+    int r = vega__io_check_cancel();
+    if (r < 0)
+        return r;
+    int fd = vega__sock_open(family, SOCK_STREAM);
+    if (fd < 0)
+        return fd;
+
+    bool waited = false;
+    for (;;) {
+        if (connect(fd, (const struct sockaddr *)&addr->ss, addr->len) == 0) {
+            r = 0;
+            break;
+        }
+        int e = errno;
+        if (e == EINPROGRESS || e == EINTR) {
+            /* EINTR: the connection still goes on in the background, as with EINPROGRESS. */
+            r = connect_wait(fd, dl);
+            waited = true;
+            break;
+        }
+        if (e == EAGAIN && family == AF_UNIX) {
+            /* The listener's backlog is full; nothing to poll on an unconnected socket. */
+            if (dl != VEGA_DEADLINE_NEVER && vega_now() >= dl) {
+                r = -ETIMEDOUT;
+                break;
+            }
+            vega_deadline next = vega_deadline_in_ms(UNIX_CONNECT_RETRY_MS);
+            r = vega_sleep_until(next < dl ? next : dl);
+            if (r < 0)
+                break;
+            waited = true;
+            continue;
+        }
+        r = -e;
+        break;
+    }
+    if (r < 0) {
+        close(fd);
+        return r;
+    }
+    vega_sock *s = vega__sock_wrap(fd, family, SOCK_STREAM);
+    if (!s)
+        return -ENOMEM;
+    *out = s;
+    if (!waited)
+        vega__io_done_ready();
+    return 0;
+}
+
+int vega_unix_connect(vega_sock **out, const char *path, vega_deadline dl)
+{
+    vega_addr a;
+    int r = vega_addr_from_unix(&a, path);
+    if (r < 0)
+        return r;
+    return vega_tcp_connect(out, &a, dl);
+}

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/* UDP sockets and plain descriptors on the runtime. */
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <vega/io.h>
+#include <vega/rt.h>
+
+#include "vtest.h"
+
+static void (*case_body)(void);
+
+static void *case_task(void *arg)
+{
+    case_body();
+    return NULL;
+}
+
+static void run(void (*body)(void), unsigned workers)
+{
+    vega_rt_options o;
+    vega_rt_options_init(&o);
+    o.flavor = workers ? VEGA_RT_MULTI_THREAD : VEGA_RT_CURRENT_THREAD;
+    o.workers = workers;
+    o.driver = vtest_driver();
+    vega_rt *rt;
+    int r = vega_rt_new(&rt, &o);
+    if (r == -ENOSYS || r == -EPERM)
+        vtest_skip("driver not available here");
+    VCHECK_EQ(r, 0);
+    case_body = body;
+    VCHECK_EQ(vega_rt_block_on(rt, case_task, NULL, NULL), 0);
+    vega_rt_free(rt);
+}
+
+static void body_udp_roundtrip(void)
+{
+    vega_addr any, sa;
+    vega_sock *srv, *cli;
+    VCHECK_EQ(vega_addr_parse(&any, "127.0.0.1:0", NULL), 0);
+    VCHECK_EQ(vega_udp_bind(&srv, &any, 0), 0);
+    VCHECK_EQ(vega_sock_local_addr(srv, &sa), 0);
+    VCHECK(vega_addr_port(&sa) != 0);
+    VCHECK_EQ(vega_udp_connect(&cli, &sa), 0);
+
+    VCHECK_EQ(vega_udp_send_to(cli, "one", 3, NULL, vega_deadline_in_ms(1000)), 3);
+    VCHECK_EQ(vega_udp_send_to(cli, "", 0, NULL, vega_deadline_in_ms(1000)), 0);
+    char buf[64];
+    vega_addr from, cl;
+    VCHECK_EQ(vega_udp_recv_from(srv, buf, sizeof(buf), &from, vega_deadline_in_ms(1000)), 3);
+    VCHECK(memcmp(buf, "one", 3) == 0);
+    VCHECK_EQ(vega_sock_local_addr(cli, &cl), 0);
+    VCHECK(vega_addr_equal(&from, &cl));
+    VCHECK_EQ(vega_udp_recv_from(srv, buf, sizeof(buf), NULL, vega_deadline_in_ms(1000)), 0);
+
+    /* Answer to the sender; the connected client reads it with vega_sock_read. */
+    VCHECK_EQ(vega_udp_send_to(srv, "two!", 4, &from, vega_deadline_in_ms(1000)), 4);
+    VCHECK_EQ(vega_sock_read(cli, buf, sizeof(buf), vega_deadline_in_ms(1000)), 4);
+    VCHECK(memcmp(buf, "two!", 4) == 0);
+
+    /* A datagram larger than the buffer is truncated, the rest dropped. */
+    VCHECK_EQ(vega_udp_send_to(cli, "0123456789", 10, NULL, vega_deadline_in_ms(1000)), 10);
+    VCHECK_EQ(vega_udp_recv_from(srv, buf, 4, NULL, vega_deadline_in_ms(1000)), 4);
+    VCHECK_EQ(vega_udp_recv_from(srv, buf, sizeof(buf), NULL, 0), -ETIMEDOUT);
+
+    /* Deadline. */
+    vega_tstamp t0 = vega_now();
+    VCHECK_EQ(vega_udp_recv_from(srv, buf, sizeof(buf), NULL, vega_deadline_in_ms(30)),
+              -ETIMEDOUT);
+    VCHECK(vega_now() - t0 >= 25 * VEGA_NS_PER_MS);
+    vega_sock_close(cli);
+    vega_sock_close(srv);
+}
+
+VTEST(udp_roundtrip)
+{
+    run(body_udp_roundtrip, 2);
+}
+
+static void body_udp_refused(void)
+{
+    /* A connected socket learns from ICMP that nobody listens. */
+    vega_addr any, sa;
+    vega_sock *tmp, *cli;
+    VCHECK_EQ(vega_addr_parse(&any, "127.0.0.1:0", NULL), 0);
+    VCHECK_EQ(vega_udp_bind(&tmp, &any, 0), 0);
+    VCHECK_EQ(vega_sock_local_addr(tmp, &sa), 0);
+    vega_sock_close(tmp);
+    VCHECK_EQ(vega_udp_connect(&cli, &sa), 0);
+    VCHECK_EQ(vega_udp_send_to(cli, "x", 1, NULL, vega_deadline_in_ms(1000)), 1);
+    char buf[4];
+    VCHECK_EQ(vega_sock_read(cli, buf, sizeof(buf), vega_deadline_in_ms(2000)), -ECONNREFUSED);
+    vega_sock_close(cli);
+}
+
+VTEST(udp_connect_refused)
+{
+    run(body_udp_refused, 0);
+}
+
+struct pipe_reader {
+    int fd;
+    size_t total;
+    atomic_bool ok;
+};
+
+static void *drain_pipe(void *arg)
+{
+    struct pipe_reader *p = arg;
+    char buf[4096];
+    size_t got = 0;
+    for (;;) {
+        vega_ssize n = vega_fd_read(p->fd, buf, sizeof(buf), vega_deadline_in_ms(5000));
+        if (n <= 0) {
+            atomic_store(&p->ok, n == 0 && got == p->total);
+            return NULL;
+        }
+        for (vega_ssize i = 0; i < n; i++)
+            if (buf[i] != (char)((got + (size_t)i) % 251))
+                return NULL;
+        got += (size_t)n;
+    }
+}
+
+static void body_pipe(void)
+{
+    int fds[2];
+    VCHECK_EQ(pipe2(fds, O_NONBLOCK | O_CLOEXEC), 0);
+    char buf[16];
+    VCHECK_EQ(vega_fd_read(fds[0], buf, sizeof(buf), vega_deadline_in_ms(20)), -ETIMEDOUT);
+    VCHECK_EQ(vega_fd_poll(fds[1], POLLOUT, vega_deadline_in_ms(1000)) & POLLOUT, POLLOUT);
+
+    /* 1 MiB through a 64 KiB pipe: the writer must wait for the reader, many times. */
+    enum { TOTAL = 1 << 20 };
+    static char data[TOTAL];
+    for (size_t i = 0; i < TOTAL; i++)
+        data[i] = (char)(i % 251);
+    struct pipe_reader p = {.fd = fds[0], .total = TOTAL};
+    vega_task *t;
+    VCHECK_EQ(vega_task_spawn(&t, drain_pipe, &p), 0);
+    size_t written = 0;
+    VCHECK_EQ(vega_fd_write(fds[1], data, TOTAL, &written, vega_deadline_in_ms(5000)), TOTAL);
+    VCHECK_EQ(written, TOTAL);
+    close(fds[1]);
+    VCHECK_EQ(vega_task_join(t, NULL, vega_deadline_in_ms(5000)), 0);
+    VCHECK(atomic_load(&p.ok));
+    close(fds[0]);
+}
+
+VTEST(pipe_read_write)
+{
+    run(body_pipe, 2);
+}
