@@ -80,6 +80,14 @@ enum {
     VEGA__TF_CANCELLED = 1u << 0,
 };
 
+/* jstate bits. */
+enum {
+    VEGA__J_FINISHED = 1u << 0, /* returned; set by the finisher as its last touch of the task */
+    VEGA__J_DETACHED = 1u << 1, /* nobody will join: whoever sees both bits frees the task */
+    VEGA__J_JOINER = 1u << 2,   /* `joiner` is set */
+    VEGA__J_THREAD = 1u << 3,   /* ... and is a thread waiter, not a task */
+};
+
 /* Flags for vega__park. */
 enum {
     VEGA__PARK_NOCANCEL = 1u << 0, /* ignore cancellation (waiting for the kernel's answer) */
@@ -113,10 +121,9 @@ struct vega_task {
     void *arg_result;               /* fn's argument until it runs, then its result */
     vega_deadline deadline;         /* task-wide cap (spawn option and scopes) */
 
-    /* join/detach handshake, guarded by `lock` */
-    vega__spin lock;
-    bool finished, detached, thread_joiner;
-    void *joiner; /* the joining task, or a struct vega__thread_waiter if thread_joiner */
+    /* join/detach handshake (task.c): VEGA__J_* bits, and who waits for the task */
+    atomic_uint jstate;
+    void *joiner; /* the joining task, or a struct vega__thread_waiter (VEGA__J_THREAD) */
 
     struct vega__group_node *group; /* task group membership, NULL if none */
     uint64_t id;
@@ -133,8 +140,29 @@ struct vega_task {
  * The calling task / worker / runtime. Not cached across suspension: a task may resume on
  * another thread, so these are out-of-line reads of a thread-local.
  */
+struct vega__worker *vega__worker_self_slow(void);
+
+/* The worker's thread-local, initial-exec so that reading it is one instruction. */
+extern __thread struct vega__worker *vega__tls_worker
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+static inline struct vega__worker *vega__worker_self(void)
+{
+#if defined(__x86_64__)
+    /* A volatile asm is never merged with an earlier read, so a task that resumed on another
+     * thread reads that thread's slot (a plain TLS read's address may be cached by the
+     * compiler across the call that switched threads). */
+    struct vega__worker *w;
+    __asm__ __volatile__("movq vega__tls_worker@gottpoff(%%rip), %0\n\t"
+                         "movq %%fs:(%0), %0"
+                         : "=r"(w));
+    return w;
+#else
+    return vega__worker_self_slow();
+#endif
+}
+
 struct vega_task *vega__task_self(void);
-struct vega__worker *vega__worker_self(void);
 
 /*
  * Suspends the calling task until vega__task_wake, the deadline (the earlier of dl and the

@@ -11,20 +11,20 @@
 #include "sched_int.h"
 
 
-static __thread struct vega__worker *tls_worker;
+__thread struct vega__worker *vega__tls_worker __attribute__((tls_model("initial-exec")));
 
 /* Out of line and opaque to the optimizer: a task may resume on another thread, so the address
  * of the thread-local must be computed afresh after every switch. */
-__attribute__((noinline)) struct vega__worker *vega__worker_self(void)
+__attribute__((noinline)) struct vega__worker *vega__worker_self_slow(void)
 {
-    struct vega__worker *w = tls_worker;
+    struct vega__worker *w = vega__tls_worker;
     __asm__ __volatile__("" : "+r"(w));
     return w;
 }
 
 __attribute__((noinline)) void vega__worker_set_self(struct vega__worker *w)
 {
-    tls_worker = w;
+    vega__tls_worker = w;
 }
 
 struct vega_task *vega__task_self(void)
@@ -177,18 +177,17 @@ struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, 
     if (!t)
         return NULL;
     t->sp = NULL;
-    atomic_init(&t->state, VEGA__T_RUNNABLE);
-    atomic_init(&t->flags, 0);
+    /* Plain atomic stores: a stale waker may still read a recycled struct (see task.c's join
+     * notes), which is harmless but must not be a data race. */
+    atomic_store_explicit(&t->state, VEGA__T_RUNNABLE, memory_order_relaxed);
+    atomic_store_explicit(&t->flags, 0, memory_order_relaxed);
     t->next = NULL;
     t->rt = rt;
     t->stack = NULL;
     t->fn = fn;
     t->arg_result = arg;
     t->deadline = opts && opts->deadline ? opts->deadline : VEGA_DEADLINE_NEVER;
-    vega__spin_init(&t->lock);
-    t->finished = false;
-    t->detached = detached;
-    t->thread_joiner = false;
+    atomic_store_explicit(&t->jstate, detached ? VEGA__J_DETACHED : 0, memory_order_relaxed);
     t->joiner = NULL;
     t->group = NULL;
     t->name = opts ? opts->name : NULL;
@@ -383,6 +382,17 @@ struct vega__thread_waiter {
     bool done;
 };
 
+/*
+ * Join, detach and finish meet on one atomic word, jstate, with no lock:
+ * - the finisher publishes VEGA__J_FINISHED with a CAS, reading `joiner` only when the JOINER
+ *   bit is in the value the CAS replaced; that CAS is its last touch of the task, so a joiner
+ *   that sees FINISHED may free it at once;
+ * - after the CAS the finisher wakes the joiner it read. Task structs are type-stable (they are
+ *   recycled within the runtime, never returned to malloc before vega_rt_free), so if that
+ *   joiner has already moved on the wake is merely spurious, which every waiter tolerates. A
+ *   thread waiter lives on a stack, so it does not leave before the finisher said `done`;
+ * - exactly one of detach and finish sees the other's bit and frees the task.
+ */
 void vega__task_finish(struct vega__worker *w, struct vega_task *t)
 {
     struct vega_rt *rt = t->rt;
@@ -396,30 +406,68 @@ void vega__task_finish(struct vega__worker *w, struct vega_task *t)
     if (t->group)
         vega__group_member_done(t);
     atomic_store_explicit(&t->state, VEGA__T_DONE, memory_order_release);
+    /* Counted before a joiner can see it finished, so live counts read after a join agree. */
+    atomic_store_explicit(&w->finished_here,
+                          atomic_load_explicit(&w->finished_here, memory_order_relaxed) + 1,
+                          memory_order_release);
 
-    vega__spin_lock(&t->lock);
-    t->finished = true;
-    if (t->joiner && !t->thread_joiner) {
-        vega__task_wake(t->joiner);
-    } else if (t->joiner) {
-        struct vega__thread_waiter *tw = t->joiner;
+    unsigned s = atomic_load_explicit(&t->jstate, memory_order_acquire);
+    void *joiner;
+    do {
+        joiner = (s & VEGA__J_JOINER) ? t->joiner : NULL;
+    } while (!atomic_compare_exchange_weak_explicit(&t->jstate, &s, s | VEGA__J_FINISHED,
+                                                    memory_order_acq_rel, memory_order_acquire));
+    if (joiner && !(s & VEGA__J_THREAD)) {
+        vega__task_wake(joiner);
+    } else if (joiner) {
+        struct vega__thread_waiter *tw = joiner;
         pthread_mutex_lock(&tw->mu);
         tw->done = true;
         pthread_cond_signal(&tw->cv);
         pthread_mutex_unlock(&tw->mu);
     }
-    bool detached = t->detached;
-    vega__spin_unlock(&t->lock);
-    if (detached)
+    if (s & VEGA__J_DETACHED)
         vega__task_free(w, t);
-    atomic_store_explicit(&w->finished_here,
-                          atomic_load_explicit(&w->finished_here, memory_order_relaxed) + 1,
-                          memory_order_release);
     if (vega__unlikely(atomic_load_explicit(&rt->shutdown, memory_order_acquire)) &&
         vega__rt_live(rt) == 0) {
         for (unsigned i = 0; i < rt->nworkers; i++)
             rt->driver->unpark(&rt->workers[i]);
     }
+}
+
+/* Registers `who` as t's joiner. Returns false when t already finished. */
+static bool register_joiner(struct vega_task *t, void *who, unsigned bits)
+{
+    unsigned s = atomic_load_explicit(&t->jstate, memory_order_acquire);
+    for (;;) {
+        if (s & VEGA__J_FINISHED)
+            return false;
+        t->joiner = who;
+        if (atomic_compare_exchange_weak_explicit(&t->jstate, &s, s | bits, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return true;
+    }
+}
+
+/* Withdraws the joiner after a timeout. Returns false when t finished meanwhile (the finisher
+ * then owns the wake-up and the join has succeeded after all). */
+static bool unregister_joiner(struct vega_task *t)
+{
+    unsigned s = atomic_load_explicit(&t->jstate, memory_order_acquire);
+    for (;;) {
+        if (s & VEGA__J_FINISHED)
+            return false;
+        if (atomic_compare_exchange_weak_explicit(&t->jstate, &s,
+                                                  s & ~(VEGA__J_JOINER | VEGA__J_THREAD),
+                                                  memory_order_acq_rel, memory_order_acquire))
+            return true;
+    }
+}
+
+static bool finished(const struct vega_task *t)
+{
+    return atomic_load_explicit(&((struct vega_task *)t)->jstate, memory_order_acquire) &
+           VEGA__J_FINISHED;
 }
 
 static int join_from_thread(struct vega_task *t, vega_deadline dl)
@@ -433,29 +481,28 @@ static int join_from_thread(struct vega_task *t, vega_deadline dl)
     pthread_condattr_destroy(&ca);
     tw.done = false;
     int r = 0;
-    vega__spin_lock(&t->lock);
-    if (!t->finished) {
-        t->joiner = &tw;
-        t->thread_joiner = true;
-        vega__spin_unlock(&t->lock);
+    if (register_joiner(t, &tw, VEGA__J_JOINER | VEGA__J_THREAD)) {
         pthread_mutex_lock(&tw.mu);
-        while (!tw.done && r == 0) {
-            if (dl == VEGA_DEADLINE_NEVER) {
-                pthread_cond_wait(&tw.cv, &tw.mu);
-            } else {
+        while (!tw.done) {
+            if (r == 0 && dl != VEGA_DEADLINE_NEVER) {
                 struct timespec ts = {(time_t)(dl / VEGA_NS_PER_S), (long)(dl % VEGA_NS_PER_S)};
-                if (pthread_cond_timedwait(&tw.cv, &tw.mu, &ts) == ETIMEDOUT && !tw.done)
-                    r = -ETIMEDOUT;
+                if (pthread_cond_timedwait(&tw.cv, &tw.mu, &ts) == ETIMEDOUT && !tw.done) {
+                    pthread_mutex_unlock(&tw.mu);
+                    if (unregister_joiner(t)) {
+                        r = -ETIMEDOUT;
+                        pthread_mutex_lock(&tw.mu);
+                        break;
+                    }
+                    /* Finished meanwhile: the finisher will say done; wait for it. */
+                    pthread_mutex_lock(&tw.mu);
+                    dl = VEGA_DEADLINE_NEVER;
+                }
+            } else {
+                pthread_cond_wait(&tw.cv, &tw.mu);
             }
         }
         pthread_mutex_unlock(&tw.mu);
-        vega__spin_lock(&t->lock);
-        t->joiner = NULL;
-        t->thread_joiner = false;
-        if (t->finished)
-            r = 0;
     }
-    vega__spin_unlock(&t->lock);
     pthread_cond_destroy(&tw.cv);
     pthread_mutex_destroy(&tw.mu);
     return r;
@@ -470,24 +517,17 @@ int vega_task_join(vega_task *t, void **result, vega_deadline dl)
         int r = join_from_thread(t, dl);
         if (r < 0)
             return r;
-    } else {
-        vega__spin_lock(&t->lock);
-        if (!t->finished) {
-            t->joiner = cur;
-            for (;;) {
-                vega__spin_unlock(&t->lock);
-                int r = vega__park(dl, 0, "join");
-                vega__spin_lock(&t->lock);
-                if (t->finished)
-                    break;
-                if (r < 0) {
-                    t->joiner = NULL;
-                    vega__spin_unlock(&t->lock);
+    } else if (!finished(t) && register_joiner(t, cur, VEGA__J_JOINER)) {
+        for (;;) {
+            int r = vega__park(dl, 0, "join");
+            if (finished(t))
+                break;
+            if (r < 0) {
+                if (unregister_joiner(t))
                     return r;
-                }
+                break; /* finished meanwhile */
             }
         }
-        vega__spin_unlock(&t->lock);
     }
     if (result)
         *result = t->arg_result;
@@ -497,11 +537,8 @@ int vega_task_join(vega_task *t, void **result, vega_deadline dl)
 
 void vega_task_detach(vega_task *t)
 {
-    vega__spin_lock(&t->lock);
-    bool finished = t->finished;
-    t->detached = true;
-    vega__spin_unlock(&t->lock);
-    if (finished)
+    unsigned s = atomic_fetch_or_explicit(&t->jstate, VEGA__J_DETACHED, memory_order_acq_rel);
+    if (s & VEGA__J_FINISHED)
         vega__task_free(vega__worker_self(), t);
 }
 
