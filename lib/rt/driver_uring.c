@@ -193,6 +193,18 @@ static int ur_poll_start(struct vega__worker *w, struct vega__op *op)
     return 0;
 }
 
+static int ur_submit(struct vega__worker *w, struct vega__op *op)
+{
+    struct uring_drv *d = vega__worker_driver_data(w);
+    ensure_enabled(d);
+    struct io_uring_sqe *sqe = get_sqe(d);
+    if (!sqe)
+        return -EAGAIN;
+    op->prep(sqe, op);
+    io_uring_sqe_set_data(sqe, op);
+    return 0;
+}
+
 static void ur_cancel(struct vega__worker *w, struct vega__op *op)
 {
     struct uring_drv *d = vega__worker_driver_data(w);
@@ -213,5 +225,6 @@ const struct vega__driver_ops vega__driver_uring = {
     .park = ur_park,
     .unpark = ur_unpark,
     .poll_start = ur_poll_start,
+    .submit = ur_submit,
     .cancel = ur_cancel,
 };

@@ -99,3 +99,29 @@ int vega__poll_fd(int fd, uint32_t events, vega_deadline dl)
     vega__worker_count_io(w);
     return vega__op_wait(&op, dl, "poll");
 }
+
+bool vega__driver_has_ops(void)
+{
+    struct vega__worker *w = vega__worker_self();
+    return w && w->rt->driver->submit != NULL;
+}
+
+int vega__op_submit(void (*prep)(void *sqe, struct vega__op *op), void *arg, vega_deadline dl,
+                    const char *reason)
+{
+    struct vega__worker *w = vega__worker_self();
+    if (!w || !w->current)
+        return VEGA_ERR_NOTASK;
+    if (!w->rt->driver->submit)
+        return -ENOTSUP;
+    struct vega__op op = {.task = w->current, .owner = w, .fd = -1, .prep = prep, .arg = arg};
+    atomic_init(&op.done, 0);
+    atomic_init(&op.cancel_state, CANCEL_NONE);
+    if (vega__deadline_eff(dl) == 0)
+        return -ETIMEDOUT;
+    int r = w->rt->driver->submit(w, &op);
+    if (r < 0)
+        return r;
+    vega__worker_count_io(w);
+    return vega__op_wait(&op, dl, reason);
+}

@@ -208,6 +208,9 @@ struct vega__op {
     int res;                      /* revents for polls, the kernel's result otherwise */
     int fd;
     uint32_t events;
+    /* Kernel operations (io_uring only): fills the SQE (a struct io_uring_sqe *). */
+    void (*prep)(void *sqe, struct vega__op *op);
+    void *arg; /* for prep */
 };
 
 struct vega__driver_ops {
@@ -221,6 +224,8 @@ struct vega__driver_ops {
     void (*unpark)(struct vega__worker *w);
     /* Starts a readiness wait for fd on w (the calling worker). */
     int (*poll_start)(struct vega__worker *w, struct vega__op *op);
+    /* Starts a kernel operation: op->prep fills an SQE. NULL when the driver has none (epoll). */
+    int (*submit)(struct vega__worker *w, struct vega__op *op);
     /* Cancels op on w (owner thread, op lock held); the op then completes with done set. */
     void (*cancel)(struct vega__worker *w, struct vega__op *op);
 };
@@ -235,6 +240,20 @@ extern const struct vega__driver_ops vega__driver_uring;
  * -ETIMEDOUT or -ECANCELED (after the kernel let go of the wait). Context: inside a task.
  */
 int vega__poll_fd(int fd, uint32_t events, vega_deadline dl);
+
+/*
+ * Runs a kernel operation on the calling worker's io_uring: prep(sqe, op) fills the SQE (set
+ * op->arg and whatever prep needs first); the call returns the CQE's res, or -ETIMEDOUT /
+ * -ECANCELED once the kernel answered the cancel (a result that raced the cancel wins).
+ * Returns -ENOTSUP when the worker's driver is not io_uring (callers fall back, e.g. to the
+ * blocking pool). Buffers the operation uses must stay valid until it returns, which they do
+ * when they live on the task's stack. Context: inside a task.
+ */
+int vega__op_submit(void (*prep)(void *sqe, struct vega__op *op), void *arg, vega_deadline dl,
+                    const char *reason);
+
+/* True when the calling worker's driver runs kernel operations (io_uring). */
+bool vega__driver_has_ops(void);
 
 /* Completes op on the owner thread, with the owner's op lock (cancel_lock) held: stores res,
  * marks done, wakes the task. */
