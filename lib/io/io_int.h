@@ -20,6 +20,7 @@ struct vega_sock {
     int type;          /* SOCK_STREAM, SOCK_DGRAM */
     unsigned flags;    /* VEGA__SOCK_* */
     char *unlink_path; /* Unix listener made with VEGA_LISTEN_UNLINK_STALE: removed at close */
+    struct vega__sock_park *park; /* allocated at the first vega_sock_park, kept until close */
 };
 
 /* Wraps fd in a new vega_sock; closes fd and returns NULL when out of memory. */

@@ -167,6 +167,7 @@ int vega_sock_close(vega_sock *s)
         unlink(s->unlink_path);
         free(s->unlink_path);
     }
+    free(s->park);
     free(s);
     return r;
 }

@@ -14,7 +14,10 @@ void vega__op_complete(struct vega__op *op, int res)
     struct vega_task *t = op->task;
     op->res = res;
     atomic_store_explicit(&op->done, 1, memory_order_release);
-    vega__task_wake(t);
+    if (t)
+        vega__task_wake(t);
+    else
+        op->on_complete(op);
 }
 
 /* The owner's op lock (w->cancel_lock) is held around every completion and cancel answer; a

@@ -61,7 +61,8 @@ struct vega__timer {
     struct vega__timer *next, *prev;
     struct vega__wheel *wheel; /* the wheel it is armed in, NULL when not armed */
     uint64_t when_ms;          /* expiry on the wheel's millisecond scale */
-    struct vega_task *task;    /* woken when it fires */
+    struct vega_task *task;    /* woken when it fires, or NULL: then `fire` is called */
+    void (*fire)(struct vega__timer *t); /* owner thread, wheel lock held */
     bool fired;
     uint8_t level, slot;
 };
@@ -211,7 +212,29 @@ struct vega__op {
     /* Kernel operations (io_uring only): fills the SQE (a struct io_uring_sqe *). */
     void (*prep)(void *sqe, struct vega__op *op);
     void *arg; /* for prep */
+    /* When task is NULL the op belongs to no task (a hook): called on completion instead of a
+     * wake-up, on the owner thread with the op lock held. */
+    void (*on_complete)(struct vega__op *op);
 };
+
+/*
+ * A readiness hook: waits for an fd with no task and no stack. When the fd is ready (or the
+ * deadline passes, or the runtime shuts down) a fresh task runs fn(h, status) with status > 0
+ * (revents), -ETIMEDOUT or -ECANCELED. This is how an idle connection costs only its socket
+ * and a few hundred bytes. The hook belongs to the worker that armed it until fn runs; it must
+ * stay allocated (and not be re-armed) until then. Context for arm: inside a task.
+ */
+struct vega__hook {
+    struct vega__op op;
+    struct vega__timer timer;
+    void (*fn)(struct vega__hook *h, int status);
+    struct vega__hook *next, *prev; /* owner worker's list (owner thread only) */
+    int status;
+    bool armed, timed_out;
+};
+
+int vega__hook_arm(struct vega__hook *h, int fd, uint32_t events, vega_deadline dl,
+                   void (*fn)(struct vega__hook *h, int status));
 
 struct vega__driver_ops {
     const char *name;

@@ -249,7 +249,7 @@ static void park_worker(struct vega__worker *w)
     atomic_thread_fence(memory_order_seq_cst);
 
     bool skip = work_pending(rt) || (atomic_load_explicit(&rt->shutdown, memory_order_acquire) &&
-                                     vega__rt_live(rt) == 0);
+                                     vega__rt_live(rt) == 0 && w->nhooks == 0);
     if (!skip) {
         uint64_t next_ms = vega__wheel_next(&w->wheel);
         int64_t timeout = -1;
@@ -483,9 +483,14 @@ static void worker_loop(struct vega__worker *w, struct vega_task *until)
         if (until) {
             if (atomic_load_explicit(&until->state, memory_order_acquire) == VEGA__T_DONE)
                 break;
-        } else if (atomic_load_explicit(&rt->shutdown, memory_order_acquire) &&
-                   vega__rt_live(rt) == 0) {
-            break;
+        } else if (atomic_load_explicit(&rt->shutdown, memory_order_acquire)) {
+            if (!w->hooks_cancelled) {
+                /* Parked connections wake up with -ECANCELED and close themselves. */
+                w->hooks_cancelled = true;
+                vega__hooks_cancel_all(w);
+            }
+            if (vega__rt_live(rt) == 0 && w->nhooks == 0)
+                break;
         }
         if (w->tick - w->maint_tick >= VEGA__INJECT_INTERVAL) {
             w->maint_tick = w->tick;

@@ -107,6 +107,9 @@ struct vega__worker {
     void *drv;
     vega__spin cancel_lock;
     struct vega__op *cancel_head; /* ops other workers asked this one to cancel */
+    struct vega__hook *hooks;     /* armed readiness hooks (owner thread only) */
+    size_t nhooks;
+    bool hooks_cancelled;         /* shutdown: every hook was told to fire with -ECANCELED */
 
     struct vega__metrics m;
     /* Tasks spawned and finished on this worker (owner-written, monotonic): the runtime's live
@@ -243,6 +246,9 @@ void vega__group_member_done(struct vega_task *t);
 
 /* Tasks spawned and not yet returned. Exact when it returns 0 (see sched.c). */
 uint64_t vega__rt_live(struct vega_rt *rt);
+
+/* Shutdown: fires every hook armed on w with -ECANCELED (owner thread). */
+void vega__hooks_cancel_all(struct vega__worker *w);
 
 /* Blocking pool (blocking.c). */
 void vega__blocking_init(struct vega_rt *rt);

@@ -161,7 +161,10 @@ size_t vega__wheel_advance(struct vega__wheel *wh, uint64_t now_ms)
                 fired++;
                 /* Woken under the lock: a task that removes its own timer takes this lock
                  * first, so it cannot return (and free itself) while we touch it. */
-                vega__task_wake(t->task);
+                if (t->task)
+                    vega__task_wake(t->task);
+                else
+                    t->fire(t);
             } else {
                 link_entry(wh, t); /* cascade to a finer level */
             }

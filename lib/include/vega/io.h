@@ -179,6 +179,23 @@ VEGA_API int vega_sock_close(vega_sock *s);
  * fails with -ECONNRESET. For refusing or killing a connection. Returns 0 or -errno. Since 0.1. */
 VEGA_API int vega_sock_abort(vega_sock *s);
 
+/* Called in a fresh task when a parked socket needs attention. status: > 0 the socket is
+ * readable (data, EOF or an error to read), -ETIMEDOUT the idle deadline passed, -ECANCELED the
+ * runtime is shutting down. The function owns s: it reads, writes, parks it again or closes it. */
+typedef void (*vega_sock_ready_fn)(vega_sock *s, void *arg, int status);
+
+/*
+ * Parks s with no task and no buffer: the calling task hands s over and may return (an idle
+ * connection then costs its socket and a few hundred bytes, not a task stack and a read
+ * buffer). When s becomes readable, when idle_dl passes (VEGA_DEADLINE_NEVER: never) or when the
+ * runtime shuts down, a new task runs fn(s, arg, status). s: taken on success (do not touch it
+ * until fn runs); arg: retained.
+ * Returns 0; -EBUSY (s already parked); -ECANCELED (the runtime is stopping: s stays the
+ * caller's); -ENOMEM; VEGA_ERR_NOTASK.
+ * Context: inside a task. Since 0.1.
+ */
+VEGA_API int vega_sock_park(vega_sock *s, vega_sock_ready_fn fn, void *arg, vega_deadline idle_dl);
+
 /* TCP_NODELAY on or off. Returns 0 or -errno (-EOPNOTSUPP for non-TCP sockets). Since 0.1. */
 VEGA_API int vega_sock_set_nodelay(vega_sock *s, bool on);
 
