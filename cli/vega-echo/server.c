@@ -22,6 +22,7 @@ struct server {
 struct conn {
     struct server *srv;
     vega_sock *sock;
+    uint64_t echoed;
     char peer[VEGA_ADDR_STRLEN];
 };
 
@@ -30,46 +31,71 @@ static vega_deadline idle_deadline(const struct echo_opts *o)
     return o->idle_ns ? vega_deadline_in_ns(o->idle_ns) : VEGA_DEADLINE_NEVER;
 }
 
-static void *conn_main(void *arg)
+/* Reads on the handler's stack up to this size; a larger --buffer is allocated per wake-up. */
+#define STACK_BUF (16 * 1024)
+
+static void conn_close(struct conn *c, const char *why, int err)
+{
+    vega_sock_close(c->sock);
+    uint64_t left = atomic_fetch_sub(&c->srv->live, 1) - 1;
+    cli_log(1, "%s: %s after %llu bytes echoed (%llu open)", c->peer,
+            why ? why : vega_strerror(err), (unsigned long long)c->echoed,
+            (unsigned long long)left);
+    free(c);
+}
+
+/*
+ * Runs in a fresh task whenever the connection has something to say: echoes everything that is
+ * there, then parks the connection again with no task and no buffer (an idle connection costs
+ * its socket and this small struct).
+ */
+static void conn_ready(vega_sock *s, void *arg, int status)
 {
     struct conn *c = arg;
     const struct echo_opts *o = c->srv->o;
-    uint64_t echoed = 0;
+    if (status < 0) {
+        conn_close(c, status == -ETIMEDOUT ? "idle timeout" : "server stopping", status);
+        return;
+    }
+    char stackbuf[STACK_BUF];
+    size_t cap = o->bufsize < STACK_BUF ? o->bufsize : STACK_BUF;
+    char *buf = stackbuf;
+    if (o->bufsize > STACK_BUF && (buf = malloc(o->bufsize)) != NULL)
+        cap = o->bufsize;
+    if (!buf)
+        buf = stackbuf;
     const char *why = "closed by the peer";
     int err = 0;
-    char *buf = malloc(o->bufsize);
-    if (!buf) {
-        why = "out of memory";
-        goto out;
-    }
     for (;;) {
-        vega_ssize n = vega_sock_read(c->sock, buf, o->bufsize, idle_deadline(o));
+        vega_ssize n = vega_sock_read(s, buf, cap, 0);
+        if (n == -ETIMEDOUT) {
+            /* Nothing more for now: hand the connection to the runtime until it speaks. */
+            err = vega_sock_park(s, conn_ready, c, idle_deadline(o));
+            if (err == 0) {
+                if (buf != stackbuf)
+                    free(buf);
+                return;
+            }
+            why = err == -ECANCELED ? "server stopping" : NULL;
+            break;
+        }
         if (n == 0) {
             /* The peer finished sending: finish our side too, everything was echoed. */
-            vega_sock_shutdown(c->sock, SHUT_WR);
+            vega_sock_shutdown(s, SHUT_WR);
             break;
         }
         if (n > 0)
-            n = vega_sock_write(c->sock, buf, (size_t)n, NULL, idle_deadline(o));
+            n = vega_sock_write(s, buf, (size_t)n, NULL, idle_deadline(o));
         if (n < 0) {
             err = (int)n;
             why = n == -ETIMEDOUT ? "idle timeout" : n == -ECANCELED ? "server stopping" : NULL;
             break;
         }
-        echoed += (uint64_t)n;
+        c->echoed += (uint64_t)n;
     }
-out:
-    free(buf);
-    vega_sock_close(c->sock);
-    uint64_t left = atomic_fetch_sub(&c->srv->live, 1) - 1;
-    if (why)
-        cli_log(1, "%s: %s after %llu bytes echoed (%llu open)", c->peer, why,
-                (unsigned long long)echoed, (unsigned long long)left);
-    else
-        cli_log(1, "%s: %s after %llu bytes echoed (%llu open)", c->peer, vega_strerror(err),
-                (unsigned long long)echoed, (unsigned long long)left);
-    free(c);
-    return NULL;
+    if (buf != stackbuf)
+        free(buf);
+    conn_close(c, why, err);
 }
 
 static void peer_name(const struct echo_opts *o, const vega_addr *peer, char *buf, size_t cap)
@@ -123,11 +149,16 @@ static int accept_loop(struct server *srv)
         live = atomic_fetch_add(&srv->live, 1) + 1;
         atomic_fetch_add(&srv->total, 1);
         cli_log(1, "connection from %s (%llu open)", name, (unsigned long long)live);
-        if (vega_task_spawn(NULL, conn_main, c) < 0) {
+        /* No task until the client sends something. */
+        r = vega_sock_park(s, conn_ready, c, idle_deadline(o));
+        if (r < 0) {
             atomic_fetch_sub(&srv->live, 1);
-            cli_err("spawn", "out of memory; closing %s", name);
+            if (r != -ECANCELED)
+                cli_err("park", "%s; closing %s", vega_strerror(r), name);
             vega_sock_close(s);
             free(c);
+            if (r == -ECANCELED)
+                return CLI_EXIT_OK;
         }
     }
 }
