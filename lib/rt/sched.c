@@ -309,7 +309,8 @@ static inline void prepare(struct vega__worker *w, struct vega_task *t)
         VEGA_PANIC("out of memory for a task stack");
     t->stack = s;
     t->sp = vega__ctx_make((char *)s->base + s->size, task_entry, t);
-    vega__live_add(w, t);
+    s->task = t;
+    s->live_owner = NULL;
 #if defined(VEGA_TSAN)
     t->tsan_fiber = __tsan_create_fiber(0);
 #endif

@@ -238,8 +238,8 @@ struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, 
                                     void *arg, const vega_spawn_options *opts, bool detached);
 void vega__task_finish(struct vega__worker *w, struct vega_task *t);
 void vega__task_free(struct vega__worker *w, struct vega_task *t);
-/* Started tasks (those holding a stack) are listed on the worker that started them, for
- * cancel-all at shutdown and for dumps; a task that never ran has nothing to wake. */
+/* Tasks that have parked at least once are listed on the worker where they first parked, for
+ * cancel-all at shutdown and for dumps; a task that never parked has nothing to wake. */
 void vega__live_add(struct vega__worker *w, struct vega_task *t);
 void vega__task_chunks_free(struct vega_rt *rt);
 void vega__group_member_done(struct vega_task *t);

@@ -138,8 +138,6 @@ void vega__task_chunks_free(struct vega_rt *rt)
 void vega__live_add(struct vega__worker *w, struct vega_task *t)
 {
     struct vega__stack *s = t->stack;
-    s->task = t;
-    s->wait_reason = NULL;
     s->live_owner = w;
     s->live_prev = NULL;
     bool locked = w->rt->nworkers > 1; /* one worker: only its thread touches the list */
@@ -283,6 +281,10 @@ int vega__park(vega_deadline dl, unsigned flags, const char *reason)
         tm.wheel = NULL;
         vega__wheel_insert(&w->wheel, &tm, vega__ns_to_ms_ceil(rt, eff));
     }
+    /* A task is listed (for cancel-all at shutdown and for dumps) from its first park on: one
+     * that runs to completion without waiting costs no list update. */
+    if (vega__unlikely(!t->stack->live_owner))
+        vega__live_add(w, t);
     __atomic_store_n(&t->stack->wait_reason, reason, __ATOMIC_RELAXED);
     vega__task_switch_out(w, t, VEGA__AFTER_PARK);
     __atomic_store_n(&t->stack->wait_reason, NULL, __ATOMIC_RELAXED);
@@ -396,7 +398,8 @@ struct vega__thread_waiter {
 void vega__task_finish(struct vega__worker *w, struct vega_task *t)
 {
     struct vega_rt *rt = t->rt;
-    live_remove(t->stack);
+    if (t->stack->live_owner)
+        live_remove(t->stack);
     vega__stack_put(w, t->stack);
     t->stack = NULL;
 #if defined(VEGA_TSAN)
