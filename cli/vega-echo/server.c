@@ -66,8 +66,12 @@ static void conn_ready(vega_sock *s, void *arg, int status)
         buf = stackbuf;
     const char *why = "closed by the peer";
     int err = 0;
+    bool drained = false;
     for (;;) {
-        vega_ssize n = vega_sock_read(s, buf, cap, 0);
+        /* A read that did not fill the buffer most likely drained the socket: park at once
+         * rather than pay a read that says EAGAIN. Parking is level-triggered, so bytes that
+         * did arrive meanwhile wake the connection straight away. */
+        vega_ssize n = drained ? -ETIMEDOUT : vega_sock_read(s, buf, cap, 0);
         if (n == -ETIMEDOUT) {
             /* Nothing more for now: hand the connection to the runtime until it speaks. */
             err = vega_sock_park(s, conn_ready, c, idle_deadline(o));
@@ -84,8 +88,10 @@ static void conn_ready(vega_sock *s, void *arg, int status)
             vega_sock_shutdown(s, SHUT_WR);
             break;
         }
-        if (n > 0)
+        if (n > 0) {
+            drained = (size_t)n < cap;
             n = vega_sock_write(s, buf, (size_t)n, NULL, idle_deadline(o));
+        }
         if (n < 0) {
             err = (int)n;
             why = n == -ETIMEDOUT ? "idle timeout" : n == -ECANCELED ? "server stopping" : NULL;
