@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/* The echo session: each connection sends -s bytes, waits for all of them to come back and
+ * compares them, and repeats (ping-pong, a closed loop). TCP and Unix streams reconnect after
+ * an error; UDP sends one datagram and waits for the one that carries the same bytes back. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "load.h"
+
+/* Without -d nothing else bounds a connection that keeps failing: it stops after this many
+ * failures in a row. */
+#define GIVE_UP_AFTER 20
+/* Pause after a failed connect (UDP: after a refused datagram), doubling up to the maximum. */
+#define BACKOFF_MIN_MS 10
+#define BACKOFF_MAX_MS 1000
+
+enum step {
+    STEP_OK,
+    STEP_FAIL, /* counted as an error; try again */
+    STEP_STOP, /* the run is over (end of -d, or cancelled) */
+};
+
+struct conn {
+    struct load_run *r;
+    const struct load_opts *o;
+    vega_sock *sock;
+    unsigned char *buf;  /* receive buffer */
+    size_t cap;
+    unsigned char *dgram; /* UDP: the datagram sent, with a sequence number in front */
+    uint64_t seq;
+    bool ever;           /* connected (UDP: a round trip completed) at least once */
+    unsigned fails;      /* failures in a row */
+    int last_err;        /* the code of the latest failure */
+    enum load_kind last_kind;
+};
+
+/* A failed call: STOP when the run is over, else count the error. */
+static enum step failed(struct conn *c, enum load_kind kind, int code, bool at_end)
+{
+    if (code == -ECANCELED)
+        return STEP_STOP;
+    if (code == -ETIMEDOUT) {
+        if (at_end)
+            return STEP_STOP;
+        if (kind != LOAD_ERR_CONNECT)
+            kind = LOAD_ERR_TIMEOUT;
+    }
+    c->last_err = code;
+    c->last_kind = kind;
+    load_error(c->r, kind, code);
+    return STEP_FAIL;
+}
+
+static enum step conn_open(struct conn *c)
+{
+    struct load_run *r = c->r;
+    bool at_end;
+    vega_deadline dl = load_step_deadline(r, vega_now(), &at_end);
+    if (c->o->udp) {
+        unsigned i = atomic_load_explicit(&r->good_addr, memory_order_relaxed);
+        int e = vega_udp_connect(&c->sock, &r->addrs[i]);
+        return e < 0 ? failed(c, LOAD_ERR_CONNECT, e, false) : STEP_OK;
+    }
+    /* Until one address worked, try each in turn (localhost may be ::1 then 127.0.0.1). */
+    unsigned first = atomic_load_explicit(&r->good_addr, memory_order_relaxed);
+    unsigned tries = c->ever ? 1 : r->naddrs;
+    int e = 0;
+    for (unsigned k = 0; k < tries; k++) {
+        unsigned i = (first + k) % r->naddrs;
+        e = vega_tcp_connect(&c->sock, &r->addrs[i], dl);
+        if (e == 0) {
+            if (i != first)
+                atomic_store_explicit(&r->good_addr, i, memory_order_relaxed);
+            break;
+        }
+        if (e == -ECANCELED || e == -ETIMEDOUT)
+            break;
+    }
+    if (e < 0)
+        return failed(c, LOAD_ERR_CONNECT, e, at_end);
+    c->ever = true;
+    if (!c->o->unix_path)
+        vega_sock_set_nodelay(c->sock, true);
+    load_bump(&load_worker_self(r)->connects, 1);
+    return STEP_OK;
+}
+
+/* Reads the echo of payload[0..size) in chunks of at most c->cap bytes, comparing as it goes. */
+static enum step read_echo(struct conn *c, vega_deadline dl, bool at_end)
+{
+    const unsigned char *want = c->r->payload;
+    size_t size = c->o->size, got = 0;
+    while (got < size) {
+        size_t n = size - got < c->cap ? size - got : c->cap;
+        vega_ssize k = vega_sock_read(c->sock, c->buf, n, dl);
+        if (k <= 0)
+            return failed(c, LOAD_ERR_READ, (int)k, at_end);
+        if (memcmp(c->buf, want + got, (size_t)k) != 0)
+            return failed(c, LOAD_ERR_MISMATCH, 0, at_end);
+        got += (size_t)k;
+    }
+    return STEP_OK;
+}
+
+/* A message larger than the receive buffer is written by a helper task while this one reads:
+ * writing it all before reading would stall once the socket buffers on both sides are full. */
+struct writer {
+    struct conn *c;
+    vega_deadline dl;
+    int err;
+};
+
+static void *writer_main(void *arg)
+{
+    struct writer *w = arg;
+    vega_ssize n = vega_sock_write(w->c->sock, w->c->r->payload, w->c->o->size, NULL, w->dl);
+    w->err = n < 0 ? (int)n : 0;
+    return NULL;
+}
+
+static enum step stream_round_trip(struct conn *c, vega_deadline dl, bool at_end)
+{
+    if (c->o->size <= c->cap) {
+        vega_ssize n = vega_sock_write(c->sock, c->r->payload, c->o->size, NULL, dl);
+        if (n < 0)
+            return failed(c, LOAD_ERR_WRITE, (int)n, at_end);
+        return read_echo(c, dl, at_end);
+    }
+    struct writer w = {.c = c, .dl = dl};
+    vega_task *t;
+    int e = vega_task_spawn(&t, writer_main, &w);
+    if (e < 0)
+        return failed(c, LOAD_ERR_WRITE, e, at_end);
+    enum step s = read_echo(c, dl, at_end);
+    if (s != STEP_OK)
+        vega_task_cancel(t);
+    /* The writer must be gone before the socket is closed: this join cannot be skipped. */
+    while (vega_task_join(t, NULL, VEGA_DEADLINE_NEVER) < 0)
+        vega_task_cancel(t);
+    if (s == STEP_OK && w.err < 0)
+        return failed(c, LOAD_ERR_WRITE, w.err, at_end);
+    return s;
+}
+
+static enum step udp_round_trip(struct conn *c, vega_deadline dl, bool at_end)
+{
+    size_t size = c->o->size;
+    uint64_t seq = ++c->seq;
+    memcpy(c->dgram, &seq, size < sizeof(seq) ? size : sizeof(seq));
+    vega_ssize n = vega_udp_send_to(c->sock, c->dgram, size, NULL, dl);
+    if (n < 0)
+        return failed(c, LOAD_ERR_WRITE, (int)n, at_end);
+    for (;;) {
+        /* cap is size + 1: a longer datagram does not look like the right one. */
+        n = vega_sock_read(c->sock, c->buf, c->cap, dl);
+        if (n < 0)
+            return failed(c, LOAD_ERR_READ, (int)n, at_end);
+        if ((size_t)n == size && memcmp(c->buf, c->dgram, size) == 0)
+            return STEP_OK;
+        /* A late echo of an earlier datagram, or garbage: keep waiting for ours. */
+    }
+}
+
+static void conn_close(struct conn *c)
+{
+    vega_sock_close(c->sock);
+    c->sock = NULL;
+}
+
+/* Waits before the next try after a failed connect: false when the run ends meanwhile. */
+static bool backoff(struct conn *c)
+{
+    unsigned shift = c->fails < 8 ? c->fails : 7;
+    uint64_t ms = (uint64_t)BACKOFF_MIN_MS << shift;
+    if (ms > BACKOFF_MAX_MS)
+        ms = BACKOFF_MAX_MS;
+    vega_deadline dl = vega_deadline_in_ms(ms);
+    if (dl > c->r->end)
+        return false;
+    return vega_sleep_until(dl) == 0;
+}
+
+static void conn_loop(struct conn *c)
+{
+    struct load_run *r = c->r;
+    for (;;) {
+        if (!c->sock) {
+            enum step s = conn_open(c);
+            if (s == STEP_STOP)
+                return;
+            if (s == STEP_FAIL) {
+                c->fails++;
+                /* A connection that never connected gives up at once: the target is wrong
+                 * or down, and every other connection will say the same. */
+                if (!c->ever || (r->end == VEGA_DEADLINE_NEVER && c->fails >= GIVE_UP_AFTER)) {
+                    atomic_fetch_add(&r->gave_up, 1);
+                    if (!c->ever)
+                        atomic_fetch_add(&r->never_connected, 1);
+                    return;
+                }
+                if (!backoff(c))
+                    return;
+                continue;
+            }
+        }
+        vega_tstamp t0 = vega_now();
+        if (t0 >= r->end)
+            return;
+        bool measured = t0 >= r->measure_start;
+        bool ticket = measured && c->o->round_trips;
+        if (ticket && !load_ticket_take(r))
+            return;
+        bool at_end;
+        vega_deadline dl = load_step_deadline(r, t0, &at_end);
+        enum step s = c->o->udp ? udp_round_trip(c, dl, at_end) : stream_round_trip(c, dl, at_end);
+        if (s == STEP_OK) {
+            vega_tstamp t1 = vega_now();
+            c->fails = 0;
+            c->ever = true;
+            if (measured) {
+                struct load_worker *w = load_worker_self(r);
+                cli_hist_record(&w->hist, (t1 - t0 + VEGA_NS_PER_US / 2) / VEGA_NS_PER_US);
+                load_bump(&w->round_trips, 1);
+            }
+            continue;
+        }
+        if (ticket)
+            load_ticket_return(r);
+        if (s == STEP_STOP)
+            return;
+        c->fails++;
+        if (c->o->udp) {
+            /* UDP has no connection to lose. A datagram refused before any came back means
+             * nothing listens there: give up like a refused TCP connect. */
+            if (!c->ever && c->last_err == -ECONNREFUSED) {
+                atomic_fetch_add(&r->gave_up, 1);
+                atomic_fetch_add(&r->never_connected, 1);
+                return;
+            }
+        } else {
+            conn_close(c);
+        }
+        if (r->end == VEGA_DEADLINE_NEVER && c->fails >= GIVE_UP_AFTER) {
+            atomic_fetch_add(&r->gave_up, 1);
+            return;
+        }
+        /* A refused datagram comes back at once: pause before the next. A lost one already
+         * waited for its timeout. */
+        if (c->o->udp && c->last_kind != LOAD_ERR_TIMEOUT && !backoff(c))
+            return;
+    }
+}
+
+void *load_echo_conn(void *arg)
+{
+    struct conn c = {.r = arg, .o = ((struct load_run *)arg)->o};
+    size_t size = c.o->size;
+    c.cap = c.o->udp ? size + 1 : (size < LOAD_CHUNK ? size : LOAD_CHUNK);
+    c.buf = malloc(c.cap);
+    c.dgram = c.o->udp ? malloc(size) : NULL;
+    if (!c.buf || (c.o->udp && !c.dgram)) {
+        load_error(c.r, LOAD_ERR_CONNECT, -ENOMEM);
+        atomic_fetch_add(&c.r->gave_up, 1);
+        atomic_fetch_add(&c.r->never_connected, 1);
+    } else {
+        if (c.dgram)
+            memcpy(c.dgram, c.r->payload, size);
+        conn_loop(&c);
+    }
+    if (c.sock)
+        conn_close(&c);
+    free(c.buf);
+    free(c.dgram);
+    return NULL;
+}

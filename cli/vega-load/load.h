@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/* vega-load: a load generator. One session file per protocol (echo.c for now); run.c drives a
+ * run, report.c prints the result. */
+#ifndef VEGA_LOAD_H
+#define VEGA_LOAD_H
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <vega/vega.h>
+
+#include "cli.h"
+#include "hist.h"
+
+/* Limits. */
+#define LOAD_MAX_SIZE (16u << 20)      /* -s */
+#define LOAD_MAX_UDP_SIZE 65507u       /* -s with -u: the largest UDP/IPv4 payload */
+#define LOAD_MAX_CONNS 1000000u        /* -c */
+#define LOAD_MAX_BUFFERS (1ull << 30)  /* receive buffers of all connections together */
+#define LOAD_CHUNK 65536u              /* receive buffer per connection, at most */
+#define LOAD_HIST_MAX_US 60000000ull   /* latencies are kept from 1 us to 60 s ... */
+#define LOAD_HIST_DIGITS 3             /* ... to 3 significant digits */
+#define LOAD_MAX_ADDRS 8
+
+struct load_opts {
+    const char *mode;        /* "echo" */
+    const char *target;      /* as the user wrote it, for messages: HOST:PORT or the -U path */
+    const char *host, *port; /* TCP/UDP */
+    const char *unix_path;   /* -U */
+    bool udp;                /* -u */
+    int family;              /* AF_UNSPEC, AF_INET (-4), AF_INET6 (-6) */
+    uint64_t conns;          /* -c */
+    uint64_t duration_ns;    /* -d: 0 = bounded by -n alone */
+    uint64_t round_trips;    /* -n: 0 = bounded by -d alone */
+    uint64_t warmup_ns;      /* --warm-up */
+    uint64_t timeout_ns;     /* --timeout: per connect and per round trip */
+    size_t size;             /* -s */
+    unsigned workers;        /* -t */
+    vega_driver_kind driver;
+    bool json;
+    bool progress;           /* a live line on stderr (a terminal, no --no-progress) */
+    sigset_t stop_signals;   /* SIGINT, SIGTERM: stop early, report what was done */
+};
+
+/* Error kinds, as wrk counts them (plus mismatch: the echo differs from what was sent). */
+enum load_kind {
+    LOAD_ERR_CONNECT,
+    LOAD_ERR_READ,
+    LOAD_ERR_WRITE,
+    LOAD_ERR_TIMEOUT,
+    LOAD_ERR_MISMATCH,
+    LOAD_ERR_KINDS,
+};
+
+/* Counters of one runtime worker. Only tasks running on that worker write them (tasks never
+ * run in parallel on one worker and recording never suspends), so no locks: the counters are
+ * atomics only so that the progress line may read them; the histogram is read after the run. */
+struct load_worker {
+    _Alignas(64) atomic_uint_fast64_t round_trips;
+    atomic_uint_fast64_t connects;
+    atomic_uint_fast64_t errors[LOAD_ERR_KINDS];
+    struct cli_hist hist; /* microseconds */
+};
+
+struct load_run {
+    const struct load_opts *o;
+    vega_addr addrs[LOAD_MAX_ADDRS];
+    unsigned naddrs;
+    atomic_uint good_addr;         /* the address the latest connect succeeded with */
+    const unsigned char *payload;  /* o->size bytes, shared read-only by every connection */
+    vega_tstamp start;             /* connections start */
+    vega_tstamp measure_start;     /* start + warm-up */
+    vega_deadline end;             /* measure_start + duration, or VEGA_DEADLINE_NEVER */
+    atomic_int_fast64_t tickets;   /* -n: measured round trips still to start */
+    atomic_uint_fast64_t gave_up;  /* connections that stopped before the end */
+    atomic_uint_fast64_t never_connected; /* ... of which never connected at all */
+    atomic_bool reported[LOAD_ERR_KINDS];
+    unsigned nworkers;
+    struct load_worker *w;
+};
+
+/* Totals after a run. */
+struct load_totals {
+    uint64_t round_trips, connects, errors[LOAD_ERR_KINDS], error_sum;
+    uint64_t gave_up, never_connected;
+    double elapsed_s;  /* measured time */
+    struct cli_hist hist;
+    const char *driver;
+    unsigned workers;
+    int signo;         /* the signal that stopped the run early, 0 if none */
+};
+
+/* ---- run.c ---------------------------------------------------------------------------------- */
+
+/* The runtime's main task body for every mode: returns the exit code. */
+int load_run_main(const struct load_opts *o);
+
+/* The calling task's worker counters. */
+struct load_worker *load_worker_self(struct load_run *r);
+
+/* Adds d to a counter that only the calling worker writes. */
+static inline void load_bump(atomic_uint_fast64_t *c, uint64_t d)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + d,
+                          memory_order_relaxed);
+}
+
+/* Counts an error of kind (code: a negative libvega code, or 0 for "closed by the peer") and
+ * reports the first of each kind on stderr (every one with -v). */
+void load_error(struct load_run *r, enum load_kind kind, int code);
+
+/* -n: takes one round trip to do; false when none are left. load_ticket_return gives back the
+ * ticket of a round trip that did not complete, so that exactly N complete. */
+bool load_ticket_take(struct load_run *r);
+void load_ticket_return(struct load_run *r);
+
+/* min(now + --timeout, end); *at_end tells whether the end of the run is the nearer one. */
+vega_deadline load_step_deadline(const struct load_run *r, vega_tstamp now, bool *at_end);
+
+/* ---- echo.c --------------------------------------------------------------------------------- */
+
+/* One connection of the echo mode; arg is a struct load_run. Returns NULL. */
+void *load_echo_conn(void *arg);
+
+/* ---- report.c ------------------------------------------------------------------------------- */
+
+void load_report_header(const struct load_opts *o);
+void load_report_text(const struct load_opts *o, const struct load_totals *t);
+void load_report_json(const struct load_opts *o, const struct load_totals *t);
+
+/* "52.10us", "1.20ms", "2.00s" into buf. */
+void load_fmt_duration(char *buf, size_t cap, double us);
+
+#endif

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/* The result: a wrk-like summary on stdout, or one JSON object with --json. */
+#include <stdio.h>
+#include <string.h>
+
+#include "load.h"
+
+static const double pcts[] = {50.0, 90.0, 99.0, 99.9};
+static const char *const pct_keys[] = {"p50", "p90", "p99", "p999"};
+static const char *const kind_names[LOAD_ERR_KINDS] = {"connect", "read", "write", "timeout",
+                                                       "mismatch"};
+
+void load_fmt_duration(char *buf, size_t cap, double us)
+{
+    if (us < 1e3)
+        snprintf(buf, cap, "%.2fus", us);
+    else if (us < 1e6)
+        snprintf(buf, cap, "%.2fms", us / 1e3);
+    else if (us < 60e6)
+        snprintf(buf, cap, "%.2fs", us / 1e6);
+    else
+        snprintf(buf, cap, "%.2fm", us / 60e6);
+}
+
+/* An option's duration as the user would write it: "5s", "250ms", "1.5s". */
+static void fmt_span(char *buf, size_t cap, uint64_t ns)
+{
+    if (ns % VEGA_NS_PER_S == 0)
+        snprintf(buf, cap, "%llus", (unsigned long long)(ns / VEGA_NS_PER_S));
+    else if (ns % VEGA_NS_PER_MS == 0 && ns < 10 * VEGA_NS_PER_S)
+        snprintf(buf, cap, "%llums", (unsigned long long)(ns / VEGA_NS_PER_MS));
+    else
+        snprintf(buf, cap, "%.3gs", (double)ns / 1e9);
+}
+
+/* Bytes in wrk's units: B, KB, MB, GB, TB (powers of 1024). */
+static void fmt_bytes(char *buf, size_t cap, double b)
+{
+    static const char *const units[] = {"B", "KB", "MB", "GB", "TB"};
+    unsigned u = 0;
+    while (b >= 1024.0 && u < 4) {
+        b /= 1024.0;
+        u++;
+    }
+    snprintf(buf, cap, "%.2f%s", b, units[u]);
+}
+
+static const char *transport(const struct load_opts *o)
+{
+    return o->unix_path ? "unix" : o->udp ? "udp" : "tcp";
+}
+
+void load_report_header(const struct load_opts *o)
+{
+    char d[32];
+    const char *t = o->unix_path ? o->unix_path : o->target;
+    vega_rt *rt = vega_rt_current();
+    unsigned w = vega_rt_workers(rt);
+    fmt_span(d, sizeof(d), o->duration_ns);
+    if (o->duration_ns && o->round_trips)
+        printf("Running %s %s test (at most %llu round trips) @ %s\n", d, o->mode,
+               (unsigned long long)o->round_trips, t);
+    else if (o->duration_ns)
+        printf("Running %s %s test @ %s\n", d, o->mode, t);
+    else
+        printf("Running %s test of %llu round trips @ %s\n", o->mode,
+               (unsigned long long)o->round_trips, t);
+    printf("  %u worker%s and %llu connection%s, %zu-byte messages over %s, driver %s\n", w,
+           w == 1 ? "" : "s", (unsigned long long)o->conns, o->conns == 1 ? "" : "s", o->size,
+           transport(o), vega_rt_driver_name(rt));
+    if (o->warmup_ns) {
+        fmt_span(d, sizeof(d), o->warmup_ns);
+        printf("  %s warm-up first, not counted\n", d);
+    }
+    fflush(stdout);
+}
+
+static double per_sec(uint64_t n, double s)
+{
+    return s > 0.0 ? (double)n / s : 0.0;
+}
+
+void load_report_text(const struct load_opts *o, const struct load_totals *t)
+{
+    const struct cli_hist *h = &t->hist;
+    char a[32], b[32], c[32];
+    if (h->total == 0) {
+        printf("  No round trip completed\n");
+        goto counts;
+    }
+    load_fmt_duration(a, sizeof(a), cli_hist_mean(h));
+    load_fmt_duration(b, sizeof(b), cli_hist_stdev(h));
+    load_fmt_duration(c, sizeof(c), (double)(h->total ? h->max : 0));
+    printf("  Stats          Avg        Stdev        Max\n");
+    printf("    Latency  %10s %10s %10s\n", a, b, c);
+    printf("  Latency Distribution (HdrHistogram)\n");
+    for (size_t i = 0; i < sizeof(pcts) / sizeof(pcts[0]); i++) {
+        load_fmt_duration(a, sizeof(a), (double)cli_hist_percentile(h, pcts[i]));
+        printf("  %6g%% %10s\n", pcts[i], a);
+    }
+    load_fmt_duration(a, sizeof(a), (double)(h->total ? h->max : 0));
+    printf("  %6g%% %10s\n", 100.0, a);
+    if (h->clamped)
+        printf("  %llu round trips took over 60s and count as 60s\n",
+               (unsigned long long)h->clamped);
+counts:;
+    double bytes = (double)t->round_trips * (double)o->size;
+    fmt_bytes(a, sizeof(a), bytes);
+    load_fmt_duration(b, sizeof(b), t->elapsed_s * 1e6);
+    printf("  %llu round trips in %s, %s sent, %s received\n",
+           (unsigned long long)t->round_trips, b, a, a);
+    printf("  Errors: connect %llu, read %llu, write %llu, timeout %llu, mismatch %llu\n",
+           (unsigned long long)t->errors[LOAD_ERR_CONNECT],
+           (unsigned long long)t->errors[LOAD_ERR_READ],
+           (unsigned long long)t->errors[LOAD_ERR_WRITE],
+           (unsigned long long)t->errors[LOAD_ERR_TIMEOUT],
+           (unsigned long long)t->errors[LOAD_ERR_MISMATCH]);
+    if (t->signo)
+        printf("  Stopped early by SIG%s\n", sigabbrev_np(t->signo) ? sigabbrev_np(t->signo)
+                                                                   : "?");
+    printf("Round trips/sec: %10.2f\n", per_sec(t->round_trips, t->elapsed_s));
+    fmt_bytes(a, sizeof(a), t->elapsed_s > 0.0 ? bytes / t->elapsed_s : 0.0);
+    printf("Transfer/sec:    %10s (each way)\n", a);
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped. */
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+void load_report_json(const struct load_opts *o, const struct load_totals *t)
+{
+    const struct cli_hist *h = &t->hist;
+    FILE *f = stdout;
+    double bytes = (double)t->round_trips * (double)o->size;
+    fputs("{\"mode\":", f);
+    json_str(f, o->mode);
+    fputs(",\"target\":", f);
+    json_str(f, o->unix_path ? o->unix_path : o->target);
+    fprintf(f, ",\"transport\":\"%s\",\"driver\":", transport(o));
+    json_str(f, t->driver);
+    fprintf(f, ",\"workers\":%u,\"connections\":%llu,\"size\":%zu", t->workers,
+            (unsigned long long)o->conns, o->size);
+    fprintf(f, ",\"duration_s\":%.6f,\"warm_up_s\":%.6f,\"timeout_s\":%.6f", t->elapsed_s,
+            (double)o->warmup_ns / 1e9, (double)o->timeout_ns / 1e9);
+    fprintf(f, ",\"round_trips\":%llu,\"rps\":%.2f", (unsigned long long)t->round_trips,
+            per_sec(t->round_trips, t->elapsed_s));
+    fprintf(f, ",\"bytes_sent\":%.0f,\"bytes_received\":%.0f,\"bytes_per_sec\":%.2f", bytes,
+            bytes, t->elapsed_s > 0.0 ? bytes / t->elapsed_s : 0.0);
+    fputs(",\"latency_us\":{", f);
+    for (size_t i = 0; i < sizeof(pcts) / sizeof(pcts[0]); i++)
+        fprintf(f, "\"%s\":%llu,", pct_keys[i],
+                (unsigned long long)cli_hist_percentile(h, pcts[i]));
+    fprintf(f, "\"max\":%llu,\"min\":%llu,\"mean\":%.2f,\"stdev\":%.2f}",
+            (unsigned long long)(h->total ? h->max : 0),
+            (unsigned long long)(h->total ? h->min : 0), cli_hist_mean(h), cli_hist_stdev(h));
+    fprintf(f, ",\"errors\":%llu", (unsigned long long)t->error_sum);
+    for (int k = 0; k < LOAD_ERR_KINDS; k++)
+        fprintf(f, ",\"%s_errors\":%llu", kind_names[k], (unsigned long long)t->errors[k]);
+    fprintf(f, ",\"connects\":%llu,\"connections_failed\":%llu,\"connections_gave_up\":%llu",
+            (unsigned long long)t->connects, (unsigned long long)t->never_connected,
+            (unsigned long long)t->gave_up);
+    fprintf(f, ",\"interrupted\":%s", t->signo ? "true" : "false");
+    fputs("}\n", f);
+}

@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: MIT */
+/* A run: resolve the target, start the connections in a task group, show progress, stop at
+ * the end (or on SIGINT/SIGTERM), merge the per-worker counters and report. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "load.h"
+
+#define PROGRESS_MS 500
+
+struct load_worker *load_worker_self(struct load_run *r)
+{
+    int i = vega_worker_index();
+    /* Connection tasks always run on a worker of this runtime. */
+    return &r->w[i >= 0 && (unsigned)i < r->nworkers ? (unsigned)i : 0];
+}
+
+vega_deadline load_step_deadline(const struct load_run *r, vega_tstamp now, bool *at_end)
+{
+    uint64_t t = r->o->timeout_ns;
+    vega_deadline dl = now > VEGA_DEADLINE_NEVER - t ? VEGA_DEADLINE_NEVER : now + t;
+    *at_end = r->end <= dl;
+    return *at_end ? r->end : dl;
+}
+
+bool load_ticket_take(struct load_run *r)
+{
+    int_fast64_t left = atomic_load_explicit(&r->tickets, memory_order_relaxed);
+    while (left > 0)
+        if (atomic_compare_exchange_weak(&r->tickets, &left, left - 1))
+            return true;
+    return false;
+}
+
+void load_ticket_return(struct load_run *r)
+{
+    atomic_fetch_add(&r->tickets, 1);
+}
+
+static const char *target_name(const struct load_opts *o)
+{
+    return o->unix_path ? o->unix_path : o->target;
+}
+
+void load_error(struct load_run *r, enum load_kind kind, int code)
+{
+    load_bump(&load_worker_self(r)->errors[kind], 1);
+    if (atomic_exchange(&r->reported[kind], true) && cli_verbose < 1)
+        return;
+    const char *t = target_name(r->o);
+    char what[VEGA_ADDR_STRLEN + 16];
+    char limit[32];
+    switch (kind) {
+    case LOAD_ERR_CONNECT:
+        snprintf(what, sizeof(what), "connect %s", t);
+        if (code == -ETIMEDOUT) {
+            load_fmt_duration(limit, sizeof(limit), (double)r->o->timeout_ns / 1e3);
+            cli_err(what, "no answer within %s (--timeout)", limit);
+        } else {
+            cli_err_code(what, code);
+        }
+        break;
+    case LOAD_ERR_READ:
+    case LOAD_ERR_WRITE:
+        snprintf(what, sizeof(what), "%s %s", kind == LOAD_ERR_READ ? "read" : "write", t);
+        if (code == 0)
+            cli_err(what, "connection closed by the server");
+        else
+            cli_err_code(what, code);
+        break;
+    case LOAD_ERR_TIMEOUT:
+        load_fmt_duration(limit, sizeof(limit), (double)r->o->timeout_ns / 1e3);
+        cli_err(t, "no complete echo within %s (--timeout)%s", limit,
+                r->o->udp ? "" : "; reconnecting");
+        break;
+    case LOAD_ERR_MISMATCH:
+        cli_err(t, "the echo differs from what was sent%s", r->o->udp ? "" : "; reconnecting");
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- setup ---------------------------------------------------------------------------------- */
+
+static int resolve(struct load_run *r)
+{
+    const struct load_opts *o = r->o;
+    int n;
+    if (o->unix_path) {
+        n = vega_addr_from_unix(&r->addrs[0], o->unix_path);
+        if (n == 0)
+            n = 1;
+    } else {
+        n = vega_addr_resolve(r->addrs, LOAD_MAX_ADDRS, o->host, o->port, o->family,
+                              VEGA_DEADLINE_NEVER);
+    }
+    if (n == -ENXIO)
+        cli_err(target_name(o), "cannot resolve host name%s",
+                o->family == AF_INET    ? " to an IPv4 address"
+                : o->family == AF_INET6 ? " to an IPv6 address"
+                                        : "");
+    else if (n == -EAFNOSUPPORT)
+        cli_err(target_name(o), "address is not %s", o->family == AF_INET ? "IPv4" : "IPv6");
+    else if (n < 0)
+        cli_err_code(target_name(o), n);
+    if (n < 0)
+        return n;
+    r->naddrs = (unsigned)n;
+    return 0;
+}
+
+/* The message every connection sends: a repeating printable pattern, so that a capture reads
+ * easily and a shifted echo never matches. */
+static unsigned char *make_payload(size_t size)
+{
+    static const char pat[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    unsigned char *p = malloc(size);
+    if (p)
+        for (size_t i = 0; i < size; i++)
+            p[i] = (unsigned char)pat[i % (sizeof(pat) - 1)];
+    return p;
+}
+
+static int workers_init(struct load_run *r)
+{
+    r->nworkers = vega_rt_workers(vega_rt_current());
+    r->w = aligned_alloc(_Alignof(struct load_worker), r->nworkers * sizeof(*r->w));
+    if (!r->w)
+        return -ENOMEM;
+    memset(r->w, 0, r->nworkers * sizeof(*r->w));
+    for (unsigned i = 0; i < r->nworkers; i++) {
+        int e = cli_hist_init(&r->w[i].hist, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
+        if (e < 0)
+            return e;
+    }
+    return 0;
+}
+
+static void workers_fini(struct load_run *r)
+{
+    if (!r->w)
+        return;
+    for (unsigned i = 0; i < r->nworkers; i++)
+        cli_hist_fini(&r->w[i].hist);
+    free(r->w);
+    r->w = NULL;
+}
+
+/* ---- stop signals --------------------------------------------------------------------------- */
+
+struct stopper {
+    const sigset_t *set;
+    vega_group *g;
+    atomic_int signo;
+};
+
+static void *stopper_main(void *arg)
+{
+    struct stopper *st = arg;
+    int signo = 0;
+    if (vega_signal_wait(st->set, &signo, VEGA_DEADLINE_NEVER) == 0) {
+        atomic_store(&st->signo, signo);
+        vega_group_cancel(st->g);
+    }
+    return NULL;
+}
+
+/* ---- progress ------------------------------------------------------------------------------- */
+
+static uint64_t sum_round_trips(const struct load_run *r)
+{
+    uint64_t n = 0;
+    for (unsigned i = 0; i < r->nworkers; i++)
+        n += atomic_load_explicit(&r->w[i].round_trips, memory_order_relaxed);
+    return n;
+}
+
+static uint64_t sum_errors(const struct load_run *r)
+{
+    uint64_t n = 0;
+    for (unsigned i = 0; i < r->nworkers; i++)
+        for (int k = 0; k < LOAD_ERR_KINDS; k++)
+            n += atomic_load_explicit(&r->w[i].errors[k], memory_order_relaxed);
+    return n;
+}
+
+struct progress {
+    vega_tstamp last_t;
+    uint64_t last_n;
+};
+
+static void progress_line(const struct load_run *r, struct progress *p)
+{
+    vega_tstamp now = vega_now();
+    uint64_t n = sum_round_trips(r), errs = sum_errors(r);
+    char line[160], rate[32];
+    int len;
+    if (now < r->measure_start) {
+        len = snprintf(line, sizeof(line), "\r\033[Kwarming up: %.1fs of %.1fs, %llu errors",
+                       (double)(now - r->start) / 1e9,
+                       (double)(r->measure_start - r->start) / 1e9, (unsigned long long)errs);
+    } else {
+        double dt = (double)(now - (p->last_t > r->measure_start ? p->last_t : r->measure_start));
+        double per_s = dt > 0 ? (double)(n - p->last_n) * 1e9 / dt : 0.0;
+        if (per_s >= 1e6)
+            snprintf(rate, sizeof(rate), "%.2fM/s", per_s / 1e6);
+        else if (per_s >= 1e3)
+            snprintf(rate, sizeof(rate), "%.1fk/s", per_s / 1e3);
+        else
+            snprintf(rate, sizeof(rate), "%.0f/s", per_s);
+        double t = (double)(now - r->measure_start) / 1e9;
+        len = snprintf(line, sizeof(line), "\r\033[K%.1fs", t);
+        if (r->o->duration_ns)
+            len += snprintf(line + len, sizeof(line) - (size_t)len, " of %.1fs",
+                            (double)r->o->duration_ns / 1e9);
+        len += snprintf(line + len, sizeof(line) - (size_t)len, ": %llu round trips",
+                        (unsigned long long)n);
+        if (r->o->round_trips)
+            len += snprintf(line + len, sizeof(line) - (size_t)len, " (%.0f%%)",
+                            100.0 * (double)n / (double)r->o->round_trips);
+        len += snprintf(line + len, sizeof(line) - (size_t)len, ", %s, %llu errors", rate,
+                        (unsigned long long)errs);
+        p->last_t = now;
+        p->last_n = n;
+    }
+    if (len > 0 && (size_t)len < sizeof(line)) {
+        ssize_t w = write(STDERR_FILENO, line, (size_t)len);
+        (void)w;
+    }
+}
+
+static void progress_clear(void)
+{
+    static const char clear[] = "\r\033[K";
+    ssize_t w = write(STDERR_FILENO, clear, sizeof(clear) - 1);
+    (void)w;
+}
+
+/* ---- the run -------------------------------------------------------------------------------- */
+
+static void totals(struct load_run *r, struct load_totals *t, vega_tstamp finish)
+{
+    for (unsigned i = 0; i < r->nworkers; i++) {
+        struct load_worker *w = &r->w[i];
+        t->round_trips += atomic_load(&w->round_trips);
+        t->connects += atomic_load(&w->connects);
+        for (int k = 0; k < LOAD_ERR_KINDS; k++) {
+            t->errors[k] += atomic_load(&w->errors[k]);
+            t->error_sum += atomic_load(&w->errors[k]);
+        }
+        cli_hist_merge(&t->hist, &w->hist);
+    }
+    t->gave_up = atomic_load(&r->gave_up);
+    t->never_connected = atomic_load(&r->never_connected);
+    /* A -d run ends at its deadline; the last operations return just after it. */
+    vega_tstamp stop = finish < r->end ? finish : r->end;
+    t->elapsed_s = stop > r->measure_start ? (double)(stop - r->measure_start) / 1e9 : 0.0;
+    vega_rt *rt = vega_rt_current();
+    t->driver = vega_rt_driver_name(rt);
+    t->workers = vega_rt_workers(rt);
+}
+
+static int exit_code(const struct load_opts *o, const struct load_totals *t)
+{
+    if (t->signo)
+        return 128 + t->signo;
+    if (t->never_connected == o->conns) {
+        cli_err(NULL, "all %llu connection%s failed", (unsigned long long)o->conns,
+                o->conns == 1 ? "" : "s");
+        return CLI_EXIT_NET;
+    }
+    if (t->never_connected)
+        cli_err(NULL, "%llu of %llu connections could not connect",
+                (unsigned long long)t->never_connected, (unsigned long long)o->conns);
+    if (t->round_trips == 0) {
+        cli_err(NULL, "no round trip completed");
+        return CLI_EXIT_NET;
+    }
+    if (t->gave_up == o->conns) {
+        cli_err(NULL, "every connection gave up after errors");
+        return CLI_EXIT_NET;
+    }
+    if (o->round_trips && t->round_trips < o->round_trips) {
+        cli_err(NULL, "only %llu of %llu round trips completed",
+                (unsigned long long)t->round_trips, (unsigned long long)o->round_trips);
+        return CLI_EXIT_NET;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* Starts the connections, waits for them, and fills t. Returns 0 or a negative code. */
+static int drive(struct load_run *r, struct load_totals *t)
+{
+    const struct load_opts *o = r->o;
+    vega_group *g;
+    int e = vega_group_new(&g);
+    if (e < 0)
+        return e;
+    struct stopper st = {.set = &o->stop_signals, .g = g};
+    vega_task *stopper;
+    e = vega_task_spawn(&stopper, stopper_main, &st);
+    if (e < 0) {
+        vega_group_free(g);
+        return e;
+    }
+    r->start = vega_now();
+    r->measure_start = r->start + o->warmup_ns;
+    r->end = o->duration_ns ? r->measure_start + o->duration_ns : VEGA_DEADLINE_NEVER;
+    atomic_store(&r->tickets, (int_fast64_t)o->round_trips);
+    for (uint64_t i = 0; i < o->conns; i++) {
+        e = vega_group_spawn(g, load_echo_conn, r);
+        if (e < 0) {
+            cli_err_code("spawn", e);
+            vega_group_cancel(g);
+            break;
+        }
+    }
+    struct progress p = {0};
+    for (;;) {
+        vega_deadline dl = o->progress ? vega_deadline_in_ms(PROGRESS_MS) : VEGA_DEADLINE_NEVER;
+        int w = vega_group_wait(g, dl);
+        if (w != -ETIMEDOUT)
+            break;
+        progress_line(r, &p);
+    }
+    vega_tstamp finish = vega_now();
+    if (o->progress)
+        progress_clear();
+    vega_task_cancel(stopper);
+    vega_task_join(stopper, NULL, VEGA_DEADLINE_NEVER);
+    vega_group_free(g);
+    t->signo = atomic_load(&st.signo);
+    if (t->signo) /* stopped early: the measured time ends now */
+        r->end = finish;
+    totals(r, t, finish);
+    return e < 0 && t->round_trips == 0 ? e : 0;
+}
+
+int load_run_main(const struct load_opts *o)
+{
+    /* Connection tasks reach this through their argument until they return; drive() waits for
+     * all of them, so it can live on this task's stack. */
+    struct load_run r;
+    memset(&r, 0, sizeof(r));
+    r.o = o;
+    struct load_totals t;
+    memset(&t, 0, sizeof(t));
+    int code = CLI_EXIT_NET;
+    unsigned char *payload = NULL;
+    if (resolve(&r) < 0)
+        goto out;
+    payload = make_payload(o->size);
+    r.payload = payload;
+    int e = payload ? workers_init(&r) : -ENOMEM;
+    if (e == 0)
+        e = cli_hist_init(&t.hist, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
+    if (e < 0) {
+        cli_err_code("setup", e);
+        goto out;
+    }
+    if (!o->json)
+        load_report_header(o);
+    e = drive(&r, &t);
+    if (e < 0) {
+        cli_err_code("run", e);
+        goto out;
+    }
+    if (o->json)
+        load_report_json(o, &t);
+    else
+        load_report_text(o, &t);
+    code = exit_code(o, &t);
+out:
+    fflush(stdout);
+    cli_hist_fini(&t.hist);
+    workers_fini(&r);
+    free(payload);
+    return code;
+}
