@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include <vega/rt.h>
+#include <vega/stream.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -18,6 +19,81 @@ VEGA_API uint64_t vega_test_schedule_hash(const vega_rt *rt);
 /* Moves a paused clock forward by ns, firing the timers that fall due. Context: inside a task of
  * a paused-clock runtime; returns -EINVAL elsewhere. */
 VEGA_API int vega_test_advance(uint64_t ns);
+
+/* ---- in-memory streams --------------------------------------------------------------------- */
+
+/* Capacity of each direction of a duplex made with capacity 0. */
+#define VEGA_DUPLEX_DEFAULT_CAP 65536
+
+/*
+ * Creates two connected in-memory byte streams: what is written to *a is read from *b and the
+ * other way round. Each direction is a bounded buffer of `capacity` bytes (0 = 64 KiB): reads
+ * wait for data, writes wait for room (a write larger than the capacity goes in pieces, and
+ * returns once the last piece was buffered). shutdown(SHUT_WR) gives the peer end of stream
+ * after it drained what was buffered; shutdown(SHUT_RD) drops what is buffered for this end,
+ * makes later reads return 0 and the peer's writes fail with -EPIPE. Closing an end does both:
+ * the peer reads what was buffered, then 0, and its writes fail with -EPIPE. The shared state
+ * is freed when both ends are closed.
+ * Both ends may be used from tasks on any worker, and from plain threads (which then block);
+ * one reader and one writer per end at a time. Deadlines and cancellation are honoured: a read
+ * that timed out or was cancelled consumed nothing; a write reports the bytes it buffered.
+ * Returns 0 or -ENOMEM. Context: any thread; never suspends. Since 0.1.
+ */
+VEGA_API int vega_duplex_new(vega_stream **a, vega_stream **b, size_t capacity);
+
+/* "No fault at an offset" for vega_fault_opts.read_fail_at / write_fail_at. */
+#define VEGA_FAULT_NEVER UINT64_MAX
+
+/* What a faulty stream injects. Initialise with vega_fault_opts_init (no faults), then set the
+ * ones wanted. Percentages are per operation, 0..100. */
+typedef struct vega_fault_opts {
+    uint64_t seed;          /* drives every random choice; same seed, same faults */
+    unsigned short_read_pct;  /* reads ask the inner stream for only 1..short_max bytes */
+    unsigned short_write_pct; /* writes go to the inner stream in pieces of 1..short_max bytes,
+                                 each written separately (the caller still sees all-or-error) */
+    size_t short_max;       /* largest short piece (0 = 16) */
+    unsigned delay_pct;     /* an operation (and each write piece) first sleeps 1..delay_max_ms,
+                               within its deadline: an EAGAIN-like stall */
+    unsigned delay_max_ms;  /* 0 = 3 */
+    unsigned yield_pct;     /* an operation (and each write piece) first lets other tasks run
+                               (vega_yield): reorders without costing wall time */
+    uint64_t read_fail_at;  /* reads deliver bytes up to this stream offset, then fail with
+                               read_err (VEGA_FAULT_NEVER = never) */
+    uint64_t write_fail_at; /* writes accept bytes up to this offset, then fail with write_err,
+                               *written telling exactly how many went through */
+    unsigned fail_ppm;      /* chance per operation, in millionths, of failing with fail_err; a
+                               failing write first passes a random prefix of its bytes */
+    int read_err, write_err, fail_err; /* negative codes; 0 = -ECONNRESET */
+} vega_fault_opts;
+
+/* Fills o with "no faults" (seed 1). Since 0.1. */
+VEGA_API void vega_fault_opts_init(vega_fault_opts *o);
+
+/*
+ * Wraps inner in a stream that injects the faults of opts. inner: taken on success (closing
+ * *out closes it). opts: borrowed (copied). Injected errors are sticky per direction: once a
+ * read (write) failed, every later read (write) fails with the same code. Reads and writes
+ * draw from separate seeded generators, so one reader and one writer may run concurrently and
+ * each direction's faults depend only on the seed and that direction's calls.
+ * shutdown and close pass through.
+ * Returns 0, -ENOMEM, -EINVAL (inner or opts NULL, a percentage above 100, an error >= 0).
+ * Context: any thread; never suspends. Since 0.1.
+ */
+VEGA_API int vega_faulty_new(vega_stream **out, vega_stream *inner, const vega_fault_opts *opts);
+
+/* What a faulty stream did so far. */
+typedef struct vega_fault_stats {
+    uint64_t reads, writes;             /* calls */
+    uint64_t short_reads, short_writes; /* calls cut short / cut in pieces */
+    uint64_t delays;                    /* sleeps injected */
+    uint64_t yields;                    /* yields injected */
+    uint64_t errors;                    /* errors injected (offset or probability) */
+    uint64_t bytes_read, bytes_written; /* through the stream */
+} vega_fault_stats;
+
+/* Reads s's counters (s must come from vega_faulty_new). Returns 0 or -EINVAL. Call it while
+ * no other task uses s. Since 0.1. */
+VEGA_API int vega_faulty_get_stats(vega_stream *s, vega_fault_stats *out);
 
 #ifdef __cplusplus
 }
