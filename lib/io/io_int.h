@@ -21,6 +21,7 @@ struct vega_sock {
     unsigned flags;    /* VEGA__SOCK_* */
     char *unlink_path; /* Unix listener made with VEGA_LISTEN_UNLINK_STALE: removed at close */
     struct vega__sock_park *park; /* allocated at the first vega_sock_park, kept until close */
+    unsigned udp_off; /* VEGA_UDP_* features switched off or found broken on this socket */
 };
 
 /* Wraps fd in a new vega_sock; closes fd and returns NULL when out of memory. */
@@ -43,7 +44,18 @@ static inline void vega__io_done_ready(void)
     (void)vega_coop();
 }
 
+/* Closes the fd and frees s now. */
+int vega__sock_free(struct vega_sock *s);
+
+/* If s was ever parked, hands it to its watch's home worker to unregister, close and free;
+ * returns false when s was never parked (the caller frees it). */
+bool vega__sock_park_close(struct vega_sock *s);
+
 /* Opens a non-blocking, close-on-exec socket. Returns the fd or -errno. */
 int vega__sock_open(int family, int type);
+
+/* The destination to hand the kernel for a datagram to `to` on s: `to` itself, or its copy in
+ * *tmp converted to s's family (IPv4 <-> v4-mapped IPv6). NULL when to is NULL or empty. */
+const vega_addr *vega__udp_dest(const vega_sock *s, const vega_addr *to, vega_addr *tmp);
 
 #endif

@@ -156,10 +156,9 @@ int vega_sock_shutdown(vega_sock *s, int how)
     return shutdown(s->fd, how) < 0 ? -errno : 0;
 }
 
-int vega_sock_close(vega_sock *s)
+/* Closes the fd and frees s (and its park state). */
+int vega__sock_free(vega_sock *s)
 {
-    if (!s)
-        return 0;
     int r = 0;
     if (close(s->fd) < 0 && errno != EINTR)
         r = -errno;
@@ -170,6 +169,18 @@ int vega_sock_close(vega_sock *s)
     free(s->park);
     free(s);
     return r;
+}
+
+int vega_sock_close(vega_sock *s)
+{
+    if (!s)
+        return 0;
+    /* A socket that was ever parked is registered with its home worker's driver: that worker
+     * unregisters it, then closes the fd (so the fd number is not reused under the
+     * registration) and frees it, perhaps a moment after this returns. */
+    if (vega__sock_park_close(s))
+        return 0;
+    return vega__sock_free(s);
 }
 
 

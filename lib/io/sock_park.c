@@ -1,21 +1,23 @@
 /* SPDX-License-Identifier: MIT */
-/* Parked sockets: an idle connection waits on a runtime hook, with no task and no buffer. */
+/* Parked sockets: an idle connection waits on a watch (a persistent readiness registration),
+ * with no task, no buffer and no syscall per wait. */
 #include <poll.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "io_int.h"
 
 struct vega__sock_park {
-    struct vega__hook hook;
+    struct vega__watch watch;
     vega_sock *sock;
     vega_sock_ready_fn fn;
     void *arg;
     bool parked;
 };
 
-static void on_ready(struct vega__hook *h, int status)
+static void on_ready(struct vega__watch *w, int status)
 {
-    struct vega__sock_park *p = VEGA__CONTAINER_OF(h, struct vega__sock_park, hook);
+    struct vega__sock_park *p = VEGA__CONTAINER_OF(w, struct vega__sock_park, watch);
     p->parked = false;
     p->fn(p->sock, p->arg, status);
 }
@@ -34,8 +36,26 @@ int vega_sock_park(vega_sock *s, vega_sock_ready_fn fn, void *arg, vega_deadline
     p->fn = fn;
     p->arg = arg;
     p->parked = true;
-    int r = vega__hook_arm(&p->hook, s->fd, POLLIN | POLLRDHUP, idle_dl, on_ready);
+    int r = vega__watch_arm(&p->watch, s->fd, POLLIN | POLLRDHUP, idle_dl, on_ready);
     if (r < 0)
         p->parked = false;
     return r;
+}
+
+/* The watch's home let go of it: now the fd may close and the memory go. */
+static void park_gone(struct vega__watch *w)
+{
+    struct vega__sock_park *p = VEGA__CONTAINER_OF(w, struct vega__sock_park, watch);
+    vega_sock *s = p->sock;
+    vega__sock_free(s);
+}
+
+bool vega__sock_park_close(vega_sock *s)
+{
+    struct vega__sock_park *p = s->park;
+    if (!p || !p->watch.registered)
+        return false;
+    p->sock = s;
+    vega__watch_close(&p->watch, park_gone);
+    return true;
 }

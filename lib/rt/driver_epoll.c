@@ -13,7 +13,8 @@
 #define WAKE_TOKEN UINT64_MAX
 
 struct fdslot {
-    struct vega__op *in, *out; /* waiting reader / writer */
+    struct vega__op *in, *out; /* waiting reader / writer (one-shot) */
+    struct vega__op *watch;    /* persistent edge-triggered registration, or NULL */
     bool registered;
 };
 
@@ -83,7 +84,9 @@ static struct fdslot *slot_for(struct epoll_drv *d, int fd)
     return &d->fds[fd];
 }
 
-/* (Re)arms fd for the union of what its waiters want, one-shot. */
+/* (Re)arms fd for the union of what its waiters want: one-shot for plain waits; with a watch,
+ * a persistent edge-triggered registration (a MOD re-reports current readiness, so a waiter
+ * that registers after an edge still hears of it). */
 static int arm(struct epoll_drv *d, int fd, struct fdslot *s)
 {
     uint32_t want = 0;
@@ -92,9 +95,13 @@ static int arm(struct epoll_drv *d, int fd, struct fdslot *s)
     if (s->out)
         want |= s->out->events;
     struct epoll_event ev = {.data.u64 = (uint64_t)fd};
-    ev.events = EPOLLONESHOT | (want & (EPOLLIN | EPOLLOUT | EPOLLPRI | EPOLLRDHUP));
-    if (!want)
-        ev.events = EPOLLONESHOT; /* disarmed, kept registered to save a syscall next time */
+    if (s->watch) {
+        want |= s->watch->events;
+        ev.events = EPOLLET | (want & (EPOLLIN | EPOLLOUT | EPOLLPRI | EPOLLRDHUP));
+    } else {
+        ev.events = EPOLLONESHOT | (want & (EPOLLIN | EPOLLOUT | EPOLLPRI | EPOLLRDHUP));
+        /* With nothing wanted the fd stays registered, disarmed, to save a syscall next time. */
+    }
     int op = s->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
     if (epoll_ctl(d->epfd, op, fd, &ev) < 0) {
         /* The fd was closed and its number reused (the kernel dropped the registration), or
@@ -135,6 +142,41 @@ static int ep_poll_start(struct vega__worker *w, struct vega__op *op)
             s->out = NULL;
     }
     return r;
+}
+
+static int ep_watch(struct vega__worker *w, struct vega__op *op)
+{
+    struct epoll_drv *d = vega__worker_driver_data(w);
+    if (op->fd < 0)
+        return -EBADF;
+    struct fdslot *s = slot_for(d, op->fd);
+    if (!s)
+        return -ENOMEM;
+    if (s->watch)
+        return -EBUSY;
+    s->watch = op;
+    op->unwatching = false;
+    int r = arm(d, op->fd, s);
+    if (r < 0)
+        s->watch = NULL;
+    return r;
+}
+
+static void ep_unwatch(struct vega__worker *w, struct vega__op *op)
+{
+    struct epoll_drv *d = vega__worker_driver_data(w);
+    struct fdslot *s = (size_t)op->fd < d->nfds ? &d->fds[op->fd] : NULL;
+    if (s && s->watch == op) {
+        s->watch = NULL;
+        if (s->in || s->out) {
+            arm(d, op->fd, s);
+        } else if (s->registered) {
+            epoll_ctl(d->epfd, EPOLL_CTL_DEL, op->fd, NULL);
+            s->registered = false;
+        }
+    }
+    op->res = VEGA__WATCH_GONE;
+    op->on_complete(op);
 }
 
 static void ep_cancel(struct vega__worker *w, struct vega__op *op)
@@ -182,17 +224,27 @@ static void ep_park(struct vega__worker *w, int64_t timeout_ns)
             vega__spin_lock(&w->cancel_lock);
             locked = true;
         }
+        bool done_io = false;
         if (s->in && (err || (got & (s->in->events | EPOLLRDHUP)))) {
             struct vega__op *op = s->in;
             s->in = NULL;
+            done_io = true;
             vega__op_complete(op, (int)(got & (op->events | POLLERR | POLLHUP | POLLRDHUP)));
         }
         if (s->out && (err || (got & s->out->events))) {
             struct vega__op *op = s->out;
             s->out = NULL;
+            done_io = true;
             vega__op_complete(op, (int)(got & (op->events | POLLERR | POLLHUP)));
         }
-        if (s->in || s->out)
+        if (s->watch && (err || (got & (s->watch->events | EPOLLRDHUP)))) {
+            struct vega__op *op = s->watch;
+            op->res = (int)(got & (op->events | POLLERR | POLLHUP | POLLRDHUP));
+            op->on_complete(op);
+        }
+        /* One-shot waits left, or a watch whose registration still carries a finished wait's
+         * interest: re-arm. A lone watch stays armed as it is (edge-triggered). */
+        if (s->watch ? done_io : (s->in || s->out))
             arm(d, fd, s);
     }
     if (locked)
@@ -214,5 +266,7 @@ const struct vega__driver_ops vega__driver_epoll = {
     .park = ep_park,
     .unpark = ep_unpark,
     .poll_start = ep_poll_start,
+    .watch = ep_watch,
+    .unwatch = ep_unwatch,
     .cancel = ep_cancel,
 };

@@ -15,6 +15,7 @@
 #define RING_ENTRIES 256
 #define WAKE_TOKEN 1ull   /* user_data of the eventfd poll */
 #define IGNORE_TOKEN 2ull /* user_data of cancel requests */
+#define WATCH_TAG 1ull    /* low bit of a watch's user_data (ops are 8-aligned) */
 
 struct uring_drv {
     struct io_uring ring;
@@ -120,6 +121,38 @@ static void ur_fini(struct vega__worker *w)
     vega__worker_set_driver_data(w, NULL);
 }
 
+/* A watch is a multishot poll; it is re-armed whenever the kernel ends it (no F_MORE), until
+ * unwatch asked for its removal. */
+static void arm_watch(struct uring_drv *d, struct vega__op *op)
+{
+    struct io_uring_sqe *sqe = get_sqe(d);
+    if (!sqe)
+        return;
+    io_uring_prep_poll_multishot(sqe, op->fd, op->events);
+    io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)op | WATCH_TAG);
+}
+
+static void watch_event(struct uring_drv *d, struct vega__op *op, struct io_uring_cqe *cqe)
+{
+    bool more = cqe->flags & IORING_CQE_F_MORE;
+    if (op->unwatching) {
+        if (!more) {
+            op->res = VEGA__WATCH_GONE;
+            op->on_complete(op);
+        }
+        return;
+    }
+    if (cqe->res > 0) {
+        op->res = cqe->res;
+        op->on_complete(op);
+    } else if (cqe->res < 0 && cqe->res != -ECANCELED) {
+        op->res = POLLERR;
+        op->on_complete(op);
+    }
+    if (!more)
+        arm_watch(d, op);
+}
+
 static void reap(struct vega__worker *w, struct uring_drv *d)
 {
     struct io_uring_cqe *cqe;
@@ -143,6 +176,10 @@ static void reap(struct vega__worker *w, struct uring_drv *d)
         if (!locked) {
             vega__spin_lock(&w->cancel_lock);
             locked = true;
+        }
+        if (ud & WATCH_TAG) {
+            watch_event(d, (struct vega__op *)(uintptr_t)(ud & ~WATCH_TAG), cqe);
+            continue;
         }
         vega__op_complete((struct vega__op *)(uintptr_t)ud, cqe->res);
     }
@@ -205,6 +242,29 @@ static int ur_submit(struct vega__worker *w, struct vega__op *op)
     return 0;
 }
 
+static int ur_watch(struct vega__worker *w, struct vega__op *op)
+{
+    struct uring_drv *d = vega__worker_driver_data(w);
+    ensure_enabled(d);
+    op->unwatching = false;
+    arm_watch(d, op);
+    return 0;
+}
+
+static void ur_unwatch(struct vega__worker *w, struct vega__op *op)
+{
+    struct uring_drv *d = vega__worker_driver_data(w);
+    op->unwatching = true;
+    struct io_uring_sqe *sqe = get_sqe(d);
+    if (!sqe)
+        return;
+    /* The poll's last CQE (-ECANCELED, no F_MORE) ends the watch: see watch_event. */
+    io_uring_prep_poll_remove(sqe, (uint64_t)(uintptr_t)op | WATCH_TAG);
+    io_uring_sqe_set_data64(sqe, IGNORE_TOKEN);
+    io_uring_submit(&d->ring);
+    d->pending = 0;
+}
+
 static void ur_cancel(struct vega__worker *w, struct vega__op *op)
 {
     struct uring_drv *d = vega__worker_driver_data(w);
@@ -226,5 +286,7 @@ const struct vega__driver_ops vega__driver_uring = {
     .unpark = ur_unpark,
     .poll_start = ur_poll_start,
     .submit = ur_submit,
+    .watch = ur_watch,
+    .unwatch = ur_unwatch,
     .cancel = ur_cancel,
 };

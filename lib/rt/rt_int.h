@@ -215,26 +215,42 @@ struct vega__op {
     /* When task is NULL the op belongs to no task (a hook): called on completion instead of a
      * wake-up, on the owner thread with the op lock held. */
     void (*on_complete)(struct vega__op *op);
+    bool unwatching; /* watches: unwatch was asked (driver-private) */
 };
 
 /*
- * A readiness hook: waits for an fd with no task and no stack. When the fd is ready (or the
- * deadline passes, or the runtime shuts down) a fresh task runs fn(h, status) with status > 0
- * (revents), -ETIMEDOUT or -ECANCELED. This is how an idle connection costs only its socket
- * and a few hundred bytes. The hook belongs to the worker that armed it until fn runs; it must
- * stay allocated (and not be re-armed) until then. Context for arm: inside a task.
+ * A watch: a persistent readiness registration for an fd on one worker's driver (its home),
+ * plus an arm/fire state machine, so that an idle connection waits with no task, no stack and
+ * no per-wait syscall. While armed, the first readiness event (or the deadline, or shutdown)
+ * fires it: a fresh task runs fn(w, status) with status > 0 (revents), -ETIMEDOUT or
+ * -ECANCELED. Events that come while it is not armed are remembered (READY), and the next arm
+ * fires at once. Arm from a task on any worker; the registration stays on the home worker.
+ * Close hands the watch to its home, which unregisters it and then calls gone(w) on its own
+ * thread; only then may the memory go (gone may run before vega__watch_close returns).
  */
-struct vega__hook {
-    struct vega__op op;
-    struct vega__timer timer;
-    void (*fn)(struct vega__hook *h, int status);
-    struct vega__hook *next, *prev; /* owner worker's list (owner thread only) */
-    int status;
-    bool armed, timed_out;
+enum {
+    VEGA__W_ARMED = 1u << 0,
+    VEGA__W_READY = 1u << 1,
 };
 
-int vega__hook_arm(struct vega__hook *h, int fd, uint32_t events, vega_deadline dl,
-                   void (*fn)(struct vega__hook *h, int status));
+struct vega__watch {
+    struct vega__op op;        /* the driver registration; op.owner is the home worker */
+    atomic_uint state;         /* VEGA__W_* */
+    struct vega__timer timer;  /* the deadline while armed, on the arming worker's wheel */
+    void (*fn)(struct vega__watch *w, int status);
+    void (*gone)(struct vega__watch *w);
+    struct vega__watch *next, *prev; /* home worker's list (home thread only) */
+    struct vega__watch *close_next;  /* home worker's close mailbox */
+    int status;
+    bool registered;
+};
+
+int vega__watch_arm(struct vega__watch *w, int fd, uint32_t events, vega_deadline dl,
+                    void (*fn)(struct vega__watch *w, int status));
+void vega__watch_close(struct vega__watch *w, void (*gone)(struct vega__watch *w));
+
+/* op->res of the last call of a watch's on_complete, after unwatch. */
+#define VEGA__WATCH_GONE INT32_MIN
 
 struct vega__driver_ops {
     const char *name;
@@ -249,6 +265,11 @@ struct vega__driver_ops {
     int (*poll_start)(struct vega__worker *w, struct vega__op *op);
     /* Starts a kernel operation: op->prep fills an SQE. NULL when the driver has none (epoll). */
     int (*submit)(struct vega__worker *w, struct vega__op *op);
+    /* Persistent readiness registration: op->on_complete(op) runs (owner thread, op lock held)
+     * for every readiness event with op->res = revents. After unwatch it runs once more with
+     * op->res = VEGA__WATCH_GONE, and never again. Owner thread only. */
+    int (*watch)(struct vega__worker *w, struct vega__op *op);
+    void (*unwatch)(struct vega__worker *w, struct vega__op *op);
     /* Cancels op on w (owner thread, op lock held); the op then completes with done set. */
     void (*cancel)(struct vega__worker *w, struct vega__op *op);
 };

@@ -230,6 +230,7 @@ static void maintenance(struct vega__worker *w)
 {
     w->rt->driver->park(w, 0);
     vega__worker_process_cancels(w);
+    vega__watch_process_closes(w);
     fire_timers(w);
 }
 
@@ -249,7 +250,7 @@ static void park_worker(struct vega__worker *w)
     atomic_thread_fence(memory_order_seq_cst);
 
     bool skip = work_pending(rt) || (atomic_load_explicit(&rt->shutdown, memory_order_acquire) &&
-                                     vega__rt_live(rt) == 0 && w->nhooks == 0);
+                                     vega__rt_live(rt) == 0);
     if (!skip) {
         uint64_t next_ms = vega__wheel_next(&w->wheel);
         int64_t timeout = -1;
@@ -292,6 +293,7 @@ static void park_worker(struct vega__worker *w)
     }
     pthread_mutex_unlock(&rt->idle_mu);
     vega__worker_process_cancels(w);
+    vega__watch_process_closes(w);
     fire_timers(w);
 }
 
@@ -485,12 +487,10 @@ static void worker_loop(struct vega__worker *w, struct vega_task *until)
             if (atomic_load_explicit(&until->state, memory_order_acquire) == VEGA__T_DONE)
                 break;
         } else if (atomic_load_explicit(&rt->shutdown, memory_order_acquire)) {
-            if (!w->hooks_cancelled) {
-                /* Parked connections wake up with -ECANCELED and close themselves. */
-                w->hooks_cancelled = true;
-                vega__hooks_cancel_all(w);
-            }
-            if (vega__rt_live(rt) == 0 && w->nhooks == 0)
+            /* Parked connections wake up with -ECANCELED and close themselves. Swept on every
+             * turn: a park that raced the shutdown flag is caught by the next sweep. */
+            vega__watch_cancel_all(w);
+            if (vega__rt_live(rt) == 0)
                 break;
         }
         if (w->tick - w->maint_tick >= VEGA__INJECT_INTERVAL) {
@@ -563,6 +563,7 @@ static void workers_fini(struct vega_rt *rt, unsigned n)
 {
     for (unsigned i = 0; i < n; i++) {
         struct vega__worker *w = &rt->workers[i];
+        vega__watch_fini(w);
         rt->driver->fini(w);
         w->task_cache = NULL;
     }
@@ -629,6 +630,7 @@ int vega_rt_new(vega_rt **out, const vega_rt_options *opts)
             vega__wheel_init(&w->wheel, 0);
             vega__spin_init(&w->live_lock);
             vega__spin_init(&w->cancel_lock);
+            vega__spin_init(&w->close_lock);
             r = drv->init(w);
             if (r < 0)
                 break;

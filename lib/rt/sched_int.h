@@ -107,9 +107,9 @@ struct vega__worker {
     void *drv;
     vega__spin cancel_lock;
     struct vega__op *cancel_head; /* ops other workers asked this one to cancel */
-    struct vega__hook *hooks;     /* armed readiness hooks (owner thread only) */
-    size_t nhooks;
-    bool hooks_cancelled;         /* shutdown: every hook was told to fire with -ECANCELED */
+    struct vega__watch *watches;  /* registered here (owner thread only) */
+    vega__spin close_lock;
+    struct vega__watch *close_head; /* watches other threads closed: unregister them here */
 
     struct vega__metrics m;
     /* Tasks spawned and finished on this worker (owner-written, monotonic): the runtime's live
@@ -247,8 +247,12 @@ void vega__group_member_done(struct vega_task *t);
 /* Tasks spawned and not yet returned. Exact when it returns 0 (see sched.c). */
 uint64_t vega__rt_live(struct vega_rt *rt);
 
-/* Shutdown: fires every hook armed on w with -ECANCELED (owner thread). */
-void vega__hooks_cancel_all(struct vega__worker *w);
+/* Owner thread: unregisters the watches closed by other threads. */
+void vega__watch_process_closes(struct vega__worker *w);
+/* Runtime teardown (workers stopped): finishes closes that are still in flight. */
+void vega__watch_fini(struct vega__worker *w);
+/* Shutdown: fires every armed watch registered on w with -ECANCELED (owner thread). */
+void vega__watch_cancel_all(struct vega__worker *w);
 
 /* Blocking pool (blocking.c). */
 void vega__blocking_init(struct vega_rt *rt);
