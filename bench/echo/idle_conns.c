@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/* idle-conns: opens N TCP connections to HOST:PORT and holds them open, idle, for SECS
+ * seconds (or until SIGTERM/SIGINT); bench/run-echo.sh measures the server's memory meanwhile.
+ *
+ *   idle-conns [-n N] [-t SECS] [-e | -H] HOST:PORT
+ *
+ * -e: first echo one 64-byte message on every connection (waiting for it to come back), so
+ *     the connections are idle keep-alive ones rather than never used.
+ * -H: the same for an HTTP server (nginx): one HTTP/1.1 GET / per connection, the response
+ *     read whole (it needs a Content-Length), the connection kept alive.
+ * Prints "connected N" on stdout once all are open (and echoed), then waits. Needs a file
+ * limit above N (ulimit -n). Exit 1 if any connection failed. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t stop;
+static void on_signal(int sig) { stop = 1; }
+
+static int echo_once(int fd)
+{
+    char msg[64], back[64];
+    memset(msg, 'x', sizeof(msg));
+    if (send(fd, msg, sizeof(msg), MSG_NOSIGNAL) != (ssize_t)sizeof(msg))
+        return -1;
+    size_t got = 0;
+    while (got < sizeof(back)) {
+        ssize_t r = recv(fd, back + got, sizeof(back) - got, 0);
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return memcmp(msg, back, sizeof(msg)) == 0 ? 0 : -1;
+}
+
+/* One keep-alive HTTP/1.1 request: reads the headers, then Content-Length bytes of body. */
+static int http_once(int fd)
+{
+    static const char req[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)sizeof(req) - 1)
+        return -1;
+    char buf[8192];
+    size_t got = 0;
+    for (;;) {
+        if (got == sizeof(buf) - 1)
+            return -1;
+        ssize_t r = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+        buf[got] = '\0';
+        char *end = strstr(buf, "\r\n\r\n");
+        if (!end)
+            continue;
+        char *cl = strcasestr(buf, "\r\ncontent-length:");
+        if (!cl || cl > end)
+            return -1;
+        size_t want = (size_t)(end + 4 - buf) + strtoul(cl + 17, NULL, 10);
+        if (got >= want)
+            return strncmp(buf, "HTTP/1.1 200", 12) == 0 ? 0 : -1;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    unsigned n = 10000;
+    double secs = 30;
+    int echo = 0, http = 0, opt;
+    while ((opt = getopt(argc, argv, "n:t:eH")) != -1) {
+        switch (opt) {
+        case 'n': n = (unsigned)strtoul(optarg, NULL, 10); break;
+        case 't': secs = strtod(optarg, NULL); break;
+        case 'e': echo = 1; break;
+        case 'H': http = 1; break;
+        default: goto usage;
+        }
+    }
+    if (optind != argc - 1) {
+    usage:
+        fprintf(stderr, "usage: idle-conns [-n N] [-t SECS] [-e | -H] HOST:PORT\n");
+        return 2;
+    }
+    char host[256];
+    snprintf(host, sizeof(host), "%s", argv[optind]);
+    char *colon = strrchr(host, ':');
+    if (!colon)
+        goto usage;
+    *colon = '\0';
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((unsigned short)atoi(colon + 1))};
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        goto usage;
+    signal(SIGPIPE, SIG_IGN);
+    struct sigaction act = {.sa_handler = on_signal};
+    sigaction(SIGTERM, &act, NULL);
+    sigaction(SIGINT, &act, NULL);
+
+    int *fds = calloc(n, sizeof(int));
+    if (!fds)
+        return 1;
+    for (unsigned i = 0; i < n && !stop; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fds[i] < 0 || connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+            fprintf(stderr, "idle-conns: connection %u: %s\n", i, strerror(errno));
+            return 1;
+        }
+        if (echo && echo_once(fds[i]) < 0) {
+            fprintf(stderr, "idle-conns: connection %u: echo failed\n", i);
+            return 1;
+        }
+        if (http && http_once(fds[i]) < 0) {
+            fprintf(stderr, "idle-conns: connection %u: HTTP request failed\n", i);
+            return 1;
+        }
+    }
+    printf("connected %u\n", n);
+    fflush(stdout);
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000};
+    for (double waited = 0; waited < secs && !stop; waited += 0.05)
+        nanosleep(&ts, NULL);
+    return 0;
+}
