@@ -165,7 +165,7 @@ static void *bench_pingpong(void *p)
         rc = vega_mpsc_new(&s.to_ping, 1);
     if (rc != 0)
         die("vega_mpsc_new", rc);
-    vega_task *hp, *hq;
+    vega_task *hp = NULL, *hq = NULL;
     uint64_t t0 = now_ns();
     if ((rc = vega_task_spawn(&hq, pong, &s)) != 0 || (rc = vega_task_spawn(&hp, ping, &s)) != 0)
         die("vega_task_spawn", rc);
@@ -203,7 +203,7 @@ int main(int argc, char **argv)
     if (*argv[3] == '\0' || *end != '\0' || n == 0)
         usage();
 
-    vega_task_fn fn;
+    vega_task_fn fn = NULL;
     uint64_t ops = n;
     if (strcmp(bench, "spawn") == 0) {
         fn = bench_spawn;

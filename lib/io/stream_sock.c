@@ -2,7 +2,6 @@
 /* Streams over the OS: connected stream sockets (vega_sock) and pollable descriptors (pipes). */
 #include <fcntl.h>
 #include <stdlib.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,45 +50,14 @@ static int sock_close(void *user, vega_deadline dl)
     return r;
 }
 
-/* sendfile(2) with a readiness wait on EAGAIN; all-or-error like vega_sock_write. */
+/* vega_sock_sendfile does the work (and keeps SIGPIPE away). */
 static vega_ssize sock_sendfile(void *user, int in_fd, off_t offset, size_t len, size_t *written,
                                 vega_deadline dl)
 {
     struct sock_stream *ss = user;
-    int fd = vega_sock_fd(ss->sock);
-    size_t done = 0;
-    bool waited = false;
-    int r = vega__io_check_cancel();
-    while (r == 0 && done < len) {
-        off_t off = offset + (off_t)done;
-        ssize_t n = sendfile(fd, in_fd, &off, len - done);
-        if (n > 0) {
-            done += (size_t)n;
-            continue;
-        }
-        if (n == 0) {
-            r = -ENODATA; /* the file ended first */
-            break;
-        }
-        int e = errno;
-        if (e == EINTR)
-            continue;
-        if (e != EAGAIN && e != EWOULDBLOCK) {
-            r = -e;
-            break;
-        }
-        r = vega__io_wait(fd, POLLOUT, dl);
-        if (r > 0) {
-            r = 0;
-            waited = true;
-        }
-    }
-    *written = done;
-    if (r < 0)
-        return r;
-    if (!waited)
-        vega__io_done_ready();
-    return (vega_ssize)len;
+    if (offset < 0)
+        return -EINVAL;
+    return vega_sock_sendfile(ss->sock, in_fd, (uint64_t)offset, len, written, dl);
 }
 
 static const vega_stream_ops sock_ops = {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* UDP sockets: bind, connect, and one datagram per send or receive. */
+/* UDP sockets: bind, connect, one datagram per send or receive, and the IPv4 / v4-mapped IPv6
+ * conversion of destinations (RFC 4291 section 2.5.5.2). */
 #include <string.h>
 #include <unistd.h>
 
@@ -56,12 +57,46 @@ int vega_udp_connect(vega_sock **out, const vega_addr *addr)
     return *out ? 0 : -ENOMEM;
 }
 
+const vega_addr *vega__udp_dest(const vega_sock *s, const vega_addr *to, vega_addr *tmp)
+{
+    if (!to || to->len == 0)
+        return NULL;
+    int fam = vega_addr_family(to);
+    if (s->family == AF_INET6 && fam == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)&to->ss;
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&tmp->ss;
+        memset(tmp, 0, sizeof(*tmp));
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = in->sin_port;
+        in6->sin6_addr.s6_addr[10] = 0xff;
+        in6->sin6_addr.s6_addr[11] = 0xff;
+        memcpy(&in6->sin6_addr.s6_addr[12], &in->sin_addr, 4);
+        tmp->len = sizeof(*in6);
+        return tmp;
+    }
+    if (s->family == AF_INET && fam == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&to->ss;
+        if (!IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+            return to; /* the kernel answers -EAFNOSUPPORT / -EINVAL */
+        struct sockaddr_in *in = (struct sockaddr_in *)&tmp->ss;
+        memset(tmp, 0, sizeof(*tmp));
+        in->sin_family = AF_INET;
+        in->sin_port = in6->sin6_port;
+        memcpy(&in->sin_addr, &in6->sin6_addr.s6_addr[12], 4);
+        tmp->len = sizeof(*in);
+        return tmp;
+    }
+    return to;
+}
+
 vega_ssize vega_udp_send_to(vega_sock *s, const void *buf, size_t len, const vega_addr *to,
                             vega_deadline dl)
 {
     int r = vega__io_check_cancel();
     if (r < 0)
         return r;
+    vega_addr tmp;
+    to = vega__udp_dest(s, to, &tmp);
     const struct sockaddr *sa = to ? (const struct sockaddr *)&to->ss : NULL;
     socklen_t salen = to ? to->len : 0;
     for (bool waited = false;;) {

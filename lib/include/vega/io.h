@@ -196,6 +196,34 @@ typedef void (*vega_sock_ready_fn)(vega_sock *s, void *arg, int status);
  */
 VEGA_API int vega_sock_park(vega_sock *s, vega_sock_ready_fn fn, void *arg, vega_deadline idle_dl);
 
+/*
+ * Sends count bytes of the file file_fd, starting at byte offset, to the stream socket s with
+ * sendfile(2) (no copy through user memory); all-or-error like vega_sock_write. The file's own
+ * position is not used or moved. file_fd: borrowed, a descriptor sendfile can read (a regular
+ * file). sent (may be NULL) receives the bytes sent, on success and on error, so a retry
+ * resumes at offset + *sent. Reading the file may block the worker on a cold page cache.
+ * Returns count, -ENODATA (the file ended first), -ETIMEDOUT, -ECANCELED, -EPIPE or
+ * -ECONNRESET (the peer is gone), -EINVAL (offset beyond INT64_MAX, a file sendfile cannot
+ * read), -EBADF, other -errno. Never raises SIGPIPE. Context: inside a task. Since 0.1.
+ */
+VEGA_API vega_ssize vega_sock_sendfile(vega_sock *s, int file_fd, uint64_t offset, size_t count,
+                                       size_t *sent, vega_deadline dl);
+
+/*
+ * Moves up to count bytes from any descriptor splice(2) can read (a pipe, a socket, a file) to
+ * the stream socket s through a pipe, without copying through user memory; stops early only
+ * at fd's end of file (count SIZE_MAX: until end of file). offset < 0 reads fd at (and moves)
+ * its own position, as pipes and sockets require; offset >= 0 reads a file from that byte and
+ * leaves its position alone. A non-blocking fd is waited for with POLLIN. sent (may be NULL)
+ * receives the bytes written to s, on success and on error. On error, up to a pipe's worth of
+ * bytes already read from a non-seekable fd (up to 64 KiB) may be lost.
+ * Returns the bytes moved (< count only at end of file), -ETIMEDOUT, -ECANCELED, -EPIPE,
+ * -ECONNRESET, -EINVAL (fd cannot be spliced), -ESPIPE (offset >= 0 on a pipe or socket),
+ * -EMFILE, other -errno. Never raises SIGPIPE. Context: inside a task. Since 0.1.
+ */
+VEGA_API vega_ssize vega_sock_splice_from(vega_sock *s, int fd, int64_t offset, size_t count,
+                                          size_t *sent, vega_deadline dl);
+
 /* TCP_NODELAY on or off. Returns 0 or -errno (-EOPNOTSUPP for non-TCP sockets). Since 0.1. */
 VEGA_API int vega_sock_set_nodelay(vega_sock *s, bool on);
 
@@ -240,6 +268,152 @@ VEGA_API vega_ssize vega_udp_send_to(vega_sock *s, const void *buf, size_t len,
 VEGA_API vega_ssize vega_udp_recv_from(vega_sock *s, void *buf, size_t len, vega_addr *from,
                                        vega_deadline dl);
 
+/* ---- UDP: batches, segmentation offload, ECN, packet info ------------------------------------ */
+
+/* ECN codepoints (RFC 3168 section 5): the low two bits of the IPv4 TOS byte or the IPv6 traffic
+ * class. */
+enum {
+    VEGA_ECN_NOT_ECT = 0, /* Not-ECT: the sender does not do ECN */
+    VEGA_ECN_ECT1 = 1,    /* ECT(1) */
+    VEGA_ECN_ECT0 = 2,    /* ECT(0) */
+    VEGA_ECN_CE = 3,      /* CE: congestion experienced */
+};
+
+/* UDP features: reported by vega_udp_features, switched by vega_udp_set_features. */
+enum {
+    VEGA_UDP_GSO = 1u << 0,     /* send: the kernel splits one buffer into segment_size datagrams
+                                   (UDP_SEGMENT); without it libvega sends them one by one */
+    VEGA_UDP_GRO = 1u << 1,     /* recv: the kernel may coalesce consecutive datagrams of a flow
+                                   into one buffer, reported with its segment size (UDP_GRO) */
+    VEGA_UDP_ECN = 1u << 2,     /* recv: the ECN codepoint of each datagram (IP_RECVTOS /
+                                   IPV6_RECVTCLASS); setting it on send needs nothing turned on */
+    VEGA_UDP_PKTINFO = 1u << 3, /* recv: the destination (local) address of each datagram
+                                   (IP_PKTINFO / IPV6_RECVPKTINFO); choosing the source on send
+                                   needs nothing turned on */
+};
+
+/* Most segments one GSO message may carry: UDP_MAX_SEGMENTS of older kernels (newer ones take
+ * 128; libvega keeps to the lower limit everywhere). The whole train must also fit one IP
+ * packet's payload (65507 bytes over IPv4): a longer one fails with -EMSGSIZE. */
+#define VEGA_UDP_MAX_SEGMENTS 64
+
+/* vega_udp_msg.flags, set by vega_udp_recv_batch. */
+enum {
+    VEGA_UDP_MSG_TRUNC = 1u << 0, /* the datagram was longer than cap: the rest was dropped */
+};
+
+/*
+ * One message of a vega_udp_send_batch / vega_udp_recv_batch: a datagram, or a train of
+ * equal-sized datagrams (the last may be shorter) when segment_size is set. Plain data.
+ * Addresses may be IPv4 or IPv6 on either kind of socket: an AF_INET address given to an
+ * AF_INET6 socket is sent as its v4-mapped form (::ffff:a.b.c.d), and a v4-mapped address
+ * given to an AF_INET socket as plain IPv4. Received addresses come in the socket's family
+ * (v4 peers of a dual-stack AF_INET6 socket appear v4-mapped, as with vega_udp_recv_from).
+ * About 300 bytes each: keep a large array off a small task stack (64 of them are 19 KiB).
+ */
+typedef struct vega_udp_msg {
+    void *buf;      /* borrowed: the payload (send) or the room for it (recv) */
+    size_t len;     /* send: payload bytes; recv (out): bytes stored */
+    size_t cap;     /* recv: room in buf (a GRO buffer wants 64 KiB); unused by send */
+    vega_addr addr; /* send: destination, len 0 on a connected socket; recv (out): the sender */
+    vega_addr local; /* send: source address (port ignored), len 0 = the kernel chooses;
+                        recv (out): the address the datagram was sent to, port 0 (the socket's
+                        own: vega_sock_local_addr), len 0 unless VEGA_UDP_PKTINFO is on */
+    uint16_t segment_size; /* send: split len into datagrams of this size (GSO), 0 = one
+                              datagram; recv (out): size of the coalesced datagrams in buf
+                              (the last may be shorter), 0 = buf holds one datagram */
+    uint8_t ecn;   /* send: VEGA_ECN_* for the IP header (0 = the socket's TOS/traffic class
+                      unchanged; otherwise the DSCP bits are sent as 0); recv (out): the
+                      codepoint received, 0 unless VEGA_UDP_ECN is on */
+    uint8_t flags; /* recv (out): VEGA_UDP_MSG_* */
+} vega_udp_msg;
+
+/*
+ * The features this kernel offers on s (VEGA_UDP_*): probed once per process at the first call
+ * (without touching s), less VEGA_UDP_GSO on a socket where GSO was switched off or found not
+ * to work (a send that failed with EIO: the route's device cannot offload checksums). 0 for
+ * Unix datagram sockets. Does not say what is switched on. Context: any thread. Since 0.1.
+ */
+VEGA_API unsigned vega_udp_features(vega_sock *s);
+
+/*
+ * Switches features on or off for s: VEGA_UDP_GRO, VEGA_UDP_ECN and VEGA_UDP_PKTINFO set the
+ * socket options behind the receive side (on a dual-stack AF_INET6 socket, for IPv4 peers
+ * too); VEGA_UDP_GSO off makes vega_udp_send_batch split trains itself, on undoes that. With
+ * GRO on, read s only with vega_udp_recv_batch (vega_udp_recv_from and vega_sock_read cannot
+ * report the segment size of a coalesced buffer).
+ * Returns the features among `features` that are now on (a feature the kernel lacks is left
+ * out: not an error; 0 when on is false or s is a Unix socket); -EINVAL (s NULL, not a
+ * datagram socket); other -errno from setsockopt. Does not suspend. Context: any thread, but
+ * not while another thread sends on s. Since 0.1.
+ */
+VEGA_API int vega_udp_set_features(vega_sock *s, unsigned features, bool on);
+
+/*
+ * Sends msgs[0..n) in order with as few system calls as it can (sendmmsg, GSO trains).
+ * msgs: borrowed, not modified (buffers too). A message with segment_size > 0 and len >
+ * segment_size goes out as ceil(len / segment_size) datagrams: one GSO send where the kernel
+ * has it, else one datagram each (a train the kernel took in part is finished before the call
+ * returns, waiting if it must; should that fail, the train counts as sent and its remaining
+ * datagrams are lost, as UDP may lose any). Each message counts once. ecn and local go out as
+ * IP_TOS / IPV6_TCLASS and IP_PKTINFO / IPV6_PKTINFO control messages; Unix sockets ignore
+ * them. Waits only while not one message could be sent.
+ * Returns the number of messages sent (1..n; 0 when n is 0): fewer than n when the socket's
+ * buffer filled or a later message failed (the next call reports that failure). Errors, when
+ * the first message could not be sent: -EINVAL (ecn > 3, more than VEGA_UDP_MAX_SEGMENTS
+ * segments, bad address), -EMSGSIZE, -ECONNREFUSED (an earlier datagram on a connected socket
+ * was refused), -EADDRNOTAVAIL, -ENETUNREACH or -EINVAL (the kernel cannot send from local),
+ * -ETIMEDOUT, -ECANCELED, other -errno. Context: inside a task. Since 0.1.
+ */
+VEGA_API int vega_udp_send_batch(vega_sock *s, const vega_udp_msg *msgs, size_t n,
+                                 vega_deadline dl);
+
+/*
+ * Receives up to n datagrams (recvmmsg) into msgs[i].buf (cap bytes each), filling len, addr,
+ * local, segment_size, ecn and flags of each message received. Waits only while none is
+ * queued. With GRO on, one message may hold several datagrams (segment_size > 0).
+ * msgs: borrowed; buf and cap are read, the rest written.
+ * Returns the number of messages filled (1..n; 0 when n is 0), -ETIMEDOUT, -ECANCELED,
+ * -ECONNREFUSED, other -errno. Context: inside a task. Since 0.1.
+ */
+VEGA_API int vega_udp_recv_batch(vega_sock *s, vega_udp_msg *msgs, size_t n, vega_deadline dl);
+
+/* ---- Unix datagram sockets, socket pairs, pipes ---------------------------------------------- */
+
+/*
+ * Opens a Unix datagram socket bound to path ('@' prefix = abstract namespace). It sends and
+ * receives with vega_udp_send_to / vega_udp_recv_from / vega_udp_send_batch /
+ * vega_udp_recv_batch and vega_sock_read. flags: VEGA_LISTEN_UNLINK_STALE (remove a socket file
+ * nobody has bound before binding, and remove the path at close).
+ * Returns 0, -EINVAL, -ENAMETOOLONG, -EADDRINUSE, -EACCES, other -errno. Does not suspend.
+ * Context: any thread. Since 0.1.
+ */
+VEGA_API int vega_unix_dgram_bind(vega_sock **out, const char *path, unsigned flags);
+
+/*
+ * Opens a Unix datagram socket connected to path. The socket is bound to an autobound
+ * abstract name first, so the peer can answer it. Returns 0, -ENOENT (no such path),
+ * -ECONNREFUSED (nobody bound to it), -EINVAL, -ENAMETOOLONG, other -errno. Does not suspend.
+ * Context: any thread. Since 0.1.
+ */
+VEGA_API int vega_unix_dgram_connect(vega_sock **out, const char *path);
+
+/*
+ * Opens a connected pair of Unix sockets (socketpair(2), non-blocking, close-on-exec). type:
+ * SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET. *a and *b receive sockets the caller owns, only on
+ * success. Stream pairs work with vega_sock_read/write; datagram pairs with the UDP calls too.
+ * Returns 0, -EINVAL (bad type or NULL), -EMFILE, -ENFILE, other -errno. Does not suspend.
+ * Context: any thread. Since 0.1.
+ */
+VEGA_API int vega_sock_pair(int type, vega_sock **a, vega_sock **b);
+
+/*
+ * Opens a pipe (pipe2(2), O_NONBLOCK | O_CLOEXEC) for vega_fd_read / vega_fd_write /
+ * vega_fd_poll. *rfd and *wfd receive descriptors the caller owns and closes, only on success.
+ * Returns 0, -EINVAL (NULL), -EMFILE, -ENFILE. Does not suspend. Context: any thread. Since 0.1.
+ */
+VEGA_API int vega_pipe(int *rfd, int *wfd);
+
 /* ---- plain file descriptors ---------------------------------------------------------------- */
 
 /*
@@ -254,7 +428,9 @@ VEGA_API int vega_fd_poll(int fd, unsigned events, vega_deadline dl);
 VEGA_API vega_ssize vega_fd_read(int fd, void *buf, size_t len, vega_deadline dl);
 
 /* Writes all len bytes to a pollable descriptor in O_NONBLOCK mode, as vega_sock_write does.
- * Since 0.1. */
+ * Unlike a socket write, a write to a pipe whose reader is gone raises SIGPIPE (write(2) has no
+ * MSG_NOSIGNAL): programs that write to pipes should ignore SIGPIPE, as the tools do; the call
+ * then returns -EPIPE. Since 0.1. */
 VEGA_API vega_ssize vega_fd_write(int fd, const void *buf, size_t len, size_t *written,
                                   vega_deadline dl);
 

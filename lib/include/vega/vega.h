@@ -9,5 +9,10 @@
 #include <vega/rt.h>
 #include <vega/sync.h>
 #include <vega/io.h>
+#include <vega/dns.h>
+#include <vega/fs.h>
+#include <vega/process.h>
+#include <vega/stream.h>
+#include <vega/codec.h>
 
 #endif
