@@ -298,14 +298,14 @@ int vega__park(vega_deadline dl, unsigned flags, const char *reason)
     return timed ? -ETIMEDOUT : 0;
 }
 
-void vega__task_wake(struct vega_task *t)
+static void wake(struct vega_task *t, bool to_back)
 {
     unsigned s = atomic_load_explicit(&t->state, memory_order_acquire);
     for (;;) {
         if (s == VEGA__T_PARKED) {
             if (atomic_compare_exchange_weak_explicit(&t->state, &s, VEGA__T_RUNNABLE,
                                                       memory_order_acq_rel, memory_order_acquire)) {
-                vega__schedule(t->rt, t, false);
+                vega__schedule(t->rt, t, to_back);
                 return;
             }
         } else if (s == VEGA__T_RUNNING) {
@@ -317,6 +317,8 @@ void vega__task_wake(struct vega_task *t)
         }
     }
 }
+
+void vega__task_wake(struct vega_task *t) { wake(t, false); }
 
 /* ---- yield, budget, sleep, deadlines -------------------------------------------------------- */
 
@@ -421,7 +423,9 @@ void vega__task_finish(struct vega__worker *w, struct vega_task *t)
     } while (!atomic_compare_exchange_weak_explicit(&t->jstate, &s, s | VEGA__J_FINISHED,
                                                     memory_order_acq_rel, memory_order_acquire));
     if (joiner && !(s & VEGA__J_THREAD)) {
-        vega__task_wake(joiner);
+        /* To the back of the queue, not the LIFO slot: a task joining many others then finds
+         * most of them finished when it runs, instead of waking once per task. */
+        wake(joiner, true);
     } else if (joiner) {
         struct vega__thread_waiter *tw = joiner;
         pthread_mutex_lock(&tw->mu);
