@@ -101,8 +101,14 @@ vega_ssize vega_sock_writev(vega_sock *s, const struct iovec *iov, int iovcnt, s
             win[n].iov_len = iov[i].iov_len - off;
             n++;
         }
-        struct msghdr mh = {.msg_iov = win, .msg_iovlen = (size_t)n};
-        ssize_t w = sendmsg(s->fd, &mh, MSG_NOSIGNAL);
+        ssize_t w;
+        if (n == 1) {
+            /* One buffer (the common case): send(2) skips sendmsg's header copy-in. */
+            w = send(s->fd, win[0].iov_base, win[0].iov_len, MSG_NOSIGNAL);
+        } else {
+            struct msghdr mh = {.msg_iov = win, .msg_iovlen = (size_t)n};
+            w = sendmsg(s->fd, &mh, MSG_NOSIGNAL);
+        }
         if (w < 0) {
             int e = errno;
             if (e == EINTR)
