@@ -1095,15 +1095,22 @@ static void dm_start(void)
     char user[128], group[128];
     snprintf(user, sizeof(user), "--user=%s", pw ? pw->pw_name : "root");
     snprintf(group, sizeof(group), "--group=%s", gr ? gr->gr_name : "root");
-    for (int tries = 0; tries < 5; tries++) {
-        int fd = socket(AF_INET, SOCK_DGRAM, 0);
-        struct sockaddr_in sin = {.sin_family = AF_INET};
-        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t sl = sizeof(sin);
-        VCHECK_EQ(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-        VCHECK_EQ(getsockname(fd, (struct sockaddr *)&sin, &sl), 0);
-        close(fd);
-        uint16_t port = ntohs(sin.sin_port);
+    for (int tries = 0; tries < 10; tries++) {
+        /* dnsmasq binds UDP and TCP on one port: take it below the ephemeral range (where
+         * other tests' connections do not land), free for both. */
+        uint16_t port = (uint16_t)(20000 + ((unsigned)getpid() * 7919u + (unsigned)tries * 613u +
+                                            (unsigned)vega_now()) % 10000u);
+        bool free_both = true;
+        static const int types[2] = {SOCK_DGRAM, SOCK_STREAM};
+        for (int k = 0; k < 2 && free_both; k++) {
+            int fd = socket(AF_INET, types[k], 0);
+            struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
+            sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            free_both = bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
+            close(fd);
+        }
+        if (!free_both)
+            continue;
         char portarg[32];
         snprintf(portarg, sizeof(portarg), "--port=%u", port);
         /* big.test: 120 A records, more than 1232 bytes: truncated over UDP. */

@@ -105,7 +105,7 @@ static void *root_many(void *arg)
     unsigned after = map_count();
     /* Guards must not cost a VMA per stack (vm.max_map_count defaults to 65530). */
     printf("%u live tasks: %u -> %u mappings\n", n, before, after);
-    VCHECK(after - before < n / 2);
+    VCHECK(after - before < n / 2 + 8);
     for (unsigned i = 0; i < n; i++) {
         vega_task_cancel(t[i]);
         void *res;
@@ -121,6 +121,9 @@ VTEST(many_guarded_stacks)
     vega_rt *rt = make_rt(0, true);
     vega_rt_options o;
     (void)o;
-    VCHECK_EQ(vega_rt_block_on(rt, root_many, (void *)(uintptr_t)40000, NULL), 0);
+    /* 40,000 live tasks (fewer under sanitizers, whose per-thread state does not scale). */
+    const char *sc = getenv("VEGA_TEST_SCALE");
+    unsigned scale = sc && atoi(sc) > 0 ? (unsigned)atoi(sc) : 1;
+    VCHECK_EQ(vega_rt_block_on(rt, root_many, (void *)(uintptr_t)(40000 / scale), NULL), 0);
     vega_rt_free(rt);
 }

@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=bash
+# Helpers shared by scripts/*.sh. Source it; it sets ROOT (the repository root) and cds there.
+
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+# The packages a fresh Debian 12 machine needs to build libvega and run every test.
+VEGA_APT_PACKAGES=(
+    build-essential cmake pkg-config       # compiler, CMake, pkg-config
+    liburing-dev                            # io_uring driver
+    libssl-dev zlib1g-dev libbrotli-dev libzstd-dev   # TLS and compression
+    clang libclang-rt-14-dev                # clang + its sanitizer runtimes (TSan run)
+    bats                                    # CLI tests (tests/bats)
+    curl python3                            # CLI tests: peers to talk to
+    dnsmasq-base                            # DNS resolver tests: a real server on loopback
+)
+
+JOBS=${VEGA_JOBS:-2}
+
+log() { printf '\n==> %s\n' "$*"; }
+die() { printf '%s: %s\n' "${0##*/}" "$*" >&2; exit 1; }
+
+# Runs "$@" as root: directly when we are root, through sudo otherwise.
+as_root() {
+    if [ "$(id -u)" = 0 ]; then
+        "$@"
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo "$@"
+    else
+        die "need root (or sudo) to run: $*"
+    fi
+}
+
+# Installs the packages from VEGA_APT_PACKAGES that are missing. Idempotent: it runs
+# `apt-get update` (once) only when something is missing, and installs only what is.
+# VEGA_SKIP_DEPS=1 skips the check (for machines that are not Debian).
+ensure_deps() {
+    if [ "${VEGA_SKIP_DEPS:-0}" = 1 ]; then
+        return 0
+    fi
+    if ! command -v dpkg >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+        echo "not a Debian system: install by hand: ${VEGA_APT_PACKAGES[*]}" >&2
+        return 0
+    fi
+    local missing=() p
+    for p in "${VEGA_APT_PACKAGES[@]}"; do
+        # dpkg -s succeeds for removed-but-configured packages too; check the status line.
+        if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+            missing+=("$p")
+        fi
+    done
+    if [ ${#missing[@]} -eq 0 ]; then
+        echo "deps: all ${#VEGA_APT_PACKAGES[@]} packages present"
+        return 0
+    fi
+    log "installing missing packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    as_root apt-get update -q
+    as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# configure_build DIR [cmake args...]: configures DIR (idempotent) and builds it with $JOBS jobs.
+configure_build() {
+    local dir=$1
+    shift
+    cmake -S "$ROOT" -B "$ROOT/$dir" "$@"
+    cmake --build "$ROOT/$dir" -j"$JOBS"
+}

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Installs what is missing, builds libvega and runs every test suite:
+#
+#   deps     apt-get install of the missing packages (scripts/common.sh has the list)
+#   build    build/       RelWithDebInfo, gcc; -DVEGA_WERROR=ON when CI=true
+#   ctest    all CTest tests of build/ (every runtime test once per driver: uring, epoll)
+#   asan     build-asan/  ASan+UBSan (gcc), then its CTest tests
+#   tsan     build-tsan/  TSan (clang), then its CTest tests
+#   bats     tests/bats/*.bats against build/ (skipped when there are none)
+#   install  tests/install/check.sh: install build/ into a temporary prefix, build examples/
+#            against it with pkg-config and with find_package(vega), run them
+#
+# Usage: scripts/test.sh [STAGE...]     (no stage: all of them, in the order above)
+# Every stage runs even when an earlier one failed (except those that need a failed build);
+# the exit status is non-zero when any failed. The last line is "test.sh: all suites passed"
+# or "test.sh: FAILED: <stages>".
+#
+# Environment: CI=true (adds -Werror), VEGA_JOBS (default 2), VEGA_SKIP_DEPS=1,
+# VEGA_TEST_SCALE (sanitizer runs default to 10: heavy tests do a tenth of the work).
+# shellcheck source=scripts/common.sh
+source "$(dirname "$0")/common.sh"
+
+ALL_STAGES=(deps build ctest asan tsan bats install)
+if [ $# -gt 0 ]; then
+    STAGES=("$@")
+    for s in "${STAGES[@]}"; do
+        case " ${ALL_STAGES[*]} " in
+        *" $s "*) ;;
+        *) die "unknown stage '$s' (stages: ${ALL_STAGES[*]})" ;;
+        esac
+    done
+else
+    STAGES=("${ALL_STAGES[@]}")
+fi
+
+WERROR=OFF
+if [ "${CI:-}" = true ]; then
+    WERROR=ON
+fi
+
+# --no-tests=error: a build that registers no test at all is a broken build, not a pass.
+CTEST_ARGS=(--output-on-failure --no-tests=error -j"$JOBS")
+
+# Sanitizer settings (exported for the sanitizer stages only, see run_sanitized).
+SAN_ENV=(
+    "ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}"
+    "UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
+    "LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ROOT/tests/lsan.supp:print_suppressions=0}"
+    "TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
+    "VEGA_TEST_SCALE=${VEGA_TEST_SCALE:-10}"
+)
+
+declare -A RESULT DURATION
+FAILED=()
+
+# stage NAME CMD...: runs one stage, records its result and duration.
+stage() {
+    local name=$1
+    shift
+    log "stage $name"
+    local t0=$SECONDS rc
+    # Not `("$@") || rc=$?`: inside a `||` list bash ignores `set -e`, so a failed build step
+    # would not stop the stage and a stale tree could be tested.
+    set +e
+    (
+        set -e
+        "$@"
+    )
+    rc=$?
+    set -e
+    DURATION[$name]=$((SECONDS - t0))
+    if [ $rc -eq 0 ]; then
+        RESULT[$name]=ok
+    else
+        RESULT[$name]="FAILED (exit $rc)"
+        FAILED+=("$name")
+    fi
+    echo "--- stage $name: ${RESULT[$name]} in ${DURATION[$name]}s"
+    return 0
+}
+
+skip() {
+    RESULT[$1]="skipped ($2)"
+    DURATION[$1]=0
+    echo "--- stage $1: skipped ($2)"
+}
+
+failed() { case " ${FAILED[*]:-} " in *" $1 "*) return 0 ;; esac; return 1; }
+
+do_build() {
+    configure_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVEGA_WERROR="$WERROR"
+}
+
+do_ctest() {
+    ctest --test-dir build "${CTEST_ARGS[@]}"
+}
+
+do_asan() {
+    configure_build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVEGA_SANITIZE=address \
+        -DVEGA_BUILD_BENCH=OFF -DVEGA_BUILD_CLI=OFF
+    env "${SAN_ENV[@]}" ctest --test-dir build-asan "${CTEST_ARGS[@]}"
+}
+
+# clang 14's TSan cannot map its shadow memory when the kernel randomises mmap with more than
+# 28 bits (vm.mmap_rnd_bits, newer kernels): it dies with "unexpected memory mapping". Running
+# without address-space randomisation (setarch -R) avoids it; decide with a two-line probe.
+tsan_wrapper() {
+    local d
+    d=$(mktemp -d)
+    printf 'int main(void) { return 0; }\n' >"$d/p.c"
+    TSAN_WRAP=()
+    if clang -fsanitize=thread "$d/p.c" -o "$d/p" 2>/dev/null && ! "$d/p" >/dev/null 2>&1; then
+        if setarch "$(uname -m)" -R "$d/p" >/dev/null 2>&1; then
+            echo "tsan: ASLR breaks clang's TSan on this kernel; running tests under setarch -R"
+            TSAN_WRAP=(setarch "$(uname -m)" -R)
+        fi
+    fi
+    rm -rf "$d"
+}
+
+do_tsan() {
+    configure_build build-tsan -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DVEGA_SANITIZE=thread -DVEGA_BUILD_BENCH=OFF -DVEGA_BUILD_CLI=OFF
+    tsan_wrapper
+    env "${SAN_ENV[@]}" "${TSAN_WRAP[@]}" ctest --test-dir build-tsan "${CTEST_ARGS[@]}"
+}
+
+do_bats() {
+    VEGA_BUILD_DIR="$ROOT/build" bats --timing tests/bats
+}
+
+do_install() {
+    bash tests/install/check.sh "$ROOT/build"
+}
+
+T0=$SECONDS
+for s in "${STAGES[@]}"; do
+    case $s in
+    deps) stage deps ensure_deps ;;
+    build) stage build do_build ;;
+    ctest)
+        if failed build; then skip ctest "build failed"; else stage ctest do_ctest; fi ;;
+    asan) stage asan do_asan ;;
+    tsan) stage tsan do_tsan ;;
+    bats)
+        if ! compgen -G "tests/bats/*.bats" >/dev/null; then
+            skip bats "no tests/bats/*.bats yet"
+        elif failed build; then
+            skip bats "build failed"
+        else
+            stage bats do_bats
+        fi ;;
+    install)
+        if failed build; then skip install "build failed"; else stage install do_install; fi ;;
+    esac
+done
+
+log "summary"
+for s in "${STAGES[@]}"; do
+    printf '  %-8s %6ss  %s\n' "$s" "${DURATION[$s]}" "${RESULT[$s]}"
+done
+printf '  %-8s %6ss\n' total $((SECONDS - T0))
+if [ ${#FAILED[@]} -gt 0 ]; then
+    echo "test.sh: FAILED: ${FAILED[*]}"
+    exit 1
+fi
+echo "test.sh: all suites passed"
