@@ -10,6 +10,8 @@
 #   bats     tests/bats/*.bats against build/ (skipped when there are none)
 #   install  tests/install/check.sh: install build/ into a temporary prefix, build examples/
 #            against it with pkg-config and with find_package(vega), run them
+#   fuzz     build-fuzz/  clang + libFuzzer over an instrumented library: every target in
+#            tests/fuzz runs for VEGA_FUZZ_SECONDS (default 15) on a copy of its corpus
 #
 # Usage: scripts/test.sh [STAGE...]     (no stage: all of them, in the order above)
 # Every stage runs even when an earlier one failed (except those that need a failed build);
@@ -21,7 +23,7 @@
 # shellcheck source=scripts/common.sh
 source "$(dirname "$0")/common.sh"
 
-ALL_STAGES=(deps build ctest asan tsan bats install)
+ALL_STAGES=(deps build ctest asan tsan bats install fuzz)
 if [ $# -gt 0 ]; then
     STAGES=("$@")
     for s in "${STAGES[@]}"; do
@@ -134,6 +136,36 @@ do_install() {
     bash tests/install/check.sh "$ROOT/build"
 }
 
+# A short real fuzzing run per target (the corpora are also replayed by ctest in every build).
+do_fuzz() {
+    cmake -S "$ROOT" -B "$ROOT/build-fuzz" -DCMAKE_C_COMPILER=clang \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVEGA_FUZZ=ON -DVEGA_BUILD_BENCH=OFF -DVEGA_BUILD_CLI=OFF
+    local secs=${VEGA_FUZZ_SECONDS:-15} src name work rc=0 targets=()
+    for src in tests/fuzz/*_fuzz.c; do
+        targets+=("fuzz_$(basename "$src" _fuzz.c)")
+    done
+    cmake --build "$ROOT/build-fuzz" -j"$JOBS" --target "${targets[@]}"
+    for src in tests/fuzz/*_fuzz.c; do
+        name=$(basename "$src" _fuzz.c)
+        work=$(mktemp -d)
+        if [ -d "tests/fuzz/corpus/$name" ]; then
+            cp -r "tests/fuzz/corpus/$name/." "$work/"
+        fi
+        echo "fuzz $name: ${secs}s"
+        if ! "build-fuzz/tests/fuzz_$name" -max_total_time="$secs" -max_len=65536 \
+            -print_final_stats=1 -artifact_prefix="$ROOT/build-fuzz/$name-" "$work" \
+            >"build-fuzz/$name.log" 2>&1; then
+            tail -n 40 "build-fuzz/$name.log"
+            echo "fuzz $name: FAILED (crash input in build-fuzz/, log build-fuzz/$name.log)"
+            rc=1
+        else
+            grep -E '^stat::number_of_executed_units' "build-fuzz/$name.log" || true
+        fi
+        rm -rf "$work"
+    done
+    return $rc
+}
+
 T0=$SECONDS
 for s in "${STAGES[@]}"; do
     case $s in
@@ -153,6 +185,7 @@ for s in "${STAGES[@]}"; do
         fi ;;
     install)
         if failed build; then skip install "build failed"; else stage install do_install; fi ;;
+    fuzz) stage fuzz do_fuzz ;;
     esac
 done
 
