@@ -212,7 +212,7 @@ struct vega__op {
     /* Kernel operations (io_uring only): fills the SQE (a struct io_uring_sqe *). */
     void (*prep)(void *sqe, struct vega__op *op);
     void *arg; /* for prep */
-    /* When task is NULL the op belongs to no task (a hook): called on completion instead of a
+    /* When task is NULL the op belongs to no task (a watch): called on completion instead of a
      * wake-up, on the owner thread with the op lock held. */
     void (*on_complete)(struct vega__op *op);
     bool unwatching; /* watches: unwatch was asked (driver-private) */
