@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Error names and messages for -errno values and the library's own codes. */
+/* Error names and messages for -errno values and every library code (all modules' ranges, see
+ * err.h: one table, so that vega_strerror knows a code whatever the program links). */
 #include <stdarg.h>
 #include <string.h>
+
+#include <vega/crypto.h>
 
 #include "base.h"
 
@@ -22,6 +25,28 @@ static const struct code lib_codes[] = {
     {VEGA_ERR_EMPTY, "VEGA_ERR_EMPTY", "nothing to receive"},
     {VEGA_ERR_LAGGED, "VEGA_ERR_LAGGED", "receiver lagged behind and missed messages"},
     {VEGA_ERR_NOTASK, "VEGA_ERR_NOTASK", "not called from inside a task"},
+    /* crypto.h */
+    {VEGA_ERR_CRYPTO_LIBCRYPTO, "VEGA_ERR_CRYPTO_LIBCRYPTO", "libcrypto failed unexpectedly"},
+    {VEGA_ERR_CRYPTO_UNSUPPORTED, "VEGA_ERR_CRYPTO_UNSUPPORTED",
+     "algorithm or key type not supported"},
+    {VEGA_ERR_CRYPTO_AUTH, "VEGA_ERR_CRYPTO_AUTH", "authentication failed (forged or damaged)"},
+    {VEGA_ERR_CRYPTO_BAD_KEY, "VEGA_ERR_CRYPTO_BAD_KEY", "key data could not be parsed"},
+    {VEGA_ERR_CRYPTO_KEY_MISMATCH, "VEGA_ERR_CRYPTO_KEY_MISMATCH",
+     "key cannot be used for this operation"},
+    {VEGA_ERR_CRYPTO_BAD_PUBLIC, "VEGA_ERR_CRYPTO_BAD_PUBLIC", "invalid peer public key"},
+    {VEGA_ERR_CRYPTO_BAD_SIGNATURE, "VEGA_ERR_CRYPTO_BAD_SIGNATURE", "signature does not verify"},
+    {VEGA_ERR_CRYPTO_BAD_CERT, "VEGA_ERR_CRYPTO_BAD_CERT", "certificate could not be parsed"},
+    {VEGA_ERR_CRYPTO_CA_LOAD, "VEGA_ERR_CRYPTO_CA_LOAD", "CA certificates could not be loaded"},
+    {VEGA_ERR_CRYPTO_CERT_EXPIRED, "VEGA_ERR_CRYPTO_CERT_EXPIRED", "certificate has expired"},
+    {VEGA_ERR_CRYPTO_CERT_NOT_YET_VALID, "VEGA_ERR_CRYPTO_CERT_NOT_YET_VALID",
+     "certificate is not yet valid"},
+    {VEGA_ERR_CRYPTO_CERT_UNKNOWN_CA, "VEGA_ERR_CRYPTO_CERT_UNKNOWN_CA",
+     "certificate chain does not lead to a trusted CA"},
+    {VEGA_ERR_CRYPTO_CERT_NAME_MISMATCH, "VEGA_ERR_CRYPTO_CERT_NAME_MISMATCH",
+     "certificate does not match the host name"},
+    {VEGA_ERR_CRYPTO_CERT_BAD_SIGNATURE, "VEGA_ERR_CRYPTO_CERT_BAD_SIGNATURE",
+     "certificate signature is invalid"},
+    {VEGA_ERR_CRYPTO_CERT_INVALID, "VEGA_ERR_CRYPTO_CERT_INVALID", "certificate chain is invalid"},
 };
 
 static const struct code *lib_code(int err)
@@ -72,6 +97,7 @@ bool vega_err_is_fatal(int err)
     case VEGA_ERR_FULL:
     case VEGA_ERR_EMPTY:
     case VEGA_ERR_LAGGED:
+    case VEGA_ERR_CRYPTO_AUTH: /* one forged packet; the key context stays usable */
         return false;
     default:
         return err < 0;

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/* AEAD seal/open in place (RFC 5116) with AES-GCM and ChaCha20-Poly1305 (RFC 8439), as TLS 1.3
+ * records (RFC 8446 §5.2) and QUIC packets (RFC 9001 §5.3) use them. */
+#include <string.h>
+
+#include <openssl/core_names.h>
+
+#include "crypto_int.h"
+
+struct vega_crypto_aead {
+    EVP_CIPHER_CTX *ctx; /* keyed once; each seal/open sets only the nonce and direction */
+    vega_crypto_aead_alg alg;
+};
+
+static const char *cipher_name(vega_crypto_aead_alg alg)
+{
+    switch (alg) {
+    case VEGA_CRYPTO_AES_128_GCM:
+        return "AES-128-GCM";
+    case VEGA_CRYPTO_AES_256_GCM:
+        return "AES-256-GCM";
+    case VEGA_CRYPTO_CHACHA20_POLY1305:
+        return "ChaCha20-Poly1305";
+    }
+    return NULL;
+}
+
+size_t vega_crypto_aead_key_len(vega_crypto_aead_alg alg)
+{
+    switch (alg) {
+    case VEGA_CRYPTO_AES_128_GCM:
+        return 16;
+    case VEGA_CRYPTO_AES_256_GCM:
+    case VEGA_CRYPTO_CHACHA20_POLY1305:
+        return 32;
+    }
+    return 0;
+}
+
+int vega_crypto_aead_new(vega_crypto_aead **out, vega_crypto_aead_alg alg, const uint8_t *key,
+                         size_t key_len)
+{
+    *out = NULL;
+    const char *name = cipher_name(alg);
+    if (!name || key_len != vega_crypto_aead_key_len(alg))
+        return VEGA_ERR_INVALID_ARG;
+    vega_crypto_aead *a = calloc(1, sizeof(*a));
+    if (!a)
+        return -ENOMEM;
+    a->alg = alg;
+    EVP_CIPHER *c = EVP_CIPHER_fetch(NULL, name, NULL);
+    a->ctx = EVP_CIPHER_CTX_new();
+    /* All three take a 12-byte nonce by default (RFC 5116 §5.1, RFC 8439 §2.8). */
+    int ok = c && a->ctx && EVP_CipherInit_ex2(a->ctx, c, key, NULL, 1, NULL) == 1 &&
+             EVP_CIPHER_CTX_get_iv_length(a->ctx) == VEGA_CRYPTO_AEAD_NONCE_LEN;
+    EVP_CIPHER_free(c); /* the context keeps its own reference */
+    if (!ok) {
+        vega_crypto_aead_free(a);
+        return vega__crypto_fail(VEGA_ERR_CRYPTO_LIBCRYPTO);
+    }
+    *out = a;
+    return 0;
+}
+
+/* Sets the nonce and direction, then feeds the AAD. */
+static bool start(vega_crypto_aead *a, const uint8_t *nonce, int enc, const void *aad,
+                  size_t aad_len)
+{
+    int outl;
+    if (EVP_CipherInit_ex2(a->ctx, NULL, NULL, nonce, enc, NULL) != 1)
+        return false;
+    return aad_len == 0 || EVP_CipherUpdate(a->ctx, NULL, &outl, aad, (int)aad_len) == 1;
+}
+
+vega_ssize vega_crypto_aead_seal(vega_crypto_aead *a, const uint8_t *nonce, const void *aad,
+                                 size_t aad_len, uint8_t *buf, size_t len, size_t cap)
+{
+    if (len > INT_MAX - VEGA_CRYPTO_AEAD_TAG_LEN || aad_len > INT_MAX - VEGA_CRYPTO_AEAD_TAG_LEN)
+        return VEGA_ERR_INVALID_ARG;
+    if (cap < len + VEGA_CRYPTO_AEAD_TAG_LEN)
+        return VEGA_ERR_NOBUF;
+    int n = 0, fin = 0;
+    if (!start(a, nonce, 1, aad, aad_len) ||
+        (len && EVP_CipherUpdate(a->ctx, buf, &n, buf, (int)len) != 1) ||
+        EVP_CipherFinal_ex(a->ctx, buf + n, &fin) != 1 || (size_t)n + (size_t)fin != len)
+        return vega__crypto_fail(VEGA_ERR_CRYPTO_LIBCRYPTO);
+    OSSL_PARAM params[2] = {
+        OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, buf + len,
+                                          VEGA_CRYPTO_AEAD_TAG_LEN),
+        OSSL_PARAM_construct_end(),
+    };
+    if (EVP_CIPHER_CTX_get_params(a->ctx, params) != 1)
+        return vega__crypto_fail(VEGA_ERR_CRYPTO_LIBCRYPTO);
+    return (vega_ssize)(len + VEGA_CRYPTO_AEAD_TAG_LEN);
+}
+
+vega_ssize vega_crypto_aead_open(vega_crypto_aead *a, const uint8_t *nonce, const void *aad,
+                                 size_t aad_len, uint8_t *buf, size_t len)
+{
+    if (len > INT_MAX || aad_len > INT_MAX - VEGA_CRYPTO_AEAD_TAG_LEN)
+        return VEGA_ERR_INVALID_ARG;
+    if (len < VEGA_CRYPTO_AEAD_TAG_LEN)
+        return VEGA_ERR_CRYPTO_AUTH;
+    size_t ct_len = len - VEGA_CRYPTO_AEAD_TAG_LEN;
+    uint8_t tag[VEGA_CRYPTO_AEAD_TAG_LEN];
+    memcpy(tag, buf + ct_len, sizeof(tag));
+    OSSL_PARAM params[2] = {
+        OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag, sizeof(tag)),
+        OSSL_PARAM_construct_end(),
+    };
+    int n = 0, fin = 0;
+    if (!start(a, nonce, 0, aad, aad_len) || EVP_CIPHER_CTX_set_params(a->ctx, params) != 1 ||
+        (ct_len && EVP_CipherUpdate(a->ctx, buf, &n, buf, (int)ct_len) != 1)) {
+        vega_crypto_cleanse(buf, ct_len);
+        return vega__crypto_fail(VEGA_ERR_CRYPTO_LIBCRYPTO);
+    }
+    if (EVP_CipherFinal_ex(a->ctx, buf + n, &fin) != 1 || (size_t)n + (size_t)fin != ct_len) {
+        /* RFC 5116 §2.2: on failure "the decrypted plaintext ... MUST NOT be returned". The
+         * in-place decryption already wrote it, so wipe it. */
+        vega_crypto_cleanse(buf, ct_len);
+        return vega__crypto_fail(VEGA_ERR_CRYPTO_AUTH);
+    }
+    return (vega_ssize)ct_len;
+}
+
+vega_crypto_aead_alg vega_crypto_aead_get_alg(const vega_crypto_aead *a)
+{
+    return a->alg;
+}
+
+void vega_crypto_aead_free(vega_crypto_aead *a)
+{
+    if (!a)
+        return;
+    EVP_CIPHER_CTX_free(a->ctx); /* cleanses the key schedule */
+    free(a);
+}
+
+void vega_crypto_aead_nonce(const uint8_t *iv, uint64_t seq, uint8_t *nonce)
+{
+    /* RFC 8446 §5.3: the 64-bit sequence number, big-endian, left-padded with zeros to
+     * iv_length, XORed with the IV. */
+    if (nonce != iv)
+        memcpy(nonce, iv, VEGA_CRYPTO_AEAD_NONCE_LEN);
+    for (int i = 0; i < 8; i++)
+        nonce[VEGA_CRYPTO_AEAD_NONCE_LEN - 1 - i] ^= (uint8_t)(seq >> (8 * i));
+}
