@@ -16,6 +16,7 @@ VEGA_APT_PACKAGES=(
     bats                                    # CLI tests (tests/bats)
     curl python3                            # CLI tests: peers to talk to
     dnsmasq-base                            # DNS resolver tests: a real server on loopback
+    brotli zstd gzip                        # compression tests: the reference CLIs
 )
 
 JOBS=${VEGA_JOBS:-2}
