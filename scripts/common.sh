@@ -17,6 +17,7 @@ VEGA_APT_PACKAGES=(
     curl python3                            # CLI tests: peers to talk to
     dnsmasq-base                            # DNS resolver tests: a real server on loopback
     brotli zstd gzip                        # compression tests: the reference CLIs
+    openssl gnutls-bin                      # TLS interop tests: real peers
 )
 
 JOBS=${VEGA_JOBS:-2}

@@ -23,6 +23,7 @@ struct client {
     const struct echo_opts *o;
     struct echo_stop *stop;
     vega_sock *sock;
+    vega_stream *tls;          /* --tls: over sock (borrowed) */
     cli_stdio in, out;
     char what[VEGA_ADDR_STRLEN + 16];
     atomic_uint_fast64_t sent, recvd;
@@ -38,6 +39,27 @@ struct client {
 static vega_deadline idle_deadline(const struct echo_opts *o)
 {
     return o->idle_ns ? vega_deadline_in_ns(o->idle_ns) : VEGA_DEADLINE_NEVER;
+}
+
+/* The connection's I/O: TLS when there is a TLS stream, else the socket. */
+static vega_ssize conn_read(struct client *c, void *buf, size_t n, vega_deadline dl)
+{
+    return c->tls ? vega_stream_read(c->tls, buf, n, dl) : vega_sock_read(c->sock, buf, n, dl);
+}
+
+static vega_ssize conn_write(struct client *c, const void *buf, size_t n, size_t *done,
+                             vega_deadline dl)
+{
+    return c->tls ? vega_stream_write(c->tls, buf, n, done, dl)
+                  : vega_sock_write(c->sock, buf, n, done, dl);
+}
+
+static int conn_shutdown_wr(struct client *c, vega_deadline dl)
+{
+    /* TLS: close_notify, then the socket's FIN */
+    if (c->tls)
+        return vega_stream_shutdown(c->tls, SHUT_WR, dl);
+    return vega_sock_shutdown(c->sock, SHUT_WR);
 }
 
 static bool all_back(struct client *c)
@@ -66,7 +88,7 @@ static void *writer_main(void *arg)
             goto out;
         }
         size_t done = 0;
-        vega_ssize w = vega_sock_write(c->sock, buf, (size_t)n, &done, idle_deadline(o));
+        vega_ssize w = conn_write(c, buf, (size_t)n, &done, idle_deadline(o));
         atomic_fetch_add(&c->sent, done);
         if (w < 0) {
             c->werr = (int)w;
@@ -74,7 +96,7 @@ static void *writer_main(void *arg)
             goto out;
         }
     }
-    int r = vega_sock_shutdown(c->sock, SHUT_WR);
+    int r = conn_shutdown_wr(c, idle_deadline(o));
     if (r < 0 && r != -ENOTCONN) {
         c->werr = r;
         c->wwhat = "shutdown";
@@ -103,7 +125,7 @@ static void *reader_main(void *arg)
         return NULL;
     }
     while (!all_back(c)) {
-        vega_ssize n = vega_sock_read(c->sock, buf, o->bufsize, idle_deadline(o));
+        vega_ssize n = conn_read(c, buf, o->bufsize, idle_deadline(o));
         if (n == 0) {
             c->peer_closed = true;
             break;
@@ -197,7 +219,7 @@ static int stream_session(struct client *c)
                     (double)c->o->idle_ns / 1e9);
         else
             cli_err(strcmp(c->rwhat, "read") == 0 ? c->what : c->rwhat, "%s",
-                    vega_strerror(c->rerr));
+                    echo_tls_strerror(c->tls, c->rerr));
         return CLI_EXIT_NET;
     }
     /* A writer stopped by the reader's end (ECANCELED), or one that hit the closed connection
@@ -205,7 +227,7 @@ static int stream_session(struct client *c)
     if (c->werr < 0 && c->werr != -ECANCELED &&
         !(c->peer_closed && (c->werr == -EPIPE || c->werr == -ECONNRESET))) {
         cli_err(strcmp(c->wwhat, "write") == 0 ? c->what : c->wwhat, "%s",
-                vega_strerror(c->werr));
+                echo_tls_strerror(c->tls, c->werr));
         return CLI_EXIT_NET;
     }
     if (recvd < sent) {
@@ -283,11 +305,39 @@ struct session_arg {
     int code;
 };
 
+/* TLS over the connected socket: the handshake, bounded by -w. Returns 0 or an exit code. */
+static int tls_start(struct client *c)
+{
+    const struct echo_opts *o = c->o;
+    vega_tls_opts to;
+    vega_tls_opts_init(&to);
+    to.server_name = o->sni ? o->sni : o->unix_path ? NULL : o->host;
+    to.port = o->port ? (uint16_t)atoi(o->port) : 0;
+    int r = vega_tls_stream_from_sock(&c->tls, c->sock, VEGA_STREAM_BORROW, o->tlscfg, &to);
+    if (r < 0) {
+        cli_err(c->what, "TLS: %s", vega_tls_strerror(r));
+        return CLI_EXIT_NET;
+    }
+    vega_deadline dl = o->connect_ns ? vega_deadline_in_ns(o->connect_ns) : VEGA_DEADLINE_NEVER;
+    r = vega_tls_handshake(c->tls, dl);
+    if (r == -ECANCELED)
+        return CLI_EXIT_NET;
+    if (r < 0) {
+        cli_err(c->what, "%s", r == -ETIMEDOUT ? "TLS handshake: timed out"
+                                               : echo_tls_strerror(c->tls, r));
+        return CLI_EXIT_NET;
+    }
+    echo_tls_describe(c->tls, c->what, o);
+    return 0;
+}
+
 /* Connects, and for UDP runs the whole exchange: in a task a stop signal can cancel. */
 static void *session_main(void *arg)
 {
     struct session_arg *s = arg;
     s->code = connect_any(s->c);
+    if (s->code == 0 && s->c->o->tls)
+        s->code = tls_start(s->c);
     if (s->code == 0 && s->c->o->udp)
         s->code = udp_session(s->c);
     echo_stop_finished(s->c->stop, SLOT_SESSION);
@@ -337,6 +387,8 @@ int echo_client_main(const struct echo_opts *o)
     if (st.signo)
         code = 128 + st.signo;
 out:
+    if (c.tls)
+        vega_stream_close(c.tls, st.signo ? 0 : vega_deadline_in_ms(1000));
     vega_sock_close(c.sock);
     cli_stdio_fini(&c.in);
     cli_stdio_fini(&c.out);

@@ -28,6 +28,16 @@ struct echo_opts {
     unsigned workers;      /* 0 = the default of the mode */
     vega_driver_kind driver;
     sigset_t stop_signals; /* SIGINT, SIGTERM */
+    /* TLS (--tls) */
+    bool tls;
+    const char *cert, *key; /* --cert/--key: server certificate, or client certificate (mTLS) */
+    const char *cacert;     /* --cacert: CAs to verify the server (client) or clients (server) */
+    bool insecure;          /* client -k: no verification */
+    bool verify_client;     /* server --verify-client: a client certificate is required */
+    const char *alpn;       /* --alpn: comma-separated */
+    const char *sni;        /* --sni */
+    vega_tls_ktls_mode ktls;
+    vega_tls_config *tlscfg; /* made by main before the server or client starts */
 };
 
 /* Both run as the runtime's main task; they return the process exit code. */
@@ -57,6 +67,13 @@ void echo_stop_finished(struct echo_stop *st, int slot);
 void echo_stop_cancel(struct echo_stop *st, int slot);
 /* The signal-waiting task: arg is the struct echo_stop. */
 void *echo_stop_main(void *arg);
+
+/* TLS (tls.c): the configuration from the options (reports errors; returns 0 or an exit code);
+ * the message for a code (the stream's own when it is a TLS failure); a -v line about a TLS
+ * connection. */
+int echo_tls_config(const struct echo_opts *o, vega_tls_config **out);
+const char *echo_tls_strerror(vega_stream *tls, int err);
+void echo_tls_describe(vega_stream *tls, const char *who, const struct echo_opts *o);
 
 /* Resolves the address the options name into out[0..max) (TCP/UDP: host and port; Unix: the
  * path); what receives a printable name for messages. Returns the number of addresses, or a

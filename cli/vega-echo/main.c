@@ -13,6 +13,8 @@ static const char usage_text[] =
     "       vega-echo [options] -l -U PATH         serve on a Unix socket\n"
     "       vega-echo [options] HOST PORT          send stdin to an echo server, print what\n"
     "                                              comes back (also HOST:PORT, -U PATH)\n"
+    "       vega-echo --tls [options] -l PORT      serve echo over TLS\n"
+    "       vega-echo --tls [-k] HOST:PORT         a TLS client\n"
     "\n"
     "Modes:\n"
     "  -l, --listen            listen for connections (default address 127.0.0.1; port 0 picks a\n"
@@ -28,6 +30,24 @@ static const char usage_text[] =
     "  -i, --idle-timeout TIME close a connection idle for TIME (client and server)\n"
     "  -m, --max-conns N       server: most connections at once; more are closed at accept\n"
     "      --buffer SIZE       bytes per read (default 64K; K, M suffixes)\n"
+    "\n"
+    "TLS (TLS 1.2 and 1.3):\n"
+    "      --tls, --ssl        speak TLS (not with -u)\n"
+    "      --cert FILE         PEM certificate chain: the server's (default: a fresh self-signed\n"
+    "                          one for localhost, 127.0.0.1 and ::1), or the client's for mutual\n"
+    "                          TLS (also --ssl-cert)\n"
+    "      --key FILE          its PEM private key (default: in the --cert file; also --ssl-key)\n"
+    "      --cacert FILE       client: CAs to verify the server with, instead of the system's;\n"
+    "                          server: CAs for client certificates (also --ssl-trustfile)\n"
+    "  -k, --insecure          client: do not verify the server's certificate (with -l, -k keeps\n"
+    "                          its ncat meaning)\n"
+    "      --verify-client     server: require a client certificate signed by a --cacert CA\n"
+    "      --alpn LIST         ALPN protocols, comma-separated, preferred first (also\n"
+    "                          --ssl-alpn); -v shows the one agreed on\n"
+    "      --sni NAME          client: the server name to send and verify (default: HOST;\n"
+    "                          also --ssl-servername)\n"
+    "      --ktls MODE         kernel TLS offload after the handshake: off (default), tx, txrx\n"
+    "  SSLKEYLOGFILE=FILE      append the session secrets to FILE (for Wireshark)\n"
     "\n"
     "Runtime:\n"
     "      --workers N         worker threads (server default: the CPUs; client default: 1)\n"
@@ -55,13 +75,25 @@ static const char usage_text[] =
     "  vega-echo -l -U /tmp/echo.sock         Unix socket server\n"
     "  vega-echo -U /tmp/echo.sock < file     Unix socket client\n"
     "  vega-echo -l -u 7000                   UDP echo (one datagram back per datagram)\n"
-    "  vega-echo -l -i 30s -m 100 7000        close idle connections, at most 100 at once\n";
+    "  vega-echo -l -i 30s -m 100 7000        close idle connections, at most 100 at once\n"
+    "  vega-echo -l --tls 7443                TLS echo with a self-signed certificate\n"
+    "  echo hi | vega-echo --tls -k 127.0.0.1:7443        TLS client, no verification\n"
+    "  vega-echo --tls --cacert ca.pem --alpn h2 example.test:443\n";
 
 enum {
     OPT_VERSION = 256,
     OPT_WORKERS,
     OPT_DRIVER,
     OPT_BUFFER,
+    OPT_TLS,
+    OPT_CERT,
+    OPT_KEY,
+    OPT_CACERT,
+    OPT_INSECURE,
+    OPT_VERIFY_CLIENT,
+    OPT_ALPN,
+    OPT_SNI,
+    OPT_KTLS,
 };
 
 static const struct option long_opts[] = {
@@ -80,6 +112,21 @@ static const struct option long_opts[] = {
     {"workers", required_argument, NULL, OPT_WORKERS},
     {"driver", required_argument, NULL, OPT_DRIVER},
     {"buffer", required_argument, NULL, OPT_BUFFER},
+    {"tls", no_argument, NULL, OPT_TLS},
+    {"ssl", no_argument, NULL, OPT_TLS},
+    {"cert", required_argument, NULL, OPT_CERT},
+    {"ssl-cert", required_argument, NULL, OPT_CERT},
+    {"key", required_argument, NULL, OPT_KEY},
+    {"ssl-key", required_argument, NULL, OPT_KEY},
+    {"cacert", required_argument, NULL, OPT_CACERT},
+    {"ssl-trustfile", required_argument, NULL, OPT_CACERT},
+    {"insecure", no_argument, NULL, OPT_INSECURE},
+    {"verify-client", no_argument, NULL, OPT_VERIFY_CLIENT},
+    {"alpn", required_argument, NULL, OPT_ALPN},
+    {"ssl-alpn", required_argument, NULL, OPT_ALPN},
+    {"sni", required_argument, NULL, OPT_SNI},
+    {"ssl-servername", required_argument, NULL, OPT_SNI},
+    {"ktls", required_argument, NULL, OPT_KTLS},
     {NULL, 0, NULL, 0},
 };
 
@@ -138,7 +185,7 @@ static void positional(struct echo_opts *o, int argc, char **argv, char *hbuf, s
 static void parse_args(struct echo_opts *o, int argc, char **argv, char *hbuf, size_t hcap,
                        char *pbuf, size_t pcap)
 {
-    bool wait_set = false, idle_set = false;
+    bool wait_set = false, idle_set = false, k_flag = false;
     uint64_t wait_ns = 0, v;
     int c;
     opterr = 0;
@@ -146,7 +193,7 @@ static void parse_args(struct echo_opts *o, int argc, char **argv, char *hbuf, s
         switch (c) {
         case 'l': o->listen = true; break;
         case 'p': o->port = optarg; break;
-        case 'k': break;
+        case 'k': k_flag = true; break;
         case 'u': o->udp = true; break;
         case 'U': o->unix_path = optarg; break;
         case '4': o->family = AF_INET; break;
@@ -182,6 +229,33 @@ static void parse_args(struct echo_opts *o, int argc, char **argv, char *hbuf, s
                 cli_usage_error("--buffer: expected a size from 1 to 64M, got '%s'", optarg);
             o->bufsize = (size_t)v;
             break;
+        case OPT_TLS: o->tls = true; break;
+        case OPT_CERT: o->cert = optarg; break;
+        case OPT_KEY: o->key = optarg; break;
+        case OPT_CACERT: o->cacert = optarg; break;
+        case OPT_INSECURE: o->insecure = true; break;
+        case OPT_VERIFY_CLIENT: o->verify_client = true; break;
+        case OPT_ALPN:
+            if (!*optarg || strstr(optarg, ",,") || optarg[0] == ',' ||
+                optarg[strlen(optarg) - 1] == ',')
+                cli_usage_error("--alpn: expected a comma-separated list, got '%s'", optarg);
+            o->alpn = optarg;
+            break;
+        case OPT_SNI:
+            if (!*optarg)
+                cli_usage_error("--sni: empty name");
+            o->sni = optarg;
+            break;
+        case OPT_KTLS:
+            if (strcmp(optarg, "off") == 0)
+                o->ktls = VEGA_TLS_KTLS_OFF;
+            else if (strcmp(optarg, "tx") == 0)
+                o->ktls = VEGA_TLS_KTLS_TX;
+            else if (strcmp(optarg, "txrx") == 0 || strcmp(optarg, "tx+rx") == 0)
+                o->ktls = VEGA_TLS_KTLS_TXRX;
+            else
+                cli_usage_error("--ktls: expected off, tx or txrx, got '%s'", optarg);
+            break;
         case ':': cli_usage_error("option '%s' needs a value", argv[optind - 1]);
         default:
             if (optopt)
@@ -197,6 +271,20 @@ static void parse_args(struct echo_opts *o, int argc, char **argv, char *hbuf, s
         cli_usage_error("-p sets the listening port and needs -l");
     if (o->max_conns && !o->listen)
         cli_usage_error("-m needs -l");
+    /* -k: ncat's keep-open for a server (always so here), no verification for a TLS client. */
+    if (k_flag && !o->listen && o->tls)
+        o->insecure = true;
+    if (o->tls && o->udp)
+        cli_usage_error("--tls cannot be used with -u (DTLS is not supported)");
+    if (!o->tls && (o->cert || o->key || o->cacert || o->insecure || o->verify_client ||
+                    o->alpn || o->sni || o->ktls != VEGA_TLS_KTLS_OFF))
+        cli_usage_error("TLS options need --tls");
+    if (o->key && !o->cert)
+        cli_usage_error("--key needs --cert");
+    if (o->verify_client && (!o->listen || !o->cacert))
+        cli_usage_error("--verify-client needs -l and --cacert");
+    if (o->listen && (o->insecure || o->sni))
+        cli_usage_error("%s is for clients", o->sni ? "--sni" : "--insecure");
     if (o->listen) {
         if (!idle_set && wait_set)
             o->idle_ns = wait_ns;
@@ -214,7 +302,11 @@ struct main_arg {
 static void *main_task(void *arg)
 {
     struct main_arg *m = arg;
-    m->code = m->o->listen ? echo_server_main(m->o) : echo_client_main(m->o);
+    struct echo_opts *o = (struct echo_opts *)m->o;
+    if (o->tls && (m->code = echo_tls_config(o, &o->tlscfg)) != 0)
+        return NULL;
+    m->code = o->listen ? echo_server_main(o) : echo_client_main(o);
+    vega_tls_config_free(o->tlscfg);
     return NULL;
 }
 

@@ -22,6 +22,8 @@ struct server {
 struct conn {
     struct server *srv;
     vega_sock *sock;
+    vega_stream *tls;     /* --tls: over sock (borrowed), kept while the socket is parked */
+    bool tls_ready;       /* its handshake completed */
     uint64_t echoed;
     char peer[VEGA_ADDR_STRLEN];
 };
@@ -34,14 +36,93 @@ static vega_deadline idle_deadline(const struct echo_opts *o)
 /* Reads on the handler's stack up to this size; a larger --buffer is allocated per wake-up. */
 #define STACK_BUF (16 * 1024)
 
+/* How long closing a TLS connection may take to say close_notify. */
+#define TLS_CLOSE_MS 1000
+
 static void conn_close(struct conn *c, const char *why, int err)
 {
+    char msg[400];
+    snprintf(msg, sizeof(msg), "%s", why ? why : echo_tls_strerror(c->tls, err));
+    if (c->tls) {
+        /* close_notify, unless the runtime is stopping (then do not wait at all) */
+        bool stopping = why && strcmp(why, "server stopping") == 0;
+        vega_stream_close(c->tls, stopping ? 0 : vega_deadline_in_ms(TLS_CLOSE_MS));
+    }
     vega_sock_close(c->sock);
     uint64_t left = atomic_fetch_sub(&c->srv->live, 1) - 1;
-    cli_log(1, "%s: %s after %llu bytes echoed (%llu open)", c->peer,
-            why ? why : vega_strerror(err), (unsigned long long)c->echoed,
-            (unsigned long long)left);
+    cli_log(1, "%s: %s after %llu bytes echoed (%llu open)", c->peer, msg,
+            (unsigned long long)c->echoed, (unsigned long long)left);
     free(c);
+}
+
+static void conn_ready(vega_sock *s, void *arg, int status);
+
+/*
+ * TLS: the connection keeps its TLS state (OpenSSL's, about 5 KiB, and no buffers) while the
+ * socket is parked; the handshake runs in steps between parks. A read with deadline 0 that
+ * finds nothing has processed every complete record, so waiting for the socket to become
+ * readable again is enough; records queued for sending are flushed first.
+ */
+static void tls_park(struct conn *c, vega_sock *s, char *heap)
+{
+    const struct echo_opts *o = c->srv->o;
+    int err = vega_tls_flush(c->tls, idle_deadline(o));
+    if (err == 0)
+        err = vega_sock_park(s, conn_ready, c, idle_deadline(o));
+    free(heap);
+    if (err == 0)
+        return;
+    conn_close(c, err == -ECANCELED ? "server stopping" : err == -ETIMEDOUT ? "idle timeout" : NULL,
+               err);
+}
+
+static void tls_conn_ready(struct conn *c, vega_sock *s)
+{
+    const struct echo_opts *o = c->srv->o;
+    if (!c->tls_ready) {
+        int r = vega_tls_handshake(c->tls, 0);
+        if (r == -ETIMEDOUT) {
+            tls_park(c, s, NULL);
+            return;
+        }
+        if (r < 0) { /* the message says "TLS handshake failed: why" */
+            conn_close(c, r == -ECANCELED ? "server stopping" : NULL, r);
+            return;
+        }
+        c->tls_ready = true;
+        echo_tls_describe(c->tls, c->peer, o);
+    }
+    char stackbuf[STACK_BUF];
+    size_t cap = o->bufsize < STACK_BUF ? o->bufsize : STACK_BUF;
+    char *buf = stackbuf, *heap = NULL;
+    if (o->bufsize > STACK_BUF && (heap = malloc(o->bufsize)) != NULL) {
+        buf = heap;
+        cap = o->bufsize;
+    }
+    const char *why = "closed by the peer";
+    int err = 0;
+    for (;;) {
+        vega_ssize n = vega_stream_read(c->tls, buf, cap, 0);
+        if (n == -ETIMEDOUT) {
+            tls_park(c, s, heap);
+            return;
+        }
+        if (n == 0) {
+            /* close_notify: everything was echoed; answer with ours. */
+            vega_stream_shutdown(c->tls, SHUT_WR, idle_deadline(o));
+            break;
+        }
+        if (n > 0)
+            n = vega_stream_write(c->tls, buf, (size_t)n, NULL, idle_deadline(o));
+        if (n < 0) {
+            err = (int)n;
+            why = n == -ETIMEDOUT ? "idle timeout" : n == -ECANCELED ? "server stopping" : NULL;
+            break;
+        }
+        c->echoed += (uint64_t)n;
+    }
+    free(heap);
+    conn_close(c, why, err);
 }
 
 /*
@@ -55,6 +136,10 @@ static void conn_ready(vega_sock *s, void *arg, int status)
     const struct echo_opts *o = c->srv->o;
     if (status < 0) {
         conn_close(c, status == -ETIMEDOUT ? "idle timeout" : "server stopping", status);
+        return;
+    }
+    if (c->tls) {
+        tls_conn_ready(c, s);
         return;
     }
     char stackbuf[STACK_BUF];
@@ -152,6 +237,15 @@ static int accept_loop(struct server *srv)
         memcpy(c->peer, name, sizeof(name));
         if (vega_addr_family(&peer) != AF_UNIX)
             vega_sock_set_nodelay(s, true);
+        if (o->tlscfg) {
+            r = vega_tls_stream_from_sock(&c->tls, s, VEGA_STREAM_BORROW, o->tlscfg, NULL);
+            if (r < 0) {
+                cli_err(name, "TLS: %s", vega_tls_strerror(r));
+                vega_sock_close(s);
+                free(c);
+                continue;
+            }
+        }
         live = atomic_fetch_add(&srv->live, 1) + 1;
         atomic_fetch_add(&srv->total, 1);
         cli_log(1, "connection from %s (%llu open)", name, (unsigned long long)live);
@@ -161,6 +255,7 @@ static int accept_loop(struct server *srv)
             atomic_fetch_sub(&srv->live, 1);
             if (r != -ECANCELED)
                 cli_err("park", "%s; closing %s", vega_strerror(r), name);
+            vega_stream_close(c->tls, 0);
             vega_sock_close(s);
             free(c);
             if (r == -ECANCELED)
@@ -237,12 +332,17 @@ static void print_listening(const struct echo_opts *o, const vega_addr *bound)
             host = "127.0.0.1";
         else if (strcmp(host, "::") == 0)
             host = "::1";
-        snprintf(hint, sizeof(hint), "vega-echo %s%s %u", o->udp ? "-u " : "", host,
+        snprintf(hint, sizeof(hint), "vega-echo %s%s%s %u", o->udp ? "-u " : "",
+                 !o->tls ? "" : o->cert ? "--tls " : "--tls -k ", host,
                  (unsigned)vega_addr_port(bound));
     }
+    if (o->unix_path && o->tls)
+        snprintf(hint, sizeof(hint), "vega-echo --tls%s -U %s", o->cert ? "" : " -k", o->unix_path);
     unsigned w = vega_rt_workers(rt);
-    fprintf(stderr, "vega-echo: listening on %s%s (driver %s, %u worker%s); try: %s\n",
-            o->udp ? "udp " : "", where, vega_rt_driver_name(rt), w, w == 1 ? "" : "s", hint);
+    const char *tls = !o->tls ? "" : o->cert ? "TLS, " : "TLS with a self-signed certificate, ";
+    fprintf(stderr, "vega-echo: listening on %s%s (%sdriver %s, %u worker%s); try: %s\n",
+            o->udp ? "udp " : "", where, tls, vega_rt_driver_name(rt), w, w == 1 ? "" : "s",
+            hint);
     fflush(stderr);
 }
 

@@ -24,6 +24,7 @@ struct conn {
     struct load_run *r;
     const struct load_opts *o;
     vega_sock *sock;
+    vega_stream *tls;    /* --tls: over sock (borrowed) */
     unsigned char *buf;  /* receive buffer */
     size_t cap;
     unsigned char *dgram; /* UDP: the datagram sent, with a sequence number in front */
@@ -47,8 +48,49 @@ static enum step failed(struct conn *c, enum load_kind kind, int code, bool at_e
     }
     c->last_err = code;
     c->last_kind = kind;
-    load_error(c->r, kind, code);
+    load_error_msg(c->r, kind, code,
+                   c->tls && code <= VEGA_TLS_ERR_BASE ? vega_tls_last_error(c->tls) : NULL);
     return STEP_FAIL;
+}
+
+static void conn_close(struct conn *c);
+
+/* The stream's I/O: TLS when there is a TLS stream, else the socket. */
+static vega_ssize conn_read(struct conn *c, void *buf, size_t n, vega_deadline dl)
+{
+    return c->tls ? vega_stream_read(c->tls, buf, n, dl) : vega_sock_read(c->sock, buf, n, dl);
+}
+
+static vega_ssize conn_write(struct conn *c, const void *buf, size_t n, vega_deadline dl)
+{
+    return c->tls ? vega_stream_write(c->tls, buf, n, NULL, dl)
+                  : vega_sock_write(c->sock, buf, n, NULL, dl);
+}
+
+/* --tls: the handshake over the connected socket, within the connect's deadline. */
+static enum step tls_open(struct conn *c, vega_deadline dl, bool at_end)
+{
+    const struct load_opts *o = c->o;
+    vega_tls_opts to;
+    vega_tls_opts_init(&to);
+    to.server_name = o->sni ? o->sni : o->unix_path ? NULL : o->host;
+    to.port = o->port ? (uint16_t)atoi(o->port) : 0;
+    int e = vega_tls_stream_from_sock(&c->tls, c->sock, VEGA_STREAM_BORROW, c->r->tls, &to);
+    if (e == 0)
+        e = vega_tls_handshake(c->tls, dl);
+    if (e == 0)
+        return STEP_OK;
+    enum step s;
+    if (e == -ECANCELED || (e == -ETIMEDOUT && at_end)) {
+        s = STEP_STOP;
+    } else {
+        c->last_err = e;
+        c->last_kind = LOAD_ERR_CONNECT;
+        load_error_msg(c->r, LOAD_ERR_CONNECT, e, c->tls ? vega_tls_last_error(c->tls) : NULL);
+        s = STEP_FAIL;
+    }
+    conn_close(c);
+    return s;
 }
 
 static enum step conn_open(struct conn *c)
@@ -78,9 +120,14 @@ static enum step conn_open(struct conn *c)
     }
     if (e < 0)
         return failed(c, LOAD_ERR_CONNECT, e, at_end);
-    c->ever = true;
     if (!c->o->unix_path)
         vega_sock_set_nodelay(c->sock, true);
+    if (r->tls) {
+        enum step s = tls_open(c, dl, at_end);
+        if (s != STEP_OK)
+            return s;
+    }
+    c->ever = true;
     load_bump(&load_worker_self(r)->connects, 1);
     return STEP_OK;
 }
@@ -92,7 +139,7 @@ static enum step read_echo(struct conn *c, vega_deadline dl, bool at_end)
     size_t size = c->o->size, got = 0;
     while (got < size) {
         size_t n = size - got < c->cap ? size - got : c->cap;
-        vega_ssize k = vega_sock_read(c->sock, c->buf, n, dl);
+        vega_ssize k = conn_read(c, c->buf, n, dl);
         if (k <= 0)
             return failed(c, LOAD_ERR_READ, (int)k, at_end);
         if (memcmp(c->buf, want + got, (size_t)k) != 0)
@@ -113,7 +160,7 @@ struct writer {
 static void *writer_main(void *arg)
 {
     struct writer *w = arg;
-    vega_ssize n = vega_sock_write(w->c->sock, w->c->r->payload, w->c->o->size, NULL, w->dl);
+    vega_ssize n = conn_write(w->c, w->c->r->payload, w->c->o->size, w->dl);
     w->err = n < 0 ? (int)n : 0;
     return NULL;
 }
@@ -121,7 +168,7 @@ static void *writer_main(void *arg)
 static enum step stream_round_trip(struct conn *c, vega_deadline dl, bool at_end)
 {
     if (c->o->size <= c->cap) {
-        vega_ssize n = vega_sock_write(c->sock, c->r->payload, c->o->size, NULL, dl);
+        vega_ssize n = conn_write(c, c->r->payload, c->o->size, dl);
         if (n < 0)
             return failed(c, LOAD_ERR_WRITE, (int)n, at_end);
         return read_echo(c, dl, at_end);
@@ -163,6 +210,9 @@ static enum step udp_round_trip(struct conn *c, vega_deadline dl, bool at_end)
 
 static void conn_close(struct conn *c)
 {
+    if (c->tls) /* close_notify if it goes out at once: a load generator does not wait */
+        vega_stream_close(c->tls, 0);
+    c->tls = NULL;
     vega_sock_close(c->sock);
     c->sock = NULL;
 }

@@ -42,6 +42,10 @@ struct load_opts {
     vega_driver_kind driver;
     bool json;
     bool progress;           /* a live line on stderr (a terminal, no --no-progress) */
+    bool tls;                /* --tls */
+    bool insecure;           /* -k: no certificate verification */
+    const char *cacert;      /* --cacert */
+    const char *sni;         /* --sni: the name to send and verify (default: HOST) */
     sigset_t stop_signals;   /* SIGINT, SIGTERM: stop early, report what was done */
 };
 
@@ -80,6 +84,7 @@ struct load_run {
     atomic_bool reported[LOAD_ERR_KINDS];
     unsigned nworkers;
     struct load_worker *w;
+    vega_tls_config *tls;          /* --tls: shared by every connection (and its session cache) */
 };
 
 /* Totals after a run. */
@@ -111,6 +116,8 @@ static inline void load_bump(atomic_uint_fast64_t *c, uint64_t d)
 /* Counts an error of kind (code: a negative libvega code, or 0 for "closed by the peer") and
  * reports the first of each kind on stderr (every one with -v). */
 void load_error(struct load_run *r, enum load_kind kind, int code);
+/* load_error with a message of its own (NULL: the code's), e.g. a TLS failure's. */
+void load_error_msg(struct load_run *r, enum load_kind kind, int code, const char *msg);
 
 /* -n: takes one round trip to do; false when none are left. load_ticket_return gives back the
  * ticket of a round trip that did not complete, so that exactly N complete. */

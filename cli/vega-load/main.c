@@ -35,6 +35,11 @@ static const char usage_text[] =
     "  -u, --udp               UDP: one datagram per round trip, no reconnects\n"
     "  -U, --unix-socket PATH  a Unix stream socket (@NAME = abstract namespace)\n"
     "  -4 / -6                 resolve HOST to IPv4 / IPv6 only\n"
+    "      --tls               TLS over the stream (each connection's handshake counts as its\n"
+    "                          connect; reconnects resume the session); also --ssl\n"
+    "  -k, --insecure          with --tls: do not verify the server's certificate\n"
+    "      --cacert FILE       with --tls: CAs to verify the server with (default: the system's)\n"
+    "      --sni NAME          with --tls: the name to send and verify (default: HOST)\n"
     "\n"
     "Runtime:\n"
     "  -t, --threads N         worker threads the connections are spread over (default 1, as\n"
@@ -66,7 +71,8 @@ static const char usage_text[] =
     "  vega-load echo -c 100 -t 2 -s 1K --warm-up 1s -d 10s --json 127.0.0.1:7000\n"
     "  vega-load echo -c 4 -n 100k --driver epoll localhost:7000\n"
     "  vega-load echo -u -c 8 -d 5s 127.0.0.1:7000\n"
-    "  vega-load echo -U /tmp/echo.sock -c 16 -d 3s\n";
+    "  vega-load echo -U /tmp/echo.sock -c 16 -d 3s\n"
+    "  vega-echo -l --tls 7443 &   then:  vega-load echo --tls -k -n 1000 127.0.0.1:7443\n";
 
 enum {
     OPT_VERSION = 256,
@@ -76,6 +82,9 @@ enum {
     OPT_TIMEOUT,
     OPT_JSON,
     OPT_NO_PROGRESS,
+    OPT_TLS,
+    OPT_CACERT,
+    OPT_SNI,
 };
 
 static const struct option long_opts[] = {
@@ -99,6 +108,11 @@ static const struct option long_opts[] = {
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
+    {"tls", no_argument, NULL, OPT_TLS},
+    {"ssl", no_argument, NULL, OPT_TLS},
+    {"insecure", no_argument, NULL, 'k'},
+    {"cacert", required_argument, NULL, OPT_CACERT},
+    {"sni", required_argument, NULL, OPT_SNI},
     {NULL, 0, NULL, 0},
 };
 
@@ -191,7 +205,7 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
     uint64_t v;
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":c:d:z:n:s:t:uU:46vh", long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":c:d:z:n:s:t:uU:46kvh", long_opts, NULL)) != -1) {
         switch (c) {
         case 'c':
             if (cli_parse_count(optarg, &v) < 0 || v < 1 || v > LOAD_MAX_CONNS)
@@ -231,6 +245,14 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
                 cli_usage_error("--driver: expected uring or epoll, got '%s'", optarg);
             break;
         case OPT_JSON: o->json = true; break;
+        case OPT_TLS: o->tls = true; break;
+        case 'k': o->insecure = true; break;
+        case OPT_CACERT: o->cacert = optarg; break;
+        case OPT_SNI:
+            if (!*optarg)
+                cli_usage_error("--sni: empty name");
+            o->sni = optarg;
+            break;
         case OPT_NO_PROGRESS: no_progress = true; break;
         case 'v': cli_verbose++; break;
         case 'h': fputs(usage_text, stdout); exit(CLI_EXIT_OK);
@@ -250,6 +272,10 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
         cli_usage_error("-4/-6 cannot be used with -U");
     if (o->unix_path && !*o->unix_path)
         cli_usage_error("-U: empty path");
+    if (o->tls && o->udp)
+        cli_usage_error("--tls cannot be used with -u (DTLS is not supported)");
+    if (!o->tls && (o->insecure || o->cacert || o->sni))
+        cli_usage_error("%s needs --tls", o->insecure ? "-k" : o->cacert ? "--cacert" : "--sni");
     if (o->udp && o->size > LOAD_MAX_UDP_SIZE)
         cli_usage_error("-s: %zu bytes do not fit in one UDP datagram (at most %u with -u)",
                         o->size, LOAD_MAX_UDP_SIZE);

@@ -47,6 +47,8 @@ static void fmt_bytes(char *buf, size_t cap, double b)
 
 static const char *transport(const struct load_opts *o)
 {
+    if (o->tls)
+        return o->unix_path ? "unix+tls" : "tls";
     return o->unix_path ? "unix" : o->udp ? "udp" : "tcp";
 }
 

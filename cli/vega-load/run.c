@@ -46,6 +46,11 @@ static const char *target_name(const struct load_opts *o)
 
 void load_error(struct load_run *r, enum load_kind kind, int code)
 {
+    load_error_msg(r, kind, code, NULL);
+}
+
+void load_error_msg(struct load_run *r, enum load_kind kind, int code, const char *msg)
+{
     load_bump(&load_worker_self(r)->errors[kind], 1);
     if (atomic_exchange(&r->reported[kind], true) && cli_verbose < 1)
         return;
@@ -59,7 +64,7 @@ void load_error(struct load_run *r, enum load_kind kind, int code)
             load_fmt_duration(limit, sizeof(limit), (double)r->o->timeout_ns / 1e3);
             cli_err(what, "no answer within %s (--timeout)", limit);
         } else {
-            cli_err_code(what, code);
+            cli_err(what, "%s", msg && *msg ? msg : vega_tls_strerror(code));
         }
         break;
     case LOAD_ERR_READ:
@@ -68,7 +73,7 @@ void load_error(struct load_run *r, enum load_kind kind, int code)
         if (code == 0)
             cli_err(what, "connection closed by the server");
         else
-            cli_err_code(what, code);
+            cli_err(what, "%s", msg && *msg ? msg : vega_tls_strerror(code));
         break;
     case LOAD_ERR_TIMEOUT:
         load_fmt_duration(limit, sizeof(limit), (double)r->o->timeout_ns / 1e3);
@@ -291,6 +296,25 @@ static int exit_code(const struct load_opts *o, const struct load_totals *t)
     return CLI_EXIT_OK;
 }
 
+/* --tls: the client configuration all connections share. Returns 0 or a negative code
+ * (reported). */
+static int tls_setup(struct load_run *r)
+{
+    const struct load_opts *o = r->o;
+    int e = vega_tls_config_new(&r->tls, VEGA_TLS_CLIENT);
+    const char *what = "TLS";
+    if (e == 0 && o->insecure)
+        e = vega_tls_config_set_verify(r->tls, VEGA_TLS_VERIFY_NONE);
+    if (e == 0 && o->cacert) {
+        what = o->cacert;
+        e = vega_tls_config_set_ca_file(r->tls, o->cacert);
+    }
+    if (e < 0)
+        cli_err(what, "%s", e == VEGA_TLS_ERR_CONFIG ? "no PEM certificate in it"
+                                                     : vega_tls_strerror(e));
+    return e;
+}
+
 /* Starts the connections, waits for them, and fills t. Returns 0 or a negative code. */
 static int drive(struct load_run *r, struct load_totals *t)
 {
@@ -352,6 +376,8 @@ int load_run_main(const struct load_opts *o)
     unsigned char *payload = NULL;
     if (resolve(&r) < 0)
         goto out;
+    if (o->tls && tls_setup(&r) < 0)
+        goto out;
     payload = make_payload(o->size);
     r.payload = payload;
     int e = payload ? workers_init(&r) : -ENOMEM;
@@ -377,6 +403,7 @@ out:
     fflush(stdout);
     cli_hist_fini(&t.hist);
     workers_fini(&r);
+    vega_tls_config_free(r.tls);
     free(payload);
     return code;
 }

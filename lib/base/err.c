@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <vega/crypto.h>
+#include <vega/tls.h>
 
 #include "base.h"
 
@@ -25,6 +26,22 @@ static const struct code lib_codes[] = {
     {VEGA_ERR_EMPTY, "VEGA_ERR_EMPTY", "nothing to receive"},
     {VEGA_ERR_LAGGED, "VEGA_ERR_LAGGED", "receiver lagged behind and missed messages"},
     {VEGA_ERR_NOTASK, "VEGA_ERR_NOTASK", "not called from inside a task"},
+    /* tls.h */
+    {VEGA_TLS_ERR_HANDSHAKE, "VEGA_TLS_ERR_HANDSHAKE", "TLS handshake failed"},
+    {VEGA_TLS_ERR_ALERT, "VEGA_TLS_ERR_ALERT", "the TLS peer sent a fatal alert"},
+    {VEGA_TLS_ERR_CERT_UNTRUSTED, "VEGA_TLS_ERR_CERT_UNTRUSTED",
+     "certificate verify failed: unknown or untrusted CA"},
+    {VEGA_TLS_ERR_CERT_EXPIRED, "VEGA_TLS_ERR_CERT_EXPIRED",
+     "certificate verify failed: expired or not yet valid"},
+    {VEGA_TLS_ERR_CERT_NAME, "VEGA_TLS_ERR_CERT_NAME",
+     "certificate verify failed: the certificate does not match the host name"},
+    {VEGA_TLS_ERR_CERT, "VEGA_TLS_ERR_CERT", "certificate verify failed"},
+    {VEGA_TLS_ERR_NO_CERT, "VEGA_TLS_ERR_NO_CERT", "a required client certificate is missing"},
+    {VEGA_TLS_ERR_TRUNCATED, "VEGA_TLS_ERR_TRUNCATED",
+     "TLS stream truncated: the peer closed without close_notify"},
+    {VEGA_TLS_ERR_PROTOCOL, "VEGA_TLS_ERR_PROTOCOL", "TLS protocol error"},
+    {VEGA_TLS_ERR_CONFIG, "VEGA_TLS_ERR_CONFIG",
+     "bad TLS configuration (certificate, key, CA or list)"},
     /* crypto.h */
     {VEGA_ERR_CRYPTO_LIBCRYPTO, "VEGA_ERR_CRYPTO_LIBCRYPTO", "libcrypto failed unexpectedly"},
     {VEGA_ERR_CRYPTO_UNSUPPORTED, "VEGA_ERR_CRYPTO_UNSUPPORTED",

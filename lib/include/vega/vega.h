@@ -14,5 +14,8 @@
 #include <vega/process.h>
 #include <vega/stream.h>
 #include <vega/codec.h>
+#include <vega/crypto.h>
+#include <vega/tls.h>
+#include <vega/compress.h>
 
 #endif

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/* What a TLS stream negotiated (version, cipher, ALPN, SNI, resumption, peer certificate), its
+ * last error and its kernel TLS status. */
+#include <string.h>
+
+#include <openssl/x509.h>
+
+#include "tls_int.h"
+
+/* Each accessor takes the stream lock: a reader and a writer may be running. */
+#define LOCKED(t, expr)                                                                            \
+    ({                                                                                             \
+        pthread_mutex_lock(&(t)->mu);                                                              \
+        __typeof__(expr) v_ = (expr);                                                              \
+        pthread_mutex_unlock(&(t)->mu);                                                            \
+        v_;                                                                                        \
+    })
+
+const char *vega_tls_get_alpn(vega_stream *s)
+{
+    struct vega_tls *t = vega__tls_of(s);
+    return t ? LOCKED(t, (const char *)t->alpn) : NULL;
+}
+
+const char *vega_tls_get_version(vega_stream *s)
+{
+    struct vega_tls *t = vega__tls_of(s);
+    return t && LOCKED(t, t->hs_done) ? LOCKED(t, SSL_get_version(t->ssl)) : NULL;
+}
+
+const char *vega_tls_get_cipher(vega_stream *s)
+{
+    struct vega_tls *t = vega__tls_of(s);
+    if (!t || !LOCKED(t, t->hs_done))
+        return NULL;
+    const SSL_CIPHER *c = LOCKED(t, SSL_get_current_cipher(t->ssl));
+    return c ? SSL_CIPHER_standard_name(c) : NULL;
+}
+
+const char *vega_tls_get_server_name(vega_stream *s)
+{
+    struct vega_tls *t = vega__tls_of(s);
+    if (!t)
+        return NULL;
+    return LOCKED(t, (const char *)(t->server ? t->server_name : t->sni));
+}
+
+bool vega_tls_session_reused(vega_stream *s)
+{
+    struct vega_tls *t = vega__tls_of(s);
+    return t && LOCKED(t, t->hs_done && SSL_session_reused(t->ssl) == 1);
+}
+
+vega_ssize vega_tls_peer_subject(vega_stream *s, char *buf, size_t cap)
+{
+    struct vega_tls *t = vega__tls_of(s);
+    if (!t || (!buf && cap))
+        return -EINVAL;
+    pthread_mutex_lock(&t->mu);
+    X509 *x = SSL_get0_peer_certificate(t->ssl);
+    vega_ssize r = 0;
+    if (x) {
+        BIO *b = BIO_new(BIO_s_mem());
+        if (!b) {
+            r = -ENOMEM;
+        } else {
+            X509_NAME_print_ex(b, X509_get_subject_name(x), 0, XN_FLAG_RFC2253);
+            char *p;
+            long n = BIO_get_mem_data(b, &p);
+            r = n;
+            if (cap)
+                snprintf(buf, cap, "%.*s", (int)n, p);
+            if ((size_t)n >= cap)
+                r = VEGA_ERR_NOBUF;
+            BIO_free(b);
+        }
+    } else if (cap) {
+        buf[0] = '\0';
+    }
+    pthread_mutex_unlock(&t->mu);
+    return r;
+}
+
+vega_ssize vega_tls_peer_cert_der(vega_stream *s, void *buf, size_t cap)
+{
+    struct vega_tls *t = vega__tls_of(s);
+    if (!t || (!buf && cap))
+        return -EINVAL;
+    pthread_mutex_lock(&t->mu);
+    X509 *x = SSL_get0_peer_certificate(t->ssl);
+    vega_ssize r = x ? i2d_X509(x, NULL) : 0;
+    if (r > 0 && buf) {
+        if ((size_t)r > cap) {
+            r = VEGA_ERR_NOBUF;
+        } else {
+            unsigned char *p = buf;
+            i2d_X509(x, &p);
+        }
+    } else if (r < 0) {
+        r = -ENOMEM;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return r;
+}
+
+bool vega_tls_has_buffered(vega_stream *s)
+{
+    struct vega_tls *t = vega__tls_of(s);
+    if (!t)
+        return false;
+    pthread_mutex_lock(&t->mu);
+    bool b = t->in_pos < t->in_end || t->outq.off < t->outq.len || t->outfl.off < t->outfl.len ||
+             SSL_pending(t->ssl) > 0 || SSL_has_pending(t->ssl);
+    pthread_mutex_unlock(&t->mu);
+    return b;
+}
+
+int vega_tls_get_error(vega_stream *s, vega_tls_error *out)
+{
+    struct vega_tls *t = vega__tls_of(s);
+    if (!t || !out)
+        return -EINVAL;
+    pthread_mutex_lock(&t->mu);
+    *out = t->err;
+    pthread_mutex_unlock(&t->mu);
+    return 0;
+}
+
+const char *vega_tls_last_error(vega_stream *s)
+{
+    struct vega_tls *t = vega__tls_of(s);
+    return t ? t->err.message : "";
+}
+
+int vega_tls_ktls_status(vega_stream *s, vega_tls_ktls_info *out)
+{
+    struct vega_tls *t = vega__tls_of(s);
+    if (!t || !out)
+        return -EINVAL;
+    pthread_mutex_lock(&t->mu);
+    out->tx = t->ktls.tx;
+    out->rx = t->ktls.rx;
+    out->rx_pending = t->ktls.rx_pending;
+    snprintf(out->reason, sizeof(out->reason), "%s", t->ktls.reason);
+    pthread_mutex_unlock(&t->mu);
+    return 0;
+}
