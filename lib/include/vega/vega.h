@@ -17,5 +17,6 @@
 #include <vega/crypto.h>
 #include <vega/tls.h>
 #include <vega/compress.h>
+#include <vega/http1.h>
 
 #endif
