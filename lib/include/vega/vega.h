@@ -17,6 +17,7 @@
 #include <vega/crypto.h>
 #include <vega/tls.h>
 #include <vega/compress.h>
+#include <vega/http.h>
 #include <vega/http1.h>
 
 #endif
