@@ -19,6 +19,10 @@ _Noreturn void vtest_skip(const char *why);
 /* The driver the runtime tests use: $VEGA_DRIVER ("uring"/"epoll"), default = library default. */
 int vtest_driver(void);
 
+/* Runs body as the main task of a fresh runtime on vtest_driver(): workers == 0 means the
+ * current-thread flavour. Skips (exit 77) when the driver is not available here. */
+void vtest_run(void (*body)(void), unsigned workers);
+
 #define VTEST(name)                                                                            \
     static void vtest_case_##name(void);                                                       \
     __attribute__((constructor)) static void vtest_reg_##name(void)                            \

@@ -55,6 +55,35 @@ int vtest_driver(void)
     return VEGA_DRIVER_DEFAULT;
 }
 
+static void (*run_body)(void);
+
+static void *run_task(void *arg)
+{
+    (void)arg;
+    run_body();
+    return NULL;
+}
+
+void vtest_run(void (*body)(void), unsigned workers)
+{
+    vega_rt_options o;
+    vega_rt_options_init(&o);
+    o.flavor = workers ? VEGA_RT_MULTI_THREAD : VEGA_RT_CURRENT_THREAD;
+    o.workers = workers;
+    o.driver = vtest_driver();
+    vega_rt *rt;
+    int r = vega_rt_new(&rt, &o);
+    if (r == -ENOSYS || r == -EPERM)
+        vtest_skip("driver not available here");
+    if (r != 0)
+        vtest_fail(__FILE__, __LINE__, "vega_rt_new: %s", vega_strerror(r));
+    run_body = body;
+    r = vega_rt_block_on(rt, run_task, NULL, NULL);
+    if (r != 0)
+        vtest_fail(__FILE__, __LINE__, "vega_rt_block_on: %s", vega_strerror(r));
+    vega_rt_free(rt);
+}
+
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);

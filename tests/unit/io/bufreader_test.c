@@ -12,32 +12,6 @@
 
 #define DL(ms) vega_deadline_in_ms(ms)
 
-static void (*case_body)(void);
-
-static void *case_task(void *arg)
-{
-    case_body();
-    return NULL;
-}
-
-/* Runs body as the main task of a fresh runtime; workers == 0 means current-thread. */
-static void run(void (*body)(void), unsigned workers)
-{
-    vega_rt_options o;
-    vega_rt_options_init(&o);
-    o.flavor = workers ? VEGA_RT_MULTI_THREAD : VEGA_RT_CURRENT_THREAD;
-    o.workers = workers;
-    o.driver = vtest_driver();
-    vega_rt *rt;
-    int r = vega_rt_new(&rt, &o);
-    if (r == -ENOSYS || r == -EPERM)
-        vtest_skip("driver not available here");
-    VCHECK_EQ(r, 0);
-    case_body = body;
-    VCHECK_EQ(vega_rt_block_on(rt, case_task, NULL, NULL), 0);
-    vega_rt_free(rt);
-}
-
 static long scaled(long n)
 {
     const char *s = getenv("VEGA_TEST_SCALE");
@@ -96,7 +70,7 @@ static void body_read(void)
 
 VTEST(read_and_bypass)
 {
-    run(body_read, 0);
+    vtest_run(body_read, 0);
 }
 
 static void body_read_exact(void)
@@ -150,7 +124,7 @@ static void body_read_exact(void)
 
 VTEST(read_exact_eof_and_truncation)
 {
-    run(body_read_exact, 0);
+    vtest_run(body_read_exact, 0);
 }
 
 static void body_read_until(void)
@@ -205,7 +179,7 @@ static void body_read_until(void)
 
 VTEST(read_until_limit)
 {
-    run(body_read_until, 0);
+    vtest_run(body_read_until, 0);
 }
 
 static void body_peek(void)
@@ -239,7 +213,7 @@ static void body_peek(void)
 
 VTEST(peek_consume)
 {
-    run(body_peek, 0);
+    vtest_run(body_peek, 0);
 }
 
 /* ---- random lines through a faulty duplex ---------------------------------------------------- */
@@ -321,10 +295,10 @@ static void body_random_lines(void)
 
 VTEST(random_lines_faulty)
 {
-    run(body_random_lines, 0);
+    vtest_run(body_random_lines, 0);
 }
 
 VTEST(random_lines_faulty_multi_thread)
 {
-    run(body_random_lines, 2);
+    vtest_run(body_random_lines, 2);
 }

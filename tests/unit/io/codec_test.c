@@ -18,32 +18,6 @@
 
 #define DL(ms) vega_deadline_in_ms(ms)
 
-static void (*case_body)(void);
-
-static void *case_task(void *arg)
-{
-    case_body();
-    return NULL;
-}
-
-/* Runs body as the main task of a fresh runtime; workers == 0 means current-thread. */
-static void run(void (*body)(void), unsigned workers)
-{
-    vega_rt_options o;
-    vega_rt_options_init(&o);
-    o.flavor = workers ? VEGA_RT_MULTI_THREAD : VEGA_RT_CURRENT_THREAD;
-    o.workers = workers;
-    o.driver = vtest_driver();
-    vega_rt *rt;
-    int r = vega_rt_new(&rt, &o);
-    if (r == -ENOSYS || r == -EPERM)
-        vtest_skip("driver not available here");
-    VCHECK_EQ(r, 0);
-    case_body = body;
-    VCHECK_EQ(vega_rt_block_on(rt, case_task, NULL, NULL), 0);
-    vega_rt_free(rt);
-}
-
 static long scaled(long n)
 {
     const char *s = getenv("VEGA_TEST_SCALE");
@@ -279,12 +253,12 @@ static void body_length_faulty(void)
 
 VTEST(length_random_frames_faulty)
 {
-    run(body_length_faulty, 0);
+    vtest_run(body_length_faulty, 0);
 }
 
 VTEST(length_random_frames_faulty_multi_thread)
 {
-    run(body_length_faulty, 2);
+    vtest_run(body_length_faulty, 2);
 }
 
 static void body_lines_faulty(void)
@@ -300,12 +274,12 @@ static void body_lines_faulty(void)
 
 VTEST(lines_random_faulty)
 {
-    run(body_lines_faulty, 0);
+    vtest_run(body_lines_faulty, 0);
 }
 
 VTEST(lines_random_faulty_multi_thread)
 {
-    run(body_lines_faulty, 2);
+    vtest_run(body_lines_faulty, 2);
 }
 
 /* BYTES: chunks come as they arrive (never above the chunk size); the concatenation is exact. */
@@ -369,7 +343,7 @@ static void body_bytes_faulty(void)
 
 VTEST(bytes_chunks_faulty)
 {
-    run(body_bytes_faulty, 0);
+    vtest_run(body_bytes_faulty, 0);
 }
 
 /* ---- limits ---------------------------------------------------------------------------------- */
@@ -431,7 +405,7 @@ static void body_length_limits(void)
 
 VTEST(length_oversize)
 {
-    run(body_length_limits, 0);
+    vtest_run(body_length_limits, 0);
 }
 
 static void body_line_limits(void)
@@ -493,7 +467,7 @@ static void body_line_limits(void)
 
 VTEST(lines_oversize)
 {
-    run(body_line_limits, 0);
+    vtest_run(body_line_limits, 0);
 }
 
 /* ---- truncation ------------------------------------------------------------------------------ */
@@ -568,7 +542,7 @@ static void body_truncation(void)
 
 VTEST(truncated_frames)
 {
-    run(body_truncation, 0);
+    vtest_run(body_truncation, 0);
 }
 
 /* ---- deadlines and cancellation -------------------------------------------------------------- */
@@ -617,7 +591,7 @@ static void body_resume(void)
 
 VTEST(timeout_resumes_inside_frame)
 {
-    run(body_resume, 0);
+    vtest_run(body_resume, 0);
 }
 
 struct blocked_dec {
@@ -667,7 +641,7 @@ static void body_cancel(void)
 
 VTEST(cancel_blocked_decode)
 {
-    run(body_cancel, 2);
+    vtest_run(body_cancel, 2);
 }
 
 /* ---- real sockets and pipes ------------------------------------------------------------------ */
@@ -718,7 +692,7 @@ static void body_tcp(void)
 
 VTEST(tcp_frames)
 {
-    run(body_tcp, 2);
+    vtest_run(body_tcp, 2);
 }
 
 static void body_pipe(void)
@@ -743,5 +717,5 @@ static void body_pipe(void)
 
 VTEST(pipe_lines)
 {
-    run(body_pipe, 2);
+    vtest_run(body_pipe, 2);
 }

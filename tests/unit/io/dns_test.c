@@ -27,31 +27,6 @@
 
 /* ---- harness --------------------------------------------------------------------------------- */
 
-static void (*case_body)(void);
-
-static void *case_task(void *arg)
-{
-    case_body();
-    return NULL;
-}
-
-static void run(void (*body)(void), unsigned workers)
-{
-    vega_rt_options o;
-    vega_rt_options_init(&o);
-    o.flavor = workers ? VEGA_RT_MULTI_THREAD : VEGA_RT_CURRENT_THREAD;
-    o.workers = workers;
-    o.driver = vtest_driver();
-    vega_rt *rt;
-    int r = vega_rt_new(&rt, &o);
-    if (r == -ENOSYS || r == -EPERM)
-        vtest_skip("driver not available here");
-    VCHECK_EQ(r, 0);
-    case_body = body;
-    VCHECK_EQ(vega_rt_block_on(rt, case_task, NULL, NULL), 0);
-    vega_rt_free(rt);
-}
-
 static vega_tstamp ms_since(vega_tstamp t0) { return (vega_now() - t0) / VEGA_NS_PER_MS; }
 
 static void addr_check(const vega_addr *a, const char *ip)
@@ -293,7 +268,7 @@ static void body_local_names(void)
 
 VTEST(local_names)
 {
-    run(body_local_names, 0);
+    vtest_run(body_local_names, 0);
 }
 
 VTEST(resolver_options)
@@ -692,7 +667,7 @@ static void body_fake_basic(void)
 
 VTEST(fake_basic)
 {
-    run(body_fake_basic, 0);
+    vtest_run(body_fake_basic, 0);
 }
 
 static void body_fake_tcp_fallback(void)
@@ -728,7 +703,7 @@ static void body_fake_tcp_fallback(void)
 
 VTEST(fake_tcp_fallback)
 {
-    run(body_fake_tcp_fallback, 0);
+    vtest_run(body_fake_tcp_fallback, 0);
 }
 
 static void body_fake_negative_cache(void)
@@ -763,7 +738,7 @@ static void body_fake_negative_cache(void)
 
 VTEST(fake_negative_cache)
 {
-    run(body_fake_negative_cache, 0);
+    vtest_run(body_fake_negative_cache, 0);
 }
 
 static void body_fake_ttl_expiry(void)
@@ -797,7 +772,7 @@ static void body_fake_ttl_expiry(void)
 
 VTEST(fake_ttl_expiry)
 {
-    run(body_fake_ttl_expiry, 0);
+    vtest_run(body_fake_ttl_expiry, 0);
 }
 
 static void body_fake_search(void)
@@ -855,7 +830,7 @@ static void body_fake_search(void)
 
 VTEST(fake_search)
 {
-    run(body_fake_search, 0);
+    vtest_run(body_fake_search, 0);
 }
 
 static void body_fake_spoof_edns(void)
@@ -907,12 +882,12 @@ static void body_fake_partial(void)
 
 VTEST(fake_partial)
 {
-    run(body_fake_partial, 0);
+    vtest_run(body_fake_partial, 0);
 }
 
 VTEST(fake_spoof_edns)
 {
-    run(body_fake_spoof_edns, 0);
+    vtest_run(body_fake_spoof_edns, 0);
 }
 
 static void body_fake_failover(void)
@@ -970,7 +945,7 @@ static void body_fake_failover(void)
 
 VTEST(fake_failover)
 {
-    run(body_fake_failover, 0);
+    vtest_run(body_fake_failover, 0);
 }
 
 /* A server that never answers: per-attempt timeouts, then the caller's deadline. */
@@ -1005,7 +980,7 @@ static void body_timeout(void)
 
 VTEST(timeout)
 {
-    run(body_timeout, 0);
+    vtest_run(body_timeout, 0);
 }
 
 struct cancel_arg {
@@ -1044,7 +1019,7 @@ static void body_cancel(void)
 
 VTEST(cancel)
 {
-    run(body_cancel, 2);
+    vtest_run(body_cancel, 2);
 }
 
 /* ---- dnsmasq ----------------------------------------------------------------------------- */
@@ -1222,7 +1197,7 @@ static void body_dnsmasq_lookups(void)
 VTEST(dnsmasq_lookups)
 {
     dm_start();
-    run(body_dnsmasq_lookups, 0);
+    vtest_run(body_dnsmasq_lookups, 0);
     dm_stop();
 }
 
@@ -1241,7 +1216,7 @@ static void body_dnsmasq_tcp(void)
 VTEST(dnsmasq_tcp_fallback)
 {
     dm_start();
-    run(body_dnsmasq_tcp, 0);
+    vtest_run(body_dnsmasq_tcp, 0);
     dm_stop();
 }
 
@@ -1275,7 +1250,7 @@ static void body_dnsmasq_cache(void)
 VTEST(dnsmasq_cache)
 {
     dm_start();
-    run(body_dnsmasq_cache, 0);
+    vtest_run(body_dnsmasq_cache, 0);
 }
 
 static void body_dnsmasq_stopped(void)
@@ -1302,7 +1277,7 @@ static void body_dnsmasq_stopped(void)
 VTEST(dnsmasq_stopped_timeout)
 {
     dm_start();
-    run(body_dnsmasq_stopped, 0);
+    vtest_run(body_dnsmasq_stopped, 0);
     dm_stop();
 }
 
@@ -1351,6 +1326,6 @@ static void body_dnsmasq_parallel(void)
 VTEST(dnsmasq_parallel)
 {
     dm_start();
-    run(body_dnsmasq_parallel, 4);
+    vtest_run(body_dnsmasq_parallel, 4);
     dm_stop();
 }

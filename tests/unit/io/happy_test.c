@@ -18,31 +18,6 @@
 
 /* ---- harness --------------------------------------------------------------------------------- */
 
-static void (*case_body)(void);
-
-static void *case_task(void *arg)
-{
-    case_body();
-    return NULL;
-}
-
-static void run(void (*body)(void), unsigned workers)
-{
-    vega_rt_options o;
-    vega_rt_options_init(&o);
-    o.flavor = workers ? VEGA_RT_MULTI_THREAD : VEGA_RT_CURRENT_THREAD;
-    o.workers = workers;
-    o.driver = vtest_driver();
-    vega_rt *rt;
-    int r = vega_rt_new(&rt, &o);
-    if (r == -ENOSYS || r == -EPERM)
-        vtest_skip("driver not available here");
-    VCHECK_EQ(r, 0);
-    case_body = body;
-    VCHECK_EQ(vega_rt_block_on(rt, case_task, NULL, NULL), 0);
-    vega_rt_free(rt);
-}
-
 static vega_tstamp ms_since(vega_tstamp t0) { return (vega_now() - t0) / VEGA_NS_PER_MS; }
 
 /* Listeners on 127.0.0.1:P and [::1]:P (either may be skipped), the same free port P. */
@@ -202,7 +177,7 @@ static void body_v6_preferred(void)
 
 VTEST(v6_preferred)
 {
-    run(body_v6_preferred, 0);
+    vtest_run(body_v6_preferred, 0);
 }
 
 static void body_refused_falls_through(void)
@@ -247,7 +222,7 @@ static void body_refused_falls_through(void)
 
 VTEST(refused_falls_through)
 {
-    run(body_refused_falls_through, 0);
+    vtest_run(body_refused_falls_through, 0);
 }
 
 static void body_blackhole_attempt_delay(void)
@@ -284,7 +259,7 @@ static void body_blackhole_attempt_delay(void)
 
 VTEST(blackhole_attempt_delay)
 {
-    run(body_blackhole_attempt_delay, 0);
+    vtest_run(body_blackhole_attempt_delay, 0);
 }
 
 static void body_deadline(void)
@@ -309,7 +284,7 @@ static void body_deadline(void)
 
 VTEST(deadline)
 {
-    run(body_deadline, 0);
+    vtest_run(body_deadline, 0);
 }
 
 struct he_arg {
@@ -348,7 +323,7 @@ static void body_cancel(void)
 
 VTEST(cancel)
 {
-    run(body_cancel, 2);
+    vtest_run(body_cancel, 2);
 }
 
 /* ---- resolution through a fake server ------------------------------------------------------ */
@@ -496,7 +471,7 @@ static void body_resolution_delay(void)
 
 VTEST(resolution_delay)
 {
-    run(body_resolution_delay, 2);
+    vtest_run(body_resolution_delay, 2);
 }
 
 static void body_default_resolver(void)
@@ -515,5 +490,5 @@ static void body_default_resolver(void)
 
 VTEST(default_resolver)
 {
-    run(body_default_resolver, 0);
+    vtest_run(body_default_resolver, 0);
 }

@@ -12,31 +12,6 @@
 
 #define DL() vega_deadline_in_ms(3000)
 
-static void (*case_body)(void);
-
-static void *case_task(void *arg)
-{
-    case_body();
-    return NULL;
-}
-
-static void run(void (*body)(void), unsigned workers)
-{
-    vega_rt_options o;
-    vega_rt_options_init(&o);
-    o.flavor = workers ? VEGA_RT_MULTI_THREAD : VEGA_RT_CURRENT_THREAD;
-    o.workers = workers;
-    o.driver = vtest_driver();
-    vega_rt *rt;
-    int r = vega_rt_new(&rt, &o);
-    if (r == -ENOSYS || r == -EPERM)
-        vtest_skip("driver not available here");
-    VCHECK_EQ(r, 0);
-    case_body = body;
-    VCHECK_EQ(vega_rt_block_on(rt, case_task, NULL, NULL), 0);
-    vega_rt_free(rt);
-}
-
 static void check_fd_flags(int fd)
 {
     VCHECK(fcntl(fd, F_GETFL) & O_NONBLOCK);
@@ -93,7 +68,7 @@ static void body_stream_pair(void)
 
 VTEST(stream_pair)
 {
-    run(body_stream_pair, 2);
+    vtest_run(body_stream_pair, 2);
 }
 
 /* ---- datagram and seqpacket pairs: ping-pong between two tasks ------------------------------ */
@@ -156,12 +131,12 @@ static void body_seqpacket_pair(void)
 
 VTEST(dgram_pair)
 {
-    run(body_dgram_pair, 2);
+    vtest_run(body_dgram_pair, 2);
 }
 
 VTEST(seqpacket_pair)
 {
-    run(body_seqpacket_pair, 2);
+    vtest_run(body_seqpacket_pair, 2);
 }
 
 static void body_pair_errors(void)
@@ -181,7 +156,7 @@ static void body_pair_errors(void)
 
 VTEST(pair_errors)
 {
-    run(body_pair_errors, 0);
+    vtest_run(body_pair_errors, 0);
 }
 
 /* ---- pipes ------------------------------------------------------------------------------- */
@@ -246,5 +221,5 @@ static void body_pipe_pair(void)
 
 VTEST(pipe_roundtrip)
 {
-    run(body_pipe_pair, 2);
+    vtest_run(body_pipe_pair, 2);
 }

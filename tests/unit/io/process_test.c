@@ -23,14 +23,6 @@
 
 /* ---- harness --------------------------------------------------------------------------------- */
 
-static void (*case_body)(void);
-
-static void *case_task(void *arg)
-{
-    case_body();
-    return NULL;
-}
-
 static long scaled(long n)
 {
     const char *s = getenv("VEGA_TEST_SCALE");
@@ -41,22 +33,6 @@ static long scaled(long n)
 }
 
 /* Runs body as the main task of a fresh runtime; workers == 0 means current-thread. */
-static void run(void (*body)(void), unsigned workers)
-{
-    vega_rt_options o;
-    vega_rt_options_init(&o);
-    o.flavor = workers ? VEGA_RT_MULTI_THREAD : VEGA_RT_CURRENT_THREAD;
-    o.workers = workers;
-    o.driver = vtest_driver();
-    vega_rt *rt;
-    int r = vega_rt_new(&rt, &o);
-    if (r == -ENOSYS || r == -EPERM)
-        vtest_skip("driver not available here");
-    VCHECK_EQ(r, 0);
-    case_body = body;
-    VCHECK_EQ(vega_rt_block_on(rt, case_task, NULL, NULL), 0);
-    vega_rt_free(rt);
-}
 
 static vega_deadline soon(void)
 {
@@ -161,7 +137,7 @@ static void body_echo(void)
 
 VTEST(echo_output)
 {
-    run(body_echo, 2);
+    vtest_run(body_echo, 2);
 }
 
 static void body_exit_status(void)
@@ -189,12 +165,12 @@ static void body_exit_status(void)
 
 VTEST(exit_status)
 {
-    run(body_exit_status, 2);
+    vtest_run(body_exit_status, 2);
 }
 
 VTEST(exit_status_current_thread)
 {
-    run(body_exit_status, 0);
+    vtest_run(body_exit_status, 0);
 }
 
 /* ---- stdin piped through cat ---------------------------------------------------------------- */
@@ -271,7 +247,7 @@ static void body_cat(void)
 
 VTEST(stdin_cat_1mib)
 {
-    run(body_cat, 2);
+    vtest_run(body_cat, 2);
 }
 
 /* ---- environment and directory -------------------------------------------------------------- */
@@ -310,7 +286,7 @@ static void body_env_cwd(void)
 
 VTEST(env_and_cwd)
 {
-    run(body_env_cwd, 2);
+    vtest_run(body_env_cwd, 2);
 }
 
 /* ---- kill, deadlines, failures -------------------------------------------------------------- */
@@ -334,7 +310,7 @@ static void body_kill(void)
 
 VTEST(kill_sleep)
 {
-    run(body_kill, 2);
+    vtest_run(body_kill, 2);
 }
 
 static void body_wait_deadline(void)
@@ -358,7 +334,7 @@ static void body_wait_deadline(void)
 
 VTEST(wait_deadline)
 {
-    run(body_wait_deadline, 2);
+    vtest_run(body_wait_deadline, 2);
 }
 
 static vega_process *waited;
@@ -398,7 +374,7 @@ static void body_wait_cancel(void)
 
 VTEST(wait_cancel)
 {
-    run(body_wait_cancel, 2);
+    vtest_run(body_wait_cancel, 2);
 }
 
 static void body_missing(void)
@@ -428,7 +404,7 @@ static void body_missing(void)
 
 VTEST(missing_executable)
 {
-    run(body_missing, 2);
+    vtest_run(body_missing, 2);
 }
 
 static void body_cap(void)
@@ -466,7 +442,7 @@ static void body_cap(void)
 
 VTEST(output_cap)
 {
-    run(body_cap, 2);
+    vtest_run(body_cap, 2);
 }
 
 static void *output_sleeper(void *arg)
@@ -498,7 +474,7 @@ static void body_output_cancel(void)
 
 VTEST(output_cancel)
 {
-    run(body_output_cancel, 2);
+    vtest_run(body_output_cancel, 2);
 }
 
 /* ---- many at once --------------------------------------------------------------------------- */
@@ -536,7 +512,7 @@ static void body_many(void)
 
 VTEST(many_concurrent)
 {
-    run(body_many, 4);
+    vtest_run(body_many, 4);
 }
 
 /* ---- signals in the child ------------------------------------------------------------------- */
@@ -570,7 +546,7 @@ VTEST(child_signals_reset)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     VCHECK_EQ(vega_signal_block(&set), 0); /* before the runtime: every worker inherits it */
-    run(body_signals, 2);
+    vtest_run(body_signals, 2);
 }
 
 /* ---- stdio wiring and free ------------------------------------------------------------------ */
@@ -639,5 +615,5 @@ static void body_stdio(void)
 
 VTEST(stdio_and_free)
 {
-    run(body_stdio, 2);
+    vtest_run(body_stdio, 2);
 }

@@ -17,31 +17,6 @@
 #define FILE_SIZE (10 * MIB)
 #define DL() vega_deadline_in_ms(3000)
 
-static void (*case_body)(void);
-
-static void *case_task(void *arg)
-{
-    case_body();
-    return NULL;
-}
-
-static void run(void (*body)(void), unsigned workers)
-{
-    vega_rt_options o;
-    vega_rt_options_init(&o);
-    o.flavor = workers ? VEGA_RT_MULTI_THREAD : VEGA_RT_CURRENT_THREAD;
-    o.workers = workers;
-    o.driver = vtest_driver();
-    vega_rt *rt;
-    int r = vega_rt_new(&rt, &o);
-    if (r == -ENOSYS || r == -EPERM)
-        vtest_skip("driver not available here");
-    VCHECK_EQ(r, 0);
-    case_body = body;
-    VCHECK_EQ(vega_rt_block_on(rt, case_task, NULL, NULL), 0);
-    vega_rt_free(rt);
-}
-
 static unsigned char pat(size_t i)
 {
     return (unsigned char)(i * 2654435761u >> 13);
@@ -157,7 +132,7 @@ static void body_sendfile_10mib(void)
 
 VTEST(sendfile_10mib)
 {
-    run(body_sendfile_10mib, 2);
+    vtest_run(body_sendfile_10mib, 2);
 }
 
 static void body_sendfile_offsets(void)
@@ -184,7 +159,7 @@ static void body_sendfile_offsets(void)
 
 VTEST(sendfile_offsets)
 {
-    run(body_sendfile_offsets, 2);
+    vtest_run(body_sendfile_offsets, 2);
 }
 
 static void body_sendfile_deadline(void)
@@ -217,7 +192,7 @@ static void body_sendfile_deadline(void)
 
 VTEST(sendfile_deadline_mid_transfer)
 {
-    run(body_sendfile_deadline, 2);
+    vtest_run(body_sendfile_deadline, 2);
 }
 
 static void body_sendfile_short_and_errors(void)
@@ -258,7 +233,7 @@ static void body_sendfile_short_and_errors(void)
 
 VTEST(sendfile_short_file_and_errors)
 {
-    run(body_sendfile_short_and_errors, 2);
+    vtest_run(body_sendfile_short_and_errors, 2);
 }
 
 /* ---- splice ------------------------------------------------------------------------------ */
@@ -310,7 +285,7 @@ static void body_splice_from_pipe(void)
 
 VTEST(splice_from_pipe)
 {
-    run(body_splice_from_pipe, 2);
+    vtest_run(body_splice_from_pipe, 2);
 }
 
 static void body_splice_from_file(void)
@@ -342,5 +317,5 @@ static void body_splice_from_file(void)
 
 VTEST(splice_from_file)
 {
-    run(body_splice_from_file, 2);
+    vtest_run(body_splice_from_file, 2);
 }

@@ -21,32 +21,6 @@
 
 /* ---- harness --------------------------------------------------------------------------------- */
 
-static void (*case_body)(void);
-
-static void *case_task(void *arg)
-{
-    case_body();
-    return NULL;
-}
-
-/* Runs body as the main task of a fresh runtime; workers == 0 means current-thread. */
-static void run(void (*body)(void), unsigned workers)
-{
-    vega_rt_options o;
-    vega_rt_options_init(&o);
-    o.flavor = workers ? VEGA_RT_MULTI_THREAD : VEGA_RT_CURRENT_THREAD;
-    o.workers = workers;
-    o.driver = vtest_driver();
-    vega_rt *rt;
-    int r = vega_rt_new(&rt, &o);
-    if (r == -ENOSYS || r == -EPERM)
-        vtest_skip("driver not available here");
-    VCHECK_EQ(r, 0);
-    case_body = body;
-    VCHECK_EQ(vega_rt_block_on(rt, case_task, NULL, NULL), 0);
-    vega_rt_free(rt);
-}
-
 /* Loop counts are divided by $VEGA_TEST_SCALE (sanitizer runs set it), never below 1. */
 static long scaled(long n)
 {
@@ -212,7 +186,7 @@ static void body_duplex_basic(void)
 
 VTEST(duplex_basic)
 {
-    run(body_duplex_basic, 0);
+    vtest_run(body_duplex_basic, 0);
 }
 
 /* A write larger than the capacity goes in pieces while the reader drains; with dl == 0 a write
@@ -255,12 +229,12 @@ static void body_duplex_backpressure(void)
 
 VTEST(duplex_backpressure)
 {
-    run(body_duplex_backpressure, 0);
+    vtest_run(body_duplex_backpressure, 0);
 }
 
 VTEST(duplex_backpressure_multi_thread)
 {
-    run(body_duplex_backpressure, 2);
+    vtest_run(body_duplex_backpressure, 2);
 }
 
 /* ---- duplex: deadlines and cancellation ------------------------------------------------------ */
@@ -313,12 +287,12 @@ static void body_duplex_read_deadline(void)
 
 VTEST(duplex_read_deadline)
 {
-    run(body_duplex_read_deadline, 0);
+    vtest_run(body_duplex_read_deadline, 0);
 }
 
 VTEST(duplex_read_deadline_multi_thread)
 {
-    run(body_duplex_read_deadline, 2);
+    vtest_run(body_duplex_read_deadline, 2);
 }
 
 static void body_duplex_read_cancel(void)
@@ -355,12 +329,12 @@ static void body_duplex_read_cancel(void)
 
 VTEST(duplex_read_cancel)
 {
-    run(body_duplex_read_cancel, 0);
+    vtest_run(body_duplex_read_cancel, 0);
 }
 
 VTEST(duplex_read_cancel_multi_thread)
 {
-    run(body_duplex_read_cancel, 3);
+    vtest_run(body_duplex_read_cancel, 3);
 }
 
 struct blocked_writer {
@@ -411,7 +385,7 @@ static void body_duplex_write_cancel(void)
 
 VTEST(duplex_write_cancel_and_epipe)
 {
-    run(body_duplex_write_cancel, 2);
+    vtest_run(body_duplex_write_cancel, 2);
 }
 
 /* ---- duplex: across workers and threads ------------------------------------------------------ */
@@ -442,7 +416,7 @@ static void body_duplex_workers(void)
 
 VTEST(duplex_across_workers)
 {
-    run(body_duplex_workers, 4);
+    vtest_run(body_duplex_workers, 4);
 }
 
 static void *thread_reader(void *arg)
@@ -477,7 +451,7 @@ static void body_duplex_thread(void)
 
 VTEST(duplex_plain_thread)
 {
-    run(body_duplex_thread, 2);
+    vtest_run(body_duplex_thread, 2);
 }
 
 /* ---- vtable fallbacks ------------------------------------------------------------------------ */
@@ -583,7 +557,7 @@ static void body_fallbacks(void)
 
 VTEST(vtable_fallbacks)
 {
-    run(body_fallbacks, 0);
+    vtest_run(body_fallbacks, 0);
 }
 
 /* ---- faulty ---------------------------------------------------------------------------------- */
@@ -630,12 +604,12 @@ static void body_faulty_pump(void)
 
 VTEST(faulty_short_and_delays)
 {
-    run(body_faulty_pump, 0);
+    vtest_run(body_faulty_pump, 0);
 }
 
 VTEST(faulty_short_and_delays_multi_thread)
 {
-    run(body_faulty_pump, 2);
+    vtest_run(body_faulty_pump, 2);
 }
 
 static void body_faulty_offsets(void)
@@ -693,7 +667,7 @@ static void body_faulty_offsets(void)
 
 VTEST(faulty_error_at_offset)
 {
-    run(body_faulty_offsets, 0);
+    vtest_run(body_faulty_offsets, 0);
 }
 
 /* Random errors: whatever happens, *written tells exactly what the peer received. */
@@ -733,7 +707,7 @@ static void body_faulty_random_errors(void)
 
 VTEST(faulty_random_errors)
 {
-    run(body_faulty_random_errors, 0);
+    vtest_run(body_faulty_random_errors, 0);
 }
 
 /* The same seed gives the same cuts. */
@@ -774,7 +748,7 @@ static void body_faulty_seed(void)
 
 VTEST(faulty_seed_reproducible)
 {
-    run(body_faulty_seed, 0);
+    vtest_run(body_faulty_seed, 0);
 }
 
 static void body_faulty_delay_deadline(void)
@@ -800,7 +774,7 @@ static void body_faulty_delay_deadline(void)
 
 VTEST(faulty_delay_within_deadline)
 {
-    run(body_faulty_delay_deadline, 0);
+    vtest_run(body_faulty_delay_deadline, 0);
 }
 
 /* ---- OS streams: TCP, pipes, socketpairs, sendfile ------------------------------------------- */
@@ -884,12 +858,12 @@ static void body_tcp(void)
 
 VTEST(tcp_stream)
 {
-    run(body_tcp, 2);
+    vtest_run(body_tcp, 2);
 }
 
 VTEST(tcp_stream_current_thread)
 {
-    run(body_tcp, 0);
+    vtest_run(body_tcp, 0);
 }
 
 static void body_pipe(void)
@@ -940,5 +914,5 @@ static void body_pipe(void)
 
 VTEST(pipe_stream)
 {
-    run(body_pipe, 2);
+    vtest_run(body_pipe, 2);
 }

@@ -18,32 +18,6 @@
 
 /* ---- harness --------------------------------------------------------------------------------- */
 
-static void (*case_body)(void);
-
-static void *case_task(void *arg)
-{
-    case_body();
-    return NULL;
-}
-
-/* Runs body as the main task of a fresh runtime; workers == 0 means current-thread. */
-static void run(void (*body)(void), unsigned workers)
-{
-    vega_rt_options o;
-    vega_rt_options_init(&o);
-    o.flavor = workers ? VEGA_RT_MULTI_THREAD : VEGA_RT_CURRENT_THREAD;
-    o.workers = workers;
-    o.driver = vtest_driver();
-    vega_rt *rt;
-    int r = vega_rt_new(&rt, &o);
-    if (r == -ENOSYS || r == -EPERM)
-        vtest_skip("driver not available here");
-    VCHECK_EQ(r, 0);
-    case_body = body;
-    VCHECK_EQ(vega_rt_block_on(rt, case_task, NULL, NULL), 0);
-    vega_rt_free(rt);
-}
-
 static vega_sock *listen_local(vega_addr *bound)
 {
     vega_addr a;
@@ -167,12 +141,12 @@ static void body_echo_1mib(void)
 
 VTEST(echo_1mib)
 {
-    run(body_echo_1mib, 2);
+    vtest_run(body_echo_1mib, 2);
 }
 
 VTEST(echo_1mib_current_thread)
 {
-    run(body_echo_1mib, 0);
+    vtest_run(body_echo_1mib, 0);
 }
 
 static void body_listen_accept_many(void)
@@ -202,7 +176,7 @@ static void body_listen_accept_many(void)
 
 VTEST(accept_many)
 {
-    run(body_listen_accept_many, 2);
+    vtest_run(body_listen_accept_many, 2);
 }
 
 /* ---- EOF, errors --------------------------------------------------------------------------- */
@@ -227,7 +201,7 @@ static void body_eof(void)
 
 VTEST(eof_and_half_close)
 {
-    run(body_eof, 0);
+    vtest_run(body_eof, 0);
 }
 
 static void body_refused(void)
@@ -242,7 +216,7 @@ static void body_refused(void)
 
 VTEST(connect_refused)
 {
-    run(body_refused, 0);
+    vtest_run(body_refused, 0);
 }
 
 static void body_write_peer_gone(void)
@@ -261,7 +235,7 @@ static void body_write_peer_gone(void)
 
 VTEST(write_peer_gone)
 {
-    run(body_write_peer_gone, 0);
+    vtest_run(body_write_peer_gone, 0);
 }
 
 static void body_abort(void)
@@ -277,7 +251,7 @@ static void body_abort(void)
 
 VTEST(abort_resets_peer)
 {
-    run(body_abort, 0);
+    vtest_run(body_abort, 0);
 }
 
 static void body_addr_in_use(void)
@@ -300,7 +274,7 @@ static void body_addr_in_use(void)
 
 VTEST(listen_addr_in_use_and_reuseport)
 {
-    run(body_addr_in_use, 0);
+    vtest_run(body_addr_in_use, 0);
 }
 
 /* ---- deadlines and cancellation --------------------------------------------------------------- */
@@ -330,7 +304,7 @@ static void body_read_deadline(void)
 
 VTEST(read_deadline)
 {
-    run(body_read_deadline, 2);
+    vtest_run(body_read_deadline, 2);
 }
 
 static void body_accept_deadline(void)
@@ -344,7 +318,7 @@ static void body_accept_deadline(void)
 
 VTEST(accept_deadline)
 {
-    run(body_accept_deadline, 0);
+    vtest_run(body_accept_deadline, 0);
 }
 
 static void body_write_deadline_partial(void)
@@ -378,7 +352,7 @@ static void body_write_deadline_partial(void)
 
 VTEST(write_deadline_reports_written)
 {
-    run(body_write_deadline_partial, 2);
+    vtest_run(body_write_deadline_partial, 2);
 }
 
 struct blocked_reader {
@@ -432,12 +406,12 @@ static void body_cancel_read(void)
 
 VTEST(cancel_blocked_read)
 {
-    run(body_cancel_read, 2);
+    vtest_run(body_cancel_read, 2);
 }
 
 VTEST(cancel_blocked_read_current_thread)
 {
-    run(body_cancel_read, 0);
+    vtest_run(body_cancel_read, 0);
 }
 
 /* ---- full duplex, writev, options -------------------------------------------------------------- */
@@ -493,7 +467,7 @@ static void body_writev(void)
 
 VTEST(writev_full_duplex)
 {
-    run(body_writev, 2);
+    vtest_run(body_writev, 2);
 }
 
 static void body_options(void)
@@ -515,7 +489,7 @@ static void body_options(void)
 
 VTEST(socket_options)
 {
-    run(body_options, 0);
+    vtest_run(body_options, 0);
 }
 
 /* ---- the cooperative budget ---------------------------------------------------------------- */
@@ -552,7 +526,7 @@ static void body_coop(void)
 
 VTEST(coop_budget_lets_others_run)
 {
-    run(body_coop, 0);
+    vtest_run(body_coop, 0);
 }
 
 /* ---- Unix sockets ------------------------------------------------------------------------------- */
@@ -592,7 +566,7 @@ static void body_unix_echo(void)
 
 VTEST(unix_echo)
 {
-    run(body_unix_echo, 2);
+    vtest_run(body_unix_echo, 2);
 }
 
 static void body_unix_stale(void)
@@ -630,5 +604,5 @@ static void body_unix_stale(void)
 
 VTEST(unix_stale_and_abstract)
 {
-    run(body_unix_stale, 0);
+    vtest_run(body_unix_stale, 0);
 }

@@ -13,31 +13,6 @@
 
 #define DL() vega_deadline_in_ms(2000)
 
-static void (*case_body)(void);
-
-static void *case_task(void *arg)
-{
-    case_body();
-    return NULL;
-}
-
-static void run(void (*body)(void), unsigned workers)
-{
-    vega_rt_options o;
-    vega_rt_options_init(&o);
-    o.flavor = workers ? VEGA_RT_MULTI_THREAD : VEGA_RT_CURRENT_THREAD;
-    o.workers = workers;
-    o.driver = vtest_driver();
-    vega_rt *rt;
-    int r = vega_rt_new(&rt, &o);
-    if (r == -ENOSYS || r == -EPERM)
-        vtest_skip("driver not available here");
-    VCHECK_EQ(r, 0);
-    case_body = body;
-    VCHECK_EQ(vega_rt_block_on(rt, case_task, NULL, NULL), 0);
-    vega_rt_free(rt);
-}
-
 /* Binds a UDP socket on ip (port 0); skips the case when the family is missing here. */
 static vega_sock *bind_on(const char *ip, vega_addr *bound)
 {
@@ -201,17 +176,17 @@ static void body_batch_v6(void)
 
 VTEST(batch64_v4)
 {
-    run(body_batch_v4, 2);
+    vtest_run(body_batch_v4, 2);
 }
 
 VTEST(batch64_v6)
 {
-    run(body_batch_v6, 2);
+    vtest_run(body_batch_v6, 2);
 }
 
 VTEST(batch64_current_thread)
 {
-    run(body_batch_v4, 0);
+    vtest_run(body_batch_v4, 0);
 }
 
 /* ---- GSO / GRO ----------------------------------------------------------------------------- */
@@ -328,22 +303,22 @@ static void body_gso_bad(void)
 
 VTEST(gso_20x1200)
 {
-    run(body_gso, 2);
+    vtest_run(body_gso, 2);
 }
 
 VTEST(gso_gro_20x1200)
 {
-    run(body_gso_gro, 2);
+    vtest_run(body_gso_gro, 2);
 }
 
 VTEST(gso_fallback)
 {
-    run(body_gso_fallback, 2);
+    vtest_run(body_gso_fallback, 2);
 }
 
 VTEST(gso_too_many_segments)
 {
-    run(body_gso_bad, 0);
+    vtest_run(body_gso_bad, 0);
 }
 
 /* ---- ECN ----------------------------------------------------------------------------------- */
@@ -414,12 +389,12 @@ static void body_ecn_v6(void)
 
 VTEST(ecn_v4)
 {
-    run(body_ecn_v4, 2);
+    vtest_run(body_ecn_v4, 2);
 }
 
 VTEST(ecn_v6)
 {
-    run(body_ecn_v6, 2);
+    vtest_run(body_ecn_v6, 2);
 }
 
 /* ---- packet info --------------------------------------------------------------------------- */
@@ -509,12 +484,12 @@ static void body_pktinfo_v6(void)
 
 VTEST(pktinfo_v4)
 {
-    run(body_pktinfo_v4, 2);
+    vtest_run(body_pktinfo_v4, 2);
 }
 
 VTEST(pktinfo_v6)
 {
-    run(body_pktinfo_v6, 2);
+    vtest_run(body_pktinfo_v6, 2);
 }
 
 /* ---- dual-stack ---------------------------------------------------------------------------- */
@@ -592,7 +567,7 @@ static void body_dual_stack(void)
 
 VTEST(dual_stack)
 {
-    run(body_dual_stack, 2);
+    vtest_run(body_dual_stack, 2);
 }
 
 /* ---- features ------------------------------------------------------------------------------ */
@@ -622,5 +597,5 @@ static void body_features(void)
 
 VTEST(features)
 {
-    run(body_features, 0);
+    vtest_run(body_features, 0);
 }

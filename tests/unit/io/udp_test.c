@@ -12,31 +12,6 @@
 
 #include "vtest.h"
 
-static void (*case_body)(void);
-
-static void *case_task(void *arg)
-{
-    case_body();
-    return NULL;
-}
-
-static void run(void (*body)(void), unsigned workers)
-{
-    vega_rt_options o;
-    vega_rt_options_init(&o);
-    o.flavor = workers ? VEGA_RT_MULTI_THREAD : VEGA_RT_CURRENT_THREAD;
-    o.workers = workers;
-    o.driver = vtest_driver();
-    vega_rt *rt;
-    int r = vega_rt_new(&rt, &o);
-    if (r == -ENOSYS || r == -EPERM)
-        vtest_skip("driver not available here");
-    VCHECK_EQ(r, 0);
-    case_body = body;
-    VCHECK_EQ(vega_rt_block_on(rt, case_task, NULL, NULL), 0);
-    vega_rt_free(rt);
-}
-
 static void body_udp_roundtrip(void)
 {
     vega_addr any, sa;
@@ -78,7 +53,7 @@ static void body_udp_roundtrip(void)
 
 VTEST(udp_roundtrip)
 {
-    run(body_udp_roundtrip, 2);
+    vtest_run(body_udp_roundtrip, 2);
 }
 
 static void body_udp_refused(void)
@@ -99,7 +74,7 @@ static void body_udp_refused(void)
 
 VTEST(udp_connect_refused)
 {
-    run(body_udp_refused, 0);
+    vtest_run(body_udp_refused, 0);
 }
 
 struct pipe_reader {
@@ -153,7 +128,7 @@ static void body_pipe(void)
 
 VTEST(pipe_read_write)
 {
-    run(body_pipe, 2);
+    vtest_run(body_pipe, 2);
 }
 
 /* ---- Unix datagram sockets ------------------------------------------------------------------- */
@@ -231,7 +206,7 @@ static void body_unix_dgram(void)
 
 VTEST(unix_dgram_roundtrip)
 {
-    run(body_unix_dgram, 2);
+    vtest_run(body_unix_dgram, 2);
 }
 
 static void body_unix_dgram_abstract(void)
@@ -250,5 +225,5 @@ static void body_unix_dgram_abstract(void)
 
 VTEST(unix_dgram_abstract)
 {
-    run(body_unix_dgram_abstract, 0);
+    vtest_run(body_unix_dgram_abstract, 0);
 }
