@@ -663,3 +663,37 @@ VTEST(spawn_outside_task)
     VCHECK_EQ((uintptr_t)res, 7);
     vega_rt_free(rt);
 }
+
+VTEST(options_rejected)
+{
+    vega_rt_options o;
+    vega_rt *rt = NULL;
+    vega_rt_options_init(&o);
+    o.seeded = true; /* a seeded schedule needs the current-thread flavour */
+    VCHECK_EQ(vega_rt_new(&rt, &o), -EINVAL);
+    vega_rt_options_init(&o);
+    o.paused_clock = true;
+    VCHECK_EQ(vega_rt_new(&rt, &o), -EINVAL);
+    vega_rt_options_init(&o);
+    o.workers = 100000;
+    VCHECK_EQ(vega_rt_new(&rt, &o), -EINVAL);
+    vega_rt_options_init(&o);
+    o.flavor = (vega_rt_flavor)42;
+    VCHECK_EQ(vega_rt_new(&rt, &o), -EINVAL);
+    VCHECK(rt == NULL);
+}
+
+static void *root_block_on_nested(void *arg)
+{
+    /* block_on from inside a task would deadlock the worker: refused. */
+    return (void *)(intptr_t)vega_rt_block_on((vega_rt *)arg, nothing, NULL, NULL);
+}
+
+VTEST(block_on_from_task_refused)
+{
+    vega_rt *rt = make_rt(VEGA_RT_MULTI_THREAD, 2);
+    void *res;
+    VCHECK_EQ(vega_rt_block_on(rt, root_block_on_nested, rt, &res), 0);
+    VCHECK_EQ((intptr_t)res, -EDEADLK);
+    vega_rt_free(rt);
+}
