@@ -252,8 +252,10 @@ roundtrip_100m() {
 
 @test "-m limits concurrent connections" {
     start_server -m 1 0
-    # The first client holds the only slot (stdin open, nothing sent).
-    start_bg "$T/holder.err" timeout 30 "$ECHO" 127.0.0.1 "$SRV_PORT" < <(sleep 10)
+    # The first client holds the only slot (stdin open, nothing sent). Its stdin is a pipe
+    # from sleep inside the background job itself: a process substitution's fd may be gone
+    # once start_bg returns, which let the holder leave early and freed the slot.
+    start_bg "$T/holder.err" sh -c 'sleep 10 | timeout 30 "$1" 127.0.0.1 "$2"' sh "$ECHO" "$SRV_PORT"
     wait_for_line "$SRV_LOG" 'connection from' 5
     # The second is reset at once.
     run client 127.0.0.1 "$SRV_PORT" <<<"second"
