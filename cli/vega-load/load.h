@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* vega-load: a load generator. One session file per protocol (echo.c for now); run.c drives a
+/* vega-load: a load generator. One session file per protocol (echo.c, http.c); run.c drives a
  * run, report.c prints the result. */
 #ifndef VEGA_LOAD_H
 #define VEGA_LOAD_H
@@ -24,9 +24,22 @@
 #define LOAD_HIST_MAX_US 60000000ull   /* latencies are kept from 1 us to 60 s ... */
 #define LOAD_HIST_DIGITS 3             /* ... to 3 significant digits */
 #define LOAD_MAX_ADDRS 8
+#define LOAD_MAX_HEADERS 64            /* -H */
+#define LOAD_MAX_HEAD (64u << 10)      /* the serialized request head */
+#define LOAD_MAX_PIPELINE 256u         /* --pipeline */
+#define LOAD_MAX_REQ_BATCH (64u << 20) /* a request times --pipeline */
+#define LOAD_MAX_RATE 100000000ull     /* -R, requests per second */
+#define LOAD_HTTP_BUF_MIN 4096u        /* receive buffer per HTTP connection, at least */
+#define LOAD_STATUS_MAX 1000           /* status codes 100..999 are counted one by one */
+
+/* One -H header, as given: name and value borrowed from argv. */
+struct load_header {
+    const char *name, *value;
+    size_t name_len, value_len;
+};
 
 struct load_opts {
-    const char *mode;        /* "echo" */
+    const char *mode;        /* "echo" or "http" */
     const char *target;      /* as the user wrote it, for messages: HOST:PORT or the -U path */
     const char *host, *port; /* TCP/UDP */
     const char *unix_path;   /* -U */
@@ -47,6 +60,23 @@ struct load_opts {
     const char *cacert;      /* --cacert */
     const char *sni;         /* --sni: the name to send and verify (default: HOST) */
     sigset_t stop_signals;   /* SIGINT, SIGTERM: stop early, report what was done */
+    /* HTTP mode. */
+    bool http;
+    const char *url;         /* as given */
+    char *path;              /* the request-target: path and query (owned) */
+    char *host_header;       /* the Host field from the URL (owned) */
+    const char *method;      /* --method; NULL = GET, or POST with --body */
+    struct load_header headers[LOAD_MAX_HEADERS];
+    unsigned nheaders;
+    const char *body_file;   /* --body */
+    unsigned char *body;     /* its content (owned) */
+    size_t body_len;
+    unsigned pipeline;       /* --pipeline: requests in flight per connection */
+    uint64_t rate;           /* -R: requests per second over all connections; 0 = closed loop */
+    bool head_method;        /* HEAD: responses have no body */
+    unsigned char *req;      /* the serialized request, repeated --pipeline times (owned) */
+    size_t req_len;          /* one request */
+    size_t http_buf;         /* receive buffer per connection */
 };
 
 /* Error kinds, as wrk counts them (plus mismatch: the echo differs from what was sent). */
@@ -56,6 +86,7 @@ enum load_kind {
     LOAD_ERR_WRITE,
     LOAD_ERR_TIMEOUT,
     LOAD_ERR_MISMATCH,
+    LOAD_ERR_PARSE, /* HTTP: a malformed response */
     LOAD_ERR_KINDS,
 };
 
@@ -67,6 +98,19 @@ struct load_worker {
     atomic_uint_fast64_t connects;
     atomic_uint_fast64_t errors[LOAD_ERR_KINDS];
     struct cli_hist hist; /* microseconds */
+    /* HTTP mode (the histograms are set up only there). */
+    atomic_uint_fast64_t bytes;      /* read during the measured period */
+    atomic_uint_fast64_t reconnects; /* connects after the first of a connection */
+    atomic_uint_fast64_t status[LOAD_STATUS_MAX];
+    struct cli_hist hist_unc;        /* -R: latency from the actual send */
+    struct cli_hist connect_hist, tls_hist, first_byte_hist;
+    uint64_t sample_last;            /* run.c's Req/Sec sampler only */
+};
+
+/* Mean, standard deviation and maximum of a series of samples. */
+struct load_series {
+    uint64_t n;
+    double sum, sumsq, max;
 };
 
 struct load_run {
@@ -85,6 +129,9 @@ struct load_run {
     unsigned nworkers;
     struct load_worker *w;
     vega_tls_config *tls;          /* --tls: shared by every connection (and its session cache) */
+    atomic_uint next_index;        /* connections take 0, 1, 2 ... (-R staggers them) */
+    struct load_series thread_rps; /* Req/Sec per worker, sampled every 100 ms ... */
+    vega_tstamp sample_at;         /* ... the latest at this time */
 };
 
 /* Totals after a run. */
@@ -96,6 +143,10 @@ struct load_totals {
     const char *driver;
     unsigned workers;
     int signo;         /* the signal that stopped the run early, 0 if none */
+    /* HTTP mode. */
+    uint64_t bytes, reconnects, status[LOAD_STATUS_MAX];
+    struct cli_hist hist_unc, connect_hist, tls_hist, first_byte_hist;
+    struct load_series thread_rps;
 };
 
 /* ---- run.c ---------------------------------------------------------------------------------- */
@@ -132,11 +183,29 @@ vega_deadline load_step_deadline(const struct load_run *r, vega_tstamp now, bool
 /* One connection of the echo mode; arg is a struct load_run. Returns NULL. */
 void *load_echo_conn(void *arg);
 
+/* ---- http.c --------------------------------------------------------------------------------- */
+
+/* Parses an http:// or https:// URL into o (host, port, path, Host field, tls) with host and
+ * port copied into hbuf / pbuf. Returns 0, or -EINVAL / -ENOMEM with a message in err. */
+int load_url_parse(struct load_opts *o, const char *url, char *hbuf, size_t hcap, char *pbuf,
+                   size_t pcap, char *err, size_t ecap);
+
+/* Serializes the request into o->req. Returns 0, or -EINVAL / -ENOMEM with a message in err. */
+int load_http_build(struct load_opts *o, char *err, size_t ecap);
+
+/* One connection of the HTTP mode; arg is a struct load_run. Returns NULL. */
+void *load_http_conn(void *arg);
+
 /* ---- report.c ------------------------------------------------------------------------------- */
 
 void load_report_header(const struct load_opts *o);
 void load_report_text(const struct load_opts *o, const struct load_totals *t);
 void load_report_json(const struct load_opts *o, const struct load_totals *t);
+void load_report_http_text(const struct load_opts *o, const struct load_totals *t);
+void load_report_http_json(const struct load_opts *o, const struct load_totals *t);
+
+/* "round trips" or "requests". */
+const char *load_noun(const struct load_opts *o);
 
 /* "52.10us", "1.20ms", "2.00s" into buf. */
 void load_fmt_duration(char *buf, size_t cap, double us);

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* vega-load: command line, limits, runtime setup. */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "load.h"
@@ -13,25 +16,44 @@
 static const char usage_text[] =
     "Usage: vega-load echo [options] HOST:PORT     load an echo server (also HOST PORT)\n"
     "       vega-load echo [options] -U PATH       ... over a Unix socket\n"
+    "       vega-load [http] [options] URL          load an HTTP/1.1 server (http://, https://)\n"
     "\n"
-    "Each connection sends a message, waits until all of it came back, checks it, and repeats\n"
-    "(a closed loop). The result: round trips per second, bytes per second, latency\n"
+    "HTTP: keep-alive connections each write the request (pre-serialized once; --pipeline\n"
+    "copies at a time), read the responses and repeat (a closed loop), reconnecting when the\n"
+    "server closes. With -R the connections send on a schedule instead, and latency is\n"
+    "measured from when each request should have been sent (no coordinated omission).\n"
+    "Echo: each connection sends a message, waits until all of it came back, checks it, and\n"
+    "repeats. The result: requests (round trips) per second, bytes per second, latency\n"
     "percentiles (HdrHistogram, 1 us to 60 s, 3 significant digits) and errors.\n"
-    "HTTP modes (vega-load http://...) are not implemented yet.\n"
+    "\n"
+    "HTTP:\n"
+    "  -H, --header 'Name: value'  add a request header (up to 64; Host replaces the URL's)\n"
+    "      --method METHOD     the request method (default GET, or POST with --body)\n"
+    "      --body FILE         send FILE's content as the request body (at most 16M)\n"
+    "      --pipeline N        requests written at once per connection, 1..256 (default 1)\n"
+    "  -R, --rate N            constant rate: N requests/s over all connections (k, M\n"
+    "                          suffixes); reports corrected and uncorrected latency\n"
+    "  -k, --insecure          https: do not verify the server's certificate\n"
+    "      --cacert FILE       https: CAs to verify the server with (default: the system's)\n"
+    "      --sni NAME          https: the name to send and verify (default: the URL's host)\n"
+    "  -U, --unix-socket PATH  connect to this Unix socket instead of the URL's host\n"
+    "The summary adds status codes, reconnects (not errors: servers close keep-alive\n"
+    "connections), and connection times over the whole run: connect, TLS handshake, and first\n"
+    "byte (from the start of the connect to the first byte of the first response).\n"
     "\n"
     "Load:\n"
     "  -c, --connections N     connections to keep busy (default 10; k suffix: 1k = 1000)\n"
     "  -d, --duration TIME     how long to measure (default 10s unless -n is given; also -z)\n"
-    "  -n, --round-trips N     stop after exactly N measured round trips (also --requests);\n"
-    "                          with -d too, whichever comes first\n"
-    "  -s, --size SIZE         bytes per message (default 64; K, M suffixes; at most 16M, and\n"
-    "                          65507 with -u)\n"
+    "  -n, --requests N        stop after exactly N measured requests or round trips (also\n"
+    "                          --round-trips); with -d too, whichever comes first\n"
+    "  -s, --size SIZE         echo: bytes per message (default 64; K, M suffixes; at most 16M,\n"
+    "                          and 65507 with -u)\n"
     "      --warm-up TIME      run this long first without counting (also --warm-up-time)\n"
-    "      --timeout TIME      per connect and per round trip (default 2s); a round trip that\n"
+    "      --timeout TIME      per connect and per request (default 2s); a request that\n"
     "                          takes longer counts as a timeout error and its connection\n"
     "                          reconnects\n"
     "\n"
-    "Transport:\n"
+    "Echo transport:\n"
     "  -u, --udp               UDP: one datagram per round trip, no reconnects\n"
     "  -U, --unix-socket PATH  a Unix stream socket (@NAME = abstract namespace)\n"
     "  -4 / -6                 resolve HOST to IPv4 / IPv6 only\n"
@@ -49,23 +71,30 @@ static const char usage_text[] =
     "\n"
     "Output:\n"
     "      --json              one JSON object on stdout instead of the summary (keys: rps,\n"
-    "                          latency_us{p50,p90,p99,p999,max,min,mean,stdev}, errors, ...)\n"
+    "                          requests, latency_us{p50,p90,p99,p999,p9999,max,min,mean,\n"
+    "                          stdev}, errors, status{\"200\": N}, connect_us, ...)\n"
     "      --no-progress       no live line on stderr (shown only when stderr is a terminal)\n"
     "  -v, --verbose           report every error, not only the first of each kind\n"
     "  -h, --help              this help\n"
     "      --version           the version\n"
     "\n"
     "Durations take ns, us, ms, s, m, h (a bare number is seconds). The run stops at the end\n"
-    "of -d: round trips still in flight then are dropped, not counted as errors. A connection\n"
+    "of -d: requests still in flight then are dropped, not counted as errors. Responses of\n"
+    "any status count as requests (4xx/5xx are not errors; they are listed by code). Errors:\n"
+    "connect (TLS included), read, write, timeout, parse (a malformed response). A connection\n"
     "that cannot connect at the start gives up; one that fails later reconnects (backing off\n"
     "after failed connects); without -d it gives up after 20 failures in a row. Errors are\n"
     "counted over the whole run, warm-up included. SIGINT or SIGTERM stops the run early and\n"
     "prints what was measured so far.\n"
     "\n"
-    "Exit codes: 0 success; 1 no round trip completed, every connection failed, or fewer than\n"
-    "-n round trips completed; 2 usage error; 128+N stopped by signal N (after the report).\n"
+    "Exit codes: 0 success; 1 nothing completed, every connection failed, or fewer than -n\n"
+    "completed; 2 usage error; 128+N stopped by signal N (after the report).\n"
     "\n"
     "Examples:\n"
+    "  vega-load -c 64 -d 5s http://127.0.0.1:8080/\n"
+    "  vega-load -t 2 -c 100 -R 20k -d 10s --json https://localhost:8443/api -k\n"
+    "  vega-load -c 8 -n 10k --pipeline 16 -H 'Accept: */*' http://127.0.0.1:8080/1k.bin\n"
+    "  vega-load --method PUT --body data.json -c 4 -d 3s http://127.0.0.1:8080/upload\n"
     "  vega-echo -l 7000 &   then:\n"
     "  vega-load echo -c 64 -d 5s 127.0.0.1:7000\n"
     "  vega-load echo -c 100 -t 2 -s 1K --warm-up 1s -d 10s --json 127.0.0.1:7000\n"
@@ -85,6 +114,9 @@ enum {
     OPT_TLS,
     OPT_CACERT,
     OPT_SNI,
+    OPT_METHOD,
+    OPT_BODY,
+    OPT_PIPELINE,
 };
 
 static const struct option long_opts[] = {
@@ -113,6 +145,11 @@ static const struct option long_opts[] = {
     {"insecure", no_argument, NULL, 'k'},
     {"cacert", required_argument, NULL, OPT_CACERT},
     {"sni", required_argument, NULL, OPT_SNI},
+    {"header", required_argument, NULL, 'H'},
+    {"method", required_argument, NULL, OPT_METHOD},
+    {"body", required_argument, NULL, OPT_BODY},
+    {"pipeline", required_argument, NULL, OPT_PIPELINE},
+    {"rate", required_argument, NULL, 'R'},
     {NULL, 0, NULL, 0},
 };
 
@@ -141,6 +178,34 @@ static bool is_http(const char *a)
            strcmp(a, "h1") == 0 || strcmp(a, "h2") == 0 || strcmp(a, "h3") == 0;
 }
 
+/* HTTP mode: [http|https|h1] URL. */
+static void positional_http(struct load_opts *o, int n, char **a, char *hbuf, size_t hcap,
+                            char *pbuf, size_t pcap)
+{
+    if (strcmp(a[0], "h2") == 0 || strcmp(a[0], "h3") == 0)
+        cli_usage_error("mode '%s' is not implemented yet: vega-load speaks HTTP/1.1 (mode "
+                        "'http')", a[0]);
+    if (!strstr(a[0], "://")) {
+        a++;
+        n--;
+    }
+    if (n == 0)
+        cli_usage_error("no URL: try 'vega-load -c 10 -d 5s http://127.0.0.1:8080/'");
+    if (n > 1)
+        cli_usage_error("unexpected argument '%s' after the URL", a[1]);
+    char err[512];
+    int e = load_url_parse(o, a[0], hbuf, hcap, pbuf, pcap, err, sizeof(err));
+    if (e == -ENOMEM) {
+        cli_err(NULL, "%s", err);
+        exit(CLI_EXIT_NET);
+    }
+    if (e < 0)
+        cli_usage_error("%s", err);
+    o->mode = "http";
+    o->http = true;
+    o->target = a[0];
+}
+
 /* Mode and target from the positional arguments. */
 static void positional(struct load_opts *o, int argc, char **argv, char *hbuf, size_t hcap,
                        char *pbuf, size_t pcap, char *tbuf, size_t tcap)
@@ -148,16 +213,17 @@ static void positional(struct load_opts *o, int argc, char **argv, char *hbuf, s
     int n = argc - optind;
     char **a = argv + optind;
     if (n == 0)
-        cli_usage_error("no mode: try 'vega-load echo -c 10 -d 5s HOST:PORT'");
+        cli_usage_error("no mode: try 'vega-load -c 10 -d 5s http://HOST:PORT/' or "
+                        "'vega-load echo -c 10 -d 5s HOST:PORT'");
     if (is_http(a[0])) {
-        cli_err(NULL, "HTTP mode is not implemented yet ('%s'); the only mode is 'echo'", a[0]);
-        exit(CLI_EXIT_USAGE);
+        positional_http(o, n, a, hbuf, hcap, pbuf, pcap);
+        return;
     }
     if (strcmp(a[0], "echo") != 0) {
         char h[8], p[8];
         if (cli_split_hostport(a[0], h, sizeof(h), p, sizeof(p)) != -EINVAL)
             cli_usage_error("no mode before '%s': try 'vega-load echo %s'", a[0], a[0]);
-        cli_usage_error("unknown mode '%s' (the modes: echo)", a[0]);
+        cli_usage_error("unknown mode '%s' (the modes: http, echo; or give a URL)", a[0]);
     }
     o->mode = a[0];
     a++;
@@ -181,11 +247,9 @@ static void positional(struct load_opts *o, int argc, char **argv, char *hbuf, s
             snprintf(tbuf, tcap, "%s:%s", a[0], a[1]);
         o->target = tbuf;
     } else {
-        if (is_http(a[0])) {
-            cli_err(NULL, "HTTP mode is not implemented yet ('%s'); 'echo' takes HOST:PORT",
-                    a[0]);
-            exit(CLI_EXIT_USAGE);
-        }
+        if (strstr(a[0], "://"))
+            cli_usage_error("'echo' takes HOST:PORT, not a URL ('%s'); for HTTP leave out "
+                            "'echo'", a[0]);
         if (cli_split_hostport(a[0], hbuf, hcap, pbuf, pcap) < 0)
             cli_usage_error("'%s': expected HOST:PORT", a[0]);
         o->host = hbuf;
@@ -198,14 +262,115 @@ static void positional(struct load_opts *o, int argc, char **argv, char *hbuf, s
         cli_usage_error("invalid port '%s'", o->port);
 }
 
+/* -H "Name: value": the value without the whitespace around it (RFC 9110 section 5.5). */
+static void header_arg(struct load_opts *o, const char *v)
+{
+    const char *colon = strchr(v, ':');
+    if (!colon || colon == v)
+        cli_usage_error("-H: expected 'Name: value', got '%s'", v);
+    if (o->nheaders >= LOAD_MAX_HEADERS)
+        cli_usage_error("-H: at most %u headers", LOAD_MAX_HEADERS);
+    const char *val = colon + 1, *end = val + strlen(val);
+    while (*val == ' ' || *val == '\t')
+        val++;
+    while (end > val && (end[-1] == ' ' || end[-1] == '\t'))
+        end--;
+    struct load_header *h = &o->headers[o->nheaders++];
+    h->name = v;
+    h->name_len = (size_t)(colon - v);
+    h->value = val;
+    h->value_len = (size_t)(end - val);
+}
+
+/* --body FILE: read whole before the run (a usage error when it cannot be). */
+static void read_body(struct load_opts *o)
+{
+    const char *path = o->body_file;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        cli_usage_error("--body: cannot open '%s': %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode) || st.st_size < 0 || (uint64_t)st.st_size > LOAD_MAX_SIZE) {
+        close(fd);
+        cli_usage_error("--body: '%s' is %s", path,
+                        S_ISREG(st.st_mode) ? "larger than 16M" : "not a regular file");
+    }
+    size_t len = (size_t)st.st_size, got = 0;
+    o->body = malloc(len ? len : 1);
+    if (!o->body) {
+        close(fd);
+        cli_err(path, "out of memory");
+        exit(CLI_EXIT_NET);
+    }
+    while (got < len) {
+        ssize_t k = read(fd, o->body + got, len - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            int e = k < 0 ? errno : 0;
+            close(fd);
+            cli_usage_error("--body: cannot read '%s': %s", path,
+                            e ? strerror(e) : "it shrank while being read");
+        }
+        got += (size_t)k;
+    }
+    close(fd);
+    o->body_len = len;
+}
+
+/* The HTTP mode's checks and the request, once the mode is known. */
+static void finish_http(struct load_opts *o, bool size_set, bool tls_flag)
+{
+    if (size_set)
+        cli_usage_error("-s is for echo mode; HTTP requests are what the URL, -H and --body "
+                        "make");
+    if (o->udp)
+        cli_usage_error("-u is for echo mode (HTTP runs over TCP or -U)");
+    if (tls_flag)
+        cli_usage_error("--tls is for echo mode: use an https:// URL");
+    if (!o->tls && (o->insecure || o->cacert || o->sni))
+        cli_usage_error("%s needs an https:// URL",
+                        o->insecure ? "-k" : o->cacert ? "--cacert" : "--sni");
+    if (o->rate && o->pipeline > 1)
+        cli_usage_error("-R and --pipeline cannot be combined: a scheduled request goes out "
+                        "alone");
+    if (o->body_file)
+        read_body(o);
+    /* Receive buffers and parsers (about 17 KiB each) of all connections within
+     * LOAD_MAX_BUFFERS: 64 KiB buffers while they fit, smaller ones for many connections. */
+    uint64_t fixed = sizeof(vega_http1_parser) + 1024;
+    uint64_t per = LOAD_MAX_BUFFERS / o->conns;
+    uint64_t buf = per > fixed ? per - fixed : 0;
+    if (buf > LOAD_CHUNK)
+        buf = LOAD_CHUNK;
+    if (buf < LOAD_HTTP_BUF_MIN)
+        cli_usage_error("-c %llu: too many HTTP connections (each needs about %llu KiB; the "
+                        "limit is %llu MiB in all)", (unsigned long long)o->conns,
+                        (unsigned long long)((fixed + LOAD_HTTP_BUF_MIN) >> 10),
+                        LOAD_MAX_BUFFERS >> 20);
+    o->http_buf = (size_t)buf;
+    char err[512];
+    int e = load_http_build(o, err, sizeof(err));
+    if (e == -ENOMEM) {
+        cli_err(NULL, "%s", err);
+        exit(CLI_EXIT_NET);
+    }
+    if (e < 0)
+        cli_usage_error("%s", err);
+}
+
 static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, size_t hcap,
                        char *pbuf, size_t pcap, char *tbuf, size_t tcap)
 {
-    bool no_progress = false;
+    bool no_progress = false, size_set = false, tls_flag = false, http_opt = false;
     uint64_t v;
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":c:d:z:n:s:t:uU:46kvh", long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":c:d:z:n:s:t:uU:46kvhH:R:", long_opts, NULL)) != -1) {
         switch (c) {
         case 'c':
             if (cli_parse_count(optarg, &v) < 0 || v < 1 || v > LOAD_MAX_CONNS)
@@ -217,8 +382,7 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
         case 'z': o->duration_ns = duration_arg("-d", optarg, false); break;
         case 'n':
             if (cli_parse_count(optarg, &v) < 0 || v < 1 || v > INT64_MAX)
-                cli_usage_error("-n: expected a count of round trips (100, 10k, 1M), got '%s'",
-                                optarg);
+                cli_usage_error("-n: expected a count (100, 10k, 1M), got '%s'", optarg);
             o->round_trips = v;
             break;
         case 's':
@@ -227,6 +391,7 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
             if (v > LOAD_MAX_SIZE)
                 cli_usage_error("-s: %s is too large: messages are at most 16M", optarg);
             o->size = (size_t)v;
+            size_set = true;
             break;
         case 't': o->workers = workers_arg("-t", optarg); break;
         case OPT_WORKERS: o->workers = workers_arg("--workers", optarg); break;
@@ -245,13 +410,44 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
                 cli_usage_error("--driver: expected uring or epoll, got '%s'", optarg);
             break;
         case OPT_JSON: o->json = true; break;
-        case OPT_TLS: o->tls = true; break;
+        case OPT_TLS:
+            o->tls = true;
+            tls_flag = true;
+            break;
         case 'k': o->insecure = true; break;
         case OPT_CACERT: o->cacert = optarg; break;
         case OPT_SNI:
             if (!*optarg)
                 cli_usage_error("--sni: empty name");
             o->sni = optarg;
+            break;
+        case 'H':
+            header_arg(o, optarg);
+            http_opt = true;
+            break;
+        case OPT_METHOD:
+            if (!*optarg)
+                cli_usage_error("--method: empty method");
+            o->method = optarg;
+            http_opt = true;
+            break;
+        case OPT_BODY:
+            o->body_file = optarg;
+            http_opt = true;
+            break;
+        case OPT_PIPELINE:
+            if (cli_parse_uint(optarg, 1, LOAD_MAX_PIPELINE, &v) < 0)
+                cli_usage_error("--pipeline: expected 1..%u, got '%s'", LOAD_MAX_PIPELINE,
+                                optarg);
+            o->pipeline = (unsigned)v;
+            http_opt = true;
+            break;
+        case 'R':
+            if (cli_parse_count(optarg, &v) < 0 || v < 1 || v > LOAD_MAX_RATE)
+                cli_usage_error("-R: expected 1..%llu requests per second (500, 10k, 1M), got "
+                                "'%s'", LOAD_MAX_RATE, optarg);
+            o->rate = v;
+            http_opt = true;
             break;
         case OPT_NO_PROGRESS: no_progress = true; break;
         case 'v': cli_verbose++; break;
@@ -266,12 +462,22 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
             cli_usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (o->unix_path && o->udp)
-        cli_usage_error("-U and -u cannot be combined (Unix datagram sockets are not supported)");
+    positional(o, argc, argv, hbuf, hcap, pbuf, pcap, tbuf, tcap);
     if (o->unix_path && o->family != AF_UNSPEC)
         cli_usage_error("-4/-6 cannot be used with -U");
     if (o->unix_path && !*o->unix_path)
         cli_usage_error("-U: empty path");
+    if (!o->duration_ns && !o->round_trips)
+        o->duration_ns = 10 * VEGA_NS_PER_S;
+    o->progress = !no_progress && isatty(STDERR_FILENO);
+    if (o->http) {
+        finish_http(o, size_set, tls_flag);
+        return;
+    }
+    if (http_opt)
+        cli_usage_error("-H, --method, --body, --pipeline and -R are for HTTP mode (a URL)");
+    if (o->unix_path && o->udp)
+        cli_usage_error("-U and -u cannot be combined (Unix datagram sockets are not supported)");
     if (o->tls && o->udp)
         cli_usage_error("--tls cannot be used with -u (DTLS is not supported)");
     if (!o->tls && (o->insecure || o->cacert || o->sni))
@@ -279,15 +485,11 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
     if (o->udp && o->size > LOAD_MAX_UDP_SIZE)
         cli_usage_error("-s: %zu bytes do not fit in one UDP datagram (at most %u with -u)",
                         o->size, LOAD_MAX_UDP_SIZE);
-    if (!o->duration_ns && !o->round_trips)
-        o->duration_ns = 10 * VEGA_NS_PER_S;
     uint64_t cap = o->udp ? o->size + 1 : (o->size < LOAD_CHUNK ? o->size : LOAD_CHUNK);
     if (o->conns * cap > LOAD_MAX_BUFFERS)
         cli_usage_error("-c %llu with -s %zu needs %llu MiB of receive buffers; the limit is "
                         "%llu MiB", (unsigned long long)o->conns, o->size,
                         (unsigned long long)(o->conns * cap >> 20), LOAD_MAX_BUFFERS >> 20);
-    o->progress = !no_progress && isatty(STDERR_FILENO);
-    positional(o, argc, argv, hbuf, hcap, pbuf, pcap, tbuf, tcap);
 }
 
 /* Each connection needs a descriptor: raise the soft limit to what -c needs if the hard limit
@@ -295,7 +497,7 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
 static void fd_limit(const struct load_opts *o)
 {
     struct rlimit rl;
-    rlim_t need = (rlim_t)o->conns + 64;
+    rlim_t need = (rlim_t)o->conns * (o->rate ? 2 : 1) + 64; /* -R: a timer per connection */
     if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
         return;
     rlim_t cur = rl.rlim_cur;
@@ -330,6 +532,7 @@ int main(int argc, char **argv)
     o.size = 64;
     o.workers = 1;
     o.timeout_ns = 2 * VEGA_NS_PER_S;
+    o.pipeline = 1;
     o.driver = VEGA_DRIVER_DEFAULT;
     cli_set_prog("vega-load");
     parse_args(&o, argc, argv, hbuf, sizeof(hbuf), pbuf, sizeof(pbuf), tbuf, sizeof(tbuf));
@@ -365,5 +568,9 @@ int main(int argc, char **argv)
         m.code = CLI_EXIT_NET;
     }
     vega_rt_free(rt);
+    free(o.req);
+    free(o.body);
+    free(o.path);
+    free(o.host_header);
     return m.code;
 }

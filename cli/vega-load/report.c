@@ -5,10 +5,15 @@
 
 #include "load.h"
 
-static const double pcts[] = {50.0, 90.0, 99.0, 99.9};
-static const char *const pct_keys[] = {"p50", "p90", "p99", "p999"};
-static const char *const kind_names[LOAD_ERR_KINDS] = {"connect", "read", "write", "timeout",
-                                                       "mismatch"};
+static const double pcts[] = {50.0, 90.0, 99.0, 99.9, 99.99};
+static const char *const pct_keys[] = {"p50", "p90", "p99", "p999", "p9999"};
+static const char *const kind_names[LOAD_ERR_KINDS] = {"connect", "read",     "write",
+                                                       "timeout", "mismatch", "parse"};
+
+const char *load_noun(const struct load_opts *o)
+{
+    return o->http ? "requests" : "round trips";
+}
 
 void load_fmt_duration(char *buf, size_t cap, double us)
 {
@@ -52,8 +57,14 @@ static const char *transport(const struct load_opts *o)
     return o->unix_path ? "unix" : o->udp ? "udp" : "tcp";
 }
 
+static void http_header(const struct load_opts *o);
+
 void load_report_header(const struct load_opts *o)
 {
+    if (o->http) {
+        http_header(o);
+        return;
+    }
     char d[32];
     const char *t = o->unix_path ? o->unix_path : o->target;
     vega_rt *rt = vega_rt_current();
@@ -172,6 +183,255 @@ void load_report_json(const struct load_opts *o, const struct load_totals *t)
     fprintf(f, ",\"connects\":%llu,\"connections_failed\":%llu,\"connections_gave_up\":%llu",
             (unsigned long long)t->connects, (unsigned long long)t->never_connected,
             (unsigned long long)t->gave_up);
+    fprintf(f, ",\"interrupted\":%s", t->signo ? "true" : "false");
+    fputs("}\n", f);
+}
+
+/* ---- HTTP ----------------------------------------------------------------------------------- */
+
+static void http_header(const struct load_opts *o)
+{
+    char d[32];
+    vega_rt *rt = vega_rt_current();
+    unsigned w = vega_rt_workers(rt);
+    fmt_span(d, sizeof(d), o->duration_ns);
+    if (o->duration_ns && o->round_trips)
+        printf("Running %s test (at most %llu requests) @ %s\n", d,
+               (unsigned long long)o->round_trips, o->url);
+    else if (o->duration_ns)
+        printf("Running %s test @ %s\n", d, o->url);
+    else
+        printf("Running test of %llu requests @ %s\n", (unsigned long long)o->round_trips,
+               o->url);
+    printf("  %u thread%s and %llu connection%s, driver %s", w, w == 1 ? "" : "s",
+           (unsigned long long)o->conns, o->conns == 1 ? "" : "s", vega_rt_driver_name(rt));
+    if (o->pipeline > 1)
+        printf(", pipeline %u", o->pipeline);
+    if (o->unix_path)
+        printf(", over %s", o->unix_path);
+    putchar('\n');
+    if (o->rate)
+        printf("  Constant rate: %llu requests/s over all connections (latency from the intended "
+               "send time;\n  uncorrected: from the actual send)\n",
+               (unsigned long long)o->rate);
+    if (o->warmup_ns) {
+        fmt_span(d, sizeof(d), o->warmup_ns);
+        printf("  %s warm-up first, not counted\n", d);
+    }
+    fflush(stdout);
+}
+
+/* wrk's Req/Sec numbers: "56.20k", "1.20M", "950.00". */
+static void fmt_count(char *buf, size_t cap, double v)
+{
+    if (v >= 1e6)
+        snprintf(buf, cap, "%.2fM", v / 1e6);
+    else if (v >= 1e3)
+        snprintf(buf, cap, "%.2fk", v / 1e3);
+    else
+        snprintf(buf, cap, "%.2f", v);
+}
+
+/* Square root by Newton's method: the tools do not link libm. */
+static double root(double x)
+{
+    if (!(x > 0.0))
+        return 0.0;
+    double r = x > 1.0 ? x : 1.0; /* at or above the root: the iterates fall to it */
+    for (int i = 0; i < 200; i++) {
+        double next = (r + x / r) / 2.0;
+        if (next >= r)
+            break;
+        r = next;
+    }
+    return r;
+}
+
+static double series_mean(const struct load_series *s)
+{
+    return s->n ? s->sum / (double)s->n : 0.0;
+}
+
+static double series_stdev(const struct load_series *s)
+{
+    if (s->n < 2)
+        return 0.0;
+    double m = series_mean(s);
+    double var = (s->sumsq - (double)s->n * m * m) / (double)(s->n - 1);
+    return root(var);
+}
+
+static void latency_row(const char *name, const struct cli_hist *h)
+{
+    char a[32], b[32], c[32];
+    load_fmt_duration(a, sizeof(a), cli_hist_mean(h));
+    load_fmt_duration(b, sizeof(b), cli_hist_stdev(h));
+    load_fmt_duration(c, sizeof(c), (double)(h->total ? h->max : 0));
+    printf("    %-9s %10s %10s %10s\n", name, a, b, c);
+}
+
+/* "avg 52.00us, p50 50.00us, p99 80.00us, max 1.20ms (64)" for a connection-time histogram. */
+static void conn_time_row(const char *name, const struct cli_hist *h)
+{
+    char a[32], b[32], c[32], d[32];
+    if (h->total == 0)
+        return;
+    load_fmt_duration(a, sizeof(a), cli_hist_mean(h));
+    load_fmt_duration(b, sizeof(b), (double)cli_hist_percentile(h, 50.0));
+    load_fmt_duration(c, sizeof(c), (double)cli_hist_percentile(h, 99.0));
+    load_fmt_duration(d, sizeof(d), (double)h->max);
+    printf("    %-13s %10s %10s %10s %10s %8llu\n", name, a, b, c, d,
+           (unsigned long long)h->total);
+}
+
+static uint64_t status_class(const struct load_totals *t, int cls)
+{
+    uint64_t n = 0;
+    for (int s = cls * 100; s < cls * 100 + 100; s++)
+        n += t->status[s];
+    return n;
+}
+
+void load_report_http_text(const struct load_opts *o, const struct load_totals *t)
+{
+    const struct cli_hist *h = &t->hist, *u = &t->hist_unc;
+    char a[32], b[32], c[32];
+    if (h->total == 0) {
+        printf("  No request completed\n");
+        goto counts;
+    }
+    printf("  Thread Stats       Avg      Stdev        Max\n");
+    latency_row("Latency", h);
+    if (o->rate)
+        latency_row("(uncorr.)", u);
+    fmt_count(a, sizeof(a), series_mean(&t->thread_rps));
+    fmt_count(b, sizeof(b), series_stdev(&t->thread_rps));
+    fmt_count(c, sizeof(c), t->thread_rps.max);
+    printf("    %-9s %10s %10s %10s\n", "Req/Sec", a, b, c);
+    printf("  Latency Distribution (HdrHistogram)\n");
+    if (o->rate)
+        printf("  %7s %10s %12s\n", "", "corrected", "uncorrected");
+    for (size_t i = 0; i <= sizeof(pcts) / sizeof(pcts[0]); i++) {
+        double pct = i < sizeof(pcts) / sizeof(pcts[0]) ? pcts[i] : 100.0;
+        load_fmt_duration(a, sizeof(a),
+                          (double)(pct < 100.0 ? cli_hist_percentile(h, pct) : h->max));
+        printf("  %6g%% %10s", pct, a);
+        if (o->rate) {
+            load_fmt_duration(b, sizeof(b),
+                              (double)(pct < 100.0 ? cli_hist_percentile(u, pct) : u->max));
+            printf(" %12s", b);
+        }
+        putchar('\n');
+    }
+    if (h->clamped)
+        printf("  %llu requests took over 60s and count as 60s\n",
+               (unsigned long long)h->clamped);
+counts:
+    fmt_bytes(a, sizeof(a), (double)t->bytes);
+    load_fmt_duration(b, sizeof(b), t->elapsed_s * 1e6);
+    printf("  %llu requests in %s, %s read\n", (unsigned long long)t->round_trips, b, a);
+    printf("  Status:");
+    const char *sep = " ";
+    for (int s = 1; s < LOAD_STATUS_MAX; s++) {
+        if (t->status[s]) {
+            printf("%s%d x %llu", sep, s, (unsigned long long)t->status[s]);
+            sep = ", ";
+        }
+    }
+    printf(" (2xx %llu, 3xx %llu, 4xx %llu, 5xx %llu)\n",
+           (unsigned long long)status_class(t, 2), (unsigned long long)status_class(t, 3),
+           (unsigned long long)status_class(t, 4), (unsigned long long)status_class(t, 5));
+    uint64_t other = t->round_trips - status_class(t, 2) - status_class(t, 3);
+    if (other)
+        printf("  Non-2xx or 3xx responses: %llu\n", (unsigned long long)other);
+    printf("  Errors: connect %llu, read %llu, write %llu, timeout %llu, parse %llu\n",
+           (unsigned long long)t->errors[LOAD_ERR_CONNECT],
+           (unsigned long long)t->errors[LOAD_ERR_READ],
+           (unsigned long long)t->errors[LOAD_ERR_WRITE],
+           (unsigned long long)t->errors[LOAD_ERR_TIMEOUT],
+           (unsigned long long)t->errors[LOAD_ERR_PARSE]);
+    printf("  Connections: %llu connects, %llu reconnects\n", (unsigned long long)t->connects,
+           (unsigned long long)t->reconnects);
+    if (t->connect_hist.total) {
+        printf("    %-13s %10s %10s %10s %10s %8s\n", "Times", "Avg", "p50", "p99", "Max",
+               "Count");
+        conn_time_row("Connect", &t->connect_hist);
+        conn_time_row("TLS handshake", &t->tls_hist);
+        conn_time_row("First byte", &t->first_byte_hist);
+    }
+    if (t->signo)
+        printf("  Stopped early by SIG%s\n", sigabbrev_np(t->signo) ? sigabbrev_np(t->signo)
+                                                                   : "?");
+    printf("Requests/sec: %10.2f\n", per_sec(t->round_trips, t->elapsed_s));
+    fmt_bytes(a, sizeof(a), t->elapsed_s > 0.0 ? (double)t->bytes / t->elapsed_s : 0.0);
+    printf("Transfer/sec: %10s\n", a);
+}
+
+static void json_latency(FILE *f, const char *key, const struct cli_hist *h)
+{
+    fprintf(f, ",\"%s\":{", key);
+    for (size_t i = 0; i < sizeof(pcts) / sizeof(pcts[0]); i++)
+        fprintf(f, "\"%s\":%llu,", pct_keys[i],
+                (unsigned long long)cli_hist_percentile(h, pcts[i]));
+    fprintf(f, "\"max\":%llu,\"min\":%llu,\"mean\":%.2f,\"stdev\":%.2f,\"count\":%llu}",
+            (unsigned long long)(h->total ? h->max : 0),
+            (unsigned long long)(h->total ? h->min : 0), cli_hist_mean(h), cli_hist_stdev(h),
+            (unsigned long long)h->total);
+}
+
+void load_report_http_json(const struct load_opts *o, const struct load_totals *t)
+{
+    FILE *f = stdout;
+    fputs("{\"mode\":\"http\",\"url\":", f);
+    json_str(f, o->url);
+    fputs(",\"target\":", f);
+    json_str(f, o->url);
+    fputs(",\"driver\":", f);
+    json_str(f, t->driver);
+    fprintf(f, ",\"workers\":%u,\"threads\":%u,\"connections\":%llu,\"pipeline\":%u", t->workers,
+            t->workers, (unsigned long long)o->conns, o->pipeline);
+    fprintf(f, ",\"rate\":%llu", (unsigned long long)o->rate);
+    fprintf(f, ",\"duration_s\":%.6f,\"warm_up_s\":%.6f,\"timeout_s\":%.6f", t->elapsed_s,
+            (double)o->warmup_ns / 1e9, (double)o->timeout_ns / 1e9);
+    fprintf(f, ",\"requests\":%llu,\"round_trips\":%llu,\"rps\":%.2f",
+            (unsigned long long)t->round_trips, (unsigned long long)t->round_trips,
+            per_sec(t->round_trips, t->elapsed_s));
+    fprintf(f, ",\"bytes\":%llu,\"bytes_received\":%llu,\"bytes_per_sec\":%.2f",
+            (unsigned long long)t->bytes, (unsigned long long)t->bytes,
+            t->elapsed_s > 0.0 ? (double)t->bytes / t->elapsed_s : 0.0);
+    json_latency(f, "latency_us", &t->hist);
+    if (o->rate)
+        json_latency(f, "latency_uncorrected_us", &t->hist_unc);
+    fprintf(f, ",\"thread_rps\":{\"mean\":%.2f,\"stdev\":%.2f,\"max\":%.2f}",
+            series_mean(&t->thread_rps), series_stdev(&t->thread_rps), t->thread_rps.max);
+    fputs(",\"status\":{", f);
+    const char *sep = "";
+    for (int s = 1; s < LOAD_STATUS_MAX; s++) {
+        if (t->status[s]) {
+            fprintf(f, "%s\"%d\":%llu", sep, s, (unsigned long long)t->status[s]);
+            sep = ",";
+        }
+    }
+    fprintf(f, "},\"status_classes\":{\"2xx\":%llu,\"3xx\":%llu,\"4xx\":%llu,\"5xx\":%llu}",
+            (unsigned long long)status_class(t, 2), (unsigned long long)status_class(t, 3),
+            (unsigned long long)status_class(t, 4), (unsigned long long)status_class(t, 5));
+    fprintf(f, ",\"errors\":%llu", (unsigned long long)t->error_sum);
+    for (int k = 0; k < LOAD_ERR_KINDS; k++)
+        if (k != LOAD_ERR_MISMATCH)
+            fprintf(f, ",\"%s_errors\":%llu", kind_names[k], (unsigned long long)t->errors[k]);
+    fputs(",\"errors_by_kind\":{", f);
+    for (int k = 0, n = 0; k < LOAD_ERR_KINDS; k++)
+        if (k != LOAD_ERR_MISMATCH)
+            fprintf(f, "%s\"%s\":%llu", n++ ? "," : "", kind_names[k],
+                    (unsigned long long)t->errors[k]);
+    fputc('}', f);
+    fprintf(f, ",\"connects\":%llu,\"reconnects\":%llu,\"connections_failed\":%llu,"
+               "\"connections_gave_up\":%llu",
+            (unsigned long long)t->connects, (unsigned long long)t->reconnects,
+            (unsigned long long)t->never_connected, (unsigned long long)t->gave_up);
+    json_latency(f, "connect_us", &t->connect_hist);
+    json_latency(f, "tls_us", &t->tls_hist);
+    json_latency(f, "first_byte_us", &t->first_byte_hist);
     fprintf(f, ",\"interrupted\":%s", t->signo ? "true" : "false");
     fputs("}\n", f);
 }

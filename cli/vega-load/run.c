@@ -9,6 +9,8 @@
 #include "load.h"
 
 #define PROGRESS_MS 500
+#define HTTP_PROGRESS_MS 1000
+#define SAMPLE_MS 100 /* Req/Sec per worker, as wrk samples it */
 
 struct load_worker *load_worker_self(struct load_run *r)
 {
@@ -41,7 +43,7 @@ void load_ticket_return(struct load_run *r)
 
 static const char *target_name(const struct load_opts *o)
 {
-    return o->unix_path ? o->unix_path : o->target;
+    return o->http ? o->url : o->unix_path ? o->unix_path : o->target;
 }
 
 void load_error(struct load_run *r, enum load_kind kind, int code)
@@ -77,8 +79,11 @@ void load_error_msg(struct load_run *r, enum load_kind kind, int code, const cha
         break;
     case LOAD_ERR_TIMEOUT:
         load_fmt_duration(limit, sizeof(limit), (double)r->o->timeout_ns / 1e3);
-        cli_err(t, "no complete echo within %s (--timeout)%s", limit,
-                r->o->udp ? "" : "; reconnecting");
+        cli_err(t, "no complete %s within %s (--timeout)%s", r->o->http ? "response" : "echo",
+                limit, r->o->udp ? "" : "; reconnecting");
+        break;
+    case LOAD_ERR_PARSE:
+        cli_err(t, "%s; reconnecting", msg && *msg ? msg : "malformed response");
         break;
     case LOAD_ERR_MISMATCH:
         cli_err(t, "the echo differs from what was sent%s", r->o->udp ? "" : "; reconnecting");
@@ -137,7 +142,17 @@ static int workers_init(struct load_run *r)
         return -ENOMEM;
     memset(r->w, 0, r->nworkers * sizeof(*r->w));
     for (unsigned i = 0; i < r->nworkers; i++) {
-        int e = cli_hist_init(&r->w[i].hist, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
+        struct load_worker *w = &r->w[i];
+        int e = cli_hist_init(&w->hist, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
+        if (e == 0 && r->o->http) {
+            e = cli_hist_init(&w->hist_unc, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
+            if (e == 0)
+                e = cli_hist_init(&w->connect_hist, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
+            if (e == 0)
+                e = cli_hist_init(&w->tls_hist, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
+            if (e == 0)
+                e = cli_hist_init(&w->first_byte_hist, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
+        }
         if (e < 0)
             return e;
     }
@@ -148,8 +163,13 @@ static void workers_fini(struct load_run *r)
 {
     if (!r->w)
         return;
-    for (unsigned i = 0; i < r->nworkers; i++)
+    for (unsigned i = 0; i < r->nworkers; i++) {
         cli_hist_fini(&r->w[i].hist);
+        cli_hist_fini(&r->w[i].hist_unc);
+        cli_hist_fini(&r->w[i].connect_hist);
+        cli_hist_fini(&r->w[i].tls_hist);
+        cli_hist_fini(&r->w[i].first_byte_hist);
+    }
     free(r->w);
     r->w = NULL;
 }
@@ -221,8 +241,8 @@ static void progress_line(const struct load_run *r, struct progress *p)
         if (r->o->duration_ns)
             len += snprintf(line + len, sizeof(line) - (size_t)len, " of %.1fs",
                             (double)r->o->duration_ns / 1e9);
-        len += snprintf(line + len, sizeof(line) - (size_t)len, ": %llu round trips",
-                        (unsigned long long)n);
+        len += snprintf(line + len, sizeof(line) - (size_t)len, ": %llu %s",
+                        (unsigned long long)n, load_noun(r->o));
         if (r->o->round_trips)
             len += snprintf(line + len, sizeof(line) - (size_t)len, " (%.0f%%)",
                             100.0 * (double)n / (double)r->o->round_trips);
@@ -244,6 +264,32 @@ static void progress_clear(void)
     (void)w;
 }
 
+/* ---- Req/Sec --------------------------------------------------------------------------------- */
+
+/* Each worker's requests of the last SAMPLE_MS, per second, into r->thread_rps (measured
+ * period only; the wake-ups are not exact, so the window is the time since the last sample). */
+static void sample(struct load_run *r)
+{
+    vega_tstamp now = vega_now(), last = r->sample_at;
+    bool measuring = now >= r->measure_start && now <= r->end;
+    double dt = last ? (double)(now - last) / 1e9 : 0.0;
+    for (unsigned i = 0; i < r->nworkers; i++) {
+        struct load_worker *w = &r->w[i];
+        uint64_t n = atomic_load_explicit(&w->round_trips, memory_order_relaxed);
+        if (measuring && last >= r->measure_start && dt > 0.0) {
+            double v = (double)(n - w->sample_last) / dt;
+            struct load_series *s = &r->thread_rps;
+            s->n++;
+            s->sum += v;
+            s->sumsq += v * v;
+            if (v > s->max)
+                s->max = v;
+        }
+        w->sample_last = n;
+    }
+    r->sample_at = now;
+}
+
 /* ---- the run -------------------------------------------------------------------------------- */
 
 static void totals(struct load_run *r, struct load_totals *t, vega_tstamp finish)
@@ -257,7 +303,18 @@ static void totals(struct load_run *r, struct load_totals *t, vega_tstamp finish
             t->error_sum += atomic_load(&w->errors[k]);
         }
         cli_hist_merge(&t->hist, &w->hist);
+        if (r->o->http) {
+            t->bytes += atomic_load(&w->bytes);
+            t->reconnects += atomic_load(&w->reconnects);
+            for (int s = 0; s < LOAD_STATUS_MAX; s++)
+                t->status[s] += atomic_load(&w->status[s]);
+            cli_hist_merge(&t->hist_unc, &w->hist_unc);
+            cli_hist_merge(&t->connect_hist, &w->connect_hist);
+            cli_hist_merge(&t->tls_hist, &w->tls_hist);
+            cli_hist_merge(&t->first_byte_hist, &w->first_byte_hist);
+        }
     }
+    t->thread_rps = r->thread_rps;
     t->gave_up = atomic_load(&r->gave_up);
     t->never_connected = atomic_load(&r->never_connected);
     /* A -d run ends at its deadline; the last operations return just after it. */
@@ -266,6 +323,11 @@ static void totals(struct load_run *r, struct load_totals *t, vega_tstamp finish
     vega_rt *rt = vega_rt_current();
     t->driver = vega_rt_driver_name(rt);
     t->workers = vega_rt_workers(rt);
+    /* A run shorter than one sample: the average is all there is. */
+    if (r->o->http && t->thread_rps.n == 0 && t->elapsed_s > 0.0) {
+        double v = (double)t->round_trips / t->elapsed_s / (double)t->workers;
+        t->thread_rps = (struct load_series){.n = 1, .sum = v, .sumsq = v * v, .max = v};
+    }
 }
 
 static int exit_code(const struct load_opts *o, const struct load_totals *t)
@@ -281,7 +343,7 @@ static int exit_code(const struct load_opts *o, const struct load_totals *t)
         cli_err(NULL, "%llu of %llu connections could not connect",
                 (unsigned long long)t->never_connected, (unsigned long long)o->conns);
     if (t->round_trips == 0) {
-        cli_err(NULL, "no round trip completed");
+        cli_err(NULL, "no %s completed", o->http ? "request" : "round trip");
         return CLI_EXIT_NET;
     }
     if (t->gave_up == o->conns) {
@@ -289,8 +351,8 @@ static int exit_code(const struct load_opts *o, const struct load_totals *t)
         return CLI_EXIT_NET;
     }
     if (o->round_trips && t->round_trips < o->round_trips) {
-        cli_err(NULL, "only %llu of %llu round trips completed",
-                (unsigned long long)t->round_trips, (unsigned long long)o->round_trips);
+        cli_err(NULL, "only %llu of %llu %s completed", (unsigned long long)t->round_trips,
+                (unsigned long long)o->round_trips, load_noun(o));
         return CLI_EXIT_NET;
     }
     return CLI_EXIT_OK;
@@ -305,6 +367,10 @@ static int tls_setup(struct load_run *r)
     const char *what = "TLS";
     if (e == 0 && o->insecure)
         e = vega_tls_config_set_verify(r->tls, VEGA_TLS_VERIFY_NONE);
+    if (e == 0 && o->http) {
+        static const char *const alpn[] = {"http/1.1"};
+        e = vega_tls_config_set_alpn(r->tls, alpn, 1);
+    }
     if (e == 0 && o->cacert) {
         what = o->cacert;
         e = vega_tls_config_set_ca_file(r->tls, o->cacert);
@@ -335,7 +401,7 @@ static int drive(struct load_run *r, struct load_totals *t)
     r->end = o->duration_ns ? r->measure_start + o->duration_ns : VEGA_DEADLINE_NEVER;
     atomic_store(&r->tickets, (int_fast64_t)o->round_trips);
     for (uint64_t i = 0; i < o->conns; i++) {
-        e = vega_group_spawn(g, load_echo_conn, r);
+        e = vega_group_spawn(g, o->http ? load_http_conn : load_echo_conn, r);
         if (e < 0) {
             cli_err_code("spawn", e);
             vega_group_cancel(g);
@@ -343,12 +409,21 @@ static int drive(struct load_run *r, struct load_totals *t)
         }
     }
     struct progress p = {0};
+    uint64_t every_ms = o->http ? HTTP_PROGRESS_MS : PROGRESS_MS;
+    vega_tstamp shown = r->start;
     for (;;) {
-        vega_deadline dl = o->progress ? vega_deadline_in_ms(PROGRESS_MS) : VEGA_DEADLINE_NEVER;
+        vega_deadline dl = o->http       ? vega_deadline_in_ms(SAMPLE_MS)
+                           : o->progress ? vega_deadline_in_ms(PROGRESS_MS)
+                                         : VEGA_DEADLINE_NEVER;
         int w = vega_group_wait(g, dl);
         if (w != -ETIMEDOUT)
             break;
-        progress_line(r, &p);
+        if (o->http)
+            sample(r);
+        if (o->progress && vega_now() - shown >= every_ms * VEGA_NS_PER_MS - VEGA_NS_PER_MS) {
+            shown = vega_now();
+            progress_line(r, &p);
+        }
     }
     vega_tstamp finish = vega_now();
     if (o->progress)
@@ -378,11 +453,22 @@ int load_run_main(const struct load_opts *o)
         goto out;
     if (o->tls && tls_setup(&r) < 0)
         goto out;
-    payload = make_payload(o->size);
-    r.payload = payload;
-    int e = payload ? workers_init(&r) : -ENOMEM;
+    if (!o->http) {
+        payload = make_payload(o->size);
+        r.payload = payload;
+    }
+    int e = payload || o->http ? workers_init(&r) : -ENOMEM;
     if (e == 0)
         e = cli_hist_init(&t.hist, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
+    if (e == 0 && o->http) {
+        e = cli_hist_init(&t.hist_unc, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
+        if (e == 0)
+            e = cli_hist_init(&t.connect_hist, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
+        if (e == 0)
+            e = cli_hist_init(&t.tls_hist, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
+        if (e == 0)
+            e = cli_hist_init(&t.first_byte_hist, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
+    }
     if (e < 0) {
         cli_err_code("setup", e);
         goto out;
@@ -394,7 +480,11 @@ int load_run_main(const struct load_opts *o)
         cli_err_code("run", e);
         goto out;
     }
-    if (o->json)
+    if (o->http && o->json)
+        load_report_http_json(o, &t);
+    else if (o->http)
+        load_report_http_text(o, &t);
+    else if (o->json)
         load_report_json(o, &t);
     else
         load_report_text(o, &t);
@@ -402,6 +492,10 @@ int load_run_main(const struct load_opts *o)
 out:
     fflush(stdout);
     cli_hist_fini(&t.hist);
+    cli_hist_fini(&t.hist_unc);
+    cli_hist_fini(&t.connect_hist);
+    cli_hist_fini(&t.tls_hist);
+    cli_hist_fini(&t.first_byte_hist);
     workers_fini(&r);
     vega_tls_config_free(r.tls);
     free(payload);

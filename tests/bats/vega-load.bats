@@ -80,14 +80,13 @@ sys.exit(0 if ok else 1)' "$1" "$2"
     [[ "$output" == *"Try 'vega-load --help'"* ]]
 }
 
-@test "HTTP mode says it is not implemented (exit 2)" {
-    local a
-    for a in "http://127.0.0.1:8080/" "https://example.com/" "http" "echo http://127.0.0.1:1/"; do
-        # shellcheck disable=SC2086
-        run "$LOAD" -c 1 -d 1s $a
-        [ "$status" -eq 2 ]
-        [[ "$output" == *"HTTP mode is not implemented yet"* ]]
-    done
+@test "h2 is not implemented yet; echo rejects a URL (exit 2)" {
+    run "$LOAD" -c 1 -d 1s h2 http://127.0.0.1:8080/
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"not implemented yet"* ]]
+    run "$LOAD" -c 1 -d 1s echo http://127.0.0.1:1/
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"'echo' takes HOST:PORT, not a URL"* ]]
 }
 
 # ---- runs ------------------------------------------------------------------------------------
