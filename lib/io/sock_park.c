@@ -13,12 +13,17 @@ struct vega__sock_park {
     vega_sock_ready_fn fn;
     void *arg;
     bool parked;
+    /* The peer hung up (or the socket failed) while we watched: no new readiness event will
+     * ever say so again, so every later park fires at once. */
+    unsigned hup;
 };
 
 static void on_ready(struct vega__watch *w, int status)
 {
     struct vega__sock_park *p = VEGA__CONTAINER_OF(w, struct vega__sock_park, watch);
     p->parked = false;
+    if (status > 0)
+        p->hup |= (unsigned)status & (POLLRDHUP | POLLHUP | POLLERR);
     p->fn(p->sock, p->arg, status);
 }
 
@@ -36,6 +41,8 @@ int vega_sock_park(vega_sock *s, vega_sock_ready_fn fn, void *arg, vega_deadline
     p->fn = fn;
     p->arg = arg;
     p->parked = true;
+    if (p->hup && p->watch.registered)
+        vega__watch_set_ready(&p->watch, POLLIN | p->hup);
     int r = vega__watch_arm(&p->watch, s->fd, POLLIN | POLLRDHUP, idle_dl, on_ready);
     if (r < 0)
         p->parked = false;

@@ -15,7 +15,8 @@
 #define RING_ENTRIES 256
 #define WAKE_TOKEN 1ull   /* user_data of the eventfd poll */
 #define IGNORE_TOKEN 2ull /* user_data of cancel requests */
-#define WATCH_TAG 1ull    /* low bit of a watch's user_data (ops are 8-aligned) */
+#define WATCH_TAG 1ull    /* low bits of a watch's user_data (ops are 8-aligned) */
+#define REMOVE_TAG 2ull   /* low bits of the user_data of a watch's removal request */
 
 struct uring_drv {
     struct io_uring ring;
@@ -132,13 +133,23 @@ static void arm_watch(struct uring_drv *d, struct vega__op *op)
     io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)op | WATCH_TAG);
 }
 
+/* A watch being removed ends when its poll sent its last CQE and no removal request is still
+ * unanswered (a late answer must not find the op's memory reused). */
+static void watch_maybe_gone(struct vega__op *op)
+{
+    if (op->poll_ended && op->removes == 0) {
+        op->res = VEGA__WATCH_GONE;
+        op->on_complete(op);
+    }
+}
+
 static void watch_event(struct uring_drv *d, struct vega__op *op, struct io_uring_cqe *cqe)
 {
     bool more = cqe->flags & IORING_CQE_F_MORE;
     if (op->unwatching) {
         if (!more) {
-            op->res = VEGA__WATCH_GONE;
-            op->on_complete(op);
+            op->poll_ended = true;
+            watch_maybe_gone(op);
         }
         return;
     }
@@ -151,6 +162,19 @@ static void watch_event(struct uring_drv *d, struct vega__op *op, struct io_urin
     }
     if (!more)
         arm_watch(d, op);
+}
+
+/* Asks the kernel to end a watch's multishot poll. Its answer comes back tagged REMOVE_TAG: a
+ * poll caught in the middle of posting an event answers -EALREADY and stays armed, so the
+ * removal is asked again (see reap) until the poll's last CQE (no F_MORE) arrives. */
+static void remove_watch(struct uring_drv *d, struct vega__op *op)
+{
+    struct io_uring_sqe *sqe = get_sqe(d);
+    if (!sqe)
+        return;
+    io_uring_prep_poll_remove(sqe, (uint64_t)(uintptr_t)op | WATCH_TAG);
+    io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)op | REMOVE_TAG);
+    op->removes++;
 }
 
 static void reap(struct vega__worker *w, struct uring_drv *d)
@@ -179,6 +203,15 @@ static void reap(struct vega__worker *w, struct uring_drv *d)
         }
         if (ud & WATCH_TAG) {
             watch_event(d, (struct vega__op *)(uintptr_t)(ud & ~WATCH_TAG), cqe);
+            continue;
+        }
+        if (ud & REMOVE_TAG) {
+            struct vega__op *op = (struct vega__op *)(uintptr_t)(ud & ~REMOVE_TAG);
+            op->removes--;
+            if (cqe->res == -EALREADY && !op->poll_ended)
+                remove_watch(d, op);
+            else
+                watch_maybe_gone(op);
             continue;
         }
         vega__op_complete((struct vega__op *)(uintptr_t)ud, cqe->res);
@@ -247,6 +280,8 @@ static int ur_watch(struct vega__worker *w, struct vega__op *op)
     struct uring_drv *d = vega__worker_driver_data(w);
     ensure_enabled(d);
     op->unwatching = false;
+    op->poll_ended = false;
+    op->removes = 0;
     arm_watch(d, op);
     return 0;
 }
@@ -255,12 +290,8 @@ static void ur_unwatch(struct vega__worker *w, struct vega__op *op)
 {
     struct uring_drv *d = vega__worker_driver_data(w);
     op->unwatching = true;
-    struct io_uring_sqe *sqe = get_sqe(d);
-    if (!sqe)
-        return;
     /* The poll's last CQE (-ECANCELED, no F_MORE) ends the watch: see watch_event. */
-    io_uring_prep_poll_remove(sqe, (uint64_t)(uintptr_t)op | WATCH_TAG);
-    io_uring_sqe_set_data64(sqe, IGNORE_TOKEN);
+    remove_watch(d, op);
     io_uring_submit(&d->ring);
     d->pending = 0;
 }

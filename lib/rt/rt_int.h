@@ -216,6 +216,8 @@ struct vega__op {
      * wake-up, on the owner thread with the op lock held. */
     void (*on_complete)(struct vega__op *op);
     bool unwatching; /* watches: unwatch was asked (driver-private) */
+    bool poll_ended; /* watches: the kernel sent the registration's last event (driver-private) */
+    uint8_t removes; /* watches: removal requests the kernel has not answered (driver-private) */
 };
 
 /*
@@ -236,6 +238,7 @@ enum {
 struct vega__watch {
     struct vega__op op;        /* the driver registration; op.owner is the home worker */
     atomic_uint state;         /* VEGA__W_* */
+    atomic_uint revents;       /* events remembered with READY, reported by the next arm */
     struct vega__timer timer;  /* the deadline while armed, on the arming worker's wheel */
     void (*fn)(struct vega__watch *w, int status);
     void (*gone)(struct vega__watch *w);
@@ -248,6 +251,9 @@ struct vega__watch {
 int vega__watch_arm(struct vega__watch *w, int fd, uint32_t events, vega_deadline dl,
                     void (*fn)(struct vega__watch *w, int status));
 void vega__watch_close(struct vega__watch *w, void (*gone)(struct vega__watch *w));
+/* Marks a registered, unarmed watch ready, so that the next arm fires at once with revents
+ * (for conditions that will raise no new event, such as a hang-up already reported). */
+void vega__watch_set_ready(struct vega__watch *w, unsigned revents);
 
 /* op->res of the last call of a watch's on_complete, after unwatch. */
 #define VEGA__WATCH_GONE INT32_MIN

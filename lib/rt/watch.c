@@ -39,7 +39,10 @@ static void on_event(struct vega__op *op)
         w->gone(w);
         return;
     }
+    unsigned revents = op->res > 0 ? (unsigned)op->res : POLLERR;
     unsigned s = atomic_load_explicit(&w->state, memory_order_acquire);
+    if (!(s & VEGA__W_ARMED))
+        atomic_fetch_or_explicit(&w->revents, revents, memory_order_relaxed);
     for (;;) {
         unsigned next = (s & VEGA__W_ARMED) ? 0 : VEGA__W_READY;
         if (s == next)
@@ -49,7 +52,7 @@ static void on_event(struct vega__op *op)
             break;
     }
     if (s & VEGA__W_ARMED)
-        fire(home, w, op->res > 0 ? op->res : POLLERR);
+        fire(home, w, (int)revents);
 }
 
 /* The arming worker's thread, wheel lock held: the deadline passed. */
@@ -81,6 +84,7 @@ int vega__watch_arm(struct vega__watch *w, int fd, uint32_t events, vega_deadlin
         atomic_init(&w->op.done, 0);
         atomic_init(&w->op.cancel_state, 0);
         atomic_init(&w->state, 0);
+        atomic_init(&w->revents, 0);
         w->timer = (struct vega__timer){.task = NULL, .fire = on_timeout};
         vega__spin_lock(&me->cancel_lock);
         int r = rt->driver->watch(me, &w->op);
@@ -101,10 +105,12 @@ int vega__watch_arm(struct vega__watch *w, int fd, uint32_t events, vega_deadlin
     unsigned s = atomic_load_explicit(&w->state, memory_order_acquire);
     for (;;) {
         if (s & VEGA__W_READY) {
-            /* It became ready while nobody waited: consume that and run now. */
+            /* It became ready while nobody waited: consume that and run now, with the events
+             * that came meanwhile (a hang-up among them must not read as plain POLLIN). */
             if (atomic_compare_exchange_weak_explicit(&w->state, &s, 0, memory_order_acq_rel,
                                                       memory_order_acquire)) {
-                fire(me, w, POLLIN);
+                unsigned ev = atomic_exchange_explicit(&w->revents, 0, memory_order_relaxed);
+                fire(me, w, (int)(ev ? ev : POLLIN));
                 return 0;
             }
         } else if (atomic_compare_exchange_weak_explicit(&w->state, &s, VEGA__W_ARMED,
@@ -113,6 +119,12 @@ int vega__watch_arm(struct vega__watch *w, int fd, uint32_t events, vega_deadlin
             return 0;
         }
     }
+}
+
+void vega__watch_set_ready(struct vega__watch *w, unsigned revents)
+{
+    atomic_fetch_or_explicit(&w->revents, revents, memory_order_relaxed);
+    atomic_fetch_or_explicit(&w->state, VEGA__W_READY, memory_order_acq_rel);
 }
 
 static void unwatch_here(struct vega__worker *home, struct vega__watch *w)

@@ -190,6 +190,9 @@ typedef void (*vega_sock_ready_fn)(vega_sock *s, void *arg, int status);
  * buffer). When s becomes readable, when idle_dl passes (VEGA_DEADLINE_NEVER: never) or when the
  * runtime shuts down, a new task runs fn(s, arg, status). s: taken on success (do not touch it
  * until fn runs); arg: retained.
+ * Readiness is edge-like: park after a read that found the socket empty or came back short of
+ * the buffer (bytes that were already waiting before such a read raise no new event). A
+ * hang-up or error once reported is remembered: every later park of s fires at once.
  * Returns 0; -EBUSY (s already parked); -ECANCELED (the runtime is stopping: s stays the
  * caller's); -ENOMEM; VEGA_ERR_NOTASK.
  * Context: inside a task. Since 0.1.

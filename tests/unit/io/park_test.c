@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Parked sockets: idle connections hold no task; data, idle deadlines and shutdown each wake
  * a fresh task. */
+#include <dirent.h>
 #include <stdatomic.h>
 #include <string.h>
+
+#include <sys/socket.h>
 
 #include <vega/io.h>
 #include <vega/rt.h>
@@ -194,5 +197,94 @@ VTEST(shutdown_wakes_parked)
         VCHECK_EQ(atomic_load(&cancels), 8);
         for (int i = 0; i < 8; i++)
             vega_sock_close(keep[i]);
+    }
+}
+
+/* ---- hang-ups that come with the data, and closing parked sockets ------------------------ */
+
+static int count_fds(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+/* Reads once: a short read is taken to mean "drained" and the socket parks at once, as
+ * vega-echo and the HTTP server do. The peer's FIN came with the data, so no new readiness
+ * event will follow: the park must still wake for it. */
+static void once_ready(vega_sock *s, void *arg, int status)
+{
+    (void)arg;
+    char buf[512];
+    vega_ssize n = status < 0 ? status : vega_sock_read(s, buf, sizeof buf, 0);
+    if (n > 0 && vega_sock_write(s, buf, (size_t)n, NULL, vega_deadline_in_ms(5000)) == n &&
+        vega_sock_park(s, once_ready, NULL, vega_deadline_in_ms(10000)) == 0)
+        return;
+    vega_sock_close(s);
+    atomic_fetch_add(&closed, 1);
+}
+
+static void *once_acceptor(void *arg)
+{
+    vega_sock *l = arg;
+    for (;;) {
+        vega_sock *c;
+        if (vega_tcp_accept(l, &c, NULL, VEGA_DEADLINE_NEVER) < 0)
+            return NULL;
+        VCHECK_EQ(vega_sock_park(c, once_ready, NULL, vega_deadline_in_ms(10000)), 0);
+    }
+}
+
+#define NHUP 50
+
+static void *root_hup(void *arg)
+{
+    (void)arg;
+    vega_addr addr;
+    vega_sock *l = listen_any(&addr);
+    vega_task *acc;
+    VCHECK_EQ(vega_task_spawn(&acc, once_acceptor, l), 0);
+    int fds0 = count_fds();
+    for (int i = 0; i < NHUP; i++) {
+        vega_sock *c;
+        VCHECK_EQ(vega_tcp_connect(&c, &addr, vega_deadline_in_ms(5000)), 0);
+        VCHECK_EQ(vega_sock_write(c, "hi\n", 3, NULL, vega_deadline_in_ms(5000)), 3);
+        VCHECK_EQ(vega_sock_shutdown(c, SHUT_WR), 0);
+        char b[8];
+        size_t got = 0;
+        for (;;) {
+            vega_ssize n = vega_sock_read(c, b + got, sizeof b - got, vega_deadline_in_ms(5000));
+            VCHECK(n >= 0); /* a timeout here: the server never saw the hang-up */
+            if (n <= 0)
+                break;
+            got += (size_t)n;
+        }
+        VCHECK_EQ(got, 3u);
+        vega_sock_close(c);
+    }
+    /* Every server side closed, and its descriptor with it (the close of a parked socket
+     * waits for the driver to let go of its registration). */
+    for (int i = 0; i < 500 && (atomic_load(&closed) < NHUP || count_fds() > fds0); i++)
+        VCHECK_EQ(vega_sleep_ms(10), 0);
+    VCHECK_EQ(atomic_load(&closed), NHUP);
+    VCHECK_EQ(count_fds(), fds0);
+    vega_task_cancel(acc);
+    VCHECK_EQ(vega_task_join(acc, NULL, VEGA_DEADLINE_NEVER), 0);
+    vega_sock_close(l);
+    return NULL;
+}
+
+VTEST(hangup_with_data_closes)
+{
+    for (unsigned workers = 1; workers <= 2; workers++) {
+        atomic_store(&closed, 0);
+        vega_rt *rt = make_rt(workers);
+        VCHECK_EQ(vega_rt_block_on(rt, root_hup, NULL, NULL), 0);
+        vega_rt_free(rt);
     }
 }
