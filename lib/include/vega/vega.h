@@ -19,5 +19,6 @@
 #include <vega/compress.h>
 #include <vega/http.h>
 #include <vega/http1.h>
+#include <vega/quic.h>
 
 #endif

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal helpers of the QUIC wire layer: a bounds-checked reader and big-endian writers. */
+#ifndef VEGA_QUIC_INT_H
+#define VEGA_QUIC_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <vega/quic.h>
+
+/* A cursor over borrowed bytes: every get fails (false) rather than read past end. */
+struct vega__quic_rd {
+    const uint8_t *p, *end;
+};
+
+static inline size_t vega__quic_rd_left(const struct vega__quic_rd *r)
+{
+    return (size_t)(r->end - r->p);
+}
+
+static inline bool vega__quic_rd_varint(struct vega__quic_rd *r, uint64_t *v)
+{
+    vega_ssize n = vega_quic_varint_read(r->p, vega__quic_rd_left(r), v);
+    if (n < 0)
+        return false;
+    r->p += n;
+    return true;
+}
+
+static inline bool vega__quic_rd_u8(struct vega__quic_rd *r, uint8_t *v)
+{
+    if (r->p == r->end)
+        return false;
+    *v = *r->p++;
+    return true;
+}
+
+static inline bool vega__quic_rd_bytes(struct vega__quic_rd *r, size_t n, const uint8_t **out)
+{
+    if (vega__quic_rd_left(r) < n)
+        return false;
+    *out = r->p;
+    r->p += n;
+    return true;
+}
+
+static inline uint32_t vega__quic_be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline void vega__quic_put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+/* A writer over a caller buffer: the first overflow latches, so a run of puts is checked once. */
+struct vega__quic_wr {
+    uint8_t *p, *end;
+    bool overflow;
+};
+
+static inline void vega__quic_wr_varint(struct vega__quic_wr *w, uint64_t v)
+{
+    vega_ssize n = vega_quic_varint_write(w->p, (size_t)(w->end - w->p), v);
+    if (n < 0)
+        w->overflow = true;
+    else
+        w->p += n;
+}
+
+static inline void vega__quic_wr_bytes(struct vega__quic_wr *w, const void *d, size_t n)
+{
+    if ((size_t)(w->end - w->p) < n) {
+        w->overflow = true;
+        return;
+    }
+    if (n)
+        memcpy(w->p, d, n);
+    w->p += n;
+}
+
+static inline void vega__quic_wr_u8(struct vega__quic_wr *w, uint8_t v)
+{
+    vega__quic_wr_bytes(w, &v, 1);
+}
+
+/* Long header type bits of version for packet type t (RFC 9000 §17.2, RFC 9369 §3.2);
+ * -1 for a type without long-header bits. */
+int vega__quic_long_type_bits(uint32_t version, vega_quic_pkt_type t);
+
+/* Walks range_count (Gap, ACK Range Length) pairs below smallest (RFC 9000 §19.3.1), failing on
+ * a truncated pair or a packet number below 0. Returns the bytes they take, or -1. */
+vega_ssize vega__quic_ack_gaps_check(const uint8_t *p, size_t len, uint64_t smallest,
+                                     uint64_t range_count);
+
+#endif
