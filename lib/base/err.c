@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <vega/crypto.h>
+#include <vega/http.h>
 #include <vega/tls.h>
 
 #include "base.h"
@@ -26,6 +27,12 @@ static const struct code lib_codes[] = {
     {VEGA_ERR_EMPTY, "VEGA_ERR_EMPTY", "nothing to receive"},
     {VEGA_ERR_LAGGED, "VEGA_ERR_LAGGED", "receiver lagged behind and missed messages"},
     {VEGA_ERR_NOTASK, "VEGA_ERR_NOTASK", "not called from inside a task"},
+    /* http.h */
+    {VEGA_HTTP_ERR_URL, "VEGA_HTTP_ERR_URL", "malformed URL"},
+    {VEGA_HTTP_ERR_SCHEME, "VEGA_HTTP_ERR_SCHEME", "URL scheme not supported"},
+    {VEGA_HTTP_ERR_EMPTY_REPLY, "VEGA_HTTP_ERR_EMPTY_REPLY",
+     "empty reply: the server closed the connection without a response"},
+    {VEGA_HTTP_ERR_BODY_TOO_LARGE, "VEGA_HTTP_ERR_BODY_TOO_LARGE", "body too large"},
     /* tls.h */
     {VEGA_TLS_ERR_HANDSHAKE, "VEGA_TLS_ERR_HANDSHAKE", "TLS handshake failed"},
     {VEGA_TLS_ERR_ALERT, "VEGA_TLS_ERR_ALERT", "the TLS peer sent a fatal alert"},

@@ -18,7 +18,7 @@ typedef ssize_t vega_ssize;
 
 /* Library codes. OS failures are returned as -errno (e.g. -ETIMEDOUT, -ECANCELED, -ENOMEM).
  * Ranges: -10000..-10199 general (below), -10200..-10299 TLS (tls.h), -10300..-10399 crypto
- * (crypto.h), -10400..-10499 compression (compress.h). vega_strerror and friends know them all. */
+ * (crypto.h), -10400..-10499 compression (compress.h), -10500..-10599 HTTP (http.h). vega_strerror and friends know them all. */
 enum {
     VEGA_ERR_BASE = -10000,
     VEGA_ERR_NOBUF = -10001,       /* output buffer too small; retry with more room */

@@ -16,6 +16,16 @@
 extern "C" {
 #endif
 
+/* HTTP codes (-10500..-10599; vega_strerror knows them). */
+enum {
+    VEGA_HTTP_ERR_BASE = -10500,
+    VEGA_HTTP_ERR_URL = -10501,            /* malformed URL */
+    VEGA_HTTP_ERR_SCHEME = -10502,         /* URL scheme not supported (not http/https) */
+    VEGA_HTTP_ERR_EMPTY_REPLY = -10503,    /* the server closed without sending a response */
+    VEGA_HTTP_ERR_BODY_TOO_LARGE = -10504, /* a body exceeded its configured limit */
+    VEGA_HTTP_ERR_LAST = -10505,
+};
+
 /* Plain data: a span into caller-owned text. ptr == NULL means "absent", which differs from
  * present-but-empty (ptr != NULL, len == 0), e.g. "http://a/?" has an empty query. */
 typedef struct vega_http_str {

@@ -19,6 +19,8 @@
 #include <vega/compress.h>
 #include <vega/http.h>
 #include <vega/http1.h>
+#include <vega/http_server.h>
+#include <vega/http_client.h>
 #include <vega/quic.h>
 
 #endif

@@ -1,0 +1,523 @@
+/* SPDX-License-Identifier: MIT */
+/* The HTTP client object and its options, --resolve overrides, and vega_http_client_send: one
+ * request over a pooled or fresh connection, with one retry when a reused connection turns out
+ * to have been closed by the server (RFC 9112 §9.3.1). */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <vega/version.h>
+
+#include "client_int.h"
+
+void vega_http_client_opts_init(vega_http_client_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->max_idle_per_origin = 8;
+    o->idle_timeout_ns = 60 * VEGA_NS_PER_S;
+    o->connect_timeout_ns = 30 * VEGA_NS_PER_S;
+    o->max_body = 1ull << 30;
+}
+
+void vega_http_client_request_init(vega_http_client_request *r)
+{
+    memset(r, 0, sizeof *r);
+}
+
+int vega_http_client_new(vega_http_client **out, const vega_http_client_opts *opts)
+{
+    if (!out)
+        return -EINVAL;
+    *out = NULL;
+    vega_http_client *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    if (opts)
+        c->o = *opts;
+    else
+        vega_http_client_opts_init(&c->o);
+    const char *ua = c->o.user_agent ? c->o.user_agent : "vega/" VEGA_VERSION_STRING;
+    c->user_agent = strdup(ua);
+    c->o.user_agent = NULL;
+    int rc = c->user_agent ? 0 : -ENOMEM;
+    if (rc == 0 && c->o.tls) {
+        c->tls = c->o.tls;
+    } else if (rc == 0) {
+        static const char *const alpn[] = {"http/1.1"};
+        rc = vega_tls_config_new(&c->tls, VEGA_TLS_CLIENT);
+        if (rc == 0)
+            rc = vega_tls_config_set_alpn(c->tls, alpn, 1);
+    }
+    if (rc == 0)
+        rc = vega_dns_resolver_new(&c->dns, NULL);
+    if (rc < 0) {
+        if (c->tls && !c->o.tls)
+            vega_tls_config_free(c->tls);
+        free(c->user_agent);
+        free(c);
+        return rc;
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    *out = c;
+    return 0;
+}
+
+void vega_http_client_free(vega_http_client *c)
+{
+    if (!c)
+        return;
+    while (c->idle) {
+        struct hc_conn *x = c->idle;
+        c->idle = x->next;
+        vega__hc_conn_close(x);
+    }
+    while (c->resolves) {
+        struct hc_resolve *x = c->resolves;
+        c->resolves = x->next;
+        free(x);
+    }
+    if (!c->o.tls)
+        vega_tls_config_free(c->tls);
+    vega_dns_resolver_free(c->dns);
+    pthread_mutex_destroy(&c->mu);
+    free(c->user_agent);
+    free(c);
+}
+
+static int lower_copy(char *dst, const char *s, size_t n)
+{
+    if (n == 0 || n > HC_MAX_HOST)
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++)
+        dst[i] = (char)tolower((unsigned char)s[i]);
+    dst[n] = '\0';
+    return 0;
+}
+
+int vega_http_client_add_resolve(vega_http_client *c, const char *host, uint16_t port,
+                                 const vega_addr *addr)
+{
+    if (!c || !host || !addr)
+        return -EINVAL;
+    struct hc_resolve *e = calloc(1, sizeof *e);
+    if (!e)
+        return -ENOMEM;
+    if (*host == '[' && strlen(host) > 2 && host[strlen(host) - 1] == ']') {
+        if (lower_copy(e->host, host + 1, strlen(host) - 2) < 0) {
+            free(e);
+            return -EINVAL;
+        }
+    } else if (lower_copy(e->host, host, strlen(host)) < 0) {
+        free(e);
+        return -EINVAL;
+    }
+    e->port = port;
+    e->addr = *addr;
+    /* The newest entry for a host and port wins: it is found first. */
+    pthread_mutex_lock(&c->mu);
+    e->next = c->resolves;
+    c->resolves = e;
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+}
+
+/* ---- the request head -------------------------------------------------------------------------- */
+
+static bool ieq(const char *a, size_t an, const char *b)
+{
+    size_t bn = strlen(b);
+    if (an != bn)
+        return false;
+    for (size_t i = 0; i < an; i++)
+        if (tolower((unsigned char)a[i]) != b[i])
+            return false;
+    return true;
+}
+
+static bool user_has(const vega_http_client_request *req, const char *lname)
+{
+    for (size_t i = 0; i < req->nfields; i++)
+        if (ieq(req->fields[i].name.ptr, req->fields[i].name.len, lname))
+            return true;
+    return false;
+}
+
+/* True when a Connection field of the request lists "close". */
+static bool user_asks_close(const vega_http_client_request *req)
+{
+    for (size_t i = 0; i < req->nfields; i++) {
+        const vega_http_field *f = &req->fields[i];
+        if (!ieq(f->name.ptr, f->name.len, "connection"))
+            continue;
+        for (size_t j = 0; j + 5 <= f->value.len; j++)
+            if (strncasecmp(f->value.ptr + j, "close", 5) == 0)
+                return true;
+    }
+    return false;
+}
+
+struct hc_req {
+    const vega_http_client_request *req;
+    const char *method;
+    int version;
+    bool has_body;
+    bool chunked;
+    bool idempotent;
+    struct hc_key key;
+    char host_for_tls[HC_MAX_HOST + 1];
+    uint8_t *head;
+    size_t head_len;
+};
+
+/* Builds the head into rq->head (owned). u: the parsed URL. */
+static int build_head(vega_http_client *c, struct hc_req *rq, const vega_http_url *u)
+{
+    const vega_http_client_request *req = rq->req;
+    /* The request target in origin-form (RFC 9112 §3.2.1); the fragment never goes out. */
+    size_t tlen = (u->path.len ? u->path.len : 1) + (u->query.ptr ? u->query.len + 1 : 0);
+    char *target = malloc(tlen + 1);
+    /* Host: the authority without userinfo (RFC 9110 §7.2), the port only when not the
+     * scheme's default. Userinfo in the URL is ignored: no credentials are sent. */
+    char host[HC_MAX_HOST + 16];
+    char cl[24];
+    if (!target)
+        return -ENOMEM;
+    size_t o = 0;
+    if (u->path.len) {
+        memcpy(target, u->path.ptr, u->path.len);
+        o = u->path.len;
+    } else {
+        target[o++] = '/';
+    }
+    if (u->query.ptr) {
+        target[o++] = '?';
+        memcpy(target + o, u->query.ptr, u->query.len);
+        o += u->query.len;
+    }
+    target[o] = '\0';
+    uint16_t defport = rq->key.tls ? 443 : 80;
+    bool v6 = u->host_is_ip_literal;
+    int hn;
+    if (rq->key.port != defport)
+        hn = snprintf(host, sizeof host, "%s%.*s%s:%u", v6 ? "[" : "", (int)u->host.len,
+                      u->host.ptr, v6 ? "]" : "", rq->key.port);
+    else
+        hn = snprintf(host, sizeof host, "%s%.*s%s", v6 ? "[" : "", (int)u->host.len,
+                      u->host.ptr, v6 ? "]" : "");
+
+    size_t nf = 0, cap = req->nfields + 8, total = strlen(rq->method) + tlen + 64;
+    vega_http1_field *f = calloc(cap, sizeof *f);
+    if (!f) {
+        free(target);
+        return -ENOMEM;
+    }
+#define ADD(n, v, vl) (f[nf++] = (vega_http1_field){(n), strlen(n), (v), (vl)})
+    if (!user_has(req, "host"))
+        ADD("Host", host, (size_t)hn);
+    if (c->user_agent[0] && !user_has(req, "user-agent"))
+        ADD("User-Agent", c->user_agent, strlen(c->user_agent));
+    if (!user_has(req, "accept"))
+        ADD("Accept", "*/*", 3);
+    if (req->decompress && !user_has(req, "accept-encoding"))
+        ADD("Accept-Encoding", "br, zstd, gzip, deflate", 23);
+    for (size_t i = 0; i < req->nfields; i++) {
+        const vega_http_field *uf = &req->fields[i];
+        /* The framing is the client's to decide. */
+        if (ieq(uf->name.ptr, uf->name.len, "content-length") ||
+            ieq(uf->name.ptr, uf->name.len, "transfer-encoding"))
+            continue;
+        f[nf++] = (vega_http1_field){uf->name.ptr, uf->name.len, uf->value.ptr, uf->value.len};
+    }
+    if (rq->chunked) {
+        ADD("Transfer-Encoding", "chunked", 7);
+    } else if (rq->has_body || !strcmp(rq->method, "POST") || !strcmp(rq->method, "PUT") ||
+               !strcmp(rq->method, "PATCH")) {
+        /* RFC 9110 §8.6: a user agent should send Content-Length for a method that defines a
+         * meaning for content, even when it is 0. */
+        uint64_t len = req->body ? req->body_len : req->body_fn ? req->body_length : 0;
+        int n = snprintf(cl, sizeof cl, "%llu", (unsigned long long)len);
+        ADD("Content-Length", cl, (size_t)n);
+    }
+    if (req->expect_continue && rq->has_body && rq->version == 11)
+        ADD("Expect", "100-continue", 12);
+#undef ADD
+    for (size_t i = 0; i < nf; i++)
+        total += f[i].name_len + f[i].value_len + 4;
+    rq->head = malloc(total);
+    vega_ssize n = rq->head ? vega_http1_write_request_head(rq->head, total, rq->method, target,
+                                                            rq->version, f, nf)
+                            : -ENOMEM;
+    free(f);
+    free(target);
+    if (n < 0) {
+        free(rq->head);
+        rq->head = NULL;
+        return n == VEGA_ERR_NOBUF ? VEGA_ERR_INTERNAL : (int)n;
+    }
+    rq->head_len = (size_t)n;
+    return 0;
+}
+
+/* Checks the request and fills rq: the origin, the method, the framing, the head. */
+static int prepare(vega_http_client *c, const vega_http_client_request *req, struct hc_req *rq)
+{
+    memset(rq, 0, sizeof *rq);
+    rq->req = req;
+    vega_http_url u;
+    size_t ulen = strlen(req->url);
+    if (vega_http_url_parse(&u, req->url, ulen) < 0)
+        return VEGA_HTTP_ERR_URL;
+    if (ieq(u.scheme.ptr, u.scheme.len, "https"))
+        rq->key.tls = true;
+    else if (!ieq(u.scheme.ptr, u.scheme.len, "http"))
+        return VEGA_HTTP_ERR_SCHEME;
+    /* A percent-encoded reg-name would need decoding (and IDNA) before any lookup. */
+    if (!u.host.ptr || memchr(u.host.ptr, '%', u.host.len) || u.port == 0 ||
+        lower_copy(rq->key.host, u.host.ptr, u.host.len) < 0)
+        return VEGA_HTTP_ERR_URL;
+    memcpy(rq->host_for_tls, rq->key.host, u.host.len + 1);
+    rq->key.port = u.port;
+
+    bool has_body = req->body != NULL || req->body_fn != NULL;
+    rq->method = req->method ? req->method : has_body ? "POST" : "GET";
+    if (!vega_http_token_is_valid(rq->method, strlen(rq->method)) || strlen(rq->method) > 20)
+        return VEGA_ERR_INVALID_ARG;
+    int m = vega_http_method_parse(rq->method, strlen(rq->method));
+    rq->idempotent = m > 0 && vega_http_method_is_idempotent((vega_http_method)m);
+    rq->version = req->version ? req->version : 11;
+    if (rq->version != 10 && rq->version != 11)
+        return VEGA_ERR_INVALID_ARG;
+    rq->has_body = has_body;
+    rq->chunked = !req->body && req->body_fn && req->body_length == VEGA_HTTP_LENGTH_UNKNOWN;
+    /* HTTP/1.0 has no chunked coding (RFC 9112 §6.1), so an unknown length cannot be sent. */
+    if (rq->chunked && rq->version == 10)
+        return VEGA_ERR_INVALID_ARG;
+    return build_head(c, rq, &u);
+}
+
+/* ---- sending ----------------------------------------------------------------------------------- */
+
+/* Streams the body of body_fn. *used: set once body_fn was called (no retry after that). */
+static int send_body_fn(vega_http_client_response *r, const struct hc_req *rq, bool *used,
+                        vega_deadline dl)
+{
+    const vega_http_client_request *req = rq->req;
+    uint8_t *buf = malloc(HC_RBUF);
+    if (!buf)
+        return -ENOMEM;
+    uint64_t left = rq->chunked ? UINT64_MAX : req->body_length;
+    int rc = 0;
+    while (left > 0) {
+        size_t want = left < HC_RBUF ? (size_t)left : HC_RBUF;
+        *used = true;
+        vega_ssize n = req->body_fn(req->body_user, buf, want);
+        if (n < 0) {
+            rc = (int)n;
+            break;
+        }
+        if ((size_t)n > want || (n == 0 && !rq->chunked)) {
+            rc = VEGA_ERR_CALLBACK; /* more than asked, or shorter than body_length */
+            break;
+        }
+        if (n == 0)
+            break;
+        if (rq->chunked) {
+            uint8_t hdr[24];
+            vega_ssize hl = vega_http1_write_chunk_header(hdr, sizeof hdr, (uint64_t)n);
+            struct iovec iov[3] = {{hdr, (size_t)hl}, {buf, (size_t)n}, {(void *)"\r\n", 2}};
+            vega_ssize w = vega_stream_writev(r->conn->s, iov, 3, NULL, dl);
+            if (w < 0) {
+                rc = (int)w;
+                break;
+            }
+        } else {
+            vega_ssize w = vega_stream_write(r->conn->s, buf, (size_t)n, NULL, dl);
+            if (w < 0) {
+                rc = (int)w;
+                break;
+            }
+            left -= (uint64_t)n;
+        }
+    }
+    if (rc == 0 && rq->chunked) {
+        uint8_t last[8];
+        vega_ssize ll = vega_http1_write_last_chunk(last, sizeof last, NULL, 0);
+        vega_ssize w = vega_stream_write(r->conn->s, last, (size_t)ll, NULL, dl);
+        if (w < 0)
+            rc = (int)w;
+    }
+    free(buf);
+    return rc;
+}
+
+static int send_body(vega_http_client_response *r, const struct hc_req *rq, bool *used,
+                     vega_deadline dl)
+{
+    const vega_http_client_request *req = rq->req;
+    if (req->body) {
+        if (req->body_len == 0)
+            return 0;
+        vega_ssize w = vega_stream_write(r->conn->s, req->body, req->body_len, NULL, dl);
+        return w < 0 ? (int)w : 0;
+    }
+    return send_body_fn(r, rq, used, dl);
+}
+
+/* Writes the request. Returns 0 or a code; a write error after the head went out is reported
+ * only when no response can be read instead (a server may answer early and close). */
+static int send_request(vega_http_client_response *r, const struct hc_req *rq, bool *used)
+{
+    const vega_http_client_request *req = rq->req;
+    vega__hc_trace_request(r, rq->head, rq->head_len);
+    vega_ssize w;
+    bool wait_100 = req->expect_continue && rq->has_body && rq->version == 11;
+    if (req->body && req->body_len && !wait_100) {
+        struct iovec iov[2] = {{rq->head, rq->head_len}, {(void *)req->body, req->body_len}};
+        w = vega_stream_writev(r->conn->s, iov, 2, NULL, r->dl);
+        r->info.t_sent = vega_now();
+        return w < 0 ? (int)w : 0;
+    }
+    w = vega_stream_write(r->conn->s, rq->head, rq->head_len, NULL, r->dl);
+    if (w < 0)
+        return (int)w;
+    if (!rq->has_body) {
+        r->info.t_sent = vega_now();
+        return 0;
+    }
+    if (wait_100) {
+        /* RFC 9110 §10.1.1: wait for 100 a while, but not forever (old servers never send it). */
+        int rc = vega__hc_read_head(r, true, vega_deadline_in_ns(HC_EXPECT_WAIT_NS));
+        if (rc == -ETIMEDOUT && vega_now() >= r->dl)
+            return rc;
+        if (rc < 0 && rc != -ETIMEDOUT)
+            return rc;
+        if (r->head_done) {
+            /* A final answer without 100: the body stays here, and the connection cannot
+             * carry another request (the server might still read the body as one). */
+            r->body_unsent = true;
+            r->info.t_sent = vega_now();
+            return 0;
+        }
+    }
+    int rc = send_body(r, rq, used, r->dl);
+    if (rc < 0) {
+        r->body_unsent = true;
+        return rc;
+    }
+    r->info.t_sent = vega_now();
+    return 0;
+}
+
+static bool retryable(int rc)
+{
+    return rc == VEGA_HTTP_ERR_EMPTY_REPLY || rc == -ECONNRESET || rc == -EPIPE ||
+           rc == -ECONNABORTED || rc == -ENOTCONN || rc == VEGA_TLS_ERR_TRUNCATED;
+}
+
+static int set_decoder(vega_http_client_response *r)
+{
+    if (r->is_head || r->framing == VEGA_HTTP1_BODY_NONE)
+        return 0;
+    char v[64];
+    vega_ssize n = vega_http_fields_get_combined(&r->fields, "content-encoding", 16, v, sizeof v);
+    if (n < 0)
+        return 0; /* none, or a list too long to be one coding we know: bytes pass through */
+    vega_compress_kind k;
+    /* One coding we know is decoded; an unknown one or a list passes through undecoded, as
+     * curl does, with the coding reported as identity. */
+    if (memchr(v, ',', (size_t)n) || vega_compress_kind_parse(v, (size_t)n, &k) < 0 ||
+        k == VEGA_COMPRESS_IDENTITY)
+        return 0;
+    uint64_t limit = r->max_body ? r->max_body : 1;
+    int rc = vega_decompressor_new(&r->dec, k, limit, NULL);
+    if (rc < 0)
+        return rc;
+    r->info.coding = k == VEGA_COMPRESS_GZIP      ? VEGA_HTTP_CODING_GZIP
+                     : k == VEGA_COMPRESS_DEFLATE ? VEGA_HTTP_CODING_DEFLATE
+                     : k == VEGA_COMPRESS_BROTLI  ? VEGA_HTTP_CODING_BR
+                                                  : VEGA_HTTP_CODING_ZSTD;
+    return 0;
+}
+
+/* One attempt on a connection (pooled unless fresh). *reused, *used: what happened. */
+static int attempt(vega_http_client *c, const struct hc_req *rq, vega_tstamp start,
+                   vega_deadline dl, bool fresh, bool *reused, bool *used, bool *got_bytes,
+                   vega_http_client_response **out)
+{
+    const vega_http_client_request *req = rq->req;
+    vega_http_client_response *r;
+    int rc = vega__hc_response_new(c, &r, req);
+    if (rc < 0)
+        return rc;
+    r->dl = dl;
+    r->info.t_start = start;
+    r->is_head = strcmp(rq->method, "HEAD") == 0;
+    /* An HTTP/1.0 request did not ask for keep-alive, so the server will not keep it. */
+    r->conn_close_asked = user_asks_close(req) || rq->version == 10;
+    strcpy(r->method, rq->method);
+    *reused = false;
+    struct hc_conn *conn = NULL;
+    if (!fresh && vega__hc_pool_take(c, &rq->key, &conn) > 0) {
+        *reused = true;
+    } else {
+        vega_deadline cdl = hc_dl_min(dl, vega_deadline_in_ns(c->o.connect_timeout_ns));
+        rc = vega__hc_connect(c, &rq->key, rq->host_for_tls, &r->info, cdl, &conn);
+        if (rc < 0) {
+            vega_http_client_response_free(r);
+            return rc;
+        }
+    }
+    r->conn = conn;
+    r->info.reused = *reused;
+    r->info.peer = conn->peer;
+    r->info.alpn = conn->alpn[0] ? conn->alpn : NULL;
+    r->info.tls_version = conn->tls_version;
+    vega_http1_parser_set_head(&r->parser, r->is_head);
+    rc = send_request(r, rq, used);
+    if (rc < 0 && !retryable(rc)) {
+        vega_http_client_response_free(r);
+        return rc;
+    }
+    int wrc = rc;
+    /* After a failed write the server may still have answered (413 and close, say). */
+    rc = vega__hc_read_head(r, false, wrc < 0 ? 0 : VEGA_DEADLINE_NEVER);
+    if (rc < 0 && wrc < 0 && !r->any_byte)
+        rc = wrc;
+    if (rc == 0 && req->decompress)
+        rc = set_decoder(r);
+    if (rc < 0) {
+        *got_bytes = r->any_byte;
+        vega_http_client_response_free(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+int vega_http_client_send(vega_http_client *c, const vega_http_client_request *req,
+                          vega_http_client_response **out)
+{
+    if (!c || !req || !req->url || !out)
+        return -EINVAL;
+    *out = NULL;
+    vega_tstamp start = vega_now();
+    struct hc_req rq;
+    int rc = prepare(c, req, &rq);
+    if (rc < 0) {
+        free(rq.head);
+        return rc;
+    }
+    vega_deadline dl = req->deadline ? req->deadline : VEGA_DEADLINE_NEVER;
+    bool reused = false, used = false, got_bytes = false;
+    rc = attempt(c, &rq, start, dl, req->fresh_connection, &reused, &used, &got_bytes, out);
+    /* RFC 9112 §9.3.1: a connection the server closed while it sat in the pool fails before
+     * any response byte; then the request goes again, once, on a fresh connection, unless a
+     * body_fn already gave bytes that cannot be given again. */
+    if (rc < 0 && reused && retryable(rc) && !used && !got_bytes)
+        rc = attempt(c, &rq, start, dl, true, &reused, &used, &got_bytes, out);
+    free(rq.head);
+    return rc;
+}

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/* The HTTP client's connections: opening them (DNS, TCP with Happy Eyeballs or a --resolve
+ * address, TLS with SNI and ALPN) and the keep-alive pool of idle ones per origin. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "client_int.h"
+
+static bool key_eq(const struct hc_key *a, const struct hc_key *b)
+{
+    return a->tls == b->tls && a->port == b->port && strcmp(a->host, b->host) == 0;
+}
+
+void vega__hc_conn_close(struct hc_conn *conn)
+{
+    if (!conn)
+        return;
+    /* Deadline 0: a TLS close_notify goes out if the socket takes it now; nobody waits. */
+    vega_stream_close(conn->s, 0);
+    free(conn);
+}
+
+static void unlink_idle(vega_http_client *c, struct hc_conn *x)
+{
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        c->idle = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    x->prev = x->next = NULL;
+    c->nidle--;
+}
+
+/* A pooled connection is fit when a read that may not wait finds nothing: the server neither
+ * closed it nor sent anything unasked. Doing it here also lets a TLS stream drop its buffers. */
+static bool still_fit(struct hc_conn *x)
+{
+    uint8_t b[1];
+    return vega_stream_read(x->s, b, sizeof b, 0) == -ETIMEDOUT;
+}
+
+int vega__hc_pool_take(vega_http_client *c, const struct hc_key *k, struct hc_conn **out)
+{
+    *out = NULL;
+    for (;;) {
+        struct hc_conn *found = NULL, *expired = NULL;
+        vega_tstamp now = vega_now();
+        pthread_mutex_lock(&c->mu);
+        for (struct hc_conn *x = c->idle; x; x = x->next) {
+            if (!key_eq(&x->key, k))
+                continue;
+            unlink_idle(c, x);
+            if (now - x->idle_since > c->o.idle_timeout_ns)
+                expired = x;
+            else
+                found = x;
+            break;
+        }
+        pthread_mutex_unlock(&c->mu);
+        if (expired) {
+            vega__hc_conn_close(expired);
+            continue;
+        }
+        if (!found)
+            return 0;
+        if (still_fit(found)) {
+            *out = found;
+            return 1;
+        }
+        vega__hc_conn_close(found);
+    }
+}
+
+void vega__hc_pool_put(vega_http_client *c, struct hc_conn *conn)
+{
+    if (c->o.max_idle_per_origin == 0 || !still_fit(conn)) {
+        vega__hc_conn_close(conn);
+        return;
+    }
+    struct hc_conn *evict = NULL;
+    conn->idle_since = vega_now();
+    pthread_mutex_lock(&c->mu);
+    conn->prev = NULL;
+    conn->next = c->idle;
+    if (c->idle)
+        c->idle->prev = conn;
+    c->idle = conn;
+    c->nidle++;
+    /* Over the per-origin or the overall cap: the oldest of the origin (or overall) goes. */
+    size_t same = 0;
+    struct hc_conn *oldest_same = NULL, *last = NULL;
+    for (struct hc_conn *x = c->idle; x; x = x->next) {
+        if (key_eq(&x->key, &conn->key)) {
+            same++;
+            oldest_same = x;
+        }
+        last = x;
+    }
+    if (same > c->o.max_idle_per_origin)
+        evict = oldest_same;
+    else if (c->nidle > HC_MAX_IDLE_TOTAL)
+        evict = last;
+    if (evict)
+        unlink_idle(c, evict);
+    pthread_mutex_unlock(&c->mu);
+    vega__hc_conn_close(evict);
+}
+
+static int resolve_override(vega_http_client *c, const struct hc_key *k, vega_addr *out)
+{
+    int found = 0;
+    pthread_mutex_lock(&c->mu);
+    for (struct hc_resolve *r = c->resolves; r; r = r->next) {
+        if (r->port == k->port && strcmp(r->host, k->host) == 0) {
+            *out = r->addr;
+            found = 1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (found && vega_addr_port(out) == 0)
+        vega_addr_set_port(out, k->port);
+    return found;
+}
+
+static int tls_connect(vega_http_client *c, struct hc_conn *conn, vega_sock *sock,
+                       const char *server_name, vega_http_client_info *info, vega_deadline dl)
+{
+    vega_tls_opts to;
+    vega_tls_opts_init(&to);
+    to.server_name = server_name;
+    to.port = conn->key.port;
+    int r = vega_tls_stream_from_sock(&conn->s, sock, 0, c->tls, &to);
+    if (r < 0) {
+        vega_sock_close(sock);
+        return r;
+    }
+    r = vega_tls_handshake(conn->s, dl);
+    if (r < 0)
+        return r;
+    info->t_tls = vega_now();
+    const char *alpn = vega_tls_get_alpn(conn->s);
+    if (alpn) {
+        /* Only HTTP/1.1 is spoken here: a configuration that offered more and got it cannot
+         * be served (RFC 7301 §3.2: the client must use the protocol selected). */
+        if (strcmp(alpn, "http/1.1") != 0)
+            return VEGA_ERR_PROTO;
+        strcpy(conn->alpn, alpn);
+    }
+    conn->tls_version = vega_tls_get_version(conn->s);
+    return 0;
+}
+
+int vega__hc_connect(vega_http_client *c, const struct hc_key *k, const char *host_for_tls,
+                     vega_http_client_info *info, vega_deadline dl, struct hc_conn **out)
+{
+    *out = NULL;
+    struct hc_conn *conn = calloc(1, sizeof *conn);
+    if (!conn)
+        return -ENOMEM;
+    conn->key = *k;
+    vega_sock *sock = NULL;
+    vega_addr addr;
+    int r;
+    if (resolve_override(c, k, &addr)) {
+        info->t_dns = vega_now();
+        r = vega_tcp_connect(&sock, &addr, dl);
+    } else {
+        /* The lookup alone gives the DNS time; the connect then finds the answers cached. */
+        vega_addr tmp[1];
+        size_t n = 0;
+        r = vega_dns_lookup(c->dns, k->host, AF_UNSPEC, tmp, 1, &n, dl);
+        if (r == 0) {
+            info->t_dns = vega_now();
+            r = vega_tcp_connect_host(&sock, c->dns, k->host, k->port, NULL, dl);
+        }
+    }
+    if (r < 0) {
+        free(conn);
+        return r;
+    }
+    info->t_connect = vega_now();
+    vega_sock_set_nodelay(sock, true);
+    vega_sock_peer_addr(sock, &conn->peer);
+    if (k->tls) {
+        r = tls_connect(c, conn, sock, host_for_tls, info, dl);
+        if (r < 0) {
+            if (conn->s)
+                vega_stream_close(conn->s, 0);
+            free(conn);
+            return r;
+        }
+    } else {
+        r = vega_stream_from_sock(&conn->s, sock, 0);
+        if (r < 0) {
+            vega_sock_close(sock);
+            free(conn);
+            return r;
+        }
+    }
+    *out = conn;
+    return 0;
+}

@@ -1,0 +1,576 @@
+/* SPDX-License-Identifier: MIT */
+/* An HTTP/1.1 server connection (RFC 9112): reads request heads zero-copy into its buffer,
+ * runs the handler for each request in order, coalesces the responses of pipelined requests,
+ * answers malformed input with 400/414/431/501/505 and closes, and parks when idle. */
+#include <stdlib.h>
+#include <sys/socket.h>
+
+#include "http1_int.h"
+#include "server_int.h"
+
+enum { HEAD_READY = 1, HEAD_CLOSE = 0, HEAD_PARKED = 2 };
+
+/* ---- the active block ---------------------------------------------------------------------- */
+
+/* One allocation: the block, then the field array, then the first read buffer (a larger one,
+ * for a head that does not fit, is allocated apart). */
+static struct srv_active *active_new(vega_http_server *srv)
+{
+    size_t fields = srv->o.limits.max_fields * sizeof(vega_http_field);
+    struct srv_active *a = malloc(sizeof *a + fields + SRV_IN_CAP);
+    if (!a)
+        return NULL;
+    a->in = (uint8_t *)a->field_store + fields;
+    a->in_own = NULL;
+    a->in_cap = SRV_IN_CAP;
+    a->in_start = a->in_pos = a->in_end = a->scan = 0;
+    a->out_len = 0;
+    a->out_count = 0;
+    return a;
+}
+
+/* Resizes the read buffer to cap bytes, keeping its content. */
+static int in_resize(struct srv_active *a, size_t cap)
+{
+    uint8_t *n = a->in_own ? realloc(a->in_own, cap) : malloc(cap);
+    if (!n)
+        return -ENOMEM;
+    if (!a->in_own)
+        memcpy(n, a->in, VEGA__MIN(a->in_end, cap));
+    a->in = a->in_own = n;
+    a->in_cap = cap;
+    return 0;
+}
+
+static void active_free(struct srv_active *a)
+{
+    if (a) {
+        free(a->in_own);
+        free(a);
+    }
+}
+
+void vega__srv_conn_free(struct srv_conn *c)
+{
+    active_free(c->a);
+    c->a = NULL;
+    if (c->stream)
+        vega_stream_close(c->stream, vega_deadline_in_ms(1000));
+    if (c->sock) {
+        /* The peer sees the end now: once parked, a socket's close(2) is left to the worker
+         * that watched it, which may come later. */
+        vega_sock_shutdown(c->sock, SHUT_RDWR);
+        vega_sock_close(c->sock);
+    }
+    vega__srv_unregister(c);
+    free(c);
+}
+
+/* ---- the request head ---------------------------------------------------------------------- */
+
+static int on_request_line(void *ud, vega_http1_span method, vega_http1_span target, int version)
+{
+    struct vega_http_exchange *x = ud;
+    vega_http_request *r = &x->req;
+    r->version = version;
+    r->method_name = (vega_http_str){method.ptr, method.len};
+    int m = vega_http_method_parse(method.ptr, method.len);
+    r->method = m < 0 ? VEGA_HTTP_METHOD_OTHER : m;
+    r->target = (vega_http_str){target.ptr, target.len};
+    if (target.ptr[0] == '/') {
+        const char *q = memchr(target.ptr, '?', target.len);
+        if (q) {
+            r->path = (vega_http_str){target.ptr, (size_t)(q - target.ptr)};
+            r->query = (vega_http_str){q + 1, target.len - (size_t)(q - target.ptr) - 1};
+        } else {
+            r->path = r->target;
+        }
+    } else if (r->method == VEGA_HTTP_METHOD_CONNECT) {
+        r->authority = r->target; /* authority-form (RFC 9112 §3.2.3) */
+        r->path = (vega_http_str){target.ptr, 0};
+    } else if (target.len == 1 && target.ptr[0] == '*') {
+        r->path = r->target; /* asterisk-form (§3.2.4) */
+    } else {
+        vega_http_url u;
+        if (vega_http_url_parse_target(&u, target.ptr, target.len) < 0)
+            return 1;
+        r->authority = u.authority;
+        r->path = u.path;
+        r->query = u.query;
+    }
+    return 0;
+}
+
+static int on_header(void *ud, vega_http1_span name, vega_http1_span value)
+{
+    struct vega_http_exchange *x = ud;
+    vega_http_fields *f = &x->fields;
+    if (f->count >= f->cap)
+        return 1;
+    f->items[f->count++] = (vega_http_field){{name.ptr, name.len}, {value.ptr, value.len}};
+    f->size += name.len + value.len;
+    switch (name.len) {
+    case 4:
+        if (vega__http1_ieq(name.ptr, 4, "host") && !x->req.authority.ptr)
+            x->req.authority = (vega_http_str){value.ptr, value.len};
+        break;
+    case 6:
+        if (vega__http1_ieq(name.ptr, 6, "expect") &&
+            vega__http1_ieq(value.ptr, value.len, "100-continue"))
+            x->req.expect_continue = true;
+        break;
+    case 17:
+        if (vega__http1_ieq(name.ptr, 17, "transfer-encoding")) {
+            /* which codings: 501 for one we do not know, 400 for a misplaced chunked */
+            const char *s = value.ptr, *e = value.ptr + value.len;
+            while (s < e) {
+                while (s < e && (*s == ' ' || *s == '\t' || *s == ','))
+                    s++;
+                const char *b = s;
+                while (s < e && *s != ',' && *s != ';' && *s != ' ' && *s != '\t')
+                    s++;
+                if (s > b && !vega__http1_ieq(b, (size_t)(s - b), "chunked"))
+                    x->te_unknown = true;
+                while (s < e && *s != ',')
+                    s++;
+            }
+        }
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+static int on_headers_complete(void *ud, const vega_http1_head *h)
+{
+    struct vega_http_exchange *x = ud;
+    x->body.framing = h->framing;
+    if (h->framing == VEGA_HTTP1_BODY_LENGTH) {
+        x->req.content_length = h->content_length;
+        x->req.has_body = h->content_length > 0;
+    } else if (h->framing == VEGA_HTTP1_BODY_CHUNKED) {
+        x->req.content_length = VEGA_HTTP_LENGTH_UNKNOWN;
+        x->req.has_body = true;
+    }
+    x->body.remaining = x->req.content_length;
+    x->body.done = !x->req.has_body;
+    x->keep_alive = h->keep_alive && !h->upgrade;
+    if (x->req.version < 11)
+        x->req.expect_continue = false;
+    x->head_stop = true;
+    return 1; /* stop here: the body is read on demand */
+}
+
+static const vega_http1_callbacks head_cb = {
+    .on_request_line = on_request_line,
+    .on_header = on_header,
+    .on_headers_complete = on_headers_complete,
+};
+
+/* Finds the end of a head: the first "\n\r\n" or "\n\n" (the latter a bare LF the parser then
+ * rejects). Scans [*scan, len); returns the end offset, or 0 with *scan where to resume. */
+static size_t find_head_end(const uint8_t *p, size_t len, size_t *scan)
+{
+    size_t i = *scan;
+    while (i < len) {
+        const uint8_t *lf = memchr(p + i, '\n', len - i);
+        if (!lf)
+            break;
+        size_t k = (size_t)(lf - p);
+        if (k + 1 >= len) {
+            *scan = k;
+            return 0;
+        }
+        if (p[k + 1] == '\n')
+            return k + 2;
+        if (p[k + 1] == '\r') {
+            if (k + 2 >= len) {
+                *scan = k;
+                return 0;
+            }
+            if (p[k + 2] == '\n')
+                return k + 3;
+        }
+        i = k + 1;
+    }
+    *scan = len;
+    return 0;
+}
+
+bool vega__srv_head_complete(const uint8_t *p, size_t len)
+{
+    size_t scan = 0;
+    return len && find_head_end(p, len, &scan) != 0;
+}
+
+/* The status that answers a parse failure (RFC 9112 §3, §6; RFC 9110 §15). */
+static int error_status(const struct vega_http_exchange *x, vega_http1_error e)
+{
+    switch (e) {
+    case VEGA_HTTP1_E_START_LINE_TOO_LONG:
+        return 414;
+    case VEGA_HTTP1_E_FIELD_LINE_TOO_LONG:
+    case VEGA_HTTP1_E_SECTION_TOO_LARGE:
+    case VEGA_HTTP1_E_TOO_MANY_FIELDS:
+        return 431;
+    case VEGA_HTTP1_E_TRANSFER_ENCODING:
+        return x->te_unknown ? 501 : 400;
+    case VEGA_HTTP1_E_VERSION:
+        return 505;
+    default:
+        return 400;
+    }
+}
+
+static void exchange_reset(struct srv_conn *c, struct srv_active *a)
+{
+    struct vega_http_exchange *x = &a->x;
+    memset(x, 0, sizeof *x);
+    x->c = c;
+    vega_http_fields_init(&x->fields, a->field_store, c->srv->o.limits.max_fields, 0);
+    x->req.fields = &x->fields;
+    x->req.tls = c->tls;
+    x->req.peer = &c->peer;
+    x->req.local = &c->local;
+    x->req.conn_id = c->id;
+    x->req.conn_seq = c->nreq;
+    x->length = VEGA_HTTP_LENGTH_UNKNOWN;
+}
+
+/* Parses the head in in[in_start, end) (or, with end 0, whatever is there, to name the limit
+ * it breaks). Returns HEAD_READY, or HEAD_CLOSE after answering an error. */
+static int parse_head(struct srv_conn *c, struct srv_active *a, size_t end)
+{
+    vega_http_server *srv = c->srv;
+    exchange_reset(c, a);
+    vega_http1_parser_init(&a->parser, VEGA_HTTP1_REQUEST, &srv->o.limits, &head_cb, &a->x);
+    size_t to = end ? end : a->in_end, consumed = 0;
+    int rc = vega_http1_parser_read(&a->parser, a->in + a->in_start, to - a->in_start, &consumed);
+    if (rc == VEGA_ERR_CALLBACK && a->x.head_stop && end && a->in_start + consumed == end) {
+        a->in_pos = end;
+        a->head_end = end;
+        a->x.req.start = vega_now();
+        return HEAD_READY;
+    }
+    int status = 400;
+    if (rc == VEGA_ERR_PROTO)
+        status = error_status(&a->x, vega_http1_parser_get_error(&a->parser));
+    else if (rc == 0 && !end)
+        status = 431; /* within every line limit, yet larger than a head may be */
+    vega__srv_write_error(c, status);
+    return HEAD_CLOSE;
+}
+
+/* Reads until a complete head is buffered, parking when idle. Returns HEAD_READY (x filled),
+ * HEAD_PARKED (c is no longer ours), HEAD_CLOSE (quietly or after an error response), or a
+ * negative code that ends the connection. */
+static int next_head(struct srv_conn *c, bool woke, int *err)
+{
+    vega_http_server *srv = c->srv;
+    struct srv_active *a = c->a;
+    if (a->in_pos == a->in_end) {
+        a->in_start = a->in_pos = a->in_end = a->scan = 0;
+    } else {
+        a->in_start = a->in_pos;
+        if (a->scan < a->in_start)
+            a->scan = a->in_start;
+    }
+    vega_tstamp t0 = a->in_end > a->in_start ? vega_now() : 0;
+    unsigned crlf = 0;
+    for (;;) {
+        /* RFC 9112 §2.2: a few empty lines before a request line are ignored (some clients
+         * send CRLF after a body) */
+        while (a->in_start < a->in_end && crlf < 8 &&
+               (a->in[a->in_start] == '\r' || a->in[a->in_start] == '\n')) {
+            a->in_start++;
+            a->in_pos = a->in_start;
+            crlf++;
+        }
+        if (a->scan < a->in_start)
+            a->scan = a->in_start;
+        if (a->in_end > a->in_start) {
+            size_t end = find_head_end(a->in, a->in_end, &a->scan);
+            if (end) {
+                /* keep room after the head for reading its body through the buffer */
+                if (a->in_cap - end < SRV_IN_RESERVE && in_resize(a, end + SRV_IN_RESERVE) < 0)
+                    return -ENOMEM;
+                return parse_head(c, a, end);
+            }
+            size_t have = a->in_end - a->in_start;
+            /* a start line longer than allowed, or a head larger than allowed: say which */
+            if ((have > srv->o.limits.max_start_line &&
+                 !memchr(a->in + a->in_start, '\n', srv->o.limits.max_start_line)) ||
+                have >= srv->max_head)
+                return parse_head(c, a, 0);
+        }
+        if (a->in_end == a->in_cap) {
+            if (a->in_start > 0) {
+                size_t have = a->in_end - a->in_start;
+                memmove(a->in, a->in + a->in_start, have);
+                a->scan -= a->in_start;
+                a->in_start = 0;
+                a->in_pos = 0;
+                a->in_end = have;
+            } else {
+                size_t cap = VEGA__MIN(a->in_cap * 2, srv->max_head + SRV_IN_RESERVE);
+                if (cap <= a->in_cap)
+                    return parse_head(c, a, 0);
+                if (in_resize(a, cap) < 0)
+                    return -ENOMEM;
+            }
+        }
+        vega_deadline dl;
+        if (a->in_end == a->in_start) {
+            /* idle: nothing of the next request yet */
+            if (a->out_len) {
+                int r = vega__srv_flush(c, VEGA_DEADLINE_NEVER);
+                if (r < 0)
+                    return r;
+            }
+            if (atomic_load_explicit(&srv->stopping, memory_order_relaxed))
+                return HEAD_CLOSE;
+            /* The idle deadline holds across wakes that bring no request bytes (a TLS
+             * record in pieces, a spurious wake): only request bytes reset it. */
+            if (!c->idle_dl)
+                c->idle_dl = vega_deadline_in_ns(c->nreq ? srv->o.idle_timeout_ns
+                                                         : srv->o.header_timeout_ns);
+            if (c->sock) {
+                if (c->tls || woke || !c->drained) {
+                    /* what is there, without waiting; for TLS, a read that finds nothing
+                     * also lets the stream drop its buffers */
+                    vega_ssize n = vega__srv_read(c, a->in + a->in_end,
+                                                    a->in_cap - a->in_end, 0);
+                    if (n > 0) {
+                        a->in_end += (size_t)n;
+                        c->idle_dl = 0;
+                        t0 = vega_now();
+                        woke = false;
+                        continue;
+                    }
+                    if (n == 0)
+                        return HEAD_CLOSE;
+                    if (n != -ETIMEDOUT) {
+                        *err = (int)n;
+                        return (int)n;
+                    }
+                    if (vega_now() >= c->idle_dl) {
+                        *err = -ETIMEDOUT;
+                        return -ETIMEDOUT;
+                    }
+                }
+                if (!c->tls || !vega_tls_has_buffered(c->stream)) {
+                    active_free(a);
+                    c->a = NULL;
+                    if (vega__srv_park(c, c->idle_dl))
+                        return HEAD_PARKED;
+                    return HEAD_CLOSE;
+                }
+            }
+            woke = false;
+            dl = c->idle_dl;
+        } else {
+            if (!t0)
+                t0 = vega_now();
+            dl = t0 + srv->o.header_timeout_ns;
+            /* answers held back for this request go out before we wait for the rest of it */
+            if (a->out_len) {
+                int r = vega__srv_flush(c, VEGA_DEADLINE_NEVER);
+                if (r < 0)
+                    return r;
+            }
+        }
+        vega_ssize n = vega__srv_read(c, a->in + a->in_end, a->in_cap - a->in_end, dl);
+        if (n == 0)
+            return HEAD_CLOSE;
+        if (n < 0) {
+            *err = (int)n;
+            return (int)n;
+        }
+        if (a->in_end == a->in_start)
+            t0 = vega_now();
+        a->in_end += (size_t)n;
+        c->idle_dl = 0;
+    }
+}
+
+/* ---- one exchange -------------------------------------------------------------------------- */
+
+static void drain_body(struct vega_http_exchange *x)
+{
+    vega_http_server *srv = x->c->srv;
+    uint8_t tmp[2048];
+    uint64_t total = 0;
+    vega_deadline dl = vega_deadline_in_ns(srv->o.body_timeout_ns);
+    while (!x->body.done && !x->body.failed) {
+        if (total > SRV_DRAIN_MAX) {
+            x->want_close = true;
+            return;
+        }
+        vega_ssize n = vega__srv_body_read(x, tmp, sizeof tmp, dl);
+        if (n < 0) {
+            x->error = x->error ? x->error : (int)n;
+            return;
+        }
+        total += (uint64_t)n;
+    }
+}
+
+static const char body_500[] = "500 Internal Server Error\n";
+
+/* Runs the handler for the parsed request. Returns 0 to go on, or a negative code (or 1) to
+ * close the connection. */
+static int exchange(struct srv_conn *c)
+{
+    vega_http_server *srv = c->srv;
+    struct srv_active *a = c->a;
+    struct vega_http_exchange *x = &a->x;
+    if (srv->o.max_requests_per_conn && c->nreq + 1 >= srv->o.max_requests_per_conn)
+        x->want_close = true;
+    if (x->req.method == VEGA_HTTP_METHOD_CONNECT)
+        x->keep_alive = false; /* no tunnels: whatever follows is not HTTP/1.1 */
+    atomic_fetch_add_explicit(&srv->requests, 1, memory_order_relaxed);
+    int rc = srv->o.handler(x, srv->o.user);
+    c->nreq++;
+    vega_deadline wdl = vega_deadline_in_ns(srv->o.write_timeout_ns);
+    if (!x->started && !x->broken) {
+        if (rc >= 0)
+            x->error = VEGA_ERR_INVALID_ARG; /* the handler returned without answering */
+        else
+            x->error = rc;
+        if (x->body.failed && (x->error == VEGA_ERR_PROTO || x->error == -ETIMEDOUT)) {
+            /* a malformed or stalled body: the client's fault, and the connection cannot go
+             * on (RFC 9110 §15.5.9 for 408) */
+            int st = x->error == -ETIMEDOUT ? 408 : 400;
+            vega__srv_write_error(c, st);
+            x->started = true;
+            x->status = st;
+            x->want_close = true;
+            if (st == 408)
+                atomic_fetch_add_explicit(&srv->timeouts, 1, memory_order_relaxed);
+        } else {
+            static const vega_http_field ct[] = {
+                {{"Content-Type", 12}, {"text/plain; charset=utf-8", 25}}};
+            vega_http_respond(x, 500, ct, 1, body_500, sizeof body_500 - 1, wdl);
+        }
+    } else if (!x->finished && !x->broken) {
+        if (rc < 0) {
+            x->error = rc;
+            x->want_close = true; /* the response is cut short */
+            x->broken = true;
+        } else if (vega_http_response_finish(x, NULL, 0, wdl) < 0) {
+            x->broken = true;
+        }
+    } else if (rc < 0 && !x->error) {
+        x->error = rc;
+    }
+    if (!x->body.done && !x->broken && !x->want_close && x->keep_alive)
+        drain_body(x);
+    if (srv->o.on_log) {
+        vega_http_log_entry e = {
+            .status = x->started ? x->status : 0,
+            .body_bytes = x->body_bytes,
+            .duration_ns = vega_now() - x->req.start,
+            .error = x->error,
+        };
+        srv->o.on_log(srv->o.user, &x->req, &e);
+    }
+    if (x->broken)
+        return x->error ? x->error : -EPIPE;
+    if (!x->keep_alive || x->want_close || x->close_delimited || !x->body.done)
+        return 1;
+    return 0;
+}
+
+/* Closes after an answer that the client may still be sending a request to: shut our side,
+ * then read (and drop) for a while, so that our response is not lost to a reset. */
+static void linger(struct srv_conn *c)
+{
+    if (vega_stream_shutdown(c->stream, SHUT_WR, vega_deadline_in_ms(200)) < 0)
+        return;
+    uint8_t tmp[2048];
+    size_t total = 0;
+    vega_deadline dl = vega_deadline_in_ns(SRV_LINGER_NS);
+    while (total < SRV_LINGER_MAX) {
+        vega_ssize n = vega__srv_read(c, tmp, sizeof tmp, dl);
+        if (n <= 0)
+            break;
+        total += (size_t)n;
+    }
+}
+
+int vega__srv_conn_run(struct srv_conn *c, bool woke)
+{
+    vega_http_server *srv = c->srv;
+    if (!c->a && !(c->a = active_new(srv))) {
+        vega__srv_conn_free(c);
+        return -ENOMEM;
+    }
+    int err = 0;
+    bool unread = false;
+    for (;;) {
+        int r = next_head(c, woke, &err);
+        woke = false;
+        if (r == HEAD_PARKED)
+            return 0;
+        if (r != HEAD_READY) {
+            if (r < 0)
+                err = r;
+            else if (c->a && c->a->in_end > c->a->in_start)
+                unread = true; /* an error response, or a partial head */
+            break;
+        }
+        r = exchange(c);
+        if (r != 0) {
+            if (r < 0)
+                err = r;
+            struct srv_active *a = c->a;
+            unread = !a->x.body.done || a->in_pos < a->in_end;
+            if (a->out_len && vega__srv_flush(c, VEGA_DEADLINE_NEVER) < 0)
+                unread = false;
+            else if (a->x.broken)
+                unread = false;
+            break;
+        }
+        if (atomic_load_explicit(&srv->stopping, memory_order_relaxed) &&
+            !vega__srv_head_complete(c->a->in + c->a->in_pos, c->a->in_end - c->a->in_pos))
+            break;
+    }
+    if (c->a && c->a->out_len)
+        vega__srv_flush(c, VEGA_DEADLINE_NEVER);
+    if (err == -ETIMEDOUT)
+        atomic_fetch_add_explicit(&srv->timeouts, 1, memory_order_relaxed);
+    if (unread && err != -ETIMEDOUT && err != -ECANCELED)
+        linger(c);
+    vega__srv_conn_free(c);
+    return err == -ECANCELED || err == -ETIMEDOUT ? err : (err < 0 ? err : 0);
+}
+
+int vega_http_server_serve(vega_http_server *srv, vega_stream *s, const vega_addr *peer,
+                           const vega_addr *local)
+{
+    if (!srv || !s)
+        return VEGA_ERR_INVALID_ARG;
+    if (!vega_task_current())
+        return VEGA_ERR_NOTASK;
+    struct srv_conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        vega_stream_close(s, vega_deadline_in_ms(1000));
+        return -ENOMEM;
+    }
+    if (vega__srv_register(srv, c) < 0) {
+        free(c);
+        vega_stream_close(s, vega_deadline_in_ms(1000));
+        return VEGA_ERR_FULL;
+    }
+    c->stream = s;
+    c->tls = vega_tls_is_tls(s);
+    if (peer)
+        c->peer = *peer;
+    if (local)
+        c->local = *local;
+    pthread_mutex_lock(&c->shard->lock);
+    c->task = vega_task_current();
+    pthread_mutex_unlock(&c->shard->lock);
+    return vega__srv_conn_run(c, false);
+}

@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: MIT */
+/* The HTTP server object: options, listeners and their accept tasks, the registry of open
+ * connections, graceful shutdown from any thread, and counters. */
+#include <stdlib.h>
+#include <sys/socket.h>
+
+#include "server_int.h"
+#include "tls_int.h"
+
+void vega_http_server_opts_init(vega_http_server_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->max_conns = 10000;
+    o->max_pipelined = 32;
+    o->header_timeout_ns = 10 * VEGA_NS_PER_S;
+    o->body_timeout_ns = 30 * VEGA_NS_PER_S;
+    o->idle_timeout_ns = 60 * VEGA_NS_PER_S;
+    o->write_timeout_ns = 30 * VEGA_NS_PER_S;
+}
+
+int vega_http_server_new(vega_http_server **out, const vega_http_server_opts *opts)
+{
+    if (!out || !opts || !opts->handler)
+        return VEGA_ERR_INVALID_ARG;
+    vega_http1_limits l = opts->limits;
+    l.max_start_line = l.max_start_line ? l.max_start_line : 8192;
+    l.max_field_line = l.max_field_line ? l.max_field_line : 8192;
+    l.max_field_section = l.max_field_section ? l.max_field_section : 65536;
+    l.max_fields = l.max_fields ? l.max_fields : 100;
+    if (l.max_start_line > VEGA_HTTP1_LINE_BUF || l.max_field_line > VEGA_HTTP1_LINE_BUF ||
+        l.max_start_line < 16 || l.max_field_line < 4 || l.max_fields > 100000 ||
+        l.max_field_section > (64u << 20))
+        return VEGA_ERR_INVALID_ARG;
+    if (opts->server_header && !vega_http_field_value_is_valid(opts->server_header,
+                                                               strlen(opts->server_header)))
+        return VEGA_ERR_INVALID_ARG;
+    if (opts->server_header && strlen(opts->server_header) > 1024)
+        return VEGA_ERR_INVALID_ARG;
+    if (opts->tls && vega_tls_config_role(opts->tls) != VEGA_TLS_SERVER)
+        return VEGA_ERR_INVALID_ARG;
+    vega_http_server *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    s->o = *opts;
+    s->o.limits = l;
+    if (!s->o.max_conns)
+        s->o.max_conns = 10000;
+    if (!s->o.max_pipelined)
+        s->o.max_pipelined = 32;
+    if (!s->o.header_timeout_ns)
+        s->o.header_timeout_ns = 10 * VEGA_NS_PER_S;
+    if (!s->o.body_timeout_ns)
+        s->o.body_timeout_ns = 30 * VEGA_NS_PER_S;
+    if (!s->o.idle_timeout_ns)
+        s->o.idle_timeout_ns = 60 * VEGA_NS_PER_S;
+    if (!s->o.write_timeout_ns)
+        s->o.write_timeout_ns = 30 * VEGA_NS_PER_S;
+    s->max_head = l.max_start_line + l.max_field_section + 2;
+    if (opts->server_header) {
+        s->server_header_len = strlen(opts->server_header);
+        s->server_header = malloc(s->server_header_len + 1);
+        if (!s->server_header) {
+            free(s);
+            return -ENOMEM;
+        }
+        memcpy(s->server_header, opts->server_header, s->server_header_len + 1);
+    }
+    s->o.server_header = s->server_header;
+    if (opts->tls) {
+        if (opts->tls->alpn_len == 0) {
+            static const char *const h1[] = {"http/1.1"};
+            int r = vega_tls_config_set_alpn(opts->tls, h1, 1);
+            if (r < 0) {
+                free(s->server_header);
+                free(s);
+                return r;
+            }
+        }
+        s->o.tls = vega__tls_config_ref(opts->tls);
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    for (size_t i = 0; i < SRV_SHARDS; i++)
+        pthread_mutex_init(&s->shards[i].lock, NULL);
+    vega_notify_init(&s->wake);
+    atomic_init(&s->next_id, 1);
+    atomic_init(&s->grace, VEGA_DEADLINE_NEVER);
+    *out = s;
+    return 0;
+}
+
+int vega_http_server_listen(vega_http_server *srv, const vega_addr *addr, unsigned flags,
+                            vega_addr *bound)
+{
+    if (!srv || !addr)
+        return VEGA_ERR_INVALID_ARG;
+    pthread_mutex_lock(&srv->lock);
+    bool full = srv->nlisteners >= SRV_MAX_LISTENERS;
+    bool busy = atomic_load(&srv->running);
+    pthread_mutex_unlock(&srv->lock);
+    if (full)
+        return VEGA_ERR_FULL;
+    if (busy)
+        return -EBUSY;
+    vega_sock *l;
+    int r = vega_tcp_listen(&l, addr, 0, flags);
+    if (r < 0)
+        return r;
+    if (bound && (r = vega_sock_local_addr(l, bound)) < 0) {
+        vega_sock_close(l);
+        return r;
+    }
+    pthread_mutex_lock(&srv->lock);
+    if (srv->nlisteners >= SRV_MAX_LISTENERS) {
+        pthread_mutex_unlock(&srv->lock);
+        vega_sock_close(l);
+        return VEGA_ERR_FULL;
+    }
+    srv->listeners[srv->nlisteners++] = (struct srv_listener){.srv = srv, .sock = l};
+    pthread_mutex_unlock(&srv->lock);
+    return 0;
+}
+
+int vega__srv_register(vega_http_server *srv, struct srv_conn *c)
+{
+    if (atomic_fetch_add_explicit(&srv->conns_open, 1, memory_order_relaxed) >= srv->o.max_conns) {
+        atomic_fetch_sub_explicit(&srv->conns_open, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&srv->conns_refused, 1, memory_order_relaxed);
+        return VEGA_ERR_FULL;
+    }
+    c->srv = srv;
+    c->id = atomic_fetch_add_explicit(&srv->next_id, 1, memory_order_relaxed);
+    c->shard = &srv->shards[c->id % SRV_SHARDS];
+    c->state = SRV_ACTIVE;
+    c->task = NULL;
+    c->prev = NULL;
+    pthread_mutex_lock(&c->shard->lock);
+    c->next = c->shard->conns;
+    if (c->next)
+        c->next->prev = c;
+    c->shard->conns = c;
+    pthread_mutex_unlock(&c->shard->lock);
+    atomic_fetch_add_explicit(&srv->conns_accepted, 1, memory_order_relaxed);
+    return 0;
+}
+
+void vega__srv_unregister(struct srv_conn *c)
+{
+    vega_http_server *srv = c->srv;
+    struct srv_shard *sh = c->shard;
+    pthread_mutex_lock(&sh->lock);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        sh->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->next = c->prev = NULL;
+    c->task = NULL;
+    pthread_mutex_unlock(&sh->lock);
+    uint64_t left = atomic_fetch_sub_explicit(&srv->conns_open, 1, memory_order_acq_rel) - 1;
+    if (left == 0 && atomic_load(&srv->stopping))
+        vega_notify_one(&srv->wake);
+}
+
+/* One park callback per connection wake: the connection's task from here on. */
+static void on_ready(vega_sock *s, void *arg, int status)
+{
+    (void)s;
+    struct srv_conn *c = arg;
+    vega_http_server *srv = c->srv;
+    pthread_mutex_lock(&c->shard->lock);
+    c->state = SRV_ACTIVE;
+    c->task = vega_task_current();
+    pthread_mutex_unlock(&c->shard->lock);
+    atomic_fetch_sub_explicit(&srv->conns_parked, 1, memory_order_relaxed);
+    if (status < 0) {
+        if (status == -ETIMEDOUT)
+            atomic_fetch_add_explicit(&srv->timeouts, 1, memory_order_relaxed);
+        vega__srv_conn_free(c);
+        return;
+    }
+    vega__srv_conn_run(c, true);
+}
+
+bool vega__srv_park(struct srv_conn *c, vega_deadline idle_dl)
+{
+    vega_http_server *srv = c->srv;
+    pthread_mutex_lock(&c->shard->lock);
+    if (atomic_load(&srv->stopping)) {
+        pthread_mutex_unlock(&c->shard->lock);
+        return false;
+    }
+    c->state = SRV_PARKED;
+    c->task = NULL;
+    pthread_mutex_unlock(&c->shard->lock);
+    atomic_fetch_add_explicit(&srv->conns_parked, 1, memory_order_relaxed);
+    int r = vega_sock_park(c->sock, on_ready, c, idle_dl);
+    if (r == 0)
+        return true;
+    atomic_fetch_sub_explicit(&srv->conns_parked, 1, memory_order_relaxed);
+    pthread_mutex_lock(&c->shard->lock);
+    c->state = SRV_ACTIVE;
+    c->task = vega_task_current();
+    pthread_mutex_unlock(&c->shard->lock);
+    return false;
+}
+
+static void *accept_task(void *arg)
+{
+    struct srv_listener *l = arg;
+    vega_http_server *srv = l->srv;
+    while (!atomic_load(&srv->stopping)) {
+        vega_sock *cs;
+        vega_addr peer;
+        int r = vega_tcp_accept(l->sock, &cs, &peer, VEGA_DEADLINE_NEVER);
+        if (r == -ECANCELED)
+            break;
+        if (r == -EMFILE || r == -ENFILE || r == -ENOBUFS || r == -ENOMEM) {
+            /* out of descriptors or memory: back off instead of spinning */
+            if (vega_sleep_ms(10) < 0)
+                break;
+            continue;
+        }
+        if (r < 0)
+            break;
+        if (atomic_load(&srv->stopping)) {
+            vega_sock_close(cs);
+            break;
+        }
+        struct srv_conn *c = calloc(1, sizeof *c);
+        if (!c) {
+            vega_sock_abort(cs);
+            continue;
+        }
+        if (vega__srv_register(srv, c) < 0) {
+            free(c);
+            vega_sock_abort(cs);
+            continue;
+        }
+        c->sock = cs;
+        c->peer = peer;
+        vega_sock_local_addr(cs, &c->local);
+        (void)vega_sock_set_nodelay(cs, true);
+        if (srv->o.tls) {
+            c->tls = true;
+            r = vega_tls_stream_from_sock(&c->stream, cs, VEGA_STREAM_BORROW, srv->o.tls, NULL);
+        } else {
+            r = vega_stream_from_sock(&c->stream, cs, VEGA_STREAM_BORROW);
+        }
+        if (r < 0) {
+            c->stream = NULL;
+            vega__srv_conn_free(c);
+            continue;
+        }
+        /* The connection waits for its first byte parked: header_timeout from the accept. */
+        c->idle_dl = vega_deadline_in_ns(srv->o.header_timeout_ns);
+        if (!vega__srv_park(c, c->idle_dl))
+            vega__srv_conn_free(c);
+    }
+    return NULL;
+}
+
+/* Wakes every parked connection: shutdown(SHUT_RD) makes its socket readable, and its task then
+ * sees the stopping flag. Under its shard's lock, a PARKED connection's socket is still open. */
+static void wake_parked(vega_http_server *srv)
+{
+    for (size_t i = 0; i < SRV_SHARDS; i++) {
+        struct srv_shard *sh = &srv->shards[i];
+        pthread_mutex_lock(&sh->lock);
+        for (struct srv_conn *c = sh->conns; c; c = c->next)
+            if (c->state == SRV_PARKED && c->sock)
+                shutdown(vega_sock_fd(c->sock), SHUT_RD);
+        pthread_mutex_unlock(&sh->lock);
+    }
+}
+
+/* After grace: cancels the tasks of active connections (a task's handle stays valid while its
+ * connection is registered and active) and wakes parked ones. */
+static void cancel_active(vega_http_server *srv)
+{
+    for (size_t i = 0; i < SRV_SHARDS; i++) {
+        struct srv_shard *sh = &srv->shards[i];
+        pthread_mutex_lock(&sh->lock);
+        for (struct srv_conn *c = sh->conns; c; c = c->next) {
+            if (c->state == SRV_ACTIVE && c->task)
+                vega_task_cancel(c->task);
+            else if (c->state == SRV_PARKED && c->sock)
+                shutdown(vega_sock_fd(c->sock), SHUT_RDWR);
+        }
+        pthread_mutex_unlock(&sh->lock);
+    }
+}
+
+int vega_http_server_run(vega_http_server *srv)
+{
+    if (!srv)
+        return VEGA_ERR_INVALID_ARG;
+    if (!vega_task_current())
+        return VEGA_ERR_NOTASK;
+    pthread_mutex_lock(&srv->lock);
+    size_t n = srv->nlisteners;
+    bool was = atomic_exchange(&srv->running, true);
+    pthread_mutex_unlock(&srv->lock);
+    if (was)
+        return -EBUSY;
+    if (n == 0) {
+        atomic_store(&srv->running, false);
+        return VEGA_ERR_INVALID_ARG;
+    }
+    int rc = 0;
+    size_t started = 0;
+    for (; started < n; started++) {
+        struct srv_listener *l = &srv->listeners[started];
+        vega_spawn_options so = {.name = "http-accept"};
+        int r = vega_task_spawn_ex(&l->task, accept_task, l, &so);
+        if (r < 0) {
+            rc = r;
+            vega_http_server_shutdown(srv, 0);
+            break;
+        }
+    }
+    /* Wait for shutdown. A cancelled run still shuts down (with no grace). */
+    bool self_cancelled = false;
+    while (!atomic_load(&srv->stopping)) {
+        if (vega_notify_wait(&srv->wake, VEGA_DEADLINE_NEVER) == -ECANCELED) {
+            self_cancelled = true;
+            vega_http_server_shutdown(srv, 0);
+        }
+    }
+    /* Stop the accept loops: a handle leaves the table under the lock before it is joined. */
+    for (size_t i = 0; i < started; i++) {
+        pthread_mutex_lock(&srv->lock);
+        vega_task *t = srv->listeners[i].task;
+        srv->listeners[i].task = NULL;
+        pthread_mutex_unlock(&srv->lock);
+        vega_task_cancel(t);
+        while (vega_task_join(t, NULL, VEGA_DEADLINE_NEVER) < 0)
+            vega_yield();
+    }
+    pthread_mutex_lock(&srv->lock);
+    size_t nl = srv->nlisteners;
+    srv->nlisteners = 0;
+    pthread_mutex_unlock(&srv->lock);
+    for (size_t i = 0; i < nl; i++) {
+        vega_sock_close(srv->listeners[i].sock);
+        srv->listeners[i].sock = NULL;
+    }
+    wake_parked(srv);
+    /* Let in-flight exchanges finish until grace, then cancel what is left (again every 50 ms:
+     * a connection woken from its park after the first round has a new task). */
+    bool cancelled = false;
+    while (atomic_load(&srv->conns_open) > 0) {
+        if (self_cancelled) {
+            cancel_active(srv);
+            vega_yield();
+            continue;
+        }
+        vega_deadline g = atomic_load(&srv->grace);
+        if (vega_now() >= g) {
+            cancel_active(srv);
+            cancelled = true;
+        }
+        int r = vega_notify_wait(&srv->wake, cancelled ? vega_deadline_in_ms(50) : g);
+        if (r == -ECANCELED)
+            self_cancelled = true;
+    }
+    atomic_store(&srv->running, false);
+    return rc;
+}
+
+void vega_http_server_shutdown(vega_http_server *srv, vega_deadline grace)
+{
+    if (!srv)
+        return;
+    vega_deadline g = atomic_load(&srv->grace);
+    while (grace < g && !atomic_compare_exchange_weak(&srv->grace, &g, grace))
+        ;
+    if (!atomic_exchange(&srv->stopping, true))
+        wake_parked(srv);
+    vega_notify_one(&srv->wake);
+}
+
+void vega_http_server_get_stats(const vega_http_server *srv, vega_http_server_stats *st)
+{
+    vega_http_server *s = (vega_http_server *)srv;
+    st->conns_accepted = atomic_load_explicit(&s->conns_accepted, memory_order_relaxed);
+    st->conns_refused = atomic_load_explicit(&s->conns_refused, memory_order_relaxed);
+    st->conns_open = atomic_load_explicit(&s->conns_open, memory_order_relaxed);
+    st->conns_parked = atomic_load_explicit(&s->conns_parked, memory_order_relaxed);
+    st->requests = atomic_load_explicit(&s->requests, memory_order_relaxed);
+    st->bad_requests = atomic_load_explicit(&s->bad_requests, memory_order_relaxed);
+    st->timeouts = atomic_load_explicit(&s->timeouts, memory_order_relaxed);
+}
+
+void vega_http_server_free(vega_http_server *srv)
+{
+    if (!srv)
+        return;
+    for (size_t i = 0; i < srv->nlisteners; i++)
+        vega_sock_close(srv->listeners[i].sock);
+    vega_tls_config_free(srv->o.tls);
+    vega_notify_fini(&srv->wake);
+    pthread_mutex_destroy(&srv->lock);
+    for (size_t i = 0; i < SRV_SHARDS; i++)
+        pthread_mutex_destroy(&srv->shards[i].lock);
+    free(srv->server_header);
+    free(srv);
+}

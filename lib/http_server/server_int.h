@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal state of the HTTP server: the server and its registry of connections, a connection
+ * (small while parked), its active block (buffers and parser, only while it has a task), and
+ * the exchange handed to the handler. */
+#ifndef VEGA_HTTP_SERVER_INT_H
+#define VEGA_HTTP_SERVER_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include <vega/http_server.h>
+#include <vega/rt.h>
+#include <vega/sync.h>
+
+#include "base.h"
+
+/* Output buffer of a connection: response heads, small bodies, coalesced pipelined responses. */
+#define SRV_OUT_CAP 16384
+/* First size of the read buffer; it grows (up to the head limits) only for a head that does
+ * not fit. */
+#define SRV_IN_CAP 16384
+/* Room kept after a complete head for reading its body through the buffer. */
+#define SRV_IN_RESERVE 4096
+/* An unread request body is drained after the response up to this many bytes, else the
+ * connection closes. */
+#define SRV_DRAIN_MAX (256u * 1024u)
+/* Lingering close after an error response: how long and how much we read before closing, so
+ * that the client's unread request does not turn our response into a reset. */
+#define SRV_LINGER_NS (500ull * VEGA_NS_PER_MS)
+#define SRV_LINGER_MAX (64u * 1024u)
+/* Listeners per server. */
+#define SRV_MAX_LISTENERS 64
+
+enum srv_conn_state {
+    SRV_ACTIVE = 0, /* a task runs the connection; task is set */
+    SRV_PARKED = 1, /* vega_sock_park holds it: no task, no active block */
+};
+
+struct srv_listener {
+    vega_http_server *srv;
+    vega_sock *sock;
+    vega_task *task;
+};
+
+/* Connections are registered in shards, each under its own lock, so that parking and waking
+ * (a lock each) do not contend across workers. */
+#define SRV_SHARDS 32
+
+struct srv_shard {
+    pthread_mutex_t lock; /* guards conns, and each of their state and task */
+    struct srv_conn *conns;
+} __attribute__((aligned(64)));
+
+struct vega_http_server {
+    vega_http_server_opts o;
+    char *server_header;
+    size_t server_header_len;
+    size_t max_head; /* bytes a complete head may take: start line + field section + CRLF */
+
+    pthread_mutex_t lock; /* guards the listener table */
+    struct srv_shard shards[SRV_SHARDS];
+    struct srv_listener listeners[SRV_MAX_LISTENERS];
+    size_t nlisteners;
+
+    atomic_bool stopping;
+    atomic_bool running;
+    _Atomic vega_deadline grace;
+    vega_notify wake; /* run waits on it: shutdown asked, or the last connection closed */
+
+    atomic_uint_fast64_t next_id;
+    atomic_uint_fast64_t conns_accepted, conns_refused, conns_open, conns_parked;
+    atomic_uint_fast64_t requests, bad_requests, timeouts;
+};
+
+struct srv_active;
+
+struct srv_conn {
+    vega_http_server *srv;
+    struct srv_shard *shard;
+    struct srv_conn *next, *prev; /* shard->conns, under shard->lock */
+    int state;                    /* srv_conn_state, under shard->lock */
+    vega_task *task;              /* while ACTIVE and run by a task, under shard->lock */
+    vega_sock *sock;              /* NULL when served over a caller's stream */
+    vega_stream *stream;          /* over sock (borrowed) or the caller's; TLS when tls */
+    bool tls;
+    uint64_t id;
+    unsigned nreq;
+    vega_deadline idle_dl;        /* while waiting for a request's first byte; 0 otherwise */
+    bool drained;                 /* the last read left nothing in the socket (it came back
+                                     short or empty): parking now cannot miss a wake */
+    vega_addr peer, local;
+    struct srv_active *a;
+};
+
+/* Request body reading state. */
+struct srv_body {
+    vega_http1_framing framing;
+    uint64_t remaining; /* LENGTH: bytes still to read */
+    bool done;          /* every body byte was read (or there is none) */
+    bool failed;        /* malformed or broken: the connection closes */
+    bool chunked_init;  /* the parser was set up for the chunked body */
+    /* on_body target while decoding chunks */
+    uint8_t *dst;
+    size_t dst_len;
+};
+
+struct vega_http_exchange {
+    struct srv_conn *c;
+    vega_http_request req;
+    vega_http_fields fields;
+    struct srv_body body;
+    bool keep_alive;       /* the request allows another one after it */
+    bool want_close;       /* set_close, or the server decided */
+    bool continue_sent;    /* 100 Continue went out */
+    bool started;          /* a final response head is built */
+    bool finished;
+    bool no_body;          /* HEAD, 204, 304: body bytes are counted and dropped */
+    bool chunked;          /* response framing */
+    bool close_delimited;  /* HTTP/1.0 with an unknown length */
+    bool broken;           /* a write failed: the connection closes */
+    bool te_unknown;       /* Transfer-Encoding named a coding other than chunked */
+    bool head_stop;        /* the head parser reached the end of the head */
+    int status;
+    uint64_t length;       /* announced response length or VEGA_HTTP_LENGTH_UNKNOWN */
+    uint64_t written;      /* response body bytes accepted from the handler */
+    uint64_t body_bytes;   /* for the log */
+    int error;
+};
+
+struct srv_active {
+    vega_http1_parser parser;
+    struct vega_http_exchange x;
+    uint8_t *in;     /* inline after field_store, or in_own */
+    uint8_t *in_own; /* a larger read buffer, or NULL */
+    size_t in_cap;
+    size_t in_start; /* start of the current request's head */
+    size_t in_pos;   /* next unconsumed byte */
+    size_t in_end;   /* end of the bytes read */
+    size_t scan;     /* where the search for the head's end resumes */
+    size_t head_end; /* end of the current request's head */
+    size_t out_len;
+    unsigned out_count; /* responses coalesced in out */
+    uint8_t out[SRV_OUT_CAP];
+    vega_http_field field_store[]; /* max_fields */
+};
+
+/* Reads from the connection, noting whether the socket was left empty. A park's wake is an
+ * edge: bytes that were already there when it armed would never wake it. */
+static inline vega_ssize vega__srv_read(struct srv_conn *c, void *buf, size_t len,
+                                        vega_deadline dl)
+{
+    vega_ssize n = vega_stream_read(c->stream, buf, len, dl);
+    c->drained = (n > 0 && (size_t)n < len) || n == -ETIMEDOUT;
+    return n;
+}
+
+/* conn.c */
+int vega__srv_conn_run(struct srv_conn *c, bool parked_wake);
+void vega__srv_conn_free(struct srv_conn *c);
+/* Registers c (counts toward max_conns). Returns 0 or VEGA_ERR_FULL. */
+int vega__srv_register(vega_http_server *srv, struct srv_conn *c);
+void vega__srv_unregister(struct srv_conn *c);
+/* Parks c (its active block already freed) until it is readable or idle_dl passes. Returns
+ * true when parked (c belongs to the park callback now); false when it must close instead
+ * (stopping, or the park failed). */
+bool vega__srv_park(struct srv_conn *c, vega_deadline idle_dl);
+
+/* exchange.c */
+int vega__srv_flush(struct srv_conn *c, vega_deadline dl);
+int vega__srv_write_error(struct srv_conn *c, int status);
+vega_ssize vega__srv_body_read(struct vega_http_exchange *x, void *buf, size_t len,
+                               vega_deadline dl);
+bool vega__srv_head_complete(const uint8_t *p, size_t len);
+
+/* date.c: "Date: <IMF-fixdate>\r\n" for this second, formatted once per second per thread. */
+const char *vega__srv_date_line(void);
+#define SRV_DATE_LINE_LEN (6 + VEGA_HTTP_DATE_LEN + 2)
+
+#endif

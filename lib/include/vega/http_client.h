@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/* HTTP client: requests to http:// and https:// URLs over a pool of keep-alive connections per
+ * origin, bodies streamed both ways, chunked, decompression (gzip, deflate, br, zstd), timeouts,
+ * TLS with ALPN. HTTP/1.1 (RFC 9112) now; HTTP/2 and HTTP/3 will be chosen by the same client.
+ * Redirects are the caller's policy: vega_http_client_redirect computes the next request. */
+#ifndef VEGA_HTTP_CLIENT_H
+#define VEGA_HTTP_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <vega/err.h>
+#include <vega/export.h>
+#include <vega/http.h>
+#include <vega/http1.h>
+#include <vega/http_server.h>
+#include <vega/io.h>
+#include <vega/stream.h>
+#include <vega/time.h>
+#include <vega/tls.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vega_http_client vega_http_client;
+
+/* A response being received; owned by the caller until vega_http_client_response_free. */
+typedef struct vega_http_client_response vega_http_client_response;
+
+/* Client settings. Initialise with vega_http_client_opts_init. */
+typedef struct vega_http_client_opts {
+    vega_tls_config *tls;          /* client config for https (retained); NULL: the client makes
+                                      one: system CA store, verification on, ALPN http/1.1 */
+    vega_http1_limits limits;      /* response head limits */
+    size_t max_idle_per_origin;    /* pooled idle connections per origin; default 8; 0 = keep
+                                      none (every request on a fresh connection) */
+    uint64_t idle_timeout_ns;      /* pooled connections older than this are closed; 60 s */
+    uint64_t connect_timeout_ns;   /* DNS + TCP + TLS; default 30 s */
+    uint64_t max_body;             /* decoded body bytes at most (decompression bombs);
+                                      default 1 GiB; UINT64_MAX = no limit */
+    const char *user_agent;        /* default "vega/<version>"; "" = no User-Agent field */
+} vega_http_client_opts;
+
+/* Fills o with the defaults. Since 0.1. */
+VEGA_API void vega_http_client_opts_init(vega_http_client_opts *o);
+
+/* Creates a client. opts: borrowed (copied, strings too), NULL = defaults. Returns 0, -ENOMEM,
+ * or a TLS code when the default TLS config cannot be made. Context: any thread. Since 0.1. */
+VEGA_API int vega_http_client_new(vega_http_client **out, const vega_http_client_opts *opts);
+
+/* Closes pooled connections and frees c; no request may be in progress. NULL: no-op. */
+VEGA_API void vega_http_client_free(vega_http_client *c);
+
+/* Connects to addr instead of resolving host for port (curl's --resolve HOST:PORT:ADDR);
+ * host: borrowed (copied, case-insensitive). Returns 0, -ENOMEM. Since 0.1. */
+VEGA_API int vega_http_client_add_resolve(vega_http_client *c, const char *host, uint16_t port,
+                                          const vega_addr *addr);
+
+/* Reads a request body from the caller: bytes written (> 0), 0 at the end, or a negative code
+ * (which fails the request). */
+typedef vega_ssize (*vega_http_body_fn)(void *user, void *buf, size_t len);
+
+/* Debug hook: every head as it goes out (is_request) or comes in, raw bytes with CRLFs. */
+typedef void (*vega_http_trace_fn)(void *user, bool is_request, const void *head, size_t len);
+
+/* Plain data: one request. Zero it (or vega_http_client_request_init), then set fields. */
+typedef struct vega_http_client_request {
+    const char *method;             /* NULL = "GET" (or "POST" when a body is given) */
+    const char *url;                /* absolute http:// or https:// URL (fragment ignored) */
+    const vega_http_field *fields;  /* extra fields, borrowed; a Host, User-Agent, Accept or
+                                       Accept-Encoding given here replaces the client's */
+    size_t nfields;
+    const void *body;               /* an in-memory body (borrowed), or NULL */
+    size_t body_len;
+    vega_http_body_fn body_fn;      /* or a streamed body (used when body is NULL) */
+    void *body_user;
+    uint64_t body_length;           /* body_fn's length; VEGA_HTTP_LENGTH_UNKNOWN: chunked */
+    bool decompress;                /* ask for br, zstd, gzip, deflate and decode the body */
+    bool expect_continue;           /* send "Expect: 100-continue" with a body and wait up to
+                                       1 s for 100 before sending it */
+    bool fresh_connection;          /* do not take a pooled connection */
+    int version;                    /* 11 (default when 0) or 10 */
+    vega_deadline deadline;         /* the whole exchange, to the end of the body; 0 = none */
+    vega_http_trace_fn trace;       /* NULL: none */
+    void *trace_user;
+} vega_http_client_request;
+
+/* Zeroes r. Since 0.1. */
+VEGA_API void vega_http_client_request_init(vega_http_client_request *r);
+
+/*
+ * Sends a request and waits for the response head (1xx responses are skipped; they reach the
+ * trace hook). req: borrowed for the call (a body_fn is called inside it). out: receives the
+ * response, whose body is read with vega_http_client_response_read.
+ * Returns 0 (any status, 4xx and 5xx included); VEGA_HTTP_ERR_URL (malformed URL);
+ * VEGA_HTTP_ERR_SCHEME (not http/https); -ENOENT or a DNS code (host not found);
+ * -ECONNREFUSED and other connect codes; -ETIMEDOUT (connect timeout or deadline); a TLS
+ * code (vega/tls.h); VEGA_HTTP_ERR_EMPTY_REPLY (the server closed without a response);
+ * VEGA_ERR_PROTO (malformed response).
+ * Context: inside a task. Since 0.1.
+ */
+VEGA_API int vega_http_client_send(vega_http_client *c, const vega_http_client_request *req,
+                                   vega_http_client_response **out);
+
+/* Reads the response body (decoded when decompress was asked and a known coding came back).
+ * Returns bytes (> 0), 0 at the end, or a negative code: -ETIMEDOUT, VEGA_ERR_PROTO, a
+ * compress code, VEGA_HTTP_ERR_BODY_TOO_LARGE (max_body). Since 0.1. */
+VEGA_API vega_ssize vega_http_client_response_read(vega_http_client_response *r, void *buf,
+                                                   size_t len, vega_deadline dl);
+
+/* Frees r. A connection whose response was read to the end (and may be kept alive) goes back
+ * to the pool; otherwise it is closed. NULL: no-op. Since 0.1. */
+VEGA_API void vega_http_client_response_free(vega_http_client_response *r);
+
+/* Plain data about a response (all borrowed from r, valid until it is freed). */
+typedef struct vega_http_client_info {
+    int status;
+    int version;                    /* 10, 11 */
+    vega_http_str reason;
+    const vega_http_fields *fields; /* response header fields, in order */
+    const vega_http_fields *trailers; /* after the body was read to the end; else empty */
+    uint64_t content_length;        /* VEGA_HTTP_LENGTH_UNKNOWN when not given */
+    vega_http_coding coding;        /* the coding being decoded, IDENTITY when none */
+    bool reused;                    /* the connection came from the pool */
+    const char *alpn;               /* negotiated protocol on TLS, else NULL */
+    const char *tls_version;        /* "TLSv1.3", or NULL */
+    vega_addr peer;                 /* the address connected to */
+    /* vega_now() stamps; 0 when the step did not happen (reused connection: no connect) */
+    vega_tstamp t_start, t_dns, t_connect, t_tls, t_sent, t_first_byte, t_done;
+} vega_http_client_info;
+
+/* Borrowed view of r. Since 0.1. */
+VEGA_API const vega_http_client_info *vega_http_client_response_info(
+    const vega_http_client_response *r);
+
+/*
+ * The next request of a redirect: when r's status is 301, 302, 303, 307 or 308 with a
+ * Location, resolves it against url into out (NUL-terminated) and says whether the method
+ * becomes GET without a body (303 for anything but HEAD; 301/302 for POST, as browsers and curl
+ * do). url: the URL r answered (borrowed).
+ * Returns the length of out; -ENOENT (not a redirect, or no Location); VEGA_HTTP_ERR_URL (a
+ * Location that does not resolve); VEGA_ERR_NOBUF. Since 0.1.
+ */
+VEGA_API vega_ssize vega_http_client_redirect(const vega_http_client_response *r, const char *url,
+                                              char *out, size_t cap, bool *to_get);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/* HTTP server: listeners, one task per active connection, idle keep-alive connections parked
+ * with no task and no buffer, and a handler that sees one request at a time through an
+ * exchange (read the request body, write the response). HTTP/1.1 (RFC 9112) now; HTTP/2 and
+ * HTTP/3 connections will hand their requests to the same handler through the same exchange. */
+#ifndef VEGA_HTTP_SERVER_H
+#define VEGA_HTTP_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <vega/err.h>
+#include <vega/export.h>
+#include <vega/http.h>
+#include <vega/http1.h>
+#include <vega/io.h>
+#include <vega/stream.h>
+#include <vega/time.h>
+#include <vega/tls.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vega_http_server vega_http_server;
+
+/* One request and its response. Valid from the handler's call until it returns. */
+typedef struct vega_http_exchange vega_http_exchange;
+
+/* A body length that is not known in advance: chunked in HTTP/1.1, until close in 1.0. */
+#define VEGA_HTTP_LENGTH_UNKNOWN UINT64_MAX
+
+/* Plain data, read-only: the request as received. Every span and pointer borrows the
+ * exchange and is valid until the handler returns. */
+typedef struct vega_http_request {
+    int version;                  /* 10, 11 (later 20, 30) */
+    int method;                   /* a vega_http_method; OTHER for other tokens */
+    vega_http_str method_name;    /* the method token as sent */
+    vega_http_str target;         /* the request target as sent ("/a%20b?x=1") */
+    vega_http_str path;           /* the target's path, still percent-encoded */
+    vega_http_str query;          /* without "?"; ptr NULL when there is no "?" */
+    vega_http_str authority;      /* Host (or the absolute-form authority); ptr NULL if none */
+    const vega_http_fields *fields; /* every header field, in order */
+    uint64_t content_length;      /* body length; VEGA_HTTP_LENGTH_UNKNOWN when chunked */
+    bool has_body;                /* Content-Length > 0, or chunked */
+    bool expect_continue;         /* "Expect: 100-continue" (sent on the first body read) */
+    bool tls;                     /* the connection is TLS */
+    const vega_addr *peer;        /* the client's address */
+    const vega_addr *local;       /* the address the connection came in on */
+    uint64_t conn_id;             /* the connection's number, from 1 in accept order */
+    unsigned conn_seq;            /* requests before this one on the connection */
+    vega_tstamp start;            /* vega_now() when the request head was complete */
+} vega_http_request;
+
+/* What the server reports after each exchange (for access logs). */
+typedef struct vega_http_log_entry {
+    int status;          /* the status sent; 0 when no response could be sent */
+    uint64_t body_bytes; /* response body bytes written to the connection (0 for HEAD) */
+    uint64_t duration_ns; /* from the complete request head to the end of the response */
+    int error;           /* 0, or why the exchange failed (the connection then closes) */
+} vega_http_log_entry;
+
+/* The handler: called in the connection's task for each request, one at a time. It reads the
+ * request body (optional: an unread body is drained or the connection closed), then answers.
+ * Returns 0; a negative code when it could not answer (then: 500 if nothing was sent yet, else
+ * the connection closes, as it does when the response was started but not finished). */
+typedef int (*vega_http_handler_fn)(vega_http_exchange *x, void *user);
+
+/* Called after each exchange, in the connection's task; req and e borrowed for the call. */
+typedef void (*vega_http_log_fn)(void *user, const vega_http_request *req,
+                                 const vega_http_log_entry *e);
+
+/* Server settings. Initialise with vega_http_server_opts_init, then set what differs. */
+typedef struct vega_http_server_opts {
+    vega_http_handler_fn handler; /* required */
+    void *user;                   /* passed to handler and on_log */
+    vega_http_log_fn on_log;      /* NULL: none */
+    vega_tls_config *tls;         /* server config: every connection is TLS (ALPN http/1.1
+                                     is added); NULL: plain TCP. Retained by the server. */
+    vega_http1_limits limits;     /* request line / field limits (defaults: see http1.h) */
+    size_t max_conns;             /* open connections at most; beyond, new ones are closed at
+                                     once; default 10000 */
+    unsigned max_requests_per_conn; /* 0 = no limit (default) */
+    size_t max_pipelined;         /* pipelined requests answered before their responses are
+                                     written (they then leave in one write); default 32 */
+    uint64_t header_timeout_ns;   /* whole request head, from its first byte: default 10 s */
+    uint64_t body_timeout_ns;     /* each request body read: default 30 s */
+    uint64_t idle_timeout_ns;     /* keep-alive idle between requests: default 60 s */
+    uint64_t write_timeout_ns;    /* each response write: default 30 s */
+    const char *server_header;    /* "Server" field value; NULL: none */
+} vega_http_server_opts;
+
+/* Fills o with the defaults (all zero but the documented defaults). Since 0.1. */
+VEGA_API void vega_http_server_opts_init(vega_http_server_opts *o);
+
+/*
+ * Creates a server. opts: borrowed (copied); server_header is copied; tls is retained.
+ * Returns 0; -ENOMEM; VEGA_ERR_INVALID_ARG (no handler, a bad limit).
+ * Context: any thread; never suspends. Since 0.1.
+ */
+VEGA_API int vega_http_server_new(vega_http_server **out, const vega_http_server_opts *opts);
+
+/*
+ * Opens a listening socket on addr (vega_tcp_listen flags, e.g. VEGA_LISTEN_REUSEPORT) and adds
+ * it to the server; may be called several times, before vega_http_server_run. bound (may be
+ * NULL) receives the address actually bound (port 0 picks a free port).
+ * Returns 0 or the codes of vega_tcp_listen. Context: any thread. Since 0.1.
+ */
+VEGA_API int vega_http_server_listen(vega_http_server *srv, const vega_addr *addr, unsigned flags,
+                                     vega_addr *bound);
+
+/*
+ * Serves every listener until vega_http_server_shutdown: an accept task per listener, a task
+ * per active connection; idle keep-alive connections are parked (no task, no read buffer).
+ * Returns 0 once shut down and every connection is closed; VEGA_ERR_INVALID_ARG (no listener);
+ * -EBUSY (already running). Context: inside a task. Since 0.1.
+ */
+VEGA_API int vega_http_server_run(vega_http_server *srv);
+
+/*
+ * Serves one already-connected stream in the calling task until the connection ends (used by
+ * tests with in-memory streams, and by programs that accept by themselves). s: taken (closed
+ * at the end). peer, local: borrowed (copied), may be NULL. TLS is not added: pass a TLS stream
+ * for that. Counts toward max_conns.
+ * Returns 0 (the connection ended normally) or the error that ended it.
+ * Context: inside a task. Since 0.1.
+ */
+VEGA_API int vega_http_server_serve(vega_http_server *srv, vega_stream *s, const vega_addr *peer,
+                                    const vega_addr *local);
+
+/*
+ * Graceful shutdown: stop accepting (listeners closed), let in-flight exchanges finish,
+ * close idle connections at once and busy ones after their current response (with
+ * "Connection: close"). When grace passes, what is still open is cancelled. Idempotent.
+ * Context: any thread, also a signal-waiting task; never suspends. Since 0.1.
+ */
+VEGA_API void vega_http_server_shutdown(vega_http_server *srv, vega_deadline grace);
+
+/* Plain data: counters since the server was created. */
+typedef struct vega_http_server_stats {
+    uint64_t conns_accepted;
+    uint64_t conns_refused;   /* closed at once because max_conns was reached */
+    uint64_t conns_open;      /* now: active + parked */
+    uint64_t conns_parked;    /* now: idle keep-alive connections parked */
+    uint64_t requests;        /* exchanges handled */
+    uint64_t bad_requests;    /* requests refused for malformed input or limits (4xx sent) */
+    uint64_t timeouts;        /* connections closed by a header/body/idle/write timeout */
+} vega_http_server_stats;
+
+/* Fills st (a consistent-enough snapshot). Context: any thread. Since 0.1. */
+VEGA_API void vega_http_server_get_stats(const vega_http_server *srv, vega_http_server_stats *st);
+
+/* Frees srv; it must not be running (shut down and vega_http_server_run returned). NULL: no-op. */
+VEGA_API void vega_http_server_free(vega_http_server *srv);
+
+/* ---- the exchange ------------------------------------------------------------------------- */
+
+/* The request. Borrowed from x. Since 0.1. */
+VEGA_API const vega_http_request *vega_http_exchange_request(const vega_http_exchange *x);
+
+/*
+ * Reads the request body (de-chunked). Sends "100 Continue" first when the client asked for
+ * it and nothing was sent yet. Returns bytes read (> 0), 0 at the end of the body, -ETIMEDOUT
+ * (body_timeout or dl, whichever is earlier), -ECANCELED, VEGA_ERR_PROTO (malformed body: the
+ * connection will close), or a stream error. Context: the handler's task. Since 0.1.
+ */
+VEGA_API vega_ssize vega_http_request_read(vega_http_exchange *x, void *buf, size_t len,
+                                           vega_deadline dl);
+
+/*
+ * Starts the response: the status line and fields. The server adds Date, Server (when set),
+ * and the framing: Content-Length when length is known, else Transfer-Encoding: chunked
+ * (HTTP/1.1) or close-delimited (HTTP/1.0), and Connection when it closes or for 1.0
+ * keep-alive. fields must not carry Content-Length, Transfer-Encoding or Connection.
+ * For a HEAD request, or a 204/304 status, no body goes out (later writes are counted and
+ * dropped; Content-Length is still sent for HEAD when length is known). The head is held
+ * back to share a packet with the first body bytes; a 1xx status (other than 101, refused)
+ * is sent at once and the response stays open for the final status.
+ * fields: borrowed for the call.
+ * Returns 0; VEGA_ERR_INVALID_ARG (bad status, a framing field, an invalid name or value);
+ * VEGA_ERR_CLOSED (a final response already started); VEGA_ERR_NOBUF (head too large).
+ * Context: the handler's task. Since 0.1.
+ */
+VEGA_API int vega_http_response_start(vega_http_exchange *x, int status,
+                                      const vega_http_field *fields, size_t n, uint64_t length);
+
+/* Writes body bytes (all or error). More than the announced length is VEGA_ERR_INVALID_ARG.
+ * Returns len or a negative code (-ETIMEDOUT after write_timeout, -EPIPE, ...). Since 0.1. */
+VEGA_API vega_ssize vega_http_response_write(vega_http_exchange *x, const void *buf, size_t len,
+                                             vega_deadline dl);
+
+/* Writes len bytes of file fd from offset as body, with sendfile(2) on plain TCP (kernel TLS
+ * when active) and a copy otherwise. fd: borrowed. Returns len or a negative code (-ENODATA:
+ * the file ended first). Since 0.1. */
+VEGA_API vega_ssize vega_http_response_sendfile(vega_http_exchange *x, int fd, uint64_t offset,
+                                                size_t len, vega_deadline dl);
+
+/* Ends the response: flushes the held-back head, writes the last chunk with trailers (chunked
+ * only; else trailers are dropped). A known length not fully written is VEGA_ERR_INVALID_ARG
+ * (and the connection closes, since the client cannot tell). trailers: borrowed, may be NULL.
+ * Returns 0 or a negative code. Since 0.1. */
+VEGA_API int vega_http_response_finish(vega_http_exchange *x, const vega_http_field *trailers,
+                                       size_t n, vega_deadline dl);
+
+/* The whole response at once: start + write + finish in as few writes as possible.
+ * body: borrowed, may be NULL when len is 0. Since 0.1. */
+VEGA_API int vega_http_respond(vega_http_exchange *x, int status, const vega_http_field *fields,
+                               size_t n, const void *body, size_t len, vega_deadline dl);
+
+/* Asks the connection to close after this response ("Connection: close"). Since 0.1. */
+VEGA_API void vega_http_exchange_set_close(vega_http_exchange *x);
+
+/* True once a final response was started. Since 0.1. */
+VEGA_API bool vega_http_response_is_started(const vega_http_exchange *x);
+
+/* The TLS stream of the connection (for ALPN, SNI, peer certificate), or NULL on plain TCP.
+ * Borrowed. Since 0.1. */
+VEGA_API vega_stream *vega_http_exchange_tls(const vega_http_exchange *x);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
