@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/* vega-serve: the request handler: method check, the path made safe, and the choice between a
+ * file, a directory's index.html, a listing and an error. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "serve.h"
+
+static int answer_error(vega_http_exchange *x, int err)
+{
+    switch (err) {
+    case -EACCES:
+    case -EPERM: return serve_simple(x, 403, NULL, 0);
+    case -ENAMETOOLONG: return serve_simple(x, 414, NULL, 0);
+    case -EMFILE:
+    case -ENFILE:
+    case -ENOMEM: return serve_simple(x, 503, NULL, 0);
+    default: return serve_simple(x, 404, NULL, 0);
+    }
+}
+
+/* 301 to the same path with a "/" (built from the normalised path, so that a target such as
+ * "//evil.example" can never become a redirect to another host). */
+static int redirect_slash(vega_http_exchange *x, const char *norm, size_t n)
+{
+    const vega_http_request *req = vega_http_exchange_request(x);
+    struct sbuf b;
+    sbuf_init(&b, 3 * SERVE_PATH_MAX + 16);
+    sbuf_url(&b, norm, n);
+    sbuf_adds(&b, "/");
+    if (req->query.ptr && req->query.len) {
+        sbuf_adds(&b, "?");
+        sbuf_add(&b, req->query.ptr, req->query.len);
+    }
+    int e;
+    if (b.failed) {
+        e = serve_simple(x, 414, NULL, 0);
+    } else {
+        vega_http_field loc = {{"Location", 8}, {b.p, b.len}};
+        e = serve_simple(x, 301, &loc, 1);
+    }
+    sbuf_free(&b);
+    return e;
+}
+
+static int serve_dir(vega_http_exchange *x, int fd, char *norm, size_t n)
+{
+    if (n == 0 || norm[n - 1] != '/') {
+        close(fd);
+        return redirect_slash(x, norm, n);
+    }
+    static const char index_name[] = "index.html";
+    if (n + sizeof(index_name) <= SERVE_PATH_MAX + 16) {
+        memcpy(norm + n, index_name, sizeof(index_name) - 1);
+        size_t in = n + sizeof(index_name) - 1;
+        int ifd = serve_open(norm, in);
+        struct stat st;
+        if (ifd >= 0 && fstat(ifd, &st) == 0 && S_ISREG(st.st_mode)) {
+            close(fd);
+            return serve_file(x, ifd, &st, norm, in);
+        }
+        if (ifd >= 0)
+            close(ifd);
+    }
+    if (!serve_o.listing) {
+        close(fd);
+        return serve_simple(x, 403, NULL, 0);
+    }
+    return serve_listing(x, fd, norm, n);
+}
+
+int serve_handle(vega_http_exchange *x, void *user)
+{
+    (void)user;
+    const vega_http_request *req = vega_http_exchange_request(x);
+    if (req->method != VEGA_HTTP_METHOD_GET && req->method != VEGA_HTTP_METHOD_HEAD) {
+        vega_http_field allow = {{"Allow", 5}, {"GET, HEAD", 9}};
+        return serve_simple(x, 405, &allow, 1);
+    }
+    const char *path = req->path.ptr;
+    size_t plen = req->path.len;
+    if (!path || plen == 0)
+        path = "/", plen = 1;
+    if (plen > SERVE_PATH_MAX)
+        return serve_simple(x, 414, NULL, 0);
+    /* Room for "index.html" after the path. */
+    char norm[SERVE_PATH_MAX + 16];
+    vega_ssize n = path[0] == '/' ? vega_http_path_normalize_safe(path, plen, norm, sizeof(norm))
+                                  : VEGA_ERR_PROTO;
+    if (n < 0)
+        return serve_simple(x, 400, NULL, 0);
+    if (!serve_o.hidden && serve_path_is_hidden(norm, (size_t)n))
+        return serve_simple(x, 404, NULL, 0);
+    int fd = serve_open(norm, (size_t)n);
+    if (fd < 0)
+        return answer_error(x, fd);
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = -errno;
+        close(fd);
+        return answer_error(x, e);
+    }
+    if (S_ISDIR(st.st_mode))
+        return serve_dir(x, fd, norm, (size_t)n);
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return serve_simple(x, 404, NULL, 0);
+    }
+    return serve_file(x, fd, &st, norm, (size_t)n);
+}

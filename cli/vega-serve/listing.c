@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/* vega-serve: directory listings, as HTML (escaped names, sizes, dates, sort links, no
+ * JavaScript) or as JSON for clients that send "Accept: application/json". */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "serve.h"
+
+/* The largest listing body; a bigger one is cut (and says so). */
+#define LIST_BYTES_MAX (16u << 20)
+
+struct entry {
+    char *name;
+    bool dir;
+    bool link; /* a symlink (shown with its target's type and size) */
+    uint64_t size;
+    int64_t mtime;
+};
+
+enum sort_key { SORT_NAME, SORT_SIZE, SORT_MTIME };
+
+struct list_opts {
+    enum sort_key key;
+    bool desc;
+};
+
+static struct list_opts parse_query(const vega_http_request *req)
+{
+    struct list_opts o = {SORT_NAME, false};
+    const char *q = req->query.ptr;
+    size_t len = req->query.len;
+    for (size_t i = 0; q && i < len;) {
+        size_t j = i;
+        while (j < len && q[j] != '&')
+            j++;
+        const char *p = q + i;
+        size_t n = j - i;
+#define IS(s) (n == sizeof(s) - 1 && memcmp(p, s, n) == 0)
+        if (IS("sort=size"))
+            o.key = SORT_SIZE;
+        else if (IS("sort=mtime"))
+            o.key = SORT_MTIME;
+        else if (IS("sort=name"))
+            o.key = SORT_NAME;
+        else if (IS("order=desc"))
+            o.desc = true;
+        else if (IS("order=asc"))
+            o.desc = false;
+#undef IS
+        i = j + 1;
+    }
+    return o;
+}
+
+/* qsort has no context argument; the order lives in a per-thread slot while it runs (a
+ * task does not suspend inside qsort). */
+static _Thread_local struct list_opts sort_by;
+
+static int cmp_entries(const void *pa, const void *pb)
+{
+    const struct entry *a = pa, *b = pb;
+    /* Directories first, whatever the order. */
+    if (a->dir != b->dir)
+        return a->dir ? -1 : 1;
+    int c = 0;
+    if (sort_by.key == SORT_SIZE)
+        c = a->size < b->size ? -1 : a->size > b->size;
+    else if (sort_by.key == SORT_MTIME)
+        c = a->mtime < b->mtime ? -1 : a->mtime > b->mtime;
+    if (c == 0)
+        c = strcmp(a->name, b->name);
+    return sort_by.desc ? -c : c;
+}
+
+/* Stats a symlink's target through the same walk as a request, so a link leaving the root is
+ * left out. Returns false when it cannot be served. */
+static bool link_target(const char *rel, size_t rel_len, const char *name, struct stat *st)
+{
+    char path[SERVE_PATH_MAX + 300];
+    size_t nl = strlen(name);
+    if (rel_len + nl >= sizeof(path))
+        return false;
+    memcpy(path, rel, rel_len);
+    memcpy(path + rel_len, name, nl);
+    int fd = serve_open(path, rel_len + nl);
+    if (fd < 0)
+        return false;
+    bool ok = fstat(fd, st) == 0;
+    close(fd);
+    return ok;
+}
+
+/* Reads the directory (taken). Returns the count, or -errno; *cut when entries were left out. */
+static int read_dir(int fd, const char *rel, size_t rel_len, struct entry **out, bool *cut)
+{
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int e = -errno;
+        close(fd);
+        return e;
+    }
+    struct entry *v = NULL;
+    size_t n = 0, cap = 0;
+    *cut = false;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        const char *name = de->d_name;
+        if (name[0] == '.' && (!serve_o.hidden || !name[1] || (name[1] == '.' && !name[2])))
+            continue;
+        struct stat lst, st;
+        if (fstatat(dirfd(d), name, &lst, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        bool link = S_ISLNK(lst.st_mode);
+        if (link && !serve_o.symlinks)
+            continue;
+        st = lst;
+        if (link && !link_target(rel, rel_len, name, &st))
+            continue; /* dangling, or leaving the root: not even its size is shown */
+        if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+            continue; /* FIFOs, sockets, devices are never served */
+        if (n == SERVE_LIST_MAX) {
+            *cut = true;
+            break;
+        }
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            struct entry *nv = realloc(v, nc * sizeof(*v));
+            if (!nv)
+                break;
+            v = nv;
+            cap = nc;
+        }
+        v[n].name = strdup(name);
+        if (!v[n].name)
+            break;
+        v[n].dir = S_ISDIR(st.st_mode);
+        v[n].link = link;
+        v[n].size = v[n].dir ? 0 : (uint64_t)st.st_size;
+        v[n].mtime = st.st_mtim.tv_sec;
+        n++;
+    }
+    closedir(d);
+    *out = v;
+    return (int)n;
+}
+
+static void free_entries(struct entry *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(v[i].name);
+    free(v);
+}
+
+static void human_size(char *buf, size_t cap, uint64_t s)
+{
+    static const char units[] = "KMGTP";
+    if (s < 1024) {
+        snprintf(buf, cap, "%" PRIu64 " B", s);
+        return;
+    }
+    double v = (double)s;
+    int u = -1;
+    while (v >= 1024 && u < 4)
+        v /= 1024, u++;
+    snprintf(buf, cap, "%.1f %ciB", v, units[u]);
+}
+
+static void sort_link(struct sbuf *b, const struct list_opts *cur, enum sort_key k,
+                      const char *label, const char *key)
+{
+    /* Clicking the column sorted now flips its order. */
+    bool desc = cur->key == k ? !cur->desc : false;
+    sbuf_addf(b, "<th><a href=\"?sort=%s&amp;order=%s\">%s%s</a></th>", key,
+              desc ? "desc" : "asc", label,
+              cur->key != k ? "" : cur->desc ? " &#9660;" : " &#9650;");
+}
+
+static void html(struct sbuf *b, const char *rel, size_t rel_len, const struct entry *v, int n,
+                 bool cut, const struct list_opts *lo)
+{
+    sbuf_adds(b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+                 "<meta name=\"viewport\" content=\"width=device-width\">\n<title>Index of ");
+    sbuf_html(b, rel, rel_len);
+    sbuf_adds(b, "</title>\n<style>body{font-family:system-ui,sans-serif;margin:2em}"
+                 "table{border-collapse:collapse}td,th{padding:.2em 1em;text-align:left}"
+                 "td.s{text-align:right}tr:nth-child(even){background:#f4f4f4}"
+                 "a{text-decoration:none}</style></head>\n<body><h1>Index of ");
+    sbuf_html(b, rel, rel_len);
+    sbuf_adds(b, "</h1>\n<table>\n<tr>");
+    sort_link(b, lo, SORT_NAME, "Name", "name");
+    sort_link(b, lo, SORT_SIZE, "Size", "size");
+    sort_link(b, lo, SORT_MTIME, "Modified", "mtime");
+    sbuf_adds(b, "</tr>\n");
+    if (rel_len > 1)
+        sbuf_adds(b, "<tr><td><a href=\"../\">../</a></td><td></td><td></td></tr>\n");
+    for (int i = 0; i < n; i++) {
+        const struct entry *e = &v[i];
+        size_t nl = strlen(e->name);
+        sbuf_adds(b, "<tr><td><a href=\"./");
+        sbuf_url(b, e->name, nl);
+        sbuf_adds(b, e->dir ? "/\">" : "\">");
+        sbuf_html(b, e->name, nl);
+        sbuf_adds(b, e->dir ? "/</a>" : "</a>");
+        if (e->link)
+            sbuf_adds(b, " &#8594;");
+        char size[32] = "", date[32] = "";
+        if (!e->dir)
+            human_size(size, sizeof(size), e->size);
+        time_t t = (time_t)e->mtime;
+        struct tm tm;
+        if (gmtime_r(&t, &tm))
+            strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", &tm);
+        sbuf_addf(b, "</td><td class=\"s\">%s</td><td>%s</td></tr>\n", size, date);
+    }
+    sbuf_adds(b, "</table>\n");
+    if (cut)
+        sbuf_addf(b, "<p>Only the first %d entries are shown.</p>\n", n);
+    sbuf_adds(b, "<hr><p><small>vega-serve</small></p></body></html>\n");
+}
+
+static void json(struct sbuf *b, const struct entry *v, int n)
+{
+    sbuf_adds(b, "[");
+    for (int i = 0; i < n; i++) {
+        sbuf_adds(b, i ? ",\n{\"name\":\"" : "\n{\"name\":\"");
+        sbuf_json(b, v[i].name, strlen(v[i].name));
+        sbuf_addf(b, "\",\"type\":\"%s\",\"size\":%" PRIu64 ",\"mtime\":%" PRId64 "}",
+                  v[i].dir ? "directory" : "file", v[i].size, v[i].mtime);
+    }
+    sbuf_adds(b, "\n]\n");
+}
+
+static bool wants_json(const vega_http_request *req)
+{
+    size_t len;
+    const char *a = serve_req_field(req, "Accept", &len);
+    static const char j[] = "application/json";
+    if (!a)
+        return false;
+    for (size_t i = 0; i + sizeof(j) - 1 <= len; i++)
+        if (strncasecmp(a + i, j, sizeof(j) - 1) == 0)
+            return true;
+    return false;
+}
+
+int serve_listing(vega_http_exchange *x, int fd, const char *rel, size_t rel_len)
+{
+    const vega_http_request *req = vega_http_exchange_request(x);
+    struct entry *v = NULL;
+    bool cut = false;
+    int n = read_dir(fd, rel, rel_len, &v, &cut);
+    if (n < 0)
+        return serve_simple(x, n == -EACCES ? 403 : 404, NULL, 0);
+    struct list_opts lo = parse_query(req);
+    sort_by = lo;
+    qsort(v, (size_t)n, sizeof(*v), cmp_entries);
+    bool js = wants_json(req);
+    struct sbuf b;
+    sbuf_init(&b, LIST_BYTES_MAX);
+    if (js)
+        json(&b, v, n);
+    else
+        html(&b, rel, rel_len, v, n, cut, &lo);
+    free_entries(v, n);
+    int e;
+    if (b.failed) {
+        e = serve_simple(x, 500, NULL, 0);
+    } else {
+        vega_http_field f[4 + SERVE_MAX_HEADERS];
+        size_t nf = 0;
+        f[nf++] = (vega_http_field){{"Content-Type", 12},
+                                    js ? (vega_http_str){"application/json", 16}
+                                       : (vega_http_str){"text/html; charset=utf-8", 24}};
+        f[nf++] = (vega_http_field){{"Vary", 4}, {"Accept", 6}};
+        f[nf++] = (vega_http_field){{"Cache-Control", 13}, {"no-cache", 8}};
+        nf = serve_add_user_headers(f, nf, sizeof(f) / sizeof(f[0]));
+        e = vega_http_respond(x, 200, f, nf, b.p, b.len, VEGA_DEADLINE_NEVER);
+    }
+    sbuf_free(&b);
+    return e;
+}

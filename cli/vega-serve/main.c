@@ -1,0 +1,519 @@
+/* SPDX-License-Identifier: MIT */
+/* vega-serve: command line, the served directory, listeners, the runtime, and a graceful stop
+ * on SIGINT/SIGTERM. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "serve.h"
+
+struct serve_opts serve_o;
+
+static const char usage_text[] =
+    "Usage: vega-serve [options] [DIR] [PORT]\n"
+    "Serves the files of DIR (default: the current directory) over HTTP/1.1, by default on\n"
+    "http://127.0.0.1:8080/.\n"
+    "\n"
+    "Where:\n"
+    "  -p, --port PORT         the port (default 8080; 0 picks a free one, shown at start)\n"
+    "  -b, --bind ADDR         the address (default 127.0.0.1; 0.0.0.0 or :: for every\n"
+    "                          interface)\n"
+    "  -l, --listen ADDR:PORT  listen there (repeatable; [v6]:PORT for IPv6); with -l, -b and\n"
+    "                          -p add one more listener only when given\n"
+    "      --tls               HTTPS (a fresh self-signed certificate for localhost unless\n"
+    "                          --cert is given)\n"
+    "      --cert FILE         PEM certificate chain (implies --tls)\n"
+    "      --key FILE          its PEM private key (default: in the --cert file)\n"
+    "\n"
+    "What is served:\n"
+    "      --no-listing        no directory listings (403); index.html is still served\n"
+    "      --hidden            serve and list dotfiles (default: 404, not listed)\n"
+    "      --no-symlinks       refuse every symlink (symlinks leaving DIR are always refused)\n"
+    "      --compress, --no-compress  compression on the fly (default on: text types of at\n"
+    "                          least --compress-min bytes, as br, zstd or gzip per\n"
+    "                          Accept-Encoding; never for ranges)\n"
+    "      --compress-min SIZE the smallest file compressed on the fly (default 1K)\n"
+    "  -H, --header 'NAME: VALUE'  add this field to every response (repeatable)\n"
+    "      --max-conns N       open connections at most (default 10000)\n"
+    "\n"
+    "Precompressed siblings FILE.br, FILE.zst and FILE.gz are sent instead of FILE when the\n"
+    "client accepts them (with Content-Encoding and Vary: Accept-Encoding). Directories answer\n"
+    "with their index.html, else a listing: HTML, or JSON for \"Accept: application/json\".\n"
+    "\n"
+    "Logs:\n"
+    "      --access-log FILE   one line per request to FILE (appended; '-' = stdout)\n"
+    "      --log-format FMT    combined (default, as Apache and nginx) or json\n"
+    "  -v, --verbose           more messages; without --access-log, the access log on stderr\n"
+    "  -q, --quiet             no start-up lines\n"
+    "\n"
+    "Runtime:\n"
+    "      --workers N         worker threads (default: the CPUs)\n"
+    "      --driver NAME       I/O driver: uring or epoll (default: $VEGA_DRIVER, else uring\n"
+    "                          where the kernel allows it)\n"
+    "  -h, --help              this help\n"
+    "      --version           the version\n"
+    "\n"
+    "SIGINT and SIGTERM stop it gracefully (requests in progress get up to 5 s) with exit 0.\n"
+    "Exit codes: 0 success, 1 cannot listen (or another network error), 2 usage error (also a\n"
+    "DIR that is not a directory, an unusable certificate, an access log that cannot be opened).\n"
+    "\n"
+    "Examples:\n"
+    "  vega-serve                          the current directory on http://127.0.0.1:8080/\n"
+    "  vega-serve site 9000                ./site on port 9000\n"
+    "  vega-serve -b 0.0.0.0 -p 80 /srv    every interface\n"
+    "  vega-serve --tls -p 8443 .          HTTPS with a self-signed certificate (curl -k)\n"
+    "  vega-serve -p 0 --access-log - .    a free port, access log on stdout\n"
+    "  vega-serve -H 'Cache-Control: max-age=60' --no-listing dist\n";
+
+enum {
+    OPT_VERSION = 256,
+    OPT_TLS,
+    OPT_CERT,
+    OPT_KEY,
+    OPT_WORKERS,
+    OPT_DRIVER,
+    OPT_NO_LISTING,
+    OPT_HIDDEN,
+    OPT_NO_SYMLINKS,
+    OPT_COMPRESS,
+    OPT_NO_COMPRESS,
+    OPT_COMPRESS_MIN,
+    OPT_ACCESS_LOG,
+    OPT_LOG_FORMAT,
+    OPT_MAX_CONNS,
+};
+
+static const struct option long_opts[] = {
+    {"port", required_argument, NULL, 'p'},
+    {"bind", required_argument, NULL, 'b'},
+    {"listen", required_argument, NULL, 'l'},
+    {"header", required_argument, NULL, 'H'},
+    {"verbose", no_argument, NULL, 'v'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {"tls", no_argument, NULL, OPT_TLS},
+    {"cert", required_argument, NULL, OPT_CERT},
+    {"key", required_argument, NULL, OPT_KEY},
+    {"workers", required_argument, NULL, OPT_WORKERS},
+    {"driver", required_argument, NULL, OPT_DRIVER},
+    {"no-listing", no_argument, NULL, OPT_NO_LISTING},
+    {"hidden", no_argument, NULL, OPT_HIDDEN},
+    {"no-symlinks", no_argument, NULL, OPT_NO_SYMLINKS},
+    {"compress", no_argument, NULL, OPT_COMPRESS},
+    {"no-compress", no_argument, NULL, OPT_NO_COMPRESS},
+    {"compress-min", required_argument, NULL, OPT_COMPRESS_MIN},
+    {"access-log", required_argument, NULL, OPT_ACCESS_LOG},
+    {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
+    {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
+    {NULL, 0, NULL, 0},
+};
+
+static size_t max_conns;
+
+static void add_header(char *arg)
+{
+    char *colon = strchr(arg, ':');
+    if (!colon || colon == arg)
+        cli_usage_error("--header: expected 'NAME: VALUE', got '%s'", arg);
+    size_t nl = (size_t)(colon - arg);
+    const char *v = colon + 1;
+    while (*v == ' ' || *v == '\t')
+        v++;
+    size_t vl = strlen(v);
+    while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+        vl--;
+    if (!vega_http_token_is_valid(arg, nl) || !vega_http_field_value_is_valid(v, vl))
+        cli_usage_error("--header: '%s' is not a valid field", arg);
+    /* Fields the server or the file decides: a second copy would contradict them. */
+    static const char *const framing[] = {
+        "content-length", "transfer-encoding", "connection", "date",         "server",
+        "content-range",  "content-type",      "etag",       "last-modified", "content-encoding",
+        "location",       "allow",             "accept-ranges"};
+    for (size_t i = 0; i < sizeof(framing) / sizeof(framing[0]); i++)
+        if (strlen(framing[i]) == nl && strncasecmp(arg, framing[i], nl) == 0)
+            cli_usage_error("--header: %.*s is set by the server", (int)nl, arg);
+    if (serve_o.nheaders == SERVE_MAX_HEADERS)
+        cli_usage_error("--header: at most %d", SERVE_MAX_HEADERS);
+    vega_http_field *f = &serve_o.headers[serve_o.nheaders++];
+    f->name.ptr = arg;
+    f->name.len = nl;
+    f->value.ptr = v;
+    f->value.len = vl;
+}
+
+static void add_listen(const char *spec)
+{
+    if (serve_o.nlisten == SERVE_MAX_LISTEN)
+        cli_usage_error("-l: at most %d listeners", SERVE_MAX_LISTEN);
+    struct serve_listen *l = &serve_o.listen[serve_o.nlisten];
+    if (cli_split_hostport(spec, l->host, sizeof(l->host), l->port, sizeof(l->port)) < 0 ||
+        !cli_is_port(l->port))
+        cli_usage_error("-l: expected ADDR:PORT, got '%s'", spec);
+    if (!l->host[0])
+        snprintf(l->host, sizeof(l->host), "0.0.0.0");
+    l->spec = spec;
+    serve_o.nlisten++;
+}
+
+static void parse_args(int argc, char **argv)
+{
+    uint64_t v;
+    int c;
+    bool want_tls = false;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":p:b:l:H:vqh", long_opts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            if (!cli_is_port(optarg))
+                cli_usage_error("invalid port '%s'", optarg);
+            serve_o.port = optarg;
+            break;
+        case 'b':
+            if (!*optarg)
+                cli_usage_error("-b: empty address");
+            serve_o.bind_host = optarg;
+            break;
+        case 'l': add_listen(optarg); break;
+        case 'H': add_header(optarg); break;
+        case 'v': cli_verbose++; break;
+        case 'q': serve_o.quiet = true; break;
+        case 'h': fputs(usage_text, stdout); exit(CLI_EXIT_OK);
+        case OPT_VERSION:
+            printf("vega-serve %s (libvega %s)\n", VEGA_VERSION_STRING, vega_version());
+            exit(CLI_EXIT_OK);
+        case OPT_TLS: want_tls = true; break;
+        case OPT_CERT: serve_o.cert = optarg; want_tls = true; break;
+        case OPT_KEY: serve_o.key = optarg; break;
+        case OPT_WORKERS:
+            if (cli_parse_uint(optarg, 1, 1024, &v) < 0)
+                cli_usage_error("--workers: expected 1..1024, got '%s'", optarg);
+            serve_o.workers = (unsigned)v;
+            break;
+        case OPT_DRIVER:
+            if (strcmp(optarg, "uring") == 0 || strcmp(optarg, "io_uring") == 0)
+                serve_o.driver = VEGA_DRIVER_URING;
+            else if (strcmp(optarg, "epoll") == 0)
+                serve_o.driver = VEGA_DRIVER_EPOLL;
+            else
+                cli_usage_error("--driver: expected uring or epoll, got '%s'", optarg);
+            break;
+        case OPT_NO_LISTING: serve_o.listing = false; break;
+        case OPT_HIDDEN: serve_o.hidden = true; break;
+        case OPT_NO_SYMLINKS: serve_o.symlinks = false; break;
+        case OPT_COMPRESS: serve_o.compress = true; break;
+        case OPT_NO_COMPRESS: serve_o.compress = false; break;
+        case OPT_COMPRESS_MIN:
+            if (cli_parse_size(optarg, &v) < 0)
+                cli_usage_error("--compress-min: invalid size '%s'", optarg);
+            serve_o.compress_min = v;
+            break;
+        case OPT_ACCESS_LOG: serve_o.access_log = optarg; break;
+        case OPT_LOG_FORMAT:
+            if (strcmp(optarg, "combined") == 0)
+                serve_o.log_format = SERVE_LOG_COMBINED;
+            else if (strcmp(optarg, "json") == 0)
+                serve_o.log_format = SERVE_LOG_JSON;
+            else
+                cli_usage_error("--log-format: expected combined or json, got '%s'", optarg);
+            break;
+        case OPT_MAX_CONNS:
+            if (cli_parse_uint(optarg, 1, 10000000, &v) < 0)
+                cli_usage_error("--max-conns: expected 1..10000000, got '%s'", optarg);
+            max_conns = (size_t)v;
+            break;
+        case ':': cli_usage_error("option '%s' needs a value", argv[optind - 1]);
+        default:
+            if (optopt)
+                cli_usage_error("unknown option '-%c'", optopt);
+            cli_usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    serve_o.tls = want_tls;
+    if (serve_o.key && !serve_o.cert)
+        cli_usage_error("--key needs --cert");
+    int n = argc - optind;
+    char **a = argv + optind;
+    if (n > 2)
+        cli_usage_error("too many arguments (expected [DIR] [PORT])");
+    if (n == 2) {
+        if (!cli_is_port(a[1]))
+            cli_usage_error("invalid port '%s'", a[1]);
+        if (serve_o.port)
+            cli_usage_error("the port is given twice (-p and '%s')", a[1]);
+        serve_o.dir = a[0];
+        serve_o.port = a[1];
+    } else if (n == 1) {
+        /* "vega-serve 9000": a port, unless a directory has that name. */
+        struct stat st;
+        if (cli_is_port(a[0]) && stat(a[0], &st) < 0 && !serve_o.port)
+            serve_o.port = a[0];
+        else
+            serve_o.dir = a[0];
+    }
+    if (!serve_o.dir)
+        serve_o.dir = ".";
+}
+
+static void open_root(void)
+{
+    if (!realpath(serve_o.dir, serve_o.root)) {
+        cli_err(serve_o.dir, "%s", strerror(errno));
+        exit(CLI_EXIT_USAGE);
+    }
+    serve_o.root_len = strlen(serve_o.root);
+    serve_o.root_fd = open(serve_o.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (serve_o.root_fd < 0) {
+        cli_err(serve_o.dir, "%s", errno == ENOTDIR ? "not a directory" : strerror(errno));
+        exit(CLI_EXIT_USAGE);
+    }
+    struct open_how how;
+    memset(&how, 0, sizeof(how));
+    how.flags = O_RDONLY | O_CLOEXEC;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+    long fd = syscall(SYS_openat2, serve_o.root_fd, ".", &how, sizeof(how));
+    serve_o.use_openat2 = fd >= 0;
+    if (fd >= 0)
+        close((int)fd);
+    else
+        cli_log(1, "openat2 unavailable (%s): paths are checked with realpath",
+                strerror(errno));
+}
+
+static void open_log(void)
+{
+    serve_o.log_fd = -1;
+    if (serve_o.access_log && strcmp(serve_o.access_log, "-") == 0) {
+        serve_o.log_fd = STDOUT_FILENO;
+    } else if (serve_o.access_log) {
+        serve_o.log_fd =
+            open(serve_o.access_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644);
+        if (serve_o.log_fd < 0) {
+            cli_err(serve_o.access_log, "cannot open the access log: %s", strerror(errno));
+            exit(CLI_EXIT_USAGE);
+        }
+    } else if (cli_verbose) {
+        serve_o.log_fd = STDERR_FILENO;
+    }
+}
+
+static int tls_config(vega_tls_config **out)
+{
+    vega_tls_config *cfg;
+    int r = vega_tls_config_new(&cfg, VEGA_TLS_SERVER);
+    const char *what = "TLS";
+    if (r == 0 && serve_o.cert) {
+        what = serve_o.cert;
+        r = vega_tls_config_set_cert_files(cfg, serve_o.cert, serve_o.key);
+    } else if (r == 0) {
+        what = "self-signed certificate";
+        r = vega_tls_config_use_selfsigned(cfg);
+    }
+    if (r < 0) {
+        if (r == VEGA_TLS_ERR_CONFIG)
+            cli_err(what, "not a usable PEM certificate or key (or they do not match)");
+        else
+            cli_err(what, "%s", vega_tls_strerror(r));
+        if (cfg)
+            vega_tls_config_free(cfg);
+        return -1;
+    }
+    *out = cfg;
+    return 0;
+}
+
+struct stopper {
+    vega_http_server *srv;
+};
+
+static void *stop_main(void *arg)
+{
+    struct stopper *st = arg;
+    int signo = 0;
+    if (vega_signal_wait(&serve_o.stop_signals, &signo, VEGA_DEADLINE_NEVER) == 0) {
+        cli_log(1, "SIG%s: stopping (in-flight requests get 5 s)",
+                sigabbrev_np(signo) ? sigabbrev_np(signo) : "?");
+        vega_http_server_shutdown(st->srv, vega_deadline_in_ms(5000));
+    }
+    return NULL;
+}
+
+/* "http://127.0.0.1:8080/" for a bound address (a wildcard shown as loopback). */
+static void url_of(const vega_addr *a, char *out, size_t cap)
+{
+    char where[VEGA_ADDR_STRLEN];
+    vega_addr_format(a, where, sizeof(where));
+    const char *scheme = serve_o.tls ? "https" : "http";
+    if (strncmp(where, "0.0.0.0:", 8) == 0)
+        snprintf(out, cap, "%s://127.0.0.1:%s/", scheme, where + 8);
+    else if (strncmp(where, "[::]:", 5) == 0)
+        snprintf(out, cap, "%s://[::1]:%s/", scheme, where + 5);
+    else
+        snprintf(out, cap, "%s://%s/", scheme, where);
+}
+
+/* Listens on every configured address; prints the lines. Returns 0 or an exit code. */
+static int listen_all(vega_http_server *srv)
+{
+    struct serve_listen def;
+    if (serve_o.nlisten == 0 || serve_o.bind_host || serve_o.port) {
+        memset(&def, 0, sizeof(def));
+        snprintf(def.host, sizeof(def.host), "%s",
+                 serve_o.bind_host ? serve_o.bind_host : "127.0.0.1");
+        snprintf(def.port, sizeof(def.port), "%s", serve_o.port ? serve_o.port : "8080");
+        if (serve_o.nlisten < SERVE_MAX_LISTEN)
+            serve_o.listen[serve_o.nlisten++] = def;
+    }
+    char urls[SERVE_MAX_LISTEN * 4][VEGA_ADDR_STRLEN + 16];
+    size_t nurls = 0;
+    for (size_t i = 0; i < serve_o.nlisten; i++) {
+        struct serve_listen *l = &serve_o.listen[i];
+        char what[300];
+        if (strchr(l->host, ':'))
+            snprintf(what, sizeof(what), "[%s]:%s", l->host, l->port);
+        else
+            snprintf(what, sizeof(what), "%s:%s", l->host, l->port);
+        vega_addr addrs[4];
+        int n = vega_addr_resolve(addrs, 4, l->host, l->port, AF_UNSPEC, VEGA_DEADLINE_NEVER);
+        if (n < 0) {
+            cli_err(what, "cannot resolve: %s", vega_strerror(n));
+            return CLI_EXIT_NET;
+        }
+        for (int k = 0; k < n; k++) {
+            vega_addr bound;
+            char where[VEGA_ADDR_STRLEN];
+            vega_addr_format(&addrs[k], where, sizeof(where));
+            int r = vega_http_server_listen(srv, &addrs[k], 0, &bound);
+            if (r < 0) {
+                cli_err(NULL, "cannot listen on %s: %s", where, vega_strerror(r));
+                return CLI_EXIT_NET;
+            }
+            vega_addr_format(&bound, where, sizeof(where));
+            if (!serve_o.quiet)
+                fprintf(stderr, "vega-serve: listening on %s\n", where);
+            if (nurls < sizeof(urls) / sizeof(urls[0]))
+                url_of(&bound, urls[nurls++], sizeof(urls[0]));
+        }
+    }
+    if (!serve_o.quiet) {
+        vega_rt *rt = vega_rt_current();
+        unsigned w = vega_rt_workers(rt);
+        char line[4096];
+        size_t len = (size_t)snprintf(line, sizeof(line), "vega-serve: serving %s on",
+                                      serve_o.root);
+        for (size_t i = 0; i < nurls && len < sizeof(line); i++)
+            len += (size_t)snprintf(line + len, sizeof(line) - len, " %s", urls[i]);
+        if (len < sizeof(line))
+            snprintf(line + len, sizeof(line) - len, " (%s%sdriver %s, %u worker%s)\n",
+                     serve_o.tls ? "TLS" : "", serve_o.tls && !serve_o.cert ? " self-signed, "
+                                               : serve_o.tls ? ", " : "",
+                     vega_rt_driver_name(rt), w, w == 1 ? "" : "s");
+        fputs(line, stderr);
+        fflush(stderr);
+    }
+    return 0;
+}
+
+static void *main_task(void *arg)
+{
+    int *code = arg;
+    *code = CLI_EXIT_USAGE;
+    vega_tls_config *tls = NULL;
+    if (serve_o.tls && tls_config(&tls) < 0)
+        return NULL;
+    *code = CLI_EXIT_NET;
+    vega_http_server_opts so;
+    vega_http_server_opts_init(&so);
+    so.handler = serve_handle;
+    so.on_log = serve_o.log_fd >= 0 ? serve_on_log : NULL;
+    so.tls = tls;
+    so.server_header = "vega-serve/" VEGA_VERSION_STRING;
+    if (max_conns)
+        so.max_conns = max_conns;
+    vega_http_server *srv;
+    int r = vega_http_server_new(&srv, &so);
+    vega_tls_config_free(tls); /* the server retains it */
+    if (r < 0) {
+        cli_err_code("server", r);
+        return NULL;
+    }
+    r = listen_all(srv);
+    if (r != 0) {
+        *code = r;
+        vega_http_server_free(srv);
+        return NULL;
+    }
+    struct stopper st = {srv};
+    vega_task *stopper;
+    r = vega_task_spawn(&stopper, stop_main, &st);
+    if (r < 0) {
+        cli_err_code("spawn", r);
+        vega_http_server_free(srv);
+        return NULL;
+    }
+    r = vega_http_server_run(srv);
+    vega_task_cancel(stopper);
+    vega_task_join(stopper, NULL, VEGA_DEADLINE_NEVER);
+    if (r < 0)
+        cli_err_code("server", r);
+    else
+        cli_log(1, "stopped");
+    vega_http_server_free(srv);
+    *code = r < 0 ? CLI_EXIT_NET : CLI_EXIT_OK;
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    cli_set_prog("vega-serve");
+    serve_o.listing = true;
+    serve_o.symlinks = true;
+    serve_o.compress = true;
+    serve_o.compress_min = 1024;
+    serve_o.driver = VEGA_DRIVER_DEFAULT;
+    parse_args(argc, argv);
+    open_root();
+    open_log();
+
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&serve_o.stop_signals);
+    sigaddset(&serve_o.stop_signals, SIGINT);
+    sigaddset(&serve_o.stop_signals, SIGTERM);
+    int r = vega_signal_block(&serve_o.stop_signals);
+    if (r < 0) {
+        cli_err_code("signals", r);
+        return CLI_EXIT_NET;
+    }
+    vega_rt_options ro;
+    vega_rt_options_init(&ro);
+    ro.flavor = VEGA_RT_MULTI_THREAD;
+    ro.workers = serve_o.workers;
+    ro.driver = serve_o.driver;
+    vega_rt *rt;
+    r = vega_rt_new(&rt, &ro);
+    if (r < 0) {
+        cli_err("runtime", "%s%s", vega_strerror(r),
+                serve_o.driver == VEGA_DRIVER_URING
+                    ? " (is io_uring allowed here? try --driver epoll)" : "");
+        return CLI_EXIT_NET;
+    }
+    int code = CLI_EXIT_NET;
+    r = vega_rt_block_on(rt, main_task, &code, NULL);
+    if (r < 0) {
+        cli_err_code("runtime", r);
+        code = CLI_EXIT_NET;
+    }
+    vega_rt_free(rt);
+    if (serve_o.log_fd > STDERR_FILENO)
+        close(serve_o.log_fd);
+    close(serve_o.root_fd);
+    return code;
+}

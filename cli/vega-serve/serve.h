@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/* vega-serve: the settings every part of the static file server reads, and the parts' entry
+ * points (path resolution, files, listings, MIME types, access log). */
+#ifndef VEGA_SERVE_H
+#define VEGA_SERVE_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include <vega/http_server.h>
+
+#include "cli.h"
+
+#define SERVE_MAX_LISTEN 16
+#define SERVE_MAX_HEADERS 32
+/* Longest request path accepted (bytes as sent, escapes included): beyond, 414. */
+#define SERVE_PATH_MAX 4000
+/* Files below this size are read into a stack buffer and sent with the head in one write. */
+#define SERVE_SMALL_FILE (16 * 1024)
+/* Entries shown in one directory listing at most (the rest is reported as cut). */
+#define SERVE_LIST_MAX 20000
+
+enum serve_log_format { SERVE_LOG_COMBINED, SERVE_LOG_JSON };
+
+struct serve_listen {
+    const char *spec; /* as given ("ADDR:PORT"), for messages */
+    char host[256];
+    char port[8];
+};
+
+/* Read-only once the server runs: shared by every connection task. */
+struct serve_opts {
+    const char *dir;        /* as given */
+    char root[4096];        /* realpath of dir */
+    size_t root_len;
+    int root_fd;            /* O_PATH|O_DIRECTORY on root */
+    bool use_openat2;       /* the kernel resolves beneath root_fd for us */
+
+    struct serve_listen listen[SERVE_MAX_LISTEN];
+    size_t nlisten;
+    const char *bind_host;  /* -b */
+    const char *port;       /* -p or the positional PORT */
+
+    bool tls;
+    const char *cert, *key;
+    unsigned workers;
+    vega_driver_kind driver;
+
+    bool listing;           /* --no-listing turns off */
+    bool hidden;            /* --hidden: serve and list dotfiles */
+    bool symlinks;          /* --no-symlinks turns off */
+    bool compress;          /* on-the-fly compression of text types */
+    uint64_t compress_min;  /* smallest file compressed on the fly */
+
+    vega_http_field headers[SERVE_MAX_HEADERS]; /* --header */
+    size_t nheaders;
+
+    const char *access_log; /* NULL: none ("-" = stdout) */
+    int log_fd;             /* -1: none */
+    enum serve_log_format log_format;
+    bool quiet;
+
+    sigset_t stop_signals;
+};
+
+extern struct serve_opts serve_o;
+
+/* ---- handler.c ---------------------------------------------------------------------------- */
+
+/* The vega_http_server handler. */
+int serve_handle(vega_http_exchange *x, void *user);
+
+/* ---- path.c ------------------------------------------------------------------------------- */
+
+/*
+ * Opens rel (a normalised path from vega_http_path_normalize_safe, starting with "/") under
+ * the root, never leaving it: symlinks are followed only while they stay inside the root (and
+ * not at all with --no-symlinks). Opened O_RDONLY|O_NONBLOCK (a FIFO does not block the open).
+ * Returns an fd or -errno: -ENOENT (missing, or refused: a symlink out of the root), -EACCES.
+ */
+int serve_open(const char *rel, size_t len);
+
+/* True when some segment of rel starts with "." (hidden). */
+bool serve_path_is_hidden(const char *rel, size_t len);
+
+/* ---- mime.c ------------------------------------------------------------------------------- */
+
+/* The Content-Type for a file name; *text set when the type is worth compressing. */
+const char *serve_mime_type(const char *name, size_t len, bool *text);
+
+/* ---- file.c ------------------------------------------------------------------------------- */
+
+/* Answers a GET or HEAD for the regular file fd (taken: closed here), rel its path. */
+int serve_file(vega_http_exchange *x, int fd, const struct stat *st, const char *rel,
+               size_t rel_len);
+
+/* Answers with a small text body (errors, redirects), adding the --header fields. */
+int serve_simple(vega_http_exchange *x, int status, const vega_http_field *extra, size_t n);
+
+/* Appends the --header fields to f (capacity cap); returns the new count. */
+size_t serve_add_user_headers(vega_http_field *f, size_t n, size_t cap);
+
+/* ---- listing.c ---------------------------------------------------------------------------- */
+
+/* Answers a GET or HEAD for the directory fd (taken: closed here), rel its path ("/.../"). */
+int serve_listing(vega_http_exchange *x, int fd, const char *rel, size_t rel_len);
+
+/* ---- util.c ------------------------------------------------------------------------------- */
+
+/* A growing byte buffer with a hard limit. */
+struct sbuf {
+    char *p;
+    size_t len, cap, max;
+    bool failed; /* an append did not fit (or no memory); the content is cut */
+};
+
+void sbuf_init(struct sbuf *b, size_t max);
+void sbuf_free(struct sbuf *b);
+void sbuf_add(struct sbuf *b, const void *s, size_t n);
+void sbuf_adds(struct sbuf *b, const char *s);
+void sbuf_addf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sbuf_html(struct sbuf *b, const char *s, size_t n);  /* HTML-escaped */
+void sbuf_url(struct sbuf *b, const char *s, size_t n);   /* percent-encoded path segment(s) */
+void sbuf_json(struct sbuf *b, const char *s, size_t n);  /* JSON string body, UTF-8 checked */
+
+/* The value of the first request field named name, or NULL (then *len is 0). */
+const char *serve_req_field(const vega_http_request *req, const char *name, size_t *len);
+
+/* The same for a list-valued field (RFC 9110 §5.3): several lines joined with ", " in buf
+ * (the first line alone if they do not fit). */
+const char *serve_req_list(const vega_http_request *req, const char *name, char *buf, size_t cap,
+                           size_t *len);
+
+/* ---- log.c -------------------------------------------------------------------------------- */
+
+void serve_on_log(void *user, const vega_http_request *req, const vega_http_log_entry *e);
+
+#endif
