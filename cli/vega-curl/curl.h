@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/* vega-curl: the options, one transfer's state and the pieces shared by its files (request
+ * bodies, output sinks, the progress meter, --write-out). */
+#ifndef VEGA_CURL_H
+#define VEGA_CURL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli.h"
+
+/* curl's exit codes (CURLcode), for the situations vega-curl can meet. */
+enum {
+    CE_OK = 0,
+    CE_UNSUPPORTED_PROTOCOL = 1,
+    CE_FAILED_INIT = 2,
+    CE_URL_MALFORMAT = 3,
+    CE_COULDNT_RESOLVE_HOST = 6,
+    CE_COULDNT_CONNECT = 7,
+    CE_WEIRD_SERVER_REPLY = 8,
+    CE_PARTIAL_FILE = 18,
+    CE_HTTP_RETURNED_ERROR = 22,
+    CE_WRITE_ERROR = 23,
+    CE_READ_ERROR = 26,
+    CE_OUT_OF_MEMORY = 27,
+    CE_OPERATION_TIMEDOUT = 28,
+    CE_SSL_CONNECT_ERROR = 35,
+    CE_TOO_MANY_REDIRECTS = 47,
+    CE_GOT_NOTHING = 52,
+    CE_SEND_ERROR = 55,
+    CE_RECV_ERROR = 56,
+    CE_SSL_CERTPROBLEM = 58,
+    CE_PEER_FAILED_VERIFICATION = 60,
+    CE_BAD_CONTENT_ENCODING = 61,
+    CE_FILESIZE_EXCEEDED = 63,
+    CE_SEND_FAIL_REWIND = 65,
+    CE_SSL_CACERT_BADFILE = 77,
+};
+
+/* Limits on what the command line may ask for. */
+#define CURL_MAX_HEADERS 256
+#define CURL_MAX_URLS 4096
+#define CURL_MAX_RESOLVE 64
+#define CURL_MAX_URL_LEN 8192
+#define CURL_MAX_DATA (1024ull * 1024 * 1024) /* -d / --data-binary held in memory */
+
+/* Where the body of one URL goes: the n-th -o/-O belongs to the n-th URL, as in curl. */
+struct curl_outspec {
+    const char *file; /* -o FILE ("-" = stdout) */
+    bool remote_name; /* -O */
+};
+
+struct curl_resolve {
+    char host[256];
+    uint16_t port;
+    vega_addr addr;
+};
+
+/* Every option, as parsed; read-only once the transfers start. */
+struct curl_opts {
+    const char *method; /* -X */
+    vega_http_field headers[CURL_MAX_HEADERS];
+    size_t nheaders;
+    bool no_content_type; /* -H "Content-Type:" */
+    bool no_referer;
+    const char *user_agent; /* -A; "" = none */
+    const char *referer;
+
+    char *data; /* -d / --data-binary, joined with '&'; owned */
+    size_t data_len;
+    bool has_data;
+    bool get; /* -G: the data goes in the query of a GET */
+
+    const char **urls;
+    size_t nurls;
+    struct curl_outspec *outs;
+    size_t nouts;
+    const char **uploads; /* -T FILE per URL, in order */
+    size_t nuploads;
+    bool remote_name_all;
+
+    bool location, include, head, silent, show_error, verbose, fail, fail_with_body;
+    bool insecure, compressed, progress_bar, no_progress;
+    long max_redirs; /* -1 = unlimited */
+    int http_version; /* 10 or 11 */
+    const char *cacert, *cert, *key;
+    struct curl_resolve resolve[CURL_MAX_RESOLVE];
+    size_t nresolve;
+    uint64_t connect_timeout_ns, max_time_ns, max_filesize;
+    const char *write_out;
+};
+
+/* ---- output (output.c) ----------------------------------------------------------------------- */
+
+/* A body destination: stdout (shared by every transfer) or a file opened on the first write. */
+struct curl_sink {
+    cli_stdio io;
+    bool is_stdout;
+    bool opened;
+    bool tty;          /* stdout is a terminal: refuse binary bodies as curl does */
+    bool checked;      /* the first bytes were checked for binary data */
+    char path[4096];
+    int err;           /* the first write or open failure (-errno) */
+};
+
+/* The process-wide stdout sink (set up by the main task, restored at its end). */
+extern struct curl_sink curl_stdout;
+
+void curl_stdout_init(void);
+void curl_stdout_fini(void);
+
+/* A sink for path (NULL or "-": stdout). */
+void curl_sink_init(struct curl_sink *s, const char *path);
+
+/* Writes all of buf; 0 or a curl exit code (23) after printing why. */
+int curl_sink_write(struct curl_sink *s, const struct curl_opts *o, const void *buf, size_t len,
+                    bool body);
+
+/* Creates the file if nothing was written (an empty body), closes it. 0 or 23. */
+int curl_sink_finish(struct curl_sink *s, const struct curl_opts *o);
+
+/* Closes without creating anything. */
+void curl_sink_abort(struct curl_sink *s);
+
+/* The progress meter (curl's table, or the -# bar) on stderr. */
+struct curl_progress {
+    bool on, bar, drawn;
+    vega_tstamp start, last;
+    uint64_t total; /* 0 = unknown */
+    uint64_t now, up_total, up_now;
+    uint64_t last_bytes;
+    vega_tstamp last_speed_at;
+    double speed;
+};
+
+void curl_progress_start(struct curl_progress *p, const struct curl_opts *o, bool to_file);
+void curl_progress_update(struct curl_progress *p, bool final);
+void curl_progress_end(struct curl_progress *p);
+
+/* ---- errors ------------------------------------------------------------------------------------ */
+
+/* "vega-curl: (code) message" unless -s without -S; returns code. */
+int curl_fail(const struct curl_opts *o, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- request bodies (body.c) ------------------------------------------------------------------ */
+
+/* -d / --data-binary / --data-raw: appends a part (with '&' between parts). arg: "@file",
+ * "@-" or the data itself; strip_newlines for -d's @file. Exits 2 or 26 on failure. */
+void curl_data_add(struct curl_opts *o, const char *arg, bool at_file, bool strip_newlines);
+
+/* --data-urlencode: "content", "=content", "name=content", "@file", "name@file"; the content
+ * is percent-encoded (all but ALPHA DIGIT - . _ ~) as curl does. */
+void curl_data_add_urlencoded(struct curl_opts *o, const char *arg);
+
+/* -T FILE as a streamed body. */
+struct curl_upload {
+    cli_stdio io;
+    int fd;
+    bool is_stdin, seekable;
+    uint64_t length;   /* VEGA_HTTP_LENGTH_UNKNOWN when not a regular file */
+    uint64_t sent;
+    int err;           /* a read failure (fails the transfer with 26) */
+    vega_deadline dl;
+};
+
+/* Opens path ("-" or "." = stdin). 0 or a curl exit code after printing why. */
+int curl_upload_open(struct curl_upload *u, const struct curl_opts *o, const char *path);
+void curl_upload_close(struct curl_upload *u);
+
+/* Starts the body again (a 307/308 redirect): 0, or -ESPIPE for stdin. */
+int curl_upload_rewind(struct curl_upload *u);
+
+vega_ssize curl_upload_read(void *user, void *buf, size_t len);
+
+/* ---- one transfer (transfer.c) ------------------------------------------------------------- */
+
+/* What --write-out reports about a transfer. */
+struct curl_result {
+    int exit_code;
+    char errmsg[512];
+    int status;
+    int http_version;
+    const char *method;
+    char url[CURL_MAX_URL_LEN];       /* the effective URL */
+    char redirect_url[CURL_MAX_URL_LEN];
+    char filename[4096];
+    long num_redirects;
+    unsigned num_connects;
+    uint64_t size_download, size_upload, size_header, size_request;
+    vega_tstamp t_begin, t_namelookup, t_connect, t_appconnect, t_pretransfer, t_starttransfer,
+        t_redirect, t_end;
+    char remote_ip[VEGA_ADDR_STRLEN];
+    unsigned remote_port;
+    char content_type[256];
+    char scheme[16];
+    unsigned num_headers;
+};
+
+struct curl_ctx {
+    const struct curl_opts *o;
+    vega_http_client *client;
+};
+
+/* Runs URL number idx (its -o/-O, -T) and prints --write-out. Returns its exit code. */
+int curl_transfer(struct curl_ctx *cx, size_t idx);
+
+/* ---- --write-out (writeout.c) ------------------------------------------------------------- */
+
+void curl_write_out(const struct curl_opts *o, const struct curl_result *r);
+
+#endif

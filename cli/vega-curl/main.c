@@ -1,0 +1,573 @@
+/* SPDX-License-Identifier: MIT */
+/* vega-curl: the command line (curl's options and habits), the client's settings, and the
+ * transfers run one after the other on one client so that they share its connection pool. */
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "curl.h"
+
+static const char usage_text[] =
+    "Usage: vega-curl [options] URL...\n"
+    "An HTTP client with curl's options and exit codes (HTTP/1.1 over TCP and TLS).\n"
+    "\n"
+    "Request:\n"
+    "  -X, --request METHOD     the method (default GET; POST with -d; PUT with -T)\n"
+    "  -H, --header 'N: V'      an extra header field (repeatable); 'N:' removes a field the\n"
+    "                           tool would send (User-Agent, Content-Type, Referer), 'N;'\n"
+    "                           sends N with an empty value\n"
+    "  -d, --data DATA          POST DATA as application/x-www-form-urlencoded (repeatable,\n"
+    "                           joined with '&'); @FILE reads FILE without its newlines,\n"
+    "                           @- reads stdin\n"
+    "      --data-binary DATA   the same, but @FILE is sent as it is\n"
+    "      --data-raw DATA      the same, with no @FILE meaning\n"
+    "      --data-urlencode D   the same, percent-encoded: 'content', 'name=content',\n"
+    "                           '@FILE', 'name@FILE'\n"
+    "  -G, --get                send the -d data as the URL's query, with GET\n"
+    "  -T, --upload-file FILE   PUT FILE, streamed (- = stdin, chunked); with several URLs the\n"
+    "                           n-th -T goes with the n-th URL; a URL ending in / gets FILE's\n"
+    "                           name\n"
+    "  -I, --head               HEAD: show the response header only\n"
+    "  -A, --user-agent NAME    User-Agent (default vega-curl/VERSION; '' = none)\n"
+    "  -e, --referer URL        Referer\n"
+    "      --compressed         ask for gzip, deflate, br and zstd and decode the body\n"
+    "      --http1.1            HTTP/1.1 (the default)\n"
+    "      --http1.0            HTTP/1.0\n"
+    "      --http2, --http3     not supported yet (exit 1)\n"
+    "\n"
+    "Connection:\n"
+    "      --resolve H:P:ADDR   connect to ADDR for host H port P (repeatable)\n"
+    "      --connect-timeout S  seconds for DNS + TCP + TLS (decimals allowed; default 30)\n"
+    "  -m, --max-time S         seconds for each whole transfer, redirects included\n"
+    "  -k, --insecure           do not verify the server's certificate\n"
+    "      --cacert FILE        CA certificates (PEM) to verify the server with\n"
+    "      --cert FILE          client certificate (PEM) for mutual TLS (--key: its key)\n"
+    "      --key FILE           the client certificate's private key (PEM)\n"
+    "  SSLKEYLOGFILE=FILE       append TLS secrets to FILE (for Wireshark)\n"
+    "\n"
+    "Redirects:\n"
+    "  -L, --location           follow redirects (301, 302, 303, 307, 308)\n"
+    "      --max-redirs N       at most N redirects (default 50; -1 = no limit; exit 47)\n"
+    "\n"
+    "Output:\n"
+    "  -o, --output FILE        write the body to FILE (- = stdout); the n-th -o goes with\n"
+    "                           the n-th URL\n"
+    "  -O, --remote-name        write it to a file named like the URL's last path segment\n"
+    "      --remote-name-all    -O for every URL\n"
+    "  -i, --include            write the response header before the body\n"
+    "  -f, --fail               exit 22 without output on a status >= 400\n"
+    "      --fail-with-body     exit 22 on a status >= 400, after writing the body\n"
+    "      --max-filesize SIZE  fail (exit 63) on a body above SIZE bytes (K, M, G suffixes)\n"
+    "  -w, --write-out FORMAT   print FORMAT after each transfer: %{http_code} %{http_version}\n"
+    "                           %{time_namelookup} %{time_connect} %{time_appconnect}\n"
+    "                           %{time_pretransfer} %{time_starttransfer} %{time_redirect}\n"
+    "                           %{time_total} %{size_download} %{size_upload} %{size_header}\n"
+    "                           %{size_request} %{speed_download} %{url_effective} %{url}\n"
+    "                           %{num_redirects} %{redirect_url} %{remote_ip} %{remote_port}\n"
+    "                           %{content_type} %{method} %{scheme} %{num_connects}\n"
+    "                           %{num_headers} %{exitcode} %{errormsg} %{filename_effective};\n"
+    "                           %{stderr} and %{stdout} switch the stream; \\n \\r \\t\n"
+    "                           escapes, %% for %\n"
+    "  -s, --silent             no progress meter, no error messages\n"
+    "  -S, --show-error         error messages even with -s\n"
+    "  -v, --verbose            the request (> ) and response (< ) headers and connection\n"
+    "                           notes (* ) on stderr\n"
+    "  -#, --progress-bar       a progress bar instead of the meter\n"
+    "      --no-progress-meter  no progress meter\n"
+    "  -h, --help               this help\n"
+    "  -V, --version            the version\n"
+    "\n"
+    "The progress meter is shown on stderr when it is a terminal and the body goes to a file\n"
+    "or a pipe. Several URLs in one command reuse connections (-v says \"Re-using\").\n"
+    "\n"
+    "Exit codes are curl's: 1 unsupported protocol (or HTTP version), 2 usage, 3 malformed\n"
+    "URL, 6 host not found, 7 connection failed, 8 malformed reply, 18 body cut short, 22\n"
+    "HTTP error with -f, 23 write error, 26 read error, 28 timeout, 35 TLS handshake, 47 too\n"
+    "many redirects, 52 empty reply, 55 send error, 56 receive error, 58 client certificate,\n"
+    "60 server certificate not trusted, 61 bad content encoding, 63 body too large, 65\n"
+    "cannot resend the body, 77 CA file.\n"
+    "\n"
+    "Examples:\n"
+    "  vega-curl https://example.com/\n"
+    "  vega-curl -sSfL -o page.html http://example.com/old\n"
+    "  vega-curl -d name=vega -d lang=c http://127.0.0.1:8080/form\n"
+    "  vega-curl -T big.iso http://127.0.0.1:8080/upload/\n"
+    "  vega-curl -s -o /dev/null -w '%{http_code} %{time_total}\\n' http://127.0.0.1:8080/\n"
+    "  vega-curl --resolve example.com:443:127.0.0.1 --cacert ca.pem https://example.com/\n";
+
+enum {
+    OPT_DATA_BINARY = 256,
+    OPT_DATA_RAW,
+    OPT_MAX_REDIRS,
+    OPT_CACERT,
+    OPT_CERT,
+    OPT_KEY,
+    OPT_RESOLVE,
+    OPT_CONNECT_TIMEOUT,
+    OPT_COMPRESSED,
+    OPT_HTTP10,
+    OPT_HTTP11,
+    OPT_HTTP2,
+    OPT_HTTP2_PRIOR,
+    OPT_HTTP3,
+    OPT_HTTP3_ONLY,
+    OPT_FAIL_WITH_BODY,
+    OPT_REMOTE_NAME_ALL,
+    OPT_MAX_FILESIZE,
+    OPT_NO_PROGRESS,
+    OPT_URL,
+    OPT_DATA_URLENCODE,
+};
+
+static const struct option long_opts[] = {
+    {"request", required_argument, NULL, 'X'},
+    {"header", required_argument, NULL, 'H'},
+    {"data", required_argument, NULL, 'd'},
+    {"data-ascii", required_argument, NULL, 'd'},
+    {"data-binary", required_argument, NULL, OPT_DATA_BINARY},
+    {"data-raw", required_argument, NULL, OPT_DATA_RAW},
+    {"data-urlencode", required_argument, NULL, OPT_DATA_URLENCODE},
+    {"get", no_argument, NULL, 'G'},
+    {"upload-file", required_argument, NULL, 'T'},
+    {"output", required_argument, NULL, 'o'},
+    {"remote-name", no_argument, NULL, 'O'},
+    {"remote-name-all", no_argument, NULL, OPT_REMOTE_NAME_ALL},
+    {"location", no_argument, NULL, 'L'},
+    {"max-redirs", required_argument, NULL, OPT_MAX_REDIRS},
+    {"include", no_argument, NULL, 'i'},
+    {"head", no_argument, NULL, 'I'},
+    {"silent", no_argument, NULL, 's'},
+    {"show-error", no_argument, NULL, 'S'},
+    {"verbose", no_argument, NULL, 'v'},
+    {"fail", no_argument, NULL, 'f'},
+    {"fail-with-body", no_argument, NULL, OPT_FAIL_WITH_BODY},
+    {"insecure", no_argument, NULL, 'k'},
+    {"cacert", required_argument, NULL, OPT_CACERT},
+    {"cert", required_argument, NULL, OPT_CERT},
+    {"key", required_argument, NULL, OPT_KEY},
+    {"resolve", required_argument, NULL, OPT_RESOLVE},
+    {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+    {"max-time", required_argument, NULL, 'm'},
+    {"max-filesize", required_argument, NULL, OPT_MAX_FILESIZE},
+    {"compressed", no_argument, NULL, OPT_COMPRESSED},
+    {"write-out", required_argument, NULL, 'w'},
+    {"http1.0", no_argument, NULL, OPT_HTTP10},
+    {"http1.1", no_argument, NULL, OPT_HTTP11},
+    {"http2", no_argument, NULL, OPT_HTTP2},
+    {"http2-prior-knowledge", no_argument, NULL, OPT_HTTP2_PRIOR},
+    {"http3", no_argument, NULL, OPT_HTTP3},
+    {"http3-only", no_argument, NULL, OPT_HTTP3_ONLY},
+    {"progress-bar", no_argument, NULL, '#'},
+    {"no-progress-meter", no_argument, NULL, OPT_NO_PROGRESS},
+    {"user-agent", required_argument, NULL, 'A'},
+    {"referer", required_argument, NULL, 'e'},
+    {"url", required_argument, NULL, OPT_URL},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+int curl_fail(const struct curl_opts *o, int code, const char *fmt, ...)
+{
+    if (o->silent && !o->show_error)
+        return code;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    cli_err(NULL, "(%d) %s", code, msg);
+    return code;
+}
+
+/* A usage problem that curl reports with its own code (not 2). */
+static _Noreturn void fail_exit(const struct curl_opts *o, int code, const char *fmt,
+                                const char *arg)
+{
+    curl_fail(o, code, fmt, arg);
+    exit(code);
+}
+
+static void *grow(void *p, size_t n, size_t size)
+{
+    void *q = realloc(p, n * size);
+    if (!q) {
+        cli_err(NULL, "out of memory");
+        exit(CE_OUT_OF_MEMORY);
+    }
+    return q;
+}
+
+static void add_url(struct curl_opts *o, const char *u)
+{
+    if (o->nurls >= CURL_MAX_URLS)
+        cli_usage_error("too many URLs (at most %d)", CURL_MAX_URLS);
+    o->urls = grow(o->urls, o->nurls + 1, sizeof(*o->urls));
+    o->urls[o->nurls++] = u;
+}
+
+static void add_out(struct curl_opts *o, const char *file, bool remote)
+{
+    if (o->nouts >= CURL_MAX_URLS)
+        cli_usage_error("too many -o/-O (at most %d)", CURL_MAX_URLS);
+    o->outs = grow(o->outs, o->nouts + 1, sizeof(*o->outs));
+    o->outs[o->nouts++] = (struct curl_outspec){.file = file, .remote_name = remote};
+}
+
+static bool name_is(const char *name, size_t len, const char *want)
+{
+    return strlen(want) == len && strncasecmp(name, want, len) == 0;
+}
+
+/* -H "Name: value", "Name:" (remove a field the tool adds), "Name;" (empty value). The spans
+ * point into argv, which lives as long as the process. */
+static void add_header(struct curl_opts *o, const char *h)
+{
+    const char *colon = strchr(h, ':'), *semi = strchr(h, ';');
+    bool empty_value = false;
+    if (!colon || (semi && semi < colon)) {
+        if (semi && semi[1] == '\0') {
+            empty_value = true;
+            colon = semi;
+        } else {
+            cli_usage_error("-H: expected 'Name: value', got '%s'", h);
+        }
+    }
+    size_t nlen = (size_t)(colon - h);
+    const char *v = colon + 1;
+    while (*v == ' ' || *v == '\t')
+        v++;
+    size_t vlen = strlen(v);
+    while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t' || v[vlen - 1] == '\r' ||
+                    v[vlen - 1] == '\n'))
+        vlen--;
+    if (!vega_http_token_is_valid(h, nlen))
+        cli_usage_error("-H: '%.*s' is not a valid field name", (int)nlen, h);
+    if (!vega_http_field_value_is_valid(v, vlen))
+        cli_usage_error("-H: the value of %.*s has characters a field may not hold", (int)nlen, h);
+    if (vlen == 0 && !empty_value) {
+        /* curl's way to drop a field it would send. */
+        if (name_is(h, nlen, "User-Agent"))
+            o->user_agent = "";
+        else if (name_is(h, nlen, "Content-Type"))
+            o->no_content_type = true;
+        else if (name_is(h, nlen, "Referer"))
+            o->no_referer = true;
+        else
+            cli_usage_error("-H '%.*s:': removing this field is not supported (only "
+                            "User-Agent, Content-Type and Referer); use '%.*s;' for an empty "
+                            "value",
+                            (int)nlen, h, (int)nlen, h);
+        return;
+    }
+    if (o->nheaders >= CURL_MAX_HEADERS)
+        cli_usage_error("too many -H (at most %d)", CURL_MAX_HEADERS);
+    o->headers[o->nheaders++] = (vega_http_field){{h, nlen}, {v, vlen}};
+}
+
+/* --resolve HOST:PORT:ADDR[,ADDR...]; the first address is used. */
+static void add_resolve(struct curl_opts *o, const char *arg)
+{
+    const char *s = arg;
+    if (*s == '+')
+        s++;
+    else if (*s == '-')
+        cli_usage_error("--resolve: removing entries ('-%s') is not supported", s + 1);
+    const char *c1 = strchr(s, ':');
+    const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c1 || !c2 || c1 == s || (size_t)(c1 - s) >= sizeof(o->resolve[0].host))
+        cli_usage_error("--resolve: expected HOST:PORT:ADDRESS, got '%s'", arg);
+    if (o->nresolve >= CURL_MAX_RESOLVE)
+        cli_usage_error("too many --resolve (at most %d)", CURL_MAX_RESOLVE);
+    struct curl_resolve *r = &o->resolve[o->nresolve];
+    memcpy(r->host, s, (size_t)(c1 - s));
+    r->host[c1 - s] = '\0';
+    char port[8], addr[128];
+    size_t plen = (size_t)(c2 - c1 - 1);
+    if (plen == 0 || plen >= sizeof(port))
+        cli_usage_error("--resolve: bad port in '%s'", arg);
+    memcpy(port, c1 + 1, plen);
+    port[plen] = '\0';
+    uint64_t p;
+    if (cli_parse_uint(port, 1, 65535, &p) < 0)
+        cli_usage_error("--resolve: bad port '%s'", port);
+    const char *a = c2 + 1;
+    size_t alen = strcspn(a, ",");
+    if (alen == 0 || alen >= sizeof(addr))
+        cli_usage_error("--resolve: no address in '%s'", arg);
+    memcpy(addr, a, alen);
+    addr[alen] = '\0';
+    if (vega_addr_from_ip(&r->addr, addr, (uint16_t)p) < 0)
+        cli_usage_error("--resolve: '%s' is not an IP address", addr);
+    r->port = (uint16_t)p;
+    o->nresolve++;
+}
+
+static uint64_t seconds_arg(const char *opt, const char *v)
+{
+    uint64_t ns;
+    if (cli_parse_duration(v, VEGA_NS_PER_S, &ns) < 0)
+        cli_usage_error("%s: expected seconds (decimals allowed), got '%s'", opt, v);
+    return ns;
+}
+
+static void unsupported_version(const struct curl_opts *o, const char *opt)
+{
+    /* curl answers 1 (CURLE_UNSUPPORTED_PROTOCOL) when its build lacks a protocol. */
+    fail_exit(o, CE_UNSUPPORTED_PROTOCOL,
+              "%s: HTTP/2 and HTTP/3 are not supported yet by vega-curl (HTTP/1.1 only)", opt);
+}
+
+static void print_version(void)
+{
+    printf("vega-curl %s (libvega %s)\n"
+           "Protocols: http https\n"
+           "Features: HTTP/1.1 TLS brotli gzip deflate zstd\n",
+           VEGA_VERSION_STRING, vega_version());
+}
+
+static void parse_args(struct curl_opts *o, int argc, char **argv)
+{
+    const char *http2_opt = NULL;
+    uint64_t v;
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":X:H:d:GT:o:OLiIsSvfkm:w:A:e:#hV", long_opts, NULL)) !=
+           -1) {
+        switch (c) {
+        case 'X':
+            if (!vega_http_token_is_valid(optarg, strlen(optarg)))
+                cli_usage_error("-X: '%s' is not a valid method", optarg);
+            o->method = optarg;
+            break;
+        case 'H': add_header(o, optarg); break;
+        case 'd': curl_data_add(o, optarg, true, true); break;
+        case OPT_DATA_BINARY: curl_data_add(o, optarg, true, false); break;
+        case OPT_DATA_RAW: curl_data_add(o, optarg, false, false); break;
+        case OPT_DATA_URLENCODE: curl_data_add_urlencoded(o, optarg); break;
+        case 'G': o->get = true; break;
+        case 'T':
+            if (o->nuploads >= CURL_MAX_URLS)
+                cli_usage_error("too many -T");
+            o->uploads = grow(o->uploads, o->nuploads + 1, sizeof(*o->uploads));
+            o->uploads[o->nuploads++] = optarg;
+            break;
+        case 'o': add_out(o, optarg, false); break;
+        case 'O': add_out(o, NULL, true); break;
+        case OPT_REMOTE_NAME_ALL: o->remote_name_all = true; break;
+        case 'L': o->location = true; break;
+        case OPT_MAX_REDIRS:
+            if (strcmp(optarg, "-1") == 0)
+                o->max_redirs = -1;
+            else if (cli_parse_uint(optarg, 0, 1000000, &v) == 0)
+                o->max_redirs = (long)v;
+            else
+                cli_usage_error("--max-redirs: expected a number or -1, got '%s'", optarg);
+            break;
+        case 'i': o->include = true; break;
+        case 'I': o->head = true; break;
+        case 's': o->silent = true; break;
+        case 'S': o->show_error = true; break;
+        case 'v': o->verbose = true; break;
+        case 'f': o->fail = true; break;
+        case OPT_FAIL_WITH_BODY: o->fail = o->fail_with_body = true; break;
+        case 'k': o->insecure = true; break;
+        case OPT_CACERT: o->cacert = optarg; break;
+        case OPT_CERT: o->cert = optarg; break;
+        case OPT_KEY: o->key = optarg; break;
+        case OPT_RESOLVE: add_resolve(o, optarg); break;
+        case OPT_CONNECT_TIMEOUT:
+            o->connect_timeout_ns = seconds_arg("--connect-timeout", optarg);
+            break;
+        case 'm': o->max_time_ns = seconds_arg("-m", optarg); break;
+        case OPT_MAX_FILESIZE:
+            if (cli_parse_size(optarg, &v) < 0)
+                cli_usage_error("--max-filesize: expected a size (K, M, G), got '%s'", optarg);
+            o->max_filesize = v;
+            break;
+        case OPT_COMPRESSED: o->compressed = true; break;
+        case 'w': o->write_out = optarg; break;
+        case OPT_HTTP10: o->http_version = 10; break;
+        case OPT_HTTP11: o->http_version = 11; break;
+        case OPT_HTTP2: http2_opt = "--http2"; break;
+        case OPT_HTTP2_PRIOR: http2_opt = "--http2-prior-knowledge"; break;
+        case OPT_HTTP3: http2_opt = "--http3"; break;
+        case OPT_HTTP3_ONLY: http2_opt = "--http3-only"; break;
+        case '#': o->progress_bar = true; break;
+        case OPT_NO_PROGRESS: o->no_progress = true; break;
+        case 'A': o->user_agent = optarg; break;
+        case 'e': o->referer = optarg; break;
+        case OPT_URL: add_url(o, optarg); break;
+        case 'h': fputs(usage_text, stdout); exit(CE_OK);
+        case 'V': print_version(); exit(CE_OK);
+        case ':': cli_usage_error("option '%s' needs a value", argv[optind - 1]);
+        default:
+            if (optopt)
+                cli_usage_error("unknown option '-%c'", optopt);
+            cli_usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    for (int i = optind; i < argc; i++)
+        add_url(o, argv[i]);
+    if (http2_opt)
+        unsupported_version(o, http2_opt);
+    if (o->nurls == 0)
+        cli_usage_error("no URL specified");
+    if (o->head && ((o->has_data && !o->get) || o->nuploads))
+        cli_usage_error("-I cannot be combined with -d or -T (one request method only)");
+    if (o->has_data && o->nuploads)
+        cli_usage_error("-d and -T cannot be combined (one request body only)");
+    if (o->key && !o->cert)
+        cli_usage_error("--key needs --cert");
+    if (o->nouts > o->nurls && !o->silent)
+        cli_err(NULL, "warning: more -o/-O than URLs; the extra ones are ignored");
+}
+
+/* The TLS configuration: system CAs unless --cacert, -k, a client certificate, ALPN. */
+static int make_tls(const struct curl_opts *o, vega_tls_config **out)
+{
+    vega_tls_config *cfg;
+    int r = vega_tls_config_new(&cfg, VEGA_TLS_CLIENT);
+    if (r < 0)
+        return curl_fail(o, CE_FAILED_INIT, "TLS: %s", vega_tls_strerror(r));
+    const char *alpn[] = {"http/1.1"};
+    if ((r = vega_tls_config_set_alpn(cfg, alpn, 1)) < 0) {
+        vega_tls_config_free(cfg);
+        return curl_fail(o, CE_FAILED_INIT, "TLS ALPN: %s", vega_tls_strerror(r));
+    }
+    if (o->cacert && (r = vega_tls_config_set_ca_file(cfg, o->cacert)) < 0) {
+        vega_tls_config_free(cfg);
+        return curl_fail(o, CE_SSL_CACERT_BADFILE, "error setting certificate file: %s (%s)",
+                         o->cacert, vega_tls_strerror(r));
+    }
+    if (o->insecure && (r = vega_tls_config_set_verify(cfg, VEGA_TLS_VERIFY_NONE)) < 0) {
+        vega_tls_config_free(cfg);
+        return curl_fail(o, CE_FAILED_INIT, "TLS: %s", vega_tls_strerror(r));
+    }
+    if (o->cert && (r = vega_tls_config_set_cert_files(cfg, o->cert, o->key)) < 0) {
+        vega_tls_config_free(cfg);
+        return curl_fail(o, CE_SSL_CERTPROBLEM, "could not load client certificate %s%s%s: %s",
+                         o->cert, o->key ? " with key " : "", o->key ? o->key : "",
+                         vega_tls_strerror(r));
+    }
+    const char *keylog = getenv("SSLKEYLOGFILE");
+    if (keylog && *keylog && (r = vega_tls_config_set_keylog_file(cfg, keylog)) < 0 &&
+        !o->silent)
+        cli_err(keylog, "SSLKEYLOGFILE: %s (ignored)", vega_tls_strerror(r));
+    *out = cfg;
+    return 0;
+}
+
+static int make_client(const struct curl_opts *o, vega_tls_config *tls, vega_http_client **out)
+{
+    static char ua[64];
+    vega_http_client_opts co;
+    vega_http_client_opts_init(&co);
+    co.tls = tls;
+    if (o->connect_timeout_ns)
+        co.connect_timeout_ns = o->connect_timeout_ns;
+    /* curl sets no body limit: a download is as large as the user asks for. */
+    co.max_body = o->max_filesize ? o->max_filesize : UINT64_MAX;
+    snprintf(ua, sizeof(ua), "vega-curl/%s", VEGA_VERSION_STRING);
+    co.user_agent = o->user_agent ? o->user_agent : ua;
+    int r = vega_http_client_new(out, &co);
+    if (r < 0)
+        return curl_fail(o, CE_FAILED_INIT, "HTTP client: %s", vega_tls_strerror(r));
+    for (size_t i = 0; i < o->nresolve; i++) {
+        r = vega_http_client_add_resolve(*out, o->resolve[i].host, o->resolve[i].port,
+                                         &o->resolve[i].addr);
+        if (r < 0) {
+            vega_http_client_free(*out);
+            return curl_fail(o, CE_OUT_OF_MEMORY, "--resolve: %s", vega_strerror(r));
+        }
+    }
+    return 0;
+}
+
+struct main_arg {
+    const struct curl_opts *o;
+    int code;
+    bool stdout_closed;
+};
+
+static void *main_task(void *arg)
+{
+    struct main_arg *m = arg;
+    const struct curl_opts *o = m->o;
+    vega_tls_config *tls = NULL;
+    struct curl_ctx cx = {.o = o};
+    curl_stdout_init();
+    if (m->stdout_closed)
+        curl_stdout.err = -EBADF;
+    if ((m->code = make_tls(o, &tls)) != 0 || (m->code = make_client(o, tls, &cx.client)) != 0) {
+        vega_tls_config_free(tls);
+        curl_stdout_fini();
+        return NULL;
+    }
+    /* As curl does: every URL is tried, and the exit code is the last transfer's. */
+    m->code = CE_OK;
+    for (size_t i = 0; i < o->nurls; i++)
+        m->code = curl_transfer(&cx, i);
+    vega_http_client_free(cx.client);
+    vega_tls_config_free(tls);
+    curl_stdout_fini();
+    return NULL;
+}
+
+/* A closed stdin, stdout or stderr would be reused by the next open (the runtime's own
+ * descriptors, an output file), and bodies would land there: hold /dev/null in its place and
+ * remember that stdout was closed, so that writing to it fails as curl's does (23). */
+static bool guard_std_fds(void)
+{
+    bool stdout_closed = false;
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+            continue;
+        if (fd == STDOUT_FILENO)
+            stdout_closed = true;
+        int n = open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY);
+        if (n >= 0 && n != fd) {
+            dup2(n, fd);
+            close(n);
+        }
+    }
+    return stdout_closed;
+}
+
+int main(int argc, char **argv)
+{
+    static struct curl_opts o;
+    bool stdout_closed = guard_std_fds();
+    o.max_redirs = 50;
+    o.http_version = 11;
+    cli_set_prog("vega-curl");
+    parse_args(&o, argc, argv);
+    signal(SIGPIPE, SIG_IGN);
+
+    vega_rt_options ro;
+    vega_rt_options_init(&ro);
+    ro.flavor = VEGA_RT_MULTI_THREAD;
+    ro.workers = 1;
+    ro.stack_size = 1u << 20; /* the transfer keeps its large buffers on the heap anyway */
+    vega_rt *rt;
+    int r = vega_rt_new(&rt, &ro);
+    if (r < 0) {
+        curl_fail(&o, CE_FAILED_INIT, "runtime: %s", vega_strerror(r));
+        return CE_FAILED_INIT;
+    }
+    struct main_arg m = {.o = &o, .code = CE_FAILED_INIT, .stdout_closed = stdout_closed};
+    r = vega_rt_block_on(rt, main_task, &m, NULL);
+    if (r < 0)
+        m.code = curl_fail(&o, CE_FAILED_INIT, "runtime: %s", vega_strerror(r));
+    vega_rt_free(rt);
+    free(o.data);
+    free(o.urls);
+    free(o.outs);
+    free(o.uploads);
+    return m.code;
+}

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+/* Where bodies go (stdout, or files created on the first byte as curl does) and the progress
+ * meter on stderr: curl's table by default, a bar with -#. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "curl.h"
+
+struct curl_sink curl_stdout;
+
+void curl_stdout_init(void)
+{
+    memset(&curl_stdout, 0, sizeof(curl_stdout));
+    curl_stdout.is_stdout = true;
+    curl_stdout.opened = true;
+    curl_stdout.tty = isatty(STDOUT_FILENO) == 1;
+    int r = cli_stdio_init(&curl_stdout.io, STDOUT_FILENO);
+    if (r < 0) {
+        /* A broken stdout fails only the transfers that write to it. */
+        curl_stdout.err = r;
+        return;
+    }
+    if (curl_stdout.tty) {
+        /* A terminal is usually stderr's file too: O_NONBLOCK on it would make messages fail
+         * with EAGAIN. Terminal output is small; the blocking pool writes it. */
+        cli_stdio_fini(&curl_stdout.io);
+        curl_stdout.io.pollable = false;
+    }
+}
+
+void curl_stdout_fini(void)
+{
+    cli_stdio_fini(&curl_stdout.io);
+}
+
+void curl_sink_init(struct curl_sink *s, const char *path)
+{
+    memset(s, 0, sizeof(*s));
+    s->io.fd = -1;
+    if (!path || strcmp(path, "-") == 0) {
+        s->is_stdout = true;
+        s->checked = path != NULL; /* "-o -": binary to a terminal was asked for */
+        return;
+    }
+    snprintf(s->path, sizeof(s->path), "%s", path);
+}
+
+static struct curl_sink *target(struct curl_sink *s)
+{
+    return s->is_stdout ? &curl_stdout : s;
+}
+
+static int sink_open(struct curl_sink *s, const struct curl_opts *o)
+{
+    int fd = open(s->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        s->err = -errno;
+        return curl_fail(o, CE_WRITE_ERROR, "Failed to open the file %s: %s", s->path,
+                         strerror(errno));
+    }
+    int r = cli_stdio_init(&s->io, fd);
+    if (r < 0) {
+        close(fd);
+        s->err = r;
+        return curl_fail(o, CE_WRITE_ERROR, "%s: %s", s->path, vega_strerror(r));
+    }
+    s->opened = true;
+    return 0;
+}
+
+int curl_sink_write(struct curl_sink *s, const struct curl_opts *o, const void *buf, size_t len,
+                    bool body)
+{
+    struct curl_sink *t = target(s);
+    if (t->err)
+        return curl_fail(o, CE_WRITE_ERROR, "Failure writing output to destination (%s: %s)",
+                         t->is_stdout ? "stdout" : t->path, vega_strerror(t->err));
+    if (!t->opened && sink_open(t, o) != 0)
+        return CE_WRITE_ERROR;
+    if (len == 0)
+        return 0;
+    if (body && t->tty && !s->checked) {
+        s->checked = true;
+        if (memchr(buf, '\0', len < 2000 ? len : 2000)) {
+            if (!o->silent || o->show_error)
+                cli_err(NULL, "Warning: Binary output can mess up your terminal. Use \"--output "
+                              "-\" to tell vega-curl to output it to your terminal anyway, or "
+                              "consider \"--output <FILE>\" to save to a file.");
+            return CE_WRITE_ERROR;
+        }
+    }
+    vega_ssize n = cli_stdio_write(&t->io, buf, len, VEGA_DEADLINE_NEVER);
+    if (n < 0) {
+        t->err = (int)n;
+        return curl_fail(o, CE_WRITE_ERROR, "Failure writing output to destination (%s: %s)",
+                         t->is_stdout ? "stdout" : t->path, vega_strerror((int)n));
+    }
+    return 0;
+}
+
+int curl_sink_finish(struct curl_sink *s, const struct curl_opts *o)
+{
+    if (s->is_stdout)
+        return curl_stdout.err ? CE_WRITE_ERROR : 0;
+    int code = 0;
+    if (!s->opened && !s->err)
+        code = sink_open(s, o); /* an empty body still makes an (empty) file */
+    if (s->opened) {
+        cli_stdio_fini(&s->io);
+        if (close(s->io.fd) < 0 && code == 0 && !s->err)
+            code = curl_fail(o, CE_WRITE_ERROR, "Failure writing output to %s: %s", s->path,
+                             strerror(errno));
+        s->opened = false;
+    }
+    return code ? code : s->err ? CE_WRITE_ERROR : 0;
+}
+
+void curl_sink_abort(struct curl_sink *s)
+{
+    if (s->is_stdout || !s->opened)
+        return;
+    cli_stdio_fini(&s->io);
+    close(s->io.fd);
+    s->opened = false;
+}
+
+/* ---- progress meter -------------------------------------------------------------------------- */
+
+static void err_puts(const char *s, size_t len)
+{
+    while (len) {
+        ssize_t n = write(STDERR_FILENO, s, len);
+        if (n <= 0)
+            return;
+        s += n;
+        len -= (size_t)n;
+    }
+}
+
+/* curl's max5data: a size in at most 5 characters. */
+static void size5(char *out, size_t cap, uint64_t b)
+{
+    const uint64_t k = 1024, m = k * 1024, g = m * 1024;
+    if (b < 100000)
+        snprintf(out, cap, "%5llu", (unsigned long long)b);
+    else if (b < 10000 * k)
+        snprintf(out, cap, "%4lluk", (unsigned long long)(b / k));
+    else if (b < 100 * m)
+        snprintf(out, cap, "%2llu.%01lluM", (unsigned long long)(b / m),
+                 (unsigned long long)((b % m) * 10 / m));
+    else if (b < 10000 * m)
+        snprintf(out, cap, "%4lluM", (unsigned long long)(b / m));
+    else if (b < 100 * g)
+        snprintf(out, cap, "%2llu.%01lluG", (unsigned long long)(b / g),
+                 (unsigned long long)((b % g) * 10 / g));
+    else
+        snprintf(out, cap, "%4lluG", (unsigned long long)(b / g));
+}
+
+/* curl's time2str: 8 characters, "--:--:--" when unknown. */
+static void time8(char *out, size_t cap, int64_t secs)
+{
+    if (secs < 0) {
+        snprintf(out, cap, "--:--:--");
+        return;
+    }
+    long long h = secs / 3600, mnt = (secs / 60) % 60, s = secs % 60;
+    if (h < 100)
+        snprintf(out, cap, "%2lld:%02lld:%02lld", h, mnt, s);
+    else if (secs / 86400 < 1000)
+        snprintf(out, cap, "%3lldd %02lldh", (long long)(secs / 86400), h % 24);
+    else
+        snprintf(out, cap, "%7lldd", (long long)(secs / 86400));
+}
+
+void curl_progress_start(struct curl_progress *p, const struct curl_opts *o, bool to_file)
+{
+    memset(p, 0, sizeof(*p));
+    p->on = !o->silent && !o->no_progress && to_file && isatty(STDERR_FILENO) == 1;
+    p->bar = o->progress_bar;
+    p->start = p->last = p->last_speed_at = vega_now();
+}
+
+static void draw_bar(struct curl_progress *p)
+{
+    int cols = 80;
+    const char *c = getenv("COLUMNS");
+    if (c && atoi(c) > 20 && atoi(c) < 1000)
+        cols = atoi(c);
+    char line[1100];
+    int width = cols - 8;
+    if (p->total) {
+        double frac = (double)p->now / (double)p->total;
+        if (frac > 1)
+            frac = 1;
+        int n = (int)(frac * width);
+        memset(line, ' ', (size_t)width + 1);
+        line[0] = '\r';
+        memset(line + 1, '#', (size_t)n);
+        int len = 1 + width;
+        len += snprintf(line + len, sizeof(line) - (size_t)len, " %5.1f%%", frac * 100);
+        err_puts(line, (size_t)len);
+    } else {
+        char sz[16];
+        size5(sz, sizeof(sz), p->now);
+        int len = snprintf(line, sizeof(line), "\r%-*s", width, "");
+        int pos = (int)((p->now / 65536) % (uint64_t)(width - 4));
+        memcpy(line + 1 + pos, "<=>", 3);
+        len += snprintf(line + len, sizeof(line) - (size_t)len, " %s", sz);
+        err_puts(line, (size_t)len);
+    }
+}
+
+static void draw_table(struct curl_progress *p, vega_tstamp now)
+{
+    static const char head[] =
+        "  % Total    % Received % Xferd  Average Speed   Time    Time     Time  Current\n"
+        "                                 Dload  Upload   Total   Spent    Left  Speed\n";
+    if (!p->drawn)
+        err_puts(head, sizeof(head) - 1);
+    double spent = (double)(now - p->start) / 1e9;
+    uint64_t avg = spent > 0 ? (uint64_t)((double)p->now / spent) : 0;
+    int pct = p->total ? (int)(p->now * 100 / p->total) : 0;
+    int64_t total_s = -1, left_s = -1;
+    if (p->total && avg) {
+        total_s = (int64_t)(p->total / avg);
+        left_s = p->now >= p->total ? 0 : (int64_t)((p->total - p->now) / avg);
+    }
+    char tot[32], rcv[32], up[32], dl[32], ul[32], cur[32], tt[32], ts[32], tl[32];
+    size5(tot, sizeof(tot), p->total ? p->total : p->now);
+    size5(rcv, sizeof(rcv), p->now);
+    size5(up, sizeof(up), 0);
+    size5(dl, sizeof(dl), avg);
+    size5(ul, sizeof(ul), 0);
+    size5(cur, sizeof(cur), (uint64_t)p->speed);
+    time8(tt, sizeof(tt), total_s);
+    time8(ts, sizeof(ts), (int64_t)spent);
+    time8(tl, sizeof(tl), left_s);
+    char line[256];
+    int len = snprintf(line, sizeof(line), "\r%3d %s  %3d %s  %3d %s  %s  %s %s %s %s %s",
+                       p->total ? pct : 0, tot, pct, rcv, 0, up, dl, ul, tt, ts, tl, cur);
+    if (len > 0)
+        err_puts(line, (size_t)len < sizeof(line) ? (size_t)len : sizeof(line) - 1);
+}
+
+void curl_progress_update(struct curl_progress *p, bool final)
+{
+    if (!p->on)
+        return;
+    vega_tstamp now = vega_now();
+    /* curl redraws at most once a second. */
+    if (!final && p->drawn && now - p->last < VEGA_NS_PER_S)
+        return;
+    if (now - p->last_speed_at >= VEGA_NS_PER_S / 2 || final) {
+        double dt = (double)(now - p->last_speed_at) / 1e9;
+        if (dt > 0)
+            p->speed = (double)(p->now - p->last_bytes) / dt;
+        if (final && p->now && now > p->start)
+            p->speed = p->speed > 0 ? p->speed : (double)p->now / ((double)(now - p->start) / 1e9);
+        p->last_bytes = p->now;
+        p->last_speed_at = now;
+    }
+    if (p->bar)
+        draw_bar(p);
+    else
+        draw_table(p, now);
+    p->drawn = true;
+    p->last = now;
+}
+
+void curl_progress_end(struct curl_progress *p)
+{
+    if (!p->on)
+        return;
+    curl_progress_update(p, true);
+    err_puts("\n", 1);
+    p->on = false;
+}

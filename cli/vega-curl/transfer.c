@@ -1,0 +1,699 @@
+/* SPDX-License-Identifier: MIT */
+/* One URL: the request from the options, redirects (-L), -v's trace, the body to its sink, and
+ * libvega's error codes turned into curl's exit codes and messages. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "curl.h"
+
+#define TRACE_MAX (4u << 20)  /* -v text held while a request is in flight */
+#define HEADS_MAX (1u << 20)  /* response heads kept for -i */
+#define DRAIN_MAX (1u << 20)  /* a redirect's body read to keep its connection */
+#define READ_BUF (64u * 1024)
+
+/* A growing buffer with a hard cap; bytes past the cap are dropped and counted. */
+struct tbuf {
+    char *p;
+    size_t len, cap, max;
+    bool dropped;
+};
+
+static void tbuf_put(struct tbuf *b, const void *s, size_t n)
+{
+    if (b->len + n > b->max) {
+        b->dropped = true;
+        return;
+    }
+    if (b->len + n > b->cap) {
+        size_t nc = b->cap ? b->cap : 4096;
+        while (nc < b->len + n)
+            nc *= 2;
+        char *np = realloc(b->p, nc);
+        if (!np) {
+            b->dropped = true;
+            return;
+        }
+        b->p = np;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+static void tbuf_free(struct tbuf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof(*b));
+}
+
+struct xfer {
+    const struct curl_opts *o;
+    struct curl_result res;
+    char url[CURL_MAX_URL_LEN], next[CURL_MAX_URL_LEN];
+    char host[256];
+    unsigned port;
+    const char *method;
+    bool send_data;
+    bool has_upload;
+    struct curl_upload up;
+    struct curl_sink sink;
+    struct curl_progress prog;
+    struct tbuf trace; /* -v lines of the request in flight */
+    struct tbuf heads; /* raw response heads for -i */
+    vega_http_field fields[CURL_MAX_HEADERS + 2];
+    size_t nfields;
+    vega_deadline dl;
+    uint8_t *buf;
+};
+
+/* ---- trace (-v) and heads (-i) ------------------------------------------------------------ */
+
+static void trace_lines(struct tbuf *b, const char *prefix, const char *s, size_t len)
+{
+    while (len) {
+        const char *nl = memchr(s, '\n', len);
+        size_t n = nl ? (size_t)(nl - s) : len;
+        size_t shown = n && s[n - 1] == '\r' ? n - 1 : n;
+        tbuf_put(b, prefix, 2);
+        tbuf_put(b, s, shown);
+        tbuf_put(b, "\n", 1);
+        if (!nl)
+            break;
+        s += n + 1;
+        len -= n + 1;
+    }
+}
+
+static void on_trace(void *user, bool is_request, const void *head, size_t len)
+{
+    struct xfer *x = user;
+    if (is_request) {
+        x->res.size_request += len;
+    } else {
+        x->res.size_header += len;
+        if (x->o->include || x->o->head)
+            tbuf_put(&x->heads, head, len);
+    }
+    if (x->o->verbose)
+        trace_lines(&x->trace, is_request ? "> " : "< ", head, len);
+}
+
+static void info_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void info_line(const char *fmt, ...)
+{
+    char line[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line + 2, sizeof(line) - 3, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n > sizeof(line) - 4)
+        n = (int)sizeof(line) - 4;
+    line[0] = '*';
+    line[1] = ' ';
+    line[2 + n] = '\n';
+    ssize_t w = write(STDERR_FILENO, line, (size_t)n + 3);
+    (void)w;
+}
+
+static void flush_trace(struct xfer *x)
+{
+    if (!x->o->verbose)
+        return;
+    size_t off = 0;
+    while (off < x->trace.len) {
+        ssize_t n = write(STDERR_FILENO, x->trace.p + off, x->trace.len - off);
+        if (n <= 0)
+            break;
+        off += (size_t)n;
+    }
+    if (x->trace.dropped)
+        info_line("(verbose output over %u MiB dropped)", TRACE_MAX >> 20);
+    x->trace.len = 0;
+    x->trace.dropped = false;
+}
+
+static void verbose_connection(struct xfer *x, const vega_http_client_info *in)
+{
+    if (!x->o->verbose)
+        return;
+    if (in->reused)
+        info_line("Re-using existing connection with host %s", x->host);
+    else
+        info_line("Connected to %s (%s) port %u", x->host, x->res.remote_ip, x->res.remote_port);
+    if (in->tls_version && !in->reused)
+        info_line("SSL connection using %s", in->tls_version);
+    if (in->alpn && !in->reused)
+        info_line("ALPN: server accepted %s", in->alpn);
+}
+
+/* The response head for -i: the raw bytes when the trace hook gave them, else rebuilt. */
+static int write_heads(struct xfer *x, const vega_http_client_info *in)
+{
+    int code = 0;
+    if (x->heads.len) {
+        code = curl_sink_write(&x->sink, x->o, x->heads.p, x->heads.len, false);
+    } else {
+        struct tbuf b = {.max = HEADS_MAX};
+        char line[64];
+        int n = snprintf(line, sizeof(line), "HTTP/%d.%d %d ", in->version / 10,
+                         in->version % 10, in->status);
+        tbuf_put(&b, line, (size_t)n);
+        tbuf_put(&b, in->reason.ptr ? in->reason.ptr : "", in->reason.len);
+        tbuf_put(&b, "\r\n", 2);
+        for (size_t i = 0; in->fields && i < in->fields->count; i++) {
+            const vega_http_field *f = &in->fields->items[i];
+            tbuf_put(&b, f->name.ptr, f->name.len);
+            tbuf_put(&b, ": ", 2);
+            tbuf_put(&b, f->value.ptr, f->value.len);
+            tbuf_put(&b, "\r\n", 2);
+        }
+        tbuf_put(&b, "\r\n", 2);
+        code = curl_sink_write(&x->sink, x->o, b.p, b.len, false);
+        tbuf_free(&b);
+    }
+    x->heads.len = 0;
+    return code;
+}
+
+/* ---- errors ------------------------------------------------------------------------------------ */
+
+static unsigned long long ms_since(vega_tstamp t)
+{
+    return (unsigned long long)((vega_now() - t) / VEGA_NS_PER_MS);
+}
+
+static bool is_tls_code(int e)
+{
+    return e <= VEGA_TLS_ERR_BASE && e > VEGA_TLS_ERR_LAST;
+}
+
+/* The exit code and message for a failed vega_http_client_send. */
+static int send_failed(struct xfer *x, int e)
+{
+    struct curl_result *r = &x->res;
+    const struct curl_opts *o = x->o;
+    int code;
+    if (x->has_upload && x->up.err) {
+        code = CE_READ_ERROR;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Failed to read the upload data: %s",
+                 vega_strerror(x->up.err));
+    } else if (e == VEGA_HTTP_ERR_URL) {
+        code = CE_URL_MALFORMAT;
+        snprintf(r->errmsg, sizeof(r->errmsg), "URL using bad/illegal format or missing URL");
+    } else if (e == VEGA_HTTP_ERR_SCHEME) {
+        code = CE_UNSUPPORTED_PROTOCOL;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Protocol \"%s\" not supported", r->scheme);
+    } else if (e == -ENOENT || e == -ENXIO || e == -ENODATA || e == -EAGAIN) {
+        code = CE_COULDNT_RESOLVE_HOST;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Could not resolve host: %s", x->host);
+    } else if (e == -ECONNREFUSED || e == -EHOSTUNREACH || e == -ENETUNREACH ||
+               e == -EADDRNOTAVAIL || e == -EAFNOSUPPORT || e == -ENETDOWN) {
+        code = CE_COULDNT_CONNECT;
+        snprintf(r->errmsg, sizeof(r->errmsg),
+                 "Failed to connect to %s port %u after %llu ms: Couldn't connect to server (%s)",
+                 x->host, x->port, ms_since(r->t_begin), vega_strerror(e));
+    } else if (e == -ETIMEDOUT || e == -ECANCELED) {
+        code = CE_OPERATION_TIMEDOUT;
+        if (x->dl && vega_now() >= x->dl)
+            snprintf(r->errmsg, sizeof(r->errmsg),
+                     "Operation timed out after %llu milliseconds with 0 bytes received",
+                     ms_since(r->t_begin));
+        else
+            snprintf(r->errmsg, sizeof(r->errmsg), "Connection timed out after %llu milliseconds",
+                     ms_since(r->t_begin));
+    } else if (e == VEGA_TLS_ERR_CERT_UNTRUSTED || e == VEGA_TLS_ERR_CERT_EXPIRED ||
+               e == VEGA_TLS_ERR_CERT_NAME || e == VEGA_TLS_ERR_CERT) {
+        code = CE_PEER_FAILED_VERIFICATION;
+        snprintf(r->errmsg, sizeof(r->errmsg),
+                 "SSL certificate problem: %s (use -k to skip verification, --cacert to trust "
+                 "a CA)",
+                 vega_tls_strerror(e));
+    } else if (e == VEGA_TLS_ERR_HANDSHAKE || e == VEGA_TLS_ERR_ALERT ||
+               e == VEGA_TLS_ERR_NO_CERT || e == VEGA_TLS_ERR_CONFIG) {
+        code = CE_SSL_CONNECT_ERROR;
+        snprintf(r->errmsg, sizeof(r->errmsg), "TLS handshake with %s failed: %s", x->host,
+                 vega_tls_strerror(e));
+    } else if (e == VEGA_HTTP_ERR_EMPTY_REPLY) {
+        code = CE_GOT_NOTHING;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Empty reply from server");
+    } else if (e == VEGA_ERR_PROTO || e == -EMSGSIZE || e == -E2BIG) {
+        code = CE_WEIRD_SERVER_REPLY;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Weird server reply (%s)", vega_strerror(e));
+    } else if (e == -EPIPE) {
+        code = CE_SEND_ERROR;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Failed sending data to the peer: %s",
+                 vega_strerror(e));
+    } else if (e == -ENOMEM) {
+        code = CE_OUT_OF_MEMORY;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Out of memory");
+    } else {
+        code = CE_RECV_ERROR;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Failure when receiving data from the peer: %s",
+                 is_tls_code(e) ? vega_tls_strerror(e) : vega_strerror(e));
+    }
+    r->exit_code = code;
+    return curl_fail(o, code, "%s", r->errmsg);
+}
+
+/* The exit code and message for a failed vega_http_client_response_read. */
+static int read_failed(struct xfer *x, const vega_http_client_info *in, int e)
+{
+    struct curl_result *r = &x->res;
+    int code;
+    bool known = in->content_length != VEGA_HTTP_LENGTH_UNKNOWN;
+    char got[128];
+    if (known && in->coding == VEGA_HTTP_CODING_IDENTITY)
+        snprintf(got, sizeof(got), "%llu out of %llu bytes",
+                 (unsigned long long)r->size_download, (unsigned long long)in->content_length);
+    else
+        snprintf(got, sizeof(got), "%llu bytes", (unsigned long long)r->size_download);
+    if (e == -ETIMEDOUT || e == -ECANCELED) {
+        code = CE_OPERATION_TIMEDOUT;
+        snprintf(r->errmsg, sizeof(r->errmsg),
+                 "Operation timed out after %llu milliseconds with %s received",
+                 ms_since(r->t_begin), got);
+    } else if (e == VEGA_HTTP_ERR_BODY_TOO_LARGE || e == -EFBIG) {
+        code = CE_FILESIZE_EXCEEDED;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Maximum file size exceeded");
+    } else if (in->coding != VEGA_HTTP_CODING_IDENTITY &&
+               (e == VEGA_ERR_PROTO || e == -ENODATA)) {
+        code = CE_BAD_CONTENT_ENCODING;
+        snprintf(r->errmsg, sizeof(r->errmsg),
+                 "Error while processing content unencoding: invalid %s data",
+                 vega_http_coding_name(in->coding));
+    } else if (e == -ENODATA || e == VEGA_ERR_CLOSED || e == VEGA_TLS_ERR_TRUNCATED ||
+               (e == VEGA_ERR_PROTO && known && r->size_download < in->content_length)) {
+        code = CE_PARTIAL_FILE;
+        snprintf(r->errmsg, sizeof(r->errmsg), "transfer closed with %s received", got);
+    } else if (e == -ENOMEM) {
+        code = CE_OUT_OF_MEMORY;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Out of memory");
+    } else {
+        code = CE_RECV_ERROR;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Failure when receiving data from the peer: %s",
+                 is_tls_code(e) ? vega_tls_strerror(e) : vega_strerror(e));
+    }
+    r->exit_code = code;
+    return curl_fail(x->o, code, "%s", r->errmsg);
+}
+
+static int fail_msg(struct xfer *x, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail_msg(struct xfer *x, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(x->res.errmsg, sizeof(x->res.errmsg), fmt, ap);
+    va_end(ap);
+    x->res.exit_code = code;
+    return curl_fail(x->o, code, "%s", x->res.errmsg);
+}
+
+/* ---- the URL ----------------------------------------------------------------------------------- */
+
+/* Copies the URL, guessing http:// when it has no scheme (as curl does), adds -G's query,
+ * checks the scheme and the syntax, and notes host and port for messages. */
+static int prepare_url(struct xfer *x, const char *raw, const char *upload)
+{
+    const struct curl_opts *o = x->o;
+    const char *sep = strstr(raw, "://");
+    size_t rlen = strcspn(raw, "#"); /* the fragment is never sent */
+    int n;
+    if (o->get && o->has_data)
+        n = snprintf(x->url, sizeof(x->url), "%s%.*s%s%s", sep ? "" : "http://", (int)rlen, raw,
+                     memchr(raw, '?', rlen) ? "&" : "?", o->data);
+    else
+        n = snprintf(x->url, sizeof(x->url), "%s%s", sep ? "" : "http://", raw);
+    if (n < 0 || (size_t)n >= sizeof(x->url))
+        return fail_msg(x, CE_URL_MALFORMAT, "URL longer than %d bytes", CURL_MAX_URL_LEN - 1);
+    size_t slen = sep ? (size_t)(sep - raw) : 4;
+    snprintf(x->res.scheme, sizeof(x->res.scheme), "%.*s", (int)(slen < 15 ? slen : 15),
+             sep ? raw : "http");
+    for (char *p = x->res.scheme; *p; p++)
+        if (*p >= 'A' && *p <= 'Z')
+            *p = (char)(*p - 'A' + 'a');
+    if (strcmp(x->res.scheme, "http") != 0 && strcmp(x->res.scheme, "https") != 0)
+        return fail_msg(x, CE_UNSUPPORTED_PROTOCOL, "Protocol \"%.*s\" not supported",
+                        (int)slen, sep ? raw : "http");
+    vega_http_url u;
+    if (vega_http_url_parse(&u, x->url, strlen(x->url)) < 0)
+        return fail_msg(x, CE_URL_MALFORMAT, "URL using bad/illegal format or missing URL");
+    if (upload && !u.query.ptr && (u.path.len == 0 || u.path.ptr[u.path.len - 1] == '/')) {
+        /* -T with no file part in the URL: curl appends the local file's name. */
+        const char *base = strrchr(upload, '/');
+        base = base ? base + 1 : upload;
+        size_t at = (size_t)(u.path.ptr + u.path.len - x->url);
+        if (u.fragment.ptr)
+            at = (size_t)(u.fragment.ptr - 1 - x->url);
+        char tail[CURL_MAX_URL_LEN];
+        n = snprintf(tail, sizeof(tail), "%.*s%s%s", (int)at, x->url, u.path.len ? "" : "/",
+                     base);
+        if (n < 0 || (size_t)n >= sizeof(tail))
+            return fail_msg(x, CE_URL_MALFORMAT, "URL too long");
+        memcpy(x->url, tail, (size_t)n + 1);
+        if (vega_http_url_parse(&u, x->url, strlen(x->url)) < 0)
+            return fail_msg(x, CE_URL_MALFORMAT,
+                            "URL rejected: the upload file's name does not fit in a URL");
+    }
+    snprintf(x->host, sizeof(x->host), "%.*s", (int)u.host.len, u.host.ptr);
+    x->port = u.port;
+    if (u.userinfo.ptr && !o->silent)
+        cli_err(NULL, "warning: the credentials in the URL are not sent (authentication is not "
+                      "supported yet)");
+    return 0;
+}
+
+/* -O: the last segment of the URL's path. */
+static int remote_name(struct xfer *x)
+{
+    vega_http_url u;
+    if (vega_http_url_parse(&u, x->url, strlen(x->url)) < 0)
+        return fail_msg(x, CE_URL_MALFORMAT, "URL using bad/illegal format or missing URL");
+    const char *p = u.path.ptr, *end = u.path.ptr + u.path.len, *seg = p;
+    for (const char *q = p; q < end; q++)
+        if (*q == '/')
+            seg = q + 1;
+    size_t len = (size_t)(end - seg);
+    if (len == 0 || (len == 1 && seg[0] == '.') || (len == 2 && seg[0] == '.' && seg[1] == '.'))
+        return fail_msg(x, CE_WRITE_ERROR, "Remote file name has no length!");
+    if (len >= sizeof(x->res.filename))
+        return fail_msg(x, CE_WRITE_ERROR, "Remote file name is too long");
+    memcpy(x->res.filename, seg, len);
+    x->res.filename[len] = '\0';
+    return 0;
+}
+
+static bool user_has(const struct curl_opts *o, const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; i < o->nheaders; i++)
+        if (o->headers[i].name.len == n && strncasecmp(o->headers[i].name.ptr, name, n) == 0)
+            return true;
+    return false;
+}
+
+static void build_fields(struct xfer *x)
+{
+    const struct curl_opts *o = x->o;
+    x->nfields = 0;
+    for (size_t i = 0; i < o->nheaders; i++)
+        x->fields[x->nfields++] = o->headers[i];
+    static const char ct[] = "Content-Type", form[] = "application/x-www-form-urlencoded";
+    if (x->send_data && !o->no_content_type && !user_has(o, ct))
+        x->fields[x->nfields++] = (vega_http_field){{ct, sizeof(ct) - 1}, {form, sizeof(form) - 1}};
+    static const char ref[] = "Referer";
+    if (o->referer && *o->referer && !o->no_referer && !user_has(o, ref))
+        x->fields[x->nfields++] =
+            (vega_http_field){{ref, sizeof(ref) - 1}, {o->referer, strlen(o->referer)}};
+}
+
+/* ---- results ----------------------------------------------------------------------------------- */
+
+static void note_response(struct xfer *x, const vega_http_client_info *in)
+{
+    struct curl_result *r = &x->res;
+    r->status = in->status;
+    r->http_version = in->version;
+    /* A hop on a reused connection did no lookup or connect: the transfer's times stay those
+     * of the hop that did. */
+    if (in->t_dns)
+        r->t_namelookup = in->t_dns;
+    if (in->t_connect)
+        r->t_connect = in->t_connect;
+    if (in->t_tls)
+        r->t_appconnect = in->t_tls;
+    r->t_pretransfer = in->t_tls ? in->t_tls : in->t_connect ? in->t_connect : in->t_start;
+    r->t_starttransfer = in->t_first_byte;
+    if (!in->reused)
+        r->num_connects++;
+    char a[VEGA_ADDR_STRLEN];
+    r->remote_ip[0] = '\0';
+    r->remote_port = 0;
+    if (in->peer.len && vega_addr_format(&in->peer, a, sizeof(a)) > 0) {
+        /* "1.2.3.4:80" / "[::1]:80" -> the IP alone. */
+        char *colon = strrchr(a, ':');
+        if (colon)
+            *colon = '\0';
+        const char *ip = a;
+        if (a[0] == '[') {
+            ip = a + 1;
+            char *cb = strchr(a, ']');
+            if (cb)
+                *cb = '\0';
+        }
+        snprintf(r->remote_ip, sizeof(r->remote_ip), "%s", ip);
+        r->remote_port = vega_addr_port(&in->peer);
+    }
+    r->content_type[0] = '\0';
+    r->num_headers = 0;
+    if (in->fields) {
+        r->num_headers = (unsigned)in->fields->count;
+        const vega_http_field *ct = vega_http_fields_get(in->fields, "Content-Type", 12);
+        if (ct)
+            snprintf(r->content_type, sizeof(r->content_type), "%.*s", (int)ct->value.len,
+                     ct->value.ptr);
+    }
+}
+
+/* Reads and drops a redirect's body so that its connection can serve the next hop. */
+static void drain(struct xfer *x, vega_http_client_response *resp)
+{
+    size_t total = 0;
+    while (total < DRAIN_MAX) {
+        vega_ssize n = vega_http_client_response_read(resp, x->buf, READ_BUF,
+                                                      x->dl ? x->dl : VEGA_DEADLINE_NEVER);
+        if (n <= 0)
+            return;
+        total += (size_t)n;
+    }
+}
+
+/* The body of the final response to the sink, with the progress meter. */
+static int read_body(struct xfer *x, vega_http_client_response *resp,
+                     const vega_http_client_info *in)
+{
+    const struct curl_opts *o = x->o;
+    if (o->max_filesize && in->content_length != VEGA_HTTP_LENGTH_UNKNOWN &&
+        in->coding == VEGA_HTTP_CODING_IDENTITY && in->content_length > o->max_filesize)
+        return fail_msg(x, CE_FILESIZE_EXCEEDED, "Maximum file size exceeded");
+    curl_progress_start(&x->prog, o, !x->sink.is_stdout || !curl_stdout.tty);
+    x->prog.start = x->res.t_begin;
+    if (in->coding == VEGA_HTTP_CODING_IDENTITY && in->content_length != VEGA_HTTP_LENGTH_UNKNOWN)
+        x->prog.total = in->content_length;
+    for (;;) {
+        vega_ssize n = vega_http_client_response_read(resp, x->buf, READ_BUF,
+                                                      x->dl ? x->dl : VEGA_DEADLINE_NEVER);
+        if (n == 0)
+            break;
+        if (n < 0) {
+            curl_progress_end(&x->prog);
+            return read_failed(x, in, (int)n);
+        }
+        x->res.size_download += (uint64_t)n;
+        int code = curl_sink_write(&x->sink, o, x->buf, (size_t)n, true);
+        if (code) {
+            curl_progress_end(&x->prog);
+            x->res.exit_code = code;
+            snprintf(x->res.errmsg, sizeof(x->res.errmsg), "Failure writing output");
+            return code;
+        }
+        x->prog.now = x->res.size_download;
+        curl_progress_update(&x->prog, false);
+    }
+    x->prog.now = x->res.size_download;
+    curl_progress_end(&x->prog);
+    return 0;
+}
+
+/* Sends the request, following redirects with -L; leaves the final response in *out. */
+static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_response **out)
+{
+    const struct curl_opts *o = x->o;
+    for (;;) {
+        build_fields(x);
+        vega_http_client_request req;
+        vega_http_client_request_init(&req);
+        req.method = x->method;
+        req.url = x->url;
+        req.fields = x->fields;
+        req.nfields = x->nfields;
+        if (x->send_data) {
+            req.body = o->data ? o->data : "";
+            req.body_len = o->data_len;
+        } else if (x->has_upload) {
+            req.body_fn = curl_upload_read;
+            req.body_user = &x->up;
+            req.body_length = x->up.length;
+        }
+        req.decompress = o->compressed;
+        req.version = o->http_version;
+        req.deadline = x->dl;
+        req.trace = on_trace;
+        req.trace_user = x;
+        x->res.method = x->method;
+        snprintf(x->res.url, sizeof(x->res.url), "%s", x->url);
+
+        vega_http_client_response *resp = NULL;
+        int r = vega_http_client_send(client, &req, &resp);
+        if (r < 0) {
+            flush_trace(x);
+            return send_failed(x, r);
+        }
+        const vega_http_client_info *in = vega_http_client_response_info(resp);
+        note_response(x, in);
+        if (x->send_data)
+            x->res.size_upload += o->data_len;
+        else if (x->has_upload)
+            x->res.size_upload += x->up.sent;
+        verbose_connection(x, in);
+        flush_trace(x);
+
+        bool to_get = false;
+        vega_ssize n = vega_http_client_redirect(resp, x->url, x->next, sizeof(x->next), &to_get);
+        if (n >= 0 && !o->location)
+            snprintf(x->res.redirect_url, sizeof(x->res.redirect_url), "%s", x->next);
+        if (!o->location || n == -ENOENT) {
+            *out = resp;
+            return 0;
+        }
+        if (n < 0) {
+            vega_http_client_response_free(resp);
+            return fail_msg(x, CE_URL_MALFORMAT,
+                            "the Location of a %d response is not a usable URL", x->res.status);
+        }
+        if (o->include || o->head) {
+            int code = write_heads(x, in);
+            if (code) {
+                vega_http_client_response_free(resp);
+                return code;
+            }
+        }
+        if (o->max_redirs >= 0 && x->res.num_redirects >= o->max_redirs) {
+            vega_http_client_response_free(resp);
+            return fail_msg(x, CE_TOO_MANY_REDIRECTS, "Maximum (%ld) redirects followed",
+                            o->max_redirs);
+        }
+        drain(x, resp);
+        vega_http_client_response_free(resp);
+        x->res.num_redirects++;
+        x->res.t_redirect = vega_now();
+        if (o->verbose)
+            info_line("Issue another request to this URL: '%s'", x->next);
+        if (to_get) {
+            if (!o->head)
+                x->method = "GET";
+            x->send_data = false;
+            x->has_upload = false;
+        } else if (x->has_upload && curl_upload_rewind(&x->up) < 0) {
+            return fail_msg(x, CE_SEND_FAIL_REWIND,
+                            "necessary data rewind wasn't possible (the upload came from stdin)");
+        }
+        memcpy(x->url, x->next, (size_t)n + 1);
+        vega_http_url u;
+        if (vega_http_url_parse(&u, x->url, (size_t)n) == 0) {
+            snprintf(x->host, sizeof(x->host), "%.*s", (int)u.host.len, u.host.ptr);
+            x->port = u.port;
+            snprintf(x->res.scheme, sizeof(x->res.scheme), "%.*s",
+                     (int)(u.scheme.len < 15 ? u.scheme.len : 15), u.scheme.ptr);
+        }
+    }
+}
+
+static int run(struct xfer *x, struct curl_ctx *cx, size_t idx)
+{
+    const struct curl_opts *o = x->o;
+    const char *upload = idx < o->nuploads ? o->uploads[idx] : NULL;
+    int code = prepare_url(x, o->urls[idx], upload);
+    if (code)
+        return code;
+
+    struct curl_outspec spec = {.file = NULL, .remote_name = o->remote_name_all};
+    if (idx < o->nouts)
+        spec = o->outs[idx];
+    if (spec.remote_name && (code = remote_name(x)) != 0)
+        return code;
+    if (spec.file)
+        snprintf(x->res.filename, sizeof(x->res.filename), "%s", spec.file);
+    curl_sink_init(&x->sink, spec.remote_name ? x->res.filename : spec.file);
+
+    if (upload) {
+        if ((code = curl_upload_open(&x->up, o, upload)) != 0) {
+            x->res.exit_code = code;
+            snprintf(x->res.errmsg, sizeof(x->res.errmsg), "Failed to open/read %s", upload);
+            return code;
+        }
+        x->up.dl = x->dl;
+        x->has_upload = true;
+    }
+    x->send_data = o->has_data && !o->get;
+    x->method = o->head ? "HEAD" : o->method ? o->method : upload ? "PUT" : x->send_data ? "POST"
+                                                                                        : "GET";
+    vega_http_client_response *resp = NULL;
+    if ((code = exchange(x, cx->client, &resp)) != 0)
+        return code;
+    const vega_http_client_info *in = vega_http_client_response_info(resp);
+    if (o->fail && in->status >= 400 && !o->fail_with_body) {
+        vega_http_client_response_free(resp);
+        return fail_msg(x, CE_HTTP_RETURNED_ERROR, "The requested URL returned error: %d",
+                        x->res.status);
+    }
+    if ((o->include || o->head) && (code = write_heads(x, in)) != 0) {
+        vega_http_client_response_free(resp);
+        return code;
+    }
+    if (!o->head)
+        code = read_body(x, resp, in);
+    vega_http_client_response_free(resp);
+    if (code)
+        return code;
+    if ((code = curl_sink_finish(&x->sink, o)) != 0) {
+        x->res.exit_code = code;
+        return code;
+    }
+    if (o->fail && x->res.status >= 400)
+        return fail_msg(x, CE_HTTP_RETURNED_ERROR, "The requested URL returned error: %d",
+                        x->res.status);
+    return 0;
+}
+
+int curl_transfer(struct curl_ctx *cx, size_t idx)
+{
+    const struct curl_opts *o = cx->o;
+    struct xfer *x = calloc(1, sizeof(*x));
+    uint8_t *buf = malloc(READ_BUF);
+    if (!x || !buf) {
+        free(x);
+        free(buf);
+        return curl_fail(o, CE_OUT_OF_MEMORY, "out of memory");
+    }
+    x->o = o;
+    x->buf = buf;
+    x->up.fd = -1;
+    x->sink.is_stdout = true;
+    x->trace.max = TRACE_MAX;
+    x->heads.max = HEADS_MAX;
+    x->res.t_begin = vega_now();
+    x->res.method = "GET";
+    snprintf(x->res.url, sizeof(x->res.url), "%s", o->urls[idx]);
+    if (o->max_time_ns)
+        x->dl = vega_deadline_in_ns(o->max_time_ns);
+    int code = run(x, cx, idx);
+    x->res.t_end = vega_now();
+    if (code) {
+        x->res.exit_code = code;
+        curl_sink_abort(&x->sink);
+    }
+    curl_upload_close(&x->up);
+    if (o->write_out)
+        curl_write_out(o, &x->res);
+    tbuf_free(&x->trace);
+    tbuf_free(&x->heads);
+    free(buf);
+    free(x);
+    return code;
+}
