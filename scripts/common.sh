@@ -18,6 +18,8 @@ VEGA_APT_PACKAGES=(
     dnsmasq-base                            # DNS resolver tests: a real server on loopback
     brotli zstd gzip                        # compression tests: the reference CLIs
     openssl gnutls-bin                      # TLS interop tests: real peers
+    nginx-light caddy wrk                   # HTTP interop tests and benchmarks: real peers
+    chromium fonts-dejavu-core              # HTTP interop: a real browser, headless
 )
 
 JOBS=${VEGA_JOBS:-2}
