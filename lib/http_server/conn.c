@@ -63,7 +63,42 @@ void vega__srv_conn_free(struct srv_conn *c)
         vega_sock_close(c->sock);
     }
     vega__srv_unregister(c);
+    vega__srv_addr_fini(&c->peer);
+    vega__srv_addr_fini(&c->local);
     free(c);
+}
+
+int vega__srv_addr_set(struct srv_addr *sa, const vega_addr *a)
+{
+    vega__srv_addr_fini(sa);
+    if (a->len <= sizeof sa->u) {
+        memcpy(&sa->u, &a->ss, a->len);
+        sa->len = a->len;
+        return 0;
+    }
+    if (!(sa->big = malloc(sizeof *sa->big)))
+        return -ENOMEM;
+    *sa->big = *a;
+    sa->len = a->len;
+    return 0;
+}
+
+void vega__srv_addr_get(const struct srv_addr *sa, vega_addr *out)
+{
+    if (sa->big) {
+        *out = *sa->big;
+        return;
+    }
+    memset(&out->ss, 0, sizeof out->ss);
+    memcpy(&out->ss, &sa->u, sa->len);
+    out->len = sa->len;
+}
+
+void vega__srv_addr_fini(struct srv_addr *sa)
+{
+    free(sa->big);
+    sa->big = NULL;
+    sa->len = 0;
 }
 
 /* ---- the request head ---------------------------------------------------------------------- */
@@ -231,8 +266,8 @@ static void exchange_reset(struct srv_conn *c, struct srv_active *a)
     vega_http_fields_init(&x->fields, a->field_store, c->srv->o.limits.max_fields, 0);
     x->req.fields = &x->fields;
     x->req.tls = c->tls;
-    x->req.peer = &c->peer;
-    x->req.local = &c->local;
+    x->req.peer = &a->peer;
+    x->req.local = &a->local;
     x->req.conn_id = c->id;
     x->req.conn_seq = c->nreq;
     x->length = VEGA_HTTP_LENGTH_UNKNOWN;
@@ -502,9 +537,13 @@ static void linger(struct srv_conn *c)
 int vega__srv_conn_run(struct srv_conn *c, bool woke)
 {
     vega_http_server *srv = c->srv;
-    if (!c->a && !(c->a = active_new(srv))) {
-        vega__srv_conn_free(c);
-        return -ENOMEM;
+    if (!c->a) {
+        if (!(c->a = active_new(srv))) {
+            vega__srv_conn_free(c);
+            return -ENOMEM;
+        }
+        vega__srv_addr_get(&c->peer, &c->a->peer);
+        vega__srv_addr_get(&c->local, &c->a->local);
     }
     int err = 0;
     bool unread = false;
@@ -565,10 +604,12 @@ int vega_http_server_serve(vega_http_server *srv, vega_stream *s, const vega_add
     }
     c->stream = s;
     c->tls = vega_tls_is_tls(s);
-    if (peer)
-        c->peer = *peer;
-    if (local)
-        c->local = *local;
+    if ((peer && vega__srv_addr_set(&c->peer, peer) < 0) ||
+        (local && vega__srv_addr_set(&c->local, local) < 0)) {
+        vega__srv_conn_free(c);
+        vega_stream_close(s, vega_deadline_in_ms(1000));
+        return -ENOMEM;
+    }
     pthread_mutex_lock(&c->shard->lock);
     c->task = vega_task_current();
     pthread_mutex_unlock(&c->shard->lock);

@@ -238,8 +238,15 @@ static void *accept_task(void *arg)
             continue;
         }
         c->sock = cs;
-        c->peer = peer;
-        vega_sock_local_addr(cs, &c->local);
+        vega_addr local;
+        if (vega_sock_local_addr(cs, &local) < 0)
+            memset(&local, 0, sizeof local);
+        if (vega__srv_addr_set(&c->peer, &peer) < 0 || vega__srv_addr_set(&c->local, &local) < 0) {
+            c->sock = NULL;
+            vega__srv_conn_free(c);
+            vega_sock_abort(cs);
+            continue;
+        }
         (void)vega_sock_set_nodelay(cs, true);
         if (srv->o.tls) {
             c->tls = true;

@@ -75,6 +75,19 @@ struct vega_http_server {
 
 struct srv_active;
 
+/* An address kept with every connection, parked ones included: an IPv4/IPv6 address inline
+ * (vega_addr's sockaddr_storage would add 200 bytes to each idle connection), anything longer
+ * (a Unix path) on the heap. */
+struct srv_addr {
+    socklen_t len; /* 0: none */
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in v4;
+        struct sockaddr_in6 v6;
+    } u;
+    vega_addr *big; /* when len > sizeof u */
+};
+
 struct srv_conn {
     vega_http_server *srv;
     struct srv_shard *shard;
@@ -89,9 +102,15 @@ struct srv_conn {
     vega_deadline idle_dl;        /* while waiting for a request's first byte; 0 otherwise */
     bool drained;                 /* the last read left nothing in the socket (it came back
                                      short or empty): parking now cannot miss a wake */
-    vega_addr peer, local;
+    struct srv_addr peer, local;
     struct srv_active *a;
 };
+
+/* Stores a into sa (replacing what it held). Returns 0 or -ENOMEM. */
+int vega__srv_addr_set(struct srv_addr *sa, const vega_addr *a);
+/* Fills out from sa (an empty address when none). */
+void vega__srv_addr_get(const struct srv_addr *sa, vega_addr *out);
+void vega__srv_addr_fini(struct srv_addr *sa);
 
 /* Request body reading state. */
 struct srv_body {
@@ -141,6 +160,7 @@ struct srv_active {
     size_t head_end; /* end of the current request's head */
     size_t out_len;
     unsigned out_count; /* responses coalesced in out */
+    vega_addr peer, local; /* the connection's addresses in full, for vega_http_request */
     uint8_t out[SRV_OUT_CAP];
     vega_http_field field_store[]; /* max_fields */
 };
