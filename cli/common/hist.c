@@ -125,7 +125,7 @@ uint64_t cli_hist_percentile(const struct cli_hist *h, double pct)
 }
 
 /* Square root by Newton's method: the tools do not link libm. */
-static double root(double x)
+double cli_sqrt(double x)
 {
     if (!(x > 0.0))
         return 0.0;
@@ -166,5 +166,5 @@ double cli_hist_stdev(const struct cli_hist *h)
             sq += d * d * (double)h->counts[i];
         }
     }
-    return root(sq / (double)h->total);
+    return cli_sqrt(sq / (double)h->total);
 }

@@ -45,4 +45,7 @@ uint64_t cli_hist_percentile(const struct cli_hist *h, double pct);
 double cli_hist_mean(const struct cli_hist *h);
 double cli_hist_stdev(const struct cli_hist *h);
 
+/* Square root (Newton's method: the tools do not link libm); 0 for x <= 0. */
+double cli_sqrt(double x);
+
 #endif

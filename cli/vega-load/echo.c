@@ -103,21 +103,7 @@ static enum step conn_open(struct conn *c)
         int e = vega_udp_connect(&c->sock, &r->addrs[i]);
         return e < 0 ? failed(c, LOAD_ERR_CONNECT, e, false) : STEP_OK;
     }
-    /* Until one address worked, try each in turn (localhost may be ::1 then 127.0.0.1). */
-    unsigned first = atomic_load_explicit(&r->good_addr, memory_order_relaxed);
-    unsigned tries = c->ever ? 1 : r->naddrs;
-    int e = 0;
-    for (unsigned k = 0; k < tries; k++) {
-        unsigned i = (first + k) % r->naddrs;
-        e = vega_tcp_connect(&c->sock, &r->addrs[i], dl);
-        if (e == 0) {
-            if (i != first)
-                atomic_store_explicit(&r->good_addr, i, memory_order_relaxed);
-            break;
-        }
-        if (e == -ECANCELED || e == -ETIMEDOUT)
-            break;
-    }
+    int e = load_connect(r, &c->sock, c->ever, dl);
     if (e < 0)
         return failed(c, LOAD_ERR_CONNECT, e, at_end);
     if (!c->o->unix_path)

@@ -355,21 +355,7 @@ static enum step conn_open(struct hconn *c)
     bool at_end;
     vega_tstamp t0 = vega_now();
     vega_deadline dl = load_step_deadline(r, t0, &at_end);
-    /* Until one address worked, try each in turn (localhost may be ::1 then 127.0.0.1). */
-    unsigned first = atomic_load_explicit(&r->good_addr, memory_order_relaxed);
-    unsigned tries = c->ever ? 1 : r->naddrs;
-    int e = 0;
-    for (unsigned k = 0; k < tries; k++) {
-        unsigned i = (first + k) % r->naddrs;
-        e = vega_tcp_connect(&c->sock, &r->addrs[i], dl);
-        if (e == 0) {
-            if (i != first)
-                atomic_store_explicit(&r->good_addr, i, memory_order_relaxed);
-            break;
-        }
-        if (e == -ECANCELED || e == -ETIMEDOUT)
-            break;
-    }
+    int e = load_connect(r, &c->sock, c->ever, dl);
     if (e < 0)
         return failed(c, LOAD_ERR_CONNECT, e, at_end);
     c->w = load_worker_self(r);

@@ -157,6 +157,11 @@ int load_run_main(const struct load_opts *o);
 /* The calling task's worker counters. */
 struct load_worker *load_worker_self(struct load_run *r);
 
+/* Connects to the target. Until one address worked, each is tried in turn (localhost may be
+ * ::1 then 127.0.0.1); a connection that was up before (ever) tries only the good one.
+ * Returns 0 or the last connect error. */
+int load_connect(struct load_run *r, vega_sock **out, bool ever, vega_deadline dl);
+
 /* Adds d to a counter that only the calling worker writes. */
 static inline void load_bump(atomic_uint_fast64_t *c, uint64_t d)
 {

@@ -232,21 +232,6 @@ static void fmt_count(char *buf, size_t cap, double v)
         snprintf(buf, cap, "%.2f", v);
 }
 
-/* Square root by Newton's method: the tools do not link libm. */
-static double root(double x)
-{
-    if (!(x > 0.0))
-        return 0.0;
-    double r = x > 1.0 ? x : 1.0; /* at or above the root: the iterates fall to it */
-    for (int i = 0; i < 200; i++) {
-        double next = (r + x / r) / 2.0;
-        if (next >= r)
-            break;
-        r = next;
-    }
-    return r;
-}
-
 static double series_mean(const struct load_series *s)
 {
     return s->n ? s->sum / (double)s->n : 0.0;
@@ -258,7 +243,7 @@ static double series_stdev(const struct load_series *s)
         return 0.0;
     double m = series_mean(s);
     double var = (s->sumsq - (double)s->n * m * m) / (double)(s->n - 1);
-    return root(var);
+    return cli_sqrt(var);
 }
 
 static void latency_row(const char *name, const struct cli_hist *h)

@@ -12,6 +12,25 @@
 #define HTTP_PROGRESS_MS 1000
 #define SAMPLE_MS 100 /* Req/Sec per worker, as wrk samples it */
 
+int load_connect(struct load_run *r, vega_sock **out, bool ever, vega_deadline dl)
+{
+    unsigned first = atomic_load_explicit(&r->good_addr, memory_order_relaxed);
+    unsigned tries = ever ? 1 : r->naddrs;
+    int e = 0;
+    for (unsigned k = 0; k < tries; k++) {
+        unsigned i = (first + k) % r->naddrs;
+        e = vega_tcp_connect(out, &r->addrs[i], dl);
+        if (e == 0) {
+            if (i != first)
+                atomic_store_explicit(&r->good_addr, i, memory_order_relaxed);
+            break;
+        }
+        if (e == -ECANCELED || e == -ETIMEDOUT)
+            break;
+    }
+    return e;
+}
+
 struct load_worker *load_worker_self(struct load_run *r)
 {
     int i = vega_worker_index();
