@@ -19,8 +19,8 @@ static const char usage_text[] =
     "Request:\n"
     "  -X, --request METHOD     the method (default GET; POST with -d; PUT with -T)\n"
     "  -H, --header 'N: V'      an extra header field (repeatable); 'N:' removes a field the\n"
-    "                           tool would send (User-Agent, Content-Type, Referer), 'N;'\n"
-    "                           sends N with an empty value\n"
+    "                           tool would send (Host, Accept, User-Agent, ...), 'N;' sends\n"
+    "                           N with an empty value\n"
     "  -d, --data DATA          POST DATA as application/x-www-form-urlencoded (repeatable,\n"
     "                           joined with '&'); @FILE reads FILE without its newlines,\n"
     "                           @- reads stdin\n"
@@ -258,11 +258,11 @@ static void add_header(struct curl_opts *o, const char *h)
             o->no_content_type = true;
         else if (name_is(h, nlen, "Referer"))
             o->no_referer = true;
+        else if (o->nheaders < CURL_MAX_HEADERS)
+            /* Host, Accept, ...: the client leaves out its own field of that name. */
+            o->headers[o->nheaders++] = (vega_http_field){{h, nlen}, {NULL, 0}};
         else
-            cli_usage_error("-H '%.*s:': removing this field is not supported (only "
-                            "User-Agent, Content-Type and Referer); use '%.*s;' for an empty "
-                            "value",
-                            (int)nlen, h, (int)nlen, h);
+            cli_usage_error("too many -H (at most %d)", CURL_MAX_HEADERS);
         return;
     }
     if (o->nheaders >= CURL_MAX_HEADERS)

@@ -229,6 +229,9 @@ static int build_head(vega_http_client *c, struct hc_req *rq, const vega_http_ur
         if (ieq(uf->name.ptr, uf->name.len, "content-length") ||
             ieq(uf->name.ptr, uf->name.len, "transfer-encoding"))
             continue;
+        /* A field without a value only removes the client's own field of that name. */
+        if (!uf->value.ptr)
+            continue;
         f[nf++] = (vega_http1_field){uf->name.ptr, uf->name.len, uf->value.ptr, uf->value.len};
     }
     if (rq->chunked) {

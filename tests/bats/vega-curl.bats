@@ -389,6 +389,11 @@ have_curl() {
     [[ "$output" == *"Referer: http://ref.example/"* ]]
     run vc -s -H 'User-Agent:' "http://127.0.0.1:$RPORT/h"
     [[ "$output" != *"User-Agent"* ]]
+    # 'Accept:' removes the client's own Accept, as in curl.
+    run vc -s -H 'Accept:' "http://127.0.0.1:$RPORT/h"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"Host: 127.0.0.1:$RPORT"* ]]
+    [[ "$output" != *"Accept"* ]]
     # --data-urlencode encodes as curl does; -G moves the data into the query of a GET.
     run vc -s --data-urlencode 'a=b c&d' --data-urlencode '=x/y' "http://127.0.0.1:$RPORT/u"
     [ "${lines[${#lines[@]} - 1]}" = "a=b%20c%26d&x%2Fy" ]

@@ -70,7 +70,8 @@ typedef struct vega_http_client_request {
     const char *method;             /* NULL = "GET" (or "POST" when a body is given) */
     const char *url;                /* absolute http:// or https:// URL (fragment ignored) */
     const vega_http_field *fields;  /* extra fields, borrowed; a Host, User-Agent, Accept or
-                                       Accept-Encoding given here replaces the client's */
+                                       Accept-Encoding given here replaces the client's, and
+                                       one with value.ptr NULL removes it (nothing is sent) */
     size_t nfields;
     const void *body;               /* an in-memory body (borrowed), or NULL */
     size_t body_len;
