@@ -226,8 +226,10 @@ static void packet_vec(uint32_t version, bool server, const vega_quic_hdr *h, si
     VCHECK(ph.version == version);
     VCHECK_EQ(ph.pkt_len, n);
     VCHECK_EQ(ph.pn_offset, hl - (vega_ssize)pn_len);
-    VCHECK(ph.dcid_len == h->dcid_len && (!h->dcid_len || memcmp(ph.dcid, h->dcid, h->dcid_len) == 0));
-    VCHECK(ph.scid_len == h->scid_len && (!h->scid_len || memcmp(ph.scid, h->scid, h->scid_len) == 0));
+    VCHECK(ph.dcid_len == h->dcid_len &&
+           (!h->dcid_len || memcmp(ph.dcid, h->dcid, h->dcid_len) == 0));
+    VCHECK(ph.scid_len == h->scid_len &&
+           (!h->scid_len || memcmp(ph.scid, h->scid, h->scid_len) == 0));
     vega_quic_unprotected u;
     uint64_t err = 0;
     VCHECK_EQ(
