@@ -1,9 +1,10 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
 # The HTTP interop scripts (interop/http/) against real peers from Debian's packages: curl and
-# wrk against vega-serve, vega-curl and vega-load against nginx, vega-curl against Caddy, vega-curl and vega-load against vega-serve, and
-# headless Chromium loading a page and a listing from vega-serve over http and https. Each
-# script prints TAP lines; a peer that is not installed makes its script skip (exit 77).
+# wrk against vega-serve, vega-curl and vega-load against nginx, vega-curl against Caddy, the
+# tools against each other, and headless Chromium loading a page and a listing from vega-serve
+# over http and https. Each script prints TAP lines; a peer that is not installed makes its
+# script skip (exit 77).
 
 load helpers
 
