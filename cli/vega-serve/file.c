@@ -23,7 +23,8 @@
 
 /* The chosen representation of the resource. */
 struct rep {
-    int fd;              /* the file to send (the original or a sibling) */
+    int fd;              /* the file to send (the original or a sibling); -1 with mem */
+    const uint8_t *mem;  /* or its content, from the cache */
     struct stat st;
     vega_http_coding coding; /* its content coding (identity, or a sibling's) */
     vega_http_coding fly;    /* compress on the fly with this (identity: no) */
@@ -108,7 +109,7 @@ static int open_sibling(const char *rel, size_t len, const char *suffix, struct 
  * compression on the fly for text, else the file itself. Returns whether the answer may vary
  * with Accept-Encoding. */
 static bool choose_rep(const vega_http_request *req, struct rep *r, const char *rel,
-                       size_t rel_len, bool text)
+                       size_t rel_len, bool text, bool siblings)
 {
     size_t ae_len;
     char aebuf[1024];
@@ -120,7 +121,7 @@ static bool choose_rep(const vega_http_request *req, struct rep *r, const char *
     vega_http_coding prefs[4] = {VEGA_HTTP_CODING_BR, VEGA_HTTP_CODING_ZSTD,
                                  VEGA_HTTP_CODING_GZIP, VEGA_HTTP_CODING_IDENTITY};
     size_t np = 4;
-    while (np > 1) {
+    while (siblings && np > 1) {
         int c = vega_http_coding_choose(ae, ae_len, prefs, np);
         if (c < 0 || c == VEGA_HTTP_CODING_IDENTITY)
             break;
@@ -241,8 +242,24 @@ static size_t rep_fields(vega_http_field *f, const struct rep *r, const char *ty
     return n;
 }
 
-static int send_range(vega_http_exchange *x, int fd, uint64_t off, uint64_t len)
+/* pread, or a copy from the cached content. */
+static ssize_t rep_read(const struct rep *r, void *buf, size_t len, uint64_t off)
 {
+    if (!r->mem)
+        return pread(r->fd, buf, len, (off_t)off);
+    uint64_t size = (uint64_t)r->st.st_size;
+    size_t n = off >= size ? 0 : (size_t)(size - off < len ? size - off : len);
+    memcpy(buf, r->mem + off, n);
+    return (ssize_t)n;
+}
+
+static int send_range(vega_http_exchange *x, const struct rep *r, uint64_t off, uint64_t len)
+{
+    if (r->mem) {
+        vega_ssize w = vega_http_response_write(x, r->mem + off, (size_t)len, NEVER);
+        return w < 0 ? (int)w : 0;
+    }
+    int fd = r->fd;
     while (len > 0) {
         size_t piece = len > (1u << 30) ? (1u << 30) : (size_t)len;
         vega_ssize w = vega_http_response_sendfile(x, fd, off, piece, NEVER);
@@ -274,13 +291,16 @@ static int respond_small(vega_http_exchange *x, int status, const vega_http_fiel
 }
 
 static int respond_body(vega_http_exchange *x, bool head, int status, const vega_http_field *f,
-                        size_t n, int fd, uint64_t off, uint64_t len)
+                        size_t n, const struct rep *rp, uint64_t off, uint64_t len)
 {
+    /* Cached content goes with the head in one write whatever its size. */
+    if (!head && rp->mem)
+        return vega_http_respond(x, status, f, n, rp->mem + off, (size_t)len, NEVER);
     if (!head && len < SERVE_SMALL_FILE)
-        return respond_small(x, status, f, n, fd, off, (size_t)len);
+        return respond_small(x, status, f, n, rp->fd, off, (size_t)len);
     int r = vega_http_response_start(x, status, f, n, len);
     if (r == 0 && !head)
-        r = send_range(x, fd, off, len);
+        r = send_range(x, rp, off, len);
     if (r == 0)
         r = vega_http_response_finish(x, NULL, 0, NEVER);
     return r;
@@ -319,7 +339,7 @@ static int respond_multipart(vega_http_exchange *x, bool head, vega_http_field *
         int pl = snprintf(part, sizeof(part), "%s--%s\r\nContent-Type: %s\r\nContent-Range: %s\r\n\r\n",
                           i ? "\r\n" : "", boundary, type, cr);
         vega_ssize w = vega_http_response_write(x, part, (size_t)pl, NEVER);
-        e = w < 0 ? (int)w : send_range(x, r->fd, rg[i].first, rg[i].last - rg[i].first + 1);
+        e = w < 0 ? (int)w : send_range(x, r, rg[i].first, rg[i].last - rg[i].first + 1);
     }
     if (e == 0 && !head) {
         el = snprintf(part, sizeof(part), "\r\n--%s--\r\n", boundary);
@@ -337,8 +357,17 @@ static int respond_fly_small(vega_http_exchange *x, const vega_http_field *f, si
                              const struct rep *r)
 {
     size_t size = (size_t)r->st.st_size, got = 0;
-    uint8_t *in = malloc(size ? size : 1), *out = NULL;
+    uint8_t *out = NULL;
     size_t out_len = 0;
+    if (r->mem) {
+        int e = vega_compress_buffer(kind_of(r->fly), VEGA_COMPRESS_LEVEL_DEFAULT, r->mem, size,
+                                     0, &out, &out_len);
+        if (e == 0)
+            e = vega_http_respond(x, 200, f, n, out, out_len, NEVER);
+        free(out);
+        return e;
+    }
+    uint8_t *in = malloc(size ? size : 1);
     if (!in)
         return -ENOMEM;
     while (got < size) {
@@ -383,7 +412,7 @@ static int respond_fly(vega_http_exchange *x, bool head, const vega_http_field *
     uint64_t off = 0, size = (uint64_t)r->st.st_size;
     while (e == 0 && !head) {
         size_t want = size - off > ZCHUNK ? ZCHUNK : (size_t)(size - off);
-        ssize_t got = want ? pread(r->fd, in, want, (off_t)off) : 0;
+        ssize_t got = want ? rep_read(r, in, want, off) : 0;
         if (got < 0) {
             if (errno == EINTR)
                 continue;
@@ -423,18 +452,44 @@ static int respond_fly(vega_http_exchange *x, bool head, const vega_http_field *
     return e;
 }
 
+static void rep_close(struct rep *r)
+{
+    if (r->fd >= 0)
+        close(r->fd);
+}
+
+static int serve_rep(vega_http_exchange *x, struct rep *rp, const char *rel, size_t rel_len,
+                     bool siblings);
+
 int serve_file(vega_http_exchange *x, int fd, const struct stat *st, const char *rel,
                size_t rel_len)
+{
+    struct rep r;
+    memset(&r, 0, sizeof(r));
+    r.fd = fd;
+    r.st = *st;
+    return serve_rep(x, &r, rel, rel_len, true);
+}
+
+int serve_file_cached(vega_http_exchange *x, const struct serve_cache_entry *e)
+{
+    struct rep r;
+    memset(&r, 0, sizeof(r));
+    r.fd = -1;
+    r.mem = e->data;
+    r.st = e->st;
+    return serve_rep(x, &r, e->name, e->name_len, false);
+}
+
+static int serve_rep(vega_http_exchange *x, struct rep *rp, const char *rel, size_t rel_len,
+                     bool siblings)
 {
     const vega_http_request *req = vega_http_exchange_request(x);
     bool head = req->method == VEGA_HTTP_METHOD_HEAD;
     bool text;
     const char *type = serve_mime_type(rel, rel_len, &text);
-    struct rep r;
-    memset(&r, 0, sizeof(r));
-    r.fd = fd;
-    r.st = *st;
-    bool vary = choose_rep(req, &r, rel, rel_len, text);
+    struct rep r = *rp;
+    bool vary = choose_rep(req, &r, rel, rel_len, text, siblings);
     make_validators(&r);
 
     vega_http_field f[FIELDS_MAX];
@@ -444,7 +499,7 @@ int serve_file(vega_http_exchange *x, int fd, const struct stat *st, const char 
         size_t n = rep_fields(f, &r, NULL, vary, false);
         /* A 304 carries the validators; a 412 is an error and says nothing more. */
         e = pre == 304 ? serve_simple(x, 304, f, n) : serve_simple(x, 412, NULL, 0);
-        close(r.fd);
+        rep_close(&r);
         return e;
     }
     uint64_t size = (uint64_t)r.st.st_size;
@@ -452,7 +507,7 @@ int serve_file(vega_http_exchange *x, int fd, const struct stat *st, const char 
         size_t n = rep_fields(f, &r, type, vary, false);
         n = serve_add_user_headers(f, n, FIELDS_MAX);
         e = respond_fly(x, head, f, n, &r);
-        close(r.fd);
+        rep_close(&r);
         return e;
     }
     size_t rlen;
@@ -484,7 +539,7 @@ int serve_file(vega_http_exchange *x, int fd, const struct stat *st, const char 
         size_t n = rep_fields(f, &r, type, vary, true);
         field(f, &n, "Content-Range", cr, strlen(cr));
         n = serve_add_user_headers(f, n, FIELDS_MAX);
-        e = respond_body(x, head, 206, f, n, r.fd, rg[0].first, rg[0].last - rg[0].first + 1);
+        e = respond_body(x, head, 206, f, n, &r, rg[0].first, rg[0].last - rg[0].first + 1);
     } else if (pr == 0) {
         size_t n = rep_fields(f, &r, NULL, vary, true);
         n = serve_add_user_headers(f, n, FIELDS_MAX - 1);
@@ -492,8 +547,8 @@ int serve_file(vega_http_exchange *x, int fd, const struct stat *st, const char 
     } else {
         size_t n = rep_fields(f, &r, type, vary, true);
         n = serve_add_user_headers(f, n, FIELDS_MAX);
-        e = respond_body(x, head, 200, f, n, r.fd, 0, size);
+        e = respond_body(x, head, 200, f, n, &r, 0, size);
     }
-    close(r.fd);
+    rep_close(&r);
     return e;
 }

@@ -45,7 +45,48 @@ static int redirect_slash(vega_http_exchange *x, const char *norm, size_t n)
     return e;
 }
 
-static int serve_dir(vega_http_exchange *x, int fd, char *norm, size_t n)
+/* Opens rel as serve_open does; *plain tells whether the path had no symlink (cacheable). */
+static int open_path(const char *rel, size_t len, bool *plain)
+{
+    *plain = false;
+    if (serve_o.cache) {
+        int fd = serve_open_plain(rel, len);
+        if (fd != -ELOOP) {
+            *plain = fd >= 0;
+            return fd;
+        }
+    }
+    return serve_open(rel, len);
+}
+
+/* An entry with a precompressed sibling answers only requests that cannot take it (the
+ * sibling's content is not cached: it is looked for on the way without the cache). */
+static bool entry_fits(vega_http_exchange *x, const struct serve_cache_entry *ce)
+{
+    return !ce->has_sibling ||
+           !serve_req_field(vega_http_exchange_request(x), "Accept-Encoding", &(size_t){0});
+}
+
+/* Serves the regular file fd (taken) at file for the request path key, through the cache when
+ * it can be kept there. */
+static int answer_file(vega_http_exchange *x, int fd, const struct stat *st, bool plain,
+                       const char *key, size_t key_len, const char *file, size_t file_len)
+{
+    const struct serve_cache_entry *ce =
+        plain ? serve_cache_add(key, key_len, file, file_len, fd, st) : NULL;
+    if (ce && !entry_fits(x, ce)) {
+        serve_cache_put(ce);
+        ce = NULL;
+    }
+    if (!ce)
+        return serve_file(x, fd, st, file, file_len);
+    close(fd);
+    int e = serve_file_cached(x, ce);
+    serve_cache_put(ce);
+    return e;
+}
+
+static int serve_dir(vega_http_exchange *x, int fd, bool plain, char *norm, size_t n)
 {
     if (n == 0 || norm[n - 1] != '/') {
         close(fd);
@@ -53,13 +94,17 @@ static int serve_dir(vega_http_exchange *x, int fd, char *norm, size_t n)
     }
     static const char index_name[] = "index.html";
     if (n + sizeof(index_name) <= SERVE_PATH_MAX + 16) {
+        /* The directory's path is kept as the key: norm itself becomes the file's path. */
+        char key[SERVE_PATH_MAX + 16];
+        memcpy(key, norm, n);
         memcpy(norm + n, index_name, sizeof(index_name) - 1);
         size_t in = n + sizeof(index_name) - 1;
-        int ifd = serve_open(norm, in);
+        bool iplain;
+        int ifd = open_path(norm, in, &iplain);
         struct stat st;
         if (ifd >= 0 && fstat(ifd, &st) == 0 && S_ISREG(st.st_mode)) {
             close(fd);
-            return serve_file(x, ifd, &st, norm, in);
+            return answer_file(x, ifd, &st, plain && iplain, key, n, norm, in);
         }
         if (ifd >= 0)
             close(ifd);
@@ -93,7 +138,17 @@ int serve_handle(vega_http_exchange *x, void *user)
         return serve_simple(x, 400, NULL, 0);
     if (!serve_o.hidden && serve_path_is_hidden(norm, (size_t)n))
         return serve_simple(x, 404, NULL, 0);
-    int fd = serve_open(norm, (size_t)n);
+    if (serve_o.cache) {
+        const struct serve_cache_entry *ce = serve_cache_get(norm, (size_t)n);
+        if (ce && entry_fits(x, ce)) {
+            int e = serve_file_cached(x, ce);
+            serve_cache_put(ce);
+            return e;
+        }
+        serve_cache_put(ce);
+    }
+    bool plain;
+    int fd = open_path(norm, (size_t)n, &plain);
     if (fd < 0)
         return answer_error(x, fd);
     struct stat st;
@@ -103,10 +158,10 @@ int serve_handle(vega_http_exchange *x, void *user)
         return answer_error(x, e);
     }
     if (S_ISDIR(st.st_mode))
-        return serve_dir(x, fd, norm, (size_t)n);
+        return serve_dir(x, fd, plain, norm, (size_t)n);
     if (!S_ISREG(st.st_mode)) {
         close(fd);
         return serve_simple(x, 404, NULL, 0);
     }
-    return serve_file(x, fd, &st, norm, (size_t)n);
+    return answer_file(x, fd, &st, plain, norm, (size_t)n, norm, (size_t)n);
 }

@@ -41,6 +41,10 @@ static const char usage_text[] =
     "                          least --compress-min bytes, as br, zstd or gzip per\n"
     "                          Accept-Encoding; never for ranges)\n"
     "      --compress-min SIZE the smallest file compressed on the fly (default 1K)\n"
+    "      --cache-size SIZE   memory for cached files (default 64M); a small file is read\n"
+    "                          once and then answered from memory, kept exact by inotify\n"
+    "      --cache-max-file SIZE  the largest file cached (default 64K)\n"
+    "      --no-cache          no file cache\n"
     "  -H, --header 'NAME: VALUE'  add this field to every response (repeatable)\n"
     "      --max-conns N       open connections at most (default 10000)\n"
     "\n"
@@ -89,6 +93,9 @@ enum {
     OPT_ACCESS_LOG,
     OPT_LOG_FORMAT,
     OPT_MAX_CONNS,
+    OPT_CACHE_SIZE,
+    OPT_CACHE_MAX_FILE,
+    OPT_NO_CACHE,
 };
 
 static const struct option long_opts[] = {
@@ -114,6 +121,9 @@ static const struct option long_opts[] = {
     {"access-log", required_argument, NULL, OPT_ACCESS_LOG},
     {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
     {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
+    {"cache-size", required_argument, NULL, OPT_CACHE_SIZE},
+    {"cache-max-file", required_argument, NULL, OPT_CACHE_MAX_FILE},
+    {"no-cache", no_argument, NULL, OPT_NO_CACHE},
     {NULL, 0, NULL, 0},
 };
 
@@ -216,6 +226,17 @@ static void parse_args(int argc, char **argv)
                 cli_usage_error("--compress-min: invalid size '%s'", optarg);
             serve_o.compress_min = v;
             break;
+        case OPT_CACHE_SIZE:
+            if (cli_parse_size(optarg, &v) < 0 || v > ((uint64_t)1 << 40))
+                cli_usage_error("--cache-size: invalid size '%s' (at most 1T)", optarg);
+            serve_o.cache_size = v;
+            break;
+        case OPT_CACHE_MAX_FILE:
+            if (cli_parse_size(optarg, &v) < 0 || v > ((uint64_t)1 << 30))
+                cli_usage_error("--cache-max-file: invalid size '%s' (at most 1G)", optarg);
+            serve_o.cache_max_file = v;
+            break;
+        case OPT_NO_CACHE: serve_o.cache = false; break;
         case OPT_ACCESS_LOG: serve_o.access_log = optarg; break;
         case OPT_LOG_FORMAT:
             if (strcmp(optarg, "combined") == 0)
@@ -430,6 +451,9 @@ static void *main_task(void *arg)
     if (serve_o.tls && tls_config(&tls) < 0)
         return NULL;
     *code = CLI_EXIT_NET;
+    if (serve_o.cache && serve_o.cache_size == 0)
+        serve_o.cache = false;
+    serve_cache_start();
     vega_http_server_opts so;
     vega_http_server_opts_init(&so);
     so.handler = serve_handle;
@@ -443,12 +467,14 @@ static void *main_task(void *arg)
     vega_tls_config_free(tls); /* the server retains it */
     if (r < 0) {
         cli_err_code("server", r);
+        serve_cache_stop();
         return NULL;
     }
     r = listen_all(srv);
     if (r != 0) {
         *code = r;
         vega_http_server_free(srv);
+        serve_cache_stop();
         return NULL;
     }
     struct stopper st = {srv};
@@ -457,6 +483,7 @@ static void *main_task(void *arg)
     if (r < 0) {
         cli_err_code("spawn", r);
         vega_http_server_free(srv);
+        serve_cache_stop();
         return NULL;
     }
     r = vega_http_server_run(srv);
@@ -467,6 +494,7 @@ static void *main_task(void *arg)
     else
         cli_log(1, "stopped");
     vega_http_server_free(srv);
+    serve_cache_stop();
     *code = r < 0 ? CLI_EXIT_NET : CLI_EXIT_OK;
     return NULL;
 }
@@ -478,6 +506,9 @@ int main(int argc, char **argv)
     serve_o.symlinks = true;
     serve_o.compress = true;
     serve_o.compress_min = 1024;
+    serve_o.cache = true;
+    serve_o.cache_size = 64u << 20;
+    serve_o.cache_max_file = 64u << 10;
     serve_o.driver = VEGA_DRIVER_DEFAULT;
     parse_args(argc, argv);
     open_root();

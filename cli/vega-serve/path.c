@@ -98,6 +98,31 @@ int serve_open(const char *rel, size_t len)
     return fd < 0 ? -errno : fd;
 }
 
+int serve_open_plain(const char *rel, size_t len)
+{
+    char path[SERVE_PATH_MAX + 16];
+    while (len > 0 && rel[0] == '/')
+        rel++, len--;
+    if (len == 0) {
+        path[0] = '.', path[1] = '\0';
+    } else {
+        if (len >= sizeof(path))
+            return -ENAMETOOLONG;
+        memcpy(path, rel, len);
+        path[len] = '\0';
+    }
+    if (!serve_o.use_openat2)
+        return -ELOOP;
+    struct open_how how;
+    memset(&how, 0, sizeof(how));
+    how.flags = OPEN_FLAGS;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS;
+    long fd = syscall(SYS_openat2, serve_o.root_fd, path, &how, sizeof(how));
+    if (fd >= 0)
+        return (int)fd;
+    return errno == EXDEV ? -ELOOP : -errno;
+}
+
 bool serve_path_is_hidden(const char *rel, size_t len)
 {
     for (size_t i = 0; i + 1 < len; i++)

@@ -54,6 +54,9 @@ struct serve_opts {
     bool symlinks;          /* --no-symlinks turns off */
     bool compress;          /* on-the-fly compression of text types */
     uint64_t compress_min;  /* smallest file compressed on the fly */
+    bool cache;             /* --no-cache turns off */
+    uint64_t cache_size;    /* --cache-size: all entries together */
+    uint64_t cache_max_file; /* --cache-max-file: the largest file cached */
 
     vega_http_field headers[SERVE_MAX_HEADERS]; /* --header */
     size_t nheaders;
@@ -83,8 +86,39 @@ int serve_handle(vega_http_exchange *x, void *user);
  */
 int serve_open(const char *rel, size_t len);
 
+/* serve_open for a path with no symlink at all (else -ELOOP, as for a symlink anywhere in it):
+ * what it opens stays exact under the cache's directory watches. */
+int serve_open_plain(const char *rel, size_t len);
+
 /* True when some segment of rel starts with "." (hidden). */
 bool serve_path_is_hidden(const char *rel, size_t len);
+
+/* ---- cache.c ------------------------------------------------------------------------------ */
+
+/* A cached file: read-only, alive while referenced (serve_cache_get/add to serve_cache_put). */
+struct serve_cache_entry {
+    const uint8_t *data; /* st.st_size bytes */
+    struct stat st;
+    const char *name;    /* the file's path below the root (for its type) */
+    size_t name_len;
+    bool has_sibling;    /* FILE.br/.zst/.gz exists in some form: not for Accept-Encoding */
+};
+
+/* Sets up inotify and its task (inside the runtime); on failure the cache is off (said with
+ * -v). Returns 0. */
+int serve_cache_start(void);
+void serve_cache_stop(void);
+
+/* The entry for a normalised request path, referenced; NULL on a miss. Does not allocate. */
+const struct serve_cache_entry *serve_cache_get(const char *key, size_t len);
+void serve_cache_put(const struct serve_cache_entry *e);
+
+/* Reads the regular file fd (opened by serve_open_plain at file) into a new entry under key
+ * and returns it referenced (possibly not kept, when something changed meanwhile); NULL when
+ * it is not cached (too big, cache off, no watch, changed). fd stays the caller's. */
+const struct serve_cache_entry *serve_cache_add(const char *key, size_t key_len,
+                                                const char *file, size_t file_len, int fd,
+                                                const struct stat *st);
 
 /* ---- mime.c ------------------------------------------------------------------------------- */
 
@@ -96,6 +130,11 @@ const char *serve_mime_type(const char *name, size_t len, bool *text);
 /* Answers a GET or HEAD for the regular file fd (taken: closed here), rel its path. */
 int serve_file(vega_http_exchange *x, int fd, const struct stat *st, const char *rel,
                size_t rel_len);
+
+/* serve_file for a cached entry, as if its file were open: the same representation choice
+ * (no sibling looked for: the caller sends requests with Accept-Encoding elsewhere when the
+ * entry has one), the same validators, conditions and ranges. */
+int serve_file_cached(vega_http_exchange *x, const struct serve_cache_entry *e);
 
 /* Answers with a small text body (errors, redirects), adding the --header fields. */
 int serve_simple(vega_http_exchange *x, int status, const vega_http_field *extra, size_t n);
