@@ -187,7 +187,9 @@ VTEST(resolve_localhost)
 
 VTEST(resolve_unknown)
 {
-    /* .invalid never resolves (RFC 6761); without network the resolver may say "try again". */
+    /* .invalid never resolves (RFC 6761); without network the resolver may say "try again",
+     * or, when the configured server does not answer, outlast the 10 s deadline (seen under
+     * ASan on a loaded machine: getaddrinfo's own retries take 5 s each). */
     int n = resolve_in_rt("no-such-host.invalid");
-    VCHECK(n == -ENXIO || n == -EAGAIN || n == -EIO);
+    VCHECK(n == -ENXIO || n == -EAGAIN || n == -EIO || n == -ETIMEDOUT);
 }
