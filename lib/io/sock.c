@@ -44,6 +44,16 @@ vega_ssize vega_sock_read(vega_sock *s, void *buf, size_t len, vega_deadline dl)
     int r = vega__io_check_cancel();
     if (r < 0)
         return r;
+    if (s->park && len > 0) {
+        /* Bytes a parked socket's receive already took come first (and nothing reads the
+         * socket while a receive is in flight). */
+        vega_ssize k = vega__sock_park_read(s, buf, len, dl);
+        if (k != -EAGAIN) {
+            if (k >= 0)
+                vega__io_done_ready();
+            return k;
+        }
+    }
     for (bool waited = false;;) {
         ssize_t n = recv(s->fd, buf, len, 0);
         if (n >= 0) {
@@ -173,6 +183,7 @@ int vega__sock_free(vega_sock *s)
         free(s->unlink_path);
     }
     free(s->park);
+    free(s->ams);
     free(s);
     return r;
 }
@@ -184,7 +195,7 @@ int vega_sock_close(vega_sock *s)
     /* A socket that was ever parked is registered with its home worker's driver: that worker
      * unregisters it, then closes the fd (so the fd number is not reused under the
      * registration) and frees it, perhaps a moment after this returns. */
-    if (vega__sock_park_close(s))
+    if (vega__sock_park_close(s) || vega__accept_ms_close(s))
         return 0;
     return vega__sock_free(s);
 }
