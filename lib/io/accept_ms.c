@@ -2,6 +2,7 @@
 /* Multishot accept for listeners on io_uring: one accept stays armed in the kernel and queues the
  * connections it takes on the listener (a bounded queue: at its high mark the multishot stops and
  * the backlog holds the rest until the queue drained); vega_tcp_accept takes from that queue. */
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,6 +32,7 @@ struct vega__accept_ms {
     bool off;      /* the driver or kernel has no multishot accept */
     bool fallback; /* it ended with an error: the next take lets the caller meet it */
     struct vega_task *closer; /* a task closing the listener, woken when the multishot ended */
+    struct vega__accept_ms_info info;
     int q[AQ_CAP];
 };
 
@@ -62,9 +64,12 @@ static void on_result(struct vega__watch *w, int res)
         }
         a->q[(a->head + a->count) % AQ_CAP] = res;
         a->count++;
+        a->info.accepted++;
         wake_waiters(a, false);
-        if (a->count >= AQ_HIGH && !a->stopping && !a->closing)
+        if (a->count >= AQ_HIGH && !a->stopping && !a->closing) {
             stop = a->stopping = true;
+            a->info.stops++;
+        }
     } else {
         if (res == -EINVAL || res == -EOPNOTSUPP)
             a->off = true;
@@ -104,8 +109,12 @@ static void on_gone(struct vega__watch *w)
 static void start(struct vega__accept_ms *a)
 {
     int r = vega__watch_start(&a->watch, a->sock->fd, VEGA__WATCH_ACCEPT, on_result, on_gone);
-    if (r == 0)
+    if (r == 0) {
+        vega__spin_lock(&a->lock);
+        a->info.starts++;
+        vega__spin_unlock(&a->lock);
         return;
+    }
     vega__spin_lock(&a->lock);
     a->active = false;
     if (r == -ENOTSUP)
@@ -180,6 +189,19 @@ int vega__accept_ms_take(vega_sock *l, vega_deadline dl)
             }
         }
     }
+}
+
+void vega__accept_ms_get_info(vega_sock *l, struct vega__accept_ms_info *out)
+{
+    memset(out, 0, sizeof *out);
+    struct vega__accept_ms *a = l->ams;
+    if (!a)
+        return;
+    vega__spin_lock(&a->lock);
+    *out = a->info;
+    out->queued = a->count;
+    out->active = a->active;
+    vega__spin_unlock(&a->lock);
 }
 
 static void close_queued(struct vega__accept_ms *a)

@@ -69,6 +69,16 @@ int vega__accept_ms_take(struct vega_sock *l, vega_deadline dl);
  * returns false when none runs (the caller frees l). */
 bool vega__accept_ms_close(struct vega_sock *l);
 
+/* What a listener's multishot accept did (for tests and dumps). */
+struct vega__accept_ms_info {
+    uint64_t starts;   /* multishot accepts started */
+    uint64_t stops;    /* stopped at the queue's high mark */
+    uint64_t accepted; /* connections it took */
+    unsigned queued;   /* waiting in the queue now */
+    bool active;
+};
+void vega__accept_ms_get_info(struct vega_sock *l, struct vega__accept_ms_info *out);
+
 /* Opens a non-blocking, close-on-exec socket. Returns the fd or -errno. */
 int vega__sock_open(int family, int type);
 
