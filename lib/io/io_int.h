@@ -57,8 +57,8 @@ bool vega__sock_park_close(struct vega_sock *s);
 vega_ssize vega__sock_park_read(struct vega_sock *s, void *buf, size_t len, vega_deadline dl);
 
 /* True when bytes of s may sit in the runtime (a provided buffer, or a receive in flight) rather
- * than in the kernel's socket: whoever reads the fd directly (kTLS receive) must wait. Racy
- * unless called by the socket's reader. */
+ * than in the kernel's socket: whoever reads the fd directly (kTLS receive) must wait. Called
+ * by the socket's reader. */
 bool vega__sock_park_holds(const struct vega_sock *s);
 
 /* Multishot accept (accept_ms.c): takes a connection the listener's multishot accept queued,

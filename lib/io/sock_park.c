@@ -38,8 +38,9 @@ int vega_sock_park(vega_sock *s, vega_sock_ready_fn fn, void *arg, vega_deadline
     p->fn = fn;
     p->arg = arg;
     p->parked = true;
+    /* Datagram sockets are read with recvfrom and friends, which a receive would overtake. */
     int r = vega__watch_arm(&p->watch, s->fd, POLLIN | POLLRDHUP, idle_dl,
-                            VEGA__WATCH_ARM_RECV, on_ready);
+                            s->type == SOCK_STREAM ? VEGA__WATCH_ARM_RECV : 0, on_ready);
     if (r < 0)
         p->parked = false;
     return r;
@@ -70,7 +71,5 @@ vega_ssize vega__sock_park_read(vega_sock *s, void *buf, size_t len, vega_deadli
 
 bool vega__sock_park_holds(const vega_sock *s)
 {
-    const struct vega__sock_park *p = s->park;
-    return p && p->watch.registered && p->watch.op.kind == VEGA__WATCH_RECV &&
-           (p->watch.op.rb_bid >= 0 || p->watch.op.recv_armed);
+    return s->park && vega__watch_holds(&s->park->watch);
 }

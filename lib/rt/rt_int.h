@@ -280,6 +280,8 @@ void vega__watch_close(struct vega__watch *w, void (*gone)(struct vega__watch *w
  * Context: inside a task, by the socket's one reader.
  */
 vega_ssize vega__watch_read(struct vega__watch *w, void *buf, size_t len, vega_deadline dl);
+/* True when a receive watch holds bytes or has a receive in flight (any thread). */
+bool vega__watch_holds(struct vega__watch *w);
 
 /*
  * A kernel-side multishot registration without the arm/fire machine (kind VEGA__WATCH_ACCEPT):

@@ -232,6 +232,17 @@ vega_ssize vega__watch_read(struct vega__watch *w, void *buf, size_t len, vega_d
     return r;
 }
 
+bool vega__watch_holds(struct vega__watch *w)
+{
+    if (!w->registered || w->op.kind != VEGA__WATCH_RECV)
+        return false;
+    struct vega__worker *home = w->op.owner;
+    vega__spin_lock(&home->cancel_lock);
+    bool holds = w->op.rb_bid >= 0 || w->op.recv_armed;
+    vega__spin_unlock(&home->cancel_lock);
+    return holds;
+}
+
 int vega__watch_start(struct vega__watch *w, int fd, unsigned kind,
                       void (*fn)(struct vega__watch *w, int res),
                       void (*gone)(struct vega__watch *w))
