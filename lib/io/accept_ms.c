@@ -126,16 +126,21 @@ static void start(struct vega__accept_ms *a)
 
 int vega__accept_ms_take(vega_sock *l, vega_deadline dl)
 {
-    struct vega__accept_ms *a = l->ams;
+    struct vega__accept_ms *a = __atomic_load_n(&l->ams, __ATOMIC_ACQUIRE);
     if (!a) {
         if (!vega__driver_has_ops())
             return -EAGAIN; /* epoll: accept4 and readiness */
-        a = calloc(1, sizeof *a);
-        if (!a)
+        struct vega__accept_ms *fresh = calloc(1, sizeof *fresh);
+        if (!fresh)
             return -EAGAIN;
-        a->sock = l;
-        vega__spin_init(&a->lock);
-        l->ams = a;
+        fresh->sock = l;
+        vega__spin_init(&fresh->lock);
+        /* Two tasks may make their first accept on a listener at once: one state wins. */
+        if (__atomic_compare_exchange_n(&l->ams, &a, fresh, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
+            a = fresh;
+        else
+            free(fresh);
     }
     vega__spin_lock(&a->lock);
     for (;;) {
@@ -194,7 +199,7 @@ int vega__accept_ms_take(vega_sock *l, vega_deadline dl)
 void vega__accept_ms_get_info(vega_sock *l, struct vega__accept_ms_info *out)
 {
     memset(out, 0, sizeof *out);
-    struct vega__accept_ms *a = l->ams;
+    struct vega__accept_ms *a = __atomic_load_n(&l->ams, __ATOMIC_ACQUIRE);
     if (!a)
         return;
     vega__spin_lock(&a->lock);
@@ -213,7 +218,7 @@ static void close_queued(struct vega__accept_ms *a)
 
 bool vega__accept_ms_close(vega_sock *l)
 {
-    struct vega__accept_ms *a = l->ams;
+    struct vega__accept_ms *a = __atomic_load_n(&l->ams, __ATOMIC_ACQUIRE);
     if (!a)
         return false;
     struct vega_task *task = vega__task_self();
