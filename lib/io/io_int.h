@@ -12,6 +12,7 @@
 
 enum {
     VEGA__SOCK_LISTENER = 1u << 0,
+    VEGA__SOCK_NO_RING = 1u << 1, /* parks wait for readiness, never receive (see below) */
 };
 
 struct vega_sock {
@@ -60,6 +61,14 @@ vega_ssize vega__sock_park_read(struct vega_sock *s, void *buf, size_t len, vega
  * than in the kernel's socket: whoever reads the fd directly (kTLS receive) must wait. Called
  * by the socket's reader. */
 bool vega__sock_park_holds(const struct vega_sock *s);
+
+/* For sockets whose fd is read directly (kTLS receive): their parks wait for readiness rather
+ * than receive into the ring, so no byte is ever held by the runtime. Call before the first
+ * vega_sock_park of s. */
+static inline void vega__sock_park_no_ring(struct vega_sock *s)
+{
+    s->flags |= VEGA__SOCK_NO_RING;
+}
 
 /* Multishot accept (accept_ms.c): takes a connection the listener's multishot accept queued,
  * starting the multishot where it is not running. Returns the fd, -EAGAIN when the caller is to

@@ -39,8 +39,9 @@ int vega_sock_park(vega_sock *s, vega_sock_ready_fn fn, void *arg, vega_deadline
     p->arg = arg;
     p->parked = true;
     /* Datagram sockets are read with recvfrom and friends, which a receive would overtake. */
+    bool ring = s->type == SOCK_STREAM && !(s->flags & VEGA__SOCK_NO_RING);
     int r = vega__watch_arm(&p->watch, s->fd, POLLIN | POLLRDHUP, idle_dl,
-                            s->type == SOCK_STREAM ? VEGA__WATCH_ARM_RECV : 0, on_ready);
+                            ring ? VEGA__WATCH_ARM_RECV : 0, on_ready);
     if (r < 0)
         p->parked = false;
     return r;

@@ -24,6 +24,9 @@
 #define BR_ENTRIES 256
 #define BR_SIZE 4096
 #define BR_GROUP 0
+/* Buffers one socket may hold before its multishot receive is stopped (its reader is slow: the
+ * rest waits in the socket, under TCP's flow control, not in the ring). */
+#define BR_HELD_MAX 4
 
 struct uring_drv {
     struct io_uring ring;
@@ -34,8 +37,11 @@ struct uring_drv {
     bool ms_accept;   /* multishot accept (5.19, probed through IORING_OP_SOCKET of the same
                        * release: the flag itself cannot be probed) */
     int br_state;     /* provided-buffer ring: 0 not made yet, 1 made, -1 unavailable */
+    bool ms_recv_off; /* the kernel refused a multishot receive: one-shot receives */
     struct io_uring_buf_ring *br;
     char *bufs;
+    int32_t br_next[BR_ENTRIES]; /* held buffers: each socket's list, in arrival order */
+    uint32_t br_len[BR_ENTRIES];
     unsigned pending; /* SQEs not yet submitted */
 };
 
@@ -204,42 +210,80 @@ static void arm_watch(struct uring_drv *d, struct vega__op *op)
 
 static void recv_arm(struct vega__worker *w, struct vega__op *op);
 
+/* Gives back every buffer op holds (owner's op lock held). */
+static void release_held(struct uring_drv *d, struct vega__op *op)
+{
+    for (int32_t b = op->rb_bid; b >= 0; b = d->br_next[b])
+        put_buf(d, b);
+    op->rb_bid = op->rb_tail = -1;
+    op->rb_held = 0;
+    op->rb_off = 0;
+}
+
+static void arm_poll_instead(struct uring_drv *d, struct vega__op *op)
+{
+    struct io_uring_sqe *sqe = get_sqe(d);
+    if (!sqe)
+        return;
+    io_uring_prep_poll_add(sqe, op->fd, POLLIN | POLLRDHUP);
+    io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)op | WATCH_TAG);
+    op->recv_armed = true;
+    op->recv_poll = true;
+}
+
 /* A receive watch's receive (or the poll standing in for it) answered. */
 static void recv_event(struct uring_drv *d, struct vega__op *op, struct io_uring_cqe *cqe)
 {
     int res = cqe->res;
     int bid = (cqe->flags & IORING_CQE_F_BUFFER) ? (int)(cqe->flags >> IORING_CQE_BUFFER_SHIFT)
                                                  : -1;
+    bool more = cqe->flags & IORING_CQE_F_MORE;
     bool was_poll = op->recv_poll;
-    op->recv_armed = false;
-    op->recv_poll = false;
+    if (!more) {
+        op->recv_armed = false;
+        op->recv_poll = false;
+        op->recv_stopping = false;
+    }
     if (op->unwatching) {
         if (bid >= 0)
             put_buf(d, bid);
-        if (op->rb_bid >= 0)
-            put_buf(d, op->rb_bid);
-        op->rb_bid = -1;
-        op->res = VEGA__WATCH_GONE;
-        op->on_complete(op);
+        if (!more) {
+            release_held(d, op);
+            op->res = VEGA__WATCH_GONE;
+            op->on_complete(op);
+        }
         return;
     }
     if (was_poll) {
         op->res = res > 0 ? res : POLLIN; /* readable: the reader receives by itself */
     } else if (res > 0 && bid >= 0) {
-        op->rb_bid = bid;
-        op->rb_off = 0;
-        op->rb_len = (uint32_t)res;
+        /* Bytes in arrival order: appended to what the socket holds. */
+        d->br_next[bid] = -1;
+        d->br_len[bid] = (uint32_t)res;
+        if (op->rb_tail >= 0)
+            d->br_next[op->rb_tail] = bid;
+        else
+            op->rb_bid = bid;
+        op->rb_tail = bid;
+        op->rb_held++;
+        if (more && op->rb_held >= BR_HELD_MAX && !op->recv_stopping) {
+            struct io_uring_sqe *sqe = get_sqe(d);
+            if (sqe) {
+                io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)op | WATCH_TAG, 0);
+                io_uring_sqe_set_data64(sqe, IGNORE_TOKEN);
+                op->recv_stopping = true;
+            }
+        }
         op->res = POLLIN;
-    } else if (res == -ENOBUFS) {
+    } else if (res == -ENOBUFS || (res == -EINVAL && !d->ms_recv_off)) {
+        if (res == -EINVAL)
+            d->ms_recv_off = true; /* a kernel before 6.0: one-shot receives from now on */
         /* Every buffer is held by sockets whose bytes wait to be read: this one waits for
-         * readiness instead, and its reader receives by itself. */
-        struct io_uring_sqe *sqe = get_sqe(d);
-        if (sqe) {
-            io_uring_prep_poll_add(sqe, op->fd, POLLIN | POLLRDHUP);
-            io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)op | WATCH_TAG);
-            op->recv_armed = true;
-            op->recv_poll = true;
-            return;
+         * readiness instead, and its reader receives by itself. What it holds stays first. */
+        if (!more && !op->recv_armed) {
+            arm_poll_instead(d, op);
+            if (op->recv_armed)
+                return;
         }
         op->res = POLLIN;
     } else {
@@ -249,7 +293,7 @@ static void recv_event(struct uring_drv *d, struct vega__op *op, struct io_uring
             op->rb_end = 1;
             op->res = POLLIN | POLLRDHUP;
         } else if (res == -ECANCELED || res == -EINTR || res == -EAGAIN) {
-            op->res = POLLIN; /* nothing held: the reader finds out by itself */
+            op->res = POLLIN; /* stopped: the reader finds out by itself */
         } else {
             op->rb_end = res;
             op->res = POLLIN | POLLERR;
@@ -397,7 +441,7 @@ static int ur_watch(struct vega__worker *w, struct vega__op *op)
     if (op->kind == VEGA__WATCH_RECV) {
         if (!ensure_buf_ring(d))
             return -ENOTSUP;
-        op->rb_bid = -1;
+        op->rb_bid = op->rb_tail = -1;
         recv_arm(w, op);
         return 0;
     }
@@ -436,9 +480,7 @@ static void ur_unwatch(struct vega__worker *w, struct vega__op *op)
             cancel_watch(d, op); /* its answer (with a buffer, perhaps) ends the watch */
             return;
         }
-        if (op->rb_bid >= 0)
-            put_buf(d, op->rb_bid); /* closed with bytes nobody read */
-        op->rb_bid = -1;
+        release_held(d, op); /* closed with bytes nobody read */
         op->res = VEGA__WATCH_GONE;
         op->on_complete(op);
         return;
@@ -457,35 +499,49 @@ static void ur_unwatch(struct vega__worker *w, struct vega__op *op)
     d->pending = 0;
 }
 
-/* Owner thread, op lock held: one receive into a ring buffer the kernel picks when bytes come
- * (the buffer is taken only then, so a waiting socket holds none). */
+/* Owner thread, op lock held: a multishot receive into ring buffers the kernel picks when bytes
+ * come (a buffer is taken only then, so a waiting socket holds none). It stays armed across
+ * wake-ups until the socket holds BR_HELD_MAX buffers, the ring is empty or the stream ended. */
 static void recv_arm(struct vega__worker *w, struct vega__op *op)
 {
     struct uring_drv *d = vega__worker_driver_data(w);
     struct io_uring_sqe *sqe = get_sqe(d);
     if (!sqe)
         return;
-    io_uring_prep_recv(sqe, op->fd, NULL, BR_SIZE, 0);
+    if (d->ms_recv_off)
+        io_uring_prep_recv(sqe, op->fd, NULL, BR_SIZE, 0);
+    else
+        io_uring_prep_recv_multishot(sqe, op->fd, NULL, 0, 0);
     sqe->flags |= IOSQE_BUFFER_SELECT;
     sqe->buf_group = BR_GROUP;
     io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)op | WATCH_TAG);
     op->recv_armed = true;
     op->recv_poll = false;
+    op->recv_stopping = false;
 }
 
 static size_t recv_take(struct vega__worker *w, struct vega__op *op, void *buf, size_t len)
 {
     struct uring_drv *d = vega__worker_driver_data(w);
-    size_t n = op->rb_len - op->rb_off;
-    if (n > len)
-        n = len;
-    memcpy(buf, d->bufs + (size_t)op->rb_bid * BR_SIZE + op->rb_off, n);
-    op->rb_off += (uint32_t)n;
-    if (op->rb_off == op->rb_len) {
-        put_buf(d, op->rb_bid);
-        op->rb_bid = -1;
+    size_t done = 0;
+    while (done < len && op->rb_bid >= 0) {
+        int32_t b = op->rb_bid;
+        size_t n = d->br_len[b] - op->rb_off;
+        if (n > len - done)
+            n = len - done;
+        memcpy((char *)buf + done, d->bufs + (size_t)b * BR_SIZE + op->rb_off, n);
+        done += n;
+        op->rb_off += (uint32_t)n;
+        if (op->rb_off == d->br_len[b]) {
+            put_buf(d, b);
+            op->rb_bid = d->br_next[b];
+            if (op->rb_bid < 0)
+                op->rb_tail = -1;
+            op->rb_held--;
+            op->rb_off = 0;
+        }
     }
-    return n;
+    return done;
 }
 
 static void ur_cancel(struct vega__worker *w, struct vega__op *op)

@@ -219,10 +219,12 @@ struct vega__op {
     uint8_t kind;    /* watches: VEGA__WATCH_POLL, _ACCEPT or _RECV */
     /* Receive watches (io_uring): the one receive in flight, and what it brought that nobody
      * read yet. Guarded by the owner's op lock; read through vega__watch_read. */
-    bool recv_armed;
+    bool recv_armed;           /* a receive (or the poll standing in for it) is in flight */
     bool recv_poll;            /* what is in flight is a poll (the ring had no buffer) */
-    int32_t rb_bid;            /* provided buffer held for the socket, -1 when none */
-    uint32_t rb_off, rb_len;   /* unread bytes are [rb_off, rb_len) of that buffer */
+    bool recv_stopping;        /* the multishot receive was asked to end (enough held) */
+    uint16_t rb_held;          /* buffers held */
+    int32_t rb_bid, rb_tail;   /* first and last buffer held (a list in the driver), -1: none */
+    uint32_t rb_off;           /* bytes of the first buffer read already */
     int rb_end;                /* after the bytes: 1 end of stream, < 0 an error, 0 neither */
     struct vega_task *rb_waiter; /* a reader waiting for the receive in flight */
 };
@@ -231,7 +233,7 @@ struct vega__op {
 enum {
     VEGA__WATCH_POLL = 0, /* readiness: multishot poll (io_uring), edge-triggered (epoll) */
     VEGA__WATCH_ACCEPT,   /* io_uring multishot accept: fn gets each fd or error */
-    VEGA__WATCH_RECV,     /* io_uring receive into the worker's provided-buffer ring */
+    VEGA__WATCH_RECV,     /* io_uring multishot receive into the worker's provided-buffer ring */
 };
 
 /*

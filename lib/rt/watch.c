@@ -101,20 +101,21 @@ static void on_timeout(struct vega__timer *tm)
 }
 
 /* Called with the home's op lock held: makes sure a receive watch has a receive in flight, or
- * marks it ready when it holds something already. From another worker the home is asked. */
-static void recv_rearm(struct vega__worker *me, struct vega__watch *w)
+ * marks it ready when it holds something already. From another worker the home is asked through
+ * its mailbox; returns true when the home is to be woken for that (after the lock). */
+static bool recv_rearm(struct vega__worker *me, struct vega__watch *w)
 {
     struct vega__op *op = &w->op;
     struct vega__worker *home = op->owner;
     if (op->rb_bid >= 0 || op->rb_end) {
         atomic_fetch_or_explicit(&w->state, VEGA__W_READY, memory_order_acq_rel);
-        return;
+        return false;
     }
     if (op->recv_armed || op->unwatching)
-        return;
+        return false;
     if (me == home) {
         home->rt->driver->recv_arm(home, op);
-        return;
+        return false;
     }
     vega__spin_lock(&home->close_lock);
     bool queued = w->rearm_queued;
@@ -124,8 +125,7 @@ static void recv_rearm(struct vega__worker *me, struct vega__watch *w)
         __atomic_store_n(&home->rearm_head, w, __ATOMIC_RELEASE);
     }
     vega__spin_unlock(&home->close_lock);
-    if (!queued)
-        home->rt->driver->unpark(home);
+    return !queued;
 }
 
 int vega__watch_arm(struct vega__watch *w, int fd, uint32_t events, vega_deadline dl,
@@ -143,7 +143,7 @@ int vega__watch_arm(struct vega__watch *w, int fd, uint32_t events, vega_deadlin
         w->op = (struct vega__op){.task = NULL, .owner = me, .fd = fd, .events = events,
                                   .on_complete = on_event,
                                   .kind = recv ? VEGA__WATCH_RECV : VEGA__WATCH_POLL,
-                                  .rb_bid = -1};
+                                  .rb_bid = -1, .rb_tail = -1};
         atomic_init(&w->op.done, 0);
         atomic_init(&w->op.cancel_state, 0);
         atomic_init(&w->state, 0);
@@ -165,8 +165,10 @@ int vega__watch_arm(struct vega__watch *w, int fd, uint32_t events, vega_deadlin
     } else if (w->op.kind == VEGA__WATCH_RECV) {
         struct vega__worker *home = w->op.owner;
         vega__spin_lock(&home->cancel_lock);
-        recv_rearm(me, w);
+        bool wake_home = recv_rearm(me, w);
         vega__spin_unlock(&home->cancel_lock);
+        if (wake_home)
+            home->rt->driver->unpark(home);
     }
     if (dl != VEGA_DEADLINE_NEVER)
         vega__wheel_insert(&me->wheel, &w->timer,
@@ -211,8 +213,8 @@ vega_ssize vega__watch_read(struct vega__watch *w, void *buf, size_t len, vega_d
             r = -EAGAIN;
             break;
         }
-        /* A receive is in flight (the watch fired for a deadline or shutdown): nothing may
-         * overtake it, so wait for its answer. */
+        /* A receive is in flight: nothing may overtake it, so wait for what it brings (or
+         * for its end, after which the socket is read directly). */
         if (dl == 0) {
             r = -ETIMEDOUT;
             break;
@@ -256,7 +258,7 @@ int vega__watch_start(struct vega__watch *w, int fd, unsigned kind,
     w->fn = fn;
     w->gone = gone;
     w->op = (struct vega__op){.task = NULL, .owner = me, .fd = fd, .on_complete = on_kernel_event,
-                              .kind = (uint8_t)kind, .rb_bid = -1};
+                              .kind = (uint8_t)kind, .rb_bid = -1, .rb_tail = -1};
     atomic_init(&w->op.done, 0);
     atomic_init(&w->op.cancel_state, 0);
     atomic_init(&w->state, 0);
@@ -357,7 +359,7 @@ void vega__watch_process_closes(struct vega__worker *home)
         struct vega__watch *w = rearm;
         rearm = w->rearm_next;
         vega__spin_lock(&home->cancel_lock);
-        recv_rearm(home, w);
+        (void)recv_rearm(home, w);
         vega__spin_unlock(&home->cancel_lock);
     }
     while (list) {
@@ -393,7 +395,8 @@ void vega__watch_fini(struct vega__worker *home)
             w->op.res = VEGA__WATCH_GONE;
             w->op.on_complete(&w->op);
         } else {
-            w->op.rb_bid = -1;
+            w->op.rb_bid = w->op.rb_tail = -1;
+            w->op.rb_held = 0;
             w->op.recv_armed = false;
             unlink_watch(home, w);
         }
