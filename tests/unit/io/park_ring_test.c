@@ -298,3 +298,48 @@ VTEST(read_after_idle_deadline_two_workers)
 {
     vtest_run(body_read_after_idle, 2);
 }
+
+/* A flood to one connection whose handler naps before reading: the socket may hold only a few
+ * ring buffers, so its multishot receive stops and the rest waits in the socket; the bytes come
+ * back whole and in order. */
+static void body_flood(void)
+{
+    reset_counts();
+    struct conn_opts o = {.rbuf = 8192, .first_nap_ms = 30};
+    struct server srv = {.o = &o};
+    vega_addr addr;
+    vega_task *acc = serve(&srv, &addr);
+    vega_sock *c;
+    VCHECK_EQ(vega_tcp_connect(&c, &addr, vega_deadline_in_ms(5000)), 0);
+    enum { TOTAL = 300000 };
+    static uint8_t out[TOTAL], in[TOTAL + 1];
+    for (size_t i = 0; i < TOTAL; i++)
+        out[i] = pattern(i, 3);
+    VCHECK_EQ(vega_sock_write(c, out, TOTAL, NULL, vega_deadline_in_ms(5000)), TOTAL);
+    VCHECK_EQ(vega_sock_shutdown(c, SHUT_WR), 0);
+    size_t got = 0;
+    for (;;) {
+        vega_ssize n = vega_sock_read(c, in + got, TOTAL - got + (got == TOTAL),
+                                      vega_deadline_in_ms(5000));
+        VCHECK(n >= 0);
+        if (n == 0)
+            break;
+        got += (size_t)n;
+        VCHECK(got <= TOTAL);
+    }
+    VCHECK_EQ(got, TOTAL);
+    VCHECK(memcmp(in, out, TOTAL) == 0);
+    vega_sock_close(c);
+    wait_closed(1);
+    stop(acc, &srv);
+}
+
+VTEST(flood_while_handler_naps)
+{
+    vtest_run(body_flood, 1);
+}
+
+VTEST(flood_while_handler_naps_two_workers)
+{
+    vtest_run(body_flood, 2);
+}
