@@ -298,3 +298,13 @@ VTEST(unix_close)
 {
     vtest_run(body_unix_close, 2);
 }
+
+VTEST(burst_current_thread)
+{
+    vtest_run(body_burst, 0);
+}
+
+VTEST(close_with_queued_current_thread)
+{
+    vtest_run(body_close_queued, 0);
+}

@@ -343,3 +343,8 @@ VTEST(flood_while_handler_naps_two_workers)
 {
     vtest_run(body_flood, 2);
 }
+
+VTEST(bytes_in_order_current_thread)
+{
+    vtest_run(body_order, 0);
+}
