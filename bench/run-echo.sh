@@ -20,7 +20,8 @@
 #   -w SECS    warm-up load before each measured run, not counted (default 1; 0 = none)
 #   -c LIST    connection counts, comma-separated (default 64,1024)
 #   -S LIST    servers (default vega-uring,vega-epoll,tokio-current,tokio-multi1,raw-epoll,
-#              raw-uring)
+#              raw-uring; also vega-uring-poll: io_uring without buffer-ring receives and
+#              multishot accept)
 #   -L LOAD    load generator: vega-load, echo-client (bench/echo/echo_client.c) or auto
 #              (default: vega-load when cli/vega-load has sources, else echo-client)
 #   -n IDLE    idle connections for the memory test (default 10000)
@@ -145,6 +146,9 @@ server_cmd() {
   case $1 in
     vega-uring) echo "$vega_echo -l 127.0.0.1 $2 --workers 1 --driver uring -q" ;;
     vega-epoll) echo "$vega_echo -l 127.0.0.1 $2 --workers 1 --driver epoll -q" ;;
+    # io_uring with parked sockets on multishot polls and accept4 (what it did before the
+    # provided-buffer receives and multishot accept), for an A/B in one run
+    vega-uring-poll) echo "env VEGA_URING_NO_BUF_RING=1 VEGA_URING_NO_MULTISHOT_ACCEPT=1 $vega_echo -l 127.0.0.1 $2 --workers 1 --driver uring -q" ;;
     tokio-current) echo "$tokio_echo current $2" ;;
     tokio-multi1) echo "$tokio_echo multi1 $2" ;;
     raw-epoll) echo "$raw_epoll $2" ;;

@@ -12,6 +12,7 @@
 
 enum {
     VEGA__SOCK_LISTENER = 1u << 0,
+    VEGA__SOCK_NO_RING = 1u << 1, /* parks wait for readiness, never receive (see below) */
 };
 
 struct vega_sock {
@@ -22,6 +23,7 @@ struct vega_sock {
     char *unlink_path; /* Unix listener made with VEGA_LISTEN_UNLINK_STALE: removed at close */
     struct vega__sock_park *park; /* allocated at the first vega_sock_park, kept until close */
     unsigned udp_off; /* VEGA_UDP_* features switched off or found broken on this socket */
+    struct vega__accept_ms *ams; /* listener: multishot accept state (io_uring), or NULL */
 };
 
 /* Wraps fd in a new vega_sock; closes fd and returns NULL when out of memory. */
@@ -50,6 +52,41 @@ int vega__sock_free(struct vega_sock *s);
 /* If s was ever parked, hands it to its watch's home worker to unregister, close and free;
  * returns false when s was never parked (the caller frees it). */
 bool vega__sock_park_close(struct vega_sock *s);
+
+/* Reads the bytes a parked socket's receive watch holds (see vega__watch_read): -EAGAIN when
+ * there are none and the socket itself is to be read. s->park must be set. */
+vega_ssize vega__sock_park_read(struct vega_sock *s, void *buf, size_t len, vega_deadline dl);
+
+/* True when bytes of s may sit in the runtime (a provided buffer, or a receive in flight) rather
+ * than in the kernel's socket: whoever reads the fd directly (kTLS receive) must wait. Called
+ * by the socket's reader. */
+bool vega__sock_park_holds(const struct vega_sock *s);
+
+/* For sockets whose fd is read directly (kTLS receive): their parks wait for readiness rather
+ * than receive into the ring, so no byte is ever held by the runtime. Call before the first
+ * vega_sock_park of s. */
+static inline void vega__sock_park_no_ring(struct vega_sock *s)
+{
+    s->flags |= VEGA__SOCK_NO_RING;
+}
+
+/* Multishot accept (accept_ms.c): takes a connection the listener's multishot accept queued,
+ * starting the multishot where it is not running. Returns the fd, -EAGAIN when the caller is to
+ * accept by itself (no multishot here or now), -ETIMEDOUT or -ECANCELED. */
+int vega__accept_ms_take(struct vega_sock *l, vega_deadline dl);
+/* Closing a listener: ends its multishot (the home finishes the close) and returns true, or
+ * returns false when none runs (the caller frees l). */
+bool vega__accept_ms_close(struct vega_sock *l);
+
+/* What a listener's multishot accept did (for tests and dumps). */
+struct vega__accept_ms_info {
+    uint64_t starts;   /* multishot accepts started */
+    uint64_t stops;    /* stopped at the queue's high mark */
+    uint64_t accepted; /* connections it took */
+    unsigned queued;   /* waiting in the queue now */
+    bool active;
+};
+void vega__accept_ms_get_info(struct vega_sock *l, struct vega__accept_ms_info *out);
 
 /* Opens a non-blocking, close-on-exec socket. Returns the fd or -errno. */
 int vega__sock_open(int family, int type);

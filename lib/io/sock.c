@@ -2,6 +2,7 @@
 /* The socket object: reads, all-or-error writes, shutdown, close, options and addresses.
  * Every operation tries the non-blocking syscall first and waits for readiness only on EAGAIN. */
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
@@ -9,6 +10,10 @@
 #include <unistd.h>
 
 #include "io_int.h"
+
+#if defined(VEGA_HAVE_URING)
+#include <liburing.h>
+#endif
 
 /* Gather entries handed to one sendmsg; a longer list is written in windows. */
 #define WRITEV_WINDOW 64
@@ -39,11 +44,64 @@ struct vega_sock *vega__sock_wrap(int fd, int family, int type)
     return s;
 }
 
+#if defined(VEGA_HAVE_URING)
+struct recv_call {
+    int fd;
+    void *buf;
+    unsigned len;
+};
+
+static void prep_recv(void *sqe, struct vega__op *op)
+{
+    struct recv_call *c = op->arg;
+    io_uring_prep_recv(sqe, c->fd, c->buf, c->len, 0);
+}
+
+/* VEGA_URING_NO_OP_RECV=1 waits for readiness and then reads instead (for comparisons). */
+static bool op_recv_enabled(void)
+{
+    static atomic_int on = -1;
+    int v = atomic_load_explicit(&on, memory_order_relaxed);
+    if (v < 0) {
+        v = getenv("VEGA_URING_NO_OP_RECV") == NULL;
+        atomic_store_explicit(&on, v, memory_order_relaxed);
+    }
+    return v;
+}
+#endif
+
+/* A read that found nothing and may wait: on io_uring one receive into the caller's buffer
+ * (the kernel waits for the bytes and copies them, one syscall less than a poll and then a
+ * recv); elsewhere -EAGAIN, and the caller waits for readiness. */
+static vega_ssize recv_wait(vega_sock *s, void *buf, size_t len, vega_deadline dl)
+{
+#if defined(VEGA_HAVE_URING)
+    if (dl != 0 && vega__driver_has_ops() && op_recv_enabled()) {
+        struct recv_call c = {.fd = s->fd, .buf = buf,
+                              .len = len > (1u << 30) ? (1u << 30) : (unsigned)len};
+        return vega__op_submit(prep_recv, &c, dl, "recv");
+    }
+#else
+    (void)s, (void)buf, (void)len, (void)dl;
+#endif
+    return -EAGAIN;
+}
+
 vega_ssize vega_sock_read(vega_sock *s, void *buf, size_t len, vega_deadline dl)
 {
     int r = vega__io_check_cancel();
     if (r < 0)
         return r;
+    if (s->park && len > 0) {
+        /* Bytes a parked socket's receive already took come first (and nothing reads the
+         * socket while a receive is in flight). */
+        vega_ssize k = vega__sock_park_read(s, buf, len, dl);
+        if (k != -EAGAIN) {
+            if (k >= 0)
+                vega__io_done_ready();
+            return k;
+        }
+    }
     for (bool waited = false;;) {
         ssize_t n = recv(s->fd, buf, len, 0);
         if (n >= 0) {
@@ -56,6 +114,11 @@ vega_ssize vega_sock_read(vega_sock *s, void *buf, size_t len, vega_deadline dl)
             continue;
         if (e != EAGAIN && e != EWOULDBLOCK)
             return -e;
+        if (len > 0) {
+            vega_ssize k = recv_wait(s, buf, len, dl);
+            if (k >= 0 || (k != -EAGAIN && k != -EINTR && k != -ENOTSUP))
+                return k;
+        }
         r = vega__io_wait(s->fd, POLLIN, dl);
         if (r < 0)
             return r;
@@ -173,6 +236,7 @@ int vega__sock_free(vega_sock *s)
         free(s->unlink_path);
     }
     free(s->park);
+    free(s->ams);
     free(s);
     return r;
 }
@@ -184,7 +248,7 @@ int vega_sock_close(vega_sock *s)
     /* A socket that was ever parked is registered with its home worker's driver: that worker
      * unregisters it, then closes the fd (so the fd number is not reused under the
      * registration) and frees it, perhaps a moment after this returns. */
-    if (vega__sock_park_close(s))
+    if (vega__sock_park_close(s) || vega__accept_ms_close(s))
         return 0;
     return vega__sock_free(s);
 }

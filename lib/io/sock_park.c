@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Parked sockets: an idle connection waits on a watch (a persistent readiness registration),
- * with no task, no buffer and no syscall per wait. */
+/* Parked sockets: an idle connection waits on a watch (a persistent registration), with no task,
+ * no buffer of its own and no syscall per wait. On io_uring the watch is a receive into the
+ * worker's provided-buffer ring: the bytes that wake the connection are already read when its
+ * task runs, and vega_sock_read takes them from there first. */
 #include <poll.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -43,7 +45,10 @@ int vega_sock_park(vega_sock *s, vega_sock_ready_fn fn, void *arg, vega_deadline
     p->parked = true;
     if (p->hup && p->watch.registered)
         vega__watch_set_ready(&p->watch, POLLIN | p->hup);
-    int r = vega__watch_arm(&p->watch, s->fd, POLLIN | POLLRDHUP, idle_dl, on_ready);
+    /* Datagram sockets are read with recvfrom and friends, which a receive would overtake. */
+    bool ring = s->type == SOCK_STREAM && !(s->flags & VEGA__SOCK_NO_RING);
+    int r = vega__watch_arm(&p->watch, s->fd, POLLIN | POLLRDHUP, idle_dl,
+                            ring ? VEGA__WATCH_ARM_RECV : 0, on_ready);
     if (r < 0)
         p->parked = false;
     return r;
@@ -65,4 +70,14 @@ bool vega__sock_park_close(vega_sock *s)
     p->sock = s;
     vega__watch_close(&p->watch, park_gone);
     return true;
+}
+
+vega_ssize vega__sock_park_read(vega_sock *s, void *buf, size_t len, vega_deadline dl)
+{
+    return vega__watch_read(&s->park->watch, buf, len, dl);
+}
+
+bool vega__sock_park_holds(const vega_sock *s)
+{
+    return s->park && vega__watch_holds(&s->park->watch);
 }

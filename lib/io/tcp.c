@@ -119,7 +119,26 @@ int vega_tcp_accept(vega_sock *listener, vega_sock **conn, vega_addr *peer, vega
         vega_addr a;
         memset(&a, 0, sizeof(a));
         a.len = sizeof(a.ss);
-        int fd = accept4(listener->fd, (struct sockaddr *)&a.ss, &a.len,
+        /* io_uring: the listener's multishot accept may hold connections already. */
+        int fd = vega__accept_ms_take(listener, dl);
+        if (fd >= 0) {
+            if (peer && getpeername(fd, (struct sockaddr *)&a.ss, &a.len) < 0) {
+                memset(&a, 0, sizeof(a)); /* reset already: the reads will say so */
+                a.ss.ss_family = (sa_family_t)listener->family;
+                a.len = sizeof(sa_family_t);
+            }
+            vega_sock *s = vega__sock_wrap(fd, listener->family, SOCK_STREAM);
+            if (!s)
+                return -ENOMEM;
+            if (peer)
+                *peer = a;
+            *conn = s;
+            vega__io_done_ready();
+            return 0;
+        }
+        if (fd != -EAGAIN)
+            return fd;
+        fd = accept4(listener->fd, (struct sockaddr *)&a.ss, &a.len,
                          SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
             vega_sock *s = vega__sock_wrap(fd, listener->family, SOCK_STREAM);

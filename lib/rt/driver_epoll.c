@@ -122,6 +122,8 @@ static int arm(struct epoll_drv *d, int fd, struct fdslot *s)
 static int ep_poll_start(struct vega__worker *w, struct vega__op *op)
 {
     struct epoll_drv *d = vega__worker_driver_data(w);
+    if (op->kind != VEGA__WATCH_POLL)
+        return -ENOTSUP;
     if (op->fd < 0)
         return -EBADF;
     struct fdslot *s = slot_for(d, op->fd);
@@ -147,6 +149,8 @@ static int ep_poll_start(struct vega__worker *w, struct vega__op *op)
 static int ep_watch(struct vega__worker *w, struct vega__op *op)
 {
     struct epoll_drv *d = vega__worker_driver_data(w);
+    if (op->kind != VEGA__WATCH_POLL)
+        return -ENOTSUP;
     if (op->fd < 0)
         return -EBADF;
     struct fdslot *s = slot_for(d, op->fd);

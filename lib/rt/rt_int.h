@@ -218,6 +218,24 @@ struct vega__op {
     bool unwatching; /* watches: unwatch was asked (driver-private) */
     bool poll_ended; /* watches: the kernel sent the registration's last event (driver-private) */
     uint8_t removes; /* watches: removal requests the kernel has not answered (driver-private) */
+    uint8_t kind;    /* watches: VEGA__WATCH_POLL, _ACCEPT or _RECV */
+    /* Receive watches (io_uring): the one receive in flight, and what it brought that nobody
+     * read yet. Guarded by the owner's op lock; read through vega__watch_read. */
+    bool recv_armed;           /* a receive (or the poll standing in for it) is in flight */
+    bool recv_poll;            /* what is in flight is a poll (the ring had no buffer) */
+    bool recv_stopping;        /* the multishot receive was asked to end (enough held) */
+    uint16_t rb_held;          /* buffers held */
+    int32_t rb_bid, rb_tail;   /* first and last buffer held (a list in the driver), -1: none */
+    uint32_t rb_off;           /* bytes of the first buffer read already */
+    int rb_end;                /* after the bytes: 1 end of stream, < 0 an error, 0 neither */
+    struct vega_task *rb_waiter; /* a reader waiting for the receive in flight */
+};
+
+/* Watch kinds (op->kind). */
+enum {
+    VEGA__WATCH_POLL = 0, /* readiness: multishot poll (io_uring), edge-triggered (epoll) */
+    VEGA__WATCH_ACCEPT,   /* io_uring multishot accept: fn gets each fd or error */
+    VEGA__WATCH_RECV,     /* io_uring multishot receive into the worker's provided-buffer ring */
 };
 
 /*
@@ -244,16 +262,56 @@ struct vega__watch {
     void (*gone)(struct vega__watch *w);
     struct vega__watch *next, *prev; /* home worker's list (home thread only) */
     struct vega__watch *close_next;  /* home worker's close mailbox */
+    struct vega__watch *rearm_next;  /* home worker's re-arm mailbox (receive watches) */
     int status;
     bool registered;
+    bool rearm_queued; /* in the re-arm mailbox (home's close_lock) */
+    atomic_bool close_posted; /* in the close mailbox, not yet taken (see vega__watch_closing) */
 };
 
+/* flags: VEGA__WATCH_ARM_RECV asks for a receive watch (the bytes that wake it wait in a
+ * provided buffer, taken with vega__watch_read) where the driver has them; otherwise, and on
+ * epoll, the watch is a readiness one. Decided at the first arm. */
+enum { VEGA__WATCH_ARM_RECV = 1u << 0 };
 int vega__watch_arm(struct vega__watch *w, int fd, uint32_t events, vega_deadline dl,
-                    void (*fn)(struct vega__watch *w, int status));
+                    unsigned flags, void (*fn)(struct vega__watch *w, int status));
 void vega__watch_close(struct vega__watch *w, void (*gone)(struct vega__watch *w));
 /* Marks a registered, unarmed watch ready, so that the next arm fires at once with revents
  * (for conditions that will raise no new event, such as a hang-up already reported). */
 void vega__watch_set_ready(struct vega__watch *w, unsigned revents);
+
+/*
+ * Reads what a receive watch holds. Returns the bytes copied (> 0), 0 at the end of the
+ * stream, a held error (once), -EAGAIN when the watch holds nothing and no receive is in flight
+ * (the caller reads the socket itself: nothing can overtake it), or, when a receive is in
+ * flight, waits for it up to dl: -ETIMEDOUT / -ECANCELED. Always -EAGAIN for other watches.
+ * Context: inside a task, by the socket's one reader.
+ */
+vega_ssize vega__watch_read(struct vega__watch *w, void *buf, size_t len, vega_deadline dl);
+/* True when a receive watch holds bytes or has a receive in flight (any thread). */
+bool vega__watch_holds(struct vega__watch *w);
+
+/*
+ * A kernel-side multishot registration without the arm/fire machine (kind VEGA__WATCH_ACCEPT):
+ * registers on the calling worker, which becomes its home; fn(w, res) then runs on the home
+ * thread, op lock held, for every result the kernel posts; when the kernel ends it (by itself
+ * or after vega__watch_unregister) gone(w) runs, likewise, and the watch may start again.
+ * Returns -ENOTSUP when the driver lacks the kind.
+ */
+int vega__watch_start(struct vega__watch *w, int fd, unsigned kind,
+                      void (*fn)(struct vega__watch *w, int res),
+                      void (*gone)(struct vega__watch *w));
+/* Asks the home to end a started watch (from any thread; gone follows). The _locked variant is
+ * for the home thread with its op lock held (inside fn). */
+void vega__watch_unregister(struct vega__watch *w);
+void vega__watch_unregister_locked(struct vega__watch *w);
+/* True while an unregister asked from another thread has not been handled by the home yet:
+ * the watch's memory must stay until this is false (then take the home's op lock once). */
+bool vega__watch_closing(struct vega__watch *w);
+/* Takes the home's op lock once: after it the home no longer touches what it handled. */
+void vega__watch_sync_home(struct vega__watch *w);
+/* True when the caller runs on w's home worker. */
+bool vega__watch_on_home(const struct vega__watch *w);
 
 /* op->res of the last call of a watch's on_complete, after unwatch. */
 #define VEGA__WATCH_GONE INT32_MIN
@@ -278,6 +336,11 @@ struct vega__driver_ops {
     void (*unwatch)(struct vega__worker *w, struct vega__op *op);
     /* Cancels op on w (owner thread, op lock held); the op then completes with done set. */
     void (*cancel)(struct vega__worker *w, struct vega__op *op);
+    /* Receive watches (NULL when the driver has none): starts the next receive (owner thread,
+     * op lock held); copies held bytes out and gives a used-up buffer back to the ring (any
+     * thread, owner's op lock held). */
+    void (*recv_arm)(struct vega__worker *w, struct vega__op *op);
+    size_t (*recv_take)(struct vega__worker *w, struct vega__op *op, void *buf, size_t len);
 };
 
 extern const struct vega__driver_ops vega__driver_epoll;

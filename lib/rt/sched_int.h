@@ -110,6 +110,7 @@ struct vega__worker {
     struct vega__watch *watches;  /* registered here (owner thread only) */
     vega__spin close_lock;
     struct vega__watch *close_head; /* watches other threads closed: unregister them here */
+    struct vega__watch *rearm_head; /* receive watches other threads armed: start receives */
 
     struct vega__metrics m;
     /* Tasks spawned and finished on this worker (owner-written, monotonic): the runtime's live

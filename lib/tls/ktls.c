@@ -382,7 +382,8 @@ void vega__tls_ktls_try_rx(struct vega_tls *t)
         return;
     /* The kernel must find the next record whole in the socket, and OpenSSL must hold nothing
      * unread. */
-    if (t->in_pos != t->in_end || !vega__tls_recparse_at_boundary(&t->fill) ||
+    if (t->in_pos != t->in_end || (t->sock && vega__sock_park_holds(t->sock)) ||
+        !vega__tls_recparse_at_boundary(&t->fill) ||
         !vega__tls_recparse_at_boundary(&t->rd) || SSL_pending(t->ssl) > 0 ||
         SSL_has_pending(t->ssl))
         return;

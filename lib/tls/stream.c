@@ -784,6 +784,10 @@ static int stream_new(vega_stream **out, vega_stream *inner, vega_sock *sock, ve
     t->server = cfg->role == VEGA_TLS_SERVER;
     t->alert_sent = t->alert_recv = t->err.alert = -1;
     t->sock = sock;
+    /* Kernel TLS receive reads the fd itself: the runtime must never hold this socket's bytes
+     * in its receive ring (ciphertext there would never reach the kernel's TLS layer). */
+    if (sock && cfg->ktls == VEGA_TLS_KTLS_TXRX)
+        vega__sock_park_no_ring(sock);
     t->ssl = SSL_new(cfg->ctx);
     BIO *bio = t->ssl ? BIO_new(bio_method) : NULL;
     if (!bio) {

@@ -192,7 +192,10 @@ typedef void (*vega_sock_ready_fn)(vega_sock *s, void *arg, int status);
  * until fn runs); arg: retained.
  * Readiness is edge-like: park after a read that found the socket empty or came back short of
  * the buffer (bytes that were already waiting before such a read raise no new event). A
- * hang-up or error once reported is remembered: every later park of s fires at once.
+ * hang-up or error once reported is remembered: every later park of s fires at once. On
+ * io_uring the bytes that wake a parked stream socket may already have been received into the
+ * runtime's buffer ring: read s with vega_sock_read (or a stream over it), never through
+ * vega_sock_fd() directly.
  * Returns 0; -EBUSY (s already parked); -ECANCELED (the runtime is stopping: s stays the
  * caller's); -ENOMEM; VEGA_ERR_NOTASK.
  * Context: inside a task. Since 0.1.

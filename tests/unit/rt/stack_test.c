@@ -105,7 +105,7 @@ static void *root_many(void *arg)
     unsigned after = map_count();
     /* Guards must not cost a VMA per stack (vm.max_map_count defaults to 65530). */
     printf("%u live tasks: %u -> %u mappings\n", n, before, after);
-    VCHECK(after - before < n / 2 + 8);
+    VCHECK(after < before + n / 2 + 8); /* (mappings may also merge: after < before) */
     for (unsigned i = 0; i < n; i++) {
         vega_task_cancel(t[i]);
         void *res;
