@@ -17,7 +17,8 @@
 #   -r REPS    repetitions (default 5)
 #   -d SECS    measured load per run (default 5; a 1 s warm-up run precedes each)
 #   -c CONNS   keep-alive connections (default 64)
-#   -S LIST    servers (default vega,nginx,caddy; vega-epoll also exists)
+#   -S LIST    servers (default vega,nginx,caddy; also vega-epoll, vega-nocache (vega-serve
+#              --no-cache) and nginx-cache (nginx with open_file_cache, entries trusted 60 s))
 #   -L LIST    load generators (default wrk,vega-load)
 #   -f LIST    files (default 1k,1m)
 #   -n IDLE    idle keep-alive connections for the memory test (default 10000)
@@ -97,7 +98,7 @@ head -c 1024 /dev/urandom >"$docroot/1k"
 head -c 1048576 /dev/urandom >"$docroot/1m"
 printf '<!doctype html><title>bench</title><p>ok</p>\n' >"$docroot/index.html"
 
-nginx_conf() { # PORT
+nginx_conf() { # PORT [EXTRA]
   mkdir -p "$tmp/nginx-$1"
   cat >"$tmp/nginx-$1.conf" <<EOF
 worker_processes 1;
@@ -114,6 +115,7 @@ http {
   sendfile on; tcp_nopush on;
   keepalive_timeout 300s; keepalive_requests 10000000; client_header_timeout 300s;
   default_type application/octet-stream;
+  ${2:-}
   server { listen 127.0.0.1:$1; root $docroot; }
 }
 EOF
@@ -138,7 +140,8 @@ server_cmd() { # NAME PORT
   case $1 in
     vega) echo "$vega_serve -q --workers 1 --driver uring -l 127.0.0.1:$2 $docroot" ;;
     vega-epoll) echo "$vega_serve -q --workers 1 --driver epoll -l 127.0.0.1:$2 $docroot" ;;
-    nginx) echo "nginx -c $tmp/nginx-$2.conf" ;;
+    vega-nocache) echo "$vega_serve -q --workers 1 --driver uring --no-cache -l 127.0.0.1:$2 $docroot" ;;
+    nginx|nginx-cache) echo "nginx -c $tmp/nginx-$2.conf" ;;
     caddy) echo "env GOMAXPROCS=1 HOME=$tmp/caddy-$2 caddy run --config $tmp/caddy-$2/Caddyfile --adapter caddyfile" ;;
     *) return 1 ;;
   esac
@@ -150,7 +153,11 @@ start_server() {
   local name=$1 cmd i
   port=$((port + 1))
   sport=$port serr=$tmp/server-$name-$sport.err
-  case $name in nginx) nginx_conf "$sport" ;; caddy) caddy_conf "$sport" ;; esac
+  case $name in
+    nginx) nginx_conf "$sport" ;;
+    nginx-cache) nginx_conf "$sport" "open_file_cache max=1000; open_file_cache_valid 60s;" ;;
+    caddy) caddy_conf "$sport" ;;
+  esac
   cmd=$(server_cmd "$name" "$sport") || return 1
   # shellcheck disable=SC2086
   timeout -k 2 3000 taskset -c 0 $cmd >/dev/null 2>"$serr" &
@@ -259,22 +266,36 @@ elapsed=$(( $(date +%s) - start ))
 # ---- idle keep-alive connections: RSS growth per connection ----------------------------------
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
 if [ $mem = 1 ]; then
+  half=$((idle_n / 2))
+  # idle_batch OUT: opens half of the idle connections (one GET / each) and waits until they
+  # are all up; sets ipid.
+  idle_batch() {
+    timeout -k 2 120 "$idle_conns" -n "$half" -t 90 -H "127.0.0.1:$sport" >"$1" 2>"$1.err" &
+    ipid=$!
+    pids+=("$ipid")
+    for ((i = 0; i < 600; i++)); do grep -q connected "$1" 2>/dev/null && break; sleep 0.1; done
+    grep -q connected "$1"
+  }
   for name in vega vega-epoll nginx; do
     start_server "$name" || continue
     sleep 0.5
     r0=$(rss_kb "$spid")
-    timeout -k 2 90 "$idle_conns" -n "$idle_n" -t 60 -H "127.0.0.1:$sport" >"$tmp/idle.out" 2>"$tmp/idle.err" &
-    ipid=$!
-    pids+=("$ipid")
-    for ((i = 0; i < 600; i++)); do grep -q connected "$tmp/idle.out" 2>/dev/null && break; sleep 0.1; done
-    sleep 2
-    r1=$(rss_kb "$spid")
-    if grep -q connected "$tmp/idle.out"; then
-      echo "$name $r0 $r1" >>"$memraw"
+    if idle_batch "$tmp/idle1.out"; then
+      ip1=$ipid
+      sleep 2
+      r1=$(rss_kb "$spid")
+      if idle_batch "$tmp/idle2.out"; then
+        sleep 2
+        r2=$(rss_kb "$spid")
+        echo "$name $r0 $r1 $r2" >>"$memraw"
+      else
+        echo "$name FAIL $(head -c 200 "$tmp/idle2.out.err" | tr '\n ' '__')" >>"$memraw"
+      fi
+      kill "$ip1" "$ipid" 2>/dev/null; wait "$ip1" "$ipid" 2>/dev/null
     else
-      echo "$name FAIL $(head -c 200 "$tmp/idle.err" | tr '\n ' '__')" >>"$memraw"
+      echo "$name FAIL $(head -c 200 "$tmp/idle1.out.err" | tr '\n ' '__')" >>"$memraw"
+      kill "$ipid" 2>/dev/null; wait "$ipid" 2>/dev/null
     fi
-    kill "$ipid" 2>/dev/null; wait "$ipid" 2>/dev/null
     stop_server
   done
 fi
@@ -316,7 +337,9 @@ awk '$1 == "loader" { v[$2] = v[$2] " " $4; s[$2 " " $3] = $4 }
           printf "- vega-load / wrk, median of per-repetition ratios: %.2f\n", m % 2 ? q[(m + 1) / 2] : (q[m / 2] + q[m / 2 + 1]) / 2 } }' "$raw"
 if [ $mem = 1 ]; then
   echo
-  echo "Idle keep-alive connections ($idle_n, each after one GET /): server RSS growth per connection"
-  awk -v n="$idle_n" '$2 == "FAIL" { printf "- %s: FAILED %s\n", $1, $3; next }
-    { printf "- %s: %.0f bytes\n", $1, ($3 - $2) * 1024 / n }' "$memraw"
+  echo "Idle keep-alive connections (each after one GET /): server RSS growth. *per connection*:"
+  echo "growth over all $idle_n divided by $idle_n (fixed costs included); *marginal*: growth"
+  echo "from $half to $idle_n connections divided by $half (fixed costs excluded)."
+  awk -v n="$idle_n" -v h="$half" '$2 == "FAIL" { printf "- %s: FAILED %s\n", $1, $3; next }
+    { printf "- %s: %.0f bytes per connection, %.0f bytes marginal\n", $1, ($4 - $2) * 1024 / n, ($4 - $3) * 1024 / h }' "$memraw"
 fi

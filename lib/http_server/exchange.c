@@ -444,6 +444,7 @@ vega_ssize vega_http_response_sendfile(vega_http_exchange *x, int fd, uint64_t o
         return (vega_ssize)len;
     struct srv_conn *c = x->c;
     struct srv_active *a = c->a;
+    const size_t total = len;
     if (x->chunked && (r = chunk_header(c, len, dl)) < 0)
         return r;
     if (len <= SRV_OUT_CAP / 2 && len <= SRV_OUT_CAP - a->out_len - 2) {
@@ -462,11 +463,35 @@ vega_ssize vega_http_response_sendfile(vega_http_exchange *x, int fd, uint64_t o
         }
         a->out_len += len;
     } else {
+        /* A head still waiting in the output buffer goes out with the first bytes of the file
+         * in one send, so the client's first segment is full rather than a lone head (what
+         * TCP_CORK gives nginx), then sendfile takes the rest. */
+        size_t lead = a->out_len > 0 && !x->chunked && SRV_OUT_CAP - a->out_len > 4096
+                          ? SRV_OUT_CAP - a->out_len
+                          : 0;
+        if (lead > len)
+            lead = len;
+        while (lead > 0) {
+            ssize_t k = pread(fd, a->out + a->out_len, lead, (off_t)offset);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k <= 0) {
+                x->broken = true;
+                x->error = k < 0 ? -errno : -ENODATA;
+                return x->error;
+            }
+            a->out_len += (size_t)k;
+            offset += (uint64_t)k;
+            len -= (size_t)k;
+            x->body_bytes += (uint64_t)k;
+            lead -= (size_t)k;
+        }
         if ((r = vega__srv_flush(c, dl)) < 0)
             return r;
         size_t sent = 0;
-        vega_ssize k = vega_stream_sendfile(c->stream, fd, (off_t)offset, len, &sent,
-                                            write_dl(c, dl));
+        vega_ssize k = len ? vega_stream_sendfile(c->stream, fd, (off_t)offset, len, &sent,
+                                                  write_dl(c, dl))
+                           : 0;
         if (k < 0) {
             x->broken = true;
             x->error = (int)k;
@@ -477,7 +502,7 @@ vega_ssize vega_http_response_sendfile(vega_http_exchange *x, int fd, uint64_t o
     if (x->chunked && (r = emit(c, "\r\n", 2, dl)) < 0)
         return r;
     x->body_bytes += len;
-    return (vega_ssize)len;
+    return (vega_ssize)total;
 }
 
 int vega_http_response_finish(vega_http_exchange *x, const vega_http_field *trailers, size_t n,
