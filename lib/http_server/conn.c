@@ -521,7 +521,7 @@ static int exchange(struct srv_conn *c)
  * then read (and drop) for a while, so that our response is not lost to a reset. */
 static void linger(struct srv_conn *c)
 {
-    if (vega_stream_shutdown(c->stream, SHUT_WR, vega_deadline_in_ms(200)) < 0)
+    if (!c->stream || vega_stream_shutdown(c->stream, SHUT_WR, vega_deadline_in_ms(200)) < 0)
         return;
     uint8_t tmp[2048];
     size_t total = 0;
@@ -537,6 +537,12 @@ static void linger(struct srv_conn *c)
 int vega__srv_conn_run(struct srv_conn *c, bool woke)
 {
     vega_http_server *srv = c->srv;
+    if (!c->stream && (!c->sock || vega_stream_from_sock(&c->stream, c->sock,
+                                                          VEGA_STREAM_BORROW) < 0)) {
+        c->stream = NULL;
+        vega__srv_conn_free(c);
+        return -ENOMEM;
+    }
     if (!c->a) {
         if (!(c->a = active_new(srv))) {
             vega__srv_conn_free(c);

@@ -194,10 +194,18 @@ bool vega__srv_park(struct srv_conn *c, vega_deadline idle_dl)
     c->task = NULL;
     pthread_mutex_unlock(&c->shard->lock);
     atomic_fetch_add_explicit(&srv->conns_parked, 1, memory_order_relaxed);
+    /* A plain connection's stream is a small wrapper over the socket: it is made again when the
+     * connection wakes, so a parked connection holds only its socket and this struct. */
+    if (!c->tls && c->stream) {
+        vega_stream_close(c->stream, 0);
+        c->stream = NULL;
+    }
     int r = vega_sock_park(c->sock, on_ready, c, idle_dl);
     if (r == 0)
         return true;
     atomic_fetch_sub_explicit(&srv->conns_parked, 1, memory_order_relaxed);
+    if (!c->stream && vega_stream_from_sock(&c->stream, c->sock, VEGA_STREAM_BORROW) < 0)
+        c->stream = NULL; /* the caller closes the connection; every close path allows it */
     pthread_mutex_lock(&c->shard->lock);
     c->state = SRV_ACTIVE;
     c->task = vega_task_current();
