@@ -21,7 +21,8 @@
  * sendfile and splice into a socket take no MSG_NOSIGNAL: a gone peer raises SIGPIPE at the
  * calling thread. SIGPIPE is blocked on the thread around each call (never across a wait: the
  * task may resume on another thread) and a SIGPIPE the call raised is taken off the thread's
- * pending set before unblocking.
+ * pending set before unblocking. The runtime's worker threads keep SIGPIPE blocked for life, so
+ * there only a call that failed with EPIPE costs a system call (taking its signal off).
  */
 struct sigpipe_guard {
     sigset_t old;
@@ -30,6 +31,12 @@ struct sigpipe_guard {
 
 static void sigpipe_block(struct sigpipe_guard *g)
 {
+    if (vega__sigpipe_blocked) {
+        /* A worker thread: blocked for life, and every SIGPIPE a call raised was taken off. */
+        g->was_blocked = true;
+        g->pending_before = false;
+        return;
+    }
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGPIPE);

@@ -144,6 +144,8 @@ struct vega_task {
 struct vega__worker *vega__worker_self_slow(void);
 
 /* The worker's thread-local, initial-exec so that reading it is one instruction. */
+/* True on the runtime's worker threads, which keep SIGPIPE blocked for life. */
+extern __thread bool vega__sigpipe_blocked __attribute__((tls_model("initial-exec")));
 extern __thread struct vega__worker *vega__tls_worker
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
 

@@ -2,6 +2,7 @@
 /* The scheduler: workers with local run queues, a LIFO slot, stealing, the global inject queue,
  * parking in the I/O driver, and the runtime's life cycle (new, block_on, free). */
 #include <sched.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -512,9 +513,19 @@ static void worker_loop(struct vega__worker *w, struct vega_task *until)
     vega__worker_set_self(NULL);
 }
 
+__thread bool vega__sigpipe_blocked __attribute__((tls_model("initial-exec")));
+
 static void *worker_main(void *arg)
 {
     struct vega__worker *w = arg;
+    /* A worker thread is the runtime's for life: SIGPIPE stays blocked on it, so a write to a
+     * gone peer fails with EPIPE rather than killing the process, and sendfile/splice need no
+     * signal-mask change per call (see lib/io/sendfile.c). */
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    if (pthread_sigmask(SIG_BLOCK, &pipe, NULL) == 0)
+        vega__sigpipe_blocked = true;
     worker_loop(w, NULL);
     return NULL;
 }

@@ -236,6 +236,13 @@ VTEST(sendfile_short_file_and_errors)
     vtest_run(body_sendfile_short_and_errors, 2);
 }
 
+/* The same on a current-thread runtime: the caller's thread does not keep SIGPIPE blocked as
+ * worker threads do, so each call guards it. */
+VTEST(sendfile_errors_current_thread)
+{
+    vtest_run(body_sendfile_short_and_errors, 0);
+}
+
 /* ---- splice ------------------------------------------------------------------------------ */
 
 struct pipe_writer {
