@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+/* The send buffer (lib/quic/sendbuf.c): write/next/on_sent/on_acked/on_lost sequences, the FIN
+ * alone, lost and acknowledged, retransmission order, flow control blocking, the limit, and the
+ * ring wrapping under random traffic checked byte for byte. */
+#include "base.h"
+#include "qstream.h"
+#include "vtest.h"
+
+static uint8_t ref(uint64_t i)
+{
+    return (uint8_t)(i * 131 + (i >> 8) + 7);
+}
+
+/* Writes n reference bytes continuing the stream; returns what was taken. */
+static vega_ssize wr(struct vega__quic_sendbuf *b, size_t n)
+{
+    uint8_t buf[65536];
+    VCHECK(n <= sizeof buf);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = ref(b->written + i);
+    return vega__quic_sendbuf_write(b, buf, n);
+}
+
+struct chunk {
+    uint64_t off;
+    size_t len;
+    bool fin, blocked;
+};
+
+/* next() with the bytes it names checked; false when nothing is handed out. */
+static bool nx(struct vega__quic_sendbuf *b, uint64_t max_off, size_t max_len, struct chunk *c)
+{
+    if (!vega__quic_sendbuf_next(b, max_off, max_len, &c->off, &c->len, &c->fin, &c->blocked))
+        return false;
+    uint8_t out[65536];
+    VCHECK(c->len <= sizeof out);
+    vega__quic_sendbuf_copy(b, c->off, c->len, out);
+    for (size_t i = 0; i < c->len; i++)
+        VCHECK_EQ(out[i], ref(c->off + i));
+    return true;
+}
+
+#define NEXT_IS(b, max_off, max_len, o, l, f)                                                  \
+    do {                                                                                       \
+        struct chunk c_;                                                                       \
+        VCHECK(nx(b, max_off, max_len, &c_));                                                  \
+        VCHECK_EQ(c_.off, o);                                                                  \
+        VCHECK_EQ(c_.len, l);                                                                  \
+        VCHECK_EQ(c_.fin, f);                                                                  \
+    } while (0)
+
+VTEST(write_send_ack)
+{
+    struct vega__quic_sendbuf b;
+    vega__quic_sendbuf_init(&b, 0);
+    struct chunk c;
+    VCHECK(!vega__quic_sendbuf_has_pending(&b));
+    VCHECK(!nx(&b, UINT64_MAX, 1200, &c));
+    VCHECK(!c.blocked);
+    VCHECK_EQ(wr(&b, 3000), 3000);
+    VCHECK(vega__quic_sendbuf_has_pending(&b));
+    NEXT_IS(&b, UINT64_MAX, 1200, 0, 1200, false);
+    NEXT_IS(&b, UINT64_MAX, 1200, 0, 1200, false); /* nothing moves until on_sent */
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 0, 1200, false), 0);
+    NEXT_IS(&b, UINT64_MAX, 1200, 1200, 1200, false);
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 1200, 1200, false), 0);
+    NEXT_IS(&b, UINT64_MAX, 1200, 2400, 600, false);
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 2400, 600, false), 0);
+    VCHECK(!vega__quic_sendbuf_has_pending(&b));
+    /* Acks out of order: the base moves only when contiguous. */
+    VCHECK_EQ(vega__quic_sendbuf_on_acked(&b, 1200, 1200, false), 0);
+    VCHECK_EQ(b.acked_base, 0);
+    VCHECK_EQ(vega__quic_sendbuf_on_acked(&b, 2400, 600, false), 0);
+    VCHECK_EQ(b.acked_base, 0);
+    VCHECK_EQ(b.acked.n, 1);
+    VCHECK_EQ(vega__quic_sendbuf_on_acked(&b, 0, 1200, false), 0);
+    VCHECK_EQ(b.acked_base, 3000);
+    VCHECK_EQ(b.acked.n, 0);
+    VCHECK(!vega__quic_sendbuf_is_acked(&b)); /* no FIN yet */
+    vega__quic_sendbuf_finish(&b);
+    VCHECK_EQ(wr(&b, 10), 0); /* after finish: nothing taken */
+    VCHECK(vega__quic_sendbuf_has_pending(&b));
+    NEXT_IS(&b, UINT64_MAX, 1200, 3000, 0, true);
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 3000, 0, true), 0);
+    VCHECK(!vega__quic_sendbuf_has_pending(&b));
+    VCHECK_EQ(vega__quic_sendbuf_on_acked(&b, 3000, 0, true), 0);
+    VCHECK(vega__quic_sendbuf_is_acked(&b));
+    vega__quic_sendbuf_fini(&b);
+}
+
+VTEST(fin_only_stream)
+{
+    struct vega__quic_sendbuf b;
+    vega__quic_sendbuf_init(&b, 0);
+    vega__quic_sendbuf_finish(&b);
+    NEXT_IS(&b, 0, 0, 0, 0, true); /* a lone FIN needs neither credit nor room */
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 0, 0, true), 0);
+    VCHECK(!vega__quic_sendbuf_has_pending(&b));
+    VCHECK_EQ(vega__quic_sendbuf_on_lost(&b, 0, 0, true), 0);
+    VCHECK(b.fin_lost);
+    NEXT_IS(&b, 0, 1200, 0, 0, true);
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 0, 0, true), 0);
+    VCHECK_EQ(vega__quic_sendbuf_on_acked(&b, 0, 0, true), 0);
+    VCHECK(vega__quic_sendbuf_is_acked(&b));
+    /* A late loss of the first copy changes nothing. */
+    VCHECK_EQ(vega__quic_sendbuf_on_lost(&b, 0, 0, true), 0);
+    VCHECK(!vega__quic_sendbuf_has_pending(&b));
+    VCHECK(vega__quic_sendbuf_is_acked(&b));
+    vega__quic_sendbuf_fini(&b);
+}
+
+VTEST(fin_lost_with_data_and_alone)
+{
+    struct vega__quic_sendbuf b;
+    vega__quic_sendbuf_init(&b, 0);
+    VCHECK_EQ(wr(&b, 100), 100);
+    vega__quic_sendbuf_finish(&b);
+    NEXT_IS(&b, UINT64_MAX, 1200, 0, 100, true);
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 0, 100, true), 0);
+    VCHECK_EQ(vega__quic_sendbuf_on_lost(&b, 0, 100, true), 0);
+    NEXT_IS(&b, 0, 60, 0, 60, false); /* retransmission ignores max_off; FIN on the last piece */
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 0, 60, false), 0);
+    NEXT_IS(&b, 0, 60, 60, 40, true);
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 60, 40, true), 0);
+    VCHECK(!vega__quic_sendbuf_has_pending(&b));
+    /* The data is acknowledged, the FIN's packet lost: the FIN goes alone. */
+    VCHECK_EQ(vega__quic_sendbuf_on_acked(&b, 0, 60, false), 0);
+    VCHECK_EQ(vega__quic_sendbuf_on_acked(&b, 0, 100, false), 0);
+    VCHECK_EQ(vega__quic_sendbuf_on_lost(&b, 60, 40, true), 0);
+    VCHECK_EQ(b.lost.n, 0);
+    NEXT_IS(&b, UINT64_MAX, 1200, 100, 0, true);
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 100, 0, true), 0);
+    VCHECK(!vega__quic_sendbuf_is_acked(&b));
+    VCHECK_EQ(vega__quic_sendbuf_on_acked(&b, 100, 0, true), 0);
+    VCHECK(vega__quic_sendbuf_is_acked(&b));
+    vega__quic_sendbuf_fini(&b);
+
+    /* The FIN acknowledged first, the data later. */
+    vega__quic_sendbuf_init(&b, 0);
+    VCHECK_EQ(wr(&b, 100), 100);
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 0, 100, false), 0);
+    vega__quic_sendbuf_finish(&b);
+    NEXT_IS(&b, UINT64_MAX, 1200, 100, 0, true);
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 100, 0, true), 0);
+    VCHECK_EQ(vega__quic_sendbuf_on_acked(&b, 100, 0, true), 0);
+    VCHECK(!vega__quic_sendbuf_is_acked(&b));
+    VCHECK_EQ(vega__quic_sendbuf_on_lost(&b, 0, 100, false), 0);
+    NEXT_IS(&b, UINT64_MAX, 1200, 0, 100, false); /* the FIN is done: not resent */
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 0, 100, false), 0);
+    VCHECK_EQ(vega__quic_sendbuf_on_acked(&b, 0, 100, false), 0);
+    VCHECK(vega__quic_sendbuf_is_acked(&b));
+    vega__quic_sendbuf_fini(&b);
+}
+
+VTEST(retransmission_order_and_acked_parts)
+{
+    struct vega__quic_sendbuf b;
+    vega__quic_sendbuf_init(&b, 0);
+    VCHECK_EQ(wr(&b, 1000), 1000);
+    for (uint64_t o = 0; o < 500; o += 100)
+        VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, o, 100, false), 0);
+    VCHECK_EQ(vega__quic_sendbuf_on_lost(&b, 300, 100, false), 0);
+    VCHECK_EQ(vega__quic_sendbuf_on_lost(&b, 100, 100, false), 0);
+    NEXT_IS(&b, UINT64_MAX, 1200, 100, 100, false); /* lowest lost first */
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 100, 100, false), 0);
+    NEXT_IS(&b, UINT64_MAX, 1200, 300, 100, false);
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 300, 50, false), 0); /* partly resent */
+    NEXT_IS(&b, UINT64_MAX, 1200, 350, 50, false);
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 350, 50, false), 0);
+    NEXT_IS(&b, UINT64_MAX, 1200, 500, 500, false); /* then fresh data */
+    vega__quic_sendbuf_fini(&b);
+
+    /* A packet with [0, 300) is lost after a probe carrying [100, 200) was acknowledged: only
+     * the unacknowledged parts come back. */
+    vega__quic_sendbuf_init(&b, 0);
+    VCHECK_EQ(wr(&b, 300), 300);
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 0, 300, false), 0);
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 100, 100, false), 0);
+    VCHECK_EQ(vega__quic_sendbuf_on_acked(&b, 100, 100, false), 0);
+    VCHECK_EQ(vega__quic_sendbuf_on_lost(&b, 0, 300, false), 0);
+    VCHECK_EQ(b.lost.n, 2);
+    NEXT_IS(&b, UINT64_MAX, 1200, 0, 100, false);
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 0, 100, false), 0);
+    NEXT_IS(&b, UINT64_MAX, 1200, 200, 100, false);
+    /* A spurious loss: [200, 300) is acknowledged after all and is not sent again. */
+    VCHECK_EQ(vega__quic_sendbuf_on_acked(&b, 200, 100, false), 0);
+    struct chunk c;
+    VCHECK(!nx(&b, UINT64_MAX, 1200, &c));
+    VCHECK_EQ(vega__quic_sendbuf_on_acked(&b, 0, 100, false), 0);
+    VCHECK_EQ(b.acked_base, 300);
+    vega__quic_sendbuf_fini(&b);
+}
+
+VTEST(flow_control_blocks_fresh_data)
+{
+    struct vega__quic_sendbuf b;
+    vega__quic_sendbuf_init(&b, 0);
+    VCHECK_EQ(wr(&b, 1000), 1000);
+    vega__quic_sendbuf_finish(&b);
+    NEXT_IS(&b, 500, 1200, 0, 500, false);
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 0, 500, false), 0);
+    struct chunk c;
+    VCHECK(!nx(&b, 500, 1200, &c));
+    VCHECK(c.blocked);
+    VCHECK(vega__quic_sendbuf_has_pending(&b));
+    VCHECK_EQ(vega__quic_sendbuf_on_lost(&b, 0, 500, false), 0);
+    NEXT_IS(&b, 500, 1200, 0, 500, false); /* lost data is not blocked */
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 0, 500, false), 0);
+    NEXT_IS(&b, 1000, 1200, 500, 500, true); /* credit arrives: the rest with the FIN */
+    VCHECK(!c.blocked || true);
+    bool blocked = true;
+    uint64_t off;
+    size_t len;
+    bool fin;
+    VCHECK(vega__quic_sendbuf_next(&b, 1000, 1200, &off, &len, &fin, &blocked));
+    VCHECK(!blocked);
+    VCHECK(vega__quic_sendbuf_next(&b, 700, 1200, &off, &len, &fin, NULL)); /* NULL is fine */
+    VCHECK_EQ(len, 200);
+    VCHECK(!fin);
+    vega__quic_sendbuf_fini(&b);
+}
+
+VTEST(limit_and_room)
+{
+    struct vega__quic_sendbuf b;
+    vega__quic_sendbuf_init(&b, 1000);
+    VCHECK_EQ(vega__quic_sendbuf_room(&b), 1000);
+    VCHECK_EQ(wr(&b, 1500), 1000);
+    VCHECK_EQ(vega__quic_sendbuf_room(&b), 0);
+    VCHECK_EQ(wr(&b, 1), 0);
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 0, 1000, false), 0);
+    VCHECK_EQ(vega__quic_sendbuf_on_acked(&b, 300, 100, false), 0);
+    VCHECK_EQ(vega__quic_sendbuf_room(&b), 0); /* not contiguous from the base */
+    VCHECK_EQ(vega__quic_sendbuf_on_acked(&b, 0, 300, false), 0);
+    VCHECK_EQ(vega__quic_sendbuf_room(&b), 400);
+    VCHECK_EQ(wr(&b, 1000), 400);
+    VCHECK(b.cap <= 1024); /* the ring never outgrows the power of two covering the limit */
+    vega__quic_sendbuf_fini(&b);
+
+    vega__quic_sendbuf_init(&b, 0);
+    VCHECK_EQ(vega__quic_sendbuf_room(&b), UINT64_MAX);
+    vega__quic_sendbuf_fini(&b);
+}
+
+/* Random writes, sends, acks (in any order) and losses against a ring small enough to wrap
+ * many times; every byte handed out is the byte written at that offset. */
+VTEST(ring_wraps_random)
+{
+    uint64_t rng = 99;
+    for (int round = 0; round < 20; round++) {
+        struct vega__quic_sendbuf b;
+        vega__quic_sendbuf_init(&b, 5000 + vega__rand_below(&rng, 5000));
+        struct chunk inflight[64];
+        size_t ninf = 0;
+        uint64_t total = 100000 + vega__rand_below(&rng, 100000);
+        for (int step = 0; step < 1000000; step++) {
+            uint32_t op = vega__rand_below(&rng, 10);
+            if (op < 3 && b.written < total) {
+                uint32_t want = vega__rand_below(&rng, 3000);
+                vega_ssize n = wr(&b, VEGA__MIN(want, (uint32_t)(total - b.written)));
+                VCHECK(n >= 0);
+                if (b.written == total)
+                    vega__quic_sendbuf_finish(&b);
+            } else if (op < 6 && ninf < 64) {
+                struct chunk c;
+                uint32_t ml = vega__rand_below(&rng, 1500) + 1;
+                if (nx(&b, UINT64_MAX, ml, &c)) {
+                    const uint8_t *p;
+                    size_t n1 = vega__quic_sendbuf_peek(&b, c.off, c.len, &p);
+                    for (size_t i = 0; i < n1; i++)
+                        VCHECK_EQ(p[i], ref(c.off + i));
+                    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, c.off, c.len, c.fin), 0);
+                    inflight[ninf++] = c;
+                }
+            } else if (ninf > 0) {
+                size_t k = vega__rand_below(&rng, (uint32_t)ninf);
+                struct chunk c = inflight[k];
+                inflight[k] = inflight[--ninf];
+                if (op < 9)
+                    VCHECK_EQ(vega__quic_sendbuf_on_acked(&b, c.off, c.len, c.fin), 0);
+                else
+                    VCHECK_EQ(vega__quic_sendbuf_on_lost(&b, c.off, c.len, c.fin), 0);
+            }
+            VCHECK(b.written - b.acked_base <= b.limit);
+            if (vega__quic_sendbuf_is_acked(&b))
+                break;
+        }
+        VCHECK(vega__quic_sendbuf_is_acked(&b));
+        VCHECK_EQ(b.acked_base, total);
+        vega__quic_sendbuf_fini(&b);
+    }
+}
+
+/* Offsets near 2^62: the stream cannot grow past the largest final size. */
+VTEST(offsets_62_bit)
+{
+    struct vega__quic_sendbuf b;
+    vega__quic_sendbuf_init(&b, 0);
+    const uint64_t base = VEGA_QUIC_MAX_VARINT - 100;
+    b.acked_base = b.next_off = b.written = base; /* as if that much had gone by */
+    VCHECK_EQ(wr(&b, 150), 100);
+    VCHECK_EQ(b.written, VEGA_QUIC_MAX_VARINT);
+    VCHECK_EQ(wr(&b, 1), 0);
+    vega__quic_sendbuf_finish(&b);
+    NEXT_IS(&b, UINT64_MAX, 1200, base, 100, true);
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, base, 100, true), 0);
+    VCHECK_EQ(vega__quic_sendbuf_on_lost(&b, base, 100, true), 0);
+    NEXT_IS(&b, UINT64_MAX, 1200, base, 100, true);
+    VCHECK_EQ(vega__quic_sendbuf_on_acked(&b, base, 100, true), 0);
+    VCHECK(vega__quic_sendbuf_is_acked(&b));
+    vega__quic_sendbuf_fini(&b);
+}
+
+VTEST(trim_frees_when_all_acked)
+{
+    struct vega__quic_sendbuf b;
+    vega__quic_sendbuf_init(&b, 0);
+    VCHECK_EQ(wr(&b, 5000), 5000);
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 0, 5000, false), 0);
+    vega__quic_sendbuf_trim(&b); /* unacknowledged bytes: kept */
+    VCHECK(b.data != NULL);
+    VCHECK_EQ(vega__quic_sendbuf_on_acked(&b, 0, 5000, false), 0);
+    vega__quic_sendbuf_trim(&b);
+    VCHECK(b.data == NULL && b.cap == 0);
+    VCHECK_EQ(wr(&b, 100), 100);
+    NEXT_IS(&b, UINT64_MAX, 1200, 5000, 100, false);
+    vega__quic_sendbuf_fini(&b);
+}
