@@ -302,7 +302,7 @@ void vega_quic_ack_iter_init(vega_quic_ack_iter *it, const vega_quic_frame_ack *
 {
     it->ack = ack;
     it->p = ack->gaps;
-    it->end = ack->gaps + ack->gaps_len;
+    it->end = ack->gaps ? ack->gaps + ack->gaps_len : NULL; /* no arithmetic on NULL */
     it->left = ack->range_count;
     it->first = true;
     it->prev_smallest = 0;
