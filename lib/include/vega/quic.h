@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include <vega/crypto.h>
 #include <vega/err.h>
@@ -594,6 +595,331 @@ VEGA_API vega_ssize vega_quic_tp_encode(const vega_quic_tp *tp, bool from_server
  */
 VEGA_API int vega_quic_tp_decode(vega_quic_tp *tp, const uint8_t *in, size_t len, bool from_server,
                                  uint64_t *wire_err);
+
+/* ---- the QUIC TLS 1.3 handshake: levels and configuration (RFC 9001 §4) --------------------- */
+
+/* Encryption levels (RFC 9001 §4.1.4): one packet number space each, except 0-RTT and 1-RTT,
+ * which share the application space. */
+typedef enum vega_quic_level {
+    VEGA_QUIC_LEVEL_INITIAL = 0,
+    VEGA_QUIC_LEVEL_EARLY,     /* 0-RTT */
+    VEGA_QUIC_LEVEL_HANDSHAKE,
+    VEGA_QUIC_LEVEL_APP,       /* 1-RTT */
+} vega_quic_level;
+#define VEGA_QUIC_NLEVELS 4
+
+/* TLS cipher suites (RFC 8446 §B.4) the QUIC handshake offers or accepts. */
+#define VEGA_QUIC_TLS_AES_128_GCM_SHA256       0x1301
+#define VEGA_QUIC_TLS_AES_256_GCM_SHA384       0x1302
+#define VEGA_QUIC_TLS_CHACHA20_POLY1305_SHA256 0x1303
+
+#define VEGA_QUIC_TLS_MAX_ALPN 8 /* protocols offered or accepted */
+
+/*
+ * TLS settings of a QUIC endpoint: plain data, borrowed (every pointer must outlive the
+ * connections made with it). Zero it, then set what applies; zeros mean the defaults.
+ */
+typedef struct vega_quic_tls_config {
+    /* Our certificate chain (leaf first) and its private key: required on a server; on a
+     * client, sent when the server asks for one (mutual TLS). */
+    const vega_crypto_cert_chain *chain;
+    const vega_crypto_key *key;
+    /* Trust anchors for the peer's chain. Client: required unless insecure; the server's chain
+     * is checked against server_name. Server: with verify_peer, the client must present a
+     * chain that verifies against ca (CertificateRequest; no certificate -> certificate_required
+     * alert). */
+    const vega_crypto_cert_store *ca;
+    bool verify_peer; /* server only */
+    bool insecure;    /* client only: skip chain and name verification (tests, curl -k) */
+    /* Client: the server's name, sent as SNI (not for IP literals) and matched against the
+     * leaf certificate. */
+    const char *server_name;
+    /* Application protocols (RFC 7301), in preference order. Client: offered. Server: the first
+     * of its own list that the client offered is chosen; no overlap -> no_application_protocol
+     * alert (RFC 9001 §8.1). At least one is required on both sides. */
+    const char *alpn[VEGA_QUIC_TLS_MAX_ALPN];
+    size_t n_alpn;
+    /* Cipher suites in preference order (VEGA_QUIC_TLS_*); 0 entries = all three, AES-128-GCM
+     * first. */
+    uint16_t suites[3];
+    size_t n_suites;
+    /* Key exchange groups in preference order; 0 entries = X25519 then P-256. A client sends a
+     * key share for the first only (a server wanting another answers HelloRetryRequest). */
+    vega_crypto_group groups[2];
+    size_t n_groups;
+    /* Server: 32 bytes that encrypt and authenticate session tickets (AES-256-GCM). NULL = no
+     * tickets, so no resumption and no 0-RTT. Rotate it to invalidate every ticket. */
+    const uint8_t *ticket_key;
+    uint32_t ticket_lifetime_s; /* server: 0 = 7 days (RFC 8446 §4.6.1 maximum) */
+    /* 0-RTT (RFC 9001 §4.6). Server: accept early data from valid tickets (tickets then carry
+     * max_early_data_size 0xffffffff). Anti-replay caveat: the server only checks the ticket's
+     * age against a window (ticket_age_window_ms, 0 = 10 s); a 0-RTT flight captured and
+     * replayed inside that window is accepted again, so applications must only act on
+     * idempotent requests in 0-RTT (RFC 8446 §8, RFC 9001 §9.2). Client: send early data when
+     * the resumed session allows it. */
+    bool early_data;
+    uint32_t ticket_age_window_ms;
+    /* Client: a session saved from an earlier connection (the bytes the session event gave);
+     * resumed with PSK (psk_dhe_ke) when still valid for server_name and ALPN; otherwise
+     * ignored and a full handshake is done. */
+    const uint8_t *session;
+    size_t session_len;
+} vega_quic_tls_config;
+
+/* ---- connections (RFC 9000, RFC 9001, RFC 9002) ---------------------------------------------- */
+
+/*
+ * A QUIC connection, sans I/O, in the ngtcp2 shape: the caller owns the socket and the clock.
+ * It feeds every received datagram with vega_quic_conn_read, sends what vega_quic_conn_write
+ * produces until it returns 0, arms a timer for vega_quic_conn_expiry and calls
+ * vega_quic_conn_handle_expiry when it fires, and drains vega_quic_conn_next_event after each
+ * of those calls. Times are nanoseconds on any monotonic clock, the same for every call.
+ * A connection is used by one thread at a time; distinct connections are independent.
+ */
+typedef struct vega_quic_conn vega_quic_conn;
+
+/* The two ends of a datagram's path (plain data; zeroed lengths = unknown). */
+typedef struct vega_quic_path {
+    struct sockaddr_storage local, remote;
+    socklen_t local_len, remote_len;
+} vega_quic_path;
+
+typedef enum vega_quic_cc {
+    VEGA_QUIC_CC_CUBIC = 0, /* RFC 9438 (default) */
+    VEGA_QUIC_CC_NEWRENO,   /* RFC 9002 §7 */
+} vega_quic_cc;
+
+/* Connection settings: plain data. vega_quic_config_init sets the defaults, then set what
+ * applies. Pointers are borrowed for the life of the connections made with it. */
+typedef struct vega_quic_config {
+    uint32_t version;          /* client: the version to start with (default v1) */
+    vega_quic_tls_config tls;  /* certificates, ALPN, tickets, 0-RTT */
+    uint64_t wall_ms;          /* wall-clock ms since the Unix epoch at creation (tickets,
+                                  certificate validity); 0 = no tickets, certificates checked
+                                  against the current time */
+    uint64_t idle_timeout_ms;  /* max_idle_timeout we advertise (default 30000; 0 = none) */
+    uint64_t max_data;         /* initial connection receive window (default 1 MiB) */
+    uint64_t max_data_max;     /* auto-tuning cap of that window (default 16 MiB) */
+    uint64_t max_stream_data;  /* initial per-stream receive window (default 256 KiB) */
+    uint64_t max_stream_data_max; /* auto-tuning cap (default 8 MiB) */
+    uint64_t max_streams_bidi; /* peer-initiated bidirectional streams allowed (default 100) */
+    uint64_t max_streams_uni;  /* and unidirectional (default 100) */
+    uint64_t stream_send_buffer; /* bytes a stream holds until acknowledged (default 1 MiB) */
+    uint64_t max_datagram_frame_size; /* RFC 9221: accept DATAGRAM frames up to this (0 = off,
+                                         the default) */
+    size_t max_datagram_queue;  /* received datagrams kept until read (default 64) */
+    uint64_t ack_delay_exponent; /* default 3 */
+    uint64_t max_ack_delay_ms;   /* default 25 */
+    uint64_t active_connection_id_limit; /* default 4 */
+    size_t scid_len;             /* our connection ID length, 1..20 (default 8) */
+    bool disable_active_migration;
+    vega_quic_cc cc;
+    uint64_t initial_rtt_ns;     /* default 333 ms (RFC 9002 §6.2.2) */
+    const uint8_t *token;        /* client: an address validation token (NEW_TOKEN) */
+    size_t token_len;
+    /* Randomness (connection IDs, packet number skips, TLS); NULL = vega_crypto_random. A
+     * seeded one makes a connection's bytes reproducible in tests. Returns 0 or negative. */
+    int (*rand)(void *ud, void *buf, size_t len);
+    void *rand_ud;
+} vega_quic_config;
+
+/* Fills c with the defaults. Context: any. Since 0.1. */
+VEGA_API void vega_quic_config_init(vega_quic_config *c);
+
+/*
+ * Creates a client connection to path->remote and queues its first flight (the ClientHello in
+ * an Initial padded to 1200 bytes; call vega_quic_conn_write). cfg, path: borrowed (cfg's
+ * pointers for the connection's life). now: the current time (ns).
+ * Returns 0; VEGA_ERR_INVALID_ARG (a bad setting, an unsupported version, TLS settings
+ * refused); -ENOMEM; VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any. Since 0.1.
+ */
+VEGA_API int vega_quic_conn_client_new(vega_quic_conn **out, const vega_quic_config *cfg,
+                                       const vega_quic_path *path, uint64_t now);
+
+/* What a server endpoint knows about a client's first Initial when it creates a connection. */
+typedef struct vega_quic_server_params {
+    uint32_t version;        /* the Initial's version (v1 or v2) */
+    const uint8_t *dcid;     /* the Destination CID the client chose for this Initial */
+    size_t dcid_len;
+    const uint8_t *scid;     /* the client's Source CID */
+    size_t scid_len;
+    /* After a Retry: the client's original Destination CID (from the validated token) and
+     * dcid above is the Retry's Source CID; NULL otherwise. */
+    const uint8_t *original_dcid;
+    size_t original_dcid_len;
+    bool address_validated;  /* a valid token was presented: no anti-amplification limit */
+} vega_quic_server_params;
+
+/*
+ * Creates a server connection for a client's first Initial; then feed that datagram with
+ * vega_quic_conn_read. cfg, path, sp: borrowed (cfg's pointers for the connection's life).
+ * Returns as vega_quic_conn_client_new. Context: any. Since 0.1.
+ */
+VEGA_API int vega_quic_conn_server_new(vega_quic_conn **out, const vega_quic_config *cfg,
+                                       const vega_quic_path *path,
+                                       const vega_quic_server_params *sp, uint64_t now);
+
+/* Frees c (NULL is fine), with every buffer and key. Context: any. Since 0.1. */
+VEGA_API void vega_quic_conn_free(vega_quic_conn *c);
+
+/* ECN codepoints (RFC 3168) as the IP header carries them. */
+#define VEGA_QUIC_ECN_NOT_ECT 0
+#define VEGA_QUIC_ECN_ECT1    1
+#define VEGA_QUIC_ECN_ECT0    2
+#define VEGA_QUIC_ECN_CE      3
+
+/*
+ * Processes one received datagram. dgram is decrypted in place (so not const); path: the
+ * addresses it came on; ecn: its ECN codepoint. Packets that fail to parse or authenticate are
+ * dropped silently (RFC 9000 §12.2); a peer protocol violation closes the connection (the
+ * CLOSED event and a CONNECTION_CLOSE to send follow).
+ * Returns 0; VEGA_ERR_CLOSED (the connection is closed or draining: nothing to do);
+ * -ENOMEM; VEGA_ERR_CRYPTO_LIBCRYPTO. Context: the connection's thread. Since 0.1.
+ */
+VEGA_API int vega_quic_conn_read(vega_quic_conn *c, const vega_quic_path *path, uint8_t ecn,
+                                 uint8_t *dgram, size_t len, uint64_t now);
+
+/*
+ * Writes the next datagram to send into out (cap: at least 1200; more lets it use a larger
+ * path MTU once validated). path, ecn: receive where to send it and the ECN codepoint to mark
+ * it with (either may be NULL). Call repeatedly until it returns 0: that means nothing more
+ * may leave now (no data, congestion window full, or pacing: see vega_quic_conn_expiry).
+ * Returns the datagram length; 0; VEGA_ERR_INVALID_ARG (cap below 1200);
+ * VEGA_ERR_CLOSED (closed: nothing will ever be sent again); -ENOMEM;
+ * VEGA_ERR_CRYPTO_LIBCRYPTO. Context: the connection's thread. Since 0.1.
+ */
+VEGA_API vega_ssize vega_quic_conn_write(vega_quic_conn *c, vega_quic_path *path, uint8_t *ecn,
+                                         uint8_t *out, size_t cap, uint64_t now);
+
+/* The next time (ns) vega_quic_conn_handle_expiry must be called (loss detection, ACK delay,
+ * pacing, idle and closing timers); UINT64_MAX for none. Context: the connection's thread.
+ * Since 0.1. */
+VEGA_API uint64_t vega_quic_conn_expiry(const vega_quic_conn *c);
+
+/* Runs the timers due at now (then call vega_quic_conn_write). Returns 0, VEGA_ERR_CLOSED
+ * (the connection ended: idle timeout or the closing period is over), -ENOMEM. Context: the
+ * connection's thread. Since 0.1. */
+VEGA_API int vega_quic_conn_handle_expiry(vega_quic_conn *c, uint64_t now);
+
+typedef enum vega_quic_event_type {
+    VEGA_QUIC_EV_NONE = 0,
+    VEGA_QUIC_EV_HANDSHAKE_DONE,    /* 1-RTT keys both ways: streams carry 1-RTT data */
+    VEGA_QUIC_EV_STREAM_OPENED,     /* the peer opened stream_id */
+    VEGA_QUIC_EV_STREAM_READABLE,   /* stream_id has data or its end to read */
+    VEGA_QUIC_EV_STREAM_WRITABLE,   /* stream_id has room again after a short write */
+    VEGA_QUIC_EV_STREAM_RESET,      /* the peer reset stream_id (RESET_STREAM, error_code) */
+    VEGA_QUIC_EV_STREAM_STOP,       /* the peer asked us to stop sending (STOP_SENDING) */
+    VEGA_QUIC_EV_STREAM_DONE,       /* everything we sent on stream_id was acknowledged */
+    VEGA_QUIC_EV_STREAMS_AVAILABLE, /* the peer raised its stream limit: open may succeed */
+    VEGA_QUIC_EV_DATAGRAM,          /* data/len: a DATAGRAM (valid until the next call) */
+    VEGA_QUIC_EV_SESSION,           /* client: data/len: a session to resume with later
+                                       (vega_quic_tls_config.session) */
+    VEGA_QUIC_EV_NEW_TOKEN,         /* client: data/len: a token for the next connection */
+    VEGA_QUIC_EV_EARLY_REJECTED,    /* client: the server refused 0-RTT; what was sent in it
+                                       is sent again in 1-RTT */
+    VEGA_QUIC_EV_CLOSED,            /* the connection closed: error_code, app, data/len = the
+                                       reason phrase; local = we closed it */
+} vega_quic_event_type;
+
+typedef struct vega_quic_event {
+    vega_quic_event_type type;
+    uint64_t stream_id;
+    uint64_t error_code;
+    bool app;   /* CLOSED: an application error code (else a transport one) */
+    bool local; /* CLOSED: we initiated it (a violation the peer made, a timeout, or a close) */
+    const uint8_t *data;
+    size_t len;
+} vega_quic_event;
+
+/* Takes the next pending event. Returns true with *ev set, false when none is pending.
+ * Context: the connection's thread. Since 0.1. */
+VEGA_API bool vega_quic_conn_next_event(vega_quic_conn *c, vega_quic_event *ev);
+
+/*
+ * Opens a stream of ours (bidirectional or unidirectional) and returns its id in *id. Before
+ * the handshake is done (client with 0-RTT: while early data is possible) streams may still be
+ * opened within the peer's limits; their data waits for keys.
+ * Returns 0; VEGA_ERR_FULL (the peer's stream limit is reached: wait for
+ * STREAMS_AVAILABLE); VEGA_ERR_CLOSED; -ENOMEM. Context: the connection's thread. Since 0.1.
+ */
+VEGA_API int vega_quic_stream_open(vega_quic_conn *c, bool bidi, uint64_t *id);
+
+/*
+ * Queues len bytes on stream id (fin: then end it). Takes what fits in the stream's send
+ * buffer; a short count means wait for STREAM_WRITABLE. fin applies only when every byte was
+ * taken.
+ * Returns the bytes taken; VEGA_ERR_INVALID_ARG (no such stream, a receive-only stream, or
+ * already finished/reset); VEGA_ERR_CLOSED; -ENOMEM. Context: the connection's thread.
+ * Since 0.1.
+ */
+VEGA_API vega_ssize vega_quic_stream_write(vega_quic_conn *c, uint64_t id, const void *data,
+                                           size_t len, bool fin);
+
+/*
+ * Reads up to cap in-order bytes from stream id. *fin: set when the stream's end was reached
+ * (the stream is then done on the receive side).
+ * Returns the bytes read (0 with *fin false: nothing now; wait for STREAM_READABLE);
+ * VEGA_ERR_INVALID_ARG (no such stream, a send-only one); VEGA_ERR_PROTO (the peer reset it:
+ * the STREAM_RESET event had the code). Context: the connection's thread. Since 0.1.
+ */
+VEGA_API vega_ssize vega_quic_stream_read(vega_quic_conn *c, uint64_t id, void *buf, size_t cap,
+                                          bool *fin);
+
+/* Abandons sending on stream id with an application error code (RESET_STREAM). Returns 0 or
+ * VEGA_ERR_INVALID_ARG. Context: the connection's thread. Since 0.1. */
+VEGA_API int vega_quic_stream_reset(vega_quic_conn *c, uint64_t id, uint64_t app_error);
+
+/* Asks the peer to stop sending on stream id (STOP_SENDING); unread data is dropped. Returns 0
+ * or VEGA_ERR_INVALID_ARG. Context: the connection's thread. Since 0.1. */
+VEGA_API int vega_quic_stream_stop(vega_quic_conn *c, uint64_t id, uint64_t app_error);
+
+/*
+ * Queues an unreliable DATAGRAM (RFC 9221) for the next packets; it is dropped, not
+ * retransmitted, if lost. Returns 0; VEGA_ERR_INVALID_ARG (the peer does not accept datagrams,
+ * or len exceeds its max_datagram_frame_size or what fits in one packet); VEGA_ERR_FULL (64
+ * queued already); VEGA_ERR_CLOSED; -ENOMEM. Context: the connection's thread. Since 0.1.
+ */
+VEGA_API int vega_quic_datagram_send(vega_quic_conn *c, const void *data, size_t len);
+
+/*
+ * Closes the connection (RFC 9000 §10.2): CONNECTION_CLOSE with code (app: an application
+ * code, else a transport one) and reason (may be NULL; truncated to fit), sent on the next
+ * vega_quic_conn_write, then the closing period (3 PTO) during which the connection answers
+ * peer packets with the close again. Returns 0; VEGA_ERR_CLOSED (already closing). Context:
+ * the connection's thread. Since 0.1.
+ */
+VEGA_API int vega_quic_conn_close(vega_quic_conn *c, bool app, uint64_t code, const char *reason);
+
+/*
+ * Starts a 1-RTT key update (RFC 9001 §6). Returns 0; VEGA_ERR_INVALID_ARG (the handshake is
+ * not confirmed, or the previous update is not acknowledged yet). Context: the connection's
+ * thread. Since 0.1.
+ */
+VEGA_API int vega_quic_conn_key_update(vega_quic_conn *c);
+
+/* True once the connection has nothing left to do (drained, timed out, or the closing period
+ * ended): free it. Context: the connection's thread. Since 0.1. */
+VEGA_API bool vega_quic_conn_is_closed(const vega_quic_conn *c);
+
+/* What a connection negotiated and measured (plain data). */
+typedef struct vega_quic_conn_info {
+    uint32_t version;
+    bool handshake_done, handshake_confirmed, resumed;
+    int early_data; /* 0 none, 1 offered, 2 accepted, 3 rejected */
+    char alpn[256];
+    uint16_t suite;
+    uint64_t smoothed_rtt_ns, min_rtt_ns, cwnd, bytes_in_flight;
+    uint64_t pkts_sent, pkts_recv, pkts_lost, bytes_sent, bytes_recv;
+    uint64_t key_updates;
+} vega_quic_conn_info;
+
+/* Fills *info. Context: the connection's thread. Since 0.1. */
+VEGA_API void vega_quic_conn_get_info(const vega_quic_conn *c, vega_quic_conn_info *info);
+
+/* The connection ID the peer addresses us by now (for an endpoint's routing table): *len
+ * receives its length; the pointer is valid until the next call on c. Context: the
+ * connection's thread. Since 0.1. */
+VEGA_API const uint8_t *vega_quic_conn_scid(const vega_quic_conn *c, size_t *len);
 
 /* ---- TLS 1.3 key schedule (RFC 8446 §7.1, §4.4.4) ------------------------------------------ */
 
