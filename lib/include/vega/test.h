@@ -95,6 +95,73 @@ typedef struct vega_fault_stats {
  * no other task uses s. Since 0.1. */
 VEGA_API int vega_faulty_get_stats(vega_stream *s, vega_fault_stats *out);
 
+/* ---- in-memory datagram network ------------------------------------------------------------ */
+
+/*
+ * Two endpoints (0 and 1) joined by a simulated datagram link, sans I/O and clockless: the
+ * caller passes the time, sends datagrams, and collects those due. Every impairment is drawn
+ * from one seeded generator, so a run is reproducible from its seed and the order of calls.
+ * Used to test sans-I/O protocol cores (the QUIC core) under delay, reordering, loss,
+ * duplication, corruption and a rate limit.
+ */
+typedef struct vega_test_net vega_test_net;
+
+typedef struct vega_test_net_opts {
+    uint64_t seed;
+    uint64_t delay_ns;       /* one-way delay of every datagram */
+    uint64_t jitter_ns;      /* plus a uniform 0..jitter_ns each (order is kept) */
+    unsigned loss_pct;       /* 0..100: dropped */
+    unsigned dup_pct;        /* 0..100: delivered twice (the copy a little later) */
+    unsigned corrupt_pct;    /* 0..100: one random bit flipped */
+    unsigned reorder_pct;    /* 0..100: held back an extra delay_ns (or 1 ms), so later ones
+                                overtake it */
+    uint64_t rate_bps;       /* link rate in bits per second, each direction (0 = unlimited):
+                                datagrams queue behind each other */
+    size_t queue_max;        /* datagrams queued per direction beyond which new ones are
+                                dropped (0 = 4096) */
+    size_t mtu;              /* larger datagrams are dropped (0 = 65527) */
+    unsigned ce_pct;         /* 0..100: an ECT(0)/ECT(1) datagram arrives marked CE instead */
+    bool ecn_bleach;         /* ECN codepoints are cleared on the way (a broken middlebox) */
+} vega_test_net_opts;
+
+/* Counters of one direction (from endpoint `from`). */
+typedef struct vega_test_net_stats {
+    uint64_t sent, delivered, lost, duplicated, corrupted, reordered, overflowed, bytes;
+    uint64_t ce_marked;
+} vega_test_net_stats;
+
+/* Creates a network. opts: copied (NULL = a perfect link). Returns 0, -ENOMEM, -EINVAL (a
+ * percentage above 100). Since 0.1. */
+VEGA_API int vega_test_net_new(vega_test_net **out, const vega_test_net_opts *opts);
+
+/* Frees n and what it still holds (NULL is fine). Since 0.1. */
+VEGA_API void vega_test_net_free(vega_test_net *n);
+
+/* Endpoint from (0 or 1) sends len bytes at time now (ns). data: copied. Returns 0 (also when
+ * the network drops it), -ENOMEM, -EINVAL. Since 0.1. */
+VEGA_API int vega_test_net_send(vega_test_net *n, int from, const void *data, size_t len,
+                                uint64_t now);
+
+/* As vega_test_net_send, with the datagram's ECN codepoint (0..3, as in the IP header). */
+VEGA_API int vega_test_net_send_ecn(vega_test_net *n, int from, const void *data, size_t len,
+                                    uint8_t ecn, uint64_t now);
+
+/* As vega_test_net_recv; *ecn receives the codepoint the datagram arrived with (may be
+ * NULL). */
+VEGA_API long vega_test_net_recv_ecn(vega_test_net *n, int to, void *buf, size_t cap,
+                                     uint8_t *ecn, uint64_t now);
+
+/* Takes the next datagram for endpoint to (0 or 1) due at or before now, in delivery-time
+ * order, copying at most cap bytes into buf. Returns its length (truncated to cap), 0 when none
+ * is due, -EINVAL. Since 0.1. */
+VEGA_API long vega_test_net_recv(vega_test_net *n, int to, void *buf, size_t cap, uint64_t now);
+
+/* When the next datagram for endpoint to is due (UINT64_MAX: none queued). Since 0.1. */
+VEGA_API uint64_t vega_test_net_next(const vega_test_net *n, int to);
+
+/* Counters of the direction from endpoint from. Since 0.1. */
+VEGA_API void vega_test_net_get_stats(const vega_test_net *n, int from, vega_test_net_stats *out);
+
 #ifdef __cplusplus
 }
 #endif
