@@ -11,6 +11,10 @@ struct vega_quic_keys {
     vega_crypto_aead *aead;
     vega_crypto_hp *hp;
     uint8_t iv[VEGA_CRYPTO_AEAD_NONCE_LEN];
+    /* Kept so a key update can reuse it: header protection keys never change (RFC 9001 §6). */
+    vega_crypto_aead_alg alg;
+    uint8_t hp_key[VEGA_CRYPTO_AEAD_MAX_KEY_LEN];
+    size_t hp_len;
 };
 
 /* RFC 9001 §5.2 and RFC 9369 §3.3.1. */
@@ -129,6 +133,9 @@ int vega_quic_keys_new(vega_quic_keys **out, uint32_t version, vega_crypto_aead_
         goto done;
     }
     memcpy(k->iv, m.iv, sizeof(k->iv));
+    k->alg = alg;
+    memcpy(k->hp_key, m.hp, m.key_len);
+    k->hp_len = m.key_len;
     rc = vega_crypto_aead_new(&k->aead, alg, m.key, m.key_len);
     if (rc == 0)
         rc = vega_crypto_hp_new(&k->hp, alg, m.hp, m.key_len);
@@ -139,6 +146,49 @@ int vega_quic_keys_new(vega_quic_keys **out, uint32_t version, vega_crypto_aead_
 done:
     vega_crypto_cleanse(&m, sizeof(m));
     return rc;
+}
+
+int vega__quic_keys_next(const vega_quic_keys *cur, uint32_t version, const uint8_t *secret,
+                         size_t secret_len, vega_quic_keys **out)
+{
+    *out = NULL;
+    vega_quic_key_material m;
+    int rc = vega_quic_key_material_derive(&m, version, cur->alg, secret, secret_len);
+    if (rc < 0)
+        return rc;
+    vega_quic_keys *k = calloc(1, sizeof(*k));
+    if (!k) {
+        rc = -ENOMEM;
+        goto done;
+    }
+    memcpy(k->iv, m.iv, sizeof(k->iv));
+    k->alg = cur->alg;
+    memcpy(k->hp_key, cur->hp_key, cur->hp_len);
+    k->hp_len = cur->hp_len;
+    rc = vega_crypto_aead_new(&k->aead, cur->alg, m.key, m.key_len);
+    if (rc == 0)
+        rc = vega_crypto_hp_new(&k->hp, cur->alg, cur->hp_key, cur->hp_len);
+    if (rc < 0)
+        vega_quic_keys_free(k);
+    else
+        *out = k;
+done:
+    vega_crypto_cleanse(&m, sizeof(m));
+    return rc;
+}
+
+int vega__quic_hp_first(vega_quic_keys *k, const uint8_t *pkt, size_t pkt_len, size_t pn_offset,
+                        uint8_t *first)
+{
+    if (pn_offset == 0 || pkt_len < pn_offset ||
+        pkt_len - pn_offset < 4 + VEGA_CRYPTO_HP_SAMPLE_LEN)
+        return VEGA_ERR_PROTO;
+    uint8_t mask[VEGA_CRYPTO_HP_MASK_LEN];
+    int rc = vega_crypto_hp_mask(k->hp, pkt + pn_offset + 4, mask);
+    if (rc < 0)
+        return rc;
+    *first = pkt[0] ^ (mask[0] & ((pkt[0] & 0x80) ? 0x0f : 0x1f));
+    return 0;
 }
 
 int vega_quic_keys_new_initial(vega_quic_keys **out, uint32_t version, const uint8_t *dcid,

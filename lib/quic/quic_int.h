@@ -99,4 +99,15 @@ int vega__quic_long_type_bits(uint32_t version, vega_quic_pkt_type t);
 vega_ssize vega__quic_ack_gaps_check(const uint8_t *p, size_t len, uint64_t smallest,
                                      uint64_t range_count);
 
+/* Keys of the next 1-RTT generation (RFC 9001 §6): packet key and iv from secret (already
+ * updated with vega_quic_secret_update), header protection key kept from cur. */
+int vega__quic_keys_next(const vega_quic_keys *cur, uint32_t version, const uint8_t *secret,
+                         size_t secret_len, vega_quic_keys **out);
+
+/* The first byte of a packet with header protection removed, without touching the packet (to
+ * read the key phase before choosing which keys decrypt it). Returns 0 or VEGA_ERR_PROTO (too
+ * short to sample) or VEGA_ERR_CRYPTO_LIBCRYPTO. */
+int vega__quic_hp_first(vega_quic_keys *k, const uint8_t *pkt, size_t pkt_len, size_t pn_offset,
+                        uint8_t *first);
+
 #endif

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/* The QUIC connection's internal state, shared by conn*.c: spaces, keys, streams, CIDs, the
+ * frames each sent packet carried, and the event queue. */
+#ifndef VEGA_QUIC_CONN_INT_H
+#define VEGA_QUIC_CONN_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <vega/quic.h>
+
+#include "qstream.h"
+#include "quic_int.h"
+#include "qtls.h"
+#include "recovery.h"
+
+/* Limits of one connection. */
+#define VEGA__QUIC_CRYPTO_RX_LIMIT   (128 * 1024) /* CRYPTO bytes buffered per level */
+#define VEGA__QUIC_MAX_PEER_CIDS     8            /* connection IDs the peer may give us */
+#define VEGA__QUIC_MAX_LOCAL_CIDS    8            /* connection IDs we keep issued */
+#define VEGA__QUIC_ACK_RANGES        64           /* ranges kept per space for ACK frames */
+#define VEGA__QUIC_MAX_PENDING_PKTS  8            /* packets kept until their keys arrive */
+#define VEGA__QUIC_PKT_FRAMES        16           /* retransmittable frames per packet */
+#define VEGA__QUIC_DGRAM_SEND_QUEUE  64
+#define VEGA__QUIC_MAX_PACKET        1200         /* datagram size until PMTU discovery */
+#define VEGA__QUIC_ACK_ELICIT_THRESH 2            /* ack immediately after this many */
+
+/* A frame whose loss matters, as recorded in a sent packet. */
+enum vega__quic_sf_type {
+    VEGA__QUIC_SF_STREAM = 1,   /* id, off, len, fin */
+    VEGA__QUIC_SF_CRYPTO,       /* off, len (the packet's level) */
+    VEGA__QUIC_SF_ACK,          /* off = the largest packet number it acknowledged */
+    VEGA__QUIC_SF_MAX_DATA,
+    VEGA__QUIC_SF_MAX_STREAM_DATA, /* id */
+    VEGA__QUIC_SF_MAX_STREAMS_BIDI,
+    VEGA__QUIC_SF_MAX_STREAMS_UNI,
+    VEGA__QUIC_SF_RESET_STREAM,    /* id */
+    VEGA__QUIC_SF_STOP_SENDING,    /* id */
+    VEGA__QUIC_SF_NEW_CID,         /* off = sequence number */
+    VEGA__QUIC_SF_RETIRE_CID,      /* off = sequence number */
+    VEGA__QUIC_SF_HANDSHAKE_DONE,
+    VEGA__QUIC_SF_DATA_BLOCKED,
+    VEGA__QUIC_SF_STREAM_DATA_BLOCKED, /* id */
+};
+
+struct vega__quic_sf {
+    uint8_t type;
+    bool fin;
+    uint32_t len;
+    uint64_t id, off;
+};
+
+/* What one sent packet carried (the recovery record's `frames`). */
+struct vega__quic_pktrec {
+    struct vega__quic_pktrec *next_free;
+    uint8_t level; /* vega_quic_level */
+    uint8_t key_phase;
+    uint16_t n;
+    struct vega__quic_sf f[VEGA__QUIC_PKT_FRAMES];
+};
+
+struct vega__quic_stream {
+    uint64_t id; /* first: the stream map keys on it */
+    struct vega__quic_sendbuf sb;
+    struct vega__quic_recvbuf rb;
+    struct vega__quic_fc fc;   /* receive window */
+    uint64_t max_send;         /* the peer's MAX_STREAM_DATA for us */
+    uint64_t reset_code, stop_code, peer_reset_code;
+    bool can_send, can_recv;   /* by stream type and initiator */
+    bool reset_queued, reset_sent, reset_acked; /* our RESET_STREAM */
+    bool stop_queued, stop_sent; /* our STOP_SENDING */
+    bool peer_reset;           /* the peer's RESET_STREAM arrived */
+    bool fin_read;             /* the application read the end */
+    bool max_data_queued;      /* a MAX_STREAM_DATA to send */
+    uint64_t blocked_at;       /* the limit we last sent STREAM_DATA_BLOCKED for */
+    bool want_writable;        /* a short write happened: tell when room returns */
+    bool readable_ev;          /* a READABLE event is queued and not yet read from */
+    bool done_ev;              /* STREAM_DONE was reported */
+    bool in_sendq;
+    struct vega__quic_stream *sendq_next;
+};
+
+/* One packet number space. */
+struct vega__quic_space {
+    struct vega__quic_ranges recvd; /* packet numbers received, for ACK frames */
+    uint64_t floor;         /* packet numbers below this count as duplicates */
+    int64_t largest_recvd;
+    uint64_t largest_recvd_time;
+    bool ack_pending;       /* an ACK should go out (ack-eliciting or out of order) */
+    unsigned unacked_eliciting;
+    uint64_t ack_deadline;  /* VEGA__QUIC_TIME_INF when none */
+    uint64_t next_pn;
+    uint64_t ecn[3];        /* ECT(0), ECT(1), CE counts received */
+    bool ecn_seen;
+    vega_quic_keys *rx, *tx;
+    struct vega__quic_sendbuf crypto_tx;
+    struct vega__quic_recvbuf crypto_rx;
+    bool discarded;
+    bool probe;             /* the PTO asked for probes here */
+    unsigned probes;
+};
+
+struct vega__quic_cid {
+    uint64_t seq;
+    uint8_t len;
+    uint8_t id[VEGA_QUIC_MAX_CID_LEN];
+    uint8_t token[VEGA_QUIC_RESET_TOKEN_LEN];
+    bool has_token, retired, queued; /* queued: a NEW_CONNECTION_ID / RETIRE to send */
+    bool used;
+};
+
+/* A packet that arrived before its keys. */
+struct vega__quic_pending {
+    uint8_t *data;
+    size_t len;
+    uint8_t ecn;
+};
+
+struct vega__quic_dgram {
+    uint8_t *data;
+    size_t len;
+};
+
+enum vega__quic_state {
+    VEGA__QUIC_ST_HANDSHAKE = 0,
+    VEGA__QUIC_ST_ESTABLISHED,
+    VEGA__QUIC_ST_CLOSING,  /* we sent CONNECTION_CLOSE */
+    VEGA__QUIC_ST_DRAINING, /* the peer did */
+    VEGA__QUIC_ST_CLOSED,
+};
+
+struct vega_quic_conn {
+    bool server;
+    uint32_t version;
+    enum vega__quic_state state;
+    vega_quic_config cfg;
+    vega_quic_path path;
+    uint64_t now;
+
+    struct vega__qtls *tls;
+    vega_quic_tp local_tp, peer_tp;
+    bool peer_tp_ok;
+    bool handshake_done, handshake_confirmed;
+    bool done_ev_sent;
+    bool addr_validated;       /* server: the client's address is validated */
+    bool got_server_packet;    /* client: a server Initial arrived (its SCID is our DCID) */
+    bool retried;              /* client: a Retry was processed */
+    bool handshake_sent;       /* client: a Handshake packet went out (Initial keys dropped) */
+    bool ticket_sent;
+    uint64_t bytes_recv_unvalidated, bytes_sent_unvalidated;
+
+    /* Connection IDs. odcid: the client's first Destination CID (Initial keys, TP checks). */
+    uint8_t odcid[VEGA_QUIC_MAX_CID_LEN], odcid_len;
+    uint8_t retry_scid[VEGA_QUIC_MAX_CID_LEN], retry_scid_len;
+    uint8_t peer_scid[VEGA_QUIC_MAX_CID_LEN], peer_scid_len; /* the peer's initial SCID */
+    struct vega__quic_cid local[VEGA__QUIC_MAX_LOCAL_CIDS];
+    size_t nlocal;
+    uint64_t next_local_seq;
+    struct vega__quic_cid peer[VEGA__QUIC_MAX_PEER_CIDS];
+    size_t npeer;
+    size_t dcid_idx; /* peer[] entry we address the peer by */
+    uint64_t peer_retire_prior_to;
+    uint8_t *token; /* client: Retry or NEW_TOKEN token for Initials */
+    size_t token_len;
+
+    struct vega__quic_space sp[VEGA__QUIC_NSPACES];
+    vega_quic_keys *early_tx, *early_rx;
+    /* 1-RTT key update (RFC 9001 §6). */
+    vega_crypto_aead_alg app_aead;
+    uint8_t app_rx_secret[VEGA_QUIC_TLS13_MAX_HASH_LEN], app_tx_secret[VEGA_QUIC_TLS13_MAX_HASH_LEN];
+    size_t app_secret_len;
+    vega_quic_keys *rx_next, *rx_prev;
+    uint64_t rx_prev_until;  /* drop rx_prev after this time */
+    bool key_phase;          /* the phase we send with */
+    bool rx_phase;           /* the phase of the current receive keys */
+    bool ku_pending;         /* we updated; not yet acknowledged in the new phase */
+    uint64_t ku_first_pn;    /* first packet number sent in the current phase */
+    uint64_t rx_phase_first_pn; /* lowest packet received in the current phase */
+    uint64_t key_updates;
+
+    struct vega__quic_recovery *rec;
+    struct vega__quic_pktrec *rec_free;
+    size_t rec_free_n;
+
+    /* Flow control. */
+    struct vega__quic_fc fc; /* connection receive window */
+    uint64_t max_send_data;  /* the peer's MAX_DATA */
+    uint64_t data_sent;      /* fresh stream bytes sent (against max_send_data) */
+    bool max_data_queued, data_blocked_queued;
+    uint64_t data_blocked_at;
+
+    /* Streams. */
+    struct vega__quic_stream_map streams;
+    uint64_t next_stream[2];         /* our next id: [0] bidi, [1] uni */
+    uint64_t peer_max_streams[2];    /* the peer's MAX_STREAMS for us */
+    uint64_t peer_opened[2];         /* streams the peer opened (count) */
+    uint64_t local_max_streams[2];   /* what we allowed the peer */
+    uint64_t peer_closed[2];         /* peer streams fully closed (to raise the limit) */
+    bool max_streams_queued[2];
+    bool streams_blocked_ev;
+    struct vega__quic_stream *sendq_head, *sendq_tail;
+
+    /* Datagrams. */
+    struct vega__quic_dgram dsend[VEGA__QUIC_DGRAM_SEND_QUEUE];
+    size_t dsend_head, dsend_n;
+    struct vega__quic_dgram *drecv;
+    size_t drecv_head, drecv_n;
+
+    /* Packets waiting for keys. */
+    struct vega__quic_pending pending[VEGA__QUIC_MAX_PENDING_PKTS];
+    size_t npending;
+
+    /* Control frames. */
+    bool handshake_done_queued;
+    bool path_response_queued;
+    uint8_t path_response[8];
+    bool ping_queued;
+
+    /* Events. */
+    vega_quic_event *ev;
+    size_t ev_head, ev_n, ev_cap;
+    uint8_t *ev_data; /* owned data of the event returned last */
+    uint8_t *session;  /* the latest session blob */
+    size_t session_len;
+
+    /* Close. */
+    uint64_t close_code;
+    bool close_app;
+    uint64_t close_frame_type;
+    char close_reason[128];
+    bool close_send;        /* a CONNECTION_CLOSE should go out */
+    uint64_t close_deadline;
+    uint64_t idle_timeout;  /* ns, negotiated; 0 = none */
+    uint64_t idle_deadline;
+    uint64_t last_eliciting_sent; /* idle timer restart rule (RFC 9000 §10.1) */
+    uint64_t pace_deadline;
+
+    vega_quic_conn_info stats;
+};
+
+/* conn.c */
+int vega__quic_rand(vega_quic_conn *c, void *buf, size_t len);
+int vega__quic_ev_push(vega_quic_conn *c, const vega_quic_event *ev);
+void vega__quic_close_err(vega_quic_conn *c, uint64_t code, uint64_t frame_type,
+                          const char *reason);
+void vega__quic_enter_draining(vega_quic_conn *c);
+void vega__quic_discard_space(vega_quic_conn *c, int space);
+int vega__quic_issue_cids(vega_quic_conn *c);
+uint64_t vega__quic_pto(const vega_quic_conn *c);
+void vega__quic_confirm(vega_quic_conn *c);
+int vega__quic_level_space(vega_quic_level l);
+int vega__quic_tls_progress(vega_quic_conn *c);
+int vega__quic_next_keys(vega_quic_conn *c, const vega_quic_keys *cur, uint8_t *secret,
+                         vega_quic_keys **out);
+
+/* conn_stream.c */
+struct vega__quic_stream *vega__quic_stream_get(vega_quic_conn *c, uint64_t id);
+int vega__quic_stream_peer(vega_quic_conn *c, uint64_t id, bool for_send,
+                           struct vega__quic_stream **out, uint64_t *wire_err);
+void vega__quic_sendq_push(vega_quic_conn *c, struct vega__quic_stream *s);
+void vega__quic_stream_maybe_free(vega_quic_conn *c, struct vega__quic_stream *s);
+void vega__quic_streams_free(vega_quic_conn *c);
+void vega__quic_stream_apply_tp(vega_quic_conn *c);
+
+/* conn_recv.c */
+int vega__quic_recv_frames(vega_quic_conn *c, int level, const uint8_t *p, size_t len,
+                           bool *ack_eliciting, uint64_t *wire_err);
+void vega__quic_retry_pending(vega_quic_conn *c);
+
+/* conn_send.c */
+void vega__quic_on_acked(void *ud, int space, struct vega__quic_sent *p);
+void vega__quic_on_lost(void *ud, int space, struct vega__quic_sent *p, bool discarded);
+
+#endif

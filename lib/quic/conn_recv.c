@@ -1,0 +1,722 @@
+/* SPDX-License-Identifier: MIT */
+/* The QUIC connection's receive path: datagrams split into packets, packets decrypted with the
+ * right keys (or kept until those arrive), duplicates dropped, frames acted on (RFC 9000 §12,
+ * §13, §19; RFC 9001 §5, §6). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn_int.h"
+
+#define MAX_COALESCED 8
+
+static void ev_push(vega_quic_conn *c, vega_quic_event_type t, uint64_t id, uint64_t code)
+{
+    vega_quic_event ev = {.type = t, .stream_id = id, .error_code = code};
+    vega__quic_ev_push(c, &ev);
+}
+
+static bool cid_match(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    return alen == blen && (alen == 0 || memcmp(a, b, alen) == 0);
+}
+
+static bool cid_same(const struct vega__quic_cid *p, const vega_quic_frame *f)
+{
+    return cid_match(p->id, p->len, f->u.new_cid.cid, f->u.new_cid.cid_len) &&
+           memcmp(p->token, f->u.new_cid.reset_token, VEGA_QUIC_RESET_TOKEN_LEN) == 0;
+}
+
+static void readable(vega_quic_conn *c, struct vega__quic_stream *s)
+{
+    if (s->readable_ev || s->fin_read)
+        return;
+    if (vega__quic_recvbuf_readable(&s->rb) == 0 && !vega__quic_recvbuf_is_complete(&s->rb))
+        return;
+    s->readable_ev = true;
+    ev_push(c, VEGA_QUIC_EV_STREAM_READABLE, s->id, 0);
+}
+
+static int on_crypto(vega_quic_conn *c, int level, const vega_quic_frame *f, uint64_t *wire_err)
+{
+    struct vega__quic_space *sp = &c->sp[vega__quic_level_space(level)];
+    int rc = vega__quic_recvbuf_insert(&sp->crypto_rx, f->u.crypto.offset, f->u.crypto.data,
+                                       f->u.crypto.len, false, wire_err);
+    if (rc < 0) {
+        if (rc == VEGA_ERR_PROTO && *wire_err == VEGA_QUIC_FLOW_CONTROL_ERROR)
+            *wire_err = VEGA_QUIC_CRYPTO_BUFFER_EXCEEDED;
+        return rc;
+    }
+    const uint8_t *p;
+    size_t n;
+    while ((n = vega__quic_recvbuf_peek(&sp->crypto_rx, &p)) > 0) {
+        rc = vega__qtls_recv(c->tls, (vega_quic_level)level, p, n, wire_err);
+        vega__quic_recvbuf_consume(&sp->crypto_rx, n);
+        if (rc < 0)
+            return rc;
+    }
+    return vega__quic_tls_progress(c);
+}
+
+static int on_stream(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire_err)
+{
+    struct vega__quic_stream *s;
+    int rc = vega__quic_stream_peer(c, f->u.stream.stream_id, false, &s, wire_err);
+    if (rc < 0 || !s)
+        return rc;
+    uint64_t end = f->u.stream.offset + f->u.stream.len;
+    uint64_t old = s->rb.highest;
+    uint64_t delta = end > old ? end - old : 0;
+    if (end > s->fc.limit || c->fc.highest + delta > c->fc.limit) {
+        *wire_err = VEGA_QUIC_FLOW_CONTROL_ERROR;
+        return VEGA_ERR_PROTO;
+    }
+    if (s->peer_reset)
+        return 0; /* data after a reset: its final size was checked by the reset */
+    rc = vega__quic_recvbuf_insert(&s->rb, f->u.stream.offset, f->u.stream.data, f->u.stream.len,
+                                   f->u.stream.fin, wire_err);
+    if (rc < 0)
+        return rc;
+    if (delta) {
+        vega__quic_fc_on_recv(&s->fc, end);
+        vega__quic_fc_on_recv(&c->fc, c->fc.highest + delta);
+    }
+    if (s->stop_queued) {
+        /* We asked the peer to stop: what still arrives is dropped, but counted as read so the
+         * connection window does not shrink for good. */
+        uint8_t sink[512];
+        bool fin;
+        size_t n;
+        while ((n = vega__quic_recvbuf_read(&s->rb, sink, sizeof sink, &fin)) > 0)
+            vega__quic_fc_on_consumed(&c->fc, n);
+        return 0;
+    }
+    readable(c, s);
+    return 0;
+}
+
+static int on_reset(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire_err)
+{
+    struct vega__quic_stream *s;
+    int rc = vega__quic_stream_peer(c, f->u.reset_stream.stream_id, false, &s, wire_err);
+    if (rc < 0 || !s || s->peer_reset)
+        return rc;
+    uint64_t fs = f->u.reset_stream.final_size;
+    uint64_t old = s->rb.highest;
+    uint64_t delta = fs > old ? fs - old : 0;
+    if (fs > s->fc.limit || c->fc.highest + delta > c->fc.limit) {
+        *wire_err = VEGA_QUIC_FLOW_CONTROL_ERROR;
+        return VEGA_ERR_PROTO;
+    }
+    uint64_t unread = s->rb.read_off;
+    rc = vega__quic_recvbuf_reset(&s->rb, fs, wire_err);
+    if (rc < 0)
+        return rc;
+    if (delta)
+        vega__quic_fc_on_recv(&c->fc, c->fc.highest + delta);
+    /* Everything up to the final size counts against the connection window; give back what
+     * the application will now never read (RFC 9000 §4.5). */
+    vega__quic_fc_on_consumed(&c->fc, fs - unread);
+    if (vega__quic_fc_should_update(&c->fc))
+        c->max_data_queued = true;
+    s->peer_reset = true;
+    s->peer_reset_code = f->u.reset_stream.error_code;
+    ev_push(c, VEGA_QUIC_EV_STREAM_RESET, s->id, s->peer_reset_code);
+    vega__quic_stream_maybe_free(c, s);
+    return 0;
+}
+
+static int on_new_cid(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire_err)
+{
+    uint64_t seq = f->u.new_cid.seq, rpt = f->u.new_cid.retire_prior_to;
+    for (size_t i = 0; i < c->npeer; i++) {
+        struct vega__quic_cid *p = &c->peer[i];
+        if (p->seq == seq) {
+            if (!cid_same(p, f)) {
+                *wire_err = VEGA_QUIC_PROTOCOL_VIOLATION;
+                return VEGA_ERR_PROTO;
+            }
+            return 0; /* a retransmission */
+        }
+    }
+    if (rpt > c->peer_retire_prior_to)
+        c->peer_retire_prior_to = rpt;
+    /* Retire what the peer asked us to (RFC 9000 §5.1.2). */
+    for (size_t i = 0; i < c->npeer; i++) {
+        struct vega__quic_cid *p = &c->peer[i];
+        if (p->seq < c->peer_retire_prior_to && !p->retired) {
+            p->retired = true;
+            p->queued = true;
+        }
+    }
+    bool retire_now = seq < c->peer_retire_prior_to;
+    size_t active = 0;
+    for (size_t i = 0; i < c->npeer; i++)
+        active += !c->peer[i].retired;
+    if (!retire_now && active + 1 > c->local_tp.active_connection_id_limit) {
+        *wire_err = VEGA_QUIC_CONNECTION_ID_LIMIT_ERROR;
+        return VEGA_ERR_PROTO;
+    }
+    /* A free slot: reuse an entry whose RETIRE was acknowledged. */
+    size_t slot = c->npeer;
+    for (size_t i = 0; i < c->npeer; i++)
+        if (c->peer[i].retired && !c->peer[i].queued && i != c->dcid_idx) {
+            slot = i;
+            break;
+        }
+    if (slot == VEGA__QUIC_MAX_PEER_CIDS) {
+        *wire_err = VEGA_QUIC_CONNECTION_ID_LIMIT_ERROR;
+        return VEGA_ERR_PROTO;
+    }
+    struct vega__quic_cid *p = &c->peer[slot];
+    memset(p, 0, sizeof *p);
+    p->seq = seq;
+    p->len = f->u.new_cid.cid_len;
+    memcpy(p->id, f->u.new_cid.cid, p->len);
+    memcpy(p->token, f->u.new_cid.reset_token, VEGA_QUIC_RESET_TOKEN_LEN);
+    p->has_token = true;
+    if (retire_now) {
+        p->retired = true;
+        p->queued = true;
+    }
+    if (slot == c->npeer)
+        c->npeer++;
+    /* Move off a retired destination CID. */
+    if (c->peer[c->dcid_idx].retired)
+        for (size_t i = 0; i < c->npeer; i++)
+            if (!c->peer[i].retired) {
+                c->dcid_idx = i;
+                break;
+            }
+    return 0;
+}
+
+static int on_retire_cid(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire_err)
+{
+    uint64_t seq = f->u.retire_cid.seq;
+    if (seq >= c->next_local_seq) {
+        *wire_err = VEGA_QUIC_PROTOCOL_VIOLATION;
+        return VEGA_ERR_PROTO;
+    }
+    for (size_t i = 0; i < c->nlocal; i++)
+        if (c->local[i].seq == seq && !c->local[i].retired) {
+            c->local[i].retired = true;
+            c->local[i].queued = false;
+        }
+    return vega__quic_issue_cids(c);
+}
+
+static int on_datagram(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire_err)
+{
+    /* RFC 9221 §3: a DATAGRAM we did not allow, or larger than allowed, is a violation. */
+    size_t frame_len = 1 + vega_quic_varint_len(f->u.datagram.len) + f->u.datagram.len;
+    if (!c->cfg.max_datagram_frame_size || frame_len > c->cfg.max_datagram_frame_size) {
+        *wire_err = VEGA_QUIC_PROTOCOL_VIOLATION;
+        return VEGA_ERR_PROTO;
+    }
+    if (c->drecv_n == c->cfg.max_datagram_queue)
+        return 0; /* unreliable by design: the application is behind, drop it */
+    uint8_t *copy = malloc(f->u.datagram.len ? f->u.datagram.len : 1);
+    if (!copy)
+        return -ENOMEM;
+    if (f->u.datagram.len)
+        memcpy(copy, f->u.datagram.data, f->u.datagram.len);
+    struct vega__quic_dgram *d =
+        &c->drecv[(c->drecv_head + c->drecv_n) % c->cfg.max_datagram_queue];
+    d->data = copy;
+    d->len = f->u.datagram.len;
+    c->drecv_n++;
+    ev_push(c, VEGA_QUIC_EV_DATAGRAM, 0, 0);
+    return 0;
+}
+
+static int on_close(vega_quic_conn *c, const vega_quic_frame *f)
+{
+    bool app = f->type == VEGA_QUIC_FT_CONNECTION_CLOSE_APP;
+    if (c->state < VEGA__QUIC_ST_CLOSING) {
+        size_t n = f->u.close.reason_len;
+        uint8_t *copy = malloc(n + 1);
+        vega_quic_event ev = {.type = VEGA_QUIC_EV_CLOSED, .error_code = f->u.close.error_code,
+                              .app = app};
+        if (copy) {
+            if (n)
+                memcpy(copy, f->u.close.reason, n);
+            copy[n] = 0;
+            ev.data = copy;
+            ev.len = n;
+        }
+        if (vega__quic_ev_push(c, &ev) < 0)
+            free(copy);
+    }
+    vega__quic_enter_draining(c);
+    return 0;
+}
+
+int vega__quic_recv_frames(vega_quic_conn *c, int level, const uint8_t *p, size_t len,
+                           bool *ack_eliciting, uint64_t *wire_err)
+{
+    int space = vega__quic_level_space(level);
+    while (len) {
+        vega_quic_frame f;
+        vega_ssize n = vega_quic_frame_decode(&f, p, len, wire_err);
+        if (n < 0)
+            return (int)n;
+        p += n;
+        len -= (size_t)n;
+        if (vega_quic_frame_is_ack_eliciting(f.type))
+            *ack_eliciting = true;
+        int rc = 0;
+        switch (f.type) {
+        case VEGA_QUIC_FT_PADDING:
+        case VEGA_QUIC_FT_PING:
+            break;
+        case VEGA_QUIC_FT_ACK:
+        case VEGA_QUIC_FT_ACK_ECN:
+            rc = vega__quic_recovery_on_ack_frame(c->rec, space, &f,
+                                                  space == VEGA__QUIC_SPACE_APP
+                                                      ? c->peer_tp.ack_delay_exponent
+                                                      : 3,
+                                                  c->now, wire_err);
+            if (rc == 0 && !c->server && space == VEGA__QUIC_SPACE_HANDSHAKE)
+                vega__quic_recovery_set_peer_validated(c->rec, true);
+            break;
+        case VEGA_QUIC_FT_CRYPTO:
+            rc = on_crypto(c, level, &f, wire_err);
+            break;
+        case VEGA_QUIC_FT_STREAM:
+            rc = on_stream(c, &f, wire_err);
+            break;
+        case VEGA_QUIC_FT_RESET_STREAM:
+            rc = on_reset(c, &f, wire_err);
+            break;
+        case VEGA_QUIC_FT_STOP_SENDING: {
+            struct vega__quic_stream *s;
+            rc = vega__quic_stream_peer(c, f.u.stop_sending.stream_id, true, &s, wire_err);
+            if (rc == 0 && s && !s->reset_queued) {
+                s->reset_queued = true;
+                s->reset_code = f.u.stop_sending.error_code;
+                vega__quic_sendq_push(c, s);
+                ev_push(c, VEGA_QUIC_EV_STREAM_STOP, s->id, f.u.stop_sending.error_code);
+            }
+            break;
+        }
+        case VEGA_QUIC_FT_MAX_DATA:
+            if (f.u.limit.max > c->max_send_data)
+                c->max_send_data = f.u.limit.max;
+            break;
+        case VEGA_QUIC_FT_MAX_STREAM_DATA: {
+            struct vega__quic_stream *s;
+            rc = vega__quic_stream_peer(c, f.u.stream_limit.stream_id, true, &s, wire_err);
+            if (rc == 0 && s && f.u.stream_limit.max > s->max_send) {
+                s->max_send = f.u.stream_limit.max;
+                if (vega__quic_sendbuf_has_pending(&s->sb))
+                    vega__quic_sendq_push(c, s);
+            }
+            break;
+        }
+        case VEGA_QUIC_FT_MAX_STREAMS_BIDI:
+        case VEGA_QUIC_FT_MAX_STREAMS_UNI: {
+            int t = f.type == VEGA_QUIC_FT_MAX_STREAMS_UNI;
+            if (f.u.limit.max > c->peer_max_streams[t]) {
+                c->peer_max_streams[t] = f.u.limit.max;
+                if (c->streams_blocked_ev) {
+                    c->streams_blocked_ev = false;
+                    ev_push(c, VEGA_QUIC_EV_STREAMS_AVAILABLE, 0, 0);
+                }
+            }
+            break;
+        }
+        case VEGA_QUIC_FT_STREAM_DATA_BLOCKED: {
+            struct vega__quic_stream *s;
+            rc = vega__quic_stream_peer(c, f.u.stream_limit.stream_id, false, &s, wire_err);
+            break;
+        }
+        case VEGA_QUIC_FT_DATA_BLOCKED:
+        case VEGA_QUIC_FT_STREAMS_BLOCKED_BIDI:
+        case VEGA_QUIC_FT_STREAMS_BLOCKED_UNI:
+            break; /* our limits are raised as the application reads, not on demand */
+        case VEGA_QUIC_FT_NEW_CONNECTION_ID:
+            rc = on_new_cid(c, &f, wire_err);
+            break;
+        case VEGA_QUIC_FT_RETIRE_CONNECTION_ID:
+            rc = on_retire_cid(c, &f, wire_err);
+            break;
+        case VEGA_QUIC_FT_PATH_CHALLENGE:
+            memcpy(c->path_response, f.u.path.data, 8);
+            c->path_response_queued = true;
+            break;
+        case VEGA_QUIC_FT_PATH_RESPONSE:
+            break; /* we have not sent a challenge: migration is not initiated by us yet */
+        case VEGA_QUIC_FT_CONNECTION_CLOSE:
+        case VEGA_QUIC_FT_CONNECTION_CLOSE_APP:
+            return on_close(c, &f);
+        case VEGA_QUIC_FT_HANDSHAKE_DONE:
+            if (c->server) {
+                *wire_err = VEGA_QUIC_PROTOCOL_VIOLATION;
+                return VEGA_ERR_PROTO;
+            }
+            vega__quic_confirm(c);
+            break;
+        case VEGA_QUIC_FT_NEW_TOKEN: {
+            if (c->server) {
+                *wire_err = VEGA_QUIC_PROTOCOL_VIOLATION;
+                return VEGA_ERR_PROTO;
+            }
+            uint8_t *copy = malloc(f.u.new_token.len);
+            if (!copy)
+                return -ENOMEM;
+            memcpy(copy, f.u.new_token.token, f.u.new_token.len);
+            vega_quic_event ev = {.type = VEGA_QUIC_EV_NEW_TOKEN, .data = copy,
+                                  .len = f.u.new_token.len};
+            if (vega__quic_ev_push(c, &ev) < 0)
+                free(copy);
+            break;
+        }
+        case VEGA_QUIC_FT_DATAGRAM:
+        case VEGA_QUIC_FT_DATAGRAM_LEN:
+            rc = on_datagram(c, &f, wire_err);
+            break;
+        }
+        if (rc < 0) {
+            if (rc == VEGA_ERR_PROTO)
+                c->close_frame_type = f.type;
+            return rc;
+        }
+        if (c->state >= VEGA__QUIC_ST_DRAINING)
+            return 0;
+    }
+    return 0;
+}
+
+/* ---- packets --------------------------------------------------------------------------------- */
+
+static int pkt_level(vega_quic_pkt_type t)
+{
+    switch (t) {
+    case VEGA_QUIC_PKT_INITIAL:
+        return VEGA_QUIC_LEVEL_INITIAL;
+    case VEGA_QUIC_PKT_0RTT:
+        return VEGA_QUIC_LEVEL_EARLY;
+    case VEGA_QUIC_PKT_HANDSHAKE:
+        return VEGA_QUIC_LEVEL_HANDSHAKE;
+    case VEGA_QUIC_PKT_1RTT:
+        return VEGA_QUIC_LEVEL_APP;
+    default:
+        return -1;
+    }
+}
+
+static void keep_pending(vega_quic_conn *c, const uint8_t *pkt, size_t len, uint8_t ecn)
+{
+    if (c->npending == VEGA__QUIC_MAX_PENDING_PKTS)
+        return;
+    uint8_t *copy = malloc(len);
+    if (!copy)
+        return;
+    memcpy(copy, pkt, len);
+    c->pending[c->npending++] = (struct vega__quic_pending){copy, len, ecn};
+}
+
+/* Records a received packet number and schedules the ACK (RFC 9000 §13.2). */
+static void note_received(vega_quic_conn *c, int space, uint64_t pn, bool eliciting, uint8_t ecn)
+{
+    struct vega__quic_space *sp = &c->sp[space];
+    if (sp->discarded)
+        return; /* the packet's frames dropped its own space's keys (HANDSHAKE_DONE) */
+    bool out_of_order = sp->largest_recvd >= 0 && pn < (uint64_t)sp->largest_recvd;
+    bool gap = sp->largest_recvd >= 0 && pn > (uint64_t)sp->largest_recvd + 1;
+    vega__quic_ranges_add(&sp->recvd, pn, pn + 1);
+    if ((int64_t)pn > sp->largest_recvd) {
+        sp->largest_recvd = (int64_t)pn;
+        sp->largest_recvd_time = c->now;
+    }
+    if (ecn >= 1 && ecn <= 3) {
+        sp->ecn[ecn == VEGA_QUIC_ECN_ECT0 ? 0 : ecn == VEGA_QUIC_ECN_ECT1 ? 1 : 2]++;
+        sp->ecn_seen = true;
+    }
+    if (!eliciting)
+        return;
+    sp->unacked_eliciting++;
+    if (!sp->ack_pending) {
+        sp->ack_pending = true;
+        sp->ack_deadline = c->now + c->cfg.max_ack_delay_ms * VEGA__QUIC_NS_PER_MS;
+    }
+    /* Initial and Handshake packets, every second packet, reordering and CE marks are acked
+     * at once. */
+    if (space != VEGA__QUIC_SPACE_APP || sp->unacked_eliciting >= VEGA__QUIC_ACK_ELICIT_THRESH ||
+        out_of_order || gap || ecn == VEGA_QUIC_ECN_CE || !c->handshake_confirmed)
+        sp->ack_deadline = c->now;
+}
+
+/* Picks the 1-RTT keys for a packet by its key phase (RFC 9001 §6.3). *which: 0 current,
+ * 1 next, 2 previous. */
+static vega_quic_keys *app_rx_keys(vega_quic_conn *c, bool phase, int *which)
+{
+    vega_quic_keys *cur = c->sp[VEGA__QUIC_SPACE_APP].rx;
+    *which = 0;
+    if (phase == c->rx_phase)
+        return cur;
+    if (c->rx_prev) {
+        *which = 2;
+        return c->rx_prev;
+    }
+    if (!c->handshake_confirmed)
+        return NULL; /* no key update before confirmation: the packet will not open */
+    if (!c->rx_next &&
+        vega__quic_next_keys(c, cur, c->app_rx_secret, &c->rx_next) < 0)
+        return NULL;
+    *which = 1;
+    return c->rx_next;
+}
+
+/* The peer moved to the next key phase: rotate receive keys, and follow with ours unless we
+ * initiated it. */
+static int rx_key_update(vega_quic_conn *c, bool phase, uint64_t pn)
+{
+    vega_quic_keys_free(c->rx_prev);
+    c->rx_prev = c->sp[VEGA__QUIC_SPACE_APP].rx;
+    c->sp[VEGA__QUIC_SPACE_APP].rx = c->rx_next;
+    c->rx_next = NULL;
+    c->rx_phase = phase;
+    c->rx_phase_first_pn = pn;
+    c->rx_prev_until = c->now + 3 * vega__quic_pto(c);
+    if (c->key_phase == phase) {
+        c->ku_pending = false; /* the peer answered our update */
+        return 0;
+    }
+    vega_quic_keys *tx;
+    int rc = vega__quic_next_keys(c, c->sp[VEGA__QUIC_SPACE_APP].tx, c->app_tx_secret, &tx);
+    if (rc < 0)
+        return rc;
+    vega_quic_keys_free(c->sp[VEGA__QUIC_SPACE_APP].tx);
+    c->sp[VEGA__QUIC_SPACE_APP].tx = tx;
+    c->key_phase = phase;
+    c->ku_first_pn = c->sp[VEGA__QUIC_SPACE_APP].next_pn;
+    c->key_updates++;
+    return 0;
+}
+
+static bool is_stateless_reset(const vega_quic_conn *c, const uint8_t *dgram, size_t len)
+{
+    if (len < 21)
+        return false;
+    const uint8_t *tail = dgram + len - VEGA_QUIC_RESET_TOKEN_LEN;
+    for (size_t i = 0; i < c->npeer; i++)
+        if (c->peer[i].has_token &&
+            vega_crypto_ct_equal(tail, c->peer[i].token, VEGA_QUIC_RESET_TOKEN_LEN))
+            return true;
+    return false;
+}
+
+static int on_retry(vega_quic_conn *c, const vega_quic_hdr *h, const uint8_t *pkt)
+{
+    if (c->server || c->retried || c->got_server_packet || h->token_len == 0 ||
+        h->version != c->version)
+        return 0;
+    if (vega_quic_retry_verify(h, pkt, c->odcid, c->odcid_len) != 0)
+        return 0;
+    uint8_t *tok = malloc(h->token_len);
+    if (!tok)
+        return -ENOMEM;
+    memcpy(tok, h->token, h->token_len);
+    free(c->token);
+    c->token = tok;
+    c->token_len = h->token_len;
+    c->retried = true;
+    c->retry_scid_len = (uint8_t)h->scid_len;
+    memcpy(c->retry_scid, h->scid, h->scid_len);
+    c->peer[0].len = (uint8_t)h->scid_len;
+    memcpy(c->peer[0].id, h->scid, h->scid_len);
+    /* New Initial keys from the Retry's CID; the ClientHello goes again (RFC 9000 §17.2.5.2). */
+    struct vega__quic_space *sp = &c->sp[VEGA__QUIC_SPACE_INITIAL];
+    vega_quic_keys_free(sp->tx);
+    vega_quic_keys_free(sp->rx);
+    sp->tx = sp->rx = NULL;
+    int rc = vega_quic_keys_new_initial(&sp->tx, c->version, h->scid, h->scid_len, false);
+    if (rc == 0)
+        rc = vega_quic_keys_new_initial(&sp->rx, c->version, h->scid, h->scid_len, true);
+    if (rc < 0)
+        return rc;
+    vega__quic_recovery_reset_space(c->rec, VEGA__QUIC_SPACE_INITIAL);
+    return vega__quic_sendbuf_on_lost(&sp->crypto_tx, 0, sp->crypto_tx.next_off,
+                                      false);
+}
+
+static int on_vn(vega_quic_conn *c, const vega_quic_hdr *h)
+{
+    if (c->server || c->got_server_packet || c->retried)
+        return 0;
+    if (!cid_match(h->dcid, h->dcid_len, c->local[0].id, c->local[0].len))
+        return 0;
+    for (size_t i = 0; i < h->nversions; i++)
+        if (vega_quic_hdr_vn_version(h, i) == c->version)
+            return 0; /* a VN listing our own version is forged or stale: ignore (§6.2) */
+    vega__quic_close_err(c, VEGA_QUIC_VERSION_NEGOTIATION_ERROR, 0,
+                         "no compatible QUIC version");
+    c->state = VEGA__QUIC_ST_CLOSED;
+    return 0;
+}
+
+/* One packet of a datagram. Returns 0 (processed or dropped) or a fatal library code. */
+static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt,
+                       size_t dgram_len, uint8_t ecn, bool from_pending, bool *processed)
+{
+    if (h->type == VEGA_QUIC_PKT_VN)
+        return on_vn(c, h);
+    if (h->type == VEGA_QUIC_PKT_RETRY)
+        return on_retry(c, h, pkt);
+    int level = pkt_level(h->type);
+    if (level < 0 || (h->type != VEGA_QUIC_PKT_1RTT && h->version != c->version))
+        return 0;
+    /* §14.1: a server drops Initials in datagrams below 1200 bytes. */
+    if (c->server && h->type == VEGA_QUIC_PKT_INITIAL && dgram_len < VEGA_QUIC_MIN_INITIAL_SIZE)
+        return 0;
+    int space = vega__quic_level_space(level);
+    struct vega__quic_space *sp = &c->sp[space];
+    if (sp->discarded)
+        return 0;
+    vega_quic_keys *keys;
+    int which = 0;
+    bool phase = false;
+    if (level == VEGA_QUIC_LEVEL_EARLY)
+        keys = c->server ? c->early_rx : NULL;
+    else
+        keys = sp->rx;
+    if (!keys) {
+        if (!from_pending && (level == VEGA_QUIC_LEVEL_HANDSHAKE ||
+                              level == VEGA_QUIC_LEVEL_APP || level == VEGA_QUIC_LEVEL_EARLY))
+            keep_pending(c, pkt, h->pkt_len, ecn);
+        return 0;
+    }
+    if (level == VEGA_QUIC_LEVEL_APP) {
+        uint8_t first;
+        if (vega__quic_hp_first(keys, pkt, h->pkt_len, h->pn_offset, &first) < 0)
+            return 0;
+        phase = (first & 0x04) != 0;
+        keys = app_rx_keys(c, phase, &which);
+        if (!keys)
+            return 0;
+    }
+    vega_quic_unprotected u;
+    uint64_t werr = 0;
+    int rc = vega_quic_packet_unprotect(keys, pkt, h->pkt_len, h->pn_offset, sp->largest_recvd,
+                                        &u, &werr);
+    if (rc == VEGA_ERR_PROTO && werr) {
+        vega__quic_close_err(c, werr, 0, "reserved header bits set");
+        return 0;
+    }
+    if (rc == VEGA_ERR_CRYPTO_LIBCRYPTO)
+        return rc;
+    if (rc < 0)
+        return 0; /* does not authenticate, or too short: not for us (§12.2) */
+    *processed = true;
+    if (u.pn < sp->floor || vega__quic_ranges_contains(&sp->recvd, u.pn))
+        return 0; /* a duplicate */
+    if (which == 1) {
+        rc = rx_key_update(c, phase, u.pn);
+        if (rc < 0)
+            return rc;
+    }
+    /* The first server packet fixes our destination CID (RFC 9000 §7.2). */
+    if (!c->server && !c->got_server_packet && h->type != VEGA_QUIC_PKT_1RTT) {
+        c->got_server_packet = true;
+        c->peer[0].len = (uint8_t)h->scid_len;
+        memcpy(c->peer[0].id, h->scid, h->scid_len);
+        c->peer_scid_len = (uint8_t)h->scid_len;
+        memcpy(c->peer_scid, h->scid, h->scid_len);
+    }
+    c->stats.pkts_recv++;
+    const uint8_t *payload = pkt + u.payload_off;
+    rc = vega_quic_payload_check(payload, u.payload_len, h->type, &werr);
+    if (rc < 0) {
+        vega__quic_close_err(c, werr, 0, NULL);
+        return 0;
+    }
+    bool eliciting = false;
+    rc = vega__quic_recv_frames(c, level, payload, u.payload_len, &eliciting, &werr);
+    if (rc == VEGA_ERR_PROTO) {
+        const char *why = c->tls ? vega__qtls_reason(c->tls) : "";
+        vega__quic_close_err(c, werr, c->close_frame_type,
+                             werr >= VEGA_QUIC_CRYPTO_ERROR && why[0] ? why : NULL);
+        return 0;
+    }
+    if (rc < 0)
+        return rc;
+    note_received(c, space, u.pn, eliciting, ecn);
+    /* A server that gets a Handshake packet knows the client's address and drops Initial keys
+     * (RFC 9001 §4.9.1). */
+    if (c->server && level == VEGA_QUIC_LEVEL_HANDSHAKE) {
+        c->addr_validated = true;
+        vega__quic_discard_space(c, VEGA__QUIC_SPACE_INITIAL);
+    }
+    if (c->idle_timeout)
+        c->idle_deadline = c->now + (c->idle_timeout > 3 * vega__quic_pto(c)
+                                         ? c->idle_timeout
+                                         : 3 * vega__quic_pto(c));
+    return 0;
+}
+
+/* Packets that came before their keys: try them again now (keys may have arrived). */
+void vega__quic_retry_pending(vega_quic_conn *c)
+{
+    size_t n = c->npending;
+    if (!n)
+        return;
+    struct vega__quic_pending list[VEGA__QUIC_MAX_PENDING_PKTS];
+    memcpy(list, c->pending, n * sizeof list[0]);
+    c->npending = 0;
+    for (size_t i = 0; i < n; i++) {
+        vega_quic_hdr h;
+        bool processed = false;
+        if (c->state < VEGA__QUIC_ST_CLOSING &&
+            vega_quic_hdr_parse(&h, list[i].data, list[i].len, c->cfg.scid_len) == 0) {
+            h.pkt_len = list[i].len < h.pkt_len ? list[i].len : h.pkt_len;
+            /* A packet still without keys goes back to the list. */
+            recv_packet(c, &h, list[i].data, VEGA_QUIC_MIN_INITIAL_SIZE, list[i].ecn, false,
+                        &processed);
+        }
+        free(list[i].data);
+    }
+}
+
+int vega_quic_conn_read(vega_quic_conn *c, const vega_quic_path *path, uint8_t ecn,
+                        uint8_t *dgram, size_t len, uint64_t now)
+{
+    (void)path;
+    if (now > c->now)
+        c->now = now;
+    if (c->state == VEGA__QUIC_ST_CLOSED)
+        return VEGA_ERR_CLOSED;
+    if (c->state == VEGA__QUIC_ST_DRAINING)
+        return 0;
+    c->stats.bytes_recv += len;
+    if (c->server && !c->addr_validated) {
+        c->bytes_recv_unvalidated += len;
+        vega__quic_recovery_set_amplification_blocked(c->rec, false);
+    }
+    vega_quic_hdr hs[MAX_COALESCED];
+    vega_ssize n = vega_quic_dgram_split(dgram, len, c->cfg.scid_len, hs, MAX_COALESCED);
+    if (n <= 0)
+        return 0;
+    size_t off = 0;
+    bool any = false;
+    for (vega_ssize i = 0; i < n && c->state < VEGA__QUIC_ST_DRAINING; i++) {
+        bool processed = false;
+        int rc = recv_packet(c, &hs[i], dgram + off, len, ecn, false, &processed);
+        if (rc < 0)
+            return rc;
+        any |= processed;
+        off += hs[i].pkt_len;
+    }
+    if (!any && c->state < VEGA__QUIC_ST_CLOSING && is_stateless_reset(c, dgram, len)) {
+        vega_quic_event ev = {.type = VEGA_QUIC_EV_CLOSED, .error_code = VEGA_QUIC_NO_ERROR};
+        vega__quic_ev_push(c, &ev);
+        c->state = VEGA__QUIC_ST_CLOSED; /* §10.3.1: no more packets */
+        return 0;
+    }
+    if (any && c->state < VEGA__QUIC_ST_CLOSING)
+        vega__quic_retry_pending(c);
+    if (any && c->state == VEGA__QUIC_ST_CLOSING)
+        c->close_send = true;
+    return 0;
+}

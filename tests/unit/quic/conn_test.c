@@ -1,0 +1,632 @@
+/* SPDX-License-Identifier: MIT */
+/* QUIC connections, client and server cores linked by the seeded in-memory network: handshakes
+ * (v1, v2, each suite, Retry, resumption, 0-RTT), streams and flow control, datagrams, key
+ * update, closing and timeouts, and bulk transfers under loss, reordering, duplication and
+ * corruption with the bytes checked. */
+#include <string.h>
+
+#include "conn_int.h"
+#include "quic_pair.h"
+#include "qtls_certs.h"
+#include "vtest.h"
+
+#define MS 1000000ull
+#define S  1000000000ull
+
+static void setup(struct qp *q, const vega_test_net_opts *net, uint64_t seed)
+{
+    VCHECK_EQ(qp_init(q, QT_SRV_P256_PEM, QT_SRV_P256_KEY, QT_CA_PEM, net, seed), 0);
+}
+
+static void handshake(struct qp *q)
+{
+    VCHECK_EQ(qp_client_start(q), 0);
+    VCHECK(qp_run(q, qp_handshaken, 10 * S));
+    VCHECK(!q->stuck);
+}
+
+static vega_test_net_opts link_ms(uint64_t delay_ms)
+{
+    vega_test_net_opts o = {.seed = 7, .delay_ns = delay_ms * MS};
+    return o;
+}
+
+static bool confirmed(struct qp *q)
+{
+    vega_quic_conn_info a, b;
+    if (!q->side[0].c || !q->side[1].c)
+        return false;
+    vega_quic_conn_get_info(q->side[0].c, &a);
+    vega_quic_conn_get_info(q->side[1].c, &b);
+    return a.handshake_confirmed && b.handshake_confirmed;
+}
+
+VTEST(handshake_v1)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(10);
+    setup(&q, &o, 1);
+    handshake(&q);
+    VCHECK(qp_run(&q, confirmed, 5 * S));
+    vega_quic_conn_info ci, si;
+    vega_quic_conn_get_info(q.side[0].c, &ci);
+    vega_quic_conn_get_info(q.side[1].c, &si);
+    VCHECK_EQ(ci.version, VEGA_QUIC_V1);
+    VCHECK_STR(ci.alpn, "hq-interop");
+    VCHECK_STR(si.alpn, "hq-interop");
+    VCHECK_EQ(ci.suite, VEGA_QUIC_TLS_AES_128_GCM_SHA256);
+    VCHECK(!ci.resumed);
+    /* One round trip of 20 ms plus processing: the RTT estimate is close to it. */
+    VCHECK(ci.smoothed_rtt_ns >= 20 * MS && ci.smoothed_rtt_ns < 60 * MS);
+    qp_fini(&q);
+}
+
+VTEST(handshake_v2_chacha)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(5);
+    setup(&q, &o, 2);
+    q.ccfg.version = VEGA_QUIC_V2;
+    q.ccfg.tls.suites[0] = VEGA_QUIC_TLS_CHACHA20_POLY1305_SHA256;
+    q.ccfg.tls.n_suites = 1;
+    handshake(&q);
+    vega_quic_conn_info ci;
+    vega_quic_conn_get_info(q.side[1].c, &ci);
+    VCHECK_EQ(ci.version, VEGA_QUIC_V2);
+    VCHECK_EQ(ci.suite, VEGA_QUIC_TLS_CHACHA20_POLY1305_SHA256);
+    qp_fini(&q);
+}
+
+VTEST(handshake_aes256_ed25519)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(1);
+    VCHECK_EQ(qp_init(&q, QT_SRV_ED_PEM, QT_SRV_ED_KEY, QT_CA_PEM, &o, 3), 0);
+    q.scfg.tls.suites[0] = VEGA_QUIC_TLS_AES_256_GCM_SHA384;
+    q.scfg.tls.n_suites = 1;
+    handshake(&q);
+    vega_quic_conn_info ci;
+    vega_quic_conn_get_info(q.side[0].c, &ci);
+    VCHECK_EQ(ci.suite, VEGA_QUIC_TLS_AES_256_GCM_SHA384);
+    qp_fini(&q);
+}
+
+VTEST(handshake_bad_ca_closes_with_crypto_error)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(1);
+    VCHECK_EQ(qp_init(&q, QT_SRV_P256_PEM, QT_SRV_P256_KEY, QT_OTHER_CA_PEM, &o, 4), 0);
+    VCHECK_EQ(qp_client_start(&q), 0);
+    qp_run(&q, qp_handshaken, 2 * S);
+    VCHECK(!q.side[0].handshake_done);
+    VCHECK(q.side[0].closed && q.side[0].closed_local);
+    VCHECK_EQ(q.side[0].close_code, VEGA_QUIC_CRYPTO_ERROR + 48); /* unknown_ca */
+    /* The server learns it from the client's CONNECTION_CLOSE. */
+    VCHECK(q.side[1].closed && !q.side[1].closed_local);
+    VCHECK_EQ(q.side[1].close_code, VEGA_QUIC_CRYPTO_ERROR + 48);
+    qp_fini(&q);
+}
+
+VTEST(handshake_no_common_alpn)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(1);
+    setup(&q, &o, 5);
+    q.scfg.tls.alpn[0] = "h3";
+    VCHECK_EQ(qp_client_start(&q), 0);
+    qp_run(&q, qp_handshaken, 2 * S);
+    VCHECK(q.side[0].closed);
+    VCHECK_EQ(q.side[0].close_code, VEGA_QUIC_CRYPTO_ERROR + 120);
+    qp_fini(&q);
+}
+
+static bool stream_echoed(struct qp *q)
+{
+    struct qp_side *c = &q->side[0];
+    return c->nst > 0 && c->st[0].fin;
+}
+
+VTEST(stream_echo)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(10);
+    setup(&q, &o, 6);
+    handshake(&q);
+    q.side[1].echo = true;
+    static uint8_t data[200000];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (uint8_t)(i * 31 + i / 251);
+    int64_t id = qp_upload(&q.side[0], true, data, sizeof data);
+    VCHECK_EQ(id, 0);
+    VCHECK(qp_run(&q, stream_echoed, 30 * S));
+    VCHECK_EQ(q.side[0].st[0].len, sizeof data);
+    VCHECK(memcmp(q.side[0].st[0].data, data, sizeof data) == 0);
+    VCHECK_EQ(q.side[1].opened, 1);
+    qp_fini(&q);
+}
+
+/* A one-way bulk transfer from side `from` on a unidirectional stream; checks every byte. */
+static size_t bulk_len;
+static int bulk_to;
+static bool bulk_done(struct qp *q)
+{
+    struct qp_side *r = &q->side[bulk_to];
+    return r->nst > 0 && r->st[0].fin;
+}
+
+static void bulk(struct qp *q, int from, size_t len, uint64_t max_ns)
+{
+    uint8_t *data = malloc(len);
+    VCHECK(data);
+    uint64_t x = 0x1234567 + len;
+    for (size_t i = 0; i < len; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        data[i] = (uint8_t)(x >> 56);
+    }
+    bulk_len = len;
+    bulk_to = !from;
+    VCHECK(qp_upload(&q->side[from], false, data, len) >= 0);
+    bool ok = qp_run(q, bulk_done, max_ns);
+    struct qp_side *r = &q->side[!from];
+    if (!ok) {
+        vega_quic_conn_info ci;
+        vega_quic_conn_get_info(q->side[from].c, &ci);
+        vtest_fail(__FILE__, __LINE__,
+                   "transfer incomplete: %zu of %zu bytes, stuck %d, closed %d/%d code %llu, "
+                   "sent %llu pkts, lost %llu, cwnd %llu",
+                   r->nst ? r->st[0].len : 0, len, q->stuck, q->side[0].closed,
+                   q->side[1].closed, (unsigned long long)q->side[0].close_code,
+                   (unsigned long long)ci.pkts_sent, (unsigned long long)ci.pkts_lost,
+                   (unsigned long long)ci.cwnd);
+    }
+    VCHECK_EQ(r->st[0].len, len);
+    VCHECK(memcmp(r->st[0].data, data, len) == 0);
+    free(data);
+}
+
+static void bulk_both_ways(unsigned loss, uint64_t seed, size_t len)
+{
+    struct qp q;
+    vega_test_net_opts o = {.seed = seed, .delay_ns = 10 * MS, .jitter_ns = 2 * MS,
+                            .loss_pct = loss, .rate_bps = 200000000};
+    setup(&q, &o, seed);
+    q.ccfg.idle_timeout_ms = q.scfg.idle_timeout_ms = 600000;
+    VCHECK_EQ(qp_client_start(&q), 0);
+    VCHECK(qp_run(&q, qp_handshaken, 60 * S));
+    bulk(&q, 0, len, 3600 * S);
+    /* and back, on a fresh stream record */
+    for (size_t j = 0; j < q.side[1].nst; j++)
+        free(q.side[1].st[j].data);
+    q.side[1].nst = 0;
+    bulk(&q, 1, len, 3600 * S);
+    vega_quic_conn_info ci;
+    vega_quic_conn_get_info(q.side[1].c, &ci);
+    if (loss)
+        VCHECK(ci.pkts_lost > 0);
+    qp_fini(&q);
+}
+
+VTEST(transfer_10mib_clean)
+{
+    bulk_both_ways(0, 11, 10u << 20);
+}
+
+VTEST(transfer_10mib_loss5)
+{
+    bulk_both_ways(5, 12, 10u << 20);
+}
+
+VTEST(transfer_10mib_loss30)
+{
+    bulk_both_ways(30, 13, 10u << 20);
+}
+
+VTEST(transfer_reorder_dup_corrupt)
+{
+    struct qp q;
+    vega_test_net_opts o = {.seed = 21, .delay_ns = 5 * MS, .jitter_ns = 5 * MS, .dup_pct = 10,
+                            .corrupt_pct = 5, .reorder_pct = 10, .loss_pct = 3};
+    setup(&q, &o, 21);
+    handshake(&q);
+    bulk(&q, 0, 2u << 20, 600 * S);
+    qp_fini(&q);
+}
+
+static void ecn_run(const vega_test_net_opts *o, bool *ecn_ok, uint64_t *ce)
+{
+    struct qp q;
+    setup(&q, o, o->seed);
+    handshake(&q);
+    bulk(&q, 0, 2u << 20, 60 * S);
+    *ecn_ok = vega__quic_recovery_ecn_ok(q.side[0].c->rec);
+    *ce = vega__quic_recovery_stats(q.side[0].c->rec)->ecn_ce;
+    qp_fini(&q);
+}
+
+VTEST(ecn_validated_and_ce_reacts)
+{
+    bool ok;
+    uint64_t ce;
+    vega_test_net_opts o = {.seed = 31, .delay_ns = 5 * MS, .rate_bps = 100000000};
+    ecn_run(&o, &ok, &ce);
+    VCHECK(ok);
+    VCHECK_EQ(ce, 0);
+    o.ce_pct = 2; /* an AQM marking instead of dropping */
+    ecn_run(&o, &ok, &ce);
+    VCHECK(ok);
+    VCHECK(ce > 0);
+    o.ce_pct = 0;
+    o.ecn_bleach = true; /* a middlebox clears the marks: validation fails, ECN is off */
+    ecn_run(&o, &ok, &ce);
+    VCHECK(!ok);
+}
+
+VTEST(retry)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(5);
+    setup(&q, &o, 8);
+    q.retry = true;
+    handshake(&q);
+    VCHECK_EQ(q.retries_sent, 1);
+    q.side[1].echo = true;
+    static const uint8_t msg[] = "after retry";
+    VCHECK(qp_upload(&q.side[0], true, msg, sizeof msg) >= 0);
+    VCHECK(qp_run(&q, stream_echoed, 5 * S));
+    VCHECK_EQ(q.side[0].st[0].len, sizeof msg);
+    qp_fini(&q);
+}
+
+VTEST(handshake_under_loss_with_and_without_retry)
+{
+    /* Seeds where the post-Retry ClientHello or server flights are lost: the Initial space
+     * restarted by the Retry must still recover them. */
+    for (uint64_t seed = 40; seed < 72; seed++) {
+        struct qp q;
+        vega_test_net_opts o = {.seed = seed, .delay_ns = 5 * MS, .loss_pct = 30};
+        setup(&q, &o, seed);
+        q.retry = seed % 2;
+        VCHECK_EQ(qp_client_start(&q), 0);
+        VCHECK(qp_run(&q, qp_handshaken, 120 * S));
+        VCHECK(qp_run(&q, confirmed, 120 * S));
+        qp_fini(&q);
+    }
+}
+
+VTEST(key_update_both_directions)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(5);
+    setup(&q, &o, 9);
+    handshake(&q);
+    VCHECK(qp_run(&q, confirmed, 5 * S));
+    VCHECK_EQ(vega_quic_conn_key_update(q.side[0].c), 0);
+    /* A second update must wait until the first is acknowledged. */
+    VCHECK_EQ(vega_quic_conn_key_update(q.side[0].c), VEGA_ERR_INVALID_ARG);
+    bulk(&q, 0, 300000, 30 * S);
+    vega_quic_conn_info ci, si;
+    vega_quic_conn_get_info(q.side[0].c, &ci);
+    vega_quic_conn_get_info(q.side[1].c, &si);
+    VCHECK_EQ(ci.key_updates, 1);
+    VCHECK_EQ(si.key_updates, 1);
+    /* The server updates next; data keeps flowing. */
+    VCHECK_EQ(vega_quic_conn_key_update(q.side[1].c), 0);
+    for (size_t j = 0; j < q.side[0].nst; j++)
+        free(q.side[0].st[j].data);
+    q.side[0].nst = 0;
+    bulk(&q, 1, 300000, 30 * S);
+    vega_quic_conn_get_info(q.side[0].c, &ci);
+    VCHECK_EQ(ci.key_updates, 2);
+    qp_fini(&q);
+}
+
+static bool closed_both(struct qp *q)
+{
+    return q->side[0].closed && q->side[1].closed;
+}
+
+VTEST(close_with_reason)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(3);
+    setup(&q, &o, 10);
+    handshake(&q);
+    VCHECK(qp_run(&q, confirmed, 5 * S));
+    VCHECK_EQ(vega_quic_conn_close(q.side[0].c, true, 0x42, "bye now"), 0);
+    VCHECK_EQ(vega_quic_conn_close(q.side[0].c, true, 0x42, "again"), VEGA_ERR_CLOSED);
+    VCHECK(qp_run(&q, closed_both, 5 * S));
+    VCHECK(q.side[1].closed_app);
+    VCHECK_EQ(q.side[1].close_code, 0x42);
+    VCHECK_STR(q.side[1].close_reason, "bye now");
+    /* Both reach the end of the closing/draining period. */
+    qp_run(&q, closed_both, 10 * S);
+    for (int i = 0; i < 10 && !vega_quic_conn_is_closed(q.side[0].c); i++) {
+        q.now += S;
+        vega_quic_conn_handle_expiry(q.side[0].c, q.now);
+        vega_quic_conn_handle_expiry(q.side[1].c, q.now);
+    }
+    VCHECK(vega_quic_conn_is_closed(q.side[0].c));
+    VCHECK(vega_quic_conn_is_closed(q.side[1].c));
+    uint8_t buf[1500];
+    VCHECK_EQ(vega_quic_conn_write(q.side[0].c, NULL, NULL, buf, sizeof buf, q.now),
+              VEGA_ERR_CLOSED);
+    qp_fini(&q);
+}
+
+VTEST(idle_timeout)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(3);
+    setup(&q, &o, 11);
+    q.ccfg.idle_timeout_ms = 2000;
+    q.scfg.idle_timeout_ms = 5000;
+    handshake(&q);
+    uint64_t start = q.now;
+    VCHECK(qp_run(&q, closed_both, 60 * S));
+    VCHECK_STR(q.side[0].close_reason, "idle timeout");
+    /* The smaller of the two advertised timeouts applies. */
+    VCHECK(q.now - start >= 2 * S && q.now - start < 3 * S);
+    qp_fini(&q);
+}
+
+VTEST(datagrams)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(3);
+    setup(&q, &o, 12);
+    q.scfg.max_datagram_frame_size = 1200;
+    q.ccfg.max_datagram_frame_size = 1200;
+    handshake(&q);
+    VCHECK(qp_run(&q, confirmed, 5 * S));
+    uint8_t d[1000];
+    memset(d, 0xab, sizeof d);
+    for (int i = 0; i < 10; i++)
+        VCHECK_EQ(vega_quic_datagram_send(q.side[0].c, d, 100 + (size_t)i), 0);
+    VCHECK_EQ(vega_quic_datagram_send(q.side[0].c, d, 2000), VEGA_ERR_INVALID_ARG);
+    qp_run(&q, confirmed, 1 * S);
+    qp_run(&q, closed_both, 200 * MS);
+    VCHECK_EQ(q.side[1].datagrams, 10);
+    VCHECK_EQ(q.side[1].datagram_bytes, 10 * 100 + 45);
+    qp_fini(&q);
+}
+
+VTEST(datagram_refused_when_not_negotiated)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(3);
+    setup(&q, &o, 13);
+    handshake(&q);
+    uint8_t d[10] = {0};
+    VCHECK_EQ(vega_quic_datagram_send(q.side[0].c, d, sizeof d), VEGA_ERR_INVALID_ARG);
+    qp_fini(&q);
+}
+
+VTEST(flow_control_small_windows)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(5);
+    setup(&q, &o, 14);
+    q.scfg.max_stream_data = 4096;
+    q.scfg.max_stream_data_max = 65536;
+    q.scfg.max_data = 8192;
+    q.scfg.max_data_max = 131072;
+    q.ccfg.stream_send_buffer = 16384;
+    handshake(&q);
+    bulk(&q, 0, 1u << 20, 120 * S);
+    VCHECK(q.side[0].writable > 0); /* the sender waited for room */
+    qp_fini(&q);
+}
+
+static bool streams_available(struct qp *q)
+{
+    return q->side[0].streams_available > 0;
+}
+
+VTEST(stream_limit_and_available)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(2);
+    setup(&q, &o, 15);
+    q.scfg.max_streams_bidi = 2;
+    handshake(&q);
+    uint64_t a, b, c;
+    VCHECK_EQ(vega_quic_stream_open(q.side[0].c, true, &a), 0);
+    VCHECK_EQ(vega_quic_stream_open(q.side[0].c, true, &b), 0);
+    VCHECK_EQ(vega_quic_stream_open(q.side[0].c, true, &c), VEGA_ERR_FULL);
+    q.side[1].echo = true;
+    VCHECK_EQ(vega_quic_stream_write(q.side[0].c, a, "x", 1, true), 1);
+    VCHECK_EQ(vega_quic_stream_write(q.side[0].c, b, "y", 1, true), 1);
+    VCHECK(qp_run(&q, streams_available, 5 * S));
+    VCHECK_EQ(vega_quic_stream_open(q.side[0].c, true, &c), 0);
+    VCHECK_EQ(c, 8);
+    qp_fini(&q);
+}
+
+static bool got_reset(struct qp *q)
+{
+    return q->side[1].resets > 0;
+}
+
+static bool got_stop(struct qp *q)
+{
+    return q->side[0].stops > 0;
+}
+
+VTEST(reset_and_stop_sending)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(2);
+    setup(&q, &o, 16);
+    handshake(&q);
+    uint64_t id;
+    VCHECK_EQ(vega_quic_stream_open(q.side[0].c, true, &id), 0);
+    VCHECK_EQ(vega_quic_stream_write(q.side[0].c, id, "hello", 5, false), 5);
+    VCHECK_EQ(vega_quic_stream_reset(q.side[0].c, id, 77), 0);
+    VCHECK(qp_run(&q, got_reset, 5 * S));
+    struct qp_stream *st = qp_stream(&q.side[1], id);
+    VCHECK(st->reset);
+    VCHECK_EQ(st->reset_code, 77);
+    /* The server asks the client to stop on a new stream: the client gets STREAM_STOP. */
+    uint64_t id2;
+    VCHECK_EQ(vega_quic_stream_open(q.side[0].c, true, &id2), 0);
+    VCHECK_EQ(vega_quic_stream_write(q.side[0].c, id2, "more", 4, false), 4);
+    qp_run(&q, got_stop, 200 * MS);
+    VCHECK_EQ(vega_quic_stream_stop(q.side[1].c, id2, 99), 0);
+    VCHECK(qp_run(&q, got_stop, 5 * S));
+    VCHECK_EQ(q.side[0].stop_code, 99);
+    VCHECK_EQ(vega_quic_stream_write(q.side[0].c, id2, "x", 1, false), VEGA_ERR_INVALID_ARG);
+    qp_fini(&q);
+}
+
+static bool have_session(struct qp *q)
+{
+    return q->side[0].session != NULL;
+}
+
+VTEST(resumption_and_zero_rtt)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(10);
+    setup(&q, &o, 17);
+    q.scfg.tls.early_data = true;
+    q.ccfg.tls.early_data = true;
+    handshake(&q);
+    VCHECK(qp_run(&q, have_session, 5 * S));
+    vega_quic_conn_close(q.side[0].c, false, 0, NULL);
+    qp_run(&q, closed_both, 2 * S);
+
+    qp_reset_conns(&q);
+    q.ccfg.tls.session = q.side[0].session;
+    q.ccfg.tls.session_len = q.side[0].session_len;
+    q.side[1].echo = true;
+    VCHECK_EQ(qp_client_start(&q), 0);
+    /* Stream data written before any packet left goes in 0-RTT. */
+    static const uint8_t msg[] = "GET /early";
+    VCHECK(qp_upload(&q.side[0], true, msg, sizeof msg) >= 0);
+    VCHECK(qp_run(&q, stream_echoed, 5 * S));
+    VCHECK(qp_run(&q, qp_handshaken, 5 * S));
+    vega_quic_conn_info ci, si;
+    vega_quic_conn_get_info(q.side[0].c, &ci);
+    vega_quic_conn_get_info(q.side[1].c, &si);
+    VCHECK(ci.resumed && si.resumed);
+    VCHECK(q.side[1].st[0].len == sizeof msg);
+    VCHECK_EQ(ci.early_data, 2); /* accepted */
+    VCHECK_EQ(q.side[0].st[0].len, sizeof msg);
+    qp_fini(&q);
+}
+
+VTEST(zero_rtt_rejected_is_resent)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(10);
+    setup(&q, &o, 18);
+    q.scfg.tls.early_data = true;
+    q.ccfg.tls.early_data = true;
+    handshake(&q);
+    VCHECK(qp_run(&q, have_session, 5 * S));
+    qp_reset_conns(&q);
+    q.scfg.tls.early_data = false; /* the server changed its mind */
+    q.ccfg.tls.session = q.side[0].session;
+    q.ccfg.tls.session_len = q.side[0].session_len;
+    q.side[1].echo = true;
+    VCHECK_EQ(qp_client_start(&q), 0);
+    static const uint8_t msg[] = "GET /early-rejected";
+    VCHECK(qp_upload(&q.side[0], true, msg, sizeof msg) >= 0);
+    VCHECK(qp_run(&q, stream_echoed, 10 * S));
+    VCHECK_EQ(q.side[0].early_rejected, 1);
+    VCHECK_EQ(q.side[0].st[0].len, sizeof msg);
+    VCHECK(memcmp(q.side[0].st[0].data, msg, sizeof msg) == 0);
+    qp_fini(&q);
+}
+
+VTEST(anti_amplification_limit)
+{
+    struct qp q;
+    /* Everything after the client's first datagram is lost on the way to the server: the
+     * server may only send 3x what it received until the address is validated. */
+    vega_test_net_opts o = link_ms(5);
+    setup(&q, &o, 19);
+    VCHECK_EQ(qp_client_start(&q), 0);
+    qp_step(&q);
+    q.now += 6 * MS;
+    qp_step(&q); /* the server got the first Initial */
+    VCHECK(q.side[1].c);
+    for (int i = 0; i < 200; i++) {
+        q.now += 100 * MS;
+        /* drop what the client sends */
+        uint8_t buf[1500];
+        while (vega_quic_conn_write(q.side[0].c, NULL, NULL, buf, sizeof buf, q.now) > 0) {
+        }
+        vega_quic_conn_handle_expiry(q.side[1].c, q.now);
+        long n;
+        while ((n = vega_quic_conn_write(q.side[1].c, NULL, NULL, buf, sizeof buf, q.now)) > 0)
+            q.srv_bytes_out += (uint64_t)n;
+    }
+    VCHECK(q.srv_bytes_out > 0);
+    VCHECK(q.srv_bytes_out <= 3 * q.srv_bytes_in);
+    qp_fini(&q);
+}
+
+VTEST(version_negotiation_closes_client)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(1);
+    setup(&q, &o, 20);
+    VCHECK_EQ(qp_client_start(&q), 0);
+    uint8_t buf[1500], vn[256];
+    long n = vega_quic_conn_write(q.side[0].c, NULL, NULL, buf, sizeof buf, q.now);
+    VCHECK(n >= 1200);
+    vega_quic_hdr h;
+    VCHECK_EQ(vega_quic_hdr_parse(&h, buf, (size_t)n, 0), 0);
+    uint32_t versions[] = {0x1a2a3a4a, 0xff00001d};
+    long vl = vega_quic_vn_write(vn, sizeof vn, 0x11, h.scid, h.scid_len, h.dcid, h.dcid_len,
+                                 versions, 2);
+    VCHECK(vl > 0);
+    VCHECK_EQ(vega_quic_conn_read(q.side[0].c, &q.path, 0, vn, (size_t)vl, q.now), 0);
+    qp_events(&q, &q.side[0]);
+    VCHECK(q.side[0].closed);
+    VCHECK_EQ(q.side[0].close_code, VEGA_QUIC_VERSION_NEGOTIATION_ERROR);
+    VCHECK(vega_quic_conn_is_closed(q.side[0].c));
+    qp_fini(&q);
+}
+
+/* Same seeds, same everything: with a deterministic signature (Ed25519) two runs send the same
+ * bytes. */
+static uint64_t run_hash(uint64_t seed)
+{
+    struct qp q;
+    vega_test_net_opts o = {.seed = seed, .delay_ns = 3 * MS, .jitter_ns = 3 * MS,
+                            .loss_pct = 10};
+    VCHECK_EQ(qp_init(&q, QT_SRV_ED_PEM, QT_SRV_ED_KEY, QT_CA_PEM, &o, seed), 0);
+    q.ccfg.wall_ms = q.scfg.wall_ms = 0; /* no tickets: nothing time-dependent */
+    handshake(&q);
+    bulk(&q, 0, 100000, 60 * S);
+    vega_test_net_stats a, b;
+    vega_test_net_get_stats(q.net, 0, &a);
+    vega_test_net_get_stats(q.net, 1, &b);
+    uint64_t h = a.sent * 1000003 ^ a.bytes * 31 ^ b.sent * 7 ^ b.bytes ^ q.now;
+    qp_fini(&q);
+    return h;
+}
+
+VTEST(reproducible_by_seed)
+{
+    VCHECK_EQ(run_hash(5), run_hash(5));
+    VCHECK(run_hash(5) != run_hash(6));
+}
+
+VTEST(config_checked)
+{
+    vega_quic_config c;
+    vega_quic_config_init(&c);
+    vega_quic_conn *conn = NULL;
+    vega_quic_path p = {0};
+    c.scid_len = 0;
+    VCHECK_EQ(vega_quic_conn_client_new(&conn, &c, &p, 1), VEGA_ERR_INVALID_ARG);
+    vega_quic_config_init(&c);
+    c.version = 0x12345678;
+    VCHECK_EQ(vega_quic_conn_client_new(&conn, &c, &p, 1), VEGA_ERR_INVALID_ARG);
+    vega_quic_config_init(&c); /* no ALPN, no CA: TLS refuses */
+    VCHECK_EQ(vega_quic_conn_client_new(&conn, &c, &p, 1), VEGA_ERR_INVALID_ARG);
+    VCHECK(conn == NULL);
+}
