@@ -117,7 +117,7 @@ int main(int argc, char **argv)
         uint8_t buf[2048];
         long n;
         while ((n = vega_test_net_recv(q.net, 1, buf, sizeof buf, q.now)) > 0)
-            vega_quic_conn_read(q.side[1].c, &q.path, 0, buf, (size_t)n, q.now);
+            vega_quic_conn_read(q.side[1].c, &q.spath, 0, buf, (size_t)n, q.now);
         while ((n = vega_test_net_recv(q.net, 0, buf, sizeof buf, q.now)) > 0)
             vega_quic_conn_read(q.side[0].c, &q.path, 0, buf, (size_t)n, q.now);
         drain(&q, &got);

@@ -3,6 +3,7 @@
  * timers, closing and key update. The receive and send paths are in conn_recv.c and
  * conn_send.c, streams in conn_stream.c. */
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -469,6 +470,8 @@ static int conn_alloc(vega_quic_conn **out, const vega_quic_config *cfg,
     c->pace_deadline = VEGA__QUIC_TIME_INF;
     c->rx_prev_until = VEGA__QUIC_TIME_INF;
     c->stats.version = version;
+    c->path_validated = true; /* the handshake validates the path it runs on */
+    c->challenge_retry = c->challenge_deadline = VEGA__QUIC_TIME_INF;
     *out = c;
     return 0;
 }
@@ -745,6 +748,8 @@ uint64_t vega_quic_conn_expiry(const vega_quic_conn *c)
     t = min64(t, c->pace_deadline);
     if (c->rx_prev)
         t = min64(t, c->rx_prev_until);
+    if (c->challenge_outstanding)
+        t = min64(t, min64(c->challenge_retry, c->challenge_deadline));
     return t;
 }
 
@@ -774,6 +779,12 @@ int vega_quic_conn_handle_expiry(vega_quic_conn *c, uint64_t now)
     }
     if (now >= c->pace_deadline)
         c->pace_deadline = VEGA__QUIC_TIME_INF;
+    if (c->challenge_outstanding) {
+        if (now >= c->challenge_deadline)
+            vega__quic_path_failed(c);
+        else if (now >= c->challenge_retry)
+            vega__quic_challenge(c); /* a fresh one: PATH_CHALLENGE is never retransmitted */
+    }
     if (now >= vega__quic_recovery_timer(c->rec)) {
         int space = vega__quic_recovery_on_timeout(c->rec, now);
         if (space >= 0 && !c->sp[space].discarded) {
@@ -840,6 +851,7 @@ void vega_quic_conn_get_info(const vega_quic_conn *c, vega_quic_conn_info *info)
     info->bytes_in_flight = cc->in_flight;
     info->pkts_lost = vega__quic_recovery_stats(c->rec)->lost;
     info->key_updates = c->key_updates;
+    info->migrations = c->migrations;
     if (c->tls) {
         info->resumed = vega__qtls_is_resumed(c->tls);
         info->early_data = (int)vega__qtls_early_status(c->tls);
@@ -851,4 +863,191 @@ void vega_quic_conn_get_info(const vega_quic_conn *c, vega_quic_conn_info *info)
                       : a == VEGA_CRYPTO_CHACHA20_POLY1305 ? VEGA_QUIC_TLS_CHACHA20_POLY1305_SHA256
                                                           : VEGA_QUIC_TLS_AES_128_GCM_SHA256;
     }
+}
+
+/* ---- paths (RFC 9000 §8.2, §9) ---------------------------------------------------------------- */
+
+static const uint8_t *addr_ip(const struct sockaddr_storage *a, size_t *len, uint16_t *port)
+{
+    if (a->ss_family == AF_INET) {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)a;
+        *len = 4;
+        *port = v4->sin_port;
+        return (const uint8_t *)&v4->sin_addr;
+    }
+    if (a->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)a;
+        *len = 16;
+        *port = v6->sin6_port;
+        return (const uint8_t *)&v6->sin6_addr;
+    }
+    *len = 0;
+    *port = 0;
+    return NULL;
+}
+
+int vega__quic_addr_cmp(const struct sockaddr_storage *a, socklen_t alen,
+                        const struct sockaddr_storage *b, socklen_t blen)
+{
+    if (alen == 0 || blen == 0)
+        return 0; /* an unknown address matches anything: drivers that do not track paths */
+    size_t la, lb;
+    uint16_t pa, pb;
+    const uint8_t *ia = addr_ip(a, &la, &pa), *ib = addr_ip(b, &lb, &pb);
+    if (!ia || !ib)
+        return alen == blen && memcmp(a, b, alen) == 0 ? 0 : 2;
+    if (a->ss_family != b->ss_family || la != lb || memcmp(ia, ib, la) != 0)
+        return 2;
+    return pa == pb ? 0 : 1;
+}
+
+/* Sends a fresh PATH_CHALLENGE on the current path, at most three, each a PTO apart. */
+void vega__quic_challenge(vega_quic_conn *c)
+{
+    if (c->challenge_tries >= 3) {
+        c->challenge_retry = VEGA__QUIC_TIME_INF;
+        return;
+    }
+    if (vega__quic_rand(c, c->challenge, sizeof c->challenge) < 0)
+        return;
+    c->challenge_tries++;
+    c->challenge_queued = true;
+    c->challenge_outstanding = true;
+    c->challenge_retry = c->now + vega__quic_pto(c);
+}
+
+static void start_validation(vega_quic_conn *c)
+{
+    c->path_validated = false;
+    c->migrating = true;
+    c->path_bytes_recv = c->path_bytes_sent = 0;
+    c->challenge_tries = 0;
+    uint64_t pto = vega__quic_pto(c);
+    /* §8.2.4: at least three PTOs, and six times the initial RTT, to tolerate a slow path. */
+    uint64_t wait = 3 * pto > 6 * 333 * VEGA__QUIC_NS_PER_MS ? 3 * pto
+                                                              : 6 * 333 * VEGA__QUIC_NS_PER_MS;
+    c->challenge_deadline = c->now + wait;
+    vega__quic_challenge(c);
+}
+
+/* A new peer address or local path: the congestion controller starts over (§9.4), keeping
+ * the bytes already in flight accounted. */
+static void restart_cc(vega_quic_conn *c)
+{
+    struct vega__quic_cc *cc = vega__quic_recovery_cc(c->rec);
+    uint64_t in_flight = cc->in_flight;
+    vega__quic_cc_init(cc, cc->algo, cc->max_datagram);
+    cc->in_flight = in_flight;
+}
+
+static void path_event(vega_quic_conn *c, bool validated)
+{
+    vega_quic_event ev = {.type = VEGA_QUIC_EV_PATH_CHANGED, .error_code = validated};
+    vega__quic_ev_push(c, &ev);
+}
+
+void vega__quic_path_validated(vega_quic_conn *c)
+{
+    c->challenge_outstanding = false;
+    c->challenge_retry = c->challenge_deadline = VEGA__QUIC_TIME_INF;
+    c->path_validated = true;
+    if (c->migrating) {
+        c->migrating = false;
+        path_event(c, true);
+    }
+}
+
+void vega__quic_path_failed(vega_quic_conn *c)
+{
+    c->challenge_outstanding = false;
+    c->challenge_queued = false;
+    c->challenge_retry = c->challenge_deadline = VEGA__QUIC_TIME_INF;
+    if (!c->migrating)
+        return;
+    /* Back to the path that worked (§9.3.2); if there is none, the connection is lost. */
+    c->migrating = false;
+    c->path = c->prev_path;
+    c->path_validated = true;
+    restart_cc(c);
+    path_event(c, false);
+}
+
+/* Server: a non-probing packet with the largest packet number came from a new peer address
+ * (§9.3): send to it from now on, validate it, and limit what goes there until then. */
+void vega__quic_peer_moved(vega_quic_conn *c, const vega_quic_path *path, bool new_dcid)
+{
+    int how = vega__quic_addr_cmp(&path->remote, path->remote_len, &c->path.remote,
+                                  c->path.remote_len);
+    if (how == 0)
+        return;
+    if (!c->migrating)
+        c->prev_path = c->path;
+    c->path.remote = path->remote;
+    c->path.remote_len = path->remote_len;
+    if (path->local_len) {
+        c->path.local = path->local;
+        c->path.local_len = path->local_len;
+    }
+    c->migrations++;
+    if (how == 2)
+        restart_cc(c); /* more than a NAT's port change */
+    /* A peer that moved to a fresh connection ID gets one from us too (§9.5). */
+    if (new_dcid)
+        for (size_t i = 0; i < c->npeer; i++)
+            if (i != c->dcid_idx && !c->peer[i].retired) {
+                struct vega__quic_cid *old = &c->peer[c->dcid_idx];
+                old->retired = old->queued = true;
+                c->dcid_idx = i;
+                break;
+            }
+    start_validation(c);
+}
+
+int vega_quic_conn_migrate(vega_quic_conn *c, const vega_quic_path *path)
+{
+    if (c->state >= VEGA__QUIC_ST_CLOSING)
+        return VEGA_ERR_CLOSED;
+    if (c->server || !c->handshake_confirmed || c->peer_tp.disable_active_migration ||
+        c->migrating)
+        return VEGA_ERR_INVALID_ARG;
+    size_t next = c->npeer;
+    for (size_t i = 0; i < c->npeer; i++)
+        if (i != c->dcid_idx && !c->peer[i].retired && !c->peer[i].used) {
+            next = i;
+            break;
+        }
+    if (next == c->npeer)
+        return VEGA_ERR_FULL;
+    struct vega__quic_cid *old = &c->peer[c->dcid_idx];
+    old->retired = old->queued = true; /* §9.5: a new path never reuses a connection ID */
+    old->used = true;
+    c->dcid_idx = next;
+    c->peer[next].used = true;
+    c->prev_path = c->path;
+    c->path = *path;
+    c->migrations++;
+    restart_cc(c);
+    start_validation(c);
+    return 0;
+}
+
+void vega_quic_conn_get_path(const vega_quic_conn *c, vega_quic_path *out)
+{
+    *out = c->path;
+}
+
+size_t vega_quic_conn_scids(const vega_quic_conn *c, const uint8_t **ids, size_t *lens,
+                            size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->nlocal; i++) {
+        if (c->local[i].retired)
+            continue;
+        if (n < max) {
+            ids[n] = c->local[i].id;
+            lens[n] = c->local[i].len;
+        }
+        n++;
+    }
+    return n;
 }

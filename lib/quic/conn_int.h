@@ -215,7 +215,25 @@ struct vega_quic_conn {
     bool handshake_done_queued;
     bool path_response_queued;
     uint8_t path_response[8];
+    bool path_response_elsewhere;  /* the challenge came on another path: answer there alone */
+    vega_quic_path path_response_path;
     bool ping_queued;
+
+    /* Path validation and migration (RFC 9000 §8.2, §9). path is where we send now. */
+    bool path_validated;           /* the current path answered our PATH_CHALLENGE (or is the
+                                      handshake's path) */
+    bool migrating;                /* path changed and is not validated yet */
+    vega_quic_path prev_path;      /* to go back to if validation fails */
+    bool challenge_queued, challenge_outstanding;
+    uint8_t challenge[8];
+    unsigned challenge_tries;
+    uint64_t challenge_retry;      /* when to send a fresh challenge */
+    uint64_t challenge_deadline;   /* validation fails after this */
+    uint64_t path_bytes_recv, path_bytes_sent; /* on the unvalidated new path (3x limit) */
+    uint64_t migrations;
+    const vega_quic_path *rx_path; /* the path of the datagram being read (during read) */
+    size_t rx_dgram_len;
+    uint8_t rx_dcid[VEGA_QUIC_MAX_CID_LEN], rx_dcid_len; /* our CID the peer used last */
 
     /* Events. */
     vega_quic_event *ev;
@@ -250,6 +268,13 @@ int vega__quic_issue_cids(vega_quic_conn *c);
 uint64_t vega__quic_pto(const vega_quic_conn *c);
 void vega__quic_confirm(vega_quic_conn *c);
 int vega__quic_level_space(vega_quic_level l);
+/* 0 same address, 1 only the port differs, 2 a different address; unknown (len 0) = same. */
+int vega__quic_addr_cmp(const struct sockaddr_storage *a, socklen_t alen,
+                        const struct sockaddr_storage *b, socklen_t blen);
+void vega__quic_challenge(vega_quic_conn *c);
+void vega__quic_path_validated(vega_quic_conn *c);
+void vega__quic_path_failed(vega_quic_conn *c);
+void vega__quic_peer_moved(vega_quic_conn *c, const vega_quic_path *path, bool new_dcid);
 int vega__quic_tls_progress(vega_quic_conn *c);
 int vega__quic_next_keys(vega_quic_conn *c, const vega_quic_keys *cur, uint8_t *secret,
                          vega_quic_keys **out);
@@ -265,7 +290,7 @@ void vega__quic_stream_apply_tp(vega_quic_conn *c);
 
 /* conn_recv.c */
 int vega__quic_recv_frames(vega_quic_conn *c, int level, const uint8_t *p, size_t len,
-                           bool *ack_eliciting, uint64_t *wire_err);
+                           bool *ack_eliciting, bool *probing, uint64_t *wire_err);
 void vega__quic_retry_pending(vega_quic_conn *c);
 
 /* conn_send.c */

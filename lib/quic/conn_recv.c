@@ -253,9 +253,10 @@ static int on_close(vega_quic_conn *c, const vega_quic_frame *f)
 }
 
 int vega__quic_recv_frames(vega_quic_conn *c, int level, const uint8_t *p, size_t len,
-                           bool *ack_eliciting, uint64_t *wire_err)
+                           bool *ack_eliciting, bool *probing, uint64_t *wire_err)
 {
     int space = vega__quic_level_space(level);
+    *probing = true;
     while (len) {
         vega_quic_frame f;
         vega_ssize n = vega_quic_frame_decode(&f, p, len, wire_err);
@@ -265,6 +266,10 @@ int vega__quic_recv_frames(vega_quic_conn *c, int level, const uint8_t *p, size_
         len -= (size_t)n;
         if (vega_quic_frame_is_ack_eliciting(f.type))
             *ack_eliciting = true;
+        /* §9.1: only these may probe a path without moving the connection to it. */
+        if (f.type != VEGA_QUIC_FT_PATH_CHALLENGE && f.type != VEGA_QUIC_FT_PATH_RESPONSE &&
+            f.type != VEGA_QUIC_FT_NEW_CONNECTION_ID && f.type != VEGA_QUIC_FT_PADDING)
+            *probing = false;
         int rc = 0;
         switch (f.type) {
         case VEGA_QUIC_FT_PADDING:
@@ -342,11 +347,21 @@ int vega__quic_recv_frames(vega_quic_conn *c, int level, const uint8_t *p, size_
             rc = on_retire_cid(c, &f, wire_err);
             break;
         case VEGA_QUIC_FT_PATH_CHALLENGE:
+            /* The answer goes back on the path the challenge came on (§8.2.2). */
             memcpy(c->path_response, f.u.path.data, 8);
             c->path_response_queued = true;
+            c->path_response_elsewhere = false;
+            if (c->rx_path && vega__quic_addr_cmp(&c->rx_path->remote, c->rx_path->remote_len,
+                                                  &c->path.remote, c->path.remote_len) != 0) {
+                c->path_response_elsewhere = true;
+                c->path_response_path = *c->rx_path;
+            }
             break;
         case VEGA_QUIC_FT_PATH_RESPONSE:
-            break; /* we have not sent a challenge: migration is not initiated by us yet */
+            if (c->challenge_outstanding &&
+                vega_crypto_ct_equal(f.u.path.data, c->challenge, sizeof c->challenge))
+                vega__quic_path_validated(c);
+            break; /* a stale or unsolicited response is ignored (§8.2.3) */
         case VEGA_QUIC_FT_CONNECTION_CLOSE:
         case VEGA_QUIC_FT_CONNECTION_CLOSE_APP:
             return on_close(c, &f);
@@ -559,7 +574,8 @@ static int on_vn(vega_quic_conn *c, const vega_quic_hdr *h)
 
 /* One packet of a datagram. Returns 0 (processed or dropped) or a fatal library code. */
 static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt,
-                       size_t dgram_len, uint8_t ecn, bool from_pending, bool *processed)
+                       size_t dgram_len, uint8_t ecn, bool from_pending, bool *processed,
+                       const vega_quic_path *path)
 {
     if (h->type == VEGA_QUIC_PKT_VN)
         return on_vn(c, h);
@@ -632,8 +648,10 @@ static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt,
         vega__quic_close_err(c, werr, 0, NULL);
         return 0;
     }
-    bool eliciting = false;
-    rc = vega__quic_recv_frames(c, level, payload, u.payload_len, &eliciting, &werr);
+    bool eliciting = false, probing = true;
+    c->rx_path = path;
+    rc = vega__quic_recv_frames(c, level, payload, u.payload_len, &eliciting, &probing, &werr);
+    c->rx_path = NULL;
     if (rc == VEGA_ERR_PROTO) {
         const char *why = c->tls ? vega__qtls_reason(c->tls) : "";
         vega__quic_close_err(c, werr, c->close_frame_type,
@@ -643,6 +661,19 @@ static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt,
     if (rc < 0)
         return rc;
     note_received(c, space, u.pn, eliciting, ecn);
+    /* Server: a new peer address on the newest non-probing 1-RTT packet is a migration or a
+     * NAT rebinding (§9.3); packets that are older or only probe do not move us. */
+    if (level == VEGA_QUIC_LEVEL_APP && (int64_t)u.pn == sp->largest_recvd &&
+        c->state == VEGA__QUIC_ST_ESTABLISHED) {
+        bool new_dcid = c->rx_dcid_len &&
+                        (h->dcid_len != c->rx_dcid_len || memcmp(h->dcid, c->rx_dcid, h->dcid_len));
+        if (!probing) {
+            c->rx_dcid_len = (uint8_t)h->dcid_len;
+            memcpy(c->rx_dcid, h->dcid, h->dcid_len);
+            if (c->server && path && c->handshake_confirmed)
+                vega__quic_peer_moved(c, path, new_dcid);
+        }
+    }
     /* A server that gets a Handshake packet knows the client's address and drops Initial keys
      * (RFC 9001 §4.9.1). */
     if (c->server && level == VEGA_QUIC_LEVEL_HANDSHAKE) {
@@ -673,7 +704,7 @@ void vega__quic_retry_pending(vega_quic_conn *c)
             h.pkt_len = list[i].len < h.pkt_len ? list[i].len : h.pkt_len;
             /* A packet still without keys goes back to the list. */
             recv_packet(c, &h, list[i].data, VEGA_QUIC_MIN_INITIAL_SIZE, list[i].ecn, false,
-                        &processed);
+                        &processed, NULL);
         }
         free(list[i].data);
     }
@@ -682,7 +713,6 @@ void vega__quic_retry_pending(vega_quic_conn *c)
 int vega_quic_conn_read(vega_quic_conn *c, const vega_quic_path *path, uint8_t ecn,
                         uint8_t *dgram, size_t len, uint64_t now)
 {
-    (void)path;
     if (now > c->now)
         c->now = now;
     if (c->state == VEGA__QUIC_ST_CLOSED)
@@ -702,7 +732,7 @@ int vega_quic_conn_read(vega_quic_conn *c, const vega_quic_path *path, uint8_t e
     bool any = false;
     for (vega_ssize i = 0; i < n && c->state < VEGA__QUIC_ST_DRAINING; i++) {
         bool processed = false;
-        int rc = recv_packet(c, &hs[i], dgram + off, len, ecn, false, &processed);
+        int rc = recv_packet(c, &hs[i], dgram + off, len, ecn, false, &processed, path);
         if (rc < 0)
             return rc;
         any |= processed;
@@ -714,6 +744,10 @@ int vega_quic_conn_read(vega_quic_conn *c, const vega_quic_path *path, uint8_t e
         c->state = VEGA__QUIC_ST_CLOSED; /* §10.3.1: no more packets */
         return 0;
     }
+    if (any && c->migrating && path &&
+        vega__quic_addr_cmp(&path->remote, path->remote_len, &c->path.remote,
+                            c->path.remote_len) == 0)
+        c->path_bytes_recv += len; /* the new path's anti-amplification budget (§9.3) */
     if (any && c->state < VEGA__QUIC_ST_CLOSING)
         vega__quic_retry_pending(c);
     if (any && c->state == VEGA__QUIC_ST_CLOSING)

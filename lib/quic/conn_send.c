@@ -200,6 +200,7 @@ struct pkt {
     size_t cap;                        /* payload room (tag excluded) */
     uint64_t pn;
     bool eliciting, has_ack;
+    bool path_probe; /* carries PATH_CHALLENGE/RESPONSE: the datagram is padded (§8.2) */
     struct vega__quic_pktrec *rec;
 };
 
@@ -436,11 +437,21 @@ static void put_control(vega_quic_conn *c, uint8_t *out, struct pkt *k)
             rec_add(k->rec, VEGA__QUIC_SF_HANDSHAKE_DONE);
         }
     }
-    if (c->path_response_queued) {
+    if (c->path_response_queued && !c->path_response_elsewhere) {
         vega_quic_frame f = {.type = VEGA_QUIC_FT_PATH_RESPONSE};
         memcpy(f.u.path.data, c->path_response, 8);
-        if (put_frame(out, k, &f))
+        if (put_frame(out, k, &f)) {
             c->path_response_queued = false;
+            k->path_probe = true;
+        }
+    }
+    if (c->challenge_queued) {
+        vega_quic_frame f = {.type = VEGA_QUIC_FT_PATH_CHALLENGE};
+        memcpy(f.u.path.data, c->challenge, 8);
+        if (put_frame(out, k, &f)) {
+            c->challenge_queued = false;
+            k->path_probe = true;
+        }
     }
     if (c->max_data_queued && !rec_full(k)) {
         struct vega__quic_fc save = c->fc;
@@ -515,7 +526,8 @@ static void put_datagrams(vega_quic_conn *c, uint8_t *out, struct pkt *k)
 
 static bool app_has_data(const vega_quic_conn *c)
 {
-    if (c->handshake_done_queued || c->path_response_queued || c->max_data_queued ||
+    if (c->handshake_done_queued || c->path_response_queued || c->challenge_queued ||
+        c->max_data_queued ||
         c->max_streams_queued[0] || c->max_streams_queued[1] || c->data_blocked_queued ||
         c->sendq_head || c->dsend_n || c->ping_queued)
         return true;
@@ -650,6 +662,36 @@ static vega_ssize write_close(vega_quic_conn *c, uint8_t *out, size_t limit)
     return (vega_ssize)pos;
 }
 
+/* PATH_RESPONSE to a challenge that came on another path than ours, alone in a datagram sent
+ * there (RFC 9000 §8.2.2), padded to 1200 bytes (the challenge's datagram was, so this stays
+ * within 3x of what that path sent). Not ack-eliciting for recovery purposes: a lost response
+ * is answered by the peer's next challenge. */
+static vega_ssize write_path_response(vega_quic_conn *c, vega_quic_path *path, uint8_t *out,
+                                      size_t limit)
+{
+    struct pkt k;
+    if (!pkt_begin(c, &k, VEGA_QUIC_LEVEL_APP, 0, limit))
+        return 0;
+    struct vega__quic_pktrec dummy;
+    dummy.n = 0;
+    k.rec = &dummy;
+    vega_quic_frame f = {.type = VEGA_QUIC_FT_PATH_RESPONSE};
+    memcpy(f.u.path.data, c->path_response, 8);
+    put_frame(out, &k, &f);
+    size_t len = pkt_finish(out, &k, VEGA_QUIC_MIN_INITIAL_SIZE - k.hdr_len - TAG_LEN);
+    vega_ssize n = vega_quic_packet_protect(k.keys, out, limit, k.hdr_len, k.pn, k.len);
+    if (n < 0)
+        return n;
+    (void)len;
+    c->sp[VEGA__QUIC_SPACE_APP].next_pn++;
+    c->path_response_queued = false;
+    c->path_response_elsewhere = false;
+    if (path)
+        *path = c->path_response_path;
+    c->stats.bytes_sent += (uint64_t)n;
+    return n;
+}
+
 vega_ssize vega_quic_conn_write(vega_quic_conn *c, vega_quic_path *path, uint8_t *ecn,
                                 uint8_t *out, size_t cap, uint64_t now)
 {
@@ -687,6 +729,14 @@ vega_ssize vega_quic_conn_write(vega_quic_conn *c, vega_quic_path *path, uint8_t
         return n;
     }
 
+    if (c->path_response_queued && c->path_response_elsewhere && c->sp[VEGA__QUIC_SPACE_APP].tx)
+        return write_path_response(c, path, out, limit);
+    if (c->migrating && c->server) {
+        /* The new peer address is not validated: 3x what came from it (§9.3). */
+        uint64_t allowed = 3 * c->path_bytes_recv;
+        if (allowed <= c->path_bytes_sent || allowed - c->path_bytes_sent < limit)
+            return 0;
+    }
     struct vega__quic_cc *cc = vega__quic_recovery_cc(c->rec);
     const struct vega__quic_rtt *rtt = vega__quic_recovery_rtt(c->rec);
     bool probing = false;
@@ -786,8 +836,12 @@ vega_ssize vega_quic_conn_write(vega_quic_conn *c, vega_quic_path *path, uint8_t
         return 0;
     }
     /* Datagrams with a client's Initial, or a server's ack-eliciting one, are padded to 1200
-     * bytes (RFC 9000 §14.1), inside the last packet. */
-    if (has_initial && (!c->server || eliciting_initial) && pos < VEGA_QUIC_MIN_INITIAL_SIZE) {
+     * bytes (RFC 9000 §14.1), inside the last packet; so are path probes (§8.2.1). */
+    bool path_probe = false;
+    for (size_t i = 0; i < nk; i++)
+        path_probe |= ks[i].path_probe;
+    if (((has_initial && (!c->server || eliciting_initial)) || path_probe) &&
+        pos < VEGA_QUIC_MIN_INITIAL_SIZE) {
         struct pkt *k = &ks[nk - 1];
         pos = k->start + pkt_finish(out, k, k->len + (VEGA_QUIC_MIN_INITIAL_SIZE - pos));
     }
@@ -826,6 +880,8 @@ vega_ssize vega_quic_conn_write(vega_quic_conn *c, vega_quic_path *path, uint8_t
         vega__quic_discard_space(c, VEGA__QUIC_SPACE_INITIAL);
     if (c->server && !c->addr_validated)
         c->bytes_sent_unvalidated += pos;
+    if (c->migrating)
+        c->path_bytes_sent += pos;
     c->stats.bytes_sent += pos;
     cc->app_limited = !app_has_data(c) && !c->sendq_head;
     return (vega_ssize)pos;

@@ -13,6 +13,7 @@ struct item {
     uint8_t *data;
     size_t len;
     uint8_t ecn;
+    uint64_t tag;
 };
 
 struct dir {
@@ -127,9 +128,9 @@ static struct item pop(struct dir *d)
 }
 
 static int enqueue(vega_test_net *n, struct dir *d, const void *data, size_t len, uint64_t due,
-                   bool corrupt, uint8_t ecn)
+                   bool corrupt, uint8_t ecn, uint64_t tag)
 {
-    struct item it = {.due = due, .seq = n->seq++, .len = len, .ecn = ecn};
+    struct item it = {.due = due, .seq = n->seq++, .len = len, .ecn = ecn, .tag = tag};
     it.data = malloc(len ? len : 1);
     if (!it.data)
         return -ENOMEM;
@@ -147,11 +148,11 @@ static int enqueue(vega_test_net *n, struct dir *d, const void *data, size_t len
 
 int vega_test_net_send(vega_test_net *n, int from, const void *data, size_t len, uint64_t now)
 {
-    return vega_test_net_send_ecn(n, from, data, len, 0, now);
+    return vega_test_net_sendx(n, from, data, len, 0, 0, now);
 }
 
-int vega_test_net_send_ecn(vega_test_net *n, int from, const void *data, size_t len, uint8_t ecn,
-                           uint64_t now)
+int vega_test_net_sendx(vega_test_net *n, int from, const void *data, size_t len, uint8_t ecn,
+                        uint64_t tag, uint64_t now)
 {
     if (from < 0 || from > 1 || (!data && len) || ecn > 3)
         return -EINVAL;
@@ -193,22 +194,22 @@ int vega_test_net_send_ecn(vega_test_net *n, int from, const void *data, size_t 
         ecn = 3;
         st->ce_marked++;
     }
-    int rc = enqueue(n, d, data, len, due, corrupt, ecn);
+    int rc = enqueue(n, d, data, len, due, corrupt, ecn, tag);
     if (rc == 0 && chance(n, n->o.dup_pct)) {
         st->duplicated++;
         rc = enqueue(n, d, data, len, due + 1 + next_rand(n) % (n->o.delay_ns / 4 + 1), false,
-                     ecn);
+                     ecn, tag);
     }
     return rc;
 }
 
 long vega_test_net_recv(vega_test_net *n, int to, void *buf, size_t cap, uint64_t now)
 {
-    return vega_test_net_recv_ecn(n, to, buf, cap, NULL, now);
+    return vega_test_net_recvx(n, to, buf, cap, NULL, NULL, now);
 }
 
-long vega_test_net_recv_ecn(vega_test_net *n, int to, void *buf, size_t cap, uint8_t *ecn,
-                            uint64_t now)
+long vega_test_net_recvx(vega_test_net *n, int to, void *buf, size_t cap, uint8_t *ecn,
+                         uint64_t *tag, uint64_t now)
 {
     if (to < 0 || to > 1)
         return -EINVAL;
@@ -221,6 +222,8 @@ long vega_test_net_recv_ecn(vega_test_net *n, int to, void *buf, size_t cap, uin
     free(it.data);
     if (ecn)
         *ecn = it.ecn;
+    if (tag)
+        *tag = it.tag;
     n->d[!to].st.delivered++;
     return (long)len;
 }

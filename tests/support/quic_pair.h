@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <vega/quic.h>
 #include <vega/test.h>
@@ -59,7 +61,9 @@ struct qp {
     vega_test_net *net;
     struct qp_side side[2];
     uint64_t now;
-    vega_quic_path path;
+    vega_quic_path path;  /* the client's view: local = client, remote = server */
+    vega_quic_path spath; /* the server's view */
+    uint16_t nat_port;    /* non-zero: client datagrams reach the server from this port */
     /* Server endpoint policy: answer a token-less Initial with a Retry. */
     bool retry;
     size_t retries_sent;
@@ -81,6 +85,22 @@ QP_FN int qp_rand(void *ud, void *buf, size_t len)
         p[i] = (uint8_t)(z ^ (z >> 31));
     }
     return 0;
+}
+
+/* 127.0.0.1:port. */
+QP_FN void qp_set_addr(struct sockaddr_storage *ss, socklen_t *len, uint16_t port)
+{
+    struct sockaddr_in *a = (struct sockaddr_in *)ss;
+    memset(ss, 0, sizeof *ss);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(port);
+    a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    *len = sizeof *a;
+}
+
+QP_FN uint16_t qp_port(const struct sockaddr_storage *ss)
+{
+    return ntohs(((const struct sockaddr_in *)ss)->sin_port);
 }
 
 /* Sets both configs' defaults around the given server chain and key and client trust store,
@@ -118,6 +138,10 @@ QP_FN int qp_init_with(struct qp *q, vega_crypto_cert_chain *chain, vega_crypto_
     s->tls.key = q->key;
     s->tls.ticket_key = q->ticket_key;
     q->now = 1000000000ull; /* 1 s: any positive start */
+    qp_set_addr(&q->path.local, &q->path.local_len, 40001);
+    qp_set_addr(&q->path.remote, &q->path.remote_len, 443);
+    qp_set_addr(&q->spath.local, &q->spath.local_len, 443);
+    qp_set_addr(&q->spath.remote, &q->spath.remote_len, 40001);
     return 0;
 }
 
@@ -337,8 +361,10 @@ QP_FN void qp_events(struct qp *q, struct qp_side *s)
 
 /* The server endpoint's part: create the connection on a first Initial (with the Retry policy),
  * then feed it. */
-QP_FN void qp_server_recv(struct qp *q, uint8_t *buf, size_t len, uint8_t ecn)
+QP_FN void qp_server_recv(struct qp *q, uint8_t *buf, size_t len, uint8_t ecn, uint16_t from)
 {
+    vega_quic_path path = q->spath;
+    qp_set_addr(&path.remote, &path.remote_len, from);
     struct qp_side *s = &q->side[1];
     if (!s->c) {
         vega_quic_hdr h;
@@ -374,7 +400,7 @@ QP_FN void qp_server_recv(struct qp *q, uint8_t *buf, size_t len, uint8_t ecn)
             sp.original_dcid_len = h.token_len - 1;
             sp.address_validated = true;
         }
-        if (vega_quic_conn_server_new(&s->c, &q->scfg, &q->path, &sp, q->now) < 0)
+        if (vega_quic_conn_server_new(&s->c, &q->scfg, &q->spath, &sp, q->now) < 0)
             return;
     }
     if (!q->srv_got_handshake) {
@@ -384,7 +410,7 @@ QP_FN void qp_server_recv(struct qp *q, uint8_t *buf, size_t len, uint8_t ecn)
         else
             q->srv_bytes_in += len;
     }
-    vega_quic_conn_read(s->c, &q->path, ecn, buf, len, q->now);
+    vega_quic_conn_read(s->c, &path, ecn, buf, len, q->now);
 }
 
 /* Delivers what is due, handles events, then sends what both sides have (a driver's order:
@@ -396,9 +422,10 @@ QP_FN void qp_step(struct qp *q)
     for (int to = 0; to < 2; to++) {
         long n;
         uint8_t ecn = 0;
-        while ((n = vega_test_net_recv_ecn(q->net, to, buf, sizeof buf, &ecn, q->now)) > 0) {
+        uint64_t tag = 0;
+        while ((n = vega_test_net_recvx(q->net, to, buf, sizeof buf, &ecn, &tag, q->now)) > 0) {
             if (to == 1)
-                qp_server_recv(q, buf, (size_t)n, ecn);
+                qp_server_recv(q, buf, (size_t)n, ecn, (uint16_t)tag);
             else if (q->side[0].c)
                 vega_quic_conn_read(q->side[0].c, &q->path, ecn, buf, (size_t)n, q->now);
         }
@@ -409,12 +436,16 @@ QP_FN void qp_step(struct qp *q)
         struct qp_side *s = &q->side[i];
         for (int guard = 0; s->c && guard < 10000; guard++) {
             uint8_t ecn = 0;
-            long n = vega_quic_conn_write(s->c, NULL, &ecn, buf, sizeof buf, q->now);
+            vega_quic_path p;
+            long n = vega_quic_conn_write(s->c, &p, &ecn, buf, sizeof buf, q->now);
             if (n <= 0)
                 break;
             if (i == 1 && !q->srv_got_handshake)
                 q->srv_bytes_out += (uint64_t)n;
-            vega_test_net_send_ecn(q->net, i, buf, (size_t)n, ecn, q->now);
+            /* The tag carries the client's source port; a NAT may rewrite it. */
+            uint16_t port = i == 0 ? (q->nat_port ? q->nat_port : qp_port(&p.local))
+                                   : qp_port(&p.local);
+            vega_test_net_sendx(q->net, i, buf, (size_t)n, ecn, port, q->now);
         }
     }
 }

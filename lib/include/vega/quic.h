@@ -817,6 +817,11 @@ typedef enum vega_quic_event_type {
     VEGA_QUIC_EV_NEW_TOKEN,         /* client: data/len: a token for the next connection */
     VEGA_QUIC_EV_EARLY_REJECTED,    /* client: the server refused 0-RTT; what was sent in it
                                        is sent again in 1-RTT */
+    VEGA_QUIC_EV_PATH_CHANGED,      /* the peer's address changed (server: the client migrated
+                                       or was rebound by a NAT) or our migration completed;
+                                       error_code 1 when the new path is validated, 0 when
+                                       validation failed and the previous path is back;
+                                       vega_quic_conn_get_path tells the addresses */
     VEGA_QUIC_EV_CLOSED,            /* the connection closed: error_code, app, data/len = the
                                        reason phrase; local = we closed it */
 } vega_quic_event_type;
@@ -897,6 +902,31 @@ VEGA_API int vega_quic_conn_close(vega_quic_conn *c, bool app, uint64_t code, co
  */
 VEGA_API int vega_quic_conn_key_update(vega_quic_conn *c);
 
+/*
+ * Client: moves the connection to a new path (its local address changed, or to probe a better
+ * one), RFC 9000 §9: switches to an unused connection ID of the peer's (retiring the old one),
+ * sends PATH_CHALLENGE on the new path and carries on there; the congestion window restarts.
+ * If validation fails (no PATH_RESPONSE within 3 PTO), the previous path comes back
+ * (PATH_CHANGED with error_code 0). path: borrowed.
+ * Returns 0; VEGA_ERR_INVALID_ARG (a server, the handshake is not confirmed, the peer sent
+ * disable_active_migration, or a migration is still being validated); VEGA_ERR_FULL (no unused
+ * connection ID from the peer yet); VEGA_ERR_CLOSED. Context: the connection's thread.
+ * Since 0.1.
+ */
+VEGA_API int vega_quic_conn_migrate(vega_quic_conn *c, const vega_quic_path *path);
+
+/* The path the connection sends on now. Context: the connection's thread. Since 0.1. */
+VEGA_API void vega_quic_conn_get_path(const vega_quic_conn *c, vega_quic_path *out);
+
+/*
+ * Our connection IDs the peer may address us by now (for an endpoint's routing table: every
+ * one must lead to c). ids: receives up to max pointers (valid until the next call on c),
+ * lens their lengths. Returns how many there are (may exceed max). Context: the connection's
+ * thread. Since 0.1.
+ */
+VEGA_API size_t vega_quic_conn_scids(const vega_quic_conn *c, const uint8_t **ids, size_t *lens,
+                                     size_t max);
+
 /* True once the connection has nothing left to do (drained, timed out, or the closing period
  * ended): free it. Context: the connection's thread. Since 0.1. */
 VEGA_API bool vega_quic_conn_is_closed(const vega_quic_conn *c);
@@ -911,6 +941,7 @@ typedef struct vega_quic_conn_info {
     uint64_t smoothed_rtt_ns, min_rtt_ns, cwnd, bytes_in_flight;
     uint64_t pkts_sent, pkts_recv, pkts_lost, bytes_sent, bytes_recv;
     uint64_t key_updates;
+    uint64_t migrations; /* peer address changes (server) or our migrations (client) */
 } vega_quic_conn_info;
 
 /* Fills *info. Context: the connection's thread. Since 0.1. */

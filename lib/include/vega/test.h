@@ -142,14 +142,15 @@ VEGA_API void vega_test_net_free(vega_test_net *n);
 VEGA_API int vega_test_net_send(vega_test_net *n, int from, const void *data, size_t len,
                                 uint64_t now);
 
-/* As vega_test_net_send, with the datagram's ECN codepoint (0..3, as in the IP header). */
-VEGA_API int vega_test_net_send_ecn(vega_test_net *n, int from, const void *data, size_t len,
-                                    uint8_t ecn, uint64_t now);
+/* As vega_test_net_send, with the datagram's ECN codepoint (0..3, as in the IP header) and a
+ * tag the network carries unchanged (a test may put the sender's address in it). */
+VEGA_API int vega_test_net_sendx(vega_test_net *n, int from, const void *data, size_t len,
+                                 uint8_t ecn, uint64_t tag, uint64_t now);
 
-/* As vega_test_net_recv; *ecn receives the codepoint the datagram arrived with (may be
- * NULL). */
-VEGA_API long vega_test_net_recv_ecn(vega_test_net *n, int to, void *buf, size_t cap,
-                                     uint8_t *ecn, uint64_t now);
+/* As vega_test_net_recv; *ecn and *tag receive the codepoint the datagram arrived with and its
+ * tag (either may be NULL). */
+VEGA_API long vega_test_net_recvx(vega_test_net *n, int to, void *buf, size_t cap, uint8_t *ecn,
+                                  uint64_t *tag, uint64_t now);
 
 /* Takes the next datagram for endpoint to (0 or 1) due at or before now, in delivery-time
  * order, copying at most cap bytes into buf. Returns its length (truncated to cap), 0 when none

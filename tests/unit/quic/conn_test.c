@@ -261,6 +261,124 @@ VTEST(ecn_validated_and_ce_reacts)
     VCHECK(!ok);
 }
 
+static bool never(struct qp *q)
+{
+    (void)q;
+    return false;
+}
+
+static bool path_changed(struct qp *q, int side, uint16_t port)
+{
+    vega_quic_path p;
+    vega_quic_conn_get_path(q->side[side].c, &p);
+    return qp_port(side ? &p.remote : &p.local) == port;
+}
+
+VTEST(nat_rebinding_mid_transfer)
+{
+    struct qp q;
+    vega_test_net_opts o = {.seed = 33, .delay_ns = 5 * MS, .rate_bps = 100000000};
+    setup(&q, &o, 33);
+    handshake(&q);
+    VCHECK(qp_run(&q, confirmed, 5 * S));
+    /* Half a megabyte in, a NAT gives the client a new port: the server follows it after
+     * validating the new path, and the transfer completes with every byte. */
+    static uint8_t data[2 << 20];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (uint8_t)(i * 13 + 5);
+    VCHECK(qp_upload(&q.side[0], false, data, sizeof data) >= 0);
+    qp_run(&q, bulk_done, 20 * MS);
+    q.nat_port = 50123;
+    bulk_to = 1;
+    VCHECK(qp_run(&q, bulk_done, 30 * S));
+    VCHECK_EQ(q.side[1].st[0].len, sizeof data);
+    VCHECK(memcmp(q.side[1].st[0].data, data, sizeof data) == 0);
+    VCHECK(path_changed(&q, 1, 50123));
+    vega_quic_conn_info si;
+    vega_quic_conn_get_info(q.side[1].c, &si);
+    VCHECK_EQ(si.migrations, 1);
+    VCHECK(q.side[1].c->path_validated);
+    qp_fini(&q);
+}
+
+static bool client_migrated(struct qp *q)
+{
+    return q->side[0].c->path_validated && !q->side[0].c->migrating;
+}
+
+VTEST(client_migration_with_new_cid)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(5);
+    setup(&q, &o, 34);
+    handshake(&q);
+    VCHECK(qp_run(&q, confirmed, 5 * S));
+    qp_run(&q, never, 200 * MS); /* NEW_CONNECTION_IDs arrive */
+    vega_quic_path np = q.path;
+    qp_set_addr(&np.local, &np.local_len, 40002);
+    size_t before = q.side[0].c->dcid_idx;
+    VCHECK_EQ(vega_quic_conn_migrate(q.side[0].c, &np), 0);
+    VCHECK(q.side[0].c->dcid_idx != before); /* a fresh connection ID on the new path */
+    VCHECK_EQ(vega_quic_conn_migrate(q.side[0].c, &np), VEGA_ERR_INVALID_ARG); /* pending */
+    VCHECK(qp_run(&q, client_migrated, 5 * S));
+    VCHECK(path_changed(&q, 0, 40002));
+    bulk(&q, 0, 300000, 30 * S);
+    VCHECK(path_changed(&q, 1, 40002));
+    VCHECK(q.side[1].c->path_validated);
+    /* Both moved off the connection IDs of the old path (sequence 0, §9.5), retired them, and
+     * issued replacements. */
+    vega_quic_conn *cc = q.side[0].c, *sc = q.side[1].c;
+    VCHECK(cc->peer[cc->dcid_idx].seq != 0);
+    VCHECK(sc->peer[sc->dcid_idx].seq != 0);
+    for (size_t i = 0; i < sc->nlocal; i++)
+        VCHECK(sc->local[i].seq != 0 || sc->local[i].retired);
+    qp_fini(&q);
+}
+
+static bool migration_failed(struct qp *q)
+{
+    return !q->side[0].c->migrating && q->side[0].c->migrations == 1;
+}
+
+VTEST(client_migration_to_dead_path_falls_back)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(5);
+    setup(&q, &o, 35);
+    handshake(&q);
+    VCHECK(qp_run(&q, confirmed, 5 * S));
+    qp_run(&q, never, 200 * MS);
+    vega_quic_path np = q.path;
+    qp_set_addr(&np.local, &np.local_len, 40003);
+    VCHECK_EQ(vega_quic_conn_migrate(q.side[0].c, &np), 0);
+    /* Everything the client sends on the new path is lost. */
+    vega_test_net_free(q.net);
+    vega_test_net_opts dead = {.seed = 1, .delay_ns = 5 * MS, .loss_pct = 100};
+    VCHECK_EQ(vega_test_net_new(&q.net, &dead), 0);
+    VCHECK(qp_run(&q, migration_failed, 10 * S));
+    VCHECK(path_changed(&q, 0, 40001)); /* back on the old path */
+    vega_test_net_free(q.net);
+    VCHECK_EQ(vega_test_net_new(&q.net, &o), 0);
+    bulk(&q, 0, 100000, 30 * S);
+    qp_fini(&q);
+}
+
+VTEST(migration_refused_before_confirmation_or_when_disabled)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(5);
+    setup(&q, &o, 36);
+    q.scfg.disable_active_migration = true;
+    VCHECK_EQ(qp_client_start(&q), 0);
+    vega_quic_path np = q.path;
+    qp_set_addr(&np.local, &np.local_len, 40004);
+    VCHECK_EQ(vega_quic_conn_migrate(q.side[0].c, &np), VEGA_ERR_INVALID_ARG);
+    VCHECK(qp_run(&q, confirmed, 5 * S));
+    VCHECK_EQ(vega_quic_conn_migrate(q.side[0].c, &np), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_quic_conn_migrate(q.side[1].c, &np), VEGA_ERR_INVALID_ARG); /* server */
+    qp_fini(&q);
+}
+
 VTEST(retry)
 {
     struct qp q;
