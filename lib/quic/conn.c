@@ -27,6 +27,7 @@ void vega_quic_config_init(vega_quic_config *c)
     c->max_ack_delay_ms = 25;
     c->active_connection_id_limit = 4;
     c->scid_len = 8;
+    c->pmtu_max = 1452;
     c->cc = VEGA_QUIC_CC_CUBIC;
 }
 
@@ -413,6 +414,7 @@ static bool config_ok(const vega_quic_config *cfg)
            cfg->max_streams_uni <= (1ull << 60) && cfg->max_data <= VEGA_QUIC_MAX_VARINT &&
            cfg->max_stream_data <= VEGA_QUIC_MAX_VARINT &&
            cfg->max_datagram_frame_size <= 65535 &&
+           (cfg->pmtu_max == 0 || (cfg->pmtu_max >= 1200 && cfg->pmtu_max <= 65527)) &&
            (cfg->cc == VEGA_QUIC_CC_CUBIC || cfg->cc == VEGA_QUIC_CC_NEWRENO);
 }
 
@@ -471,6 +473,8 @@ static int conn_alloc(vega_quic_conn **out, const vega_quic_config *cfg,
     c->rx_prev_until = VEGA__QUIC_TIME_INF;
     c->stats.version = version;
     c->path_validated = true; /* the handshake validates the path it runs on */
+    c->mtu = VEGA__QUIC_MAX_PACKET;
+    c->pmtu_done = cfg->pmtu_max <= VEGA__QUIC_MAX_PACKET;
     c->challenge_retry = c->challenge_deadline = VEGA__QUIC_TIME_INF;
     *out = c;
     return 0;
@@ -852,6 +856,7 @@ void vega_quic_conn_get_info(const vega_quic_conn *c, vega_quic_conn_info *info)
     info->pkts_lost = vega__quic_recovery_stats(c->rec)->lost;
     info->key_updates = c->key_updates;
     info->migrations = c->migrations;
+    info->pmtu = c->mtu;
     if (c->tls) {
         info->resumed = vega__qtls_is_resumed(c->tls);
         info->early_data = (int)vega__qtls_early_status(c->tls);

@@ -56,6 +56,7 @@ struct vega__quic_pktrec {
     struct vega__quic_pktrec *next_free;
     uint8_t level; /* vega_quic_level */
     uint8_t key_phase;
+    bool pmtu;     /* a DPLPMTUD probe of pmtu_probe bytes */
     uint16_t n;
     struct vega__quic_sf f[VEGA__QUIC_PKT_FRAMES];
 };
@@ -231,6 +232,12 @@ struct vega_quic_conn {
     uint64_t challenge_deadline;   /* validation fails after this */
     uint64_t path_bytes_recv, path_bytes_sent; /* on the unvalidated new path (3x limit) */
     uint64_t migrations;
+    /* DPLPMTUD (RFC 9000 §14.3, RFC 8899): mtu is confirmed; a probe of probe bytes searches
+     * between mtu and hi. */
+    size_t mtu, pmtu_hi, pmtu_probe;
+    bool pmtu_in_flight, pmtu_done;
+    unsigned pmtu_fails;
+    size_t last_cap;               /* the write cap seen last: probes never exceed it */
     const vega_quic_path *rx_path; /* the path of the datagram being read (during read) */
     size_t rx_dgram_len;
     uint8_t rx_dcid[VEGA_QUIC_MAX_CID_LEN], rx_dcid_len; /* our CID the peer used last */
@@ -294,6 +301,7 @@ int vega__quic_recv_frames(vega_quic_conn *c, int level, const uint8_t *p, size_
 void vega__quic_retry_pending(vega_quic_conn *c);
 
 /* conn_send.c */
+void vega__quic_pmtu_result(vega_quic_conn *c, bool acked);
 void vega__quic_on_acked(void *ud, int space, struct vega__quic_sent *p);
 void vega__quic_on_lost(void *ud, int space, struct vega__quic_sent *p, bool discarded);
 

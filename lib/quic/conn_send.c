@@ -26,6 +26,7 @@ static struct vega__quic_pktrec *rec_get(vega_quic_conn *c)
     }
     r->next_free = NULL;
     r->n = 0;
+    r->pmtu = false;
     return r;
 }
 
@@ -64,6 +65,8 @@ void vega__quic_on_acked(void *ud, int space, struct vega__quic_sent *p)
         return;
     if (space == VEGA__QUIC_SPACE_APP && c->ku_pending && p->pn >= c->ku_first_pn)
         c->ku_pending = false;
+    if (r->pmtu)
+        vega__quic_pmtu_result(c, true);
     for (unsigned i = 0; i < r->n; i++) {
         struct vega__quic_sf *f = &r->f[i];
         switch (f->type) {
@@ -119,6 +122,8 @@ void vega__quic_on_lost(void *ud, int space, struct vega__quic_sent *p, bool dis
     struct vega__quic_pktrec *r = p->frames;
     if (!r)
         return;
+    if (r->pmtu && !discarded)
+        vega__quic_pmtu_result(c, false);
     for (unsigned i = 0; i < r->n && !discarded && c->state < VEGA__QUIC_ST_CLOSING; i++) {
         struct vega__quic_sf *f = &r->f[i];
         struct vega__quic_stream *s = NULL;
@@ -285,6 +290,8 @@ static void put_crypto(vega_quic_conn *c, uint8_t *out, struct pkt *k)
             return;
         if (len > left(k) - hdr)
             len = left(k) - hdr;
+        if (len > 16383)
+            len = 16383; /* the 2-byte Length field */
         pay(out, k)[0] = VEGA_QUIC_FT_CRYPTO;
         k->len++;
         put_varint(out, k, off);
@@ -359,7 +366,17 @@ static int put_stream(vega_quic_conn *c, uint8_t *out, struct pkt *k, struct veg
         uint64_t off;
         size_t len;
         bool fin, blocked = false;
-        if (!vega__quic_sendbuf_next(&s->sb, max_off, left(k) - hdr, &off, &len, &fin, &blocked)) {
+        /* The Length field is written in 2 bytes: at most 16383 per frame. */
+        size_t room = left(k) - hdr < 16383 ? left(k) - hdr : 16383;
+        bool more = vega__quic_sendbuf_next(&s->sb, max_off, room, &off, &len, &fin, &blocked);
+        /* The offset's real size is known now: a chunk cut short by the worst-case header
+         * estimate may take the bytes it left, so full packets are exactly full. */
+        size_t real = 1 + vega_quic_varint_len(s->id) + (off ? vega_quic_varint_len(off) : 0) + 2;
+        if (more && len == room && real < hdr && room < 16383)
+            vega__quic_sendbuf_next(&s->sb, max_off,
+                                    left(k) - real < 16383 ? left(k) - real : 16383, &off, &len,
+                                    &fin, &blocked);
+        if (!more) {
             if (!blocked)
                 return 0;
             if (max_off == s->max_send) {
@@ -692,6 +709,87 @@ static vega_ssize write_path_response(vega_quic_conn *c, vega_quic_path *path, u
     return n;
 }
 
+/* ---- DPLPMTUD (RFC 9000 §14.3, RFC 8899) ------------------------------------------------------- */
+
+/* The largest datagram worth probing: our setting, the peer's max_udp_payload_size, and what
+ * the driver's buffers take. */
+static size_t pmtu_ceiling(const vega_quic_conn *c)
+{
+    uint64_t hi = c->cfg.pmtu_max;
+    if (c->peer_tp.max_udp_payload_size < hi)
+        hi = c->peer_tp.max_udp_payload_size;
+    if (c->last_cap && c->last_cap < hi)
+        hi = c->last_cap;
+    return (size_t)hi;
+}
+
+void vega__quic_pmtu_result(vega_quic_conn *c, bool acked)
+{
+    if (!c->pmtu_in_flight)
+        return;
+    c->pmtu_in_flight = false;
+    if (acked) {
+        c->mtu = c->pmtu_probe;
+        c->pmtu_fails = 0;
+    } else if (++c->pmtu_fails < 3) {
+        return; /* one loss may be chance: the same size again (RFC 8899 MAX_PROBES = 3) */
+    } else {
+        c->pmtu_hi = c->pmtu_probe - 1;
+        c->pmtu_fails = 0;
+    }
+    /* Binary search between what works and what failed, to within 16 bytes. */
+    if (c->pmtu_hi < c->mtu + 16)
+        c->pmtu_done = true;
+    else
+        c->pmtu_probe = (c->mtu + c->pmtu_hi + 1) / 2;
+}
+
+/* A probe: one 1-RTT packet of exactly pmtu_probe bytes (PING and PADDING) alone in its
+ * datagram, sent once the handshake is confirmed and the path validated, one at a time. The
+ * first tries the ceiling itself: on most paths that is the answer. */
+static vega_ssize write_pmtu_probe(vega_quic_conn *c, uint8_t *out, size_t cap)
+{
+    if (!c->pmtu_hi) {
+        c->pmtu_hi = pmtu_ceiling(c);
+        if (c->pmtu_hi < c->mtu + 16) {
+            c->pmtu_done = true;
+            return 0;
+        }
+        c->pmtu_probe = c->pmtu_hi;
+    }
+    size_t size = c->pmtu_probe;
+    if (size > cap)
+        return 0;
+    struct pkt k;
+    if (!pkt_begin(c, &k, VEGA_QUIC_LEVEL_APP, 0, size))
+        return 0;
+    k.rec = rec_get(c);
+    if (!k.rec)
+        return -ENOMEM;
+    k.rec->level = VEGA_QUIC_LEVEL_APP;
+    k.rec->pmtu = true;
+    vega_quic_frame f = {.type = VEGA_QUIC_FT_PING};
+    put_frame(out, &k, &f);
+    pkt_finish(out, &k, k.cap);
+    vega_ssize n = vega_quic_packet_protect(k.keys, out, cap, k.hdr_len, k.pn, k.len);
+    if (n < 0) {
+        rec_put(c, k.rec);
+        return n;
+    }
+    struct vega__quic_sent s = {.pn = k.pn, .time_sent = c->now, .bytes = (uint32_t)n,
+                                .ack_eliciting = true, .in_flight = true, .pmtu_probe = true,
+                                .frames = k.rec};
+    c->sp[VEGA__QUIC_SPACE_APP].next_pn++;
+    if (vega__quic_recovery_on_sent(c->rec, VEGA__QUIC_SPACE_APP, &s) < 0) {
+        rec_put(c, k.rec);
+        return 0;
+    }
+    c->pmtu_in_flight = true;
+    c->stats.pkts_sent++;
+    c->stats.bytes_sent += (uint64_t)n;
+    return n;
+}
+
 vega_ssize vega_quic_conn_write(vega_quic_conn *c, vega_quic_path *path, uint8_t *ecn,
                                 uint8_t *out, size_t cap, uint64_t now)
 {
@@ -706,7 +804,8 @@ vega_ssize vega_quic_conn_write(vega_quic_conn *c, vega_quic_path *path, uint8_t
         *path = c->path;
     if (ecn)
         *ecn = VEGA_QUIC_ECN_NOT_ECT;
-    size_t limit = VEGA__QUIC_MAX_PACKET;
+    c->last_cap = cap;
+    size_t limit = c->mtu < cap ? c->mtu : cap;
     if (c->server && !c->addr_validated) {
         /* Anti-amplification (RFC 9000 §8.1): three times what the client sent. */
         uint64_t allowed = 3 * c->bytes_recv_unvalidated;
@@ -753,6 +852,17 @@ vega_ssize vega_quic_conn_write(vega_quic_conn *c, vega_quic_path *path, uint8_t
     }
     /* Without window or pacing room only ACKs may leave. */
     bool data_ok = cwnd_ok && pace_ok;
+    if (data_ok && !c->pmtu_done && !c->pmtu_in_flight && c->handshake_confirmed &&
+        c->path_validated && !probing && c->state == VEGA__QUIC_ST_ESTABLISHED &&
+        c->sp[VEGA__QUIC_SPACE_APP].tx) {
+        vega_ssize n = write_pmtu_probe(c, out, cap);
+        if (n != 0) {
+            if (ecn)
+                *ecn = vega__quic_recovery_ecn_ok(c->rec) ? VEGA_QUIC_ECN_ECT0
+                                                         : VEGA_QUIC_ECN_NOT_ECT;
+            return n;
+        }
+    }
 
     struct pkt ks[3];
     struct vega__quic_pktrec *recs[3] = {NULL, NULL, NULL};
@@ -885,4 +995,40 @@ vega_ssize vega_quic_conn_write(vega_quic_conn *c, vega_quic_path *path, uint8_t
     c->stats.bytes_sent += pos;
     cc->app_limited = !app_has_data(c) && !c->sendq_head;
     return (vega_ssize)pos;
+}
+
+vega_ssize vega_quic_conn_write_gso(vega_quic_conn *c, vega_quic_path *path, uint8_t *ecn,
+                                    uint8_t *out, size_t cap, size_t max_dgrams, size_t *seg,
+                                    uint64_t now)
+{
+    *seg = 0;
+    vega_quic_path p0;
+    uint8_t e0;
+    vega_ssize first = vega_quic_conn_write(c, &p0, &e0, out, cap, now);
+    if (first <= 0)
+        return first;
+    if (path)
+        *path = p0;
+    if (ecn)
+        *ecn = e0;
+    size_t total = (size_t)first, sz = (size_t)first;
+    *seg = sz;
+    /* More of the same size, to the same path and mark: a shorter one ends the batch. The
+     * next write is capped at the segment size, so it can only be equal or shorter. */
+    for (size_t i = 1; i < max_dgrams && cap - total >= sz && sz >= VEGA_QUIC_MIN_INITIAL_SIZE;
+         i++) {
+        if (c->path_response_queued && c->path_response_elsewhere)
+            break; /* goes to another address */
+        vega_quic_path p;
+        uint8_t e;
+        vega_ssize n = vega_quic_conn_write(c, &p, &e, out + total, sz, now);
+        if (n <= 0)
+            break;
+        /* Path and ECN state change only when a datagram is read or on migrate, never between
+         * these writes, so the batch shares p0 and e0. */
+        total += (size_t)n;
+        if ((size_t)n < sz)
+            break;
+    }
+    return (vega_ssize)total;
 }

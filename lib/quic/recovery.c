@@ -393,6 +393,8 @@ static void packets_lost(struct vega__quic_recovery *r, size_t top, size_t n, bo
         if (!p->in_flight)
             continue;
         vega__quic_cc_on_removed(&r->cc, p->bytes);
+        if (p->pmtu_probe)
+            continue;
         congested = true;
         last = VEGA__MAX(last, p->time_sent);
     }

@@ -141,6 +141,8 @@ struct vega__quic_sent {
     bool in_flight;      /* ack-eliciting or padding: counts for congestion control */
     bool ecn;            /* sent with ECT(0) */
     bool probe;          /* a PTO probe (for the connection's own bookkeeping) */
+    bool pmtu_probe;     /* a path MTU probe: its loss is no congestion signal (RFC 9000
+                            §14.4), it only leaves in_flight */
     void *frames;        /* the connection's: what it carried */
 };
 

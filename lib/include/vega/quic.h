@@ -712,6 +712,9 @@ typedef struct vega_quic_config {
     uint64_t max_ack_delay_ms;   /* default 25 */
     uint64_t active_connection_id_limit; /* default 4 */
     size_t scid_len;             /* our connection ID length, 1..20 (default 8) */
+    size_t pmtu_max;             /* DPLPMTUD (RFC 9000 §14.3) probes datagram sizes up to this
+                                    (default 1452, IPv6 over a 1500-byte MTU; 1200 = off); the
+                                    write cap and the peer's max_udp_payload_size bound it too */
     bool disable_active_migration;
     vega_quic_cc cc;
     uint64_t initial_rtt_ns;     /* default 333 ms (RFC 9002 §6.2.2) */
@@ -790,6 +793,17 @@ VEGA_API int vega_quic_conn_read(vega_quic_conn *c, const vega_quic_path *path, 
  */
 VEGA_API vega_ssize vega_quic_conn_write(vega_quic_conn *c, vega_quic_path *path, uint8_t *ecn,
                                          uint8_t *out, size_t cap, uint64_t now);
+
+/*
+ * As vega_quic_conn_write, but fills out with up to max_dgrams datagrams back to back for one
+ * UDP GSO send (UDP_SEGMENT): every datagram but the last is exactly *seg bytes, the last may
+ * be shorter, and all go to the same path with the same ECN codepoint. seg: receives the
+ * segment size. Returns the total bytes (0: nothing to send), or as vega_quic_conn_write.
+ * Context: the connection's thread. Since 0.1.
+ */
+VEGA_API vega_ssize vega_quic_conn_write_gso(vega_quic_conn *c, vega_quic_path *path, uint8_t *ecn,
+                                             uint8_t *out, size_t cap, size_t max_dgrams,
+                                             size_t *seg, uint64_t now);
 
 /* The next time (ns) vega_quic_conn_handle_expiry must be called (loss detection, ACK delay,
  * pacing, idle and closing timers); UINT64_MAX for none. Context: the connection's thread.
@@ -942,6 +956,7 @@ typedef struct vega_quic_conn_info {
     uint64_t pkts_sent, pkts_recv, pkts_lost, bytes_sent, bytes_recv;
     uint64_t key_updates;
     uint64_t migrations; /* peer address changes (server) or our migrations (client) */
+    size_t pmtu;         /* the datagram size in use (1200 until DPLPMTUD raised it) */
 } vega_quic_conn_info;
 
 /* Fills *info. Context: the connection's thread. Since 0.1. */

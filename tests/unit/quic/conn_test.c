@@ -184,12 +184,13 @@ static void bulk(struct qp *q, int from, size_t len, uint64_t max_ns)
     free(data);
 }
 
-static void bulk_both_ways(unsigned loss, uint64_t seed, size_t len)
+static void bulk_both_ways(unsigned loss, uint64_t seed, size_t len, vega_quic_cc cc)
 {
     struct qp q;
     vega_test_net_opts o = {.seed = seed, .delay_ns = 10 * MS, .jitter_ns = 2 * MS,
                             .loss_pct = loss, .rate_bps = 200000000};
     setup(&q, &o, seed);
+    q.ccfg.cc = q.scfg.cc = cc;
     q.ccfg.idle_timeout_ms = q.scfg.idle_timeout_ms = 600000;
     VCHECK_EQ(qp_client_start(&q), 0);
     VCHECK(qp_run(&q, qp_handshaken, 60 * S));
@@ -208,17 +209,22 @@ static void bulk_both_ways(unsigned loss, uint64_t seed, size_t len)
 
 VTEST(transfer_10mib_clean)
 {
-    bulk_both_ways(0, 11, 10u << 20);
+    bulk_both_ways(0, 11, 10u << 20, VEGA_QUIC_CC_CUBIC);
+}
+
+VTEST(transfer_10mib_loss5_newreno)
+{
+    bulk_both_ways(5, 14, 10u << 20, VEGA_QUIC_CC_NEWRENO);
 }
 
 VTEST(transfer_10mib_loss5)
 {
-    bulk_both_ways(5, 12, 10u << 20);
+    bulk_both_ways(5, 12, 10u << 20, VEGA_QUIC_CC_CUBIC);
 }
 
 VTEST(transfer_10mib_loss30)
 {
-    bulk_both_ways(30, 13, 10u << 20);
+    bulk_both_ways(30, 13, 10u << 20, VEGA_QUIC_CC_CUBIC);
 }
 
 VTEST(transfer_reorder_dup_corrupt)
@@ -376,6 +382,58 @@ VTEST(migration_refused_before_confirmation_or_when_disabled)
     VCHECK(qp_run(&q, confirmed, 5 * S));
     VCHECK_EQ(vega_quic_conn_migrate(q.side[0].c, &np), VEGA_ERR_INVALID_ARG);
     VCHECK_EQ(vega_quic_conn_migrate(q.side[1].c, &np), VEGA_ERR_INVALID_ARG); /* server */
+    qp_fini(&q);
+}
+
+static size_t pmtu_after(size_t net_mtu, size_t pmtu_max)
+{
+    struct qp q;
+    vega_test_net_opts o = {.seed = 37, .delay_ns = 5 * MS, .mtu = net_mtu};
+    setup(&q, &o, 37);
+    if (pmtu_max)
+        q.ccfg.pmtu_max = q.scfg.pmtu_max = pmtu_max;
+    handshake(&q);
+    bulk(&q, 0, 1u << 20, 30 * S);
+    vega_quic_conn_info ci;
+    vega_quic_conn_get_info(q.side[0].c, &ci);
+    VCHECK_EQ(ci.pkts_lost, vega__quic_recovery_stats(q.side[0].c->rec)->lost);
+    qp_fini(&q);
+    return ci.pmtu;
+}
+
+VTEST(pmtu_discovery)
+{
+    VCHECK_EQ(pmtu_after(0, 0), 1452);      /* nothing in the way: the configured ceiling */
+    size_t m = pmtu_after(1400, 0);          /* a 1400-byte link: found within 16 bytes */
+    VCHECK(m <= 1400 && m > 1400 - 16);
+    VCHECK_EQ(pmtu_after(0, 1200), 1200);    /* off */
+    VCHECK_EQ(pmtu_after(1200, 0), 1200);    /* every probe lost: stays at the minimum */
+}
+
+VTEST(gso_batches_equal_segments)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(5);
+    setup(&q, &o, 38);
+    handshake(&q);
+    VCHECK(qp_run(&q, confirmed, 5 * S));
+    static uint8_t data[200000];
+    uint64_t id;
+    VCHECK_EQ(vega_quic_stream_open(q.side[0].c, false, &id), 0);
+    VCHECK_EQ(vega_quic_stream_write(q.side[0].c, id, data, sizeof data, true), sizeof data);
+    static uint8_t out[64 * 1500];
+    size_t seg = 0;
+    long n = vega_quic_conn_write_gso(q.side[0].c, NULL, NULL, out, sizeof out, 64, &seg, q.now);
+    VCHECK(n > 0);
+    if (seg < 1200)
+        vtest_fail(__FILE__, __LINE__, "n %ld seg %zu", n, seg);
+    VCHECK((size_t)n > seg); /* several datagrams in one batch */
+    /* Each segment is a whole datagram the server accepts. */
+    for (size_t off = 0; off < (size_t)n; off += seg) {
+        size_t len = (size_t)n - off < seg ? (size_t)n - off : seg;
+        qp_server_recv(&q, out + off, len, 0, 40001);
+    }
+    VCHECK(q.side[1].c->stats.pkts_recv > 2);
     qp_fini(&q);
 }
 
