@@ -114,12 +114,12 @@ int main(int argc, char **argv)
             written += (size_t)w;
         }
         /* one harness step: deliver, let the receiver drain, send */
-        uint8_t buf[2048];
+        uint8_t buf[2048], *d;
         long n;
-        while ((n = vega_test_net_recv(q.net, 1, buf, sizeof buf, q.now)) > 0)
-            vega_quic_conn_read(q.side[1].c, &q.spath, 0, buf, (size_t)n, q.now);
-        while ((n = vega_test_net_recv(q.net, 0, buf, sizeof buf, q.now)) > 0)
-            vega_quic_conn_read(q.side[0].c, &q.path, 0, buf, (size_t)n, q.now);
+        while ((n = vega_test_net_peek(q.net, 1, &d, NULL, NULL, q.now)) > 0)
+            vega_quic_conn_read(q.side[1].c, &q.spath, 0, d, (size_t)n, q.now);
+        while ((n = vega_test_net_peek(q.net, 0, &d, NULL, NULL, q.now)) > 0)
+            vega_quic_conn_read(q.side[0].c, &q.path, 0, d, (size_t)n, q.now);
         drain(&q, &got);
         vega_quic_event ev;
         while (vega_quic_conn_next_event(q.side[0].c, &ev)) {

@@ -24,11 +24,44 @@ struct dir {
     vega_test_net_stats st;
 };
 
+/* Datagram buffers of up to POOL_BLOCK bytes are recycled through a free list, so a long
+ * transfer allocates nothing in its steady state (larger ones use malloc). */
+#define POOL_BLOCK 2048
+#define POOL_MAX   8192
+
 struct vega_test_net {
     vega_test_net_opts o;
     uint64_t rng, seq;
     struct dir d[2]; /* d[to] */
+    void **pool;
+    size_t npool;
+    uint8_t *held; /* the datagram vega_test_net_peek handed out, until the next call */
+    size_t held_len;
 };
+
+static uint8_t *buf_get(vega_test_net *n, size_t len)
+{
+    if (len > POOL_BLOCK)
+        return malloc(len);
+    if (n->npool)
+        return n->pool[--n->npool];
+    return malloc(POOL_BLOCK);
+}
+
+static void buf_put(vega_test_net *n, uint8_t *b, size_t len)
+{
+    if (!b)
+        return;
+    if (len <= POOL_BLOCK && n->npool < POOL_MAX) {
+        if (!n->pool && !(n->pool = malloc(POOL_MAX * sizeof *n->pool))) {
+            free(b);
+            return;
+        }
+        n->pool[n->npool++] = b;
+        return;
+    }
+    free(b);
+}
 
 static uint64_t next_rand(vega_test_net *n)
 {
@@ -74,6 +107,10 @@ void vega_test_net_free(vega_test_net *n)
             free(n->d[i].heap[j].data);
         free(n->d[i].heap);
     }
+    for (size_t i = 0; i < n->npool; i++)
+        free(n->pool[i]);
+    free(n->pool);
+    free(n->held);
     free(n);
 }
 
@@ -131,7 +168,7 @@ static int enqueue(vega_test_net *n, struct dir *d, const void *data, size_t len
                    bool corrupt, uint8_t ecn, uint64_t tag)
 {
     struct item it = {.due = due, .seq = n->seq++, .len = len, .ecn = ecn, .tag = tag};
-    it.data = malloc(len ? len : 1);
+    it.data = buf_get(n, len ? len : 1);
     if (!it.data)
         return -ENOMEM;
     if (len)
@@ -142,7 +179,7 @@ static int enqueue(vega_test_net *n, struct dir *d, const void *data, size_t len
     }
     int rc = push(d, it);
     if (rc < 0)
-        free(it.data);
+        buf_put(n, it.data, len);
     return rc;
 }
 
@@ -211,21 +248,39 @@ long vega_test_net_recv(vega_test_net *n, int to, void *buf, size_t cap, uint64_
 long vega_test_net_recvx(vega_test_net *n, int to, void *buf, size_t cap, uint8_t *ecn,
                          uint64_t *tag, uint64_t now)
 {
+    uint8_t *p;
+    long len = vega_test_net_peek(n, to, &p, ecn, tag, now);
+    if (len <= 0)
+        return len;
+    if ((size_t)len > cap)
+        len = (long)cap;
+    memcpy(buf, p, (size_t)len);
+    return len;
+}
+
+long vega_test_net_peek(vega_test_net *n, int to, uint8_t **data, uint8_t *ecn, uint64_t *tag,
+                        uint64_t now)
+{
     if (to < 0 || to > 1)
         return -EINVAL;
+    if (n->held) {
+        buf_put(n, n->held, n->held_len);
+        n->held = NULL;
+    }
     struct dir *d = &n->d[to];
     if (!d->n || d->heap[0].due > now)
         return 0;
     struct item it = pop(d);
-    size_t len = it.len < cap ? it.len : cap;
-    memcpy(buf, it.data, len);
-    free(it.data);
+    n->d[!to].st.delivered++;
     if (ecn)
         *ecn = it.ecn;
     if (tag)
         *tag = it.tag;
-    n->d[!to].st.delivered++;
-    return (long)len;
+    /* Held until the next call, so the caller may work on it in place. */
+    n->held = it.data;
+    n->held_len = it.len;
+    *data = it.data;
+    return (long)it.len;
 }
 
 uint64_t vega_test_net_next(const vega_test_net *n, int to)

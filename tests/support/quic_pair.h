@@ -421,13 +421,14 @@ QP_FN void qp_step(struct qp *q)
     q->steps++;
     for (int to = 0; to < 2; to++) {
         long n;
-        uint8_t ecn = 0;
+        uint8_t ecn = 0, *d;
         uint64_t tag = 0;
-        while ((n = vega_test_net_recvx(q->net, to, buf, sizeof buf, &ecn, &tag, q->now)) > 0) {
+        /* Read in place (the core decrypts there): no copy out of the network. */
+        while ((n = vega_test_net_peek(q->net, to, &d, &ecn, &tag, q->now)) > 0) {
             if (to == 1)
-                qp_server_recv(q, buf, (size_t)n, ecn, (uint16_t)tag);
+                qp_server_recv(q, d, (size_t)n, ecn, (uint16_t)tag);
             else if (q->side[0].c)
-                vega_quic_conn_read(q->side[0].c, &q->path, ecn, buf, (size_t)n, q->now);
+                vega_quic_conn_read(q->side[0].c, &q->path, ecn, d, (size_t)n, q->now);
         }
     }
     for (int i = 0; i < 2; i++)

@@ -157,6 +157,11 @@ VEGA_API long vega_test_net_recvx(vega_test_net *n, int to, void *buf, size_t ca
  * is due, -EINVAL. Since 0.1. */
 VEGA_API long vega_test_net_recv(vega_test_net *n, int to, void *buf, size_t cap, uint64_t now);
 
+/* As vega_test_net_recvx without the copy: *data points at the datagram itself, writable (a
+ * core may decrypt it in place), valid until the next peek/recv call on n. Since 0.1. */
+VEGA_API long vega_test_net_peek(vega_test_net *n, int to, uint8_t **data, uint8_t *ecn,
+                                 uint64_t *tag, uint64_t now);
+
 /* When the next datagram for endpoint to is due (UINT64_MAX: none queued). Since 0.1. */
 VEGA_API uint64_t vega_test_net_next(const vega_test_net *n, int to);
 
