@@ -4,6 +4,7 @@
 
 #include <vega/crypto.h>
 
+#include "crypto_int.h"
 #include "vtest.h"
 
 static size_t unhex(const char *h, uint8_t *out, size_t cap)
@@ -83,4 +84,44 @@ VTEST(hp_args)
     VCHECK_EQ(vega_crypto_hp_new(&hp, VEGA_CRYPTO_AES_256_GCM, key, 16), VEGA_ERR_INVALID_ARG);
     VCHECK_EQ(vega_crypto_hp_new(&hp, 42, key, 16), VEGA_ERR_INVALID_ARG);
     vega_crypto_hp_free(NULL);
+}
+
+/* The provider dispatch path and the plain EVP path give the same masks, and the RFC 9001
+ * vectors hold on the EVP path too. */
+VTEST(hp_direct_matches_evp)
+{
+    static const vega_crypto_aead_alg algs[] = {VEGA_CRYPTO_AES_128_GCM, VEGA_CRYPTO_AES_256_GCM,
+                                                VEGA_CRYPTO_CHACHA20_POLY1305};
+    for (size_t i = 0; i < 3; i++) {
+        uint8_t key[32], sample[16], m1[5], m2[5];
+        VCHECK_EQ(vega_crypto_random(key, sizeof(key)), 0);
+        size_t klen = vega_crypto_aead_key_len(algs[i]);
+        vega_crypto_hp *d, *e;
+        VCHECK_EQ(vega__crypto_hp_new_ex(&d, algs[i], key, klen, true), 0);
+        VCHECK_EQ(vega__crypto_hp_new_ex(&e, algs[i], key, klen, false), 0);
+        VCHECK(vega__crypto_hp_is_direct(d));
+        VCHECK(!vega__crypto_hp_is_direct(e));
+        for (int n = 0; n < 100; n++) {
+            VCHECK_EQ(vega_crypto_random(sample, sizeof(sample)), 0);
+            VCHECK_EQ(vega_crypto_hp_mask(d, sample, m1), 0);
+            VCHECK_EQ(vega_crypto_hp_mask(e, sample, m2), 0);
+            VCHECK(memcmp(m1, m2, sizeof(m1)) == 0);
+        }
+        vega_crypto_hp_free(d);
+        vega_crypto_hp_free(e);
+    }
+    uint8_t key[32], sample[16], mask[5];
+    vega_crypto_hp *e;
+    unhex("9f50449e04a0e810283a1e9933adedd2", key, sizeof(key));
+    unhex("d1b1c98dd7689fb8ec11d242b123dc9b", sample, sizeof(sample));
+    VCHECK_EQ(vega__crypto_hp_new_ex(&e, VEGA_CRYPTO_AES_128_GCM, key, 16, false), 0);
+    VCHECK_EQ(vega_crypto_hp_mask(e, sample, mask), 0);
+    CHECK_HEX(mask, 5, "437b9aec36");
+    vega_crypto_hp_free(e);
+    unhex("25a282b9e82f06f21f488917a4fc8f1b73573685608597d0efcb076b0ab7a7a4", key, sizeof(key));
+    unhex("5e5cd55c41f69080575d7999c25a5bfb", sample, sizeof(sample));
+    VCHECK_EQ(vega__crypto_hp_new_ex(&e, VEGA_CRYPTO_CHACHA20_POLY1305, key, 32, false), 0);
+    VCHECK_EQ(vega_crypto_hp_mask(e, sample, mask), 0);
+    CHECK_HEX(mask, 5, "aefefe7d03");
+    vega_crypto_hp_free(e);
 }
