@@ -20,6 +20,8 @@ VEGA_APT_PACKAGES=(
     openssl gnutls-bin                      # TLS interop tests: real peers
     nginx-light caddy wrk                   # HTTP interop tests and benchmarks: real peers
     chromium fonts-dejavu-core              # HTTP interop: a real browser, headless
+    ngtcp2-client ngtcp2-server iproute2    # QUIC interop: real peers (interop/quic)
+    libngtcp2-dev libngtcp2-crypto-gnutls-dev libgnutls28-dev   # QUIC bench peer (bench/quic-ngtcp2)
 )
 
 JOBS=${VEGA_JOBS:-2}
