@@ -56,12 +56,12 @@ int vega__quic_ev_push(vega_quic_conn *c, const vega_quic_event *ev)
 {
     if (c->ev_n == c->ev_cap) {
         size_t cap = c->ev_cap ? c->ev_cap * 2 : 16;
-        vega_quic_event *n = malloc(cap * sizeof *n);
+        vega_quic_event *n = vega__quic_malloc(c->cfg.mem, cap * sizeof *n);
         if (!n)
             return -ENOMEM;
         for (size_t i = 0; i < c->ev_n; i++)
             n[i] = c->ev[(c->ev_head + i) % c->ev_cap];
-        free(c->ev);
+        vega__quic_free(c->cfg.mem, c->ev);
         c->ev = n;
         c->ev_cap = cap;
         c->ev_head = 0;
@@ -73,8 +73,12 @@ int vega__quic_ev_push(vega_quic_conn *c, const vega_quic_event *ev)
 
 bool vega_quic_conn_next_event(vega_quic_conn *c, vega_quic_event *ev)
 {
-    free(c->ev_data);
+    vega__quic_free(c->cfg.mem, c->ev_data);
     c->ev_data = NULL;
+    if (c->handshake_ev_owed) {
+        vega_quic_event hs = {.type = VEGA_QUIC_EV_HANDSHAKE_DONE};
+        c->handshake_ev_owed = vega__quic_ev_push(c, &hs) < 0;
+    }
     while (c->ev_n) {
         *ev = c->ev[c->ev_head];
         c->ev_head = (c->ev_head + 1) % c->ev_cap;
@@ -119,7 +123,7 @@ static int ev_simple(vega_quic_conn *c, vega_quic_event_type t, uint64_t id, uin
 
 static int ev_copy(vega_quic_conn *c, vega_quic_event_type t, const uint8_t *d, size_t len)
 {
-    uint8_t *copy = malloc(len ? len : 1);
+    uint8_t *copy = vega__quic_malloc(c->cfg.mem, len ? len : 1);
     if (!copy)
         return -ENOMEM;
     if (len)
@@ -127,7 +131,7 @@ static int ev_copy(vega_quic_conn *c, vega_quic_event_type t, const uint8_t *d, 
     vega_quic_event ev = {.type = t, .data = copy, .len = len};
     int rc = vega__quic_ev_push(c, &ev);
     if (rc < 0)
-        free(copy);
+        vega__quic_free(c->cfg.mem, copy);
     return rc;
 }
 
@@ -142,7 +146,7 @@ uint64_t vega__quic_pto(const vega_quic_conn *c)
 static void push_closed(vega_quic_conn *c, uint64_t code, bool app, bool local, const char *why)
 {
     size_t n = why ? strlen(why) : 0;
-    uint8_t *copy = malloc(n + 1);
+    uint8_t *copy = vega__quic_malloc(c->cfg.mem, n + 1);
     vega_quic_event ev = {.type = VEGA_QUIC_EV_CLOSED, .error_code = code, .app = app,
                           .local = local};
     if (copy) {
@@ -151,7 +155,7 @@ static void push_closed(vega_quic_conn *c, uint64_t code, bool app, bool local, 
         ev.len = n;
     }
     if (vega__quic_ev_push(c, &ev) < 0)
-        free(copy);
+        vega__quic_free(c->cfg.mem, copy);
 }
 
 static void enter_closing(vega_quic_conn *c, uint64_t code, bool app, uint64_t frame_type,
@@ -218,9 +222,9 @@ void vega__quic_discard_space(vega_quic_conn *c, int space)
     sp->ack_deadline = VEGA__QUIC_TIME_INF;
     sp->probe = false;
     vega__quic_sendbuf_fini(&sp->crypto_tx);
-    vega__quic_sendbuf_init(&sp->crypto_tx, 0);
+    vega__quic_sendbuf_init(&sp->crypto_tx, 0, c->cfg.mem);
     vega__quic_recvbuf_fini(&sp->crypto_rx);
-    vega__quic_recvbuf_init(&sp->crypto_rx, VEGA__QUIC_CRYPTO_RX_LIMIT);
+    vega__quic_recvbuf_init(&sp->crypto_rx, VEGA__QUIC_CRYPTO_RX_LIMIT, c->cfg.mem);
 }
 
 /* The handshake is confirmed (RFC 9001 §4.1.2): Handshake keys go, 1-RTT PTOs may run. */
@@ -254,7 +258,7 @@ static int tls_secret(void *ud, vega_quic_level level, bool write, vega_crypto_a
     (void)hash;
     vega_quic_conn *c = ud;
     vega_quic_keys *k;
-    int rc = vega_quic_keys_new(&k, c->version, aead, secret, len);
+    int rc = vega__quic_keys_new_mem(c->cfg.mem, &k, c->version, aead, secret, len);
     if (rc < 0)
         return rc;
     switch (level) {
@@ -412,10 +416,11 @@ static bool config_ok(const vega_quic_config *cfg)
            cfg->active_connection_id_limit >= 2 && cfg->max_datagram_queue >= 1 &&
            cfg->max_datagram_queue <= 4096 && cfg->max_streams_bidi <= (1ull << 60) &&
            cfg->max_streams_uni <= (1ull << 60) && cfg->max_data <= VEGA_QUIC_MAX_VARINT &&
-           cfg->max_stream_data <= VEGA_QUIC_MAX_VARINT &&
-           cfg->max_datagram_frame_size <= 65535 &&
+           cfg->max_stream_data <= VEGA_QUIC_MAX_VARINT && cfg->max_datagram_frame_size <= 65535 &&
            (cfg->pmtu_max == 0 || (cfg->pmtu_max >= 1200 && cfg->pmtu_max <= 65527)) &&
-           (cfg->cc == VEGA_QUIC_CC_CUBIC || cfg->cc == VEGA_QUIC_CC_NEWRENO);
+           (cfg->cc == VEGA_QUIC_CC_CUBIC || cfg->cc == VEGA_QUIC_CC_NEWRENO) &&
+           (!cfg->mem ||
+            (cfg->mem->malloc && cfg->mem->calloc && cfg->mem->realloc && cfg->mem->free));
 }
 
 static int conn_alloc(vega_quic_conn **out, const vega_quic_config *cfg,
@@ -423,7 +428,7 @@ static int conn_alloc(vega_quic_conn **out, const vega_quic_config *cfg,
 {
     if (!config_ok(cfg) || !vega_quic_version_is_supported(version))
         return VEGA_ERR_INVALID_ARG;
-    vega_quic_conn *c = calloc(1, sizeof *c);
+    vega_quic_conn *c = vega__quic_calloc(cfg->mem, 1, sizeof *c);
     if (!c)
         return -ENOMEM;
     c->server = server;
@@ -432,18 +437,17 @@ static int conn_alloc(vega_quic_conn **out, const vega_quic_config *cfg,
     if (path)
         c->path = *path;
     c->now = now;
-    c->drecv = calloc(cfg->max_datagram_queue, sizeof *c->drecv);
+    c->drecv = vega__quic_calloc(cfg->mem, cfg->max_datagram_queue, sizeof *c->drecv);
     struct vega__quic_recovery_cbs cbs = {
         .ud = c, .on_acked = vega__quic_on_acked, .on_lost = vega__quic_on_lost};
     int rc = c->drecv ? 0 : -ENOMEM;
     if (rc == 0)
-        rc = vega__quic_recovery_new(&c->rec,
-                                     cfg->cc == VEGA_QUIC_CC_NEWRENO ? VEGA__QUIC_CC_NEWRENO
-                                                                     : VEGA__QUIC_CC_CUBIC,
-                                     VEGA__QUIC_MAX_PACKET, cfg->initial_rtt_ns, &cbs);
+        rc = vega__quic_recovery_new(
+            &c->rec, cfg->cc == VEGA_QUIC_CC_NEWRENO ? VEGA__QUIC_CC_NEWRENO : VEGA__QUIC_CC_CUBIC,
+            VEGA__QUIC_MAX_PACKET, cfg->initial_rtt_ns, &cbs, cfg->mem);
     if (rc < 0) {
-        free(c->drecv);
-        free(c);
+        vega__quic_free(cfg->mem, c->drecv);
+        vega__quic_free(cfg->mem, c);
         return rc;
     }
     if (server)
@@ -452,15 +456,15 @@ static int conn_alloc(vega_quic_conn **out, const vega_quic_config *cfg,
         vega__quic_recovery_set_peer_validated(c->rec, false);
     for (int i = 0; i < VEGA__QUIC_NSPACES; i++) {
         struct vega__quic_space *sp = &c->sp[i];
-        vega__quic_ranges_init(&sp->recvd, VEGA__QUIC_ACK_RANGES);
+        vega__quic_ranges_init(&sp->recvd, VEGA__QUIC_ACK_RANGES, cfg->mem);
         sp->largest_recvd = -1;
         sp->ack_deadline = VEGA__QUIC_TIME_INF;
-        vega__quic_sendbuf_init(&sp->crypto_tx, 0);
-        vega__quic_recvbuf_init(&sp->crypto_rx, VEGA__QUIC_CRYPTO_RX_LIMIT);
+        vega__quic_sendbuf_init(&sp->crypto_tx, 0, cfg->mem);
+        vega__quic_recvbuf_init(&sp->crypto_rx, VEGA__QUIC_CRYPTO_RX_LIMIT, cfg->mem);
     }
     vega__quic_fc_init(&c->fc, cfg->max_data, cfg->max_data_max);
     c->fc.limit = cfg->max_data;
-    vega__quic_stream_map_init(&c->streams);
+    vega__quic_stream_map_init(&c->streams, cfg->mem);
     c->next_stream[0] = server ? 1 : 0;
     c->next_stream[1] = server ? 3 : 2;
     c->local_max_streams[0] = cfg->max_streams_bidi;
@@ -528,6 +532,7 @@ static int start_tls(vega_quic_conn *c)
         .peer_tp = tls_peer_tp,
         .session = tls_session,
         .rand = tls_rand,
+        .mem = cfg->mem,
     };
     int rc = vega__qtls_new(&c->tls, c->server, &cfg->tls, buf, (size_t)n, cfg->wall_ms, &cbs);
     if (rc < 0)
@@ -545,12 +550,12 @@ static int start_tls(vega_quic_conn *c)
         if (rc < 0)
             return rc;
     }
-    return vega_quic_keys_new_initial(&c->sp[0].tx, c->version, c->odcid, c->odcid_len,
-                                      c->server) < 0 ||
-                   vega_quic_keys_new_initial(&c->sp[0].rx, c->version, c->odcid, c->odcid_len,
-                                              !c->server) < 0
-               ? VEGA_ERR_CRYPTO_LIBCRYPTO
-               : 0;
+    rc = vega__quic_keys_new_initial_mem(cfg->mem, &c->sp[0].tx, c->version, c->odcid, c->odcid_len,
+                                         c->server);
+    if (rc == 0)
+        rc = vega__quic_keys_new_initial_mem(cfg->mem, &c->sp[0].rx, c->version, c->odcid,
+                                             c->odcid_len, !c->server);
+    return rc;
 }
 
 int vega_quic_conn_client_new(vega_quic_conn **out, const vega_quic_config *cfg,
@@ -571,7 +576,7 @@ int vega_quic_conn_client_new(vega_quic_conn **out, const vega_quic_config *cfg,
     if (rc == 0) {
         memcpy(c->peer[0].id, c->odcid, 8);
         if (cfg->token_len) {
-            c->token = malloc(cfg->token_len);
+            c->token = vega__quic_malloc(c->cfg.mem, cfg->token_len);
             rc = c->token ? 0 : -ENOMEM;
             if (rc == 0) {
                 memcpy(c->token, cfg->token, cfg->token_len);
@@ -638,10 +643,11 @@ int vega_quic_conn_server_new(vega_quic_conn **out, const vega_quic_config *cfg,
         vega_quic_keys_free(c->sp[0].tx);
         vega_quic_keys_free(c->sp[0].rx);
         c->sp[0].tx = c->sp[0].rx = NULL;
-        rc = vega_quic_keys_new_initial(&c->sp[0].tx, c->version, sp->dcid, sp->dcid_len, true);
+        rc = vega__quic_keys_new_initial_mem(cfg->mem, &c->sp[0].tx, c->version, sp->dcid,
+                                             sp->dcid_len, true);
         if (rc == 0)
-            rc = vega_quic_keys_new_initial(&c->sp[0].rx, c->version, sp->dcid, sp->dcid_len,
-                                            false);
+            rc = vega__quic_keys_new_initial_mem(cfg->mem, &c->sp[0].rx, c->version, sp->dcid,
+                                                 sp->dcid_len, false);
     }
     if (rc < 0) {
         vega_quic_conn_free(c);
@@ -655,6 +661,7 @@ void vega_quic_conn_free(vega_quic_conn *c)
 {
     if (!c)
         return;
+    const vega_quic_mem *mem = c->cfg.mem;
     vega__quic_recovery_free(c->rec); /* hands every packet record back via on_lost */
     for (int i = 0; i < VEGA__QUIC_NSPACES; i++) {
         struct vega__quic_space *sp = &c->sp[i];
@@ -675,27 +682,27 @@ void vega_quic_conn_free(vega_quic_conn *c)
     while (c->rec_free) {
         struct vega__quic_pktrec *r = c->rec_free;
         c->rec_free = r->next_free;
-        free(r);
+        vega__quic_free(mem, r);
     }
     for (size_t i = 0; i < c->dsend_n; i++)
-        free(c->dsend[(c->dsend_head + i) % VEGA__QUIC_DGRAM_SEND_QUEUE].data);
+        vega__quic_free(mem, c->dsend[(c->dsend_head + i) % VEGA__QUIC_DGRAM_SEND_QUEUE].data);
     for (size_t i = 0; i < c->drecv_n; i++)
-        free(c->drecv[(c->drecv_head + i) % c->cfg.max_datagram_queue].data);
-    free(c->drecv);
+        vega__quic_free(mem, c->drecv[(c->drecv_head + i) % c->cfg.max_datagram_queue].data);
+    vega__quic_free(mem, c->drecv);
     for (size_t i = 0; i < c->npending; i++)
-        free(c->pending[i].data);
+        vega__quic_free(mem, c->pending[i].data);
     while (c->ev_n) {
         vega_quic_event *e = &c->ev[c->ev_head];
         if (e->type == VEGA_QUIC_EV_SESSION || e->type == VEGA_QUIC_EV_NEW_TOKEN ||
             e->type == VEGA_QUIC_EV_CLOSED)
-            free((void *)e->data);
+            vega__quic_free(mem, (void *)e->data);
         c->ev_head = (c->ev_head + 1) % c->ev_cap;
         c->ev_n--;
     }
-    free(c->ev);
-    free(c->ev_data);
-    free(c->token);
-    free(c);
+    vega__quic_free(mem, c->ev);
+    vega__quic_free(mem, c->ev_data);
+    vega__quic_free(mem, c->token);
+    vega__quic_free(mem, c);
 }
 
 /* ---- handshake progress ---------------------------------------------------------------------- */
@@ -716,7 +723,8 @@ int vega__quic_tls_progress(vega_quic_conn *c)
     c->stats.early_data = (int)vega__qtls_early_status(c->tls);
     if (!c->server && c->stats.early_data == VEGA__QTLS_EARLY_REJECTED)
         ev_simple(c, VEGA_QUIC_EV_EARLY_REJECTED, 0, 0);
-    int rc = ev_simple(c, VEGA_QUIC_EV_HANDSHAKE_DONE, 0, 0);
+    /* Lost, the event would leave the application waiting for good: it is owed instead. */
+    c->handshake_ev_owed = ev_simple(c, VEGA_QUIC_EV_HANDSHAKE_DONE, 0, 0) < 0;
     if (c->server) {
         /* The server's handshake is confirmed as it completes (RFC 9001 §4.1.2). */
         c->handshake_done_queued = true;
@@ -729,7 +737,7 @@ int vega__quic_tls_progress(vega_quic_conn *c)
                 return t;
         }
     }
-    return rc;
+    return 0;
 }
 
 /* ---- timers ---------------------------------------------------------------------------------- */

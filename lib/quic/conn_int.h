@@ -143,6 +143,8 @@ struct vega_quic_conn {
     vega_quic_tp local_tp, peer_tp;
     bool peer_tp_ok;
     bool handshake_done, handshake_confirmed;
+    bool handshake_ev_owed; /* HANDSHAKE_DONE could not be queued (no memory): next_event
+                               queues it again */
     bool done_ev_sent;
     bool addr_validated;       /* server: the client's address is validated */
     bool got_server_packet;    /* client: a server Initial arrived (its SCID is our DCID) */

@@ -27,14 +27,19 @@ static bool cid_same(const struct vega__quic_cid *p, const vega_quic_frame *f)
            memcmp(p->token, f->u.new_cid.reset_token, VEGA_QUIC_RESET_TOKEN_LEN) == 0;
 }
 
-static void readable(vega_quic_conn *c, struct vega__quic_stream *s)
+/* Returns 0 or -ENOMEM: the event could not be queued, so the packet goes unacknowledged and
+ * its data, sent again, raises it then (marked before, it would never come). */
+static int readable(vega_quic_conn *c, struct vega__quic_stream *s)
 {
     if (s->readable_ev || s->fin_read)
-        return;
+        return 0;
     if (vega__quic_recvbuf_readable(&s->rb) == 0 && !vega__quic_recvbuf_is_complete(&s->rb))
-        return;
-    s->readable_ev = true;
-    ev_push(c, VEGA_QUIC_EV_STREAM_READABLE, s->id, 0);
+        return 0;
+    vega_quic_event ev = {.type = VEGA_QUIC_EV_STREAM_READABLE, .stream_id = s->id};
+    int rc = vega__quic_ev_push(c, &ev);
+    if (rc == 0)
+        s->readable_ev = true;
+    return rc;
 }
 
 static int on_crypto(vega_quic_conn *c, int level, const vega_quic_frame *f, uint64_t *wire_err)
@@ -52,6 +57,12 @@ static int on_crypto(vega_quic_conn *c, int level, const vega_quic_frame *f, uin
     while ((n = vega__quic_recvbuf_peek(&sp->crypto_rx, &p)) > 0) {
         rc = vega__qtls_recv(c->tls, (vega_quic_level)level, p, n, wire_err);
         vega__quic_recvbuf_consume(&sp->crypto_rx, n);
+        if (rc < 0 && rc != VEGA_ERR_PROTO) {
+            /* A local failure (no memory, libcrypto) mid-message leaves the handshake failed
+             * for good, its bytes consumed: close now rather than linger half-open. */
+            vega__quic_close_err(c, *wire_err ? *wire_err : VEGA_QUIC_INTERNAL_ERROR, 0,
+                                 vega__qtls_reason(c->tls));
+        }
         if (rc < 0)
             return rc;
     }
@@ -91,8 +102,7 @@ static int on_stream(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire
             vega__quic_fc_on_consumed(&c->fc, n);
         return 0;
     }
-    readable(c, s);
-    return 0;
+    return readable(c, s);
 }
 
 static int on_reset(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire_err)
@@ -216,7 +226,7 @@ static int on_datagram(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wi
     }
     if (c->drecv_n == c->cfg.max_datagram_queue)
         return 0; /* unreliable by design: the application is behind, drop it */
-    uint8_t *copy = malloc(f->u.datagram.len ? f->u.datagram.len : 1);
+    uint8_t *copy = vega__quic_malloc(c->cfg.mem, f->u.datagram.len ? f->u.datagram.len : 1);
     if (!copy)
         return -ENOMEM;
     if (f->u.datagram.len)
@@ -235,7 +245,7 @@ static int on_close(vega_quic_conn *c, const vega_quic_frame *f)
     bool app = f->type == VEGA_QUIC_FT_CONNECTION_CLOSE_APP;
     if (c->state < VEGA__QUIC_ST_CLOSING) {
         size_t n = f->u.close.reason_len;
-        uint8_t *copy = malloc(n + 1);
+        uint8_t *copy = vega__quic_malloc(c->cfg.mem, n + 1);
         vega_quic_event ev = {.type = VEGA_QUIC_EV_CLOSED, .error_code = f->u.close.error_code,
                               .app = app};
         if (copy) {
@@ -246,7 +256,7 @@ static int on_close(vega_quic_conn *c, const vega_quic_frame *f)
             ev.len = n;
         }
         if (vega__quic_ev_push(c, &ev) < 0)
-            free(copy);
+            vega__quic_free(c->cfg.mem, copy);
     }
     vega__quic_enter_draining(c);
     return 0;
@@ -377,14 +387,14 @@ int vega__quic_recv_frames(vega_quic_conn *c, int level, const uint8_t *p, size_
                 *wire_err = VEGA_QUIC_PROTOCOL_VIOLATION;
                 return VEGA_ERR_PROTO;
             }
-            uint8_t *copy = malloc(f.u.new_token.len);
+            uint8_t *copy = vega__quic_malloc(c->cfg.mem, f.u.new_token.len);
             if (!copy)
                 return -ENOMEM;
             memcpy(copy, f.u.new_token.token, f.u.new_token.len);
             vega_quic_event ev = {.type = VEGA_QUIC_EV_NEW_TOKEN, .data = copy,
                                   .len = f.u.new_token.len};
             if (vega__quic_ev_push(c, &ev) < 0)
-                free(copy);
+                vega__quic_free(c->cfg.mem, copy);
             break;
         }
         case VEGA_QUIC_FT_DATAGRAM:
@@ -425,22 +435,27 @@ static void keep_pending(vega_quic_conn *c, const uint8_t *pkt, size_t len, uint
 {
     if (c->npending == VEGA__QUIC_MAX_PENDING_PKTS)
         return;
-    uint8_t *copy = malloc(len);
+    uint8_t *copy = vega__quic_malloc(c->cfg.mem, len);
     if (!copy)
         return;
     memcpy(copy, pkt, len);
     c->pending[c->npending++] = (struct vega__quic_pending){copy, len, ecn};
 }
 
-/* Records a received packet number and schedules the ACK (RFC 9000 §13.2). */
-static void note_received(vega_quic_conn *c, int space, uint64_t pn, bool eliciting, uint8_t ecn)
+/* Records a received packet number and schedules the ACK (RFC 9000 §13.2). Returns 0 or
+ * -ENOMEM (nothing recorded: the packet goes unacknowledged and the peer sends it again). */
+static int note_received(vega_quic_conn *c, int space, uint64_t pn, bool eliciting, uint8_t ecn)
 {
     struct vega__quic_space *sp = &c->sp[space];
     if (sp->discarded)
-        return; /* the packet's frames dropped its own space's keys (HANDSHAKE_DONE) */
+        return 0; /* the packet's frames dropped its own space's keys (HANDSHAKE_DONE) */
     bool out_of_order = sp->largest_recvd >= 0 && pn < (uint64_t)sp->largest_recvd;
     bool gap = sp->largest_recvd >= 0 && pn > (uint64_t)sp->largest_recvd + 1;
-    vega__quic_ranges_add(&sp->recvd, pn, pn + 1);
+    /* An ACK scheduled for a number the set does not hold would be due forever and never
+     * written. */
+    int rc = vega__quic_ranges_add(&sp->recvd, pn, pn + 1);
+    if (rc < 0)
+        return rc;
     if ((int64_t)pn > sp->largest_recvd) {
         sp->largest_recvd = (int64_t)pn;
         sp->largest_recvd_time = c->now;
@@ -450,7 +465,7 @@ static void note_received(vega_quic_conn *c, int space, uint64_t pn, bool elicit
         sp->ecn_seen = true;
     }
     if (!eliciting)
-        return;
+        return 0;
     sp->unacked_eliciting++;
     if (!sp->ack_pending) {
         sp->ack_pending = true;
@@ -461,6 +476,7 @@ static void note_received(vega_quic_conn *c, int space, uint64_t pn, bool elicit
     if (space != VEGA__QUIC_SPACE_APP || sp->unacked_eliciting >= VEGA__QUIC_ACK_ELICIT_THRESH ||
         out_of_order || gap || ecn == VEGA_QUIC_ECN_CE || !c->handshake_confirmed)
         sp->ack_deadline = c->now;
+    return 0;
 }
 
 /* Picks the 1-RTT keys for a packet by its key phase (RFC 9001 §6.3). *which: 0 current,
@@ -530,11 +546,11 @@ static int on_retry(vega_quic_conn *c, const vega_quic_hdr *h, const uint8_t *pk
         return 0;
     if (vega_quic_retry_verify(h, pkt, c->odcid, c->odcid_len) != 0)
         return 0;
-    uint8_t *tok = malloc(h->token_len);
+    uint8_t *tok = vega__quic_malloc(c->cfg.mem, h->token_len);
     if (!tok)
         return -ENOMEM;
     memcpy(tok, h->token, h->token_len);
-    free(c->token);
+    vega__quic_free(c->cfg.mem, c->token);
     c->token = tok;
     c->token_len = h->token_len;
     c->retried = true;
@@ -547,9 +563,11 @@ static int on_retry(vega_quic_conn *c, const vega_quic_hdr *h, const uint8_t *pk
     vega_quic_keys_free(sp->tx);
     vega_quic_keys_free(sp->rx);
     sp->tx = sp->rx = NULL;
-    int rc = vega_quic_keys_new_initial(&sp->tx, c->version, h->scid, h->scid_len, false);
+    int rc = vega__quic_keys_new_initial_mem(c->cfg.mem, &sp->tx, c->version, h->scid, h->scid_len,
+                                             false);
     if (rc == 0)
-        rc = vega_quic_keys_new_initial(&sp->rx, c->version, h->scid, h->scid_len, true);
+        rc = vega__quic_keys_new_initial_mem(c->cfg.mem, &sp->rx, c->version, h->scid, h->scid_len,
+                                             true);
     if (rc < 0)
         return rc;
     vega__quic_recovery_reset_space(c->rec, VEGA__QUIC_SPACE_INITIAL);
@@ -660,7 +678,9 @@ static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt,
     }
     if (rc < 0)
         return rc;
-    note_received(c, space, u.pn, eliciting, ecn);
+    rc = note_received(c, space, u.pn, eliciting, ecn);
+    if (rc < 0)
+        return rc;
     /* Server: a new peer address on the newest non-probing 1-RTT packet is a migration or a
      * NAT rebinding (§9.3); packets that are older or only probe do not move us. */
     if (level == VEGA_QUIC_LEVEL_APP && (int64_t)u.pn == sp->largest_recvd &&
@@ -706,7 +726,7 @@ void vega__quic_retry_pending(vega_quic_conn *c)
             recv_packet(c, &h, list[i].data, VEGA_QUIC_MIN_INITIAL_SIZE, list[i].ecn, false,
                         &processed, NULL);
         }
-        free(list[i].data);
+        vega__quic_free(c->cfg.mem, list[i].data);
     }
 }
 

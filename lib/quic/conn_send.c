@@ -20,7 +20,7 @@ static struct vega__quic_pktrec *rec_get(vega_quic_conn *c)
         c->rec_free = r->next_free;
         c->rec_free_n--;
     } else {
-        r = malloc(sizeof *r);
+        r = vega__quic_malloc(c->cfg.mem, sizeof *r);
         if (!r)
             return NULL;
     }
@@ -33,7 +33,7 @@ static struct vega__quic_pktrec *rec_get(vega_quic_conn *c)
 static void rec_put(vega_quic_conn *c, struct vega__quic_pktrec *r)
 {
     if (c->rec_free_n >= 1024) {
-        free(r);
+        vega__quic_free(c->cfg.mem, r);
         return;
     }
     r->next_free = c->rec_free;
@@ -76,9 +76,9 @@ void vega__quic_on_acked(void *ud, int space, struct vega__quic_sent *p)
                 break;
             vega__quic_sendbuf_on_acked(&s->sb, f->off, f->len, f->fin);
             if (s->want_writable && vega__quic_sendbuf_room(&s->sb) > 0) {
-                s->want_writable = false;
                 vega_quic_event ev = {.type = VEGA_QUIC_EV_STREAM_WRITABLE, .stream_id = s->id};
-                vega__quic_ev_push(c, &ev);
+                /* Not queued (no memory): the next acknowledgement tries again. */
+                s->want_writable = vega__quic_ev_push(c, &ev) < 0;
             }
             vega__quic_stream_maybe_free(c, s);
             break;
@@ -535,7 +535,7 @@ static void put_datagrams(vega_quic_conn *c, uint8_t *out, struct pkt *k)
         f.u.datagram.data = d->data;
         f.u.datagram.len = d->len;
         put_frame(out, k, &f);
-        free(d->data);
+        vega__quic_free(c->cfg.mem, d->data);
         c->dsend_head = (c->dsend_head + 1) % VEGA__QUIC_DGRAM_SEND_QUEUE;
         c->dsend_n--;
     }
@@ -903,9 +903,19 @@ vega_ssize vega_quic_conn_write(vega_quic_conn *c, vega_quic_path *path, uint8_t
         struct pkt *k = &ks[nk];
         if (!pkt_begin(c, k, level, pos, limit))
             break;
-        k->rec = recs[nk] = rec_get(c);
-        if (!k->rec)
-            return -ENOMEM;
+        /* Room for its record and its frames' first: a packet that left unrecorded could not
+         * be acknowledged, nor its frames sent again. On failure, what is built goes. */
+        size_t same_space = 1;
+        for (size_t j = 0; j < nk; j++)
+            same_space += ks[j].space == k->space;
+        k->rec = recs[nk] = NULL;
+        if (vega__quic_recovery_reserve(c->rec, k->space, same_space) == 0)
+            k->rec = recs[nk] = rec_get(c);
+        if (!k->rec) {
+            if (nk == 0)
+                return -ENOMEM;
+            break;
+        }
         k->rec->level = (uint8_t)level;
         if (level != VEGA_QUIC_LEVEL_EARLY && sp->ack_pending)
             put_ack(c, out, k);

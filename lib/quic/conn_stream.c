@@ -34,32 +34,32 @@ static uint64_t peer_stream_limit(const vega_quic_conn *c, uint64_t id)
 
 static struct vega__quic_stream *stream_new(vega_quic_conn *c, uint64_t id)
 {
-    struct vega__quic_stream *s = calloc(1, sizeof *s);
+    struct vega__quic_stream *s = vega__quic_calloc(c->cfg.mem, 1, sizeof *s);
     if (!s)
         return NULL;
     s->id = id;
     bool local = is_local(c, id), uni = type_of(id);
     s->can_send = !uni || local;
     s->can_recv = !uni || !local;
-    vega__quic_sendbuf_init(&s->sb, c->cfg.stream_send_buffer);
-    vega__quic_recvbuf_init(&s->rb, c->cfg.max_stream_data_max);
+    vega__quic_sendbuf_init(&s->sb, c->cfg.stream_send_buffer, c->cfg.mem);
+    vega__quic_recvbuf_init(&s->rb, c->cfg.max_stream_data_max, c->cfg.mem);
     vega__quic_fc_init(&s->fc, c->cfg.max_stream_data, c->cfg.max_stream_data_max);
     s->fc.limit = c->cfg.max_stream_data;
     s->max_send = peer_stream_limit(c, id);
     if (vega__quic_stream_map_put(&c->streams, s) < 0) {
         vega__quic_sendbuf_fini(&s->sb);
         vega__quic_recvbuf_fini(&s->rb);
-        free(s);
+        vega__quic_free(c->cfg.mem, s);
         return NULL;
     }
     return s;
 }
 
-static void stream_destroy(struct vega__quic_stream *s)
+static void stream_destroy(vega_quic_conn *c, struct vega__quic_stream *s)
 {
     vega__quic_sendbuf_fini(&s->sb);
     vega__quic_recvbuf_fini(&s->rb);
-    free(s);
+    vega__quic_free(c->cfg.mem, s);
 }
 
 void vega__quic_streams_free(vega_quic_conn *c)
@@ -67,7 +67,7 @@ void vega__quic_streams_free(vega_quic_conn *c)
     size_t pos = 0;
     struct vega__quic_stream *s;
     while ((s = vega__quic_stream_map_next(&c->streams, &pos)))
-        stream_destroy(s);
+        stream_destroy(c, s);
     vega__quic_stream_map_fini(&c->streams);
     c->sendq_head = c->sendq_tail = NULL;
 }
@@ -137,7 +137,7 @@ void vega__quic_stream_maybe_free(vega_quic_conn *c, struct vega__quic_stream *s
         }
     }
     vega__quic_stream_map_del(&c->streams, s->id);
-    stream_destroy(s);
+    stream_destroy(c, s);
 }
 
 int vega__quic_stream_peer(vega_quic_conn *c, uint64_t id, bool for_send,
@@ -291,7 +291,7 @@ int vega_quic_datagram_send(vega_quic_conn *c, const void *data, size_t len)
         return VEGA_ERR_INVALID_ARG;
     if (c->dsend_n == VEGA__QUIC_DGRAM_SEND_QUEUE)
         return VEGA_ERR_FULL;
-    uint8_t *copy = malloc(len ? len : 1);
+    uint8_t *copy = vega__quic_malloc(c->cfg.mem, len ? len : 1);
     if (!copy)
         return -ENOMEM;
     if (len)

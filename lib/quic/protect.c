@@ -15,6 +15,7 @@ struct vega_quic_keys {
     vega_crypto_aead_alg alg;
     uint8_t hp_key[VEGA_CRYPTO_AEAD_MAX_KEY_LEN];
     size_t hp_len;
+    const vega_quic_mem *mem; /* the allocator of this struct (NULL = libc) */
 };
 
 /* RFC 9001 §5.2 and RFC 9369 §3.3.1. */
@@ -122,16 +123,23 @@ int vega_quic_secret_update(uint32_t version, vega_crypto_aead_alg alg, const ui
 int vega_quic_keys_new(vega_quic_keys **out, uint32_t version, vega_crypto_aead_alg alg,
                        const uint8_t *secret, size_t secret_len)
 {
+    return vega__quic_keys_new_mem(NULL, out, version, alg, secret, secret_len);
+}
+
+int vega__quic_keys_new_mem(const vega_quic_mem *mem, vega_quic_keys **out, uint32_t version,
+                            vega_crypto_aead_alg alg, const uint8_t *secret, size_t secret_len)
+{
     *out = NULL;
     vega_quic_key_material m;
     int rc = vega_quic_key_material_derive(&m, version, alg, secret, secret_len);
     if (rc < 0)
         return rc;
-    vega_quic_keys *k = calloc(1, sizeof(*k));
+    vega_quic_keys *k = vega__quic_calloc(mem, 1, sizeof(*k));
     if (!k) {
         rc = -ENOMEM;
         goto done;
     }
+    k->mem = mem;
     memcpy(k->iv, m.iv, sizeof(k->iv));
     k->alg = alg;
     memcpy(k->hp_key, m.hp, m.key_len);
@@ -156,11 +164,12 @@ int vega__quic_keys_next(const vega_quic_keys *cur, uint32_t version, const uint
     int rc = vega_quic_key_material_derive(&m, version, cur->alg, secret, secret_len);
     if (rc < 0)
         return rc;
-    vega_quic_keys *k = calloc(1, sizeof(*k));
+    vega_quic_keys *k = vega__quic_calloc(cur->mem, 1, sizeof(*k));
     if (!k) {
         rc = -ENOMEM;
         goto done;
     }
+    k->mem = cur->mem;
     memcpy(k->iv, m.iv, sizeof(k->iv));
     k->alg = cur->alg;
     memcpy(k->hp_key, cur->hp_key, cur->hp_len);
@@ -194,12 +203,20 @@ int vega__quic_hp_first(vega_quic_keys *k, const uint8_t *pkt, size_t pkt_len, s
 int vega_quic_keys_new_initial(vega_quic_keys **out, uint32_t version, const uint8_t *dcid,
                                size_t dcid_len, bool server)
 {
+    return vega__quic_keys_new_initial_mem(NULL, out, version, dcid, dcid_len, server);
+}
+
+int vega__quic_keys_new_initial_mem(const vega_quic_mem *mem, vega_quic_keys **out,
+                                    uint32_t version, const uint8_t *dcid, size_t dcid_len,
+                                    bool server)
+{
     *out = NULL;
     uint8_t secret[32];
     int rc = vega_quic_initial_secrets(version, dcid, dcid_len, server ? NULL : secret,
                                        server ? secret : NULL);
     if (rc == 0)
-        rc = vega_quic_keys_new(out, version, VEGA_CRYPTO_AES_128_GCM, secret, sizeof(secret));
+        rc = vega__quic_keys_new_mem(mem, out, version, VEGA_CRYPTO_AES_128_GCM, secret,
+                                     sizeof(secret));
     vega_crypto_cleanse(secret, sizeof(secret));
     return rc;
 }
@@ -210,8 +227,9 @@ void vega_quic_keys_free(vega_quic_keys *k)
         return;
     vega_crypto_aead_free(k->aead);
     vega_crypto_hp_free(k->hp);
+    const vega_quic_mem *mem = k->mem;
     vega_crypto_cleanse(k, sizeof(*k));
-    free(k);
+    vega__quic_free(mem, k);
 }
 
 /* §5.4.1: 4 bits of a long header's first byte are protected, 5 of a short one's. */

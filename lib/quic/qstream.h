@@ -29,9 +29,10 @@ struct vega__quic_ranges {
     /* Implementation: r points `front` slots into an allocation of cap slots, so dropping or
      * inserting near the low end moves the short side only (dropping the lowest is O(1)). */
     size_t front;
+    const vega_quic_mem *mem; /* the allocator (NULL = libc); fini keeps it */
 };
 
-void vega__quic_ranges_init(struct vega__quic_ranges *s, size_t max);
+void vega__quic_ranges_init(struct vega__quic_ranges *s, size_t max, const vega_quic_mem *mem);
 void vega__quic_ranges_fini(struct vega__quic_ranges *s);
 /* Empties the set (keeps the allocation). */
 void vega__quic_ranges_clear(struct vega__quic_ranges *s);
@@ -88,9 +89,11 @@ struct vega__quic_recvbuf {
     uint64_t contig;
     struct vega__quic_ranges islands;
     bool reset; /* a RESET_STREAM arrived: data is dropped, nothing is readable */
+    const vega_quic_mem *mem; /* the allocator of the ring and islands (NULL = libc) */
 };
 
-void vega__quic_recvbuf_init(struct vega__quic_recvbuf *b, uint64_t limit);
+void vega__quic_recvbuf_init(struct vega__quic_recvbuf *b, uint64_t limit,
+                             const vega_quic_mem *mem);
 void vega__quic_recvbuf_fini(struct vega__quic_recvbuf *b);
 
 /*
@@ -152,9 +155,16 @@ struct vega__quic_sendbuf {
      * allocate. */
     uint8_t *data;
     size_t cap, head; /* ring: data[head] is the byte at acked_base */
+    const vega_quic_mem *mem; /* the allocator of the ring and range sets (NULL = libc) */
+    /* Bytes to send again that the range sets had no memory to record (a lost range, or an
+     * acknowledged one whose record was dropped): one range, widened to cover every such
+     * piece and what lies between (sending held bytes twice is harmless). Empty when
+     * spill_start >= spill_end. */
+    uint64_t spill_start, spill_end;
 };
 
-void vega__quic_sendbuf_init(struct vega__quic_sendbuf *b, uint64_t limit);
+void vega__quic_sendbuf_init(struct vega__quic_sendbuf *b, uint64_t limit,
+                             const vega_quic_mem *mem);
 void vega__quic_sendbuf_fini(struct vega__quic_sendbuf *b);
 
 /* Room left under limit (UINT64_MAX when unlimited). */
@@ -193,11 +203,12 @@ size_t vega__quic_sendbuf_peek(const struct vega__quic_sendbuf *b, uint64_t off,
 int vega__quic_sendbuf_on_sent(struct vega__quic_sendbuf *b, uint64_t off, size_t len, bool fin);
 
 /* That packet was acknowledged: frees what becomes contiguous from acked_base. Returns 0 or
- * -ENOMEM. */
+ * -ENOMEM (nothing recorded: the bytes are still lost and go out again); an acknowledged range
+ * the set has no memory for goes to the spill range, to be sent and acknowledged again. */
 int vega__quic_sendbuf_on_acked(struct vega__quic_sendbuf *b, uint64_t off, size_t len, bool fin);
 
 /* That packet was lost: the parts not acknowledged since go to the lost set (sent first next
- * time). Returns 0 or -ENOMEM. */
+ * time), or to the spill range when the set has no memory. Returns 0. */
 int vega__quic_sendbuf_on_lost(struct vega__quic_sendbuf *b, uint64_t off, size_t len, bool fin);
 
 /* True when there is something to send (lost ranges, a lost FIN, or fresh bytes/FIN). */
@@ -256,9 +267,10 @@ struct vega__quic_stream_slot {
 struct vega__quic_stream_map {
     struct vega__quic_stream_slot *slots;
     size_t cap, n, tombs; /* n: streams in the map */
+    const vega_quic_mem *mem; /* the allocator of the slots (NULL = libc) */
 };
 
-void vega__quic_stream_map_init(struct vega__quic_stream_map *m);
+void vega__quic_stream_map_init(struct vega__quic_stream_map *m, const vega_quic_mem *mem);
 void vega__quic_stream_map_fini(struct vega__quic_stream_map *m);
 /* Inserts s (its id must be absent: VEGA_ERR_INVALID_ARG otherwise). Returns 0 or -ENOMEM. */
 int vega__quic_stream_map_put(struct vega__quic_stream_map *m, void *s);

@@ -206,13 +206,13 @@ int vega__qtls_put_cv(struct vega__qtls *t, struct qt_buf *b, uint16_t scheme)
     vega_ssize cl =
         vega_crypto_tls13_cv_content(t->server, th, t->hash_len, content, sizeof content);
     size_t cap = vega_crypto_key_sig_max(t->cfg->key);
-    uint8_t *sig = cap && cl > 0 ? malloc(cap) : NULL;
+    uint8_t *sig = cap && cl > 0 ? vega__quic_malloc(t->cbs.mem, cap) : NULL;
     if (!sig)
         return internal(t, cl < 0 ? (int)cl : -ENOMEM, "out of memory");
     vega_ssize sl = vega_crypto_key_sign(t->cfg->key, (vega_crypto_sig_alg)scheme, content,
                                          (size_t)cl, sig, cap);
     if (sl < 0) {
-        free(sig);
+        vega__quic_free(t->cbs.mem, sig);
         return internal(t, (int)sl, "signing CertificateVerify failed");
     }
     size_t m = vega__qtls_msg_open(b, QT_CERTIFICATE_VERIFY);
@@ -220,7 +220,7 @@ int vega__qtls_put_cv(struct vega__qtls *t, struct qt_buf *b, uint16_t scheme)
     size_t v = vega__qt_open(b, 2);
     vega__qt_put(b, sig, (size_t)sl);
     vega__qt_close(b, v, 2);
-    free(sig);
+    vega__quic_free(t->cbs.mem, sig);
     return vega__qtls_msg_close(t, b, m);
 }
 
@@ -404,17 +404,18 @@ int vega__qtls_new(struct vega__qtls **out, bool server, const vega_quic_tls_con
     if (!cfg || !cbs || !cbs->send || !cbs->secret || !cbs->peer_tp || (tp_len && !tp) ||
         tp_len > 0xffff || !config_ok(server, cfg))
         return VEGA_ERR_INVALID_ARG;
-    struct vega__qtls *t = calloc(1, sizeof(*t));
+    struct vega__qtls *t = vega__quic_calloc(cbs->mem, 1, sizeof(*t));
     if (!t)
         return -ENOMEM;
     t->server = server;
     t->cfg = cfg;
     t->cbs = *cbs;
+    t->th.mem = cbs->mem;
     t->wall_ms = wall_ms;
     t->state = server ? QS_S_WAIT_CH : QS_C_START;
-    t->tp = malloc(tp_len ? tp_len : 1);
+    t->tp = vega__quic_malloc(t->cbs.mem, tp_len ? tp_len : 1);
     if (!t->tp) {
-        free(t);
+        vega__quic_free(t->cbs.mem, t);
         return -ENOMEM;
     }
     if (tp_len)
@@ -467,12 +468,13 @@ void vega__qtls_free(struct vega__qtls *t)
     vega__qt_buf_free(&t->th);
     if (t->in) {
         vega_crypto_cleanse(t->in, t->in_cap);
-        free(t->in);
+        vega__quic_free(t->cbs.mem, t->in);
     }
-    free(t->tp);
-    free(t->peer_tp);
+    const vega_quic_mem *mem = t->cbs.mem;
+    vega__quic_free(mem, t->tp);
+    vega__quic_free(mem, t->peer_tp);
     vega_crypto_cleanse(t, sizeof(*t));
-    free(t);
+    vega__quic_free(mem, t);
 }
 
 int vega__qtls_start(struct vega__qtls *t, uint64_t *wire_err)
@@ -521,13 +523,13 @@ static int recv_bytes(struct vega__qtls *t, vega_quic_level level, const uint8_t
         size_t need = t->in_len < 4 ? 4 - t->in_len : 4 + qt_be(t->in + 1, 3) - t->in_len;
         if (t->in_cap < t->in_len + need) {
             size_t cap = t->in_len + need < 256 ? 256 : t->in_len + need;
-            uint8_t *p = malloc(cap);
+            uint8_t *p = vega__quic_malloc(t->cbs.mem, cap);
             if (!p)
                 return internal(t, -ENOMEM, "out of memory");
             if (t->in) {
                 memcpy(p, t->in, t->in_len);
                 vega_crypto_cleanse(t->in, t->in_cap);
-                free(t->in);
+                vega__quic_free(t->cbs.mem, t->in);
             }
             t->in = p;
             t->in_cap = cap;

@@ -77,6 +77,9 @@ struct vega__qtls_cbs {
     /* Optional randomness (client/server random, key shares, ticket nonces, age_add); NULL =
      * vega_crypto_random. A seeded one makes whole handshakes reproducible in tests. */
     int (*rand)(void *ud, void *buf, size_t len);
+    /* The allocator of everything the handshake allocates (NULL = libc), borrowed for its
+     * life; libcrypto's own contexts (key exchange, peer chain) use OpenSSL's. */
+    const vega_quic_mem *mem;
 };
 
 struct vega__qtls;

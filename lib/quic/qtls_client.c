@@ -33,7 +33,7 @@ static void put_ext_start(struct qt_buf *b, uint16_t type, size_t *mark)
 static int send_client_hello(struct vega__qtls *t, const uint8_t *cookie, size_t cookie_len)
 {
     const vega_quic_tls_config *cfg = t->cfg;
-    struct qt_buf b = {0};
+    struct qt_buf b = {.mem = t->cbs.mem};
     size_t e, v;
     uint8_t pub[VEGA_CRYPTO_KEX_MAX_PUBLIC];
     vega_ssize pub_len = vega_crypto_kex_get_public(t->kex, pub, sizeof pub);
@@ -324,8 +324,8 @@ static int on_ee(struct vega__qtls *t, const uint8_t *msg, size_t len)
     t->alpn_len = ee.alpn_len;
     if (t->early == VEGA__QTLS_EARLY_OFFERED)
         t->early = ee.early_data ? VEGA__QTLS_EARLY_ACCEPTED : VEGA__QTLS_EARLY_REJECTED;
-    free(t->peer_tp);
-    t->peer_tp = malloc(ee.tp_len ? ee.tp_len : 1);
+    vega__quic_free(t->cbs.mem, t->peer_tp);
+    t->peer_tp = vega__quic_malloc(t->cbs.mem, ee.tp_len ? ee.tp_len : 1);
     if (!t->peer_tp)
         return internal(t, -ENOMEM, "out of memory");
     if (ee.tp_len)
@@ -393,7 +393,7 @@ static int on_finished(struct vega__qtls *t, const uint8_t *msg, size_t len)
         vega_crypto_cleanse(c_hs, sizeof c_hs);
         return internal(t, rc, "key schedule");
     }
-    struct qt_buf b = {0};
+    struct qt_buf b = {.mem = t->cbs.mem};
     if ((rc = vega__qtls_secret(t, VEGA_QUIC_LEVEL_APP, true, t->ks.client_application_traffic)) <
             0 ||
         (rc = vega__qtls_secret(t, VEGA_QUIC_LEVEL_APP, false, t->ks.server_application_traffic)) <
@@ -476,7 +476,7 @@ static int on_ticket(struct vega__qtls *t, const uint8_t *msg, size_t len)
     s.ticket_len = qt_left(&ticket);
     s.tp = t->peer_tp;
     s.tp_len = t->peer_tp_len;
-    struct qt_buf blob = {0};
+    struct qt_buf blob = {.mem = t->cbs.mem};
     rc = vega__qtls_session_encode(&s, &blob);
     vega_crypto_cleanse(&s, sizeof s);
     if (rc == 0)

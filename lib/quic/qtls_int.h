@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "qtls.h"
+#include "quic_int.h"
 
 /* Handshake message types (RFC 8446 §4). */
 enum {
@@ -49,10 +50,12 @@ enum {
 
 /* ---- byte builder: a growable buffer whose first failure latches --------------------------- */
 
+/* A growing output buffer; mem: its allocator (NULL = libc), kept by vega__qt_buf_free. */
 struct qt_buf {
     uint8_t *p;
     size_t len, cap;
     bool oom;
+    const vega_quic_mem *mem;
 };
 
 void vega__qt_put(struct qt_buf *b, const void *d, size_t n);

@@ -31,7 +31,7 @@ static bool reserve(struct qt_buf *b, size_t n)
     size_t cap = b->cap ? b->cap : 256;
     while (cap - b->len < n)
         cap *= 2;
-    uint8_t *p = malloc(cap);
+    uint8_t *p = vega__quic_malloc(b->mem, cap);
     if (!p) {
         b->oom = true;
         return false;
@@ -40,7 +40,7 @@ static bool reserve(struct qt_buf *b, size_t n)
         memcpy(p, b->p, b->len);
     if (b->p) {
         vega_crypto_cleanse(b->p, b->cap);
-        free(b->p);
+        vega__quic_free(b->mem, b->p);
     }
     b->p = p;
     b->cap = cap;
@@ -85,11 +85,13 @@ void vega__qt_close(struct qt_buf *b, size_t mark, size_t n)
 
 void vega__qt_buf_free(struct qt_buf *b)
 {
+    const vega_quic_mem *mem = b->mem;
     if (b->p) {
         vega_crypto_cleanse(b->p, b->cap);
-        free(b->p);
+        vega__quic_free(mem, b->p);
     }
     memset(b, 0, sizeof(*b));
+    b->mem = mem; /* the transcript buffer is emptied and reused after a HelloRetryRequest */
 }
 
 /* ---- shared helpers -------------------------------------------------------------------------- */

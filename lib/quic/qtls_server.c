@@ -26,7 +26,7 @@ static int send_hrr(struct vega__qtls *t, const uint8_t *ch, size_t ch_len)
     int rc;
     if ((rc = vega__qtls_th_add(t, ch, ch_len)) < 0 || (rc = vega__qtls_th_hrr(t)) < 0)
         return rc;
-    struct qt_buf b = {0};
+    struct qt_buf b = {.mem = t->cbs.mem};
     size_t m = vega__qtls_msg_open(&b, QT_SERVER_HELLO);
     vega__qt_put_int(&b, 0x0303, 2);
     vega__qt_put(&b, vega__qtls_hrr_random, 32);
@@ -265,7 +265,7 @@ static int on_client_hello(struct vega__qtls *t, const uint8_t *msg, size_t len)
             rc = internal(t, (int)sl, "key exchange");
             goto out;
         }
-        struct qt_buf b = {0};
+        struct qt_buf b = {.mem = t->cbs.mem};
         uint8_t pub[VEGA_CRYPTO_KEX_MAX_PUBLIC], th[VEGA_QUIC_TLS13_MAX_HASH_LEN];
         vega_ssize pl = vega_crypto_kex_get_public(t->kex, pub, sizeof pub);
         uint8_t random[32];
@@ -460,7 +460,7 @@ int vega__qtls_send_ticket(struct vega__qtls *t)
     s.alpn_len = t->alpn_len;
     if (t->sni_seen)
         memcpy(s.name, t->sni, sizeof s.name);
-    struct qt_buf ticket = {0}, b = {0};
+    struct qt_buf ticket = {.mem = t->cbs.mem}, b = {.mem = t->cbs.mem};
     if ((rc = vega__qtls_ticket_seal(t, &s, &ticket)) == 0) {
         size_t m = vega__qtls_msg_open(&b, QT_NEW_SESSION_TICKET);
         vega__qt_put_int(&b, s.lifetime_s, 4);

@@ -6,9 +6,40 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <vega/quic.h>
+
+/* The connection's allocator (vega_quic_config.mem); m NULL = libc. Everything the connection
+ * owns goes through these, so a block is freed by the allocator that made it. */
+static inline void *vega__quic_malloc(const vega_quic_mem *m, size_t n)
+{
+    return m ? m->malloc(m->ud, n) : malloc(n);
+}
+
+static inline void *vega__quic_calloc(const vega_quic_mem *m, size_t n, size_t size)
+{
+    return m ? m->calloc(m->ud, n, size) : calloc(n, size);
+}
+
+/* p NULL behaves as malloc, whatever the hook does with it. */
+static inline void *vega__quic_realloc(const vega_quic_mem *m, void *p, size_t n)
+{
+    if (!m)
+        return realloc(p, n);
+    return p ? m->realloc(m->ud, p, n) : m->malloc(m->ud, n);
+}
+
+static inline void vega__quic_free(const vega_quic_mem *m, void *p)
+{
+    if (!p)
+        return;
+    if (m)
+        m->free(m->ud, p);
+    else
+        free(p);
+}
 
 /* A cursor over borrowed bytes: every get fails (false) rather than read past end. */
 struct vega__quic_rd {
@@ -103,6 +134,14 @@ vega_ssize vega__quic_ack_gaps_check(const uint8_t *p, size_t len, uint64_t smal
  * updated with vega_quic_secret_update), header protection key kept from cur. */
 int vega__quic_keys_next(const vega_quic_keys *cur, uint32_t version, const uint8_t *secret,
                          size_t secret_len, vega_quic_keys **out);
+
+/* vega_quic_keys_new and vega_quic_keys_new_initial with the struct from mem (NULL = libc);
+ * vega_quic_keys_free and vega__quic_keys_next use the allocator the keys were made with. */
+int vega__quic_keys_new_mem(const vega_quic_mem *mem, vega_quic_keys **out, uint32_t version,
+                            vega_crypto_aead_alg alg, const uint8_t *secret, size_t secret_len);
+int vega__quic_keys_new_initial_mem(const vega_quic_mem *mem, vega_quic_keys **out,
+                                    uint32_t version, const uint8_t *dcid, size_t dcid_len,
+                                    bool server);
 
 /* The first byte of a packet with header protection removed, without touching the packet (to
  * read the key phase before choosing which keys decrypt it). Returns 0 or VEGA_ERR_PROTO (too

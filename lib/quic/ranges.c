@@ -7,20 +7,24 @@
 
 #include "base.h"
 #include "qstream.h"
+#include "quic_int.h"
 
 #define RANGES_MIN_CAP 8
 
-void vega__quic_ranges_init(struct vega__quic_ranges *s, size_t max)
+void vega__quic_ranges_init(struct vega__quic_ranges *s, size_t max, const vega_quic_mem *mem)
 {
     memset(s, 0, sizeof *s);
     s->max = max;
+    s->mem = mem;
 }
 
 void vega__quic_ranges_fini(struct vega__quic_ranges *s)
 {
+    const vega_quic_mem *mem = s->mem;
     if (s->r)
-        free(s->r - s->front);
+        vega__quic_free(mem, s->r - s->front);
     memset(s, 0, sizeof *s);
+    s->mem = mem; /* a set emptied by fini may grow again with the same allocator */
 }
 
 void vega__quic_ranges_clear(struct vega__quic_ranges *s)
@@ -70,7 +74,7 @@ static int room_at_end(struct vega__quic_ranges *s)
     size_t ncap = s->cap ? s->cap * 2 : RANGES_MIN_CAP;
     if (ncap > SIZE_MAX / sizeof *s->r)
         return -ENOMEM;
-    struct vega__quic_range *nb = realloc(base, ncap * sizeof *nb);
+    struct vega__quic_range *nb = vega__quic_realloc(s->mem, base, ncap * sizeof *nb);
     if (!nb)
         return -ENOMEM;
     s->r = nb + s->front;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base.h"
+#include "quic_int.h"
 #include "recovery.h"
 
 /*
@@ -60,6 +61,7 @@ struct vega__quic_recovery {
      * ring, so ACK processing never allocates. */
     struct vega__quic_sent *scratch;
     size_t scratch_cap;
+    const vega_quic_mem *mem; /* the allocator of this struct, the rings and scratch */
     uint64_t max_ack_delay;
     unsigned pto_count;
     bool confirmed, peer_validated, hs_keys, amp_blocked, ecn_ok;
@@ -97,14 +99,14 @@ static size_t lower_bound(const struct space *s, uint64_t pn)
 }
 
 /* Moves the ring into a new array of cap entries (>= len). */
-static int ring_resize(struct space *s, size_t cap)
+static int ring_resize(const vega_quic_mem *m, struct space *s, size_t cap)
 {
-    struct ent *e = malloc(cap * sizeof(*e));
+    struct ent *e = vega__quic_malloc(m, cap * sizeof(*e));
     if (!e)
         return -ENOMEM;
     for (size_t i = 0; i < s->len; i++)
         e[i] = *at(s, i);
-    free(s->e);
+    vega__quic_free(m, s->e);
     s->e = e;
     s->cap = cap;
     s->head = 0;
@@ -112,7 +114,7 @@ static int ring_resize(struct space *s, size_t cap)
 }
 
 /* Drops holes from the front, and gives memory back once the ring is mostly empty. */
-static void ring_trim(struct space *s)
+static void ring_trim(const vega_quic_mem *m, struct space *s)
 {
     while (s->len && at(s, 0)->st != ST_LIVE) {
         s->head = (s->head + 1) & (s->cap - 1);
@@ -124,12 +126,12 @@ static void ring_trim(struct space *s)
     while (cap > 4 * MIN_CAP && s->len < cap / 4)
         cap /= 2;
     if (cap != s->cap)
-        (void)ring_resize(s, cap); /* on failure the larger ring simply stays */
+        (void)ring_resize(m, s, cap); /* on failure the larger ring simply stays */
 }
 
-static void space_reset(struct space *s)
+static void space_reset(const vega_quic_mem *m, struct space *s)
 {
-    free(s->e);
+    vega__quic_free(m, s->e);
     *s = (struct space){.largest_acked = -1, .loss_time = VEGA__QUIC_TIME_INF};
 }
 
@@ -137,14 +139,15 @@ static void space_reset(struct space *s)
 
 int vega__quic_recovery_new(struct vega__quic_recovery **out, vega__quic_cc_algo algo,
                             uint64_t max_datagram, uint64_t initial_rtt,
-                            const struct vega__quic_recovery_cbs *cbs)
+                            const struct vega__quic_recovery_cbs *cbs, const vega_quic_mem *mem)
 {
     *out = NULL;
-    struct vega__quic_recovery *r = calloc(1, sizeof(*r));
+    struct vega__quic_recovery *r = vega__quic_calloc(mem, 1, sizeof(*r));
     if (!r)
         return -ENOMEM;
+    r->mem = mem;
     for (int i = 0; i < VEGA__QUIC_NSPACES; i++)
-        space_reset(&r->sp[i]);
+        space_reset(mem, &r->sp[i]);
     vega__quic_cc_init(&r->cc, algo, max_datagram);
     vega__quic_rtt_init(&r->rtt, initial_rtt);
     if (cbs)
@@ -168,10 +171,10 @@ void vega__quic_recovery_free(struct vega__quic_recovery *r)
             if (e->st == ST_LIVE && r->cbs.on_lost)
                 r->cbs.on_lost(r->cbs.ud, i, &e->s, true);
         }
-        space_reset(s);
+        space_reset(r->mem, s);
     }
-    free(r->scratch);
-    free(r);
+    vega__quic_free(r->mem, r->scratch);
+    vega__quic_free(r->mem, r);
 }
 
 void vega__quic_recovery_set_max_ack_delay(struct vega__quic_recovery *r, uint64_t ns)
@@ -211,6 +214,34 @@ static void arm(struct vega__quic_recovery *r, uint64_t now)
 
 /* ---- sending --------------------------------------------------------------------------------- */
 
+/* Grows the ring of s (and the scratch with it) to hold need more records. */
+static int reserve(struct vega__quic_recovery *r, struct space *s, size_t need)
+{
+    if (s->len + need <= s->cap)
+        return 0;
+    size_t cap = s->cap ? s->cap : MIN_CAP;
+    while (cap < s->len + need) {
+        if (cap >= VEGA__QUIC_MAX_SENT)
+            return -ENOMEM;
+        cap *= 2;
+    }
+    if (cap > r->scratch_cap) {
+        struct vega__quic_sent *sc = vega__quic_realloc(r->mem, r->scratch, cap * sizeof(*sc));
+        if (!sc)
+            return -ENOMEM;
+        r->scratch = sc;
+        r->scratch_cap = cap;
+    }
+    return ring_resize(r->mem, s, cap);
+}
+
+int vega__quic_recovery_reserve(struct vega__quic_recovery *r, int space, size_t n)
+{
+    if (space < 0 || space >= VEGA__QUIC_NSPACES)
+        return VEGA_ERR_INVALID_ARG;
+    return reserve(r, &r->sp[space], n);
+}
+
 int vega__quic_recovery_on_sent(struct vega__quic_recovery *r, int space,
                                 const struct vega__quic_sent *p)
 {
@@ -219,20 +250,8 @@ int vega__quic_recovery_on_sent(struct vega__quic_recovery *r, int space,
     struct space *s = &r->sp[space];
     if (s->discarded || p->pn > VEGA_QUIC_MAX_PN || (s->has_sent && p->pn <= s->largest_sent))
         return VEGA_ERR_INVALID_ARG;
-    if (s->len == s->cap) {
-        if (s->cap >= VEGA__QUIC_MAX_SENT)
-            return -ENOMEM;
-        size_t cap = s->cap ? 2 * s->cap : MIN_CAP;
-        if (cap > r->scratch_cap) {
-            struct vega__quic_sent *sc = realloc(r->scratch, cap * sizeof(*sc));
-            if (!sc)
-                return -ENOMEM;
-            r->scratch = sc;
-            r->scratch_cap = cap;
-        }
-        if (ring_resize(s, cap) < 0)
-            return -ENOMEM;
-    }
+    if (reserve(r, s, 1) < 0)
+        return -ENOMEM;
     struct ent *e = at(s, s->len);
     e->s = *p;
     e->st = ST_LIVE;
@@ -593,7 +612,7 @@ static int ack_process(struct vega__quic_recovery *r, int space, const vega_quic
     if (r->peer_validated)
         r->pto_count = 0;
     arm(r, now);
-    ring_trim(s);
+    ring_trim(r->mem, s);
 
     call_lost(r, space, top, nlost, false);
     if (r->cbs.on_acked) {
@@ -705,7 +724,7 @@ int vega__quic_recovery_on_timeout(struct vega__quic_recovery *r, uint64_t now)
         size_t n = detect_lost(r, space, now, top, &pc);
         packets_lost(r, top, n, pc, now);
         arm(r, now);
-        ring_trim(&r->sp[space]);
+        ring_trim(r->mem, &r->sp[space]);
         call_lost(r, space, top, n, false);
         return -1;
     }
@@ -734,7 +753,7 @@ static void drop_space(struct vega__quic_recovery *r, int space, bool discard)
             vega__quic_cc_on_removed(&r->cc, e->s.bytes);
         r->scratch[top - 1 - n++] = e->s;
     }
-    space_reset(s);
+    space_reset(r->mem, s);
     s->discarded = discard;
     r->pto_count = 0;
     call_lost(r, space, top, n, true);

@@ -169,12 +169,13 @@ struct vega__quic_recovery_stats {
 
 /*
  * Creates the recovery state for one connection path. algo, max_datagram: the congestion
- * controller's (see vega__quic_cc_init); initial_rtt: ns (0 = 333 ms); cbs: copied.
+ * controller's (see vega__quic_cc_init); initial_rtt: ns (0 = 333 ms); cbs: copied; mem:
+ * the allocator (NULL = libc), borrowed for r's life.
  * Returns 0 or -ENOMEM.
  */
 int vega__quic_recovery_new(struct vega__quic_recovery **out, vega__quic_cc_algo algo,
                             uint64_t max_datagram, uint64_t initial_rtt,
-                            const struct vega__quic_recovery_cbs *cbs);
+                            const struct vega__quic_recovery_cbs *cbs, const vega_quic_mem *mem);
 
 /* Frees r, calling on_lost(discarded) for every packet still recorded. */
 void vega__quic_recovery_free(struct vega__quic_recovery *r);
@@ -200,6 +201,12 @@ void vega__quic_recovery_set_peer_validated(struct vega__quic_recovery *r, bool 
  * callback). Nothing is recorded on error: the caller drops the frames itself. */
 int vega__quic_recovery_on_sent(struct vega__quic_recovery *r, int space,
                                 const struct vega__quic_sent *p);
+
+/* Makes room for n more packets in space, so that recording them cannot run out of memory:
+ * called before a packet is built, since a packet that goes out unrecorded would have its
+ * acknowledgement taken for one of a packet never sent. Returns 0, -ENOMEM (also past
+ * VEGA__QUIC_MAX_SENT), VEGA_ERR_INVALID_ARG (an unknown space). */
+int vega__quic_recovery_reserve(struct vega__quic_recovery *r, int space, size_t n);
 
 /* Packets recorded per space at most (unacknowledged ones: 2^20, some 1.5 GB of data). */
 #define VEGA__QUIC_MAX_SENT (1u << 20)

@@ -7,20 +7,22 @@
 
 #include "base.h"
 #include "qstream.h"
+#include "quic_int.h"
 
 #define RING_MIN 4096
 
-void vega__quic_recvbuf_init(struct vega__quic_recvbuf *b, uint64_t limit)
+void vega__quic_recvbuf_init(struct vega__quic_recvbuf *b, uint64_t limit, const vega_quic_mem *mem)
 {
     memset(b, 0, sizeof *b);
     b->final_size = UINT64_MAX;
     b->limit = limit;
-    vega__quic_ranges_init(&b->islands, 0);
+    b->mem = mem;
+    vega__quic_ranges_init(&b->islands, 0, mem);
 }
 
 void vega__quic_recvbuf_fini(struct vega__quic_recvbuf *b)
 {
-    free(b->ring);
+    vega__quic_free(b->mem, b->ring);
     vega__quic_ranges_fini(&b->islands);
     memset(b, 0, sizeof *b);
 }
@@ -36,14 +38,14 @@ static int ring_reserve(struct vega__quic_recvbuf *b, uint64_t need)
     uint64_t ncap = VEGA__MAX(need, VEGA__MAX((uint64_t)b->ring_cap * 2, (uint64_t)RING_MIN));
     if (b->limit && ncap > b->limit)
         ncap = VEGA__MAX(need, b->limit);
-    uint8_t *nr = malloc((size_t)ncap);
+    uint8_t *nr = vega__quic_malloc(b->mem, (size_t)ncap);
     if (!nr)
         return -ENOMEM;
     if (b->ring) {
         size_t first = b->ring_cap - b->head;
         memcpy(nr, b->ring + b->head, first);
         memcpy(nr + first, b->ring, b->head);
-        free(b->ring);
+        vega__quic_free(b->mem, b->ring);
     }
     b->ring = nr;
     b->ring_cap = (size_t)ncap;
@@ -203,7 +205,7 @@ int vega__quic_recvbuf_reset(struct vega__quic_recvbuf *b, uint64_t final_size,
     b->final_size = final_size;
     b->highest = final_size;
     b->reset = true;
-    free(b->ring);
+    vega__quic_free(b->mem, b->ring);
     b->ring = NULL;
     b->ring_cap = 0;
     b->head = 0;
@@ -221,7 +223,7 @@ void vega__quic_recvbuf_trim(struct vega__quic_recvbuf *b)
 {
     if (b->contig != b->read_off || b->islands.n > 0)
         return;
-    free(b->ring);
+    vega__quic_free(b->mem, b->ring);
     b->ring = NULL;
     b->ring_cap = 0;
     b->head = 0;

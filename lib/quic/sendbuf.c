@@ -8,20 +8,22 @@
 
 #include "base.h"
 #include "qstream.h"
+#include "quic_int.h"
 
 #define RING_MIN 4096
 
-void vega__quic_sendbuf_init(struct vega__quic_sendbuf *b, uint64_t limit)
+void vega__quic_sendbuf_init(struct vega__quic_sendbuf *b, uint64_t limit, const vega_quic_mem *mem)
 {
     memset(b, 0, sizeof *b);
     b->limit = limit;
-    vega__quic_ranges_init(&b->lost, 0);
-    vega__quic_ranges_init(&b->acked, 0);
+    b->mem = mem;
+    vega__quic_ranges_init(&b->lost, 0, mem);
+    vega__quic_ranges_init(&b->acked, 0, mem);
 }
 
 void vega__quic_sendbuf_fini(struct vega__quic_sendbuf *b)
 {
-    free(b->data);
+    vega__quic_free(b->mem, b->data);
     vega__quic_ranges_fini(&b->lost);
     vega__quic_ranges_fini(&b->acked);
     memset(b, 0, sizeof *b);
@@ -45,7 +47,7 @@ static int ring_reserve(struct vega__quic_sendbuf *b, uint64_t need)
     size_t ncap = b->cap ? b->cap : (b->limit && b->limit < RING_MIN ? 64 : RING_MIN);
     while (ncap < need)
         ncap *= 2;
-    uint8_t *nd = malloc(ncap);
+    uint8_t *nd = vega__quic_malloc(b->mem, ncap);
     if (!nd)
         return -ENOMEM;
     size_t held = (size_t)(b->written - b->acked_base);
@@ -54,7 +56,7 @@ static int ring_reserve(struct vega__quic_sendbuf *b, uint64_t need)
         memcpy(nd, b->data + b->head, first);
         memcpy(nd + first, b->data, held - first);
     }
-    free(b->data);
+    vega__quic_free(b->mem, b->data);
     b->data = nd;
     b->cap = ncap;
     b->head = 0;
@@ -97,11 +99,37 @@ static bool fin_pending(const struct vega__quic_sendbuf *b)
     return b->fin && !b->fin_acked && (!b->fin_sent || b->fin_lost);
 }
 
+/* Where the spill range starts above what is acknowledged (>= spill_end: it is empty). */
+static uint64_t spill_from(const struct vega__quic_sendbuf *b)
+{
+    return VEGA__MAX(b->spill_start, b->acked_base);
+}
+
+/* Records [start, end) to send again without allocating (see spill_start in qstream.h). */
+static void spill_add(struct vega__quic_sendbuf *b, uint64_t start, uint64_t end)
+{
+    if (spill_from(b) >= b->spill_end) {
+        b->spill_start = start;
+        b->spill_end = end;
+        return;
+    }
+    b->spill_start = VEGA__MIN(b->spill_start, start);
+    b->spill_end = VEGA__MAX(b->spill_end, end);
+}
+
 bool vega__quic_sendbuf_next(const struct vega__quic_sendbuf *b, uint64_t max_off, size_t max_len,
                              uint64_t *off, size_t *len, bool *fin, bool *blocked)
 {
     if (blocked)
         *blocked = false;
+    uint64_t sp = spill_from(b);
+    if (sp < b->spill_end && max_len > 0 && (b->lost.n == 0 || sp < b->lost.r[0].start)) {
+        uint64_t n = VEGA__MIN(b->spill_end - sp, (uint64_t)max_len);
+        *off = sp;
+        *len = (size_t)n;
+        *fin = fin_pending(b) && sp + n == b->written;
+        return true;
+    }
     if (b->lost.n > 0 && max_len > 0) {
         const struct vega__quic_range *r = &b->lost.r[0];
         uint64_t n = VEGA__MIN(r->end - r->start, (uint64_t)max_len);
@@ -162,6 +190,8 @@ size_t vega__quic_sendbuf_peek(const struct vega__quic_sendbuf *b, uint64_t off,
 int vega__quic_sendbuf_on_sent(struct vega__quic_sendbuf *b, uint64_t off, size_t len, bool fin)
 {
     uint64_t end = off + len;
+    if (off <= spill_from(b) && end > spill_from(b))
+        b->spill_start = end;
     if (b->lost.n > 0) {
         int rc = vega__quic_ranges_remove(&b->lost, off, end);
         if (rc < 0)
@@ -203,8 +233,13 @@ int vega__quic_sendbuf_on_acked(struct vega__quic_sendbuf *b, uint64_t off, size
         if (rc < 0)
             return rc;
     }
-    if (off > b->acked_base)
-        return vega__quic_ranges_add(&b->acked, off, end);
+    if (off > b->acked_base) {
+        /* Unrecorded, these bytes would hold acked_base back for good: send them again, so
+         * that a later acknowledgement records them. */
+        if (vega__quic_ranges_add(&b->acked, off, end) < 0)
+            spill_add(b, off, end);
+        return 0;
+    }
     if (b->acked.n > 0) {
         end = VEGA__MAX(end, vega__quic_ranges_covered_to(&b->acked, end));
         vega__quic_ranges_remove(&b->acked, 0, end); /* whole ranges only: cannot fail */
@@ -225,10 +260,9 @@ int vega__quic_sendbuf_on_lost(struct vega__quic_sendbuf *b, uint64_t off, size_
     /* Add the parts of [start, end) between the acknowledged ranges. */
     for (size_t i = vega__quic_ranges_find(ak, start + 1); start < end; i++) {
         uint64_t stop = i < ak->n ? VEGA__MIN(ak->r[i].start, end) : end;
-        if (stop > start) {
-            int rc = vega__quic_ranges_add(&b->lost, start, stop);
-            if (rc < 0)
-                return rc;
+        if (stop > start && vega__quic_ranges_add(&b->lost, start, stop) < 0) {
+            spill_add(b, start, end); /* never sent again otherwise: the stream would stall */
+            return 0;
         }
         if (i >= ak->n)
             break;
@@ -239,7 +273,8 @@ int vega__quic_sendbuf_on_lost(struct vega__quic_sendbuf *b, uint64_t off, size_
 
 bool vega__quic_sendbuf_has_pending(const struct vega__quic_sendbuf *b)
 {
-    return b->lost.n > 0 || b->next_off < b->written || fin_pending(b);
+    return b->lost.n > 0 || b->next_off < b->written || fin_pending(b) ||
+           spill_from(b) < b->spill_end;
 }
 
 bool vega__quic_sendbuf_is_acked(const struct vega__quic_sendbuf *b)
@@ -251,7 +286,7 @@ void vega__quic_sendbuf_trim(struct vega__quic_sendbuf *b)
 {
     if (b->written != b->acked_base)
         return;
-    free(b->data);
+    vega__quic_free(b->mem, b->data);
     b->data = NULL;
     b->cap = 0;
     b->head = 0;

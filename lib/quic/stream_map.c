@@ -7,6 +7,7 @@
 
 #include "base.h"
 #include "qstream.h"
+#include "quic_int.h"
 
 #define MAP_MIN_CAP 16
 
@@ -25,20 +26,23 @@ static inline size_t hash_id(uint64_t id)
     return (size_t)id;
 }
 
-void vega__quic_stream_map_init(struct vega__quic_stream_map *m)
+void vega__quic_stream_map_init(struct vega__quic_stream_map *m, const vega_quic_mem *mem)
 {
     memset(m, 0, sizeof *m);
+    m->mem = mem;
 }
 
 void vega__quic_stream_map_fini(struct vega__quic_stream_map *m)
 {
-    free(m->slots);
+    const vega_quic_mem *mem = m->mem;
+    vega__quic_free(mem, m->slots);
     memset(m, 0, sizeof *m);
+    m->mem = mem;
 }
 
 static int rehash(struct vega__quic_stream_map *m, size_t ncap)
 {
-    struct vega__quic_stream_slot *ns = calloc(ncap, sizeof *ns);
+    struct vega__quic_stream_slot *ns = vega__quic_calloc(m->mem, ncap, sizeof *ns);
     if (!ns)
         return -ENOMEM;
     size_t mask = ncap - 1;
@@ -51,7 +55,7 @@ static int rehash(struct vega__quic_stream_map *m, size_t ncap)
             j = (j + 1) & mask;
         ns[j] = m->slots[i];
     }
-    free(m->slots);
+    vega__quic_free(m->mem, m->slots);
     m->slots = ns;
     m->cap = ncap;
     m->tombs = 0;

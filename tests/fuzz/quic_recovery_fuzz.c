@@ -148,7 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct vega__quic_recovery *r;
     uint8_t cfg = u8(&in);
     if (vega__quic_recovery_new(&r, (cfg & 1) ? VEGA__QUIC_CC_CUBIC : VEGA__QUIC_CC_NEWRENO,
-                                1200 + (cfg >> 5) * 100, (cfg >> 1 & 3) * 40 * MS, &cbs) < 0)
+                                1200 + (cfg >> 5) * 100, (cfg >> 1 & 3) * 40 * MS, &cbs, NULL) < 0)
         return 0;
     if (cfg & 8)
         vega__quic_recovery_set_peer_validated(r, false);

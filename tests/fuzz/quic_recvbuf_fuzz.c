@@ -165,7 +165,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct model m = {0, 0, UINT64_MAX, 0, 0, false};
     m.limit = data[0] < 32 ? (uint64_t)data[0] + 1 : (uint64_t)data[0] * 64;
     struct vega__quic_recvbuf b;
-    vega__quic_recvbuf_init(&b, m.limit);
+    vega__quic_recvbuf_init(&b, m.limit, NULL);
     for (size_t i = 1; i + 5 <= size; i += 5) {
         const uint8_t *o = data + i;
         uint16_t a = (uint16_t)(o[1] | o[2] << 8);

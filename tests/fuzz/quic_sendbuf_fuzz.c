@@ -206,7 +206,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     m.limit = data[0] == 0 ? 0 : (uint64_t)data[0] * 97;
     m.credit = 1000;
     struct vega__quic_sendbuf b;
-    vega__quic_sendbuf_init(&b, m.limit);
+    vega__quic_sendbuf_init(&b, m.limit, NULL);
     for (size_t i = 1; i + 3 <= size; i += 3) {
         const uint8_t *o = data + i;
         uint16_t a = (uint16_t)(o[1] | o[2] << 8);

@@ -689,6 +689,24 @@ typedef enum vega_quic_cc {
     VEGA_QUIC_CC_NEWRENO,   /* RFC 9002 §7 */
 } vega_quic_cc;
 
+/*
+ * An allocator for a connection (the ngtcp2_mem shape): all four functions are required, each
+ * gets ud first. malloc, calloc and realloc return NULL on failure (realloc leaving the block
+ * as it was); realloc and free are never called with NULL. A block is always freed or
+ * reallocated through the allocator that made it. After a failure the call that needed the
+ * memory returns -ENOMEM and the connection stays consistent: call again later (a datagram
+ * whose processing failed counts as lost, the peer sends it again), except that a handshake
+ * cut off mid-message closes the connection (CLOSED event, INTERNAL_ERROR or the
+ * internal_error alert).
+ */
+typedef struct vega_quic_mem {
+    void *(*malloc)(void *ud, size_t n);
+    void *(*calloc)(void *ud, size_t n, size_t size);
+    void *(*realloc)(void *ud, void *p, size_t n);
+    void (*free)(void *ud, void *p);
+    void *ud;
+} vega_quic_mem;
+
 /* Connection settings: plain data. vega_quic_config_init sets the defaults, then set what
  * applies. Pointers are borrowed for the life of the connections made with it. */
 typedef struct vega_quic_config {
@@ -724,6 +742,14 @@ typedef struct vega_quic_config {
      * seeded one makes a connection's bytes reproducible in tests. Returns 0 or negative. */
     int (*rand)(void *ud, void *buf, size_t len);
     void *rand_ud;
+    /* Allocator, borrowed for the connection's life; NULL = libc (one with a NULL function:
+     * VEGA_ERR_INVALID_ARG). It makes every allocation of the connection: the connection
+     * itself, its streams and their buffers, recovery, the TLS handshake, queued events,
+     * datagrams, tokens and sessions, and the packet protection key structs. Not covered: the
+     * contexts libcrypto allocates inside those keys and for the handshake's cryptography
+     * (OpenSSL's own allocator), and the wire-layer functions called directly
+     * (vega_quic_keys_new and the like use libc). */
+    const vega_quic_mem *mem;
 } vega_quic_config;
 
 /* Fills c with the defaults. Context: any. Since 0.1. */

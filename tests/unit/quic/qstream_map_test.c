@@ -14,7 +14,7 @@ struct st {
 VTEST(put_get_del)
 {
     struct vega__quic_stream_map m;
-    vega__quic_stream_map_init(&m);
+    vega__quic_stream_map_init(&m, NULL);
     VCHECK(vega__quic_stream_map_get(&m, 0) == NULL);
     VCHECK(vega__quic_stream_map_del(&m, 0) == NULL);
     size_t pos = 0;
@@ -44,7 +44,7 @@ VTEST(hundred_thousand_ids)
     struct st *s = calloc(N, sizeof *s);
     VCHECK(s != NULL);
     struct vega__quic_stream_map m;
-    vega__quic_stream_map_init(&m);
+    vega__quic_stream_map_init(&m, NULL);
     for (size_t i = 0; i < N; i++) { /* all four types: 4 * n + type */
         s[i].id = 4 * (uint64_t)(i / 4) + i % 4;
         VCHECK_EQ(vega__quic_stream_map_put(&m, &s[i]), 0);
@@ -98,7 +98,7 @@ VTEST(churn_keeps_table_small)
     enum { LIVE = 100 };
     struct st s[LIVE];
     struct vega__quic_stream_map m;
-    vega__quic_stream_map_init(&m);
+    vega__quic_stream_map_init(&m, NULL);
     for (uint64_t i = 0; i < LIVE; i++) {
         s[i].id = i * 4;
         VCHECK_EQ(vega__quic_stream_map_put(&m, &s[i]), 0);

@@ -32,7 +32,7 @@ static double now_s(void)
 VTEST(add_merges_adjacent_and_overlapping)
 {
     struct vega__quic_ranges s;
-    vega__quic_ranges_init(&s, 0);
+    vega__quic_ranges_init(&s, 0, NULL);
     VCHECK_EQ(vega__quic_ranges_add(&s, 5, 5), 0); /* empty: nothing */
     VCHECK_EQ(s.n, 0);
     VCHECK_EQ(vega__quic_ranges_add(&s, 0, 5), 0);
@@ -57,7 +57,7 @@ VTEST(add_merges_adjacent_and_overlapping)
     vega__quic_ranges_fini(&s);
 
     /* In front of everything, and one range covering many. */
-    vega__quic_ranges_init(&s, 0);
+    vega__quic_ranges_init(&s, 0, NULL);
     for (uint64_t i = 1; i <= 100; i++)
         VCHECK_EQ(vega__quic_ranges_add(&s, i * 10, i * 10 + 5), 0);
     VCHECK_EQ(s.n, 100);
@@ -74,7 +74,7 @@ VTEST(add_merges_adjacent_and_overlapping)
 VTEST(remove_splits_and_trims)
 {
     struct vega__quic_ranges s;
-    vega__quic_ranges_init(&s, 0);
+    vega__quic_ranges_init(&s, 0, NULL);
     VCHECK_EQ(vega__quic_ranges_add(&s, 0, 100), 0);
     VCHECK_EQ(vega__quic_ranges_remove(&s, 10, 20), 0); /* split */
     EXPECT(&s, 0, 10, 20, 100);
@@ -104,7 +104,7 @@ VTEST(remove_splits_and_trims)
 VTEST(contains_covered_to_find)
 {
     struct vega__quic_ranges s;
-    vega__quic_ranges_init(&s, 0);
+    vega__quic_ranges_init(&s, 0, NULL);
     VCHECK(!vega__quic_ranges_contains(&s, 0));
     VCHECK_EQ(vega__quic_ranges_covered_to(&s, 7), 7);
     VCHECK_EQ(vega__quic_ranges_find(&s, 7), 0);
@@ -133,7 +133,7 @@ VTEST(contains_covered_to_find)
 VTEST(max_drops_lowest)
 {
     struct vega__quic_ranges s;
-    vega__quic_ranges_init(&s, 3);
+    vega__quic_ranges_init(&s, 3, NULL);
     for (uint64_t pn = 0; pn < 10; pn += 2)
         VCHECK_EQ(vega__quic_ranges_add(&s, pn, pn + 1), 0);
     EXPECT(&s, 4, 5, 6, 7, 8, 9);
@@ -158,7 +158,7 @@ VTEST(max_drops_lowest)
 VTEST(sequential_million_fast)
 {
     struct vega__quic_ranges s;
-    vega__quic_ranges_init(&s, 0);
+    vega__quic_ranges_init(&s, 0, NULL);
     double t0 = now_s();
     for (uint64_t pn = 0; pn < 1000000; pn++)
         VCHECK_EQ(vega__quic_ranges_add(&s, pn, pn + 1), 0);
@@ -186,7 +186,7 @@ VTEST(random_model)
     uint64_t rng = 12345;
     for (int round = 0; round < 200; round++) {
         struct vega__quic_ranges s;
-        vega__quic_ranges_init(&s, 0);
+        vega__quic_ranges_init(&s, 0, NULL);
         bool bits[N] = {0};
         for (int op = 0; op < 60; op++) {
             uint64_t a = vega__rand_below(&rng, N), b = a + vega__rand_below(&rng, 64);

@@ -45,7 +45,7 @@ static size_t drain(struct vega__quic_recvbuf *b, bool *fin)
 VTEST(in_order)
 {
     struct vega__quic_recvbuf b;
-    vega__quic_recvbuf_init(&b, 0);
+    vega__quic_recvbuf_init(&b, 0, NULL);
     uint64_t err = 0;
     for (uint64_t off = 0; off < 100000; off += 1200)
         VCHECK_EQ(put(&b, off, 1200, false, &err), 0);
@@ -66,7 +66,7 @@ VTEST(in_order)
 VTEST(out_of_order_and_duplicates)
 {
     struct vega__quic_recvbuf b;
-    vega__quic_recvbuf_init(&b, 1 << 20);
+    vega__quic_recvbuf_init(&b, 1 << 20, NULL);
     uint64_t err = 0;
     for (int i = 9; i >= 1; i--) /* 900 .. 100 first, each twice */
         for (int k = 0; k < 2; k++)
@@ -96,7 +96,7 @@ VTEST(overlaps_every_shape)
         for (uint64_t s = 0; s < 64; s++)
             for (uint64_t e = s; e <= 64; e++) {
                 struct vega__quic_recvbuf b;
-                vega__quic_recvbuf_init(&b, 64);
+                vega__quic_recvbuf_init(&b, 64, NULL);
                 uint64_t err = 0;
                 bool have[64] = {0};
                 if (prefix) {
@@ -128,7 +128,7 @@ VTEST(final_size_rules)
 {
     struct vega__quic_recvbuf b;
     uint64_t err = 0;
-    vega__quic_recvbuf_init(&b, 0);
+    vega__quic_recvbuf_init(&b, 0, NULL);
     VCHECK_EQ(put(&b, 0, 10, true, &err), 0);
     VCHECK_EQ(b.final_size, 10);
     VCHECK_EQ(put(&b, 0, 10, true, &err), 0);  /* the same FIN again */
@@ -150,7 +150,7 @@ VTEST(final_size_rules)
     VCHECK_EQ(b.highest, 10);
     vega__quic_recvbuf_fini(&b);
 
-    vega__quic_recvbuf_init(&b, 0);
+    vega__quic_recvbuf_init(&b, 0, NULL);
     VCHECK_EQ(put(&b, 10, 10, false, &err), 0);
     err = 0;
     VCHECK_EQ(put(&b, 0, 15, true, &err), VEGA_ERR_PROTO); /* FIN below highest */
@@ -165,7 +165,7 @@ VTEST(final_size_rules)
     vega__quic_recvbuf_fini(&b);
 
     /* Offsets beyond 2^62 - 1. */
-    vega__quic_recvbuf_init(&b, 0);
+    vega__quic_recvbuf_init(&b, 0, NULL);
     err = 0;
     VCHECK_EQ(put(&b, VEGA_QUIC_MAX_VARINT, 1, false, &err), VEGA_ERR_PROTO);
     VCHECK_EQ(err, VEGA_QUIC_FRAME_ENCODING_ERROR);
@@ -181,7 +181,7 @@ VTEST(flow_control_limit)
 {
     struct vega__quic_recvbuf b;
     uint64_t err = 0;
-    vega__quic_recvbuf_init(&b, 100);
+    vega__quic_recvbuf_init(&b, 100, NULL);
     VCHECK_EQ(put(&b, 90, 10, false, &err), 0);
     VCHECK_EQ(put(&b, 100, 0, false, &err), 0);
     VCHECK_EQ(put(&b, 90, 11, false, &err), VEGA_ERR_PROTO);
@@ -205,7 +205,7 @@ VTEST(reset)
 {
     struct vega__quic_recvbuf b;
     uint64_t err = 0;
-    vega__quic_recvbuf_init(&b, 1000);
+    vega__quic_recvbuf_init(&b, 1000, NULL);
     VCHECK_EQ(put(&b, 0, 100, false, &err), 0);
     VCHECK_EQ(put(&b, 200, 100, false, &err), 0);
     err = 0;
@@ -235,7 +235,7 @@ VTEST(reset)
     vega__quic_recvbuf_fini(&b);
 
     /* A reset conflicting with an earlier FIN. */
-    vega__quic_recvbuf_init(&b, 0);
+    vega__quic_recvbuf_init(&b, 0, NULL);
     VCHECK_EQ(put(&b, 0, 10, true, &err), 0);
     err = 0;
     VCHECK_EQ(vega__quic_recvbuf_reset(&b, 11, &err), VEGA_ERR_PROTO);
@@ -248,7 +248,7 @@ VTEST(read_reports_fin)
 {
     struct vega__quic_recvbuf b;
     uint64_t err = 0;
-    vega__quic_recvbuf_init(&b, 0);
+    vega__quic_recvbuf_init(&b, 0, NULL);
     VCHECK_EQ(put(&b, 0, 100, true, &err), 0);
     uint8_t out[100];
     bool fin = true;
@@ -262,7 +262,7 @@ VTEST(read_reports_fin)
     vega__quic_recvbuf_fini(&b);
 
     /* Data read first, then a lone FIN: a read of 0 bytes reports it. */
-    vega__quic_recvbuf_init(&b, 0);
+    vega__quic_recvbuf_init(&b, 0, NULL);
     VCHECK_EQ(put(&b, 0, 50, false, &err), 0);
     VCHECK_EQ(vega__quic_recvbuf_read(&b, out, sizeof out, &fin), 50);
     VCHECK(!fin);
@@ -274,7 +274,7 @@ VTEST(read_reports_fin)
     vega__quic_recvbuf_fini(&b);
 
     /* An empty stream. */
-    vega__quic_recvbuf_init(&b, 0);
+    vega__quic_recvbuf_init(&b, 0, NULL);
     VCHECK_EQ(put(&b, 0, 0, true, &err), 0);
     VCHECK(vega__quic_recvbuf_is_complete(&b));
     VCHECK_EQ(vega__quic_recvbuf_read(&b, out, sizeof out, &fin), 0);
@@ -289,7 +289,7 @@ VTEST(peek_consume_wraps)
     struct vega__quic_recvbuf b;
     uint64_t err = 0;
     const uint64_t limit = 5000;
-    vega__quic_recvbuf_init(&b, limit);
+    vega__quic_recvbuf_init(&b, limit, NULL);
     uint64_t rng = 7, sent = 0, wraps = 0;
     while (b.read_off < 300000) {
         /* Send up to the window in random pieces, some out of order. */
@@ -328,7 +328,7 @@ VTEST(island_cap)
 {
     struct vega__quic_recvbuf b;
     uint64_t err = 0;
-    vega__quic_recvbuf_init(&b, 1 << 20);
+    vega__quic_recvbuf_init(&b, 1 << 20, NULL);
     uint64_t k;
     for (k = 0; k < VEGA__QUIC_RECVBUF_MAX_ISLANDS; k++)
         VCHECK_EQ(put(&b, 2 * k + 1, 1, false, &err), 0);
@@ -356,7 +356,7 @@ VTEST(reverse_under_limit)
 {
     struct vega__quic_recvbuf b;
     uint64_t err = 0;
-    vega__quic_recvbuf_init(&b, 128 * 1024);
+    vega__quic_recvbuf_init(&b, 128 * 1024, NULL);
     for (int i = 127; i >= 0; i--)
         VCHECK_EQ(put(&b, (uint64_t)i * 1024, 1024, false, &err), 0);
     VCHECK_EQ(vega__quic_recvbuf_readable(&b), 128 * 1024);
@@ -369,7 +369,7 @@ VTEST(trim_frees_when_empty)
 {
     struct vega__quic_recvbuf b;
     uint64_t err = 0;
-    vega__quic_recvbuf_init(&b, 0);
+    vega__quic_recvbuf_init(&b, 0, NULL);
     VCHECK_EQ(put(&b, 0, 5000, false, &err), 0);
     VCHECK_EQ(put(&b, 6000, 10, false, &err), 0);
     vega__quic_recvbuf_trim(&b); /* data held: kept */

@@ -52,7 +52,7 @@ static bool nx(struct vega__quic_sendbuf *b, uint64_t max_off, size_t max_len, s
 VTEST(write_send_ack)
 {
     struct vega__quic_sendbuf b;
-    vega__quic_sendbuf_init(&b, 0);
+    vega__quic_sendbuf_init(&b, 0, NULL);
     struct chunk c;
     VCHECK(!vega__quic_sendbuf_has_pending(&b));
     VCHECK(!nx(&b, UINT64_MAX, 1200, &c));
@@ -91,7 +91,7 @@ VTEST(write_send_ack)
 VTEST(fin_only_stream)
 {
     struct vega__quic_sendbuf b;
-    vega__quic_sendbuf_init(&b, 0);
+    vega__quic_sendbuf_init(&b, 0, NULL);
     vega__quic_sendbuf_finish(&b);
     NEXT_IS(&b, 0, 0, 0, 0, true); /* a lone FIN needs neither credit nor room */
     VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 0, 0, true), 0);
@@ -112,7 +112,7 @@ VTEST(fin_only_stream)
 VTEST(fin_lost_with_data_and_alone)
 {
     struct vega__quic_sendbuf b;
-    vega__quic_sendbuf_init(&b, 0);
+    vega__quic_sendbuf_init(&b, 0, NULL);
     VCHECK_EQ(wr(&b, 100), 100);
     vega__quic_sendbuf_finish(&b);
     NEXT_IS(&b, UINT64_MAX, 1200, 0, 100, true);
@@ -136,7 +136,7 @@ VTEST(fin_lost_with_data_and_alone)
     vega__quic_sendbuf_fini(&b);
 
     /* The FIN acknowledged first, the data later. */
-    vega__quic_sendbuf_init(&b, 0);
+    vega__quic_sendbuf_init(&b, 0, NULL);
     VCHECK_EQ(wr(&b, 100), 100);
     VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 0, 100, false), 0);
     vega__quic_sendbuf_finish(&b);
@@ -155,7 +155,7 @@ VTEST(fin_lost_with_data_and_alone)
 VTEST(retransmission_order_and_acked_parts)
 {
     struct vega__quic_sendbuf b;
-    vega__quic_sendbuf_init(&b, 0);
+    vega__quic_sendbuf_init(&b, 0, NULL);
     VCHECK_EQ(wr(&b, 1000), 1000);
     for (uint64_t o = 0; o < 500; o += 100)
         VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, o, 100, false), 0);
@@ -172,7 +172,7 @@ VTEST(retransmission_order_and_acked_parts)
 
     /* A packet with [0, 300) is lost after a probe carrying [100, 200) was acknowledged: only
      * the unacknowledged parts come back. */
-    vega__quic_sendbuf_init(&b, 0);
+    vega__quic_sendbuf_init(&b, 0, NULL);
     VCHECK_EQ(wr(&b, 300), 300);
     VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 0, 300, false), 0);
     VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 100, 100, false), 0);
@@ -194,7 +194,7 @@ VTEST(retransmission_order_and_acked_parts)
 VTEST(flow_control_blocks_fresh_data)
 {
     struct vega__quic_sendbuf b;
-    vega__quic_sendbuf_init(&b, 0);
+    vega__quic_sendbuf_init(&b, 0, NULL);
     VCHECK_EQ(wr(&b, 1000), 1000);
     vega__quic_sendbuf_finish(&b);
     NEXT_IS(&b, 500, 1200, 0, 500, false);
@@ -223,7 +223,7 @@ VTEST(flow_control_blocks_fresh_data)
 VTEST(limit_and_room)
 {
     struct vega__quic_sendbuf b;
-    vega__quic_sendbuf_init(&b, 1000);
+    vega__quic_sendbuf_init(&b, 1000, NULL);
     VCHECK_EQ(vega__quic_sendbuf_room(&b), 1000);
     VCHECK_EQ(wr(&b, 1500), 1000);
     VCHECK_EQ(vega__quic_sendbuf_room(&b), 0);
@@ -237,7 +237,7 @@ VTEST(limit_and_room)
     VCHECK(b.cap <= 1024); /* the ring never outgrows the power of two covering the limit */
     vega__quic_sendbuf_fini(&b);
 
-    vega__quic_sendbuf_init(&b, 0);
+    vega__quic_sendbuf_init(&b, 0, NULL);
     VCHECK_EQ(vega__quic_sendbuf_room(&b), UINT64_MAX);
     vega__quic_sendbuf_fini(&b);
 }
@@ -249,7 +249,7 @@ VTEST(ring_wraps_random)
     uint64_t rng = 99;
     for (int round = 0; round < 20; round++) {
         struct vega__quic_sendbuf b;
-        vega__quic_sendbuf_init(&b, 5000 + vega__rand_below(&rng, 5000));
+        vega__quic_sendbuf_init(&b, 5000 + vega__rand_below(&rng, 5000), NULL);
         struct chunk inflight[64];
         size_t ninf = 0;
         uint64_t total = 100000 + vega__rand_below(&rng, 100000);
@@ -295,7 +295,7 @@ VTEST(ring_wraps_random)
 VTEST(offsets_62_bit)
 {
     struct vega__quic_sendbuf b;
-    vega__quic_sendbuf_init(&b, 0);
+    vega__quic_sendbuf_init(&b, 0, NULL);
     const uint64_t base = VEGA_QUIC_MAX_VARINT - 100;
     b.acked_base = b.next_off = b.written = base; /* as if that much had gone by */
     VCHECK_EQ(wr(&b, 150), 100);
@@ -314,7 +314,7 @@ VTEST(offsets_62_bit)
 VTEST(trim_frees_when_all_acked)
 {
     struct vega__quic_sendbuf b;
-    vega__quic_sendbuf_init(&b, 0);
+    vega__quic_sendbuf_init(&b, 0, NULL);
     VCHECK_EQ(wr(&b, 5000), 5000);
     VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 0, 5000, false), 0);
     vega__quic_sendbuf_trim(&b); /* unacknowledged bytes: kept */

@@ -67,7 +67,7 @@ static struct env *env_new(vega__quic_cc_algo algo, uint64_t initial_rtt)
     struct env *e = calloc(1, sizeof(*e));
     VCHECK(e != NULL);
     struct vega__quic_recovery_cbs cbs = {.ud = e, .on_acked = cb_acked, .on_lost = cb_lost};
-    VCHECK_EQ(vega__quic_recovery_new(&e->r, algo, 1200, initial_rtt, &cbs), 0);
+    VCHECK_EQ(vega__quic_recovery_new(&e->r, algo, 1200, initial_rtt, &cbs, NULL), 0);
     return e;
 }
 
@@ -726,7 +726,7 @@ static void reenter_acked(void *ud, int space, struct vega__quic_sent *p)
 VTEST(callbacks_cannot_reenter)
 {
     struct vega__quic_recovery_cbs cbs = {.on_acked = reenter_acked};
-    VCHECK_EQ(vega__quic_recovery_new(&reentrant_r, VEGA__QUIC_CC_NEWRENO, 1200, 0, &cbs), 0);
+    VCHECK_EQ(vega__quic_recovery_new(&reentrant_r, VEGA__QUIC_CC_NEWRENO, 1200, 0, &cbs, NULL), 0);
     struct vega__quic_sent p = {.pn = 0, .time_sent = 1 * S, .bytes = 1200, .ack_eliciting = true};
     VCHECK_EQ(vega__quic_recovery_on_sent(reentrant_r, APP, &p), 0);
     vega_quic_ack_range rg = {0, 0};
@@ -805,7 +805,7 @@ VTEST(stress_100k_in_flight)
     };
     struct vega__quic_recovery *r;
     struct vega__quic_recovery_cbs cbs = {.on_acked = count_acked, .on_lost = count_lost};
-    VCHECK_EQ(vega__quic_recovery_new(&r, VEGA__QUIC_CC_CUBIC, 1200, 0, &cbs), 0);
+    VCHECK_EQ(vega__quic_recovery_new(&r, VEGA__QUIC_CC_CUBIC, 1200, 0, &cbs, NULL), 0);
     vega__quic_recovery_set_handshake_confirmed(r);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
