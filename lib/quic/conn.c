@@ -822,7 +822,8 @@ int vega__quic_next_keys(vega_quic_conn *c, const vega_quic_keys *cur, uint8_t *
 
 int vega_quic_conn_key_update(vega_quic_conn *c)
 {
-    if (!c->handshake_confirmed || c->ku_pending || c->state != VEGA__QUIC_ST_ESTABLISHED)
+    if (!c->handshake_confirmed || c->ku_pending || c->state != VEGA__QUIC_ST_ESTABLISHED ||
+        c->now < c->ku_allowed_at)
         return VEGA_ERR_INVALID_ARG;
     vega_quic_keys *tx;
     int rc = vega__quic_next_keys(c, c->sp[VEGA__QUIC_SPACE_APP].tx, c->app_tx_secret, &tx);

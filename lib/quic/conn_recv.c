@@ -3,6 +3,7 @@
  * right keys (or kept until those arrive), duplicates dropped, frames acted on (RFC 9000 §12,
  * §13, §19; RFC 9001 §5, §6). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -513,6 +514,7 @@ static int rx_key_update(vega_quic_conn *c, bool phase, uint64_t pn)
     c->rx_prev_until = c->now + 3 * vega__quic_pto(c);
     if (c->key_phase == phase) {
         c->ku_pending = false; /* the peer answered our update */
+        c->ku_allowed_at = c->now + 3 * vega__quic_pto(c);
         return 0;
     }
     vega_quic_keys *tx;
@@ -523,6 +525,7 @@ static int rx_key_update(vega_quic_conn *c, bool phase, uint64_t pn)
     c->sp[VEGA__QUIC_SPACE_APP].tx = tx;
     c->key_phase = phase;
     c->ku_first_pn = c->sp[VEGA__QUIC_SPACE_APP].next_pn;
+    c->ku_allowed_at = c->now + 3 * vega__quic_pto(c);
     c->key_updates++;
     return 0;
 }
@@ -584,8 +587,13 @@ static int on_vn(vega_quic_conn *c, const vega_quic_hdr *h)
     for (size_t i = 0; i < h->nversions; i++)
         if (vega_quic_hdr_vn_version(h, i) == c->version)
             return 0; /* a VN listing our own version is forged or stale: ignore (§6.2) */
-    vega__quic_close_err(c, VEGA_QUIC_VERSION_NEGOTIATION_ERROR, 0,
-                         "no compatible QUIC version");
+    /* The reason lists what the server offers (a few), so a driver can start over with a
+     * version both speak ("server offers 0x00000001 0x6b3343cf"). */
+    char why[128];
+    size_t o = (size_t)snprintf(why, sizeof why, "server offers");
+    for (size_t i = 0; i < h->nversions && i < 8 && o + 12 < sizeof why; i++)
+        o += (size_t)snprintf(why + o, sizeof why - o, " 0x%08x", vega_quic_hdr_vn_version(h, i));
+    vega__quic_close_err(c, VEGA_QUIC_VERSION_NEGOTIATION_ERROR, 0, why);
     c->state = VEGA__QUIC_ST_CLOSED;
     return 0;
 }

@@ -63,8 +63,10 @@ void vega__quic_on_acked(void *ud, int space, struct vega__quic_sent *p)
     struct vega__quic_pktrec *r = p->frames;
     if (!r)
         return;
-    if (space == VEGA__QUIC_SPACE_APP && c->ku_pending && p->pn >= c->ku_first_pn)
+    if (space == VEGA__QUIC_SPACE_APP && c->ku_pending && p->pn >= c->ku_first_pn) {
         c->ku_pending = false;
+        c->ku_allowed_at = c->now + 3 * vega__quic_pto(c);
+    }
     if (r->pmtu)
         vega__quic_pmtu_result(c, true);
     for (unsigned i = 0; i < r->n; i++) {
@@ -689,18 +691,28 @@ static vega_ssize write_path_response(vega_quic_conn *c, vega_quic_path *path, u
     struct pkt k;
     if (!pkt_begin(c, &k, VEGA_QUIC_LEVEL_APP, 0, limit))
         return 0;
+    /* The packet number must be known to recovery, or the peer's ACK of it would look like an
+     * ACK of a packet never sent (found against ngtcp2's gtlsclient migrating). */
+    int rc = vega__quic_recovery_reserve(c->rec, VEGA__QUIC_SPACE_APP, 1);
+    if (rc < 0)
+        return rc;
     struct vega__quic_pktrec dummy;
     dummy.n = 0;
     k.rec = &dummy;
     vega_quic_frame f = {.type = VEGA_QUIC_FT_PATH_RESPONSE};
     memcpy(f.u.path.data, c->path_response, 8);
     put_frame(out, &k, &f);
-    size_t len = pkt_finish(out, &k, VEGA_QUIC_MIN_INITIAL_SIZE - k.hdr_len - TAG_LEN);
+    pkt_finish(out, &k, VEGA_QUIC_MIN_INITIAL_SIZE - k.hdr_len - TAG_LEN);
     vega_ssize n = vega_quic_packet_protect(k.keys, out, limit, k.hdr_len, k.pn, k.len);
     if (n < 0)
         return n;
-    (void)len;
+    /* Recorded without frames and outside the congestion window: it went to another path, and
+     * a lost response is answered by the peer's next challenge. */
+    struct vega__quic_sent sent = {.pn = k.pn, .time_sent = c->now, .bytes = (uint32_t)n};
     c->sp[VEGA__QUIC_SPACE_APP].next_pn++;
+    if (vega__quic_recovery_on_sent(c->rec, VEGA__QUIC_SPACE_APP, &sent) < 0)
+        return VEGA_ERR_INTERNAL; /* reserved above: cannot fail */
+    c->stats.pkts_sent++;
     c->path_response_queued = false;
     c->path_response_elsewhere = false;
     if (path)

@@ -937,8 +937,9 @@ VEGA_API int vega_quic_conn_close(vega_quic_conn *c, bool app, uint64_t code, co
 
 /*
  * Starts a 1-RTT key update (RFC 9001 §6). Returns 0; VEGA_ERR_INVALID_ARG (the handshake is
- * not confirmed, or the previous update is not acknowledged yet). Context: the connection's
- * thread. Since 0.1.
+ * not confirmed, the previous update is not acknowledged yet, or it was less than 3 PTO ago:
+ * the peer may still hold the keys of two phases back, RFC 9001 §6.5). Context: the
+ * connection's thread. Since 0.1.
  */
 VEGA_API int vega_quic_conn_key_update(vega_quic_conn *c);
 

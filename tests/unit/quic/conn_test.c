@@ -437,6 +437,56 @@ VTEST(gso_batches_equal_segments)
     qp_fini(&q);
 }
 
+/* Seals frames as the client's next 1-RTT packet (its keys, CID and packet number). */
+static size_t client_packet(vega_quic_conn *cl, const uint8_t *frames, size_t len, uint8_t *out)
+{
+    struct vega__quic_space *sp = &cl->sp[VEGA__QUIC_SPACE_APP];
+    const struct vega__quic_cid *d = &cl->peer[cl->dcid_idx];
+    vega_quic_hdr h = {.type = VEGA_QUIC_PKT_1RTT, .dcid = d->id, .dcid_len = d->len,
+                       .key_phase = cl->key_phase};
+    uint64_t pn = sp->next_pn++;
+    long hl = vega_quic_hdr_write(out, 1500, &h, 4, pn);
+    VCHECK(hl > 0);
+    memcpy(out + hl, frames, len);
+    long n = vega_quic_packet_protect(sp->tx, out, 1500, (size_t)hl, pn, len);
+    VCHECK(n > 0);
+    return (size_t)n;
+}
+
+VTEST(path_response_elsewhere_then_acked)
+{
+    /* A probe from a new address gets its PATH_RESPONSE there, in a packet of its own; the
+     * peer's ACK of that packet is no violation (seen with ngtcp2's gtlsclient). */
+    struct qp q;
+    vega_test_net_opts o = link_ms(5);
+    setup(&q, &o, 39);
+    handshake(&q);
+    VCHECK(qp_run(&q, confirmed, 5 * S));
+    qp_run(&q, never, 200 * MS);
+    vega_quic_conn *cl = q.side[0].c, *sv = q.side[1].c;
+    uint8_t frames[1100] = {0x1a, 1, 2, 3, 4, 5, 6, 7, 8}, pkt[1500], out[1500];
+    size_t n = client_packet(cl, frames, sizeof frames, pkt); /* the rest is PADDING */
+    qp_server_recv(&q, pkt, n, 0, 40099);
+    vega_quic_path p;
+    long w = vega_quic_conn_write(sv, &p, NULL, out, sizeof out, q.now);
+    VCHECK(w >= 1200);
+    VCHECK_EQ(qp_port(&p.remote), 40099);
+    VCHECK_EQ(q.side[1].c->migrations, 0); /* a probe does not move the connection */
+    uint64_t resp_pn = sv->sp[VEGA__QUIC_SPACE_APP].next_pn - 1;
+    uint8_t ack[8] = {0x02};
+    size_t al = 1;
+    al += (size_t)vega_quic_varint_write(ack + al, sizeof ack - al, resp_pn);
+    ack[al++] = 0; /* delay */
+    ack[al++] = 0; /* no more ranges */
+    ack[al++] = 0; /* first range: just that packet */
+    uint8_t body[32] = {0};
+    memcpy(body, ack, al);
+    n = client_packet(cl, body, sizeof body, pkt);
+    qp_server_recv(&q, pkt, n, 0, 40001);
+    VCHECK(sv->state < VEGA__QUIC_ST_CLOSING);
+    qp_fini(&q);
+}
+
 VTEST(retry)
 {
     struct qp q;
@@ -485,7 +535,9 @@ VTEST(key_update_both_directions)
     vega_quic_conn_get_info(q.side[1].c, &si);
     VCHECK_EQ(ci.key_updates, 1);
     VCHECK_EQ(si.key_updates, 1);
-    /* The server updates next; data keeps flowing. */
+    /* The server updates next, once 3 PTO passed since the last update (RFC 9001 §6.5). */
+    VCHECK_EQ(vega_quic_conn_key_update(q.side[1].c), VEGA_ERR_INVALID_ARG);
+    qp_run(&q, never, 2 * S);
     VCHECK_EQ(vega_quic_conn_key_update(q.side[1].c), 0);
     for (size_t j = 0; j < q.side[0].nst; j++)
         free(q.side[0].st[j].data);
@@ -762,6 +814,7 @@ VTEST(version_negotiation_closes_client)
     qp_events(&q, &q.side[0]);
     VCHECK(q.side[0].closed);
     VCHECK_EQ(q.side[0].close_code, VEGA_QUIC_VERSION_NEGOTIATION_ERROR);
+    VCHECK_STR(q.side[0].close_reason, "server offers 0x1a2a3a4a 0xff00001d");
     VCHECK(vega_quic_conn_is_closed(q.side[0].c));
     qp_fini(&q);
 }
