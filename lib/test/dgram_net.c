@@ -16,9 +16,13 @@ struct item {
     uint64_t tag;
 };
 
+/* Datagrams that keep their order (the common case: no reordering, no duplicate) queue in a
+ * FIFO ring; only those that overtake or fall behind go through the heap. */
 struct dir {
     struct item *heap;
     size_t n, cap;
+    struct item *fifo;
+    size_t fhead, fn, fcap;
     uint64_t link_free; /* when the rate-limited link finishes its queued datagrams */
     uint64_t last_due;  /* jitter keeps the order: nothing overtakes the previous datagram */
     vega_test_net_stats st;
@@ -106,6 +110,9 @@ void vega_test_net_free(vega_test_net *n)
         for (size_t j = 0; j < n->d[i].n; j++)
             free(n->d[i].heap[j].data);
         free(n->d[i].heap);
+        for (size_t j = 0; j < n->d[i].fn; j++)
+            free(n->d[i].fifo[(n->d[i].fhead + j) % n->d[i].fcap].data);
+        free(n->d[i].fifo);
     }
     for (size_t i = 0; i < n->npool; i++)
         free(n->pool[i]);
@@ -139,6 +146,33 @@ static int push(struct dir *d, struct item it)
     }
     d->heap[i] = it;
     return 0;
+}
+
+static int fifo_push(struct dir *d, struct item it)
+{
+    if (d->fn == d->fcap) {
+        size_t cap = d->fcap ? d->fcap * 2 : 64;
+        struct item *f = malloc(cap * sizeof *f);
+        if (!f)
+            return -ENOMEM;
+        for (size_t i = 0; i < d->fn; i++)
+            f[i] = d->fifo[(d->fhead + i) % d->fcap];
+        free(d->fifo);
+        d->fifo = f;
+        d->fcap = cap;
+        d->fhead = 0;
+    }
+    d->fifo[(d->fhead + d->fn++) % d->fcap] = it;
+    return 0;
+}
+
+/* The earliest item of the direction, from the FIFO or the heap; NULL when both are empty. */
+static const struct item *first(const struct dir *d, bool *from_fifo)
+{
+    const struct item *f = d->fn ? &d->fifo[d->fhead] : NULL;
+    const struct item *h = d->n ? &d->heap[0] : NULL;
+    *from_fifo = f && (!h || before(f, h));
+    return *from_fifo ? f : h;
 }
 
 static struct item pop(struct dir *d)
@@ -177,7 +211,9 @@ static int enqueue(vega_test_net *n, struct dir *d, const void *data, size_t len
         uint64_t r = next_rand(n);
         it.data[r % len] ^= (uint8_t)(1u << ((r >> 32) % 8));
     }
-    int rc = push(d, it);
+    /* In order behind the FIFO's tail: the cheap path. */
+    const struct item *tail = d->fn ? &d->fifo[(d->fhead + d->fn - 1) % d->fcap] : NULL;
+    int rc = !tail || !before(&it, tail) ? fifo_push(d, it) : push(d, it);
     if (rc < 0)
         buf_put(n, it.data, len);
     return rc;
@@ -197,7 +233,7 @@ int vega_test_net_sendx(vega_test_net *n, int from, const void *data, size_t len
     vega_test_net_stats *st = &n->d[from].st;
     st->sent++;
     st->bytes += len;
-    if (len > n->o.mtu || d->n >= n->o.queue_max) {
+    if (len > n->o.mtu || d->n + d->fn >= n->o.queue_max) {
         st->overflowed++;
         return 0;
     }
@@ -268,9 +304,18 @@ long vega_test_net_peek(vega_test_net *n, int to, uint8_t **data, uint8_t *ecn, 
         n->held = NULL;
     }
     struct dir *d = &n->d[to];
-    if (!d->n || d->heap[0].due > now)
+    bool from_fifo;
+    const struct item *top = first(d, &from_fifo);
+    if (!top || top->due > now)
         return 0;
-    struct item it = pop(d);
+    struct item it;
+    if (from_fifo) {
+        it = d->fifo[d->fhead];
+        d->fhead = (d->fhead + 1) % d->fcap;
+        d->fn--;
+    } else {
+        it = pop(d);
+    }
     n->d[!to].st.delivered++;
     if (ecn)
         *ecn = it.ecn;
@@ -285,9 +330,11 @@ long vega_test_net_peek(vega_test_net *n, int to, uint8_t **data, uint8_t *ecn, 
 
 uint64_t vega_test_net_next(const vega_test_net *n, int to)
 {
-    if (to < 0 || to > 1 || !n->d[to].n)
+    if (to < 0 || to > 1)
         return UINT64_MAX;
-    return n->d[to].heap[0].due;
+    bool from_fifo;
+    const struct item *top = first(&n->d[to], &from_fifo);
+    return top ? top->due : UINT64_MAX;
 }
 
 void vega_test_net_get_stats(const vega_test_net *n, int from, vega_test_net_stats *out)
