@@ -347,6 +347,35 @@ VEGA_API int vega_quic_retry_verify(const vega_quic_hdr *h, const uint8_t *pkt,
 VEGA_API vega_ssize vega_quic_retry_write(uint8_t *out, size_t cap, const vega_quic_hdr *h,
                                           uint8_t unused, const uint8_t *odcid, size_t odcid_len);
 
+/* ---- stateless reset (RFC 9000 §10.3) -------------------------------------------------------- */
+
+#define VEGA_QUIC_RESET_KEY_LEN   32 /* an endpoint's static key for reset tokens */
+#define VEGA_QUIC_RESET_MIN_LEN   21 /* a first byte, 4 unpredictable bytes, the 16-byte token */
+
+/*
+ * The stateless reset token of one of our connection IDs, derived from a static key
+ * (HMAC-SHA256(key, cid), first 16 bytes; §10.3.2), so an endpoint that lost a connection's
+ * state (a restart) can still end it for the peer. Connections made with the same
+ * vega_quic_config.reset_key advertise exactly these tokens. key: 32 bytes; cid: 0..20 bytes;
+ * token: receives 16 bytes. All borrowed.
+ * Returns 0; VEGA_ERR_INVALID_ARG (cid above 20 bytes); VEGA_ERR_CRYPTO_LIBCRYPTO.
+ * Context: any. Since 0.1.
+ */
+VEGA_API int vega_quic_reset_token(const uint8_t *key, const uint8_t *cid, size_t cid_len,
+                                   uint8_t *token);
+
+/*
+ * Writes a Stateless Reset (§10.3) in answer to a datagram of trigger_len bytes that no
+ * connection took: a short-header-looking first byte, unpredictable bytes (from
+ * vega_crypto_random), then token. It is one byte shorter than the trigger (so two endpoints
+ * cannot reset each other in a loop, §10.3.3), at most cap and at most 1200 bytes.
+ * Returns the length; 0 when the trigger is too short to answer (the reset would be below
+ * VEGA_QUIC_RESET_MIN_LEN bytes: send nothing, §10.3); VEGA_ERR_NOBUF (cap below 21);
+ * VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any. Since 0.1.
+ */
+VEGA_API vega_ssize vega_quic_reset_write(uint8_t *out, size_t cap, size_t trigger_len,
+                                          const uint8_t *token);
+
 /* ---- frames (RFC 9000 §19, RFC 9221 §4) ----------------------------------------------------- */
 
 typedef enum vega_quic_frame_type {
