@@ -188,6 +188,8 @@ struct vega_quic_conn {
     struct vega__quic_recovery *rec;
     struct vega__quic_pktrec *rec_free;
     size_t rec_free_n;
+    size_t rec_live; /* records handed out by rec_get, not yet back */
+    struct vega__quic_stream *last_stream; /* vega__quic_stream_get's last hit (or NULL) */
 
     /* Flow control. */
     struct vega__quic_fc fc; /* connection receive window */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base.h"
 #include "conn_int.h"
 
 #define TAG_LEN VEGA_CRYPTO_AEAD_TAG_LEN
@@ -19,20 +20,30 @@ static struct vega__quic_pktrec *rec_get(vega_quic_conn *c)
     if (r) {
         c->rec_free = r->next_free;
         c->rec_free_n--;
+        /* The next packet's record: deep in a long list it is cold, so fetch it ahead. */
+        if (c->rec_free)
+            __builtin_prefetch(c->rec_free, 1);
     } else {
         r = vega__quic_malloc(c->cfg.mem, sizeof *r);
         if (!r)
             return NULL;
     }
+    c->rec_live++;
     r->next_free = NULL;
     r->n = 0;
     r->pmtu = false;
     return r;
 }
 
+/* The free list keeps as many records as are in flight (plus a margin): a window of thousands
+ * of packets then recycles its records instead of freeing and allocating one per packet, and
+ * what is kept stays bounded by the largest window seen since it shrank. */
 static void rec_put(vega_quic_conn *c, struct vega__quic_pktrec *r)
 {
-    if (c->rec_free_n >= 1024) {
+    if (VEGA_NEVER(c->rec_live == 0))
+        c->rec_live = 1;
+    c->rec_live--;
+    if (c->rec_free_n >= 1024 + c->rec_live) {
         vega__quic_free(c->cfg.mem, r);
         return;
     }

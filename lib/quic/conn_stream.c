@@ -17,9 +17,17 @@ static int type_of(uint64_t id)
     return (id & 2) ? 1 : 0; /* 0 bidi, 1 uni */
 }
 
+/* A bulk transfer looks up the same stream for every packet sent, received and acknowledged:
+ * the last one found is tried before the map. */
 struct vega__quic_stream *vega__quic_stream_get(vega_quic_conn *c, uint64_t id)
 {
-    return vega__quic_stream_map_get(&c->streams, id);
+    struct vega__quic_stream *s = c->last_stream;
+    if (s && s->id == id)
+        return s;
+    s = vega__quic_stream_map_get(&c->streams, id);
+    if (s)
+        c->last_stream = s;
+    return s;
 }
 
 /* The peer's limit on what we may send on a stream (RFC 9000 §18.2). */
@@ -57,6 +65,8 @@ static struct vega__quic_stream *stream_new(vega_quic_conn *c, uint64_t id)
 
 static void stream_destroy(vega_quic_conn *c, struct vega__quic_stream *s)
 {
+    if (c->last_stream == s)
+        c->last_stream = NULL;
     vega__quic_sendbuf_fini(&s->sb);
     vega__quic_recvbuf_fini(&s->rb);
     vega__quic_free(c->cfg.mem, s);
@@ -69,6 +79,7 @@ void vega__quic_streams_free(vega_quic_conn *c)
     while ((s = vega__quic_stream_map_next(&c->streams, &pos)))
         stream_destroy(c, s);
     vega__quic_stream_map_fini(&c->streams);
+    c->last_stream = NULL;
     c->sendq_head = c->sendq_tail = NULL;
 }
 
@@ -227,30 +238,79 @@ vega_ssize vega_quic_stream_write(vega_quic_conn *c, uint64_t id, const void *da
     return n;
 }
 
-vega_ssize vega_quic_stream_read(vega_quic_conn *c, uint64_t id, void *buf, size_t cap, bool *fin)
+/* The application took n bytes (fin: it reached the end): open the windows when due, and end
+ * the receive side at the final size. Shared by read and consume so both behave alike. */
+static void on_consumed(vega_quic_conn *c, struct vega__quic_stream *s, size_t n, bool fin)
 {
-    *fin = false;
-    struct vega__quic_stream *s = app_stream(c, id);
-    if (!s || !s->can_recv)
-        return VEGA_ERR_INVALID_ARG;
-    if (s->peer_reset)
-        return VEGA_ERR_PROTO;
-    size_t n = vega__quic_recvbuf_read(&s->rb, buf, cap, fin);
     if (n) {
         vega__quic_fc_on_consumed(&s->fc, n);
         vega__quic_fc_on_consumed(&c->fc, n);
-        if (!*fin && s->rb.final_size == UINT64_MAX && vega__quic_fc_should_update(&s->fc)) {
+        if (!fin && s->rb.final_size == UINT64_MAX && vega__quic_fc_should_update(&s->fc)) {
             s->max_data_queued = true;
             vega__quic_sendq_push(c, s);
         }
         if (vega__quic_fc_should_update(&c->fc))
             c->max_data_queued = true;
     }
-    if (*fin) {
+    if (fin) {
         s->fin_read = true;
         vega__quic_stream_maybe_free(c, s);
     }
+}
+
+/* The stream the application may read from (NULL with *rc set otherwise). */
+static struct vega__quic_stream *recv_stream(vega_quic_conn *c, uint64_t id, int *rc)
+{
+    struct vega__quic_stream *s = app_stream(c, id);
+    if (!s || !s->can_recv) {
+        *rc = VEGA_ERR_INVALID_ARG;
+        return NULL;
+    }
+    if (s->peer_reset) {
+        *rc = VEGA_ERR_PROTO;
+        return NULL;
+    }
+    return s;
+}
+
+vega_ssize vega_quic_stream_read(vega_quic_conn *c, uint64_t id, void *buf, size_t cap, bool *fin)
+{
+    *fin = false;
+    int rc;
+    struct vega__quic_stream *s = recv_stream(c, id, &rc);
+    if (!s)
+        return rc;
+    size_t n = vega__quic_recvbuf_read(&s->rb, buf, cap, fin);
+    on_consumed(c, s, n, *fin);
     return (vega_ssize)n;
+}
+
+int vega_quic_stream_peek(vega_quic_conn *c, uint64_t id, const uint8_t **data, size_t *len,
+                          bool *fin)
+{
+    *data = NULL;
+    *len = 0;
+    *fin = false;
+    int rc;
+    struct vega__quic_stream *s = recv_stream(c, id, &rc);
+    if (!s)
+        return rc;
+    *len = vega__quic_recvbuf_peek(&s->rb, data);
+    *fin = !s->rb.reset && s->rb.read_off + *len == s->rb.final_size;
+    return 0;
+}
+
+int vega_quic_stream_consume(vega_quic_conn *c, uint64_t id, size_t n)
+{
+    int rc;
+    struct vega__quic_stream *s = recv_stream(c, id, &rc);
+    if (!s)
+        return rc;
+    if (n > vega__quic_recvbuf_readable(&s->rb))
+        return VEGA_ERR_INVALID_ARG;
+    vega__quic_recvbuf_consume(&s->rb, n);
+    on_consumed(c, s, n, !s->rb.reset && s->rb.read_off == s->rb.final_size);
+    return 0;
 }
 
 int vega_quic_stream_reset(vega_quic_conn *c, uint64_t id, uint64_t app_error)

@@ -939,6 +939,30 @@ VEGA_API vega_ssize vega_quic_stream_write(vega_quic_conn *c, uint64_t id, const
 VEGA_API vega_ssize vega_quic_stream_read(vega_quic_conn *c, uint64_t id, void *buf, size_t cap,
                                           bool *fin);
 
+/*
+ * Zero-copy read, first half: points *data at the next in-order bytes of stream id inside its
+ * receive buffer and sets *len to how many lie there in one piece (the rest, if any, comes
+ * with the next peek after a consume). *fin: these bytes end the stream. Nothing is taken
+ * until vega_quic_stream_consume; *data stays valid until the next call on c other than
+ * vega_quic_stream_peek (write what is needed elsewhere before feeding the connection).
+ * Returns 0 (*len 0 with *fin false: nothing now; wait for STREAM_READABLE);
+ * VEGA_ERR_INVALID_ARG (no such stream, a send-only one); VEGA_ERR_PROTO (the peer reset it).
+ * Context: the connection's thread. Since 0.1.
+ */
+VEGA_API int vega_quic_stream_peek(vega_quic_conn *c, uint64_t id, const uint8_t **data,
+                                   size_t *len, bool *fin);
+
+/*
+ * Zero-copy read, second half: takes n in-order bytes of stream id (n at most what is
+ * readable; usually the *len of the last peek, or less), exactly as vega_quic_stream_read
+ * would have: flow-control credit returns to the peer, and reaching the stream's end (a peek
+ * said *fin and n took all it gave; n may be 0 for a lone FIN) ends the receive side, which may
+ * free the stream (the peeked pointer is then invalid).
+ * Returns 0; VEGA_ERR_INVALID_ARG (no such stream, a send-only one, n beyond what is readable);
+ * VEGA_ERR_PROTO (the peer reset it). Context: the connection's thread. Since 0.1.
+ */
+VEGA_API int vega_quic_stream_consume(vega_quic_conn *c, uint64_t id, size_t n);
+
 /* Abandons sending on stream id with an application error code (RESET_STREAM). Returns 0 or
  * VEGA_ERR_INVALID_ARG. Context: the connection's thread. Since 0.1. */
 VEGA_API int vega_quic_stream_reset(vega_quic_conn *c, uint64_t id, uint64_t app_error);

@@ -859,3 +859,216 @@ VTEST(config_checked)
     VCHECK_EQ(vega_quic_conn_client_new(&conn, &c, &p, 1), VEGA_ERR_INVALID_ARG);
     VCHECK(conn == NULL);
 }
+
+/* ---- zero-copy receive: vega_quic_stream_peek + vega_quic_stream_consume ---- */
+
+/* The server's side of a peek/consume reader: what it took, in order, and what it saw. */
+struct pc_reader {
+    uint8_t *got;
+    size_t len, cap;
+    bool fin, reset, error;
+    bool hold;          /* only note what a peek shows (the test consumes by hand) */
+    size_t seen;        /* hold: the last peek's length */
+    bool seen_fin;      /* hold: and its fin */
+};
+
+/* Takes at most half of each peek (at least 1 byte) so partial consumes are exercised, and
+ * checks *fin is only ever said with the last bytes. */
+static void pc_read(struct qp *q, struct pc_reader *r, uint64_t id)
+{
+    vega_quic_conn *c = q->side[1].c;
+    for (;;) {
+        const uint8_t *p;
+        size_t n;
+        bool fin;
+        int rc = vega_quic_stream_peek(c, id, &p, &n, &fin);
+        if (rc == VEGA_ERR_PROTO) {
+            r->reset = true;
+            return;
+        }
+        if (rc < 0) {
+            r->error = true;
+            return;
+        }
+        if (r->hold) {
+            r->seen = n;
+            r->seen_fin = fin;
+            return;
+        }
+        if (n == 0 && !fin)
+            return;
+        VCHECK(n == 0 || p != NULL);
+        size_t take = n > 1 ? n / 2 : n;
+        bool last = fin && take == n;
+        if (take > r->cap - r->len) {
+            r->error = true;
+            return;
+        }
+        memcpy(r->got + r->len, p, take);
+        r->len += take;
+        VCHECK_EQ(vega_quic_stream_consume(c, id, take), 0);
+        if (last) {
+            r->fin = true;
+            return;
+        }
+    }
+}
+
+/* qp_run with the server's events handled here: READABLE goes to pc_read, not to a read. */
+static bool pc_run(struct qp *q, struct pc_reader *r, bool (*done)(struct pc_reader *),
+                   uint64_t max_ns)
+{
+    uint64_t end = q->now + max_ns;
+    for (unsigned guard = 0; guard < 1000000; guard++) {
+        uint8_t buf[2048], *d;
+        long n;
+        while ((n = vega_test_net_peek(q->net, 1, &d, NULL, NULL, q->now)) > 0)
+            vega_quic_conn_read(q->side[1].c, &q->spath, 0, d, (size_t)n, q->now);
+        while ((n = vega_test_net_peek(q->net, 0, &d, NULL, NULL, q->now)) > 0)
+            vega_quic_conn_read(q->side[0].c, &q->path, 0, d, (size_t)n, q->now);
+        qp_events(q, &q->side[0]);
+        vega_quic_event ev;
+        while (vega_quic_conn_next_event(q->side[1].c, &ev)) {
+            if (ev.type == VEGA_QUIC_EV_STREAM_READABLE)
+                pc_read(q, r, ev.stream_id);
+            else if (ev.type == VEGA_QUIC_EV_STREAM_RESET)
+                r->reset = true;
+        }
+        if (done(r))
+            return true;
+        for (int i = 0; i < 2; i++)
+            while ((n = vega_quic_conn_write(q->side[i].c, NULL, NULL, buf, sizeof buf, q->now)) > 0)
+                vega_test_net_send(q->net, i, buf, (size_t)n, q->now);
+        uint64_t next = qp_min(vega_test_net_next(q->net, 0), vega_test_net_next(q->net, 1));
+        for (int i = 0; i < 2; i++)
+            next = qp_min(next, vega_quic_conn_expiry(q->side[i].c));
+        if (next == QP_TIME_INF || next > end)
+            return done(r);
+        if (next > q->now)
+            q->now = next;
+        for (int i = 0; i < 2; i++)
+            if (vega_quic_conn_expiry(q->side[i].c) <= q->now)
+                vega_quic_conn_handle_expiry(q->side[i].c, q->now);
+    }
+    return done(r);
+}
+
+static bool pc_fin(struct pc_reader *r)
+{
+    return r->fin || r->error;
+}
+
+static bool pc_reset(struct pc_reader *r)
+{
+    return r->reset || r->error;
+}
+
+/* A transfer read only through peek and partial consumes, with windows far smaller than the
+ * data: it completes only if consume returns credit as read does. */
+VTEST(stream_peek_consume_transfer)
+{
+    struct qp q;
+    vega_test_net_opts o = {.seed = 21, .delay_ns = 2 * MS, .loss_pct = 3};
+    setup(&q, &o, 21);
+    q.scfg.max_stream_data = 4096;
+    q.scfg.max_stream_data_max = 65536;
+    q.scfg.max_data = 8192;
+    q.scfg.max_data_max = 131072;
+    handshake(&q);
+    size_t len = 300000;
+    uint8_t *data = malloc(len);
+    VCHECK(data);
+    for (size_t i = 0; i < len; i++)
+        data[i] = (uint8_t)(i * 7 + i / 253);
+    struct pc_reader r = {.got = malloc(len), .cap = len};
+    VCHECK(r.got);
+    int64_t id = qp_upload(&q.side[0], false, data, len);
+    VCHECK(id >= 0);
+    VCHECK(pc_run(&q, &r, pc_fin, 60 * S));
+    VCHECK(!r.error);
+    VCHECK(r.fin);
+    VCHECK_EQ(r.len, len);
+    VCHECK(memcmp(r.got, data, len) == 0);
+    /* Done and freed on the receive side, like a read that saw the end. */
+    const uint8_t *p;
+    size_t n;
+    bool fin;
+    VCHECK_EQ(vega_quic_stream_peek(q.side[1].c, (uint64_t)id, &p, &n, &fin),
+              VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_quic_stream_consume(q.side[1].c, (uint64_t)id, 0), VEGA_ERR_INVALID_ARG);
+    free(r.got);
+    free(data);
+    qp_fini(&q);
+}
+
+static size_t pc_want;
+static bool pc_seen(struct pc_reader *r)
+{
+    return r->seen >= pc_want || r->seen_fin || r->error;
+}
+
+/* Partial consumes, a lone FIN taken with consume(0), a reset stream, and bad calls. */
+VTEST(stream_peek_consume_fin_reset_errors)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(2);
+    setup(&q, &o, 22);
+    handshake(&q);
+    vega_quic_conn *cl = q.side[0].c, *sv = q.side[1].c;
+    const uint8_t *p;
+    size_t n;
+    bool fin;
+    uint64_t id;
+    VCHECK_EQ(vega_quic_stream_open(cl, false, &id), 0);
+    /* The client's own unidirectional stream cannot be read; unknown streams neither. */
+    VCHECK_EQ(vega_quic_stream_peek(cl, id, &p, &n, &fin), VEGA_ERR_INVALID_ARG);
+    VCHECK(p == NULL && n == 0 && !fin);
+    VCHECK_EQ(vega_quic_stream_consume(cl, id, 0), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_quic_stream_peek(sv, 1002, &p, &n, &fin), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_quic_stream_write(cl, id, "abcdef", 6, false), 6);
+    struct pc_reader r = {.hold = true};
+    pc_want = 6;
+    VCHECK(pc_run(&q, &r, pc_seen, 5 * S));
+    VCHECK_EQ(vega_quic_stream_peek(sv, id, &p, &n, &fin), 0);
+    VCHECK_EQ(n, 6);
+    VCHECK(!fin);
+    VCHECK(memcmp(p, "abcdef", 6) == 0);
+    VCHECK_EQ(vega_quic_stream_consume(sv, id, 7), VEGA_ERR_INVALID_ARG); /* beyond readable */
+    VCHECK_EQ(vega_quic_stream_consume(sv, id, 2), 0);
+    VCHECK_EQ(vega_quic_stream_peek(sv, id, &p, &n, &fin), 0);
+    VCHECK_EQ(n, 4);
+    VCHECK(!fin);
+    VCHECK(memcmp(p, "cdef", 4) == 0);
+    VCHECK_EQ(vega_quic_stream_consume(sv, id, 4), 0);
+    VCHECK_EQ(vega_quic_stream_peek(sv, id, &p, &n, &fin), 0);
+    VCHECK(n == 0 && !fin);
+    VCHECK_EQ(vega_quic_stream_consume(sv, id, 0), 0); /* nothing: a no-op */
+    /* The FIN alone: peek says so with no bytes, consume(0) ends the stream. */
+    VCHECK_EQ(vega_quic_stream_write(cl, id, NULL, 0, true), 0);
+    r.seen = 0;
+    pc_want = 1;
+    VCHECK(pc_run(&q, &r, pc_seen, 5 * S));
+    VCHECK_EQ(vega_quic_stream_peek(sv, id, &p, &n, &fin), 0);
+    VCHECK(n == 0 && fin);
+    VCHECK_EQ(vega_quic_stream_consume(sv, id, 1), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_quic_stream_consume(sv, id, 0), 0);
+    VCHECK_EQ(vega_quic_stream_peek(sv, id, &p, &n, &fin), VEGA_ERR_INVALID_ARG); /* freed */
+    /* A reset stream: data that was readable is gone, both calls say VEGA_ERR_PROTO. */
+    uint64_t id2;
+    VCHECK_EQ(vega_quic_stream_open(cl, true, &id2), 0); /* bidi: kept while ours is open */
+    VCHECK_EQ(vega_quic_stream_write(cl, id2, "hello", 5, false), 5);
+    r = (struct pc_reader){.hold = true};
+    pc_want = 5;
+    VCHECK(pc_run(&q, &r, pc_seen, 5 * S));
+    VCHECK_EQ(vega_quic_stream_peek(sv, id2, &p, &n, &fin), 0);
+    VCHECK_EQ(n, 5);
+    VCHECK_EQ(vega_quic_stream_consume(sv, id2, 1), 0);
+    VCHECK_EQ(vega_quic_stream_reset(cl, id2, 5), 0);
+    r.hold = false;
+    VCHECK(pc_run(&q, &r, pc_reset, 5 * S));
+    VCHECK(r.reset);
+    VCHECK_EQ(vega_quic_stream_peek(sv, id2, &p, &n, &fin), VEGA_ERR_PROTO);
+    VCHECK(p == NULL && n == 0 && !fin);
+    VCHECK_EQ(vega_quic_stream_consume(sv, id2, 0), VEGA_ERR_PROTO);
+    qp_fini(&q);
+}
