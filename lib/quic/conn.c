@@ -360,7 +360,8 @@ static int new_local_cid(vega_quic_conn *c, struct vega__quic_cid *id)
     id->len = (uint8_t)c->cfg.scid_len;
     int rc = vega__quic_rand(c, id->id, id->len);
     if (rc == 0)
-        rc = vega__quic_rand(c, id->token, sizeof id->token);
+        rc = c->cfg.reset_key ? vega_quic_reset_token(c->cfg.reset_key, id->id, id->len, id->token)
+                              : vega__quic_rand(c, id->token, sizeof id->token);
     id->has_token = true;
     return rc;
 }
@@ -678,6 +679,7 @@ void vega_quic_conn_free(vega_quic_conn *c)
     vega_crypto_cleanse(c->app_rx_secret, sizeof c->app_rx_secret);
     vega_crypto_cleanse(c->app_tx_secret, sizeof c->app_tx_secret);
     vega__qtls_free(c->tls);
+    vega__quic_free(c->cfg.mem, c->new_token);
     vega__quic_streams_free(c);
     while (c->rec_free) {
         struct vega__quic_pktrec *r = c->rec_free;
@@ -1064,4 +1066,22 @@ size_t vega_quic_conn_scids(const vega_quic_conn *c, const uint8_t **ids, size_t
         n++;
     }
     return n;
+}
+
+int vega_quic_conn_new_token(vega_quic_conn *c, const uint8_t *token, size_t len)
+{
+    if (c->state >= VEGA__QUIC_ST_CLOSING)
+        return VEGA_ERR_CLOSED;
+    if (!c->server || !token || len == 0 || len > 512)
+        return VEGA_ERR_INVALID_ARG;
+    uint8_t *copy = vega__quic_malloc(c->cfg.mem, len);
+    if (!copy)
+        return -ENOMEM;
+    memcpy(copy, token, len);
+    vega__quic_free(c->cfg.mem, c->new_token);
+    c->new_token = copy;
+    c->new_token_len = len;
+    c->new_token_gen++;
+    c->new_token_queued = true;
+    return 0;
 }

@@ -42,6 +42,7 @@ enum vega__quic_sf_type {
     VEGA__QUIC_SF_HANDSHAKE_DONE,
     VEGA__QUIC_SF_DATA_BLOCKED,
     VEGA__QUIC_SF_STREAM_DATA_BLOCKED, /* id */
+    VEGA__QUIC_SF_NEW_TOKEN,           /* off = the token's generation */
 };
 
 struct vega__quic_sf {
@@ -221,6 +222,10 @@ struct vega_quic_conn {
 
     /* Control frames. */
     bool handshake_done_queued;
+    uint8_t *new_token;         /* server: a NEW_TOKEN to send until acknowledged */
+    size_t new_token_len;
+    uint64_t new_token_gen;     /* bumped per token, so an old copy's ACK does not count */
+    bool new_token_queued;
     bool path_response_queued;
     uint8_t path_response[8];
     bool path_response_elsewhere;  /* the challenge came on another path: answer there alone */

@@ -112,6 +112,13 @@ void vega__quic_on_acked(void *ud, int space, struct vega__quic_sent *p)
             }
             break;
         }
+        case VEGA__QUIC_SF_NEW_TOKEN:
+            if (c->new_token && f->off == c->new_token_gen) {
+                vega__quic_free(c->cfg.mem, c->new_token);
+                c->new_token = NULL;
+                c->new_token_len = 0;
+            }
+            break;
         case VEGA__QUIC_SF_RESET_STREAM: {
             struct vega__quic_stream *s = vega__quic_stream_get(c, f->id);
             if (s) {
@@ -198,6 +205,10 @@ void vega__quic_on_lost(void *ud, int space, struct vega__quic_sent *p, bool dis
         }
         case VEGA__QUIC_SF_HANDSHAKE_DONE:
             c->handshake_done_queued = true;
+            break;
+        case VEGA__QUIC_SF_NEW_TOKEN:
+            if (c->new_token && f->off == c->new_token_gen)
+                c->new_token_queued = true;
             break;
         default:
             break;
@@ -460,6 +471,15 @@ static void put_streams(vega_quic_conn *c, uint8_t *out, struct pkt *k, bool ear
 static void put_control(vega_quic_conn *c, uint8_t *out, struct pkt *k)
 {
     const struct vega__quic_rtt *rtt = vega__quic_recovery_rtt(c->rec);
+    if (c->new_token_queued && c->handshake_confirmed && !rec_full(k)) {
+        vega_quic_frame f = {.type = VEGA_QUIC_FT_NEW_TOKEN};
+        f.u.new_token.token = c->new_token;
+        f.u.new_token.len = c->new_token_len;
+        if (put_frame(out, k, &f)) {
+            c->new_token_queued = false;
+            rec_add(k->rec, VEGA__QUIC_SF_NEW_TOKEN)->off = c->new_token_gen;
+        }
+    }
     if (c->handshake_done_queued && !rec_full(k)) {
         vega_quic_frame f = {.type = VEGA_QUIC_FT_HANDSHAKE_DONE};
         if (put_frame(out, k, &f)) {
@@ -557,6 +577,7 @@ static void put_datagrams(vega_quic_conn *c, uint8_t *out, struct pkt *k)
 static bool app_has_data(const vega_quic_conn *c)
 {
     if (c->handshake_done_queued || c->path_response_queued || c->challenge_queued ||
+        (c->new_token_queued && c->handshake_confirmed) ||
         c->max_data_queued ||
         c->max_streams_queued[0] || c->max_streams_queued[1] || c->data_blocked_queued ||
         c->sendq_head || c->dsend_n || c->ping_queued)

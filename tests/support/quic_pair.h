@@ -43,6 +43,8 @@ struct qp_side {
     size_t datagram_bytes;
     uint8_t *session;    /* client: the latest session */
     size_t session_len;
+    uint8_t token[512];  /* client: the latest NEW_TOKEN */
+    size_t token_len;
     size_t opened, writable, streams_available, early_rejected, stops, resets, done;
     uint64_t stop_code;
     /* Bytes to upload on a stream of ours, written as room allows. */
@@ -340,6 +342,12 @@ QP_FN void qp_events(struct qp *q, struct qp_side *s)
             s->session = malloc(ev.len);
             memcpy(s->session, ev.data, ev.len);
             s->session_len = ev.len;
+            break;
+        case VEGA_QUIC_EV_NEW_TOKEN:
+            if (ev.len <= sizeof s->token) {
+                memcpy(s->token, ev.data, ev.len);
+                s->token_len = ev.len;
+            }
             break;
         case VEGA_QUIC_EV_EARLY_REJECTED:
             s->early_rejected++;

@@ -779,6 +779,11 @@ typedef struct vega_quic_config {
      * (OpenSSL's own allocator), and the wire-layer functions called directly
      * (vega_quic_keys_new and the like use libc). */
     const vega_quic_mem *mem;
+    /* A static 32-byte key (VEGA_QUIC_RESET_KEY_LEN) the stateless reset tokens of our
+     * connection IDs derive from (vega_quic_reset_token), so an endpoint that restarted can
+     * still reset its old connections; NULL = random tokens. Share it among an endpoint's
+     * connections and keep it secret. */
+    const uint8_t *reset_key;
 } vega_quic_config;
 
 /* Fills c with the defaults. Context: any. Since 0.1. */
@@ -1020,6 +1025,18 @@ VEGA_API void vega_quic_conn_get_path(const vega_quic_conn *c, vega_quic_path *o
  */
 VEGA_API size_t vega_quic_conn_scids(const vega_quic_conn *c, const uint8_t **ids, size_t *lens,
                                      size_t max);
+
+/*
+ * Server: gives the client an address validation token for a future connection (NEW_TOKEN,
+ * RFC 9000 §8.1.3), sent once the handshake is confirmed and resent until acknowledged. The
+ * token's format and its checking are the endpoint's (typically the client's address and a time,
+ * authenticated with a key); the client gets it as VEGA_QUIC_EV_NEW_TOKEN and passes it back in
+ * vega_quic_config.token. token: copied (1..512 bytes); a token given before the previous one
+ * went out replaces it.
+ * Returns 0; VEGA_ERR_INVALID_ARG (a client, a bad length); VEGA_ERR_CLOSED; -ENOMEM.
+ * Context: the connection's thread. Since 0.1.
+ */
+VEGA_API int vega_quic_conn_new_token(vega_quic_conn *c, const uint8_t *token, size_t len);
 
 /* True once the connection has nothing left to do (drained, timed out, or the closing period
  * ended): free it. Context: the connection's thread. Since 0.1. */

@@ -487,6 +487,68 @@ VTEST(path_response_elsewhere_then_acked)
     qp_fini(&q);
 }
 
+VTEST(stateless_reset_after_server_restart)
+{
+    /* The server's tokens come from a static key: after it lost the connection, its endpoint
+     * answers the client's next datagram with a reset the client recognises. */
+    struct qp q;
+    vega_test_net_opts o = link_ms(5);
+    setup(&q, &o, 41);
+    static const uint8_t key[32] = {7, 7, 7};
+    q.scfg.reset_key = key;
+    handshake(&q);
+    VCHECK(qp_run(&q, confirmed, 5 * S));
+    qp_run(&q, never, 200 * MS);
+    vega_quic_conn_free(q.side[1].c); /* the server restarts */
+    q.side[1].c = NULL;
+    uint64_t id;
+    VCHECK_EQ(vega_quic_stream_open(q.side[0].c, true, &id), 0);
+    VCHECK_EQ(vega_quic_stream_write(q.side[0].c, id, "hello?", 6, false), 6);
+    uint8_t dg[1500], reset[1500];
+    long n = vega_quic_conn_write(q.side[0].c, NULL, NULL, dg, sizeof dg, q.now);
+    VCHECK(n > 0);
+    vega_quic_hdr h;
+    VCHECK_EQ(vega_quic_hdr_parse(&h, dg, (size_t)n, 8), 0);
+    VCHECK_EQ(h.type, VEGA_QUIC_PKT_1RTT);
+    uint8_t tok[16];
+    VCHECK_EQ(vega_quic_reset_token(key, h.dcid, h.dcid_len, tok), 0);
+    long rn = vega_quic_reset_write(reset, sizeof reset, (size_t)n, tok);
+    VCHECK(rn >= 21);
+    /* A reset with a wrong token is just an undecryptable packet. */
+    uint8_t bad[1500];
+    memcpy(bad, reset, (size_t)rn);
+    bad[rn - 1] ^= 1;
+    VCHECK_EQ(vega_quic_conn_read(q.side[0].c, &q.path, 0, bad, (size_t)rn, q.now), 0);
+    qp_events(&q, &q.side[0]);
+    VCHECK(!q.side[0].closed);
+    VCHECK_EQ(vega_quic_conn_read(q.side[0].c, &q.path, 0, reset, (size_t)rn, q.now), 0);
+    qp_events(&q, &q.side[0]);
+    VCHECK(q.side[0].closed);
+    VCHECK(vega_quic_conn_is_closed(q.side[0].c));
+    qp_fini(&q);
+}
+
+static bool got_token(struct qp *q)
+{
+    return q->side[0].token_len > 0;
+}
+
+VTEST(new_token_for_the_next_connection)
+{
+    struct qp q;
+    vega_test_net_opts o = {.seed = 42, .delay_ns = 5 * MS, .loss_pct = 20};
+    setup(&q, &o, 42);
+    handshake(&q);
+    VCHECK(qp_run(&q, confirmed, 10 * S));
+    VCHECK_EQ(vega_quic_conn_new_token(q.side[0].c, (const uint8_t *)"x", 1),
+              VEGA_ERR_INVALID_ARG); /* clients do not issue tokens */
+    VCHECK_EQ(vega_quic_conn_new_token(q.side[1].c, (const uint8_t *)"token-1", 7), 0);
+    VCHECK(qp_run(&q, got_token, 10 * S)); /* resent through 20% loss until acknowledged */
+    VCHECK_EQ(q.side[0].token_len, 7);
+    VCHECK(memcmp(q.side[0].token, "token-1", 7) == 0);
+    qp_fini(&q);
+}
+
 VTEST(retry)
 {
     struct qp q;
