@@ -167,14 +167,17 @@ int vega__tls_verify_cb(int ok, X509_STORE_CTX *ctx)
     case X509_V_ERR_CERT_HAS_EXPIRED:
         if (x)
             time_of(X509_get0_notAfter(x), extra, sizeof(extra));
-        snprintf(t->verify_detail, sizeof(t->verify_detail), " (notAfter %s; subject %s)", extra,
-                 subj);
+        /* Truncating a long subject is fine: the detail is for people. */
+        if (snprintf(t->verify_detail, sizeof(t->verify_detail), " (notAfter %s; subject %s)",
+                     extra, subj) < 0)
+            t->verify_detail[0] = 0;
         break;
     case X509_V_ERR_CERT_NOT_YET_VALID:
         if (x)
             time_of(X509_get0_notBefore(x), extra, sizeof(extra));
-        snprintf(t->verify_detail, sizeof(t->verify_detail), " (notBefore %s; subject %s)", extra,
-                 subj);
+        if (snprintf(t->verify_detail, sizeof(t->verify_detail), " (notBefore %s; subject %s)",
+                     extra, subj) < 0)
+            t->verify_detail[0] = 0;
         break;
     case X509_V_ERR_HOSTNAME_MISMATCH:
     case X509_V_ERR_IP_ADDRESS_MISMATCH:

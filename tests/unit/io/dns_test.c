@@ -430,9 +430,9 @@ static void wire_text(const uint8_t *w, char *out, size_t cap)
 static void fake_log(struct fake *f, const char *name, uint16_t qtype)
 {
     int i = atomic_fetch_add(&f->nlog, 1);
-    if (i < 64)
-        snprintf(f->log[i], sizeof(f->log[i]), "%s/%s", name,
-                 qtype == VEGA__DNS_T_A ? "A" : "AAAA");
+    if (i < 64 && snprintf(f->log[i], sizeof(f->log[i]), "%s/%s", name,
+                           qtype == VEGA__DNS_T_A ? "A" : "AAAA") < 0)
+        f->log[i][0] = 0;
 }
 
 /* Builds the answer to query (len bytes) into r, by name; logs UDP queries. */
