@@ -71,6 +71,23 @@ int vega__quic_ev_push(vega_quic_conn *c, const vega_quic_event *ev)
     return 0;
 }
 
+/* Queues an event that owns its data, replacing the data of a queued event of the same type
+ * instead of adding another: only the latest token or session matters, and a peer repeating
+ * NEW_TOKEN or NewSessionTicket must not grow the queue (each copy is ours to free). */
+int vega__quic_ev_push_latest(vega_quic_conn *c, const vega_quic_event *ev)
+{
+    for (size_t i = 0; i < c->ev_n; i++) {
+        vega_quic_event *q = &c->ev[(c->ev_head + i) % c->ev_cap];
+        if (q->type == ev->type) {
+            vega__quic_free(c->cfg.mem, (void *)q->data);
+            q->data = ev->data;
+            q->len = ev->len;
+            return 0;
+        }
+    }
+    return vega__quic_ev_push(c, ev);
+}
+
 bool vega_quic_conn_next_event(vega_quic_conn *c, vega_quic_event *ev)
 {
     vega__quic_free(c->cfg.mem, c->ev_data);
@@ -129,7 +146,7 @@ static int ev_copy(vega_quic_conn *c, vega_quic_event_type t, const uint8_t *d, 
     if (len)
         memcpy(copy, d, len);
     vega_quic_event ev = {.type = t, .data = copy, .len = len};
-    int rc = vega__quic_ev_push(c, &ev);
+    int rc = vega__quic_ev_push_latest(c, &ev);
     if (rc < 0)
         vega__quic_free(c->cfg.mem, copy);
     return rc;
@@ -308,7 +325,9 @@ static void apply_peer_tp(vega_quic_conn *c)
     vega__quic_recovery_set_max_ack_delay(c->rec, tp->max_ack_delay * VEGA__QUIC_NS_PER_MS);
     uint64_t ours = c->cfg.idle_timeout_ms, theirs = tp->max_idle_timeout;
     uint64_t idle = ours && theirs ? (ours < theirs ? ours : theirs) : (ours ? ours : theirs);
-    c->idle_timeout = idle * VEGA__QUIC_NS_PER_MS;
+    /* The peer may say up to 2^62 - 1 ms: clamp so deadlines never wrap. */
+    uint64_t cap_ms = UINT64_MAX / VEGA__QUIC_NS_PER_MS / 4;
+    c->idle_timeout = (idle < cap_ms ? idle : cap_ms) * VEGA__QUIC_NS_PER_MS;
     if (tp->has_stateless_reset_token && c->npeer) {
         memcpy(c->peer[0].token, tp->stateless_reset_token, VEGA_QUIC_RESET_TOKEN_LEN);
         c->peer[0].has_token = true;
@@ -415,8 +434,9 @@ static bool config_ok(const vega_quic_config *cfg)
     return cfg->scid_len >= 1 && cfg->scid_len <= VEGA_QUIC_MAX_CID_LEN &&
            cfg->ack_delay_exponent <= 20 && cfg->max_ack_delay_ms < (1u << 14) &&
            cfg->active_connection_id_limit >= 2 && cfg->max_datagram_queue >= 1 &&
-           cfg->max_datagram_queue <= 4096 && cfg->max_streams_bidi <= (1ull << 60) &&
-           cfg->max_streams_uni <= (1ull << 60) && cfg->max_data <= VEGA_QUIC_MAX_VARINT &&
+           cfg->max_datagram_queue <= 4096 && cfg->max_streams_bidi <= VEGA_QUIC_MAX_STREAMS_CFG &&
+           cfg->max_streams_uni <= VEGA_QUIC_MAX_STREAMS_CFG &&
+           cfg->max_data <= VEGA_QUIC_MAX_VARINT &&
            cfg->max_stream_data <= VEGA_QUIC_MAX_VARINT && cfg->max_datagram_frame_size <= 65535 &&
            (cfg->pmtu_max == 0 || (cfg->pmtu_max >= 1200 && cfg->pmtu_max <= 65527)) &&
            (cfg->cc == VEGA_QUIC_CC_CUBIC || cfg->cc == VEGA_QUIC_CC_NEWRENO) &&
@@ -756,10 +776,12 @@ uint64_t vega_quic_conn_expiry(const vega_quic_conn *c)
     if (c->state >= VEGA__QUIC_ST_CLOSING)
         return c->close_deadline;
     uint64_t t = min64(c->idle_deadline, vega__quic_recovery_timer(c->rec));
-    for (int i = 0; i < VEGA__QUIC_NSPACES; i++)
-        if (c->sp[i].ack_pending)
-            t = min64(t, c->sp[i].ack_deadline);
-    t = min64(t, c->pace_deadline);
+    if (!c->send_blocked) {
+        for (int i = 0; i < VEGA__QUIC_NSPACES; i++)
+            if (c->sp[i].ack_pending)
+                t = min64(t, c->sp[i].ack_deadline);
+        t = min64(t, c->pace_deadline);
+    }
     if (c->rx_prev)
         t = min64(t, c->rx_prev_until);
     if (c->challenge_outstanding)

@@ -109,6 +109,7 @@ struct vega__quic_cid {
     uint8_t id[VEGA_QUIC_MAX_CID_LEN];
     uint8_t token[VEGA_QUIC_RESET_TOKEN_LEN];
     bool has_token, retired, queued; /* queued: a NEW_CONNECTION_ID / RETIRE to send */
+    bool retire_acked;               /* peer CIDs: the RETIRE arrived, the slot may go */
     bool used;
 };
 
@@ -244,6 +245,9 @@ struct vega_quic_conn {
     uint64_t challenge_deadline;   /* validation fails after this */
     uint64_t path_bytes_recv, path_bytes_sent; /* on the unvalidated new path (3x limit) */
     uint64_t migrations;
+    bool send_blocked;             /* anti-amplification left no room: no deadline is due until
+                                      the peer sends more */
+    size_t path_response_budget;   /* 3x the datagram that carried the challenge */
     /* DPLPMTUD (RFC 9000 §14.3, RFC 8899): mtu is confirmed; a probe of probe bytes searches
      * between mtu and hi. */
     size_t mtu, pmtu_hi, pmtu_probe;
@@ -279,6 +283,7 @@ struct vega_quic_conn {
 /* conn.c */
 int vega__quic_rand(vega_quic_conn *c, void *buf, size_t len);
 int vega__quic_ev_push(vega_quic_conn *c, const vega_quic_event *ev);
+int vega__quic_ev_push_latest(vega_quic_conn *c, const vega_quic_event *ev);
 void vega__quic_close_err(vega_quic_conn *c, uint64_t code, uint64_t frame_type,
                           const char *reason);
 void vega__quic_enter_draining(vega_quic_conn *c);

@@ -99,8 +99,17 @@ static int on_stream(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire
         uint8_t sink[512];
         bool fin;
         size_t n;
-        while ((n = vega__quic_recvbuf_read(&s->rb, sink, sizeof sink, &fin)) > 0)
+        do {
+            fin = false;
+            n = vega__quic_recvbuf_read(&s->rb, sink, sizeof sink, &fin);
             vega__quic_fc_on_consumed(&c->fc, n);
+        } while (n > 0 && !fin);
+        if (vega__quic_fc_should_update(&c->fc))
+            c->max_data_queued = true;
+        if (fin) {
+            s->fin_read = true;
+            vega__quic_stream_maybe_free(c, s);
+        }
         return 0;
     }
     return readable(c, s);
@@ -171,7 +180,7 @@ static int on_new_cid(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wir
     /* A free slot: reuse an entry whose RETIRE was acknowledged. */
     size_t slot = c->npeer;
     for (size_t i = 0; i < c->npeer; i++)
-        if (c->peer[i].retired && !c->peer[i].queued && i != c->dcid_idx) {
+        if (c->peer[i].retired && c->peer[i].retire_acked && i != c->dcid_idx) {
             slot = i;
             break;
         }
@@ -366,6 +375,7 @@ int vega__quic_recv_frames(vega_quic_conn *c, int level, const uint8_t *p, size_
                                                   &c->path.remote, c->path.remote_len) != 0) {
                 c->path_response_elsewhere = true;
                 c->path_response_path = *c->rx_path;
+                c->path_response_budget = 3 * c->rx_dgram_len; /* unvalidated: §8.2.2, §9.3 */
             }
             break;
         case VEGA_QUIC_FT_PATH_RESPONSE:
@@ -394,7 +404,7 @@ int vega__quic_recv_frames(vega_quic_conn *c, int level, const uint8_t *p, size_
             memcpy(copy, f.u.new_token.token, f.u.new_token.len);
             vega_quic_event ev = {.type = VEGA_QUIC_EV_NEW_TOKEN, .data = copy,
                                   .len = f.u.new_token.len};
-            if (vega__quic_ev_push(c, &ev) < 0)
+            if (vega__quic_ev_push_latest(c, &ev) < 0)
                 vega__quic_free(c->cfg.mem, copy);
             break;
         }
@@ -457,6 +467,10 @@ static int note_received(vega_quic_conn *c, int space, uint64_t pn, bool eliciti
     int rc = vega__quic_ranges_add(&sp->recvd, pn, pn + 1);
     if (rc < 0)
         return rc;
+    /* A full set drops its lowest ranges: what they held must still count as received
+     * (RFC 9000 §12.3: a replayed packet is discarded), so the duplicate floor follows. */
+    if (sp->recvd.n >= VEGA__QUIC_ACK_RANGES && sp->recvd.r[0].start > sp->floor)
+        sp->floor = sp->recvd.r[0].start;
     if ((int64_t)pn > sp->largest_recvd) {
         sp->largest_recvd = (int64_t)pn;
         sp->largest_recvd_time = c->now;
@@ -536,7 +550,7 @@ static bool is_stateless_reset(const vega_quic_conn *c, const uint8_t *dgram, si
         return false;
     const uint8_t *tail = dgram + len - VEGA_QUIC_RESET_TOKEN_LEN;
     for (size_t i = 0; i < c->npeer; i++)
-        if (c->peer[i].has_token &&
+        if (c->peer[i].has_token && !c->peer[i].retired &&
             vega_crypto_ct_equal(tail, c->peer[i].token, VEGA_QUIC_RESET_TOKEN_LEN))
             return true;
     return false;
@@ -545,8 +559,9 @@ static bool is_stateless_reset(const vega_quic_conn *c, const uint8_t *dgram, si
 static int on_retry(vega_quic_conn *c, const vega_quic_hdr *h, const uint8_t *pkt)
 {
     if (c->server || c->retried || c->got_server_packet || h->token_len == 0 ||
-        h->version != c->version)
-        return 0;
+        h->version != c->version ||
+        (h->scid_len == c->odcid_len && memcmp(h->scid, c->odcid, c->odcid_len) == 0))
+        return 0; /* §17.2.5.1: a Retry with our own DCID as its SCID is discarded */
     if (vega_quic_retry_verify(h, pkt, c->odcid, c->odcid_len) != 0)
         return 0;
     uint8_t *tok = vega__quic_malloc(c->cfg.mem, h->token_len);
@@ -582,7 +597,9 @@ static int on_vn(vega_quic_conn *c, const vega_quic_hdr *h)
 {
     if (c->server || c->got_server_packet || c->retried)
         return 0;
-    if (!cid_match(h->dcid, h->dcid_len, c->local[0].id, c->local[0].len))
+    /* §6.2: it must echo our Initial's connection IDs, or anyone could end the attempt. */
+    if (!cid_match(h->dcid, h->dcid_len, c->local[0].id, c->local[0].len) ||
+        !cid_match(h->scid, h->scid_len, c->peer[0].id, c->peer[0].len))
         return 0;
     for (size_t i = 0; i < h->nversions; i++)
         if (vega_quic_hdr_vn_version(h, i) == c->version)
@@ -625,8 +642,11 @@ static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt,
     else
         keys = sp->rx;
     if (!keys) {
+        /* Keep what may still become readable: Handshake and 1-RTT, and 0-RTT only on a
+         * server before its handshake is done (clients never read 0-RTT). */
+        bool early_hope = level == VEGA_QUIC_LEVEL_EARLY && c->server && !c->handshake_done;
         if (!from_pending && (level == VEGA_QUIC_LEVEL_HANDSHAKE ||
-                              level == VEGA_QUIC_LEVEL_APP || level == VEGA_QUIC_LEVEL_EARLY))
+                              level == VEGA_QUIC_LEVEL_APP || early_hope))
             keep_pending(c, pkt, h->pkt_len, ecn);
         return 0;
     }
@@ -748,6 +768,8 @@ int vega_quic_conn_read(vega_quic_conn *c, const vega_quic_path *path, uint8_t e
     if (c->state == VEGA__QUIC_ST_DRAINING)
         return 0;
     c->stats.bytes_recv += len;
+    c->rx_dgram_len = len;
+    c->send_blocked = false; /* new budget, maybe */
     if (c->server && !c->addr_validated) {
         c->bytes_recv_unvalidated += len;
         vega__quic_recovery_set_amplification_blocked(c->rec, false);

@@ -119,6 +119,12 @@ void vega__quic_on_acked(void *ud, int space, struct vega__quic_sent *p)
                 c->new_token_len = 0;
             }
             break;
+        case VEGA__QUIC_SF_RETIRE_CID: {
+            struct vega__quic_cid *id = find_cid(c->peer, c->npeer, f->off);
+            if (id && id->retired)
+                id->retire_acked = true;
+            break;
+        }
         case VEGA__QUIC_SF_RESET_STREAM: {
             struct vega__quic_stream *s = vega__quic_stream_get(c, f->id);
             if (s) {
@@ -380,7 +386,8 @@ static int put_stream(vega_quic_conn *c, uint8_t *out, struct pkt *k, struct veg
     for (;;) {
         if (rec_full(k))
             return -1;
-        uint64_t credit = c->max_send_data - c->data_sent;
+        /* Saturating: a server that refused 0-RTT may allow less than 0-RTT already used. */
+        uint64_t credit = c->max_send_data > c->data_sent ? c->max_send_data - c->data_sent : 0;
         uint64_t max_off = s->max_send;
         if (s->sb.next_off + credit < max_off)
             max_off = s->sb.next_off + credit;
@@ -720,6 +727,10 @@ static vega_ssize write_close(vega_quic_conn *c, uint8_t *out, size_t limit)
 static vega_ssize write_path_response(vega_quic_conn *c, vega_quic_path *path, uint8_t *out,
                                       size_t limit)
 {
+    /* Padded to 1200 bytes only if that stays within 3x what the challenge's datagram
+     * brought: an address nobody validated must not become a reflection target. */
+    if (c->path_response_budget < limit)
+        limit = c->path_response_budget < 64 ? 64 : c->path_response_budget;
     struct pkt k;
     if (!pkt_begin(c, &k, VEGA_QUIC_LEVEL_APP, 0, limit))
         return 0;
@@ -734,7 +745,7 @@ static vega_ssize write_path_response(vega_quic_conn *c, vega_quic_path *path, u
     vega_quic_frame f = {.type = VEGA_QUIC_FT_PATH_RESPONSE};
     memcpy(f.u.path.data, c->path_response, 8);
     put_frame(out, &k, &f);
-    pkt_finish(out, &k, VEGA_QUIC_MIN_INITIAL_SIZE - k.hdr_len - TAG_LEN);
+    pkt_finish(out, &k, limit - k.hdr_len - TAG_LEN);
     vega_ssize n = vega_quic_packet_protect(k.keys, out, limit, k.hdr_len, k.pn, k.len);
     if (n < 0)
         return n;
@@ -849,14 +860,17 @@ vega_ssize vega_quic_conn_write(vega_quic_conn *c, vega_quic_path *path, uint8_t
     if (ecn)
         *ecn = VEGA_QUIC_ECN_NOT_ECT;
     c->last_cap = cap;
+    c->send_blocked = false;
     size_t limit = c->mtu < cap ? c->mtu : cap;
     if (c->server && !c->addr_validated) {
         /* Anti-amplification (RFC 9000 §8.1): three times what the client sent. */
         uint64_t allowed = 3 * c->bytes_recv_unvalidated;
         allowed = allowed > c->bytes_sent_unvalidated ? allowed - c->bytes_sent_unvalidated : 0;
         bool blocked = allowed < VEGA_QUIC_MIN_INITIAL_SIZE;
-        /* A PTO that could not send its probe must not keep firing (RFC 9002 §6.2.2.1). */
+        /* A PTO that could not send its probe must not keep firing (RFC 9002 §6.2.2.1), nor
+         * an ACK deadline that cannot be met (vega_quic_conn_expiry skips it). */
         vega__quic_recovery_set_amplification_blocked(c->rec, blocked);
+        c->send_blocked = blocked;
         if (blocked)
             return 0;
     }
@@ -875,10 +889,16 @@ vega_ssize vega_quic_conn_write(vega_quic_conn *c, vega_quic_path *path, uint8_t
     if (c->path_response_queued && c->path_response_elsewhere && c->sp[VEGA__QUIC_SPACE_APP].tx)
         return write_path_response(c, path, out, limit);
     if (c->migrating && c->server) {
-        /* The new peer address is not validated: 3x what came from it (§9.3). */
+        /* The new peer address is not validated: 3x what came from it (§9.3). Smaller
+         * datagrams (a shorter padded challenge, §8.2.1) rather than none, or a small request
+         * would leave its ACK and the challenge stuck. */
         uint64_t allowed = 3 * c->path_bytes_recv;
-        if (allowed <= c->path_bytes_sent || allowed - c->path_bytes_sent < limit)
+        uint64_t left = allowed > c->path_bytes_sent ? allowed - c->path_bytes_sent : 0;
+        c->send_blocked = left < 64;
+        if (c->send_blocked)
             return 0;
+        if (left < limit)
+            limit = (size_t)left;
     }
     struct vega__quic_cc *cc = vega__quic_recovery_cc(c->rec);
     const struct vega__quic_rtt *rtt = vega__quic_recovery_rtt(c->rec);

@@ -121,7 +121,10 @@ static bool send_done(const struct vega__quic_stream *s)
 
 static bool recv_done(const struct vega__quic_stream *s)
 {
-    return !s->can_recv || s->fin_read || s->peer_reset || s->stop_queued;
+    /* After our STOP_SENDING the stream stays until its final size is known (the peer's FIN
+     * or RESET_STREAM): what is still in flight must be counted into the connection window,
+     * and a lost STOP_SENDING sent again. */
+    return !s->can_recv || s->fin_read || s->peer_reset;
 }
 
 /* Frees a stream whose both directions are over; a peer's stream then makes room for another

@@ -738,6 +738,8 @@ typedef struct vega_quic_mem {
 
 /* Connection settings: plain data. vega_quic_config_init sets the defaults, then set what
  * applies. Pointers are borrowed for the life of the connections made with it. */
+#define VEGA_QUIC_MAX_STREAMS_CFG 65536 /* the largest max_streams_bidi/uni accepted */
+
 typedef struct vega_quic_config {
     uint32_t version;          /* client: the version to start with (default v1) */
     vega_quic_tls_config tls;  /* certificates, ALPN, tickets, 0-RTT */
@@ -749,7 +751,9 @@ typedef struct vega_quic_config {
     uint64_t max_data_max;     /* auto-tuning cap of that window (default 16 MiB) */
     uint64_t max_stream_data;  /* initial per-stream receive window (default 256 KiB) */
     uint64_t max_stream_data_max; /* auto-tuning cap (default 8 MiB) */
-    uint64_t max_streams_bidi; /* peer-initiated bidirectional streams allowed (default 100) */
+    uint64_t max_streams_bidi; /* peer-initiated bidirectional streams allowed (default 100,
+                                  at most VEGA_QUIC_MAX_STREAMS_CFG: a peer may open all at
+                                  once, each a few hundred bytes until it carries data) */
     uint64_t max_streams_uni;  /* and unidirectional (default 100) */
     uint64_t stream_send_buffer; /* bytes a stream holds until acknowledged (default 1 MiB) */
     uint64_t max_datagram_frame_size; /* RFC 9221: accept DATAGRAM frames up to this (0 = off,
