@@ -36,12 +36,13 @@ set -u -o pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
 
 cmdline="bench/run-echo.sh $*"
 reps=5 dur=5 warm=1 conns_list=64,1024 load=auto idle_n=10000 mem=1 run_limit='' total_limit=3600
 servers=vega-uring,vega-epoll,tokio-current,tokio-multi1,raw-epoll,raw-uring
 mem_servers=
-usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 while getopts "r:d:w:c:S:L:n:m:Mt:T:h" opt; do
   case $opt in
     r) reps=$OPTARG ;;
@@ -113,25 +114,9 @@ for b in "$vega_echo" "$raw_epoll" "$idle_conns" "$load_bin" "$tokio_echo"; do
 done
 
 # ---- processes: every server and helper is bounded by timeout and killed on exit -------------
-tmp=$(mktemp -d)
+bench_tmp
 raw=$tmp/raw memraw=$tmp/mem
 : >"$raw"; : >"$memraw"
-pids=()
-# shellcheck disable=SC2317  # called by the trap
-cleanup() {
-  local p
-  # only those still our own children (a pid that has been reused is not ours), and what each
-  # (a timeout wrapper) runs
-  for p in "${pids[@]}"; do
-    if [ "$(awk '{ sub(/.*\) /, ""); print $2 }' "/proc/$p/stat" 2>/dev/null)" = $$ ]; then
-      # shellcheck disable=SC2046
-      kill -9 $(cat "/proc/$p/task/$p/children" 2>/dev/null) "$p" 2>/dev/null
-    fi
-  done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 # Descriptors for the idle-connection test (servers and idle-conns inherit the limit).
 want_fds=$((idle_n + 1000))
@@ -208,29 +193,6 @@ start_server() {
     sleep 0.05
   done
   return 1
-}
-
-# stop_server: SIGTERM, then SIGKILL after 3 s. Sets src (the server's exit status; 0, or
-# 143/-15 for the SIGTERM, are normal).
-stop_server() {
-  kill "$tpid" 2>/dev/null
-  local i
-  for ((i = 0; i < 60; i++)); do
-    kill -0 "$tpid" 2>/dev/null || break
-    sleep 0.05
-  done
-  kill -9 "$tpid" "$spid" 2>/dev/null
-  wait "$tpid" 2>/dev/null
-  src=$?
-}
-
-# cpu_ticks PID: utime + stime (all threads, in clock ticks); fields 14 and 15 of /proc/PID/stat,
-# counted after the ") " that ends the command name.
-cpu_ticks() {
-  local s
-  s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-  s=${s##*) }
-  awk '{ print $12 + $13 }' <<<"$s"
 }
 
 # run_load CONNS SECS: runs the load generator on CPU 1; prints its JSON line. Its own CPU time
@@ -338,7 +300,6 @@ elapsed=$(( $(date +%s) - start ))
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- idle-connection memory ------------------------------------------------------------------
-rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
 nfds() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 
 # mem_one NAME MODE (idle: never used; echo: one 64-byte echo (HTTP request for nginx) first)

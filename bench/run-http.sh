@@ -27,9 +27,10 @@ set -u -o pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
 cmdline="bench/run-http.sh $*"
 reps=5 dur=5 conns=64 servers=vega,nginx,caddy loads=wrk,vega-load files=1k,1m idle_n=10000 mem=1
-usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 while getopts "r:d:c:S:L:f:n:Mh" opt; do
   case $opt in
     r) reps=$OPTARG ;;
@@ -69,23 +70,9 @@ vega_load=$build/cli/vega-load
 idle_conns=$build/bench/echo/idle-conns
 
 # ---- processes -------------------------------------------------------------------------------
-tmp=$(mktemp -d)
+bench_tmp
 raw=$tmp/raw memraw=$tmp/mem
 : >"$raw"; : >"$memraw"
-pids=()
-# shellcheck disable=SC2317
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do
-    if [ "$(awk '{ sub(/.*\) /, ""); print $2 }' "/proc/$p/stat" 2>/dev/null)" = $$ ]; then
-      # shellcheck disable=SC2046
-      kill -9 $(cat "/proc/$p/task/$p/children" 2>/dev/null) "$p" 2>/dev/null
-    fi
-  done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
 nofile=$(ulimit -n)
@@ -174,21 +161,6 @@ start_server() {
   return 1
 }
 
-stop_server() {
-  kill "$tpid" 2>/dev/null
-  local i
-  for ((i = 0; i < 60; i++)); do kill -0 "$tpid" 2>/dev/null || break; sleep 0.05; done
-  kill -9 "$tpid" "$spid" 2>/dev/null
-  wait "$tpid" 2>/dev/null
-}
-
-cpu_ticks() {
-  local s
-  s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-  s=${s##*) }
-  awk '{ print $12 + $13 }' <<<"$s"
-}
-
 # load_run LOAD URL SECS: prints "requests seconds errors" for one run on CPU 1.
 load_run() {
   local load=$1 url=$2 secs=$3 out
@@ -264,7 +236,6 @@ done
 elapsed=$(( $(date +%s) - start ))
 
 # ---- idle keep-alive connections: RSS growth per connection ----------------------------------
-rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
 if [ $mem = 1 ]; then
   half=$((idle_n / 2))
   # idle_batch OUT: opens half of the idle connections (one GET / each) and waits until they

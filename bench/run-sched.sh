@@ -21,11 +21,12 @@ set -u -o pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
 
 cmdline="bench/run-sched.sh $*"
 reps=5 scale=1 run_limit=60 total_limit=1800
 benches=spawn,yield,pingpong flavors=current,multi
-usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 while getopts "r:n:t:T:b:f:h" opt; do
   case $opt in
     r) reps=$OPTARG ;;

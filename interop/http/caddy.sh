@@ -6,7 +6,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 command -v caddy >/dev/null || skip_all "caddy is not installed"
-VCURL="$(vega_tool vega-curl)"
+VCURL="$(vega_tool vega-curl)" || exit 2
 
 ROOT="$WORK/site"
 mkdir -p "$ROOT/dir"

@@ -7,53 +7,11 @@
 # the functions below. The build folder is $1 of the script, else $VEGA_BUILD_DIR, else build/
 # (relative paths are taken from the repository root).
 
-set -uo pipefail
-
-IOP_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-IOP_BUILD="${1:-${VEGA_BUILD_DIR:-build}}"
-case "$IOP_BUILD" in
-/*) ;;
-*) IOP_BUILD="$IOP_ROOT/$IOP_BUILD" ;;
-esac
-
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/vega-http-interop.XXXXXX")"
-IOP_PIDS=()
-IOP_FAILED=0
-IOP_N=0
-
-# vega_tool NAME: the path of a built tool, or exit 2.
-vega_tool() {
-    local p
-    for p in "$IOP_BUILD/cli/$1" "$IOP_BUILD/cli/$1/$1" "$IOP_BUILD/bin/$1"; do
-        if [ -f "$p" ] && [ -x "$p" ]; then
-            printf '%s\n' "$p"
-            return 0
-        fi
-    done
-    echo "interop: no $1 under $IOP_BUILD (build first, or pass the build folder)" >&2
-    exit 2
-}
-
-iop_cleanup() {
-    local pid
-    for pid in "${IOP_PIDS[@]}"; do
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
-    IOP_PIDS=()
-}
-
-iop_exit() {
-    iop_cleanup
-    rm -rf "$WORK"
-}
-trap iop_exit EXIT
-
-# skip_all WHY: nothing can run here (exit 77, as the unit tests skip).
-skip_all() {
-    echo "1..0 # SKIP $*"
-    exit 77
-}
+# ../common.sh sets IOP_ROOT, IOP_BUILD, WORK, IOP_PIDS and defines vega_tool, iop_cleanup,
+# skip_all.
+IOP_AREA=http
+# shellcheck source=interop/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 
 # check NAME CMD...: runs CMD in this shell; "ok N - NAME" or "not ok N - NAME" with its output.
 check() {

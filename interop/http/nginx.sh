@@ -6,8 +6,8 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 command -v nginx >/dev/null || skip_all "nginx is not installed"
-VCURL="$(vega_tool vega-curl)"
-VLOAD="$(vega_tool vega-load)"
+VCURL="$(vega_tool vega-curl)" || exit 2
+VLOAD="$(vega_tool vega-load)" || exit 2
 
 ROOT="$WORK/site"
 mkdir -p "$ROOT"

@@ -5,8 +5,8 @@
 # redirects, uploads refused, exact request counts). Usage: interop/http/vega.sh [BUILD_DIR]
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-VCURL="$(vega_tool vega-curl)"
-VLOAD="$(vega_tool vega-load)"
+VCURL="$(vega_tool vega-curl)" || exit 2
+VLOAD="$(vega_tool vega-load)" || exit 2
 
 ROOT="$WORK/site"
 mkdir -p "$ROOT/dir"

@@ -10,42 +10,13 @@
 # VEGA_INTEROP_STRICT=1 counts the known failures (check_todo) as failures; VEGA_PROBE_CFLAGS
 # adds compiler flags for the probe (e.g. -fsanitize=address,undefined); CC picks the compiler.
 
-set -uo pipefail
-
-IOP_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-IOP_BUILD="${1:-${VEGA_BUILD_DIR:-build}}"
-case "$IOP_BUILD" in
-/*) ;;
-*) IOP_BUILD="$IOP_ROOT/$IOP_BUILD" ;;
-esac
-
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/vega-quic-interop.XXXXXX")"
-IOP_PIDS=()
-IOP_FAILED=0
+# ../common.sh sets IOP_ROOT, IOP_BUILD, WORK, IOP_PIDS and defines vega_tool, iop_cleanup,
+# skip_all.
+IOP_AREA=quic
+# shellcheck source=interop/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 IOP_TODO=0
-IOP_N=0
-
-iop_cleanup() {
-    local pid
-    for pid in "${IOP_PIDS[@]}"; do
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
-    IOP_PIDS=()
-}
-
-iop_exit() {
-    iop_cleanup
-    rm -rf "$WORK"
-}
-trap iop_exit EXIT
 trap 'exit 130' INT TERM
-
-# skip_all WHY: nothing can run here (exit 77, as the unit tests skip).
-skip_all() {
-    echo "1..0 # SKIP $*"
-    exit 77
-}
 
 # iop_run NAME CMD...: runs CMD in this shell (the peers it starts are killed after it) with
 # its output in $WORK/check.out; sets IOP_N and IOP_RC.

@@ -7,51 +7,12 @@
 # defines the functions below. The build folder is $1 of the script, else $VEGA_BUILD_DIR, else
 # build/ (relative paths are taken from the repository root).
 
-set -uo pipefail
-
-IOP_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-IOP_BUILD="${1:-${VEGA_BUILD_DIR:-build}}"
-case "$IOP_BUILD" in
-/*) ;;
-*) IOP_BUILD="$IOP_ROOT/$IOP_BUILD" ;;
-esac
-VEGA_ECHO=""
-for p in "$IOP_BUILD/cli/vega-echo" "$IOP_BUILD/cli/vega-echo/vega-echo" "$IOP_BUILD/bin/vega-echo"; do
-    if [ -f "$p" ] && [ -x "$p" ]; then
-        VEGA_ECHO="$p"
-        break
-    fi
-done
-if [ -z "$VEGA_ECHO" ]; then
-    echo "interop: no vega-echo under $IOP_BUILD (build first, or pass the build folder)" >&2
-    exit 2
-fi
-
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/vega-tls-interop.XXXXXX")"
-IOP_PIDS=()
-IOP_FAILED=0
-IOP_N=0
-
-iop_cleanup() {
-    local pid
-    for pid in "${IOP_PIDS[@]}"; do
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
-    IOP_PIDS=()
-}
-
-iop_exit() {
-    iop_cleanup
-    rm -rf "$WORK"
-}
-trap iop_exit EXIT
-
-# skip_all WHY: nothing to run here (exit 77, as the unit tests skip).
-skip_all() {
-    echo "1..0 # SKIP $*"
-    exit 77
-}
+# ../common.sh sets IOP_ROOT, IOP_BUILD, WORK, IOP_PIDS and defines vega_tool, iop_cleanup,
+# skip_all.
+IOP_AREA=tls
+# shellcheck source=interop/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
+VEGA_ECHO="$(vega_tool vega-echo)" || exit 2
 
 # check NAME CMD...: runs CMD in this shell (so that the servers it starts are killed after
 # it); "ok N - NAME" or "not ok N - NAME" followed by its output.
