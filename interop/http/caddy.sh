@@ -32,7 +32,10 @@ dir_redirect() {
     local code
     code="$("${VC[@]}" -o /dev/null -w '%{http_code}' "$URL/dir")" || return 1
     [ "$code" = 308 ] || [ "$code" = 301 ] || { echo "status $code"; return 1; }
-    "${VC[@]}" -L "$URL/dir" | grep -q 'x.txt'
+    # Read all before matching: grep -q would stop early and break vega-curl's pipe (exit 23).
+    local page
+    page="$("${VC[@]}" -L "$URL/dir")" || return 1
+    grep -q 'x.txt' <<<"$page"
 }
 revalidate() {
     local etag code

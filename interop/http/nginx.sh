@@ -39,7 +39,10 @@ redirect() {
     [ "$out" = "hello nginx" ] || { echo "got: $out"; return 1; }
 }
 head_req() {
-    "${VC[@]}" -I "$URL/big.bin" | grep -qi '^content-length: 3000000'
+    # Read all before matching: grep -q would stop early and break vega-curl's pipe (exit 23).
+    local head
+    head="$("${VC[@]}" -I "$URL/big.bin")" || return 1
+    grep -qi '^content-length: 3000000' <<<"$head"
 }
 range_req() {
     "${VC[@]}" -H 'Range: bytes=100-199' -o "$WORK/r.bin" "$URL/big.bin" &&

@@ -40,7 +40,10 @@ conditional() {
     [ "$code" = 304 ] || { echo "status $code"; return 1; }
 }
 redirect() {
-    [ "$("${VC[@]}" -L "$URL/dir")" != "" ] && "${VC[@]}" -L "$URL/dir" | grep -q 'x.txt'
+    # Read all before matching: grep -q would stop early and break vega-curl's pipe (exit 23).
+    local page
+    page="$("${VC[@]}" -L "$URL/dir")" || return 1
+    grep -q 'x.txt' <<<"$page"
 }
 put_refused() {
     local code
