@@ -764,6 +764,16 @@ int vega__quic_tls_progress(vega_quic_conn *c)
 
 /* ---- timers ---------------------------------------------------------------------------------- */
 
+/* The idle timer restarts on a processed packet and on the first ack-eliciting packet sent
+ * after one (RFC 9000 §10.1), never shorter than 3 PTO. */
+void vega__quic_idle_restart(vega_quic_conn *c)
+{
+    if (!c->idle_timeout)
+        return;
+    uint64_t pto3 = 3 * vega__quic_pto(c);
+    c->idle_deadline = c->now + (c->idle_timeout > pto3 ? c->idle_timeout : pto3);
+}
+
 static uint64_t min64(uint64_t a, uint64_t b)
 {
     return a < b ? a : b;

@@ -274,7 +274,8 @@ struct vega_quic_conn {
     uint64_t close_deadline;
     uint64_t idle_timeout;  /* ns, negotiated; 0 = none */
     uint64_t idle_deadline;
-    uint64_t last_eliciting_sent; /* idle timer restart rule (RFC 9000 §10.1) */
+    bool eliciting_since_rx; /* an ack-eliciting packet left since the last one processed: the
+                                idle timer restarts only on the first (RFC 9000 §10.1) */
     uint64_t pace_deadline;
 
     vega_quic_conn_info stats;
@@ -291,6 +292,7 @@ void vega__quic_discard_space(vega_quic_conn *c, int space);
 int vega__quic_issue_cids(vega_quic_conn *c);
 uint64_t vega__quic_pto(const vega_quic_conn *c);
 void vega__quic_confirm(vega_quic_conn *c);
+void vega__quic_idle_restart(vega_quic_conn *c);
 int vega__quic_level_space(vega_quic_level l);
 /* 0 same address, 1 only the port differs, 2 a different address; unknown (len 0) = same. */
 int vega__quic_addr_cmp(const struct sockaddr_storage *a, socklen_t alen,

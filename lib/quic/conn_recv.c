@@ -83,8 +83,15 @@ static int on_stream(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire
         *wire_err = VEGA_QUIC_FLOW_CONTROL_ERROR;
         return VEGA_ERR_PROTO;
     }
-    if (s->peer_reset)
-        return 0; /* data after a reset: its final size was checked by the reset */
+    if (s->peer_reset) {
+        /* Data after a reset is dropped, but it may not go past the reset's final size
+         * (RFC 9000 §4.5). */
+        if (end > s->rb.final_size || (f->u.stream.fin && end != s->rb.final_size)) {
+            *wire_err = VEGA_QUIC_FINAL_SIZE_ERROR;
+            return VEGA_ERR_PROTO;
+        }
+        return 0;
+    }
     rc = vega__quic_recvbuf_insert(&s->rb, f->u.stream.offset, f->u.stream.data, f->u.stream.len,
                                    f->u.stream.fin, wire_err);
     if (rc < 0)
@@ -728,10 +735,8 @@ static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt,
         c->addr_validated = true;
         vega__quic_discard_space(c, VEGA__QUIC_SPACE_INITIAL);
     }
-    if (c->idle_timeout)
-        c->idle_deadline = c->now + (c->idle_timeout > 3 * vega__quic_pto(c)
-                                         ? c->idle_timeout
-                                         : 3 * vega__quic_pto(c));
+    vega__quic_idle_restart(c);
+    c->eliciting_since_rx = false;
     return 0;
 }
 

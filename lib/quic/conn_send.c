@@ -1059,6 +1059,10 @@ vega_ssize vega_quic_conn_write(vega_quic_conn *c, vega_quic_path *path, uint8_t
             vega__quic_on_lost(c, k->space, &s, true);
         sent_handshake |= k->level == VEGA_QUIC_LEVEL_HANDSHAKE;
         c->stats.pkts_sent++;
+        if (k->eliciting && !c->eliciting_since_rx) {
+            c->eliciting_since_rx = true;
+            vega__quic_idle_restart(c);
+        }
     }
     if (sent_handshake && !c->server)
         vega__quic_discard_space(c, VEGA__QUIC_SPACE_INITIAL);

@@ -637,6 +637,61 @@ VTEST(junk_zero_rtt_not_kept_by_client)
     qp_fini(&q);
 }
 
+static bool server_saw_reset(struct qp *q)
+{
+    return q->side[1].resets > 0;
+}
+
+VTEST(stream_data_past_a_reset_final_size)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(2);
+    setup(&q, &o, 45);
+    handshake(&q);
+    VCHECK(qp_run(&q, confirmed, 5 * S));
+    uint64_t id;
+    VCHECK_EQ(vega_quic_stream_open(q.side[0].c, true, &id), 0);
+    VCHECK_EQ(vega_quic_stream_write(q.side[0].c, id, "hello", 5, false), 5);
+    VCHECK_EQ(vega_quic_stream_reset(q.side[0].c, id, 1), 0);
+    VCHECK(qp_run(&q, server_saw_reset, 5 * S));
+    /* The same stream, 10 bytes from offset 0: beyond the final size the reset fixed (5). */
+    uint8_t frame[16] = {0x0a, (uint8_t)id, 10}, pkt[1500];
+    size_t n = client_packet(q.side[0].c, frame, sizeof frame, pkt);
+    qp_server_recv(&q, pkt, n, 0, 40001);
+    qp_events(&q, &q.side[1]);
+    VCHECK(q.side[1].closed);
+    VCHECK_EQ(q.side[1].close_code, VEGA_QUIC_FINAL_SIZE_ERROR);
+    qp_fini(&q);
+}
+
+VTEST(idle_timer_restarts_on_first_send_after_receipt)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(2);
+    setup(&q, &o, 46);
+    q.ccfg.idle_timeout_ms = q.scfg.idle_timeout_ms = 2000;
+    handshake(&q);
+    VCHECK(qp_run(&q, confirmed, 5 * S));
+    qp_run(&q, never, 100 * MS);
+    vega_quic_conn *cl = q.side[0].c;
+    uint64_t d0 = cl->idle_deadline;
+    /* Nothing arrives; 1 s later the client sends: its idle period starts again (§10.1). */
+    q.now += 1 * S;
+    uint64_t id;
+    VCHECK_EQ(vega_quic_stream_open(cl, true, &id), 0);
+    VCHECK_EQ(vega_quic_stream_write(cl, id, "a", 1, false), 1);
+    uint8_t buf[1500];
+    VCHECK(vega_quic_conn_write(cl, NULL, NULL, buf, sizeof buf, q.now) > 0);
+    uint64_t d1 = cl->idle_deadline;
+    VCHECK(d1 >= d0 + 1 * S);
+    /* A second send without anything received in between does not push it further. */
+    q.now += 500 * MS;
+    VCHECK_EQ(vega_quic_stream_write(cl, id, "b", 1, false), 1);
+    VCHECK(vega_quic_conn_write(cl, NULL, NULL, buf, sizeof buf, q.now) > 0);
+    VCHECK_EQ(cl->idle_deadline, d1);
+    qp_fini(&q);
+}
+
 VTEST(retry)
 {
     struct qp q;
