@@ -184,7 +184,6 @@ struct vega_quic_conn {
     uint64_t ku_allowed_at;  /* no new update before: the peer keeps old keys for 3 PTO after
                                 the last one (RFC 9001 §6.5), so a quick second one reuses the
                                 phase bit of keys it still tries first */
-    uint64_t rx_phase_first_pn; /* lowest packet received in the current phase */
     uint64_t key_updates;
 
     struct vega__quic_recovery *rec;

@@ -531,7 +531,6 @@ static int rx_key_update(vega_quic_conn *c, bool phase, uint64_t pn)
     c->sp[VEGA__QUIC_SPACE_APP].rx = c->rx_next;
     c->rx_next = NULL;
     c->rx_phase = phase;
-    c->rx_phase_first_pn = pn;
     c->rx_prev_until = c->now + 3 * vega__quic_pto(c);
     if (c->key_phase == phase) {
         c->ku_pending = false; /* the peer answered our update */
@@ -624,7 +623,7 @@ static int on_vn(vega_quic_conn *c, const vega_quic_hdr *h)
 
 /* One packet of a datagram. Returns 0 (processed or dropped) or a fatal library code. */
 static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt,
-                       size_t dgram_len, uint8_t ecn, bool from_pending, bool *processed,
+                       size_t dgram_len, uint8_t ecn, bool *processed,
                        const vega_quic_path *path)
 {
     if (h->type == VEGA_QUIC_PKT_VN)
@@ -652,8 +651,7 @@ static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt,
         /* Keep what may still become readable: Handshake and 1-RTT, and 0-RTT only on a
          * server before its handshake is done (clients never read 0-RTT). */
         bool early_hope = level == VEGA_QUIC_LEVEL_EARLY && c->server && !c->handshake_done;
-        if (!from_pending && (level == VEGA_QUIC_LEVEL_HANDSHAKE ||
-                              level == VEGA_QUIC_LEVEL_APP || early_hope))
+        if (level == VEGA_QUIC_LEVEL_HANDSHAKE || level == VEGA_QUIC_LEVEL_APP || early_hope)
             keep_pending(c, pkt, h->pkt_len, ecn);
         return 0;
     }
@@ -756,7 +754,7 @@ void vega__quic_retry_pending(vega_quic_conn *c)
             vega_quic_hdr_parse(&h, list[i].data, list[i].len, c->cfg.scid_len) == 0) {
             h.pkt_len = list[i].len < h.pkt_len ? list[i].len : h.pkt_len;
             /* A packet still without keys goes back to the list. */
-            recv_packet(c, &h, list[i].data, VEGA_QUIC_MIN_INITIAL_SIZE, list[i].ecn, false,
+            recv_packet(c, &h, list[i].data, VEGA_QUIC_MIN_INITIAL_SIZE, list[i].ecn,
                         &processed, NULL);
         }
         vega__quic_free(c->cfg.mem, list[i].data);
@@ -787,7 +785,7 @@ int vega_quic_conn_read(vega_quic_conn *c, const vega_quic_path *path, uint8_t e
     bool any = false;
     for (vega_ssize i = 0; i < n && c->state < VEGA__QUIC_ST_DRAINING; i++) {
         bool processed = false;
-        int rc = recv_packet(c, &hs[i], dgram + off, len, ecn, false, &processed, path);
+        int rc = recv_packet(c, &hs[i], dgram + off, len, ecn, &processed, path);
         if (rc < 0)
             return rc;
         any |= processed;
