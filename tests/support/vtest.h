@@ -16,6 +16,9 @@ void vtest_register(const char *name, vtest_fn fn);
 _Noreturn void vtest_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 _Noreturn void vtest_skip(const char *why);
+/* Decodes hex digits (spaces between bytes allowed) into out; fails the test on a bad digit, an
+ * odd count or more than cap bytes. Returns the bytes written. */
+size_t vtest_unhex(const char *hex, uint8_t *out, size_t cap);
 /* The driver the runtime tests use: $VEGA_DRIVER ("uring"/"epoll"), default = library default. */
 int vtest_driver(void);
 

@@ -108,3 +108,20 @@ int main(int argc, char **argv)
     }
     return 0;
 }
+
+size_t vtest_unhex(const char *h, uint8_t *out, size_t cap)
+{
+    size_t n = 0;
+    while (*h) {
+        if (*h == ' ') {
+            h++;
+            continue;
+        }
+        unsigned v;
+        if (n == cap || !h[1] || sscanf(h, "%2x", &v) != 1)
+            vtest_fail(__FILE__, __LINE__, "bad hex at \"%.8s\"", h);
+        out[n++] = (uint8_t)v;
+        h += 2;
+    }
+    return n;
+}

@@ -7,24 +7,10 @@
 
 #include "vtest.h"
 
-static size_t unhex(const char *h, uint8_t *out, size_t cap)
-{
-    size_t n = 0;
-    for (; h[0] && h[1]; h += 2) {
-        while (*h == ' ')
-            h++;
-        unsigned v;
-        if (n == cap || sscanf(h, "%2x", &v) != 1)
-            vtest_fail(__FILE__, __LINE__, "bad hex");
-        out[n++] = (uint8_t)v;
-    }
-    return n;
-}
-
 static void check_hex(const uint8_t *got, size_t n, const char *want, int line)
 {
     static uint8_t w[2048];
-    size_t wn = unhex(want, w, sizeof w);
+    size_t wn = vtest_unhex(want, w, sizeof w);
     if (wn != n || memcmp(got, w, n) != 0) {
         size_t i = 0;
         while (i < n && i < wn && got[i] == w[i])
@@ -246,7 +232,7 @@ static void packet_vec(uint32_t version, bool server, const vega_quic_hdr *h, si
 static void client_initial(const struct initial_vec *v)
 {
     uint8_t payload[1162] = {0};
-    size_t n = unhex(CLIENT_CRYPTO, payload, sizeof payload);
+    size_t n = vtest_unhex(CLIENT_CRYPTO, payload, sizeof payload);
     VCHECK_EQ(n, 245);
     vega_quic_hdr h = {.type = VEGA_QUIC_PKT_INITIAL,
                        .version = v->version,
@@ -260,7 +246,7 @@ static void client_initial(const struct initial_vec *v)
 static void server_initial(const struct initial_vec *v)
 {
     uint8_t payload[128];
-    size_t n = unhex(SERVER_PAYLOAD, payload, sizeof payload);
+    size_t n = vtest_unhex(SERVER_PAYLOAD, payload, sizeof payload);
     vega_quic_hdr h = {.type = VEGA_QUIC_PKT_INITIAL,
                        .version = v->version,
                        .scid = SCID,
@@ -345,7 +331,7 @@ static void chacha_vec(uint32_t version, const char *key, const char *iv, const 
                        const char *ku, const char *packet)
 {
     uint8_t secret[32], pkt[64], next[32];
-    unhex("9ac312a7f877468ebe69422748ad00a15443f18203a07d6060f688f30f21632b", secret, 32);
+    vtest_unhex("9ac312a7f877468ebe69422748ad00a15443f18203a07d6060f688f30f21632b", secret, 32);
     vega_quic_key_material m;
     VCHECK_EQ(vega_quic_key_material_derive(&m, version, VEGA_CRYPTO_CHACHA20_POLY1305, secret, 32),
               0);

@@ -16,23 +16,6 @@
 #define WALL_2030 1893456000000ull /* 2030-01-01, inside every test certificate's validity */
 #define WALL_2200 7258118400000ull /* after every test certificate expired */
 
-static size_t unhex(const char *h, uint8_t *out, size_t cap)
-{
-    size_t n = 0;
-    while (*h) {
-        if (*h == ' ') {
-            h++;
-            continue;
-        }
-        unsigned v;
-        if (n == cap || sscanf(h, "%2x", &v) != 1)
-            vtest_fail(__FILE__, __LINE__, "bad hex");
-        out[n++] = (uint8_t)v;
-        h += 2;
-    }
-    return n;
-}
-
 /* ---- test PKI -------------------------------------------------------------------------------- */
 
 struct pki {
@@ -884,7 +867,7 @@ static void th_check(const uint8_t *msgs, size_t n, const char *want)
 {
     uint8_t got[32], w[32];
     VCHECK_EQ(vega_crypto_hash_digest(VEGA_CRYPTO_SHA256, msgs, n, got), 0);
-    VCHECK_EQ(unhex(want, w, 32), 32u);
+    VCHECK_EQ(vtest_unhex(want, w, 32), 32u);
     VCHECK(memcmp(got, w, 32) == 0);
 }
 
@@ -892,13 +875,13 @@ VTEST(rfc8448_codecs)
 {
     static uint8_t all[2048];
     size_t n = 0, ch_len, sh_len, fl_len, cf_len;
-    ch_len = unhex(RFC_CH, all, sizeof all);
+    ch_len = vtest_unhex(RFC_CH, all, sizeof all);
     n += ch_len;
-    sh_len = unhex(RFC_SH, all + n, sizeof all - n);
+    sh_len = vtest_unhex(RFC_SH, all + n, sizeof all - n);
     n += sh_len;
-    fl_len = unhex(RFC_FLIGHT, all + n, sizeof all - n);
+    fl_len = vtest_unhex(RFC_FLIGHT, all + n, sizeof all - n);
     n += fl_len;
-    cf_len = unhex(RFC_CFIN, all + n, sizeof all - n);
+    cf_len = vtest_unhex(RFC_CFIN, all + n, sizeof all - n);
     VCHECK_EQ(ch_len, 196u);
     VCHECK_EQ(sh_len, 90u);
     VCHECK_EQ(fl_len, 657u);
@@ -920,14 +903,14 @@ VTEST(rfc8448_codecs)
 
     /* The (EC)DHE secret from the client's private key and the server's share. */
     uint8_t priv[32], shared[32], want[32], pub[32];
-    VCHECK_EQ(unhex(RFC_CLIENT_PRIV, priv, 32), 32u);
+    VCHECK_EQ(vtest_unhex(RFC_CLIENT_PRIV, priv, 32), 32u);
     vega_crypto_kex *k = NULL;
     VCHECK_EQ(vega_crypto_kex_new_private(&k, VEGA_CRYPTO_GROUP_X25519, priv, 32), 0);
     VCHECK_EQ(vega_crypto_kex_get_public(k, pub, sizeof pub), 32);
     VCHECK(memcmp(pub, ch_share, 32) == 0);
     VCHECK_EQ(vega_crypto_kex_derive(k, h.share, h.share_len, shared, sizeof shared), 32);
     vega_crypto_kex_free(k);
-    VCHECK_EQ(unhex(RFC_ECDHE, want, 32), 32u);
+    VCHECK_EQ(vtest_unhex(RFC_ECDHE, want, 32), 32u);
     VCHECK(memcmp(shared, want, 32) == 0);
 
     const uint8_t *p = all + ch_len + sh_len;

@@ -7,24 +7,10 @@
 
 #include "vtest.h"
 
-static size_t unhex(const char *h, uint8_t *out, size_t cap)
-{
-    size_t n = 0;
-    for (; h[0] && h[1]; h += 2) {
-        while (*h == ' ')
-            h++;
-        unsigned v;
-        if (n == cap || sscanf(h, "%2x", &v) != 1)
-            vtest_fail(__FILE__, __LINE__, "bad hex");
-        out[n++] = (uint8_t)v;
-    }
-    return n;
-}
-
 static void check_hex(const uint8_t *got, size_t n, const char *want, int line)
 {
     uint8_t w[128];
-    size_t wn = unhex(want, w, sizeof w);
+    size_t wn = vtest_unhex(want, w, sizeof w);
     if (wn != n || memcmp(got, w, n) != 0) {
         size_t i = 0;
         while (i < n && i < wn && got[i] == w[i])
@@ -59,7 +45,7 @@ static void check_hex(const uint8_t *got, size_t n, const char *want, int line)
 
 static void hex32(const char *h, uint8_t out[32])
 {
-    if (unhex(h, out, 32) != 32)
+    if (vtest_unhex(h, out, 32) != 32)
         vtest_fail(__FILE__, __LINE__, "short hex");
 }
 
@@ -180,10 +166,10 @@ VTEST(sha384_schedule)
 {
     uint8_t shared[32], th[48], th2[48], out[48];
     memset(shared, 0x11, sizeof shared);
-    unhex("cb00753f45a35e8bb5a03d699ac65007272c32ab0eded1631a8b605a43ff5bed"
+    vtest_unhex("cb00753f45a35e8bb5a03d699ac65007272c32ab0eded1631a8b605a43ff5bed"
           "8086072ba1e7cc2358baeca134c825a7",
           th, sizeof th); /* SHA-384("abc") */
-    unhex("1165b3406ff0b52a3d24721f785462ca2276c9f454a116c2b2ba20171a7905ea"
+    vtest_unhex("1165b3406ff0b52a3d24721f785462ca2276c9f454a116c2b2ba20171a7905ea"
           "5a026682eb659c4d5f115c363aa3c79b",
           th2, sizeof th2); /* SHA-384("abcd") */
     vega_quic_tls13_schedule s;

@@ -90,27 +90,10 @@ VTEST(defaults_and_minimal_client)
     VCHECK_EQ(vega_quic_tp_decode(&back, buf, 0, false, NULL), VEGA_ERR_PROTO);
 }
 
-static size_t unhex(const char *h, uint8_t *out)
-{
-    size_t n = 0;
-    while (*h) {
-        if (*h == ' ') {
-            h++;
-            continue;
-        }
-        unsigned v;
-        if (!h[1] || sscanf(h, "%2x", &v) != 1)
-            vtest_fail(__FILE__, __LINE__, "bad hex");
-        out[n++] = (uint8_t)v;
-        h += 2;
-    }
-    return n;
-}
-
 static void check(const char *hex, bool from_server, int want, int line)
 {
     uint8_t buf[256];
-    size_t n = unhex(hex, buf);
+    size_t n = vtest_unhex(hex, buf, sizeof buf);
     vega_quic_tp tp;
     uint64_t err = 0;
     int rc = vega_quic_tp_decode(&tp, buf, n, from_server, &err);
