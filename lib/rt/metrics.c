@@ -16,6 +16,11 @@ void vega_rt_get_metrics(const vega_rt *rt, vega_rt_metrics *m)
     m->blocking_threads = r->pool_threads;
     m->blocking_queue = r->pool_queued;
     pthread_mutex_unlock(&r->pool_mu);
+    vega__task_pool_stats(r, &m->task_chunks, &m->tasks_free_shared, &m->tasks_free_cached);
+    m->task_chunk_bytes = m->task_chunks * vega__task_chunk_bytes();
+    vega__stack_pool_stats(r, &m->stack_regions, &m->stacks_warm, &m->stacks_cold,
+                           &m->stacks_cached);
+    m->stack_region_bytes = m->stack_regions * vega__stack_region_bytes(r);
 }
 
 int vega_rt_get_worker_metrics(const vega_rt *rt, unsigned i, vega_worker_metrics *m)
@@ -77,6 +82,27 @@ int vega_rt_metrics_prometheus(const vega_rt *rt, FILE *out)
                 rm.workers, rm.live_tasks, rm.inject_queue, rm.blocking_threads,
                 rm.blocking_queue) < 0)
         return -EIO;
+    static const struct {
+        const char *name, *help;
+        size_t off;
+    } gauges[] = {
+#define G(n, f, h) {n, h, offsetof(vega_rt_metrics, f)}
+        G("task_chunks", task_chunks, "Chunks of task structs mapped."),
+        G("task_chunk_bytes", task_chunk_bytes, "Bytes of task struct chunks."),
+        G("tasks_free_shared", tasks_free_shared, "Free task structs on the shared list."),
+        G("tasks_free_cached", tasks_free_cached, "Free task structs in worker caches."),
+        G("stack_regions", stack_regions, "Stack mappings."),
+        G("stack_region_bytes", stack_region_bytes, "Virtual bytes of stack mappings."),
+        G("stacks_cached", stacks_cached, "Free stacks in worker caches."),
+        G("stacks_warm", stacks_warm, "Free stacks on the shared list, pages kept."),
+        G("stacks_cold", stacks_cold, "Free stacks on the shared list, pages returned."),
+#undef G
+    };
+    for (size_t g = 0; g < VEGA__ARRAY_LEN(gauges); g++) {
+        uint64_t v = *(const uint64_t *)((const char *)&rm + gauges[g].off);
+        fprintf(out, "# HELP vega_rt_%s %s\n# TYPE vega_rt_%s gauge\nvega_rt_%s %" PRIu64 "\n",
+                gauges[g].name, gauges[g].help, gauges[g].name, gauges[g].name, v);
+    }
     for (size_t c = 0; c < VEGA__ARRAY_LEN(counters); c++) {
         fprintf(out, "# HELP vega_worker_%s_total %s\n# TYPE vega_worker_%s_total counter\n",
                 counters[c].name, counters[c].help, counters[c].name);

@@ -252,6 +252,13 @@ static void park_worker(struct vega__worker *w)
 
     bool skip = work_pending(rt) || (atomic_load_explicit(&rt->shutdown, memory_order_acquire) &&
                                      vega__rt_live(rt) == 0);
+    if (!skip && rt->paused) {
+        /* Paused clock: before time jumps, take what the kernel has already finished (a
+         * loopback connect, bytes a peer wrote): a task that is about to be woken is not
+         * idle, and jumping first would fire its deadline instead. */
+        rt->driver->park(w, 0);
+        skip = work_pending(rt);
+    }
     if (!skip) {
         uint64_t next_ms = vega__wheel_next(&w->wheel);
         int64_t timeout = -1;
@@ -576,7 +583,7 @@ static void workers_fini(struct vega_rt *rt, unsigned n)
         struct vega__worker *w = &rt->workers[i];
         vega__watch_fini(w);
         rt->driver->fini(w);
-        w->task_cache = NULL;
+        w->task_cur = w->task_spare = NULL;
     }
 }
 

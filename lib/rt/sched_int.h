@@ -12,6 +12,10 @@
 #define VEGA__LIFO_MAX 3u           /* LIFO polls in a row before the queue gets a turn */
 #define VEGA__INJECT_INTERVAL 61u   /* ticks between looks at the inject queue (and driver) */
 #define VEGA__STACK_CACHE 64u       /* free stacks kept per worker */
+#define VEGA__STACK_WARM 64u        /* free stacks kept with their pages on the shared list */
+#define VEGA__STACK_COLD_KEEP 256u  /* cold stacks kept before fully free regions are unmapped */
+#define VEGA__TASK_BATCH 64u        /* task structs move between a worker and the shared list in
+                                       batches; a worker keeps at most two */
 #define VEGA__DEFAULT_STACK (64u * 1024u)
 
 /* ---- local run queue: single producer (owner), many stealers (Tokio's design) ------------- */
@@ -99,9 +103,11 @@ struct vega__worker {
     struct vega__stack *live_head;
 
     /* caches (owner only) */
-    struct vega_task *task_cache; /* free task structs (owner only) */
+    struct vega_task *task_cur;   /* free task structs (owner only), < VEGA__TASK_BATCH ... */
+    struct vega_task *task_spare; /* ... and one full batch or NULL */
+    _Atomic unsigned task_cur_len, task_spare_len; /* owner-written, for metrics */
     struct vega__stack *stack_cache;
-    unsigned stack_cache_len;
+    _Atomic unsigned stack_cache_len; /* at most VEGA__STACK_CACHE; owner-written */
 
     /* I/O driver */
     void *drv;
@@ -152,9 +158,11 @@ struct vega_rt {
     pthread_cond_t block_cv;
     bool block_busy;
 
-    /* stack pool beyond the per-worker caches */
+    /* stack pool beyond the per-worker caches (stack.c; stack_mu) */
     pthread_mutex_t stack_mu;
-    struct vega__stack *stack_free;
+    struct vega__stack *stack_warm; /* pages kept */
+    struct vega__stack *stack_cold; /* pages given back; doubly linked */
+    size_t stack_nwarm, stack_ncold, stack_nregions;
     struct vega__region *regions;
     size_t stack_size;       /* usable size */
     size_t page;
@@ -165,10 +173,13 @@ struct vega_rt {
     _Atomic uint64_t mock_now; /* paused clock, ns */
     uint64_t t0;               /* monotonic ns at creation (wheel's ms scale origin) */
 
-    /* task structs: chunks, and the free list shared by non-worker threads */
+    /* task structs: chunks, and the free list the workers' caches overflow into (task_mu) */
     pthread_mutex_t task_mu;
     struct vega__task_chunk *task_chunks;
-    struct vega_task *task_free;
+    struct vega_task *task_batches; /* full batches (linked through arg_result) */
+    struct vega_task *task_loose;   /* single structs freed outside the workers */
+    size_t task_free_len;           /* structs on both */
+    size_t task_nchunks;
 
     /* seeded schedule trace */
     uint64_t trace_hash;
@@ -208,6 +219,11 @@ void vega__stack_pool_fini(struct vega_rt *rt);
 struct vega__stack *vega__stack_get(struct vega__worker *w);
 void vega__stack_put(struct vega__worker *w, struct vega__stack *s);
 bool vega__stack_canary_ok(const struct vega__stack *s);
+/* What the stack pool holds now: regions mapped, warm and cold stacks on the shared lists,
+ * stacks in the workers' caches. Any thread. */
+void vega__stack_pool_stats(struct vega_rt *rt, uint64_t *regions, uint64_t *warm,
+                            uint64_t *cold, uint64_t *cached);
+size_t vega__stack_region_bytes(const struct vega_rt *rt);
 
 /* Scheduling a runnable task from the current thread. */
 void vega__schedule(struct vega_rt *rt, struct vega_task *t, bool yielded);
@@ -238,11 +254,20 @@ void vega__task_switch_out(struct vega__worker *w, struct vega_task *cur, enum v
 struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, vega_task_fn fn,
                                     void *arg, const vega_spawn_options *opts, bool detached);
 void vega__task_finish(struct vega__worker *w, struct vega_task *t);
+/* A task struct from w's cache (w: the calling worker, or NULL from outside), or NULL. */
+struct vega_task *vega__task_alloc(struct vega_rt *rt, struct vega__worker *w);
+/* Gives a struct back to w's cache (w: the calling worker, or NULL), which overflows into the
+ * shared list. */
 void vega__task_free(struct vega__worker *w, struct vega_task *t);
 /* Tasks that have parked at least once are listed on the worker where they first parked, for
  * cancel-all at shutdown and for dumps; a task that never parked has nothing to wake. */
 void vega__live_add(struct vega__worker *w, struct vega_task *t);
 void vega__task_chunks_free(struct vega_rt *rt);
+/* What the task-struct pool holds now: chunks mapped, structs on the shared list, structs in
+ * the workers' caches. Any thread. */
+void vega__task_pool_stats(struct vega_rt *rt, uint64_t *chunks, uint64_t *shared,
+                           uint64_t *cached);
+size_t vega__task_chunk_bytes(void);
 void vega__group_member_done(struct vega_task *t);
 
 /* Tasks spawned and not yet returned. Exact when it returns 0 (see sched.c). */

@@ -16,11 +16,35 @@
 #define STACKS_PER_REGION 16u
 #define CANARY 0x5ca1ab1ef00dfaceull
 
+/*
+ * Where a free stack is:
+ * - in its worker's cache (VEGA__STACK_CACHE, pages kept: the next spawn reuses them warm);
+ * - on the shared warm list (VEGA__STACK_WARM, pages kept): what one worker's full cache gives
+ *   back while another worker's is empty (work stealing makes stacks end on another worker
+ *   than the one that took them), so that hand-over costs no page fault;
+ * - on the shared cold list: its pages given back with MADV_DONTNEED but the descriptor's
+ *   (the top page), canary included (written again when it is taken);
+ * - gone: once every stack of a region is cold and the cold list holds more than
+ *   VEGA__STACK_COLD_KEEP, the region is unmapped, so a burst of tasks does not keep even one
+ *   page per stack or its mapping for ever.
+ * Each list has its bound, so what is held is bounded by the peak of live stacks, and beyond
+ * the caches and the warm list every stack costs at most its top page.
+ */
 struct vega__region {
-    struct vega__region *next;
+    struct vega__region *next, *prev;
     void *base;
     size_t len;
+    unsigned ncold; /* its stacks on the cold list */
 };
+
+static inline size_t slot_size(const struct vega_rt *rt) { return rt->stack_size + rt->page; }
+
+static struct vega__stack *slot_stack(const struct vega_rt *rt, struct vega__region *r,
+                                      unsigned i)
+{
+    char *guard = (char *)r->base + i * slot_size(rt);
+    return (struct vega__stack *)(guard + slot_size(rt) - sizeof(struct vega__stack));
+}
 
 int vega__stack_pool_init(struct vega_rt *rt)
 {
@@ -33,7 +57,8 @@ int vega__stack_pool_init(struct vega_rt *rt)
     if (sz < 4 * rt->page)
         sz = 4 * rt->page;
     rt->stack_size = sz;
-    rt->stack_free = NULL;
+    rt->stack_warm = rt->stack_cold = NULL;
+    rt->stack_nwarm = rt->stack_ncold = rt->stack_nregions = 0;
     rt->regions = NULL;
     pthread_mutex_init(&rt->stack_mu, NULL);
 
@@ -56,50 +81,129 @@ void vega__stack_pool_fini(struct vega_rt *rt)
         r = next;
     }
     rt->regions = NULL;
-    rt->stack_free = NULL;
+    rt->stack_warm = rt->stack_cold = NULL;
+    rt->stack_nwarm = rt->stack_ncold = rt->stack_nregions = 0;
     pthread_mutex_destroy(&rt->stack_mu);
 }
 
-/* Maps a region of STACKS_PER_REGION stacks and returns them as a list. Caller holds stack_mu. */
-static struct vega__stack *grow(struct vega_rt *rt)
+/* ---- the shared lists (stack_mu held) ------------------------------------------------------- */
+
+static void cold_push(struct vega_rt *rt, struct vega__stack *s)
+{
+    s->cold = true;
+    s->prev = NULL;
+    s->next = rt->stack_cold;
+    if (rt->stack_cold)
+        rt->stack_cold->prev = s;
+    rt->stack_cold = s;
+    rt->stack_ncold++;
+    s->region->ncold++;
+}
+
+static void cold_unlink(struct vega_rt *rt, struct vega__stack *s)
+{
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        rt->stack_cold = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->cold = false;
+    rt->stack_ncold--;
+    s->region->ncold--;
+}
+
+static void region_unmap(struct vega_rt *rt, struct vega__region *r)
+{
+    for (unsigned i = 0; i < STACKS_PER_REGION; i++)
+        cold_unlink(rt, slot_stack(rt, r, i));
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        rt->regions = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    rt->stack_nregions--;
+    munmap(r->base, r->len);
+    free(r);
+}
+
+/* Maps a region of STACKS_PER_REGION stacks onto the warm list. */
+static bool grow(struct vega_rt *rt)
 {
     /* Each slot: [guard page][usable stack .... descriptor]. */
-    size_t slot = rt->stack_size + rt->page;
+    size_t slot = slot_size(rt);
     size_t len = slot * STACKS_PER_REGION;
     struct vega__region *r = malloc(sizeof *r);
     if (!r)
-        return NULL;
+        return false;
     char *base = mmap(NULL, len, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
     if (base == MAP_FAILED) {
         free(r);
-        return NULL;
+        return false;
     }
 #ifdef MADV_NOHUGEPAGE
     madvise(base, len, MADV_NOHUGEPAGE); /* a THP-backed stack would cost 2 MiB */
 #endif
     r->base = base;
     r->len = len;
+    r->ncold = 0;
+    r->prev = NULL;
     r->next = rt->regions;
+    if (rt->regions)
+        rt->regions->prev = r;
     rt->regions = r;
+    rt->stack_nregions++;
 
-    struct vega__stack *list = NULL;
     for (unsigned i = 0; i < STACKS_PER_REGION; i++) {
         char *guard = base + i * slot;
         if (rt->guard_madvise)
             madvise(guard, rt->page, MADV_GUARD_INSTALL);
         else if (rt->opts.stack_guard)
             mprotect(guard, rt->page, PROT_NONE); /* splits the VMA: see ARCHITECTURE.md */
-        struct vega__stack *s = (struct vega__stack *)(guard + slot - sizeof(struct vega__stack));
+        struct vega__stack *s = slot_stack(rt, r, i);
         s->base = guard + rt->page;
         /* Usable bytes end below the descriptor; vary the start by up to 7 cache lines so that
          * the stacks do not all alias in the same L1 sets. */
         s->size = ((char *)s - (char *)s->base - 64 * (i % 8)) & ~(size_t)15;
+        s->region = r;
+        s->cold = false;
         *(volatile uint64_t *)s->base = CANARY;
-        s->next = list;
-        list = s;
+        s->next = rt->stack_warm;
+        rt->stack_warm = s;
+        rt->stack_nwarm++;
     }
-    return list;
+    return true;
+}
+
+/* One stack off the shared lists, warm first, or NULL. */
+static struct vega__stack *shared_take(struct vega_rt *rt)
+{
+    struct vega__stack *s = rt->stack_warm;
+    if (s) {
+        rt->stack_warm = s->next;
+        rt->stack_nwarm--;
+        return s;
+    }
+    s = rt->stack_cold;
+    if (s) {
+        cold_unlink(rt, s);
+        *(volatile uint64_t *)s->base = CANARY; /* its page was given back */
+    }
+    return s;
+}
+
+/* ---- per worker ----------------------------------------------------------------------------- */
+
+static unsigned cache_len(struct vega__worker *w)
+{
+    return atomic_load_explicit(&w->stack_cache_len, memory_order_relaxed);
+}
+
+static void set_cache_len(struct vega__worker *w, unsigned n)
+{
+    atomic_store_explicit(&w->stack_cache_len, n, memory_order_relaxed); /* metrics read it */
 }
 
 struct vega__stack *vega__stack_get(struct vega__worker *w)
@@ -107,51 +211,103 @@ struct vega__stack *vega__stack_get(struct vega__worker *w)
     struct vega__stack *s = w->stack_cache;
     if (vega__likely(s)) {
         w->stack_cache = s->next;
-        w->stack_cache_len--;
+        set_cache_len(w, cache_len(w) - 1);
         return s;
     }
     struct vega_rt *rt = w->rt;
     pthread_mutex_lock(&rt->stack_mu);
-    if (!rt->stack_free)
-        rt->stack_free = grow(rt);
-    /* Take up to half a cache's worth at once. */
+    if (!rt->stack_warm && !rt->stack_cold && !grow(rt)) {
+        pthread_mutex_unlock(&rt->stack_mu);
+        return NULL;
+    }
+    s = shared_take(rt);
+    /* Take up to a quarter of a cache's worth more of the warm ones (cold ones are taken one
+     * at a time: each costs faults when used). */
     unsigned n = 0;
-    while (rt->stack_free && n < VEGA__STACK_CACHE / 2) {
-        struct vega__stack *x = rt->stack_free;
-        rt->stack_free = x->next;
+    while (rt->stack_warm && n < VEGA__STACK_CACHE / 4) {
+        struct vega__stack *x = rt->stack_warm;
+        rt->stack_warm = x->next;
+        rt->stack_nwarm--;
         x->next = w->stack_cache;
         w->stack_cache = x;
         n++;
     }
     pthread_mutex_unlock(&rt->stack_mu);
-    w->stack_cache_len += n;
-    s = w->stack_cache;
-    if (s) {
-        w->stack_cache = s->next;
-        w->stack_cache_len--;
-    }
+    set_cache_len(w, n);
     return s;
+}
+
+/* Gives a stack's pages back but for the top one, which holds the descriptor. */
+static void drop_pages(struct vega_rt *rt, struct vega__stack *s)
+{
+    size_t drop = ((char *)s - (char *)s->base) & ~(rt->page - 1);
+    if (drop)
+        madvise(s->base, drop, MADV_DONTNEED);
 }
 
 void vega__stack_put(struct vega__worker *w, struct vega__stack *s)
 {
-    if (vega__likely(w->stack_cache_len < VEGA__STACK_CACHE)) {
-        s->next = w->stack_cache;
-        w->stack_cache = s;
-        w->stack_cache_len++;
+    unsigned n = cache_len(w);
+    s->next = w->stack_cache;
+    w->stack_cache = s;
+    if (vega__likely(n < VEGA__STACK_CACHE)) {
+        set_cache_len(w, n + 1);
         return;
     }
-    /* Beyond the cache: give the pages back to the kernel, keep the address range. The
-     * descriptor sits on the top page, so keep that one. */
+    /* Full: keep the newest half, hand the rest to the shared lists in one go. */
+    struct vega__stack *last = s;
+    for (unsigned i = 1; i < VEGA__STACK_CACHE / 2; i++)
+        last = last->next;
+    struct vega__stack *give = last->next;
+    last->next = NULL;
+    set_cache_len(w, VEGA__STACK_CACHE / 2);
+
     struct vega_rt *rt = w->rt;
-    size_t drop = ((char *)s - (char *)s->base) & ~(rt->page - 1);
-    if (drop > rt->page) {
-        madvise((char *)s->base + rt->page, drop - rt->page, MADV_DONTNEED);
-    }
+    struct vega__stack *cold = NULL;
     pthread_mutex_lock(&rt->stack_mu);
-    s->next = rt->stack_free;
-    rt->stack_free = s;
+    while (give && rt->stack_nwarm < VEGA__STACK_WARM) {
+        struct vega__stack *x = give;
+        give = x->next;
+        x->next = rt->stack_warm;
+        rt->stack_warm = x;
+        rt->stack_nwarm++;
+    }
     pthread_mutex_unlock(&rt->stack_mu);
+    if (!give)
+        return;
+    /* The rest goes cold: the madvise calls are made outside the lock. */
+    for (struct vega__stack *x = give; x; x = x->next)
+        drop_pages(rt, x);
+    cold = give;
+    pthread_mutex_lock(&rt->stack_mu);
+    while (cold) {
+        struct vega__stack *x = cold;
+        cold = x->next;
+        cold_push(rt, x);
+        struct vega__region *r = x->region;
+        if (r->ncold == STACKS_PER_REGION && rt->stack_ncold > VEGA__STACK_COLD_KEEP)
+            region_unmap(rt, r);
+    }
+    pthread_mutex_unlock(&rt->stack_mu);
+}
+
+void vega__stack_pool_stats(struct vega_rt *rt, uint64_t *regions, uint64_t *warm,
+                            uint64_t *cold, uint64_t *cached)
+{
+    pthread_mutex_lock(&rt->stack_mu);
+    *regions = rt->stack_nregions;
+    *warm = rt->stack_nwarm;
+    *cold = rt->stack_ncold;
+    pthread_mutex_unlock(&rt->stack_mu);
+    uint64_t c = 0;
+    for (unsigned i = 0; i < rt->nworkers; i++)
+        c += cache_len(&rt->workers[i]);
+    *cached = c;
+}
+
+size_t vega__stack_region_bytes(const struct vega_rt *rt)
+{
+    return slot_size(rt) * STACKS_PER_REGION;
 }
 
 bool vega__stack_canary_ok(const struct vega__stack *s)

@@ -63,7 +63,21 @@ bool vega_task_is_cancelled(void)
 
 /* Task structs come from chunks owned by the runtime and are recycled through per-worker free
  * lists (Go keeps its g structs the same way): a spawn costs no malloc once the runtime has
- * seen its peak number of tasks. The memory goes back when the runtime is freed. */
+ * seen its peak number of tasks.
+ *
+ * Every list is bounded. A worker holds a current list of at most VEGA__TASK_BATCH free
+ * structs and one spare full batch; a free that fills the current list while the spare is
+ * full moves the spare, as a whole, to the runtime's shared list of batches, and an
+ * allocation that finds both empty takes a whole batch from there: O(1) either way, one lock
+ * per VEGA__TASK_BATCH operations at worst. Work stealing makes tasks that are created on one
+ * worker finish on another; without the bound one worker would hoard the freed structs while
+ * the other kept mapping chunks, memory that grows with every request and that LeakSanitizer
+ * cannot see (all of it is freed with the runtime).
+ *
+ * Chunks are never unmapped before vega_rt_free: task memory is type-stable (see Join below),
+ * so what stays mapped is bounded by the peak of live tasks plus the workers' lists: a chunk is
+ * mapped only when the allocating worker and the shared list have nothing, so
+ * chunks <= (peak live + (workers - 1) x 2 x VEGA__TASK_BATCH) / TASK_CHUNK + 1. */
 #define TASK_CHUNK 1169u /* (128 KiB - header) / 112 bytes: one mmap per chunk */
 
 struct vega__task_chunk {
@@ -71,57 +85,180 @@ struct vega__task_chunk {
     struct vega_task tasks[TASK_CHUNK];
 };
 
-static struct vega_task *task_alloc(struct vega_rt *rt, struct vega__worker *w)
+/* A free batch on the shared list is its first struct; the batches are linked through that
+ * struct's arg_result (unused while free) and the structs of a batch through `next`. */
+static inline struct vega_task *batch_next(struct vega_task *b) { return b->arg_result; }
+
+/* The owner writes the counts; metrics read them from any thread. */
+static unsigned cur_len(struct vega__worker *w)
 {
-    struct vega_task *t = w ? w->task_cache : NULL;
-    if (vega__likely(t)) {
-        w->task_cache = t->next;
-        return t;
+    return atomic_load_explicit(&w->task_cur_len, memory_order_relaxed);
+}
+
+static void set_cur_len(struct vega__worker *w, unsigned n)
+{
+    atomic_store_explicit(&w->task_cur_len, n, memory_order_relaxed);
+}
+
+static void set_spare(struct vega__worker *w, struct vega_task *spare)
+{
+    w->task_spare = spare;
+    atomic_store_explicit(&w->task_spare_len, spare ? VEGA__TASK_BATCH : 0, memory_order_relaxed);
+}
+
+/* Puts one full batch on the shared list. Caller holds task_mu. */
+static void shared_push_batch(struct vega_rt *rt, struct vega_task *b)
+{
+    b->arg_result = rt->task_batches;
+    rt->task_batches = b;
+    rt->task_free_len += VEGA__TASK_BATCH;
+}
+
+/* Maps one more chunk onto the shared list: full batches, and the rest as loose structs.
+ * Caller holds task_mu. */
+static bool grow_chunks(struct vega_rt *rt)
+{
+    /* Pre-faulted in one go: a fault per page would cost more than the zeroing. */
+    struct vega__task_chunk *c = mmap(NULL, sizeof *c, PROT_READ | PROT_WRITE,
+                                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (c == MAP_FAILED)
+        return false;
+    c->next = rt->task_chunks;
+    rt->task_chunks = c;
+    rt->task_nchunks++;
+    unsigned i = 0;
+    for (; i + VEGA__TASK_BATCH <= TASK_CHUNK; i += VEGA__TASK_BATCH) {
+        for (unsigned j = 0; j < VEGA__TASK_BATCH; j++) {
+            struct vega_task *t = &c->tasks[i + j];
+            t->rt = rt; /* for good: the struct is this runtime's until it is unmapped */
+            t->next = j + 1 < VEGA__TASK_BATCH ? t + 1 : NULL;
+        }
+        shared_push_batch(rt, &c->tasks[i]);
+    }
+    for (; i < TASK_CHUNK; i++) {
+        c->tasks[i].rt = rt;
+        c->tasks[i].next = rt->task_loose;
+        rt->task_loose = &c->tasks[i];
+        rt->task_free_len++;
+    }
+    return true;
+}
+
+/* Takes a batch (or, with no full batch, up to a batch of loose structs) off the shared list;
+ * *n receives its length. Caller holds task_mu. */
+static struct vega_task *shared_take(struct vega_rt *rt, unsigned *n)
+{
+    struct vega_task *b = rt->task_batches;
+    if (b) {
+        rt->task_batches = batch_next(b);
+        rt->task_free_len -= VEGA__TASK_BATCH;
+        *n = VEGA__TASK_BATCH;
+        return b;
+    }
+    /* Loose structs come from frees outside any worker: rare, so a walk is fine. */
+    b = rt->task_loose;
+    struct vega_task *last = b;
+    unsigned k = b ? 1 : 0;
+    while (last && last->next && k < VEGA__TASK_BATCH) {
+        last = last->next;
+        k++;
+    }
+    if (last) {
+        rt->task_loose = last->next;
+        last->next = NULL;
+    }
+    rt->task_free_len -= k;
+    *n = k;
+    return b;
+}
+
+struct vega_task *vega__task_alloc(struct vega_rt *rt, struct vega__worker *w)
+{
+    if (vega__likely(w != NULL)) {
+        struct vega_task *t = w->task_cur;
+        if (vega__likely(t)) {
+            w->task_cur = t->next;
+            set_cur_len(w, cur_len(w) - 1);
+            return t;
+        }
+        if (w->task_spare) {
+            t = w->task_spare;
+            set_spare(w, NULL);
+            w->task_cur = t->next;
+            set_cur_len(w, VEGA__TASK_BATCH - 1);
+            return t;
+        }
     }
     pthread_mutex_lock(&rt->task_mu);
-    if (!rt->task_free) {
-        /* Pre-faulted in one go: a fault per page would cost more than the zeroing. */
-        struct vega__task_chunk *c = mmap(NULL, sizeof *c, PROT_READ | PROT_WRITE,
-                                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-        if (c == MAP_FAILED) {
-            pthread_mutex_unlock(&rt->task_mu);
-            return NULL;
-        }
-        c->next = rt->task_chunks;
-        rt->task_chunks = c;
-        for (unsigned i = 0; i < TASK_CHUNK; i++) {
-            c->tasks[i].next = rt->task_free;
-            rt->task_free = &c->tasks[i];
-        }
+    if (!rt->task_batches && !rt->task_loose && !grow_chunks(rt)) {
+        pthread_mutex_unlock(&rt->task_mu);
+        return NULL;
     }
-    t = rt->task_free;
-    rt->task_free = t->next;
-    if (w) {
-        /* Take a batch of the global list with us. */
-        for (unsigned i = 1; i < 64 && rt->task_free; i++) {
-            struct vega_task *x = rt->task_free;
-            rt->task_free = x->next;
-            x->next = w->task_cache;
-            w->task_cache = x;
-        }
+    unsigned n;
+    struct vega_task *t = shared_take(rt, &n);
+    if (!w && n > 1) { /* from outside: one struct, the rest goes back loose */
+        struct vega_task *rest = t->next, *last = rest;
+        while (last->next)
+            last = last->next;
+        last->next = rt->task_loose;
+        rt->task_loose = rest;
+        rt->task_free_len += n - 1;
     }
     pthread_mutex_unlock(&rt->task_mu);
+    if (w) {
+        w->task_cur = t->next;
+        set_cur_len(w, n - 1);
+    }
     return t;
 }
 
 void vega__task_free(struct vega__worker *w, struct vega_task *t)
 {
-    if (w && w->rt == t->rt) {
-        t->next = w->task_cache;
-        w->task_cache = t;
+    struct vega_rt *rt = t->rt;
+    if (vega__unlikely(!w || w->rt != rt)) {
+        pthread_mutex_lock(&rt->task_mu);
+        t->next = rt->task_loose;
+        rt->task_loose = t;
+        rt->task_free_len++;
+        pthread_mutex_unlock(&rt->task_mu);
         return;
     }
-    struct vega_rt *rt = t->rt;
-    pthread_mutex_lock(&rt->task_mu);
-    t->next = rt->task_free;
-    rt->task_free = t;
-    pthread_mutex_unlock(&rt->task_mu);
+    unsigned n = cur_len(w);
+    if (vega__likely(n < VEGA__TASK_BATCH)) {
+        t->next = w->task_cur;
+        w->task_cur = t;
+        set_cur_len(w, n + 1);
+        return;
+    }
+    /* The current list is a full batch: it becomes the spare, and a spare already there goes
+     * to the shared list whole. */
+    if (w->task_spare) {
+        pthread_mutex_lock(&rt->task_mu);
+        shared_push_batch(rt, w->task_spare);
+        pthread_mutex_unlock(&rt->task_mu);
+    }
+    set_spare(w, w->task_cur);
+    t->next = NULL;
+    w->task_cur = t;
+    set_cur_len(w, 1);
 }
+
+void vega__task_pool_stats(struct vega_rt *rt, uint64_t *chunks, uint64_t *shared,
+                           uint64_t *cached)
+{
+    pthread_mutex_lock(&rt->task_mu);
+    *chunks = rt->task_nchunks;
+    *shared = rt->task_free_len;
+    pthread_mutex_unlock(&rt->task_mu);
+    uint64_t c = 0;
+    for (unsigned i = 0; i < rt->nworkers; i++) {
+        struct vega__worker *w = &rt->workers[i];
+        c += cur_len(w) + atomic_load_explicit(&w->task_spare_len, memory_order_relaxed);
+    }
+    *cached = c;
+}
+
+size_t vega__task_chunk_bytes(void) { return sizeof(struct vega__task_chunk); }
 
 void vega__task_chunks_free(struct vega_rt *rt)
 {
@@ -132,7 +269,9 @@ void vega__task_chunks_free(struct vega_rt *rt)
         c = next;
     }
     rt->task_chunks = NULL;
-    rt->task_free = NULL;
+    rt->task_batches = rt->task_loose = NULL;
+    rt->task_free_len = 0;
+    rt->task_nchunks = 0;
 }
 
 void vega__live_add(struct vega__worker *w, struct vega_task *t)
@@ -171,7 +310,7 @@ static void live_remove(struct vega__stack *s)
 struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, vega_task_fn fn,
                                     void *arg, const vega_spawn_options *opts, bool detached)
 {
-    struct vega_task *t = task_alloc(rt, w);
+    struct vega_task *t = vega__task_alloc(rt, w);
     if (!t)
         return NULL;
     t->sp = NULL;

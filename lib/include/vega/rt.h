@@ -243,6 +243,16 @@ typedef struct vega_rt_metrics {
     uint64_t inject_queue;
     uint64_t blocking_threads;
     uint64_t blocking_queue;
+    /* What the runtime's memory pools hold (each has a bound: docs/ARCHITECTURE.md, Pools). */
+    uint64_t task_chunks;        /* chunks of task structs mapped (kept until vega_rt_free) */
+    uint64_t task_chunk_bytes;   /* their size in bytes (committed) */
+    uint64_t tasks_free_shared;  /* free task structs on the shared list */
+    uint64_t tasks_free_cached;  /* free task structs in the workers' caches */
+    uint64_t stack_regions;      /* stack mappings (16 stacks each) */
+    uint64_t stack_region_bytes; /* their size in bytes (virtual: pages commit when touched) */
+    uint64_t stacks_cached;      /* free stacks in the workers' caches (pages kept) */
+    uint64_t stacks_warm;        /* free stacks on the shared list with their pages */
+    uint64_t stacks_cold;        /* free stacks whose pages went back (one page kept each) */
 } vega_rt_metrics;
 
 /* Reads the runtime-wide counters. Context: any thread. Since 0.1. */
