@@ -36,6 +36,25 @@ _Noreturn void vega__panic(const char *file, int line, const char *fmt, ...)
 #define VEGA_NEVER(x) ((x) ? (VEGA_PANIC("assertion failed: !(%s)", #x), 1) : 0)
 #endif
 
+/* Bound checks that cannot wrap. The rule of the house: room is checked by adding and
+ * comparing (`used + n <= cap`), never as `cap - used - n` on unsigned sizes, which wraps to a
+ * huge value once used passes cap - n. These helpers take the three numbers apart so that no
+ * caller has to think about it:
+ * - vega__fits(used, n, cap): n more bytes fit behind used in cap (false, never a wrap, when
+ *   used > cap or used + n would overflow);
+ * - vega__room(used, cap): bytes left, 0 when used >= cap. */
+static inline bool vega__fits(size_t used, size_t n, size_t cap)
+{
+    VEGA_ASSERT(used <= cap);
+    return used <= cap && n <= cap - used;
+}
+
+static inline size_t vega__room(size_t used, size_t cap)
+{
+    VEGA_ASSERT(used <= cap);
+    return used < cap ? cap - used : 0;
+}
+
 static inline void vega__cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

@@ -9,6 +9,8 @@
 #include "server_int.h"
 
 enum { HEAD_READY = 1, HEAD_CLOSE = 0, HEAD_PARKED = 2 };
+/* Inner answers of next_head's steps (never returned by it). */
+enum { HEAD_MORE = 3, HEAD_WAIT = 4 };
 
 /* ---- the active block ---------------------------------------------------------------------- */
 
@@ -297,10 +299,108 @@ static int parse_head(struct srv_conn *c, struct srv_active *a, size_t end)
     return HEAD_CLOSE;
 }
 
+/* A request head's clock. Before its first byte the connection may idle (idle_timeout; the
+ * first request: header_timeout). From its first byte, blank lines before the request line
+ * included, the whole head must arrive within header_timeout. Both deadlines live in the
+ * connection, so neither a park nor a trickle of blank lines restarts them. */
+static void head_byte_seen(struct srv_conn *c)
+{
+    if (!c->head_started) {
+        c->head_started = true;
+        c->idle_dl = vega_deadline_in_ns(c->srv->o.header_timeout_ns);
+    }
+}
+
+static void head_done(struct srv_conn *c)
+{
+    c->head_started = false;
+    c->idle_dl = 0;
+    c->blank_lines = 0;
+}
+
+/* Skips the empty lines before a request line: RFC 9112 §2.2 says a server SHOULD ignore at
+ * least one (some clients send CRLF after a body); past SRV_MAX_BLANK_BYTES (eight CRLFs) the
+ * rest is left to the parser, which refuses it. */
+static void skip_blank_lines(struct srv_conn *c, struct srv_active *a)
+{
+    while (a->in_start < a->in_end && c->blank_lines < SRV_MAX_BLANK_BYTES &&
+           (a->in[a->in_start] == '\r' || a->in[a->in_start] == '\n')) {
+        a->in_start++;
+        a->in_pos = a->in_start;
+        c->blank_lines++;
+    }
+    if (a->scan < a->in_start)
+        a->scan = a->in_start;
+}
+
+/* Makes room to read more of a head: moves it to the front, or grows the buffer up to the
+ * limit. Returns HEAD_WAIT (room made), HEAD_CLOSE (too large: answered), or -ENOMEM. */
+static int head_room(struct srv_conn *c, struct srv_active *a)
+{
+    if (a->in_end < a->in_cap)
+        return HEAD_WAIT;
+    if (a->in_start > 0) {
+        size_t have = a->in_end - a->in_start;
+        memmove(a->in, a->in + a->in_start, have);
+        a->scan -= a->in_start;
+        a->in_start = 0;
+        a->in_pos = 0;
+        a->in_end = have;
+        return HEAD_WAIT;
+    }
+    size_t cap = VEGA__MIN(a->in_cap * 2, c->srv->max_head + SRV_IN_RESERVE);
+    if (cap <= a->in_cap)
+        return parse_head(c, a, 0);
+    return in_resize(a, cap) < 0 ? -ENOMEM : HEAD_WAIT;
+}
+
+/* Idle, with no byte of the next head: answers held back go out, then what the socket has is
+ * taken without waiting, or the connection parks (no task, no buffer) until bytes come.
+ * Returns HEAD_MORE (bytes read: look again), HEAD_WAIT (wait for them in place: TLS holds
+ * some, or a caller's stream), HEAD_PARKED, HEAD_CLOSE, or a negative code. */
+static int wait_idle(struct srv_conn *c, struct srv_active *a, bool *woke)
+{
+    vega_http_server *srv = c->srv;
+    if (a->out_len) {
+        int r = vega__srv_flush(c, VEGA_DEADLINE_NEVER);
+        if (r < 0)
+            return r;
+    }
+    if (atomic_load_explicit(&srv->stopping, memory_order_relaxed))
+        return HEAD_CLOSE;
+    if (!c->idle_dl)
+        c->idle_dl = vega_deadline_in_ns(c->nreq ? srv->o.idle_timeout_ns
+                                                 : srv->o.header_timeout_ns);
+    if (!c->sock)
+        return HEAD_WAIT;
+    if (c->tls || *woke || !c->drained) {
+        /* what is there, without waiting; for TLS, a read that finds nothing also lets the
+         * stream drop its buffers */
+        *woke = false;
+        vega_ssize n = vega__srv_read(c, a->in + a->in_end, a->in_cap - a->in_end, 0);
+        if (n > 0) {
+            a->in_end += (size_t)n;
+            head_byte_seen(c);
+            return HEAD_MORE;
+        }
+        if (n == 0)
+            return HEAD_CLOSE;
+        if (n != -ETIMEDOUT)
+            return (int)n;
+        if (vega_now() >= c->idle_dl)
+            return -ETIMEDOUT;
+    }
+    if (c->tls && vega_tls_has_buffered(c->stream))
+        return HEAD_WAIT;
+    active_free(a);
+    c->a = NULL;
+    return vega__srv_park(c, c->idle_dl) ? HEAD_PARKED : HEAD_CLOSE;
+}
+
 /* Reads until a complete head is buffered, parking when idle. Returns HEAD_READY (x filled),
  * HEAD_PARKED (c is no longer ours), HEAD_CLOSE (quietly or after an error response), or a
  * negative code that ends the connection. */
-static int next_head(struct srv_conn *c, bool woke, int *err)
+static int next_head(struct srv_conn *c, bool woke)
 {
     vega_http_server *srv = c->srv;
     struct srv_active *a = c->a;
@@ -310,26 +410,18 @@ static int next_head(struct srv_conn *c, bool woke, int *err)
         a->in_start = a->in_pos;
         if (a->scan < a->in_start)
             a->scan = a->in_start;
+        head_byte_seen(c); /* a pipelined request already began */
     }
-    vega_tstamp t0 = a->in_end > a->in_start ? vega_now() : 0;
-    unsigned crlf = 0;
     for (;;) {
-        /* RFC 9112 §2.2: a few empty lines before a request line are ignored (some clients
-         * send CRLF after a body) */
-        while (a->in_start < a->in_end && crlf < 8 &&
-               (a->in[a->in_start] == '\r' || a->in[a->in_start] == '\n')) {
-            a->in_start++;
-            a->in_pos = a->in_start;
-            crlf++;
-        }
-        if (a->scan < a->in_start)
-            a->scan = a->in_start;
+        skip_blank_lines(c, a);
         if (a->in_end > a->in_start) {
             size_t end = find_head_end(a->in, a->in_end, &a->scan);
             if (end) {
                 /* keep room after the head for reading its body through the buffer */
-                if (a->in_cap - end < SRV_IN_RESERVE && in_resize(a, end + SRV_IN_RESERVE) < 0)
+                if (!vega__fits(end, SRV_IN_RESERVE, a->in_cap) &&
+                    in_resize(a, end + SRV_IN_RESERVE) < 0)
                     return -ENOMEM;
+                head_done(c);
                 return parse_head(c, a, end);
             }
             size_t have = a->in_end - a->in_start;
@@ -339,93 +431,27 @@ static int next_head(struct srv_conn *c, bool woke, int *err)
                 have >= srv->max_head)
                 return parse_head(c, a, 0);
         }
-        if (a->in_end == a->in_cap) {
-            if (a->in_start > 0) {
-                size_t have = a->in_end - a->in_start;
-                memmove(a->in, a->in + a->in_start, have);
-                a->scan -= a->in_start;
-                a->in_start = 0;
-                a->in_pos = 0;
-                a->in_end = have;
-            } else {
-                size_t cap = VEGA__MIN(a->in_cap * 2, srv->max_head + SRV_IN_RESERVE);
-                if (cap <= a->in_cap)
-                    return parse_head(c, a, 0);
-                if (in_resize(a, cap) < 0)
-                    return -ENOMEM;
-            }
-        }
-        vega_deadline dl;
+        int r = head_room(c, a);
+        if (r != HEAD_WAIT)
+            return r;
         if (a->in_end == a->in_start) {
-            /* idle: nothing of the next request yet */
-            if (a->out_len) {
-                int r = vega__srv_flush(c, VEGA_DEADLINE_NEVER);
-                if (r < 0)
-                    return r;
-            }
-            if (atomic_load_explicit(&srv->stopping, memory_order_relaxed))
-                return HEAD_CLOSE;
-            /* The idle deadline holds across wakes that bring no request bytes (a TLS
-             * record in pieces, a spurious wake): only request bytes reset it. */
-            if (!c->idle_dl)
-                c->idle_dl = vega_deadline_in_ns(c->nreq ? srv->o.idle_timeout_ns
-                                                         : srv->o.header_timeout_ns);
-            if (c->sock) {
-                if (c->tls || woke || !c->drained) {
-                    /* what is there, without waiting; for TLS, a read that finds nothing
-                     * also lets the stream drop its buffers */
-                    vega_ssize n = vega__srv_read(c, a->in + a->in_end,
-                                                    a->in_cap - a->in_end, 0);
-                    if (n > 0) {
-                        a->in_end += (size_t)n;
-                        c->idle_dl = 0;
-                        t0 = vega_now();
-                        woke = false;
-                        continue;
-                    }
-                    if (n == 0)
-                        return HEAD_CLOSE;
-                    if (n != -ETIMEDOUT) {
-                        *err = (int)n;
-                        return (int)n;
-                    }
-                    if (vega_now() >= c->idle_dl) {
-                        *err = -ETIMEDOUT;
-                        return -ETIMEDOUT;
-                    }
-                }
-                if (!c->tls || !vega_tls_has_buffered(c->stream)) {
-                    active_free(a);
-                    c->a = NULL;
-                    if (vega__srv_park(c, c->idle_dl))
-                        return HEAD_PARKED;
-                    return HEAD_CLOSE;
-                }
-            }
-            woke = false;
-            dl = c->idle_dl;
-        } else {
-            if (!t0)
-                t0 = vega_now();
-            dl = t0 + srv->o.header_timeout_ns;
+            r = wait_idle(c, a, &woke);
+            if (r == HEAD_MORE)
+                continue;
+            if (r != HEAD_WAIT)
+                return r;
+        } else if (a->out_len) {
             /* answers held back for this request go out before we wait for the rest of it */
-            if (a->out_len) {
-                int r = vega__srv_flush(c, VEGA_DEADLINE_NEVER);
-                if (r < 0)
-                    return r;
-            }
+            if ((r = vega__srv_flush(c, VEGA_DEADLINE_NEVER)) < 0)
+                return r;
         }
-        vega_ssize n = vega__srv_read(c, a->in + a->in_end, a->in_cap - a->in_end, dl);
+        vega_ssize n = vega__srv_read(c, a->in + a->in_end, a->in_cap - a->in_end, c->idle_dl);
         if (n == 0)
             return HEAD_CLOSE;
-        if (n < 0) {
-            *err = (int)n;
+        if (n < 0)
             return (int)n;
-        }
-        if (a->in_end == a->in_start)
-            t0 = vega_now();
         a->in_end += (size_t)n;
-        c->idle_dl = 0;
+        head_byte_seen(c);
     }
 }
 
@@ -554,7 +580,7 @@ int vega__srv_conn_run(struct srv_conn *c, bool woke)
     int err = 0;
     bool unread = false;
     for (;;) {
-        int r = next_head(c, woke, &err);
+        int r = next_head(c, woke);
         woke = false;
         if (r == HEAD_PARKED)
             return 0;

@@ -40,9 +40,10 @@ int vega__srv_flush(struct srv_conn *c, vega_deadline dl)
 static int emit(struct srv_conn *c, const void *p, size_t n, vega_deadline dl)
 {
     struct srv_active *a = c->a;
-    if (n <= SRV_OUT_CAP - a->out_len) {
+    if (vega__fits(a->out_len, n, SRV_OUT_CAP)) {
         memcpy(a->out + a->out_len, p, n);
         a->out_len += n;
+        VEGA_ASSERT(a->out_len <= SRV_OUT_CAP);
         return 0;
     }
     if (n < SRV_OUT_CAP / 2) {
@@ -112,7 +113,7 @@ int vega__srv_write_error(struct srv_conn *c, int status)
     int blen = snprintf(body, sizeof body, "%d %s\n", status, reason);
     size_t need = 20 + rlen + SRV_DATE_LINE_LEN + 10 + srv->server_header_len + 64 + 40 + 24 +
                   (size_t)blen;
-    if (need > SRV_OUT_CAP - a->out_len && vega__srv_flush(c, VEGA_DEADLINE_NEVER) < 0)
+    if (!vega__fits(a->out_len, need, SRV_OUT_CAP) && vega__srv_flush(c, VEGA_DEADLINE_NEVER) < 0)
         return -EPIPE;
     char *w0 = (char *)a->out + a->out_len, *w = w0;
     w = status_line(w, status, reason, rlen);
@@ -130,6 +131,7 @@ int vega__srv_write_error(struct srv_conn *c, int status)
     memcpy(w, body, (size_t)blen);
     w += blen;
     a->out_len += (size_t)(w - w0);
+    VEGA_ASSERT(a->out_len <= SRV_OUT_CAP);
     return vega__srv_flush(c, VEGA_DEADLINE_NEVER);
 }
 
@@ -309,7 +311,7 @@ int vega_http_response_start(vega_http_exchange *x, int status, const vega_http_
     const char *reason = vega_http_status_reason(status);
     size_t rlen = strlen(reason);
     size_t need = 16 + rlen + fsize + SRV_DATE_LINE_LEN + 12 + srv->server_header_len + 80;
-    if (need > SRV_OUT_CAP - a->out_len) {
+    if (!vega__fits(a->out_len, need, SRV_OUT_CAP)) {
         if (need > SRV_OUT_CAP)
             return VEGA_ERR_NOBUF;
         int r = vega__srv_flush(c, VEGA_DEADLINE_NEVER);
@@ -344,6 +346,7 @@ int vega_http_response_start(vega_http_exchange *x, int status, const vega_http_
     if (informational) {
         PUT("\r\n");
         a->out_len += (size_t)(w - w0);
+        VEGA_ASSERT(a->out_len <= SRV_OUT_CAP);
         if (status == 100)
             x->continue_sent = true;
         return vega__srv_flush(c, VEGA_DEADLINE_NEVER);
@@ -384,6 +387,7 @@ int vega_http_response_start(vega_http_exchange *x, int status, const vega_http_
         PUT("Connection: keep-alive\r\n");
     PUT("\r\n");
     a->out_len += (size_t)(w - w0);
+    VEGA_ASSERT(a->out_len <= SRV_OUT_CAP);
     return 0;
 }
 
@@ -447,7 +451,9 @@ vega_ssize vega_http_response_sendfile(vega_http_exchange *x, int fd, uint64_t o
     const size_t total = len;
     if (x->chunked && (r = chunk_header(c, len, dl)) < 0)
         return r;
-    if (len <= SRV_OUT_CAP / 2 && len <= SRV_OUT_CAP - a->out_len - 2) {
+    /* Room for the bytes and the chunk's CRLF: checked by adding, as `CAP - out_len - 2` wraps
+     * when the buffer is (nearly) full, and pread then writes past it. */
+    if (len <= SRV_OUT_CAP / 2 && vega__fits(a->out_len, len + 2, SRV_OUT_CAP)) {
         /* small: copy it next to the head, one write for both */
         size_t got = 0;
         while (got < len) {
@@ -462,13 +468,13 @@ vega_ssize vega_http_response_sendfile(vega_http_exchange *x, int fd, uint64_t o
             got += (size_t)k;
         }
         a->out_len += len;
+        VEGA_ASSERT(a->out_len <= SRV_OUT_CAP);
     } else {
         /* A head still waiting in the output buffer goes out with the first bytes of the file
          * in one send, so the client's first segment is full rather than a lone head (what
          * TCP_CORK gives nginx), then sendfile takes the rest. */
-        size_t lead = a->out_len > 0 && !x->chunked && SRV_OUT_CAP - a->out_len > 4096
-                          ? SRV_OUT_CAP - a->out_len
-                          : 0;
+        size_t room = vega__room(a->out_len, SRV_OUT_CAP);
+        size_t lead = a->out_len > 0 && !x->chunked && room > 4096 ? room : 0;
         if (lead > len)
             lead = len;
         while (lead > 0) {
@@ -481,6 +487,7 @@ vega_ssize vega_http_response_sendfile(vega_http_exchange *x, int fd, uint64_t o
                 return x->error;
             }
             a->out_len += (size_t)k;
+            VEGA_ASSERT(a->out_len <= SRV_OUT_CAP);
             offset += (uint64_t)k;
             len -= (size_t)k;
             x->body_bytes += (uint64_t)k;

@@ -20,6 +20,7 @@
 /* First size of the read buffer; it grows (up to the head limits) only for a head that does
  * not fit. */
 #define SRV_IN_CAP 16384
+#define SRV_MAX_BLANK_BYTES 16 /* CR and LF bytes ignored before a request line: 8 CRLFs */
 /* Room kept after a complete head for reading its body through the buffer. */
 #define SRV_IN_RESERVE 4096
 /* An unread request body is drained after the response up to this many bytes, else the
@@ -97,9 +98,12 @@ struct srv_conn {
     vega_sock *sock;              /* NULL when served over a caller's stream */
     vega_stream *stream;          /* over sock (borrowed) or the caller's; TLS when tls */
     bool tls;
+    bool head_started;            /* a byte of the next head came (blank lines count) */
+    uint8_t blank_lines;          /* CR and LF bytes skipped before the next request line */
     uint64_t id;
     unsigned nreq;
-    vega_deadline idle_dl;        /* while waiting for a request's first byte; 0 otherwise */
+    vega_deadline idle_dl;        /* the next head's deadline: idle (or first request) before
+                                     its first byte, header_timeout from it; 0: not set */
     bool drained;                 /* the last read left nothing in the socket (it came back
                                      short or empty): parking now cannot miss a wake */
     struct srv_addr peer, local;

@@ -25,6 +25,9 @@ int vtest_driver(void);
 /* Runs body as the main task of a fresh runtime on vtest_driver(): workers == 0 means the
  * current-thread flavour. Skips (exit 77) when the driver is not available here. */
 void vtest_run(void (*body)(void), unsigned workers);
+/* The same on a current-thread runtime with the paused clock: time starts at 0 and jumps to
+ * the next timer whenever every task waits, so timeouts are exact and cost no wall time. */
+void vtest_run_paused(void (*body)(void));
 
 #define VTEST(name)                                                                            \
     static void vtest_case_##name(void);                                                       \

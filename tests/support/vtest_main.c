@@ -64,12 +64,25 @@ static void *run_task(void *arg)
     return NULL;
 }
 
+static void run_with(void (*body)(void), unsigned workers, bool paused);
+
 void vtest_run(void (*body)(void), unsigned workers)
+{
+    run_with(body, workers, false);
+}
+
+void vtest_run_paused(void (*body)(void))
+{
+    run_with(body, 0, true);
+}
+
+static void run_with(void (*body)(void), unsigned workers, bool paused)
 {
     vega_rt_options o;
     vega_rt_options_init(&o);
     o.flavor = workers ? VEGA_RT_MULTI_THREAD : VEGA_RT_CURRENT_THREAD;
     o.workers = workers;
+    o.paused_clock = paused;
     o.driver = vtest_driver();
     vega_rt *rt;
     int r = vega_rt_new(&rt, &o);
