@@ -380,22 +380,34 @@ static int parse_chunk_line(vega_http1_parser *p, const char *s, size_t n)
 #define BWS()                                                                                      \
     while (i < n && (s[i] == ' ' || s[i] == '\t'))                                                 \
     i++
+    bool ext = false;
     for (;;) {
+        /* BWS is allowed only around ";" and "=": "5 \r\n" or "5;a=b \r\n" are refused, as a
+         * strict front proxy would refuse them, so that the two cannot disagree on framing. */
+        size_t ws = i;
         BWS();
-        if (i == n)
+        if (i == n) {
+            if (i > ws)
+                return bad_char(p, (uint8_t)s[ws],
+                                ext ? VEGA_HTTP1_E_CHUNK_EXT : VEGA_HTTP1_E_CHUNK_SIZE);
             break;
+        }
         if (s[i] != ';')
             return bad_char(p, (uint8_t)s[i], VEGA_HTTP1_E_CHUNK_EXT);
         i++;
+        ext = true;
         BWS();
         size_t k = i;
         while (i < n && vega__http1_is_tchar((uint8_t)s[i]))
             i++;
         if (i == k)
             return bad_char(p, i < n ? (uint8_t)s[i] : 0, VEGA_HTTP1_E_CHUNK_EXT);
+        ws = i;
         BWS();
-        if (i == n || s[i] != '=')
+        if (i == n || s[i] != '=') {
+            i = ws; /* the loop's head judges the whitespace */
             continue;
+        }
         i++;
         BWS();
         if (i < n && s[i] == '"') { /* quoted-string, with quoted-pair */

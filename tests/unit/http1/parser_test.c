@@ -401,6 +401,12 @@ VTEST(chunk_errors)
         {"1;a=b c\r\n", "VEGA_HTTP1_E_CHUNK_EXT"},
         {"1;a(=b\r\n", "VEGA_HTTP1_E_CHUNK_EXT"},
         {"1;a=\"\x01\"\r\n", "VEGA_HTTP1_E_CHUNK_EXT"},
+        /* whitespace is only allowed around ";" and "=" (issue 11, finding 4) */
+        {"5 \r\n", "VEGA_HTTP1_E_CHUNK_SIZE"},
+        {"5\t\r\n", "VEGA_HTTP1_E_CHUNK_SIZE"},
+        {"5;a=b \r\n", "VEGA_HTTP1_E_CHUNK_EXT"},
+        {"5;a \r\n", "VEGA_HTTP1_E_CHUNK_EXT"},
+        {"5;a=\"q\"\t\r\n", "VEGA_HTTP1_E_CHUNK_EXT"},
         {"1\r\nxx\r\n", "VEGA_HTTP1_E_CHUNK_DATA"},
         {"1\r\nx\n0\r\n\r\n", "VEGA_HTTP1_E_CHUNK_DATA"},
         {"1\n", "VEGA_HTTP1_E_BARE_LF"},
