@@ -81,6 +81,7 @@ struct curl_opts {
     bool remote_name_all;
 
     bool location, include, head, silent, show_error, verbose, fail, fail_with_body;
+    bool location_trusted; /* credentials follow redirects to other origins */
     bool insecure, compressed, progress_bar, no_progress;
     long max_redirs; /* -1 = unlimited */
     int http_version; /* 10 or 11 */

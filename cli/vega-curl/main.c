@@ -51,7 +51,10 @@ static const char usage_text[] =
     "  SSLKEYLOGFILE=FILE       append TLS secrets to FILE (for Wireshark)\n"
     "\n"
     "Redirects:\n"
-    "  -L, --location           follow redirects (301, 302, 303, 307, 308)\n"
+    "  -L, --location           follow redirects (301, 302, 303, 307, 308); Authorization,\n"
+    "                           Cookie and Proxy-Authorization from -H go only to the\n"
+    "                           original scheme, host and port\n"
+    "      --location-trusted   -L that sends them to every host it is redirected to\n"
     "      --max-redirs N       at most N redirects (default 50; -1 = no limit; exit 47)\n"
     "\n"
     "Output:\n"
@@ -122,6 +125,7 @@ enum {
     OPT_NO_PROGRESS,
     OPT_URL,
     OPT_DATA_URLENCODE,
+    OPT_LOCATION_TRUSTED,
 };
 
 static const struct option long_opts[] = {
@@ -138,6 +142,7 @@ static const struct option long_opts[] = {
     {"remote-name", no_argument, NULL, 'O'},
     {"remote-name-all", no_argument, NULL, OPT_REMOTE_NAME_ALL},
     {"location", no_argument, NULL, 'L'},
+    {"location-trusted", no_argument, NULL, OPT_LOCATION_TRUSTED},
     {"max-redirs", required_argument, NULL, OPT_MAX_REDIRS},
     {"include", no_argument, NULL, 'i'},
     {"head", no_argument, NULL, 'I'},
@@ -361,6 +366,7 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
         case 'O': add_out(o, NULL, true); break;
         case OPT_REMOTE_NAME_ALL: o->remote_name_all = true; break;
         case 'L': o->location = true; break;
+        case OPT_LOCATION_TRUSTED: o->location = o->location_trusted = true; break;
         case OPT_MAX_REDIRS:
             if (strcmp(optarg, "-1") == 0)
                 o->max_redirs = -1;

@@ -67,6 +67,8 @@ struct xfer {
     size_t nfields;
     vega_deadline dl;
     uint8_t *buf;
+    char origin[CURL_MAX_URL_LEN]; /* scheme://host:port of the URL the user gave */
+    bool foreign;                  /* this hop's origin is another one */
 };
 
 /* ---- trace (-v) and heads (-i) ------------------------------------------------------------ */
@@ -397,12 +399,46 @@ static bool user_has(const struct curl_opts *o, const char *name)
     return false;
 }
 
+/* "scheme://host:port" of url (the port always written out, the host lower-cased), or "" when
+ * it does not parse. */
+static void url_origin(const char *url, char *out, size_t cap)
+{
+    vega_http_url u;
+    out[0] = '\0';
+    if (vega_http_url_parse(&u, url, strlen(url)) < 0)
+        return;
+    int n = snprintf(out, cap, "%.*s://%.*s:%u", (int)u.scheme.len, u.scheme.ptr,
+                     (int)u.host.len, u.host.ptr, (unsigned)u.port);
+    if (n < 0 || (size_t)n >= cap) {
+        out[0] = '\0';
+        return;
+    }
+    for (char *p = out; *p; p++)
+        if (*p >= 'A' && *p <= 'Z')
+            *p = (char)(*p - 'A' + 'a');
+}
+
+/* Fields that carry credentials: a redirect to another origin must not take them along
+ * (curl's rule since CVE-2018-1000007 and CVE-2022-27776), unless --location-trusted. */
+static bool is_credential(const vega_http_field *f)
+{
+    static const char *const names[] = {"authorization", "cookie", "proxy-authorization"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        size_t n = strlen(names[i]);
+        if (f->name.len == n && strncasecmp(f->name.ptr, names[i], n) == 0)
+            return true;
+    }
+    return false;
+}
+
 static void build_fields(struct xfer *x)
 {
     const struct curl_opts *o = x->o;
     x->nfields = 0;
+    bool strip = x->foreign && !o->location_trusted;
     for (size_t i = 0; i < o->nheaders; i++)
-        x->fields[x->nfields++] = o->headers[i];
+        if (!strip || !is_credential(&o->headers[i]))
+            x->fields[x->nfields++] = o->headers[i];
     static const char ct[] = "Content-Type", form[] = "application/x-www-form-urlencoded";
     if (x->send_data && !o->no_content_type && !user_has(o, ct))
         x->fields[x->nfields++] = (vega_http_field){{ct, sizeof(ct) - 1}, {form, sizeof(form) - 1}};
@@ -514,6 +550,8 @@ static int read_body(struct xfer *x, vega_http_client_response *resp,
 static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_response **out)
 {
     const struct curl_opts *o = x->o;
+    url_origin(x->url, x->origin, sizeof x->origin);
+    x->foreign = false;
     for (;;) {
         build_fields(x);
         vega_http_client_request req;
@@ -594,6 +632,15 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
                             "necessary data rewind wasn't possible (the upload came from stdin)");
         }
         memcpy(x->url, x->next, (size_t)n + 1);
+        char here[CURL_MAX_URL_LEN];
+        url_origin(x->url, here, sizeof here);
+        x->foreign = !x->origin[0] || strcmp(here, x->origin) != 0;
+        if (x->foreign && o->verbose && !o->location_trusted)
+            for (size_t i = 0; i < o->nheaders; i++)
+                if (is_credential(&o->headers[i]))
+                    info_line("Not sending %.*s to %s: another origin than the first URL's "
+                              "(--location-trusted sends it)",
+                              (int)o->headers[i].name.len, o->headers[i].name.ptr, here);
         vega_http_url u;
         if (vega_http_url_parse(&u, x->url, (size_t)n) == 0) {
             snprintf(x->host, sizeof(x->host), "%.*s", (int)u.host.len, u.host.ptr);

@@ -327,6 +327,10 @@ vega_ssize vega_http_client_response_read(vega_http_client_response *r, void *bu
         return -EINVAL;
     if (r->err)
         return r->err;
+    /* The request's deadline bounds the whole exchange, reads that find bytes waiting
+     * included: a body that never stops coming cannot keep the caller past it. */
+    if (r->dl != VEGA_DEADLINE_NEVER && vega_now() >= r->dl)
+        return -ETIMEDOUT;
     vega_ssize n;
     if (r->dec) {
         n = read_decoded(r, buf, len, dl);

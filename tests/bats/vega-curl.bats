@@ -67,11 +67,13 @@ start_files() {
 # start_raw MODE: a raw HTTP/1.1 server; sets RPORT. Modes: echo (answers with the request it
 # got, head and decoded body), bodylen (answers "LENGTH SHA256" of the body), hang (reads and
 # never answers), close (reads and closes), loop (302 to itself), badgzip (a body that claims
-# to be gzip and is not), redirect307 (307 to /echo, then echo).
+# to be gzip and is not), redirect307 (307 to /echo, then echo), away URL (302 to URL),
+# endless (a chunked body that never ends, sent as fast as the client reads).
 start_raw() {
     cat >"$T/raw.py" <<'EOF'
 import hashlib, socket, sys, threading
 mode = sys.argv[1]
+arg = sys.argv[2].encode() if len(sys.argv) > 2 else b""
 ls = socket.socket()
 ls.bind(("127.0.0.1", 0))
 ls.listen(16)
@@ -124,6 +126,12 @@ def serve(c):
         if mode == "close":
             c.recv(65536)
             return
+        if mode == "endless":
+            c.recv(65536)
+            c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            chunk = b"4000\r\n" + b"x" * 16384 + b"\r\n"
+            while True:
+                c.sendall(chunk)
         while True:
             req, buf = read_req(c, buf)
             if req is None:
@@ -136,6 +144,8 @@ def serve(c):
                 reply(c, b"307 Temporary Redirect", b"", b"Location: /echo\r\n")
             elif mode == "bodylen":
                 reply(c, b"200 OK", b"%d %s\n" % (len(body), hashlib.sha256(body).hexdigest().encode()))
+            elif mode == "away":
+                reply(c, b"302 Found", b"", b"Location: " + arg + b"\r\n")
             elif mode == "loop":
                 reply(c, b"302 Found", b"", b"Location: /again\r\n")
             elif mode == "badgzip":
@@ -149,7 +159,7 @@ while True:
     conn, _ = ls.accept()
     threading.Thread(target=serve, args=(conn,), daemon=True).start()
 EOF
-    bg "$T/raw-$1.log" command -p python3 -u "$T/raw.py" "$1"
+    bg "$T/raw-$1.log" command -p python3 -u "$T/raw.py" "$@"
     wait_for_line "$T/raw-$1.log" '^port [0-9]+' 10
     RPORT="$(awk '/^port/ {print $2; exit}' "$T/raw-$1.log")"
 }
@@ -425,6 +435,50 @@ have_curl() {
     [[ "$output" == *abc ]]
 }
 
+# CVE-2018-1000007 and CVE-2022-27776 in curl: credentials given with -H must not follow a
+# redirect to another scheme, host or port.
+@test "-L: Authorization, Cookie and Proxy-Authorization stay with the first origin (as curl)" {
+    start_raw echo
+    local echo_port=$RPORT
+    local creds=(-H 'Authorization: Bearer s3cret-a' -H 'Cookie: session=s3cret-c'
+        -H 'Proxy-Authorization: Basic s3cret-p' -H 'X-Other: kept')
+    local to
+    for to in "http://127.0.0.1:$echo_port/echo" "http://localhost:$echo_port/echo"; do
+        start_raw away "$to"
+        run vc -s -L "${creds[@]}" "http://127.0.0.1:$RPORT/start"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"GET /echo HTTP/1.1"* ]]
+        [[ "$output" == *"X-Other: kept"* ]]
+        [[ "$output" != *s3cret* ]]
+        if command -v curl >/dev/null; then
+            # curl drops these two (it still sends Proxy-Authorization to the new host;
+            # vega-curl does not: a proxy credential has no business there either)
+            run curl -s -L "${creds[@]}" "http://127.0.0.1:$RPORT/start"
+            [[ "$output" == *"X-Other: kept"* ]]
+            [[ "$output" != *s3cret-a* ]]
+            [[ "$output" != *s3cret-c* ]]
+        fi
+    done
+    # -v says what it left out
+    run vc -s -v -L "${creds[@]}" "http://127.0.0.1:$RPORT/start"
+    [[ "$output" == *"Not sending Authorization to http://localhost:$echo_port"* ]]
+    # --location-trusted sends them everywhere, as curl does
+    run vc -s --location-trusted "${creds[@]}" "http://127.0.0.1:$RPORT/start"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"Authorization: Bearer s3cret-a"* ]]
+    [[ "$output" == *"Cookie: session=s3cret-c"* ]]
+    [[ "$output" == *"Proxy-Authorization: Basic s3cret-p"* ]]
+}
+
+@test "-L: a redirect within the same origin keeps Authorization and Cookie" {
+    start_raw redirect307
+    run vc -s -L -H 'Authorization: Bearer s3cret-a' -H 'Cookie: c=1' "http://127.0.0.1:$RPORT/start"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"GET /echo HTTP/1.1"* ]]
+    [[ "$output" == *"Authorization: Bearer s3cret-a"* ]]
+    [[ "$output" == *"Cookie: c=1"* ]]
+}
+
 @test "-L: a 307 repeats the method and body; -w num_redirects and url_effective" {
     start_raw redirect307
     run vc -s -L -d 'k=v' -w '\n%{num_redirects} %{url_effective}' "http://127.0.0.1:$RPORT/start"
@@ -492,6 +546,20 @@ have_curl() {
     [ $((t1 - t0)) -lt 5000 ]
     if have_curl; then
         run curl -sS -m 1 "http://127.0.0.1:$RPORT/"
+        [ "$status" -eq 28 ]
+    fi
+}
+
+@test "-m bounds the whole transfer while a body keeps coming (28, as curl)" {
+    start_raw endless
+    t0="$(now_ms)"
+    run vc -sS -m 1 -o /dev/null "http://127.0.0.1:$RPORT/"
+    t1="$(now_ms)"
+    [ "$status" -eq 28 ]
+    [[ "$output" == *"timed out"* ]]
+    [ $((t1 - t0)) -lt 5000 ]
+    if have_curl; then
+        run curl -sS -m 1 -o /dev/null "http://127.0.0.1:$RPORT/"
         [ "$status" -eq 28 ]
     fi
 }

@@ -106,8 +106,12 @@ VEGA_API int vega_http_client_send(vega_http_client *c, const vega_http_client_r
                                    vega_http_client_response **out);
 
 /* Reads the response body (decoded when decompress was asked and a known coding came back).
- * Returns bytes (> 0), 0 at the end, or a negative code: -ETIMEDOUT, VEGA_ERR_PROTO, a
- * compress code, VEGA_HTTP_ERR_BODY_TOO_LARGE (max_body). Since 0.1. */
+ * Two deadlines apply: dl bounds this call's wait (0 = do not wait), and the request's
+ * `deadline` bounds the whole exchange: once it has passed, every read returns -ETIMEDOUT,
+ * even when body bytes are already buffered. A wait ends at the earlier of the two.
+ * Returns bytes (> 0), 0 at the end, or a negative code: -ETIMEDOUT (either deadline;
+ * nothing consumed), -ECANCELED, VEGA_ERR_PROTO, a compress code, VEGA_HTTP_ERR_BODY_TOO_LARGE
+ * (max_body). Context: inside a task. Since 0.1. */
 VEGA_API vega_ssize vega_http_client_response_read(vega_http_client_response *r, void *buf,
                                                    size_t len, vega_deadline dl);
 

@@ -796,6 +796,56 @@ VTEST(deadline_covers_exchange)
     vtest_run(body_deadline, 0);
 }
 
+/* The request's deadline ends the exchange even while body bytes keep arriving (issue 11,
+ * finding 5: a body that never stops must not keep the reader past it). On the paused clock:
+ * 64 KiB of an endless chunked body wait in the socket, and the reader takes 200 ms (of mock
+ * time) per 16 KiB; the deadline at 500 ms ends it with bytes still waiting. */
+static void body_deadline_bytes_waiting(void)
+{
+    static char resp[200000];
+    size_t n = (size_t)snprintf(resp, sizeof resp,
+                                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+    for (int i = 0; i < 4; i++) {
+        n += (size_t)snprintf(resp + n, sizeof resp - n, "4000\r\n");
+        memset(resp + n, 'x', 16384);
+        n += 16384;
+        memcpy(resp + n, "\r\n", 2);
+        n += 2;
+    }
+    struct hs *h = hs_new(NULL);
+    hs_step(h, (struct hs_step){.resp = resp, .len = n}); /* no last chunk: it never ends */
+    hs_start(h);
+    vega_http_client *c = hc_client();
+    char url[128];
+    hs_url(h, url, sizeof url, "/");
+    vega_http_client_request rq;
+    vega_http_client_request_init(&rq);
+    rq.url = url;
+    rq.deadline = DL(500);
+    vega_http_client_response *r;
+    VCHECK_EQ(vega_http_client_send(c, &rq, &r), 0);
+    static char buf[16384];
+    size_t got = 0;
+    vega_ssize k;
+    while ((k = vega_http_client_response_read(r, buf, sizeof buf, VEGA_DEADLINE_NEVER)) > 0) {
+        got += (size_t)k;
+        VCHECK_EQ(vega_sleep_ms(200), 0);
+    }
+    printf("read %zu bytes, then %zd at %" PRIu64 " ms\n", got, k,
+           (uint64_t)(vega_now() / VEGA_NS_PER_MS));
+    VCHECK_EQ(k, -ETIMEDOUT);
+    VCHECK(got < 4 * 16384); /* bytes were still waiting */
+    VCHECK_EQ(vega_http_client_response_read(r, buf, sizeof buf, 0), -ETIMEDOUT);
+    vega_http_client_response_free(r);
+    vega_http_client_free(c);
+    hs_free(h);
+}
+
+VTEST(deadline_ends_a_body_that_keeps_coming)
+{
+    vtest_run_paused(body_deadline_bytes_waiting);
+}
+
 static void body_url_errors(void)
 {
     vega_http_client *c = hc_client();
