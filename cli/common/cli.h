@@ -39,6 +39,13 @@ void cli_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* A usage error: "<prog>: <message>" + "Try '<prog> --help' for more information." then exit 2. */
 _Noreturn void cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Appends printf output to buf (cap bytes, text in [0, *len)) without ever writing past cap,
+ * unlike `len += snprintf(buf + len, cap - len, ...)`, whose cap - len wraps once a cut text
+ * left len above cap. *len stays below cap and buf NUL-terminated; a text that does not fit
+ * is cut. Returns false when it was cut (or *len was already at cap, or an encoding error). */
+bool cli_appendf(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* ---- option values (opts.c) ------------------------------------------------------------------- */
 
 /*

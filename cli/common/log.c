@@ -63,6 +63,27 @@ void cli_log(int level, const char *fmt, ...)
     va_end(ap);
 }
 
+bool cli_appendf(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+{
+    if (*len >= cap)
+        return false;
+    size_t room = cap - *len;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *len, room, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        buf[*len] = '\0';
+        return false;
+    }
+    if ((size_t)n >= room) {
+        *len = cap - 1; /* cut: vsnprintf wrote room - 1 bytes and the NUL */
+        return false;
+    }
+    *len += (size_t)n;
+    return true;
+}
+
 void cli_usage_error(const char *fmt, ...)
 {
     va_list ap;

@@ -200,17 +200,18 @@ static void draw_bar(struct curl_progress *p)
         memset(line, ' ', (size_t)width + 1);
         line[0] = '\r';
         memset(line + 1, '#', (size_t)n);
-        int len = 1 + width;
-        len += snprintf(line + len, sizeof(line) - (size_t)len, " %5.1f%%", frac * 100);
-        err_puts(line, (size_t)len);
+        size_t len = 1 + (size_t)width;
+        cli_appendf(line, sizeof(line), &len, " %5.1f%%", frac * 100);
+        err_puts(line, len);
     } else {
         char sz[16];
         size5(sz, sizeof(sz), p->now);
-        int len = snprintf(line, sizeof(line), "\r%-*s", width, "");
+        size_t len = 0;
+        cli_appendf(line, sizeof(line), &len, "\r%-*s", width, "");
         int pos = (int)((p->now / 65536) % (uint64_t)(width - 4));
         memcpy(line + 1 + pos, "<=>", 3);
-        len += snprintf(line + len, sizeof(line) - (size_t)len, " %s", sz);
-        err_puts(line, (size_t)len);
+        cli_appendf(line, sizeof(line), &len, " %s", sz);
+        err_puts(line, len);
     }
 }
 

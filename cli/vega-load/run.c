@@ -241,11 +241,13 @@ static void progress_line(const struct load_run *r, struct progress *p)
     vega_tstamp now = vega_now();
     uint64_t n = sum_round_trips(r), errs = sum_errors(r);
     char line[160], rate[32];
-    int len;
+    size_t len = 0;
+    bool ok; /* a line that does not fit whole is not shown */
     if (now < r->measure_start) {
-        len = snprintf(line, sizeof(line), "\r\033[Kwarming up: %.1fs of %.1fs, %llu errors",
-                       (double)(now - r->start) / 1e9,
-                       (double)(r->measure_start - r->start) / 1e9, (unsigned long long)errs);
+        ok =
+            cli_appendf(line, sizeof(line), &len, "\r\033[Kwarming up: %.1fs of %.1fs, %llu errors",
+                        (double)(now - r->start) / 1e9, (double)(r->measure_start - r->start) / 1e9,
+                        (unsigned long long)errs);
     } else {
         double dt = (double)(now - (p->last_t > r->measure_start ? p->last_t : r->measure_start));
         double per_s = dt > 0 ? (double)(n - p->last_n) * 1e9 / dt : 0.0;
@@ -256,22 +258,22 @@ static void progress_line(const struct load_run *r, struct progress *p)
         else
             snprintf(rate, sizeof(rate), "%.0f/s", per_s);
         double t = (double)(now - r->measure_start) / 1e9;
-        len = snprintf(line, sizeof(line), "\r\033[K%.1fs", t);
-        if (r->o->duration_ns)
-            len += snprintf(line + len, sizeof(line) - (size_t)len, " of %.1fs",
-                            (double)r->o->duration_ns / 1e9);
-        len += snprintf(line + len, sizeof(line) - (size_t)len, ": %llu %s",
-                        (unsigned long long)n, load_noun(r->o));
-        if (r->o->round_trips)
-            len += snprintf(line + len, sizeof(line) - (size_t)len, " (%.0f%%)",
-                            100.0 * (double)n / (double)r->o->round_trips);
-        len += snprintf(line + len, sizeof(line) - (size_t)len, ", %s, %llu errors", rate,
-                        (unsigned long long)errs);
+        ok = cli_appendf(line, sizeof(line), &len, "\r\033[K%.1fs", t);
+        if (ok && r->o->duration_ns)
+            ok =
+                cli_appendf(line, sizeof(line), &len, " of %.1fs", (double)r->o->duration_ns / 1e9);
+        ok = ok && cli_appendf(line, sizeof(line), &len, ": %llu %s", (unsigned long long)n,
+                               load_noun(r->o));
+        if (ok && r->o->round_trips)
+            ok = cli_appendf(line, sizeof(line), &len, " (%.0f%%)",
+                             100.0 * (double)n / (double)r->o->round_trips);
+        ok = ok && cli_appendf(line, sizeof(line), &len, ", %s, %llu errors", rate,
+                               (unsigned long long)errs);
         p->last_t = now;
         p->last_n = n;
     }
-    if (len > 0 && (size_t)len < sizeof(line)) {
-        ssize_t w = write(STDERR_FILENO, line, (size_t)len);
+    if (ok && len > 0) {
+        ssize_t w = write(STDERR_FILENO, line, len);
         (void)w;
     }
 }

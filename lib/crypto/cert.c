@@ -197,13 +197,14 @@ static int read_der(const uint8_t *p, size_t len, struct entry *tmp, size_t cap)
 int vega_crypto_cert_chain_add(vega_crypto_cert_chain *c, const void *data, size_t len)
 {
     struct entry tmp[VEGA_CRYPTO_CERT_CHAIN_MAX];
-    size_t room = VEGA_CRYPTO_CERT_CHAIN_MAX - c->n;
+    size_t room = vega__room(c->n, VEGA_CRYPTO_CERT_CHAIN_MAX);
     int n = vega__crypto_is_pem(data, len) ? read_pem(data, len, tmp, room)
                                            : read_der(data, len, tmp, room);
     if (n < 0)
         return n;
     memcpy(&c->e[c->n], tmp, (size_t)n * sizeof(tmp[0]));
     c->n += (size_t)n;
+    VEGA_ASSERT(c->n <= VEGA_CRYPTO_CERT_CHAIN_MAX);
     return 0;
 }
 

@@ -6,6 +6,8 @@
 
 #include <vega/http.h>
 
+#include "base.h"
+
 static bool is_tchar(unsigned char c)
 {
     if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
@@ -103,7 +105,7 @@ vega_ssize vega_http_fields_get_combined(const vega_http_fields *f, const char *
         if (!name_eq(x, name, name_len))
             continue;
         size_t need = x->value.len + (found ? 2 : 0);
-        if (need >= cap - n) /* keep room for the NUL */
+        if (need >= vega__room(n, cap)) /* keep room for the NUL */
             return VEGA_ERR_NOBUF;
         if (found) {
             out[n++] = ',';
@@ -111,6 +113,7 @@ vega_ssize vega_http_fields_get_combined(const vega_http_fields *f, const char *
         }
         memcpy(out + n, x->value.ptr, x->value.len);
         n += x->value.len;
+        VEGA_ASSERT(n < cap);
         found = true;
     }
     if (!found)

@@ -5,6 +5,7 @@
 
 #include <vega/http.h>
 
+#include "base.h"
 #include "http_int.h"
 
 vega_ssize vega_http_pct_decode(const char *in, size_t len, char *out, size_t cap, unsigned flags)
@@ -77,10 +78,11 @@ vega_ssize vega_http_path_remove_dots(const char *in, size_t len, char *out, siz
             size_t e = r + (in[r] == '/');
             while (e < len && in[e] != '/')
                 e++;
-            if (e - r > cap - w)
+            if (!vega__fits(w, e - r, cap))
                 return VEGA_ERR_NOBUF;
             memmove(out + w, in + r, e - r);
             w += e - r;
+            VEGA_ASSERT(w <= cap);
             r = e;
         }
     }

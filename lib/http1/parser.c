@@ -5,6 +5,7 @@
  * buffer; bodies are always zero-copy. */
 #include <vega/http1.h>
 
+#include "base.h"
 #include "http1_int.h"
 
 enum {
@@ -80,7 +81,10 @@ static int take_line(vega_http1_parser *p, const uint8_t *in, size_t len, size_t
                      vega_http1_error too_long, const char **line, size_t *n)
 {
     const uint8_t *s = in + *pos;
-    size_t avail = len - *pos, room = limit - p->buf_len;
+    /* A partial line is buffered only while it stays below limit, and limit only changes with
+     * the state, after a whole line: buf_len < limit here. */
+    VEGA_ASSERT(*pos < len && p->buf_len < limit);
+    size_t avail = len - *pos, room = vega__room(p->buf_len, limit);
     const uint8_t *lf = memchr(s, '\n', avail < room ? avail : room);
     if (!lf) {
         if (avail >= room)

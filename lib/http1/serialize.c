@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "base.h"
 #include "http1_int.h"
 
 typedef struct out {
@@ -15,13 +16,14 @@ typedef struct out {
 
 static void put(out *o, const void *s, size_t n)
 {
-    if (o->full || o->cap - o->len < n) {
+    if (o->full || !vega__fits(o->len, n, o->cap)) {
         o->full = true;
         return;
     }
     if (n)
         memcpy(o->p + o->len, s, n);
     o->len += n;
+    VEGA_ASSERT(o->len <= o->cap);
 }
 
 static bool is_token(const char *s, size_t n)

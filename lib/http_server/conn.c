@@ -340,6 +340,8 @@ static int head_room(struct srv_conn *c, struct srv_active *a)
     if (a->in_end < a->in_cap)
         return HEAD_WAIT;
     if (a->in_start > 0) {
+        /* skip_blank_lines and next_head keep the scan at or past the head's start */
+        VEGA_ASSERT(a->in_start <= a->scan && a->scan <= a->in_end);
         size_t have = a->in_end - a->in_start;
         memmove(a->in, a->in + a->in_start, have);
         a->scan -= a->in_start;
@@ -377,9 +379,10 @@ static int wait_idle(struct srv_conn *c, struct srv_active *a, bool *woke)
         /* what is there, without waiting; for TLS, a read that finds nothing also lets the
          * stream drop its buffers */
         *woke = false;
-        vega_ssize n = vega__srv_read(c, a->in + a->in_end, a->in_cap - a->in_end, 0);
+        vega_ssize n = vega__srv_read(c, a->in + a->in_end, vega__room(a->in_end, a->in_cap), 0);
         if (n > 0) {
             a->in_end += (size_t)n;
+            VEGA_ASSERT(a->in_end <= a->in_cap);
             head_byte_seen(c);
             return HEAD_MORE;
         }
@@ -445,12 +448,14 @@ static int next_head(struct srv_conn *c, bool woke)
             if ((r = vega__srv_flush(c, VEGA_DEADLINE_NEVER)) < 0)
                 return r;
         }
-        vega_ssize n = vega__srv_read(c, a->in + a->in_end, a->in_cap - a->in_end, c->idle_dl);
+        vega_ssize n =
+            vega__srv_read(c, a->in + a->in_end, vega__room(a->in_end, a->in_cap), c->idle_dl);
         if (n == 0)
             return HEAD_CLOSE;
         if (n < 0)
             return (int)n;
         a->in_end += (size_t)n;
+        VEGA_ASSERT(a->in_end <= a->in_cap);
         head_byte_seen(c);
     }
 }

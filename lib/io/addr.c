@@ -246,11 +246,14 @@ bool vega_addr_equal(const vega_addr *a, const vega_addr *b)
         return x->sin6_port == y->sin6_port && x->sin6_scope_id == y->sin6_scope_id &&
                memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr)) == 0;
     }
-    case AF_UNIX:
-        return a->len == b->len &&
-               memcmp(((const struct sockaddr_un *)&a->ss)->sun_path,
-                      ((const struct sockaddr_un *)&b->ss)->sun_path,
-                      a->len - offsetof(struct sockaddr_un, sun_path)) == 0;
+    case AF_UNIX: {
+        /* The path is the bytes len covers past sun_path's offset: none for an unnamed (or a
+         * hand-made short) address, never more than sun_path holds. */
+        const struct sockaddr_un *x = (const void *)&a->ss, *y = (const void *)&b->ss;
+        size_t off = offsetof(struct sockaddr_un, sun_path);
+        size_t plen = VEGA__MIN(a->len > off ? a->len - off : 0, sizeof(x->sun_path));
+        return a->len == b->len && (plen == 0 || memcmp(x->sun_path, y->sun_path, plen) == 0);
+    }
     default:
         return true;
     }

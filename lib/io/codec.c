@@ -327,7 +327,7 @@ static int read_line(vega_decoder *d, const void **frame, size_t *len, vega_dead
         }
         const unsigned char *nl = memchr(p, '\n', (size_t)r);
         size_t seg = nl ? (size_t)(nl - (const unsigned char *)p) : (size_t)r;
-        if (seg > limit - d->have_) {
+        if (!vega__fits(d->have_, seg, limit)) {
             /* Longer than max_frame whatever follows: report now, drop the rest later. */
             vega_bufreader_consume(d->br_, nl ? seg + 1 : seg);
             d->have_ = 0;
@@ -340,6 +340,7 @@ static int read_line(vega_decoder *d, const void **frame, size_t *len, vega_dead
         if (seg)
             memcpy(d->frame_ + d->have_, p, seg);
         d->have_ += seg;
+        VEGA_ASSERT(d->have_ <= limit && d->have_ <= d->frame_cap_);
         vega_bufreader_consume(d->br_, nl ? seg + 1 : seg);
         if (!nl)
             continue;

@@ -26,7 +26,7 @@ static int pump_read(struct pump *s)
     for (;;) {
         /* With the buffer full, one more byte tells end of file from overflow. */
         char extra;
-        size_t room = c->cap - c->len;
+        size_t room = vega__room(c->len, c->cap); /* len starts at 0, grows by at most room */
         vega_ssize n =
             vega_fd_read(fd, room ? (char *)c->buf + c->len : &extra, room ? room : 1, s->dl);
         if (n <= 0)
@@ -34,6 +34,7 @@ static int pump_read(struct pump *s)
         if (!room)
             return VEGA_ERR_NOBUF;
         c->len += (size_t)n;
+        VEGA_ASSERT(c->len <= c->cap);
     }
 }
 

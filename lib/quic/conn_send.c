@@ -246,6 +246,7 @@ static uint8_t *pay(uint8_t *out, struct pkt *k)
 
 static size_t left(const struct pkt *k)
 {
+    VEGA_ASSERT(k->len <= k->cap); /* every put checked its room first */
     return k->cap - k->len;
 }
 
@@ -257,7 +258,8 @@ static bool rec_full(const struct pkt *k)
 static void put_varint(uint8_t *out, struct pkt *k, uint64_t v)
 {
     vega_ssize n = vega_quic_varint_write(pay(out, k), left(k), v);
-    k->len += (size_t)n; /* callers checked the room */
+    VEGA_ASSERT(n > 0); /* callers checked the room */
+    k->len += (size_t)n;
 }
 
 /* Encodes a frame through the generic encoder (control frames: small, rare). */

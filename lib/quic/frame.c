@@ -312,6 +312,12 @@ bool vega_quic_ack_iter_next(vega_quic_ack_iter *it, vega_quic_ack_range *out)
 {
     if (it->first) {
         it->first = false;
+        /* Validated at decode; a frame filled by hand with first_range > largest would give a
+         * smallest that wrapped below 0: no ranges at all then, as for a bad gap below. */
+        if (it->ack->first_range > it->ack->largest) {
+            it->left = 0;
+            return false;
+        }
         out->largest = it->ack->largest;
         out->smallest = it->ack->largest - it->ack->first_range;
         it->prev_smallest = out->smallest;

@@ -6,6 +6,7 @@
 
 #include <vega/crypto.h>
 
+#include "base.h"
 #include "qtls_int.h"
 
 const uint8_t vega__qtls_hrr_random[32] = {
@@ -22,14 +23,14 @@ static bool reserve(struct qt_buf *b, size_t n)
 {
     if (b->oom)
         return false;
-    if (b->cap - b->len >= n)
+    if (vega__fits(b->len, n, b->cap))
         return true;
     if (n > SIZE_MAX / 4 - b->len) {
         b->oom = true;
         return false;
     }
     size_t cap = b->cap ? b->cap : 256;
-    while (cap - b->len < n)
+    while (!vega__fits(b->len, n, cap)) /* b->len + n < SIZE_MAX / 4: no wrap */
         cap *= 2;
     uint8_t *p = vega__quic_malloc(b->mem, cap);
     if (!p) {
@@ -53,6 +54,7 @@ void vega__qt_put(struct qt_buf *b, const void *d, size_t n)
         return;
     memcpy(b->p + b->len, d, n);
     b->len += n;
+    VEGA_ASSERT(b->len <= b->cap);
 }
 
 void vega__qt_put_int(struct qt_buf *b, uint64_t v, size_t n)
@@ -74,6 +76,7 @@ void vega__qt_close(struct qt_buf *b, size_t mark, size_t n)
 {
     if (b->oom)
         return;
+    VEGA_ASSERT(mark + n <= b->len); /* vega__qt_open put the n-byte prefix at mark */
     size_t body = b->len - mark - n;
     if (n < 8 && body >> (8 * n)) {
         b->oom = true; /* a length that does not fit its prefix: never sent */

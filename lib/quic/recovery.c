@@ -405,7 +405,7 @@ static size_t detect_lost(struct vega__quic_recovery *r, int space, uint64_t now
             if (!run) {
                 run = true;
                 run_start = e->s.time_sent;
-            } else if (e->s.time_sent - run_start > pc_duration) {
+            } else if (e->s.time_sent > vega__sat_add(run_start, pc_duration)) {
                 *pc = true;
             }
         }

@@ -68,9 +68,9 @@ int vega__tls_buf_append(struct vega__tls_buf *b, const void *p, size_t n)
 {
     if (b->off == b->len)
         b->off = b->len = 0;
-    if (b->cap - b->len < n) {
+    if (!vega__fits(b->len, n, b->cap)) {
         size_t cap = b->cap ? b->cap : 4096;
-        while (cap - b->len < n)
+        while (!vega__fits(b->len, n, cap)) /* n is one BIO write: an int */
             cap *= 2;
         unsigned char *q = realloc(b->p, cap);
         if (!q)
@@ -80,6 +80,7 @@ int vega__tls_buf_append(struct vega__tls_buf *b, const void *p, size_t n)
     }
     memcpy(b->p + b->len, p, n);
     b->len += n;
+    VEGA_ASSERT(b->len <= b->cap);
     return 0;
 }
 
@@ -295,7 +296,7 @@ static int fill(struct vega_tls *t, vega_deadline dl)
         t->in_end -= t->in_pos;
         t->in_pos = 0;
     }
-    size_t room = t->in_cap - t->in_end;
+    size_t room = vega__room(t->in_end, t->in_cap);
     /* Before RX offload, read no further than the current record: the kernel must find the
      * next one whole in the socket. */
     if (t->ktls.rx_pending)
@@ -307,6 +308,7 @@ static int fill(struct vega_tls *t, vega_deadline dl)
     if (n > 0) {
         vega__tls_recparse_feed(&t->fill, dst, (size_t)n);
         t->in_end += (size_t)n;
+        VEGA_ASSERT(t->in_end <= t->in_cap);
     } else if (n == 0) {
         t->in_eof = true;
     }

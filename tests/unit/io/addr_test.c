@@ -2,6 +2,7 @@
 /* Addresses: numeric parsing, formatting round trips, Unix paths, resolution. */
 #include <arpa/inet.h>
 #include <string.h>
+#include <sys/un.h>
 
 #include <vega/io.h>
 #include <vega/rt.h>
@@ -103,6 +104,42 @@ VTEST(unix_paths)
     a.len = sizeof(sa_family_t);
     VCHECK_EQ(vega_addr_format(&a, buf, sizeof(buf)), 5);
     VCHECK_STR(buf, "unix:");
+}
+
+/* vega_addr_equal on Unix addresses whose len does not cover a path, or covers more than the
+ * storage: it compared len - offsetof(sun_path) bytes, which wrapped to SIZE_MAX for a len of 1
+ * and read past the storage for one above sizeof(struct sockaddr_un). */
+VTEST(equal_unix_odd_len)
+{
+    vega_addr a, b;
+    memset(&a, 'a', sizeof(a));
+    memset(&b, 'b', sizeof(b));
+    a.ss.ss_family = b.ss.ss_family = AF_UNIX;
+    a.len = b.len = 1; /* no room for a path: the bytes after it are not part of the address */
+    VCHECK(vega_addr_equal(&a, &b));
+    b.len = sizeof(sa_family_t); /* unnamed */
+    VCHECK(!vega_addr_equal(&a, &b));
+    a.len = sizeof(sa_family_t);
+    VCHECK(vega_addr_equal(&a, &b));
+
+    /* A len past the storage: only sun_path itself counts. */
+    memset(&a, 0, sizeof(a));
+    memset(&b, 0, sizeof(b));
+    a.ss.ss_family = b.ss.ss_family = AF_UNIX;
+    a.len = b.len = (socklen_t)(sizeof(a.ss) + 64);
+    VCHECK(vega_addr_equal(&a, &b));
+    ((struct sockaddr_un *)&b.ss)->sun_path[0] = 'x';
+    VCHECK(!vega_addr_equal(&a, &b));
+
+    /* Ordinary paths still compare as before. */
+    VCHECK_EQ(vega_addr_from_unix(&a, "/run/a"), 0);
+    VCHECK_EQ(vega_addr_from_unix(&b, "/run/a"), 0);
+    VCHECK(vega_addr_equal(&a, &b));
+    VCHECK_EQ(vega_addr_from_unix(&b, "/run/b"), 0);
+    VCHECK(!vega_addr_equal(&a, &b));
+    VCHECK_EQ(vega_addr_from_unix(&a, "@x"), 0);
+    VCHECK_EQ(vega_addr_from_unix(&b, "/x"), 0);
+    VCHECK(!vega_addr_equal(&a, &b));
 }
 
 VTEST(format_small_buffer)

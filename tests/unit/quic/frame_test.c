@@ -217,6 +217,26 @@ VTEST(ack_ranges)
     VCHECK(g.u.ack.largest == 0 && g.u.ack.first_range == 0);
 }
 
+/* A frame filled by hand with first_range > largest: the first range's smallest was computed
+ * as largest - first_range, which wrapped to just below 2^64 (a range far above largest). */
+VTEST(ack_iter_first_range_above_largest)
+{
+    vega_quic_frame_ack a = {.largest = 5, .first_range = 6};
+    vega_quic_ack_iter it;
+    vega_quic_ack_range x = {0, 0};
+    vega_quic_ack_iter_init(&it, &a);
+    bool got = vega_quic_ack_iter_next(&it, &x);
+    VCHECK(!got || x.smallest <= x.largest);
+    VCHECK(!got);
+    VCHECK(!vega_quic_ack_iter_next(&it, &x));
+    /* first_range == largest is a range down to 0. */
+    a.first_range = 5;
+    vega_quic_ack_iter_init(&it, &a);
+    VCHECK(vega_quic_ack_iter_next(&it, &x));
+    VCHECK(x.smallest == 0 && x.largest == 5);
+    VCHECK(!vega_quic_ack_iter_next(&it, &x));
+}
+
 static void bad(const char *hex, uint64_t want_err, int line)
 {
     uint8_t buf[128];
