@@ -11,9 +11,10 @@
 #define VEGA__BUDGET 128u           /* cooperative budget per turn */
 #define VEGA__LIFO_MAX 3u           /* LIFO polls in a row before the queue gets a turn */
 #define VEGA__INJECT_INTERVAL 61u   /* ticks between looks at the inject queue (and driver) */
-#define VEGA__STACK_CACHE 64u       /* free stacks kept per worker */
-#define VEGA__STACK_WARM 64u        /* free stacks kept with their pages on the shared list */
+#define VEGA__STACK_CACHE 16u      /* free stacks kept per worker */
+#define VEGA__STACK_WARM 32u       /* free stacks kept with their pages on the shared list */
 #define VEGA__STACK_COLD_KEEP 256u  /* cold stacks kept before fully free regions are unmapped */
+#define VEGA__STACK_KEEP (16u * 1024u) /* a free stack keeps at most its top 16 KiB committed */
 #define VEGA__TASK_BATCH 64u        /* task structs move between a worker and the shared list in
                                        batches; a worker keeps at most two */
 #define VEGA__DEFAULT_STACK (64u * 1024u)

@@ -245,8 +245,43 @@ static void drop_pages(struct vega_rt *rt, struct vega__stack *s)
         madvise(s->base, drop, MADV_DONTNEED);
 }
 
+/*
+ * A free stack keeps at most its top VEGA__STACK_KEEP bytes committed. A task that went deeper
+ * (a TLS handshake, a deep parser) leaves pages that no later shallow task would use: kept,
+ * they would make the pool's memory creep up to (stacks pooled) x (stack size) as, one by one,
+ * pooled stacks meet a deep task. Telling is cheap: the page just below the kept top reads as
+ * zeros until a task writes there (an untouched page maps the shared zero page, which is not
+ * resident memory) and reads as zeros again once given back, so a few word reads say whether
+ * the task that just ended went that deep; only then is there a madvise. A deep frame that
+ * writes none of the probed words is missed, which only means its pages stay until the next
+ * check sees them. Under ASan the probe would read poisoned stack memory: no trimming there.
+ */
+static void trim_deep(struct vega_rt *rt, struct vega__stack *s)
+{
+#if defined(VEGA_ASAN)
+    (void)rt;
+    (void)s;
+#else
+    uintptr_t top = (uintptr_t)s->base + s->size;
+    if (s->size < VEGA__STACK_KEEP + 3 * rt->page)
+        return;
+    uintptr_t keep = (top - VEGA__STACK_KEEP) & ~(uintptr_t)(rt->page - 1);
+    const volatile uint64_t *probe = (const volatile uint64_t *)(keep - rt->page);
+    uint64_t any = 0;
+    for (size_t i = 0; i < rt->page / sizeof *probe; i += 32) /* every 256 bytes */
+        any |= probe[i];
+    if (!any)
+        return;
+    /* The canary's page (the lowest) stays; everything from above it to the kept top goes. */
+    char *from = (char *)s->base + rt->page;
+    if ((uintptr_t)from < keep)
+        madvise(from, keep - (uintptr_t)from, MADV_DONTNEED);
+#endif
+}
+
 void vega__stack_put(struct vega__worker *w, struct vega__stack *s)
 {
+    trim_deep(w->rt, s);
     unsigned n = cache_len(w);
     s->next = w->stack_cache;
     w->stack_cache = s;
