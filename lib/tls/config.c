@@ -3,6 +3,7 @@
  * certificate selection (RFC 6066 section 3), versions, ciphers, groups, tickets, key log. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
@@ -121,6 +122,8 @@ int vega_tls_config_new(vega_tls_config **out, vega_tls_role role)
         SSL_CTX_set_tlsext_servername_arg(ctx, cfg);
         SSL_CTX_set_alpn_select_cb(ctx, alpn_select_cb, cfg);
         SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"vega", 4);
+        /* OpenSSL's default holds 20,480 sessions: bound it like every other cache. */
+        SSL_CTX_sess_set_cache_size(ctx, (long)cfg->cache_max);
     } else {
         SSL_CTX_set_session_cache_mode(ctx,
                                        SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
@@ -376,7 +379,9 @@ int vega_tls_config_set_session_cache(vega_tls_config *cfg, size_t max)
             SSL_CTX_clear_options(cfg->ctx, SSL_OP_NO_TICKET);
             SSL_CTX_set_session_cache_mode(cfg->ctx, SSL_SESS_CACHE_SERVER);
             SSL_CTX_set_num_tickets(cfg->ctx, 2);
+            SSL_CTX_sess_set_cache_size(cfg->ctx, max > LONG_MAX ? LONG_MAX : (long)max);
         }
+        cfg->cache_max = max;
         return 0;
     }
     pthread_mutex_lock(&cfg->mu);

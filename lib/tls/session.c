@@ -157,3 +157,8 @@ int vega__tls_new_session_cb(SSL *ssl, SSL_SESSION *sess)
     vega__tls_cache_put(t->cfg, t->cache_key, sess);
     return 1; /* we keep the reference OpenSSL gave us */
 }
+
+size_t vega__tls_server_cache_len(vega_tls_config *cfg)
+{
+    return (size_t)SSL_CTX_sess_number(cfg->ctx);
+}

@@ -74,6 +74,8 @@ SSL_SESSION *vega__tls_cache_get(vega_tls_config *cfg, const char *key);
 void vega__tls_cache_put(vega_tls_config *cfg, const char *key, SSL_SESSION *sess);
 void vega__tls_cache_clear(vega_tls_config *cfg);
 size_t vega__tls_cache_len(vega_tls_config *cfg);
+/* Sessions in a server's OpenSSL cache (tests). */
+size_t vega__tls_server_cache_len(vega_tls_config *cfg);
 /* The SSL_CTX new-session callback: files the session under the stream's key. */
 int vega__tls_new_session_cb(SSL *ssl, SSL_SESSION *sess);
 

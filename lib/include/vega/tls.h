@@ -253,8 +253,10 @@ VEGA_API int vega_tls_config_set_groups(vega_tls_config *cfg, const char *groups
 
 /*
  * Client: keep up to max host:port entries of resumable sessions (least recently used
- * dropped first; a TLS 1.3 ticket is used once); 0 turns resumption off. Server: max == 0 turns
- * session tickets and the session cache off, anything else leaves them on.
+ * dropped first; a TLS 1.3 ticket is used once); 0 turns resumption off. Server: TLS 1.3
+ * tickets are stateless (nothing kept per session); TLS 1.2 sessions resumed by ID are kept in
+ * a cache of at most max entries (the oldest dropped first); max == 0 turns tickets and the
+ * cache off. Default for both: 256 (a server's cache is bounded like every cache here).
  * Returns 0, -EINVAL. Since 0.1.
  */
 VEGA_API int vega_tls_config_set_session_cache(vega_tls_config *cfg, size_t max);

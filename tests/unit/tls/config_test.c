@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include <openssl/ssl.h>
+
+#include "tls_int.h"
 #include "tls_util.h"
 
 static void free_all(struct tu_pair *p, vega_tls_config *a, vega_tls_config *b)
@@ -323,6 +326,33 @@ static void body_cache_bound(void)
 VTEST(session_cache_is_bounded_lru)
 {
     tu_run(body_cache_bound, 0);
+}
+
+/* A server's TLS 1.2 session cache has a bound too (OpenSSL's own default is 20,480). The
+ * clients ask for no tickets, so the server keeps their sessions by ID. */
+size_t vega__tls_server_cache_len(vega_tls_config *cfg);
+
+static void body_server_cache_bound(void)
+{
+    struct tu_pem pem = tu_default_cert();
+    vega_tls_config *scfg = tu_server_cfg(&pem);
+    VCHECK_EQ(vega_tls_config_set_session_cache(scfg, 4), 0);
+    for (int i = 0; i < 10; i++) {
+        vega_tls_config *ccfg = tu_client_cfg(pem.cert);
+        VCHECK_EQ(vega_tls_config_set_versions(ccfg, VEGA_TLS_1_2, VEGA_TLS_1_2), 0);
+        SSL_CTX_set_options(((struct vega_tls_config *)ccfg)->ctx, SSL_OP_NO_TICKET);
+        VCHECK(!connect_once(ccfg, scfg, 443));
+        vega_tls_config_free(ccfg);
+        VCHECK(vega__tls_server_cache_len(scfg) <= 4);
+    }
+    VCHECK(vega__tls_server_cache_len(scfg) > 0); /* it does cache, within its bound */
+    vega_tls_config_free(scfg);
+    tu_pem_free(&pem);
+}
+
+VTEST(server_session_cache_is_bounded)
+{
+    tu_run(body_server_cache_bound, 0);
 }
 
 /* ---- ciphers, groups, versions --------------------------------------------------------------- */
