@@ -59,3 +59,8 @@ cpu_ticks() {
 
 # rss_kb PID: the process's resident memory (VmRSS) in KiB.
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+
+# anon_kb PID: its resident anonymous memory (RssAnon) in KiB: the heap, stacks and pools, what
+# grows when something leaks (VmRSS adds the program's and libraries' file pages, which grow as
+# more of their code runs).
+anon_kb() { awk '/^RssAnon:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }

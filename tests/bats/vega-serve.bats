@@ -37,7 +37,7 @@ setup_file() {
     export LOGF="$BATS_FILE_TMPDIR/access.log"
     export SLOG="$BATS_FILE_TMPDIR/server.log"
     # Started from a subshell, so that it is no job of this shell (no "Killed" note at the end).
-    ("$SERVE" -p 0 --workers 2 --access-log "$LOGF" -H 'X-Test: yes' "$ROOT" 2>"$SLOG" 3>&- \
+    ("$SERVE" -p 0 --access-log "$LOGF" -H 'X-Test: yes' "$ROOT" 2>"$SLOG" 3>&- \
         </dev/null &
         echo $! >"$BATS_FILE_TMPDIR/pid")
     local i
@@ -518,7 +518,8 @@ EOF
 # Small files are answered from memory after the first request, kept exact by inotify: every
 # change below is followed at once by a request that must see it.
 
-# cache_tree: a fresh tree in $T/c and a one-worker server on it (extra args passed on).
+# cache_tree: a fresh tree in $T/c and a server on it at the default worker count (extra
+# args passed on).
 cache_tree() {
     C="$T/c"
     mkdir -p "$C/d" "$T/outside"
@@ -526,7 +527,7 @@ cache_tree() {
     printf 'in d\n' >"$C/d/f.txt"
     printf '<p>index</p>\n' >"$C/d/index.html"
     printf 'outside secret\n' >"$T/outside/s.txt"
-    start_own --workers 1 "$@" "$C"
+    start_own "$@" "$C"
     CU="http://127.0.0.1:$OWN_PORT"
 }
 
@@ -618,7 +619,7 @@ etag_of() {
     mkdir -p "$T/nc"
     printf 'first\n' >"$T/nc/a.txt"
     local cu="$CU"
-    start_own --workers 1 --no-cache "$T/nc"
+    start_own --no-cache "$T/nc"
     local nu="http://127.0.0.1:$OWN_PORT"
     c "$cu/a.txt" >/dev/null
     chmod 000 "$C/a.txt" "$T/nc/a.txt"
@@ -682,7 +683,7 @@ etag_of() {
     mkdir -p "$T/many"
     # 400 files of 32 KiB (12.5 MiB) through a 1 MiB cache
     head -c $((400 * 32768)) /dev/urandom | split -b 32768 -a 3 - "$T/many/f"
-    start_own --workers 1 --cache-size 1M "$T/many"
+    start_own --cache-size 1M "$T/many"
     local u="http://127.0.0.1:$OWN_PORT"
     (cd "$T/many" && ls) | sed "s|.*|url = \"$u/&\"\noutput = \"$T/got-&\"|" >"$T/cfg"
     c -K "$T/cfg"
