@@ -198,6 +198,14 @@ void serve_cache_stop(void)
     C.ifd = -1;
 }
 
+void serve_cache_flush(void)
+{
+    pthread_mutex_lock(&C.mu);
+    if (C.lru.lnext)
+        flush_all();
+    pthread_mutex_unlock(&C.mu);
+}
+
 /* Handles the events already queued on the inotify descriptor (C.mu held). A change made
  * before a request was sent has queued its event by then, so a lookup that drains first never
  * answers from an entry that change invalidated: read-your-writes, whatever order the

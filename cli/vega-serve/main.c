@@ -5,17 +5,13 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "serve.h"
-
-struct serve_opts serve_o;
 
 static const char usage_text[] =
     "Usage: vega-serve [options] [DIR] [PORT]\n"
@@ -284,31 +280,6 @@ static void parse_args(int argc, char **argv)
         serve_o.dir = ".";
 }
 
-static void open_root(void)
-{
-    if (!realpath(serve_o.dir, serve_o.root)) {
-        cli_err(serve_o.dir, "%s", strerror(errno));
-        exit(CLI_EXIT_USAGE);
-    }
-    serve_o.root_len = strlen(serve_o.root);
-    serve_o.root_fd = open(serve_o.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (serve_o.root_fd < 0) {
-        cli_err(serve_o.dir, "%s", errno == ENOTDIR ? "not a directory" : strerror(errno));
-        exit(CLI_EXIT_USAGE);
-    }
-    struct open_how how;
-    memset(&how, 0, sizeof(how));
-    how.flags = O_RDONLY | O_CLOEXEC;
-    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-    long fd = syscall(SYS_openat2, serve_o.root_fd, ".", &how, sizeof(how));
-    serve_o.use_openat2 = fd >= 0;
-    if (fd >= 0)
-        close((int)fd);
-    else
-        cli_log(1, "openat2 unavailable (%s): paths are checked with realpath",
-                strerror(errno));
-}
-
 static void open_log(void)
 {
     serve_o.log_fd = -1;
@@ -455,11 +426,8 @@ static void *main_task(void *arg)
         serve_o.cache = false;
     serve_cache_start();
     vega_http_server_opts so;
-    vega_http_server_opts_init(&so);
-    so.handler = serve_handle;
-    so.on_log = serve_o.log_fd >= 0 ? serve_on_log : NULL;
+    serve_server_opts(&so);
     so.tls = tls;
-    so.server_header = "vega-serve/" VEGA_VERSION_STRING;
     if (max_conns)
         so.max_conns = max_conns;
     vega_http_server *srv;
@@ -502,16 +470,10 @@ static void *main_task(void *arg)
 int main(int argc, char **argv)
 {
     cli_set_prog("vega-serve");
-    serve_o.listing = true;
-    serve_o.symlinks = true;
-    serve_o.compress = true;
-    serve_o.compress_min = 1024;
-    serve_o.cache = true;
-    serve_o.cache_size = 64u << 20;
-    serve_o.cache_max_file = 64u << 10;
-    serve_o.driver = VEGA_DRIVER_DEFAULT;
+    serve_defaults();
     parse_args(argc, argv);
-    open_root();
+    if (serve_open_root() < 0)
+        exit(CLI_EXIT_USAGE);
     open_log();
 
     signal(SIGPIPE, SIG_IGN);

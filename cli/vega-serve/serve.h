@@ -71,6 +71,18 @@ struct serve_opts {
 
 extern struct serve_opts serve_o;
 
+/* ---- setup.c ------------------------------------------------------------------------------ */
+
+/* Fills serve_o with the defaults of the command line (before parsing it). */
+void serve_defaults(void);
+
+/* Opens serve_o.dir as the root (its realpath, an O_PATH descriptor, whether openat2 works).
+ * Returns 0, or -1 after saying why on stderr. */
+int serve_open_root(void);
+
+/* The server options for the handler (and the access log when serve_o.log_fd is open). */
+void serve_server_opts(vega_http_server_opts *so);
+
 /* ---- handler.c ---------------------------------------------------------------------------- */
 
 /* The vega_http_server handler. */
@@ -108,6 +120,10 @@ struct serve_cache_entry {
  * -v). Returns 0. */
 int serve_cache_start(void);
 void serve_cache_stop(void);
+
+/* Drops every entry; the watches and their task stay. A fresh start without closing the
+ * inotify instance, which costs an RCU grace period (the fuzz target resets per input). */
+void serve_cache_flush(void);
 
 /* The entry for a normalised request path, referenced; NULL on a miss. Does not allocate. */
 const struct serve_cache_entry *serve_cache_get(const char *key, size_t len);

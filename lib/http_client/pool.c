@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The HTTP client's connections: opening them (DNS, TCP with Happy Eyeballs or a --resolve
- * address, TLS with SNI and ALPN) and the keep-alive pool of idle ones per origin. */
+ * address, or the caller's connect hook; then TLS with SNI and ALPN) and the keep-alive pool
+ * of idle ones per origin. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,19 +127,17 @@ static int resolve_override(vega_http_client *c, const struct hc_key *k, vega_ad
     return found;
 }
 
-static int tls_connect(vega_http_client *c, struct hc_conn *conn, vega_sock *sock,
-                       const char *server_name, vega_http_client_info *info, vega_deadline dl)
+static void tls_opts_for(vega_tls_opts *to, const struct hc_conn *conn, const char *server_name)
 {
-    vega_tls_opts to;
-    vega_tls_opts_init(&to);
-    to.server_name = server_name;
-    to.port = conn->key.port;
-    int r = vega_tls_stream_from_sock(&conn->s, sock, 0, c->tls, &to);
-    if (r < 0) {
-        vega_sock_close(sock);
-        return r;
-    }
-    r = vega_tls_handshake(conn->s, dl);
+    vega_tls_opts_init(to);
+    to->server_name = server_name;
+    to->port = conn->key.port;
+}
+
+/* Runs the handshake on conn->s (a TLS stream) and checks the protocol it agreed on. */
+static int tls_finish(struct hc_conn *conn, vega_http_client_info *info, vega_deadline dl)
+{
+    int r = vega_tls_handshake(conn->s, dl);
     if (r < 0)
         return r;
     info->t_tls = vega_now();
@@ -154,6 +153,85 @@ static int tls_connect(vega_http_client *c, struct hc_conn *conn, vega_sock *soc
     return 0;
 }
 
+static int tls_connect(vega_http_client *c, struct hc_conn *conn, vega_sock *sock,
+                       const char *server_name, vega_http_client_info *info, vega_deadline dl)
+{
+    vega_tls_opts to;
+    tls_opts_for(&to, conn, server_name);
+    int r = vega_tls_stream_from_sock(&conn->s, sock, 0, c->tls, &to);
+    if (r < 0) {
+        vega_sock_close(sock);
+        return r;
+    }
+    return tls_finish(conn, info, dl);
+}
+
+/* The connection from the caller's connect hook: its stream as the transport, TLS over it
+ * for https (the hook never does TLS: a proxy tunnel carries the TLS of the origin). */
+static int hook_connect(vega_http_client *c, struct hc_conn *conn, const char *server_name,
+                        vega_http_client_info *info, vega_deadline dl)
+{
+    vega_stream *s = NULL;
+    int r = c->o.connect(c->o.connect_user, conn->key.host, conn->key.port, conn->key.tls, &s, dl);
+    if (r < 0)
+        return r;
+    if (r > 0 || !s) {
+        vega_stream_close(s, 0);
+        return VEGA_ERR_CALLBACK;
+    }
+    info->t_connect = vega_now();
+    if (!conn->key.tls) {
+        conn->s = s;
+        return 0;
+    }
+    vega_tls_opts to;
+    tls_opts_for(&to, conn, server_name);
+    r = vega_tls_stream_new(&conn->s, s, c->tls, &to);
+    if (r < 0) {
+        vega_stream_close(s, 0);
+        return r;
+    }
+    return tls_finish(conn, info, dl);
+}
+
+/* DNS (or a --resolve address) and TCP. Returns 0 with *sock connected, or a code. */
+static int tcp_open(vega_http_client *c, const struct hc_key *k, vega_http_client_info *info,
+                    vega_deadline dl, vega_sock **sock)
+{
+    vega_addr addr;
+    if (resolve_override(c, k, &addr)) {
+        info->t_dns = vega_now();
+        return vega_tcp_connect(sock, &addr, dl);
+    }
+    /* The lookup alone gives the DNS time; the connect then finds the answers cached. */
+    vega_addr tmp[1];
+    size_t n = 0;
+    int r = vega_dns_lookup(c->dns, k->host, AF_UNSPEC, tmp, 1, &n, dl);
+    if (r < 0)
+        return r;
+    info->t_dns = vega_now();
+    return vega_tcp_connect_host(sock, c->dns, k->host, k->port, NULL, dl);
+}
+
+/* The stream of a connection opened by the client itself (plain or TLS over TCP). */
+static int own_connect(vega_http_client *c, struct hc_conn *conn, const char *host_for_tls,
+                       vega_http_client_info *info, vega_deadline dl)
+{
+    vega_sock *sock = NULL;
+    int r = tcp_open(c, &conn->key, info, dl, &sock);
+    if (r < 0)
+        return r;
+    info->t_connect = vega_now();
+    vega_sock_set_nodelay(sock, true);
+    vega_sock_peer_addr(sock, &conn->peer);
+    if (conn->key.tls)
+        return tls_connect(c, conn, sock, host_for_tls, info, dl);
+    r = vega_stream_from_sock(&conn->s, sock, 0);
+    if (r < 0)
+        vega_sock_close(sock);
+    return r;
+}
+
 int vega__hc_connect(vega_http_client *c, const struct hc_key *k, const char *host_for_tls,
                      vega_http_client_info *info, vega_deadline dl, struct hc_conn **out)
 {
@@ -162,44 +240,13 @@ int vega__hc_connect(vega_http_client *c, const struct hc_key *k, const char *ho
     if (!conn)
         return -ENOMEM;
     conn->key = *k;
-    vega_sock *sock = NULL;
-    vega_addr addr;
-    int r;
-    if (resolve_override(c, k, &addr)) {
-        info->t_dns = vega_now();
-        r = vega_tcp_connect(&sock, &addr, dl);
-    } else {
-        /* The lookup alone gives the DNS time; the connect then finds the answers cached. */
-        vega_addr tmp[1];
-        size_t n = 0;
-        r = vega_dns_lookup(c->dns, k->host, AF_UNSPEC, tmp, 1, &n, dl);
-        if (r == 0) {
-            info->t_dns = vega_now();
-            r = vega_tcp_connect_host(&sock, c->dns, k->host, k->port, NULL, dl);
-        }
-    }
+    int r = c->o.connect ? hook_connect(c, conn, host_for_tls, info, dl)
+                         : own_connect(c, conn, host_for_tls, info, dl);
     if (r < 0) {
+        /* conn->s is set once a stream exists (a TLS stream whose handshake failed, say) */
+        vega_stream_close(conn->s, 0);
         free(conn);
         return r;
-    }
-    info->t_connect = vega_now();
-    vega_sock_set_nodelay(sock, true);
-    vega_sock_peer_addr(sock, &conn->peer);
-    if (k->tls) {
-        r = tls_connect(c, conn, sock, host_for_tls, info, dl);
-        if (r < 0) {
-            if (conn->s)
-                vega_stream_close(conn->s, 0);
-            free(conn);
-            return r;
-        }
-    } else {
-        r = vega_stream_from_sock(&conn->s, sock, 0);
-        if (r < 0) {
-            vega_sock_close(sock);
-            free(conn);
-            return r;
-        }
     }
     *out = conn;
     return 0;

@@ -29,6 +29,24 @@ typedef struct vega_http_client vega_http_client;
 /* A response being received; owned by the caller until vega_http_client_response_free. */
 typedef struct vega_http_client_response vega_http_client_response;
 
+/*
+ * A connect hook: opens the connection of a request in place of the client's own DNS lookup
+ * and TCP connect (a tunnel through a proxy, an in-memory stream in tests). It is called for
+ * each new connection, never for a pooled one.
+ * user: the opts' connect_user (retained by the client). host: the URL's host, lowercased,
+ * without the brackets of an IPv6 literal (borrowed for the call). port: the URL's port, or
+ * the scheme's default. tls: the client will run TLS over the stream (SNI and certificate
+ * checks for host, ALPN), so the hook returns the plain transport in every case. out: on 0
+ * receives the stream, returned owned: the client takes it and closes it with the connection.
+ * dl: the connect deadline (connect_timeout, or the request's deadline when earlier).
+ * Returns 0 with *out set, or a negative code (-ECONNREFUSED, -ETIMEDOUT, ...), which
+ * vega_http_client_send returns as its own; the hook then keeps nothing in *out. A positive
+ * value, or 0 without a stream, fails the request with VEGA_ERR_CALLBACK.
+ * Context: called inside the task of vega_http_client_send; may suspend. Since 0.1.
+ */
+typedef int (*vega_http_connect_fn)(void *user, const char *host, uint16_t port, bool tls,
+                                    vega_stream **out, vega_deadline dl);
+
 /* Client settings. Initialise with vega_http_client_opts_init. */
 typedef struct vega_http_client_opts {
     vega_tls_config *tls;          /* client config for https (retained); NULL: the client makes
@@ -37,10 +55,13 @@ typedef struct vega_http_client_opts {
     size_t max_idle_per_origin;    /* pooled idle connections per origin; default 8; 0 = keep
                                       none (every request on a fresh connection) */
     uint64_t idle_timeout_ns;      /* pooled connections older than this are closed; 60 s */
-    uint64_t connect_timeout_ns;   /* DNS + TCP + TLS; default 30 s */
+    uint64_t connect_timeout_ns;   /* DNS + TCP + TLS (or the connect hook + TLS); 30 s */
     uint64_t max_body;             /* decoded body bytes at most (decompression bombs);
                                       default 1 GiB; UINT64_MAX = no limit */
     const char *user_agent;        /* default "vega/<version>"; "" = no User-Agent field */
+    vega_http_connect_fn connect;  /* NULL: DNS and TCP (and the --resolve entries, which a
+                                      hook replaces); else every new connection comes from it */
+    void *connect_user;            /* passed to connect (retained) */
 } vega_http_client_opts;
 
 /* Fills o with the defaults. Since 0.1. */
@@ -99,7 +120,8 @@ VEGA_API void vega_http_client_request_init(vega_http_client_request *r);
  * VEGA_HTTP_ERR_SCHEME (not http/https); -ENOENT or a DNS code (host not found);
  * -ECONNREFUSED and other connect codes; -ETIMEDOUT (connect timeout or deadline); a TLS
  * code (vega/tls.h); VEGA_HTTP_ERR_EMPTY_REPLY (the server closed without a response);
- * VEGA_ERR_PROTO (malformed response).
+ * VEGA_ERR_PROTO (malformed response); with a connect hook, the hook's codes, and
+ * VEGA_ERR_CALLBACK when it returned 0 without a stream (or a positive value).
  * Context: inside a task. Since 0.1.
  */
 VEGA_API int vega_http_client_send(vega_http_client *c, const vega_http_client_request *req,
@@ -131,8 +153,10 @@ typedef struct vega_http_client_info {
     bool reused;                    /* the connection came from the pool */
     const char *alpn;               /* negotiated protocol on TLS, else NULL */
     const char *tls_version;        /* "TLSv1.3", or NULL */
-    vega_addr peer;                 /* the address connected to */
-    /* vega_now() stamps; 0 when the step did not happen (reused connection: no connect) */
+    vega_addr peer;                 /* the address connected to (empty, AF_UNSPEC, for a
+                                       connection from a connect hook) */
+    /* vega_now() stamps; 0 when the step did not happen (reused connection: no connect;
+       connect hook: no DNS, t_connect when the hook returned) */
     vega_tstamp t_start, t_dns, t_connect, t_tls, t_sent, t_first_byte, t_done;
 } vega_http_client_info;
 
