@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include <vega/err.h>
+#include <vega/mem.h>
 #include <vega/time.h>
 
 #define vega__likely(x) __builtin_expect(!!(x), 1)
@@ -53,6 +54,46 @@ static inline size_t vega__room(size_t used, size_t cap)
 {
     VEGA_ASSERT(used <= cap);
     return used < cap ? cap - used : 0;
+}
+
+/* Allocation through a module's vega_mem (m NULL = libc): everything an object owns goes
+ * through these, so a block is freed by the allocator that made it. */
+static inline void *vega__mem_malloc(const vega_mem *m, size_t n)
+{
+    return m ? m->malloc(m->ud, n) : malloc(n);
+}
+
+static inline void *vega__mem_calloc(const vega_mem *m, size_t n, size_t size)
+{
+    return m ? m->calloc(m->ud, n, size) : calloc(n, size);
+}
+
+/* p NULL behaves as malloc, whatever the hook does with it. */
+static inline void *vega__mem_realloc(const vega_mem *m, void *p, size_t n)
+{
+    if (!m)
+        return realloc(p, n);
+    return p ? m->realloc(m->ud, p, n) : m->malloc(m->ud, n);
+}
+
+/* A zeroed block of size bytes aligned to align (a power of two) from m, which promises only
+ * malloc's alignment: *base receives what to give back to vega__mem_free. */
+static inline void *vega__mem_calloc_aligned(const vega_mem *m, size_t align, size_t size,
+                                             void **base)
+{
+    void *p = vega__mem_calloc(m, 1, size + align - 1);
+    *base = p;
+    return p ? (void *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1)) : NULL;
+}
+
+static inline void vega__mem_free(const vega_mem *m, void *p)
+{
+    if (!p)
+        return;
+    if (m)
+        m->free(m->ud, p);
+    else
+        free(p);
 }
 
 static inline void vega__cpu_relax(void)

@@ -32,7 +32,10 @@ int vega_http_client_new(vega_http_client **out, const vega_http_client_opts *op
     if (!out)
         return -EINVAL;
     *out = NULL;
-    vega_http_client *c = calloc(1, sizeof *c);
+    const vega_mem *m = opts ? opts->mem : NULL;
+    if (m && !(m->malloc && m->calloc && m->realloc && m->free))
+        return -EINVAL;
+    vega_http_client *c = vega__mem_calloc(m, 1, sizeof *c);
     if (!c)
         return -ENOMEM;
     if (opts)
@@ -40,7 +43,9 @@ int vega_http_client_new(vega_http_client **out, const vega_http_client_opts *op
     else
         vega_http_client_opts_init(&c->o);
     const char *ua = c->o.user_agent ? c->o.user_agent : "vega/" VEGA_VERSION_STRING;
-    c->user_agent = strdup(ua);
+    size_t ualen = strlen(ua);
+    if ((c->user_agent = vega__mem_malloc(m, ualen + 1)))
+        memcpy(c->user_agent, ua, ualen + 1);
     c->o.user_agent = NULL;
     int rc = c->user_agent ? 0 : -ENOMEM;
     if (rc == 0 && c->o.tls) {
@@ -56,8 +61,8 @@ int vega_http_client_new(vega_http_client **out, const vega_http_client_opts *op
     if (rc < 0) {
         if (c->tls && !c->o.tls)
             vega_tls_config_free(c->tls);
-        free(c->user_agent);
-        free(c);
+        vega__mem_free(m, c->user_agent);
+        vega__mem_free(m, c);
         return rc;
     }
     pthread_mutex_init(&c->mu, NULL);
@@ -77,14 +82,15 @@ void vega_http_client_free(vega_http_client *c)
     while (c->resolves) {
         struct hc_resolve *x = c->resolves;
         c->resolves = x->next;
-        free(x);
+        vega__mem_free(c->o.mem, x);
     }
     if (!c->o.tls)
         vega_tls_config_free(c->tls);
     vega_dns_resolver_free(c->dns);
     pthread_mutex_destroy(&c->mu);
-    free(c->user_agent);
-    free(c);
+    const vega_mem *m = c->o.mem;
+    vega__mem_free(m, c->user_agent);
+    vega__mem_free(m, c);
 }
 
 static int lower_copy(char *dst, const char *s, size_t n)
@@ -102,16 +108,16 @@ int vega_http_client_add_resolve(vega_http_client *c, const char *host, uint16_t
 {
     if (!c || !host || !addr)
         return -EINVAL;
-    struct hc_resolve *e = calloc(1, sizeof *e);
+    struct hc_resolve *e = vega__mem_calloc(c->o.mem, 1, sizeof *e);
     if (!e)
         return -ENOMEM;
     if (*host == '[' && strlen(host) > 2 && host[strlen(host) - 1] == ']') {
         if (lower_copy(e->host, host + 1, strlen(host) - 2) < 0) {
-            free(e);
+            vega__mem_free(c->o.mem, e);
             return -EINVAL;
         }
     } else if (lower_copy(e->host, host, strlen(host)) < 0) {
-        free(e);
+        vega__mem_free(c->o.mem, e);
         return -EINVAL;
     }
     e->port = port;
@@ -178,7 +184,8 @@ static int build_head(vega_http_client *c, struct hc_req *rq, const vega_http_ur
     const vega_http_client_request *req = rq->req;
     /* The request target in origin-form (RFC 9112 §3.2.1); the fragment never goes out. */
     size_t tlen = (u->path.len ? u->path.len : 1) + (u->query.ptr ? u->query.len + 1 : 0);
-    char *target = malloc(tlen + 1);
+    const vega_mem *m = c->o.mem;
+    char *target = vega__mem_malloc(m, tlen + 1);
     /* Host: the authority without userinfo (RFC 9110 §7.2), the port only when not the
      * scheme's default. Userinfo in the URL is ignored: no credentials are sent. */
     char host[HC_MAX_HOST + 16];
@@ -209,9 +216,9 @@ static int build_head(vega_http_client *c, struct hc_req *rq, const vega_http_ur
                       u->host.ptr, v6 ? "]" : "");
 
     size_t nf = 0, cap = req->nfields + 8, total = strlen(rq->method) + tlen + 64;
-    vega_http1_field *f = calloc(cap, sizeof *f);
+    vega_http1_field *f = vega__mem_calloc(m, cap, sizeof *f);
     if (!f) {
-        free(target);
+        vega__mem_free(m, target);
         return -ENOMEM;
     }
 #define ADD(n, v, vl) (f[nf++] = (vega_http1_field){(n), strlen(n), (v), (vl)})
@@ -249,14 +256,14 @@ static int build_head(vega_http_client *c, struct hc_req *rq, const vega_http_ur
 #undef ADD
     for (size_t i = 0; i < nf; i++)
         total += f[i].name_len + f[i].value_len + 4;
-    rq->head = malloc(total);
+    rq->head = vega__mem_malloc(m, total);
     vega_ssize n = rq->head ? vega_http1_write_request_head(rq->head, total, rq->method, target,
                                                             rq->version, f, nf)
                             : -ENOMEM;
-    free(f);
-    free(target);
+    vega__mem_free(m, f);
+    vega__mem_free(m, target);
     if (n < 0) {
-        free(rq->head);
+        vega__mem_free(m, rq->head);
         rq->head = NULL;
         return n == VEGA_ERR_NOBUF ? VEGA_ERR_INTERNAL : (int)n;
     }
@@ -308,7 +315,8 @@ static int send_body_fn(vega_http_client_response *r, const struct hc_req *rq, b
                         vega_deadline dl)
 {
     const vega_http_client_request *req = rq->req;
-    uint8_t *buf = malloc(HC_RBUF);
+    const vega_mem *m = r->c->o.mem;
+    uint8_t *buf = vega__mem_malloc(m, HC_RBUF);
     if (!buf)
         return -ENOMEM;
     uint64_t left = rq->chunked ? UINT64_MAX : req->body_length;
@@ -352,7 +360,7 @@ static int send_body_fn(vega_http_client_response *r, const struct hc_req *rq, b
         if (w < 0)
             rc = (int)w;
     }
-    free(buf);
+    vega__mem_free(m, buf);
     return rc;
 }
 
@@ -510,7 +518,7 @@ int vega_http_client_send(vega_http_client *c, const vega_http_client_request *r
     struct hc_req rq;
     int rc = prepare(c, req, &rq);
     if (rc < 0) {
-        free(rq.head);
+        vega__mem_free(c->o.mem, rq.head);
         return rc;
     }
     vega_deadline dl = req->deadline ? req->deadline : VEGA_DEADLINE_NEVER;
@@ -521,6 +529,6 @@ int vega_http_client_send(vega_http_client *c, const vega_http_client_request *r
      * body_fn already gave bytes that cannot be given again. */
     if (rc < 0 && reused && retryable(rc) && !used && !got_bytes)
         rc = attempt(c, &rq, start, dl, true, &reused, &used, &got_bytes, out);
-    free(rq.head);
+    vega__mem_free(c->o.mem, rq.head);
     return rc;
 }

@@ -13,6 +13,8 @@
 #include <vega/dns.h>
 #include <vega/http_client.h>
 
+#include "base.h"
+
 /* Bytes read from the connection at a time, and the most decoded-body bytes one parse may
  * produce (a parse never yields more body than it was given). */
 #define HC_RBUF 16384
@@ -42,6 +44,7 @@ struct hc_conn {
     vega_tstamp idle_since;
     unsigned uses;    /* responses completed on it */
     struct hc_conn *prev, *next; /* the pool's list, newest first */
+    const vega_mem *mem;         /* the client's allocator, which made this struct */
 };
 
 struct hc_resolve {

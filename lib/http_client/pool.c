@@ -20,7 +20,7 @@ void vega__hc_conn_close(struct hc_conn *conn)
         return;
     /* Deadline 0: a TLS close_notify goes out if the socket takes it now; nobody waits. */
     vega_stream_close(conn->s, 0);
-    free(conn);
+    vega__mem_free(conn->mem, conn);
 }
 
 static void unlink_idle(vega_http_client *c, struct hc_conn *x)
@@ -236,16 +236,17 @@ int vega__hc_connect(vega_http_client *c, const struct hc_key *k, const char *ho
                      vega_http_client_info *info, vega_deadline dl, struct hc_conn **out)
 {
     *out = NULL;
-    struct hc_conn *conn = calloc(1, sizeof *conn);
+    struct hc_conn *conn = vega__mem_calloc(c->o.mem, 1, sizeof *conn);
     if (!conn)
         return -ENOMEM;
+    conn->mem = c->o.mem;
     conn->key = *k;
     int r = c->o.connect ? hook_connect(c, conn, host_for_tls, info, dl)
                          : own_connect(c, conn, host_for_tls, info, dl);
     if (r < 0) {
         /* conn->s is set once a stream exists (a TLS stream whose handshake failed, say) */
         vega_stream_close(conn->s, 0);
-        free(conn);
+        vega__mem_free(c->o.mem, conn);
         return r;
     }
     *out = conn;

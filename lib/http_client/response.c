@@ -14,9 +14,9 @@
 static char *arena_copy(vega_http_client_response *r, const char *s, size_t n)
 {
     struct hc_arena_block *b = r->arena;
-    if (!b || b->cap - b->used < n + 1) {
+    if (!b || !vega__fits(b->used, n + 1, b->cap)) {
         size_t cap = n + 1 > 4096 ? n + 1 : 4096;
-        b = malloc(sizeof *b + cap);
+        b = vega__mem_malloc(r->c->o.mem, sizeof *b + cap);
         if (!b)
             return NULL;
         b->cap = cap;
@@ -28,6 +28,7 @@ static char *arena_copy(vega_http_client_response *r, const char *s, size_t n)
     memcpy(p, s, n);
     p[n] = '\0';
     b->used += n + 1;
+    VEGA_ASSERT(b->used <= b->cap);
     return p;
 }
 
@@ -35,7 +36,7 @@ static void arena_free(vega_http_client_response *r)
 {
     while (r->arena) {
         struct hc_arena_block *n = r->arena->next;
-        free(r->arena);
+        vega__mem_free(r->c->o.mem, r->arena);
         r->arena = n;
     }
 }
@@ -52,7 +53,7 @@ static int trace_add(vega_http_client_response *r, const char *a, size_t an, con
         size_t cap = r->trace_cap ? r->trace_cap * 2 : 1024;
         while (cap < r->trace_len + need)
             cap *= 2;
-        char *nb = realloc(r->trace_buf, cap);
+        char *nb = vega__mem_realloc(r->c->o.mem, r->trace_buf, cap);
         if (!nb)
             return -ENOMEM;
         r->trace_buf = nb;
@@ -361,17 +362,18 @@ int vega__hc_response_new(vega_http_client *c, vega_http_client_response **out,
                           const vega_http_client_request *req)
 {
     *out = NULL;
-    vega_http_client_response *r = calloc(1, sizeof *r);
+    const vega_mem *m = c->o.mem;
+    vega_http_client_response *r = vega__mem_calloc(m, 1, sizeof *r);
     if (!r)
         return -ENOMEM;
     r->c = c;
     size_t maxf = c->o.limits.max_fields ? c->o.limits.max_fields : 100;
-    r->field_items = calloc(maxf, sizeof *r->field_items);
-    r->trailer_items = calloc(maxf, sizeof *r->trailer_items);
+    r->field_items = vega__mem_calloc(m, maxf, sizeof *r->field_items);
+    r->trailer_items = vega__mem_calloc(m, maxf, sizeof *r->trailer_items);
     if (!r->field_items || !r->trailer_items) {
-        free(r->field_items);
-        free(r->trailer_items);
-        free(r);
+        vega__mem_free(m, r->field_items);
+        vega__mem_free(m, r->trailer_items);
+        vega__mem_free(m, r);
         return -ENOMEM;
     }
     vega_http_fields_init(&r->fields, r->field_items, maxf, 0);
@@ -393,9 +395,9 @@ int vega__hc_response_new(vega_http_client *c, vega_http_client_response **out,
     };
     int rc = vega_http1_parser_init(&r->parser, VEGA_HTTP1_RESPONSE, &c->o.limits, &r->cb, r);
     if (rc < 0) {
-        free(r->field_items);
-        free(r->trailer_items);
-        free(r);
+        vega__mem_free(m, r->field_items);
+        vega__mem_free(m, r->trailer_items);
+        vega__mem_free(m, r);
         return rc;
     }
     *out = r;
@@ -424,10 +426,11 @@ void vega_http_client_response_free(vega_http_client_response *r)
     }
     vega_decompressor_free(r->dec);
     arena_free(r);
-    free(r->trace_buf);
-    free(r->field_items);
-    free(r->trailer_items);
-    free(r);
+    const vega_mem *m = r->c->o.mem;
+    vega__mem_free(m, r->trace_buf);
+    vega__mem_free(m, r->field_items);
+    vega__mem_free(m, r->trailer_items);
+    vega__mem_free(m, r);
 }
 
 const vega_http_client_info *vega_http_client_response_info(const vega_http_client_response *r)

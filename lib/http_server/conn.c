@@ -19,7 +19,7 @@ enum { HEAD_MORE = 3, HEAD_WAIT = 4 };
 static struct srv_active *active_new(vega_http_server *srv)
 {
     size_t fields = srv->o.limits.max_fields * sizeof(vega_http_field);
-    struct srv_active *a = malloc(sizeof *a + fields + SRV_IN_CAP);
+    struct srv_active *a = vega__mem_malloc(srv->o.mem, sizeof *a + fields + SRV_IN_CAP);
     if (!a)
         return NULL;
     a->in = (uint8_t *)a->field_store + fields;
@@ -32,9 +32,9 @@ static struct srv_active *active_new(vega_http_server *srv)
 }
 
 /* Resizes the read buffer to cap bytes, keeping its content. */
-static int in_resize(struct srv_active *a, size_t cap)
+static int in_resize(const vega_mem *m, struct srv_active *a, size_t cap)
 {
-    uint8_t *n = a->in_own ? realloc(a->in_own, cap) : malloc(cap);
+    uint8_t *n = vega__mem_realloc(m, a->in_own, cap);
     if (!n)
         return -ENOMEM;
     if (!a->in_own)
@@ -44,17 +44,18 @@ static int in_resize(struct srv_active *a, size_t cap)
     return 0;
 }
 
-static void active_free(struct srv_active *a)
+static void active_free(const vega_mem *m, struct srv_active *a)
 {
     if (a) {
-        free(a->in_own);
-        free(a);
+        vega__mem_free(m, a->in_own);
+        vega__mem_free(m, a);
     }
 }
 
 void vega__srv_conn_free(struct srv_conn *c)
 {
-    active_free(c->a);
+    const vega_mem *m = c->srv->o.mem;
+    active_free(m, c->a);
     c->a = NULL;
     if (c->stream)
         vega_stream_close(c->stream, vega_deadline_in_ms(1000));
@@ -65,20 +66,20 @@ void vega__srv_conn_free(struct srv_conn *c)
         vega_sock_close(c->sock);
     }
     vega__srv_unregister(c);
-    vega__srv_addr_fini(&c->peer);
-    vega__srv_addr_fini(&c->local);
-    free(c);
+    vega__srv_addr_fini(m, &c->peer);
+    vega__srv_addr_fini(m, &c->local);
+    vega__mem_free(m, c);
 }
 
-int vega__srv_addr_set(struct srv_addr *sa, const vega_addr *a)
+int vega__srv_addr_set(const vega_mem *m, struct srv_addr *sa, const vega_addr *a)
 {
-    vega__srv_addr_fini(sa);
+    vega__srv_addr_fini(m, sa);
     if (a->len <= sizeof sa->u) {
         memcpy(&sa->u, &a->ss, a->len);
         sa->len = a->len;
         return 0;
     }
-    if (!(sa->big = malloc(sizeof *sa->big)))
+    if (!(sa->big = vega__mem_malloc(m, sizeof *sa->big)))
         return -ENOMEM;
     *sa->big = *a;
     sa->len = a->len;
@@ -96,9 +97,9 @@ void vega__srv_addr_get(const struct srv_addr *sa, vega_addr *out)
     out->len = sa->len;
 }
 
-void vega__srv_addr_fini(struct srv_addr *sa)
+void vega__srv_addr_fini(const vega_mem *m, struct srv_addr *sa)
 {
-    free(sa->big);
+    vega__mem_free(m, sa->big);
     sa->big = NULL;
     sa->len = 0;
 }
@@ -353,7 +354,7 @@ static int head_room(struct srv_conn *c, struct srv_active *a)
     size_t cap = VEGA__MIN(a->in_cap * 2, c->srv->max_head + SRV_IN_RESERVE);
     if (cap <= a->in_cap)
         return parse_head(c, a, 0);
-    return in_resize(a, cap) < 0 ? -ENOMEM : HEAD_WAIT;
+    return in_resize(c->srv->o.mem, a, cap) < 0 ? -ENOMEM : HEAD_WAIT;
 }
 
 /* Idle, with no byte of the next head: answers held back go out, then what the socket has is
@@ -395,7 +396,7 @@ static int wait_idle(struct srv_conn *c, struct srv_active *a, bool *woke)
     }
     if (c->tls && vega_tls_has_buffered(c->stream))
         return HEAD_WAIT;
-    active_free(a);
+    active_free(srv->o.mem, a);
     c->a = NULL;
     return vega__srv_park(c, c->idle_dl) ? HEAD_PARKED : HEAD_CLOSE;
 }
@@ -422,7 +423,7 @@ static int next_head(struct srv_conn *c, bool woke)
             if (end) {
                 /* keep room after the head for reading its body through the buffer */
                 if (!vega__fits(end, SRV_IN_RESERVE, a->in_cap) &&
-                    in_resize(a, end + SRV_IN_RESERVE) < 0)
+                    in_resize(srv->o.mem, a, end + SRV_IN_RESERVE) < 0)
                     return -ENOMEM;
                 head_done(c);
                 return parse_head(c, a, end);
@@ -629,20 +630,21 @@ int vega_http_server_serve(vega_http_server *srv, vega_stream *s, const vega_add
         return VEGA_ERR_INVALID_ARG;
     if (!vega_task_current())
         return VEGA_ERR_NOTASK;
-    struct srv_conn *c = calloc(1, sizeof *c);
+    struct srv_conn *c = vega__mem_calloc(srv->o.mem, 1, sizeof *c);
     if (!c) {
         vega_stream_close(s, vega_deadline_in_ms(1000));
         return -ENOMEM;
     }
+    c->srv = srv;
     if (vega__srv_register(srv, c) < 0) {
-        free(c);
+        vega__mem_free(srv->o.mem, c);
         vega_stream_close(s, vega_deadline_in_ms(1000));
         return VEGA_ERR_FULL;
     }
     c->stream = s;
     c->tls = vega_tls_is_tls(s);
-    if ((peer && vega__srv_addr_set(&c->peer, peer) < 0) ||
-        (local && vega__srv_addr_set(&c->local, local) < 0)) {
+    if ((peer && vega__srv_addr_set(srv->o.mem, &c->peer, peer) < 0) ||
+        (local && vega__srv_addr_set(srv->o.mem, &c->local, local) < 0)) {
         vega__srv_conn_free(c);
         vega_stream_close(s, vega_deadline_in_ms(1000));
         return -ENOMEM;

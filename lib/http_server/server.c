@@ -38,9 +38,14 @@ int vega_http_server_new(vega_http_server **out, const vega_http_server_opts *op
         return VEGA_ERR_INVALID_ARG;
     if (opts->tls && vega_tls_config_role(opts->tls) != VEGA_TLS_SERVER)
         return VEGA_ERR_INVALID_ARG;
-    vega_http_server *s = calloc(1, sizeof *s);
+    if (opts->mem && !(opts->mem->malloc && opts->mem->calloc && opts->mem->realloc &&
+                       opts->mem->free))
+        return VEGA_ERR_INVALID_ARG;
+    void *base;
+    vega_http_server *s = vega__mem_calloc_aligned(opts->mem, 64, sizeof *s, &base);
     if (!s)
         return -ENOMEM;
+    s->alloc_base = base;
     s->o = *opts;
     s->o.limits = l;
     if (!s->o.max_conns)
@@ -58,9 +63,9 @@ int vega_http_server_new(vega_http_server **out, const vega_http_server_opts *op
     s->max_head = l.max_start_line + l.max_field_section + 2;
     if (opts->server_header) {
         s->server_header_len = strlen(opts->server_header);
-        s->server_header = malloc(s->server_header_len + 1);
+        s->server_header = vega__mem_malloc(opts->mem, s->server_header_len + 1);
         if (!s->server_header) {
-            free(s);
+            vega__mem_free(opts->mem, base);
             return -ENOMEM;
         }
         memcpy(s->server_header, opts->server_header, s->server_header_len + 1);
@@ -71,8 +76,8 @@ int vega_http_server_new(vega_http_server **out, const vega_http_server_opts *op
             static const char *const h1[] = {"http/1.1"};
             int r = vega_tls_config_set_alpn(opts->tls, h1, 1);
             if (r < 0) {
-                free(s->server_header);
-                free(s);
+                vega__mem_free(opts->mem, s->server_header);
+                vega__mem_free(opts->mem, base);
                 return r;
             }
         }
@@ -235,13 +240,14 @@ static void *accept_task(void *arg)
             vega_sock_close(cs);
             break;
         }
-        struct srv_conn *c = calloc(1, sizeof *c);
+        struct srv_conn *c = vega__mem_calloc(srv->o.mem, 1, sizeof *c);
         if (!c) {
             vega_sock_abort(cs);
             continue;
         }
+        c->srv = srv;
         if (vega__srv_register(srv, c) < 0) {
-            free(c);
+            vega__mem_free(srv->o.mem, c);
             vega_sock_abort(cs);
             continue;
         }
@@ -249,7 +255,8 @@ static void *accept_task(void *arg)
         vega_addr local;
         if (vega_sock_local_addr(cs, &local) < 0)
             memset(&local, 0, sizeof local);
-        if (vega__srv_addr_set(&c->peer, &peer) < 0 || vega__srv_addr_set(&c->local, &local) < 0) {
+        if (vega__srv_addr_set(srv->o.mem, &c->peer, &peer) < 0 ||
+            vega__srv_addr_set(srv->o.mem, &c->local, &local) < 0) {
             c->sock = NULL;
             vega__srv_conn_free(c);
             vega_sock_abort(cs);
@@ -418,6 +425,7 @@ void vega_http_server_free(vega_http_server *srv)
     pthread_mutex_destroy(&srv->lock);
     for (size_t i = 0; i < SRV_SHARDS; i++)
         pthread_mutex_destroy(&srv->shards[i].lock);
-    free(srv->server_header);
-    free(srv);
+    const vega_mem *m = srv->o.mem;
+    vega__mem_free(m, srv->server_header);
+    vega__mem_free(m, srv->alloc_base); /* srv is aligned inside it */
 }

@@ -55,6 +55,7 @@ struct srv_shard {
 
 struct vega_http_server {
     vega_http_server_opts o;
+    void *alloc_base; /* what o.mem gave: the struct is aligned to 64 bytes inside it */
     char *server_header;
     size_t server_header_len;
     size_t max_head; /* bytes a complete head may take: start line + field section + CRLF */
@@ -111,10 +112,10 @@ struct srv_conn {
 };
 
 /* Stores a into sa (replacing what it held). Returns 0 or -ENOMEM. */
-int vega__srv_addr_set(struct srv_addr *sa, const vega_addr *a);
+int vega__srv_addr_set(const vega_mem *m, struct srv_addr *sa, const vega_addr *a);
 /* Fills out from sa (an empty address when none). */
 void vega__srv_addr_get(const struct srv_addr *sa, vega_addr *out);
-void vega__srv_addr_fini(struct srv_addr *sa);
+void vega__srv_addr_fini(const vega_mem *m, struct srv_addr *sa);
 
 /* Request body reading state. */
 struct srv_body {

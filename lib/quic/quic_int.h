@@ -11,35 +11,15 @@
 
 #include <vega/quic.h>
 
-/* The connection's allocator (vega_quic_config.mem); m NULL = libc. Everything the connection
- * owns goes through these, so a block is freed by the allocator that made it. */
-static inline void *vega__quic_malloc(const vega_quic_mem *m, size_t n)
-{
-    return m ? m->malloc(m->ud, n) : malloc(n);
-}
+#include "base.h"
 
-static inline void *vega__quic_calloc(const vega_quic_mem *m, size_t n, size_t size)
-{
-    return m ? m->calloc(m->ud, n, size) : calloc(n, size);
-}
-
-/* p NULL behaves as malloc, whatever the hook does with it. */
-static inline void *vega__quic_realloc(const vega_quic_mem *m, void *p, size_t n)
-{
-    if (!m)
-        return realloc(p, n);
-    return p ? m->realloc(m->ud, p, n) : m->malloc(m->ud, n);
-}
-
-static inline void vega__quic_free(const vega_quic_mem *m, void *p)
-{
-    if (!p)
-        return;
-    if (m)
-        m->free(m->ud, p);
-    else
-        free(p);
-}
+/* The connection's allocator (vega_quic_config.mem); m NULL = libc (lib/base's helpers).
+ * Everything the connection owns goes through these, so a block is freed by the allocator
+ * that made it. */
+#define vega__quic_malloc vega__mem_malloc
+#define vega__quic_calloc vega__mem_calloc
+#define vega__quic_realloc vega__mem_realloc
+#define vega__quic_free vega__mem_free
 
 /* A cursor over borrowed bytes: every get fails (false) rather than read past end. */
 struct vega__quic_rd {

@@ -16,6 +16,7 @@
 #include <vega/http1.h>
 #include <vega/http_server.h>
 #include <vega/io.h>
+#include <vega/mem.h>
 #include <vega/stream.h>
 #include <vega/time.h>
 #include <vega/tls.h>
@@ -62,6 +63,13 @@ typedef struct vega_http_client_opts {
     vega_http_connect_fn connect;  /* NULL: DNS and TCP (and the --resolve entries, which a
                                       hook replaces); else every new connection comes from it */
     void *connect_user;            /* passed to connect (retained) */
+    const vega_mem *mem;           /* the client's own allocations: the client, pooled
+                                      connections, requests' heads, responses and their fields
+                                      (retained; NULL = libc; <vega/mem.h>). DNS, TLS and the
+                                      decompressors allocate with libc. A failed allocation
+                                      fails the call that needed it with -ENOMEM (a response
+                                      read: the response becomes unusable, its connection is
+                                      not pooled); nothing leaks. */
 } vega_http_client_opts;
 
 /* Fills o with the defaults. Since 0.1. */

@@ -15,6 +15,7 @@
 #include <vega/http.h>
 #include <vega/http1.h>
 #include <vega/io.h>
+#include <vega/mem.h>
 #include <vega/stream.h>
 #include <vega/time.h>
 #include <vega/tls.h>
@@ -89,6 +90,13 @@ typedef struct vega_http_server_opts {
     uint64_t idle_timeout_ns;     /* keep-alive idle between requests: default 60 s */
     uint64_t write_timeout_ns;    /* each response write: default 30 s */
     const char *server_header;    /* "Server" field value; NULL: none */
+    const vega_mem *mem;          /* the server's own allocations: the server, its connections,
+                                     their active blocks and read buffers (retained; NULL =
+                                     libc; <vega/mem.h>). Sockets, TLS streams and the
+                                     handler's memory are not covered. A failed allocation
+                                     closes the connection that needed it (no response, or a
+                                     response cut short when the head was already sent), or
+                                     refuses a new one; other connections go on. */
 } vega_http_server_opts;
 
 /* Fills o with the defaults (all zero but the documented defaults). Since 0.1. */

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include <vega/mem.h>
 #include <vega/crypto.h>
 #include <vega/err.h>
 #include <vega/export.h>
@@ -719,22 +720,13 @@ typedef enum vega_quic_cc {
 } vega_quic_cc;
 
 /*
- * An allocator for a connection (the ngtcp2_mem shape): all four functions are required, each
- * gets ud first. malloc, calloc and realloc return NULL on failure (realloc leaving the block
- * as it was); realloc and free are never called with NULL. A block is always freed or
- * reallocated through the allocator that made it. After a failure the call that needed the
- * memory returns -ENOMEM and the connection stays consistent: call again later (a datagram
- * whose processing failed counts as lost, the peer sends it again), except that a handshake
- * cut off mid-message closes the connection (CLOSED event, INTERNAL_ERROR or the
+ * A connection's allocator: the library-wide vega_mem (<vega/mem.h>). After a failure the call
+ * that needed the memory returns -ENOMEM and the connection stays consistent: call again later
+ * (a datagram whose processing failed counts as lost, the peer sends it again), except that a
+ * handshake cut off mid-message closes the connection (CLOSED event, INTERNAL_ERROR or the
  * internal_error alert).
  */
-typedef struct vega_quic_mem {
-    void *(*malloc)(void *ud, size_t n);
-    void *(*calloc)(void *ud, size_t n, size_t size);
-    void *(*realloc)(void *ud, void *p, size_t n);
-    void (*free)(void *ud, void *p);
-    void *ud;
-} vega_quic_mem;
+typedef vega_mem vega_quic_mem;
 
 /* Connection settings: plain data. vega_quic_config_init sets the defaults, then set what
  * applies. Pointers are borrowed for the life of the connections made with it. */

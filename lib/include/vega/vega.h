@@ -4,6 +4,7 @@
 #define VEGA_H
 
 #include <vega/err.h>
+#include <vega/mem.h>
 #include <vega/time.h>
 #include <vega/version.h>
 #include <vega/rt.h>
