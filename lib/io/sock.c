@@ -60,13 +60,7 @@ static void prep_recv(void *sqe, struct vega__op *op)
 /* VEGA_URING_NO_OP_RECV=1 waits for readiness and then reads instead (for comparisons). */
 static bool op_recv_enabled(void)
 {
-    static atomic_int on = -1;
-    int v = atomic_load_explicit(&on, memory_order_relaxed);
-    if (v < 0) {
-        v = getenv("VEGA_URING_NO_OP_RECV") == NULL;
-        atomic_store_explicit(&on, v, memory_order_relaxed);
-    }
-    return v;
+    return !vega__env()->uring_no_op_recv;
 }
 #endif
 

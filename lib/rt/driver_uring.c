@@ -120,9 +120,9 @@ static int ur_init(struct vega__worker *w)
         d->ms_accept = io_uring_opcode_supported(probe, IORING_OP_SOCKET);
         io_uring_free_probe(probe);
     }
-    if (getenv("VEGA_URING_NO_MULTISHOT_ACCEPT"))
+    if (vega__env()->uring_no_multishot_accept)
         d->ms_accept = false; /* tests and comparisons */
-    if (getenv("VEGA_URING_NO_BUF_RING"))
+    if (vega__env()->uring_no_buf_ring)
         d->br_state = -1;
     vega__worker_set_driver_data(w, d);
     return 0;

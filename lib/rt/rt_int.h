@@ -386,4 +386,13 @@ void *vega__worker_driver_data(struct vega__worker *w);
 void vega__worker_set_driver_data(struct vega__worker *w, void *p);
 void vega__worker_count_io(struct vega__worker *w);
 
+/* ---- environment switches (env.c; the table is in docs/ARCHITECTURE.md) ---------------- */
+struct vega__env {
+    int driver;      /* VEGA_DRIVER: VEGA_DRIVER_URING, VEGA_DRIVER_EPOLL, or 0 (unset/other) */
+    bool driver_set; /* VEGA_DRIVER is set (whatever its value) */
+    bool uring_no_multishot_accept, uring_no_buf_ring, uring_no_op_recv;
+};
+/* Read once per process; any thread. */
+const struct vega__env *vega__env(void);
+
 #endif

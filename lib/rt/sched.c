@@ -560,13 +560,8 @@ static unsigned affinity_cpus(void)
 
 static const struct vega__driver_ops *pick_driver(vega_driver_kind k)
 {
-    if (k == VEGA_DRIVER_DEFAULT) {
-        const char *env = getenv("VEGA_DRIVER");
-        if (env && strcmp(env, "epoll") == 0)
-            k = VEGA_DRIVER_EPOLL;
-        else if (env && strcmp(env, "uring") == 0)
-            k = VEGA_DRIVER_URING;
-    }
+    if (k == VEGA_DRIVER_DEFAULT && vega__env()->driver)
+        k = (vega_driver_kind)vega__env()->driver;
 #if defined(VEGA_HAVE_URING)
     if (k == VEGA_DRIVER_URING || k == VEGA_DRIVER_DEFAULT)
         return &vega__driver_uring;
@@ -660,7 +655,7 @@ int vega_rt_new(vega_rt **out, const vega_rt_options *opts)
         /* io_uring may be refused (seccomp, sysctl): fall back to epoll unless it was asked
          * for explicitly. */
         if (drv != &vega__driver_epoll && opts->driver == VEGA_DRIVER_DEFAULT &&
-            !getenv("VEGA_DRIVER")) {
+            !vega__env()->driver_set) {
             drv = &vega__driver_epoll;
             continue;
         }
