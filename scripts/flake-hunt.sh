@@ -4,11 +4,13 @@
 # another load, and lists every test that failed even once. A test that fails one run in fifty
 # is a broken test: it asserts what the machine usually does, not what the code guarantees.
 #
-# usage: scripts/flake-hunt.sh [-n RUNS] [-s SUITES] [-L none|stress|build]
+# usage: scripts/flake-hunt.sh [-n RUNS] [-s SUITES] [-L none|stress|build] [-p PREFIX]
 #   -n RUNS    rounds (default 5); each round runs every suite once
 #   -s SUITES  comma-separated, from ctest (build/), asan (build-asan/), tsan (build-tsan/)
 #              (default ctest,asan,tsan); a missing build folder is built first by
 #              scripts/test.sh's stage of the same name
+#   -p PREFIX  build folders PREFIX, PREFIX-asan, PREFIX-tsan (default build; with another
+#              prefix, missing folders are an error rather than built)
 #   -L LOAD    stress: stress-ng on every CPU (installed with apt-get when missing; the
 #              default), build: a parallel rebuild of a scratch copy of the library in a loop,
 #              none: no load
@@ -17,25 +19,27 @@
 set -u -o pipefail
 source "$(dirname "$0")/common.sh"
 
-runs=5 suites=ctest,asan,tsan load=stress
-while getopts "n:s:L:h" opt; do
+runs=5 suites=ctest,asan,tsan load=stress prefix=build
+while getopts "n:s:L:p:h" opt; do
     case $opt in
     n) runs=$OPTARG ;;
     s) suites=$OPTARG ;;
     L) load=$OPTARG ;;
+    p) prefix=$OPTARG ;;
     *) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
     esac
 done
 
-out=$ROOT/build-flake
+out=$ROOT/$prefix-flake
 mkdir -p "$out"
 : >"$out/failures.raw"
 
-declare -A DIR=([ctest]=build [asan]=build-asan [tsan]=build-tsan)
+declare -A DIR=([ctest]=$prefix [asan]=$prefix-asan [tsan]=$prefix-tsan)
 IFS=, read -r -a list <<<"$suites"
 for s in "${list[@]}"; do
     [ -n "${DIR[$s]:-}" ] || die "unknown suite '$s' (ctest, asan, tsan)"
     if [ ! -f "$ROOT/${DIR[$s]}/CTestTestfile.cmake" ]; then
+        [ "$prefix" = build ] || die "${DIR[$s]} is not built"
         stage=$s
         [ "$s" = ctest ] && stage=build
         log "building ${DIR[$s]} first"
