@@ -8,13 +8,13 @@
 
 #include "sched_int.h"
 
-int vega_signal_block(const void *set)
+int vega_signal_block(const sigset_t *set)
 {
     int r = pthread_sigmask(SIG_BLOCK, set, NULL);
     return -r;
 }
 
-int vega_signal_wait(const void *set, int *signo, vega_deadline dl)
+int vega_signal_wait(const sigset_t *set, int *signo, vega_deadline dl)
 {
     if (!vega__task_self())
         return VEGA_ERR_NOTASK;

@@ -7,7 +7,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
+#if defined(__GLIBC__) && !defined(__sigset_t_defined)
+#include <bits/types/sigset_t.h> /* strict ISO C: glibc's <signal.h> leaves sigset_t out */
+#endif
 
 #include <vega/err.h>
 #include <vega/export.h>
@@ -208,16 +212,15 @@ VEGA_API int vega_blocking_try(vega_blocking_fn fn, void *arg, void **result, ve
 /* ---- signals ------------------------------------------------------------------------------- */
 
 /*
- * set: borrowed, a `const sigset_t *` (typed void here so that this header compiles in strict
- * ISO C, where <signal.h> has no sigset_t).
+ * set: borrowed.
  * Waits for one of the signals in *set to be delivered to the process, through a signalfd.
  * The first call blocks those signals in every thread the runtime owns and in the caller's
  * thread; call vega_signal_block() early in main (before vega_rt_new) so that no other thread
  * receives them the default way. *signo receives the signal number.
  * Returns 0, -ETIMEDOUT, -ECANCELED, -errno. Context: inside a task. Since 0.1.
  */
-VEGA_API int vega_signal_wait(const void *set, int *signo, vega_deadline dl);
-VEGA_API int vega_signal_block(const void *set);
+VEGA_API int vega_signal_wait(const sigset_t *set, int *signo, vega_deadline dl);
+VEGA_API int vega_signal_block(const sigset_t *set);
 
 /* ---- metrics ------------------------------------------------------------------------------- */
 
