@@ -25,6 +25,7 @@
 
 #include <vega/crypto.h>
 #include <vega/quic.h>
+#include <vega/quic_wire.h>
 
 #define DGRAM_CAP     1500   /* room per datagram (the core's DPLPMTUD stops at 1452 by default) */
 #define RECV_CAP      65536

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The QUIC connection's internal state, shared by conn*.c: spaces, keys, streams, CIDs, the
- * frames each sent packet carried, and the event queue. */
+/* The QUIC connection's internal state, shared by conn*.c: packet number spaces, streams, the
+ * frames each sent packet carried, and the connection itself as one sub-struct per concern,
+ * each named for the file that owns it (conn_tls.c, conn_cid.c, conn_path.c ...). */
 #ifndef VEGA_QUIC_CONN_INT_H
 #define VEGA_QUIC_CONN_INT_H
 
@@ -8,12 +9,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <vega/quic.h>
+#include <vega/quic_wire.h>
 
 #include "qstream.h"
 #include "quic_int.h"
 #include "qtls.h"
 #include "recovery.h"
+#include "tls13_keys.h"
 
 /* Limits of one connection. */
 #define VEGA__QUIC_CRYPTO_RX_LIMIT   (128 * 1024) /* CRYPTO bytes buffered per level */
@@ -57,7 +59,7 @@ struct vega__quic_pktrec {
     struct vega__quic_pktrec *next_free;
     uint8_t level; /* vega_quic_level */
     uint8_t key_phase;
-    bool pmtu;     /* a DPLPMTUD probe of pmtu_probe bytes */
+    bool pmtu;     /* a DPLPMTUD probe of pmtu.probe bytes */
     uint16_t n;
     struct vega__quic_sf f[VEGA__QUIC_PKT_FRAMES];
 };
@@ -133,29 +135,23 @@ enum vega__quic_state {
     VEGA__QUIC_ST_CLOSED,
 };
 
-struct vega_quic_conn {
-    bool server;
-    uint32_t version;
-    enum vega__quic_state state;
-    vega_quic_config cfg;
-    vega_quic_path path;
-    uint64_t now;
-
+/* The handshake's progress (conn_tls.c). */
+struct vega__quic_conn_hs {
     struct vega__qtls *tls;
     vega_quic_tp local_tp, peer_tp;
     bool peer_tp_ok;
-    bool handshake_done, handshake_confirmed;
-    bool handshake_ev_owed; /* HANDSHAKE_DONE could not be queued (no memory): next_event
+    bool done, confirmed;
+    bool ev_owed;           /* HANDSHAKE_DONE could not be queued (no memory): next_event
                                queues it again */
-    bool done_ev_sent;
-    bool addr_validated;       /* server: the client's address is validated */
-    bool got_server_packet;    /* client: a server Initial arrived (its SCID is our DCID) */
-    bool retried;              /* client: a Retry was processed */
-    bool handshake_sent;       /* client: a Handshake packet went out (Initial keys dropped) */
+    bool got_server_packet; /* client: a server Initial arrived (its SCID is our DCID) */
+    bool retried;           /* client: a Retry was processed */
     bool ticket_sent;
-    uint64_t bytes_recv_unvalidated, bytes_sent_unvalidated;
+    bool done_queued;       /* server: a HANDSHAKE_DONE frame to send */
+};
 
-    /* Connection IDs. odcid: the client's first Destination CID (Initial keys, TP checks). */
+/* Connection IDs (conn_cid.c). odcid: the client's first Destination CID (Initial keys, TP
+ * checks). */
+struct vega__quic_conn_cids {
     uint8_t odcid[VEGA_QUIC_MAX_CID_LEN], odcid_len;
     uint8_t retry_scid[VEGA_QUIC_MAX_CID_LEN], retry_scid_len;
     uint8_t peer_scid[VEGA_QUIC_MAX_CID_LEN], peer_scid_len; /* the peer's initial SCID */
@@ -166,133 +162,237 @@ struct vega_quic_conn {
     size_t npeer;
     size_t dcid_idx; /* peer[] entry we address the peer by */
     uint64_t peer_retire_prior_to;
-    uint8_t *token; /* client: Retry or NEW_TOKEN token for Initials */
-    size_t token_len;
+    uint8_t rx_dcid[VEGA_QUIC_MAX_CID_LEN], rx_dcid_len; /* our CID the peer used last */
+};
 
-    struct vega__quic_space sp[VEGA__QUIC_NSPACES];
+/* Address validation (RFC 9000 §8.1; conn_path.c): the anti-amplification budget and the
+ * tokens that spare the next connection a Retry. */
+struct vega__quic_conn_addr {
+    bool validated;                  /* server: the client's address is validated */
+    uint64_t bytes_recv, bytes_sent; /* server: until it is */
+    bool send_blocked;               /* anti-amplification left no room: no deadline is due
+                                        until the peer sends more */
+    uint8_t *token;                  /* client: Retry or NEW_TOKEN token for Initials */
+    size_t token_len;
+    uint8_t *new_token;              /* server: a NEW_TOKEN to send until acknowledged */
+    size_t new_token_len;
+    uint64_t new_token_gen;          /* bumped per token, so an old copy's ACK does not count */
+    bool new_token_queued;
+};
+
+/* Path validation and migration (RFC 9000 §8.2, §9; conn_path.c). cur is where we send now. */
+struct vega__quic_conn_paths {
+    vega_quic_path cur;
+    bool validated;        /* cur answered our PATH_CHALLENGE (or is the handshake's path) */
+    bool migrating;        /* cur changed and is not validated yet */
+    vega_quic_path prev;   /* to go back to if validation fails */
+    bool challenge_queued, challenge_outstanding;
+    uint8_t challenge[8];
+    unsigned challenge_tries;
+    uint64_t challenge_retry;    /* when to send a fresh challenge */
+    uint64_t challenge_deadline; /* validation fails after this */
+    uint64_t bytes_recv, bytes_sent; /* on the unvalidated new path (3x limit) */
+    uint64_t migrations;
+    /* Our PATH_RESPONSE to the peer's challenge. */
+    bool response_queued;
+    uint8_t response[8];
+    bool response_elsewhere;     /* the challenge came on another path: answer there alone */
+    vega_quic_path response_path;
+    size_t response_budget;      /* 3x the datagram that carried the challenge */
+};
+
+/* DPLPMTUD (RFC 9000 §14.3, RFC 8899; conn_probe.c): mtu is confirmed; a probe of probe bytes
+ * searches between mtu and hi. */
+struct vega__quic_conn_pmtu {
+    size_t mtu, hi, probe;
+    bool in_flight, done;
+    unsigned fails;
+    size_t last_cap; /* the write cap seen last: probes never exceed it */
+};
+
+/* 0-RTT keys and the 1-RTT key update (RFC 9001 §6; conn_keys.c). */
+struct vega__quic_conn_keys {
     vega_quic_keys *early_tx, *early_rx;
-    /* 1-RTT key update (RFC 9001 §6). */
     vega_crypto_aead_alg app_aead;
-    uint8_t app_rx_secret[VEGA_QUIC_TLS13_MAX_HASH_LEN], app_tx_secret[VEGA_QUIC_TLS13_MAX_HASH_LEN];
+    uint8_t app_rx_secret[VEGA__QUIC_TLS13_MAX_HASH_LEN];
+    uint8_t app_tx_secret[VEGA__QUIC_TLS13_MAX_HASH_LEN];
     size_t app_secret_len;
     vega_quic_keys *rx_next, *rx_prev;
-    uint64_t rx_prev_until;  /* drop rx_prev after this time */
-    bool key_phase;          /* the phase we send with */
-    bool rx_phase;           /* the phase of the current receive keys */
-    bool ku_pending;         /* we updated; not yet acknowledged in the new phase */
-    uint64_t ku_first_pn;    /* first packet number sent in the current phase */
-    uint64_t ku_allowed_at;  /* no new update before: the peer keeps old keys for 3 PTO after
-                                the last one (RFC 9001 §6.5), so a quick second one reuses the
-                                phase bit of keys it still tries first */
+    uint64_t rx_prev_until; /* drop rx_prev after this time */
+    bool key_phase;         /* the phase we send with */
+    bool rx_phase;          /* the phase of the current receive keys */
+    bool ku_pending;        /* we updated; not yet acknowledged in the new phase */
+    uint64_t ku_first_pn;   /* first packet number sent in the current phase */
+    uint64_t ku_allowed_at; /* no new update before: the peer keeps old keys for 3 PTO after
+                               the last one (RFC 9001 §6.5), so a quick second one reuses the
+                               phase bit of keys it still tries first */
     uint64_t key_updates;
+};
 
-    struct vega__quic_recovery *rec;
-    struct vega__quic_pktrec *rec_free;
-    size_t rec_free_n;
-    size_t rec_live; /* records handed out by rec_get, not yet back */
-    struct vega__quic_stream *last_stream; /* vega__quic_stream_get's last hit (or NULL) */
+/* The records of what sent packets carried (conn_ack.c): a free list sized to the window. */
+struct vega__quic_conn_ack {
+    struct vega__quic_pktrec *free;
+    size_t nfree;
+    size_t live; /* records handed out by vega__quic_rec_get, not yet back */
+};
 
-    /* Flow control. */
-    struct vega__quic_fc fc; /* connection receive window */
+/* Connection-level flow control (RFC 9000 §4.1). */
+struct vega__quic_conn_flow {
+    struct vega__quic_fc fc; /* our receive window */
     uint64_t max_send_data;  /* the peer's MAX_DATA */
     uint64_t data_sent;      /* fresh stream bytes sent (against max_send_data) */
     bool max_data_queued, data_blocked_queued;
     uint64_t data_blocked_at;
+};
 
-    /* Streams. */
-    struct vega__quic_stream_map streams;
-    uint64_t next_stream[2];         /* our next id: [0] bidi, [1] uni */
-    uint64_t peer_max_streams[2];    /* the peer's MAX_STREAMS for us */
-    uint64_t peer_opened[2];         /* streams the peer opened (count) */
-    uint64_t local_max_streams[2];   /* what we allowed the peer */
-    uint64_t peer_closed[2];         /* peer streams fully closed (to raise the limit) */
+/* Streams (conn_stream.c); [0] bidirectional, [1] unidirectional. */
+struct vega__quic_conn_streams {
+    struct vega__quic_stream_map map;
+    struct vega__quic_stream *last; /* vega__quic_stream_get's last hit (or NULL) */
+    uint64_t next[2];               /* our next id */
+    uint64_t peer_max[2];           /* the peer's MAX_STREAMS for us */
+    uint64_t peer_opened[2];        /* streams the peer opened (count) */
+    uint64_t local_max[2];          /* what we allowed the peer */
+    uint64_t peer_closed[2];        /* peer streams fully closed (to raise the limit) */
     bool max_streams_queued[2];
-    bool streams_blocked_ev;
+    bool blocked_ev;                /* an open hit the limit: STREAMS_AVAILABLE when it rises */
     struct vega__quic_stream *sendq_head, *sendq_tail;
+};
 
-    /* Datagrams. */
-    struct vega__quic_dgram dsend[VEGA__QUIC_DGRAM_SEND_QUEUE];
-    size_t dsend_head, dsend_n;
-    struct vega__quic_dgram *drecv;
-    size_t drecv_head, drecv_n;
+/* DATAGRAM frames (RFC 9221) waiting to be sent, and received ones waiting to be read. */
+struct vega__quic_conn_dgrams {
+    struct vega__quic_dgram send[VEGA__QUIC_DGRAM_SEND_QUEUE];
+    size_t send_head, send_n;
+    struct vega__quic_dgram *recv; /* cfg.max_datagram_queue entries */
+    size_t recv_head, recv_n;
+};
 
-    /* Packets waiting for keys. */
+/* The datagram being read (conn_recv.c) and packets waiting for their keys. */
+struct vega__quic_conn_rx {
+    const vega_quic_path *path; /* the path of the datagram being read (during read) */
+    size_t dgram_len;
     struct vega__quic_pending pending[VEGA__QUIC_MAX_PENDING_PKTS];
     size_t npending;
+};
 
-    /* Control frames. */
-    bool handshake_done_queued;
-    uint8_t *new_token;         /* server: a NEW_TOKEN to send until acknowledged */
-    size_t new_token_len;
-    uint64_t new_token_gen;     /* bumped per token, so an old copy's ACK does not count */
-    bool new_token_queued;
-    bool path_response_queued;
-    uint8_t path_response[8];
-    bool path_response_elsewhere;  /* the challenge came on another path: answer there alone */
-    vega_quic_path path_response_path;
-    bool ping_queued;
+/* Events for vega_quic_conn_next_event (conn_event.c): a ring that grows. */
+struct vega__quic_conn_events {
+    vega_quic_event *q;
+    size_t head, n, cap;
+    uint8_t *data; /* owned data of the event returned last */
+};
 
-    /* Path validation and migration (RFC 9000 §8.2, §9). path is where we send now. */
-    bool path_validated;           /* the current path answered our PATH_CHALLENGE (or is the
-                                      handshake's path) */
-    bool migrating;                /* path changed and is not validated yet */
-    vega_quic_path prev_path;      /* to go back to if validation fails */
-    bool challenge_queued, challenge_outstanding;
-    uint8_t challenge[8];
-    unsigned challenge_tries;
-    uint64_t challenge_retry;      /* when to send a fresh challenge */
-    uint64_t challenge_deadline;   /* validation fails after this */
-    uint64_t path_bytes_recv, path_bytes_sent; /* on the unvalidated new path (3x limit) */
-    uint64_t migrations;
-    bool send_blocked;             /* anti-amplification left no room: no deadline is due until
-                                      the peer sends more */
-    size_t path_response_budget;   /* 3x the datagram that carried the challenge */
-    /* DPLPMTUD (RFC 9000 §14.3, RFC 8899): mtu is confirmed; a probe of probe bytes searches
-     * between mtu and hi. */
-    size_t mtu, pmtu_hi, pmtu_probe;
-    bool pmtu_in_flight, pmtu_done;
-    unsigned pmtu_fails;
-    size_t last_cap;               /* the write cap seen last: probes never exceed it */
-    const vega_quic_path *rx_path; /* the path of the datagram being read (during read) */
-    size_t rx_dgram_len;
-    uint8_t rx_dcid[VEGA_QUIC_MAX_CID_LEN], rx_dcid_len; /* our CID the peer used last */
+/* Closing and draining (RFC 9000 §10.2; conn_close.c). */
+struct vega__quic_conn_closing {
+    uint64_t code;
+    bool app;
+    uint64_t frame_type;
+    char reason[128];
+    bool send;         /* a CONNECTION_CLOSE should go out */
+    uint64_t deadline; /* the closing or draining period ends */
+};
 
-    /* Events. */
-    vega_quic_event *ev;
-    size_t ev_head, ev_n, ev_cap;
-    uint8_t *ev_data; /* owned data of the event returned last */
-    uint8_t *session;  /* the latest session blob */
-    size_t session_len;
-
-    /* Close. */
-    uint64_t close_code;
-    bool close_app;
-    uint64_t close_frame_type;
-    char close_reason[128];
-    bool close_send;        /* a CONNECTION_CLOSE should go out */
-    uint64_t close_deadline;
-    uint64_t idle_timeout;  /* ns, negotiated; 0 = none */
+/* Timers other than recovery's and the paths' (conn_timer.c). */
+struct vega__quic_conn_timers {
+    uint64_t idle_timeout;   /* ns, negotiated; 0 = none */
     uint64_t idle_deadline;
     bool eliciting_since_rx; /* an ack-eliciting packet left since the last one processed: the
                                 idle timer restarts only on the first (RFC 9000 §10.1) */
     uint64_t pace_deadline;
+};
+
+struct vega_quic_conn {
+    bool server;
+    uint32_t version;
+    enum vega__quic_state state;
+    vega_quic_config cfg;
+    uint64_t now;
+    struct vega__quic_recovery *rec; /* RFC 9002: sent packets, RTT, congestion control */
+    struct vega__quic_space sp[VEGA__QUIC_NSPACES];
+
+    struct vega__quic_conn_hs hs;
+    struct vega__quic_conn_cids cids;
+    struct vega__quic_conn_addr addr;
+    struct vega__quic_conn_paths paths;
+    struct vega__quic_conn_pmtu pmtu;
+    struct vega__quic_conn_keys keys;
+    struct vega__quic_conn_ack ack;
+    struct vega__quic_conn_flow flow;
+    struct vega__quic_conn_streams streams;
+    struct vega__quic_conn_dgrams dgram;
+    struct vega__quic_conn_rx rx;
+    struct vega__quic_conn_events ev;
+    struct vega__quic_conn_closing closing;
+    struct vega__quic_conn_timers timers;
 
     vega_quic_conn_info stats;
 };
 
+/* One packet being built inside a datagram (conn_build.c): header, keys and payload so far. */
+struct vega__quic_pkt {
+    int space, level;
+    vega_quic_hdr h;
+    vega_quic_keys *keys;
+    size_t start, hdr_len, pn_len, len; /* len: payload bytes so far */
+    size_t cap;                         /* payload room (tag excluded) */
+    uint64_t pn;
+    bool eliciting, has_ack;
+    bool path_probe; /* carries PATH_CHALLENGE/RESPONSE: the datagram is padded (§8.2) */
+    struct vega__quic_pktrec *rec;
+};
+
+static inline bool vega__quic_cid_eq(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    return alen == blen && (alen == 0 || memcmp(a, b, alen) == 0);
+}
+
 /* conn.c */
 int vega__quic_rand(vega_quic_conn *c, void *buf, size_t len);
+int vega__quic_level_space(vega_quic_level l);
+
+/* conn_tls.c */
+int vega__quic_tls_start(vega_quic_conn *c);
+int vega__quic_tls_progress(vega_quic_conn *c);
+void vega__quic_confirm(vega_quic_conn *c);
+
+/* conn_keys.c */
+void vega__quic_discard_space(vega_quic_conn *c, int space);
+int vega__quic_next_keys(vega_quic_conn *c, const vega_quic_keys *cur, uint8_t *secret,
+                         vega_quic_keys **out);
+vega_quic_keys *vega__quic_app_rx_keys(vega_quic_conn *c, bool phase, int *which);
+int vega__quic_rx_key_update(vega_quic_conn *c, bool phase, uint64_t pn);
+
+/* conn_cid.c */
+int vega__quic_cid_new(vega_quic_conn *c, struct vega__quic_cid *id);
+int vega__quic_issue_cids(vega_quic_conn *c);
+struct vega__quic_cid *vega__quic_cid_find(struct vega__quic_cid *v, size_t n, uint64_t seq);
+int vega__quic_on_new_cid(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire_err);
+int vega__quic_on_retire_cid(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire_err);
+bool vega__quic_is_stateless_reset(const vega_quic_conn *c, const uint8_t *dgram, size_t len);
+
+/* conn_event.c: each returns 0 or -ENOMEM (the event is then not queued). */
 int vega__quic_ev_push(vega_quic_conn *c, const vega_quic_event *ev);
 int vega__quic_ev_push_latest(vega_quic_conn *c, const vega_quic_event *ev);
+int vega__quic_ev_simple(vega_quic_conn *c, vega_quic_event_type t, uint64_t id, uint64_t code);
+/* A SESSION or NEW_TOKEN event owning a copy of d (replacing a queued one of the same type). */
+int vega__quic_ev_copy(vega_quic_conn *c, vega_quic_event_type t, const uint8_t *d, size_t len);
+/* The CLOSED event, with a copy of why as its data (without it when that copy fails). */
+void vega__quic_ev_closed(vega_quic_conn *c, uint64_t code, bool app, bool local,
+                          const char *why);
+void vega__quic_ev_fini(vega_quic_conn *c);
+
+/* conn_close.c */
 void vega__quic_close_err(vega_quic_conn *c, uint64_t code, uint64_t frame_type,
                           const char *reason);
 void vega__quic_enter_draining(vega_quic_conn *c);
-void vega__quic_discard_space(vega_quic_conn *c, int space);
-int vega__quic_issue_cids(vega_quic_conn *c);
+int vega__quic_on_close(vega_quic_conn *c, const vega_quic_frame *f);
+vega_ssize vega__quic_write_close(vega_quic_conn *c, uint8_t *out, size_t limit);
+
+/* conn_timer.c */
 uint64_t vega__quic_pto(const vega_quic_conn *c);
-void vega__quic_confirm(vega_quic_conn *c);
 void vega__quic_idle_restart(vega_quic_conn *c);
-int vega__quic_level_space(vega_quic_level l);
+
+/* conn_path.c */
 /* 0 same address, 1 only the port differs, 2 a different address; unknown (len 0) = same. */
 int vega__quic_addr_cmp(const struct sockaddr_storage *a, socklen_t alen,
                         const struct sockaddr_storage *b, socklen_t blen);
@@ -300,9 +400,10 @@ void vega__quic_challenge(vega_quic_conn *c);
 void vega__quic_path_validated(vega_quic_conn *c);
 void vega__quic_path_failed(vega_quic_conn *c);
 void vega__quic_peer_moved(vega_quic_conn *c, const vega_quic_path *path, bool new_dcid);
-int vega__quic_tls_progress(vega_quic_conn *c);
-int vega__quic_next_keys(vega_quic_conn *c, const vega_quic_keys *cur, uint8_t *secret,
-                         vega_quic_keys **out);
+void vega__quic_on_path_challenge(vega_quic_conn *c, const vega_quic_frame *f);
+void vega__quic_on_path_response(vega_quic_conn *c, const vega_quic_frame *f);
+vega_ssize vega__quic_write_path_response(vega_quic_conn *c, vega_quic_path *path, uint8_t *out,
+                                          size_t limit);
 
 /* conn_stream.c */
 struct vega__quic_stream *vega__quic_stream_get(vega_quic_conn *c, uint64_t id);
@@ -318,9 +419,40 @@ int vega__quic_recv_frames(vega_quic_conn *c, int level, const uint8_t *p, size_
                            bool *ack_eliciting, bool *probing, uint64_t *wire_err);
 void vega__quic_retry_pending(vega_quic_conn *c);
 
-/* conn_send.c */
-void vega__quic_pmtu_result(vega_quic_conn *c, bool acked);
+/* conn_ack.c */
+/* Records a received packet number and schedules the ACK (RFC 9000 §13.2): 0 or -ENOMEM. */
+int vega__quic_note_received(vega_quic_conn *c, int space, uint64_t pn, bool eliciting,
+                             uint8_t ecn);
+/* A packet's record from the free list (NULL: no memory), and back. */
+struct vega__quic_pktrec *vega__quic_rec_get(vega_quic_conn *c);
+void vega__quic_rec_put(vega_quic_conn *c, struct vega__quic_pktrec *r);
+/* Recovery's callbacks: what an acknowledged or lost packet carried is done with or requeued. */
 void vega__quic_on_acked(void *ud, int space, struct vega__quic_sent *p);
 void vega__quic_on_lost(void *ud, int space, struct vega__quic_sent *p, bool discarded);
+
+/* conn_build.c: one packet in the datagram at out. pkt_begin starts it at pos (false: it does
+ * not fit in limit); the put_* add frames while they fit, each recorded in k->rec for loss
+ * recovery; pkt_finish pads the payload to pad_to and writes the header for the final length,
+ * returning the packet's length once sealed. */
+bool vega__quic_pkt_begin(vega_quic_conn *c, struct vega__quic_pkt *k, int level, size_t pos,
+                          size_t limit);
+size_t vega__quic_pkt_finish(uint8_t *out, struct vega__quic_pkt *k, size_t pad_to);
+bool vega__quic_put_frame(uint8_t *out, struct vega__quic_pkt *k, const vega_quic_frame *f);
+void vega__quic_put_ack(vega_quic_conn *c, uint8_t *out, struct vega__quic_pkt *k);
+void vega__quic_put_crypto(vega_quic_conn *c, uint8_t *out, struct vega__quic_pkt *k);
+void vega__quic_put_control(vega_quic_conn *c, uint8_t *out, struct vega__quic_pkt *k);
+void vega__quic_put_streams(vega_quic_conn *c, uint8_t *out, struct vega__quic_pkt *k, bool early);
+void vega__quic_put_datagrams(vega_quic_conn *c, uint8_t *out, struct vega__quic_pkt *k);
+/* True when a 1-RTT packet would carry something besides an ACK. */
+bool vega__quic_app_has_data(const vega_quic_conn *c);
+
+/* conn_probe.c: PTO probes (RFC 9002 §6.2.4) and DPLPMTUD (RFC 9000 §14.3). */
+bool vega__quic_probing(const vega_quic_conn *c);
+void vega__quic_probe_on_timeout(vega_quic_conn *c, uint64_t now);
+void vega__quic_probe_resend_crypto(struct vega__quic_space *sp, int level);
+void vega__quic_probe_sent(struct vega__quic_space *sp, bool eliciting);
+void vega__quic_pmtu_result(vega_quic_conn *c, bool acked);
+bool vega__quic_pmtu_due(const vega_quic_conn *c);
+vega_ssize vega__quic_pmtu_write_probe(vega_quic_conn *c, uint8_t *out, size_t cap);
 
 #endif

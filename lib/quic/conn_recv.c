@@ -11,23 +11,6 @@
 
 #define MAX_COALESCED 8
 
-static void ev_push(vega_quic_conn *c, vega_quic_event_type t, uint64_t id, uint64_t code)
-{
-    vega_quic_event ev = {.type = t, .stream_id = id, .error_code = code};
-    vega__quic_ev_push(c, &ev);
-}
-
-static bool cid_match(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
-{
-    return alen == blen && (alen == 0 || memcmp(a, b, alen) == 0);
-}
-
-static bool cid_same(const struct vega__quic_cid *p, const vega_quic_frame *f)
-{
-    return cid_match(p->id, p->len, f->u.new_cid.cid, f->u.new_cid.cid_len) &&
-           memcmp(p->token, f->u.new_cid.reset_token, VEGA_QUIC_RESET_TOKEN_LEN) == 0;
-}
-
 /* Returns 0 or -ENOMEM: the event could not be queued, so the packet goes unacknowledged and
  * its data, sent again, raises it then (marked before, it would never come). */
 static int readable(vega_quic_conn *c, struct vega__quic_stream *s)
@@ -56,13 +39,13 @@ static int on_crypto(vega_quic_conn *c, int level, const vega_quic_frame *f, uin
     const uint8_t *p;
     size_t n;
     while ((n = vega__quic_recvbuf_peek(&sp->crypto_rx, &p)) > 0) {
-        rc = vega__qtls_recv(c->tls, (vega_quic_level)level, p, n, wire_err);
+        rc = vega__qtls_recv(c->hs.tls, (vega_quic_level)level, p, n, wire_err);
         vega__quic_recvbuf_consume(&sp->crypto_rx, n);
         if (rc < 0 && rc != VEGA_ERR_PROTO) {
             /* A local failure (no memory, libcrypto) mid-message leaves the handshake failed
              * for good, its bytes consumed: close now rather than linger half-open. */
             vega__quic_close_err(c, *wire_err ? *wire_err : VEGA_QUIC_INTERNAL_ERROR, 0,
-                                 vega__qtls_reason(c->tls));
+                                 vega__qtls_reason(c->hs.tls));
         }
         if (rc < 0)
             return rc;
@@ -79,7 +62,7 @@ static int on_stream(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire
     uint64_t end = f->u.stream.offset + f->u.stream.len;
     uint64_t old = s->rb.highest;
     uint64_t delta = end > old ? end - old : 0;
-    if (end > s->fc.limit || c->fc.highest + delta > c->fc.limit) {
+    if (end > s->fc.limit || c->flow.fc.highest + delta > c->flow.fc.limit) {
         *wire_err = VEGA_QUIC_FLOW_CONTROL_ERROR;
         return VEGA_ERR_PROTO;
     }
@@ -98,7 +81,7 @@ static int on_stream(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire
         return rc;
     if (delta) {
         vega__quic_fc_on_recv(&s->fc, end);
-        vega__quic_fc_on_recv(&c->fc, c->fc.highest + delta);
+        vega__quic_fc_on_recv(&c->flow.fc, c->flow.fc.highest + delta);
     }
     if (s->stop_queued) {
         /* We asked the peer to stop: what still arrives is dropped, but counted as read so the
@@ -109,10 +92,10 @@ static int on_stream(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire
         do {
             fin = false;
             n = vega__quic_recvbuf_read(&s->rb, sink, sizeof sink, &fin);
-            vega__quic_fc_on_consumed(&c->fc, n);
+            vega__quic_fc_on_consumed(&c->flow.fc, n);
         } while (n > 0 && !fin);
-        if (vega__quic_fc_should_update(&c->fc))
-            c->max_data_queued = true;
+        if (vega__quic_fc_should_update(&c->flow.fc))
+            c->flow.max_data_queued = true;
         if (fin) {
             s->fin_read = true;
             vega__quic_stream_maybe_free(c, s);
@@ -131,7 +114,7 @@ static int on_reset(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire_
     uint64_t fs = f->u.reset_stream.final_size;
     uint64_t old = s->rb.highest;
     uint64_t delta = fs > old ? fs - old : 0;
-    if (fs > s->fc.limit || c->fc.highest + delta > c->fc.limit) {
+    if (fs > s->fc.limit || c->flow.fc.highest + delta > c->flow.fc.limit) {
         *wire_err = VEGA_QUIC_FLOW_CONTROL_ERROR;
         return VEGA_ERR_PROTO;
     }
@@ -140,97 +123,17 @@ static int on_reset(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire_
     if (rc < 0)
         return rc;
     if (delta)
-        vega__quic_fc_on_recv(&c->fc, c->fc.highest + delta);
+        vega__quic_fc_on_recv(&c->flow.fc, c->flow.fc.highest + delta);
     /* Everything up to the final size counts against the connection window; give back what
      * the application will now never read (RFC 9000 §4.5). */
-    vega__quic_fc_on_consumed(&c->fc, fs - unread);
-    if (vega__quic_fc_should_update(&c->fc))
-        c->max_data_queued = true;
+    vega__quic_fc_on_consumed(&c->flow.fc, fs - unread);
+    if (vega__quic_fc_should_update(&c->flow.fc))
+        c->flow.max_data_queued = true;
     s->peer_reset = true;
     s->peer_reset_code = f->u.reset_stream.error_code;
-    ev_push(c, VEGA_QUIC_EV_STREAM_RESET, s->id, s->peer_reset_code);
+    vega__quic_ev_simple(c, VEGA_QUIC_EV_STREAM_RESET, s->id, s->peer_reset_code);
     vega__quic_stream_maybe_free(c, s);
     return 0;
-}
-
-static int on_new_cid(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire_err)
-{
-    uint64_t seq = f->u.new_cid.seq, rpt = f->u.new_cid.retire_prior_to;
-    for (size_t i = 0; i < c->npeer; i++) {
-        struct vega__quic_cid *p = &c->peer[i];
-        if (p->seq == seq) {
-            if (!cid_same(p, f)) {
-                *wire_err = VEGA_QUIC_PROTOCOL_VIOLATION;
-                return VEGA_ERR_PROTO;
-            }
-            return 0; /* a retransmission */
-        }
-    }
-    if (rpt > c->peer_retire_prior_to)
-        c->peer_retire_prior_to = rpt;
-    /* Retire what the peer asked us to (RFC 9000 §5.1.2). */
-    for (size_t i = 0; i < c->npeer; i++) {
-        struct vega__quic_cid *p = &c->peer[i];
-        if (p->seq < c->peer_retire_prior_to && !p->retired) {
-            p->retired = true;
-            p->queued = true;
-        }
-    }
-    bool retire_now = seq < c->peer_retire_prior_to;
-    size_t active = 0;
-    for (size_t i = 0; i < c->npeer; i++)
-        active += !c->peer[i].retired;
-    if (!retire_now && active + 1 > c->local_tp.active_connection_id_limit) {
-        *wire_err = VEGA_QUIC_CONNECTION_ID_LIMIT_ERROR;
-        return VEGA_ERR_PROTO;
-    }
-    /* A free slot: reuse an entry whose RETIRE was acknowledged. */
-    size_t slot = c->npeer;
-    for (size_t i = 0; i < c->npeer; i++)
-        if (c->peer[i].retired && c->peer[i].retire_acked && i != c->dcid_idx) {
-            slot = i;
-            break;
-        }
-    if (slot == VEGA__QUIC_MAX_PEER_CIDS) {
-        *wire_err = VEGA_QUIC_CONNECTION_ID_LIMIT_ERROR;
-        return VEGA_ERR_PROTO;
-    }
-    struct vega__quic_cid *p = &c->peer[slot];
-    memset(p, 0, sizeof *p);
-    p->seq = seq;
-    p->len = f->u.new_cid.cid_len;
-    memcpy(p->id, f->u.new_cid.cid, p->len);
-    memcpy(p->token, f->u.new_cid.reset_token, VEGA_QUIC_RESET_TOKEN_LEN);
-    p->has_token = true;
-    if (retire_now) {
-        p->retired = true;
-        p->queued = true;
-    }
-    if (slot == c->npeer)
-        c->npeer++;
-    /* Move off a retired destination CID. */
-    if (c->peer[c->dcid_idx].retired)
-        for (size_t i = 0; i < c->npeer; i++)
-            if (!c->peer[i].retired) {
-                c->dcid_idx = i;
-                break;
-            }
-    return 0;
-}
-
-static int on_retire_cid(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire_err)
-{
-    uint64_t seq = f->u.retire_cid.seq;
-    if (seq >= c->next_local_seq) {
-        *wire_err = VEGA_QUIC_PROTOCOL_VIOLATION;
-        return VEGA_ERR_PROTO;
-    }
-    for (size_t i = 0; i < c->nlocal; i++)
-        if (c->local[i].seq == seq && !c->local[i].retired) {
-            c->local[i].retired = true;
-            c->local[i].queued = false;
-        }
-    return vega__quic_issue_cids(c);
 }
 
 static int on_datagram(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire_err)
@@ -241,7 +144,7 @@ static int on_datagram(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wi
         *wire_err = VEGA_QUIC_PROTOCOL_VIOLATION;
         return VEGA_ERR_PROTO;
     }
-    if (c->drecv_n == c->cfg.max_datagram_queue)
+    if (c->dgram.recv_n == c->cfg.max_datagram_queue)
         return 0; /* unreliable by design: the application is behind, drop it */
     uint8_t *copy = vega__quic_malloc(c->cfg.mem, f->u.datagram.len ? f->u.datagram.len : 1);
     if (!copy)
@@ -249,40 +152,162 @@ static int on_datagram(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wi
     if (f->u.datagram.len)
         memcpy(copy, f->u.datagram.data, f->u.datagram.len);
     struct vega__quic_dgram *d =
-        &c->drecv[(c->drecv_head + c->drecv_n) % c->cfg.max_datagram_queue];
+        &c->dgram.recv[(c->dgram.recv_head + c->dgram.recv_n) % c->cfg.max_datagram_queue];
     d->data = copy;
     d->len = f->u.datagram.len;
-    c->drecv_n++;
-    ev_push(c, VEGA_QUIC_EV_DATAGRAM, 0, 0);
+    c->dgram.recv_n++;
+    vega__quic_ev_simple(c, VEGA_QUIC_EV_DATAGRAM, 0, 0);
     return 0;
 }
 
-static int on_close(vega_quic_conn *c, const vega_quic_frame *f)
+static int on_ack(vega_quic_conn *c, int space, const vega_quic_frame *f, uint64_t *wire_err)
 {
-    bool app = f->type == VEGA_QUIC_FT_CONNECTION_CLOSE_APP;
-    if (c->state < VEGA__QUIC_ST_CLOSING) {
-        size_t n = f->u.close.reason_len;
-        uint8_t *copy = vega__quic_malloc(c->cfg.mem, n + 1);
-        vega_quic_event ev = {.type = VEGA_QUIC_EV_CLOSED, .error_code = f->u.close.error_code,
-                              .app = app};
-        if (copy) {
-            if (n)
-                memcpy(copy, f->u.close.reason, n);
-            copy[n] = 0;
-            ev.data = copy;
-            ev.len = n;
-        }
-        if (vega__quic_ev_push(c, &ev) < 0)
-            vega__quic_free(c->cfg.mem, copy);
+    uint64_t exponent = space == VEGA__QUIC_SPACE_APP ? c->hs.peer_tp.ack_delay_exponent : 3;
+    int rc = vega__quic_recovery_on_ack_frame(c->rec, space, f, exponent, c->now, wire_err);
+    if (rc == 0 && !c->server && space == VEGA__QUIC_SPACE_HANDSHAKE)
+        vega__quic_recovery_set_peer_validated(c->rec, true);
+    return rc;
+}
+
+static int on_stop_sending(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire_err)
+{
+    struct vega__quic_stream *s;
+    int rc = vega__quic_stream_peer(c, f->u.stop_sending.stream_id, true, &s, wire_err);
+    if (rc == 0 && s && !s->reset_queued) {
+        s->reset_queued = true;
+        s->reset_code = f->u.stop_sending.error_code;
+        vega__quic_sendq_push(c, s);
+        vega__quic_ev_simple(c, VEGA_QUIC_EV_STREAM_STOP, s->id, f->u.stop_sending.error_code);
     }
-    vega__quic_enter_draining(c);
+    return rc;
+}
+
+static int on_max_stream_data(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire_err)
+{
+    struct vega__quic_stream *s;
+    int rc = vega__quic_stream_peer(c, f->u.stream_limit.stream_id, true, &s, wire_err);
+    if (rc == 0 && s && f->u.stream_limit.max > s->max_send) {
+        s->max_send = f->u.stream_limit.max;
+        if (vega__quic_sendbuf_has_pending(&s->sb))
+            vega__quic_sendq_push(c, s);
+    }
+    return rc;
+}
+
+static void on_max_streams(vega_quic_conn *c, const vega_quic_frame *f)
+{
+    int t = f->type == VEGA_QUIC_FT_MAX_STREAMS_UNI;
+    if (f->u.limit.max <= c->streams.peer_max[t])
+        return;
+    c->streams.peer_max[t] = f->u.limit.max;
+    if (c->streams.blocked_ev) {
+        c->streams.blocked_ev = false;
+        vega__quic_ev_simple(c, VEGA_QUIC_EV_STREAMS_AVAILABLE, 0, 0);
+    }
+}
+
+static int on_handshake_done(vega_quic_conn *c, uint64_t *wire_err)
+{
+    if (c->server) {
+        *wire_err = VEGA_QUIC_PROTOCOL_VIOLATION;
+        return VEGA_ERR_PROTO;
+    }
+    vega__quic_confirm(c);
     return 0;
+}
+
+static int on_new_token(vega_quic_conn *c, const vega_quic_frame *f, uint64_t *wire_err)
+{
+    if (c->server) {
+        *wire_err = VEGA_QUIC_PROTOCOL_VIOLATION;
+        return VEGA_ERR_PROTO;
+    }
+    uint8_t *copy = vega__quic_malloc(c->cfg.mem, f->u.new_token.len);
+    if (!copy)
+        return -ENOMEM;
+    memcpy(copy, f->u.new_token.token, f->u.new_token.len);
+    vega_quic_event ev = {.type = VEGA_QUIC_EV_NEW_TOKEN, .data = copy, .len = f->u.new_token.len};
+    if (vega__quic_ev_push_latest(c, &ev) < 0)
+        vega__quic_free(c->cfg.mem, copy);
+    return 0;
+}
+
+/* Acts on one frame of a packet at level. A peer violation reports the frame's type with the
+ * close, except for the frames a client alone may receive and CONNECTION_CLOSE. */
+static int recv_frame(vega_quic_conn *c, int level, const vega_quic_frame *f, uint64_t *wire_err)
+{
+    int rc = 0;
+    struct vega__quic_stream *s;
+    switch (f->type) {
+    case VEGA_QUIC_FT_PADDING:
+    case VEGA_QUIC_FT_PING:
+        break;
+    case VEGA_QUIC_FT_DATA_BLOCKED:
+    case VEGA_QUIC_FT_STREAMS_BLOCKED_BIDI:
+    case VEGA_QUIC_FT_STREAMS_BLOCKED_UNI:
+        break; /* our limits are raised as the application reads, not on demand */
+    case VEGA_QUIC_FT_ACK:
+    case VEGA_QUIC_FT_ACK_ECN:
+        rc = on_ack(c, vega__quic_level_space(level), f, wire_err);
+        break;
+    case VEGA_QUIC_FT_CRYPTO:
+        rc = on_crypto(c, level, f, wire_err);
+        break;
+    case VEGA_QUIC_FT_STREAM:
+        rc = on_stream(c, f, wire_err);
+        break;
+    case VEGA_QUIC_FT_RESET_STREAM:
+        rc = on_reset(c, f, wire_err);
+        break;
+    case VEGA_QUIC_FT_STOP_SENDING:
+        rc = on_stop_sending(c, f, wire_err);
+        break;
+    case VEGA_QUIC_FT_MAX_DATA:
+        if (f->u.limit.max > c->flow.max_send_data)
+            c->flow.max_send_data = f->u.limit.max;
+        break;
+    case VEGA_QUIC_FT_MAX_STREAM_DATA:
+        rc = on_max_stream_data(c, f, wire_err);
+        break;
+    case VEGA_QUIC_FT_MAX_STREAMS_BIDI:
+    case VEGA_QUIC_FT_MAX_STREAMS_UNI:
+        on_max_streams(c, f);
+        break;
+    case VEGA_QUIC_FT_STREAM_DATA_BLOCKED:
+        rc = vega__quic_stream_peer(c, f->u.stream_limit.stream_id, false, &s, wire_err);
+        break;
+    case VEGA_QUIC_FT_NEW_CONNECTION_ID:
+        rc = vega__quic_on_new_cid(c, f, wire_err);
+        break;
+    case VEGA_QUIC_FT_RETIRE_CONNECTION_ID:
+        rc = vega__quic_on_retire_cid(c, f, wire_err);
+        break;
+    case VEGA_QUIC_FT_PATH_CHALLENGE:
+        vega__quic_on_path_challenge(c, f);
+        break;
+    case VEGA_QUIC_FT_PATH_RESPONSE:
+        vega__quic_on_path_response(c, f);
+        break;
+    case VEGA_QUIC_FT_CONNECTION_CLOSE:
+    case VEGA_QUIC_FT_CONNECTION_CLOSE_APP:
+        return vega__quic_on_close(c, f);
+    case VEGA_QUIC_FT_HANDSHAKE_DONE:
+        return on_handshake_done(c, wire_err);
+    case VEGA_QUIC_FT_NEW_TOKEN:
+        return on_new_token(c, f, wire_err);
+    case VEGA_QUIC_FT_DATAGRAM:
+    case VEGA_QUIC_FT_DATAGRAM_LEN:
+        rc = on_datagram(c, f, wire_err);
+        break;
+    }
+    if (rc == VEGA_ERR_PROTO)
+        c->closing.frame_type = f->type;
+    return rc;
 }
 
 int vega__quic_recv_frames(vega_quic_conn *c, int level, const uint8_t *p, size_t len,
                            bool *ack_eliciting, bool *probing, uint64_t *wire_err)
 {
-    int space = vega__quic_level_space(level);
     *probing = true;
     while (len) {
         vega_quic_frame f;
@@ -297,141 +322,16 @@ int vega__quic_recv_frames(vega_quic_conn *c, int level, const uint8_t *p, size_
         if (f.type != VEGA_QUIC_FT_PATH_CHALLENGE && f.type != VEGA_QUIC_FT_PATH_RESPONSE &&
             f.type != VEGA_QUIC_FT_NEW_CONNECTION_ID && f.type != VEGA_QUIC_FT_PADDING)
             *probing = false;
-        int rc = 0;
-        switch (f.type) {
-        case VEGA_QUIC_FT_PADDING:
-        case VEGA_QUIC_FT_PING:
-            break;
-        case VEGA_QUIC_FT_ACK:
-        case VEGA_QUIC_FT_ACK_ECN:
-            rc = vega__quic_recovery_on_ack_frame(c->rec, space, &f,
-                                                  space == VEGA__QUIC_SPACE_APP
-                                                      ? c->peer_tp.ack_delay_exponent
-                                                      : 3,
-                                                  c->now, wire_err);
-            if (rc == 0 && !c->server && space == VEGA__QUIC_SPACE_HANDSHAKE)
-                vega__quic_recovery_set_peer_validated(c->rec, true);
-            break;
-        case VEGA_QUIC_FT_CRYPTO:
-            rc = on_crypto(c, level, &f, wire_err);
-            break;
-        case VEGA_QUIC_FT_STREAM:
-            rc = on_stream(c, &f, wire_err);
-            break;
-        case VEGA_QUIC_FT_RESET_STREAM:
-            rc = on_reset(c, &f, wire_err);
-            break;
-        case VEGA_QUIC_FT_STOP_SENDING: {
-            struct vega__quic_stream *s;
-            rc = vega__quic_stream_peer(c, f.u.stop_sending.stream_id, true, &s, wire_err);
-            if (rc == 0 && s && !s->reset_queued) {
-                s->reset_queued = true;
-                s->reset_code = f.u.stop_sending.error_code;
-                vega__quic_sendq_push(c, s);
-                ev_push(c, VEGA_QUIC_EV_STREAM_STOP, s->id, f.u.stop_sending.error_code);
-            }
-            break;
-        }
-        case VEGA_QUIC_FT_MAX_DATA:
-            if (f.u.limit.max > c->max_send_data)
-                c->max_send_data = f.u.limit.max;
-            break;
-        case VEGA_QUIC_FT_MAX_STREAM_DATA: {
-            struct vega__quic_stream *s;
-            rc = vega__quic_stream_peer(c, f.u.stream_limit.stream_id, true, &s, wire_err);
-            if (rc == 0 && s && f.u.stream_limit.max > s->max_send) {
-                s->max_send = f.u.stream_limit.max;
-                if (vega__quic_sendbuf_has_pending(&s->sb))
-                    vega__quic_sendq_push(c, s);
-            }
-            break;
-        }
-        case VEGA_QUIC_FT_MAX_STREAMS_BIDI:
-        case VEGA_QUIC_FT_MAX_STREAMS_UNI: {
-            int t = f.type == VEGA_QUIC_FT_MAX_STREAMS_UNI;
-            if (f.u.limit.max > c->peer_max_streams[t]) {
-                c->peer_max_streams[t] = f.u.limit.max;
-                if (c->streams_blocked_ev) {
-                    c->streams_blocked_ev = false;
-                    ev_push(c, VEGA_QUIC_EV_STREAMS_AVAILABLE, 0, 0);
-                }
-            }
-            break;
-        }
-        case VEGA_QUIC_FT_STREAM_DATA_BLOCKED: {
-            struct vega__quic_stream *s;
-            rc = vega__quic_stream_peer(c, f.u.stream_limit.stream_id, false, &s, wire_err);
-            break;
-        }
-        case VEGA_QUIC_FT_DATA_BLOCKED:
-        case VEGA_QUIC_FT_STREAMS_BLOCKED_BIDI:
-        case VEGA_QUIC_FT_STREAMS_BLOCKED_UNI:
-            break; /* our limits are raised as the application reads, not on demand */
-        case VEGA_QUIC_FT_NEW_CONNECTION_ID:
-            rc = on_new_cid(c, &f, wire_err);
-            break;
-        case VEGA_QUIC_FT_RETIRE_CONNECTION_ID:
-            rc = on_retire_cid(c, &f, wire_err);
-            break;
-        case VEGA_QUIC_FT_PATH_CHALLENGE:
-            /* The answer goes back on the path the challenge came on (§8.2.2). */
-            memcpy(c->path_response, f.u.path.data, 8);
-            c->path_response_queued = true;
-            c->path_response_elsewhere = false;
-            if (c->rx_path && vega__quic_addr_cmp(&c->rx_path->remote, c->rx_path->remote_len,
-                                                  &c->path.remote, c->path.remote_len) != 0) {
-                c->path_response_elsewhere = true;
-                c->path_response_path = *c->rx_path;
-                c->path_response_budget = 3 * c->rx_dgram_len; /* unvalidated: §8.2.2, §9.3 */
-            }
-            break;
-        case VEGA_QUIC_FT_PATH_RESPONSE:
-            if (c->challenge_outstanding &&
-                vega_crypto_ct_equal(f.u.path.data, c->challenge, sizeof c->challenge))
-                vega__quic_path_validated(c);
-            break; /* a stale or unsolicited response is ignored (§8.2.3) */
-        case VEGA_QUIC_FT_CONNECTION_CLOSE:
-        case VEGA_QUIC_FT_CONNECTION_CLOSE_APP:
-            return on_close(c, &f);
-        case VEGA_QUIC_FT_HANDSHAKE_DONE:
-            if (c->server) {
-                *wire_err = VEGA_QUIC_PROTOCOL_VIOLATION;
-                return VEGA_ERR_PROTO;
-            }
-            vega__quic_confirm(c);
-            break;
-        case VEGA_QUIC_FT_NEW_TOKEN: {
-            if (c->server) {
-                *wire_err = VEGA_QUIC_PROTOCOL_VIOLATION;
-                return VEGA_ERR_PROTO;
-            }
-            uint8_t *copy = vega__quic_malloc(c->cfg.mem, f.u.new_token.len);
-            if (!copy)
-                return -ENOMEM;
-            memcpy(copy, f.u.new_token.token, f.u.new_token.len);
-            vega_quic_event ev = {.type = VEGA_QUIC_EV_NEW_TOKEN, .data = copy,
-                                  .len = f.u.new_token.len};
-            if (vega__quic_ev_push_latest(c, &ev) < 0)
-                vega__quic_free(c->cfg.mem, copy);
-            break;
-        }
-        case VEGA_QUIC_FT_DATAGRAM:
-        case VEGA_QUIC_FT_DATAGRAM_LEN:
-            rc = on_datagram(c, &f, wire_err);
-            break;
-        }
-        if (rc < 0) {
-            if (rc == VEGA_ERR_PROTO)
-                c->close_frame_type = f.type;
+        int rc = recv_frame(c, level, &f, wire_err);
+        if (rc < 0)
             return rc;
-        }
         if (c->state >= VEGA__QUIC_ST_DRAINING)
             return 0;
     }
     return 0;
 }
 
-/* ---- packets --------------------------------------------------------------------------------- */
+/* ---- packets -------------------------------------------------------------------------------- */
 
 static int pkt_level(vega_quic_pkt_type t)
 {
@@ -451,137 +351,36 @@ static int pkt_level(vega_quic_pkt_type t)
 
 static void keep_pending(vega_quic_conn *c, const uint8_t *pkt, size_t len, uint8_t ecn)
 {
-    if (c->npending == VEGA__QUIC_MAX_PENDING_PKTS)
+    if (c->rx.npending == VEGA__QUIC_MAX_PENDING_PKTS)
         return;
     uint8_t *copy = vega__quic_malloc(c->cfg.mem, len);
     if (!copy)
         return;
     memcpy(copy, pkt, len);
-    c->pending[c->npending++] = (struct vega__quic_pending){copy, len, ecn};
-}
-
-/* Records a received packet number and schedules the ACK (RFC 9000 §13.2). Returns 0 or
- * -ENOMEM (nothing recorded: the packet goes unacknowledged and the peer sends it again). */
-static int note_received(vega_quic_conn *c, int space, uint64_t pn, bool eliciting, uint8_t ecn)
-{
-    struct vega__quic_space *sp = &c->sp[space];
-    if (sp->discarded)
-        return 0; /* the packet's frames dropped its own space's keys (HANDSHAKE_DONE) */
-    bool out_of_order = sp->largest_recvd >= 0 && pn < (uint64_t)sp->largest_recvd;
-    bool gap = sp->largest_recvd >= 0 && pn > (uint64_t)sp->largest_recvd + 1;
-    /* An ACK scheduled for a number the set does not hold would be due forever and never
-     * written. */
-    int rc = vega__quic_ranges_add(&sp->recvd, pn, pn + 1);
-    if (rc < 0)
-        return rc;
-    /* A full set drops its lowest ranges: what they held must still count as received
-     * (RFC 9000 §12.3: a replayed packet is discarded), so the duplicate floor follows. */
-    if (sp->recvd.n >= VEGA__QUIC_ACK_RANGES && sp->recvd.r[0].start > sp->floor)
-        sp->floor = sp->recvd.r[0].start;
-    if ((int64_t)pn > sp->largest_recvd) {
-        sp->largest_recvd = (int64_t)pn;
-        sp->largest_recvd_time = c->now;
-    }
-    if (ecn >= 1 && ecn <= 3) {
-        sp->ecn[ecn == VEGA_QUIC_ECN_ECT0 ? 0 : ecn == VEGA_QUIC_ECN_ECT1 ? 1 : 2]++;
-        sp->ecn_seen = true;
-    }
-    if (!eliciting)
-        return 0;
-    sp->unacked_eliciting++;
-    if (!sp->ack_pending) {
-        sp->ack_pending = true;
-        sp->ack_deadline = c->now + c->cfg.max_ack_delay_ms * VEGA__QUIC_NS_PER_MS;
-    }
-    /* Initial and Handshake packets, every second packet, reordering and CE marks are acked
-     * at once. */
-    if (space != VEGA__QUIC_SPACE_APP || sp->unacked_eliciting >= VEGA__QUIC_ACK_ELICIT_THRESH ||
-        out_of_order || gap || ecn == VEGA_QUIC_ECN_CE || !c->handshake_confirmed)
-        sp->ack_deadline = c->now;
-    return 0;
-}
-
-/* Picks the 1-RTT keys for a packet by its key phase (RFC 9001 §6.3). *which: 0 current,
- * 1 next, 2 previous. */
-static vega_quic_keys *app_rx_keys(vega_quic_conn *c, bool phase, int *which)
-{
-    vega_quic_keys *cur = c->sp[VEGA__QUIC_SPACE_APP].rx;
-    *which = 0;
-    if (phase == c->rx_phase)
-        return cur;
-    if (c->rx_prev) {
-        *which = 2;
-        return c->rx_prev;
-    }
-    if (!c->handshake_confirmed)
-        return NULL; /* no key update before confirmation: the packet will not open */
-    if (!c->rx_next &&
-        vega__quic_next_keys(c, cur, c->app_rx_secret, &c->rx_next) < 0)
-        return NULL;
-    *which = 1;
-    return c->rx_next;
-}
-
-/* The peer moved to the next key phase: rotate receive keys, and follow with ours unless we
- * initiated it. */
-static int rx_key_update(vega_quic_conn *c, bool phase, uint64_t pn)
-{
-    vega_quic_keys_free(c->rx_prev);
-    c->rx_prev = c->sp[VEGA__QUIC_SPACE_APP].rx;
-    c->sp[VEGA__QUIC_SPACE_APP].rx = c->rx_next;
-    c->rx_next = NULL;
-    c->rx_phase = phase;
-    c->rx_prev_until = c->now + 3 * vega__quic_pto(c);
-    if (c->key_phase == phase) {
-        c->ku_pending = false; /* the peer answered our update */
-        c->ku_allowed_at = c->now + 3 * vega__quic_pto(c);
-        return 0;
-    }
-    vega_quic_keys *tx;
-    int rc = vega__quic_next_keys(c, c->sp[VEGA__QUIC_SPACE_APP].tx, c->app_tx_secret, &tx);
-    if (rc < 0)
-        return rc;
-    vega_quic_keys_free(c->sp[VEGA__QUIC_SPACE_APP].tx);
-    c->sp[VEGA__QUIC_SPACE_APP].tx = tx;
-    c->key_phase = phase;
-    c->ku_first_pn = c->sp[VEGA__QUIC_SPACE_APP].next_pn;
-    c->ku_allowed_at = c->now + 3 * vega__quic_pto(c);
-    c->key_updates++;
-    return 0;
-}
-
-static bool is_stateless_reset(const vega_quic_conn *c, const uint8_t *dgram, size_t len)
-{
-    if (len < 21)
-        return false;
-    const uint8_t *tail = dgram + len - VEGA_QUIC_RESET_TOKEN_LEN;
-    for (size_t i = 0; i < c->npeer; i++)
-        if (c->peer[i].has_token && !c->peer[i].retired &&
-            vega_crypto_ct_equal(tail, c->peer[i].token, VEGA_QUIC_RESET_TOKEN_LEN))
-            return true;
-    return false;
+    c->rx.pending[c->rx.npending++] = (struct vega__quic_pending){copy, len, ecn};
 }
 
 static int on_retry(vega_quic_conn *c, const vega_quic_hdr *h, const uint8_t *pkt)
 {
-    if (c->server || c->retried || c->got_server_packet || h->token_len == 0 ||
+    if (c->server || c->hs.retried || c->hs.got_server_packet || h->token_len == 0 ||
         h->version != c->version ||
-        (h->scid_len == c->odcid_len && memcmp(h->scid, c->odcid, c->odcid_len) == 0))
+        (h->scid_len == c->cids.odcid_len &&
+         memcmp(h->scid, c->cids.odcid, c->cids.odcid_len) == 0))
         return 0; /* §17.2.5.1: a Retry with our own DCID as its SCID is discarded */
-    if (vega_quic_retry_verify(h, pkt, c->odcid, c->odcid_len) != 0)
+    if (vega_quic_retry_verify(h, pkt, c->cids.odcid, c->cids.odcid_len) != 0)
         return 0;
     uint8_t *tok = vega__quic_malloc(c->cfg.mem, h->token_len);
     if (!tok)
         return -ENOMEM;
     memcpy(tok, h->token, h->token_len);
-    vega__quic_free(c->cfg.mem, c->token);
-    c->token = tok;
-    c->token_len = h->token_len;
-    c->retried = true;
-    c->retry_scid_len = (uint8_t)h->scid_len;
-    memcpy(c->retry_scid, h->scid, h->scid_len);
-    c->peer[0].len = (uint8_t)h->scid_len;
-    memcpy(c->peer[0].id, h->scid, h->scid_len);
+    vega__quic_free(c->cfg.mem, c->addr.token);
+    c->addr.token = tok;
+    c->addr.token_len = h->token_len;
+    c->hs.retried = true;
+    c->cids.retry_scid_len = (uint8_t)h->scid_len;
+    memcpy(c->cids.retry_scid, h->scid, h->scid_len);
+    c->cids.peer[0].len = (uint8_t)h->scid_len;
+    memcpy(c->cids.peer[0].id, h->scid, h->scid_len);
     /* New Initial keys from the Retry's CID; the ClientHello goes again (RFC 9000 §17.2.5.2). */
     struct vega__quic_space *sp = &c->sp[VEGA__QUIC_SPACE_INITIAL];
     vega_quic_keys_free(sp->tx);
@@ -595,17 +394,16 @@ static int on_retry(vega_quic_conn *c, const vega_quic_hdr *h, const uint8_t *pk
     if (rc < 0)
         return rc;
     vega__quic_recovery_reset_space(c->rec, VEGA__QUIC_SPACE_INITIAL);
-    return vega__quic_sendbuf_on_lost(&sp->crypto_tx, 0, sp->crypto_tx.next_off,
-                                      false);
+    return vega__quic_sendbuf_on_lost(&sp->crypto_tx, 0, sp->crypto_tx.next_off, false);
 }
 
 static int on_vn(vega_quic_conn *c, const vega_quic_hdr *h)
 {
-    if (c->server || c->got_server_packet || c->retried)
+    if (c->server || c->hs.got_server_packet || c->hs.retried)
         return 0;
     /* §6.2: it must echo our Initial's connection IDs, or anyone could end the attempt. */
-    if (!cid_match(h->dcid, h->dcid_len, c->local[0].id, c->local[0].len) ||
-        !cid_match(h->scid, h->scid_len, c->peer[0].id, c->peer[0].len))
+    if (!vega__quic_cid_eq(h->dcid, h->dcid_len, c->cids.local[0].id, c->cids.local[0].len) ||
+        !vega__quic_cid_eq(h->scid, h->scid_len, c->cids.peer[0].id, c->cids.peer[0].len))
         return 0;
     for (size_t i = 0; i < h->nversions; i++)
         if (vega_quic_hdr_vn_version(h, i) == c->version)
@@ -622,9 +420,8 @@ static int on_vn(vega_quic_conn *c, const vega_quic_hdr *h)
 }
 
 /* One packet of a datagram. Returns 0 (processed or dropped) or a fatal library code. */
-static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt,
-                       size_t dgram_len, uint8_t ecn, bool *processed,
-                       const vega_quic_path *path)
+static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt, size_t dgram_len,
+                       uint8_t ecn, bool *processed, const vega_quic_path *path)
 {
     if (h->type == VEGA_QUIC_PKT_VN)
         return on_vn(c, h);
@@ -644,13 +441,13 @@ static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt,
     int which = 0;
     bool phase = false;
     if (level == VEGA_QUIC_LEVEL_EARLY)
-        keys = c->server ? c->early_rx : NULL;
+        keys = c->server ? c->keys.early_rx : NULL;
     else
         keys = sp->rx;
     if (!keys) {
         /* Keep what may still become readable: Handshake and 1-RTT, and 0-RTT only on a
          * server before its handshake is done (clients never read 0-RTT). */
-        bool early_hope = level == VEGA_QUIC_LEVEL_EARLY && c->server && !c->handshake_done;
+        bool early_hope = level == VEGA_QUIC_LEVEL_EARLY && c->server && !c->hs.done;
         if (level == VEGA_QUIC_LEVEL_HANDSHAKE || level == VEGA_QUIC_LEVEL_APP || early_hope)
             keep_pending(c, pkt, h->pkt_len, ecn);
         return 0;
@@ -660,14 +457,14 @@ static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt,
         if (vega__quic_hp_first(keys, pkt, h->pkt_len, h->pn_offset, &first) < 0)
             return 0;
         phase = (first & 0x04) != 0;
-        keys = app_rx_keys(c, phase, &which);
+        keys = vega__quic_app_rx_keys(c, phase, &which);
         if (!keys)
             return 0;
     }
     vega_quic_unprotected u;
     uint64_t werr = 0;
-    int rc = vega_quic_packet_unprotect(keys, pkt, h->pkt_len, h->pn_offset, sp->largest_recvd,
-                                        &u, &werr);
+    int rc = vega_quic_packet_unprotect(keys, pkt, h->pkt_len, h->pn_offset, sp->largest_recvd, &u,
+                                        &werr);
     if (rc == VEGA_ERR_PROTO && werr) {
         vega__quic_close_err(c, werr, 0, "reserved header bits set");
         return 0;
@@ -680,17 +477,17 @@ static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt,
     if (u.pn < sp->floor || vega__quic_ranges_contains(&sp->recvd, u.pn))
         return 0; /* a duplicate */
     if (which == 1) {
-        rc = rx_key_update(c, phase, u.pn);
+        rc = vega__quic_rx_key_update(c, phase, u.pn);
         if (rc < 0)
             return rc;
     }
     /* The first server packet fixes our destination CID (RFC 9000 §7.2). */
-    if (!c->server && !c->got_server_packet && h->type != VEGA_QUIC_PKT_1RTT) {
-        c->got_server_packet = true;
-        c->peer[0].len = (uint8_t)h->scid_len;
-        memcpy(c->peer[0].id, h->scid, h->scid_len);
-        c->peer_scid_len = (uint8_t)h->scid_len;
-        memcpy(c->peer_scid, h->scid, h->scid_len);
+    if (!c->server && !c->hs.got_server_packet && h->type != VEGA_QUIC_PKT_1RTT) {
+        c->hs.got_server_packet = true;
+        c->cids.peer[0].len = (uint8_t)h->scid_len;
+        memcpy(c->cids.peer[0].id, h->scid, h->scid_len);
+        c->cids.peer_scid_len = (uint8_t)h->scid_len;
+        memcpy(c->cids.peer_scid, h->scid, h->scid_len);
     }
     c->stats.pkts_recv++;
     const uint8_t *payload = pkt + u.payload_off;
@@ -700,53 +497,53 @@ static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt,
         return 0;
     }
     bool eliciting = false, probing = true;
-    c->rx_path = path;
+    c->rx.path = path;
     rc = vega__quic_recv_frames(c, level, payload, u.payload_len, &eliciting, &probing, &werr);
-    c->rx_path = NULL;
+    c->rx.path = NULL;
     if (rc == VEGA_ERR_PROTO) {
-        const char *why = c->tls ? vega__qtls_reason(c->tls) : "";
-        vega__quic_close_err(c, werr, c->close_frame_type,
+        const char *why = c->hs.tls ? vega__qtls_reason(c->hs.tls) : "";
+        vega__quic_close_err(c, werr, c->closing.frame_type,
                              werr >= VEGA_QUIC_CRYPTO_ERROR && why[0] ? why : NULL);
         return 0;
     }
     if (rc < 0)
         return rc;
-    rc = note_received(c, space, u.pn, eliciting, ecn);
+    rc = vega__quic_note_received(c, space, u.pn, eliciting, ecn);
     if (rc < 0)
         return rc;
     /* Server: a new peer address on the newest non-probing 1-RTT packet is a migration or a
      * NAT rebinding (§9.3); packets that are older or only probe do not move us. */
     if (level == VEGA_QUIC_LEVEL_APP && (int64_t)u.pn == sp->largest_recvd &&
         c->state == VEGA__QUIC_ST_ESTABLISHED) {
-        bool new_dcid = c->rx_dcid_len &&
-                        (h->dcid_len != c->rx_dcid_len || memcmp(h->dcid, c->rx_dcid, h->dcid_len));
+        bool new_dcid = c->cids.rx_dcid_len && (h->dcid_len != c->cids.rx_dcid_len ||
+                                                memcmp(h->dcid, c->cids.rx_dcid, h->dcid_len));
         if (!probing) {
-            c->rx_dcid_len = (uint8_t)h->dcid_len;
-            memcpy(c->rx_dcid, h->dcid, h->dcid_len);
-            if (c->server && path && c->handshake_confirmed)
+            c->cids.rx_dcid_len = (uint8_t)h->dcid_len;
+            memcpy(c->cids.rx_dcid, h->dcid, h->dcid_len);
+            if (c->server && path && c->hs.confirmed)
                 vega__quic_peer_moved(c, path, new_dcid);
         }
     }
     /* A server that gets a Handshake packet knows the client's address and drops Initial keys
      * (RFC 9001 §4.9.1). */
     if (c->server && level == VEGA_QUIC_LEVEL_HANDSHAKE) {
-        c->addr_validated = true;
+        c->addr.validated = true;
         vega__quic_discard_space(c, VEGA__QUIC_SPACE_INITIAL);
     }
     vega__quic_idle_restart(c);
-    c->eliciting_since_rx = false;
+    c->timers.eliciting_since_rx = false;
     return 0;
 }
 
 /* Packets that came before their keys: try them again now (keys may have arrived). */
 void vega__quic_retry_pending(vega_quic_conn *c)
 {
-    size_t n = c->npending;
+    size_t n = c->rx.npending;
     if (!n)
         return;
     struct vega__quic_pending list[VEGA__QUIC_MAX_PENDING_PKTS];
-    memcpy(list, c->pending, n * sizeof list[0]);
-    c->npending = 0;
+    memcpy(list, c->rx.pending, n * sizeof list[0]);
+    c->rx.npending = 0;
     for (size_t i = 0; i < n; i++) {
         vega_quic_hdr h;
         bool processed = false;
@@ -754,15 +551,15 @@ void vega__quic_retry_pending(vega_quic_conn *c)
             vega_quic_hdr_parse(&h, list[i].data, list[i].len, c->cfg.scid_len) == 0) {
             h.pkt_len = list[i].len < h.pkt_len ? list[i].len : h.pkt_len;
             /* A packet still without keys goes back to the list. */
-            recv_packet(c, &h, list[i].data, VEGA_QUIC_MIN_INITIAL_SIZE, list[i].ecn,
-                        &processed, NULL);
+            recv_packet(c, &h, list[i].data, VEGA_QUIC_MIN_INITIAL_SIZE, list[i].ecn, &processed,
+                        NULL);
         }
         vega__quic_free(c->cfg.mem, list[i].data);
     }
 }
 
-int vega_quic_conn_read(vega_quic_conn *c, const vega_quic_path *path, uint8_t ecn,
-                        uint8_t *dgram, size_t len, uint64_t now)
+int vega_quic_conn_read(vega_quic_conn *c, const vega_quic_path *path, uint8_t ecn, uint8_t *dgram,
+                        size_t len, uint64_t now)
 {
     if (now > c->now)
         c->now = now;
@@ -771,10 +568,10 @@ int vega_quic_conn_read(vega_quic_conn *c, const vega_quic_path *path, uint8_t e
     if (c->state == VEGA__QUIC_ST_DRAINING)
         return 0;
     c->stats.bytes_recv += len;
-    c->rx_dgram_len = len;
-    c->send_blocked = false; /* new budget, maybe */
-    if (c->server && !c->addr_validated) {
-        c->bytes_recv_unvalidated += len;
+    c->rx.dgram_len = len;
+    c->addr.send_blocked = false; /* new budget, maybe */
+    if (c->server && !c->addr.validated) {
+        c->addr.bytes_recv += len;
         vega__quic_recovery_set_amplification_blocked(c->rec, false);
     }
     vega_quic_hdr hs[MAX_COALESCED];
@@ -791,19 +588,19 @@ int vega_quic_conn_read(vega_quic_conn *c, const vega_quic_path *path, uint8_t e
         any |= processed;
         off += hs[i].pkt_len;
     }
-    if (!any && c->state < VEGA__QUIC_ST_CLOSING && is_stateless_reset(c, dgram, len)) {
+    if (!any && c->state < VEGA__QUIC_ST_CLOSING && vega__quic_is_stateless_reset(c, dgram, len)) {
         vega_quic_event ev = {.type = VEGA_QUIC_EV_CLOSED, .error_code = VEGA_QUIC_NO_ERROR};
         vega__quic_ev_push(c, &ev);
         c->state = VEGA__QUIC_ST_CLOSED; /* §10.3.1: no more packets */
         return 0;
     }
-    if (any && c->migrating && path &&
-        vega__quic_addr_cmp(&path->remote, path->remote_len, &c->path.remote,
-                            c->path.remote_len) == 0)
-        c->path_bytes_recv += len; /* the new path's anti-amplification budget (§9.3) */
+    if (any && c->paths.migrating && path &&
+        vega__quic_addr_cmp(&path->remote, path->remote_len, &c->paths.cur.remote,
+                            c->paths.cur.remote_len) == 0)
+        c->paths.bytes_recv += len; /* the new path's anti-amplification budget (§9.3) */
     if (any && c->state < VEGA__QUIC_ST_CLOSING)
         vega__quic_retry_pending(c);
     if (any && c->state == VEGA__QUIC_ST_CLOSING)
-        c->close_send = true;
+        c->closing.send = true;
     return 0;
 }

@@ -21,19 +21,19 @@ static int type_of(uint64_t id)
  * the last one found is tried before the map. */
 struct vega__quic_stream *vega__quic_stream_get(vega_quic_conn *c, uint64_t id)
 {
-    struct vega__quic_stream *s = c->last_stream;
+    struct vega__quic_stream *s = c->streams.last;
     if (s && s->id == id)
         return s;
-    s = vega__quic_stream_map_get(&c->streams, id);
+    s = vega__quic_stream_map_get(&c->streams.map, id);
     if (s)
-        c->last_stream = s;
+        c->streams.last = s;
     return s;
 }
 
 /* The peer's limit on what we may send on a stream (RFC 9000 §18.2). */
 static uint64_t peer_stream_limit(const vega_quic_conn *c, uint64_t id)
 {
-    const vega_quic_tp *tp = &c->peer_tp;
+    const vega_quic_tp *tp = &c->hs.peer_tp;
     if (type_of(id))
         return tp->initial_max_stream_data_uni;
     return is_local(c, id) ? tp->initial_max_stream_data_bidi_remote
@@ -54,7 +54,7 @@ static struct vega__quic_stream *stream_new(vega_quic_conn *c, uint64_t id)
     vega__quic_fc_init(&s->fc, c->cfg.max_stream_data, c->cfg.max_stream_data_max);
     s->fc.limit = c->cfg.max_stream_data;
     s->max_send = peer_stream_limit(c, id);
-    if (vega__quic_stream_map_put(&c->streams, s) < 0) {
+    if (vega__quic_stream_map_put(&c->streams.map, s) < 0) {
         vega__quic_sendbuf_fini(&s->sb);
         vega__quic_recvbuf_fini(&s->rb);
         vega__quic_free(c->cfg.mem, s);
@@ -65,8 +65,8 @@ static struct vega__quic_stream *stream_new(vega_quic_conn *c, uint64_t id)
 
 static void stream_destroy(vega_quic_conn *c, struct vega__quic_stream *s)
 {
-    if (c->last_stream == s)
-        c->last_stream = NULL;
+    if (c->streams.last == s)
+        c->streams.last = NULL;
     vega__quic_sendbuf_fini(&s->sb);
     vega__quic_recvbuf_fini(&s->rb);
     vega__quic_free(c->cfg.mem, s);
@@ -76,11 +76,11 @@ void vega__quic_streams_free(vega_quic_conn *c)
 {
     size_t pos = 0;
     struct vega__quic_stream *s;
-    while ((s = vega__quic_stream_map_next(&c->streams, &pos)))
+    while ((s = vega__quic_stream_map_next(&c->streams.map, &pos)))
         stream_destroy(c, s);
-    vega__quic_stream_map_fini(&c->streams);
-    c->last_stream = NULL;
-    c->sendq_head = c->sendq_tail = NULL;
+    vega__quic_stream_map_fini(&c->streams.map);
+    c->streams.last = NULL;
+    c->streams.sendq_head = c->streams.sendq_tail = NULL;
 }
 
 /* The peer's transport parameters arrived: streams opened before now get their limits. */
@@ -88,7 +88,7 @@ void vega__quic_stream_apply_tp(vega_quic_conn *c)
 {
     size_t pos = 0;
     struct vega__quic_stream *s;
-    while ((s = vega__quic_stream_map_next(&c->streams, &pos))) {
+    while ((s = vega__quic_stream_map_next(&c->streams.map, &pos))) {
         uint64_t lim = peer_stream_limit(c, s->id);
         if (lim > s->max_send)
             s->max_send = lim;
@@ -103,11 +103,11 @@ void vega__quic_sendq_push(vega_quic_conn *c, struct vega__quic_stream *s)
         return;
     s->in_sendq = true;
     s->sendq_next = NULL;
-    if (c->sendq_tail)
-        c->sendq_tail->sendq_next = s;
+    if (c->streams.sendq_tail)
+        c->streams.sendq_tail->sendq_next = s;
     else
-        c->sendq_head = s;
-    c->sendq_tail = s;
+        c->streams.sendq_head = s;
+    c->streams.sendq_tail = s;
 }
 
 static bool send_done(const struct vega__quic_stream *s)
@@ -140,17 +140,18 @@ void vega__quic_stream_maybe_free(vega_quic_conn *c, struct vega__quic_stream *s
     }
     if (!is_local(c, s->id)) {
         int t = type_of(s->id);
-        c->peer_closed[t]++;
+        c->streams.peer_closed[t]++;
         uint64_t cfg_max = t ? c->cfg.max_streams_uni : c->cfg.max_streams_bidi;
-        uint64_t want = c->peer_closed[t] + cfg_max;
+        uint64_t want = c->streams.peer_closed[t] + cfg_max;
         if (want > (1ull << 60))
             want = 1ull << 60;
-        if (want - c->local_max_streams[t] >= (cfg_max + 1) / 2 || want - c->peer_opened[t] < 2) {
-            c->local_max_streams[t] = want;
-            c->max_streams_queued[t] = true;
+        if (want - c->streams.local_max[t] >= (cfg_max + 1) / 2 ||
+            want - c->streams.peer_opened[t] < 2) {
+            c->streams.local_max[t] = want;
+            c->streams.max_streams_queued[t] = true;
         }
     }
-    vega__quic_stream_map_del(&c->streams, s->id);
+    vega__quic_stream_map_del(&c->streams.map, s->id);
     stream_destroy(c, s);
 }
 
@@ -166,7 +167,7 @@ int vega__quic_stream_peer(vega_quic_conn *c, uint64_t id, bool for_send,
         return VEGA_ERR_PROTO;
     }
     if (local) {
-        if (id >= c->next_stream[t]) {
+        if (id >= c->streams.next[t]) {
             *wire_err = VEGA_QUIC_STREAM_STATE_ERROR;
             return VEGA_ERR_PROTO;
         }
@@ -174,21 +175,21 @@ int vega__quic_stream_peer(vega_quic_conn *c, uint64_t id, bool for_send,
         return 0;
     }
     uint64_t idx = id >> 2;
-    if (idx >= c->local_max_streams[t]) {
+    if (idx >= c->streams.local_max[t]) {
         *wire_err = VEGA_QUIC_STREAM_LIMIT_ERROR;
         return VEGA_ERR_PROTO;
     }
-    if (idx < c->peer_opened[t]) {
+    if (idx < c->streams.peer_opened[t]) {
         *out = vega__quic_stream_get(c, id);
         return 0;
     }
     /* Opening a stream opens every lower-numbered one of its type (RFC 9000 §3.2). */
-    for (uint64_t i = c->peer_opened[t]; i <= idx; i++) {
+    for (uint64_t i = c->streams.peer_opened[t]; i <= idx; i++) {
         uint64_t sid = i << 2 | (uint64_t)t << 1 | (uint64_t)!c->server;
         struct vega__quic_stream *s = stream_new(c, sid);
         if (!s)
             return -ENOMEM;
-        c->peer_opened[t] = i + 1;
+        c->streams.peer_opened[t] = i + 1;
         vega_quic_event ev = {.type = VEGA_QUIC_EV_STREAM_OPENED, .stream_id = sid};
         if (vega__quic_ev_push(c, &ev) < 0)
             return -ENOMEM;
@@ -203,15 +204,15 @@ int vega_quic_stream_open(vega_quic_conn *c, bool bidi, uint64_t *id)
     if (c->state >= VEGA__QUIC_ST_CLOSING)
         return VEGA_ERR_CLOSED;
     int t = bidi ? 0 : 1;
-    uint64_t next = c->next_stream[t];
-    if ((next >> 2) >= c->peer_max_streams[t]) {
-        c->streams_blocked_ev = true;
+    uint64_t next = c->streams.next[t];
+    if ((next >> 2) >= c->streams.peer_max[t]) {
+        c->streams.blocked_ev = true;
         return VEGA_ERR_FULL;
     }
     struct vega__quic_stream *s = stream_new(c, next);
     if (!s)
         return -ENOMEM;
-    c->next_stream[t] = next + 4;
+    c->streams.next[t] = next + 4;
     *id = next;
     return 0;
 }
@@ -247,13 +248,13 @@ static void on_consumed(vega_quic_conn *c, struct vega__quic_stream *s, size_t n
 {
     if (n) {
         vega__quic_fc_on_consumed(&s->fc, n);
-        vega__quic_fc_on_consumed(&c->fc, n);
+        vega__quic_fc_on_consumed(&c->flow.fc, n);
         if (!fin && s->rb.final_size == UINT64_MAX && vega__quic_fc_should_update(&s->fc)) {
             s->max_data_queued = true;
             vega__quic_sendq_push(c, s);
         }
-        if (vega__quic_fc_should_update(&c->fc))
-            c->max_data_queued = true;
+        if (vega__quic_fc_should_update(&c->flow.fc))
+            c->flow.max_data_queued = true;
     }
     if (fin) {
         s->fin_read = true;
@@ -346,13 +347,13 @@ int vega_quic_datagram_send(vega_quic_conn *c, const void *data, size_t len)
 {
     if (c->state >= VEGA__QUIC_ST_CLOSING)
         return VEGA_ERR_CLOSED;
-    uint64_t max = c->peer_tp.max_datagram_frame_size;
+    uint64_t max = c->hs.peer_tp.max_datagram_frame_size;
     /* A DATAGRAM frame must fit in one packet: 1200 bytes less the short header, packet number,
      * AEAD tag and the frame's own type and length. */
     size_t room = VEGA__QUIC_MAX_PACKET - 1 - VEGA_QUIC_MAX_CID_LEN - 4 - 16 - 1 - 2;
-    if (!c->peer_tp_ok || max == 0 || len + 3 > max || len > room)
+    if (!c->hs.peer_tp_ok || max == 0 || len + 3 > max || len > room)
         return VEGA_ERR_INVALID_ARG;
-    if (c->dsend_n == VEGA__QUIC_DGRAM_SEND_QUEUE)
+    if (c->dgram.send_n == VEGA__QUIC_DGRAM_SEND_QUEUE)
         return VEGA_ERR_FULL;
     uint8_t *copy = vega__quic_malloc(c->cfg.mem, len ? len : 1);
     if (!copy)
@@ -360,9 +361,9 @@ int vega_quic_datagram_send(vega_quic_conn *c, const void *data, size_t len)
     if (len)
         memcpy(copy, data, len);
     struct vega__quic_dgram *d =
-        &c->dsend[(c->dsend_head + c->dsend_n) % VEGA__QUIC_DGRAM_SEND_QUEUE];
+        &c->dgram.send[(c->dgram.send_head + c->dgram.send_n) % VEGA__QUIC_DGRAM_SEND_QUEUE];
     d->data = copy;
     d->len = len;
-    c->dsend_n++;
+    c->dgram.send_n++;
     return 0;
 }

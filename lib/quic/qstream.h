@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <vega/quic.h>
+#include <vega/quic_wire.h>
 
 /* ---- range sets ------------------------------------------------------------------------------ */
 

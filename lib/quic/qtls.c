@@ -106,7 +106,7 @@ int vega__qtls_th_hash(struct vega__qtls *t, const uint8_t *extra, size_t extra_
 
 int vega__qtls_th_hrr(struct vega__qtls *t)
 {
-    uint8_t mh[4 + VEGA_QUIC_TLS13_MAX_HASH_LEN] = {QT_MESSAGE_HASH, 0, 0, (uint8_t)t->hash_len};
+    uint8_t mh[4 + VEGA__QUIC_TLS13_MAX_HASH_LEN] = {QT_MESSAGE_HASH, 0, 0, (uint8_t)t->hash_len};
     int rc = vega__qtls_th_hash(t, NULL, 0, mh + 4);
     if (rc < 0)
         return rc;
@@ -199,7 +199,7 @@ int vega__qtls_put_cert(struct vega__qtls *t, struct qt_buf *b, bool with_chain)
 
 int vega__qtls_put_cv(struct vega__qtls *t, struct qt_buf *b, uint16_t scheme)
 {
-    uint8_t th[VEGA_QUIC_TLS13_MAX_HASH_LEN], content[VEGA_CRYPTO_TLS13_CV_MAX];
+    uint8_t th[VEGA__QUIC_TLS13_MAX_HASH_LEN], content[VEGA_CRYPTO_TLS13_CV_MAX];
     int rc = vega__qtls_th_hash(t, NULL, 0, th);
     if (rc < 0)
         return rc;
@@ -226,11 +226,11 @@ int vega__qtls_put_cv(struct vega__qtls *t, struct qt_buf *b, uint16_t scheme)
 
 int vega__qtls_put_finished(struct vega__qtls *t, struct qt_buf *b, const uint8_t *base)
 {
-    uint8_t th[VEGA_QUIC_TLS13_MAX_HASH_LEN], fin[VEGA_QUIC_TLS13_MAX_HASH_LEN];
+    uint8_t th[VEGA__QUIC_TLS13_MAX_HASH_LEN], fin[VEGA__QUIC_TLS13_MAX_HASH_LEN];
     int rc = vega__qtls_th_hash(t, NULL, 0, th);
     if (rc < 0)
         return rc;
-    rc = vega_quic_tls13_finished(t->hash, base, t->hash_len, th, t->hash_len, fin);
+    rc = vega__quic_tls13_finished(t->hash, base, t->hash_len, th, t->hash_len, fin);
     if (rc < 0)
         return internal(t, rc, "Finished computation failed");
     size_t m = vega__qtls_msg_open(b, QT_FINISHED);
@@ -328,7 +328,7 @@ int vega__qtls_on_cv(struct vega__qtls *t, const uint8_t *msg, size_t len)
     if (!offered || !vega_crypto_key_supports(t->peer_key, (vega_crypto_sig_alg)scheme))
         return vega__qtls_fail(t, VEGA__QTLS_ALERT_ILLEGAL_PARAMETER,
                                "CertificateVerify with a scheme not offered or not the key's");
-    uint8_t th[VEGA_QUIC_TLS13_MAX_HASH_LEN], content[VEGA_CRYPTO_TLS13_CV_MAX];
+    uint8_t th[VEGA__QUIC_TLS13_MAX_HASH_LEN], content[VEGA_CRYPTO_TLS13_CV_MAX];
     int rc = vega__qtls_th_hash(t, NULL, 0, th);
     if (rc < 0)
         return rc;
@@ -351,12 +351,12 @@ int vega__qtls_check_finished(struct vega__qtls *t, const uint8_t *msg, size_t l
 {
     if (len != 4 + t->hash_len || qt_be(msg + 1, 3) != t->hash_len)
         return vega__qtls_fail(t, VEGA__QTLS_ALERT_DECODE_ERROR, "malformed Finished");
-    uint8_t th[VEGA_QUIC_TLS13_MAX_HASH_LEN];
+    uint8_t th[VEGA__QUIC_TLS13_MAX_HASH_LEN];
     int rc = vega__qtls_th_hash(t, NULL, 0, th);
     if (rc < 0)
         return rc;
-    rc = vega_quic_tls13_finished_check(t->hash, base, t->hash_len, th, t->hash_len, msg + 4,
-                                        t->hash_len, NULL);
+    rc = vega__quic_tls13_finished_check(t->hash, base, t->hash_len, th, t->hash_len, msg + 4,
+                                         t->hash_len, NULL);
     if (rc == VEGA_ERR_PROTO)
         return vega__qtls_fail(t, VEGA__QTLS_ALERT_DECRYPT_ERROR, "Finished does not verify");
     if (rc < 0)
@@ -464,7 +464,7 @@ void vega__qtls_free(struct vega__qtls *t)
     vega_crypto_kex_free(t->kex);
     vega_crypto_cert_chain_free(t->peer_chain);
     vega_crypto_key_free(t->peer_key);
-    vega_quic_tls13_schedule_wipe(&t->ks);
+    vega__quic_tls13_schedule_wipe(&t->ks);
     vega__qt_buf_free(&t->th);
     if (t->in) {
         vega_crypto_cleanse(t->in, t->in_cap);

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include <vega/crypto.h>
-#include <vega/quic.h>
+#include <vega/quic_wire.h>
 
 /* TLS alerts the handshake sends (RFC 8446 §6): add to VEGA_QUIC_CRYPTO_ERROR for the wire. */
 enum {

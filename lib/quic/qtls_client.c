@@ -130,7 +130,7 @@ static int send_client_hello(struct vega__qtls *t, const uint8_t *cookie, size_t
         binder_at = b.len;
         vega__qt_put_int(&b, 1 + t->hash_len, 2);
         vega__qt_put_int(&b, t->hash_len, 1);
-        uint8_t zero[VEGA_QUIC_TLS13_MAX_HASH_LEN] = {0};
+        uint8_t zero[VEGA__QUIC_TLS13_MAX_HASH_LEN] = {0};
         vega__qt_put(&b, zero, t->hash_len);
         vega__qt_close(&b, e, 2);
     }
@@ -144,18 +144,18 @@ static int send_client_hello(struct vega__qtls *t, const uint8_t *cookie, size_t
     if (t->psk_offered) {
         /* The binder covers the transcript so far and the ClientHello up to the binders
          * (RFC 8446 §4.2.11.2). */
-        uint8_t bk[VEGA_QUIC_TLS13_MAX_HASH_LEN], th[VEGA_QUIC_TLS13_MAX_HASH_LEN];
-        rc = vega_quic_tls13_schedule_init(&t->ks, t->hash, t->sess.psk, t->sess.psk_len);
+        uint8_t bk[VEGA__QUIC_TLS13_MAX_HASH_LEN], th[VEGA__QUIC_TLS13_MAX_HASH_LEN];
+        rc = vega__quic_tls13_schedule_init(&t->ks, t->hash, t->sess.psk, t->sess.psk_len);
         if (rc == 0)
-            rc = vega_quic_tls13_schedule_binder_key(&t->ks, false, bk);
+            rc = vega__quic_tls13_schedule_binder_key(&t->ks, false, bk);
         if (rc < 0) {
             rc = internal(t, rc, "binder key");
             goto out;
         }
         if ((rc = vega__qtls_th_hash(t, b.p + m, binder_at - m, th)) < 0)
             goto out;
-        rc = vega_quic_tls13_finished(t->hash, bk, t->hash_len, th, t->hash_len,
-                                      b.p + binder_at + 3);
+        rc = vega__quic_tls13_finished(t->hash, bk, t->hash_len, th, t->hash_len,
+                                       b.p + binder_at + 3);
         vega_crypto_cleanse(bk, sizeof bk);
         if (rc < 0) {
             rc = internal(t, rc, "binder");
@@ -166,10 +166,10 @@ static int send_client_hello(struct vega__qtls *t, const uint8_t *cookie, size_t
         (rc = vega__qtls_flush(t, VEGA_QUIC_LEVEL_INITIAL, &b)) < 0)
         goto out;
     if (t->early == VEGA__QTLS_EARLY_OFFERED && !t->hrr) {
-        uint8_t th[VEGA_QUIC_TLS13_MAX_HASH_LEN], secret[VEGA_QUIC_TLS13_MAX_HASH_LEN];
+        uint8_t th[VEGA__QUIC_TLS13_MAX_HASH_LEN], secret[VEGA__QUIC_TLS13_MAX_HASH_LEN];
         if ((rc = vega__qtls_th_hash(t, NULL, 0, th)) < 0)
             goto out;
-        rc = vega_quic_tls13_schedule_early_traffic(&t->ks, th, t->hash_len, secret);
+        rc = vega__quic_tls13_schedule_early_traffic(&t->ks, th, t->hash_len, secret);
         if (rc < 0)
             rc = internal(t, rc, "early secret");
         else
@@ -226,7 +226,7 @@ static int on_hrr(struct vega__qtls *t, const struct vega__qtls_hello *h, const 
     vega__qtls_set_suite(t, h->suite);
     if (t->psk_offered && psk_hash != t->hash) {
         t->psk_offered = false; /* the PSK cannot serve this suite's hash */
-        vega_quic_tls13_schedule_wipe(&t->ks);
+        vega__quic_tls13_schedule_wipe(&t->ks);
     }
     if (t->early == VEGA__QTLS_EARLY_OFFERED) /* RFC 8446 §4.2.10: no 0-RTT after HRR */
         t->early = VEGA__QTLS_EARLY_REJECTED;
@@ -271,12 +271,12 @@ static int on_server_hello(struct vega__qtls *t, const uint8_t *msg, size_t len)
     } else {
         if (t->early == VEGA__QTLS_EARLY_OFFERED)
             t->early = VEGA__QTLS_EARLY_REJECTED;
-        if ((rc = vega_quic_tls13_schedule_init(&t->ks, t->hash, NULL, 0)) < 0)
+        if ((rc = vega__quic_tls13_schedule_init(&t->ks, t->hash, NULL, 0)) < 0)
             return internal(t, rc, "key schedule");
     }
     if ((rc = vega__qtls_th_add(t, msg, len)) < 0)
         return rc;
-    uint8_t shared[VEGA_CRYPTO_KEX_SECRET_LEN], th[VEGA_QUIC_TLS13_MAX_HASH_LEN];
+    uint8_t shared[VEGA_CRYPTO_KEX_SECRET_LEN], th[VEGA__QUIC_TLS13_MAX_HASH_LEN];
     vega_ssize sl = vega_crypto_kex_derive(t->kex, h.share, h.share_len, shared, sizeof shared);
     vega_crypto_kex_free(t->kex);
     t->kex = NULL;
@@ -285,7 +285,7 @@ static int on_server_hello(struct vega__qtls *t, const uint8_t *msg, size_t len)
     if (sl < 0)
         return internal(t, (int)sl, "key exchange");
     if ((rc = vega__qtls_th_hash(t, NULL, 0, th)) == 0)
-        rc = vega_quic_tls13_schedule_handshake(&t->ks, shared, (size_t)sl, th, t->hash_len);
+        rc = vega__quic_tls13_schedule_handshake(&t->ks, shared, (size_t)sl, th, t->hash_len);
     vega_crypto_cleanse(shared, sizeof shared);
     if (rc < 0)
         return t->state == QS_FAILED ? rc : internal(t, rc, "key schedule");
@@ -383,13 +383,13 @@ static int on_finished(struct vega__qtls *t, const uint8_t *msg, size_t len)
     int rc = vega__qtls_check_finished(t, msg, len, t->ks.server_handshake_traffic);
     if (rc < 0)
         return rc;
-    uint8_t th[VEGA_QUIC_TLS13_MAX_HASH_LEN];
+    uint8_t th[VEGA__QUIC_TLS13_MAX_HASH_LEN];
     if ((rc = vega__qtls_th_hash(t, NULL, 0, th)) < 0)
         return rc;
     /* Our handshake traffic secret is needed for our Finished after the move. */
-    uint8_t c_hs[VEGA_QUIC_TLS13_MAX_HASH_LEN];
+    uint8_t c_hs[VEGA__QUIC_TLS13_MAX_HASH_LEN];
     memcpy(c_hs, t->ks.client_handshake_traffic, sizeof c_hs);
-    if ((rc = vega_quic_tls13_schedule_application(&t->ks, th, t->hash_len)) < 0) {
+    if ((rc = vega__quic_tls13_schedule_application(&t->ks, th, t->hash_len)) < 0) {
         vega_crypto_cleanse(c_hs, sizeof c_hs);
         return internal(t, rc, "key schedule");
     }
@@ -409,7 +409,7 @@ static int on_finished(struct vega__qtls *t, const uint8_t *msg, size_t len)
         (rc = vega__qtls_flush(t, VEGA_QUIC_LEVEL_HANDSHAKE, &b)) < 0 ||
         (rc = vega__qtls_th_hash(t, NULL, 0, th)) < 0)
         goto out;
-    if ((rc = vega_quic_tls13_schedule_resumption(&t->ks, th, t->hash_len)) < 0) {
+    if ((rc = vega__quic_tls13_schedule_resumption(&t->ks, th, t->hash_len)) < 0) {
         rc = internal(t, rc, "key schedule");
         goto out;
     }
@@ -460,8 +460,8 @@ static int on_ticket(struct vega__qtls *t, const uint8_t *msg, size_t len)
     memset(&s, 0, sizeof s);
     s.suite = t->suite;
     s.psk_len = t->hash_len;
-    int rc = vega_quic_tls13_resumption_psk(t->hash, t->ks.resumption_master, t->hash_len, nonce.p,
-                                            qt_left(&nonce), s.psk);
+    int rc = vega__quic_tls13_resumption_psk(t->hash, t->ks.resumption_master, t->hash_len, nonce.p,
+                                             qt_left(&nonce), s.psk);
     if (rc < 0)
         return internal(t, rc, "resumption PSK");
     s.time_ms = t->wall_ms;

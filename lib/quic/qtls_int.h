@@ -11,6 +11,7 @@
 
 #include "qtls.h"
 #include "quic_int.h"
+#include "tls13_keys.h"
 
 /* Handshake message types (RFC 8446 §4). */
 enum {
@@ -230,7 +231,7 @@ enum qt_state {
 /* A client session (decoded blob) or a server ticket (decrypted): what resumption needs. */
 struct qt_session {
     uint16_t suite;
-    uint8_t psk[VEGA_QUIC_TLS13_MAX_HASH_LEN];
+    uint8_t psk[VEGA__QUIC_TLS13_MAX_HASH_LEN];
     size_t psk_len;
     uint64_t time_ms; /* client: received; server: issued */
     uint32_t lifetime_s, age_add, max_early;
@@ -273,7 +274,7 @@ struct vega__qtls {
     vega_crypto_aead_alg aead;
     vega_crypto_hash_alg hash;
     size_t hash_len;
-    vega_quic_tls13_schedule ks;
+    struct vega__quic_tls13_schedule ks;
     vega_crypto_kex *kex;
     bool hrr;                /* a HelloRetryRequest was sent / received */
     vega_crypto_group group; /* the key exchange group (after HelloRetryRequest: its) */
@@ -289,7 +290,7 @@ struct vega__qtls {
     bool cert_req; /* client: the server asked; server: we asked */
     uint16_t peer_sigalgs[QT_MAX_SIGALGS];
     size_t n_peer_sigalgs;
-    uint8_t c_app[VEGA_QUIC_TLS13_MAX_HASH_LEN]; /* server: until the client Finished */
+    uint8_t c_app[VEGA__QUIC_TLS13_MAX_HASH_LEN]; /* server: until the client Finished */
     /* client resumption */
     bool have_sess, psk_offered;
     struct qt_session sess;

@@ -73,16 +73,16 @@ static int try_psk(struct vega__qtls *t, const struct vega__qtls_hello *h, const
     struct qt_rd br = {h->binders, h->binders + h->binders_len}, binder;
     if (!qt_vec(&br, 1, &binder))
         return FAIL(DECODE_ERROR, "malformed pre_shared_key");
-    uint8_t bk[VEGA_QUIC_TLS13_MAX_HASH_LEN], th[VEGA_QUIC_TLS13_MAX_HASH_LEN];
-    int rc = vega_quic_tls13_schedule_init(&t->ks, t->hash, s->psk, s->psk_len);
+    uint8_t bk[VEGA__QUIC_TLS13_MAX_HASH_LEN], th[VEGA__QUIC_TLS13_MAX_HASH_LEN];
+    int rc = vega__quic_tls13_schedule_init(&t->ks, t->hash, s->psk, s->psk_len);
     if (rc == 0)
-        rc = vega_quic_tls13_schedule_binder_key(&t->ks, false, bk);
+        rc = vega__quic_tls13_schedule_binder_key(&t->ks, false, bk);
     if (rc < 0)
         return internal(t, rc, "binder key");
     if ((rc = vega__qtls_th_hash(t, ch, h->binders_off, th)) < 0)
         return rc;
-    rc = vega_quic_tls13_finished_check(t->hash, bk, t->hash_len, th, t->hash_len, binder.p,
-                                        qt_left(&binder), NULL);
+    rc = vega__quic_tls13_finished_check(t->hash, bk, t->hash_len, th, t->hash_len, binder.p,
+                                         qt_left(&binder), NULL);
     vega_crypto_cleanse(bk, sizeof bk);
     if (rc == VEGA_ERR_PROTO)
         return FAIL(DECRYPT_ERROR, "PSK binder does not verify");
@@ -110,26 +110,25 @@ static bool early_ok(struct vega__qtls *t, const struct vega__qtls_hello *h,
     return diff <= window;
 }
 
-static int on_client_hello(struct vega__qtls *t, const uint8_t *msg, size_t len)
+/* The first checks of a ClientHello, then what both sides must share: the cipher suite, the
+ * ALPN (mandatory in QUIC, RFC 9001 §8.1: our first choice the client offers) and the name.
+ * Returns 0 or the failure (an alert sent). */
+static int ch_negotiate(struct vega__qtls *t, const struct vega__qtls_hello *h)
 {
     const vega_quic_tls_config *cfg = t->cfg;
-    struct vega__qtls_hello h;
-    int alert = vega__qtls_parse_ch(msg, len, &h);
-    if (alert)
-        return vega__qtls_fail(t, alert, "malformed ClientHello");
-    if (!h.has_versions || !h.tls13)
+    if (!h->has_versions || !h->tls13)
         return FAIL(PROTOCOL_VERSION, "client does not offer TLS 1.3");
-    if (h.session_id_len) /* RFC 9001 §8.4 */
+    if (h->session_id_len) /* RFC 9001 §8.4 */
         return vega__qtls_fail_rc(t, VEGA_ERR_PROTO, VEGA_QUIC_PROTOCOL_VIOLATION,
                                   "ClientHello with a legacy_session_id");
-    if (!h.has_tp)
+    if (!h->has_tp)
         return FAIL(MISSING_EXTENSION, "no quic_transport_parameters from the client");
-    if (t->hrr && h.early_data)
+    if (t->hrr && h->early_data)
         return FAIL(ILLEGAL_PARAMETER, "early_data after HelloRetryRequest");
 
     uint16_t suite = 0;
     for (size_t i = 0; i < t->n_suites && !suite; i++)
-        if (vega__qtls_has_u16(h.suites, h.suites_len, t->suites[i]))
+        if (vega__qtls_has_u16(h->suites, h->suites_len, t->suites[i]))
             suite = t->suites[i];
     if (!suite)
         return FAIL(HANDSHAKE_FAILURE, "no common cipher suite");
@@ -137,11 +136,10 @@ static int on_client_hello(struct vega__qtls *t, const uint8_t *msg, size_t len)
         return FAIL(ILLEGAL_PARAMETER, "second ClientHello changed the suites");
     vega__qtls_set_suite(t, suite);
 
-    /* ALPN is mandatory in QUIC (RFC 9001 §8.1): our first choice the client offers. */
     size_t chosen = 0;
-    for (size_t i = 0; i < cfg->n_alpn && !chosen && h.has_alpn; i++) {
+    for (size_t i = 0; i < cfg->n_alpn && !chosen && h->has_alpn; i++) {
         size_t n = strlen(cfg->alpn[i]);
-        struct qt_rd r = {h.alpn, h.alpn + h.alpn_len}, name;
+        struct qt_rd r = {h->alpn, h->alpn + h->alpn_len}, name;
         while (qt_vec(&r, 1, &name))
             if (qt_left(&name) == n && memcmp(name.p, cfg->alpn[i], n) == 0) {
                 memcpy(t->alpn, name.p, n);
@@ -153,23 +151,27 @@ static int on_client_hello(struct vega__qtls *t, const uint8_t *msg, size_t len)
         return FAIL(NO_APPLICATION_PROTOCOL, "no common ALPN");
     t->alpn_len = chosen;
 
-    if (h.has_sni) {
-        if (!h.sni || h.sni_len > QT_MAX_NAME || memchr(h.sni, 0, h.sni_len))
+    if (h->has_sni) {
+        if (!h->sni || h->sni_len > QT_MAX_NAME || memchr(h->sni, 0, h->sni_len))
             return FAIL(UNRECOGNIZED_NAME, "unusable server_name");
-        memcpy(t->sni, h.sni, h.sni_len);
-        t->sni[h.sni_len] = 0;
+        memcpy(t->sni, h->sni, h->sni_len);
+        t->sni[h->sni_len] = 0;
         t->sni_seen = true;
     }
+    return 0;
+}
 
-    /* Key exchange: a share the client sent for one of our groups, in our order; else ask for
-     * one with HelloRetryRequest (§4.1.4). */
-    if (!h.has_groups || !h.has_key_share)
+/* Key exchange: the share the client sent for the first of our groups, in our order (§4.2.8),
+ * which sets t->group. *share (NULL on entry) stays NULL when there is none: ask for one with
+ * HelloRetryRequest (§4.1.4). Returns 0 or the failure. */
+static int ch_key_share(struct vega__qtls *t, const struct vega__qtls_hello *h,
+                        const uint8_t **share, size_t *share_len)
+{
+    if (!h->has_groups || !h->has_key_share)
         return FAIL(MISSING_EXTENSION, "ClientHello without supported_groups or key_share");
-    const uint8_t *share = NULL;
-    size_t share_len = 0;
     uint16_t seen[16];
     size_t n_seen = 0;
-    struct qt_rd r = {h.shares, h.shares + h.shares_len};
+    struct qt_rd r = {h->shares, h->shares + h->shares_len};
     uint16_t share_group = 0;
     while (qt_left(&r)) {
         uint64_t g = 0;
@@ -182,189 +184,231 @@ static int on_client_hello(struct vega__qtls *t, const uint8_t *msg, size_t len)
         if (n_seen == 16)
             return FAIL(ILLEGAL_PARAMETER, "too many key shares");
         seen[n_seen++] = (uint16_t)g;
-        if (!vega__qtls_has_u16(h.groups, h.groups_len, (uint16_t)g))
+        if (!vega__qtls_has_u16(h->groups, h->groups_len, (uint16_t)g))
             return FAIL(ILLEGAL_PARAMETER, "key share for a group not in supported_groups");
         for (size_t i = 0; i < t->n_groups; i++)
-            if (t->groups[i] == g && (!share || i < (size_t)share_group)) {
-                share = key.p;
-                share_len = qt_left(&key);
+            if (t->groups[i] == g && (!*share || i < (size_t)share_group)) {
+                *share = key.p;
+                *share_len = qt_left(&key);
                 share_group = (uint16_t)i;
             }
     }
-    if (t->hrr && (!share || t->groups[share_group] != t->group))
+    if (t->hrr && (!*share || t->groups[share_group] != t->group))
         return FAIL(ILLEGAL_PARAMETER, "second ClientHello without the requested key share");
-    if (!share) {
-        for (size_t i = 0; i < t->n_groups && !t->hrr; i++)
-            if (vega__qtls_has_u16(h.groups, h.groups_len, t->groups[i])) {
-                t->group = t->groups[i];
-                t->hrr = true;
-            }
-        if (!t->hrr)
-            return FAIL(HANDSHAKE_FAILURE, "no common group");
-        if (h.early_data)
-            t->early = VEGA__QTLS_EARLY_REJECTED;
-        return send_hrr(t, msg, len);
-    }
-    t->group = t->groups[share_group];
+    if (*share)
+        t->group = t->groups[share_group];
+    return 0;
+}
 
-    struct qt_session s;
-    memset(&s, 0, sizeof s);
+/* No usable key share: a HelloRetryRequest for the first group both support (0-RTT is then
+ * off), or the end of the handshake. */
+static int ch_retry(struct vega__qtls *t, const struct vega__qtls_hello *h, const uint8_t *msg,
+                    size_t len)
+{
+    for (size_t i = 0; i < t->n_groups && !t->hrr; i++)
+        if (vega__qtls_has_u16(h->groups, h->groups_len, t->groups[i])) {
+            t->group = t->groups[i];
+            t->hrr = true;
+        }
+    if (!t->hrr)
+        return FAIL(HANDSHAKE_FAILURE, "no common group");
+    if (h->early_data)
+        t->early = VEGA__QTLS_EARLY_REJECTED;
+    return send_hrr(t, msg, len);
+}
+
+/* Resumption or a full handshake, the client's transport parameters, 0-RTT accepted or not,
+ * and (accepted) the early secret for its packets. s: receives the ticket's session (the
+ * caller wipes it). Returns 0 or the failure. */
+static int ch_accept(struct vega__qtls *t, const struct vega__qtls_hello *h, const uint8_t *msg,
+                     size_t len, struct qt_session *s)
+{
     uint32_t obf_age = 0;
-    int rc = try_psk(t, &h, msg, &s, &obf_age);
+    int rc = try_psk(t, h, msg, s, &obf_age);
     if (rc < 0)
-        goto out;
+        return rc;
     t->resumed = rc == 1;
     if (!t->resumed) {
-        if (!h.has_sigalgs) {
-            rc = FAIL(MISSING_EXTENSION, "ClientHello without signature_algorithms");
-            goto out;
-        }
-        if (!(t->scheme = vega__qtls_pick_scheme(t, h.sigalgs, h.sigalgs_len))) {
-            rc = FAIL(HANDSHAKE_FAILURE, "no common signature scheme");
-            goto out;
-        }
-        if ((rc = vega_quic_tls13_schedule_init(&t->ks, t->hash, NULL, 0)) < 0) {
-            rc = internal(t, rc, "key schedule");
-            goto out;
-        }
+        if (!h->has_sigalgs)
+            return FAIL(MISSING_EXTENSION, "ClientHello without signature_algorithms");
+        if (!(t->scheme = vega__qtls_pick_scheme(t, h->sigalgs, h->sigalgs_len)))
+            return FAIL(HANDSHAKE_FAILURE, "no common signature scheme");
+        if ((rc = vega__quic_tls13_schedule_init(&t->ks, t->hash, NULL, 0)) < 0)
+            return internal(t, rc, "key schedule");
     }
     uint64_t wire = 0;
-    if ((rc = t->cbs.peer_tp(t->cbs.ud, h.tp, h.tp_len, &wire)) < 0) {
-        rc = vega__qtls_fail_rc(t, rc, wire ? wire : VEGA_QUIC_INTERNAL_ERROR,
-                                "client transport parameters rejected");
-        goto out;
-    }
-    if (t->resumed && early_ok(t, &h, &s, obf_age))
+    if ((rc = t->cbs.peer_tp(t->cbs.ud, h->tp, h->tp_len, &wire)) < 0)
+        return vega__qtls_fail_rc(t, rc, wire ? wire : VEGA_QUIC_INTERNAL_ERROR,
+                                  "client transport parameters rejected");
+    if (t->resumed && early_ok(t, h, s, obf_age))
         t->early = VEGA__QTLS_EARLY_ACCEPTED;
-    else if (h.early_data)
+    else if (h->early_data)
         t->early = VEGA__QTLS_EARLY_REJECTED;
     if ((rc = vega__qtls_th_add(t, msg, len)) < 0)
-        goto out;
-    if (t->early == VEGA__QTLS_EARLY_ACCEPTED) {
-        uint8_t th[VEGA_QUIC_TLS13_MAX_HASH_LEN], secret[VEGA_QUIC_TLS13_MAX_HASH_LEN];
-        if ((rc = vega__qtls_th_hash(t, NULL, 0, th)) < 0)
-            goto out;
-        rc = vega_quic_tls13_schedule_early_traffic(&t->ks, th, t->hash_len, secret);
-        rc = rc < 0 ? internal(t, rc, "early secret")
-                    : vega__qtls_secret(t, VEGA_QUIC_LEVEL_EARLY, false, secret);
-        vega_crypto_cleanse(secret, sizeof secret);
-        if (rc < 0)
-            goto out;
-    }
-    rc = 0;
-    {
-        uint8_t shared[VEGA_CRYPTO_KEX_SECRET_LEN];
-        if ((rc = vega__qtls_kex(t, t->group)) < 0)
-            goto out;
-        vega_ssize sl = vega_crypto_kex_derive(t->kex, share, share_len, shared, sizeof shared);
-        if (sl == VEGA_ERR_CRYPTO_BAD_PUBLIC) {
-            rc = FAIL(ILLEGAL_PARAMETER, "invalid client key share");
-            goto out;
-        }
-        if (sl < 0) {
-            rc = internal(t, (int)sl, "key exchange");
-            goto out;
-        }
-        struct qt_buf b = {.mem = t->cbs.mem};
-        uint8_t pub[VEGA_CRYPTO_KEX_MAX_PUBLIC], th[VEGA_QUIC_TLS13_MAX_HASH_LEN];
-        vega_ssize pl = vega_crypto_kex_get_public(t->kex, pub, sizeof pub);
-        uint8_t random[32];
-        if ((rc = vega__qtls_rand(t, random, 32)) < 0)
-            goto sh_out;
-        size_t m = vega__qtls_msg_open(&b, QT_SERVER_HELLO);
-        vega__qt_put_int(&b, 0x0303, 2);
-        vega__qt_put(&b, random, 32);
-        vega__qt_put_int(&b, 0, 1);
-        vega__qt_put_int(&b, t->suite, 2);
-        vega__qt_put_int(&b, 0, 1);
-        size_t e = vega__qt_open(&b, 2);
-        put_ext(&b, QT_EXT_SUPPORTED_VERSIONS, "\x03\x04", 2);
-        vega__qt_put_int(&b, QT_EXT_KEY_SHARE, 2);
-        vega__qt_put_int(&b, 4 + (uint64_t)pl, 2);
-        vega__qt_put_int(&b, t->group, 2);
-        vega__qt_put_int(&b, (uint64_t)pl, 2);
-        vega__qt_put(&b, pub, (size_t)(pl > 0 ? pl : 0));
-        if (t->resumed)
-            put_ext(&b, QT_EXT_PRE_SHARED_KEY, "\x00\x00", 2);
-        vega__qt_close(&b, e, 2);
-        if ((rc = vega__qtls_msg_close(t, &b, m)) < 0 ||
-            (rc = vega__qtls_flush(t, VEGA_QUIC_LEVEL_INITIAL, &b)) < 0 ||
-            (rc = vega__qtls_th_hash(t, NULL, 0, th)) < 0)
-            goto sh_out;
-        rc = vega_quic_tls13_schedule_handshake(&t->ks, shared, (size_t)sl, th, t->hash_len);
-        if (rc < 0) {
-            rc = internal(t, rc, "key schedule");
-            goto sh_out;
-        }
-        vega_crypto_kex_free(t->kex);
-        t->kex = NULL;
-        if ((rc = vega__qtls_secret(t, VEGA_QUIC_LEVEL_HANDSHAKE, false,
-                                    t->ks.client_handshake_traffic)) < 0 ||
-            (rc = vega__qtls_secret(t, VEGA_QUIC_LEVEL_HANDSHAKE, true,
-                                    t->ks.server_handshake_traffic)) < 0)
-            goto sh_out;
+        return rc;
+    if (t->early != VEGA__QTLS_EARLY_ACCEPTED)
+        return 0;
+    uint8_t th[VEGA__QUIC_TLS13_MAX_HASH_LEN], secret[VEGA__QUIC_TLS13_MAX_HASH_LEN];
+    if ((rc = vega__qtls_th_hash(t, NULL, 0, th)) < 0)
+        return rc;
+    rc = vega__quic_tls13_schedule_early_traffic(&t->ks, th, t->hash_len, secret);
+    rc = rc < 0 ? internal(t, rc, "early secret")
+                : vega__qtls_secret(t, VEGA_QUIC_LEVEL_EARLY, false, secret);
+    vega_crypto_cleanse(secret, sizeof secret);
+    return rc < 0 ? rc : 0;
+}
 
-        /* EncryptedExtensions, [CertificateRequest, Certificate, CertificateVerify], Finished. */
-        m = vega__qtls_msg_open(&b, QT_ENCRYPTED_EXTENSIONS);
-        e = vega__qt_open(&b, 2);
-        vega__qt_put_int(&b, QT_EXT_ALPN, 2);
-        vega__qt_put_int(&b, 3 + t->alpn_len, 2);
-        vega__qt_put_int(&b, 1 + t->alpn_len, 2);
-        vega__qt_put_int(&b, t->alpn_len, 1);
-        vega__qt_put(&b, t->alpn, t->alpn_len);
-        put_ext(&b, QT_EXT_QUIC_TP, t->tp, t->tp_len);
-        if (t->early == VEGA__QTLS_EARLY_ACCEPTED)
-            put_ext(&b, QT_EXT_EARLY_DATA, NULL, 0);
-        if (t->sni_seen)
-            put_ext(&b, QT_EXT_SERVER_NAME, NULL, 0);
-        vega__qt_close(&b, e, 2);
-        if ((rc = vega__qtls_msg_close(t, &b, m)) < 0)
-            goto sh_out;
-        if (!t->resumed) {
-            if (cfg->verify_peer) {
-                t->cert_req = true;
-                m = vega__qtls_msg_open(&b, QT_CERTIFICATE_REQUEST);
-                vega__qt_put_int(&b, 0, 1);
-                e = vega__qt_open(&b, 2);
-                vega__qt_put_int(&b, QT_EXT_SIGNATURE_ALGORITHMS, 2);
-                size_t v = vega__qt_open(&b, 2);
-                size_t l = vega__qt_open(&b, 2);
-                for (size_t i = 0; i < sizeof vega__qtls_sigalgs / sizeof vega__qtls_sigalgs[0];
-                     i++)
-                    vega__qt_put_int(&b, vega__qtls_sigalgs[i], 2);
-                vega__qt_close(&b, l, 2);
-                vega__qt_close(&b, v, 2);
-                vega__qt_close(&b, e, 2);
-                if ((rc = vega__qtls_msg_close(t, &b, m)) < 0)
-                    goto sh_out;
-            }
-            if ((rc = vega__qtls_put_cert(t, &b, true)) < 0 ||
-                (rc = vega__qtls_put_cv(t, &b, t->scheme)) < 0)
-                goto sh_out;
-        }
-        if ((rc = vega__qtls_put_finished(t, &b, t->ks.server_handshake_traffic)) < 0 ||
-            (rc = vega__qtls_flush(t, VEGA_QUIC_LEVEL_HANDSHAKE, &b)) < 0 ||
-            (rc = vega__qtls_th_hash(t, NULL, 0, th)) < 0)
-            goto sh_out;
-        /* The client's handshake secret checks its Finished after the move. */
-        uint8_t c_hs[VEGA_QUIC_TLS13_MAX_HASH_LEN];
-        memcpy(c_hs, t->ks.client_handshake_traffic, sizeof c_hs);
-        rc = vega_quic_tls13_schedule_application(&t->ks, th, t->hash_len);
-        if (rc < 0) {
-            vega_crypto_cleanse(c_hs, sizeof c_hs);
-            rc = internal(t, rc, "key schedule");
-            goto sh_out;
-        }
-        memcpy(t->c_app, t->ks.client_application_traffic, sizeof t->c_app);
-        memcpy(t->ks.client_handshake_traffic, c_hs, sizeof c_hs);
+/* ServerHello (§4.1.3) with our key share, into b. Returns 0 or a library code. */
+static int put_server_hello(struct vega__qtls *t, struct qt_buf *b)
+{
+    uint8_t pub[VEGA_CRYPTO_KEX_MAX_PUBLIC];
+    vega_ssize pl = vega_crypto_kex_get_public(t->kex, pub, sizeof pub);
+    uint8_t random[32];
+    int rc = vega__qtls_rand(t, random, 32);
+    if (rc < 0)
+        return rc;
+    size_t m = vega__qtls_msg_open(b, QT_SERVER_HELLO);
+    vega__qt_put_int(b, 0x0303, 2);
+    vega__qt_put(b, random, 32);
+    vega__qt_put_int(b, 0, 1);
+    vega__qt_put_int(b, t->suite, 2);
+    vega__qt_put_int(b, 0, 1);
+    size_t e = vega__qt_open(b, 2);
+    put_ext(b, QT_EXT_SUPPORTED_VERSIONS, "\x03\x04", 2);
+    vega__qt_put_int(b, QT_EXT_KEY_SHARE, 2);
+    vega__qt_put_int(b, 4 + (uint64_t)pl, 2);
+    vega__qt_put_int(b, t->group, 2);
+    vega__qt_put_int(b, (uint64_t)pl, 2);
+    vega__qt_put(b, pub, (size_t)(pl > 0 ? pl : 0));
+    if (t->resumed)
+        put_ext(b, QT_EXT_PRE_SHARED_KEY, "\x00\x00", 2);
+    vega__qt_close(b, e, 2);
+    return vega__qtls_msg_close(t, b, m);
+}
+
+/* EncryptedExtensions (ALPN, quic_transport_parameters, early_data, the SNI ack) and, with
+ * verify_peer on a full handshake, CertificateRequest, into b. Returns 0 or a library code. */
+static int put_encrypted_extensions(struct vega__qtls *t, struct qt_buf *b)
+{
+    size_t m = vega__qtls_msg_open(b, QT_ENCRYPTED_EXTENSIONS);
+    size_t e = vega__qt_open(b, 2);
+    vega__qt_put_int(b, QT_EXT_ALPN, 2);
+    vega__qt_put_int(b, 3 + t->alpn_len, 2);
+    vega__qt_put_int(b, 1 + t->alpn_len, 2);
+    vega__qt_put_int(b, t->alpn_len, 1);
+    vega__qt_put(b, t->alpn, t->alpn_len);
+    put_ext(b, QT_EXT_QUIC_TP, t->tp, t->tp_len);
+    if (t->early == VEGA__QTLS_EARLY_ACCEPTED)
+        put_ext(b, QT_EXT_EARLY_DATA, NULL, 0);
+    if (t->sni_seen)
+        put_ext(b, QT_EXT_SERVER_NAME, NULL, 0);
+    vega__qt_close(b, e, 2);
+    int rc = vega__qtls_msg_close(t, b, m);
+    if (rc < 0 || t->resumed || !t->cfg->verify_peer)
+        return rc;
+    t->cert_req = true;
+    m = vega__qtls_msg_open(b, QT_CERTIFICATE_REQUEST);
+    vega__qt_put_int(b, 0, 1);
+    e = vega__qt_open(b, 2);
+    vega__qt_put_int(b, QT_EXT_SIGNATURE_ALGORITHMS, 2);
+    size_t v = vega__qt_open(b, 2);
+    size_t l = vega__qt_open(b, 2);
+    for (size_t i = 0; i < sizeof vega__qtls_sigalgs / sizeof vega__qtls_sigalgs[0]; i++)
+        vega__qt_put_int(b, vega__qtls_sigalgs[i], 2);
+    vega__qt_close(b, l, 2);
+    vega__qt_close(b, v, 2);
+    vega__qt_close(b, e, 2);
+    return vega__qtls_msg_close(t, b, m);
+}
+
+/* After the server Finished: the application secrets (the client's handshake secret is kept to
+ * check its Finished), our 1-RTT write keys, and the wait for the client's flight. Returns 0 or
+ * a library code. */
+static int to_application(struct vega__qtls *t, const uint8_t *th)
+{
+    uint8_t c_hs[VEGA__QUIC_TLS13_MAX_HASH_LEN];
+    memcpy(c_hs, t->ks.client_handshake_traffic, sizeof c_hs);
+    int rc = vega__quic_tls13_schedule_application(&t->ks, th, t->hash_len);
+    if (rc < 0) {
         vega_crypto_cleanse(c_hs, sizeof c_hs);
-        rc = vega__qtls_secret(t, VEGA_QUIC_LEVEL_APP, true, t->ks.server_application_traffic);
-        t->state = t->cert_req ? QS_S_WAIT_CERT : QS_S_WAIT_FIN;
-    sh_out:
-        vega_crypto_cleanse(shared, sizeof shared);
-        vega__qt_buf_free(&b);
+        return internal(t, rc, "key schedule");
     }
+    memcpy(t->c_app, t->ks.client_application_traffic, sizeof t->c_app);
+    memcpy(t->ks.client_handshake_traffic, c_hs, sizeof c_hs);
+    vega_crypto_cleanse(c_hs, sizeof c_hs);
+    rc = vega__qtls_secret(t, VEGA_QUIC_LEVEL_APP, true, t->ks.server_application_traffic);
+    t->state = t->cert_req ? QS_S_WAIT_CERT : QS_S_WAIT_FIN;
+    return rc;
+}
+
+/* The server's flight (§4.4): ServerHello at the Initial level, then the handshake secrets and,
+ * at the Handshake level, EncryptedExtensions, [CertificateRequest, Certificate,
+ * CertificateVerify], Finished; then the application secrets. share: the client's key share.
+ * Returns 0 or the failure. */
+static int send_server_flight(struct vega__qtls *t, const uint8_t *share, size_t share_len)
+{
+    uint8_t shared[VEGA_CRYPTO_KEX_SECRET_LEN];
+    int rc = vega__qtls_kex(t, t->group);
+    if (rc < 0)
+        return rc;
+    vega_ssize sl = vega_crypto_kex_derive(t->kex, share, share_len, shared, sizeof shared);
+    if (sl == VEGA_ERR_CRYPTO_BAD_PUBLIC)
+        return FAIL(ILLEGAL_PARAMETER, "invalid client key share");
+    if (sl < 0)
+        return internal(t, (int)sl, "key exchange");
+    struct qt_buf b = {.mem = t->cbs.mem};
+    uint8_t th[VEGA__QUIC_TLS13_MAX_HASH_LEN];
+    if ((rc = put_server_hello(t, &b)) < 0 ||
+        (rc = vega__qtls_flush(t, VEGA_QUIC_LEVEL_INITIAL, &b)) < 0 ||
+        (rc = vega__qtls_th_hash(t, NULL, 0, th)) < 0)
+        goto out;
+    rc = vega__quic_tls13_schedule_handshake(&t->ks, shared, (size_t)sl, th, t->hash_len);
+    if (rc < 0) {
+        rc = internal(t, rc, "key schedule");
+        goto out;
+    }
+    vega_crypto_kex_free(t->kex);
+    t->kex = NULL;
+    if ((rc = vega__qtls_secret(t, VEGA_QUIC_LEVEL_HANDSHAKE, false,
+                                t->ks.client_handshake_traffic)) < 0 ||
+        (rc = vega__qtls_secret(t, VEGA_QUIC_LEVEL_HANDSHAKE, true,
+                                t->ks.server_handshake_traffic)) < 0 ||
+        (rc = put_encrypted_extensions(t, &b)) < 0)
+        goto out;
+    if (!t->resumed && ((rc = vega__qtls_put_cert(t, &b, true)) < 0 ||
+                        (rc = vega__qtls_put_cv(t, &b, t->scheme)) < 0))
+        goto out;
+    if ((rc = vega__qtls_put_finished(t, &b, t->ks.server_handshake_traffic)) < 0 ||
+        (rc = vega__qtls_flush(t, VEGA_QUIC_LEVEL_HANDSHAKE, &b)) < 0 ||
+        (rc = vega__qtls_th_hash(t, NULL, 0, th)) < 0)
+        goto out;
+    rc = to_application(t, th);
 out:
+    vega_crypto_cleanse(shared, sizeof shared);
+    vega__qt_buf_free(&b);
+    return rc;
+}
+
+static int on_client_hello(struct vega__qtls *t, const uint8_t *msg, size_t len)
+{
+    struct vega__qtls_hello h;
+    int alert = vega__qtls_parse_ch(msg, len, &h);
+    if (alert)
+        return vega__qtls_fail(t, alert, "malformed ClientHello");
+    int rc = ch_negotiate(t, &h);
+    if (rc < 0)
+        return rc;
+    const uint8_t *share = NULL;
+    size_t share_len = 0;
+    if ((rc = ch_key_share(t, &h, &share, &share_len)) < 0)
+        return rc;
+    if (!share)
+        return ch_retry(t, &h, msg, len);
+    struct qt_session s;
+    memset(&s, 0, sizeof s);
+    rc = ch_accept(t, &h, msg, len, &s);
+    if (rc == 0)
+        rc = send_server_flight(t, share, share_len);
     vega_crypto_cleanse(&s, sizeof s);
     return rc;
 }
@@ -378,10 +422,10 @@ static int on_client_finished(struct vega__qtls *t, const uint8_t *msg, size_t l
     vega_crypto_cleanse(t->c_app, sizeof t->c_app);
     if (rc < 0)
         return rc;
-    uint8_t th[VEGA_QUIC_TLS13_MAX_HASH_LEN];
+    uint8_t th[VEGA__QUIC_TLS13_MAX_HASH_LEN];
     if ((rc = vega__qtls_th_hash(t, NULL, 0, th)) < 0)
         return rc;
-    if ((rc = vega_quic_tls13_schedule_resumption(&t->ks, th, t->hash_len)) < 0)
+    if ((rc = vega__quic_tls13_schedule_resumption(&t->ks, th, t->hash_len)) < 0)
         return internal(t, rc, "key schedule");
     /* The connection holds the traffic secrets now; keep only what tickets need. */
     vega_crypto_cleanse(t->ks.client_handshake_traffic, sizeof t->ks.client_handshake_traffic);
@@ -440,8 +484,8 @@ int vega__qtls_send_ticket(struct vega__qtls *t)
     uint64_t n = t->tickets_sent++;
     for (int i = 0; i < 8; i++)
         nonce[i] = (uint8_t)(n >> (56 - 8 * i));
-    int rc = vega_quic_tls13_resumption_psk(t->hash, t->ks.resumption_master, t->hash_len, nonce,
-                                            sizeof nonce, s.psk);
+    int rc = vega__quic_tls13_resumption_psk(t->hash, t->ks.resumption_master, t->hash_len, nonce,
+                                             sizeof nonce, s.psk);
     uint8_t age_add[4];
     if (rc < 0 ||
         (rc = t->cbs.rand ? t->cbs.rand(t->cbs.ud, age_add, 4) : vega_crypto_random(age_add, 4)) <

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <vega/quic.h>
+#include <vega/quic_wire.h>
 
 #include "base.h"
 

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <vega/quic.h>
+#include <vega/quic_wire.h>
 
 #define VEGA__QUIC_NS_PER_MS 1000000ull
 #define VEGA__QUIC_TIME_INF  UINT64_MAX

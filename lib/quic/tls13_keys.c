@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The TLS 1.3 key schedule (RFC 8446 §7.1, §4.4.4, §4.6.1) for the QUIC core's own handshake. */
 #include "quic_int.h"
+#include "tls13_keys.h"
 
 /* TLS alert decrypt_error (RFC 8446 §6.2), carried as a QUIC CRYPTO_ERROR (RFC 9001 §4.8). */
 #define TLS_ALERT_DECRYPT_ERROR 51
@@ -30,15 +31,15 @@ static int derived_salt(vega_crypto_hash_alg hash, const uint8_t *secret, uint8_
     return rc;
 }
 
-int vega_quic_tls13_schedule_init(vega_quic_tls13_schedule *s, vega_crypto_hash_alg hash,
-                                  const uint8_t *psk, size_t psk_len)
+int vega__quic_tls13_schedule_init(struct vega__quic_tls13_schedule *s, vega_crypto_hash_alg hash,
+                                   const uint8_t *psk, size_t psk_len)
 {
-    vega_quic_tls13_schedule_wipe(s);
+    vega__quic_tls13_schedule_wipe(s);
     size_t n = tls13_hash_len(hash);
-    if (n == 0 || psk_len > VEGA_QUIC_TLS13_MAX_PSK_LEN || (psk_len > 0 && !psk) ||
+    if (n == 0 || psk_len > VEGA__QUIC_TLS13_MAX_PSK_LEN || (psk_len > 0 && !psk) ||
         (psk_len == 0 && psk))
         return VEGA_ERR_INVALID_ARG;
-    uint8_t zeros[VEGA_QUIC_TLS13_MAX_HASH_LEN] = {0};
+    uint8_t zeros[VEGA__QUIC_TLS13_MAX_HASH_LEN] = {0};
     if (psk_len == 0) {
         psk = zeros;
         psk_len = n;
@@ -46,19 +47,19 @@ int vega_quic_tls13_schedule_init(vega_quic_tls13_schedule *s, vega_crypto_hash_
     /* An empty salt is HashLen zero bytes (RFC 5869), which is what §7.1 asks for. */
     int rc = vega_crypto_hkdf_extract(hash, NULL, 0, psk, psk_len, s->early_secret);
     if (rc < 0) {
-        vega_quic_tls13_schedule_wipe(s);
+        vega__quic_tls13_schedule_wipe(s);
         return rc;
     }
     s->hash = hash;
     s->hash_len = n;
-    s->stage = VEGA_QUIC_TLS13_STAGE_EARLY;
+    s->stage = VEGA__QUIC_TLS13_STAGE_EARLY;
     return 0;
 }
 
-int vega_quic_tls13_schedule_binder_key(const vega_quic_tls13_schedule *s, bool external,
-                                        uint8_t *out)
+int vega__quic_tls13_schedule_binder_key(const struct vega__quic_tls13_schedule *s, bool external,
+                                         uint8_t *out)
 {
-    if (s->stage != VEGA_QUIC_TLS13_STAGE_EARLY || tls13_hash_len(s->hash) != s->hash_len)
+    if (s->stage != VEGA__QUIC_TLS13_STAGE_EARLY || tls13_hash_len(s->hash) != s->hash_len)
         return VEGA_ERR_INVALID_ARG;
     uint8_t empty[VEGA_CRYPTO_HASH_MAX_LEN];
     int rc = vega_crypto_hash_digest(s->hash, "", 0, empty);
@@ -68,22 +69,22 @@ int vega_quic_tls13_schedule_binder_key(const vega_quic_tls13_schedule *s, bool 
     return rc;
 }
 
-int vega_quic_tls13_schedule_early_traffic(const vega_quic_tls13_schedule *s,
-                                           const uint8_t *ch_hash, size_t hash_len, uint8_t *out)
+int vega__quic_tls13_schedule_early_traffic(const struct vega__quic_tls13_schedule *s,
+                                            const uint8_t *ch_hash, size_t hash_len, uint8_t *out)
 {
-    if (s->stage != VEGA_QUIC_TLS13_STAGE_EARLY || tls13_hash_len(s->hash) != s->hash_len ||
+    if (s->stage != VEGA__QUIC_TLS13_STAGE_EARLY || tls13_hash_len(s->hash) != s->hash_len ||
         hash_len != s->hash_len)
         return VEGA_ERR_INVALID_ARG;
     return derive_secret(s->hash, s->early_secret, "c e traffic", ch_hash, out);
 }
 
-int vega_quic_tls13_schedule_handshake(vega_quic_tls13_schedule *s, const uint8_t *shared,
-                                       size_t shared_len, const uint8_t *th, size_t th_len)
+int vega__quic_tls13_schedule_handshake(struct vega__quic_tls13_schedule *s, const uint8_t *shared,
+                                        size_t shared_len, const uint8_t *th, size_t th_len)
 {
-    if (s->stage != VEGA_QUIC_TLS13_STAGE_EARLY || tls13_hash_len(s->hash) != s->hash_len ||
-        th_len != s->hash_len || shared_len == 0 || shared_len > VEGA_QUIC_TLS13_MAX_SHARED_LEN)
+    if (s->stage != VEGA__QUIC_TLS13_STAGE_EARLY || tls13_hash_len(s->hash) != s->hash_len ||
+        th_len != s->hash_len || shared_len == 0 || shared_len > VEGA__QUIC_TLS13_MAX_SHARED_LEN)
         return VEGA_ERR_INVALID_ARG;
-    uint8_t salt[VEGA_QUIC_TLS13_MAX_HASH_LEN];
+    uint8_t salt[VEGA__QUIC_TLS13_MAX_HASH_LEN];
     int rc = derived_salt(s->hash, s->early_secret, salt);
     if (rc == 0)
         rc = vega_crypto_hkdf_extract(s->hash, salt, s->hash_len, shared, shared_len,
@@ -96,23 +97,23 @@ int vega_quic_tls13_schedule_handshake(vega_quic_tls13_schedule *s, const uint8_
                            s->server_handshake_traffic);
     vega_crypto_cleanse(salt, sizeof(salt));
     if (rc < 0) {
-        vega_quic_tls13_schedule_wipe(s);
+        vega__quic_tls13_schedule_wipe(s);
         return rc;
     }
     /* The early secret has no use past this point (binders and 0-RTT keys come before). */
     vega_crypto_cleanse(s->early_secret, sizeof(s->early_secret));
-    s->stage = VEGA_QUIC_TLS13_STAGE_HANDSHAKE;
+    s->stage = VEGA__QUIC_TLS13_STAGE_HANDSHAKE;
     return 0;
 }
 
-int vega_quic_tls13_schedule_application(vega_quic_tls13_schedule *s, const uint8_t *th,
-                                         size_t th_len)
+int vega__quic_tls13_schedule_application(struct vega__quic_tls13_schedule *s, const uint8_t *th,
+                                          size_t th_len)
 {
-    if (s->stage != VEGA_QUIC_TLS13_STAGE_HANDSHAKE || tls13_hash_len(s->hash) != s->hash_len ||
+    if (s->stage != VEGA__QUIC_TLS13_STAGE_HANDSHAKE || tls13_hash_len(s->hash) != s->hash_len ||
         th_len != s->hash_len)
         return VEGA_ERR_INVALID_ARG;
-    uint8_t salt[VEGA_QUIC_TLS13_MAX_HASH_LEN];
-    uint8_t zeros[VEGA_QUIC_TLS13_MAX_HASH_LEN] = {0};
+    uint8_t salt[VEGA__QUIC_TLS13_MAX_HASH_LEN];
+    uint8_t zeros[VEGA__QUIC_TLS13_MAX_HASH_LEN] = {0};
     int rc = derived_salt(s->hash, s->handshake_secret, salt);
     if (rc == 0)
         rc = vega_crypto_hkdf_extract(s->hash, salt, s->hash_len, zeros, s->hash_len,
@@ -127,45 +128,45 @@ int vega_quic_tls13_schedule_application(vega_quic_tls13_schedule *s, const uint
         rc = derive_secret(s->hash, s->master_secret, "exp master", th, s->exporter_master);
     vega_crypto_cleanse(salt, sizeof(salt));
     if (rc < 0) {
-        vega_quic_tls13_schedule_wipe(s);
+        vega__quic_tls13_schedule_wipe(s);
         return rc;
     }
     /* Nothing derives from the handshake secret any more; the caller keeps the handshake
      * traffic secrets (in s) for as long as it still needs the Handshake keys. */
     vega_crypto_cleanse(s->handshake_secret, sizeof(s->handshake_secret));
-    s->stage = VEGA_QUIC_TLS13_STAGE_APPLICATION;
+    s->stage = VEGA__QUIC_TLS13_STAGE_APPLICATION;
     return 0;
 }
 
-int vega_quic_tls13_schedule_resumption(vega_quic_tls13_schedule *s, const uint8_t *th,
-                                        size_t th_len)
+int vega__quic_tls13_schedule_resumption(struct vega__quic_tls13_schedule *s, const uint8_t *th,
+                                         size_t th_len)
 {
-    if (s->stage != VEGA_QUIC_TLS13_STAGE_APPLICATION || tls13_hash_len(s->hash) != s->hash_len ||
+    if (s->stage != VEGA__QUIC_TLS13_STAGE_APPLICATION || tls13_hash_len(s->hash) != s->hash_len ||
         th_len != s->hash_len)
         return VEGA_ERR_INVALID_ARG;
     int rc = derive_secret(s->hash, s->master_secret, "res master", th, s->resumption_master);
     if (rc < 0) {
-        vega_quic_tls13_schedule_wipe(s);
+        vega__quic_tls13_schedule_wipe(s);
         return rc;
     }
     vega_crypto_cleanse(s->master_secret, sizeof(s->master_secret));
-    s->stage = VEGA_QUIC_TLS13_STAGE_RESUMPTION;
+    s->stage = VEGA__QUIC_TLS13_STAGE_RESUMPTION;
     return 0;
 }
 
-void vega_quic_tls13_schedule_wipe(vega_quic_tls13_schedule *s)
+void vega__quic_tls13_schedule_wipe(struct vega__quic_tls13_schedule *s)
 {
     vega_crypto_cleanse(s, sizeof(*s));
-    s->stage = VEGA_QUIC_TLS13_STAGE_NONE;
+    s->stage = VEGA__QUIC_TLS13_STAGE_NONE;
 }
 
-int vega_quic_tls13_finished(vega_crypto_hash_alg hash, const uint8_t *base_key, size_t key_len,
-                             const uint8_t *th, size_t th_len, uint8_t *out)
+int vega__quic_tls13_finished(vega_crypto_hash_alg hash, const uint8_t *base_key, size_t key_len,
+                              const uint8_t *th, size_t th_len, uint8_t *out)
 {
     size_t n = tls13_hash_len(hash);
     if (n == 0 || key_len != n || th_len != n)
         return VEGA_ERR_INVALID_ARG;
-    uint8_t fk[VEGA_QUIC_TLS13_MAX_HASH_LEN];
+    uint8_t fk[VEGA__QUIC_TLS13_MAX_HASH_LEN];
     int rc = vega_crypto_hkdf_expand_label(hash, base_key, n, "finished", NULL, 0, fk, n);
     if (rc == 0)
         rc = vega_crypto_hmac_digest(hash, fk, n, th, n, out);
@@ -173,12 +174,12 @@ int vega_quic_tls13_finished(vega_crypto_hash_alg hash, const uint8_t *base_key,
     return rc;
 }
 
-int vega_quic_tls13_finished_check(vega_crypto_hash_alg hash, const uint8_t *base_key,
-                                   size_t key_len, const uint8_t *th, size_t th_len,
-                                   const uint8_t *got, size_t got_len, uint64_t *wire_err)
+int vega__quic_tls13_finished_check(vega_crypto_hash_alg hash, const uint8_t *base_key,
+                                    size_t key_len, const uint8_t *th, size_t th_len,
+                                    const uint8_t *got, size_t got_len, uint64_t *wire_err)
 {
-    uint8_t want[VEGA_QUIC_TLS13_MAX_HASH_LEN];
-    int rc = vega_quic_tls13_finished(hash, base_key, key_len, th, th_len, want);
+    uint8_t want[VEGA__QUIC_TLS13_MAX_HASH_LEN];
+    int rc = vega__quic_tls13_finished(hash, base_key, key_len, th, th_len, want);
     if (rc < 0)
         return rc;
     size_t n = key_len;
@@ -195,9 +196,9 @@ int vega_quic_tls13_finished_check(vega_crypto_hash_alg hash, const uint8_t *bas
     return 0;
 }
 
-int vega_quic_tls13_resumption_psk(vega_crypto_hash_alg hash, const uint8_t *res_master,
-                                   size_t res_len, const uint8_t *nonce, size_t nonce_len,
-                                   uint8_t *out)
+int vega__quic_tls13_resumption_psk(vega_crypto_hash_alg hash, const uint8_t *res_master,
+                                    size_t res_len, const uint8_t *nonce, size_t nonce_len,
+                                    uint8_t *out)
 {
     size_t n = tls13_hash_len(hash);
     if (n == 0 || res_len != n || nonce_len > 255 || (nonce_len > 0 && !nonce))

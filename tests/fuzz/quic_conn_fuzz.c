@@ -17,28 +17,24 @@
 
 #include "conn_int.h"
 #include "quic_pair.h"
+#include "quic_pkt.h"
 #include "qtls_certs.h"
 
 static uint8_t pkt[4096];
 
-/* Protects frames as a packet of type t for conn c's peer-facing keys k. */
+/* Protects frames (the fuzzer's bytes, as they are) as a packet of type t with the sending
+ * side's keys k: an Initial padded to fill its datagram, anything else as short as it comes. */
 static size_t build(vega_quic_pkt_type t, uint32_t version, const uint8_t *dcid, size_t dcid_len,
                     const uint8_t *scid, size_t scid_len, bool key_phase, vega_quic_keys *k,
                     uint64_t pn, const uint8_t *frames, size_t len)
 {
     if (len > 1100)
         len = 1100;
-    vega_quic_hdr h = {.type = t, .version = version, .dcid = dcid, .dcid_len = dcid_len,
-                       .scid = scid, .scid_len = scid_len, .key_phase = key_phase};
-    size_t pad = t == VEGA_QUIC_PKT_INITIAL ? 1200 - 60 : 4;
-    size_t plen = len < pad ? pad : len;
-    h.length = 4 + plen + 16;
-    vega_ssize hl = vega_quic_hdr_write(pkt, sizeof pkt, &h, 4, pn);
-    if (hl < 0)
-        return 0;
-    memset(pkt + hl, 0, plen);
-    memcpy(pkt + hl, frames, len);
-    vega_ssize n = vega_quic_packet_protect(k, pkt, sizeof pkt, (size_t)hl, pn, plen);
+    struct qpkt p = {.type = t, .version = version, .dcid = dcid, .dcid_len = dcid_len,
+                     .scid = scid, .scid_len = scid_len, .key_phase = key_phase, .pn = pn,
+                     .pn_len = 4, .keys = k,
+                     .min_payload = t == VEGA_QUIC_PKT_INITIAL ? 1200 - 60 : 4};
+    vega_ssize n = qpkt_build_raw(&p, frames, len, pkt, sizeof pkt);
     return n < 0 ? 0 : (size_t)n;
 }
 
@@ -99,7 +95,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         if (scenario == 1) {
             vega_quic_conn *c = q.side[0].c;
-            if (vega_quic_keys_new_initial(&ik, VEGA_QUIC_V1, c->odcid, c->odcid_len, true) < 0)
+            if (vega_quic_keys_new_initial(&ik, VEGA_QUIC_V1, c->cids.odcid, c->cids.odcid_len,
+                                           true) < 0)
                 abort();
             pump(&q); /* the ClientHello leaves */
         } else if (!qp_run(&q, qp_handshaken, 5000000000ull)) {
@@ -129,15 +126,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                       pn++, rec, len);
         } else if (scenario == 1) {
             vega_quic_conn *c = q.side[0].c;
-            n = build(VEGA_QUIC_PKT_INITIAL, VEGA_QUIC_V1, c->local[0].id, c->local[0].len,
-                      cli_scid, 8, false, ik, pn++, rec, len);
+            n = build(VEGA_QUIC_PKT_INITIAL, VEGA_QUIC_V1, c->cids.local[0].id,
+                      c->cids.local[0].len, cli_scid, 8, false, ik, pn++, rec, len);
         } else {
             vega_quic_conn *src = q.side[!to].c;
             struct vega__quic_space *sp = &src->sp[VEGA__QUIC_SPACE_APP];
             if (!sp->tx || src->state >= VEGA__QUIC_ST_CLOSING)
                 break;
-            const struct vega__quic_cid *d = &src->peer[src->dcid_idx];
-            n = build(VEGA_QUIC_PKT_1RTT, src->version, d->id, d->len, NULL, 0, src->key_phase,
+            const struct vega__quic_cid *d = &src->cids.peer[src->cids.dcid_idx];
+            n = build(VEGA_QUIC_PKT_1RTT, src->version, d->id, d->len, NULL, 0, src->keys.key_phase,
                       sp->tx, sp->next_pn++, rec, len);
         }
         if (n)

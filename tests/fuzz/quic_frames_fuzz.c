@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <vega/quic.h>
+#include <vega/quic_wire.h>
 
 #define MAX_RANGES 64
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <vega/quic.h>
+#include <vega/quic_wire.h>
 
 static uint8_t pkt[70000];
 

@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 
 #include <vega/quic.h>
+#include <vega/quic_wire.h>
 #include <vega/test.h>
 
 #define QP_FN          static __attribute__((unused))

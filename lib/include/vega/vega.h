@@ -23,5 +23,6 @@
 #include <vega/http_server.h>
 #include <vega/http_client.h>
 #include <vega/quic.h>
+#include <vega/quic_wire.h>
 
 #endif

@@ -7,6 +7,7 @@
 
 #include "conn_int.h"
 #include "quic_pair.h"
+#include "quic_pkt.h"
 #include "qtls_certs.h"
 #include "vtest.h"
 
@@ -303,13 +304,13 @@ VTEST(nat_rebinding_mid_transfer)
     vega_quic_conn_info si;
     vega_quic_conn_get_info(q.side[1].c, &si);
     VCHECK_EQ(si.migrations, 1);
-    VCHECK(q.side[1].c->path_validated);
+    VCHECK(q.side[1].c->paths.validated);
     qp_fini(&q);
 }
 
 static bool client_migrated(struct qp *q)
 {
-    return q->side[0].c->path_validated && !q->side[0].c->migrating;
+    return q->side[0].c->paths.validated && !q->side[0].c->paths.migrating;
 }
 
 VTEST(client_migration_with_new_cid)
@@ -322,28 +323,28 @@ VTEST(client_migration_with_new_cid)
     qp_run(&q, never, 200 * MS); /* NEW_CONNECTION_IDs arrive */
     vega_quic_path np = q.path;
     qp_set_addr(&np.local, &np.local_len, 40002);
-    size_t before = q.side[0].c->dcid_idx;
+    size_t before = q.side[0].c->cids.dcid_idx;
     VCHECK_EQ(vega_quic_conn_migrate(q.side[0].c, &np), 0);
-    VCHECK(q.side[0].c->dcid_idx != before); /* a fresh connection ID on the new path */
+    VCHECK(q.side[0].c->cids.dcid_idx != before); /* a fresh connection ID on the new path */
     VCHECK_EQ(vega_quic_conn_migrate(q.side[0].c, &np), VEGA_ERR_INVALID_ARG); /* pending */
     VCHECK(qp_run(&q, client_migrated, 5 * S));
     VCHECK(path_changed(&q, 0, 40002));
     bulk(&q, 0, 300000, 30 * S);
     VCHECK(path_changed(&q, 1, 40002));
-    VCHECK(q.side[1].c->path_validated);
+    VCHECK(q.side[1].c->paths.validated);
     /* Both moved off the connection IDs of the old path (sequence 0, §9.5), retired them, and
      * issued replacements. */
     vega_quic_conn *cc = q.side[0].c, *sc = q.side[1].c;
-    VCHECK(cc->peer[cc->dcid_idx].seq != 0);
-    VCHECK(sc->peer[sc->dcid_idx].seq != 0);
-    for (size_t i = 0; i < sc->nlocal; i++)
-        VCHECK(sc->local[i].seq != 0 || sc->local[i].retired);
+    VCHECK(cc->cids.peer[cc->cids.dcid_idx].seq != 0);
+    VCHECK(sc->cids.peer[sc->cids.dcid_idx].seq != 0);
+    for (size_t i = 0; i < sc->cids.nlocal; i++)
+        VCHECK(sc->cids.local[i].seq != 0 || sc->cids.local[i].retired);
     qp_fini(&q);
 }
 
 static bool migration_failed(struct qp *q)
 {
-    return !q->side[0].c->migrating && q->side[0].c->migrations == 1;
+    return !q->side[0].c->paths.migrating && q->side[0].c->paths.migrations == 1;
 }
 
 VTEST(client_migration_to_dead_path_falls_back)
@@ -437,20 +438,31 @@ VTEST(gso_batches_equal_segments)
     qp_fini(&q);
 }
 
-/* Seals frames as the client's next 1-RTT packet (its keys, CID and packet number). */
-static size_t client_packet(vega_quic_conn *cl, const uint8_t *frames, size_t len, uint8_t *out)
+/* Sends frames to the server as the client's next 1-RTT packet (its keys, CID and packet
+ * number), padded to min_payload, from client port `from`. Returns the datagram's length. */
+static size_t client_sends(struct qp *q, const vega_quic_frame *fs, size_t n, size_t min_payload,
+                           uint16_t from)
 {
-    struct vega__quic_space *sp = &cl->sp[VEGA__QUIC_SPACE_APP];
-    const struct vega__quic_cid *d = &cl->peer[cl->dcid_idx];
-    vega_quic_hdr h = {.type = VEGA_QUIC_PKT_1RTT, .dcid = d->id, .dcid_len = d->len,
-                       .key_phase = cl->key_phase};
-    uint64_t pn = sp->next_pn++;
-    long hl = vega_quic_hdr_write(out, 1500, &h, 4, pn);
-    VCHECK(hl > 0);
-    memcpy(out + hl, frames, len);
-    long n = vega_quic_packet_protect(sp->tx, out, 1500, (size_t)hl, pn, len);
+    struct qpkt p;
+    qpkt_from_conn(&p, q->side[0].c);
+    p.min_payload = min_payload;
+    uint8_t pkt[1500];
+    vega_ssize len = qpkt_build(&p, fs, n, pkt, sizeof pkt);
+    VCHECK(len > 0);
+    qp_server_recv(q, pkt, (size_t)len, 0, from);
+    return (size_t)len;
+}
+
+/* Opens a 1-RTT datagram the server wrote to the client, with the client's keys, and returns
+ * the PATH_RESPONSE it carries (NULL for none); *pn receives its packet number. */
+static const vega_quic_frame *path_response_in(struct qp *q, uint8_t *dgram, size_t len,
+                                               vega_quic_frame *fs, size_t max, uint64_t *pn)
+{
+    int64_t largest;
+    vega_quic_keys *k = qpkt_conn_rx_keys(q->side[0].c, &largest);
+    vega_ssize n = qpkt_open(k, dgram, len, q->ccfg.scid_len, largest, fs, max, pn);
     VCHECK(n > 0);
-    return (size_t)n;
+    return qpkt_find(fs, (size_t)n, VEGA_QUIC_FT_PATH_RESPONSE);
 }
 
 VTEST(path_response_elsewhere_then_acked)
@@ -463,34 +475,32 @@ VTEST(path_response_elsewhere_then_acked)
     handshake(&q);
     VCHECK(qp_run(&q, confirmed, 5 * S));
     qp_run(&q, never, 200 * MS);
-    vega_quic_conn *cl = q.side[0].c, *sv = q.side[1].c;
-    uint8_t frames[1100] = {0x1a, 1, 2, 3, 4, 5, 6, 7, 8}, pkt[1500], out[1500];
-    size_t n = client_packet(cl, frames, sizeof frames, pkt); /* the rest is PADDING */
-    qp_server_recv(&q, pkt, n, 0, 40099);
+    vega_quic_conn *sv = q.side[1].c;
+    static const uint8_t chal[8] = {1, 2, 3, 4, 5, 6, 7, 8}, chal2[8] = {9, 9, 9, 9, 9, 9, 9, 9};
+    vega_quic_frame probe = qf_path_challenge(chal), fs[8];
+    client_sends(&q, &probe, 1, 1100, 40099); /* the rest is PADDING */
+    uint8_t out[1500];
     vega_quic_path p;
     long w = vega_quic_conn_write(sv, &p, NULL, out, sizeof out, q.now);
     VCHECK(w >= 1200);
     VCHECK_EQ(qp_port(&p.remote), 40099);
-    VCHECK_EQ(q.side[1].c->migrations, 0); /* a probe does not move the connection */
-    uint64_t resp_pn = sv->sp[VEGA__QUIC_SPACE_APP].next_pn - 1;
+    VCHECK_EQ(q.side[1].c->paths.migrations, 0); /* a probe does not move the connection */
+    uint64_t resp_pn;
+    const vega_quic_frame *resp = path_response_in(&q, out, (size_t)w, fs, 8, &resp_pn);
+    VCHECK(resp && memcmp(resp->u.path.data, chal, 8) == 0);
     /* A small challenge datagram gets a response within 3x its size, not 1200 bytes: an
      * unvalidated address is no reflection target (found by review). */
-    uint8_t small[16] = {0x1a, 9, 9, 9, 9, 9, 9, 9, 9}, spkt[1500], sout[1500];
-    size_t sn = client_packet(cl, small, sizeof small, spkt);
-    qp_server_recv(&q, spkt, sn, 0, 40098);
-    long sw = vega_quic_conn_write(sv, &p, NULL, sout, sizeof sout, q.now);
+    probe = qf_path_challenge(chal2);
+    size_t sn = client_sends(&q, &probe, 1, 16, 40098);
+    long sw = vega_quic_conn_write(sv, &p, NULL, out, sizeof out, q.now);
     VCHECK(sw > 0 && (size_t)sw <= 3 * sn);
     VCHECK_EQ(qp_port(&p.remote), 40098);
-    uint8_t ack[8] = {0x02};
-    size_t al = 1;
-    al += (size_t)vega_quic_varint_write(ack + al, sizeof ack - al, resp_pn);
-    ack[al++] = 0; /* delay */
-    ack[al++] = 0; /* no more ranges */
-    ack[al++] = 0; /* first range: just that packet */
-    uint8_t body[32] = {0};
-    memcpy(body, ack, al);
-    n = client_packet(cl, body, sizeof body, pkt);
-    qp_server_recv(&q, pkt, n, 0, 40001);
+    uint64_t pn2;
+    resp = path_response_in(&q, out, (size_t)sw, fs, 8, &pn2);
+    VCHECK(resp && memcmp(resp->u.path.data, chal2, 8) == 0);
+    /* The ACK of the first response alone, from the usual address. */
+    vega_quic_frame ack = qf_ack(resp_pn, 0);
+    client_sends(&q, &ack, 1, 32, 40001);
     VCHECK(sv->state < VEGA__QUIC_ST_CLOSING);
     qp_fini(&q);
 }
@@ -608,7 +618,7 @@ VTEST(nat_rebinding_then_small_request)
     VCHECK(!q.stuck);
     qp_run(&q, never, 3 * S);
     VCHECK(!q.stuck);
-    VCHECK(q.side[1].c->path_validated);
+    VCHECK(q.side[1].c->paths.validated);
     VCHECK(path_changed(&q, 1, 50124));
     qp_fini(&q);
 }
@@ -625,15 +635,15 @@ VTEST(junk_zero_rtt_not_kept_by_client)
         size_t n = 0;
         pkt[n++] = 0xc0 | (1 << 4) | 3; /* long header, 0-RTT (v1), 4-byte packet number */
         pkt[n++] = 0, pkt[n++] = 0, pkt[n++] = 0, pkt[n++] = 1;
-        pkt[n++] = cl->local[0].len;
-        memcpy(pkt + n, cl->local[0].id, cl->local[0].len);
-        n += cl->local[0].len;
+        pkt[n++] = cl->cids.local[0].len;
+        memcpy(pkt + n, cl->cids.local[0].id, cl->cids.local[0].len);
+        n += cl->cids.local[0].len;
         pkt[n++] = 0;
         pkt[n++] = 0x40, pkt[n++] = 30;
         n += 30;
         VCHECK_EQ(vega_quic_conn_read(cl, &q.path, 0, pkt, n, q.now), 0);
     }
-    VCHECK_EQ(cl->npending, 0);
+    VCHECK_EQ(cl->rx.npending, 0);
     qp_fini(&q);
 }
 
@@ -655,13 +665,52 @@ VTEST(stream_data_past_a_reset_final_size)
     VCHECK_EQ(vega_quic_stream_reset(q.side[0].c, id, 1), 0);
     VCHECK(qp_run(&q, server_saw_reset, 5 * S));
     /* The same stream, 10 bytes from offset 0: beyond the final size the reset fixed (5). */
-    uint8_t frame[16] = {0x0a, (uint8_t)id, 10}, pkt[1500];
-    size_t n = client_packet(q.side[0].c, frame, sizeof frame, pkt);
-    qp_server_recv(&q, pkt, n, 0, 40001);
+    static const uint8_t zeros[10];
+    vega_quic_frame beyond = qf_stream(id, 0, zeros, sizeof zeros, false);
+    client_sends(&q, &beyond, 1, 16, 40001);
     qp_events(&q, &q.side[1]);
     VCHECK(q.side[1].closed);
     VCHECK_EQ(q.side[1].close_code, VEGA_QUIC_FINAL_SIZE_ERROR);
     qp_fini(&q);
+}
+
+VTEST(peer_frame_violations_close_with_their_code)
+{
+    /* Frames a client must not send the server, each in a 1-RTT packet of its own after a
+     * handshake: the server closes with the code RFC 9000 gives (§19.7, §19.8, §19.10, §19.16,
+     * §19.20, §4.1, §4.6; RFC 9221 §3). */
+    static const uint8_t data[4] = "abc", tok[1] = {'t'};
+    const struct {
+        const char *what;
+        vega_quic_frame f;
+        uint64_t code;
+    } cases[] = {
+        {"HANDSHAKE_DONE from a client", qf_handshake_done(), VEGA_QUIC_PROTOCOL_VIOLATION},
+        {"NEW_TOKEN from a client", qf_new_token(tok, 1), VEGA_QUIC_PROTOCOL_VIOLATION},
+        {"RETIRE_CONNECTION_ID never issued", qf_retire_cid(1000), VEGA_QUIC_PROTOCOL_VIOLATION},
+        {"STREAM on the server's unidirectional stream", qf_stream(3, 0, data, 4, false),
+         VEGA_QUIC_STREAM_STATE_ERROR},
+        {"MAX_STREAM_DATA on the client's unidirectional stream", qf_max_stream_data(2, 9),
+         VEGA_QUIC_STREAM_STATE_ERROR},
+        {"STREAM beyond the stream limit", qf_stream(4 * 1000, 0, data, 4, false),
+         VEGA_QUIC_STREAM_LIMIT_ERROR},
+        {"STREAM beyond the stream's window", qf_stream(0, 300000, data, 4, false),
+         VEGA_QUIC_FLOW_CONTROL_ERROR},
+        {"DATAGRAM not negotiated", qf_datagram(data, 4), VEGA_QUIC_PROTOCOL_VIOLATION},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct qp q;
+        vega_test_net_opts o = link_ms(2);
+        setup(&q, &o, 60 + i);
+        handshake(&q);
+        VCHECK(qp_run(&q, confirmed, 5 * S));
+        client_sends(&q, &cases[i].f, 1, 0, 40001);
+        qp_events(&q, &q.side[1]);
+        if (!q.side[1].closed || !q.side[1].closed_local || q.side[1].close_code != cases[i].code)
+            vtest_fail(__FILE__, __LINE__, "%s: closed %d, code 0x%llx", cases[i].what,
+                       q.side[1].closed, (unsigned long long)q.side[1].close_code);
+        qp_fini(&q);
+    }
 }
 
 VTEST(idle_timer_restarts_on_first_send_after_receipt)
@@ -674,7 +723,7 @@ VTEST(idle_timer_restarts_on_first_send_after_receipt)
     VCHECK(qp_run(&q, confirmed, 5 * S));
     qp_run(&q, never, 100 * MS);
     vega_quic_conn *cl = q.side[0].c;
-    uint64_t d0 = cl->idle_deadline;
+    uint64_t d0 = cl->timers.idle_deadline;
     /* Nothing arrives; 1 s later the client sends: its idle period starts again (§10.1). */
     q.now += 1 * S;
     uint64_t id;
@@ -682,13 +731,13 @@ VTEST(idle_timer_restarts_on_first_send_after_receipt)
     VCHECK_EQ(vega_quic_stream_write(cl, id, "a", 1, false), 1);
     uint8_t buf[1500];
     VCHECK(vega_quic_conn_write(cl, NULL, NULL, buf, sizeof buf, q.now) > 0);
-    uint64_t d1 = cl->idle_deadline;
+    uint64_t d1 = cl->timers.idle_deadline;
     VCHECK(d1 >= d0 + 1 * S);
     /* A second send without anything received in between does not push it further. */
     q.now += 500 * MS;
     VCHECK_EQ(vega_quic_stream_write(cl, id, "b", 1, false), 1);
     VCHECK(vega_quic_conn_write(cl, NULL, NULL, buf, sizeof buf, q.now) > 0);
-    VCHECK_EQ(cl->idle_deadline, d1);
+    VCHECK_EQ(cl->timers.idle_deadline, d1);
     qp_fini(&q);
 }
 

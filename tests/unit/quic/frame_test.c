@@ -4,7 +4,7 @@
  * may carry which frames (§12.4 Table 3). */
 #include <string.h>
 
-#include <vega/quic.h>
+#include <vega/quic_wire.h>
 
 #include "vtest.h"
 

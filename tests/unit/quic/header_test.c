@@ -4,7 +4,7 @@
  * Version Negotiation. */
 #include <string.h>
 
-#include <vega/quic.h>
+#include <vega/quic_wire.h>
 
 #include "vtest.h"
 

@@ -3,7 +3,7 @@
  * RFC 9001 Appendix A (v1) and RFC 9369 Appendix A (v2), byte for byte in both directions. */
 #include <string.h>
 
-#include <vega/quic.h>
+#include <vega/quic_wire.h>
 
 #include "vtest.h"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <vega/quic.h>
+#include <vega/quic_wire.h>
 
 #include "qtls.h"
 #include "qtls_certs.h"

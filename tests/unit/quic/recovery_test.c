@@ -7,7 +7,7 @@
  * flight. ACKs go through vega_quic_frame_encode and vega_quic_frame_decode, as on the wire. */
 #include <time.h>
 
-#include <vega/quic.h>
+#include <vega/quic_wire.h>
 
 #include "base.h"
 #include "recovery.h"

@@ -3,8 +3,9 @@
  * byte for byte, a SHA-384 run against values from an independent HKDF, and the error paths. */
 #include <string.h>
 
-#include <vega/quic.h>
+#include <vega/quic_wire.h>
 
+#include "tls13_keys.h"
 #include "vtest.h"
 
 static void check_hex(const uint8_t *got, size_t n, const char *want, int line)
@@ -58,49 +59,49 @@ VTEST(rfc8448_simple_1rtt)
     hex32(RFC_TH_SFIN, th_sfin);
     hex32(RFC_TH_CFIN, th_cfin);
 
-    vega_quic_tls13_schedule s;
-    VCHECK_EQ(vega_quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, NULL, 0), 0);
+    struct vega__quic_tls13_schedule s;
+    VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, NULL, 0), 0);
     VCHECK_EQ(s.hash_len, 32u);
-    VCHECK_EQ(s.stage, VEGA_QUIC_TLS13_STAGE_EARLY);
+    VCHECK_EQ(s.stage, VEGA__QUIC_TLS13_STAGE_EARLY);
     CHECK_HEX(s.early_secret, 32, RFC_EARLY);
 
-    VCHECK_EQ(vega_quic_tls13_schedule_handshake(&s, ecdhe, 32, th_sh, 32), 0);
-    VCHECK_EQ(s.stage, VEGA_QUIC_TLS13_STAGE_HANDSHAKE);
+    VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, ecdhe, 32, th_sh, 32), 0);
+    VCHECK_EQ(s.stage, VEGA__QUIC_TLS13_STAGE_HANDSHAKE);
     CHECK_HEX(s.handshake_secret, 32, RFC_HS);
     CHECK_HEX(s.client_handshake_traffic, 32, RFC_C_HS);
     CHECK_HEX(s.server_handshake_traffic, 32, RFC_S_HS);
 
     /* The server's Finished covers ClientHello..CertificateVerify. */
-    VCHECK_EQ(vega_quic_tls13_finished(VEGA_CRYPTO_SHA256, s.server_handshake_traffic, 32, th_cv,
+    VCHECK_EQ(vega__quic_tls13_finished(VEGA_CRYPTO_SHA256, s.server_handshake_traffic, 32, th_cv,
                                        32, out),
               0);
     CHECK_HEX(out, 32, RFC_S_FIN);
 
-    VCHECK_EQ(vega_quic_tls13_schedule_application(&s, th_sfin, 32), 0);
-    VCHECK_EQ(s.stage, VEGA_QUIC_TLS13_STAGE_APPLICATION);
+    VCHECK_EQ(vega__quic_tls13_schedule_application(&s, th_sfin, 32), 0);
+    VCHECK_EQ(s.stage, VEGA__QUIC_TLS13_STAGE_APPLICATION);
     CHECK_HEX(s.master_secret, 32, RFC_MASTER);
     CHECK_HEX(s.client_application_traffic, 32, RFC_C_AP);
     CHECK_HEX(s.server_application_traffic, 32, RFC_S_AP);
     CHECK_HEX(s.exporter_master, 32, RFC_EXP);
 
     /* The client's Finished covers ClientHello..server Finished. */
-    VCHECK_EQ(vega_quic_tls13_finished(VEGA_CRYPTO_SHA256, s.client_handshake_traffic, 32, th_sfin,
+    VCHECK_EQ(vega__quic_tls13_finished(VEGA_CRYPTO_SHA256, s.client_handshake_traffic, 32, th_sfin,
                                        32, out),
               0);
     CHECK_HEX(out, 32, RFC_C_FIN);
 
-    VCHECK_EQ(vega_quic_tls13_schedule_resumption(&s, th_cfin, 32), 0);
-    VCHECK_EQ(s.stage, VEGA_QUIC_TLS13_STAGE_RESUMPTION);
+    VCHECK_EQ(vega__quic_tls13_schedule_resumption(&s, th_cfin, 32), 0);
+    VCHECK_EQ(s.stage, VEGA__QUIC_TLS13_STAGE_RESUMPTION);
     CHECK_HEX(s.resumption_master, 32, RFC_RES);
 
     /* The secrets nothing derives from any more are gone. */
-    static const uint8_t zero[VEGA_QUIC_TLS13_MAX_HASH_LEN];
+    static const uint8_t zero[VEGA__QUIC_TLS13_MAX_HASH_LEN];
     VCHECK(memcmp(s.early_secret, zero, sizeof zero) == 0);
     VCHECK(memcmp(s.handshake_secret, zero, sizeof zero) == 0);
     VCHECK(memcmp(s.master_secret, zero, sizeof zero) == 0);
 
-    vega_quic_tls13_schedule_wipe(&s);
-    VCHECK_EQ(s.stage, VEGA_QUIC_TLS13_STAGE_NONE);
+    vega__quic_tls13_schedule_wipe(&s);
+    VCHECK_EQ(s.stage, VEGA__QUIC_TLS13_STAGE_NONE);
     VCHECK(memcmp(s.resumption_master, zero, sizeof zero) == 0);
 }
 
@@ -111,14 +112,15 @@ VTEST(rfc8448_finished_check)
     hex32(RFC_TH_CV, th_cv);
     hex32(RFC_S_FIN, fin);
     uint64_t wire = 0;
-    VCHECK_EQ(
-        vega_quic_tls13_finished_check(VEGA_CRYPTO_SHA256, s_hs, 32, th_cv, 32, fin, 32, &wire), 0);
+    VCHECK_EQ(vega__quic_tls13_finished_check(VEGA_CRYPTO_SHA256, s_hs, 32, th_cv, 32, fin, 32,
+                                              &wire),
+              0);
     VCHECK_EQ(wire, 0u);
     for (size_t i = 0; i < 32; i += 31) { /* the first and the last byte */
         fin[i] ^= 0x01;
-        VCHECK_EQ(
-            vega_quic_tls13_finished_check(VEGA_CRYPTO_SHA256, s_hs, 32, th_cv, 32, fin, 32, &wire),
-            VEGA_ERR_PROTO);
+        VCHECK_EQ(vega__quic_tls13_finished_check(VEGA_CRYPTO_SHA256, s_hs, 32, th_cv, 32, fin,
+                                                  32, &wire),
+                  VEGA_ERR_PROTO);
         VCHECK_EQ(wire, (uint64_t)VEGA_QUIC_CRYPTO_ERROR + 51);
         fin[i] ^= 0x01;
     }
@@ -127,13 +129,13 @@ VTEST(rfc8448_finished_check)
     memcpy(longer, fin, 32);
     longer[32] = 0;
     VCHECK_EQ(
-        vega_quic_tls13_finished_check(VEGA_CRYPTO_SHA256, s_hs, 32, th_cv, 32, fin, 31, NULL),
+        vega__quic_tls13_finished_check(VEGA_CRYPTO_SHA256, s_hs, 32, th_cv, 32, fin, 31, NULL),
         VEGA_ERR_PROTO);
     VCHECK_EQ(
-        vega_quic_tls13_finished_check(VEGA_CRYPTO_SHA256, s_hs, 32, th_cv, 32, NULL, 0, NULL),
+        vega__quic_tls13_finished_check(VEGA_CRYPTO_SHA256, s_hs, 32, th_cv, 32, NULL, 0, NULL),
         VEGA_ERR_PROTO);
     VCHECK_EQ(
-        vega_quic_tls13_finished_check(VEGA_CRYPTO_SHA256, s_hs, 32, th_cv, 32, longer, 33, NULL),
+        vega__quic_tls13_finished_check(VEGA_CRYPTO_SHA256, s_hs, 32, th_cv, 32, longer, 33, NULL),
         VEGA_ERR_PROTO);
 }
 
@@ -141,23 +143,23 @@ VTEST(rfc8448_resumption_psk_and_binder)
 {
     uint8_t res[32], psk[32], nonce[2] = {0, 0}, out[32];
     hex32(RFC_RES, res);
-    VCHECK_EQ(vega_quic_tls13_resumption_psk(VEGA_CRYPTO_SHA256, res, 32, nonce, 2, psk), 0);
+    VCHECK_EQ(vega__quic_tls13_resumption_psk(VEGA_CRYPTO_SHA256, res, 32, nonce, 2, psk), 0);
     CHECK_HEX(psk, 32, RFC_PSK);
 
-    vega_quic_tls13_schedule s;
-    VCHECK_EQ(vega_quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, psk, 32), 0);
+    struct vega__quic_tls13_schedule s;
+    VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, psk, 32), 0);
     CHECK_HEX(s.early_secret, 32, RFC_PSK_EARLY);
-    VCHECK_EQ(vega_quic_tls13_schedule_binder_key(&s, false, out), 0);
+    VCHECK_EQ(vega__quic_tls13_schedule_binder_key(&s, false, out), 0);
     CHECK_HEX(out, 32, RFC_RES_BINDER);
     /* "ext binder" is a different label, so a different key. */
     uint8_t ext[32];
-    VCHECK_EQ(vega_quic_tls13_schedule_binder_key(&s, true, ext), 0);
+    VCHECK_EQ(vega__quic_tls13_schedule_binder_key(&s, true, ext), 0);
     VCHECK(memcmp(out, ext, 32) != 0);
     /* The 0-RTT secret derives from the same early secret (0-RTT keys, RFC 9001 §5.6). */
     uint8_t ch[32] = {0}, cet[32];
-    VCHECK_EQ(vega_quic_tls13_schedule_early_traffic(&s, ch, 32, cet), 0);
+    VCHECK_EQ(vega__quic_tls13_schedule_early_traffic(&s, ch, 32, cet), 0);
     VCHECK(memcmp(cet, out, 32) != 0);
-    vega_quic_tls13_schedule_wipe(&s);
+    vega__quic_tls13_schedule_wipe(&s);
 }
 
 /* SHA-384 (TLS_AES_256_GCM_SHA384): the expected values come from an independent HKDF
@@ -172,23 +174,23 @@ VTEST(sha384_schedule)
     vtest_unhex("1165b3406ff0b52a3d24721f785462ca2276c9f454a116c2b2ba20171a7905ea"
           "5a026682eb659c4d5f115c363aa3c79b",
           th2, sizeof th2); /* SHA-384("abcd") */
-    vega_quic_tls13_schedule s;
-    VCHECK_EQ(vega_quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA384, NULL, 0), 0);
+    struct vega__quic_tls13_schedule s;
+    VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA384, NULL, 0), 0);
     VCHECK_EQ(s.hash_len, 48u);
     CHECK_HEX(s.early_secret, 48,
               "7ee8206f5570023e6dc7519eb1073bc4e791ad37b5c382aa10ba18e2357e7169"
               "71f9362f2c2fe2a76bfd78dfec4ea9b5");
     /* A SHA-256-sized transcript hash is refused for a SHA-384 schedule. */
-    VCHECK_EQ(vega_quic_tls13_schedule_handshake(&s, shared, 32, th, 32), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(s.stage, VEGA_QUIC_TLS13_STAGE_EARLY);
-    VCHECK_EQ(vega_quic_tls13_schedule_handshake(&s, shared, 32, th, 48), 0);
+    VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, shared, 32, th, 32), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(s.stage, VEGA__QUIC_TLS13_STAGE_EARLY);
+    VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, shared, 32, th, 48), 0);
     CHECK_HEX(s.handshake_secret, 48,
               "32e0915f02d19589deae0b432931d3b57254ba9022b95b1f1d54446730889be8"
               "63a1d3a86165f68e02b2a06447734f81");
     CHECK_HEX(s.client_handshake_traffic, 48,
               "b0e8e86ea7ea5b0831aba4e30c04313b285d91b18b211a26944c4830e3b94622"
               "fd5d35598b07c453538ae0b6369c741c");
-    VCHECK_EQ(vega_quic_tls13_schedule_application(&s, th2, 48), 0);
+    VCHECK_EQ(vega__quic_tls13_schedule_application(&s, th2, 48), 0);
     CHECK_HEX(s.master_secret, 48,
               "44de65fc83862a80c2fa6fe3f6bba2a81117f9dc906bb716117215a009eeaa34"
               "a0876aaaa837f60e4508d16578848a88");
@@ -197,89 +199,91 @@ VTEST(sha384_schedule)
               "90f6345eb10b2fc722d5738b8a63eaf6");
     /* Finished and the resumption PSK run at 48 bytes too (and the key update of QUIC). */
     VCHECK_EQ(
-        vega_quic_tls13_finished(VEGA_CRYPTO_SHA384, s.server_handshake_traffic, 48, th2, 48, out),
+        vega__quic_tls13_finished(VEGA_CRYPTO_SHA384, s.server_handshake_traffic, 48, th2, 48, out),
         0);
-    VCHECK_EQ(vega_quic_tls13_finished_check(VEGA_CRYPTO_SHA384, s.server_handshake_traffic, 48,
+    VCHECK_EQ(vega__quic_tls13_finished_check(VEGA_CRYPTO_SHA384, s.server_handshake_traffic, 48,
                                              th2, 48, out, 48, NULL),
               0);
-    VCHECK_EQ(vega_quic_tls13_schedule_resumption(&s, th2, 48), 0);
+    VCHECK_EQ(vega__quic_tls13_schedule_resumption(&s, th2, 48), 0);
     VCHECK_EQ(
-        vega_quic_tls13_resumption_psk(VEGA_CRYPTO_SHA384, s.resumption_master, 48, NULL, 0, out),
+        vega__quic_tls13_resumption_psk(VEGA_CRYPTO_SHA384, s.resumption_master, 48, NULL, 0, out),
         0);
     VCHECK_EQ(vega_quic_secret_update(VEGA_QUIC_V1, VEGA_CRYPTO_AES_256_GCM,
                                       s.server_application_traffic, 48, out),
               0);
-    vega_quic_tls13_schedule_wipe(&s);
+    vega__quic_tls13_schedule_wipe(&s);
 }
 
 VTEST(errors)
 {
     uint8_t buf[256] = {0}, out[48];
-    vega_quic_tls13_schedule s;
+    struct vega__quic_tls13_schedule s;
     /* Only the TLS 1.3 suite hashes. */
-    VCHECK_EQ(vega_quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA1, NULL, 0), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA512, NULL, 0), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_schedule_init(&s, (vega_crypto_hash_alg)99, NULL, 0),
+    VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA1, NULL, 0), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA512, NULL, 0),
               VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(s.stage, VEGA_QUIC_TLS13_STAGE_NONE);
+    VCHECK_EQ(vega__quic_tls13_schedule_init(&s, (vega_crypto_hash_alg)99, NULL, 0),
+              VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(s.stage, VEGA__QUIC_TLS13_STAGE_NONE);
     /* PSK lengths. */
-    VCHECK_EQ(
-        vega_quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, buf, VEGA_QUIC_TLS13_MAX_PSK_LEN + 1),
-        VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, NULL, 32),
+    VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, buf,
+                                             VEGA__QUIC_TLS13_MAX_PSK_LEN + 1),
               VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, buf, 0), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(
-        vega_quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, buf, VEGA_QUIC_TLS13_MAX_PSK_LEN), 0);
+    VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, NULL, 32),
+              VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, buf, 0), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, buf,
+                                             VEGA__QUIC_TLS13_MAX_PSK_LEN),
+              0);
 
     /* Out of order: nothing but the early stage's derivations before the handshake. */
-    VCHECK_EQ(vega_quic_tls13_schedule_application(&s, buf, 32), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_schedule_resumption(&s, buf, 32), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_application(&s, buf, 32), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_resumption(&s, buf, 32), VEGA_ERR_INVALID_ARG);
     /* Bad shared secret and transcript hash lengths leave s as it was. */
-    VCHECK_EQ(vega_quic_tls13_schedule_handshake(&s, buf, 0, buf, 32), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, buf, 0, buf, 32), VEGA_ERR_INVALID_ARG);
     VCHECK_EQ(
-        vega_quic_tls13_schedule_handshake(&s, buf, VEGA_QUIC_TLS13_MAX_SHARED_LEN + 1, buf, 32),
+        vega__quic_tls13_schedule_handshake(&s, buf, VEGA__QUIC_TLS13_MAX_SHARED_LEN + 1, buf, 32),
         VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_schedule_handshake(&s, buf, 32, buf, 31), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_schedule_handshake(&s, buf, 32, buf, 48), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_schedule_early_traffic(&s, buf, 48, out), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(s.stage, VEGA_QUIC_TLS13_STAGE_EARLY);
-    VCHECK_EQ(vega_quic_tls13_schedule_handshake(&s, buf, VEGA_QUIC_TLS13_MAX_SHARED_LEN, buf, 32),
-              0);
+    VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, buf, 32, buf, 31), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, buf, 32, buf, 48), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_early_traffic(&s, buf, 48, out), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(s.stage, VEGA__QUIC_TLS13_STAGE_EARLY);
+    VCHECK_EQ(
+        vega__quic_tls13_schedule_handshake(&s, buf, VEGA__QUIC_TLS13_MAX_SHARED_LEN, buf, 32), 0);
     /* Once past the early stage, its derivations and the handshake step are refused. */
-    VCHECK_EQ(vega_quic_tls13_schedule_binder_key(&s, false, out), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_schedule_early_traffic(&s, buf, 32, out), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_schedule_handshake(&s, buf, 32, buf, 32), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_schedule_resumption(&s, buf, 32), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_schedule_application(&s, buf, 0), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_schedule_application(&s, buf, 32), 0);
-    VCHECK_EQ(vega_quic_tls13_schedule_application(&s, buf, 32), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_schedule_resumption(&s, buf, 48), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_schedule_resumption(&s, buf, 32), 0);
-    VCHECK_EQ(vega_quic_tls13_schedule_resumption(&s, buf, 32), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_binder_key(&s, false, out), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_early_traffic(&s, buf, 32, out), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, buf, 32, buf, 32), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_resumption(&s, buf, 32), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_application(&s, buf, 0), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_application(&s, buf, 32), 0);
+    VCHECK_EQ(vega__quic_tls13_schedule_application(&s, buf, 32), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_resumption(&s, buf, 48), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_resumption(&s, buf, 32), 0);
+    VCHECK_EQ(vega__quic_tls13_schedule_resumption(&s, buf, 32), VEGA_ERR_INVALID_ARG);
     /* A wiped (or never initialised) schedule derives nothing. */
-    vega_quic_tls13_schedule_wipe(&s);
-    VCHECK_EQ(vega_quic_tls13_schedule_binder_key(&s, true, out), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_schedule_handshake(&s, buf, 32, buf, 32), VEGA_ERR_INVALID_ARG);
+    vega__quic_tls13_schedule_wipe(&s);
+    VCHECK_EQ(vega__quic_tls13_schedule_binder_key(&s, true, out), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, buf, 32, buf, 32), VEGA_ERR_INVALID_ARG);
 
     /* Finished: key and transcript hash must be the hash's length. */
-    VCHECK_EQ(vega_quic_tls13_finished(VEGA_CRYPTO_SHA256, buf, 31, buf, 32, out),
+    VCHECK_EQ(vega__quic_tls13_finished(VEGA_CRYPTO_SHA256, buf, 31, buf, 32, out),
               VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_finished(VEGA_CRYPTO_SHA256, buf, 32, buf, 48, out),
+    VCHECK_EQ(vega__quic_tls13_finished(VEGA_CRYPTO_SHA256, buf, 32, buf, 48, out),
               VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_finished(VEGA_CRYPTO_SHA384, buf, 32, buf, 32, out),
+    VCHECK_EQ(vega__quic_tls13_finished(VEGA_CRYPTO_SHA384, buf, 32, buf, 32, out),
               VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_finished(VEGA_CRYPTO_SHA512, buf, 64, buf, 64, out),
+    VCHECK_EQ(vega__quic_tls13_finished(VEGA_CRYPTO_SHA512, buf, 64, buf, 64, out),
               VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_finished_check(VEGA_CRYPTO_SHA256, buf, 31, buf, 32, buf, 32, NULL),
+    VCHECK_EQ(vega__quic_tls13_finished_check(VEGA_CRYPTO_SHA256, buf, 31, buf, 32, buf, 32, NULL),
               VEGA_ERR_INVALID_ARG);
 
     /* Resumption PSK: secret length, nonce length, a NULL non-empty nonce. */
-    VCHECK_EQ(vega_quic_tls13_resumption_psk(VEGA_CRYPTO_SHA256, buf, 48, buf, 2, out),
+    VCHECK_EQ(vega__quic_tls13_resumption_psk(VEGA_CRYPTO_SHA256, buf, 48, buf, 2, out),
               VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_resumption_psk(VEGA_CRYPTO_SHA256, buf, 32, buf, 256, out),
+    VCHECK_EQ(vega__quic_tls13_resumption_psk(VEGA_CRYPTO_SHA256, buf, 32, buf, 256, out),
               VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_resumption_psk(VEGA_CRYPTO_SHA256, buf, 32, NULL, 2, out),
+    VCHECK_EQ(vega__quic_tls13_resumption_psk(VEGA_CRYPTO_SHA256, buf, 32, NULL, 2, out),
               VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_tls13_resumption_psk(VEGA_CRYPTO_SHA256, buf, 32, buf, 255, out), 0);
+    VCHECK_EQ(vega__quic_tls13_resumption_psk(VEGA_CRYPTO_SHA256, buf, 32, buf, 255, out), 0);
 }

@@ -3,7 +3,7 @@
  * unknown and GREASE parameters, and every validation rule with TRANSPORT_PARAMETER_ERROR. */
 #include <string.h>
 
-#include <vega/quic.h>
+#include <vega/quic_wire.h>
 
 #include "vtest.h"
 

@@ -3,7 +3,7 @@
  * recovery (§17.1, Appendix A.2, A.3). */
 #include <string.h>
 
-#include <vega/quic.h>
+#include <vega/quic_wire.h>
 
 #include "vtest.h"
 
