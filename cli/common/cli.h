@@ -78,21 +78,49 @@ int cli_split_hostport(const char *s, char *host, size_t hcap, char *port, size_
 
 /* ---- stdin / stdout on the runtime (stdio.c) ------------------------------------------------ */
 
-/* One standard stream. Pipes, sockets and ttys are switched to O_NONBLOCK and waited on by the
- * runtime (the original flags come back at cli_stdio_fini); regular files and other devices,
- * which cannot be polled, are read and written on the blocking pool. */
+/* One standard stream or output file, by what the descriptor is:
+ * - CLI_STDIO_POLL: pipes, sockets and ttys, switched to O_NONBLOCK and waited on by the
+ *   runtime (the original flags come back at cli_stdio_fini);
+ * - CLI_STDIO_FILE: regular files and devices, read and written as <vega/fs.h> operations at
+ *   the file position (io_uring operations on the worker; the blocking pool under epoll);
+ * - CLI_STDIO_NULL: /dev/null, never touched: writes succeed at once, reads see end of file;
+ * - CLI_STDIO_BLOCKING: the rest (and a tty kept blocking), on the blocking pool. */
+typedef enum cli_stdio_kind {
+    CLI_STDIO_POLL,
+    CLI_STDIO_FILE,
+    CLI_STDIO_NULL,
+    CLI_STDIO_BLOCKING,
+} cli_stdio_kind;
+
 typedef struct cli_stdio {
     int fd;
-    bool pollable;
+    cli_stdio_kind kind;
+    bool owned;       /* cli_stdio_adopt: cli_stdio_close closes fd */
     bool restore;
     int saved_flags;
+    vega_file *file;  /* CLI_STDIO_FILE: fd itself when owned, else a duplicate of it */
 } cli_stdio;
 
-/* Prepares fd. Returns 0 or -errno (fd is not open). */
+/* Prepares fd, borrowed (it stays open after cli_stdio_fini). Returns 0 or -errno (fd is not
+ * open). Does not suspend. */
 int cli_stdio_init(cli_stdio *io, int fd);
 
-/* Restores the descriptor's flags. Safe to call more than once. */
+/* The same for a descriptor the cli_stdio takes: cli_stdio_close closes it. On failure the
+ * caller still owns fd. */
+int cli_stdio_adopt(cli_stdio *io, int fd);
+
+/* Keeps a pollable descriptor blocking (its flags restored) and uses the blocking pool: a tty
+ * shared with stderr must not become O_NONBLOCK. */
+void cli_stdio_use_pool(cli_stdio *io);
+
+/* Restores the descriptor's flags (and lets go of the duplicate of a borrowed file). Safe to
+ * call more than once. */
 void cli_stdio_fini(cli_stdio *io);
+
+/* cli_stdio_fini, then closes an adopted descriptor. Returns 0 or the -errno of close(2)
+ * (-EIO: data written earlier may be lost); 0 for a borrowed one. May suspend (inside a task
+ * the close is a kernel operation). */
+int cli_stdio_close(cli_stdio *io);
 
 /* Reads up to len bytes: the count, 0 at end of file, or a negative code. Inside a task. */
 vega_ssize cli_stdio_read(cli_stdio *io, void *buf, size_t len, vega_deadline dl);

@@ -198,6 +198,9 @@ int curl_upload_open(struct curl_upload *u, const struct curl_opts *o, const cha
 
 void curl_upload_close(struct curl_upload *u)
 {
+    free(u->ra);
+    u->ra = NULL;
+    u->ra_pos = u->ra_len = 0;
     if (u->fd < 0)
         return;
     cli_stdio_fini(&u->io);
@@ -213,7 +216,35 @@ int curl_upload_rewind(struct curl_upload *u)
     if (!u->seekable || lseek(u->fd, 0, SEEK_SET) != 0)
         return -ESPIPE;
     u->sent = 0;
+    u->ra_pos = u->ra_len = 0;
     return 0;
+}
+
+/* Up to len bytes of the file or stdin. A regular file (or anything else not pollable) is
+ * read ahead in pieces of CURL_SINK_BUF, one kernel operation (or blocking-pool job) each,
+ * and handed out in the client's smaller pieces; a pipe or socket is read as asked. */
+static vega_ssize upload_next(struct curl_upload *u, void *buf, size_t len, vega_deadline dl)
+{
+    if (u->io.kind == CLI_STDIO_POLL)
+        return cli_stdio_read(&u->io, buf, len, dl);
+    if (u->ra_pos == u->ra_len) {
+        if (!u->ra && !(u->ra = malloc(CURL_SINK_BUF)))
+            return cli_stdio_read(&u->io, buf, len, dl);
+        size_t want = CURL_SINK_BUF;
+        if (u->length != VEGA_HTTP_LENGTH_UNKNOWN && u->length - u->sent < want)
+            want = (size_t)(u->length - u->sent);
+        if (want < len)
+            want = len;
+        vega_ssize n = cli_stdio_read(&u->io, u->ra, want, dl);
+        if (n <= 0)
+            return n;
+        u->ra_pos = 0;
+        u->ra_len = (size_t)n;
+    }
+    size_t n = u->ra_len - u->ra_pos < len ? u->ra_len - u->ra_pos : len;
+    memcpy(buf, u->ra + u->ra_pos, n);
+    u->ra_pos += n;
+    return (vega_ssize)n;
 }
 
 vega_ssize curl_upload_read(void *user, void *buf, size_t len)
@@ -227,7 +258,7 @@ vega_ssize curl_upload_read(void *user, void *buf, size_t len)
         if (len > left)
             len = (size_t)left;
     }
-    vega_ssize n = cli_stdio_read(&u->io, buf, len, u->dl ? u->dl : VEGA_DEADLINE_NEVER);
+    vega_ssize n = upload_next(u, buf, len, u->dl ? u->dl : VEGA_DEADLINE_NEVER);
     if (n < 0) {
         u->err = (int)n;
         return n;

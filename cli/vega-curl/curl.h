@@ -94,7 +94,16 @@ struct curl_opts {
 
 /* ---- output (output.c) ----------------------------------------------------------------------- */
 
-/* A body destination: stdout (shared by every transfer) or a file opened on the first write. */
+/* Body bytes are gathered in a sink's buffer and written in pieces of up to CURL_SINK_BUF:
+ * when the buffer is full (less than CURL_SINK_MIN left, a response read's largest answer),
+ * when no more body is waiting on the connection, and at the end. */
+#define CURL_SINK_BUF (256u * 1024)
+#define CURL_SINK_MIN (16u * 1024)
+
+/* A body destination: stdout (shared by every transfer) or a file opened on the first write.
+ * The descriptor's kind (cli_stdio) says how bytes leave: a regular file by kernel operations
+ * on the worker (io_uring; the blocking pool under epoll), a pipe or socket by the runtime's
+ * readiness waits, /dev/null not at all, a terminal by the blocking pool. */
 struct curl_sink {
     cli_stdio io;
     bool is_stdout;
@@ -103,6 +112,8 @@ struct curl_sink {
     bool checked;      /* the first bytes were checked for binary data */
     char path[4096];
     int err;           /* the first write or open failure (-errno) */
+    uint8_t *buf;      /* CURL_SINK_BUF bytes (made on first use), len of them not written */
+    size_t len;
 };
 
 /* The process-wide stdout sink (set up by the main task, restored at its end). */
@@ -114,14 +125,31 @@ void curl_stdout_fini(void);
 /* A sink for path (NULL or "-": stdout). */
 void curl_sink_init(struct curl_sink *s, const char *path);
 
-/* Writes all of buf; 0 or a curl exit code (23) after printing why. */
+/* Writes all of buf (through the buffer when it fits); 0 or a curl exit code (23) after
+ * printing why. */
 int curl_sink_write(struct curl_sink *s, const struct curl_opts *o, const void *buf, size_t len,
                     bool body);
 
-/* Creates the file if nothing was written (an empty body), closes it. 0 or 23. */
+/* The free end of the sink's buffer, for a read to land in: *room bytes (at least
+ * CURL_SINK_MIN). NULL when the buffer cannot be allocated. */
+uint8_t *curl_sink_space(struct curl_sink *s, size_t *room);
+
+/* n body bytes were put at curl_sink_space: keeps them (opening the file on the first byte,
+ * refusing binary data on a terminal), writes the buffer once it is full. 0 or 23. */
+int curl_sink_commit(struct curl_sink *s, const struct curl_opts *o, size_t n);
+
+/* True when bytes wait in the buffer. */
+bool curl_sink_pending(const struct curl_sink *s);
+
+/* Writes what the buffer holds. 0 or 23 (after printing why when o is not NULL). */
+int curl_sink_flush(struct curl_sink *s, const struct curl_opts *o);
+
+/* Writes what is left, creates the file if nothing was written (an empty body), closes it.
+ * 0 or 23. */
 int curl_sink_finish(struct curl_sink *s, const struct curl_opts *o);
 
-/* Closes without creating anything. */
+/* Writes what is buffered (a failed transfer keeps what it received, as curl's does) and
+ * closes without creating anything. */
 void curl_sink_abort(struct curl_sink *s);
 
 /* The progress meter (curl's table, or the -# bar) on stderr. */
@@ -164,6 +192,8 @@ struct curl_upload {
     uint64_t sent;
     int err;           /* a read failure (fails the transfer with 26) */
     vega_deadline dl;
+    uint8_t *ra;       /* read ahead (CURL_SINK_BUF, made on first use): [ra_pos, ra_len) */
+    size_t ra_pos, ra_len;
 };
 
 /* Opens path ("-" or "." = stdin). 0 or a curl exit code after printing why. */

@@ -23,16 +23,17 @@ void curl_stdout_init(void)
         curl_stdout.err = r;
         return;
     }
-    if (curl_stdout.tty) {
-        /* A terminal is usually stderr's file too: O_NONBLOCK on it would make messages fail
-         * with EAGAIN. Terminal output is small; the blocking pool writes it. */
-        cli_stdio_fini(&curl_stdout.io);
-        curl_stdout.io.pollable = false;
-    }
+    /* A terminal is usually stderr's file too: O_NONBLOCK on it would make messages fail
+     * with EAGAIN. Terminal output is small; the blocking pool writes it. */
+    if (curl_stdout.tty)
+        cli_stdio_use_pool(&curl_stdout.io);
 }
 
 void curl_stdout_fini(void)
 {
+    curl_sink_flush(&curl_stdout, NULL);
+    free(curl_stdout.buf);
+    curl_stdout.buf = NULL;
     cli_stdio_fini(&curl_stdout.io);
 }
 
@@ -53,6 +54,11 @@ static struct curl_sink *target(struct curl_sink *s)
     return s->is_stdout ? &curl_stdout : s;
 }
 
+static const char *sink_name(const struct curl_sink *t)
+{
+    return t->is_stdout ? "stdout" : t->path;
+}
+
 static int sink_open(struct curl_sink *s, const struct curl_opts *o)
 {
     int fd = open(s->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
@@ -61,7 +67,7 @@ static int sink_open(struct curl_sink *s, const struct curl_opts *o)
         return curl_fail(o, CE_WRITE_ERROR, "Failed to open the file %s: %s", s->path,
                          strerror(errno));
     }
-    int r = cli_stdio_init(&s->io, fd);
+    int r = cli_stdio_adopt(&s->io, fd);
     if (r < 0) {
         close(fd);
         s->err = r;
@@ -71,18 +77,52 @@ static int sink_open(struct curl_sink *s, const struct curl_opts *o)
     return 0;
 }
 
-int curl_sink_write(struct curl_sink *s, const struct curl_opts *o, const void *buf, size_t len,
-                    bool body)
+static int write_failed(struct curl_sink *t, const struct curl_opts *o, int err)
+{
+    if (!t->err)
+        t->err = err;
+    if (!o)
+        return CE_WRITE_ERROR;
+    return curl_fail(o, CE_WRITE_ERROR, "Failure writing output to destination (%s: %s)",
+                     sink_name(t), vega_strerror(t->err));
+}
+
+/* Writes len bytes straight to the destination (nothing may be buffered). */
+static int sink_put(struct curl_sink *t, const struct curl_opts *o, const void *buf, size_t len)
+{
+    if (len == 0 || t->io.kind == CLI_STDIO_NULL)
+        return 0;
+    vega_ssize n = cli_stdio_write(&t->io, buf, len, VEGA_DEADLINE_NEVER);
+    return n < 0 ? write_failed(t, o, (int)n) : 0;
+}
+
+int curl_sink_flush(struct curl_sink *s, const struct curl_opts *o)
+{
+    struct curl_sink *t = target(s);
+    size_t len = t->len;
+    t->len = 0;
+    if (t->err)
+        return CE_WRITE_ERROR; /* said when it happened */
+    return sink_put(t, o, t->buf, len);
+}
+
+bool curl_sink_pending(const struct curl_sink *s)
+{
+    const struct curl_sink *t = s->is_stdout ? &curl_stdout : s;
+    return t->len > 0;
+}
+
+/* The checks before the first bytes of a body or head: an earlier failure, the file created
+ * on the first byte, no binary body on a terminal. 0 or 23. */
+static int sink_ready(struct curl_sink *s, const struct curl_opts *o, const void *buf, size_t len,
+                      bool body)
 {
     struct curl_sink *t = target(s);
     if (t->err)
-        return curl_fail(o, CE_WRITE_ERROR, "Failure writing output to destination (%s: %s)",
-                         t->is_stdout ? "stdout" : t->path, vega_strerror(t->err));
+        return write_failed(t, o, t->err);
     if (!t->opened && sink_open(t, o) != 0)
         return CE_WRITE_ERROR;
-    if (len == 0)
-        return 0;
-    if (body && t->tty && !s->checked) {
+    if (len && body && t->tty && !s->checked) {
         s->checked = true;
         if (memchr(buf, '\0', len < 2000 ? len : 2000)) {
             if (!o->silent || o->show_error)
@@ -92,39 +132,84 @@ int curl_sink_write(struct curl_sink *s, const struct curl_opts *o, const void *
             return CE_WRITE_ERROR;
         }
     }
-    vega_ssize n = cli_stdio_write(&t->io, buf, len, VEGA_DEADLINE_NEVER);
-    if (n < 0) {
-        t->err = (int)n;
-        return curl_fail(o, CE_WRITE_ERROR, "Failure writing output to destination (%s: %s)",
-                         t->is_stdout ? "stdout" : t->path, vega_strerror((int)n));
-    }
     return 0;
+}
+
+uint8_t *curl_sink_space(struct curl_sink *s, size_t *room)
+{
+    struct curl_sink *t = target(s);
+    if (!t->buf && !(t->buf = malloc(CURL_SINK_BUF)))
+        return NULL;
+    *room = CURL_SINK_BUF - t->len;
+    return t->buf + t->len;
+}
+
+int curl_sink_commit(struct curl_sink *s, const struct curl_opts *o, size_t n)
+{
+    struct curl_sink *t = target(s);
+    int code = sink_ready(s, o, t->buf + t->len, n, true);
+    if (code)
+        return code;
+    if (t->io.kind == CLI_STDIO_NULL)
+        return 0; /* nothing is written to /dev/null, so nothing is kept */
+    t->len += n;
+    return CURL_SINK_BUF - t->len < CURL_SINK_MIN ? curl_sink_flush(s, o) : 0;
+}
+
+int curl_sink_write(struct curl_sink *s, const struct curl_opts *o, const void *buf, size_t len,
+                    bool body)
+{
+    struct curl_sink *t = target(s);
+    int code = sink_ready(s, o, buf, len, body);
+    if (code || len == 0)
+        return code;
+    if (t->buf && len <= CURL_SINK_BUF - t->len) {
+        memcpy(t->buf + t->len, buf, len);
+        t->len += len;
+        return 0;
+    }
+    if ((code = curl_sink_flush(s, o)) != 0)
+        return code;
+    return sink_put(t, o, buf, len);
+}
+
+/* Closes a file sink and frees its buffer. 0 or the -errno of close. */
+static int sink_close(struct curl_sink *s)
+{
+    int r = s->opened ? cli_stdio_close(&s->io) : 0;
+    s->opened = false;
+    free(s->buf);
+    s->buf = NULL;
+    s->len = 0;
+    return r;
 }
 
 int curl_sink_finish(struct curl_sink *s, const struct curl_opts *o)
 {
-    if (s->is_stdout)
-        return curl_stdout.err ? CE_WRITE_ERROR : 0;
+    if (s->is_stdout) {
+        int code = curl_sink_flush(s, o);
+        return code ? code : curl_stdout.err ? CE_WRITE_ERROR : 0;
+    }
     int code = 0;
     if (!s->opened && !s->err)
         code = sink_open(s, o); /* an empty body still makes an (empty) file */
-    if (s->opened) {
-        cli_stdio_fini(&s->io);
-        if (close(s->io.fd) < 0 && code == 0 && !s->err)
-            code = curl_fail(o, CE_WRITE_ERROR, "Failure writing output to %s: %s", s->path,
-                             strerror(errno));
-        s->opened = false;
+    if (s->opened && code == 0)
+        code = curl_sink_flush(s, o);
+    int r = sink_close(s);
+    if (r < 0 && code == 0 && !s->err) {
+        s->err = r;
+        code = curl_fail(o, CE_WRITE_ERROR, "Failure writing output to %s: %s", s->path,
+                         vega_strerror(r));
     }
     return code ? code : s->err ? CE_WRITE_ERROR : 0;
 }
 
 void curl_sink_abort(struct curl_sink *s)
 {
-    if (s->is_stdout || !s->opened)
-        return;
-    cli_stdio_fini(&s->io);
-    close(s->io.fd);
-    s->opened = false;
+    /* What arrived before the failure is written, as curl writes each piece as it comes. */
+    curl_sink_flush(s, NULL);
+    if (!s->is_stdout)
+        sink_close(s);
 }
 
 /* ---- progress meter -------------------------------------------------------------------------- */

@@ -509,7 +509,19 @@ static void drain(struct xfer *x, vega_http_client_response *resp)
     }
 }
 
-/* The body of the final response to the sink, with the progress meter. */
+/* A failed write of the body: the sink said why. */
+static int body_write_failed(struct xfer *x, int code)
+{
+    curl_progress_end(&x->prog);
+    x->res.exit_code = code;
+    snprintf(x->res.errmsg, sizeof(x->res.errmsg), "Failure writing output");
+    return code;
+}
+
+/* The body of the final response to the sink, with the progress meter. Each read lands in the
+ * sink's buffer (the client copies out of its body queue once; nothing is copied again here).
+ * While the buffer holds bytes, reads do not wait: when nothing more has come yet, what came
+ * is written first, so large transfers go out in large writes and a slow one as it arrives. */
 static int read_body(struct xfer *x, vega_http_client_response *resp,
                      const vega_http_client_info *in)
 {
@@ -521,9 +533,23 @@ static int read_body(struct xfer *x, vega_http_client_response *resp,
     x->prog.start = x->res.t_begin;
     if (in->coding == VEGA_HTTP_CODING_IDENTITY && in->content_length != VEGA_HTTP_LENGTH_UNKNOWN)
         x->prog.total = in->content_length;
+    vega_deadline dl = x->dl ? x->dl : VEGA_DEADLINE_NEVER;
     for (;;) {
-        vega_ssize n = vega_http_client_response_read(resp, x->buf, READ_BUF,
-                                                      x->dl ? x->dl : VEGA_DEADLINE_NEVER);
+        size_t room;
+        uint8_t *p = curl_sink_space(&x->sink, &room);
+        if (!p) {
+            curl_progress_end(&x->prog);
+            return fail_msg(x, CE_OUT_OF_MEMORY, "Out of memory");
+        }
+        bool pending = curl_sink_pending(&x->sink);
+        vega_ssize n = vega_http_client_response_read(resp, p, room, pending ? 0 : dl);
+        if (n == -ETIMEDOUT && pending) {
+            /* Nothing more yet (or the deadline passed: the waiting read says so next). */
+            int code = curl_sink_flush(&x->sink, o);
+            if (code)
+                return body_write_failed(x, code);
+            continue;
+        }
         if (n == 0)
             break;
         if (n < 0) {
@@ -531,16 +557,15 @@ static int read_body(struct xfer *x, vega_http_client_response *resp,
             return read_failed(x, in, (int)n);
         }
         x->res.size_download += (uint64_t)n;
-        int code = curl_sink_write(&x->sink, o, x->buf, (size_t)n, true);
-        if (code) {
-            curl_progress_end(&x->prog);
-            x->res.exit_code = code;
-            snprintf(x->res.errmsg, sizeof(x->res.errmsg), "Failure writing output");
-            return code;
-        }
+        int code = curl_sink_commit(&x->sink, o, (size_t)n);
+        if (code)
+            return body_write_failed(x, code);
         x->prog.now = x->res.size_download;
         curl_progress_update(&x->prog, false);
     }
+    int code = curl_sink_flush(&x->sink, o);
+    if (code)
+        return body_write_failed(x, code);
     x->prog.now = x->res.size_download;
     curl_progress_end(&x->prog);
     return 0;

@@ -22,7 +22,8 @@ static void wo_flush(struct wo *w)
     if (w->to_stderr) {
         ssize_t n = write(STDERR_FILENO, w->buf, w->len);
         (void)n;
-    } else if (!curl_stdout.err) {
+    } else if (curl_sink_flush(&curl_stdout, NULL) == 0) {
+        /* after the body bytes still buffered */
         vega_ssize n = cli_stdio_write(&curl_stdout.io, w->buf, w->len, VEGA_DEADLINE_NEVER);
         if (n < 0)
             curl_stdout.err = (int)n;

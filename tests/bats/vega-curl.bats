@@ -159,9 +159,13 @@ while True:
     conn, _ = ls.accept()
     threading.Thread(target=serve, args=(conn,), daemon=True).start()
 EOF
-    bg "$T/raw-$1.log" command -p python3 -u "$T/raw.py" "$@"
-    wait_for_line "$T/raw-$1.log" '^port [0-9]+' 10
-    RPORT="$(awk '/^port/ {print $2; exit}' "$T/raw-$1.log")"
+    # A log of its own per server: a second server of the same mode must not be read from the
+    # first one's log (its port line, or the file while the new server truncates it).
+    RAW_N=$((${RAW_N:-0} + 1))
+    local log="$T/raw-$1-$RAW_N.log"
+    bg "$log" command -p python3 -u "$T/raw.py" "$@"
+    wait_for_line "$log" '^port [0-9]+' 10
+    RPORT="$(awk '/^port/ {print $2; exit}' "$log")"
 }
 
 # certs: a CA and a server certificate for localhost and 127.0.0.1, made with openssl.
@@ -716,4 +720,205 @@ have_curl() {
     [ "$status" -eq 0 ]
     [[ "$output" == *"< HTTP/1.1 200 OK"* ]]
     [[ "$output" == *"Re-using existing connection"* ]]
+}
+
+# ---- where bodies go: files, /dev/null, pipes, full disks, on both drivers -----------------
+
+# start_serve [ARGS...]: vega-serve (from the same build) on $T/www, port 0; sets SPORT.
+start_serve() {
+    local log="$T/serve.$RANDOM.log"
+    bg "$log" "$(vega_bin vega-serve)" -p 0 "$@" "$T/www"
+    wait_for_line "$log" 'listening on' 10
+    SPORT="$(sed -nE 's/.*listening on [0-9.]+:([0-9]+)$/\1/p' "$log" | head -n1)"
+}
+
+# A body of several write pieces (CURL_SINK_BUF is 256 KiB) that is not a multiple of them.
+big_body() {
+    [ -f "$BATS_FILE_TMPDIR/www/huge.bin" ] ||
+        head -c $((24 * 1024 * 1024 + 12345)) /dev/urandom >"$BATS_FILE_TMPDIR/www/huge.bin"
+    HUGE_SHA="$(sha256sum <"$T/www/huge.bin" | cut -d' ' -f1)"
+    HUGE_LEN="$(stat -c %s "$T/www/huge.bin")"
+}
+
+@test "downloads to a file, to stdout as a file, to /dev/null and to a pipe (both drivers, http and https)" {
+    big_body
+    start_serve
+    local hport="$SPORT"
+    start_serve --tls
+    local sport="$SPORT" d url
+    for d in uring epoll; do
+        for url in "http://127.0.0.1:$hport/huge.bin" "https://127.0.0.1:$sport/huge.bin"; do
+            rm -f "$T/dl.bin" "$T/stdout.bin"
+            # -o FILE: a regular file, written by kernel operations in large pieces
+            VEGA_DRIVER=$d vc -sSk -o "$T/dl.bin" "$url"
+            [ "$(sha256sum <"$T/dl.bin" | cut -d' ' -f1)" = "$HUGE_SHA" ]
+            # stdout redirected to a file: the same path, at the file position
+            VEGA_DRIVER=$d vc -sSk "$url" >"$T/stdout.bin"
+            [ "$(sha256sum <"$T/stdout.bin" | cut -d' ' -f1)" = "$HUGE_SHA" ]
+            # ... and appended to (O_APPEND): the body lands after what was there
+            printf 'head\n' >"$T/stdout.bin"
+            VEGA_DRIVER=$d vc -sSk "$url" >>"$T/stdout.bin"
+            [ "$(head -c 5 "$T/stdout.bin")" = head ]
+            [ "$(tail -c +6 "$T/stdout.bin" | sha256sum | cut -d' ' -f1)" = "$HUGE_SHA" ]
+            # /dev/null: nothing is written, every byte is counted
+            run env VEGA_DRIVER=$d "$CURL" -sSk -o /dev/null -w '%{size_download} %{http_code}' "$url"
+            [ "$status" -eq 0 ]
+            [ "$output" = "$HUGE_LEN 200" ]
+            # stdout a pipe
+            [ "$(VEGA_DRIVER=$d vc -sSk "$url" | sha256sum | cut -d' ' -f1)" = "$HUGE_SHA" ]
+        done
+    done
+}
+
+@test "-i and -w go out after the buffered body, in order, to a file and to a pipe" {
+    start_serve
+    local d
+    for d in uring epoll; do
+        VEGA_DRIVER=$d vc -sS -i -w 'END %{size_download}\n' \
+            "http://127.0.0.1:$SPORT/file.txt" "http://127.0.0.1:$SPORT/big.bin" >"$T/both.out"
+        [ "$(head -n1 "$T/both.out" | tr -d '\r')" = "HTTP/1.1 200 OK" ]
+        # head, hello, END 6, the second head, 5 MiB of body, END 5242880
+        grep -aq '^hello$' "$T/both.out"
+        [ "$(grep -an '^hello$' "$T/both.out" | cut -d: -f1)" -lt "$(grep -an '^END 6$' "$T/both.out" | cut -d: -f1)" ]
+        [ "$(tail -c 12 "$T/both.out")" = "END 5242880" ]
+        head -c -12 "$T/both.out" | tail -c 5242880 | cmp - "$T/www/big.bin"
+        [ "$(VEGA_DRIVER=$d vc -sS -w '%{size_download}' "http://127.0.0.1:$SPORT/big.bin" | tail -c 7)" = 5242880 ]
+    done
+}
+
+@test "/dev/null is not written and a file is written in large pieces (strace, epoll)" {
+    command -v strace >/dev/null || skip "strace is not installed"
+    big_body
+    start_serve
+    # Under epoll file writes are write(2) on the blocking pool: count them. 24 MiB in 16 KiB
+    # pieces would be over 1,500 writes (plus as many wake-ups).
+    VEGA_DRIVER=epoll timeout 60 strace -f -qq -e trace=write -o "$T/null.trace" \
+        "$CURL" -sS -o /dev/null "http://127.0.0.1:$SPORT/huge.bin"
+    [ "$(wc -l <"$T/null.trace")" -lt 60 ]
+    VEGA_DRIVER=epoll timeout 60 strace -f -qq -e trace=write -o "$T/file.trace" \
+        "$CURL" -sS -o "$T/dl.bin" "http://127.0.0.1:$SPORT/huge.bin"
+    [ "$(wc -l <"$T/file.trace")" -lt 400 ]
+    [ "$(sha256sum <"$T/dl.bin" | cut -d' ' -f1)" = "$HUGE_SHA" ]
+}
+
+@test "a body that comes slowly is written as it comes, not held for a full buffer" {
+    cat >"$T/slow.py" <<'PY'
+import socket, time
+ls = socket.socket()
+ls.bind(("127.0.0.1", 0))
+ls.listen(4)
+print("port", ls.getsockname()[1], flush=True)
+while True:
+    c, _ = ls.accept()
+    c.recv(65536)
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nfirst\n")
+    time.sleep(3)
+    c.sendall(b"second\n")
+    c.close()
+PY
+    bg "$T/slow.log" command -p python3 -u "$T/slow.py"
+    wait_for_line "$T/slow.log" '^port [0-9]+' 10
+    local port d
+    port="$(awk '/^port/ {print $2; exit}' "$T/slow.log")"
+    for d in uring epoll; do
+        # to a pipe: the first line is there long before the body ends
+        local t0 t1
+        t0=$(date +%s%N)
+        VEGA_DRIVER=$d vc -sS "http://127.0.0.1:$port/" | {
+            read -r line
+            [ "$line" = first ]
+            date +%s%N >"$T/t1"
+            cat >/dev/null
+        }
+        t1=$(cat "$T/t1")
+        [ $(((t1 - t0) / 1000000)) -lt 2500 ]
+        # to a file: its first bytes are on disk while the transfer still runs
+        rm -f "$T/slow.out"
+        VEGA_DRIVER=$d vc -sS -o "$T/slow.out" "http://127.0.0.1:$port/" &
+        local pid=$! i
+        for ((i = 0; i < 40; i++)); do
+            [ -s "$T/slow.out" ] && break
+            sleep 0.05
+        done
+        [ "$(cat "$T/slow.out")" = first ]
+        wait "$pid"
+        [ "$(cat "$T/slow.out")" = "$(printf 'first\nsecond')" ]
+    done
+}
+
+@test "a full disk, /dev/full and a closed pipe exit 23 with the reason (both drivers)" {
+    big_body
+    start_serve
+    local d url="http://127.0.0.1:$SPORT/huge.bin" small="$T/small" mounted=0
+    mkdir -p "$small"
+    # A 1 MiB tmpfs (root only). Every result is gathered first and checked after the
+    # unmount, so that a failed check leaves no mount behind.
+    if mount -t tmpfs -o size=1m tmpfs "$small" 2>/dev/null; then
+        mounted=1
+        for d in uring epoll; do
+            rm -f "$small/out.bin"
+            local rc=0
+            env VEGA_DRIVER=$d "$CURL" -sS -o "$small/out.bin" -w '%{exitcode}' "$url" \
+                >"$T/full-$d.out" 2>"$T/full-$d.err" || rc=$?
+            echo $rc >"$T/full-$d.rc"
+            stat -c %s "$small/out.bin" >"$T/full-$d.size"
+            # stdout redirected to the full file system
+            rc=0
+            env VEGA_DRIVER=$d "$CURL" -sS "$url" >"$small/out.bin" 2>"$T/full-$d.err2" || rc=$?
+            echo $rc >"$T/full-$d.rc2"
+        done
+        umount "$small"
+    fi
+    for d in uring epoll; do
+        if [ $mounted = 1 ]; then
+            [ "$(cat "$T/full-$d.rc")" -eq 23 ]
+            grep -q '(23) Failure writing output.*No space left on device' "$T/full-$d.err"
+            [ "$(cat "$T/full-$d.out")" = 23 ]
+            # what fitted is there, and not the whole body
+            [ "$(cat "$T/full-$d.size")" -lt "$HUGE_LEN" ]
+            [ "$(cat "$T/full-$d.rc2")" -eq 23 ]
+            grep -q 'No space left on device' "$T/full-$d.err2"
+        fi
+        run env VEGA_DRIVER=$d "$CURL" -sS -o /dev/full "$url"
+        [ "$status" -eq 23 ]
+        [[ "$output" == *"Failure writing output to destination (/dev/full: No space left on device)"* ]]
+        run env VEGA_DRIVER=$d sh -c "'$CURL' -sS '$url' >/dev/full"
+        [ "$status" -eq 23 ]
+        [[ "$output" == *"(stdout: No space left on device)"* ]]
+        # a reader that goes away: EPIPE is a write error too
+        run env VEGA_DRIVER=$d bash -c "'$CURL' -sS '$url' | head -c 10 >/dev/null; echo \"rc=\${PIPESTATUS[0]}\""
+        [[ "$output" == *"rc=23"* ]]
+    done
+    [ $mounted = 1 ] || skip "no tmpfs mount (not root?): only /dev/full and the pipe were checked"
+}
+
+@test "a transfer that fails keeps what it received in the file (-m, both drivers)" {
+    start_raw endless
+    local d
+    for d in uring epoll; do
+        rm -f "$T/part.bin"
+        run env VEGA_DRIVER=$d timeout 30 "$CURL" -sS -m 1 -o "$T/part.bin" "http://127.0.0.1:$RPORT/"
+        [ "$status" -eq 28 ]
+        [ "$(stat -c %s "$T/part.bin")" -gt 0 ]
+        # only whole chunks' bytes: every byte is an x
+        [ -z "$(tr -d x <"$T/part.bin" | head -c 1)" ]
+    done
+}
+
+@test "-T streams a regular file (kernel reads) and stdin, byte-identical, on both drivers" {
+    big_body
+    start_raw bodylen
+    local d
+    for d in uring epoll; do
+        run env VEGA_DRIVER=$d "$CURL" -sS -T "$T/www/huge.bin" "http://127.0.0.1:$RPORT/up"
+        [ "$status" -eq 0 ]
+        [ "$output" = "$HUGE_LEN $HUGE_SHA" ]
+        run env VEGA_DRIVER=$d sh -c "'$CURL' -sS -T - 'http://127.0.0.1:$RPORT/up' <'$T/www/huge.bin'"
+        [ "$status" -eq 0 ]
+        [ "$output" = "$HUGE_LEN $HUGE_SHA" ]
+        # stdin from a pipe: chunked
+        run env VEGA_DRIVER=$d sh -c "cat '$T/www/big.bin' | '$CURL' -sS -T - 'http://127.0.0.1:$RPORT/up'"
+        [ "$status" -eq 0 ]
+        [ "$output" = "5242880 $(sha256sum <"$T/www/big.bin" | cut -d' ' -f1)" ]
+    done
 }
