@@ -113,6 +113,8 @@ struct vega_http_client_response {
     uint64_t max_body;
     size_t rpos, rend;       /* unparsed bytes in rbuf */
     size_t bpos, blen;       /* body bytes in bq not yet delivered */
+    uint8_t *direct;         /* during a direct read: the caller's buffer the body is in */
+    size_t direct_len;       /* body bytes the parser counted there */
     uint8_t rbuf[HC_RBUF];
     uint8_t bq[HC_RBUF];
 };
