@@ -65,8 +65,8 @@ static void *main_task(void *arg)
 
 int main(void)
 {
-    vega_rt_options opts;
-    vega_rt_options_init(&opts);
+    vega_rt_opts opts;
+    vega_rt_opts_init(&opts);
     opts.flavor = VEGA_RT_CURRENT_THREAD;
 
     vega_rt *rt;

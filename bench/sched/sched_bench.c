@@ -216,8 +216,8 @@ int main(int argc, char **argv)
         usage();
     }
 
-    vega_rt_options o;
-    vega_rt_options_init(&o);
+    vega_rt_opts o;
+    vega_rt_opts_init(&o);
     if (strcmp(flavor, "current") == 0) {
         o.flavor = VEGA_RT_CURRENT_THREAD;
     } else if (strcmp(flavor, "multi") == 0) {

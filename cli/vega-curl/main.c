@@ -555,8 +555,8 @@ int main(int argc, char **argv)
     parse_args(&o, argc, argv);
     signal(SIGPIPE, SIG_IGN);
 
-    vega_rt_options ro;
-    vega_rt_options_init(&ro);
+    vega_rt_opts ro;
+    vega_rt_opts_init(&ro);
     ro.flavor = VEGA_RT_MULTI_THREAD;
     ro.workers = 1;
     ro.stack_size = 1u << 20; /* the transfer keeps its large buffers on the heap anyway */

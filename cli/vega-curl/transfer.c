@@ -191,7 +191,7 @@ static unsigned long long ms_since(vega_tstamp t)
 
 static bool is_tls_code(int e)
 {
-    return e <= VEGA_TLS_ERR_BASE && e > VEGA_TLS_ERR_LAST;
+    return e <= VEGA_ERR_TLS_BASE && e > VEGA_ERR_TLS_LAST;
 }
 
 /* The exit code and message for a failed vega_http_client_send. */
@@ -204,10 +204,10 @@ static int send_failed(struct xfer *x, int e)
         code = CE_READ_ERROR;
         snprintf(r->errmsg, sizeof(r->errmsg), "Failed to read the upload data: %s",
                  vega_strerror(x->up.err));
-    } else if (e == VEGA_HTTP_ERR_URL) {
+    } else if (e == VEGA_ERR_HTTP_URL) {
         code = CE_URL_MALFORMAT;
         snprintf(r->errmsg, sizeof(r->errmsg), "URL using bad/illegal format or missing URL");
-    } else if (e == VEGA_HTTP_ERR_SCHEME) {
+    } else if (e == VEGA_ERR_HTTP_SCHEME) {
         code = CE_UNSUPPORTED_PROTOCOL;
         snprintf(r->errmsg, sizeof(r->errmsg), "Protocol \"%s\" not supported", r->scheme);
     } else if (e == -ENOENT || e == -ENXIO || e == -ENODATA || e == -EAGAIN) {
@@ -228,19 +228,19 @@ static int send_failed(struct xfer *x, int e)
         else
             snprintf(r->errmsg, sizeof(r->errmsg), "Connection timed out after %llu milliseconds",
                      ms_since(r->t_begin));
-    } else if (e == VEGA_TLS_ERR_CERT_UNTRUSTED || e == VEGA_TLS_ERR_CERT_EXPIRED ||
-               e == VEGA_TLS_ERR_CERT_NAME || e == VEGA_TLS_ERR_CERT) {
+    } else if (e == VEGA_ERR_TLS_CERT_UNTRUSTED || e == VEGA_ERR_TLS_CERT_EXPIRED ||
+               e == VEGA_ERR_TLS_CERT_NAME || e == VEGA_ERR_TLS_CERT) {
         code = CE_PEER_FAILED_VERIFICATION;
         snprintf(r->errmsg, sizeof(r->errmsg),
                  "SSL certificate problem: %s (use -k to skip verification, --cacert to trust "
                  "a CA)",
                  vega_tls_strerror(e));
-    } else if (e == VEGA_TLS_ERR_HANDSHAKE || e == VEGA_TLS_ERR_ALERT ||
-               e == VEGA_TLS_ERR_NO_CERT || e == VEGA_TLS_ERR_CONFIG) {
+    } else if (e == VEGA_ERR_TLS_HANDSHAKE || e == VEGA_ERR_TLS_ALERT ||
+               e == VEGA_ERR_TLS_NO_CERT || e == VEGA_ERR_TLS_CONFIG) {
         code = CE_SSL_CONNECT_ERROR;
         snprintf(r->errmsg, sizeof(r->errmsg), "TLS handshake with %s failed: %s", x->host,
                  vega_tls_strerror(e));
-    } else if (e == VEGA_HTTP_ERR_EMPTY_REPLY) {
+    } else if (e == VEGA_ERR_HTTP_EMPTY_REPLY) {
         code = CE_GOT_NOTHING;
         snprintf(r->errmsg, sizeof(r->errmsg), "Empty reply from server");
     } else if (e == VEGA_ERR_PROTO || e == -EMSGSIZE || e == -E2BIG) {
@@ -279,7 +279,7 @@ static int read_failed(struct xfer *x, const vega_http_client_info *in, int e)
         snprintf(r->errmsg, sizeof(r->errmsg),
                  "Operation timed out after %llu milliseconds with %s received",
                  ms_since(r->t_begin), got);
-    } else if (e == VEGA_HTTP_ERR_BODY_TOO_LARGE || e == -EFBIG) {
+    } else if (e == VEGA_ERR_HTTP_BODY_TOO_LARGE || e == -EFBIG) {
         code = CE_FILESIZE_EXCEEDED;
         snprintf(r->errmsg, sizeof(r->errmsg), "Maximum file size exceeded");
     } else if (in->coding != VEGA_HTTP_CODING_IDENTITY &&
@@ -288,7 +288,7 @@ static int read_failed(struct xfer *x, const vega_http_client_info *in, int e)
         snprintf(r->errmsg, sizeof(r->errmsg),
                  "Error while processing content unencoding: invalid %s data",
                  vega_http_coding_name(in->coding));
-    } else if (e == -ENODATA || e == VEGA_ERR_CLOSED || e == VEGA_TLS_ERR_TRUNCATED ||
+    } else if (e == -ENODATA || e == VEGA_ERR_CLOSED || e == VEGA_ERR_TLS_TRUNCATED ||
                (e == VEGA_ERR_PROTO && known && r->size_download < in->content_length)) {
         code = CE_PARTIAL_FILE;
         snprintf(r->errmsg, sizeof(r->errmsg), "transfer closed with %s received", got);

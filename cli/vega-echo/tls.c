@@ -65,7 +65,7 @@ int echo_tls_config(const struct echo_opts *o, vega_tls_config **out)
         r = vega_tls_config_set_keylog_file(cfg, keylog);
     }
     if (r < 0) {
-        if (r == VEGA_TLS_ERR_CONFIG)
+        if (r == VEGA_ERR_TLS_CONFIG)
             cli_err(what, "not a usable PEM certificate, key or CA (or the key does not match "
                           "the certificate)");
         else
@@ -79,7 +79,7 @@ int echo_tls_config(const struct echo_opts *o, vega_tls_config **out)
 
 const char *echo_tls_strerror(vega_stream *tls, int err)
 {
-    if (tls && err <= VEGA_TLS_ERR_BASE && err > VEGA_TLS_ERR_LAST) {
+    if (tls && err <= VEGA_ERR_TLS_BASE && err > VEGA_ERR_TLS_LAST) {
         const char *m = vega_tls_last_error(tls);
         if (m && *m)
             return m;

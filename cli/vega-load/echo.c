@@ -49,7 +49,7 @@ static enum step failed(struct conn *c, enum load_kind kind, int code, bool at_e
     c->last_err = code;
     c->last_kind = kind;
     load_error_msg(c->r, kind, code,
-                   c->tls && code <= VEGA_TLS_ERR_BASE ? vega_tls_last_error(c->tls) : NULL);
+                   c->tls && code <= VEGA_ERR_TLS_BASE ? vega_tls_last_error(c->tls) : NULL);
     return STEP_FAIL;
 }
 

@@ -313,7 +313,7 @@ static enum step failed(struct hconn *c, enum load_kind kind, int code, bool at_
             kind = LOAD_ERR_TIMEOUT;
     }
     load_error_msg(c->r, kind, code,
-                   c->tls && code <= VEGA_TLS_ERR_BASE ? vega_tls_last_error(c->tls) : NULL);
+                   c->tls && code <= VEGA_ERR_TLS_BASE ? vega_tls_last_error(c->tls) : NULL);
     return STEP_FAIL;
 }
 
@@ -440,7 +440,7 @@ static enum step batch(struct hconn *c, unsigned k)
     bool got_bytes = false;
     while (c->done < c->sent) {
         n = conn_read(c, c->buf, c->cap, dl);
-        if (n == 0 || n == VEGA_TLS_ERR_TRUNCATED) /* many servers skip close_notify */
+        if (n == 0 || n == VEGA_ERR_TLS_TRUNCATED) /* many servers skip close_notify */
             return end_of_stream(c, got_bytes, at_end);
         if (n < 0)
             return failed(c, LOAD_ERR_READ, (int)n, at_end);

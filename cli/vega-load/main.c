@@ -548,8 +548,8 @@ int main(int argc, char **argv)
         return CLI_EXIT_NET;
     }
 
-    vega_rt_options ro;
-    vega_rt_options_init(&ro);
+    vega_rt_opts ro;
+    vega_rt_opts_init(&ro);
     ro.flavor = VEGA_RT_MULTI_THREAD;
     ro.workers = o.workers;
     ro.driver = o.driver;

@@ -397,7 +397,7 @@ static int tls_setup(struct load_run *r)
         e = vega_tls_config_set_ca_file(r->tls, o->cacert);
     }
     if (e < 0)
-        cli_err(what, "%s", e == VEGA_TLS_ERR_CONFIG ? "no PEM certificate in it"
+        cli_err(what, "%s", e == VEGA_ERR_TLS_CONFIG ? "no PEM certificate in it"
                                                      : vega_tls_strerror(e));
     return e;
 }

@@ -310,7 +310,7 @@ static int tls_config(vega_tls_config **out)
         r = vega_tls_config_use_selfsigned(cfg);
     }
     if (r < 0) {
-        if (r == VEGA_TLS_ERR_CONFIG)
+        if (r == VEGA_ERR_TLS_CONFIG)
             cli_err(what, "not a usable PEM certificate or key (or they do not match)");
         else
             cli_err(what, "%s", vega_tls_strerror(r));
@@ -485,8 +485,8 @@ int main(int argc, char **argv)
         cli_err_code("signals", r);
         return CLI_EXIT_NET;
     }
-    vega_rt_options ro;
-    vega_rt_options_init(&ro);
+    vega_rt_opts ro;
+    vega_rt_opts_init(&ro);
     ro.flavor = VEGA_RT_MULTI_THREAD;
     ro.workers = serve_o.workers;
     ro.driver = serve_o.driver;

@@ -507,7 +507,7 @@ static int client_flush(vega_quic_conn *c, const int *fds, const vega_quic_path 
 /* One connection on a connected UDP socket (plus a second one with --migrate). session:
  * resume with it (may be NULL). */
 static void client_conn(const struct client_opts *o, int fd, const vega_quic_path *path,
-                        vega_quic_config *cfg, uint32_t version, const uint8_t *session,
+                        vega_quic_opts *cfg, uint32_t version, const uint8_t *session,
                         size_t session_len, struct client_result *res)
 {
     cfg->version = version;
@@ -814,8 +814,8 @@ static int run_client(const struct client_opts *o)
         if (rc < 0)
             die("--ca %s: %s", o->ca, vega_crypto_strerror(rc));
     }
-    vega_quic_config cfg;
-    vega_quic_config_init(&cfg);
+    vega_quic_opts cfg;
+    vega_quic_opts_init(&cfg);
     cfg.wall_ms = wall_ms();
     cfg.tls.ca = ca;
     cfg.tls.insecure = o->insecure;
@@ -885,7 +885,7 @@ struct sconn {
 
 struct server {
     int fd;
-    vega_quic_config cfg;
+    vega_quic_opts cfg;
     vega_quic_path local;
     struct sconn conns[MAX_CONNS];
     bool retry;
@@ -1234,7 +1234,7 @@ static int run_server(const char *addr, const char *port, const char *cert, cons
                                     ? ((struct sockaddr_in *)&s->local.local)->sin_port
                                     : ((struct sockaddr_in6 *)&s->local.local)->sin6_port);
 
-    vega_quic_config_init(&s->cfg);
+    vega_quic_opts_init(&s->cfg);
     s->cfg.wall_ms = wall_ms();
     s->cfg.tls.chain = chain;
     s->cfg.tls.key = key;

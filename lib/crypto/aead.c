@@ -43,7 +43,7 @@ int vega__crypto_aead_new_ex(vega_crypto_aead **out, vega_crypto_aead_alg alg, c
     *out = NULL;
     const char *name = cipher_name(alg);
     if (!name || key_len != vega_crypto_aead_key_len(alg))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     vega_crypto_aead *a = calloc(1, sizeof(*a));
     if (!a)
         return -ENOMEM;
@@ -84,7 +84,7 @@ vega_ssize vega_crypto_aead_seal(vega_crypto_aead *a, const uint8_t *nonce, cons
                                  size_t aad_len, uint8_t *buf, size_t len, size_t cap)
 {
     if (len > INT_MAX - VEGA_CRYPTO_AEAD_TAG_LEN || aad_len > INT_MAX - VEGA_CRYPTO_AEAD_TAG_LEN)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (cap < len + VEGA_CRYPTO_AEAD_TAG_LEN)
         return VEGA_ERR_NOBUF;
     if (!start(a, nonce, 1, aad, aad_len) ||
@@ -99,7 +99,7 @@ vega_ssize vega_crypto_aead_open(vega_crypto_aead *a, const uint8_t *nonce, cons
                                  size_t aad_len, uint8_t *buf, size_t len)
 {
     if (len > INT_MAX || aad_len > INT_MAX - VEGA_CRYPTO_AEAD_TAG_LEN)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (len < VEGA_CRYPTO_AEAD_TAG_LEN)
         return VEGA_ERR_CRYPTO_AUTH;
     size_t ct_len = len - VEGA_CRYPTO_AEAD_TAG_LEN;

@@ -212,7 +212,7 @@ int vega_crypto_cert_chain_get_der(const vega_crypto_cert_chain *c, size_t i, co
                                    size_t *len)
 {
     if (i >= c->n)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     *der = c->e[i].der;
     *len = c->e[i].len;
     return 0;
@@ -222,7 +222,7 @@ int vega_crypto_cert_chain_get_key(const vega_crypto_cert_chain *c, size_t i, ve
 {
     *out = NULL;
     if (i >= c->n)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     EVP_PKEY *pkey = X509_get_pubkey(c->e[i].x); /* a new reference */
     if (!pkey)
         return vega__crypto_fail(VEGA_ERR_CRYPTO_BAD_KEY);
@@ -358,7 +358,7 @@ int vega_crypto_cert_chain_verify(const vega_crypto_cert_chain *c, const vega_cr
 {
     set_result(res, X509_V_ERR_UNSPECIFIED, -1);
     if (c->n == 0 || (o->host && !o->host[0]))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     int r = VEGA_ERR_CRYPTO_LIBCRYPTO;
     X509_STORE_CTX *ctx = X509_STORE_CTX_new();
     STACK_OF(X509) *untrusted = sk_X509_new_null();

@@ -47,7 +47,7 @@ int vega_crypto_hash_digest(vega_crypto_hash_alg alg, const void *in, size_t len
 {
     const char *name = vega__crypto_md_name(alg);
     if (!name)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     size_t n = 0;
     if (!EVP_Q_digest(NULL, name, NULL, len ? in : "", len, out, &n))
         return vega__crypto_fail(VEGA_ERR_CRYPTO_LIBCRYPTO);
@@ -59,7 +59,7 @@ int vega_crypto_hash_new(vega_crypto_hash **out, vega_crypto_hash_alg alg)
     *out = NULL;
     const char *name = vega__crypto_md_name(alg);
     if (!name)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     vega_crypto_hash *h = calloc(1, sizeof(*h));
     if (!h)
         return -ENOMEM;
@@ -124,7 +124,7 @@ int vega_crypto_hmac_digest(vega_crypto_hash_alg alg, const void *key, size_t ke
 {
     const char *name = vega__crypto_md_name(alg);
     if (!name)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     /* An empty key is a valid HMAC key (zero-padded to the block size); libcrypto wants a
      * non-NULL pointer for it. */
     size_t n = 0;

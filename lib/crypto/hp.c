@@ -25,10 +25,10 @@ int vega__crypto_hp_new_ex(vega_crypto_hp **out, vega_crypto_aead_alg alg, const
         name = "ChaCha20";
         break;
     default:
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     }
     if (key_len != vega_crypto_aead_key_len(alg))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     vega_crypto_hp *hp = calloc(1, sizeof(*hp));
     if (!hp)
         return -ENOMEM;

@@ -36,7 +36,7 @@ int vega_crypto_hkdf_extract(vega_crypto_hash_alg alg, const uint8_t *salt, size
 {
     size_t hl = vega_crypto_hash_len(alg);
     if (!hl)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     /* RFC 5869 §2.2: "if not provided, [salt] is set to a string of HashLen zeros". HMAC pads
      * its key with zeros, so an absent salt and HashLen zeros give the same PRK. */
     return hkdf_run(alg, EVP_KDF_HKDF_MODE_EXTRACT_ONLY, ikm, ikm_len, OSSL_KDF_PARAM_SALT, salt,
@@ -49,7 +49,7 @@ int vega_crypto_hkdf_expand(vega_crypto_hash_alg alg, const uint8_t *prk, size_t
     size_t hl = vega_crypto_hash_len(alg);
     /* RFC 5869 §2.3: PRK is "at least HashLen octets"; L <= 255*HashLen. */
     if (!hl || prk_len < hl || out_len == 0 || out_len > 255 * hl)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     return hkdf_run(alg, EVP_KDF_HKDF_MODE_EXPAND_ONLY, prk, prk_len, OSSL_KDF_PARAM_INFO, info,
                     info_len, out, out_len);
 }
@@ -70,7 +70,7 @@ int vega_crypto_hkdf_expand_label(vega_crypto_hash_alg alg, const uint8_t *secre
     size_t label_len = strlen(label);
     if (label_len == 0 || label_len > 255 - LABEL_PREFIX_LEN || context_len > 255 ||
         out_len > 0xffff)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     uint8_t info[2 + 1 + 255 + 1 + 255];
     size_t n = 0;
     info[n++] = (uint8_t)(out_len >> 8);
@@ -94,7 +94,7 @@ int vega_crypto_pbkdf2(vega_crypto_hash_alg alg, const void *pass, size_t pass_l
     const char *name = vega__crypto_md_name(alg);
     if (!name || iterations == 0 || iterations > INT_MAX || out_len == 0 || out_len > INT_MAX ||
         pass_len > INT_MAX || salt_len > INT_MAX)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     EVP_MD *md = EVP_MD_fetch(NULL, name, NULL);
     int ok = md && PKCS5_PBKDF2_HMAC(pass_len ? pass : "", (int)pass_len,
                                      salt_len ? salt : (const uint8_t *)"", (int)salt_len,

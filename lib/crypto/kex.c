@@ -52,7 +52,7 @@ static int finish(vega_crypto_kex *k)
 static int alloc_kex(vega_crypto_kex **out, vega_crypto_group g)
 {
     if (!vega_crypto_kex_public_len(g))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     vega_crypto_kex *k = calloc(1, sizeof(*k));
     if (!k)
         return -ENOMEM;
@@ -135,7 +135,7 @@ int vega_crypto_kex_new_private(vega_crypto_kex **out, vega_crypto_group g, cons
 {
     *out = NULL;
     if (priv_len != 32)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     vega_crypto_kex *k;
     int r = alloc_kex(&k, g);
     if (r < 0)

@@ -300,7 +300,7 @@ vega_ssize vega_crypto_tls13_cv_content(bool is_server, const uint8_t *th, size_
     static const char client_ctx[] = "TLS 1.3, client CertificateVerify";
     const size_t ctx_len = sizeof(server_ctx) - 1; /* both are 33 bytes */
     if (th_len == 0 || th_len > VEGA_CRYPTO_HASH_MAX_LEN)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     size_t total = 64 + ctx_len + 1 + th_len;
     if (cap < total)
         return VEGA_ERR_NOBUF;

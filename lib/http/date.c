@@ -44,7 +44,7 @@ vega_ssize vega_http_date_format(int64_t t, char *out, size_t cap)
 {
     /* 0001-01-01 and 9999-12-31T23:59:59 */
     if (t < -62135596800LL || t > 253402300799LL)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (cap < VEGA_HTTP_DATE_LEN + 1)
         return VEGA_ERR_NOBUF;
     int64_t days = t >= 0 ? t / 86400 : -((-t + 86399) / 86400);

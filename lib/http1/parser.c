@@ -56,7 +56,7 @@ int vega_http1_parser_init(vega_http1_parser *p, vega_http1_kind kind, const veg
                            const vega_http1_callbacks *cb, void *user_data)
 {
     if (!p || !cb || (kind != VEGA_HTTP1_REQUEST && kind != VEGA_HTTP1_RESPONSE))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     vega_http1_limits l = lim ? *lim : (vega_http1_limits){0};
     l.max_start_line = l.max_start_line ? l.max_start_line : 8192;
     l.max_field_line = l.max_field_line ? l.max_field_line : 8192;
@@ -64,7 +64,7 @@ int vega_http1_parser_init(vega_http1_parser *p, vega_http1_kind kind, const veg
     l.max_fields = l.max_fields ? l.max_fields : 100;
     if (l.max_start_line > VEGA_HTTP1_LINE_BUF || l.max_field_line > VEGA_HTTP1_LINE_BUF ||
         l.max_start_line < 2 || l.max_field_line < 2)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     memset(p, 0, offsetof(vega_http1_parser, buf));
     p->cb = cb;
     p->user_data = user_data;

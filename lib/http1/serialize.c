@@ -50,11 +50,11 @@ static bool is_value(const char *s, size_t n)
 static int put_fields(out *o, const vega_http1_field *f, size_t n)
 {
     if (n && !f)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     for (size_t i = 0; i < n; i++) {
         if (!f[i].name || !is_token(f[i].name, f[i].name_len) || (f[i].value_len && !f[i].value) ||
             !is_value(f[i].value, f[i].value_len))
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
         put(o, f[i].name, f[i].name_len);
         put(o, ": ", 2);
         put(o, f[i].value, f[i].value_len);
@@ -77,10 +77,10 @@ vega_ssize vega_http1_write_request_head(uint8_t *buf, size_t cap, const char *m
 {
     if (!method || !target || (version != 10 && version != 11) ||
         !is_token(method, strlen(method)) || !*target)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     for (const char *t = target; *t; t++)
         if ((uint8_t)*t <= 0x20 || (uint8_t)*t >= 0x7f)
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
     out o = {buf, cap, 0, false};
     put(&o, method, strlen(method));
     put(&o, " ", 1);
@@ -94,11 +94,11 @@ vega_ssize vega_http1_write_response_head(uint8_t *buf, size_t cap, int version,
                                           size_t n)
 {
     if ((version != 10 && version != 11) || status < 100 || status > 999)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     size_t rl = reason ? strlen(reason) : 0;
     for (size_t i = 0; i < rl; i++)
         if (!vega__http1_is_field_char((uint8_t)reason[i]))
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
     char code[6];
     snprintf(code, sizeof code, " %03d ", status);
     out o = {buf, cap, 0, false};
@@ -112,7 +112,7 @@ vega_ssize vega_http1_write_response_head(uint8_t *buf, size_t cap, int version,
 vega_ssize vega_http1_write_chunk_header(uint8_t *buf, size_t cap, uint64_t size)
 {
     if (size == 0)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     char tmp[20];
     int k = snprintf(tmp, sizeof tmp, "%llx\r\n", (unsigned long long)size);
     out o = {buf, cap, 0, false};

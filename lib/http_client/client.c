@@ -279,32 +279,32 @@ static int prepare(vega_http_client *c, const vega_http_client_request *req, str
     vega_http_url u;
     size_t ulen = strlen(req->url);
     if (vega_http_url_parse(&u, req->url, ulen) < 0)
-        return VEGA_HTTP_ERR_URL;
+        return VEGA_ERR_HTTP_URL;
     if (ieq(u.scheme.ptr, u.scheme.len, "https"))
         rq->key.tls = true;
     else if (!ieq(u.scheme.ptr, u.scheme.len, "http"))
-        return VEGA_HTTP_ERR_SCHEME;
+        return VEGA_ERR_HTTP_SCHEME;
     /* A percent-encoded reg-name would need decoding (and IDNA) before any lookup. */
     if (!u.host.ptr || memchr(u.host.ptr, '%', u.host.len) || u.port == 0 ||
         lower_copy(rq->key.host, u.host.ptr, u.host.len) < 0)
-        return VEGA_HTTP_ERR_URL;
+        return VEGA_ERR_HTTP_URL;
     memcpy(rq->host_for_tls, rq->key.host, u.host.len + 1);
     rq->key.port = u.port;
 
     bool has_body = req->body != NULL || req->body_fn != NULL;
     rq->method = req->method ? req->method : has_body ? "POST" : "GET";
     if (!vega_http_token_is_valid(rq->method, strlen(rq->method)) || strlen(rq->method) > 20)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     int m = vega_http_method_parse(rq->method, strlen(rq->method));
     rq->idempotent = m > 0 && vega_http_method_is_idempotent((vega_http_method)m);
     rq->version = req->version ? req->version : 11;
     if (rq->version != 10 && rq->version != 11)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     rq->has_body = has_body;
     rq->chunked = !req->body && req->body_fn && req->body_length == VEGA_HTTP_LENGTH_UNKNOWN;
     /* HTTP/1.0 has no chunked coding (RFC 9112 §6.1), so an unknown length cannot be sent. */
     if (rq->chunked && rq->version == 10)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     return build_head(c, rq, &u);
 }
 
@@ -424,8 +424,8 @@ static int send_request(vega_http_client_response *r, const struct hc_req *rq, b
 
 static bool retryable(int rc)
 {
-    return rc == VEGA_HTTP_ERR_EMPTY_REPLY || rc == -ECONNRESET || rc == -EPIPE ||
-           rc == -ECONNABORTED || rc == -ENOTCONN || rc == VEGA_TLS_ERR_TRUNCATED;
+    return rc == VEGA_ERR_HTTP_EMPTY_REPLY || rc == -ECONNRESET || rc == -EPIPE ||
+           rc == -ECONNABORTED || rc == -ENOTCONN || rc == VEGA_ERR_TLS_TRUNCATED;
 }
 
 static int set_decoder(vega_http_client_response *r)

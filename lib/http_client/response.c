@@ -237,7 +237,7 @@ static int fill(vega_http_client_response *r, vega_deadline dl)
         r->rpos = 0;
         return 1;
     }
-    bool tls_cut = n == VEGA_TLS_ERR_TRUNCATED;
+    bool tls_cut = n == VEGA_ERR_TLS_TRUNCATED;
     if (n < 0 && !tls_cut)
         return (int)n;
     /* A TLS stream cut without close_notify is an end like any other where the framing can
@@ -259,7 +259,7 @@ int vega__hc_read_head(vega_http_client_response *r, bool stop_at_100, vega_dead
             return 0;
         if (r->rpos == r->rend) {
             if (r->eof)
-                return r->any_byte ? VEGA_ERR_PROTO : VEGA_HTTP_ERR_EMPTY_REPLY;
+                return r->any_byte ? VEGA_ERR_PROTO : VEGA_ERR_HTTP_EMPTY_REPLY;
             int rc = fill(r, dl);
             if (rc < 0)
                 return rc;
@@ -302,7 +302,7 @@ static int next_body(vega_http_client_response *r, vega_deadline dl)
 static vega_ssize deliver(vega_http_client_response *r, vega_ssize n)
 {
     if ((uint64_t)n > r->max_body - r->delivered)
-        return VEGA_HTTP_ERR_BODY_TOO_LARGE;
+        return VEGA_ERR_HTTP_BODY_TOO_LARGE;
     r->delivered += (uint64_t)n;
     return n;
 }
@@ -319,7 +319,7 @@ static vega_ssize read_decoded(vega_http_client_response *r, uint8_t *buf, size_
         vega_ssize n = vega_decompressor_write(r->dec, r->bq + r->bpos, r->blen - r->bpos,
                                                &consumed, buf, len, fl);
         if (n == -EFBIG)
-            return VEGA_HTTP_ERR_BODY_TOO_LARGE;
+            return VEGA_ERR_HTTP_BODY_TOO_LARGE;
         if (n < 0)
             return n;
         r->bpos += consumed;
@@ -342,7 +342,7 @@ static vega_ssize read_direct(vega_http_client_response *r, uint8_t *buf, size_t
         len = (size_t)left;
     vega_ssize n = vega_stream_read(r->conn->s, buf, len, hc_dl_min(dl, r->dl));
     if (n <= 0) {
-        if (n < 0 && n != VEGA_TLS_ERR_TRUNCATED)
+        if (n < 0 && n != VEGA_ERR_TLS_TRUNCATED)
             return n;
         /* the end came before the body's: as fill() and next_body() see it */
         r->eof = true;
@@ -504,7 +504,7 @@ vega_ssize vega_http_client_redirect(const vega_http_client_response *r, const c
     vega_ssize n = vega_http_url_resolve(url, strlen(url), loc->value.ptr, loc->value.len, out,
                                          cap);
     if (n == VEGA_ERR_PROTO)
-        return VEGA_HTTP_ERR_URL;
+        return VEGA_ERR_HTTP_URL;
     if (n < 0)
         return n;
     /* RFC 9110 §15.4.4: 303 means GET (HEAD stays HEAD); §15.4.2/§15.4.3: user agents change

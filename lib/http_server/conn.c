@@ -502,7 +502,7 @@ static int exchange(struct srv_conn *c)
     vega_deadline wdl = vega_deadline_in_ns(srv->o.write_timeout_ns);
     if (!x->started && !x->broken) {
         if (rc >= 0)
-            x->error = VEGA_ERR_INVALID_ARG; /* the handler returned without answering */
+            x->error = -EINVAL; /* the handler returned without answering */
         else
             x->error = rc;
         if (x->body.failed && (x->error == VEGA_ERR_PROTO || x->error == -ETIMEDOUT)) {
@@ -627,7 +627,7 @@ int vega_http_server_serve(vega_http_server *srv, vega_stream *s, const vega_add
                            const vega_addr *local)
 {
     if (!srv || !s)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (!vega_task_current())
         return VEGA_ERR_NOTASK;
     struct srv_conn *c = vega__mem_calloc(srv->o.mem, 1, sizeof *c);

@@ -255,11 +255,11 @@ vega_ssize vega__srv_body_read(struct vega_http_exchange *x, void *buf, size_t l
 vega_ssize vega_http_request_read(vega_http_exchange *x, void *buf, size_t len, vega_deadline dl)
 {
     if (!x || (!buf && len))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (x->body.done)
         return 0;
     if (len == 0)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     struct srv_conn *c = x->c;
     if (x->req.expect_continue && !x->continue_sent && !x->started) {
         static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -284,7 +284,7 @@ int vega_http_response_start(vega_http_exchange *x, int status, const vega_http_
                              size_t n, uint64_t length)
 {
     if (!x || (n && !fields) || status < 100 || status > 999 || status == 101)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (x->started)
         return VEGA_ERR_CLOSED;
     struct srv_conn *c = x->c;
@@ -301,7 +301,7 @@ int vega_http_response_start(vega_http_exchange *x, int status, const vega_http_
             (f->value.len && !f->value.ptr) ||
             !vega_http_field_value_is_valid(f->value.ptr ? f->value.ptr : "", f->value.len) ||
             is_framing_field(&f->name))
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
         if (vega__http1_ieq(f->name.ptr, f->name.len, "date"))
             user_date = true;
         else if (vega__http1_ieq(f->name.ptr, f->name.len, "server"))
@@ -394,13 +394,13 @@ int vega_http_response_start(vega_http_exchange *x, int status, const vega_http_
 static int check_write(vega_http_exchange *x, size_t len)
 {
     if (!x->started)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (x->finished)
         return VEGA_ERR_CLOSED;
     if (x->broken)
         return x->error ? x->error : -EPIPE;
     if (x->length != VEGA_HTTP_LENGTH_UNKNOWN && len > x->length - x->written)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     return 0;
 }
 
@@ -417,7 +417,7 @@ vega_ssize vega_http_response_write(vega_http_exchange *x, const void *buf, size
                                     vega_deadline dl)
 {
     if (!x || (!buf && len))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     int r = check_write(x, len);
     if (r < 0)
         return r;
@@ -439,7 +439,7 @@ vega_ssize vega_http_response_sendfile(vega_http_exchange *x, int fd, uint64_t o
                                        vega_deadline dl)
 {
     if (!x || fd < 0 || offset > (uint64_t)INT64_MAX || len > (size_t)INT64_MAX - offset)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     int r = check_write(x, len);
     if (r < 0)
         return r;
@@ -516,9 +516,9 @@ int vega_http_response_finish(vega_http_exchange *x, const vega_http_field *trai
                               vega_deadline dl)
 {
     if (!x || (n && !trailers))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (!x->started)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (x->finished)
         return VEGA_ERR_CLOSED;
     struct srv_conn *c = x->c;
@@ -550,8 +550,8 @@ int vega_http_response_finish(vega_http_exchange *x, const vega_http_field *trai
         x->broken = true;
         x->want_close = true;
         if (!x->error)
-            x->error = VEGA_ERR_INVALID_ARG;
-        return VEGA_ERR_INVALID_ARG;
+            x->error = -EINVAL;
+        return -EINVAL;
     }
     a->out_count++;
     /* Hold the response back only while the next pipelined request is already here to answer. */

@@ -21,7 +21,7 @@ void vega_http_server_opts_init(vega_http_server_opts *o)
 int vega_http_server_new(vega_http_server **out, const vega_http_server_opts *opts)
 {
     if (!out || !opts || !opts->handler)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     vega_http1_limits l = opts->limits;
     l.max_start_line = l.max_start_line ? l.max_start_line : 8192;
     l.max_field_line = l.max_field_line ? l.max_field_line : 8192;
@@ -30,17 +30,17 @@ int vega_http_server_new(vega_http_server **out, const vega_http_server_opts *op
     if (l.max_start_line > VEGA_HTTP1_LINE_BUF || l.max_field_line > VEGA_HTTP1_LINE_BUF ||
         l.max_start_line < 16 || l.max_field_line < 4 || l.max_fields > 100000 ||
         l.max_field_section > (64u << 20))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (opts->server_header && !vega_http_field_value_is_valid(opts->server_header,
                                                                strlen(opts->server_header)))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (opts->server_header && strlen(opts->server_header) > 1024)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (opts->tls && vega_tls_config_role(opts->tls) != VEGA_TLS_SERVER)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (opts->mem && !(opts->mem->malloc && opts->mem->calloc && opts->mem->realloc &&
                        opts->mem->free))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     void *base;
     vega_http_server *s = vega__mem_calloc_aligned(opts->mem, 64, sizeof *s, &base);
     if (!s)
@@ -97,7 +97,7 @@ int vega_http_server_listen(vega_http_server *srv, const vega_addr *addr, unsign
                             vega_addr *bound)
 {
     if (!srv || !addr)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     pthread_mutex_lock(&srv->lock);
     bool full = srv->nlisteners >= SRV_MAX_LISTENERS;
     bool busy = atomic_load(&srv->running);
@@ -316,7 +316,7 @@ static void cancel_active(vega_http_server *srv)
 int vega_http_server_run(vega_http_server *srv)
 {
     if (!srv)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (!vega_task_current())
         return VEGA_ERR_NOTASK;
     pthread_mutex_lock(&srv->lock);
@@ -327,13 +327,13 @@ int vega_http_server_run(vega_http_server *srv)
         return -EBUSY;
     if (n == 0) {
         atomic_store(&srv->running, false);
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     }
     int rc = 0;
     size_t started = 0;
     for (; started < n; started++) {
         struct srv_listener *l = &srv->listeners[started];
-        vega_spawn_options so = {.name = "http-accept"};
+        vega_spawn_opts so = {.name = "http-accept"};
         int r = vega_task_spawn_ex(&l->task, accept_task, l, &so);
         if (r < 0) {
             rc = r;

@@ -14,7 +14,7 @@
 #define DEFAULT_MAX_NEG_TTL 300
 #define UDP_BUF 4096 /* above the 1232 we advertise: a server that ignores it still parses */
 
-void vega_dns_options_init(vega_dns_options *o)
+void vega_dns_opts_init(vega_dns_opts *o)
 {
     memset(o, 0, sizeof(*o));
     o->ndots = -1;
@@ -108,7 +108,7 @@ static int load_hosts(struct vega__dns_hosts *h, const char *path)
     return r;
 }
 
-static int set_nameservers(vega_dns_resolver *r, const vega_dns_options *o,
+static int set_nameservers(vega_dns_resolver *r, const vega_dns_opts *o,
                            const struct vega__dns_conf *conf)
 {
     if (o->nameservers_len) {
@@ -132,7 +132,7 @@ static int set_nameservers(vega_dns_resolver *r, const vega_dns_options *o,
     return 0;
 }
 
-static int set_search(vega_dns_resolver *r, const vega_dns_options *o,
+static int set_search(vega_dns_resolver *r, const vega_dns_opts *o,
                       const struct vega__dns_conf *conf)
 {
     if (o->search_set) {
@@ -160,7 +160,7 @@ static int set_search(vega_dns_resolver *r, const vega_dns_options *o,
     return 0;
 }
 
-static int check_options(const vega_dns_options *o)
+static int check_options(const vega_dns_opts *o)
 {
     if ((o->nameservers_len && !o->nameservers) ||
         o->nameservers_len > VEGA_DNS_MAX_NAMESERVERS ||
@@ -170,14 +170,14 @@ static int check_options(const vega_dns_options *o)
     return 0;
 }
 
-int vega_dns_resolver_new(vega_dns_resolver **out, const vega_dns_options *opts)
+int vega_dns_resolver_new(vega_dns_resolver **out, const vega_dns_opts *opts)
 {
     if (!out)
         return -EINVAL;
     *out = NULL;
-    vega_dns_options def;
+    vega_dns_opts def;
     if (!opts) {
-        vega_dns_options_init(&def);
+        vega_dns_opts_init(&def);
         opts = &def;
     }
     int e = check_options(opts);

@@ -13,7 +13,7 @@
 #define DEFAULT_PER_FAMILY 8
 #define MAX_PER_FAMILY 32
 
-void vega_tcp_connect_options_init(vega_tcp_connect_options *o)
+void vega_tcp_connect_opts_init(vega_tcp_connect_opts *o)
 {
     memset(o, 0, sizeof(*o));
     o->family = AF_UNSPEC;
@@ -223,7 +223,7 @@ static int start_attempt(struct he *he, vega_group *g, int f)
 }
 
 /* Runs the race until a winner (returns its index), a failure, the deadline or a cancel. */
-static int he_run(struct he *he, vega_group *g, const vega_tcp_connect_options *o)
+static int he_run(struct he *he, vega_group *g, const vega_tcp_connect_opts *o)
 {
     vega_tstamp attempt_delay = (vega_tstamp)o->attempt_delay_ms * VEGA_NS_PER_MS;
     vega_tstamp res_delay = (vega_tstamp)o->resolution_delay_ms * VEGA_NS_PER_MS;
@@ -283,16 +283,16 @@ static int he_run(struct he *he, vega_group *g, const vega_tcp_connect_options *
 }
 
 int vega_tcp_connect_host(vega_sock **out, vega_dns_resolver *r, const char *host,
-                          uint16_t port, const vega_tcp_connect_options *opts, vega_deadline dl)
+                          uint16_t port, const vega_tcp_connect_opts *opts, vega_deadline dl)
 {
     if (!out)
         return -EINVAL;
     *out = NULL;
-    vega_tcp_connect_options o;
+    vega_tcp_connect_opts o;
     if (opts)
         o = *opts;
     else
-        vega_tcp_connect_options_init(&o);
+        vega_tcp_connect_opts_init(&o);
     if (!host || !*host ||
         (o.family != AF_UNSPEC && o.family != AF_INET && o.family != AF_INET6))
         return -EINVAL;

@@ -12,7 +12,7 @@
 
 #include "conn_int.h"
 
-void vega_quic_config_init(vega_quic_config *c)
+void vega_quic_opts_init(vega_quic_opts *c)
 {
     memset(c, 0, sizeof *c);
     c->version = VEGA_QUIC_V1;
@@ -54,7 +54,7 @@ int vega__quic_level_space(vega_quic_level l)
 
 /* ---- creation ------------------------------------------------------------------------------- */
 
-static bool config_ok(const vega_quic_config *cfg)
+static bool config_ok(const vega_quic_opts *cfg)
 {
     return cfg->scid_len >= 1 && cfg->scid_len <= VEGA_QUIC_MAX_CID_LEN &&
            cfg->ack_delay_exponent <= 20 && cfg->max_ack_delay_ms < (1u << 14) &&
@@ -69,11 +69,11 @@ static bool config_ok(const vega_quic_config *cfg)
             (cfg->mem->malloc && cfg->mem->calloc && cfg->mem->realloc && cfg->mem->free));
 }
 
-static int conn_alloc(vega_quic_conn **out, const vega_quic_config *cfg, const vega_quic_path *path,
+static int conn_alloc(vega_quic_conn **out, const vega_quic_opts *cfg, const vega_quic_path *path,
                       uint32_t version, bool server, uint64_t now)
 {
     if (!config_ok(cfg) || !vega_quic_version_is_supported(version))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     vega_quic_conn *c = vega__quic_calloc(cfg->mem, 1, sizeof *c);
     if (!c)
         return -ENOMEM;
@@ -131,7 +131,7 @@ static int conn_alloc(vega_quic_conn **out, const vega_quic_config *cfg, const v
     return 0;
 }
 
-int vega_quic_conn_client_new(vega_quic_conn **out, const vega_quic_config *cfg,
+int vega_quic_conn_client_new(vega_quic_conn **out, const vega_quic_opts *cfg,
                               const vega_quic_path *path, uint64_t now)
 {
     vega_quic_conn *c;
@@ -174,19 +174,19 @@ int vega_quic_conn_client_new(vega_quic_conn **out, const vega_quic_config *cfg,
         rc = vega__qtls_start(c->hs.tls, &werr);
     if (rc < 0) {
         vega_quic_conn_free(c);
-        return rc == VEGA_ERR_PROTO ? VEGA_ERR_INVALID_ARG : rc;
+        return rc == VEGA_ERR_PROTO ? -EINVAL : rc;
     }
     *out = c;
     return 0;
 }
 
-int vega_quic_conn_server_new(vega_quic_conn **out, const vega_quic_config *cfg,
+int vega_quic_conn_server_new(vega_quic_conn **out, const vega_quic_opts *cfg,
                               const vega_quic_path *path, const vega_quic_server_params *sp,
                               uint64_t now)
 {
     if (!sp || sp->dcid_len > VEGA_QUIC_MAX_CID_LEN || sp->scid_len > VEGA_QUIC_MAX_CID_LEN ||
         sp->original_dcid_len > VEGA_QUIC_MAX_CID_LEN)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     vega_quic_conn *c;
     int rc = conn_alloc(&c, cfg, path, sp->version, true, now);
     if (rc < 0)

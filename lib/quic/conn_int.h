@@ -305,7 +305,7 @@ struct vega_quic_conn {
     bool server;
     uint32_t version;
     enum vega__quic_state state;
-    vega_quic_config cfg;
+    vega_quic_opts cfg;
     uint64_t now;
     struct vega__quic_recovery *rec; /* RFC 9002: sent packets, RTT, congestion control */
     struct vega__quic_space sp[VEGA__QUIC_NSPACES];

@@ -42,7 +42,7 @@ int vega_quic_conn_key_update(vega_quic_conn *c)
 {
     if (!c->hs.confirmed || c->keys.ku_pending || c->state != VEGA__QUIC_ST_ESTABLISHED ||
         c->now < c->keys.ku_allowed_at)
-        return VEGA_ERR_INVALID_ARG;
+        return -EAGAIN;
     vega_quic_keys *tx;
     int rc = vega__quic_next_keys(c, c->sp[VEGA__QUIC_SPACE_APP].tx, c->keys.app_tx_secret, &tx);
     if (rc < 0)

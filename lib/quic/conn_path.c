@@ -151,7 +151,7 @@ int vega_quic_conn_migrate(vega_quic_conn *c, const vega_quic_path *path)
         return VEGA_ERR_CLOSED;
     if (c->server || !c->hs.confirmed || c->hs.peer_tp.disable_active_migration ||
         c->paths.migrating)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     size_t next = c->cids.npeer;
     for (size_t i = 0; i < c->cids.npeer; i++)
         if (i != c->cids.dcid_idx && !c->cids.peer[i].retired && !c->cids.peer[i].used) {
@@ -253,7 +253,7 @@ int vega_quic_conn_new_token(vega_quic_conn *c, const uint8_t *token, size_t len
     if (c->state >= VEGA__QUIC_ST_CLOSING)
         return VEGA_ERR_CLOSED;
     if (!c->server || !token || len == 0 || len > 512)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     uint8_t *copy = vega__quic_malloc(c->cfg.mem, len);
     if (!copy)
         return -ENOMEM;

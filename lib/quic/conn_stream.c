@@ -229,7 +229,7 @@ vega_ssize vega_quic_stream_write(vega_quic_conn *c, uint64_t id, const void *da
         return VEGA_ERR_CLOSED;
     struct vega__quic_stream *s = app_stream(c, id);
     if (!s || !s->can_send || s->sb.fin || s->reset_queued)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     vega_ssize n = len ? vega__quic_sendbuf_write(&s->sb, data, len) : 0;
     if (n < 0)
         return n;
@@ -267,7 +267,7 @@ static struct vega__quic_stream *recv_stream(vega_quic_conn *c, uint64_t id, int
 {
     struct vega__quic_stream *s = app_stream(c, id);
     if (!s || !s->can_recv) {
-        *rc = VEGA_ERR_INVALID_ARG;
+        *rc = -EINVAL;
         return NULL;
     }
     if (s->peer_reset) {
@@ -311,7 +311,7 @@ int vega_quic_stream_consume(vega_quic_conn *c, uint64_t id, size_t n)
     if (!s)
         return rc;
     if (n > vega__quic_recvbuf_readable(&s->rb))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     vega__quic_recvbuf_consume(&s->rb, n);
     on_consumed(c, s, n, !s->rb.reset && s->rb.read_off == s->rb.final_size);
     return 0;
@@ -321,7 +321,7 @@ int vega_quic_stream_reset(vega_quic_conn *c, uint64_t id, uint64_t app_error)
 {
     struct vega__quic_stream *s = app_stream(c, id);
     if (!s || !s->can_send || app_error > VEGA_QUIC_MAX_VARINT)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (s->reset_queued || (s->sb.fin && vega__quic_sendbuf_is_acked(&s->sb)))
         return 0;
     s->reset_queued = true;
@@ -334,7 +334,7 @@ int vega_quic_stream_stop(vega_quic_conn *c, uint64_t id, uint64_t app_error)
 {
     struct vega__quic_stream *s = app_stream(c, id);
     if (!s || !s->can_recv || app_error > VEGA_QUIC_MAX_VARINT)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (s->stop_queued || s->fin_read || s->peer_reset)
         return 0;
     s->stop_queued = true;
@@ -352,7 +352,7 @@ int vega_quic_datagram_send(vega_quic_conn *c, const void *data, size_t len)
      * AEAD tag and the frame's own type and length. */
     size_t room = VEGA__QUIC_MAX_PACKET - 1 - VEGA_QUIC_MAX_CID_LEN - 4 - 16 - 1 - 2;
     if (!c->hs.peer_tp_ok || max == 0 || len + 3 > max || len > room)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (c->dgram.send_n == VEGA__QUIC_DGRAM_SEND_QUEUE)
         return VEGA_ERR_FULL;
     uint8_t *copy = vega__quic_malloc(c->cfg.mem, len ? len : 1);

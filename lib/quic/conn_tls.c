@@ -120,7 +120,7 @@ static int tls_rand(void *ud, void *buf, size_t len)
 /* Our transport parameters and the TLS handshake, once the CIDs are known. */
 int vega__quic_tls_start(vega_quic_conn *c)
 {
-    const vega_quic_config *cfg = &c->cfg;
+    const vega_quic_opts *cfg = &c->cfg;
     vega_quic_tp *tp = &c->hs.local_tp;
     vega_quic_tp_init(tp);
     tp->max_idle_timeout = cfg->idle_timeout_ms;

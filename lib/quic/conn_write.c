@@ -327,7 +327,7 @@ vega_ssize vega_quic_conn_write(vega_quic_conn *c, vega_quic_path *path, uint8_t
     if (c->state == VEGA__QUIC_ST_CLOSED)
         return VEGA_ERR_CLOSED;
     if (cap < VEGA_QUIC_MIN_INITIAL_SIZE)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (path)
         *path = c->paths.cur;
     if (ecn)

@@ -21,7 +21,7 @@ static vega_ssize encode_ack(const vega_quic_frame *f, struct vega__quic_wr *w)
     if (a->ranges) {
         const vega_quic_ack_range *r = a->ranges;
         if (!ranges_ok(r, a->nranges) || vega_quic_varint_len(a->ack_delay) == 0)
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
         vega__quic_wr_varint(w, r[0].largest);
         vega__quic_wr_varint(w, a->ack_delay);
         vega__quic_wr_varint(w, a->nranges - 1);
@@ -36,7 +36,7 @@ static vega_ssize encode_ack(const vega_quic_frame *f, struct vega__quic_wr *w)
             (a->gaps_len && !a->gaps) ||
             vega__quic_ack_gaps_check(a->gaps, a->gaps_len, a->largest - a->first_range,
                                       a->range_count) != (vega_ssize)a->gaps_len)
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
         vega__quic_wr_varint(w, a->largest);
         vega__quic_wr_varint(w, a->ack_delay);
         vega__quic_wr_varint(w, a->range_count);
@@ -46,7 +46,7 @@ static vega_ssize encode_ack(const vega_quic_frame *f, struct vega__quic_wr *w)
     if (f->type == VEGA_QUIC_FT_ACK_ECN) {
         if (vega_quic_varint_len(a->ect0) == 0 || vega_quic_varint_len(a->ect1) == 0 ||
             vega_quic_varint_len(a->ce) == 0)
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
         vega__quic_wr_varint(w, a->ect0);
         vega__quic_wr_varint(w, a->ect1);
         vega__quic_wr_varint(w, a->ce);
@@ -80,32 +80,32 @@ static vega_ssize encode_body(const vega_quic_frame *f, struct vega__quic_wr *w)
     case VEGA_QUIC_FT_RESET_STREAM:
         if (!v62(f->u.reset_stream.stream_id) || !v62(f->u.reset_stream.error_code) ||
             !v62(f->u.reset_stream.final_size))
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
         vega__quic_wr_varint(w, f->u.reset_stream.stream_id);
         vega__quic_wr_varint(w, f->u.reset_stream.error_code);
         vega__quic_wr_varint(w, f->u.reset_stream.final_size);
         return 0;
     case VEGA_QUIC_FT_STOP_SENDING:
         if (!v62(f->u.stop_sending.stream_id) || !v62(f->u.stop_sending.error_code))
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
         vega__quic_wr_varint(w, f->u.stop_sending.stream_id);
         vega__quic_wr_varint(w, f->u.stop_sending.error_code);
         return 0;
     case VEGA_QUIC_FT_CRYPTO:
         if (!v62(f->u.crypto.offset) || f->u.crypto.len > VEGA_QUIC_MAX_VARINT - f->u.crypto.offset)
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
         vega__quic_wr_varint(w, f->u.crypto.offset);
         wr_lenbytes(w, f->u.crypto.data, f->u.crypto.len);
         return 0;
     case VEGA_QUIC_FT_NEW_TOKEN:
         if (f->u.new_token.len == 0)
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
         wr_lenbytes(w, f->u.new_token.token, f->u.new_token.len);
         return 0;
     case VEGA_QUIC_FT_STREAM:
         if (!v62(f->u.stream.stream_id) || !v62(f->u.stream.offset) ||
             f->u.stream.len > VEGA_QUIC_MAX_VARINT - f->u.stream.offset)
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
         vega__quic_wr_varint(w, f->u.stream.stream_id);
         if (f->u.stream.has_offset || f->u.stream.offset)
             vega__quic_wr_varint(w, f->u.stream.offset);
@@ -118,25 +118,25 @@ static vega_ssize encode_body(const vega_quic_frame *f, struct vega__quic_wr *w)
     case VEGA_QUIC_FT_STREAMS_BLOCKED_BIDI:
     case VEGA_QUIC_FT_STREAMS_BLOCKED_UNI:
         if (f->u.limit.max > (1ull << 60))
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
         /* fall through */
     case VEGA_QUIC_FT_MAX_DATA:
     case VEGA_QUIC_FT_DATA_BLOCKED:
         if (!v62(f->u.limit.max))
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
         vega__quic_wr_varint(w, f->u.limit.max);
         return 0;
     case VEGA_QUIC_FT_MAX_STREAM_DATA:
     case VEGA_QUIC_FT_STREAM_DATA_BLOCKED:
         if (!v62(f->u.stream_limit.stream_id) || !v62(f->u.stream_limit.max))
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
         vega__quic_wr_varint(w, f->u.stream_limit.stream_id);
         vega__quic_wr_varint(w, f->u.stream_limit.max);
         return 0;
     case VEGA_QUIC_FT_NEW_CONNECTION_ID:
         if (!v62(f->u.new_cid.seq) || f->u.new_cid.retire_prior_to > f->u.new_cid.seq ||
             f->u.new_cid.cid_len < 1 || f->u.new_cid.cid_len > VEGA_QUIC_MAX_CID_LEN)
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
         vega__quic_wr_varint(w, f->u.new_cid.seq);
         vega__quic_wr_varint(w, f->u.new_cid.retire_prior_to);
         vega__quic_wr_u8(w, f->u.new_cid.cid_len);
@@ -145,7 +145,7 @@ static vega_ssize encode_body(const vega_quic_frame *f, struct vega__quic_wr *w)
         return 0;
     case VEGA_QUIC_FT_RETIRE_CONNECTION_ID:
         if (!v62(f->u.retire_cid.seq))
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
         vega__quic_wr_varint(w, f->u.retire_cid.seq);
         return 0;
     case VEGA_QUIC_FT_PATH_CHALLENGE:
@@ -155,7 +155,7 @@ static vega_ssize encode_body(const vega_quic_frame *f, struct vega__quic_wr *w)
     case VEGA_QUIC_FT_CONNECTION_CLOSE:
     case VEGA_QUIC_FT_CONNECTION_CLOSE_APP:
         if (!v62(f->u.close.error_code) || !v62(f->u.close.frame_type))
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
         vega__quic_wr_varint(w, f->u.close.error_code);
         if (f->type == VEGA_QUIC_FT_CONNECTION_CLOSE)
             vega__quic_wr_varint(w, f->u.close.frame_type);
@@ -168,14 +168,14 @@ static vega_ssize encode_body(const vega_quic_frame *f, struct vega__quic_wr *w)
         wr_lenbytes(w, f->u.datagram.data, f->u.datagram.len);
         return 0;
     }
-    return VEGA_ERR_INVALID_ARG;
+    return -EINVAL;
 }
 
 vega_ssize vega_quic_frame_encode(const vega_quic_frame *f, uint8_t *out, size_t cap)
 {
     if (f->type == VEGA_QUIC_FT_PADDING) {
         if (f->u.padding.len == 0)
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
         if (cap < f->u.padding.len)
             return VEGA_ERR_NOBUF;
         memset(out, 0, f->u.padding.len);

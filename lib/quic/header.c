@@ -125,7 +125,7 @@ vega_ssize vega_quic_dgram_split(const uint8_t *dgram, size_t len, size_t short_
                                  vega_quic_hdr *out, size_t max)
 {
     if (max == 0)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (len == 0)
         return VEGA_ERR_PROTO;
     size_t off = 0, n = 0;
@@ -175,7 +175,7 @@ vega_ssize vega_quic_hdr_write(uint8_t *out, size_t cap, const vega_quic_hdr *h,
 {
     size_t n = vega_quic_hdr_len(h, pn_len);
     if (n == 0)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (cap < n)
         return VEGA_ERR_NOBUF;
     struct vega__quic_wr w = {out, out + cap, false};
@@ -215,7 +215,7 @@ vega_ssize vega_quic_vn_write(uint8_t *out, size_t cap, uint8_t unused, const ui
                               const uint32_t *versions, size_t n)
 {
     if (n == 0 || dcid_len > 255 || scid_len > 255 || n > (SIZE_MAX - 600) / 4)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     struct vega__quic_wr w = {out, out + cap, false};
     uint8_t zero[4] = {0, 0, 0, 0};
     vega__quic_wr_u8(&w, (uint8_t)(0x80 | (unused & 0x7f)));

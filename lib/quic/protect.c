@@ -56,7 +56,7 @@ static int check_secret(uint32_t version, vega_crypto_aead_alg alg, size_t secre
 {
     vega_crypto_hash_alg h = hash_of(alg);
     if (!vega_quic_version_is_supported(version) || h == 0 || secret_len != vega_crypto_hash_len(h))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     return 0;
 }
 
@@ -64,7 +64,7 @@ int vega_quic_initial_secrets(uint32_t version, const uint8_t *dcid, size_t dcid
                               uint8_t *client, uint8_t *server)
 {
     if (!vega_quic_version_is_supported(version) || dcid_len > VEGA_QUIC_MAX_CID_LEN)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     uint8_t initial[32];
     const uint8_t *salt = version == VEGA_QUIC_V2 ? salt_v2 : salt_v1;
     int rc = vega_crypto_hkdf_extract(VEGA_CRYPTO_SHA256, salt, 20, dcid, dcid_len, initial);
@@ -242,12 +242,12 @@ vega_ssize vega_quic_packet_protect(vega_quic_keys *k, uint8_t *pkt, size_t cap,
                                     uint64_t pn, size_t payload_len)
 {
     if (hdr_len == 0 || hdr_len > cap)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     size_t pn_len = (size_t)(pkt[0] & 3) + 1;
     /* §5.4.2: the sample starts 4 bytes after the packet number's start, so pn and payload
      * together must give at least 4 bytes before the 16 sampled ones. */
     if (hdr_len < 1 + pn_len || pn_len + payload_len < 4 || pn > VEGA_QUIC_MAX_PN)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (cap - hdr_len < payload_len || cap - hdr_len - payload_len < VEGA_CRYPTO_AEAD_TAG_LEN)
         return VEGA_ERR_NOBUF;
     uint8_t nonce[VEGA_CRYPTO_AEAD_NONCE_LEN], mask[VEGA_CRYPTO_HP_MASK_LEN];
@@ -318,7 +318,7 @@ int vega_quic_retry_tag(uint32_t version, const uint8_t *odcid, size_t odcid_len
 {
     if (!vega_quic_version_is_supported(version) || odcid_len > VEGA_QUIC_MAX_CID_LEN ||
         retry_len > VEGA_QUIC_RETRY_MAX_LEN - 1 - VEGA_QUIC_MAX_CID_LEN - VEGA_QUIC_RETRY_TAG_LEN)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     /* §5.8: the tag is AES-128-GCM over nothing, with the pseudo-packet (ODCID length, ODCID,
      * the Retry packet without its tag) as associated data. */
     uint8_t pseudo[VEGA_QUIC_RETRY_MAX_LEN];
@@ -342,7 +342,7 @@ int vega_quic_retry_verify(const vega_quic_hdr *h, const uint8_t *pkt, const uin
                            size_t odcid_len)
 {
     if (h->type != VEGA_QUIC_PKT_RETRY || h->pkt_len < VEGA_QUIC_RETRY_TAG_LEN)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     uint8_t tag[VEGA_QUIC_RETRY_TAG_LEN];
     size_t len = h->pkt_len - VEGA_QUIC_RETRY_TAG_LEN;
     int rc = vega_quic_retry_tag(h->version, odcid, odcid_len, pkt, len, tag);
@@ -358,7 +358,7 @@ vega_ssize vega_quic_retry_write(uint8_t *out, size_t cap, const vega_quic_hdr *
     if (bits < 0 || h->token_len == 0 || h->dcid_len > VEGA_QUIC_MAX_CID_LEN ||
         h->scid_len > VEGA_QUIC_MAX_CID_LEN || odcid_len > VEGA_QUIC_MAX_CID_LEN ||
         h->token_len > VEGA_QUIC_RETRY_MAX_LEN)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     struct vega__quic_wr w = {out, out + cap, false};
     uint8_t v[4];
     vega__quic_put32(v, h->version);

@@ -272,7 +272,7 @@ struct vega__quic_stream_map {
 
 void vega__quic_stream_map_init(struct vega__quic_stream_map *m, const vega_quic_mem *mem);
 void vega__quic_stream_map_fini(struct vega__quic_stream_map *m);
-/* Inserts s (its id must be absent: VEGA_ERR_INVALID_ARG otherwise). Returns 0 or -ENOMEM. */
+/* Inserts s (its id must be absent: -EINVAL otherwise). Returns 0 or -ENOMEM. */
 int vega__quic_stream_map_put(struct vega__quic_stream_map *m, void *s);
 void *vega__quic_stream_map_get(const struct vega__quic_stream_map *m, uint64_t id);
 /* Removes and returns the stream with id (NULL when absent). */

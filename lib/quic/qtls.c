@@ -187,7 +187,7 @@ int vega__qtls_put_cert(struct vega__qtls *t, struct qt_buf *b, bool with_chain)
         const uint8_t *der;
         size_t len;
         if (vega_crypto_cert_chain_get_der(t->cfg->chain, i, &der, &len) < 0)
-            return internal(t, VEGA_ERR_INVALID_ARG, "certificate chain unreadable");
+            return internal(t, -EINVAL, "certificate chain unreadable");
         size_t c = vega__qt_open(b, 3);
         vega__qt_put(b, der, len);
         vega__qt_close(b, c, 3);
@@ -372,7 +372,7 @@ static bool valid_suite(uint16_t s)
            s == VEGA_QUIC_TLS_CHACHA20_POLY1305_SHA256;
 }
 
-static bool config_ok(bool server, const vega_quic_tls_config *cfg)
+static bool config_ok(bool server, const vega_quic_tls_opts *cfg)
 {
     if (cfg->n_alpn == 0 || cfg->n_alpn > VEGA_QUIC_TLS_MAX_ALPN || cfg->n_suites > 3 ||
         cfg->n_groups > 2)
@@ -396,14 +396,14 @@ static bool config_ok(bool server, const vega_quic_tls_config *cfg)
     return cfg->insecure || cfg->ca;
 }
 
-int vega__qtls_new(struct vega__qtls **out, bool server, const vega_quic_tls_config *cfg,
+int vega__qtls_new(struct vega__qtls **out, bool server, const vega_quic_tls_opts *cfg,
                    const uint8_t *tp, size_t tp_len, uint64_t wall_ms,
                    const struct vega__qtls_cbs *cbs)
 {
     *out = NULL;
     if (!cfg || !cbs || !cbs->send || !cbs->secret || !cbs->peer_tp || (tp_len && !tp) ||
         tp_len > 0xffff || !config_ok(server, cfg))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     struct vega__qtls *t = vega__quic_calloc(cbs->mem, 1, sizeof(*t));
     if (!t)
         return -ENOMEM;

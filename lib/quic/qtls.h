@@ -85,16 +85,16 @@ struct vega__qtls_cbs {
 struct vega__qtls;
 
 /*
- * Creates a handshake. cfg: borrowed for the handshake's life (see vega_quic_tls_config).
+ * Creates a handshake. cfg: borrowed for the handshake's life (see vega_quic_tls_opts).
  * tp: our quic_transport_parameters body (copied). wall_ms: wall-clock time in milliseconds
  * since the Unix epoch (ticket ages, expiry, certificate validity; 0 = certificates are checked
  * against the current time and tickets are neither issued nor resumed). cbs: copied.
- * Returns 0; VEGA_ERR_INVALID_ARG (a server without chain/key or ALPN, a server with
+ * Returns 0; -EINVAL (a server without chain/key or ALPN, a server with
  * verify_peer but no ca, a client without ALPN, an unknown suite or group, a client neither
  * insecure nor with ca, an empty or over-255-byte ALPN or server name, tp_len above 65535);
  * -ENOMEM.
  */
-int vega__qtls_new(struct vega__qtls **out, bool server, const vega_quic_tls_config *cfg,
+int vega__qtls_new(struct vega__qtls **out, bool server, const vega_quic_tls_opts *cfg,
                    const uint8_t *tp, size_t tp_len, uint64_t wall_ms,
                    const struct vega__qtls_cbs *cbs);
 
@@ -150,7 +150,7 @@ vega_crypto_hash_alg vega__qtls_hash(const struct vega__qtls *t);
 const vega_crypto_cert_chain *vega__qtls_peer_chain(const struct vega__qtls *t);
 
 /* Server, after the handshake is done: sends one NewSessionTicket at APP (no-op without a
- * ticket_key or wall_ms). Returns 0; VEGA_ERR_INVALID_ARG (a client, or not done yet); a
+ * ticket_key or wall_ms). Returns 0; -EINVAL (a client, or not done yet); a
  * callback's or libcrypto's code (the handshake itself is unaffected). */
 int vega__qtls_send_ticket(struct vega__qtls *t);
 

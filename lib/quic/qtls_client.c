@@ -32,7 +32,7 @@ static void put_ext_start(struct qt_buf *b, uint16_t type, size_t *mark)
  * cookie). */
 static int send_client_hello(struct vega__qtls *t, const uint8_t *cookie, size_t cookie_len)
 {
-    const vega_quic_tls_config *cfg = t->cfg;
+    const vega_quic_tls_opts *cfg = t->cfg;
     struct qt_buf b = {.mem = t->cbs.mem};
     size_t e, v;
     uint8_t pub[VEGA_CRYPTO_KEX_MAX_PUBLIC];

@@ -247,7 +247,7 @@ struct qt_session {
 
 struct vega__qtls {
     bool server;
-    const vega_quic_tls_config *cfg;
+    const vega_quic_tls_opts *cfg;
     struct vega__qtls_cbs cbs;
     uint64_t wall_ms;
     uint8_t *tp;

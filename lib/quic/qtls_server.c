@@ -102,7 +102,7 @@ static bool early_ok(struct vega__qtls *t, const struct vega__qtls_hello *h,
     uint8_t hash[32];
     if (vega__qtls_early_digest(t, hash) < 0 || !vega_crypto_ct_equal(hash, s->tp_hash, 32))
         return false;
-    /* Anti-replay by ticket age only (RFC 8446 §8.3); see vega_quic_tls_config. */
+    /* Anti-replay by ticket age only (RFC 8446 §8.3); see vega_quic_tls_opts. */
     uint64_t window = t->cfg->ticket_age_window_ms ? t->cfg->ticket_age_window_ms : 10000;
     uint64_t client_age = (uint32_t)(obf_age - s->age_add);
     uint64_t server_age = t->wall_ms - s->time_ms;
@@ -115,7 +115,7 @@ static bool early_ok(struct vega__qtls *t, const struct vega__qtls_hello *h,
  * Returns 0 or the failure (an alert sent). */
 static int ch_negotiate(struct vega__qtls *t, const struct vega__qtls_hello *h)
 {
-    const vega_quic_tls_config *cfg = t->cfg;
+    const vega_quic_tls_opts *cfg = t->cfg;
     if (!h->has_versions || !h->tls13)
         return FAIL(PROTOCOL_VERSION, "client does not offer TLS 1.3");
     if (h->session_id_len) /* RFC 9001 §8.4 */
@@ -475,7 +475,7 @@ int vega__qtls_server_msg(struct vega__qtls *t, vega_quic_level level, const uin
 int vega__qtls_send_ticket(struct vega__qtls *t)
 {
     if (!t->server || t->state != QS_S_DONE)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (!t->cfg->ticket_key || !t->wall_ms)
         return 0;
     struct qt_session s;

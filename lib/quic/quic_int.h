@@ -13,7 +13,7 @@
 
 #include "base.h"
 
-/* The connection's allocator (vega_quic_config.mem); m NULL = libc (lib/base's helpers).
+/* The connection's allocator (vega_quic_opts.mem); m NULL = libc (lib/base's helpers).
  * Everything the connection owns goes through these, so a block is freed by the allocator
  * that made it. */
 #define vega__quic_malloc vega__mem_malloc

@@ -250,7 +250,7 @@ static int reserve(struct vega__quic_recovery *r, struct space *s, size_t need)
 int vega__quic_recovery_reserve(struct vega__quic_recovery *r, int space, size_t n)
 {
     if (space < 0 || space >= VEGA__QUIC_NSPACES)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     return reserve(r, &r->sp[space], n);
 }
 
@@ -258,10 +258,10 @@ int vega__quic_recovery_on_sent(struct vega__quic_recovery *r, int space,
                                 const struct vega__quic_sent *p)
 {
     if (space < 0 || space >= VEGA__QUIC_NSPACES || r->in_cb)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     struct space *s = &r->sp[space];
     if (s->discarded || p->pn > VEGA_QUIC_MAX_PN || (s->has_sent && p->pn <= s->largest_sent))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (reserve(r, s, 1) < 0)
         return -ENOMEM;
     struct ent *e = at(s, s->len);
@@ -521,7 +521,7 @@ static int ack_process(struct vega__quic_recovery *r, int space, const vega_quic
     if (!wire_err)
         wire_err = &dummy;
     if (space < 0 || space >= VEGA__QUIC_NSPACES || r->in_cb || !ack)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     struct space *s = &r->sp[space];
     if (s->discarded)
         return 0;
@@ -653,7 +653,7 @@ int vega__quic_recovery_on_ack_frame(struct vega__quic_recovery *r, int space,
                                      uint64_t now, uint64_t *wire_err)
 {
     if (!f || (f->type != VEGA_QUIC_FT_ACK && f->type != VEGA_QUIC_FT_ACK_ECN))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     return ack_process(r, space, &f->u.ack, f->type == VEGA_QUIC_FT_ACK_ECN, ack_delay_exponent,
                        now, wire_err);
 }

@@ -150,7 +150,7 @@ struct vega__quic_recovery;
 
 /* The callbacks run once the recovery state is consistent again; they must not call back
  * into recovery except for its read-only getters (a re-entrant on_sent, on_ack, on_timeout or
- * discard_space is refused: VEGA_ERR_INVALID_ARG, -1, or nothing). */
+ * discard_space is refused: -EINVAL, -1, or nothing). */
 struct vega__quic_recovery_cbs {
     void *ud;
     /* The packet's frames were acknowledged: drop them. */
@@ -196,7 +196,7 @@ void vega__quic_recovery_set_peer_validated(struct vega__quic_recovery *r, bool 
 /* Records a sent packet (copied; packet numbers must increase per space; an ack-eliciting
  * packet always counts in flight). Packet numbers the connection skips (optimistic-ACK
  * defence, RFC 9000 §21.4) are simply never recorded. Returns 0; -ENOMEM (also past
- * VEGA__QUIC_MAX_SENT packets recorded in the space); VEGA_ERR_INVALID_ARG (a packet number
+ * VEGA__QUIC_MAX_SENT packets recorded in the space); -EINVAL (a packet number
  * not above the last one or above 2^62 - 1, a discarded or unknown space, a call from a
  * callback). Nothing is recorded on error: the caller drops the frames itself. */
 int vega__quic_recovery_on_sent(struct vega__quic_recovery *r, int space,
@@ -205,7 +205,7 @@ int vega__quic_recovery_on_sent(struct vega__quic_recovery *r, int space,
 /* Makes room for n more packets in space, so that recording them cannot run out of memory:
  * called before a packet is built, since a packet that goes out unrecorded would have its
  * acknowledgement taken for one of a packet never sent. Returns 0, -ENOMEM (also past
- * VEGA__QUIC_MAX_SENT), VEGA_ERR_INVALID_ARG (an unknown space). */
+ * VEGA__QUIC_MAX_SENT), -EINVAL (an unknown space). */
 int vega__quic_recovery_reserve(struct vega__quic_recovery *r, int space, size_t n);
 
 /* Packets recorded per space at most (unacknowledged ones: 2^20, some 1.5 GB of data). */
@@ -234,14 +234,14 @@ int vega__quic_recovery_reserve(struct vega__quic_recovery *r, int space, size_t
  * malformed list is VEGA_ERR_PROTO with FRAME_ENCODING_ERROR). This form cannot tell ACK from
  * ACK_ECN, so it takes ECN counts as present when one is non-zero; prefer
  * vega__quic_recovery_on_ack_frame, which knows the frame type. A discarded space's ACKs are
- * ignored (0). Refused from a callback (VEGA_ERR_INVALID_ARG).
+ * ignored (0). Refused from a callback (-EINVAL).
  */
 int vega__quic_recovery_on_ack(struct vega__quic_recovery *r, int space,
                                const vega_quic_frame_ack *ack, uint64_t ack_delay_exponent,
                                uint64_t now, uint64_t *wire_err);
 
 /* vega__quic_recovery_on_ack for a decoded frame f of type ACK or ACK_ECN (any other type is
- * VEGA_ERR_INVALID_ARG): ECN counts are present exactly when it is ACK_ECN (RFC 9000
+ * -EINVAL): ECN counts are present exactly when it is ACK_ECN (RFC 9000
  * §13.4.2.1: an ACK without counts that newly acknowledges ECT(0) packets fails validation). */
 int vega__quic_recovery_on_ack_frame(struct vega__quic_recovery *r, int space,
                                      const vega_quic_frame *f, uint64_t ack_delay_exponent,

@@ -7,7 +7,7 @@ int vega_quic_reset_token(const uint8_t *key, const uint8_t *cid, size_t cid_len
                           uint8_t *token)
 {
     if (cid_len > VEGA_QUIC_MAX_CID_LEN)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     uint8_t mac[32];
     uint8_t empty = 0;
     int rc = vega_crypto_hmac_digest(VEGA_CRYPTO_SHA256, key, VEGA_QUIC_RESET_KEY_LEN,

@@ -92,7 +92,7 @@ int vega__quic_stream_map_put(struct vega__quic_stream_map *m, void *s)
             if (free_slot == SIZE_MAX)
                 free_slot = i;
         } else if (m->slots[i].id == id) {
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
         }
     }
     if (free_slot == SIZE_MAX)

@@ -38,7 +38,7 @@ int vega__quic_tls13_schedule_init(struct vega__quic_tls13_schedule *s, vega_cry
     size_t n = tls13_hash_len(hash);
     if (n == 0 || psk_len > VEGA__QUIC_TLS13_MAX_PSK_LEN || (psk_len > 0 && !psk) ||
         (psk_len == 0 && psk))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     uint8_t zeros[VEGA__QUIC_TLS13_MAX_HASH_LEN] = {0};
     if (psk_len == 0) {
         psk = zeros;
@@ -60,7 +60,7 @@ int vega__quic_tls13_schedule_binder_key(const struct vega__quic_tls13_schedule 
                                          uint8_t *out)
 {
     if (s->stage != VEGA__QUIC_TLS13_STAGE_EARLY || tls13_hash_len(s->hash) != s->hash_len)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     uint8_t empty[VEGA_CRYPTO_HASH_MAX_LEN];
     int rc = vega_crypto_hash_digest(s->hash, "", 0, empty);
     if (rc == 0)
@@ -74,7 +74,7 @@ int vega__quic_tls13_schedule_early_traffic(const struct vega__quic_tls13_schedu
 {
     if (s->stage != VEGA__QUIC_TLS13_STAGE_EARLY || tls13_hash_len(s->hash) != s->hash_len ||
         hash_len != s->hash_len)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     return derive_secret(s->hash, s->early_secret, "c e traffic", ch_hash, out);
 }
 
@@ -83,7 +83,7 @@ int vega__quic_tls13_schedule_handshake(struct vega__quic_tls13_schedule *s, con
 {
     if (s->stage != VEGA__QUIC_TLS13_STAGE_EARLY || tls13_hash_len(s->hash) != s->hash_len ||
         th_len != s->hash_len || shared_len == 0 || shared_len > VEGA__QUIC_TLS13_MAX_SHARED_LEN)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     uint8_t salt[VEGA__QUIC_TLS13_MAX_HASH_LEN];
     int rc = derived_salt(s->hash, s->early_secret, salt);
     if (rc == 0)
@@ -111,7 +111,7 @@ int vega__quic_tls13_schedule_application(struct vega__quic_tls13_schedule *s, c
 {
     if (s->stage != VEGA__QUIC_TLS13_STAGE_HANDSHAKE || tls13_hash_len(s->hash) != s->hash_len ||
         th_len != s->hash_len)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     uint8_t salt[VEGA__QUIC_TLS13_MAX_HASH_LEN];
     uint8_t zeros[VEGA__QUIC_TLS13_MAX_HASH_LEN] = {0};
     int rc = derived_salt(s->hash, s->handshake_secret, salt);
@@ -143,7 +143,7 @@ int vega__quic_tls13_schedule_resumption(struct vega__quic_tls13_schedule *s, co
 {
     if (s->stage != VEGA__QUIC_TLS13_STAGE_APPLICATION || tls13_hash_len(s->hash) != s->hash_len ||
         th_len != s->hash_len)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     int rc = derive_secret(s->hash, s->master_secret, "res master", th, s->resumption_master);
     if (rc < 0) {
         vega__quic_tls13_schedule_wipe(s);
@@ -165,7 +165,7 @@ int vega__quic_tls13_finished(vega_crypto_hash_alg hash, const uint8_t *base_key
 {
     size_t n = tls13_hash_len(hash);
     if (n == 0 || key_len != n || th_len != n)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     uint8_t fk[VEGA__QUIC_TLS13_MAX_HASH_LEN];
     int rc = vega_crypto_hkdf_expand_label(hash, base_key, n, "finished", NULL, 0, fk, n);
     if (rc == 0)
@@ -202,7 +202,7 @@ int vega__quic_tls13_resumption_psk(vega_crypto_hash_alg hash, const uint8_t *re
 {
     size_t n = tls13_hash_len(hash);
     if (n == 0 || res_len != n || nonce_len > 255 || (nonce_len > 0 && !nonce))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     return vega_crypto_hkdf_expand_label(hash, res_master, n, "resumption", nonce, nonce_len, out,
                                          n);
 }

@@ -54,7 +54,7 @@ struct vega__quic_tls13_schedule {
  * Starts a schedule: early_secret = HKDF-Extract(0, psk), or of HashLen zeros without a PSK.
  * hash: SHA-256 or SHA-384. psk: borrowed, NULL with psk_len 0 for none, else 1 to
  * VEGA__QUIC_TLS13_MAX_PSK_LEN bytes.
- * Returns 0; VEGA_ERR_INVALID_ARG (other hash, bad psk length); VEGA_ERR_CRYPTO_LIBCRYPTO
+ * Returns 0; -EINVAL (other hash, bad psk length); VEGA_ERR_CRYPTO_LIBCRYPTO
  * (s is wiped on any failure). Context: any.
  */
 int vega__quic_tls13_schedule_init(struct vega__quic_tls13_schedule *s, vega_crypto_hash_alg hash,
@@ -64,7 +64,7 @@ int vega__quic_tls13_schedule_init(struct vega__quic_tls13_schedule *s, vega_cry
  * The PSK binder key (RFC 8446 §7.1): Derive-Secret(early_secret, "ext binder" for an external
  * PSK or "res binder" for a resumption one, ""). Its finished key signs the binder
  * (vega__quic_tls13_finished over the truncated ClientHello's hash). out: hash_len bytes.
- * Returns 0; VEGA_ERR_INVALID_ARG (s not at the early stage: the early secret is wiped once
+ * Returns 0; -EINVAL (s not at the early stage: the early secret is wiped once
  * the handshake secret exists); VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any.
  */
 int vega__quic_tls13_schedule_binder_key(const struct vega__quic_tls13_schedule *s, bool external,
@@ -73,7 +73,7 @@ int vega__quic_tls13_schedule_binder_key(const struct vega__quic_tls13_schedule 
 /*
  * The 0-RTT secret client_early_traffic_secret = Derive-Secret(early_secret, "c e traffic",
  * ClientHello). ch_hash: the transcript hash of the ClientHello, hash_len bytes. out: hash_len.
- * Returns 0; VEGA_ERR_INVALID_ARG (not at the early stage, hash length);
+ * Returns 0; -EINVAL (not at the early stage, hash length);
  * VEGA_ERR_CRYPTO_LIBCRYPTO.
  * Context: any.
  */
@@ -87,7 +87,7 @@ int vega__quic_tls13_schedule_early_traffic(const struct vega__quic_tls13_schedu
  * shared: the (EC)DHE secret, 1 to VEGA__QUIC_TLS13_MAX_SHARED_LEN bytes. Borrowed both.
  * Each stage wipes the secret nothing derives from any more (early_secret here,
  * handshake_secret at application, master_secret at resumption): read them before moving on.
- * Returns 0; VEGA_ERR_INVALID_ARG (not at the early stage, bad lengths; s is unchanged);
+ * Returns 0; -EINVAL (not at the early stage, bad lengths; s is unchanged);
  * VEGA_ERR_CRYPTO_LIBCRYPTO (s is wiped). Context: any.
  */
 int vega__quic_tls13_schedule_handshake(struct vega__quic_tls13_schedule *s, const uint8_t *shared,
@@ -118,7 +118,7 @@ void vega__quic_tls13_schedule_wipe(struct vega__quic_tls13_schedule *s);
  * HKDF-Expand-Label(base_key, "finished", "", HashLen). base_key: the sender's handshake
  * traffic secret (or a binder key), th: the transcript hash up to the Finished (or the
  * truncated ClientHello), both hash_len bytes; out: hash_len bytes. All borrowed.
- * Returns 0; VEGA_ERR_INVALID_ARG (hash not SHA-256/384, bad lengths);
+ * Returns 0; -EINVAL (hash not SHA-256/384, bad lengths);
  * VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any.
  */
 int vega__quic_tls13_finished(vega_crypto_hash_alg hash, const uint8_t *base_key, size_t key_len,
@@ -129,7 +129,7 @@ int vega__quic_tls13_finished(vega_crypto_hash_alg hash, const uint8_t *base_key
  * expected one (vega__quic_tls13_finished). got: borrowed, got_len bytes (a wrong length fails
  * like a wrong value: it is the peer's).
  * Returns 0; VEGA_ERR_PROTO with *wire_err (may be NULL) = CRYPTO_ERROR + decrypt_error (0x133);
- * VEGA_ERR_INVALID_ARG; VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any.
+ * -EINVAL; VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any.
  */
 int vega__quic_tls13_finished_check(vega_crypto_hash_alg hash, const uint8_t *base_key,
                                     size_t key_len, const uint8_t *th, size_t th_len,
@@ -139,7 +139,7 @@ int vega__quic_tls13_finished_check(vega_crypto_hash_alg hash, const uint8_t *ba
  * The PSK a NewSessionTicket stands for (RFC 8446 §4.6.1): HKDF-Expand-Label(
  * resumption_master, "resumption", ticket_nonce, HashLen). res_master: hash_len bytes;
  * nonce: 0 to 255 bytes (may be NULL when empty); out: hash_len bytes. All borrowed.
- * Returns 0; VEGA_ERR_INVALID_ARG; VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any.
+ * Returns 0; -EINVAL; VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any.
  */
 int vega__quic_tls13_resumption_psk(vega_crypto_hash_alg hash, const uint8_t *res_master,
                                     size_t res_len, const uint8_t *nonce, size_t nonce_len,

@@ -258,18 +258,18 @@ vega_ssize vega_quic_tp_encode(const vega_quic_tp *tp, bool from_server, uint8_t
         (tp->has_preferred_address && (pa->cid_len < 1 || pa->cid_len > VEGA_QUIC_MAX_CID_LEN)) ||
         (tp->has_version_info &&
          (tp->chosen_version == 0 || tp->n_available_versions > VEGA_QUIC_TP_MAX_VERSIONS)))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (!from_server && (tp->has_original_dcid || tp->has_retry_scid ||
                          tp->has_stateless_reset_token || tp->has_preferred_address))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     for (size_t i = 0; i < sizeof(int_params) / sizeof(int_params[0]); i++) {
         uint64_t v = int_value(tp, &int_params[i]);
         if (v < int_params[i].min || v > int_params[i].max)
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
     }
     for (size_t i = 0; tp->has_version_info && i < tp->n_available_versions; i++)
         if (tp->available_versions[i] == 0)
-            return VEGA_ERR_INVALID_ARG;
+            return -EINVAL;
 
     struct vega__quic_wr w = {out, out + cap, false};
     if (tp->has_original_dcid)

@@ -69,7 +69,7 @@ vega_ssize vega_quic_varint_write_n(uint8_t *out, size_t cap, uint64_t v, size_t
     static const uint8_t prefix[9] = {0, 0x00, 0x40, 0, 0x80, 0, 0, 0, 0xc0};
     if ((n != 1 && n != 2 && n != 4 && n != 8) || vega_quic_varint_len(v) == 0 ||
         vega_quic_varint_len(v) > n)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     if (cap < n)
         return VEGA_ERR_NOBUF;
     for (size_t i = n; i-- > 0; v >>= 8)
@@ -82,7 +82,7 @@ vega_ssize vega_quic_varint_write(uint8_t *out, size_t cap, uint64_t v)
 {
     size_t n = vega_quic_varint_len(v);
     if (n == 0)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     return vega_quic_varint_write_n(out, cap, v, n);
 }
 

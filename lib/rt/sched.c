@@ -347,7 +347,7 @@ static void post_switch(struct vega__worker *w)
         return;
     w->prev = NULL;
     if (vega__unlikely(!vega__stack_canary_ok(t->stack)))
-        VEGA_PANIC("stack overflow in task %llu (%s): raise vega_rt_options.stack_size",
+        VEGA_PANIC("stack overflow in task %llu (%s): raise vega_rt_opts.stack_size",
                    (unsigned long long)t->id, t->name ? t->name : "unnamed");
     switch (w->after) {
     case VEGA__AFTER_YIELD:
@@ -539,7 +539,7 @@ static void *worker_main(void *arg)
 
 /* ---- life cycle ----------------------------------------------------------------------------- */
 
-void vega_rt_options_init(vega_rt_options *o)
+void vega_rt_opts_init(vega_rt_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->flavor = VEGA_RT_MULTI_THREAD;
@@ -582,11 +582,11 @@ static void workers_fini(struct vega_rt *rt, unsigned n)
     }
 }
 
-int vega_rt_new(vega_rt **out, const vega_rt_options *opts)
+int vega_rt_new(vega_rt **out, const vega_rt_opts *opts)
 {
-    vega_rt_options def;
+    vega_rt_opts def;
     if (!opts) {
-        vega_rt_options_init(&def);
+        vega_rt_opts_init(&def);
         opts = &def;
     }
     if (opts->flavor != VEGA_RT_MULTI_THREAD && opts->flavor != VEGA_RT_CURRENT_THREAD)

@@ -135,7 +135,7 @@ struct vega__worker {
 } __attribute__((aligned(64)));
 
 struct vega_rt {
-    vega_rt_options opts;
+    vega_rt_opts opts;
     const struct vega__driver_ops *driver;
     unsigned nworkers;
     struct vega__worker *workers;
@@ -253,7 +253,7 @@ void vega__worker_set_self(struct vega__worker *w);
  * runs next, once the old stack is no longer in use. Returns when the task is resumed. */
 void vega__task_switch_out(struct vega__worker *w, struct vega_task *cur, enum vega__after why);
 struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, vega_task_fn fn,
-                                    void *arg, const vega_spawn_options *opts, bool detached);
+                                    void *arg, const vega_spawn_opts *opts, bool detached);
 void vega__task_finish(struct vega__worker *w, struct vega_task *t);
 /* A task struct from w's cache (w: the calling worker, or NULL from outside), or NULL. */
 struct vega_task *vega__task_alloc(struct vega_rt *rt, struct vega__worker *w);

@@ -24,7 +24,7 @@ struct vega_broadcast_rx {
 int vega_broadcast_new(vega_broadcast **out, size_t capacity)
 {
     if (capacity == 0 || capacity > SIZE_MAX / sizeof(void *))
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     vega_broadcast *b = calloc(1, sizeof *b);
     if (!b)
         return -ENOMEM;

@@ -308,7 +308,7 @@ static void live_remove(struct vega__stack *s)
 
 /* Creates a task on runtime rt. w: the spawning worker (NULL from outside). */
 struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, vega_task_fn fn,
-                                    void *arg, const vega_spawn_options *opts, bool detached)
+                                    void *arg, const vega_spawn_opts *opts, bool detached)
 {
     struct vega_task *t = vega__task_alloc(rt, w);
     if (!t)
@@ -352,7 +352,12 @@ struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, 
     return t;
 }
 
-int vega_task_spawn_ex(vega_task **out, vega_task_fn fn, void *arg, const vega_spawn_options *opts)
+void vega_spawn_opts_init(vega_spawn_opts *o)
+{
+    memset(o, 0, sizeof *o);
+}
+
+int vega_task_spawn_ex(vega_task **out, vega_task_fn fn, void *arg, const vega_spawn_opts *opts)
 {
     struct vega__worker *w = vega__worker_self();
     if (!w || !w->current)

@@ -93,7 +93,7 @@ int vega_tls_cert_new_pem(vega_tls_cert **out, const void *chain, size_t chain_l
     if (!c)
         return -ENOMEM;
     atomic_init(&c->refs, 1);
-    int r = VEGA_TLS_ERR_CONFIG;
+    int r = VEGA_ERR_TLS_CONFIG;
     BIO *b = BIO_new_mem_buf(chain, (int)chain_len);
     c->chain = sk_X509_new_null();
     if (!b || !c->chain) {
@@ -143,7 +143,7 @@ int vega_tls_cert_new_files(vega_tls_cert **out, const char *chain_path, const c
         r = vega__tls_read_file(key_path, &key, &klen);
     if (r == 0) {
         if (!clen || (key_path && !klen))
-            r = VEGA_TLS_ERR_CONFIG;
+            r = VEGA_ERR_TLS_CONFIG;
         else
             r = vega_tls_cert_new_pem(out, chain, clen, key_path ? key : chain,
                                       key_path ? klen : clen);
@@ -258,7 +258,7 @@ static int load_issuer(const vega_tls_selfsigned_opts *o, X509 **icert, EVP_PKEY
         EVP_PKEY_free(*ikey);
         *icert = NULL;
         *ikey = NULL;
-        return VEGA_TLS_ERR_CONFIG;
+        return VEGA_ERR_TLS_CONFIG;
     }
     return 0;
 }
@@ -297,7 +297,7 @@ static int build_cert(const vega_tls_selfsigned_opts *o, EVP_PKEY *key, X509 *ic
     X509V3_CTX ctx;
     X509V3_set_ctx_nodb(&ctx);
     X509V3_set_ctx(&ctx, icert ? icert : x, x, NULL, NULL, 0);
-    r = VEGA_TLS_ERR_CONFIG;
+    r = VEGA_ERR_TLS_CONFIG;
     if (!add_ext(x, &ctx, NID_basic_constraints, o->is_ca ? "critical,CA:TRUE" : "CA:FALSE") ||
         !add_ext(x, &ctx, NID_key_usage,
                  o->is_ca ? "critical,digitalSignature,keyCertSign,cRLSign"

@@ -262,7 +262,7 @@ static int add_ca_pem(vega_tls_config *cfg, const void *pem, size_t len)
     BIO_free(b);
     ERR_clear_error();
     if (r == 0 && n == 0)
-        r = VEGA_TLS_ERR_CONFIG;
+        r = VEGA_ERR_TLS_CONFIG;
     if (r == 0)
         cfg->ca_set = true;
     return r;
@@ -284,7 +284,7 @@ int vega_tls_config_set_ca_file(vega_tls_config *cfg, const char *path)
     int r = vega__tls_read_file(path, &p, &len);
     if (r < 0)
         return r;
-    r = len ? add_ca_pem(cfg, p, len) : VEGA_TLS_ERR_CONFIG;
+    r = len ? add_ca_pem(cfg, p, len) : VEGA_ERR_TLS_CONFIG;
     free(p);
     return r;
 }
@@ -354,7 +354,7 @@ int vega_tls_config_set_ciphers(vega_tls_config *cfg, const char *tls12, const c
     if (ok && tls13)
         ok = SSL_CTX_set_ciphersuites(cfg->ctx, tls13);
     ERR_clear_error();
-    return ok ? 0 : VEGA_TLS_ERR_CONFIG;
+    return ok ? 0 : VEGA_ERR_TLS_CONFIG;
 }
 
 int vega_tls_config_set_groups(vega_tls_config *cfg, const char *groups)
@@ -363,7 +363,7 @@ int vega_tls_config_set_groups(vega_tls_config *cfg, const char *groups)
         return -EINVAL;
     int ok = SSL_CTX_set1_groups_list(cfg->ctx, groups);
     ERR_clear_error();
-    return ok ? 0 : VEGA_TLS_ERR_CONFIG;
+    return ok ? 0 : VEGA_ERR_TLS_CONFIG;
 }
 
 int vega_tls_config_set_session_cache(vega_tls_config *cfg, size_t max)

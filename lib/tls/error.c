@@ -207,19 +207,19 @@ static int verify_code(long v)
     switch (v) {
     case X509_V_ERR_CERT_HAS_EXPIRED:
     case X509_V_ERR_CERT_NOT_YET_VALID:
-        return VEGA_TLS_ERR_CERT_EXPIRED;
+        return VEGA_ERR_TLS_CERT_EXPIRED;
     case X509_V_ERR_HOSTNAME_MISMATCH:
     case X509_V_ERR_IP_ADDRESS_MISMATCH:
     case X509_V_ERR_EMAIL_MISMATCH:
-        return VEGA_TLS_ERR_CERT_NAME;
+        return VEGA_ERR_TLS_CERT_NAME;
     case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
     case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
     case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
     case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
     case X509_V_ERR_CERT_UNTRUSTED:
-        return VEGA_TLS_ERR_CERT_UNTRUSTED;
+        return VEGA_ERR_TLS_CERT_UNTRUSTED;
     default:
-        return VEGA_TLS_ERR_CERT;
+        return VEGA_ERR_TLS_CERT;
     }
 }
 
@@ -253,7 +253,7 @@ int vega__tls_fail(struct vega_tls *t, int ssl_err)
     t->err.alert_received = false;
     t->err.verify_result = t->verify_err;
     if (t->tx_bypass_err) {
-        return vega__tls_set_error(t, VEGA_TLS_ERR_PROTOCOL,
+        return vega__tls_set_error(t, VEGA_ERR_TLS_PROTOCOL,
                                    "TLS: the peer asked for a KeyUpdate or renegotiation while "
                                    "the kernel holds the keys (kTLS): not supported");
     }
@@ -263,7 +263,7 @@ int vega__tls_fail(struct vega_tls *t, int ssl_err)
     }
     if (t->alert_recv >= 0) {
         set_alert(t, t->alert_recv, true);
-        int code = t->alert_recv == 116 ? VEGA_TLS_ERR_NO_CERT : VEGA_TLS_ERR_ALERT;
+        int code = t->alert_recv == 116 ? VEGA_ERR_TLS_NO_CERT : VEGA_ERR_TLS_ALERT;
         return vega__tls_set_error(t, code, "%s: the peer sent alert %s (%d)%s", stage,
                                    vega__tls_alert_name(t->alert_recv), t->alert_recv,
                                    alert_hint(t->alert_recv));
@@ -271,22 +271,22 @@ int vega__tls_fail(struct vega_tls *t, int ssl_err)
     if (reason == SSL_R_UNEXPECTED_EOF_WHILE_READING ||
         (t->in_eof && (ssl_err == SSL_ERROR_SYSCALL || !first))) {
         if (done)
-            return vega__tls_set_error(t, VEGA_TLS_ERR_TRUNCATED,
+            return vega__tls_set_error(t, VEGA_ERR_TLS_TRUNCATED,
                                        "TLS stream truncated: the peer closed the connection "
                                        "without close_notify");
-        return vega__tls_set_error(t, VEGA_TLS_ERR_HANDSHAKE,
+        return vega__tls_set_error(t, VEGA_ERR_TLS_HANDSHAKE,
                                    "TLS handshake failed: the peer closed the connection");
     }
     if (reason == SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE) {
         if (t->alert_sent >= 0)
             set_alert(t, t->alert_sent, false);
-        return vega__tls_set_error(t, VEGA_TLS_ERR_NO_CERT,
+        return vega__tls_set_error(t, VEGA_ERR_TLS_NO_CERT,
                                    "TLS handshake failed: the client sent no certificate, and "
                                    "one is required");
     }
     if (ssl_err == SSL_ERROR_SYSCALL && !first)
         return vega__tls_set_error(t, -ENOMEM, "%s: out of memory", stage);
-    int code = done ? VEGA_TLS_ERR_PROTOCOL : VEGA_TLS_ERR_HANDSHAKE;
+    int code = done ? VEGA_ERR_TLS_PROTOCOL : VEGA_ERR_TLS_HANDSHAKE;
     if (reason == SSL_R_NO_APPLICATION_PROTOCOL)
         return vega__tls_set_error(t, code,
                                    "%s: no ALPN protocol in common with the client (sent alert "

@@ -439,7 +439,7 @@ static int recv_record(struct vega_tls *t, size_t *n, vega_deadline dl)
             continue;
         }
         if (e == EBADMSG || e == EMSGSIZE || e == EINVAL || e == EIO)
-            return rx_fail(t, VEGA_TLS_ERR_PROTOCOL, "kernel TLS: bad record from the peer (%s)",
+            return rx_fail(t, VEGA_ERR_TLS_PROTOCOL, "kernel TLS: bad record from the peer (%s)",
                            strerror(e));
         return -e;
     }
@@ -471,7 +471,7 @@ vega_ssize vega__tls_ktls_read(struct vega_tls *t, void *buf, size_t len, vega_d
         if (type < 0)
             return type;
         if (type == 0) /* the socket ended without close_notify */
-            return rx_fail(t, VEGA_TLS_ERR_TRUNCATED,
+            return rx_fail(t, VEGA_ERR_TLS_TRUNCATED,
                            "TLS stream truncated: the peer closed the connection without "
                            "close_notify%s",
                            "");
@@ -493,18 +493,18 @@ vega_ssize vega__tls_ktls_read(struct vega_tls *t, void *buf, size_t len, vega_d
             t->err.alert = t->in[1];
             t->err.alert_received = true;
             pthread_mutex_unlock(&t->mu);
-            return rx_fail(t, VEGA_TLS_ERR_ALERT, "TLS: the peer sent alert %s",
+            return rx_fail(t, VEGA_ERR_TLS_ALERT, "TLS: the peer sent alert %s",
                            vega__tls_alert_name(t->in[1]));
         }
         if (type == CT_HANDSHAKE && SSL_version(t->ssl) == TLS1_3_VERSION && n >= 1 &&
             t->in[0] == 4)
             continue; /* NewSessionTicket: the kernel cannot hand it to OpenSSL; skipped */
         if (type == CT_HANDSHAKE && n >= 1 && t->in[0] == 24)
-            return rx_fail(t, VEGA_TLS_ERR_PROTOCOL,
+            return rx_fail(t, VEGA_ERR_TLS_PROTOCOL,
                            "TLS: the peer sent a KeyUpdate, which kernel TLS RX cannot "
                            "follow%s",
                            "");
-        return rx_fail(t, VEGA_TLS_ERR_PROTOCOL,
+        return rx_fail(t, VEGA_ERR_TLS_PROTOCOL,
                        "TLS: unexpected record from the peer under kernel TLS%s", "");
     }
 }

@@ -514,7 +514,7 @@ static vega_ssize tls_write(void *user, const void *buf, size_t len, size_t *wri
         if (!ret) {
             int e = SSL_get_error(t->ssl, 0);
             r = e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE
-                    ? vega__tls_set_error(t, VEGA_TLS_ERR_PROTOCOL,
+                    ? vega__tls_set_error(t, VEGA_ERR_TLS_PROTOCOL,
                                           "write: OpenSSL wants to read (renegotiation?)")
                     : vega__tls_fail(t, e);
             t->werr = r;
@@ -681,7 +681,7 @@ static int setup_client(struct vega_tls *t, const vega_tls_opts *o)
     SSL *ssl = t->ssl;
     SSL_set_connect_state(ssl);
     if (cfg->cert && !vega__tls_cert_use(ssl, cfg->cert))
-        return VEGA_TLS_ERR_CONFIG;
+        return VEGA_ERR_TLS_CONFIG;
     bool ip = false;
     if (o->server_name) {
         if (!(t->server_name = strip_brackets(o->server_name)))
@@ -728,9 +728,9 @@ static int setup_server(struct vega_tls *t)
     SSL *ssl = t->ssl;
     SSL_set_accept_state(ssl);
     if (!cfg->cert && !cfg->nsni && !cfg->sni_fn)
-        return VEGA_TLS_ERR_CONFIG;
+        return VEGA_ERR_TLS_CONFIG;
     if (cfg->cert && !vega__tls_cert_use(ssl, cfg->cert))
-        return VEGA_TLS_ERR_CONFIG;
+        return VEGA_ERR_TLS_CONFIG;
     int mode = SSL_VERIFY_NONE;
     if (cfg->verify == VEGA_TLS_VERIFY_PEER)
         mode = SSL_VERIFY_PEER;

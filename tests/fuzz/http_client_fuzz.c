@@ -476,8 +476,8 @@ static void *input_main(void *arg)
  * system CA store every time). */
 static vega_rt *setup(vega_tls_config **tls)
 {
-    vega_rt_options ro;
-    vega_rt_options_init(&ro);
+    vega_rt_opts ro;
+    vega_rt_opts_init(&ro);
     ro.flavor = VEGA_RT_CURRENT_THREAD;
     ro.paused_clock = true;
     ro.stack_guard = true;

@@ -869,8 +869,8 @@ static vega_rt *setup(void)
         abort();
     serve_o.log_fd =
         open("/dev/null", O_WRONLY | O_CLOEXEC); /* the log is formatted, then dropped */
-    vega_rt_options ro;
-    vega_rt_options_init(&ro);
+    vega_rt_opts ro;
+    vega_rt_opts_init(&ro);
     ro.flavor = VEGA_RT_CURRENT_THREAD;
     ro.paused_clock = true;
     ro.stack_guard = true;

@@ -99,7 +99,7 @@ static void datagram(const uint8_t *d, size_t len, size_t short_dcid)
             try_initial(h, d + off);
         if (h->type == VEGA_QUIC_PKT_RETRY) {
             int rc = vega_quic_retry_verify(h, d + off, h->dcid, h->dcid_len);
-            if (rc != 0 && rc != VEGA_ERR_CRYPTO_AUTH && rc != VEGA_ERR_INVALID_ARG)
+            if (rc != 0 && rc != VEGA_ERR_CRYPTO_AUTH && rc != -EINVAL)
                 abort();
         }
         for (size_t v = 0; h->type == VEGA_QUIC_PKT_VN && v < h->nversions; v++)

@@ -30,7 +30,7 @@ static void fz_init(void)
         abort();
 }
 
-static void fz_config(vega_quic_tls_config *c, bool server)
+static void fz_config(vega_quic_tls_opts *c, bool server)
 {
     memset(c, 0, sizeof(*c));
     c->alpn[0] = "h3";
@@ -89,7 +89,7 @@ static int fz_rand(void *ud, void *buf, size_t len)
 
 static const uint8_t fz_tp[] = {0x0f, 0x04, 1, 2, 3, 4}; /* initial_source_connection_id */
 
-static struct vega__qtls *fz_new(bool server, vega_quic_tls_config *cfg, uint64_t *rng)
+static struct vega__qtls *fz_new(bool server, vega_quic_tls_opts *cfg, uint64_t *rng)
 {
     fz_init();
     fz_config(cfg, server);
@@ -106,7 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1)
         return 0;
     bool server = data[0] & 1;
-    vega_quic_tls_config cfg;
+    vega_quic_tls_opts cfg;
     uint64_t rng;
     struct vega__qtls *t = fz_new(server, &cfg, &rng);
     uint64_t wire = 0;

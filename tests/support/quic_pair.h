@@ -56,7 +56,7 @@ struct qp_side {
 };
 
 struct qp {
-    vega_quic_config ccfg, scfg;
+    vega_quic_opts ccfg, scfg;
     vega_crypto_cert_chain *chain;
     vega_crypto_key *key;
     vega_crypto_cert_store *ca;
@@ -126,9 +126,9 @@ QP_FN int qp_init_with(struct qp *q, vega_crypto_cert_chain *chain, vega_crypto_
     q->side[0].rng = seed * 2 + 1;
     q->side[1].rng = seed * 2 + 2;
     uint64_t wall = (uint64_t)time(NULL) * 1000;
-    vega_quic_config *c = &q->ccfg, *s = &q->scfg;
-    vega_quic_config_init(c);
-    vega_quic_config_init(s);
+    vega_quic_opts *c = &q->ccfg, *s = &q->scfg;
+    vega_quic_opts_init(c);
+    vega_quic_opts_init(s);
     c->wall_ms = s->wall_ms = wall;
     c->rand = s->rand = qp_rand;
     c->rand_ud = &q->side[0].rng;

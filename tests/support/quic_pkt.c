@@ -13,7 +13,7 @@ vega_ssize qpkt_build_raw(const struct qpkt *p, const uint8_t *payload, size_t l
 {
     size_t pn_len = p->pn_len ? p->pn_len : 4;
     if (pn_len > 4)
-        return VEGA_ERR_INVALID_ARG;
+        return -EINVAL;
     size_t plen = len > p->min_payload ? len : p->min_payload;
     if (plen + pn_len < 4)
         plen = 4 - pn_len; /* header protection samples 4 bytes past the packet number */

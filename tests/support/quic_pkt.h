@@ -39,7 +39,7 @@ struct qpkt {
  * Encodes frames[0..n) in order (vega_quic_frame_encode) as the payload, pads it, writes the
  * header and protects the packet into out. A STREAM or DATAGRAM frame without a length must be
  * the last one (as on the wire). Returns the packet length; VEGA_ERR_NOBUF (out or the payload
- * limit too small); VEGA_ERR_INVALID_ARG (a frame the encoder refuses, a bad header).
+ * limit too small); -EINVAL (a frame the encoder refuses, a bad header).
  */
 vega_ssize qpkt_build(const struct qpkt *p, const vega_quic_frame *frames, size_t n, uint8_t *out,
                       size_t cap);

@@ -93,7 +93,7 @@ VEGA_API size_t vega_crypto_hash_len(vega_crypto_hash_alg alg);
 /*
  * One-shot digest of len bytes at in. in: borrowed; out: borrowed, receives
  * vega_crypto_hash_len(alg) bytes.
- * Returns 0; VEGA_ERR_INVALID_ARG (unknown alg); VEGA_ERR_CRYPTO_LIBCRYPTO.
+ * Returns 0; -EINVAL (unknown alg); VEGA_ERR_CRYPTO_LIBCRYPTO.
  * Context: any thread. Since 0.1.
  */
 VEGA_API int vega_crypto_hash_digest(vega_crypto_hash_alg alg, const void *in, size_t len,
@@ -105,7 +105,7 @@ typedef struct vega_crypto_hash vega_crypto_hash;
 /*
  * Creates an incremental hash context. out: receives the context, owned by the caller
  * (vega_crypto_hash_free).
- * Returns 0; VEGA_ERR_INVALID_ARG (unknown alg); -ENOMEM; VEGA_ERR_CRYPTO_LIBCRYPTO.
+ * Returns 0; -EINVAL (unknown alg); -ENOMEM; VEGA_ERR_CRYPTO_LIBCRYPTO.
  * Context: any thread. Since 0.1.
  */
 VEGA_API int vega_crypto_hash_new(vega_crypto_hash **out, vega_crypto_hash_alg alg);
@@ -137,7 +137,7 @@ VEGA_API void vega_crypto_hash_free(vega_crypto_hash *h);
 /*
  * One-shot HMAC (RFC 2104) of in under key. key (may be empty), in: borrowed; out: borrowed,
  * receives vega_crypto_hash_len(alg) bytes.
- * Returns 0; VEGA_ERR_INVALID_ARG (unknown alg); VEGA_ERR_CRYPTO_LIBCRYPTO.
+ * Returns 0; -EINVAL (unknown alg); VEGA_ERR_CRYPTO_LIBCRYPTO.
  * Context: any thread. Since 0.1.
  */
 VEGA_API int vega_crypto_hmac_digest(vega_crypto_hash_alg alg, const void *key, size_t key_len,
@@ -149,7 +149,7 @@ VEGA_API int vega_crypto_hmac_digest(vega_crypto_hash_alg alg, const void *key, 
  * HKDF-Extract (RFC 5869 §2.2): prk = HMAC-Hash(salt, ikm). An empty salt means HashLen zero
  * bytes. salt, ikm: borrowed (either may be empty); prk: borrowed, receives
  * vega_crypto_hash_len(alg) bytes.
- * Returns 0; VEGA_ERR_INVALID_ARG (unknown alg); VEGA_ERR_CRYPTO_LIBCRYPTO.
+ * Returns 0; -EINVAL (unknown alg); VEGA_ERR_CRYPTO_LIBCRYPTO.
  * Context: any thread. Since 0.1.
  */
 VEGA_API int vega_crypto_hkdf_extract(vega_crypto_hash_alg alg, const uint8_t *salt,
@@ -159,7 +159,7 @@ VEGA_API int vega_crypto_hkdf_extract(vega_crypto_hash_alg alg, const uint8_t *s
 /*
  * HKDF-Expand (RFC 5869 §2.3): out_len bytes of output keying material. prk (at least
  * HashLen bytes), info (may be empty): borrowed; out: borrowed, must not overlap prk.
- * Returns 0; VEGA_ERR_INVALID_ARG (unknown alg, prk shorter than HashLen, out_len 0 or above
+ * Returns 0; -EINVAL (unknown alg, prk shorter than HashLen, out_len 0 or above
  * 255 * HashLen); VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any thread. Since 0.1.
  */
 VEGA_API int vega_crypto_hkdf_expand(vega_crypto_hash_alg alg, const uint8_t *prk, size_t prk_len,
@@ -174,7 +174,7 @@ VEGA_API int vega_crypto_hkdf_expand(vega_crypto_hash_alg alg, const uint8_t *pr
  * "c hs traffic"), 1 to 249 bytes. secret, context (may be empty): borrowed; out: borrowed,
  * must not overlap secret. Derive-Secret(S, L, M) is this with context = Transcript-Hash(M)
  * and out_len = HashLen.
- * Returns 0; VEGA_ERR_INVALID_ARG (unknown alg, empty label, label or context too long,
+ * Returns 0; -EINVAL (unknown alg, empty label, label or context too long,
  * out_len 0 or above 255 * HashLen, secret shorter than HashLen); VEGA_ERR_CRYPTO_LIBCRYPTO.
  * Context: any thread. Since 0.1.
  */
@@ -186,7 +186,7 @@ VEGA_API int vega_crypto_hkdf_expand_label(vega_crypto_hash_alg alg, const uint8
 /*
  * PBKDF2 with HMAC-alg (RFC 8018 §5.2). pass, salt: borrowed (either may be empty); out:
  * borrowed, out_len bytes.
- * Returns 0; VEGA_ERR_INVALID_ARG (unknown alg, iterations 0, out_len 0, a length above
+ * Returns 0; -EINVAL (unknown alg, iterations 0, out_len 0, a length above
  * INT_MAX); VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any thread; CPU-bound for large iteration
  * counts (run it on a blocking thread). Since 0.1.
  */
@@ -217,7 +217,7 @@ typedef struct vega_crypto_aead vega_crypto_aead;
  * Creates an AEAD context keyed with key. key: borrowed (copied into libcrypto's key
  * schedule; wipe yours when done). out: receives the context, owned by the caller
  * (vega_crypto_aead_free, which wipes the key schedule).
- * Returns 0; VEGA_ERR_INVALID_ARG (unknown alg, key_len not vega_crypto_aead_key_len(alg));
+ * Returns 0; -EINVAL (unknown alg, key_len not vega_crypto_aead_key_len(alg));
  * -ENOMEM; VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any thread. Since 0.1.
  */
 VEGA_API int vega_crypto_aead_new(vega_crypto_aead **out, vega_crypto_aead_alg alg,
@@ -229,7 +229,7 @@ VEGA_API int vega_crypto_aead_new(vega_crypto_aead **out, vega_crypto_aead_alg a
  * never reused with the same key (see vega_crypto_aead_nonce); aad (may be empty): borrowed,
  * must not overlap buf; buf: borrowed.
  * Returns len + VEGA_CRYPTO_AEAD_TAG_LEN; VEGA_ERR_NOBUF (cap too small, buf untouched);
- * VEGA_ERR_INVALID_ARG (len or aad_len above INT_MAX - 16); VEGA_ERR_CRYPTO_LIBCRYPTO.
+ * -EINVAL (len or aad_len above INT_MAX - 16); VEGA_ERR_CRYPTO_LIBCRYPTO.
  * Context: one thread at a time per a. Since 0.1.
  */
 VEGA_API vega_ssize vega_crypto_aead_seal(vega_crypto_aead *a, const uint8_t *nonce,
@@ -242,7 +242,7 @@ VEGA_API vega_ssize vega_crypto_aead_seal(vega_crypto_aead *a, const uint8_t *no
  * Returns the plaintext length (len - 16), the plaintext at the start of buf;
  * VEGA_ERR_CRYPTO_AUTH (len below 16, or the tag does not verify: the packet is forged or
  * damaged; the first len - 16 bytes of buf are then zeroed, never left holding unauthenticated
- * plaintext); VEGA_ERR_INVALID_ARG (a length above INT_MAX - 16); VEGA_ERR_CRYPTO_LIBCRYPTO.
+ * plaintext); -EINVAL (a length above INT_MAX - 16); VEGA_ERR_CRYPTO_LIBCRYPTO.
  * Context: one thread at a time per a. Since 0.1.
  */
 VEGA_API vega_ssize vega_crypto_aead_open(vega_crypto_aead *a, const uint8_t *nonce,
@@ -273,7 +273,7 @@ typedef struct vega_crypto_hp vega_crypto_hp;
  * Creates a header protection context. key: borrowed (the "quic hp" key,
  * vega_crypto_aead_key_len(alg) bytes). out: receives the context, owned by the caller
  * (vega_crypto_hp_free).
- * Returns 0; VEGA_ERR_INVALID_ARG (unknown alg, wrong key_len); -ENOMEM;
+ * Returns 0; -EINVAL (unknown alg, wrong key_len); -ENOMEM;
  * VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any thread. Since 0.1.
  */
 VEGA_API int vega_crypto_hp_new(vega_crypto_hp **out, vega_crypto_aead_alg alg, const uint8_t *key,
@@ -309,7 +309,7 @@ typedef struct vega_crypto_kex vega_crypto_kex;
 /*
  * Generates a fresh key pair for g. out: receives it, owned by the caller
  * (vega_crypto_kex_free).
- * Returns 0; VEGA_ERR_INVALID_ARG (unknown group); -ENOMEM; VEGA_ERR_CRYPTO_LIBCRYPTO.
+ * Returns 0; -EINVAL (unknown group); -ENOMEM; VEGA_ERR_CRYPTO_LIBCRYPTO.
  * Context: any thread. Since 0.1.
  */
 VEGA_API int vega_crypto_kex_new(vega_crypto_kex **out, vega_crypto_group g);
@@ -318,7 +318,7 @@ VEGA_API int vega_crypto_kex_new(vega_crypto_kex **out, vega_crypto_group g);
  * Builds the key pair from a known private key, for test vectors and deterministic tests: 32
  * bytes, the X25519 scalar (RFC 7748 §5, clamped internally) or the big-endian P-256 scalar
  * (0 < d < n). priv: borrowed. out: as for vega_crypto_kex_new.
- * Returns 0; VEGA_ERR_INVALID_ARG (unknown group, priv_len not 32); VEGA_ERR_CRYPTO_BAD_KEY
+ * Returns 0; -EINVAL (unknown group, priv_len not 32); VEGA_ERR_CRYPTO_BAD_KEY
  * (P-256 scalar out of range); -ENOMEM; VEGA_ERR_CRYPTO_LIBCRYPTO.
  * Context: any thread. Since 0.1.
  */
@@ -450,7 +450,7 @@ VEGA_API void vega_crypto_key_free(vega_crypto_key *k);
  * "TLS 1.3, client CertificateVerify", a 0 byte, then the transcript hash. th: borrowed, at
  * most VEGA_CRYPTO_HASH_MAX_LEN bytes; out: borrowed.
  * Returns the length (98 + th_len); VEGA_ERR_NOBUF (cap too small);
- * VEGA_ERR_INVALID_ARG (th_len 0 or above 64). Context: any thread. Since 0.1.
+ * -EINVAL (th_len 0 or above 64). Context: any thread. Since 0.1.
  */
 VEGA_API vega_ssize vega_crypto_tls13_cv_content(bool is_server, const uint8_t *th, size_t th_len,
                                                  uint8_t *out, size_t cap);
@@ -492,7 +492,7 @@ VEGA_API size_t vega_crypto_cert_chain_count(const vega_crypto_cert_chain *c);
 /*
  * The DER bytes of certificate i (0 = leaf), e.g. to send it. der, len: receive a pointer
  * borrowed until c is freed, and its length.
- * Returns 0 or VEGA_ERR_INVALID_ARG (i out of range). Context: any thread. Since 0.1.
+ * Returns 0 or -EINVAL (i out of range). Context: any thread. Since 0.1.
  */
 VEGA_API int vega_crypto_cert_chain_get_der(const vega_crypto_cert_chain *c, size_t i,
                                             const uint8_t **der, size_t *len);
@@ -500,7 +500,7 @@ VEGA_API int vega_crypto_cert_chain_get_der(const vega_crypto_cert_chain *c, siz
 /*
  * The public key of certificate i (0 = leaf), to verify a CertificateVerify with. out:
  * receives a key owned by the caller (vega_crypto_key_free).
- * Returns 0; VEGA_ERR_INVALID_ARG (i out of range); VEGA_ERR_CRYPTO_UNSUPPORTED (key type);
+ * Returns 0; -EINVAL (i out of range); VEGA_ERR_CRYPTO_UNSUPPORTED (key type);
  * VEGA_ERR_CRYPTO_BAD_KEY; -ENOMEM. Context: any thread. Since 0.1.
  */
 VEGA_API int vega_crypto_cert_chain_get_key(const vega_crypto_cert_chain *c, size_t i,
@@ -566,7 +566,7 @@ typedef struct vega_crypto_cert_verify_result {
  * Returns 0 (trusted); VEGA_ERR_CRYPTO_CERT_EXPIRED; VEGA_ERR_CRYPTO_CERT_NOT_YET_VALID;
  * VEGA_ERR_CRYPTO_CERT_UNKNOWN_CA (no path to a trust anchor, self-signed leaf);
  * VEGA_ERR_CRYPTO_CERT_NAME_MISMATCH; VEGA_ERR_CRYPTO_CERT_BAD_SIGNATURE;
- * VEGA_ERR_CRYPTO_CERT_INVALID (any other X509_V_ERR_*; see res); VEGA_ERR_INVALID_ARG
+ * VEGA_ERR_CRYPTO_CERT_INVALID (any other X509_V_ERR_*; see res); -EINVAL
  * (empty chain, empty host); -ENOMEM; VEGA_ERR_CRYPTO_LIBCRYPTO.
  * Context: any thread; c and s may be shared by concurrent verifications; with the system
  * store, may read certificate files. Since 0.1.

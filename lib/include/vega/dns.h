@@ -25,7 +25,7 @@ typedef struct vega_dns_resolver vega_dns_resolver;
 /* Most nameservers a resolver uses. */
 #define VEGA_DNS_MAX_NAMESERVERS 8
 
-typedef struct vega_dns_options {
+typedef struct vega_dns_opts {
     /* Servers to ask, in order, instead of resolv.conf's (borrowed during vega_dns_resolver_new;
      * copied). A port of 0 means 53. At most VEGA_DNS_MAX_NAMESERVERS. */
     const vega_addr *nameservers;
@@ -47,10 +47,13 @@ typedef struct vega_dns_options {
     uint32_t max_negative_ttl_s; /* cap for NXDOMAIN/NODATA answers; 0 = 300 */
     bool tcp_only;           /* every query over TCP (resolv.conf's "options use-vc") */
     bool no_edns;            /* plain 512-byte RFC 1035 queries, no OPT record */
-} vega_dns_options;
+} vega_dns_opts;
 
 /* Fills o with defaults: everything from the system files (ndots = -1). Since 0.1. */
-VEGA_API void vega_dns_options_init(vega_dns_options *o);
+VEGA_API void vega_dns_opts_init(vega_dns_opts *o);
+/* Deprecated (0.1), until 1.0: the names before the API rules (docs/ARCHITECTURE.md). */
+typedef vega_dns_opts vega_dns_options;
+#define vega_dns_options_init vega_dns_opts_init
 
 /*
  * Creates a resolver. Reads resolv.conf (nameserver lines, IPv4 and IPv6, the first three;
@@ -62,7 +65,7 @@ VEGA_API void vega_dns_options_init(vega_dns_options *o);
  * domain), -ENOMEM, -EFBIG (a file over 64 MiB), -errno from reading a file that exists.
  * Context: any thread; call it at setup (it blocks on file reads). Since 0.1.
  */
-VEGA_API int vega_dns_resolver_new(vega_dns_resolver **out, const vega_dns_options *opts);
+VEGA_API int vega_dns_resolver_new(vega_dns_resolver **out, const vega_dns_opts *opts);
 
 /* Frees r (NULL is a no-op). No lookup may be running on it. Since 0.1. */
 VEGA_API void vega_dns_resolver_free(vega_dns_resolver *r);
@@ -96,15 +99,18 @@ VEGA_API int vega_dns_lookup(vega_dns_resolver *r, const char *name, int family,
 
 /* ---- Happy Eyeballs v2 (RFC 8305) ----------------------------------------------------------- */
 
-typedef struct vega_tcp_connect_options {
+typedef struct vega_tcp_connect_opts {
     int family;                   /* AF_UNSPEC (both), AF_INET or AF_INET6 */
     unsigned attempt_delay_ms;    /* §5 Connection Attempt Delay; 0 = 250; at least 10 */
     unsigned resolution_delay_ms; /* §3 Resolution Delay after A before AAAA; 0 = 50 */
     size_t max_per_family;        /* addresses tried per family; 0 = 8; at most 32 */
-} vega_tcp_connect_options;
+} vega_tcp_connect_opts;
 
 /* Fills o with the RFC's recommended values. Since 0.1. */
-VEGA_API void vega_tcp_connect_options_init(vega_tcp_connect_options *o);
+VEGA_API void vega_tcp_connect_opts_init(vega_tcp_connect_opts *o);
+/* Deprecated (0.1), until 1.0. */
+typedef vega_tcp_connect_opts vega_tcp_connect_options;
+#define vega_tcp_connect_options_init vega_tcp_connect_opts_init
 
 /*
  * Connects to host:port with Happy Eyeballs v2. AAAA and A are looked up in parallel (two
@@ -124,7 +130,7 @@ VEGA_API void vega_tcp_connect_options_init(vega_tcp_connect_options *o);
  * Context: inside a task. Since 0.1.
  */
 VEGA_API int vega_tcp_connect_host(vega_sock **out, vega_dns_resolver *r, const char *host,
-                                   uint16_t port, const vega_tcp_connect_options *opts,
+                                   uint16_t port, const vega_tcp_connect_opts *opts,
                                    vega_deadline dl);
 
 #ifdef __cplusplus

@@ -18,13 +18,21 @@ extern "C" {
 
 /* HTTP codes (-10500..-10599; vega_strerror knows them). */
 enum {
-    VEGA_HTTP_ERR_BASE = -10500,
-    VEGA_HTTP_ERR_URL = -10501,            /* malformed URL */
-    VEGA_HTTP_ERR_SCHEME = -10502,         /* URL scheme not supported (not http/https) */
-    VEGA_HTTP_ERR_EMPTY_REPLY = -10503,    /* the server closed without sending a response */
-    VEGA_HTTP_ERR_BODY_TOO_LARGE = -10504, /* a body exceeded its configured limit */
-    VEGA_HTTP_ERR_LAST = -10505,
+    VEGA_ERR_HTTP_BASE = -10500,
+    VEGA_ERR_HTTP_URL = -10501,            /* malformed URL */
+    VEGA_ERR_HTTP_SCHEME = -10502,         /* URL scheme not supported (not http/https) */
+    VEGA_ERR_HTTP_EMPTY_REPLY = -10503,    /* the server closed without sending a response */
+    VEGA_ERR_HTTP_BODY_TOO_LARGE = -10504, /* a body exceeded its configured limit */
+    VEGA_ERR_HTTP_LAST = -10505,
 };
+
+/* Deprecated (0.1) spellings of the codes above, until 1.0. */
+#define VEGA_HTTP_ERR_BASE VEGA_ERR_HTTP_BASE
+#define VEGA_HTTP_ERR_URL VEGA_ERR_HTTP_URL
+#define VEGA_HTTP_ERR_SCHEME VEGA_ERR_HTTP_SCHEME
+#define VEGA_HTTP_ERR_EMPTY_REPLY VEGA_ERR_HTTP_EMPTY_REPLY
+#define VEGA_HTTP_ERR_BODY_TOO_LARGE VEGA_ERR_HTTP_BODY_TOO_LARGE
+#define VEGA_HTTP_ERR_LAST VEGA_ERR_HTTP_LAST
 
 /* Plain data: a span into caller-owned text. ptr == NULL means "absent", which differs from
  * present-but-empty (ptr != NULL, len == 0), e.g. "http://a/?" has an empty query. */
@@ -220,7 +228,7 @@ VEGA_API size_t vega_http_fields_remove(vega_http_fields *f, const char *name, s
 /*
  * Formats t (seconds since the Unix epoch, UTC) as an IMF-fixdate with a terminating NUL.
  * out: borrowed, needs VEGA_HTTP_DATE_LEN + 1 bytes.
- * Returns VEGA_HTTP_DATE_LEN; VEGA_ERR_NOBUF (cap too small); VEGA_ERR_INVALID_ARG (t before
+ * Returns VEGA_HTTP_DATE_LEN; VEGA_ERR_NOBUF (cap too small); -EINVAL (t before
  * year 1 or after year 9999).
  * Context: any thread. Since 0.1.
  */

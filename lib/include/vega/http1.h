@@ -124,7 +124,7 @@ typedef struct vega_http1_parser {
 /* Prepares p to parse a stream of requests or responses.
  * p: borrows (caller storage); lim: borrows, copied, NULL = all defaults; cb: retains until p
  * is no longer used; user_data: passed to callbacks.
- * Returns 0, or VEGA_ERR_INVALID_ARG for a bad kind, NULL p/cb, or a line limit above
+ * Returns 0, or -EINVAL for a bad kind, NULL p/cb, or a line limit above
  * VEGA_HTTP1_LINE_BUF.
  * Context: any thread, no suspension. Since 0.1. */
 VEGA_API int vega_http1_parser_init(vega_http1_parser *p, vega_http1_kind kind,
@@ -176,7 +176,7 @@ typedef struct vega_http1_field {
  * Names must be tokens; values field-vchar / SP / HTAB without leading or trailing whitespace
  * (so no CR/LF injection); target visible ASCII.
  * Returns bytes written; VEGA_ERR_NOBUF when cap is too small (nothing usable written);
- * VEGA_ERR_INVALID_ARG for anything invalid. Context: any. Since 0.1. */
+ * -EINVAL for anything invalid. Context: any. Since 0.1. */
 VEGA_API vega_ssize vega_http1_write_request_head(uint8_t *out, size_t cap, const char *method,
                                                   const char *target, int version,
                                                   const vega_http1_field *fields, size_t n);
@@ -189,7 +189,7 @@ VEGA_API vega_ssize vega_http1_write_response_head(uint8_t *out, size_t cap, int
 
 /* Writes a chunk header "HEX CRLF" for size > 0 bytes of data; after the data the caller
  * writes CRLF (vega_http1_write_chunk_end). Returns bytes written; VEGA_ERR_NOBUF;
- * VEGA_ERR_INVALID_ARG for size 0 (use write_last_chunk). Since 0.1. */
+ * -EINVAL for size 0 (use write_last_chunk). Since 0.1. */
 VEGA_API vega_ssize vega_http1_write_chunk_header(uint8_t *out, size_t cap, uint64_t size);
 
 /* Writes the CRLF that ends chunk data. Returns 2 or VEGA_ERR_NOBUF. Since 0.1. */

@@ -124,10 +124,10 @@ VEGA_API void vega_http_client_request_init(vega_http_client_request *r);
  * Sends a request and waits for the response head (1xx responses are skipped; they reach the
  * trace hook). req: borrowed for the call (a body_fn is called inside it). out: receives the
  * response, whose body is read with vega_http_client_response_read.
- * Returns 0 (any status, 4xx and 5xx included); VEGA_HTTP_ERR_URL (malformed URL);
- * VEGA_HTTP_ERR_SCHEME (not http/https); -ENOENT or a DNS code (host not found);
+ * Returns 0 (any status, 4xx and 5xx included); VEGA_ERR_HTTP_URL (malformed URL);
+ * VEGA_ERR_HTTP_SCHEME (not http/https); -ENOENT or a DNS code (host not found);
  * -ECONNREFUSED and other connect codes; -ETIMEDOUT (connect timeout or deadline); a TLS
- * code (vega/tls.h); VEGA_HTTP_ERR_EMPTY_REPLY (the server closed without a response);
+ * code (vega/tls.h); VEGA_ERR_HTTP_EMPTY_REPLY (the server closed without a response);
  * VEGA_ERR_PROTO (malformed response); with a connect hook, the hook's codes, and
  * VEGA_ERR_CALLBACK when it returned 0 without a stream (or a positive value).
  * Context: inside a task. Since 0.1.
@@ -140,7 +140,7 @@ VEGA_API int vega_http_client_send(vega_http_client *c, const vega_http_client_r
  * `deadline` bounds the whole exchange: once it has passed, every read returns -ETIMEDOUT,
  * even when body bytes are already buffered. A wait ends at the earlier of the two.
  * Returns bytes (> 0), 0 at the end, or a negative code: -ETIMEDOUT (either deadline;
- * nothing consumed), -ECANCELED, VEGA_ERR_PROTO, a compress code, VEGA_HTTP_ERR_BODY_TOO_LARGE
+ * nothing consumed), -ECANCELED, VEGA_ERR_PROTO, a compress code, VEGA_ERR_HTTP_BODY_TOO_LARGE
  * (max_body). Context: inside a task. Since 0.1. */
 VEGA_API vega_ssize vega_http_client_response_read(vega_http_client_response *r, void *buf,
                                                    size_t len, vega_deadline dl);
@@ -177,7 +177,7 @@ VEGA_API const vega_http_client_info *vega_http_client_response_info(
  * Location, resolves it against url into out (NUL-terminated) and says whether the method
  * becomes GET without a body (303 for anything but HEAD; 301/302 for POST, as browsers and curl
  * do). url: the URL r answered (borrowed).
- * Returns the length of out; -ENOENT (not a redirect, or no Location); VEGA_HTTP_ERR_URL (a
+ * Returns the length of out; -ENOENT (not a redirect, or no Location); VEGA_ERR_HTTP_URL (a
  * Location that does not resolve); VEGA_ERR_NOBUF. Since 0.1.
  */
 VEGA_API vega_ssize vega_http_client_redirect(const vega_http_client_response *r, const char *url,

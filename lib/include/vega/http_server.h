@@ -104,7 +104,7 @@ VEGA_API void vega_http_server_opts_init(vega_http_server_opts *o);
 
 /*
  * Creates a server. opts: borrowed (copied); server_header is copied; tls is retained.
- * Returns 0; -ENOMEM; VEGA_ERR_INVALID_ARG (no handler, a bad limit).
+ * Returns 0; -ENOMEM; -EINVAL (no handler, a bad limit).
  * Context: any thread; never suspends. Since 0.1.
  */
 VEGA_API int vega_http_server_new(vega_http_server **out, const vega_http_server_opts *opts);
@@ -121,7 +121,7 @@ VEGA_API int vega_http_server_listen(vega_http_server *srv, const vega_addr *add
 /*
  * Serves every listener until vega_http_server_shutdown: an accept task per listener, a task
  * per active connection; idle keep-alive connections are parked (no task, no read buffer).
- * Returns 0 once shut down and every connection is closed; VEGA_ERR_INVALID_ARG (no listener);
+ * Returns 0 once shut down and every connection is closed; -EINVAL (no listener);
  * -EBUSY (already running). Context: inside a task. Since 0.1.
  */
 VEGA_API int vega_http_server_run(vega_http_server *srv);
@@ -186,14 +186,14 @@ VEGA_API vega_ssize vega_http_request_read(vega_http_exchange *x, void *buf, siz
  * back to share a packet with the first body bytes; a 1xx status (other than 101, refused)
  * is sent at once and the response stays open for the final status.
  * fields: borrowed for the call.
- * Returns 0; VEGA_ERR_INVALID_ARG (bad status, a framing field, an invalid name or value);
+ * Returns 0; -EINVAL (bad status, a framing field, an invalid name or value);
  * VEGA_ERR_CLOSED (a final response already started); VEGA_ERR_NOBUF (head too large).
  * Context: the handler's task. Since 0.1.
  */
 VEGA_API int vega_http_response_start(vega_http_exchange *x, int status,
                                       const vega_http_field *fields, size_t n, uint64_t length);
 
-/* Writes body bytes (all or error). More than the announced length is VEGA_ERR_INVALID_ARG.
+/* Writes body bytes (all or error). More than the announced length is -EINVAL.
  * Returns len or a negative code (-ETIMEDOUT after write_timeout, -EPIPE, ...). Since 0.1. */
 VEGA_API vega_ssize vega_http_response_write(vega_http_exchange *x, const void *buf, size_t len,
                                              vega_deadline dl);
@@ -205,7 +205,7 @@ VEGA_API vega_ssize vega_http_response_sendfile(vega_http_exchange *x, int fd, u
                                                 size_t len, vega_deadline dl);
 
 /* Ends the response: flushes the held-back head, writes the last chunk with trailers (chunked
- * only; else trailers are dropped). A known length not fully written is VEGA_ERR_INVALID_ARG
+ * only; else trailers are dropped). A known length not fully written is -EINVAL
  * (and the connection closes, since the client cannot tell). trailers: borrowed, may be NULL.
  * Returns 0 or a negative code. Since 0.1. */
 VEGA_API int vega_http_response_finish(vega_http_exchange *x, const vega_http_field *trailers,

@@ -25,7 +25,7 @@ extern "C" {
 
 /*
  * Errors. Return values are 0 (or a byte count) on success and negative on failure; each
- * contract lists its codes (VEGA_ERR_INVALID_ARG, VEGA_ERR_CLOSED, VEGA_ERR_FULL, -ENOMEM,
+ * contract lists its codes (-EINVAL, VEGA_ERR_CLOSED, VEGA_ERR_FULL, -ENOMEM,
  * VEGA_ERR_CRYPTO_* from crypto.h ...). The QUIC error code a connection closes with
  * (RFC 9000 §20) is a wire value: it comes in the CLOSED event, never in a return value.
  *
@@ -85,7 +85,7 @@ VEGA_API const char *vega_quic_transport_error_name(uint64_t code);
  * TLS settings of a QUIC endpoint: plain data, borrowed (every pointer must outlive the
  * connections made with it). Zero it, then set what applies; zeros mean the defaults.
  */
-typedef struct vega_quic_tls_config {
+typedef struct vega_quic_tls_opts {
     /* Our certificate chain (leaf first) and its private key: required on a server; on a
      * client, sent when the server asks for one (mutual TLS). */
     const vega_crypto_cert_chain *chain;
@@ -130,7 +130,7 @@ typedef struct vega_quic_tls_config {
      * ignored and a full handshake is done. */
     const uint8_t *session;
     size_t session_len;
-} vega_quic_tls_config;
+} vega_quic_tls_opts;
 
 /* ---- connections (RFC 9000, RFC 9001, RFC 9002) --------------------------------------------- */
 
@@ -164,13 +164,13 @@ typedef enum vega_quic_cc {
  */
 typedef vega_mem vega_quic_mem;
 
-/* Connection settings: plain data. vega_quic_config_init sets the defaults, then set what
+/* Connection settings: plain data. vega_quic_opts_init sets the defaults, then set what
  * applies. Pointers are borrowed for the life of the connections made with it. */
 #define VEGA_QUIC_MAX_STREAMS_CFG 65536 /* the largest max_streams_bidi/uni accepted */
 
-typedef struct vega_quic_config {
+typedef struct vega_quic_opts {
     uint32_t version;          /* client: the version to start with (default v1) */
-    vega_quic_tls_config tls;  /* certificates, ALPN, tickets, 0-RTT */
+    vega_quic_tls_opts tls;    /* certificates, ALPN, tickets, 0-RTT */
     uint64_t wall_ms;          /* wall-clock ms since the Unix epoch at creation (tickets,
                                   certificate validity); 0 = no tickets, certificates checked
                                   against the current time */
@@ -204,7 +204,7 @@ typedef struct vega_quic_config {
     int (*rand)(void *ud, void *buf, size_t len);
     void *rand_ud;
     /* Allocator, borrowed for the connection's life; NULL = libc (one with a NULL function:
-     * VEGA_ERR_INVALID_ARG). It makes every allocation of the connection: the connection
+     * -EINVAL). It makes every allocation of the connection: the connection
      * itself, its streams and their buffers, recovery, the TLS handshake, queued events,
      * datagrams, tokens and sessions, and the packet protection key structs. Not covered: the
      * contexts libcrypto allocates inside those keys and for the handshake's cryptography
@@ -216,19 +216,23 @@ typedef struct vega_quic_config {
      * still reset its old connections; NULL = random tokens. Share it among an endpoint's
      * connections and keep it secret. */
     const uint8_t *reset_key;
-} vega_quic_config;
+} vega_quic_opts;
 
 /* Fills c with the defaults. Context: any. Since 0.1. */
-VEGA_API void vega_quic_config_init(vega_quic_config *c);
+VEGA_API void vega_quic_opts_init(vega_quic_opts *c);
+/* Deprecated (0.1), until 1.0: the names before the API rules (docs/ARCHITECTURE.md). */
+typedef vega_quic_opts vega_quic_config;
+typedef vega_quic_tls_opts vega_quic_tls_config;
+#define vega_quic_config_init vega_quic_opts_init
 
 /*
  * Creates a client connection to path->remote and queues its first flight (the ClientHello in
  * an Initial padded to 1200 bytes; call vega_quic_conn_write). cfg, path: borrowed (cfg's
  * pointers for the connection's life). now: the current time (ns).
- * Returns 0; VEGA_ERR_INVALID_ARG (a bad setting, an unsupported version, TLS settings
+ * Returns 0; -EINVAL (a bad setting, an unsupported version, TLS settings
  * refused); -ENOMEM; VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any. Since 0.1.
  */
-VEGA_API int vega_quic_conn_client_new(vega_quic_conn **out, const vega_quic_config *cfg,
+VEGA_API int vega_quic_conn_client_new(vega_quic_conn **out, const vega_quic_opts *cfg,
                                        const vega_quic_path *path, uint64_t now);
 
 /* What a server endpoint knows about a client's first Initial when it creates a connection. */
@@ -250,7 +254,7 @@ typedef struct vega_quic_server_params {
  * vega_quic_conn_read. cfg, path, sp: borrowed (cfg's pointers for the connection's life).
  * Returns as vega_quic_conn_client_new. Context: any. Since 0.1.
  */
-VEGA_API int vega_quic_conn_server_new(vega_quic_conn **out, const vega_quic_config *cfg,
+VEGA_API int vega_quic_conn_server_new(vega_quic_conn **out, const vega_quic_opts *cfg,
                                        const vega_quic_path *path,
                                        const vega_quic_server_params *sp, uint64_t now);
 
@@ -279,7 +283,7 @@ VEGA_API int vega_quic_conn_read(vega_quic_conn *c, const vega_quic_path *path, 
  * path MTU once validated). path, ecn: receive where to send it and the ECN codepoint to mark
  * it with (either may be NULL). Call repeatedly until it returns 0: that means nothing more
  * may leave now (no data, congestion window full, or pacing: see vega_quic_conn_expiry).
- * Returns the datagram length; 0; VEGA_ERR_INVALID_ARG (cap below 1200);
+ * Returns the datagram length; 0; -EINVAL (cap below 1200);
  * VEGA_ERR_CLOSED (closed: nothing will ever be sent again); -ENOMEM;
  * VEGA_ERR_CRYPTO_LIBCRYPTO. Context: the connection's thread. Since 0.1.
  */
@@ -319,7 +323,7 @@ typedef enum vega_quic_event_type {
     VEGA_QUIC_EV_STREAMS_AVAILABLE, /* the peer raised its stream limit: open may succeed */
     VEGA_QUIC_EV_DATAGRAM,          /* data/len: a DATAGRAM (valid until the next call) */
     VEGA_QUIC_EV_SESSION,           /* client: data/len: a session to resume with later
-                                       (vega_quic_tls_config.session) */
+                                       (vega_quic_tls_opts.session) */
     VEGA_QUIC_EV_NEW_TOKEN,         /* client: data/len: a token for the next connection */
     VEGA_QUIC_EV_EARLY_REJECTED,    /* client: the server refused 0-RTT; what was sent in it
                                        is sent again in 1-RTT */
@@ -359,7 +363,7 @@ VEGA_API int vega_quic_stream_open(vega_quic_conn *c, bool bidi, uint64_t *id);
  * Queues len bytes on stream id (fin: then end it). Takes what fits in the stream's send
  * buffer; a short count means wait for STREAM_WRITABLE. fin applies only when every byte was
  * taken.
- * Returns the bytes taken; VEGA_ERR_INVALID_ARG (no such stream, a receive-only stream, or
+ * Returns the bytes taken; -EINVAL (no such stream, a receive-only stream, or
  * already finished/reset); VEGA_ERR_CLOSED; -ENOMEM. Context: the connection's thread.
  * Since 0.1.
  */
@@ -370,7 +374,7 @@ VEGA_API vega_ssize vega_quic_stream_write(vega_quic_conn *c, uint64_t id, const
  * Reads up to cap in-order bytes from stream id. *fin: set when the stream's end was reached
  * (the stream is then done on the receive side).
  * Returns the bytes read (0 with *fin false: nothing now; wait for STREAM_READABLE);
- * VEGA_ERR_INVALID_ARG (no such stream, a send-only one); VEGA_ERR_PROTO (the peer reset it:
+ * -EINVAL (no such stream, a send-only one); VEGA_ERR_PROTO (the peer reset it:
  * the STREAM_RESET event had the code). Context: the connection's thread. Since 0.1.
  */
 VEGA_API vega_ssize vega_quic_stream_read(vega_quic_conn *c, uint64_t id, void *buf, size_t cap,
@@ -383,7 +387,7 @@ VEGA_API vega_ssize vega_quic_stream_read(vega_quic_conn *c, uint64_t id, void *
  * until vega_quic_stream_consume; *data stays valid until the next call on c other than
  * vega_quic_stream_peek (write what is needed elsewhere before feeding the connection).
  * Returns 0 (*len 0 with *fin false: nothing now; wait for STREAM_READABLE);
- * VEGA_ERR_INVALID_ARG (no such stream, a send-only one); VEGA_ERR_PROTO (the peer reset it).
+ * -EINVAL (no such stream, a send-only one); VEGA_ERR_PROTO (the peer reset it).
  * Context: the connection's thread. Since 0.1.
  */
 VEGA_API int vega_quic_stream_peek(vega_quic_conn *c, uint64_t id, const uint8_t **data,
@@ -395,22 +399,22 @@ VEGA_API int vega_quic_stream_peek(vega_quic_conn *c, uint64_t id, const uint8_t
  * would have: flow-control credit returns to the peer, and reaching the stream's end (a peek
  * said *fin and n took all it gave; n may be 0 for a lone FIN) ends the receive side, which may
  * free the stream (the peeked pointer is then invalid).
- * Returns 0; VEGA_ERR_INVALID_ARG (no such stream, a send-only one, n beyond what is readable);
+ * Returns 0; -EINVAL (no such stream, a send-only one, n beyond what is readable);
  * VEGA_ERR_PROTO (the peer reset it). Context: the connection's thread. Since 0.1.
  */
 VEGA_API int vega_quic_stream_consume(vega_quic_conn *c, uint64_t id, size_t n);
 
 /* Abandons sending on stream id with an application error code (RESET_STREAM). Returns 0 or
- * VEGA_ERR_INVALID_ARG. Context: the connection's thread. Since 0.1. */
+ * -EINVAL. Context: the connection's thread. Since 0.1. */
 VEGA_API int vega_quic_stream_reset(vega_quic_conn *c, uint64_t id, uint64_t app_error);
 
 /* Asks the peer to stop sending on stream id (STOP_SENDING); unread data is dropped. Returns 0
- * or VEGA_ERR_INVALID_ARG. Context: the connection's thread. Since 0.1. */
+ * or -EINVAL. Context: the connection's thread. Since 0.1. */
 VEGA_API int vega_quic_stream_stop(vega_quic_conn *c, uint64_t id, uint64_t app_error);
 
 /*
  * Queues an unreliable DATAGRAM (RFC 9221) for the next packets; it is dropped, not
- * retransmitted, if lost. Returns 0; VEGA_ERR_INVALID_ARG (the peer does not accept datagrams,
+ * retransmitted, if lost. Returns 0; -EINVAL (the peer does not accept datagrams,
  * or len exceeds its max_datagram_frame_size or what fits in one packet); VEGA_ERR_FULL (64
  * queued already); VEGA_ERR_CLOSED; -ENOMEM. Context: the connection's thread. Since 0.1.
  */
@@ -426,9 +430,10 @@ VEGA_API int vega_quic_datagram_send(vega_quic_conn *c, const void *data, size_t
 VEGA_API int vega_quic_conn_close(vega_quic_conn *c, bool app, uint64_t code, const char *reason);
 
 /*
- * Starts a 1-RTT key update (RFC 9001 §6). Returns 0; VEGA_ERR_INVALID_ARG (the handshake is
- * not confirmed, the previous update is not acknowledged yet, or it was less than 3 PTO ago:
- * the peer may still hold the keys of two phases back, RFC 9001 §6.5). Context: the
+ * Starts a 1-RTT key update (RFC 9001 §6). Returns 0; -EAGAIN when an update is not
+ * allowed yet (the handshake is not confirmed, the previous update is not acknowledged yet, or
+ * it was less than 3 PTO ago: the peer may still hold the keys of two phases back, RFC 9001
+ * §6.5); try again later. Context: the
  * connection's thread. Since 0.1.
  */
 VEGA_API int vega_quic_conn_key_update(vega_quic_conn *c);
@@ -439,7 +444,7 @@ VEGA_API int vega_quic_conn_key_update(vega_quic_conn *c);
  * sends PATH_CHALLENGE on the new path and carries on there; the congestion window restarts.
  * If validation fails (no PATH_RESPONSE within 3 PTO), the previous path comes back
  * (PATH_CHANGED with error_code 0). path: borrowed.
- * Returns 0; VEGA_ERR_INVALID_ARG (a server, the handshake is not confirmed, the peer sent
+ * Returns 0; -EINVAL (a server, the handshake is not confirmed, the peer sent
  * disable_active_migration, or a migration is still being validated); VEGA_ERR_FULL (no unused
  * connection ID from the peer yet); VEGA_ERR_CLOSED. Context: the connection's thread.
  * Since 0.1.
@@ -463,9 +468,9 @@ VEGA_API size_t vega_quic_conn_scids(const vega_quic_conn *c, const uint8_t **id
  * RFC 9000 §8.1.3), sent once the handshake is confirmed and resent until acknowledged. The
  * token's format and its checking are the endpoint's (typically the client's address and a time,
  * authenticated with a key); the client gets it as VEGA_QUIC_EV_NEW_TOKEN and passes it back in
- * vega_quic_config.token. token: copied (1..512 bytes); a token given before the previous one
+ * vega_quic_opts.token. token: copied (1..512 bytes); a token given before the previous one
  * went out replaces it.
- * Returns 0; VEGA_ERR_INVALID_ARG (a client, a bad length); VEGA_ERR_CLOSED; -ENOMEM.
+ * Returns 0; -EINVAL (a client, a bad length); VEGA_ERR_CLOSED; -ENOMEM.
  * Context: the connection's thread. Since 0.1.
  */
 VEGA_API int vega_quic_conn_new_token(vega_quic_conn *c, const uint8_t *token, size_t len);
@@ -505,9 +510,9 @@ VEGA_API const uint8_t *vega_quic_conn_scid(const vega_quic_conn *c, size_t *len
  * The stateless reset token of one of our connection IDs, derived from a static key
  * (HMAC-SHA256(key, cid), first 16 bytes; §10.3.2), so an endpoint that lost a connection's
  * state (a restart) can still end it for the peer. Connections made with the same
- * vega_quic_config.reset_key advertise exactly these tokens. key: 32 bytes; cid: 0..20 bytes;
+ * vega_quic_opts.reset_key advertise exactly these tokens. key: 32 bytes; cid: 0..20 bytes;
  * token: receives 16 bytes. All borrowed.
- * Returns 0; VEGA_ERR_INVALID_ARG (cid above 20 bytes); VEGA_ERR_CRYPTO_LIBCRYPTO.
+ * Returns 0; -EINVAL (cid above 20 bytes); VEGA_ERR_CRYPTO_LIBCRYPTO.
  * Context: any. Since 0.1.
  */
 VEGA_API int vega_quic_reset_token(const uint8_t *key, const uint8_t *cid, size_t cid_len,

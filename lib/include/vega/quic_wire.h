@@ -25,7 +25,7 @@ extern "C" {
 /*
  * Errors. Return values are 0 (or a byte count) on success and negative on failure:
  * VEGA_ERR_PROTO (the peer's bytes are malformed or forbidden), VEGA_ERR_NOBUF (the output does
- * not fit), VEGA_ERR_INVALID_ARG (a caller value out of range), VEGA_ERR_CRYPTO_* from crypto.h.
+ * not fit), -EINVAL (a caller value out of range), VEGA_ERR_CRYPTO_* from crypto.h.
  * The QUIC transport error code a peer violation maps to (RFC 9000 §20.1) is a wire value: it is
  * reported through a `uint64_t *wire_err` out-parameter (may be NULL), set whenever
  * VEGA_ERR_PROTO is returned by a function that has one, never packed into the return value.
@@ -57,14 +57,14 @@ VEGA_API vega_ssize vega_quic_varint_read(const uint8_t *in, size_t len, uint64_
 
 /*
  * Writes v in its shortest encoding. out: borrowed.
- * Returns the bytes written; VEGA_ERR_NOBUF; VEGA_ERR_INVALID_ARG (v > VEGA_QUIC_MAX_VARINT).
+ * Returns the bytes written; VEGA_ERR_NOBUF; -EINVAL (v > VEGA_QUIC_MAX_VARINT).
  * Context: any. Since 0.1.
  */
 VEGA_API vega_ssize vega_quic_varint_write(uint8_t *out, size_t cap, uint64_t v);
 
 /*
  * Writes v in exactly n bytes (1, 2, 4 or 8), e.g. a Length field reserved before the payload
- * is known. Returns n; VEGA_ERR_NOBUF; VEGA_ERR_INVALID_ARG (n not one of those, or v does not
+ * is known. Returns n; VEGA_ERR_NOBUF; -EINVAL (n not one of those, or v does not
  * fit in n bytes). Context: any. Since 0.1.
  */
 VEGA_API vega_ssize vega_quic_varint_write_n(uint8_t *out, size_t cap, uint64_t v, size_t n);
@@ -146,7 +146,7 @@ VEGA_API int vega_quic_hdr_parse(vega_quic_hdr *h, const uint8_t *in, size_t len
  * still returned), at a packet whose Destination CID differs from the first one's (§12.2:
  * receivers SHOULD ignore those), or when max is reached.
  * Returns the number of packets parsed (>= 1); VEGA_ERR_PROTO when the first one is malformed
- * or the datagram is empty; VEGA_ERR_INVALID_ARG (max 0).
+ * or the datagram is empty; -EINVAL (max 0).
  * Context: any. Since 0.1.
  */
 VEGA_API vega_ssize vega_quic_dgram_split(const uint8_t *dgram, size_t len, size_t short_dcid_len,
@@ -162,7 +162,7 @@ VEGA_API size_t vega_quic_hdr_len(const vega_quic_hdr *h, size_t pn_len);
  * type, version, dcid, scid, token (Initial), length (long: the Length field, always written in
  * 2 bytes below 16384, else 4 or 8, so it can be computed before the payload is written), spin
  * and key_phase (1-RTT). pn is written truncated to pn_len (1..4) bytes; reserved bits are 0.
- * Returns the header length; VEGA_ERR_NOBUF; VEGA_ERR_INVALID_ARG (type Retry/VN/UNKNOWN, an
+ * Returns the header length; VEGA_ERR_NOBUF; -EINVAL (type Retry/VN/UNKNOWN, an
  * unsupported version, a CID above 20 bytes, pn_len not 1..4, length above the varint range).
  * Context: any. Since 0.1.
  */
@@ -173,7 +173,7 @@ VEGA_API vega_ssize vega_quic_hdr_write(uint8_t *out, size_t cap, const vega_qui
  * Writes a Version Negotiation packet (RFC 9000 §17.2.1): the first byte is 0x80 | (unused &
  * 0x7f) (the rest is arbitrary; pass random bits), version 0, the connection IDs (dcid = the
  * client's SCID, scid = the client's DCID: up to 255 bytes each), then versions[0..n).
- * Returns the length; VEGA_ERR_NOBUF; VEGA_ERR_INVALID_ARG (n 0, a CID above 255 bytes).
+ * Returns the length; VEGA_ERR_NOBUF; -EINVAL (n 0, a CID above 255 bytes).
  * Context: any. Since 0.1.
  */
 VEGA_API vega_ssize vega_quic_vn_write(uint8_t *out, size_t cap, uint8_t unused,
@@ -197,7 +197,7 @@ typedef struct vega_quic_key_material {
  * Initial secrets (RFC 9001 §5.2): HKDF-Extract with the version's salt over the client's
  * first Destination Connection ID, then "client in" / "server in". dcid: borrowed (0..20
  * bytes); client, server: receive 32 bytes each (either may be NULL).
- * Returns 0; VEGA_ERR_INVALID_ARG (unsupported version, dcid above 20 bytes);
+ * Returns 0; -EINVAL (unsupported version, dcid above 20 bytes);
  * VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any. Since 0.1.
  */
 VEGA_API int vega_quic_initial_secrets(uint32_t version, const uint8_t *dcid, size_t dcid_len,
@@ -207,7 +207,7 @@ VEGA_API int vega_quic_initial_secrets(uint32_t version, const uint8_t *dcid, si
  * Derives key, iv and hp from a traffic secret (RFC 9001 §5.1) with the version's labels
  * ("quic key"/"quic iv"/"quic hp", or "quicv2 ..."), hashing with SHA-256 (AES-128-GCM,
  * ChaCha20-Poly1305) or SHA-384 (AES-256-GCM). secret: borrowed, the hash length.
- * Returns 0; VEGA_ERR_INVALID_ARG (unsupported version or alg, wrong secret length);
+ * Returns 0; -EINVAL (unsupported version or alg, wrong secret length);
  * VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any. Since 0.1.
  */
 VEGA_API int vega_quic_key_material_derive(vega_quic_key_material *m, uint32_t version,
@@ -217,7 +217,7 @@ VEGA_API int vega_quic_key_material_derive(vega_quic_key_material *m, uint32_t v
 /*
  * The next generation's secret for a key update (RFC 9001 §6.1, "quic ku" / "quicv2 ku").
  * secret, out: borrowed, the hash length each (may be the same buffer).
- * Returns 0; VEGA_ERR_INVALID_ARG; VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any. Since 0.1.
+ * Returns 0; -EINVAL; VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any. Since 0.1.
  */
 VEGA_API int vega_quic_secret_update(uint32_t version, vega_crypto_aead_alg alg,
                                      const uint8_t *secret, size_t secret_len, uint8_t *out);
@@ -228,7 +228,7 @@ typedef struct vega_quic_keys vega_quic_keys;
 /*
  * Creates keys from a traffic secret (vega_quic_key_material_derive, then the contexts).
  * secret: borrowed. out: receives the keys, owned by the caller (vega_quic_keys_free).
- * Returns 0; VEGA_ERR_INVALID_ARG; -ENOMEM; VEGA_ERR_CRYPTO_LIBCRYPTO.
+ * Returns 0; -EINVAL; -ENOMEM; VEGA_ERR_CRYPTO_LIBCRYPTO.
  * Context: any. Since 0.1.
  */
 VEGA_API int vega_quic_keys_new(vega_quic_keys **out, uint32_t version, vega_crypto_aead_alg alg,
@@ -251,7 +251,7 @@ VEGA_API void vega_quic_keys_free(vega_quic_keys *k);
  * byte's low two bits are pn_len - 1) followed by payload_len bytes of plaintext; cap is the
  * room in pkt. The payload is sealed with nonce iv ^ pn and the header as AAD, then the header
  * protection mask (sampled 4 bytes after the packet number starts) is applied.
- * Returns the packet length, hdr_len + payload_len + 16; VEGA_ERR_NOBUF; VEGA_ERR_INVALID_ARG
+ * Returns the packet length, hdr_len + payload_len + 16; VEGA_ERR_NOBUF; -EINVAL
  * (pn_len + payload_len below 4, so there is no sample: pad with PADDING frames; a bad
  * hdr_len); VEGA_ERR_CRYPTO_LIBCRYPTO. Context: one thread at a time per k. Since 0.1.
  */
@@ -287,7 +287,7 @@ VEGA_API int vega_quic_packet_unprotect(vega_quic_keys *k, uint8_t *pkt, size_t 
  * Computes the Retry Integrity Tag of a Retry packet (without its tag: retry_len bytes) for the
  * client's original Destination CID odcid (AES-128-GCM over the Retry pseudo-packet with the
  * version's fixed key and nonce). retry, odcid: borrowed; tag: receives 16 bytes.
- * Returns 0; VEGA_ERR_INVALID_ARG (unsupported version, odcid above 20 bytes, retry_len above
+ * Returns 0; -EINVAL (unsupported version, odcid above 20 bytes, retry_len above
  * VEGA_QUIC_RETRY_MAX_LEN - 37); VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any. Since 0.1.
  */
 VEGA_API int vega_quic_retry_tag(uint32_t version, const uint8_t *odcid, size_t odcid_len,
@@ -295,7 +295,7 @@ VEGA_API int vega_quic_retry_tag(uint32_t version, const uint8_t *odcid, size_t 
 
 /*
  * Verifies a parsed Retry packet (h from vega_quic_hdr_parse, pkt its bytes) against odcid.
- * Returns 0; VEGA_ERR_CRYPTO_AUTH (wrong tag: discard it); VEGA_ERR_INVALID_ARG (not a Retry,
+ * Returns 0; VEGA_ERR_CRYPTO_AUTH (wrong tag: discard it); -EINVAL (not a Retry,
  * or too long); VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any. Since 0.1.
  */
 VEGA_API int vega_quic_retry_verify(const vega_quic_hdr *h, const uint8_t *pkt,
@@ -304,7 +304,7 @@ VEGA_API int vega_quic_retry_verify(const vega_quic_hdr *h, const uint8_t *pkt,
 /*
  * Writes a whole Retry packet with its tag: h->version, dcid (the client's SCID), scid (the
  * server's new CID), token (non-empty); unused: the 4 low bits of the first byte (arbitrary).
- * Returns the length; VEGA_ERR_NOBUF; VEGA_ERR_INVALID_ARG (empty token, CIDs above 20 bytes,
+ * Returns the length; VEGA_ERR_NOBUF; -EINVAL (empty token, CIDs above 20 bytes,
  * unsupported version, too long); VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any. Since 0.1.
  */
 VEGA_API vega_ssize vega_quic_retry_write(uint8_t *out, size_t cap, const vega_quic_hdr *h,
@@ -441,7 +441,7 @@ VEGA_API vega_ssize vega_quic_frame_decode(vega_quic_frame *f, const uint8_t *in
 /*
  * Encodes f, minimally (a STREAM or DATAGRAM frame without the length flag must be the last
  * frame of its packet: the caller's job). f: borrowed.
- * Returns the bytes written; VEGA_ERR_NOBUF; VEGA_ERR_INVALID_ARG (a value out of its range,
+ * Returns the bytes written; VEGA_ERR_NOBUF; -EINVAL (a value out of its range,
  * a malformed gaps blob or ranges list, a CID length outside 1..20, a PADDING len of 0).
  * Context: any. Since 0.1.
  */
@@ -535,7 +535,7 @@ VEGA_API void vega_quic_tp_init(vega_quic_tp *tp);
  * Encodes tp as the quic_transport_parameters extension body, leaving out values equal to
  * their defaults. from_server: who sends it (the server-only parameters are refused from a
  * client). tp: borrowed.
- * Returns the length; VEGA_ERR_NOBUF; VEGA_ERR_INVALID_ARG (a value decode would reject, a
+ * Returns the length; VEGA_ERR_NOBUF; -EINVAL (a value decode would reject, a
  * server-only parameter from a client). Context: any. Since 0.1.
  */
 VEGA_API vega_ssize vega_quic_tp_encode(const vega_quic_tp *tp, bool from_server, uint8_t *out,

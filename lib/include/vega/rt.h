@@ -40,7 +40,7 @@ typedef enum vega_driver_kind {
     VEGA_DRIVER_EPOLL,
 } vega_driver_kind;
 
-typedef struct vega_rt_options {
+typedef struct vega_rt_opts {
     vega_rt_flavor flavor;
     unsigned workers;          /* multi-thread: 0 = the CPUs in the affinity mask */
     size_t stack_size;         /* per task, virtual; 0 = 64 KiB; pages are committed on touch */
@@ -53,10 +53,13 @@ typedef struct vega_rt_options {
                                   `seed`, so the same seed gives the same interleaving */
     bool paused_clock;         /* current-thread only: mock clock that starts at 0 and jumps to
                                   the next timer when every task is idle */
-} vega_rt_options;
+} vega_rt_opts;
 
 /* Fills o with defaults. Since 0.1. */
-VEGA_API void vega_rt_options_init(vega_rt_options *o);
+VEGA_API void vega_rt_opts_init(vega_rt_opts *o);
+/* Deprecated (0.1), until 1.0: the names before the API rules (docs/ARCHITECTURE.md). */
+typedef vega_rt_opts vega_rt_options;
+#define vega_rt_options_init vega_rt_opts_init
 
 /*
  * Creates a runtime. opts: borrowed; NULL means defaults. For the multi-thread flavour the
@@ -64,7 +67,7 @@ VEGA_API void vega_rt_options_init(vega_rt_options *o);
  * Returns 0, -ENOMEM, -EINVAL (bad option), or an -errno from the driver's setup.
  * Context: not from inside a task. Since 0.1.
  */
-VEGA_API int vega_rt_new(vega_rt **out, const vega_rt_options *opts);
+VEGA_API int vega_rt_new(vega_rt **out, const vega_rt_opts *opts);
 
 /*
  * Runs fn(arg) as a task and waits until it returns; *result (if not NULL) receives its return
@@ -92,10 +95,15 @@ VEGA_API vega_rt *vega_rt_current(void);
 
 /* ---- tasks --------------------------------------------------------------------------------- */
 
-typedef struct vega_spawn_options {
+typedef struct vega_spawn_opts {
     const char *name;       /* retained: must outlive the task (a literal); for dumps; may be NULL */
     vega_deadline deadline; /* task-wide deadline capping every suspension; 0 = none */
-} vega_spawn_options;
+} vega_spawn_opts;
+
+/* Sets the defaults: no name, no deadline. Since 0.1. */
+VEGA_API void vega_spawn_opts_init(vega_spawn_opts *o);
+/* Deprecated (0.1), until 1.0. */
+typedef vega_spawn_opts vega_spawn_options;
 
 /*
  * Spawns a task that runs fn(arg). With out != NULL the caller owns a handle and must join or
@@ -106,7 +114,7 @@ typedef struct vega_spawn_options {
  */
 VEGA_API int vega_task_spawn(vega_task **out, vega_task_fn fn, void *arg);
 VEGA_API int vega_task_spawn_ex(vega_task **out, vega_task_fn fn, void *arg,
-                                const vega_spawn_options *opts);
+                                const vega_spawn_opts *opts);
 VEGA_API int vega_rt_spawn(vega_rt *rt, vega_task **out, vega_task_fn fn, void *arg);
 
 /*

@@ -260,7 +260,7 @@ VEGA_API void vega_mpsc_free(vega_mpsc *c);
 typedef struct vega_broadcast vega_broadcast;
 typedef struct vega_broadcast_rx vega_broadcast_rx;
 
-/* capacity >= 1 messages kept. Returns 0, -ENOMEM, VEGA_ERR_INVALID_ARG. Since 0.1. */
+/* capacity >= 1 messages kept. Returns 0, -ENOMEM, -EINVAL. Since 0.1. */
 VEGA_API int vega_broadcast_new(vega_broadcast **out, size_t capacity);
 
 /* Publishes v to every receiver; never waits (the oldest message is overwritten). Returns the

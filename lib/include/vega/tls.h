@@ -26,39 +26,54 @@ extern "C" {
  * and falls back to vega_strerror for the others.
  */
 enum {
-    VEGA_TLS_ERR_BASE = -10200,
-    VEGA_TLS_ERR_HANDSHAKE = -10201,      /* the handshake failed on this side: no common
+    VEGA_ERR_TLS_BASE = -10200,
+    VEGA_ERR_TLS_HANDSHAKE = -10201,      /* the handshake failed on this side: no common
                                              version, cipher, group or ALPN protocol, a bad
                                              message, the peer closed during the handshake */
-    VEGA_TLS_ERR_ALERT = -10202,          /* the peer sent a fatal alert (its name is in the
+    VEGA_ERR_TLS_ALERT = -10202,          /* the peer sent a fatal alert (its name is in the
                                              message and in vega_tls_error.alert) */
-    VEGA_TLS_ERR_CERT_UNTRUSTED = -10203, /* the peer's certificate does not chain to a trusted
+    VEGA_ERR_TLS_CERT_UNTRUSTED = -10203, /* the peer's certificate does not chain to a trusted
                                              CA (unknown CA, self-signed, missing issuer) */
-    VEGA_TLS_ERR_CERT_EXPIRED = -10204,   /* the peer's certificate (or one in its chain) has
+    VEGA_ERR_TLS_CERT_EXPIRED = -10204,   /* the peer's certificate (or one in its chain) has
                                              expired or is not valid yet */
-    VEGA_TLS_ERR_CERT_NAME = -10205,      /* the peer's certificate does not name the host (DNS
+    VEGA_ERR_TLS_CERT_NAME = -10205,      /* the peer's certificate does not name the host (DNS
                                              name or IP address) that was asked for */
-    VEGA_TLS_ERR_CERT = -10206,           /* another certificate failure (signature, purpose,
+    VEGA_ERR_TLS_CERT = -10206,           /* another certificate failure (signature, purpose,
                                              path length, ...) */
-    VEGA_TLS_ERR_NO_CERT = -10207,        /* mutual TLS: the client sent no certificate and the
+    VEGA_ERR_TLS_NO_CERT = -10207,        /* mutual TLS: the client sent no certificate and the
                                              server requires one (server side), or the server
                                              said so with a certificate_required alert */
-    VEGA_TLS_ERR_TRUNCATED = -10208,      /* the stream ended without close_notify: the data
+    VEGA_ERR_TLS_TRUNCATED = -10208,      /* the stream ended without close_notify: the data
                                              may have been cut short by an attacker or a crash
                                              (RFC 8446 section 6.1); never reported as EOF */
-    VEGA_TLS_ERR_PROTOCOL = -10209,       /* after the handshake: a record that does not
+    VEGA_ERR_TLS_PROTOCOL = -10209,       /* after the handshake: a record that does not
                                              decrypt or parse, an unexpected message, a
                                              KeyUpdate while the kernel holds the keys */
-    VEGA_TLS_ERR_CONFIG = -10210,         /* a certificate, key or CA that does not parse, a key
+    VEGA_ERR_TLS_CONFIG = -10210,         /* a certificate, key or CA that does not parse, a key
                                              that does not match its certificate, a cipher or
                                              group list OpenSSL rejects */
-    VEGA_TLS_ERR_LAST = -10211,
+    VEGA_ERR_TLS_LAST = -10211,
 };
+
+/* Deprecated (0.1) spellings of the codes above, until 1.0: module codes are
+ * VEGA_ERR_<MODULE>_<WHAT> in every header. */
+#define VEGA_TLS_ERR_BASE VEGA_ERR_TLS_BASE
+#define VEGA_TLS_ERR_HANDSHAKE VEGA_ERR_TLS_HANDSHAKE
+#define VEGA_TLS_ERR_ALERT VEGA_ERR_TLS_ALERT
+#define VEGA_TLS_ERR_CERT_UNTRUSTED VEGA_ERR_TLS_CERT_UNTRUSTED
+#define VEGA_TLS_ERR_CERT_EXPIRED VEGA_ERR_TLS_CERT_EXPIRED
+#define VEGA_TLS_ERR_CERT_NAME VEGA_ERR_TLS_CERT_NAME
+#define VEGA_TLS_ERR_CERT VEGA_ERR_TLS_CERT
+#define VEGA_TLS_ERR_NO_CERT VEGA_ERR_TLS_NO_CERT
+#define VEGA_TLS_ERR_TRUNCATED VEGA_ERR_TLS_TRUNCATED
+#define VEGA_TLS_ERR_PROTOCOL VEGA_ERR_TLS_PROTOCOL
+#define VEGA_TLS_ERR_CONFIG VEGA_ERR_TLS_CONFIG
+#define VEGA_TLS_ERR_LAST VEGA_ERR_TLS_LAST
 
 /* Message for any code: the TLS codes above, then vega_strerror. Never NULL. Since 0.1. */
 VEGA_API const char *vega_tls_strerror(int err);
 
-/* Symbolic name ("VEGA_TLS_ERR_TRUNCATED"), then vega_err_name. Since 0.1. */
+/* Symbolic name ("VEGA_ERR_TLS_TRUNCATED"), then vega_err_name. Since 0.1. */
 VEGA_API const char *vega_tls_err_name(int err);
 
 /* ---- certificates ---------------------------------------------------------------------------- */
@@ -71,7 +86,7 @@ typedef struct vega_tls_cert vega_tls_cert;
  * Loads a chain and key from PEM text. chain, key: borrowed (copied); chain holds the leaf
  * certificate first, then any intermediates; key holds one private key (PKCS#8, traditional
  * RSA/EC; unencrypted).
- * Returns 0, -ENOMEM, -EINVAL (NULL or empty), VEGA_TLS_ERR_CONFIG (no certificate, no key, the
+ * Returns 0, -ENOMEM, -EINVAL (NULL or empty), VEGA_ERR_TLS_CONFIG (no certificate, no key, the
  * key does not match the leaf).
  * Context: any thread; never suspends. Since 0.1.
  */
@@ -114,7 +129,7 @@ VEGA_API void vega_tls_selfsigned_opts_init(vega_tls_selfsigned_opts *o);
  * vega_tls_selfsigned uses the defaults: SANs localhost, 127.0.0.1 and ::1, valid from an hour
  * ago for 7 days.
  * Returns 0, -ENOMEM, -EINVAL (a name that is neither a DNS name nor an IP address, only one
- * of the issuer fields), VEGA_TLS_ERR_CONFIG (the issuer does not parse).
+ * of the issuer fields), VEGA_ERR_TLS_CONFIG (the issuer does not parse).
  * Context: any thread; never suspends (about a millisecond of CPU). Since 0.1.
  */
 VEGA_API int vega_tls_selfsigned(char **cert_pem, char **key_pem);
@@ -188,7 +203,7 @@ VEGA_API int vega_tls_config_set_cert_pem(vega_tls_config *cfg, const void *chai
                                           const void *key, size_t key_len);
 
 /* Generates a self-signed certificate (vega_tls_selfsigned) and sets it. Returns 0, -ENOMEM,
- * VEGA_TLS_ERR_CONFIG. Since 0.1. */
+ * VEGA_ERR_TLS_CONFIG. Since 0.1. */
 VEGA_API int vega_tls_config_use_selfsigned(vega_tls_config *cfg);
 
 /*
@@ -219,7 +234,7 @@ VEGA_API int vega_tls_config_set_verify(vega_tls_config *cfg, vega_tls_verify mo
  * The CAs that verify the peer, instead of the system store (clients: the server's chain;
  * servers: client certificates, and their names are sent in the CertificateRequest). Each call
  * adds to the set. path, pem: borrowed.
- * Returns 0, -ENOMEM, -EINVAL, -errno of open (file), VEGA_TLS_ERR_CONFIG (no certificate in it).
+ * Returns 0, -ENOMEM, -EINVAL, -errno of open (file), VEGA_ERR_TLS_CONFIG (no certificate in it).
  * Since 0.1.
  */
 VEGA_API int vega_tls_config_set_ca_file(vega_tls_config *cfg, const char *path);
@@ -242,13 +257,13 @@ VEGA_API int vega_tls_config_set_versions(vega_tls_config *cfg, int min, int max
  * Cipher preferences in OpenSSL syntax: tls12 for TLS 1.2 ("ECDHE+AESGCM:ECDHE+CHACHA20"),
  * tls13 for TLS 1.3 suites ("TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256"); NULL leaves
  * one unchanged. A server prefers its own order.
- * Returns 0, -EINVAL, VEGA_TLS_ERR_CONFIG (OpenSSL rejects a list). Since 0.1.
+ * Returns 0, -EINVAL, VEGA_ERR_TLS_CONFIG (OpenSSL rejects a list). Since 0.1.
  */
 VEGA_API int vega_tls_config_set_ciphers(vega_tls_config *cfg, const char *tls12,
                                          const char *tls13);
 
 /* Key-exchange groups, most preferred first ("X25519:P-256"). Returns 0, -EINVAL,
- * VEGA_TLS_ERR_CONFIG. Since 0.1. */
+ * VEGA_ERR_TLS_CONFIG. Since 0.1. */
 VEGA_API int vega_tls_config_set_groups(vega_tls_config *cfg, const char *groups);
 
 /*
@@ -293,7 +308,7 @@ VEGA_API void vega_tls_opts_init(vega_tls_opts *o);
  * taken). opts: borrowed (copied); NULL = vega_tls_opts_init.
  * Stream rules (vega/stream.h) with these TLS specifics:
  *  - read returns 0 only after the peer's close_notify; an end of inner without it is
- *    VEGA_TLS_ERR_TRUNCATED (sticky).
+ *    VEGA_ERR_TLS_TRUNCATED (sticky).
  *  - write is all-or-error; on -ETIMEDOUT or -ECANCELED *written counts the bytes encrypted,
  *    whose records may still be queued: they go out first on the next write, flush, shutdown or
  *    close.
@@ -308,7 +323,7 @@ VEGA_API void vega_tls_opts_init(vega_tls_opts *o);
  * allocated on use and released when a read with deadline 0 finds nothing to do (the pattern of
  * a connection about to be parked).
  * Returns 0, -ENOMEM, -EINVAL (inner or cfg NULL; a client server_name that is empty),
- * VEGA_TLS_ERR_CONFIG (a server without a certificate or SNI source).
+ * VEGA_ERR_TLS_CONFIG (a server without a certificate or SNI source).
  * Context: any thread; never suspends. Since 0.1.
  */
 VEGA_API int vega_tls_stream_new(vega_stream **out, vega_stream *inner, vega_tls_config *cfg,
@@ -332,8 +347,8 @@ VEGA_API bool vega_tls_is_tls(const vega_stream *s);
  * Runs the handshake to its end (a no-op once it completed). Safe to call again after
  * -ETIMEDOUT or -ECANCELED: the handshake resumes where it stopped. With dl == 0 it does what it
  * can without waiting (a server may park the socket and call it again when readable).
- * Returns 0; -ETIMEDOUT, -ECANCELED (retryable); VEGA_TLS_ERR_HANDSHAKE, VEGA_TLS_ERR_ALERT,
- * VEGA_TLS_ERR_CERT_* , VEGA_TLS_ERR_NO_CERT (fatal and sticky: see vega_tls_last_error);
+ * Returns 0; -ETIMEDOUT, -ECANCELED (retryable); VEGA_ERR_TLS_HANDSHAKE, VEGA_ERR_TLS_ALERT,
+ * VEGA_TLS_ERR_CERT_* , VEGA_ERR_TLS_NO_CERT (fatal and sticky: see vega_tls_last_error);
  * inner's codes (-ECONNRESET, -EPIPE); -ENOMEM; -EINVAL (not a TLS stream).
  * Context: may suspend; inside a task. Since 0.1.
  */
@@ -421,7 +436,7 @@ typedef struct vega_tls_ktls_info {
  * application data, so that OpenSSL takes the session tickets sent before it). Once offloaded:
  * sendfile goes through the kernel without a copy; close_notify goes out as a control record;
  * tickets that arrive later are skipped; a KeyUpdate (or renegotiation) from the peer fails with
- * VEGA_TLS_ERR_PROTOCOL, as the kernel cannot follow it.
+ * VEGA_ERR_TLS_PROTOCOL, as the kernel cannot follow it.
  * Returns 0, -EINVAL (not a TLS stream). Context: never suspends. Since 0.1.
  */
 VEGA_API int vega_tls_ktls_status(vega_stream *s, vega_tls_ktls_info *out);

@@ -180,11 +180,11 @@ VTEST(aead_args)
 {
     uint8_t key[32] = {0}, nonce[12] = {0}, buf[64] = {0};
     vega_crypto_aead *a = (vega_crypto_aead *)1;
-    VCHECK_EQ(vega_crypto_aead_new(&a, VEGA_CRYPTO_AES_128_GCM, key, 32), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_crypto_aead_new(&a, VEGA_CRYPTO_AES_128_GCM, key, 32), -EINVAL);
     VCHECK(a == NULL);
-    VCHECK_EQ(vega_crypto_aead_new(&a, 0, key, 16), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_crypto_aead_new(&a, 0, key, 16), -EINVAL);
     VCHECK_EQ(vega_crypto_aead_new(&a, VEGA_CRYPTO_CHACHA20_POLY1305, key, 16),
-              VEGA_ERR_INVALID_ARG);
+              -EINVAL);
     VCHECK_EQ(vega_crypto_aead_key_len(VEGA_CRYPTO_AES_128_GCM), 16);
     VCHECK_EQ(vega_crypto_aead_key_len(VEGA_CRYPTO_AES_256_GCM), 32);
     VCHECK_EQ(vega_crypto_aead_key_len(VEGA_CRYPTO_CHACHA20_POLY1305), 32);

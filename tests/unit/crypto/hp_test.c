@@ -79,10 +79,10 @@ VTEST(hp_args)
 {
     uint8_t key[32] = {0};
     vega_crypto_hp *hp = (vega_crypto_hp *)1;
-    VCHECK_EQ(vega_crypto_hp_new(&hp, VEGA_CRYPTO_AES_128_GCM, key, 32), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_crypto_hp_new(&hp, VEGA_CRYPTO_AES_128_GCM, key, 32), -EINVAL);
     VCHECK(hp == NULL);
-    VCHECK_EQ(vega_crypto_hp_new(&hp, VEGA_CRYPTO_AES_256_GCM, key, 16), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_crypto_hp_new(&hp, 42, key, 16), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_crypto_hp_new(&hp, VEGA_CRYPTO_AES_256_GCM, key, 16), -EINVAL);
+    VCHECK_EQ(vega_crypto_hp_new(&hp, 42, key, 16), -EINVAL);
     vega_crypto_hp_free(NULL);
 }
 

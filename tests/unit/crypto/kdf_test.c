@@ -99,13 +99,13 @@ VTEST(hkdf_limits)
     uint8_t prk[32] = {1}, out[255 * 32 + 1];
     VCHECK_EQ(vega_crypto_hkdf_expand(VEGA_CRYPTO_SHA256, prk, 32, NULL, 0, out, 255 * 32), 0);
     VCHECK_EQ(vega_crypto_hkdf_expand(VEGA_CRYPTO_SHA256, prk, 32, NULL, 0, out, 255 * 32 + 1),
-              VEGA_ERR_INVALID_ARG);
+              -EINVAL);
     VCHECK_EQ(vega_crypto_hkdf_expand(VEGA_CRYPTO_SHA256, prk, 32, NULL, 0, out, 0),
-              VEGA_ERR_INVALID_ARG);
+              -EINVAL);
     VCHECK_EQ(vega_crypto_hkdf_expand(VEGA_CRYPTO_SHA256, prk, 31, NULL, 0, out, 16),
-              VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_crypto_hkdf_expand(0, prk, 32, NULL, 0, out, 16), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_crypto_hkdf_extract(0, NULL, 0, prk, 32, out), VEGA_ERR_INVALID_ARG);
+              -EINVAL);
+    VCHECK_EQ(vega_crypto_hkdf_expand(0, prk, 32, NULL, 0, out, 16), -EINVAL);
+    VCHECK_EQ(vega_crypto_hkdf_extract(0, NULL, 0, prk, 32, out), -EINVAL);
     /* An empty IKM is accepted (HMAC of the empty string under the salt). */
     VCHECK_EQ(vega_crypto_hkdf_extract(VEGA_CRYPTO_SHA256, prk, 32, NULL, 0, out), 0);
     uint8_t want[32];
@@ -218,16 +218,16 @@ VTEST(expand_label_limits)
     label[250] = 0;
     VCHECK_EQ(
         vega_crypto_hkdf_expand_label(VEGA_CRYPTO_SHA384, secret, 48, label, NULL, 0, out, 48),
-        VEGA_ERR_INVALID_ARG);
+        -EINVAL);
     VCHECK_EQ(vega_crypto_hkdf_expand_label(VEGA_CRYPTO_SHA384, secret, 48, "", NULL, 0, out, 48),
-              VEGA_ERR_INVALID_ARG);
+              -EINVAL);
     VCHECK_EQ(
         vega_crypto_hkdf_expand_label(VEGA_CRYPTO_SHA384, secret, 48, "key", ctx, 256, out, 48),
-        VEGA_ERR_INVALID_ARG);
+        -EINVAL);
     /* A SHA-384 secret must be 48 bytes (TLS_AES_256_GCM_SHA384). */
     VCHECK_EQ(
         vega_crypto_hkdf_expand_label(VEGA_CRYPTO_SHA384, secret, 32, "key", NULL, 0, out, 32),
-        VEGA_ERR_INVALID_ARG);
+        -EINVAL);
 }
 
 /* RFC 6070 §2: PBKDF2-HMAC-SHA1 (the cases with small iteration counts). */
@@ -275,9 +275,9 @@ VTEST(pbkdf2_rfc7914)
               "4ddcd8f60b98be21830cee5ef22701f9641a4418d04c0414aeff08876b34ab56"
               "a1d425a1225833549adb841b51c9b3176a272bdebba1d078478f62b397f33c8d");
     VCHECK_EQ(vega_crypto_pbkdf2(VEGA_CRYPTO_SHA256, "p", 1, NULL, 0, 0, out, 64),
-              VEGA_ERR_INVALID_ARG);
+              -EINVAL);
     VCHECK_EQ(vega_crypto_pbkdf2(VEGA_CRYPTO_SHA256, "p", 1, NULL, 0, 1, out, 0),
-              VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_crypto_pbkdf2(7, "p", 1, NULL, 0, 1, out, 16), VEGA_ERR_INVALID_ARG);
+              -EINVAL);
+    VCHECK_EQ(vega_crypto_pbkdf2(7, "p", 1, NULL, 0, 1, out, 16), -EINVAL);
     VCHECK_EQ(vega_crypto_pbkdf2(VEGA_CRYPTO_SHA512, NULL, 0, NULL, 0, 1, out, 64), 0);
 }

@@ -407,8 +407,8 @@ VTEST(tls13_cv_content)
     VCHECK_EQ(vega_crypto_tls13_cv_content(false, th, 48, out, sizeof(out)), 146);
     VCHECK(memcmp(out + 64, "TLS 1.3, client CertificateVerify", 33) == 0);
     VCHECK_EQ(vega_crypto_tls13_cv_content(false, th, 48, out, 145), VEGA_ERR_NOBUF);
-    VCHECK_EQ(vega_crypto_tls13_cv_content(false, th, 0, out, sizeof(out)), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_crypto_tls13_cv_content(false, th, 65, out, sizeof(out)), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_crypto_tls13_cv_content(false, th, 0, out, sizeof(out)), -EINVAL);
+    VCHECK_EQ(vega_crypto_tls13_cv_content(false, th, 65, out, sizeof(out)), -EINVAL);
     VCHECK_EQ(vega_crypto_tls13_cv_content(true, th, 64, out, sizeof(out)),
               VEGA_CRYPTO_TLS13_CV_MAX);
     /* Byte for byte, RFC 8446 §4.4.3's example layout:

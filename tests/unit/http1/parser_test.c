@@ -480,11 +480,11 @@ VTEST(init_args)
 {
     vega_http1_parser p;
     vega_http1_limits l = {.max_field_line = VEGA_HTTP1_LINE_BUF + 1};
-    VCHECK_EQ(vega_http1_parser_init(&p, VEGA_HTTP1_REQUEST, &l, &cbs, NULL), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_http1_parser_init(&p, VEGA_HTTP1_REQUEST, &l, &cbs, NULL), -EINVAL);
     VCHECK_EQ(vega_http1_parser_init(&p, (vega_http1_kind)3, NULL, &cbs, NULL),
-              VEGA_ERR_INVALID_ARG);
+              -EINVAL);
     VCHECK_EQ(vega_http1_parser_init(&p, VEGA_HTTP1_REQUEST, NULL, NULL, NULL),
-              VEGA_ERR_INVALID_ARG);
+              -EINVAL);
     /* all callbacks NULL is fine */
     static const vega_http1_callbacks none = {0};
     VCHECK_EQ(vega_http1_parser_init(&p, VEGA_HTTP1_REQUEST, NULL, &none, NULL), 0);

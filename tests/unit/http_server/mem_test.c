@@ -288,7 +288,7 @@ static void body_counts(void)
     vega_mem bad = {fa_malloc, NULL, fa_realloc, fa_free, &f};
     o.mem = &bad;
     vega_http_server *srv;
-    VCHECK_EQ(vega_http_server_new(&srv, &o), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_http_server_new(&srv, &o), -EINVAL);
 }
 
 VTEST(allocator_hook) { vtest_run(body_counts, 0); }

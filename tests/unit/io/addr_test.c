@@ -196,8 +196,8 @@ static void *resolve_task(void *arg)
 
 static int resolve_in_rt(const char *host)
 {
-    vega_rt_options o;
-    vega_rt_options_init(&o);
+    vega_rt_opts o;
+    vega_rt_opts_init(&o);
     o.flavor = VEGA_RT_CURRENT_THREAD;
     o.driver = vtest_driver();
     vega_rt *rt;

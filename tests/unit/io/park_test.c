@@ -124,8 +124,8 @@ static void *root_echo(void *arg)
 
 static vega_rt *make_rt(unsigned workers)
 {
-    vega_rt_options o;
-    vega_rt_options_init(&o);
+    vega_rt_opts o;
+    vega_rt_opts_init(&o);
     o.driver = vtest_driver();
     o.workers = workers;
     vega_rt *rt;

@@ -326,7 +326,7 @@ VTEST(client_migration_with_new_cid)
     size_t before = q.side[0].c->cids.dcid_idx;
     VCHECK_EQ(vega_quic_conn_migrate(q.side[0].c, &np), 0);
     VCHECK(q.side[0].c->cids.dcid_idx != before); /* a fresh connection ID on the new path */
-    VCHECK_EQ(vega_quic_conn_migrate(q.side[0].c, &np), VEGA_ERR_INVALID_ARG); /* pending */
+    VCHECK_EQ(vega_quic_conn_migrate(q.side[0].c, &np), -EINVAL); /* pending */
     VCHECK(qp_run(&q, client_migrated, 5 * S));
     VCHECK(path_changed(&q, 0, 40002));
     bulk(&q, 0, 300000, 30 * S);
@@ -379,10 +379,10 @@ VTEST(migration_refused_before_confirmation_or_when_disabled)
     VCHECK_EQ(qp_client_start(&q), 0);
     vega_quic_path np = q.path;
     qp_set_addr(&np.local, &np.local_len, 40004);
-    VCHECK_EQ(vega_quic_conn_migrate(q.side[0].c, &np), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_quic_conn_migrate(q.side[0].c, &np), -EINVAL);
     VCHECK(qp_run(&q, confirmed, 5 * S));
-    VCHECK_EQ(vega_quic_conn_migrate(q.side[0].c, &np), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_conn_migrate(q.side[1].c, &np), VEGA_ERR_INVALID_ARG); /* server */
+    VCHECK_EQ(vega_quic_conn_migrate(q.side[0].c, &np), -EINVAL);
+    VCHECK_EQ(vega_quic_conn_migrate(q.side[1].c, &np), -EINVAL); /* server */
     qp_fini(&q);
 }
 
@@ -559,7 +559,7 @@ VTEST(new_token_for_the_next_connection)
     handshake(&q);
     VCHECK(qp_run(&q, confirmed, 10 * S));
     VCHECK_EQ(vega_quic_conn_new_token(q.side[0].c, (const uint8_t *)"x", 1),
-              VEGA_ERR_INVALID_ARG); /* clients do not issue tokens */
+              -EINVAL); /* clients do not issue tokens */
     VCHECK_EQ(vega_quic_conn_new_token(q.side[1].c, (const uint8_t *)"token-1", 7), 0);
     VCHECK(qp_run(&q, got_token, 10 * S)); /* resent through 20% loss until acknowledged */
     VCHECK_EQ(q.side[0].token_len, 7);
@@ -782,7 +782,7 @@ VTEST(key_update_both_directions)
     VCHECK(qp_run(&q, confirmed, 5 * S));
     VCHECK_EQ(vega_quic_conn_key_update(q.side[0].c), 0);
     /* A second update must wait until the first is acknowledged. */
-    VCHECK_EQ(vega_quic_conn_key_update(q.side[0].c), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_quic_conn_key_update(q.side[0].c), -EAGAIN);
     bulk(&q, 0, 300000, 30 * S);
     vega_quic_conn_info ci, si;
     vega_quic_conn_get_info(q.side[0].c, &ci);
@@ -790,7 +790,7 @@ VTEST(key_update_both_directions)
     VCHECK_EQ(ci.key_updates, 1);
     VCHECK_EQ(si.key_updates, 1);
     /* The server updates next, once 3 PTO passed since the last update (RFC 9001 §6.5). */
-    VCHECK_EQ(vega_quic_conn_key_update(q.side[1].c), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_quic_conn_key_update(q.side[1].c), -EAGAIN);
     qp_run(&q, never, 2 * S);
     VCHECK_EQ(vega_quic_conn_key_update(q.side[1].c), 0);
     for (size_t j = 0; j < q.side[0].nst; j++)
@@ -864,7 +864,7 @@ VTEST(datagrams)
     memset(d, 0xab, sizeof d);
     for (int i = 0; i < 10; i++)
         VCHECK_EQ(vega_quic_datagram_send(q.side[0].c, d, 100 + (size_t)i), 0);
-    VCHECK_EQ(vega_quic_datagram_send(q.side[0].c, d, 2000), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_quic_datagram_send(q.side[0].c, d, 2000), -EINVAL);
     qp_run(&q, confirmed, 1 * S);
     qp_run(&q, closed_both, 200 * MS);
     VCHECK_EQ(q.side[1].datagrams, 10);
@@ -879,7 +879,7 @@ VTEST(datagram_refused_when_not_negotiated)
     setup(&q, &o, 13);
     handshake(&q);
     uint8_t d[10] = {0};
-    VCHECK_EQ(vega_quic_datagram_send(q.side[0].c, d, sizeof d), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_quic_datagram_send(q.side[0].c, d, sizeof d), -EINVAL);
     qp_fini(&q);
 }
 
@@ -956,7 +956,7 @@ VTEST(reset_and_stop_sending)
     VCHECK_EQ(vega_quic_stream_stop(q.side[1].c, id2, 99), 0);
     VCHECK(qp_run(&q, got_stop, 5 * S));
     VCHECK_EQ(q.side[0].stop_code, 99);
-    VCHECK_EQ(vega_quic_stream_write(q.side[0].c, id2, "x", 1, false), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_quic_stream_write(q.side[0].c, id2, "x", 1, false), -EINVAL);
     qp_fini(&q);
 }
 
@@ -1100,17 +1100,17 @@ VTEST(reproducible_by_seed)
 
 VTEST(config_checked)
 {
-    vega_quic_config c;
-    vega_quic_config_init(&c);
+    vega_quic_opts c;
+    vega_quic_opts_init(&c);
     vega_quic_conn *conn = NULL;
     vega_quic_path p = {0};
     c.scid_len = 0;
-    VCHECK_EQ(vega_quic_conn_client_new(&conn, &c, &p, 1), VEGA_ERR_INVALID_ARG);
-    vega_quic_config_init(&c);
+    VCHECK_EQ(vega_quic_conn_client_new(&conn, &c, &p, 1), -EINVAL);
+    vega_quic_opts_init(&c);
     c.version = 0x12345678;
-    VCHECK_EQ(vega_quic_conn_client_new(&conn, &c, &p, 1), VEGA_ERR_INVALID_ARG);
-    vega_quic_config_init(&c); /* no ALPN, no CA: TLS refuses */
-    VCHECK_EQ(vega_quic_conn_client_new(&conn, &c, &p, 1), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_quic_conn_client_new(&conn, &c, &p, 1), -EINVAL);
+    vega_quic_opts_init(&c); /* no ALPN, no CA: TLS refuses */
+    VCHECK_EQ(vega_quic_conn_client_new(&conn, &c, &p, 1), -EINVAL);
     VCHECK(conn == NULL);
 }
 
@@ -1248,8 +1248,8 @@ VTEST(stream_peek_consume_transfer)
     size_t n;
     bool fin;
     VCHECK_EQ(vega_quic_stream_peek(q.side[1].c, (uint64_t)id, &p, &n, &fin),
-              VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_stream_consume(q.side[1].c, (uint64_t)id, 0), VEGA_ERR_INVALID_ARG);
+              -EINVAL);
+    VCHECK_EQ(vega_quic_stream_consume(q.side[1].c, (uint64_t)id, 0), -EINVAL);
     free(r.got);
     free(data);
     qp_fini(&q);
@@ -1275,10 +1275,10 @@ VTEST(stream_peek_consume_fin_reset_errors)
     uint64_t id;
     VCHECK_EQ(vega_quic_stream_open(cl, false, &id), 0);
     /* The client's own unidirectional stream cannot be read; unknown streams neither. */
-    VCHECK_EQ(vega_quic_stream_peek(cl, id, &p, &n, &fin), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_quic_stream_peek(cl, id, &p, &n, &fin), -EINVAL);
     VCHECK(p == NULL && n == 0 && !fin);
-    VCHECK_EQ(vega_quic_stream_consume(cl, id, 0), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega_quic_stream_peek(sv, 1002, &p, &n, &fin), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_quic_stream_consume(cl, id, 0), -EINVAL);
+    VCHECK_EQ(vega_quic_stream_peek(sv, 1002, &p, &n, &fin), -EINVAL);
     VCHECK_EQ(vega_quic_stream_write(cl, id, "abcdef", 6, false), 6);
     struct pc_reader r = {.hold = true};
     pc_want = 6;
@@ -1287,7 +1287,7 @@ VTEST(stream_peek_consume_fin_reset_errors)
     VCHECK_EQ(n, 6);
     VCHECK(!fin);
     VCHECK(memcmp(p, "abcdef", 6) == 0);
-    VCHECK_EQ(vega_quic_stream_consume(sv, id, 7), VEGA_ERR_INVALID_ARG); /* beyond readable */
+    VCHECK_EQ(vega_quic_stream_consume(sv, id, 7), -EINVAL); /* beyond readable */
     VCHECK_EQ(vega_quic_stream_consume(sv, id, 2), 0);
     VCHECK_EQ(vega_quic_stream_peek(sv, id, &p, &n, &fin), 0);
     VCHECK_EQ(n, 4);
@@ -1304,9 +1304,9 @@ VTEST(stream_peek_consume_fin_reset_errors)
     VCHECK(pc_run(&q, &r, pc_seen, 5 * S));
     VCHECK_EQ(vega_quic_stream_peek(sv, id, &p, &n, &fin), 0);
     VCHECK(n == 0 && fin);
-    VCHECK_EQ(vega_quic_stream_consume(sv, id, 1), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_quic_stream_consume(sv, id, 1), -EINVAL);
     VCHECK_EQ(vega_quic_stream_consume(sv, id, 0), 0);
-    VCHECK_EQ(vega_quic_stream_peek(sv, id, &p, &n, &fin), VEGA_ERR_INVALID_ARG); /* freed */
+    VCHECK_EQ(vega_quic_stream_peek(sv, id, &p, &n, &fin), -EINVAL); /* freed */
     /* A reset stream: data that was readable is gone, both calls say VEGA_ERR_PROTO. */
     uint64_t id2;
     VCHECK_EQ(vega_quic_stream_open(cl, true, &id2), 0); /* bidi: kept while ours is open */

@@ -107,15 +107,15 @@ VTEST(cid_lengths)
                        .dcid = cid21,
                        .dcid_len = 21,
                        .length = 10};
-    VCHECK_EQ(vega_quic_hdr_write(pkt, sizeof pkt, &w, 1, 0), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_quic_hdr_write(pkt, sizeof pkt, &w, 1, 0), -EINVAL);
     w.dcid_len = 20;
     w.version = 0xff00001d;
-    VCHECK_EQ(vega_quic_hdr_write(pkt, sizeof pkt, &w, 1, 0), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_quic_hdr_write(pkt, sizeof pkt, &w, 1, 0), -EINVAL);
     w.version = VEGA_QUIC_V1;
-    VCHECK_EQ(vega_quic_hdr_write(pkt, sizeof pkt, &w, 5, 0), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_quic_hdr_write(pkt, sizeof pkt, &w, 5, 0), -EINVAL);
     VCHECK_EQ(vega_quic_hdr_write(pkt, 10, &w, 1, 0), VEGA_ERR_NOBUF);
     w.type = VEGA_QUIC_PKT_RETRY;
-    VCHECK_EQ(vega_quic_hdr_write(pkt, sizeof pkt, &w, 1, 0), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_quic_hdr_write(pkt, sizeof pkt, &w, 1, 0), -EINVAL);
 }
 
 /* §17.3.1: short header with the caller's CID length; the fixed bit must be set. */
@@ -198,7 +198,7 @@ VTEST(version_negotiation)
     VCHECK_EQ(vega_quic_hdr_parse(&h, pkt, 7 + 5 + 20, 0), VEGA_ERR_PROTO);
     VCHECK_EQ(vega_quic_vn_write(pkt, (size_t)n - 1, 0, CID5, 5, CID20, 20, vs, 3), VEGA_ERR_NOBUF);
     VCHECK_EQ(vega_quic_vn_write(pkt, sizeof pkt, 0, CID5, 5, CID20, 20, vs, 0),
-              VEGA_ERR_INVALID_ARG);
+              -EINVAL);
 }
 
 /* The Length field: 2 bytes below 16384 (so it can be reserved early), 4 above; hdr_len agrees

@@ -23,7 +23,7 @@ VTEST(put_get_del)
     VCHECK_EQ(vega__quic_stream_map_put(&m, &a), 0);
     VCHECK_EQ(vega__quic_stream_map_put(&m, &b), 0);
     VCHECK_EQ(vega__quic_stream_map_put(&m, &c), 0);
-    VCHECK_EQ(vega__quic_stream_map_put(&m, &dup), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_stream_map_put(&m, &dup), -EINVAL);
     VCHECK_EQ(m.n, 3);
     VCHECK(vega__quic_stream_map_get(&m, 0) == &a);
     VCHECK(vega__quic_stream_map_get(&m, 4) == &b);

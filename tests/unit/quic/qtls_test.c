@@ -66,7 +66,7 @@ static void pki_free(void)
     memset(&P, 0, sizeof P);
 }
 
-static void client_cfg(vega_quic_tls_config *c)
+static void client_cfg(vega_quic_tls_opts *c)
 {
     pki_load();
     memset(c, 0, sizeof(*c));
@@ -78,7 +78,7 @@ static void client_cfg(vega_quic_tls_config *c)
 
 static const uint8_t TICKET_KEY[32] = "0123456789abcdef0123456789abcdef";
 
-static void server_cfg(vega_quic_tls_config *c)
+static void server_cfg(vega_quic_tls_opts *c)
 {
     pki_load();
     memset(c, 0, sizeof(*c));
@@ -183,7 +183,7 @@ static int cb_rand(void *ud, void *buf, size_t len)
 static const uint8_t CLIENT_TP[] = "client transport parameters";
 static const uint8_t SERVER_TP[] = "server transport parameters";
 
-static void side_init(struct side *s, bool server, const vega_quic_tls_config *cfg,
+static void side_init(struct side *s, bool server, const vega_quic_tls_opts *cfg,
                       const uint8_t *tp, size_t tp_len, uint64_t wall_ms, uint64_t seed)
 {
     memset(s, 0, sizeof(*s));
@@ -240,7 +240,7 @@ struct hs {
 };
 
 /* A handshake from start to the end of the flights. */
-static bool handshake(struct hs *h, const vega_quic_tls_config *cc, const vega_quic_tls_config *sc,
+static bool handshake(struct hs *h, const vega_quic_tls_opts *cc, const vega_quic_tls_opts *sc,
                       uint64_t wall_ms, uint64_t seed)
 {
     side_init(&h->c, false, cc, CLIENT_TP, sizeof CLIENT_TP, wall_ms, seed);
@@ -356,7 +356,7 @@ VTEST(full_matrix)
     for (int si = 0; si < 3; si++)
         for (int gi = 0; gi < 2; gi++)
             for (int ki = 0; ki < 3; ki++) {
-                vega_quic_tls_config cc, sc;
+                vega_quic_tls_opts cc, sc;
                 client_cfg(&cc);
                 server_cfg(&sc);
                 cc.suites[0] = suites[si];
@@ -384,7 +384,7 @@ VTEST(full_matrix)
 
 VTEST(alpn_preference_and_ip_literal)
 {
-    vega_quic_tls_config cc, sc;
+    vega_quic_tls_opts cc, sc;
     client_cfg(&cc);
     server_cfg(&sc);
     cc.server_name = "127.0.0.1"; /* verified against the IP SAN; no SNI sent */
@@ -407,7 +407,7 @@ VTEST(alpn_preference_and_ip_literal)
 
 VTEST(hello_retry_request)
 {
-    vega_quic_tls_config cc, sc;
+    vega_quic_tls_opts cc, sc;
     client_cfg(&cc);
     server_cfg(&sc);
     sc.groups[0] = VEGA_CRYPTO_GROUP_SECP256R1;
@@ -431,7 +431,7 @@ VTEST(hello_retry_request)
 
 VTEST(mutual_tls)
 {
-    vega_quic_tls_config cc, sc;
+    vega_quic_tls_opts cc, sc;
     client_cfg(&cc);
     server_cfg(&sc);
     sc.verify_peer = true;
@@ -465,9 +465,9 @@ VTEST(mutual_tls)
 
 /* ---- verification failures ------------------------------------------------------------------ */
 
-static void expect_client_alert(vega_quic_tls_config *cc, uint64_t wall, int alert, int line)
+static void expect_client_alert(vega_quic_tls_opts *cc, uint64_t wall, int alert, int line)
 {
-    vega_quic_tls_config sc;
+    vega_quic_tls_opts sc;
     server_cfg(&sc);
     struct hs h;
     bool ok = handshake(&h, cc, &sc, wall, 0);
@@ -485,22 +485,22 @@ static void expect_client_alert(vega_quic_tls_config *cc, uint64_t wall, int ale
 
 VTEST(verify_failures)
 {
-    vega_quic_tls_config cc;
+    vega_quic_tls_opts cc;
     client_cfg(&cc);
     cc.ca = NULL;
     cc.insecure = false;
-    vega_quic_tls_config sc;
+    vega_quic_tls_opts sc;
     server_cfg(&sc);
     struct vega__qtls *t = NULL;
     struct side dummy;
     struct vega__qtls_cbs cbs = {&dummy, cb_send, cb_secret, cb_peer_tp, NULL, NULL, NULL};
-    VCHECK_EQ(vega__qtls_new(&t, false, &cc, NULL, 0, 0, &cbs), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__qtls_new(&t, false, &cc, NULL, 0, 0, &cbs), -EINVAL);
     sc.n_alpn = 0;
-    VCHECK_EQ(vega__qtls_new(&t, true, &sc, NULL, 0, 0, &cbs), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__qtls_new(&t, true, &sc, NULL, 0, 0, &cbs), -EINVAL);
     server_cfg(&sc);
     sc.suites[0] = 0x1304;
     sc.n_suites = 1;
-    VCHECK_EQ(vega__qtls_new(&t, true, &sc, NULL, 0, 0, &cbs), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__qtls_new(&t, true, &sc, NULL, 0, 0, &cbs), -EINVAL);
 
     client_cfg(&cc);
     cc.ca = P.other_ca;
@@ -525,7 +525,7 @@ VTEST(verify_failures)
 
 VTEST(no_common_alpn)
 {
-    vega_quic_tls_config cc, sc;
+    vega_quic_tls_opts cc, sc;
     client_cfg(&cc);
     server_cfg(&sc);
     cc.alpn[0] = "h2";
@@ -538,7 +538,7 @@ VTEST(no_common_alpn)
 }
 
 /* The first ClientHello a client would send (seeded, so stable). */
-static size_t client_hello(uint8_t *out, size_t cap, const vega_quic_tls_config *cc)
+static size_t client_hello(uint8_t *out, size_t cap, const vega_quic_tls_opts *cc)
 {
     struct side c;
     side_init(&c, false, cc, CLIENT_TP, sizeof CLIENT_TP, 0, 42);
@@ -570,7 +570,7 @@ static void rename_ext(uint8_t *ch, size_t len, uint16_t type)
 /* Feeds bytes to a fresh server at level; returns its wire error (0 = accepted). */
 static uint64_t server_feed(vega_quic_level level, const uint8_t *b, size_t n)
 {
-    vega_quic_tls_config sc;
+    vega_quic_tls_opts sc;
     server_cfg(&sc);
     struct side s;
     side_init(&s, true, &sc, SERVER_TP, sizeof SERVER_TP, 0, 0);
@@ -583,7 +583,7 @@ static uint64_t server_feed(vega_quic_level level, const uint8_t *b, size_t n)
 
 VTEST(client_hello_checks)
 {
-    vega_quic_tls_config cc;
+    vega_quic_tls_opts cc;
     client_cfg(&cc);
     uint8_t ch[2048], tmp[2048];
     size_t n = client_hello(ch, sizeof ch, &cc);
@@ -646,7 +646,7 @@ VTEST(client_hello_checks)
 
 VTEST(tampered_finished_and_wrong_level)
 {
-    vega_quic_tls_config cc, sc;
+    vega_quic_tls_opts cc, sc;
     client_cfg(&cc);
     server_cfg(&sc);
     struct hs h;
@@ -681,7 +681,7 @@ VTEST(tampered_finished_and_wrong_level)
 /* ---- resumption and 0-RTT -------------------------------------------------------------------- */
 
 /* A full handshake that leaves a session in *blob. */
-static size_t get_session(const vega_quic_tls_config *cc, const vega_quic_tls_config *sc,
+static size_t get_session(const vega_quic_tls_opts *cc, const vega_quic_tls_opts *sc,
                           uint64_t wall, uint8_t *blob)
 {
     struct hs h;
@@ -699,7 +699,7 @@ static size_t get_session(const vega_quic_tls_config *cc, const vega_quic_tls_co
 
 VTEST(resumption)
 {
-    vega_quic_tls_config cc, sc;
+    vega_quic_tls_opts cc, sc;
     client_cfg(&cc);
     server_cfg(&sc);
     sc.ticket_key = TICKET_KEY;
@@ -776,7 +776,7 @@ VTEST(resumption)
 
 VTEST(zero_rtt)
 {
-    vega_quic_tls_config cc, sc;
+    vega_quic_tls_opts cc, sc;
     client_cfg(&cc);
     server_cfg(&sc);
     sc.ticket_key = TICKET_KEY;
@@ -842,7 +842,7 @@ VTEST(zero_rtt)
 
 VTEST(determinism)
 {
-    vega_quic_tls_config cc, sc;
+    vega_quic_tls_opts cc, sc;
     client_cfg(&cc);
     server_cfg(&sc);
     /* Ed25519 signatures are deterministic (ECDSA and RSA-PSS draw from libcrypto). */
@@ -987,7 +987,7 @@ static size_t make_sh(uint8_t *out, const uint8_t *random, uint16_t suite, const
 /* Starts a client (X25519 then P-256) and feeds it msg at INITIAL; returns its wire error. */
 static uint64_t client_feed(const uint8_t *msg, size_t len, const uint8_t *msg2, size_t len2)
 {
-    vega_quic_tls_config cc;
+    vega_quic_tls_opts cc;
     client_cfg(&cc);
     struct side c;
     side_init(&c, false, &cc, CLIENT_TP, sizeof CLIENT_TP, 0, 0);
@@ -1057,7 +1057,7 @@ VTEST(client_server_hello_checks)
 
 VTEST(new_session_ticket_checks)
 {
-    vega_quic_tls_config cc, sc;
+    vega_quic_tls_opts cc, sc;
     client_cfg(&cc);
     server_cfg(&sc);
     /* lifetime 60, age_add 1, nonce "n", ticket "t", early_data max (patched below). */
@@ -1117,7 +1117,7 @@ static int fail_send(void *ud, vega_quic_level level, const uint8_t *data, size_
 
 VTEST(callbacks_and_second_client_hello)
 {
-    vega_quic_tls_config cc, sc;
+    vega_quic_tls_opts cc, sc;
     client_cfg(&cc);
     server_cfg(&sc);
     uint8_t ch[2048];
@@ -1157,7 +1157,7 @@ VTEST(callbacks_and_second_client_hello)
 
     /* send_ticket: only on a finished server. */
     side_init(&s, true, &sc, SERVER_TP, sizeof SERVER_TP, 0, 0);
-    VCHECK_EQ(vega__qtls_send_ticket(s.t), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__qtls_send_ticket(s.t), -EINVAL);
     side_fini(&s);
     pki_free();
 }

@@ -258,9 +258,9 @@ VTEST(on_sent_requires_increasing_pn)
 {
     struct env *e = env_new(VEGA__QUIC_CC_NEWRENO, 0);
     snd(e, APP, 5, 1 * S);
-    VCHECK_EQ(snd_ex(e, APP, 5, 1 * S, 1200, true, false), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(snd_ex(e, APP, 4, 1 * S, 1200, true, false), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(snd_ex(e, 3, 6, 1 * S, 1200, true, false), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(snd_ex(e, APP, 5, 1 * S, 1200, true, false), -EINVAL);
+    VCHECK_EQ(snd_ex(e, APP, 4, 1 * S, 1200, true, false), -EINVAL);
+    VCHECK_EQ(snd_ex(e, 3, 6, 1 * S, 1200, true, false), -EINVAL);
     /* Another space has its own numbers. */
     snd(e, HS, 0, 1 * S);
     VCHECK_EQ(stats(e)->sent, 2);
@@ -525,7 +525,7 @@ VTEST(discard_space)
     VCHECK_EQ(vega__quic_recovery_cc(e->r)->cwnd, 12000);
     VCHECK_EQ(vega__quic_recovery_timer(e->r), 1300 * MS); /* the Handshake packet's PTO */
     /* The space is gone: no more packets, its ACKs are ignored. */
-    VCHECK_EQ(snd_ex(e, INI, 3, 2 * S, 1200, true, false), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(snd_ex(e, INI, 3, 2 * S, 1200, true, false), -EINVAL);
     vega_quic_ack_range rg = {0, 2};
     VCHECK_EQ(ack_ex(e, INI, &rg, 1, 0, false, 0, 0, 2 * S, NULL), 0);
     VCHECK_EQ(e->nacked, 0);
@@ -733,8 +733,8 @@ VTEST(callbacks_cannot_reenter)
     vega_quic_frame_ack a = {.ranges = &rg, .nranges = 1};
     uint64_t werr;
     VCHECK_EQ(vega__quic_recovery_on_ack(reentrant_r, APP, &a, 3, 2 * S, &werr), 0);
-    VCHECK_EQ(reentrant_rc[0], VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(reentrant_rc[1], VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(reentrant_rc[0], -EINVAL);
+    VCHECK_EQ(reentrant_rc[1], -EINVAL);
     VCHECK_EQ(reentrant_rc[2], -1);
     VCHECK_EQ(vega__quic_recovery_outstanding(reentrant_r, APP), 0);
     VCHECK(vega__quic_recovery_check(reentrant_r));
@@ -767,8 +767,8 @@ VTEST(hand_made_ack_forms)
     /* on_ack_frame takes ACK frames only. */
     vega_quic_frame f = {.type = VEGA_QUIC_FT_PING};
     VCHECK_EQ(vega__quic_recovery_on_ack_frame(e->r, APP, &f, 3, 1200 * MS, &werr),
-              VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega__quic_recovery_on_ack(e->r, 7, &b, 3, 1200 * MS, &werr), VEGA_ERR_INVALID_ARG);
+              -EINVAL);
+    VCHECK_EQ(vega__quic_recovery_on_ack(e->r, 7, &b, 3, 1200 * MS, &werr), -EINVAL);
     env_done(e);
 }
 

@@ -181,7 +181,7 @@ VTEST(sha384_schedule)
               "7ee8206f5570023e6dc7519eb1073bc4e791ad37b5c382aa10ba18e2357e7169"
               "71f9362f2c2fe2a76bfd78dfec4ea9b5");
     /* A SHA-256-sized transcript hash is refused for a SHA-384 schedule. */
-    VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, shared, 32, th, 32), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, shared, 32, th, 32), -EINVAL);
     VCHECK_EQ(s.stage, VEGA__QUIC_TLS13_STAGE_EARLY);
     VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, shared, 32, th, 48), 0);
     CHECK_HEX(s.handshake_secret, 48,
@@ -219,71 +219,71 @@ VTEST(errors)
     uint8_t buf[256] = {0}, out[48];
     struct vega__quic_tls13_schedule s;
     /* Only the TLS 1.3 suite hashes. */
-    VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA1, NULL, 0), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA1, NULL, 0), -EINVAL);
     VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA512, NULL, 0),
-              VEGA_ERR_INVALID_ARG);
+              -EINVAL);
     VCHECK_EQ(vega__quic_tls13_schedule_init(&s, (vega_crypto_hash_alg)99, NULL, 0),
-              VEGA_ERR_INVALID_ARG);
+              -EINVAL);
     VCHECK_EQ(s.stage, VEGA__QUIC_TLS13_STAGE_NONE);
     /* PSK lengths. */
     VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, buf,
                                              VEGA__QUIC_TLS13_MAX_PSK_LEN + 1),
-              VEGA_ERR_INVALID_ARG);
+              -EINVAL);
     VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, NULL, 32),
-              VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, buf, 0), VEGA_ERR_INVALID_ARG);
+              -EINVAL);
+    VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, buf, 0), -EINVAL);
     VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, buf,
                                              VEGA__QUIC_TLS13_MAX_PSK_LEN),
               0);
 
     /* Out of order: nothing but the early stage's derivations before the handshake. */
-    VCHECK_EQ(vega__quic_tls13_schedule_application(&s, buf, 32), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega__quic_tls13_schedule_resumption(&s, buf, 32), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_application(&s, buf, 32), -EINVAL);
+    VCHECK_EQ(vega__quic_tls13_schedule_resumption(&s, buf, 32), -EINVAL);
     /* Bad shared secret and transcript hash lengths leave s as it was. */
-    VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, buf, 0, buf, 32), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, buf, 0, buf, 32), -EINVAL);
     VCHECK_EQ(
         vega__quic_tls13_schedule_handshake(&s, buf, VEGA__QUIC_TLS13_MAX_SHARED_LEN + 1, buf, 32),
-        VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, buf, 32, buf, 31), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, buf, 32, buf, 48), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega__quic_tls13_schedule_early_traffic(&s, buf, 48, out), VEGA_ERR_INVALID_ARG);
+        -EINVAL);
+    VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, buf, 32, buf, 31), -EINVAL);
+    VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, buf, 32, buf, 48), -EINVAL);
+    VCHECK_EQ(vega__quic_tls13_schedule_early_traffic(&s, buf, 48, out), -EINVAL);
     VCHECK_EQ(s.stage, VEGA__QUIC_TLS13_STAGE_EARLY);
     VCHECK_EQ(
         vega__quic_tls13_schedule_handshake(&s, buf, VEGA__QUIC_TLS13_MAX_SHARED_LEN, buf, 32), 0);
     /* Once past the early stage, its derivations and the handshake step are refused. */
-    VCHECK_EQ(vega__quic_tls13_schedule_binder_key(&s, false, out), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega__quic_tls13_schedule_early_traffic(&s, buf, 32, out), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, buf, 32, buf, 32), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega__quic_tls13_schedule_resumption(&s, buf, 32), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega__quic_tls13_schedule_application(&s, buf, 0), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_binder_key(&s, false, out), -EINVAL);
+    VCHECK_EQ(vega__quic_tls13_schedule_early_traffic(&s, buf, 32, out), -EINVAL);
+    VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, buf, 32, buf, 32), -EINVAL);
+    VCHECK_EQ(vega__quic_tls13_schedule_resumption(&s, buf, 32), -EINVAL);
+    VCHECK_EQ(vega__quic_tls13_schedule_application(&s, buf, 0), -EINVAL);
     VCHECK_EQ(vega__quic_tls13_schedule_application(&s, buf, 32), 0);
-    VCHECK_EQ(vega__quic_tls13_schedule_application(&s, buf, 32), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega__quic_tls13_schedule_resumption(&s, buf, 48), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_application(&s, buf, 32), -EINVAL);
+    VCHECK_EQ(vega__quic_tls13_schedule_resumption(&s, buf, 48), -EINVAL);
     VCHECK_EQ(vega__quic_tls13_schedule_resumption(&s, buf, 32), 0);
-    VCHECK_EQ(vega__quic_tls13_schedule_resumption(&s, buf, 32), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_resumption(&s, buf, 32), -EINVAL);
     /* A wiped (or never initialised) schedule derives nothing. */
     vega__quic_tls13_schedule_wipe(&s);
-    VCHECK_EQ(vega__quic_tls13_schedule_binder_key(&s, true, out), VEGA_ERR_INVALID_ARG);
-    VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, buf, 32, buf, 32), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega__quic_tls13_schedule_binder_key(&s, true, out), -EINVAL);
+    VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, buf, 32, buf, 32), -EINVAL);
 
     /* Finished: key and transcript hash must be the hash's length. */
     VCHECK_EQ(vega__quic_tls13_finished(VEGA_CRYPTO_SHA256, buf, 31, buf, 32, out),
-              VEGA_ERR_INVALID_ARG);
+              -EINVAL);
     VCHECK_EQ(vega__quic_tls13_finished(VEGA_CRYPTO_SHA256, buf, 32, buf, 48, out),
-              VEGA_ERR_INVALID_ARG);
+              -EINVAL);
     VCHECK_EQ(vega__quic_tls13_finished(VEGA_CRYPTO_SHA384, buf, 32, buf, 32, out),
-              VEGA_ERR_INVALID_ARG);
+              -EINVAL);
     VCHECK_EQ(vega__quic_tls13_finished(VEGA_CRYPTO_SHA512, buf, 64, buf, 64, out),
-              VEGA_ERR_INVALID_ARG);
+              -EINVAL);
     VCHECK_EQ(vega__quic_tls13_finished_check(VEGA_CRYPTO_SHA256, buf, 31, buf, 32, buf, 32, NULL),
-              VEGA_ERR_INVALID_ARG);
+              -EINVAL);
 
     /* Resumption PSK: secret length, nonce length, a NULL non-empty nonce. */
     VCHECK_EQ(vega__quic_tls13_resumption_psk(VEGA_CRYPTO_SHA256, buf, 48, buf, 2, out),
-              VEGA_ERR_INVALID_ARG);
+              -EINVAL);
     VCHECK_EQ(vega__quic_tls13_resumption_psk(VEGA_CRYPTO_SHA256, buf, 32, buf, 256, out),
-              VEGA_ERR_INVALID_ARG);
+              -EINVAL);
     VCHECK_EQ(vega__quic_tls13_resumption_psk(VEGA_CRYPTO_SHA256, buf, 32, NULL, 2, out),
-              VEGA_ERR_INVALID_ARG);
+              -EINVAL);
     VCHECK_EQ(vega__quic_tls13_resumption_psk(VEGA_CRYPTO_SHA256, buf, 32, buf, 255, out), 0);
 }

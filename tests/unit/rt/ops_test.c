@@ -54,8 +54,8 @@ static void *root_read(void *arg)
 
 VTEST(read_and_timeout)
 {
-    vega_rt_options o;
-    vega_rt_options_init(&o);
+    vega_rt_opts o;
+    vega_rt_opts_init(&o);
     o.driver = vtest_driver();
     o.workers = 2;
     vega_rt *rt;
@@ -96,8 +96,8 @@ static void *root_cancel(void *arg)
 
 VTEST(cancel_from_other_worker)
 {
-    vega_rt_options o;
-    vega_rt_options_init(&o);
+    vega_rt_opts o;
+    vega_rt_opts_init(&o);
     o.driver = vtest_driver();
     o.workers = 2;
     vega_rt *rt;

@@ -99,8 +99,8 @@ VTEST(tasks_made_here_freed_there)
  */
 static vega_rt *idle_rt(void)
 {
-    vega_rt_options o;
-    vega_rt_options_init(&o);
+    vega_rt_opts o;
+    vega_rt_opts_init(&o);
     o.workers = 2;
     o.driver = vtest_driver();
     vega_rt *rt;

@@ -14,8 +14,8 @@
 
 static vega_rt *make_rt(size_t stack_size, bool guard)
 {
-    vega_rt_options o;
-    vega_rt_options_init(&o);
+    vega_rt_opts o;
+    vega_rt_opts_init(&o);
     o.flavor = VEGA_RT_CURRENT_THREAD;
     o.driver = vtest_driver();
     o.stack_size = stack_size;
@@ -119,7 +119,7 @@ static void *root_many(void *arg)
 VTEST(many_guarded_stacks)
 {
     vega_rt *rt = make_rt(0, true);
-    vega_rt_options o;
+    vega_rt_opts o;
     (void)o;
     /* 40,000 live tasks (fewer under sanitizers, whose per-thread state does not scale). */
     const char *sc = getenv("VEGA_TEST_SCALE");

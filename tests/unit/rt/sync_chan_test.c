@@ -593,12 +593,12 @@ static void *mpsc_xrt_producers(void *arg)
 VTEST(mpsc_cross_runtime)
 {
     struct mpsc_stress s = {.per = scaled(10000)};
-    vega_rt_options o;
+    vega_rt_opts o;
     vega_rt *rt2;
     vega_task *cons;
     atomic_init(&s.next_id, 0);
     VCHECK_EQ(vega_mpsc_new(&s.c, 1), 0);
-    vega_rt_options_init(&o);
+    vega_rt_opts_init(&o);
     o.driver = vtest_driver();
     o.workers = 2;
     VCHECK_EQ(vega_rt_new(&rt2, &o), 0);
@@ -617,7 +617,7 @@ static void *broadcast_basic_body(void *arg)
     vega_broadcast_rx *r1, *r2, *late;
     void *v = NULL;
     uint64_t missed = 0;
-    VCHECK_EQ(vega_broadcast_new(&b, 0), VEGA_ERR_INVALID_ARG);
+    VCHECK_EQ(vega_broadcast_new(&b, 0), -EINVAL);
     VCHECK_EQ(vega_broadcast_new(&b, 4), 0);
     VCHECK_EQ(vega_broadcast_send(b, P(0)), 0); /* no receivers: not an error */
     VCHECK_EQ(vega_broadcast_subscribe(b, &r1), 0);

@@ -88,7 +88,7 @@ VTEST(selfsigned_defaults)
     VCHECK_EQ(vega_tls_cert_new_pem(&c, cert, strlen(cert), key, strlen(key)), 0);
     vega_tls_cert_free(c);
     VCHECK_EQ(vega_tls_cert_new_pem(&c, cert, strlen(cert), key2, strlen(key2)),
-              VEGA_TLS_ERR_CONFIG);
+              VEGA_ERR_TLS_CONFIG);
     X509_free(x);
     X509_free(y);
     free(cert);
@@ -148,7 +148,7 @@ VTEST(selfsigned_options_and_ca_chain)
     o.issuer_cert_pem = ca;
     VCHECK_EQ(vega_tls_selfsigned_ex(&c2, &k2, &o), -EINVAL);
     o.issuer_key_pem = "garbage";
-    VCHECK_EQ(vega_tls_selfsigned_ex(&c2, &k2, &o), VEGA_TLS_ERR_CONFIG);
+    VCHECK_EQ(vega_tls_selfsigned_ex(&c2, &k2, &o), VEGA_ERR_TLS_CONFIG);
     VCHECK_EQ(vega_tls_selfsigned_ex(NULL, &k2, NULL), -EINVAL);
     free(ca);
     free(cakey);
@@ -170,7 +170,7 @@ VTEST(cert_objects_are_reference_counted)
     vega_tls_cert_free(c); /* both configurations keep it */
     vega_tls_config_free(a);
     vega_tls_config_free(b);
-    VCHECK_EQ(vega_tls_cert_new_pem(&c, "x", 1, key, strlen(key)), VEGA_TLS_ERR_CONFIG);
+    VCHECK_EQ(vega_tls_cert_new_pem(&c, "x", 1, key, strlen(key)), VEGA_ERR_TLS_CONFIG);
     VCHECK_EQ(vega_tls_cert_new_pem(&c, cert, 0, key, strlen(key)), -EINVAL);
     vega_tls_cert_free(NULL);
     vega_tls_config_free(NULL);

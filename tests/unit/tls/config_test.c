@@ -46,9 +46,9 @@ static void body_alpn(void)
     p = tu_pair_new(plain, scfg, "localhost", 0);
     int rc, rs;
     tu_handshake(p.c, p.s, &rc, &rs);
-    VCHECK_EQ(rs, VEGA_TLS_ERR_HANDSHAKE);
+    VCHECK_EQ(rs, VEGA_ERR_TLS_HANDSHAKE);
     VCHECK(strstr(vega_tls_last_error(p.s), "no ALPN protocol in common") != NULL);
-    VCHECK_EQ(rc, VEGA_TLS_ERR_ALERT);
+    VCHECK_EQ(rc, VEGA_ERR_TLS_ALERT);
     VCHECK(strstr(vega_tls_last_error(p.c), "no_application_protocol") != NULL);
     vega_tls_error e;
     VCHECK_EQ(vega_tls_get_error(p.c, &e), 0);
@@ -182,13 +182,13 @@ static void body_mtls(void)
     p = tu_pair_new(without, scfg, "localhost", 0);
     int rc, rs;
     tu_handshake(p.c, p.s, &rc, &rs);
-    VCHECK_EQ(rs, VEGA_TLS_ERR_NO_CERT);
+    VCHECK_EQ(rs, VEGA_ERR_TLS_NO_CERT);
     VCHECK(strstr(vega_tls_last_error(p.s), "sent no certificate") != NULL);
     if (rc == 0) { /* TLS 1.3: the client finished first and learns it on its next read */
         char b[4];
         rc = (int)vega_stream_read(p.c, b, sizeof(b), DL(1000));
     }
-    VCHECK_EQ(rc, VEGA_TLS_ERR_NO_CERT);
+    VCHECK_EQ(rc, VEGA_ERR_TLS_NO_CERT);
     VCHECK(strstr(vega_tls_last_error(p.c), "certificate_required") != NULL);
     tu_pair_close(&p);
 
@@ -213,12 +213,12 @@ static void body_mtls(void)
               0);
     p = tu_pair_new(bad, scfg, "localhost", 0);
     tu_handshake(p.c, p.s, &rc, &rs);
-    VCHECK_EQ(rs, VEGA_TLS_ERR_CERT_UNTRUSTED);
+    VCHECK_EQ(rs, VEGA_ERR_TLS_CERT_UNTRUSTED);
     if (rc == 0) {
         char b[4];
         rc = (int)vega_stream_read(p.c, b, sizeof(b), DL(1000));
     }
-    VCHECK_EQ(rc, VEGA_TLS_ERR_ALERT);
+    VCHECK_EQ(rc, VEGA_ERR_TLS_ALERT);
     VCHECK(strstr(vega_tls_last_error(p.c), "unknown_ca") != NULL);
     VCHECK(strstr(vega_tls_last_error(p.c), "rejected our certificate") != NULL);
     tu_pair_close(&p);
@@ -373,8 +373,8 @@ static void body_ciphers(void)
     tu_handshake_ok(&p);
     VCHECK_STR(vega_tls_get_cipher(p.c), "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384");
     tu_pair_close(&p);
-    VCHECK_EQ(vega_tls_config_set_ciphers(ccfg, "NOT-A-CIPHER", NULL), VEGA_TLS_ERR_CONFIG);
-    VCHECK_EQ(vega_tls_config_set_groups(ccfg, "P-999"), VEGA_TLS_ERR_CONFIG);
+    VCHECK_EQ(vega_tls_config_set_ciphers(ccfg, "NOT-A-CIPHER", NULL), VEGA_ERR_TLS_CONFIG);
+    VCHECK_EQ(vega_tls_config_set_groups(ccfg, "P-999"), VEGA_ERR_TLS_CONFIG);
     VCHECK_EQ(vega_tls_config_set_versions(ccfg, VEGA_TLS_1_3, VEGA_TLS_1_2), -EINVAL);
     VCHECK_EQ(vega_tls_config_set_versions(ccfg, 0x0301, 0), -EINVAL);
     vega_tls_config_free(scfg);
@@ -466,13 +466,13 @@ static void body_files(void)
     VCHECK_EQ(vega_tls_config_set_cert_files(scfg, cert, key), 0);
     VCHECK_EQ(vega_tls_config_set_cert_files(scfg, both, NULL), 0);
     VCHECK_EQ(vega_tls_config_set_cert_files(scfg, "/nonexistent.pem", key), -ENOENT);
-    VCHECK_EQ(vega_tls_config_set_cert_files(scfg, junk, key), VEGA_TLS_ERR_CONFIG);
-    VCHECK_EQ(vega_tls_config_set_cert_files(scfg, cert, junk), VEGA_TLS_ERR_CONFIG);
+    VCHECK_EQ(vega_tls_config_set_cert_files(scfg, junk, key), VEGA_ERR_TLS_CONFIG);
+    VCHECK_EQ(vega_tls_config_set_cert_files(scfg, cert, junk), VEGA_ERR_TLS_CONFIG);
     /* A key that belongs to another certificate. */
     VCHECK_EQ(vega_tls_config_set_cert_pem(scfg, pem.cert, strlen(pem.cert), other.key,
                                            strlen(other.key)),
-              VEGA_TLS_ERR_CONFIG);
-    VCHECK_EQ(vega_tls_config_set_ca_file(ccfg, junk), VEGA_TLS_ERR_CONFIG);
+              VEGA_ERR_TLS_CONFIG);
+    VCHECK_EQ(vega_tls_config_set_ca_file(ccfg, junk), VEGA_ERR_TLS_CONFIG);
     VCHECK_EQ(vega_tls_config_set_ca_file(ccfg, "/nonexistent.pem"), -ENOENT);
     VCHECK_EQ(vega_tls_config_set_ca_file(ccfg, cert), 0);
     struct tu_pair p = tu_pair_new(ccfg, scfg, "localhost", 0);

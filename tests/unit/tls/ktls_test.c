@@ -416,7 +416,7 @@ static bool check_variant(vega_tls_config *ccfg, vega_tls_config *scfg)
     k = info_of(p.c, true, raw, &rawlen);
     rl = seal_record(&k, k.seq + 5, "wrong sequence", 14, rec);
     VCHECK_EQ(vega_stream_write(a, rec, rl, NULL, DL(1000)), (vega_ssize)rl);
-    VCHECK_EQ(vega_stream_read(p.s, buf, sizeof(buf), DL(1000)), VEGA_TLS_ERR_PROTOCOL);
+    VCHECK_EQ(vega_stream_read(p.s, buf, sizeof(buf), DL(1000)), VEGA_ERR_TLS_PROTOCOL);
     if (!strstr(vega_tls_last_error(p.s), "bad record mac") &&
         !strstr(vega_tls_last_error(p.s), "bad_record_mac"))
         vtest_fail(__FILE__, __LINE__, "message: %s", vega_tls_last_error(p.s));

@@ -246,13 +246,13 @@ static void body_truncation(void)
     char buf[16];
     tu_read_all(c, buf, 7, DL(1000));
     vega_ssize r = vega_stream_read(c, buf, sizeof(buf), DL(1000));
-    VCHECK_EQ(r, VEGA_TLS_ERR_TRUNCATED);
+    VCHECK_EQ(r, VEGA_ERR_TLS_TRUNCATED);
     VCHECK(strstr(vega_tls_last_error(c), "without close_notify") != NULL);
-    VCHECK_EQ(vega_stream_read(c, buf, sizeof(buf), DL(1000)), VEGA_TLS_ERR_TRUNCATED);
+    VCHECK_EQ(vega_stream_read(c, buf, sizeof(buf), DL(1000)), VEGA_ERR_TLS_TRUNCATED);
     vega_tls_error e;
     VCHECK_EQ(vega_tls_get_error(c, &e), 0);
-    VCHECK_EQ(e.code, VEGA_TLS_ERR_TRUNCATED);
-    VCHECK_STR(vega_tls_err_name(r), "VEGA_TLS_ERR_TRUNCATED");
+    VCHECK_EQ(e.code, VEGA_ERR_TLS_TRUNCATED);
+    VCHECK_STR(vega_tls_err_name(r), "VEGA_ERR_TLS_TRUNCATED");
     VCHECK(strstr(vega_tls_strerror(r), "close_notify") != NULL);
     tu_pair_close(&p);
     vega_tls_config_free(scfg);
@@ -377,12 +377,12 @@ static void body_not_tls(void)
     VCHECK_EQ(vega_duplex_new(&a, &b, 0), 0);
     VCHECK_EQ(vega_tls_stream_new(&c, a, ccfg, NULL), 0);
     VCHECK_EQ(vega_stream_write(b, "HTTP/1.1 400 Bad Request\r\n\r\n", 28, NULL, DL(100)), 28);
-    VCHECK_EQ(vega_tls_handshake(c, DL(1000)), VEGA_TLS_ERR_HANDSHAKE);
+    VCHECK_EQ(vega_tls_handshake(c, DL(1000)), VEGA_ERR_TLS_HANDSHAKE);
     VCHECK(strstr(vega_tls_last_error(c), "TLS handshake failed") != NULL);
     /* Sticky. */
-    VCHECK_EQ(vega_tls_handshake(c, DL(1000)), VEGA_TLS_ERR_HANDSHAKE);
+    VCHECK_EQ(vega_tls_handshake(c, DL(1000)), VEGA_ERR_TLS_HANDSHAKE);
     char buf[4];
-    VCHECK_EQ(vega_stream_read(c, buf, 4, DL(100)), VEGA_TLS_ERR_HANDSHAKE);
+    VCHECK_EQ(vega_stream_read(c, buf, 4, DL(100)), VEGA_ERR_TLS_HANDSHAKE);
     vega_stream_close(c, DL(100));
     vega_stream_close(b, DL(100));
     /* The peer closes during the handshake, after the ClientHello. */
@@ -390,7 +390,7 @@ static void body_not_tls(void)
     VCHECK_EQ(vega_tls_stream_new(&c, a, ccfg, NULL), 0);
     VCHECK_EQ(vega_tls_handshake(c, DL(20)), -ETIMEDOUT);
     vega_stream_close(b, DL(100));
-    VCHECK_EQ(vega_tls_handshake(c, DL(1000)), VEGA_TLS_ERR_HANDSHAKE);
+    VCHECK_EQ(vega_tls_handshake(c, DL(1000)), VEGA_ERR_TLS_HANDSHAKE);
     if (!strstr(vega_tls_last_error(c), "closed the connection"))
         vtest_fail(__FILE__, __LINE__, "message: %s", vega_tls_last_error(c));
     vega_stream_close(c, DL(100));
@@ -583,7 +583,7 @@ static void body_args(void)
     vega_tls_config *scfg;
     VCHECK_EQ(vega_tls_config_new(&scfg, VEGA_TLS_SERVER), 0);
     /* A server needs a certificate. */
-    VCHECK_EQ(vega_tls_stream_new(&s, a, scfg, NULL), VEGA_TLS_ERR_CONFIG);
+    VCHECK_EQ(vega_tls_stream_new(&s, a, scfg, NULL), VEGA_ERR_TLS_CONFIG);
     VCHECK_EQ(vega_tls_stream_new(&s, NULL, scfg, NULL), -EINVAL);
     vega_tls_config *bad;
     VCHECK_EQ(vega_tls_config_new(&bad, (vega_tls_role)7), -EINVAL);

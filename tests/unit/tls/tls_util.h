@@ -29,8 +29,8 @@ static void *tu_case_task(void *arg)
 /* Runs body as the main task of a fresh runtime; workers == 0 means current-thread. */
 static inline void tu_run(void (*body)(void), unsigned workers)
 {
-    vega_rt_options o;
-    vega_rt_options_init(&o);
+    vega_rt_opts o;
+    vega_rt_opts_init(&o);
     o.flavor = workers ? VEGA_RT_MULTI_THREAD : VEGA_RT_CURRENT_THREAD;
     o.workers = workers;
     o.driver = vtest_driver();

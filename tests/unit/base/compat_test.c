@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* The names replaced by the API rules (docs/ARCHITECTURE.md, "API migration") still compile
+ * and still mean what they meant, until 1.0. */
+#include <string.h>
+
+#include <vega/dns.h>
+#include <vega/err.h>
+#include <vega/http.h>
+#include <vega/quic.h>
+#include <vega/rt.h>
+#include <vega/tls.h>
+
+#include "vtest.h"
+
+VTEST(old_error_names_are_the_new_values)
+{
+    VCHECK_EQ(VEGA_ERR_INVALID_ARG, -EINVAL);
+    VCHECK_EQ(VEGA_TLS_ERR_HANDSHAKE, VEGA_ERR_TLS_HANDSHAKE);
+    VCHECK_EQ(VEGA_HTTP_ERR_URL, VEGA_ERR_HTTP_URL);
+    VCHECK(strcmp(vega_err_name(-EINVAL), "EINVAL") == 0);
+}
+
+VTEST(old_option_names_are_the_new_types)
+{
+    vega_rt_options r;
+    vega_rt_options_init(&r);
+    vega_rt_opts r2;
+    vega_rt_opts_init(&r2);
+    VCHECK(memcmp(&r, &r2, sizeof r) == 0);
+
+    vega_dns_options d;
+    vega_dns_options_init(&d);
+    vega_tcp_connect_options t;
+    vega_tcp_connect_options_init(&t);
+
+    vega_quic_config q;
+    vega_quic_config_init(&q);
+    vega_quic_opts q2;
+    vega_quic_opts_init(&q2);
+    VCHECK_EQ(q.idle_timeout_ms, q2.idle_timeout_ms);
+    vega_quic_tls_config *tls = &q.tls;
+    (void)tls;
+
+    vega_spawn_options s = {.name = "old"};
+    vega_spawn_opts s2;
+    vega_spawn_opts_init(&s2);
+    VCHECK(s2.name == NULL && s2.deadline == 0);
+    (void)s;
+}
