@@ -18,6 +18,7 @@
 # build-flake/failures.txt, and each failing run's log to build-flake/.
 set -u -o pipefail
 source "$(dirname "$0")/common.sh"
+set +e # common.sh turns -e on: a failing round must be recorded, not end the hunt
 
 runs=5 suites=ctest,asan,tsan load=stress prefix=build
 while getopts "n:s:L:p:h" opt; do
@@ -61,7 +62,9 @@ start_load() {
         fi
         # CPU spinners, a memory churner and an I/O writer: every kind of contention a CI
         # machine shares with other work.
-        stress-ng --cpu "$n" --vm 1 --vm-bytes 256M --hdd 1 --hdd-bytes 64M --timeout 24h \
+        # Its own process group (setsid), so that stop_load ends exactly this load and its
+        # workers, never another stress-ng on the machine.
+        setsid stress-ng --cpu "$n" --vm 1 --vm-bytes 256M --hdd 1 --hdd-bytes 64M --timeout 24h \
             >/dev/null 2>&1 &
         load_pids+=($!)
         ;;
@@ -69,11 +72,12 @@ start_load() {
         local scratch
         scratch=$(mktemp -d)
         git -C "$ROOT" archive HEAD | tar -x -C "$scratch"
-        (while :; do
-            cmake -S "$scratch" -B "$scratch/b" -DVEGA_BUILD_TESTS=OFF -DVEGA_BUILD_CLI=OFF \
+        # Its own process group (setsid): stop_load ends the loop and the compilers it started.
+        setsid bash -c 'while :; do
+            cmake -S "$1" -B "$1/b" -DVEGA_BUILD_TESTS=OFF -DVEGA_BUILD_CLI=OFF \
                 -DVEGA_BUILD_BENCH=OFF >/dev/null 2>&1
-            cmake --build "$scratch/b" -j"$n" --clean-first >/dev/null 2>&1
-        done) &
+            cmake --build "$1/b" -j"$2" --clean-first >/dev/null 2>&1
+        done' build-load "$scratch" "$n" &
         load_pids+=($!)
         ;;
     *) die "unknown load '$load'" ;;
@@ -81,11 +85,12 @@ start_load() {
 }
 stop_load() {
     local p
+    # Each load leads its own process group: signal that group, by id. (A `pkill -x stress-ng`
+    # here used to end every stress-ng on the machine, other people's included.)
     for p in "${load_pids[@]}"; do
-        pkill -P "$p" 2>/dev/null
-        kill "$p" 2>/dev/null
+        kill -TERM -- "-$p" 2>/dev/null || true
     done
-    pkill -x stress-ng 2>/dev/null || true
+    load_pids=()
 }
 trap stop_load EXIT
 
@@ -113,8 +118,10 @@ for ((r = 1; r <= runs; r++)); do
         summary=$(grep -E 'tests passed' "$logf" | tail -n 1)
         echo "round $r $s: ${summary:-no summary} ($((SECONDS - t0))s)"
         if [ $rc -ne 0 ]; then
-            sed -nE 's/^[[:space:]]*[0-9]+ - ([^ ]+) \((Failed|Timeout|SEGFAULT|Subprocess aborted|Exception)\).*/\1/p' \
-                "$logf" | sed "s/^/$s /" >>"$out/failures.raw"
+            # "Not Run" too: a test whose program did not build is not a pass.
+            names=$(sed -nE 's/^[[:space:]]*[0-9]+ - ([^ ]+) \((Failed|Timeout|SEGFAULT|Subprocess aborted|Exception|Not Run)\).*/\1/p' "$logf")
+            [ -n "$names" ] || names="(ctest-exit-$rc:see-round$r-$s.log)"
+            printf '%s\n' "$names" | sed "s/^/$s /" >>"$out/failures.raw"
         else
             rm -f "$logf"
         fi

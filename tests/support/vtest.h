@@ -28,6 +28,18 @@ void vtest_run(void (*body)(void), unsigned workers);
 /* The same on a current-thread runtime with the paused clock: time starts at 0 and jumps to
  * the next timer whenever every task waits, so timeouts are exact and cost no wall time. */
 void vtest_run_paused(void (*body)(void));
+/* True while a body runs under vtest_run_paused. */
+bool vtest_paused(void);
+
+/* Checks the time a wait took, on the runtime clock, from t0 (a vega_now() stamp taken before
+ * the wait's deadline was computed) to now, for a deadline of ms milliseconds:
+ *  - never less than ms (a deadline never fires early; 1 ms of slack for the timer wheel);
+ *  - on the paused clock, never more than ms (+ 1 ms): time moves only from timer to timer,
+ *    so the wait took exactly its deadline, however slow the machine.
+ * On the real clock there is no upper bound: how late a loaded machine runs a task is not
+ * something the code guarantees (latency goals belong in bench/). */
+#define VCHECK_WAITED(t0, ms) vtest_check_waited(__FILE__, __LINE__, (t0), (ms))
+void vtest_check_waited(const char *file, int line, uint64_t t0, uint64_t ms);
 
 #define VTEST(name)                                                                            \
     static void vtest_case_##name(void);                                                       \

@@ -56,6 +56,23 @@ int vtest_driver(void)
 }
 
 static void (*run_body)(void);
+static bool run_paused; /* written before the runtime's threads start */
+
+bool vtest_paused(void)
+{
+    return run_paused;
+}
+
+void vtest_check_waited(const char *file, int line, uint64_t t0, uint64_t ms)
+{
+    uint64_t el = vega_now() - t0, want = ms * VEGA_NS_PER_MS;
+    if (el + VEGA_NS_PER_MS < want)
+        vtest_fail(file, line, "waited %.3f ms: less than the %" PRIu64 " ms deadline",
+                   (double)el / VEGA_NS_PER_MS, ms);
+    if (run_paused && el > want + VEGA_NS_PER_MS)
+        vtest_fail(file, line, "waited %.3f ms of paused clock: more than the %" PRIu64
+                   " ms deadline", (double)el / VEGA_NS_PER_MS, ms);
+}
 
 static void *run_task(void *arg)
 {
@@ -78,8 +95,8 @@ void vtest_run_paused(void (*body)(void))
 
 static void run_with(void (*body)(void), unsigned workers, bool paused)
 {
-    vega_rt_options o;
-    vega_rt_options_init(&o);
+    vega_rt_opts o;
+    vega_rt_opts_init(&o);
     o.flavor = workers ? VEGA_RT_MULTI_THREAD : VEGA_RT_CURRENT_THREAD;
     o.workers = workers;
     o.paused_clock = paused;
@@ -91,7 +108,9 @@ static void run_with(void (*body)(void), unsigned workers, bool paused)
     if (r != 0)
         vtest_fail(__FILE__, __LINE__, "vega_rt_new: %s", vega_strerror(r));
     run_body = body;
+    run_paused = paused;
     r = vega_rt_block_on(rt, run_task, NULL, NULL);
+    run_paused = false;
     if (r != 0)
         vtest_fail(__FILE__, __LINE__, "vega_rt_block_on: %s", vega_strerror(r));
     vega_rt_free(rt);

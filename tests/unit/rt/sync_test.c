@@ -793,10 +793,13 @@ static void *notify_wake_body(void *arg)
     atomic_init(&s.started, 0);
     atomic_init(&s.woken, 0);
     spawn_n(t, 3, notify_waiter, &s);
-    await_count(&s.started, 3);
+    /* All three queued (not just started: on two workers a late one would miss notify_all,
+     * which stores nothing, and wait for ever). */
+    await_waiters(&s.n.q_, 3);
     vega_notify_one(&s.n);
     await_count(&s.woken, 1);
     VCHECK_EQ(atomic_load(&s.woken), 1);
+    VCHECK_EQ(waiters_queued(&s.n.q_), 2);
     vega_notify_all(&s.n);
     join_n(t, 3);
     VCHECK_EQ(atomic_load(&s.woken), 3);

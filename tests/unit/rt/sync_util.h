@@ -11,6 +11,7 @@
 #include <vega/rt.h>
 #include <vega/sync.h>
 
+#include "sync_int.h"
 #include "vtest.h"
 
 #define CT VEGA_RT_CURRENT_THREAD
@@ -32,8 +33,8 @@ static inline long scaled(long n)
 /* Runs fn(arg) as the root task of a fresh runtime and returns its result. */
 static inline void *run_rt(vega_rt_flavor flavor, unsigned workers, vega_task_fn fn, void *arg)
 {
-    vega_rt_options o;
-    vega_rt_options_init(&o);
+    vega_rt_opts o;
+    vega_rt_opts_init(&o);
     o.driver = vtest_driver();
     o.flavor = flavor;
     o.workers = workers;
@@ -67,12 +68,33 @@ static inline void join_n(vega_task **t, int n)
 }
 
 /* Sleeps in 1 ms steps until *v >= want, then a little more so that the other task, which
- * bumped *v just before it started waiting, is parked by the time this returns. */
+ * bumped *v just before it started waiting, is parked by the time this returns. On the
+ * current-thread runtime that is certain (the other task ran until it suspended); on several
+ * workers it is only likely: where a case needs the waiter queued, use await_waiters. */
 static inline void await_count(atomic_int *v, int want)
 {
     while (atomic_load(v) < want)
         VCHECK_EQ(vega_sleep_ms(1), 0);
     VCHECK_EQ(vega_sleep_ms(10), 0);
+}
+
+/* Waiters queued on a primitive's wait queue (q: its `q_`), counted under its lock. */
+static inline size_t waiters_queued(vega_waitq *q)
+{
+    vega__sync_lock(&q->lock_);
+    size_t n = 0;
+    for (const struct vega__waiter *w = vega__waitq_head(q); w; w = w->next)
+        n++;
+    vega__sync_unlock(&q->lock_);
+    return n;
+}
+
+/* Sleeps in 1 ms steps until at least n tasks wait on q: from then on a wake-up finds them,
+ * on any number of workers. */
+static inline void await_waiters(vega_waitq *q, size_t n)
+{
+    while (waiters_queued(q) < n)
+        VCHECK_EQ(vega_sleep_ms(1), 0);
 }
 
 /* Milliseconds since t0 on the runtime clock. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Tasks: spawn/join/detach, yield, sleep, cancel, deadlines, groups, 1,000,000 tasks. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <signal.h>
 #include <time.h>
@@ -19,8 +20,8 @@ static unsigned scale(void)
 
 static vega_rt *make_rt(vega_rt_flavor flavor, unsigned workers)
 {
-    vega_rt_options o;
-    vega_rt_options_init(&o);
+    vega_rt_opts o;
+    vega_rt_opts_init(&o);
     o.flavor = flavor;
     o.workers = workers;
     o.driver = vtest_driver();
@@ -206,12 +207,10 @@ static void *root_cancel(void *arg)
     vega_task *t;
     VCHECK_EQ(vega_task_spawn(&t, long_sleeper, NULL), 0);
     VCHECK_EQ(vega_sleep_ms(5), 0);
-    vega_tstamp t0 = vega_now();
     vega_task_cancel(t);
     void *res;
     VCHECK_EQ(vega_task_join(t, &res, VEGA_DEADLINE_NEVER), 0);
-    VCHECK_EQ((intptr_t)res, -ECANCELED);
-    VCHECK(vega_now() - t0 < 5 * VEGA_NS_PER_S);
+    VCHECK_EQ((intptr_t)res, -ECANCELED); /* not 0: the minute of sleep was cut short */
     /* Cancel before it ever ran. */
     VCHECK_EQ(vega_task_spawn(&t, long_sleeper, NULL), 0);
     vega_task_cancel(t);
@@ -288,10 +287,10 @@ VTEST(join_timeout)
 static void *root_scope(void *arg)
 {
     (void)arg;
-    vega_deadline saved = vega_deadline_push(vega_deadline_in_ms(20));
     vega_tstamp t0 = vega_now();
-    VCHECK_EQ(vega_sleep_ms(10000), -ETIMEDOUT);
-    VCHECK(vega_now() - t0 < 5 * VEGA_NS_PER_S);
+    vega_deadline saved = vega_deadline_push(vega_deadline_in_ms(20));
+    VCHECK_EQ(vega_sleep_ms(10000), -ETIMEDOUT); /* not 0: the scope cut it short */
+    VCHECK_WAITED(t0, 20);
     /* Nested: the earlier one wins, the later one does not extend it. */
     vega_deadline inner = vega_deadline_push(vega_deadline_in_ms(100000));
     VCHECK_EQ(vega_sleep_ms(10000), -ETIMEDOUT);
@@ -317,7 +316,7 @@ static void *task_deadline_body(void *arg)
 static void *root_task_deadline(void *arg)
 {
     (void)arg;
-    vega_spawn_options so = {.name = "capped", .deadline = vega_deadline_in_ms(15)};
+    vega_spawn_opts so = {.name = "capped", .deadline = vega_deadline_in_ms(15)};
     vega_task *t;
     VCHECK_EQ(vega_task_spawn_ex(&t, task_deadline_body, NULL, &so), 0);
     void *res;
@@ -414,11 +413,13 @@ VTEST(work_stealing)
 }
 
 /* Groups: wait for all; free cancels the rest. */
-static atomic_int group_done;
+static atomic_int group_done, group_cancelled;
 static void *member(void *arg)
 {
     int r = vega_sleep_ms((uintptr_t)arg);
     atomic_fetch_add(&group_done, 1);
+    if (r == -ECANCELED)
+        atomic_fetch_add(&group_cancelled, 1);
     return (void *)(intptr_t)r;
 }
 
@@ -437,10 +438,10 @@ static void *root_group(void *arg)
         VCHECK_EQ(vega_group_spawn(g, member, (void *)(uintptr_t)60000), 0);
     VCHECK_EQ(vega_group_wait(g, vega_deadline_in_ms(10)), -ETIMEDOUT);
     VCHECK_EQ(vega_group_live(g), 10);
-    vega_tstamp t0 = vega_now();
+    VCHECK_EQ(atomic_load(&group_cancelled), 0);
     vega_group_free(g);
     VCHECK_EQ(atomic_load(&group_done), 20);
-    VCHECK(vega_now() - t0 < 5 * VEGA_NS_PER_S);
+    VCHECK_EQ(atomic_load(&group_cancelled), 10); /* cut short, not slept out */
     return NULL;
 }
 
@@ -470,12 +471,37 @@ static void *root_blocking(void *arg)
     return NULL;
 }
 
+/* A job that holds its pool thread until the test opens the gate: "the pool is busy" is then
+ * a state the test made, not a guess that a 100 ms job still runs after a 20 ms nap. */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static bool gate_open;
+static atomic_int gate_held;
+
+static void *gate_job(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&gate_held, 1);
+    pthread_mutex_lock(&gate_mu);
+    while (!gate_open)
+        pthread_cond_wait(&gate_cv, &gate_mu);
+    pthread_mutex_unlock(&gate_mu);
+    return (void *)42;
+}
+
 static void *hold_pool(void *arg)
 {
     (void)arg;
-    void *res;
-    return (void *)(intptr_t)vega_blocking(blocking_sleep, (void *)100000, &res,
-                                           VEGA_DEADLINE_NEVER);
+    void *res = NULL;
+    int r = vega_blocking(gate_job, NULL, &res, VEGA_DEADLINE_NEVER);
+    return (void *)(intptr_t)(r == 0 && (uintptr_t)res == 42 ? 0 : r ? r : -1);
+}
+
+static uint64_t pool_queued(void)
+{
+    vega_rt_metrics m;
+    vega_rt_get_metrics(vega_rt_current(), &m);
+    return m.blocking_queue;
 }
 
 static void *root_blocking_full(void *arg)
@@ -484,17 +510,29 @@ static void *root_blocking_full(void *arg)
     vega_task *t[2];
     for (int i = 0; i < 2; i++)
         VCHECK_EQ(vega_task_spawn(&t[i], hold_pool, NULL), 0);
-    VCHECK_EQ(vega_sleep_ms(20), 0); /* both threads busy now (blocking_threads = 2) */
+    while (atomic_load(&gate_held) < 2) /* both threads busy (blocking_threads = 2) */
+        VCHECK_EQ(vega_sleep_ms(1), 0);
     VCHECK_EQ(vega_blocking_try(blocking_sleep, (void *)1, NULL, VEGA_DEADLINE_NEVER),
               VEGA_ERR_FULL);
     /* The queue takes one (blocking_queue = 1), the next is refused. */
     vega_task *q;
     VCHECK_EQ(vega_task_spawn(&q, hold_pool, NULL), 0);
-    VCHECK_EQ(vega_sleep_ms(5), 0);
+    while (pool_queued() < 1)
+        VCHECK_EQ(vega_sleep_ms(1), 0);
     VCHECK_EQ(vega_blocking(blocking_sleep, (void *)1, NULL, VEGA_DEADLINE_NEVER), VEGA_ERR_FULL);
-    for (int i = 0; i < 2; i++)
-        VCHECK_EQ(vega_task_join(t[i], NULL, VEGA_DEADLINE_NEVER), 0);
-    VCHECK_EQ(vega_task_join(q, NULL, VEGA_DEADLINE_NEVER), 0);
+    VCHECK_EQ(atomic_load(&gate_held), 2); /* the queued job waits for a thread */
+    pthread_mutex_lock(&gate_mu);
+    gate_open = true;
+    pthread_cond_broadcast(&gate_cv);
+    pthread_mutex_unlock(&gate_mu);
+    void *res;
+    for (int i = 0; i < 2; i++) {
+        VCHECK_EQ(vega_task_join(t[i], &res, VEGA_DEADLINE_NEVER), 0);
+        VCHECK_EQ((intptr_t)res, 0);
+    }
+    VCHECK_EQ(vega_task_join(q, &res, VEGA_DEADLINE_NEVER), 0);
+    VCHECK_EQ((intptr_t)res, 0);
+    VCHECK_EQ(atomic_load(&gate_held), 3); /* and ran once one was free */
     return NULL;
 }
 
@@ -503,8 +541,8 @@ VTEST(blocking_pool)
     vega_rt *rt = make_rt(VEGA_RT_MULTI_THREAD, 2);
     VCHECK_EQ(vega_rt_block_on(rt, root_blocking, NULL, NULL), 0);
     vega_rt_free(rt);
-    vega_rt_options o;
-    vega_rt_options_init(&o);
+    vega_rt_opts o;
+    vega_rt_opts_init(&o);
     o.driver = vtest_driver();
     o.workers = 2;
     o.blocking_threads = 2;
@@ -535,8 +573,8 @@ static void *root_seeded(void *arg)
 
 static uint64_t seeded_hash(uint64_t seed)
 {
-    vega_rt_options o;
-    vega_rt_options_init(&o);
+    vega_rt_opts o;
+    vega_rt_opts_init(&o);
     o.flavor = VEGA_RT_CURRENT_THREAD;
     o.driver = vtest_driver();
     o.seeded = true;
@@ -571,8 +609,8 @@ static void *root_paused(void *arg)
 
 VTEST(paused_clock)
 {
-    vega_rt_options o;
-    vega_rt_options_init(&o);
+    vega_rt_opts o;
+    vega_rt_opts_init(&o);
     o.flavor = VEGA_RT_CURRENT_THREAD;
     o.driver = vtest_driver();
     o.paused_clock = true;
@@ -582,7 +620,7 @@ VTEST(paused_clock)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     VCHECK_EQ(vega_rt_block_on(rt, root_paused, NULL, NULL), 0);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    VCHECK(t1.tv_sec - t0.tv_sec < 10);
+    VCHECK(t1.tv_sec - t0.tv_sec < 3600); /* less wall time than the hour it slept */
     vega_rt_free(rt);
 }
 
@@ -666,18 +704,18 @@ VTEST(spawn_outside_task)
 
 VTEST(options_rejected)
 {
-    vega_rt_options o;
+    vega_rt_opts o;
     vega_rt *rt = NULL;
-    vega_rt_options_init(&o);
+    vega_rt_opts_init(&o);
     o.seeded = true; /* a seeded schedule needs the current-thread flavour */
     VCHECK_EQ(vega_rt_new(&rt, &o), -EINVAL);
-    vega_rt_options_init(&o);
+    vega_rt_opts_init(&o);
     o.paused_clock = true;
     VCHECK_EQ(vega_rt_new(&rt, &o), -EINVAL);
-    vega_rt_options_init(&o);
+    vega_rt_opts_init(&o);
     o.workers = 100000;
     VCHECK_EQ(vega_rt_new(&rt, &o), -EINVAL);
-    vega_rt_options_init(&o);
+    vega_rt_opts_init(&o);
     o.flavor = (vega_rt_flavor)42;
     VCHECK_EQ(vega_rt_new(&rt, &o), -EINVAL);
     VCHECK(rt == NULL);
