@@ -210,7 +210,8 @@ static int send_failed(struct xfer *x, int e)
     } else if (e == VEGA_ERR_HTTP_SCHEME) {
         code = CE_UNSUPPORTED_PROTOCOL;
         snprintf(r->errmsg, sizeof(r->errmsg), "Protocol \"%s\" not supported", r->scheme);
-    } else if (e == -ENOENT || e == -ENXIO || e == -ENODATA || e == -EAGAIN) {
+    } else if (e == VEGA_ERR_DNS_NOT_FOUND || e == VEGA_ERR_DNS_NO_ADDRESS ||
+               e == VEGA_ERR_DNS_SERVER) {
         code = CE_COULDNT_RESOLVE_HOST;
         snprintf(r->errmsg, sizeof(r->errmsg), "Could not resolve host: %s", x->host);
     } else if (e == -ECONNREFUSED || e == -EHOSTUNREACH || e == -ENETUNREACH ||
@@ -595,7 +596,7 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
         }
         req.decompress = o->compressed;
         req.version = o->http_version;
-        req.deadline = x->dl;
+        req.deadline = x->dl ? x->dl : VEGA_DEADLINE_NEVER;
         req.trace = on_trace;
         req.trace_user = x;
         x->res.method = x->method;

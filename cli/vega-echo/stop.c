@@ -75,7 +75,7 @@ int echo_resolve(const struct echo_opts *o, vega_addr *out, size_t max, char *wh
     else
         snprintf(what, whatcap, "%s:%s", host, o->port);
     r = vega_addr_resolve(out, max, host, o->port, o->family, VEGA_DEADLINE_NEVER);
-    if (r == -ENXIO)
+    if (r == VEGA_ERR_DNS_NOT_FOUND || r == VEGA_ERR_DNS_NO_ADDRESS)
         cli_err(what, "cannot resolve host name%s",
                 o->family == AF_INET ? " to an IPv4 address"
                 : o->family == AF_INET6 ? " to an IPv6 address" : "");

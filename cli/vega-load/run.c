@@ -126,7 +126,7 @@ static int resolve(struct load_run *r)
         n = vega_addr_resolve(r->addrs, LOAD_MAX_ADDRS, o->host, o->port, o->family,
                               VEGA_DEADLINE_NEVER);
     }
-    if (n == -ENXIO)
+    if (n == VEGA_ERR_DNS_NOT_FOUND || n == VEGA_ERR_DNS_NO_ADDRESS)
         cli_err(target_name(o), "cannot resolve host name%s",
                 o->family == AF_INET    ? " to an IPv4 address"
                 : o->family == AF_INET6 ? " to an IPv6 address"

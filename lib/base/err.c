@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <vega/crypto.h>
+#include <vega/dns.h>
 #include <vega/http.h>
 #include <vega/tls.h>
 
@@ -32,6 +33,12 @@ static const struct code lib_codes[] = {
     {VEGA_ERR_HTTP_EMPTY_REPLY, "VEGA_ERR_HTTP_EMPTY_REPLY",
      "empty reply: the server closed the connection without a response"},
     {VEGA_ERR_HTTP_BODY_TOO_LARGE, "VEGA_ERR_HTTP_BODY_TOO_LARGE", "body too large"},
+    /* dns.h */
+    {VEGA_ERR_DNS_NOT_FOUND, "VEGA_ERR_DNS_NOT_FOUND", "Could not resolve host: no such name"},
+    {VEGA_ERR_DNS_NO_ADDRESS, "VEGA_ERR_DNS_NO_ADDRESS",
+     "Could not resolve host: the name has no address of the family asked"},
+    {VEGA_ERR_DNS_SERVER, "VEGA_ERR_DNS_SERVER",
+     "Could not resolve host: the name servers failed (try again later)"},
     /* tls.h */
     {VEGA_ERR_TLS_HANDSHAKE, "VEGA_ERR_TLS_HANDSHAKE", "TLS handshake failed"},
     {VEGA_ERR_TLS_ALERT, "VEGA_ERR_TLS_ALERT", "the TLS peer sent a fatal alert"},
@@ -121,6 +128,9 @@ bool vega_err_is_fatal(int err)
     case VEGA_ERR_EMPTY:
     case VEGA_ERR_LAGGED:
     case VEGA_ERR_CRYPTO_AUTH: /* one forged packet; the key context stays usable */
+    case VEGA_ERR_DNS_NOT_FOUND: /* an answer about a name; the resolver stays usable */
+    case VEGA_ERR_DNS_NO_ADDRESS:
+    case VEGA_ERR_DNS_SERVER:
         return false;
     default:
         return err < 0;

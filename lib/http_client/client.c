@@ -25,6 +25,7 @@ void vega_http_client_opts_init(vega_http_client_opts *o)
 void vega_http_client_request_init(vega_http_client_request *r)
 {
     memset(r, 0, sizeof *r);
+    r->deadline = VEGA_DEADLINE_NEVER;
 }
 
 int vega_http_client_new(vega_http_client **out, const vega_http_client_opts *opts)
@@ -521,7 +522,7 @@ int vega_http_client_send(vega_http_client *c, const vega_http_client_request *r
         vega__mem_free(c->o.mem, rq.head);
         return rc;
     }
-    vega_deadline dl = req->deadline ? req->deadline : VEGA_DEADLINE_NEVER;
+    vega_deadline dl = req->deadline;
     bool reused = false, used = false, got_bytes = false;
     rc = attempt(c, &rq, start, dl, req->fresh_connection, &reused, &used, &got_bytes, out);
     /* RFC 9112 §9.3.1: a connection the server closed while it sat in the pool fails before

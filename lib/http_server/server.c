@@ -333,7 +333,9 @@ int vega_http_server_run(vega_http_server *srv)
     size_t started = 0;
     for (; started < n; started++) {
         struct srv_listener *l = &srv->listeners[started];
-        vega_spawn_opts so = {.name = "http-accept"};
+        vega_spawn_opts so;
+        vega_spawn_opts_init(&so);
+        so.name = "http-accept";
         int r = vega_task_spawn_ex(&l->task, accept_task, l, &so);
         if (r < 0) {
             rc = r;

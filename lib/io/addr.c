@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <vega/dns.h>
+
 #include "io_int.h"
 
 #define UNIX_PREFIX "unix:"
@@ -285,15 +287,16 @@ static int gai_code(int e)
 {
     switch (e) {
     case EAI_NONAME:
+        return VEGA_ERR_DNS_NOT_FOUND;
 #ifdef EAI_NODATA
     case EAI_NODATA:
 #endif
 #ifdef EAI_ADDRFAMILY
     case EAI_ADDRFAMILY:
 #endif
-        return -ENXIO;
+        return VEGA_ERR_DNS_NO_ADDRESS;
     case EAI_AGAIN:
-        return -EAGAIN;
+        return VEGA_ERR_DNS_SERVER;
     case EAI_MEMORY:
         return -ENOMEM;
     case EAI_FAMILY:
@@ -352,7 +355,7 @@ int vega_addr_resolve(vega_addr *out, size_t max, const char *host, const char *
                 out[n].len = ai->ai_addrlen;
                 n++;
             }
-            r = n ? (int)n : -ENXIO;
+            r = n ? (int)n : VEGA_ERR_DNS_NO_ADDRESS;
         }
     }
     if (j->res)

@@ -280,7 +280,7 @@ static int err_rank(int e)
     switch (e) {
     case 0:
         return 0;
-    case -EAGAIN:
+    case VEGA_ERR_DNS_SERVER:
         return 6; /* a server answered SERVFAIL/REFUSED */
     case VEGA_ERR_PROTO:
         return 5;
@@ -353,7 +353,7 @@ static bool dq_answer(struct job *j, struct dq *q, int pr, bool tcp)
         break;
     case VEGA__DNS_RC_SERVFAIL:
     case VEGA__DNS_RC_REFUSED:
-        note_err(q, -EAGAIN);
+        note_err(q, VEGA_ERR_DNS_SERVER);
         break;
     default:
         note_err(q, VEGA_ERR_PROTO);
@@ -547,7 +547,7 @@ static uint32_t cache_ttl(const vega_dns_resolver *r, const struct vega__dns_ans
 }
 
 /* Resolves one fully qualified name (lowercase, no trailing dot). Returns the number of
- * addresses stored (>= 1), -ENXIO, -ENODATA, or an error. */
+ * addresses stored (>= 1), VEGA_ERR_DNS_NOT_FOUND, VEGA_ERR_DNS_NO_ADDRESS, or an error. */
 static int resolve_name(struct job *j, const char *name, int family, vega_addr *out, size_t max)
 {
     vega_dns_resolver *r = j->r;
@@ -636,8 +636,8 @@ static int resolve_name(struct job *j, const char *name, int family, vega_addr *
     if (stored)
         return (int)stored;
     if (nx)
-        return -ENXIO; /* NXDOMAIN holds for every type of the name */
-    return done ? -ENODATA : err;
+        return VEGA_ERR_DNS_NOT_FOUND; /* NXDOMAIN holds for every type of the name */
+    return done ? VEGA_ERR_DNS_NO_ADDRESS : err;
 }
 
 /* ---- names ---------------------------------------------------------------------------------- */
@@ -647,6 +647,13 @@ static bool is_localhost(const char *lname)
     size_t n = strlen(lname);
     return strcmp(lname, "localhost") == 0 ||
            (n > 10 && strcmp(lname + n - 10, ".localhost") == 0);
+}
+
+/* RFC 6761 §6.4: "invalid" and the names under it never exist; no server is asked. */
+static bool is_invalid(const char *lname)
+{
+    size_t n = strlen(lname);
+    return strcmp(lname, "invalid") == 0 || (n > 8 && strcmp(lname + n - 8, ".invalid") == 0);
 }
 
 /* RFC 6761 §6.3: localhost names are loopback, without asking DNS. */
@@ -712,6 +719,8 @@ int vega_dns_lookup(vega_dns_resolver *r, const char *name, int family, vega_add
     size_t found = vega__dns_hosts_find(&r->hosts, lname, family, out, max);
     if (found == 0 && is_localhost(lname))
         found = localhost_addrs(family, out, max);
+    if (found == 0 && is_invalid(lname))
+        return VEGA_ERR_DNS_NOT_FOUND;
     if (found) {
         count(&r->hosts_hits);
         *n = VEGA__MIN(found, max);
@@ -727,7 +736,7 @@ int vega_dns_lookup(vega_dns_resolver *r, const char *name, int family, vega_add
     j->dl = vega__deadline_eff(dl);
     size_t nc = candidates(r, lname, absolute, cand);
     bool nodata = false;
-    res = -ENXIO;
+    res = VEGA_ERR_DNS_NOT_FOUND;
     for (size_t i = 0; i < nc; i++) {
         int e = resolve_name(j, cand[i], family, out, max);
         if (e > 0) {
@@ -735,13 +744,13 @@ int vega_dns_lookup(vega_dns_resolver *r, const char *name, int family, vega_add
             res = 0;
             goto out;
         }
-        nodata = nodata || e == -ENODATA;
-        if (e != -ENXIO && e != -ENODATA) {
+        nodata = nodata || e == VEGA_ERR_DNS_NO_ADDRESS;
+        if (e != VEGA_ERR_DNS_NOT_FOUND && e != VEGA_ERR_DNS_NO_ADDRESS) {
             res = e; /* a failure, not an answer: trying further names would mislead */
             goto out;
         }
     }
-    res = nodata ? -ENODATA : -ENXIO;
+    res = nodata ? VEGA_ERR_DNS_NO_ADDRESS : VEGA_ERR_DNS_NOT_FOUND;
 out:
     free(cand);
     free(j);

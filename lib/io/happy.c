@@ -141,9 +141,9 @@ static int conn_rank(int e)
 static int res_rank(int e)
 {
     switch (e) {
-    case -ENXIO:
+    case VEGA_ERR_DNS_NOT_FOUND:
         return 4;
-    case -ENODATA:
+    case VEGA_ERR_DNS_NO_ADDRESS:
         return 2;
     case -EAFNOSUPPORT:
         return 1;
@@ -164,7 +164,7 @@ static int he_error(const struct he *he)
     for (int k = 0; k < 2; k++)
         if (he->res[k].wanted && (!best || res_rank(he->res[k].err) > res_rank(best)))
             best = he->res[k].err;
-    return best ? best : -ENXIO;
+    return best ? best : VEGA_ERR_DNS_NOT_FOUND;
 }
 
 /* ---- the main loop -------------------------------------------------------------------------- */

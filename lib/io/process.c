@@ -344,7 +344,9 @@ void vega_process_free(vega_process *p)
     if (p->kill_on_free)
         (void)vega_process_kill(p, SIGKILL);
     if (vega_task_current()) {
-        vega_spawn_opts so = {.name = "process reaper"};
+        vega_spawn_opts so;
+        vega_spawn_opts_init(&so);
+        so.name = "process reaper";
         if (vega_task_spawn_ex(NULL, reaper, p, &so) == 0)
             return;
     }

@@ -323,7 +323,7 @@ struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, 
     t->stack = NULL;
     t->fn = fn;
     t->arg_result = arg;
-    t->deadline = opts && opts->deadline ? opts->deadline : VEGA_DEADLINE_NEVER;
+    t->deadline = opts ? opts->deadline : VEGA_DEADLINE_NEVER;
     atomic_store_explicit(&t->jstate, detached ? VEGA__J_DETACHED : 0, memory_order_relaxed);
     t->joiner = NULL;
     t->group = NULL;
@@ -355,6 +355,7 @@ struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, 
 void vega_spawn_opts_init(vega_spawn_opts *o)
 {
     memset(o, 0, sizeof *o);
+    o->deadline = VEGA_DEADLINE_NEVER;
 }
 
 int vega_task_spawn_ex(vega_task **out, vega_task_fn fn, void *arg, const vega_spawn_opts *opts)

@@ -18,6 +18,20 @@
 extern "C" {
 #endif
 
+/* Codes of a name that did not resolve (range -10600, err.h). vega_strerror gives messages a
+ * person understands ("Could not resolve host: no such name"); vega_addr_resolve (io.h)
+ * returns them too. */
+enum {
+    VEGA_ERR_DNS_BASE = -10600,
+    VEGA_ERR_DNS_NOT_FOUND = -10601,  /* no such name: NXDOMAIN for every candidate name (or
+                                         getaddrinfo's EAI_NONAME) */
+    VEGA_ERR_DNS_NO_ADDRESS = -10602, /* the name exists but has no address of the family
+                                         asked (NODATA) */
+    VEGA_ERR_DNS_SERVER = -10603,     /* the servers failed to answer (SERVFAIL, REFUSED, or
+                                         getaddrinfo's EAI_AGAIN): may work later */
+    VEGA_ERR_DNS_LAST = -10604,
+};
+
 /* A resolver: configuration, the hosts table and a TTL cache. Thread-safe: any number of tasks
  * on any workers (and runtimes) may look names up through one resolver at the same time. */
 typedef struct vega_dns_resolver vega_dns_resolver;
@@ -87,9 +101,9 @@ VEGA_API void vega_dns_resolver_clear_cache(vega_dns_resolver *r);
  *    `attempts` rounds. Answers, NXDOMAIN and NODATA are cached by their TTLs (RFC 2308).
  * family: AF_UNSPEC, AF_INET or AF_INET6. name: borrowed.
  * Returns 0 (*n >= 1); -EINVAL (bad arguments or name); -EAFNOSUPPORT (a numeric address of
- * the other family); -ENXIO (no such name: NXDOMAIN); -ENODATA (the name exists without an
- * address of that family); -EAGAIN (servers answered SERVFAIL or REFUSED); -ECONNREFUSED (no
- * server listens); VEGA_ERR_PROTO (servers sent malformed answers); -ETIMEDOUT (no answer in
+ * the other family); VEGA_ERR_DNS_NOT_FOUND (no such name: NXDOMAIN); VEGA_ERR_DNS_NO_ADDRESS
+ * (the name exists without an address of that family); VEGA_ERR_DNS_SERVER (servers answered
+ * SERVFAIL or REFUSED); -ECONNREFUSED (no server listens); VEGA_ERR_PROTO (servers sent malformed answers); -ETIMEDOUT (no answer in
  * the attempts, or dl passed); -ECANCELED; -ENOMEM; another -errno from the sockets.
  * Context: inside a task (any task: the resolver is shared); for numeric names, hosts entries
  * and cache hits it does not suspend. Since 0.1.
@@ -123,7 +137,8 @@ typedef vega_tcp_connect_opts vega_tcp_connect_options;
  * for the life of the process).
  * host: borrowed; a name or a numeric address. opts: borrowed; NULL = defaults.
  * Returns 0 (*out receives the connected socket); resolution errors as vega_dns_lookup when no
- * address was found (-ENXIO, -ENODATA, -EAGAIN, -ETIMEDOUT, ...); when every attempt failed,
+ * address was found (VEGA_ERR_DNS_NOT_FOUND, VEGA_ERR_DNS_NO_ADDRESS, VEGA_ERR_DNS_SERVER,
+ * -ETIMEDOUT, ...); when every attempt failed,
  * the most telling error among them, in this order: -ECONNREFUSED, -ECONNRESET, -ETIMEDOUT,
  * -EHOSTUNREACH, -ENETUNREACH, others; -ETIMEDOUT when dl passed; -ECANCELED; -ENOMEM;
  * -EINVAL.

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <vega/dns.h>
 #include <vega/err.h>
 #include <vega/export.h>
 #include <vega/http.h>
@@ -94,7 +95,8 @@ typedef vega_ssize (*vega_http_body_fn)(void *user, void *buf, size_t len);
 /* Debug hook: every head as it goes out (is_request) or comes in, raw bytes with CRLFs. */
 typedef void (*vega_http_trace_fn)(void *user, bool is_request, const void *head, size_t len);
 
-/* Plain data: one request. Zero it (or vega_http_client_request_init), then set fields. */
+/* Plain data: one request. Start from vega_http_client_request_init, then set fields (a
+ * zeroed struct is the same except its deadline, which 0 makes already due). */
 typedef struct vega_http_client_request {
     const char *method;             /* NULL = "GET" (or "POST" when a body is given) */
     const char *url;                /* absolute http:// or https:// URL (fragment ignored) */
@@ -112,12 +114,14 @@ typedef struct vega_http_client_request {
                                        1 s for 100 before sending it */
     bool fresh_connection;          /* do not take a pooled connection */
     int version;                    /* 11 (default when 0) or 10 */
-    vega_deadline deadline;         /* the whole exchange, to the end of the body; 0 = none */
+    vega_deadline deadline;         /* the whole exchange, to the end of the body; as every
+                                       deadline: VEGA_DEADLINE_NEVER = none (the default),
+                                       0 = already due */
     vega_http_trace_fn trace;       /* NULL: none */
     void *trace_user;
 } vega_http_client_request;
 
-/* Zeroes r. Since 0.1. */
+/* Sets the defaults: every field 0 or NULL, deadline VEGA_DEADLINE_NEVER. Since 0.1. */
 VEGA_API void vega_http_client_request_init(vega_http_client_request *r);
 
 /*
@@ -125,7 +129,9 @@ VEGA_API void vega_http_client_request_init(vega_http_client_request *r);
  * trace hook). req: borrowed for the call (a body_fn is called inside it). out: receives the
  * response, whose body is read with vega_http_client_response_read.
  * Returns 0 (any status, 4xx and 5xx included); VEGA_ERR_HTTP_URL (malformed URL);
- * VEGA_ERR_HTTP_SCHEME (not http/https); -ENOENT or a DNS code (host not found);
+ * VEGA_ERR_HTTP_SCHEME (not http/https); VEGA_ERR_DNS_NOT_FOUND, VEGA_ERR_DNS_NO_ADDRESS,
+ * VEGA_ERR_DNS_SERVER (the host did not resolve, <vega/dns.h>: vega_strerror says "Could not
+ * resolve host: ...");
  * -ECONNREFUSED and other connect codes; -ETIMEDOUT (connect timeout or deadline); a TLS
  * code (vega/tls.h); VEGA_ERR_HTTP_EMPTY_REPLY (the server closed without a response);
  * VEGA_ERR_PROTO (malformed response); with a connect hook, the hook's codes, and

@@ -59,9 +59,10 @@ VEGA_API int vega_addr_from_unix(vega_addr *out, const char *path);
  * prefers. A numeric host ("10.0.0.1", "::1", "[::1]") is converted at once; a name goes
  * through getaddrinfo (AI_NUMERICSERV) on the blocking pool, so /etc/hosts and DNS both apply
  * (an asynchronous resolver replaces this later). family: AF_UNSPEC, AF_INET or AF_INET6.
- * Returns the number of addresses stored (>= 1); -EINVAL (bad port, bad arguments), -ENXIO
- * (the name is unknown or has no address of that family), -EAGAIN (temporary resolver
- * failure), -EAFNOSUPPORT (numeric host of the other family), -ENOMEM, -EIO (other resolver
+ * Returns the number of addresses stored (>= 1); -EINVAL (bad port, bad arguments),
+ * VEGA_ERR_DNS_NOT_FOUND (the name is unknown), VEGA_ERR_DNS_NO_ADDRESS (no address of that
+ * family), VEGA_ERR_DNS_SERVER (temporary resolver failure) (the three in <vega/dns.h>),
+ * -EAFNOSUPPORT (numeric host of the other family), -ENOMEM, -EIO (other resolver
  * failures), -ETIMEDOUT, -ECANCELED (the lookup in progress still runs to its end on its pool
  * thread, and its result is dropped), VEGA_ERR_FULL (blocking pool full).
  * Context: inside a task for names; any thread for numeric hosts. Since 0.1.

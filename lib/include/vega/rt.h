@@ -97,10 +97,11 @@ VEGA_API vega_rt *vega_rt_current(void);
 
 typedef struct vega_spawn_opts {
     const char *name;       /* retained: must outlive the task (a literal); for dumps; may be NULL */
-    vega_deadline deadline; /* task-wide deadline capping every suspension; 0 = none */
+    vega_deadline deadline; /* task-wide deadline capping every suspension; as every
+                               deadline: VEGA_DEADLINE_NEVER = none, 0 = already due */
 } vega_spawn_opts;
 
-/* Sets the defaults: no name, no deadline. Since 0.1. */
+/* Sets the defaults: no name, deadline VEGA_DEADLINE_NEVER. Since 0.1. */
 VEGA_API void vega_spawn_opts_init(vega_spawn_opts *o);
 /* Deprecated (0.1), until 1.0. */
 typedef vega_spawn_opts vega_spawn_options;
@@ -161,7 +162,11 @@ VEGA_API int vega_yield(void);
  */
 VEGA_API int vega_coop(void);
 
-/* Sleeps until dl. Returns 0 (dl passed) or -ECANCELED. Context: inside a task. Since 0.1. */
+/*
+ * Sleeps until dl (or for ms / ns). Returns 0 (dl passed); -ETIMEDOUT (a deadline scope or the
+ * task's spawn deadline came first, see vega_deadline_push); -ECANCELED (the task was
+ * cancelled); VEGA_ERR_NOTASK (not called from a task). Context: inside a task. Since 0.1.
+ */
 VEGA_API int vega_sleep_until(vega_deadline dl);
 VEGA_API int vega_sleep_ms(uint64_t ms);
 VEGA_API int vega_sleep_ns(uint64_t ns);

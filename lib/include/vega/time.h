@@ -19,6 +19,8 @@ typedef uint64_t vega_tstamp;
  * -ETIMEDOUT. Every libvega call that can suspend takes one as its last parameter.
  *   0                   do not wait: fail with -ETIMEDOUT at once if the call would suspend
  *   VEGA_DEADLINE_NEVER wait without limit
+ * The same in every parameter and every struct field of this type (vega_spawn_opts.deadline,
+ * vega_http_client_request.deadline): their _init functions set VEGA_DEADLINE_NEVER.
  */
 typedef uint64_t vega_deadline;
 

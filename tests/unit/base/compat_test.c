@@ -44,6 +44,6 @@ VTEST(old_option_names_are_the_new_types)
     vega_spawn_options s = {.name = "old"};
     vega_spawn_opts s2;
     vega_spawn_opts_init(&s2);
-    VCHECK(s2.name == NULL && s2.deadline == 0);
+    VCHECK(s2.name == NULL && s2.deadline == VEGA_DEADLINE_NEVER);
     (void)s;
 }

@@ -61,6 +61,26 @@ VTEST(get_content_length)
     vtest_run(body_get_length, 0);
 }
 
+/* A host that does not resolve has its own code and message (curl: "Could not resolve host"),
+ * not a bare -ENXIO. ".invalid" never exists (RFC 6761), so no server is asked. */
+static void body_unknown_host(void)
+{
+    vega_http_client *c = hc_client();
+    vega_http_client_request rq;
+    vega_http_client_request_init(&rq);
+    rq.url = "http://nosuchhost.invalid/";
+    vega_http_client_response *r = NULL;
+    VCHECK_EQ(vega_http_client_send(c, &rq, &r), VEGA_ERR_DNS_NOT_FOUND);
+    VCHECK(r == NULL);
+    VCHECK(strncmp(vega_strerror(VEGA_ERR_DNS_NOT_FOUND), "Could not resolve host", 22) == 0);
+    vega_http_client_free(c);
+}
+
+VTEST(unknown_host_is_dns_not_found)
+{
+    vtest_run(body_unknown_host, 0);
+}
+
 static void body_user_fields(void)
 {
     struct hs *h = hs_new(NULL);
@@ -789,6 +809,13 @@ static void body_deadline(void)
     /* the caller's own shorter deadline: -ETIMEDOUT, and the response stays readable */
     VCHECK_EQ(vega_http_client_response_read(r, body, sizeof body, 0), -ETIMEDOUT);
     vega_http_client_response_free(r);
+    /* A request deadline of 0 is already due, as every deadline (init sets NEVER): no wait. */
+    t0 = vega_now();
+    rq.deadline = 0;
+    VCHECK_EQ(vega_http_client_send(c, &rq, &r), -ETIMEDOUT);
+    VCHECK_EQ(vega_now(), t0);
+    vega_http_client_request_init(&rq);
+    VCHECK_EQ(rq.deadline, VEGA_DEADLINE_NEVER);
     vega_http_client_free(c);
     hs_free(h);
 }

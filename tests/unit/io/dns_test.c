@@ -256,6 +256,19 @@ static void body_local_names(void)
     addr_check(&out[1], "127.0.0.1");
     VCHECK_EQ(stats(r).udp_queries, 0);
 
+    /* "invalid" names (RFC 6761 §6.4) never exist: an answer at once, its own code and a
+     * message a person reads, and no server asked. */
+    VCHECK_EQ(vega_dns_lookup(r, "no-such-host.invalid", AF_UNSPEC, out, 4, &n, 0),
+              VEGA_ERR_DNS_NOT_FOUND);
+    VCHECK_EQ(vega_dns_lookup(r, "INVALID.", AF_INET, out, 4, &n, 0), VEGA_ERR_DNS_NOT_FOUND);
+    VCHECK_EQ(n, 0);
+    VCHECK_EQ(stats(r).udp_queries, 0);
+    VCHECK_STR(vega_err_name(VEGA_ERR_DNS_NOT_FOUND), "VEGA_ERR_DNS_NOT_FOUND");
+    VCHECK(strncmp(vega_strerror(VEGA_ERR_DNS_NOT_FOUND), "Could not resolve host", 22) == 0);
+    VCHECK(strncmp(vega_strerror(VEGA_ERR_DNS_NO_ADDRESS), "Could not resolve host", 22) == 0);
+    VCHECK(strncmp(vega_strerror(VEGA_ERR_DNS_SERVER), "Could not resolve host", 22) == 0);
+    VCHECK(!vega_err_is_fatal(VEGA_ERR_DNS_NOT_FOUND));
+
     /* A name that needs the network, with deadline 0: would wait. */
     VCHECK_EQ(vega_dns_lookup(r, "elsewhere.test", AF_INET, out, 4, &n, 0), -ETIMEDOUT);
     VCHECK_EQ(stats(r).udp_queries, 0);
@@ -654,14 +667,14 @@ static void body_fake_basic(void)
     VCHECK_EQ(n, 1);
     addr_check(&out[0], "10.0.0.1");
     VCHECK_EQ(vega_dns_lookup(r, "a.fake", AF_INET6, out, 8, &n, vega_deadline_in_ms(2000)),
-              -ENODATA);
+              VEGA_ERR_DNS_NO_ADDRESS);
     VCHECK_EQ(n, 0);
     VCHECK_EQ(vega_dns_lookup(r, "a.fake", AF_UNSPEC, out, 8, &n, vega_deadline_in_ms(2000)), 0);
     VCHECK_EQ(n, 1);
 
     /* NXDOMAIN. */
     VCHECK_EQ(vega_dns_lookup(r, "nope.fake", AF_UNSPEC, out, 8, &n, vega_deadline_in_ms(2000)),
-              -ENXIO);
+              VEGA_ERR_DNS_NOT_FOUND);
 
     /* Malformed answers: VEGA_ERR_PROTO once the attempts are spent. */
     VCHECK_EQ(vega_dns_lookup(r, "bad.fake", AF_INET, out, 8, &n, vega_deadline_in_ms(2000)),
@@ -718,16 +731,16 @@ static void body_fake_negative_cache(void)
     vega_addr out[8];
     size_t n;
     VCHECK_EQ(vega_dns_lookup(r, "nope.fake", AF_INET, out, 8, &n, vega_deadline_in_ms(2000)),
-              -ENXIO);
+              VEGA_ERR_DNS_NOT_FOUND);
     VCHECK_EQ(vega_dns_lookup(r, "a.fake", AF_INET6, out, 8, &n, vega_deadline_in_ms(2000)),
-              -ENODATA);
+              VEGA_ERR_DNS_NO_ADDRESS);
     VCHECK_EQ(vega_dns_lookup(r, "a.fake", AF_INET, out, 8, &n, vega_deadline_in_ms(2000)), 0);
     VCHECK_EQ(stats(r).udp_queries, 3);
     /* RFC 2308: NXDOMAIN and NODATA with an SOA are cached, like the answer. */
     VCHECK_EQ(vega_dns_lookup(r, "nope.fake", AF_INET, out, 8, &n, vega_deadline_in_ms(2000)),
-              -ENXIO);
+              VEGA_ERR_DNS_NOT_FOUND);
     VCHECK_EQ(vega_dns_lookup(r, "a.fake", AF_INET6, out, 8, &n, vega_deadline_in_ms(2000)),
-              -ENODATA);
+              VEGA_ERR_DNS_NO_ADDRESS);
     VCHECK_EQ(vega_dns_lookup(r, "a.fake", AF_UNSPEC, out, 8, &n, vega_deadline_in_ms(2000)), 0);
     VCHECK_EQ(n, 1);
     VCHECK_EQ(stats(r).udp_queries, 3);
@@ -765,9 +778,9 @@ static void body_fake_ttl_expiry(void)
      * loopback lookups sees misses, and the case checks only the expiry below. */
     vega_tstamp t0 = vega_now();
     VCHECK_EQ(vega_dns_lookup(r, "short.fake", AF_INET, out, 8, &n, VEGA_DEADLINE_NEVER), 0);
-    VCHECK_EQ(vega_dns_lookup(r, "gone.fake", AF_INET, out, 8, &n, VEGA_DEADLINE_NEVER), -ENXIO);
+    VCHECK_EQ(vega_dns_lookup(r, "gone.fake", AF_INET, out, 8, &n, VEGA_DEADLINE_NEVER), VEGA_ERR_DNS_NOT_FOUND);
     VCHECK_EQ(vega_dns_lookup(r, "short.fake", AF_INET, out, 8, &n, VEGA_DEADLINE_NEVER), 0);
-    VCHECK_EQ(vega_dns_lookup(r, "gone.fake", AF_INET, out, 8, &n, VEGA_DEADLINE_NEVER), -ENXIO);
+    VCHECK_EQ(vega_dns_lookup(r, "gone.fake", AF_INET, out, 8, &n, VEGA_DEADLINE_NEVER), VEGA_ERR_DNS_NOT_FOUND);
     int asked = atomic_load(&F.udp_n);
     if (vega_now() - t0 < VEGA_NS_PER_S)
         VCHECK_EQ(asked, 2);
@@ -776,7 +789,7 @@ static void body_fake_ttl_expiry(void)
     /* Every entry was stored before the sleep: 1.1 s later both have expired. */
     VCHECK_EQ(vega_sleep_ms(1100), 0);
     VCHECK_EQ(vega_dns_lookup(r, "short.fake", AF_INET, out, 8, &n, VEGA_DEADLINE_NEVER), 0);
-    VCHECK_EQ(vega_dns_lookup(r, "gone.fake", AF_INET, out, 8, &n, VEGA_DEADLINE_NEVER), -ENXIO);
+    VCHECK_EQ(vega_dns_lookup(r, "gone.fake", AF_INET, out, 8, &n, VEGA_DEADLINE_NEVER), VEGA_ERR_DNS_NOT_FOUND);
     VCHECK_EQ(atomic_load(&F.udp_n), asked + 2);
     vega_dns_resolver_free(r);
     fake_stop(&F);
@@ -813,7 +826,7 @@ static void body_fake_search(void)
     VCHECK_STR(F.log[1], "host.b.test/A");
 
     atomic_store(&F.nlog, 0);
-    VCHECK_EQ(vega_dns_lookup(r, "x.y", AF_INET, out, 8, &n, vega_deadline_in_ms(2000)), -ENXIO);
+    VCHECK_EQ(vega_dns_lookup(r, "x.y", AF_INET, out, 8, &n, vega_deadline_in_ms(2000)), VEGA_ERR_DNS_NOT_FOUND);
     VCHECK_EQ(atomic_load(&F.nlog), 3);
     VCHECK_STR(F.log[0], "x.y.a.test/A");
     VCHECK_STR(F.log[1], "x.y.b.test/A");
@@ -821,21 +834,21 @@ static void body_fake_search(void)
 
     /* At least ndots dots: as given first. */
     atomic_store(&F.nlog, 0);
-    VCHECK_EQ(vega_dns_lookup(r, "p.q.r", AF_INET, out, 8, &n, vega_deadline_in_ms(2000)), -ENXIO);
+    VCHECK_EQ(vega_dns_lookup(r, "p.q.r", AF_INET, out, 8, &n, vega_deadline_in_ms(2000)), VEGA_ERR_DNS_NOT_FOUND);
     VCHECK_EQ(atomic_load(&F.nlog), 3);
     VCHECK_STR(F.log[0], "p.q.r/A");
     VCHECK_STR(F.log[1], "p.q.r.a.test/A");
 
     /* A trailing dot: only as given. */
     atomic_store(&F.nlog, 0);
-    VCHECK_EQ(vega_dns_lookup(r, "abs.", AF_INET, out, 8, &n, vega_deadline_in_ms(2000)), -ENXIO);
+    VCHECK_EQ(vega_dns_lookup(r, "abs.", AF_INET, out, 8, &n, vega_deadline_in_ms(2000)), VEGA_ERR_DNS_NOT_FOUND);
     VCHECK_EQ(atomic_load(&F.nlog), 1);
     VCHECK_STR(F.log[0], "abs/A");
 
     /* NODATA on the way is reported when nothing has an address. */
     atomic_store(&F.nlog, 0);
     VCHECK_EQ(vega_dns_lookup(r, "a.fake.", AF_INET6, out, 8, &n, vega_deadline_in_ms(2000)),
-              -ENODATA);
+              VEGA_ERR_DNS_NO_ADDRESS);
     vega_dns_resolver_free(r);
     fake_stop(&F);
 }
@@ -945,7 +958,7 @@ static void body_fake_failover(void)
     o.nameservers_len = 3;
     VCHECK_EQ(vega_dns_resolver_new(&r, &o), 0);
     VCHECK_EQ(vega_dns_lookup(r, "both.fake", AF_INET, out, 8, &n, vega_deadline_in_ms(2000)),
-              -EAGAIN);
+              VEGA_ERR_DNS_SERVER);
     vega_dns_resolver_free(r);
 
     /* Only the dead one: refused. */
@@ -1208,14 +1221,14 @@ static void body_dnsmasq_lookups(void)
     VCHECK_EQ(vega_dns_lookup(r, "v6.test", AF_INET6, out, 4, &n, dl), 0);
     VCHECK_EQ(n, 1);
     addr_check(&out[0], "::1");
-    VCHECK_EQ(vega_dns_lookup(r, "v6.test", AF_INET, out, 4, &n, dl), -ENODATA);
+    VCHECK_EQ(vega_dns_lookup(r, "v6.test", AF_INET, out, 4, &n, dl), VEGA_ERR_DNS_NO_ADDRESS);
     VCHECK_EQ(vega_dns_lookup(r, "both.test", AF_UNSPEC, out, 4, &n, dl), 0);
     VCHECK_EQ(n, 2);
     addr_check(&out[0], "::7");
     addr_check(&out[1], "127.0.0.7");
-    VCHECK_EQ(vega_dns_lookup(r, "nope.test", AF_UNSPEC, out, 4, &n, dl), -ENXIO);
+    VCHECK_EQ(vega_dns_lookup(r, "nope.test", AF_UNSPEC, out, 4, &n, dl), VEGA_ERR_DNS_NOT_FOUND);
     /* No upstream for other zones: dnsmasq answers REFUSED. */
-    VCHECK_EQ(vega_dns_lookup(r, "nowhere.zzz", AF_INET, out, 4, &n, dl), -EAGAIN);
+    VCHECK_EQ(vega_dns_lookup(r, "nowhere.zzz", AF_INET, out, 4, &n, dl), VEGA_ERR_DNS_SERVER);
     vega_dns_resolver_free(r);
 }
 

@@ -467,7 +467,7 @@ static void body_resolution_delay(void)
     VCHECK(!pending(p.l6)); /* IPv6 was never tried */
 
     /* No such name: the resolver's answer. */
-    VCHECK_EQ(vega_tcp_connect_host(&s, r, "nx.test", p.port, NULL, NEVER), -ENXIO);
+    VCHECK_EQ(vega_tcp_connect_host(&s, r, "nx.test", p.port, NULL, NEVER), VEGA_ERR_DNS_NOT_FOUND);
     vega_dns_resolver_free(r);
     fake_stop(&f);
     pair_close(&p);

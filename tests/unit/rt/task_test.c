@@ -284,6 +284,45 @@ VTEST(join_timeout)
     vega_rt_free(rt);
 }
 
+/* Every code rt.h's sleep documents, each on the path that gives it. */
+static void *sleeper_cancelled(void *arg)
+{
+    (void)arg;
+    return (void *)(intptr_t)vega_sleep_ms(60000);
+}
+
+static void *root_sleep_codes(void *arg)
+{
+    (void)arg;
+    VCHECK_EQ(vega_sleep_ms(1), 0);
+    VCHECK_EQ(vega_sleep_until(0), 0); /* already passed: 0, not an error */
+    vega_deadline saved = vega_deadline_push(vega_deadline_in_ms(5));
+    VCHECK_EQ(vega_sleep_ms(1000), -ETIMEDOUT);
+    vega_deadline_pop(saved);
+    vega_task *t;
+    VCHECK_EQ(vega_task_spawn(&t, sleeper_cancelled, NULL), 0);
+    VCHECK_EQ(vega_sleep_ms(1), 0);
+    vega_task_cancel(t);
+    void *res;
+    VCHECK_EQ(vega_task_join(t, &res, VEGA_DEADLINE_NEVER), 0);
+    VCHECK_EQ((intptr_t)res, -ECANCELED);
+    return NULL;
+}
+
+VTEST(sleep_returns_its_documented_codes)
+{
+    VCHECK_EQ(vega_sleep_ms(1), VEGA_ERR_NOTASK);
+    VCHECK_EQ(vega_sleep_until(0), VEGA_ERR_NOTASK);
+    vega_rt *rt = NULL;
+    vega_rt_opts o;
+    vega_rt_opts_init(&o);
+    o.flavor = VEGA_RT_CURRENT_THREAD;
+    o.paused_clock = true;
+    VCHECK_EQ(vega_rt_new(&rt, &o), 0);
+    VCHECK_EQ(vega_rt_block_on(rt, root_sleep_codes, NULL, NULL), 0);
+    vega_rt_free(rt);
+}
+
 static void *root_scope(void *arg)
 {
     (void)arg;
