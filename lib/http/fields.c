@@ -8,6 +8,24 @@
 
 #include "base.h"
 
+bool vega_http_str_eq(vega_http_str s, const char *c)
+{
+    size_t n = strlen(c);
+    return s.len == n && (n == 0 || memcmp(s.ptr, c, n) == 0);
+}
+
+bool vega_http_str_eq_nocase(vega_http_str s, const char *c)
+{
+    size_t n = strlen(c);
+    return s.len == n && (n == 0 || strncasecmp(s.ptr, c, n) == 0);
+}
+
+bool vega_http_str_has_prefix(vega_http_str s, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return s.len >= n && (n == 0 || memcmp(s.ptr, prefix, n) == 0);
+}
+
 static bool is_tchar(unsigned char c)
 {
     if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))

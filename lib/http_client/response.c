@@ -406,6 +406,64 @@ vega_ssize vega_http_client_response_read(vega_http_client_response *r, void *bu
     return n;
 }
 
+vega_ssize vega_http_client_response_read_all(vega_http_client_response *r, void **out,
+                                              size_t max, vega_deadline dl)
+{
+    if (out)
+        *out = NULL;
+    if (!r || !out)
+        return -EINVAL;
+    const vega_mem *m = r->c->o.mem;
+    /* Room for max + 1 bytes (one more than allowed tells a body that is too large) and the
+     * NUL: cap never exceeds max + 2, computed without overflow. */
+    size_t limit = max <= SIZE_MAX - 2 ? max + 2 : SIZE_MAX;
+    uint64_t cl = r->info.content_length;
+    size_t cap = cl != VEGA_HTTP_LENGTH_UNKNOWN && cl < limit - 1 ? (size_t)cl + 2 : 16384;
+    if (cap > limit)
+        cap = limit;
+    char *buf = vega__mem_malloc(m, cap);
+    if (!buf)
+        return -ENOMEM;
+    size_t used = 0;
+    for (;;) {
+        if (used + 1 == cap) { /* full: grow, up to limit */
+            if (cap == limit) {
+                vega__mem_free(m, buf);
+                return VEGA_ERR_HTTP_BODY_TOO_LARGE;
+            }
+            size_t ncap = cap <= limit / 2 ? cap * 2 : limit;
+            char *nb = vega__mem_realloc(m, buf, ncap);
+            if (!nb) {
+                vega__mem_free(m, buf);
+                return -ENOMEM;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        vega_ssize n = vega_http_client_response_read(r, buf + used, cap - 1 - used, dl);
+        if (n < 0) {
+            vega__mem_free(m, buf);
+            return n;
+        }
+        if (n == 0)
+            break;
+        used += (size_t)n;
+        if (used > max) {
+            vega__mem_free(m, buf);
+            return VEGA_ERR_HTTP_BODY_TOO_LARGE;
+        }
+    }
+    buf[used] = '\0';
+    *out = buf;
+    return (vega_ssize)used;
+}
+
+void vega_http_client_body_free(vega_http_client *c, void *body)
+{
+    if (c && body)
+        vega__mem_free(c->o.mem, body);
+}
+
 /* ---- the response object ---------------------------------------------------------------------- */
 
 int vega__hc_response_new(vega_http_client *c, vega_http_client_response **out,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Multi-producer single-consumer channel of pointers. Bounded: a fixed ring, and senders that
+/* Multi-producer channel of pointers, any number of consumers (everything is under one lock). Bounded: a fixed ring, and senders that
  * find it full wait in FIFO order; the receiver moves the longest waiter's message into the slot
  * it just freed. Unbounded: a list of fixed-size blocks, freed as they are drained. A waiting
  * receiver gets a message handed straight to it. */
@@ -20,7 +20,7 @@ struct vega_mpsc {
     bool closed;
     size_t cap; /* 0 = unbounded */
     size_t len;
-    vega_waitq rxq; /* receivers waiting for a message (one, unless misused) */
+    vega_waitq rxq; /* receivers waiting for a message, FIFO (any number) */
     vega_waitq txq; /* bounded: senders waiting for room; each waiter's val is its message */
 
     /* bounded: ring[(head + i) % cap], i < len */

@@ -41,6 +41,17 @@ typedef struct vega_http_str {
     size_t len;
 } vega_http_str;
 
+/* A span over a string literal, as an initialiser: vega_http_str m = VEGA_HTTP_LIT("GET"). */
+#define VEGA_HTTP_LIT(lit) {"" lit, sizeof(lit) - 1}
+
+/* True when s holds exactly the C string c (bytes compared, as for paths and methods).
+ * c: NUL-terminated. Context: any thread. Since 0.1. */
+VEGA_API bool vega_http_str_eq(vega_http_str s, const char *c);
+/* The same, ASCII letters compared without case (field names, tokens). Since 0.1. */
+VEGA_API bool vega_http_str_eq_nocase(vega_http_str s, const char *c);
+/* True when s starts with the C string prefix (a route's path prefix). Since 0.1. */
+VEGA_API bool vega_http_str_has_prefix(vega_http_str s, const char *prefix);
+
 /* Plain data: the components of a URI or URI reference (RFC 3986 §3). Every span borrows the
  * parsed input, which must outlive it. Delimiters are excluded: scheme without ":",
  * userinfo without "@", host without "[" "]" (see host_is_ip_literal), query without "?",
@@ -161,6 +172,11 @@ typedef struct vega_http_field {
     vega_http_str name;
     vega_http_str value;
 } vega_http_field;
+
+/* A field from two string literals, as an initialiser:
+ *   static const vega_http_field json[] = {VEGA_HTTP_FIELD("content-type", "application/json")};
+ */
+#define VEGA_HTTP_FIELD(name, value) {VEGA_HTTP_LIT(name), VEGA_HTTP_LIT(value)}
 
 /* Plain data: an ordered list of fields in caller storage; repeated names are kept in order.
  * Initialise with vega_http_fields_init; read items[0..count) directly. size counts the

@@ -26,9 +26,14 @@
 extern "C" {
 #endif
 
+/* A client: options, a pool of idle keep-alive connections and --resolve entries. Shared:
+ * any number of tasks, on any workers of one runtime, may send requests through one client at
+ * the same time (the pool is locked, never across a suspension); each request gets its own
+ * connection. Create and free it outside of any request in progress. */
 typedef struct vega_http_client vega_http_client;
 
-/* A response being received; owned by the caller until vega_http_client_response_free. */
+/* A response being received; owned by the caller until vega_http_client_response_free. Not
+ * shared: one task at a time reads it (it may move between tasks, one after the other). */
 typedef struct vega_http_client_response vega_http_client_response;
 
 /*
@@ -150,6 +155,26 @@ VEGA_API int vega_http_client_send(vega_http_client *c, const vega_http_client_r
  * (max_body). Context: inside a task. Since 0.1. */
 VEGA_API vega_ssize vega_http_client_response_read(vega_http_client_response *r, void *buf,
                                                    size_t len, vega_deadline dl);
+
+/*
+ * Reads the whole rest of the body into memory (Go's io.ReadAll over a LimitReader). *out
+ * receives a buffer of the returned length plus a NUL (so a text body is a C string), from
+ * the client's allocator (opts.mem), owned by the caller: free it with
+ * vega_http_client_body_free, it outlives r. max: the most body bytes accepted. dl bounds the
+ * whole call, and the request's deadline still applies, as for vega_http_client_response_read.
+ * Returns the body length (0 for an empty body, *out then ""); VEGA_ERR_HTTP_BODY_TOO_LARGE
+ * (more than max bytes, or more than the client's max_body: nothing is returned and the
+ * connection is not reused); -ENOMEM; -EINVAL (r or out NULL); and
+ * vega_http_client_response_read's codes. On error *out is NULL and r may be freed (a timeout
+ * or a cancellation leaves the bytes read so far consumed: read again only to discard).
+ * Context: inside a task. Since 0.1.
+ */
+VEGA_API vega_ssize vega_http_client_response_read_all(vega_http_client_response *r, void **out,
+                                                       size_t max, vega_deadline dl);
+
+/* Frees a body from vega_http_client_response_read_all (c: the client it came from).
+ * NULL body: no-op. Context: any thread. Since 0.1. */
+VEGA_API void vega_http_client_body_free(vega_http_client *c, void *body);
 
 /* Frees r. A connection whose response was read to the end (and may be kept alive) goes back
  * to the pool; otherwise it is closed. NULL: no-op. Since 0.1. */

@@ -24,6 +24,9 @@
 extern "C" {
 #endif
 
+/* A server: its listeners, its connections and their tasks. Its handler runs in one task per
+ * request, on any worker of the runtime, so state the handler shares between requests needs
+ * its own locking (or atomics). vega_http_server_* calls: see each one's Context line. */
 typedef struct vega_http_server vega_http_server;
 
 /* One request and its response. Valid from the handler's call until it returns. */

@@ -219,10 +219,13 @@ VEGA_API void vega_oneshot_rx_close(vega_oneshot *o);
 /* Frees o (no task may be waiting on it). NULL is a no-op. Since 0.1. */
 VEGA_API void vega_oneshot_free(vega_oneshot *o);
 
-/* ---- mpsc: many senders, one receiver; messages are pointers ------------------------------ */
+/* ---- mpsc: many senders, any number of receivers; messages are pointers ------------------ */
 
-/* Heap object. Bounded channels keep a fixed ring; unbounded ones a list of fixed-size blocks
- * that grows on send and is freed as the receiver drains it. */
+/* Heap object. Despite the name, any number of tasks (and threads) may receive from one
+ * channel at once: each message goes to exactly one receiver, waiting receivers are served in
+ * FIFO order, and a producer's messages are received in the order it sent them. Messages are
+ * opaque pointers; NULL is a valid message. Bounded channels keep a fixed ring; unbounded
+ * ones a list of fixed-size blocks that grows on send and is freed as it is drained. */
 typedef struct vega_mpsc vega_mpsc;
 
 /* capacity 0 = unbounded. Returns 0 or -ENOMEM. Since 0.1. */

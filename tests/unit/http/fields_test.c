@@ -91,3 +91,32 @@ VTEST(limits)
     vega_http_fields_init(&f, st, 0, 0);
     VCHECK_EQ(ADD(&f, "a", "b"), -E2BIG);
 }
+
+/* The helpers for routes and literal fields (http.h). */
+VTEST(span_helpers_and_literal_fields)
+{
+    vega_http_str path = {"/api/items?x=1", 10}; /* "/api/items", not NUL-terminated */
+    VCHECK(vega_http_str_eq(path, "/api/items"));
+    VCHECK(!vega_http_str_eq(path, "/api/item"));
+    VCHECK(!vega_http_str_eq(path, "/api/items?"));
+    VCHECK(!vega_http_str_eq(path, "/API/items"));
+    VCHECK(vega_http_str_eq_nocase(path, "/API/Items"));
+    VCHECK(vega_http_str_has_prefix(path, "/api/"));
+    VCHECK(vega_http_str_has_prefix(path, ""));
+    VCHECK(!vega_http_str_has_prefix(path, "/api/items/"));
+    vega_http_str empty = {NULL, 0};
+    VCHECK(vega_http_str_eq(empty, ""));
+    VCHECK(!vega_http_str_eq(empty, "a"));
+    vega_http_str nul = {"a\0b", 3};
+    VCHECK(!vega_http_str_eq(nul, "a"));
+    VCHECK(!vega_http_str_eq_nocase(nul, "a"));
+
+    static const vega_http_field json[] = {VEGA_HTTP_FIELD("content-type", "application/json"),
+                                           VEGA_HTTP_FIELD("x-empty", "")};
+    VCHECK_EQ(json[0].name.len, 12);
+    VCHECK(vega_http_str_eq(json[0].name, "content-type"));
+    VCHECK(vega_http_str_eq(json[0].value, "application/json"));
+    VCHECK_EQ(json[1].value.len, 0);
+    vega_http_str m = VEGA_HTTP_LIT("GET");
+    VCHECK_EQ(m.len, 3);
+}

@@ -61,6 +61,73 @@ VTEST(get_content_length)
     vtest_run(body_get_length, 0);
 }
 
+/* read_all: the whole body in one buffer with a NUL after it, bounded by max. */
+static char big_resp[64 * 1024];
+
+static void body_read_all(void)
+{
+    /* 40,000 bytes chunked (no length known: the buffer grows from 16 KiB), then "hello"
+     * with a length, then the same 5 bytes against max 4, then an empty body. */
+    size_t n = (size_t)snprintf(big_resp, sizeof big_resp,
+                                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+    for (int k = 0; k < 4; k++) {
+        n += (size_t)snprintf(big_resp + n, sizeof big_resp - n, "2710\r\n");
+        memset(big_resp + n, 'a' + k, 10000);
+        n += 10000;
+        n += (size_t)snprintf(big_resp + n, sizeof big_resp - n, "\r\n");
+    }
+    n += (size_t)snprintf(big_resp + n, sizeof big_resp - n, "0\r\n\r\n");
+    struct hs *h = hs_new(NULL);
+    hs_step(h, (struct hs_step){.resp = big_resp, .len = n});
+    hs_step(h, (struct hs_step){.resp = OK_HELLO});
+    hs_step(h, (struct hs_step){.resp = OK_HELLO, .close_after = true});
+    hs_step(h, (struct hs_step){.resp = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"});
+    hs_start(h);
+    vega_http_client *c = hc_client();
+    char url[128];
+    hs_url(h, url, sizeof url, "/");
+    vega_http_client_request rq;
+    vega_http_client_request_init(&rq);
+    rq.url = url;
+    vega_http_client_response *r;
+    void *body;
+
+    VCHECK_EQ(vega_http_client_send(c, &rq, &r), 0);
+    VCHECK_EQ(vega_http_client_response_read_all(r, &body, 1 << 20, DL(5000)), 40000);
+    const char *b = body;
+    VCHECK(b[0] == 'a' && b[9999] == 'a' && b[10000] == 'b' && b[39999] == 'd' && b[40000] == 0);
+    vega_http_client_body_free(c, body);
+    vega_http_client_response_free(r);
+
+    VCHECK_EQ(vega_http_client_send(c, &rq, &r), 0);
+    VCHECK_EQ(vega_http_client_response_read_all(r, &body, 5, DL(5000)), 5); /* exactly max */
+    VCHECK_STR(body, "hello");
+    vega_http_client_body_free(c, body);
+    vega_http_client_response_free(r);
+
+    VCHECK_EQ(vega_http_client_send(c, &rq, &r), 0);
+    body = (void *)1;
+    VCHECK_EQ(vega_http_client_response_read_all(r, &body, 4, DL(5000)),
+              VEGA_ERR_HTTP_BODY_TOO_LARGE);
+    VCHECK(body == NULL);
+    vega_http_client_response_free(r); /* not read to the end: the connection is closed */
+
+    VCHECK_EQ(vega_http_client_send(c, &rq, &r), 0);
+    VCHECK(!vega_http_client_response_info(r)->reused);
+    VCHECK_EQ(vega_http_client_response_read_all(r, &body, 0, DL(5000)), 0);
+    VCHECK_STR(body, "");
+    vega_http_client_body_free(c, body);
+    VCHECK_EQ(vega_http_client_response_read_all(NULL, &body, 0, DL(5000)), -EINVAL);
+    vega_http_client_response_free(r);
+    vega_http_client_free(c);
+    hs_free(h);
+}
+
+VTEST(read_all_bounded)
+{
+    vtest_run(body_read_all, 0);
+}
+
 /* A host that does not resolve has its own code and message (curl: "Could not resolve host"),
  * not a bare -ENXIO. ".invalid" never exists (RFC 6761), so no server is asked. */
 static void body_unknown_host(void)

@@ -3,6 +3,7 @@
  * cancellation, close, and many tasks on the multi-thread runtime. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include <vega/rt.h>
 #include <vega/sync.h>
@@ -433,6 +434,96 @@ VTEST(mpsc_bounded_cap1_mt4)
 VTEST(mpsc_bounded_cap64_mt4)
 {
     VCHECK(run_rt(MT, 4, mpsc_stress_body, P(64)) == NULL);
+}
+
+/* Several receivers on one channel (sync.h allows any number): every message reaches exactly
+ * one of them, each sees a producer's messages in the order they were sent, and all of them
+ * end with VEGA_ERR_CLOSED once the channel is closed and drained. NULL is a message too. */
+#define CONSUMERS 3
+
+struct mpmc {
+    struct mpsc_stress s;
+    atomic_uchar *seen; /* [producer * per + seq] */
+    atomic_long total;
+    atomic_int nulls;
+};
+
+static void *mpmc_consumer(void *arg)
+{
+    struct mpmc *m = arg;
+    long last[PRODUCERS];
+    for (int i = 0; i < PRODUCERS; i++)
+        last[i] = -1;
+    for (;;) {
+        void *v;
+        int r = vega_mpsc_recv(m->s.c, &v, VEGA_DEADLINE_NEVER);
+        if (r == VEGA_ERR_CLOSED)
+            break;
+        VCHECK_EQ(r, 0);
+        if (v == NULL) {
+            atomic_fetch_add(&m->nulls, 1);
+            continue;
+        }
+        uintptr_t id = (U(v) >> 56) - 1, seq = U(v) & ((1ull << 56) - 1);
+        VCHECK(id < PRODUCERS && (long)seq < m->s.per);
+        VCHECK((long)seq > last[id]);
+        last[id] = (long)seq;
+        VCHECK_EQ(atomic_fetch_add(&m->seen[id * (uintptr_t)m->s.per + seq], 1), 0);
+        atomic_fetch_add(&m->total, 1);
+    }
+    return NULL;
+}
+
+/* Message = producer id + 1 in the top byte (so that none is NULL), sequence number below. */
+static void *mpmc_producer(void *arg)
+{
+    struct mpmc *m = arg;
+    uintptr_t id = (uintptr_t)atomic_fetch_add(&m->s.next_id, 1);
+    for (long i = 0; i < m->s.per; i++)
+        VCHECK_EQ(vega_mpsc_send(m->s.c, P(((id + 1) << 56) | (uintptr_t)i), VEGA_DEADLINE_NEVER),
+                  0);
+    VCHECK_EQ(vega_mpsc_send(m->s.c, NULL, VEGA_DEADLINE_NEVER), 0);
+    return NULL;
+}
+
+static void *mpmc_body(void *arg)
+{
+    size_t cap = (size_t)(uintptr_t)arg;
+    struct mpmc m = {.s = {.per = scaled(20000)}};
+    atomic_init(&m.s.next_id, 0);
+    atomic_init(&m.total, 0);
+    atomic_init(&m.nulls, 0);
+    m.seen = calloc((size_t)(PRODUCERS * m.s.per), sizeof *m.seen);
+    VCHECK(m.seen != NULL);
+    VCHECK_EQ(vega_mpsc_new(&m.s.c, cap), 0);
+    vega_task *rx[CONSUMERS], *tx[PRODUCERS];
+    spawn_n(rx, CONSUMERS, mpmc_consumer, &m);
+    spawn_n(tx, PRODUCERS, mpmc_producer, &m);
+    join_n(tx, PRODUCERS);
+    vega_mpsc_close(m.s.c);
+    join_n(rx, CONSUMERS);
+    VCHECK_EQ(atomic_load(&m.total), PRODUCERS * m.s.per);
+    VCHECK_EQ(atomic_load(&m.nulls), PRODUCERS);
+    for (long i = 0; i < PRODUCERS * m.s.per; i++)
+        VCHECK_EQ(atomic_load(&m.seen[i]), 1);
+    vega_mpsc_free(m.s.c);
+    free(m.seen);
+    return NULL;
+}
+
+VTEST(mpsc_several_receivers_unbounded_mt4)
+{
+    VCHECK(run_rt(MT, 4, mpmc_body, P(0)) == NULL);
+}
+
+VTEST(mpsc_several_receivers_cap8_mt2)
+{
+    VCHECK(run_rt(MT, 2, mpmc_body, P(8)) == NULL);
+}
+
+VTEST(mpsc_several_receivers_cap1_ct)
+{
+    VCHECK(run_rt(CT, 1, mpmc_body, P(1)) == NULL);
 }
 
 VTEST(mpsc_bounded_cap1_ct)
