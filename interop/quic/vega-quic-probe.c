@@ -613,7 +613,7 @@ static void client_conn(const struct client_opts *o, int fd, const vega_quic_pat
                        "early_data=%s retry=%s handshake_ms=%.2f srtt_ms=%.2f\n",
                        info.version, info.alpn, suite_name(info.suite),
                        info.resumed ? "yes" : "no",
-                       info.early_data >= 0 && info.early_data <= 3 ? early[info.early_data] : "?",
+                       (unsigned)info.early_data <= 3 ? early[info.early_data] : "?",
                        retries_seen ? "yes" : "no", (double)(now_ns() - start) / 1e6,
                        (double)info.smoothed_rtt_ns / 1e6);
                 fflush(stdout);
@@ -774,7 +774,7 @@ static void client_conn(const struct client_opts *o, int fd, const vega_quic_pat
             }
         }
         if (st == C_FINISH && (!o->get || g.done)) {
-            vega_quic_conn_close(c, true, H3_NO_ERROR, NULL);
+            vega_quic_conn_close(c, VEGA_QUIC_CLOSE_APPLICATION, H3_NO_ERROR, NULL);
             st = C_CLOSING;
         }
         if (st == C_CLOSING && vega_quic_conn_is_closed(c)) {
@@ -1155,7 +1155,7 @@ static void finish_conn(struct server *s, struct sconn *sc)
            info.version, info.alpn[0] ? info.alpn : "-", suite_name(info.suite),
            sc->retried ? "yes" : "no", info.handshake_done ? "yes" : "no",
            info.resumed ? "yes" : "no",
-           info.early_data >= 0 && info.early_data <= 3 ? early[info.early_data] : "?",
+           (unsigned)info.early_data <= 3 ? early[info.early_data] : "?",
            sc->answered, sc->req_bytes,
            sc->bytes_in, sc->bytes_out, info.key_updates, info.migrations, sc->paths_validated,
            info.pmtu,

@@ -41,11 +41,14 @@ void vega__quic_enter_draining(vega_quic_conn *c)
     c->closing.deadline = c->now + 3 * vega__quic_pto(c);
 }
 
-int vega_quic_conn_close(vega_quic_conn *c, bool app, uint64_t code, const char *reason)
+int vega_quic_conn_close(vega_quic_conn *c, vega_quic_close_kind kind, uint64_t code,
+                         const char *reason)
 {
+    if (kind != VEGA_QUIC_CLOSE_TRANSPORT && kind != VEGA_QUIC_CLOSE_APPLICATION)
+        return -EINVAL;
     if (c->state >= VEGA__QUIC_ST_CLOSING)
         return VEGA_ERR_CLOSED;
-    enter_closing(c, code, app, 0, reason);
+    enter_closing(c, code, kind == VEGA_QUIC_CLOSE_APPLICATION, 0, reason);
     return 0;
 }
 

@@ -206,8 +206,8 @@ int vega__quic_tls_progress(vega_quic_conn *c)
         c->stats.alpn[alen] = 0;
     }
     c->stats.resumed = vega__qtls_is_resumed(c->hs.tls);
-    c->stats.early_data = (int)vega__qtls_early_status(c->hs.tls);
-    if (!c->server && c->stats.early_data == VEGA__QTLS_EARLY_REJECTED)
+    c->stats.early_data = (vega_quic_early_data)vega__qtls_early_status(c->hs.tls);
+    if (!c->server && c->stats.early_data == VEGA_QUIC_EARLY_REJECTED)
         vega__quic_ev_simple(c, VEGA_QUIC_EV_EARLY_REJECTED, 0, 0);
     /* Lost, the event would leave the application waiting for good: it is owed instead. */
     c->hs.ev_owed = vega__quic_ev_simple(c, VEGA_QUIC_EV_HANDSHAKE_DONE, 0, 0) < 0;

@@ -420,14 +420,20 @@ VEGA_API int vega_quic_stream_stop(vega_quic_conn *c, uint64_t id, uint64_t app_
  */
 VEGA_API int vega_quic_datagram_send(vega_quic_conn *c, const void *data, size_t len);
 
+/* Which error-code space a CONNECTION_CLOSE code belongs to (RFC 9000 §20). */
+typedef enum vega_quic_close_kind {
+    VEGA_QUIC_CLOSE_TRANSPORT = 0,   /* a transport error code (frame type 0x1c) */
+    VEGA_QUIC_CLOSE_APPLICATION = 1, /* an application protocol's code (0x1d), e.g. HTTP/3's */
+} vega_quic_close_kind;
+
 /*
- * Closes the connection (RFC 9000 §10.2): CONNECTION_CLOSE with code (app: an application
- * code, else a transport one) and reason (may be NULL; truncated to fit), sent on the next
+ * Closes the connection (RFC 9000 §10.2): CONNECTION_CLOSE with code, of the kind's space, and reason (may be NULL; truncated to fit), sent on the next
  * vega_quic_conn_write, then the closing period (3 PTO) during which the connection answers
  * peer packets with the close again. Returns 0; VEGA_ERR_CLOSED (already closing). Context:
  * the connection's thread. Since 0.1.
  */
-VEGA_API int vega_quic_conn_close(vega_quic_conn *c, bool app, uint64_t code, const char *reason);
+VEGA_API int vega_quic_conn_close(vega_quic_conn *c, vega_quic_close_kind kind, uint64_t code,
+                                  const char *reason);
 
 /*
  * Starts a 1-RTT key update (RFC 9001 §6). Returns 0; -EAGAIN when an update is not
@@ -479,11 +485,19 @@ VEGA_API int vega_quic_conn_new_token(vega_quic_conn *c, const uint8_t *token, s
  * ended): free it. Context: the connection's thread. Since 0.1. */
 VEGA_API bool vega_quic_conn_is_closed(const vega_quic_conn *c);
 
+/* What became of 0-RTT on a connection. */
+typedef enum vega_quic_early_data {
+    VEGA_QUIC_EARLY_NONE = 0,     /* not offered (client) or not received (server) */
+    VEGA_QUIC_EARLY_OFFERED = 1,  /* client: sent, the server's answer not known yet */
+    VEGA_QUIC_EARLY_ACCEPTED = 2,
+    VEGA_QUIC_EARLY_REJECTED = 3, /* the client sends that data again in 1-RTT */
+} vega_quic_early_data;
+
 /* What a connection negotiated and measured (plain data). */
 typedef struct vega_quic_conn_info {
     uint32_t version;
     bool handshake_done, handshake_confirmed, resumed;
-    int early_data; /* 0 none, 1 offered, 2 accepted, 3 rejected */
+    vega_quic_early_data early_data;
     char alpn[256];
     uint16_t suite;
     uint64_t smoothed_rtt_ns, min_rtt_ns, cwnd, bytes_in_flight;

@@ -401,7 +401,7 @@ static bool scenario(struct run *r, const uint8_t *data, size_t len, const struc
         if (so->extras)
             extras(r);
         if (r->got_fin && (!so->extras || r->key_updated) && !r->closing && q->side[0].c) {
-            rc = vega_quic_conn_close(q->side[0].c, true, 0, "done");
+            rc = vega_quic_conn_close(q->side[0].c, VEGA_QUIC_CLOSE_APPLICATION, 0, "done");
             clean(r, rc, "conn_close");
             note_closed(r, 0, rc);
             r->closing = rc == 0 || rc == VEGA_ERR_CLOSED;
@@ -564,7 +564,7 @@ static size_t sweep(size_t len, const struct sc_opts *so)
     }
     if (so->session) {
         VCHECK(r->resumed);
-        VCHECK_EQ(r->early_data, 2); /* accepted */
+        VCHECK_EQ(r->early_data, VEGA_QUIC_EARLY_ACCEPTED);
     }
     size_t total = r->m.calls;
     free(r);

@@ -814,8 +814,11 @@ VTEST(close_with_reason)
     setup(&q, &o, 10);
     handshake(&q);
     VCHECK(qp_run(&q, confirmed, 5 * S));
-    VCHECK_EQ(vega_quic_conn_close(q.side[0].c, true, 0x42, "bye now"), 0);
-    VCHECK_EQ(vega_quic_conn_close(q.side[0].c, true, 0x42, "again"), VEGA_ERR_CLOSED);
+    VCHECK_EQ(vega_quic_conn_close(q.side[0].c, VEGA_QUIC_CLOSE_APPLICATION, 0x42, "bye now"),
+              0);
+    VCHECK_EQ(vega_quic_conn_close(q.side[0].c, VEGA_QUIC_CLOSE_APPLICATION, 0x42, "again"),
+              VEGA_ERR_CLOSED);
+    VCHECK_EQ(vega_quic_conn_close(q.side[0].c, (vega_quic_close_kind)7, 0, NULL), -EINVAL);
     VCHECK(qp_run(&q, closed_both, 5 * S));
     VCHECK(q.side[1].closed_app);
     VCHECK_EQ(q.side[1].close_code, 0x42);
@@ -974,7 +977,7 @@ VTEST(resumption_and_zero_rtt)
     q.ccfg.tls.early_data = true;
     handshake(&q);
     VCHECK(qp_run(&q, have_session, 5 * S));
-    vega_quic_conn_close(q.side[0].c, false, 0, NULL);
+    vega_quic_conn_close(q.side[0].c, VEGA_QUIC_CLOSE_TRANSPORT, 0, NULL);
     qp_run(&q, closed_both, 2 * S);
 
     qp_reset_conns(&q);
@@ -992,7 +995,7 @@ VTEST(resumption_and_zero_rtt)
     vega_quic_conn_get_info(q.side[1].c, &si);
     VCHECK(ci.resumed && si.resumed);
     VCHECK(q.side[1].st[0].len == sizeof msg);
-    VCHECK_EQ(ci.early_data, 2); /* accepted */
+    VCHECK_EQ(ci.early_data, VEGA_QUIC_EARLY_ACCEPTED);
     VCHECK_EQ(q.side[0].st[0].len, sizeof msg);
     qp_fini(&q);
 }
