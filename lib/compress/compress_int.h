@@ -23,6 +23,7 @@ struct vega__cz_mem {
     void *(*alloc)(void *user_data, size_t size);
     void (*free)(void *user_data, void *ptr);
     void *user_data;
+    const vega_mem *vm; /* when set, used instead of alloc/free */
 };
 
 int vega__cz_mem_init(struct vega__cz_mem *m, const vega_compress_opts *o);

@@ -21,6 +21,9 @@ int vega__cz_mem_init(struct vega__cz_mem *m, const vega_compress_opts *o)
 {
     if (o && (!o->alloc != !o->free))
         return -EINVAL;
+    if (o && o->mem && o->alloc)
+        return -EINVAL;
+    m->vm = o ? o->mem : NULL;
     if (o && o->alloc) {
         m->alloc = o->alloc;
         m->free = o->free;
@@ -35,12 +38,18 @@ int vega__cz_mem_init(struct vega__cz_mem *m, const vega_compress_opts *o)
 
 void *vega__cz_alloc(const struct vega__cz_mem *m, size_t size)
 {
+    if (m->vm)
+        return m->vm->malloc(m->vm->ud, size ? size : 1);
     return m->alloc(m->user_data, size ? size : 1);
 }
 
 void vega__cz_free(const struct vega__cz_mem *m, void *p)
 {
-    if (p)
+    if (!p)
+        return;
+    if (m->vm)
+        m->vm->free(m->vm->ud, p);
+    else
         m->free(m->user_data, p);
 }
 

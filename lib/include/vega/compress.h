@@ -11,6 +11,7 @@
 
 #include <vega/err.h>
 #include <vega/export.h>
+#include <vega/mem.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -55,10 +56,9 @@ typedef enum vega_compress_flush {
  * differs from the defaults; a NULL pointer means all defaults.
  */
 typedef struct vega_compress_opts {
-    /* Allocator for the object and the codec's state: both set or both NULL (malloc/free).
-     * alloc returns NULL on failure (seen as -ENOMEM); free accepts any pointer alloc
-     * returned. Caveat: the brotli encoder library, as built by default, calls exit() when an
-     * allocation fails inside vega_compressor_write; only vega_compressor_new's are reported. */
+    /* Deprecated (0.1), until 1.0: use mem below. An allocator for the object and the
+     * codec's state: both set or both NULL. alloc returns NULL on failure (seen as -ENOMEM);
+     * free accepts any pointer alloc returned. */
     void *(*alloc)(void *user_data, size_t size);
     void (*free)(void *user_data, void *ptr);
     void *user_data; /* passed to alloc and free; retained */
@@ -67,6 +67,12 @@ typedef struct vega_compress_opts {
      * Decompressor: the largest zstd window accepted, 10..31 (0 = 23, i.e. 8 MiB); other
      * codecs ignore it (deflate's window is at most 32 KiB, brotli's at most 16 MiB). */
     unsigned window_log;
+    /* The allocator of every other module (vega/mem.h), for the object and the codec's
+     * state; NULL = alloc/free above, or libc when those are NULL too (setting both is
+     * -EINVAL). Retained. Caveat: the brotli encoder library, as built by default, calls
+     * exit() when an allocation fails inside vega_compressor_write; only
+     * vega_compressor_new's are reported. */
+    const vega_mem *mem;
 } vega_compress_opts;
 
 /* ---- compressor ---------------------------------------------------------------------------- */

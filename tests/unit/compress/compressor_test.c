@@ -329,6 +329,12 @@ static void fake_free(void *ud, void *p)
     free(p);
 }
 
+static void *fake_alloc(void *ud, size_t n)
+{
+    (void)ud;
+    return malloc(n);
+}
+
 VTEST(new_rejects_bad_arguments)
 {
     vega_compressor *c = (vega_compressor *)1;
@@ -354,6 +360,10 @@ VTEST(new_rejects_bad_arguments)
     }
     vega_compress_opts half = {.alloc = NULL, .free = fake_free};
     VCHECK_EQ(vega_compressor_new(&c, VEGA_COMPRESS_GZIP, 1, &half), -EINVAL);
+    /* vega_mem and the deprecated pair at once: which one would be meant is unclear. */
+    static const vega_mem libc_like = {0};
+    vega_compress_opts both = {.alloc = fake_alloc, .free = fake_free, .mem = &libc_like};
+    VCHECK_EQ(vega_compressor_new(&c, VEGA_COMPRESS_GZIP, 1, &both), -EINVAL);
     VCHECK_EQ(vega_compressor_new(&c, VEGA_COMPRESS_IDENTITY, 12345, NULL), 0);
     vega_compressor_free(c);
     vega_compressor_free(NULL);

@@ -30,6 +30,31 @@ static void f_free(void *ud, void *p)
     free(p);
 }
 
+/* The codecs allocate through malloc and free only; calloc and realloc count the same way. */
+static void *f_calloc(void *ud, size_t n, size_t size)
+{
+    void *p = n && size <= SIZE_MAX / n ? f_alloc(ud, n * size) : NULL;
+    if (p)
+        memset(p, 0, n * size);
+    return p;
+}
+
+static void *f_realloc(void *ud, void *old, size_t n)
+{
+    struct failing *f = ud;
+    if (f->count++ == f->fail_at) {
+        f->failed = true;
+        return NULL;
+    }
+    return realloc(old, n);
+}
+
+/* The sweeps go through vega_mem (the one allocator type); decompressor_test keeps the
+ * deprecated alloc/free pair covered. */
+#define FAILING_OPTS(f)                                                                        \
+    vega_mem vm = {f_alloc, f_calloc, f_realloc, f_free, (f)};                                 \
+    vega_compress_opts o = {.mem = &vm}
+
 static uint8_t *text(size_t n)
 {
     uint64_t s = 99;
@@ -44,7 +69,7 @@ static uint8_t *text(size_t n)
 static int try_compress(vega_compress_kind k, struct failing *f, const uint8_t *in, size_t len,
                         uint8_t *z, size_t zcap, size_t *zl)
 {
-    vega_compress_opts o = {.alloc = f_alloc, .free = f_free, .user_data = f};
+    FAILING_OPTS(f);
     vega_compressor *c;
     int r = vega_compressor_new(&c, k, VEGA_COMPRESS_LEVEL_DEFAULT, &o);
     if (r < 0)
@@ -73,7 +98,7 @@ static int try_compress(vega_compress_kind k, struct failing *f, const uint8_t *
 static int try_decompress(vega_compress_kind k, struct failing *f, const uint8_t *z, size_t zl,
                           const uint8_t *want, size_t len)
 {
-    vega_compress_opts o = {.alloc = f_alloc, .free = f_free, .user_data = f};
+    FAILING_OPTS(f);
     vega_decompressor *d;
     int r = vega_decompressor_new(&d, k, 0, &o);
     if (r < 0)
