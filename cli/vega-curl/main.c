@@ -191,12 +191,7 @@ int curl_fail(const struct curl_opts *o, int code, const char *fmt, ...)
 }
 
 /* A usage problem that curl reports with its own code (not 2). */
-static _Noreturn void fail_exit(const struct curl_opts *o, int code, const char *fmt,
-                                const char *arg)
-{
-    curl_fail(o, code, fmt, arg);
-    exit(code);
-}
+#define fail_exit(o, code, ...) (curl_fail((o), (code), __VA_ARGS__), exit(code))
 
 static void *grow(void *p, size_t n, size_t size)
 {

@@ -40,9 +40,9 @@ int vega__quic_rand(vega_quic_conn *c, void *buf, size_t len)
     return vega_crypto_random(buf, len);
 }
 
-int vega__quic_level_space(vega_quic_level l)
+int vega__quic_level_space(int level)
 {
-    switch (l) {
+    switch (level) {
     case VEGA_QUIC_LEVEL_INITIAL:
         return VEGA__QUIC_SPACE_INITIAL;
     case VEGA_QUIC_LEVEL_HANDSHAKE:

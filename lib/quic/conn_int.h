@@ -348,7 +348,7 @@ static inline bool vega__quic_cid_eq(const uint8_t *a, size_t alen, const uint8_
 
 /* conn.c */
 int vega__quic_rand(vega_quic_conn *c, void *buf, size_t len);
-int vega__quic_level_space(vega_quic_level l);
+int vega__quic_level_space(int level); /* a vega_quic_level (levels travel as int inside) */
 
 /* conn_tls.c */
 int vega__quic_tls_start(vega_quic_conn *c);

@@ -12,7 +12,7 @@
 static int tls_send(void *ud, vega_quic_level level, const uint8_t *data, size_t len)
 {
     vega_quic_conn *c = ud;
-    struct vega__quic_space *sp = &c->sp[vega__quic_level_space(level)];
+    struct vega__quic_space *sp = &c->sp[vega__quic_level_space((int)level)];
     vega_ssize n = vega__quic_sendbuf_write(&sp->crypto_tx, data, len);
     if (n < 0)
         return (int)n;

@@ -206,7 +206,7 @@ static int ch_retry(struct vega__qtls *t, const struct vega__qtls_hello *h, cons
                     size_t len)
 {
     for (size_t i = 0; i < t->n_groups && !t->hrr; i++)
-        if (vega__qtls_has_u16(h->groups, h->groups_len, t->groups[i])) {
+        if (vega__qtls_has_u16(h->groups, h->groups_len, (uint16_t)t->groups[i])) {
             t->group = t->groups[i];
             t->hrr = true;
         }

@@ -8,7 +8,7 @@
 
 #define DEFAULT_THREADS 64u
 #define DEFAULT_QUEUE 1024u
-#define IDLE_EXIT_NS (10 * VEGA_NS_PER_S)
+#define IDLE_EXIT_S 10
 
 enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE };
 
@@ -70,7 +70,7 @@ static void *pool_thread(void *arg)
         while (!rt->pool_head && !rt->pool_stop) {
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_sec += IDLE_EXIT_NS / VEGA_NS_PER_S;
+            ts.tv_sec += IDLE_EXIT_S;
             rt->pool_idle++;
             int r = pthread_cond_timedwait(&rt->pool_cv, &rt->pool_mu, &ts);
             rt->pool_idle--;

@@ -166,7 +166,7 @@ static bool grow(struct vega_rt *rt)
         s->base = guard + rt->page;
         /* Usable bytes end below the descriptor; vary the start by up to 7 cache lines so that
          * the stacks do not all alias in the same L1 sets. */
-        s->size = ((char *)s - (char *)s->base - 64 * (i % 8)) & ~(size_t)15;
+        s->size = ((size_t)((char *)s - (char *)s->base) - 64 * (i % 8)) & ~(size_t)15;
         s->region = r;
         s->cold = false;
         *(volatile uint64_t *)s->base = CANARY;
@@ -240,7 +240,7 @@ struct vega__stack *vega__stack_get(struct vega__worker *w)
 /* Gives a stack's pages back but for the top one, which holds the descriptor. */
 static void drop_pages(struct vega_rt *rt, struct vega__stack *s)
 {
-    size_t drop = ((char *)s - (char *)s->base) & ~(rt->page - 1);
+    size_t drop = (size_t)((char *)s - (char *)s->base) & ~(rt->page - 1);
     if (drop)
         madvise(s->base, drop, MADV_DONTNEED);
 }

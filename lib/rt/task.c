@@ -610,7 +610,7 @@ static bool unregister_joiner(struct vega_task *t)
         if (s & VEGA__J_FINISHED)
             return false;
         if (atomic_compare_exchange_weak_explicit(&t->jstate, &s,
-                                                  s & ~(VEGA__J_JOINER | VEGA__J_THREAD),
+                                                  s & ~(unsigned)(VEGA__J_JOINER | VEGA__J_THREAD),
                                                   memory_order_acq_rel, memory_order_acquire))
             return true;
     }

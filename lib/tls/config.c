@@ -361,7 +361,7 @@ int vega_tls_config_set_groups(vega_tls_config *cfg, const char *groups)
 {
     if (!cfg || !groups)
         return -EINVAL;
-    int ok = SSL_CTX_set1_groups_list(cfg->ctx, groups);
+    long ok = SSL_CTX_set1_groups_list(cfg->ctx, groups);
     ERR_clear_error();
     return ok ? 0 : VEGA_ERR_TLS_CONFIG;
 }

@@ -7,6 +7,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -398,11 +400,17 @@ void vega__tls_ktls_try_rx(struct vega_tls *t)
 
 /* ---- I/O through the kernel ------------------------------------------------------------------ */
 
-static int rx_fail(struct vega_tls *t, int code, const char *fmt, const char *arg)
+__attribute__((format(printf, 3, 4))) static int rx_fail(struct vega_tls *t, int code,
+                                                         const char *fmt, ...)
 {
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
     pthread_mutex_lock(&t->mu);
     if (!t->rerr)
-        t->rerr = vega__tls_set_error(t, code, fmt, arg);
+        t->rerr = vega__tls_set_error(t, code, "%s", msg);
     code = t->rerr;
     pthread_mutex_unlock(&t->mu);
     return code;

@@ -8,6 +8,8 @@
 
 #include <vega/io.h>
 
+#include "fuzz_target.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char text[512];

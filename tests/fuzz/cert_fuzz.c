@@ -11,6 +11,7 @@
 #include <vega/crypto.h>
 
 #include "crypto_int.h"
+#include "fuzz_target.h"
 
 static void check_chain(const uint8_t *data, size_t size)
 {

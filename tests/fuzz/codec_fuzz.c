@@ -9,6 +9,8 @@
 #include <vega/codec.h>
 #include <vega/stream.h>
 
+#include "fuzz_target.h"
+
 struct mem {
     const uint8_t *p;
     size_t len, off, step;
@@ -96,18 +98,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 0:
         o.kind = VEGA_CODEC_LENGTH;
         o.prefix_len = prefixes[(sel >> 2) & 3];
-        o.max_frame = 1 + (sel >> 4) * 97;
+        o.max_frame = 1 + (size_t)(sel >> 4) * 97;
         break;
     case 1:
         o.kind = VEGA_CODEC_LINES;
-        o.max_frame = 1 + (sel >> 3) * 13;
+        o.max_frame = 1 + (size_t)(sel >> 3) * 13;
         o.allow_partial_last_line = sel & 4;
         break;
     default:
         o.kind = VEGA_CODEC_BYTES;
-        o.max_frame = 1 + (sel >> 2) * 7;
+        o.max_frame = 1 + (size_t)(sel >> 2) * 7;
         break;
     }
-    decode(data, size, &o, 1 + (sel % 7), 64 + (sel % 5) * 64);
+    decode(data, size, &o, 1 + (size_t)(sel % 7), 64 + (size_t)(sel % 5) * 64);
     return 0;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <vega/compress.h>
+#include "fuzz_target.h"
 
 #ifndef KIND
 #error "define KIND (a vega_compress_kind) before including compress_fuzz.h"

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dns_wire.h"
+#include "fuzz_target.h"
 
 static void check_answer(int r, const struct vega__dns_answer *a)
 {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "dns_int.h"
+#include "fuzz_target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

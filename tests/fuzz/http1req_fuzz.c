@@ -10,6 +10,8 @@
 
 #include <vega/http1.h>
 
+#include "fuzz_target.h"
+
 #ifndef HTTP1_FUZZ_KIND
 #define HTTP1_FUZZ_KIND VEGA_HTTP1_REQUEST
 #endif

@@ -28,6 +28,8 @@
 #include <vega/test.h>
 #include <vega/tls.h>
 
+#include "fuzz_target.h"
+
 #define MAX_SEGS       4
 #define MAX_BOUNDS     64      /* responses looked for in one segment */
 #define SILENCE_MS     3600000 /* the client writes or closes within this (virtual: free) */

@@ -40,6 +40,7 @@
 #include <vega/test.h>
 
 #include "serve.h"
+#include "fuzz_target.h"
 
 #define MAX_CONNS  4
 #define MAX_INPUT  (64 * 1024)

@@ -19,6 +19,7 @@
 #include "quic_pair.h"
 #include "quic_pkt.h"
 #include "qtls_certs.h"
+#include "fuzz_target.h"
 
 static uint8_t pkt[4096];
 

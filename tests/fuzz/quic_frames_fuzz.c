@@ -10,6 +10,8 @@
 
 #include <vega/quic_wire.h>
 
+#include "fuzz_target.h"
+
 #define MAX_RANGES 64
 
 static void in_input(const uint8_t *p, size_t n, const uint8_t *in, size_t len)

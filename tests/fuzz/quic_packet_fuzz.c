@@ -13,6 +13,8 @@
 
 #include <vega/quic_wire.h>
 
+#include "fuzz_target.h"
+
 static uint8_t pkt[70000];
 
 static void check_hdr(const vega_quic_hdr *h, const uint8_t *p, size_t left)

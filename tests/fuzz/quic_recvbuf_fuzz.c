@@ -11,6 +11,7 @@
 
 #include "base.h"
 #include "qstream.h"
+#include "fuzz_target.h"
 
 #define STREAM_MAX (1u << 17) /* offsets the model tracks (frames stay below) */
 #define MAX_FRAME 4096

@@ -13,6 +13,7 @@
 
 #include "base.h"
 #include "qstream.h"
+#include "fuzz_target.h"
 
 #define STREAM_MAX (1u << 16)
 #define MAX_INFLIGHT 256

@@ -10,6 +10,7 @@
 
 #include "../unit/quic/qtls_certs.h"
 #include "qtls.h"
+#include "fuzz_target.h"
 
 #define FUZZ_WALL_MS 1893456000000ull
 

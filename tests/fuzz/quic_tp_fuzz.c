@@ -10,6 +10,8 @@
 
 #include <vega/quic_wire.h>
 
+#include "fuzz_target.h"
+
 static void check_limits(const vega_quic_tp *tp)
 {
     if (tp->max_udp_payload_size < 1200 || tp->ack_delay_exponent > 20 ||

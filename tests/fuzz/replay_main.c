@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_target.h"
 
 #define REPLAY_MAX_INPUT (64 * 1024)
 #define MAX_FILES 4096

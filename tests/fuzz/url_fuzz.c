@@ -9,6 +9,8 @@
 
 #include <vega/http.h>
 
+#include "fuzz_target.h"
+
 #define MAXN 1024
 
 static const char *bases[] = {

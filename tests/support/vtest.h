@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <vega/rt.h>
+
 typedef void (*vtest_fn)(void);
 void vtest_register(const char *name, vtest_fn fn);
 _Noreturn void vtest_fail(const char *file, int line, const char *fmt, ...)
@@ -20,7 +22,7 @@ _Noreturn void vtest_skip(const char *why);
  * odd count or more than cap bytes. Returns the bytes written. */
 size_t vtest_unhex(const char *hex, uint8_t *out, size_t cap);
 /* The driver the runtime tests use: $VEGA_DRIVER ("uring"/"epoll"), default = library default. */
-int vtest_driver(void);
+vega_driver_kind vtest_driver(void);
 
 /* Runs body as the main task of a fresh runtime on vtest_driver(): workers == 0 means the
  * current-thread flavour. Skips (exit 77) when the driver is not available here. */

@@ -45,7 +45,7 @@ void vtest_skip(const char *why)
     exit(77);
 }
 
-int vtest_driver(void)
+vega_driver_kind vtest_driver(void)
 {
     const char *d = getenv("VEGA_DRIVER");
     if (d && strcmp(d, "epoll") == 0)

@@ -57,7 +57,7 @@ VTEST(parse_unknown)
 VTEST(names_round_trip)
 {
     for (int k = VEGA_COMPRESS_GZIP; k <= VEGA_COMPRESS_IDENTITY; k++) {
-        const char *n = vega_compress_kind_name(k);
+        const char *n = vega_compress_kind_name((vega_compress_kind)k);
         VCHECK(n != NULL);
         vega_compress_kind back = 0;
         VCHECK_EQ(parse(n, &back), 0);

@@ -26,7 +26,7 @@ static char *plain_text(void)
     char *p = malloc(PLAIN_LEN);
     VCHECK(p);
     for (size_t i = 0; i < PLAIN_LEN; i++)
-        p[i] = (char)("the quick brown fox "[i % 20] + (i / 997) % 3);
+        p[i] = (char)("the quick brown fox "[i % 20] + (char)((i / 997) % 3));
     return p;
 }
 

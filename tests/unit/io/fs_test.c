@@ -345,7 +345,7 @@ static void body_fifo_cancel(void)
     for (int i = 0; i < 20; i++) {
         vega_task *t;
         VCHECK_EQ(vega_task_spawn(&t, blocked_read, NULL), 0);
-        VCHECK_EQ(vega_sleep_ms(i % 3), 0);
+        VCHECK_EQ(vega_sleep_ms((uint64_t)(i % 3)), 0);
         vega_task_cancel(t);
         void *res;
         VCHECK_EQ(vega_task_join(t, &res, soon()), 0);

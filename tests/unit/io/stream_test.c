@@ -688,7 +688,7 @@ static void body_faulty_random_errors(void)
         size_t sent = 0;
         vega_ssize r = 0;
         for (int i = 0; i < 200 && r >= 0; i++) {
-            size_t n = 1 + (size_t)(i * 37 + seed) % sizeof(buf);
+            size_t n = 1 + (size_t)((uint64_t)i * 37 + seed) % sizeof(buf);
             fill_pattern(buf, n, sent);
             size_t w = 0;
             r = vega_stream_write(fa, buf, n, &w, DL(1000));

@@ -124,7 +124,7 @@ struct run {
     size_t dgrams_sent, dgrams_got;
     bool key_updated;
     bool resumed; /* the client's vega_quic_conn_info at HANDSHAKE_DONE */
-    int early_data;
+    vega_quic_early_data early_data;
     uint8_t session[4096]; /* the client's latest session */
     size_t session_len;
     bool handshake[2];

@@ -83,7 +83,7 @@ static void *root_cancel(void *arg)
         vega_task *t;
         VCHECK_EQ(vega_task_spawn(&t, blocked_reader, NULL), 0);
         if (i % 3)
-            VCHECK_EQ(vega_sleep_ms(i % 2), 0);
+            VCHECK_EQ(vega_sleep_ms((uint64_t)(i % 2)), 0);
         vega_task_cancel(t);
         void *res;
         VCHECK_EQ(vega_task_join(t, &res, VEGA_DEADLINE_NEVER), 0);

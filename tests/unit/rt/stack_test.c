@@ -32,8 +32,8 @@ static __attribute__((noinline)) unsigned recurse(unsigned n)
     volatile char buf[512];
     memset((char *)buf, (int)n, sizeof buf);
     if (n == 0)
-        return buf[7];
-    return recurse(n - 1) + buf[n % 512];
+        return (unsigned char)buf[7];
+    return recurse(n - 1) + (unsigned char)buf[n % 512];
 }
 
 static void *deep(void *arg)

@@ -252,8 +252,8 @@ static void body_truncation(void)
     vega_tls_error e;
     VCHECK_EQ(vega_tls_get_error(c, &e), 0);
     VCHECK_EQ(e.code, VEGA_ERR_TLS_TRUNCATED);
-    VCHECK_STR(vega_tls_err_name(r), "VEGA_ERR_TLS_TRUNCATED");
-    VCHECK(strstr(vega_tls_strerror(r), "close_notify") != NULL);
+    VCHECK_STR(vega_tls_err_name((int)r), "VEGA_ERR_TLS_TRUNCATED");
+    VCHECK(strstr(vega_tls_strerror((int)r), "close_notify") != NULL);
     tu_pair_close(&p);
     vega_tls_config_free(scfg);
     vega_tls_config_free(ccfg);

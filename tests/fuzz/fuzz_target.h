@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+/* The entry point every fuzz target defines (libFuzzer's, or tests/fuzz/replay_main.c's). */
+#ifndef VEGA_FUZZ_TARGET_H
+#define VEGA_FUZZ_TARGET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "fuzz_target.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#endif
