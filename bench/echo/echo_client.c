@@ -27,8 +27,8 @@
 
 struct conn {
     int fd;
-    unsigned got;      /* bytes of the current message received back */
-    uint64_t seq;      /* the current message's number (its first 8 bytes) */
+    unsigned got; /* bytes of the current message received back */
+    uint64_t seq; /* the current message's number (its first 8 bytes) */
     unsigned char *msg;
 };
 
@@ -68,10 +68,17 @@ int main(int argc, char **argv)
     int opt;
     while ((opt = getopt(argc, argv, "c:d:s:")) != -1) {
         switch (opt) {
-        case 'c': conns = (unsigned)strtoul(optarg, NULL, 10); break;
-        case 'd': secs = strtod(optarg, NULL); break;
-        case 's': size = (unsigned)strtoul(optarg, NULL, 10); break;
-        default: goto usage;
+        case 'c':
+            conns = (unsigned)strtoul(optarg, NULL, 10);
+            break;
+        case 'd':
+            secs = strtod(optarg, NULL);
+            break;
+        case 's':
+            size = (unsigned)strtoul(optarg, NULL, 10);
+            break;
+        default:
+            goto usage;
         }
     }
     if (optind != argc - 1 || conns < 1 || size < 1 || size > MAX_SIZE || !(secs > 0)) {
@@ -85,7 +92,8 @@ int main(int argc, char **argv)
     if (!colon)
         goto usage;
     *colon = '\0';
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((unsigned short)atoi(colon + 1))};
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((unsigned short)atoi(colon + 1))};
     if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
         fprintf(stderr, "echo-client: '%s': want an IPv4 address\n", host);
         return 2;
@@ -149,8 +157,9 @@ int main(int argc, char **argv)
                 continue;
             }
             if (memcmp(rbuf, c->msg + c->got, (size_t)r) != 0) {
-                fprintf(stderr, "echo-client: connection %u: wrong data in round trip %llu "
-                                "(bytes %u..%zd)\n",
+                fprintf(stderr,
+                        "echo-client: connection %u: wrong data in round trip %llu "
+                        "(bytes %u..%zd)\n",
                         i, (unsigned long long)c->seq, c->got, c->got + r - 1);
                 errors++;
                 epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);

@@ -23,7 +23,10 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t stop;
-static void on_signal(int sig) { stop = 1; }
+static void on_signal(int sig)
+{
+    stop = 1;
+}
 
 static int echo_once(int fd)
 {
@@ -76,11 +79,20 @@ int main(int argc, char **argv)
     int echo = 0, http = 0, opt;
     while ((opt = getopt(argc, argv, "n:t:eH")) != -1) {
         switch (opt) {
-        case 'n': n = (unsigned)strtoul(optarg, NULL, 10); break;
-        case 't': secs = strtod(optarg, NULL); break;
-        case 'e': echo = 1; break;
-        case 'H': http = 1; break;
-        default: goto usage;
+        case 'n':
+            n = (unsigned)strtoul(optarg, NULL, 10);
+            break;
+        case 't':
+            secs = strtod(optarg, NULL);
+            break;
+        case 'e':
+            echo = 1;
+            break;
+        case 'H':
+            http = 1;
+            break;
+        default:
+            goto usage;
         }
     }
     if (optind != argc - 1) {
@@ -94,7 +106,8 @@ int main(int argc, char **argv)
     if (!colon)
         goto usage;
     *colon = '\0';
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((unsigned short)atoi(colon + 1))};
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((unsigned short)atoi(colon + 1))};
     if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
         goto usage;
     signal(SIGPIPE, SIG_IGN);

@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define READ_BUF (64 * 1024)
+#define READ_BUF   (64 * 1024)
 #define MAX_EVENTS 256
 
 struct conn {

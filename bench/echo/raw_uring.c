@@ -21,9 +21,12 @@
 #include <unistd.h>
 
 #define RING_ENTRIES 4096
-#define CONN_BUF 4096
+#define CONN_BUF     4096
 
-enum { OP_RECV = 1, OP_SEND = 2 };
+enum {
+    OP_RECV = 1,
+    OP_SEND = 2
+};
 #define ACCEPT_TAG 0 /* user_data of the accept; conns are 8-aligned pointers | op */
 
 struct conn {

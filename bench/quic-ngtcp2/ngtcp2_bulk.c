@@ -22,10 +22,10 @@
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
-#define DGRAM_MAX 1452      /* the datagram size vega's bench settles on */
-#define QUEUE_MAX 4096      /* vega_test_net's default per-direction queue cap */
-#define DELAY_NS 1000000ull /* 1 ms one way */
-#define CHUNK (1u << 20)    /* the stream repeats this pattern; ngtcp2 keeps pointers into it */
+#define DGRAM_MAX    1452       /* the datagram size vega's bench settles on */
+#define QUEUE_MAX    4096       /* vega_test_net's default per-direction queue cap */
+#define DELAY_NS     1000000ull /* 1 ms one way */
+#define CHUNK        (1u << 20) /* the stream repeats this pattern; ngtcp2 keeps pointers into it */
 #define SIM_LIMIT_NS (600ull * NGTCP2_SECONDS)
 
 static const char ALPN[] = "hq-interop";
@@ -128,8 +128,7 @@ static void rand_cb(uint8_t *dest, size_t len, const ngtcp2_rand_ctx *ctx)
     gnutls_rnd(GNUTLS_RND_RANDOM, dest, len);
 }
 
-static int new_cid_cb(ngtcp2_conn *conn, ngtcp2_cid *cid, uint8_t *token, size_t cidlen,
-                      void *user)
+static int new_cid_cb(ngtcp2_conn *conn, ngtcp2_cid *cid, uint8_t *token, size_t cidlen, void *user)
 {
     (void)conn;
     (void)user;
@@ -256,8 +255,8 @@ static int client_new(struct ep *c, gnutls_certificate_credentials_t cred, const
     ngtcp2_cid_init(&dcid, b, 18);
     ngtcp2_cid_init(&scid, b + 18, 17);
     ep_path(c);
-    int rv = ngtcp2_conn_client_new(&c->conn, &dcid, &scid, &c->path, NGTCP2_PROTO_VER_V1, &cb,
-                                    &s, &p, NULL, c);
+    int rv = ngtcp2_conn_client_new(&c->conn, &dcid, &scid, &c->path, NGTCP2_PROTO_VER_V1, &cb, &s,
+                                    &p, NULL, c);
     if (rv != 0) {
         fprintf(stderr, "ngtcp2-bulk: client_new: %s\n", ngtcp2_strerror(rv));
         return -1;
@@ -303,8 +302,8 @@ static int server_new(struct ep *sv, const uint8_t *pkt, size_t len,
     ngtcp2_cid scid;
     ngtcp2_cid_init(&scid, b, sizeof b);
     ep_path(sv);
-    int rv = ngtcp2_conn_server_new(&sv->conn, &hd.scid, &scid, &sv->path, hd.version, &cb, &s,
-                                    &p, NULL, sv);
+    int rv = ngtcp2_conn_server_new(&sv->conn, &hd.scid, &scid, &sv->path, hd.version, &cb, &s, &p,
+                                    NULL, sv);
     if (rv != 0) {
         fprintf(stderr, "ngtcp2-bulk: server_new: %s\n", ngtcp2_strerror(rv));
         return -1;
@@ -339,8 +338,8 @@ static int ep_write(struct ep *e)
                 flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
         }
         ngtcp2_ssize dlen = -1;
-        ngtcp2_ssize n = ngtcp2_conn_writev_stream(e->conn, &ps.path, &pi, buf, sizeof buf,
-                                                   &dlen, flags, sid, nv ? &v : NULL, nv, now);
+        ngtcp2_ssize n = ngtcp2_conn_writev_stream(e->conn, &ps.path, &pi, buf, sizeof buf, &dlen,
+                                                   flags, sid, nv ? &v : NULL, nv, now);
         if (dlen > 0 || (dlen == 0 && (flags & NGTCP2_WRITE_STREAM_FLAG_FIN))) {
             e->sent_off += (uint64_t)dlen;
             if (e->sent_off == want && (flags & NGTCP2_WRITE_STREAM_FLAG_FIN))
@@ -522,8 +521,7 @@ int main(int argc, char **argv)
      * queue dropped (vega-quic-bulk counts the losses its client detected: the same drops) */
     printf("suite=%s loss=0 bytes=%llu ok=%d cpu_s=%.3f MB/s=%.1f pkts=%llu lost=%llu "
            "sim_s=%.3f cipher=%s\n",
-           suite, (unsigned long long)sv.got, ok, dt, mbs,
-           (unsigned long long)l[0].sent,
+           suite, (unsigned long long)sv.got, ok, dt, mbs, (unsigned long long)l[0].sent,
            (unsigned long long)l[0].dropped, (double)(now - sim0) / 1e9,
            gnutls_cipher_get_name(ca));
     if (sv.bad)

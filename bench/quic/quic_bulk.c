@@ -8,8 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "quic_pair.h"
 #include "qtls_certs.h"
+#include "quic_pair.h"
 
 static double cpu_now(void)
 {

@@ -46,7 +46,8 @@ _Noreturn void cli_usage_error(const char *fmt, ...) __attribute__((format(print
 bool cli_appendf(char *buf, size_t cap, size_t *len, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* ---- option values (opts.c) ------------------------------------------------------------------- */
+/* ---- option values (opts.c) -------------------------------------------------------------------
+ */
 
 /*
  * A duration: a number (decimals allowed) with an optional unit ns, us, ms, s, m, h;
@@ -65,7 +66,8 @@ int cli_parse_count(const char *s, uint64_t *out);
 /* A plain decimal integer in [min, max]. Returns 0 or -EINVAL / -ERANGE. */
 int cli_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
-/* ---- addresses (hostport.c) --------------------------------------------------------------------- */
+/* ---- addresses (hostport.c) ---------------------------------------------------------------------
+ */
 
 /* True when s is a decimal port 0..65535. */
 bool cli_is_port(const char *s);
@@ -95,10 +97,10 @@ typedef enum cli_stdio_kind {
 typedef struct cli_stdio {
     int fd;
     cli_stdio_kind kind;
-    bool owned;       /* cli_stdio_adopt: cli_stdio_close closes fd */
+    bool owned; /* cli_stdio_adopt: cli_stdio_close closes fd */
     bool restore;
     int saved_flags;
-    vega_file *file;  /* CLI_STDIO_FILE: fd itself when owned, else a duplicate of it */
+    vega_file *file; /* CLI_STDIO_FILE: fd itself when owned, else a duplicate of it */
 } cli_stdio;
 
 /* Prepares fd, borrowed (it stays open after cli_stdio_fini). Returns 0 or -errno (fd is not

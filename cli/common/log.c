@@ -22,7 +22,7 @@ const char *cli_prog(void)
 
 /* Formats the whole line first, then writes it with one call. */
 __attribute__((format(printf, 2, 0))) static void emit(const char *what, const char *fmt,
-                                                      va_list ap)
+                                                       va_list ap)
 {
     char line[1024];
     int n = what ? snprintf(line, sizeof(line), "%s: %s: ", prog, what)

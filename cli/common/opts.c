@@ -76,11 +76,28 @@ int cli_parse_size(const char *s, uint64_t *out)
         return -EINVAL;
     uint64_t mult = 1;
     switch (*end) {
-    case 'k': case 'K': mult = 1ull << 10; end++; break;
-    case 'm': case 'M': mult = 1ull << 20; end++; break;
-    case 'g': case 'G': mult = 1ull << 30; end++; break;
-    case 't': case 'T': mult = 1ull << 40; end++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        mult = 1ull << 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        mult = 1ull << 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        mult = 1ull << 30;
+        end++;
+        break;
+    case 't':
+    case 'T':
+        mult = 1ull << 40;
+        end++;
+        break;
+    default:
+        break;
     }
     if (*end && strcasecmp(end, "b") != 0 && (mult == 1 || strcasecmp(end, "ib") != 0))
         return -EINVAL;
@@ -95,10 +112,21 @@ int cli_parse_count(const char *s, uint64_t *out)
         return -EINVAL;
     uint64_t mult = 1;
     switch (*end) {
-    case 'k': case 'K': mult = 1000; end++; break;
-    case 'M': mult = 1000000; end++; break;
-    case 'G': mult = 1000000000; end++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        mult = 1000;
+        end++;
+        break;
+    case 'M':
+        mult = 1000000;
+        end++;
+        break;
+    case 'G':
+        mult = 1000000000;
+        end++;
+        break;
+    default:
+        break;
     }
     if (*end)
         return -EINVAL;

@@ -148,10 +148,14 @@ static void *write_job(void *arg)
 vega_ssize cli_stdio_read(cli_stdio *io, void *buf, size_t len, vega_deadline dl)
 {
     switch (io->kind) {
-    case CLI_STDIO_POLL: return vega_fd_read(io->fd, buf, len, dl);
-    case CLI_STDIO_FILE: return vega_file_read(io->file, buf, len, -1, dl);
-    case CLI_STDIO_NULL: return 0; /* what read(2) on /dev/null answers */
-    case CLI_STDIO_BLOCKING: break;
+    case CLI_STDIO_POLL:
+        return vega_fd_read(io->fd, buf, len, dl);
+    case CLI_STDIO_FILE:
+        return vega_file_read(io->file, buf, len, -1, dl);
+    case CLI_STDIO_NULL:
+        return 0; /* what read(2) on /dev/null answers */
+    case CLI_STDIO_BLOCKING:
+        break;
     }
     /* vega_blocking waits for the job even on cancel or timeout, so it may live here. */
     struct job j = {.fd = io->fd, .buf = buf, .len = len, .res = 0};
@@ -162,10 +166,14 @@ vega_ssize cli_stdio_read(cli_stdio *io, void *buf, size_t len, vega_deadline dl
 vega_ssize cli_stdio_write(cli_stdio *io, const void *buf, size_t len, vega_deadline dl)
 {
     switch (io->kind) {
-    case CLI_STDIO_POLL: return vega_fd_write(io->fd, buf, len, NULL, dl);
-    case CLI_STDIO_FILE: return vega_file_write(io->file, buf, len, -1, NULL, dl);
-    case CLI_STDIO_NULL: return (vega_ssize)len;
-    case CLI_STDIO_BLOCKING: break;
+    case CLI_STDIO_POLL:
+        return vega_fd_write(io->fd, buf, len, NULL, dl);
+    case CLI_STDIO_FILE:
+        return vega_file_write(io->file, buf, len, -1, NULL, dl);
+    case CLI_STDIO_NULL:
+        return (vega_ssize)len;
+    case CLI_STDIO_BLOCKING:
+        break;
     }
     struct job j = {.fd = io->fd, .buf = (void *)buf, .len = len, .res = 0};
     int r = vega_blocking(write_job, &j, NULL, dl);

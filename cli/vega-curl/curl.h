@@ -40,10 +40,10 @@ enum {
 
 /* Limits on what the command line may ask for. */
 #define CURL_MAX_HEADERS 256
-#define CURL_MAX_URLS 4096
+#define CURL_MAX_URLS    4096
 #define CURL_MAX_RESOLVE 64
 #define CURL_MAX_URL_LEN 8192
-#define CURL_MAX_DATA (1024ull * 1024 * 1024) /* -d / --data-binary held in memory */
+#define CURL_MAX_DATA    (1024ull * 1024 * 1024) /* -d / --data-binary held in memory */
 
 /* Where the body of one URL goes: the n-th -o/-O belongs to the n-th URL, as in curl. */
 struct curl_outspec {
@@ -83,7 +83,7 @@ struct curl_opts {
     bool location, include, head, silent, show_error, verbose, fail, fail_with_body;
     bool location_trusted; /* credentials follow redirects to other origins */
     bool insecure, compressed, progress_bar, no_progress;
-    long max_redirs; /* -1 = unlimited */
+    long max_redirs;  /* -1 = unlimited */
     int http_version; /* 10 or 11 */
     const char *cacert, *cert, *key;
     struct curl_resolve resolve[CURL_MAX_RESOLVE];
@@ -108,11 +108,11 @@ struct curl_sink {
     cli_stdio io;
     bool is_stdout;
     bool opened;
-    bool tty;          /* stdout is a terminal: refuse binary bodies as curl does */
-    bool checked;      /* the first bytes were checked for binary data */
+    bool tty;     /* stdout is a terminal: refuse binary bodies as curl does */
+    bool checked; /* the first bytes were checked for binary data */
     char path[4096];
-    int err;           /* the first write or open failure (-errno) */
-    uint8_t *buf;      /* CURL_SINK_BUF bytes (made on first use), len of them not written */
+    int err;      /* the first write or open failure (-errno) */
+    uint8_t *buf; /* CURL_SINK_BUF bytes (made on first use), len of them not written */
     size_t len;
 };
 
@@ -167,13 +167,15 @@ void curl_progress_start(struct curl_progress *p, const struct curl_opts *o, boo
 void curl_progress_update(struct curl_progress *p, bool final);
 void curl_progress_end(struct curl_progress *p);
 
-/* ---- errors ------------------------------------------------------------------------------------ */
+/* ---- errors ------------------------------------------------------------------------------------
+ */
 
 /* "vega-curl: (code) message" unless -s without -S; returns code. */
 int curl_fail(const struct curl_opts *o, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* ---- request bodies (body.c) ------------------------------------------------------------------ */
+/* ---- request bodies (body.c) ------------------------------------------------------------------
+ */
 
 /* -d / --data-binary / --data-raw: appends a part (with '&' between parts). arg: "@file",
  * "@-" or the data itself; strip_newlines for -d's @file. Exits 2 or 26 on failure. */
@@ -188,11 +190,11 @@ struct curl_upload {
     cli_stdio io;
     int fd;
     bool is_stdin, seekable;
-    uint64_t length;   /* VEGA_HTTP_LENGTH_UNKNOWN when not a regular file */
+    uint64_t length; /* VEGA_HTTP_LENGTH_UNKNOWN when not a regular file */
     uint64_t sent;
-    int err;           /* a read failure (fails the transfer with 26) */
+    int err; /* a read failure (fails the transfer with 26) */
     vega_deadline dl;
-    uint8_t *ra;       /* read ahead (CURL_SINK_BUF, made on first use): [ra_pos, ra_len) */
+    uint8_t *ra; /* read ahead (CURL_SINK_BUF, made on first use): [ra_pos, ra_len) */
     size_t ra_pos, ra_len;
 };
 
@@ -214,7 +216,7 @@ struct curl_result {
     int status;
     int http_version;
     const char *method;
-    char url[CURL_MAX_URL_LEN];       /* the effective URL */
+    char url[CURL_MAX_URL_LEN]; /* the effective URL */
     char redirect_url[CURL_MAX_URL_LEN];
     char filename[4096];
     long num_redirects;

@@ -345,23 +345,45 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
                 cli_usage_error("-X: '%s' is not a valid method", optarg);
             o->method = optarg;
             break;
-        case 'H': add_header(o, optarg); break;
-        case 'd': curl_data_add(o, optarg, true, true); break;
-        case OPT_DATA_BINARY: curl_data_add(o, optarg, true, false); break;
-        case OPT_DATA_RAW: curl_data_add(o, optarg, false, false); break;
-        case OPT_DATA_URLENCODE: curl_data_add_urlencoded(o, optarg); break;
-        case 'G': o->get = true; break;
+        case 'H':
+            add_header(o, optarg);
+            break;
+        case 'd':
+            curl_data_add(o, optarg, true, true);
+            break;
+        case OPT_DATA_BINARY:
+            curl_data_add(o, optarg, true, false);
+            break;
+        case OPT_DATA_RAW:
+            curl_data_add(o, optarg, false, false);
+            break;
+        case OPT_DATA_URLENCODE:
+            curl_data_add_urlencoded(o, optarg);
+            break;
+        case 'G':
+            o->get = true;
+            break;
         case 'T':
             if (o->nuploads >= CURL_MAX_URLS)
                 cli_usage_error("too many -T");
             o->uploads = grow(o->uploads, o->nuploads + 1, sizeof(*o->uploads));
             o->uploads[o->nuploads++] = optarg;
             break;
-        case 'o': add_out(o, optarg, false); break;
-        case 'O': add_out(o, NULL, true); break;
-        case OPT_REMOTE_NAME_ALL: o->remote_name_all = true; break;
-        case 'L': o->location = true; break;
-        case OPT_LOCATION_TRUSTED: o->location = o->location_trusted = true; break;
+        case 'o':
+            add_out(o, optarg, false);
+            break;
+        case 'O':
+            add_out(o, NULL, true);
+            break;
+        case OPT_REMOTE_NAME_ALL:
+            o->remote_name_all = true;
+            break;
+        case 'L':
+            o->location = true;
+            break;
+        case OPT_LOCATION_TRUSTED:
+            o->location = o->location_trusted = true;
+            break;
         case OPT_MAX_REDIRS:
             if (strcmp(optarg, "-1") == 0)
                 o->max_redirs = -1;
@@ -370,43 +392,100 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
             else
                 cli_usage_error("--max-redirs: expected a number or -1, got '%s'", optarg);
             break;
-        case 'i': o->include = true; break;
-        case 'I': o->head = true; break;
-        case 's': o->silent = true; break;
-        case 'S': o->show_error = true; break;
-        case 'v': o->verbose = true; break;
-        case 'f': o->fail = true; break;
-        case OPT_FAIL_WITH_BODY: o->fail = o->fail_with_body = true; break;
-        case 'k': o->insecure = true; break;
-        case OPT_CACERT: o->cacert = optarg; break;
-        case OPT_CERT: o->cert = optarg; break;
-        case OPT_KEY: o->key = optarg; break;
-        case OPT_RESOLVE: add_resolve(o, optarg); break;
+        case 'i':
+            o->include = true;
+            break;
+        case 'I':
+            o->head = true;
+            break;
+        case 's':
+            o->silent = true;
+            break;
+        case 'S':
+            o->show_error = true;
+            break;
+        case 'v':
+            o->verbose = true;
+            break;
+        case 'f':
+            o->fail = true;
+            break;
+        case OPT_FAIL_WITH_BODY:
+            o->fail = o->fail_with_body = true;
+            break;
+        case 'k':
+            o->insecure = true;
+            break;
+        case OPT_CACERT:
+            o->cacert = optarg;
+            break;
+        case OPT_CERT:
+            o->cert = optarg;
+            break;
+        case OPT_KEY:
+            o->key = optarg;
+            break;
+        case OPT_RESOLVE:
+            add_resolve(o, optarg);
+            break;
         case OPT_CONNECT_TIMEOUT:
             o->connect_timeout_ns = seconds_arg("--connect-timeout", optarg);
             break;
-        case 'm': o->max_time_ns = seconds_arg("-m", optarg); break;
+        case 'm':
+            o->max_time_ns = seconds_arg("-m", optarg);
+            break;
         case OPT_MAX_FILESIZE:
             if (cli_parse_size(optarg, &v) < 0)
                 cli_usage_error("--max-filesize: expected a size (K, M, G), got '%s'", optarg);
             o->max_filesize = v;
             break;
-        case OPT_COMPRESSED: o->compressed = true; break;
-        case 'w': o->write_out = optarg; break;
-        case OPT_HTTP10: o->http_version = 10; break;
-        case OPT_HTTP11: o->http_version = 11; break;
-        case OPT_HTTP2: http2_opt = "--http2"; break;
-        case OPT_HTTP2_PRIOR: http2_opt = "--http2-prior-knowledge"; break;
-        case OPT_HTTP3: http2_opt = "--http3"; break;
-        case OPT_HTTP3_ONLY: http2_opt = "--http3-only"; break;
-        case '#': o->progress_bar = true; break;
-        case OPT_NO_PROGRESS: o->no_progress = true; break;
-        case 'A': o->user_agent = optarg; break;
-        case 'e': o->referer = optarg; break;
-        case OPT_URL: add_url(o, optarg); break;
-        case 'h': fputs(usage_text, stdout); exit(CE_OK);
-        case 'V': print_version(); exit(CE_OK);
-        case ':': cli_usage_error("option '%s' needs a value", argv[optind - 1]);
+        case OPT_COMPRESSED:
+            o->compressed = true;
+            break;
+        case 'w':
+            o->write_out = optarg;
+            break;
+        case OPT_HTTP10:
+            o->http_version = 10;
+            break;
+        case OPT_HTTP11:
+            o->http_version = 11;
+            break;
+        case OPT_HTTP2:
+            http2_opt = "--http2";
+            break;
+        case OPT_HTTP2_PRIOR:
+            http2_opt = "--http2-prior-knowledge";
+            break;
+        case OPT_HTTP3:
+            http2_opt = "--http3";
+            break;
+        case OPT_HTTP3_ONLY:
+            http2_opt = "--http3-only";
+            break;
+        case '#':
+            o->progress_bar = true;
+            break;
+        case OPT_NO_PROGRESS:
+            o->no_progress = true;
+            break;
+        case 'A':
+            o->user_agent = optarg;
+            break;
+        case 'e':
+            o->referer = optarg;
+            break;
+        case OPT_URL:
+            add_url(o, optarg);
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            exit(CE_OK);
+        case 'V':
+            print_version();
+            exit(CE_OK);
+        case ':':
+            cli_usage_error("option '%s' needs a value", argv[optind - 1]);
         default:
             if (optopt)
                 cli_usage_error("unknown option '-%c'", optopt);
@@ -457,8 +536,7 @@ static int make_tls(const struct curl_opts *o, vega_tls_config **out)
                          vega_tls_strerror(r));
     }
     const char *keylog = getenv("SSLKEYLOGFILE");
-    if (keylog && *keylog && (r = vega_tls_config_set_keylog_file(cfg, keylog)) < 0 &&
-        !o->silent)
+    if (keylog && *keylog && (r = vega_tls_config_set_keylog_file(cfg, keylog)) < 0 && !o->silent)
         cli_err(keylog, "SSLKEYLOGFILE: %s (ignored)", vega_tls_strerror(r));
     *out = cfg;
     return 0;

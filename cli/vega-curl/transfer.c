@@ -9,10 +9,10 @@
 
 #include "curl.h"
 
-#define TRACE_MAX (4u << 20)  /* -v text held while a request is in flight */
-#define HEADS_MAX (1u << 20)  /* response heads kept for -i */
-#define DRAIN_MAX (1u << 20)  /* a redirect's body read to keep its connection */
-#define READ_BUF (64u * 1024)
+#define TRACE_MAX (4u << 20) /* -v text held while a request is in flight */
+#define HEADS_MAX (1u << 20) /* response heads kept for -i */
+#define DRAIN_MAX (1u << 20) /* a redirect's body read to keep its connection */
+#define READ_BUF  (64u * 1024)
 
 /* A growing buffer with a hard cap; bytes past the cap are dropped and counted. */
 struct tbuf {
@@ -162,8 +162,8 @@ static int write_heads(struct xfer *x, const vega_http_client_info *in)
     } else {
         struct tbuf b = {.max = HEADS_MAX};
         char line[64];
-        int n = snprintf(line, sizeof(line), "HTTP/%d.%d %d ", in->version / 10,
-                         in->version % 10, in->status);
+        int n = snprintf(line, sizeof(line), "HTTP/%d.%d %d ", in->version / 10, in->version % 10,
+                         in->status);
         tbuf_put(&b, line, (size_t)n);
         tbuf_put(&b, in->reason.ptr ? in->reason.ptr : "", in->reason.len);
         tbuf_put(&b, "\r\n", 2);
@@ -182,7 +182,8 @@ static int write_heads(struct xfer *x, const vega_http_client_info *in)
     return code;
 }
 
-/* ---- errors ------------------------------------------------------------------------------------ */
+/* ---- errors ------------------------------------------------------------------------------------
+ */
 
 static unsigned long long ms_since(vega_tstamp t)
 {
@@ -271,8 +272,8 @@ static int read_failed(struct xfer *x, const vega_http_client_info *in, int e)
     bool known = in->content_length != VEGA_HTTP_LENGTH_UNKNOWN;
     char got[128];
     if (known && in->coding == VEGA_HTTP_CODING_IDENTITY)
-        snprintf(got, sizeof(got), "%llu out of %llu bytes",
-                 (unsigned long long)r->size_download, (unsigned long long)in->content_length);
+        snprintf(got, sizeof(got), "%llu out of %llu bytes", (unsigned long long)r->size_download,
+                 (unsigned long long)in->content_length);
     else
         snprintf(got, sizeof(got), "%llu bytes", (unsigned long long)r->size_download);
     if (e == -ETIMEDOUT || e == -ECANCELED) {
@@ -283,8 +284,7 @@ static int read_failed(struct xfer *x, const vega_http_client_info *in, int e)
     } else if (e == VEGA_ERR_HTTP_BODY_TOO_LARGE || e == -EFBIG) {
         code = CE_FILESIZE_EXCEEDED;
         snprintf(r->errmsg, sizeof(r->errmsg), "Maximum file size exceeded");
-    } else if (in->coding != VEGA_HTTP_CODING_IDENTITY &&
-               (e == VEGA_ERR_PROTO || e == -ENODATA)) {
+    } else if (in->coding != VEGA_HTTP_CODING_IDENTITY && (e == VEGA_ERR_PROTO || e == -ENODATA)) {
         code = CE_BAD_CONTENT_ENCODING;
         snprintf(r->errmsg, sizeof(r->errmsg),
                  "Error while processing content unencoding: invalid %s data",
@@ -317,7 +317,8 @@ static int fail_msg(struct xfer *x, int code, const char *fmt, ...)
     return curl_fail(x->o, code, "%s", x->res.errmsg);
 }
 
-/* ---- the URL ----------------------------------------------------------------------------------- */
+/* ---- the URL -----------------------------------------------------------------------------------
+ */
 
 /* Copies the URL, guessing http:// when it has no scheme (as curl does), adds -G's query,
  * checks the scheme and the syntax, and notes host and port for messages. */
@@ -341,8 +342,8 @@ static int prepare_url(struct xfer *x, const char *raw, const char *upload)
         if (*p >= 'A' && *p <= 'Z')
             *p = (char)(*p - 'A' + 'a');
     if (strcmp(x->res.scheme, "http") != 0 && strcmp(x->res.scheme, "https") != 0)
-        return fail_msg(x, CE_UNSUPPORTED_PROTOCOL, "Protocol \"%.*s\" not supported",
-                        (int)slen, sep ? raw : "http");
+        return fail_msg(x, CE_UNSUPPORTED_PROTOCOL, "Protocol \"%.*s\" not supported", (int)slen,
+                        sep ? raw : "http");
     vega_http_url u;
     if (vega_http_url_parse(&u, x->url, strlen(x->url)) < 0)
         return fail_msg(x, CE_URL_MALFORMAT, "URL using bad/illegal format or missing URL");
@@ -354,8 +355,7 @@ static int prepare_url(struct xfer *x, const char *raw, const char *upload)
         if (u.fragment.ptr)
             at = (size_t)(u.fragment.ptr - 1 - x->url);
         char tail[CURL_MAX_URL_LEN];
-        n = snprintf(tail, sizeof(tail), "%.*s%s%s", (int)at, x->url, u.path.len ? "" : "/",
-                     base);
+        n = snprintf(tail, sizeof(tail), "%.*s%s%s", (int)at, x->url, u.path.len ? "" : "/", base);
         if (n < 0 || (size_t)n >= sizeof(tail))
             return fail_msg(x, CE_URL_MALFORMAT, "URL too long");
         memcpy(x->url, tail, (size_t)n + 1);
@@ -408,8 +408,8 @@ static void url_origin(const char *url, char *out, size_t cap)
     out[0] = '\0';
     if (vega_http_url_parse(&u, url, strlen(url)) < 0)
         return;
-    int n = snprintf(out, cap, "%.*s://%.*s:%u", (int)u.scheme.len, u.scheme.ptr,
-                     (int)u.host.len, u.host.ptr, (unsigned)u.port);
+    int n = snprintf(out, cap, "%.*s://%.*s:%u", (int)u.scheme.len, u.scheme.ptr, (int)u.host.len,
+                     u.host.ptr, (unsigned)u.port);
     if (n < 0 || (size_t)n >= cap) {
         out[0] = '\0';
         return;
@@ -449,7 +449,8 @@ static void build_fields(struct xfer *x)
             (vega_http_field){{ref, sizeof(ref) - 1}, {o->referer, strlen(o->referer)}};
 }
 
-/* ---- results ----------------------------------------------------------------------------------- */
+/* ---- results -----------------------------------------------------------------------------------
+ */
 
 static void note_response(struct xfer *x, const vega_http_client_info *in)
 {
@@ -704,8 +705,11 @@ static int run(struct xfer *x, struct curl_ctx *cx, size_t idx)
         x->has_upload = true;
     }
     x->send_data = o->has_data && !o->get;
-    x->method = o->head ? "HEAD" : o->method ? o->method : upload ? "PUT" : x->send_data ? "POST"
-                                                                                        : "GET";
+    x->method = o->head        ? "HEAD"
+                : o->method    ? o->method
+                : upload       ? "PUT"
+                : x->send_data ? "POST"
+                               : "GET";
     vega_http_client_response *resp = NULL;
     if ((code = exchange(x, cx->client, &resp)) != 0)
         return code;

@@ -93,11 +93,11 @@ static bool variable(struct wo *w, const struct curl_result *r, const char *name
     else if (IS("size_request"))
         wo_printf(w, "%llu", (unsigned long long)r->size_request);
     else if (IS("speed_download"))
-        wo_printf(w, "%llu", total > 0 ? (unsigned long long)((double)r->size_download / total)
-                                       : 0ull);
+        wo_printf(w, "%llu",
+                  total > 0 ? (unsigned long long)((double)r->size_download / total) : 0ull);
     else if (IS("speed_upload"))
-        wo_printf(w, "%llu", total > 0 ? (unsigned long long)((double)r->size_upload / total)
-                                       : 0ull);
+        wo_printf(w, "%llu",
+                  total > 0 ? (unsigned long long)((double)r->size_upload / total) : 0ull);
     else if (IS("url_effective"))
         wo_printf(w, "%s", r->url);
     else if (IS("url"))

@@ -11,28 +11,32 @@
 
 /* UDP: the largest datagram the client sends, and how long it waits for each echo when no -w
  * or -i is given. */
-#define UDP_CHUNK 16384
+#define UDP_CHUNK           16384
 #define UDP_DEFAULT_WAIT_MS 2000
 
 #define MAX_ADDRS 8
 
 /* echo_stop slots */
-enum { SLOT_SESSION, SLOT_READER, SLOT_WRITER };
+enum {
+    SLOT_SESSION,
+    SLOT_READER,
+    SLOT_WRITER
+};
 
 struct client {
     const struct echo_opts *o;
     struct echo_stop *stop;
     vega_sock *sock;
-    vega_stream *tls;          /* --tls: over sock (borrowed) */
+    vega_stream *tls; /* --tls: over sock (borrowed) */
     cli_stdio in, out;
     char what[VEGA_ADDR_STRLEN + 16];
     atomic_uint_fast64_t sent, recvd;
-    atomic_bool wdone;         /* the writer sent everything and half-closed */
+    atomic_bool wdone; /* the writer sent everything and half-closed */
     /* results, each written by its own task before it returns */
-    int werr;                  /* writer: 0 or a negative code */
-    const char *wwhat;         /* "stdin" or "write" */
-    int rerr;                  /* reader: 0 or a negative code */
-    const char *rwhat;         /* "read" or "stdout" */
+    int werr;          /* writer: 0 or a negative code */
+    const char *wwhat; /* "stdin" or "write" */
+    int rerr;          /* reader: 0 or a negative code */
+    const char *rwhat; /* "read" or "stdout" */
     bool peer_closed;
 };
 
@@ -242,7 +246,7 @@ static int stream_session(struct client *c)
 static int udp_session(struct client *c)
 {
     const struct echo_opts *o = c->o;
-    uint64_t wait_ns = o->idle_ns ? o->idle_ns
+    uint64_t wait_ns = o->idle_ns      ? o->idle_ns
                        : o->connect_ns ? o->connect_ns
                                        : UDP_DEFAULT_WAIT_MS * VEGA_NS_PER_MS;
     char *out = malloc(UDP_CHUNK), *in = malloc(65536);
@@ -323,8 +327,8 @@ static int tls_start(struct client *c)
     if (r == -ECANCELED)
         return CLI_EXIT_NET;
     if (r < 0) {
-        cli_err(c->what, "%s", r == -ETIMEDOUT ? "TLS handshake: timed out"
-                                               : echo_tls_strerror(c->tls, r));
+        cli_err(c->what, "%s",
+                r == -ETIMEDOUT ? "TLS handshake: timed out" : echo_tls_strerror(c->tls, r));
         return CLI_EXIT_NET;
     }
     echo_tls_describe(c->tls, c->what, o);

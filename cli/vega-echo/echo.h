@@ -21,11 +21,11 @@ struct echo_opts {
     const char *unix_path; /* -U */
     const char *host;      /* NULL: 127.0.0.1 (::1 with -6) when listening */
     const char *port;
-    uint64_t connect_ns;   /* -w: connect timeout (client); 0 = none */
-    uint64_t idle_ns;      /* -i, or -w for the server: idle timeout per connection; 0 = none */
-    uint64_t max_conns;    /* -m: 0 = no limit */
-    size_t bufsize;        /* --buffer */
-    unsigned workers;      /* 0 = the default of the mode */
+    uint64_t connect_ns; /* -w: connect timeout (client); 0 = none */
+    uint64_t idle_ns;    /* -i, or -w for the server: idle timeout per connection; 0 = none */
+    uint64_t max_conns;  /* -m: 0 = no limit */
+    size_t bufsize;      /* --buffer */
+    unsigned workers;    /* 0 = the default of the mode */
     vega_driver_kind driver;
     sigset_t stop_signals; /* SIGINT, SIGTERM */
     /* TLS (--tls) */
@@ -78,7 +78,6 @@ void echo_tls_describe(vega_stream *tls, const char *who, const struct echo_opts
 /* Resolves the address the options name into out[0..max) (TCP/UDP: host and port; Unix: the
  * path); what receives a printable name for messages. Returns the number of addresses, or a
  * negative code (already reported on stderr). */
-int echo_resolve(const struct echo_opts *o, vega_addr *out, size_t max, char *what,
-                 size_t whatcap);
+int echo_resolve(const struct echo_opts *o, vega_addr *out, size_t max, char *what, size_t whatcap);
 
 #endif

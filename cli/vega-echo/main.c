@@ -168,8 +168,8 @@ static void positional(struct echo_opts *o, int argc, char **argv, char *hbuf, s
             o->host = hbuf;
             o->port = pbuf;
         } else {
-            cli_usage_error("'%s': expected %s", a[0], o->listen ? "PORT or ADDR:PORT"
-                                                                 : "HOST PORT or HOST:PORT");
+            cli_usage_error("'%s': expected %s", a[0],
+                            o->listen ? "PORT or ADDR:PORT" : "HOST PORT or HOST:PORT");
         }
     }
     if (!o->port)
@@ -191,23 +191,49 @@ static void parse_args(struct echo_opts *o, int argc, char **argv, char *hbuf, s
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":lp:kuU:46w:i:m:vqh", long_opts, NULL)) != -1) {
         switch (c) {
-        case 'l': o->listen = true; break;
-        case 'p': o->port = optarg; break;
-        case 'k': k_flag = true; break;
-        case 'u': o->udp = true; break;
-        case 'U': o->unix_path = optarg; break;
-        case '4': o->family = AF_INET; break;
-        case '6': o->family = AF_INET6; break;
-        case 'w': wait_ns = duration_arg("-w", optarg); wait_set = true; break;
-        case 'i': o->idle_ns = duration_arg("-i", optarg); idle_set = true; break;
+        case 'l':
+            o->listen = true;
+            break;
+        case 'p':
+            o->port = optarg;
+            break;
+        case 'k':
+            k_flag = true;
+            break;
+        case 'u':
+            o->udp = true;
+            break;
+        case 'U':
+            o->unix_path = optarg;
+            break;
+        case '4':
+            o->family = AF_INET;
+            break;
+        case '6':
+            o->family = AF_INET6;
+            break;
+        case 'w':
+            wait_ns = duration_arg("-w", optarg);
+            wait_set = true;
+            break;
+        case 'i':
+            o->idle_ns = duration_arg("-i", optarg);
+            idle_set = true;
+            break;
         case 'm':
             if (cli_parse_uint(optarg, 1, UINT32_MAX, &v) < 0)
                 cli_usage_error("-m: invalid count '%s'", optarg);
             o->max_conns = v;
             break;
-        case 'v': cli_verbose++; break;
-        case 'q': o->quiet = true; break;
-        case 'h': fputs(usage_text, stdout); exit(CLI_EXIT_OK);
+        case 'v':
+            cli_verbose++;
+            break;
+        case 'q':
+            o->quiet = true;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            exit(CLI_EXIT_OK);
         case OPT_VERSION:
             printf("vega-echo %s (libvega %s)\n", VEGA_VERSION_STRING, vega_version());
             exit(CLI_EXIT_OK);
@@ -229,12 +255,24 @@ static void parse_args(struct echo_opts *o, int argc, char **argv, char *hbuf, s
                 cli_usage_error("--buffer: expected a size from 1 to 64M, got '%s'", optarg);
             o->bufsize = (size_t)v;
             break;
-        case OPT_TLS: o->tls = true; break;
-        case OPT_CERT: o->cert = optarg; break;
-        case OPT_KEY: o->key = optarg; break;
-        case OPT_CACERT: o->cacert = optarg; break;
-        case OPT_INSECURE: o->insecure = true; break;
-        case OPT_VERIFY_CLIENT: o->verify_client = true; break;
+        case OPT_TLS:
+            o->tls = true;
+            break;
+        case OPT_CERT:
+            o->cert = optarg;
+            break;
+        case OPT_KEY:
+            o->key = optarg;
+            break;
+        case OPT_CACERT:
+            o->cacert = optarg;
+            break;
+        case OPT_INSECURE:
+            o->insecure = true;
+            break;
+        case OPT_VERIFY_CLIENT:
+            o->verify_client = true;
+            break;
         case OPT_ALPN:
             if (!*optarg || strstr(optarg, ",,") || optarg[0] == ',' ||
                 optarg[strlen(optarg) - 1] == ',')
@@ -256,7 +294,8 @@ static void parse_args(struct echo_opts *o, int argc, char **argv, char *hbuf, s
             else
                 cli_usage_error("--ktls: expected off, tx or txrx, got '%s'", optarg);
             break;
-        case ':': cli_usage_error("option '%s' needs a value", argv[optind - 1]);
+        case ':':
+            cli_usage_error("option '%s' needs a value", argv[optind - 1]);
         default:
             if (optopt)
                 cli_usage_error("unknown option '-%c'", optopt);
@@ -276,8 +315,8 @@ static void parse_args(struct echo_opts *o, int argc, char **argv, char *hbuf, s
         o->insecure = true;
     if (o->tls && o->udp)
         cli_usage_error("--tls cannot be used with -u (DTLS is not supported)");
-    if (!o->tls && (o->cert || o->key || o->cacert || o->insecure || o->verify_client ||
-                    o->alpn || o->sni || o->ktls != VEGA_TLS_KTLS_OFF))
+    if (!o->tls && (o->cert || o->key || o->cacert || o->insecure || o->verify_client || o->alpn ||
+                    o->sni || o->ktls != VEGA_TLS_KTLS_OFF))
         cli_usage_error("TLS options need --tls");
     if (o->key && !o->cert)
         cli_usage_error("--key needs --cert");

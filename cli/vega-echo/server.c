@@ -22,8 +22,8 @@ struct server {
 struct conn {
     struct server *srv;
     vega_sock *sock;
-    vega_stream *tls;     /* --tls: over sock (borrowed), kept while the socket is parked */
-    bool tls_ready;       /* its handshake completed */
+    vega_stream *tls; /* --tls: over sock (borrowed), kept while the socket is parked */
+    bool tls_ready;   /* its handshake completed */
     uint64_t echoed;
     char peer[VEGA_ADDR_STRLEN];
 };
@@ -72,7 +72,10 @@ static void tls_park(struct conn *c, vega_sock *s, char *heap)
     free(heap);
     if (err == 0)
         return;
-    conn_close(c, err == -ECANCELED ? "server stopping" : err == -ETIMEDOUT ? "idle timeout" : NULL,
+    conn_close(c,
+               err == -ECANCELED   ? "server stopping"
+               : err == -ETIMEDOUT ? "idle timeout"
+                                   : NULL,
                err);
 }
 
@@ -333,16 +336,17 @@ static void print_listening(const struct echo_opts *o, const vega_addr *bound)
         else if (strcmp(host, "::") == 0)
             host = "::1";
         snprintf(hint, sizeof(hint), "vega-echo %s%s%s %u", o->udp ? "-u " : "",
-                 !o->tls ? "" : o->cert ? "--tls " : "--tls -k ", host,
-                 (unsigned)vega_addr_port(bound));
+                 !o->tls   ? ""
+                 : o->cert ? "--tls "
+                           : "--tls -k ",
+                 host, (unsigned)vega_addr_port(bound));
     }
     if (o->unix_path && o->tls)
         snprintf(hint, sizeof(hint), "vega-echo --tls%s -U %s", o->cert ? "" : " -k", o->unix_path);
     unsigned w = vega_rt_workers(rt);
     const char *tls = !o->tls ? "" : o->cert ? "TLS, " : "TLS with a self-signed certificate, ";
     fprintf(stderr, "vega-echo: listening on %s%s (%sdriver %s, %u worker%s); try: %s\n",
-            o->udp ? "udp " : "", where, tls, vega_rt_driver_name(rt), w, w == 1 ? "" : "s",
-            hint);
+            o->udp ? "udp " : "", where, tls, vega_rt_driver_name(rt), w, w == 1 ? "" : "s", hint);
     fflush(stderr);
 }
 

@@ -56,8 +56,7 @@ void *echo_stop_main(void *arg)
     return NULL;
 }
 
-int echo_resolve(const struct echo_opts *o, vega_addr *out, size_t max, char *what,
-                 size_t whatcap)
+int echo_resolve(const struct echo_opts *o, vega_addr *out, size_t max, char *what, size_t whatcap)
 {
     int r;
     if (o->unix_path) {
@@ -77,8 +76,9 @@ int echo_resolve(const struct echo_opts *o, vega_addr *out, size_t max, char *wh
     r = vega_addr_resolve(out, max, host, o->port, o->family, VEGA_DEADLINE_NEVER);
     if (r == VEGA_ERR_DNS_NOT_FOUND || r == VEGA_ERR_DNS_NO_ADDRESS)
         cli_err(what, "cannot resolve host name%s",
-                o->family == AF_INET ? " to an IPv4 address"
-                : o->family == AF_INET6 ? " to an IPv6 address" : "");
+                o->family == AF_INET    ? " to an IPv4 address"
+                : o->family == AF_INET6 ? " to an IPv6 address"
+                                        : "");
     else if (r == -EAFNOSUPPORT)
         cli_err(what, "address is not %s", o->family == AF_INET ? "IPv4" : "IPv6");
     else if (r < 0)

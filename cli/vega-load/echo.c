@@ -24,14 +24,14 @@ struct conn {
     struct load_run *r;
     const struct load_opts *o;
     vega_sock *sock;
-    vega_stream *tls;    /* --tls: over sock (borrowed) */
-    unsigned char *buf;  /* receive buffer */
+    vega_stream *tls;   /* --tls: over sock (borrowed) */
+    unsigned char *buf; /* receive buffer */
     size_t cap;
     unsigned char *dgram; /* UDP: the datagram sent, with a sequence number in front */
     uint64_t seq;
-    bool ever;           /* connected (UDP: a round trip completed) at least once */
-    unsigned fails;      /* failures in a row */
-    int last_err;        /* the code of the latest failure */
+    bool ever;      /* connected (UDP: a round trip completed) at least once */
+    unsigned fails; /* failures in a row */
+    int last_err;   /* the code of the latest failure */
     enum load_kind last_kind;
 };
 

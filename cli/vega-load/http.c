@@ -142,8 +142,9 @@ int load_http_build(struct load_opts *o, char *err, size_t ecap)
     const char *method = o->method ? o->method : o->body ? "POST" : "GET";
     o->head_method = strcmp(method, "HEAD") == 0;
     if (has_header(o, "content-length") || has_header(o, "transfer-encoding")) {
-        snprintf(err, ecap, "-H: Content-Length and Transfer-Encoding are set by vega-load "
-                            "(from --body)");
+        snprintf(err, ecap,
+                 "-H: Content-Length and Transfer-Encoding are set by vega-load "
+                 "(from --body)");
         return -EINVAL;
     }
     vega_http1_field f[LOAD_MAX_HEADERS + 2];
@@ -151,8 +152,8 @@ int load_http_build(struct load_opts *o, char *err, size_t ecap)
     if (!has_header(o, "host"))
         f[n++] = (vega_http1_field){"Host", 4, o->host_header, strlen(o->host_header)};
     for (unsigned i = 0; i < o->nheaders; i++)
-        f[n++] = (vega_http1_field){o->headers[i].name, o->headers[i].name_len,
-                                    o->headers[i].value, o->headers[i].value_len};
+        f[n++] = (vega_http1_field){o->headers[i].name, o->headers[i].name_len, o->headers[i].value,
+                                    o->headers[i].value_len};
     char cl[24];
     if (o->body || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
         snprintf(cl, sizeof(cl), "%zu", o->body_len);
@@ -169,9 +170,10 @@ int load_http_build(struct load_opts *o, char *err, size_t ecap)
         if (hl == VEGA_ERR_NOBUF)
             snprintf(err, ecap, "the request head is over %u KiB", LOAD_MAX_HEAD >> 10);
         else
-            snprintf(err, ecap, "invalid request: check --method (a token such as GET), the "
-                                "URL's path (visible ASCII) and -H (Name: value, no control "
-                                "characters)");
+            snprintf(err, ecap,
+                     "invalid request: check --method (a token such as GET), the "
+                     "URL's path (visible ASCII) and -H (Name: value, no control "
+                     "characters)");
         return -EINVAL;
     }
     size_t one = (size_t)hl + o->body_len;
@@ -197,7 +199,8 @@ int load_http_build(struct load_opts *o, char *err, size_t ecap)
     return 0;
 }
 
-/* ---- a connection ----------------------------------------------------------------------------- */
+/* ---- a connection -----------------------------------------------------------------------------
+ */
 
 enum step {
     STEP_OK,
@@ -219,11 +222,11 @@ struct hconn {
     unsigned sent, done;
     vega_tstamp t_sent, t_intended, now;
     bool measured;
-    unsigned tickets;     /* -n tickets the batch holds (one per request) */
-    int status;           /* the final status of the response being parsed, 0 before it */
-    bool keep_alive;      /* of that response */
-    bool must_close;      /* a response said the connection ends after it */
-    bool extra;           /* a response that nobody asked for */
+    unsigned tickets; /* -n tickets the batch holds (one per request) */
+    int status;       /* the final status of the response being parsed, 0 before it */
+    bool keep_alive;  /* of that response */
+    bool must_close;  /* a response said the connection ends after it */
+    bool extra;       /* a response that nobody asked for */
     /* the connection */
     vega_tstamp t_connect; /* when its connect started: first byte is measured from there */
     bool first_byte;       /* its first response byte is still to come */
@@ -263,8 +266,8 @@ static int on_message_complete(void *ud)
         uint64_t us = (c->now - from + VEGA_NS_PER_US / 2) / VEGA_NS_PER_US;
         cli_hist_record(&w->hist, us);
         if (c->o->rate)
-            cli_hist_record(&w->hist_unc, (c->now - c->t_sent + VEGA_NS_PER_US / 2) /
-                                              VEGA_NS_PER_US);
+            cli_hist_record(&w->hist_unc,
+                            (c->now - c->t_sent + VEGA_NS_PER_US / 2) / VEGA_NS_PER_US);
         load_bump(&w->round_trips, 1);
         load_bump(&w->status[c->status < LOAD_STATUS_MAX ? c->status : 0], 1);
     }

@@ -16,21 +16,21 @@
 #include "hist.h"
 
 /* Limits. */
-#define LOAD_MAX_SIZE (16u << 20)      /* -s */
-#define LOAD_MAX_UDP_SIZE 65507u       /* -s with -u: the largest UDP/IPv4 payload */
-#define LOAD_MAX_CONNS 1000000u        /* -c */
-#define LOAD_MAX_BUFFERS (1ull << 30)  /* receive buffers of all connections together */
-#define LOAD_CHUNK 65536u              /* receive buffer per connection, at most */
-#define LOAD_HIST_MAX_US 60000000ull   /* latencies are kept from 1 us to 60 s ... */
-#define LOAD_HIST_DIGITS 3             /* ... to 3 significant digits */
-#define LOAD_MAX_ADDRS 8
-#define LOAD_MAX_HEADERS 64            /* -H */
-#define LOAD_MAX_HEAD (64u << 10)      /* the serialized request head */
-#define LOAD_MAX_PIPELINE 256u         /* --pipeline */
-#define LOAD_MAX_REQ_BATCH (64u << 20) /* a request times --pipeline */
-#define LOAD_MAX_RATE 100000000ull     /* -R, requests per second */
-#define LOAD_HTTP_BUF_MIN 4096u        /* receive buffer per HTTP connection, at least */
-#define LOAD_STATUS_MAX 1000           /* status codes 100..999 are counted one by one */
+#define LOAD_MAX_SIZE      (16u << 20)  /* -s */
+#define LOAD_MAX_UDP_SIZE  65507u       /* -s with -u: the largest UDP/IPv4 payload */
+#define LOAD_MAX_CONNS     1000000u     /* -c */
+#define LOAD_MAX_BUFFERS   (1ull << 30) /* receive buffers of all connections together */
+#define LOAD_CHUNK         65536u       /* receive buffer per connection, at most */
+#define LOAD_HIST_MAX_US   60000000ull  /* latencies are kept from 1 us to 60 s ... */
+#define LOAD_HIST_DIGITS   3            /* ... to 3 significant digits */
+#define LOAD_MAX_ADDRS     8
+#define LOAD_MAX_HEADERS   64           /* -H */
+#define LOAD_MAX_HEAD      (64u << 10)  /* the serialized request head */
+#define LOAD_MAX_PIPELINE  256u         /* --pipeline */
+#define LOAD_MAX_REQ_BATCH (64u << 20)  /* a request times --pipeline */
+#define LOAD_MAX_RATE      100000000ull /* -R, requests per second */
+#define LOAD_HTTP_BUF_MIN  4096u        /* receive buffer per HTTP connection, at least */
+#define LOAD_STATUS_MAX    1000         /* status codes 100..999 are counted one by one */
 
 /* One -H header, as given: name and value borrowed from argv. */
 struct load_header {
@@ -54,29 +54,29 @@ struct load_opts {
     unsigned workers;        /* -t */
     vega_driver_kind driver;
     bool json;
-    bool progress;           /* a live line on stderr (a terminal, no --no-progress) */
-    bool tls;                /* --tls */
-    bool insecure;           /* -k: no certificate verification */
-    const char *cacert;      /* --cacert */
-    const char *sni;         /* --sni: the name to send and verify (default: HOST) */
-    sigset_t stop_signals;   /* SIGINT, SIGTERM: stop early, report what was done */
+    bool progress;         /* a live line on stderr (a terminal, no --no-progress) */
+    bool tls;              /* --tls */
+    bool insecure;         /* -k: no certificate verification */
+    const char *cacert;    /* --cacert */
+    const char *sni;       /* --sni: the name to send and verify (default: HOST) */
+    sigset_t stop_signals; /* SIGINT, SIGTERM: stop early, report what was done */
     /* HTTP mode. */
     bool http;
-    const char *url;         /* as given */
-    char *path;              /* the request-target: path and query (owned) */
-    char *host_header;       /* the Host field from the URL (owned) */
-    const char *method;      /* --method; NULL = GET, or POST with --body */
+    const char *url;    /* as given */
+    char *path;         /* the request-target: path and query (owned) */
+    char *host_header;  /* the Host field from the URL (owned) */
+    const char *method; /* --method; NULL = GET, or POST with --body */
     struct load_header headers[LOAD_MAX_HEADERS];
     unsigned nheaders;
-    const char *body_file;   /* --body */
-    unsigned char *body;     /* its content (owned) */
+    const char *body_file; /* --body */
+    unsigned char *body;   /* its content (owned) */
     size_t body_len;
-    unsigned pipeline;       /* --pipeline: requests in flight per connection */
-    uint64_t rate;           /* -R: requests per second over all connections; 0 = closed loop */
-    bool head_method;        /* HEAD: responses have no body */
-    unsigned char *req;      /* the serialized request, repeated --pipeline times (owned) */
-    size_t req_len;          /* one request */
-    size_t http_buf;         /* receive buffer per connection */
+    unsigned pipeline;  /* --pipeline: requests in flight per connection */
+    uint64_t rate;      /* -R: requests per second over all connections; 0 = closed loop */
+    bool head_method;   /* HEAD: responses have no body */
+    unsigned char *req; /* the serialized request, repeated --pipeline times (owned) */
+    size_t req_len;     /* one request */
+    size_t http_buf;    /* receive buffer per connection */
 };
 
 /* Error kinds, as wrk counts them (plus mismatch: the echo differs from what was sent). */
@@ -102,9 +102,9 @@ struct load_worker {
     atomic_uint_fast64_t bytes;      /* read during the measured period */
     atomic_uint_fast64_t reconnects; /* connects after the first of a connection */
     atomic_uint_fast64_t status[LOAD_STATUS_MAX];
-    struct cli_hist hist_unc;        /* -R: latency from the actual send */
+    struct cli_hist hist_unc; /* -R: latency from the actual send */
     struct cli_hist connect_hist, tls_hist, first_byte_hist;
-    uint64_t sample_last;            /* run.c's Req/Sec sampler only */
+    uint64_t sample_last; /* run.c's Req/Sec sampler only */
 };
 
 /* Mean, standard deviation and maximum of a series of samples. */
@@ -117,13 +117,13 @@ struct load_run {
     const struct load_opts *o;
     vega_addr addrs[LOAD_MAX_ADDRS];
     unsigned naddrs;
-    atomic_uint good_addr;         /* the address the latest connect succeeded with */
-    const unsigned char *payload;  /* o->size bytes, shared read-only by every connection */
-    vega_tstamp start;             /* connections start */
-    vega_tstamp measure_start;     /* start + warm-up */
-    vega_deadline end;             /* measure_start + duration, or VEGA_DEADLINE_NEVER */
-    atomic_int_fast64_t tickets;   /* -n: measured round trips still to start */
-    atomic_uint_fast64_t gave_up;  /* connections that stopped before the end */
+    atomic_uint good_addr;                /* the address the latest connect succeeded with */
+    const unsigned char *payload;         /* o->size bytes, shared read-only by every connection */
+    vega_tstamp start;                    /* connections start */
+    vega_tstamp measure_start;            /* start + warm-up */
+    vega_deadline end;                    /* measure_start + duration, or VEGA_DEADLINE_NEVER */
+    atomic_int_fast64_t tickets;          /* -n: measured round trips still to start */
+    atomic_uint_fast64_t gave_up;         /* connections that stopped before the end */
     atomic_uint_fast64_t never_connected; /* ... of which never connected at all */
     atomic_bool reported[LOAD_ERR_KINDS];
     unsigned nworkers;
@@ -138,11 +138,11 @@ struct load_run {
 struct load_totals {
     uint64_t round_trips, connects, errors[LOAD_ERR_KINDS], error_sum;
     uint64_t gave_up, never_connected;
-    double elapsed_s;  /* measured time */
+    double elapsed_s; /* measured time */
     struct cli_hist hist;
     const char *driver;
     unsigned workers;
-    int signo;         /* the signal that stopped the run early, 0 if none */
+    int signo; /* the signal that stopped the run early, 0 if none */
     /* HTTP mode. */
     uint64_t bytes, reconnects, status[LOAD_STATUS_MAX];
     struct cli_hist hist_unc, connect_hist, tls_hist, first_byte_hist;

@@ -184,7 +184,8 @@ static void positional_http(struct load_opts *o, int n, char **a, char *hbuf, si
 {
     if (strcmp(a[0], "h2") == 0 || strcmp(a[0], "h3") == 0)
         cli_usage_error("mode '%s' is not implemented yet: vega-load speaks HTTP/1.1 (mode "
-                        "'http')", a[0]);
+                        "'http')",
+                        a[0]);
     if (!strstr(a[0], "://")) {
         a++;
         n--;
@@ -249,7 +250,8 @@ static void positional(struct load_opts *o, int argc, char **argv, char *hbuf, s
     } else {
         if (strstr(a[0], "://"))
             cli_usage_error("'echo' takes HOST:PORT, not a URL ('%s'); for HTTP leave out "
-                            "'echo'", a[0]);
+                            "'echo'",
+                            a[0]);
         if (cli_split_hostport(a[0], hbuf, hcap, pbuf, pcap) < 0)
             cli_usage_error("'%s': expected HOST:PORT", a[0]);
         o->host = hbuf;
@@ -333,8 +335,9 @@ static void finish_http(struct load_opts *o, bool size_set, bool tls_flag)
     if (tls_flag)
         cli_usage_error("--tls is for echo mode: use an https:// URL");
     if (!o->tls && (o->insecure || o->cacert || o->sni))
-        cli_usage_error("%s needs an https:// URL",
-                        o->insecure ? "-k" : o->cacert ? "--cacert" : "--sni");
+        cli_usage_error("%s needs an https:// URL", o->insecure ? "-k"
+                                                    : o->cacert ? "--cacert"
+                                                                : "--sni");
     if (o->rate && o->pipeline > 1)
         cli_usage_error("-R and --pipeline cannot be combined: a scheduled request goes out "
                         "alone");
@@ -349,7 +352,8 @@ static void finish_http(struct load_opts *o, bool size_set, bool tls_flag)
         buf = LOAD_CHUNK;
     if (buf < LOAD_HTTP_BUF_MIN)
         cli_usage_error("-c %llu: too many HTTP connections (each needs about %llu KiB; the "
-                        "limit is %llu MiB in all)", (unsigned long long)o->conns,
+                        "limit is %llu MiB in all)",
+                        (unsigned long long)o->conns,
                         (unsigned long long)((fixed + LOAD_HTTP_BUF_MIN) >> 10),
                         LOAD_MAX_BUFFERS >> 20);
     o->http_buf = (size_t)buf;
@@ -374,12 +378,13 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
         switch (c) {
         case 'c':
             if (cli_parse_count(optarg, &v) < 0 || v < 1 || v > LOAD_MAX_CONNS)
-                cli_usage_error("-c: expected 1..%u connections, got '%s'", LOAD_MAX_CONNS,
-                                optarg);
+                cli_usage_error("-c: expected 1..%u connections, got '%s'", LOAD_MAX_CONNS, optarg);
             o->conns = v;
             break;
         case 'd':
-        case 'z': o->duration_ns = duration_arg("-d", optarg, false); break;
+        case 'z':
+            o->duration_ns = duration_arg("-d", optarg, false);
+            break;
         case 'n':
             if (cli_parse_count(optarg, &v) < 0 || v < 1 || v > INT64_MAX)
                 cli_usage_error("-n: expected a count (100, 10k, 1M), got '%s'", optarg);
@@ -393,14 +398,30 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
             o->size = (size_t)v;
             size_set = true;
             break;
-        case 't': o->workers = workers_arg("-t", optarg); break;
-        case OPT_WORKERS: o->workers = workers_arg("--workers", optarg); break;
-        case OPT_WARMUP: o->warmup_ns = duration_arg("--warm-up", optarg, true); break;
-        case OPT_TIMEOUT: o->timeout_ns = duration_arg("--timeout", optarg, false); break;
-        case 'u': o->udp = true; break;
-        case 'U': o->unix_path = optarg; break;
-        case '4': o->family = AF_INET; break;
-        case '6': o->family = AF_INET6; break;
+        case 't':
+            o->workers = workers_arg("-t", optarg);
+            break;
+        case OPT_WORKERS:
+            o->workers = workers_arg("--workers", optarg);
+            break;
+        case OPT_WARMUP:
+            o->warmup_ns = duration_arg("--warm-up", optarg, true);
+            break;
+        case OPT_TIMEOUT:
+            o->timeout_ns = duration_arg("--timeout", optarg, false);
+            break;
+        case 'u':
+            o->udp = true;
+            break;
+        case 'U':
+            o->unix_path = optarg;
+            break;
+        case '4':
+            o->family = AF_INET;
+            break;
+        case '6':
+            o->family = AF_INET6;
+            break;
         case OPT_DRIVER:
             if (strcmp(optarg, "uring") == 0 || strcmp(optarg, "io_uring") == 0)
                 o->driver = VEGA_DRIVER_URING;
@@ -409,13 +430,19 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
             else
                 cli_usage_error("--driver: expected uring or epoll, got '%s'", optarg);
             break;
-        case OPT_JSON: o->json = true; break;
+        case OPT_JSON:
+            o->json = true;
+            break;
         case OPT_TLS:
             o->tls = true;
             tls_flag = true;
             break;
-        case 'k': o->insecure = true; break;
-        case OPT_CACERT: o->cacert = optarg; break;
+        case 'k':
+            o->insecure = true;
+            break;
+        case OPT_CACERT:
+            o->cacert = optarg;
+            break;
         case OPT_SNI:
             if (!*optarg)
                 cli_usage_error("--sni: empty name");
@@ -437,25 +464,32 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
             break;
         case OPT_PIPELINE:
             if (cli_parse_uint(optarg, 1, LOAD_MAX_PIPELINE, &v) < 0)
-                cli_usage_error("--pipeline: expected 1..%u, got '%s'", LOAD_MAX_PIPELINE,
-                                optarg);
+                cli_usage_error("--pipeline: expected 1..%u, got '%s'", LOAD_MAX_PIPELINE, optarg);
             o->pipeline = (unsigned)v;
             http_opt = true;
             break;
         case 'R':
             if (cli_parse_count(optarg, &v) < 0 || v < 1 || v > LOAD_MAX_RATE)
                 cli_usage_error("-R: expected 1..%llu requests per second (500, 10k, 1M), got "
-                                "'%s'", LOAD_MAX_RATE, optarg);
+                                "'%s'",
+                                LOAD_MAX_RATE, optarg);
             o->rate = v;
             http_opt = true;
             break;
-        case OPT_NO_PROGRESS: no_progress = true; break;
-        case 'v': cli_verbose++; break;
-        case 'h': fputs(usage_text, stdout); exit(CLI_EXIT_OK);
+        case OPT_NO_PROGRESS:
+            no_progress = true;
+            break;
+        case 'v':
+            cli_verbose++;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            exit(CLI_EXIT_OK);
         case OPT_VERSION:
             printf("vega-load %s (libvega %s)\n", VEGA_VERSION_STRING, vega_version());
             exit(CLI_EXIT_OK);
-        case ':': cli_usage_error("option '%s' needs a value", argv[optind - 1]);
+        case ':':
+            cli_usage_error("option '%s' needs a value", argv[optind - 1]);
         default:
             if (optopt)
                 cli_usage_error("unknown option '-%c'", optopt);
@@ -488,7 +522,8 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
     uint64_t cap = o->udp ? o->size + 1 : (o->size < LOAD_CHUNK ? o->size : LOAD_CHUNK);
     if (o->conns * cap > LOAD_MAX_BUFFERS)
         cli_usage_error("-c %llu with -s %zu needs %llu MiB of receive buffers; the limit is "
-                        "%llu MiB", (unsigned long long)o->conns, o->size,
+                        "%llu MiB",
+                        (unsigned long long)o->conns, o->size,
                         (unsigned long long)(o->conns * cap >> 20), LOAD_MAX_BUFFERS >> 20);
 }
 
@@ -506,8 +541,9 @@ static void fd_limit(const struct load_opts *o)
         rl.rlim_cur = cur;
     if (rl.rlim_cur < need)
         cli_usage_error("-c %llu needs about %llu file descriptors; the limit is %llu "
-                        "(raise it with ulimit -n)", (unsigned long long)o->conns,
-                        (unsigned long long)need, (unsigned long long)rl.rlim_cur);
+                        "(raise it with ulimit -n)",
+                        (unsigned long long)o->conns, (unsigned long long)need,
+                        (unsigned long long)rl.rlim_cur);
 }
 
 struct main_arg {

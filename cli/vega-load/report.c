@@ -120,8 +120,8 @@ counts:;
     double bytes = (double)t->round_trips * (double)o->size;
     fmt_bytes(a, sizeof(a), bytes);
     load_fmt_duration(b, sizeof(b), t->elapsed_s * 1e6);
-    printf("  %llu round trips in %s, %s sent, %s received\n",
-           (unsigned long long)t->round_trips, b, a, a);
+    printf("  %llu round trips in %s, %s sent, %s received\n", (unsigned long long)t->round_trips,
+           b, a, a);
     printf("  Errors: connect %llu, read %llu, write %llu, timeout %llu, mismatch %llu\n",
            (unsigned long long)t->errors[LOAD_ERR_CONNECT],
            (unsigned long long)t->errors[LOAD_ERR_READ],
@@ -129,8 +129,7 @@ counts:;
            (unsigned long long)t->errors[LOAD_ERR_TIMEOUT],
            (unsigned long long)t->errors[LOAD_ERR_MISMATCH]);
     if (t->signo)
-        printf("  Stopped early by SIG%s\n", sigabbrev_np(t->signo) ? sigabbrev_np(t->signo)
-                                                                   : "?");
+        printf("  Stopped early by SIG%s\n", sigabbrev_np(t->signo) ? sigabbrev_np(t->signo) : "?");
     printf("Round trips/sec: %10.2f\n", per_sec(t->round_trips, t->elapsed_s));
     fmt_bytes(a, sizeof(a), t->elapsed_s > 0.0 ? bytes / t->elapsed_s : 0.0);
     printf("Transfer/sec:    %10s (each way)\n", a);
@@ -168,8 +167,8 @@ void load_report_json(const struct load_opts *o, const struct load_totals *t)
             (double)o->warmup_ns / 1e9, (double)o->timeout_ns / 1e9);
     fprintf(f, ",\"round_trips\":%llu,\"rps\":%.2f", (unsigned long long)t->round_trips,
             per_sec(t->round_trips, t->elapsed_s));
-    fprintf(f, ",\"bytes_sent\":%.0f,\"bytes_received\":%.0f,\"bytes_per_sec\":%.2f", bytes,
-            bytes, t->elapsed_s > 0.0 ? bytes / t->elapsed_s : 0.0);
+    fprintf(f, ",\"bytes_sent\":%.0f,\"bytes_received\":%.0f,\"bytes_per_sec\":%.2f", bytes, bytes,
+            t->elapsed_s > 0.0 ? bytes / t->elapsed_s : 0.0);
     fputs(",\"latency_us\":{", f);
     for (size_t i = 0; i < sizeof(pcts) / sizeof(pcts[0]); i++)
         fprintf(f, "\"%s\":%llu,", pct_keys[i],
@@ -201,8 +200,7 @@ static void http_header(const struct load_opts *o)
     else if (o->duration_ns)
         printf("Running %s test @ %s\n", d, o->url);
     else
-        printf("Running test of %llu requests @ %s\n", (unsigned long long)o->round_trips,
-               o->url);
+        printf("Running test of %llu requests @ %s\n", (unsigned long long)o->round_trips, o->url);
     printf("  %u thread%s and %llu connection%s, driver %s", w, w == 1 ? "" : "s",
            (unsigned long long)o->conns, o->conns == 1 ? "" : "s", vega_rt_driver_name(rt));
     if (o->pipeline > 1)
@@ -265,8 +263,7 @@ static void conn_time_row(const char *name, const struct cli_hist *h)
     load_fmt_duration(b, sizeof(b), (double)cli_hist_percentile(h, 50.0));
     load_fmt_duration(c, sizeof(c), (double)cli_hist_percentile(h, 99.0));
     load_fmt_duration(d, sizeof(d), (double)h->max);
-    printf("    %-13s %10s %10s %10s %10s %8llu\n", name, a, b, c, d,
-           (unsigned long long)h->total);
+    printf("    %-13s %10s %10s %10s %10s %8llu\n", name, a, b, c, d, (unsigned long long)h->total);
 }
 
 static uint64_t status_class(const struct load_totals *t, int cls)
@@ -309,8 +306,7 @@ void load_report_http_text(const struct load_opts *o, const struct load_totals *
         putchar('\n');
     }
     if (h->clamped)
-        printf("  %llu requests took over 60s and count as 60s\n",
-               (unsigned long long)h->clamped);
+        printf("  %llu requests took over 60s and count as 60s\n", (unsigned long long)h->clamped);
 counts:
     fmt_bytes(a, sizeof(a), (double)t->bytes);
     load_fmt_duration(b, sizeof(b), t->elapsed_s * 1e6);
@@ -323,9 +319,9 @@ counts:
             sep = ", ";
         }
     }
-    printf(" (2xx %llu, 3xx %llu, 4xx %llu, 5xx %llu)\n",
-           (unsigned long long)status_class(t, 2), (unsigned long long)status_class(t, 3),
-           (unsigned long long)status_class(t, 4), (unsigned long long)status_class(t, 5));
+    printf(" (2xx %llu, 3xx %llu, 4xx %llu, 5xx %llu)\n", (unsigned long long)status_class(t, 2),
+           (unsigned long long)status_class(t, 3), (unsigned long long)status_class(t, 4),
+           (unsigned long long)status_class(t, 5));
     uint64_t other = t->round_trips - status_class(t, 2) - status_class(t, 3);
     if (other)
         printf("  Non-2xx or 3xx responses: %llu\n", (unsigned long long)other);
@@ -338,15 +334,13 @@ counts:
     printf("  Connections: %llu connects, %llu reconnects\n", (unsigned long long)t->connects,
            (unsigned long long)t->reconnects);
     if (t->connect_hist.total) {
-        printf("    %-13s %10s %10s %10s %10s %8s\n", "Times", "Avg", "p50", "p99", "Max",
-               "Count");
+        printf("    %-13s %10s %10s %10s %10s %8s\n", "Times", "Avg", "p50", "p99", "Max", "Count");
         conn_time_row("Connect", &t->connect_hist);
         conn_time_row("TLS handshake", &t->tls_hist);
         conn_time_row("First byte", &t->first_byte_hist);
     }
     if (t->signo)
-        printf("  Stopped early by SIG%s\n", sigabbrev_np(t->signo) ? sigabbrev_np(t->signo)
-                                                                   : "?");
+        printf("  Stopped early by SIG%s\n", sigabbrev_np(t->signo) ? sigabbrev_np(t->signo) : "?");
     printf("Requests/sec: %10.2f\n", per_sec(t->round_trips, t->elapsed_s));
     fmt_bytes(a, sizeof(a), t->elapsed_s > 0.0 ? (double)t->bytes / t->elapsed_s : 0.0);
     printf("Transfer/sec: %10s\n", a);
@@ -410,8 +404,9 @@ void load_report_http_json(const struct load_opts *o, const struct load_totals *
             fprintf(f, "%s\"%s\":%llu", n++ ? "," : "", kind_names[k],
                     (unsigned long long)t->errors[k]);
     fputc('}', f);
-    fprintf(f, ",\"connects\":%llu,\"reconnects\":%llu,\"connections_failed\":%llu,"
-               "\"connections_gave_up\":%llu",
+    fprintf(f,
+            ",\"connects\":%llu,\"reconnects\":%llu,\"connections_failed\":%llu,"
+            "\"connections_gave_up\":%llu",
             (unsigned long long)t->connects, (unsigned long long)t->reconnects,
             (unsigned long long)t->never_connected, (unsigned long long)t->gave_up);
     json_latency(f, "connect_us", &t->connect_hist);

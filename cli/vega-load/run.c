@@ -8,9 +8,9 @@
 
 #include "load.h"
 
-#define PROGRESS_MS 500
+#define PROGRESS_MS      500
 #define HTTP_PROGRESS_MS 1000
-#define SAMPLE_MS 100 /* Req/Sec per worker, as wrk samples it */
+#define SAMPLE_MS        100 /* Req/Sec per worker, as wrk samples it */
 
 int load_connect(struct load_run *r, vega_sock **out, bool ever, vega_deadline dl)
 {
@@ -397,8 +397,8 @@ static int tls_setup(struct load_run *r)
         e = vega_tls_config_set_ca_file(r->tls, o->cacert);
     }
     if (e < 0)
-        cli_err(what, "%s", e == VEGA_ERR_TLS_CONFIG ? "no PEM certificate in it"
-                                                     : vega_tls_strerror(e));
+        cli_err(what, "%s",
+                e == VEGA_ERR_TLS_CONFIG ? "no PEM certificate in it" : vega_tls_strerror(e));
     return e;
 }
 

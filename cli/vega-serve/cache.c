@@ -18,13 +18,13 @@
 
 /* Entries at most, whatever --cache-size allows (and the hash buckets by key and by watch). */
 #define CACHE_ENTRIES_MAX 65536
-#define KEY_BUCKETS 65536
-#define WD_BUCKETS 4096
+#define KEY_BUCKETS       65536
+#define WD_BUCKETS        4096
 /* Fixed cost charged per entry besides its key, name and content. */
 #define ENTRY_OVERHEAD 256
 
-#define WATCH_MASK                                                                              \
-    (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE |         \
+#define WATCH_MASK                                                                                 \
+    (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE |            \
      IN_DELETE_SELF | IN_MOVE_SELF | IN_CREATE)
 
 struct centry {
@@ -33,12 +33,12 @@ struct centry {
     struct centry *wprev, *wnext; /* watch bucket chain (doubly linked: O(1) removal) */
     struct centry *lprev, *lnext; /* LRU list, most recent first */
     uint64_t hash;
-    int wd;                       /* the watch on the file's directory */
-    unsigned refs;                /* the cache's own (while linked) plus one per user */
+    int wd;        /* the watch on the file's directory */
+    unsigned refs; /* the cache's own (while linked) plus one per user */
     bool linked;
     size_t cost;
     size_t key_len;
-    char *mem;                    /* key, name, content: allocated right after the struct */
+    char *mem; /* key, name, content: allocated right after the struct */
 };
 
 static struct {
@@ -47,7 +47,7 @@ static struct {
     struct centry *wds[WD_BUCKETS];
     struct centry lru; /* sentinel */
     size_t count, bytes;
-    uint64_t gen;      /* bumped by every event handled: an insert that saw it change retries */
+    uint64_t gen; /* bumped by every event handled: an insert that saw it change retries */
     int ifd;
     vega_task *task;
     bool on;
@@ -303,9 +303,8 @@ static int stat_below(const char *rel, size_t len, const char *suffix, struct st
     return fstatat(serve_o.root_fd, path, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
 
-const struct serve_cache_entry *serve_cache_add(const char *key, size_t key_len,
-                                                const char *file, size_t file_len, int fd,
-                                                const struct stat *st)
+const struct serve_cache_entry *serve_cache_add(const char *key, size_t key_len, const char *file,
+                                                size_t file_len, int fd, const struct stat *st)
 {
     if (!serve_o.cache || !S_ISREG(st->st_mode) || (uint64_t)st->st_size > serve_o.cache_max_file)
         return NULL;

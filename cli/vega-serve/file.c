@@ -14,7 +14,7 @@
 
 #include "serve.h"
 
-#define NEVER VEGA_DEADLINE_NEVER
+#define NEVER      VEGA_DEADLINE_NEVER
 #define FIELDS_MAX (16 + SERVE_MAX_HEADERS)
 /* Compression on the fly reads and writes in pieces of this size. */
 #define ZCHUNK (64 * 1024)
@@ -23,8 +23,8 @@
 
 /* The chosen representation of the resource. */
 struct rep {
-    int fd;              /* the file to send (the original or a sibling); -1 with mem */
-    const uint8_t *mem;  /* or its content, from the cache */
+    int fd;             /* the file to send (the original or a sibling); -1 with mem */
+    const uint8_t *mem; /* or its content, from the cache */
     struct stat st;
     vega_http_coding coding; /* its content coding (identity, or a sibling's) */
     vega_http_coding fly;    /* compress on the fly with this (identity: no) */
@@ -36,10 +36,14 @@ struct rep {
 static const char *suffix_of(vega_http_coding c)
 {
     switch (c) {
-    case VEGA_HTTP_CODING_BR: return ".br";
-    case VEGA_HTTP_CODING_ZSTD: return ".zst";
-    case VEGA_HTTP_CODING_GZIP: return ".gz";
-    default: return NULL;
+    case VEGA_HTTP_CODING_BR:
+        return ".br";
+    case VEGA_HTTP_CODING_ZSTD:
+        return ".zst";
+    case VEGA_HTTP_CODING_GZIP:
+        return ".gz";
+    default:
+        return NULL;
     }
 }
 
@@ -108,8 +112,8 @@ static int open_sibling(const char *rel, size_t len, const char *suffix, struct 
 /* Picks the coding: a precompressed sibling the client accepts (ranges then apply to it), else
  * compression on the fly for text, else the file itself. Returns whether the answer may vary
  * with Accept-Encoding. */
-static bool choose_rep(const vega_http_request *req, struct rep *r, const char *rel,
-                       size_t rel_len, bool text, bool siblings)
+static bool choose_rep(const vega_http_request *req, struct rep *r, const char *rel, size_t rel_len,
+                       bool text, bool siblings)
 {
     size_t ae_len;
     char aebuf[1024];
@@ -118,8 +122,8 @@ static bool choose_rep(const vega_http_request *req, struct rep *r, const char *
     bool vary = fly_ok;
     if (!ae)
         return vary;
-    vega_http_coding prefs[4] = {VEGA_HTTP_CODING_BR, VEGA_HTTP_CODING_ZSTD,
-                                 VEGA_HTTP_CODING_GZIP, VEGA_HTTP_CODING_IDENTITY};
+    vega_http_coding prefs[4] = {VEGA_HTTP_CODING_BR, VEGA_HTTP_CODING_ZSTD, VEGA_HTTP_CODING_GZIP,
+                                 VEGA_HTTP_CODING_IDENTITY};
     size_t np = 4;
     while (siblings && np > 1) {
         int c = vega_http_coding_choose(ae, ae_len, prefs, np);
@@ -143,8 +147,8 @@ static bool choose_rep(const vega_http_request *req, struct rep *r, const char *
     /* Ranges of a compressed stream made on the fly would need the whole stream each time:
      * a Range request gets the file itself. */
     if (fly_ok && !serve_req_field(req, "Range", &(size_t){0})) {
-        vega_http_coding zp[4] = {VEGA_HTTP_CODING_BR, VEGA_HTTP_CODING_ZSTD,
-                                  VEGA_HTTP_CODING_GZIP, VEGA_HTTP_CODING_IDENTITY};
+        vega_http_coding zp[4] = {VEGA_HTTP_CODING_BR, VEGA_HTTP_CODING_ZSTD, VEGA_HTTP_CODING_GZIP,
+                                  VEGA_HTTP_CODING_IDENTITY};
         int c = vega_http_coding_choose(ae, ae_len, zp, 4);
         if (c > 0)
             r->fly = (vega_http_coding)c;
@@ -159,8 +163,7 @@ static void make_validators(struct rep *r)
      * tells the representations of one file apart. */
     int n = snprintf(r->etag, sizeof(r->etag), "\"%" PRIx64 "-%" PRIx64 "-%" PRIx64 "%s%s\"",
                      (uint64_t)r->st.st_ino, (uint64_t)r->st.st_size,
-                     (uint64_t)r->st.st_mtim.tv_sec * 1000000000u +
-                         (uint64_t)r->st.st_mtim.tv_nsec,
+                     (uint64_t)r->st.st_mtim.tv_sec * 1000000000u + (uint64_t)r->st.st_mtim.tv_nsec,
                      c ? "-" : "", c ? vega_http_coding_name(c) : "");
     r->etag_len = n > 0 && (size_t)n < sizeof(r->etag) ? (size_t)n : 0;
     if (vega_http_date_format(r->st.st_mtim.tv_sec, r->lastmod, sizeof(r->lastmod)) < 0)
@@ -217,8 +220,7 @@ static bool if_range_ok(const vega_http_request *req, const struct rep *r)
         return vega_http_etag_parse(v, len, &tag) == 0 && vega_http_etag_eq_strong(&tag, &cur);
     }
     int64_t t;
-    return vega_http_date_parse(v, len, (int64_t)time(NULL), &t) == 0 &&
-           t == r->st.st_mtim.tv_sec;
+    return vega_http_date_parse(v, len, (int64_t)time(NULL), &t) == 0 && t == r->st.st_mtim.tv_sec;
 }
 
 /* The fields every answer about this representation carries. */
@@ -307,14 +309,14 @@ static int respond_body(vega_http_exchange *x, bool head, int status, const vega
 }
 
 static int respond_multipart(vega_http_exchange *x, bool head, vega_http_field *f, size_t n,
-                             const struct rep *r, const char *type,
-                             const vega_http_range *rg, size_t count)
+                             const struct rep *r, const char *type, const vega_http_range *rg,
+                             size_t count)
 {
     const vega_http_request *req = vega_http_exchange_request(x);
     uint64_t size = (uint64_t)r->st.st_size;
     char boundary[48], ctype[96];
-    snprintf(boundary, sizeof(boundary), "vega-%016" PRIx64 "-%" PRIx64 "-%x",
-             (uint64_t)req->start, req->conn_id, req->conn_seq);
+    snprintf(boundary, sizeof(boundary), "vega-%016" PRIx64 "-%" PRIx64 "-%x", (uint64_t)req->start,
+             req->conn_id, req->conn_seq);
     snprintf(ctype, sizeof(ctype), "multipart/byteranges; boundary=%s", boundary);
     f[n].name.ptr = "Content-Type", f[n].name.len = 12;
     f[n].value.ptr = ctype, f[n].value.len = strlen(ctype);
@@ -326,8 +328,9 @@ static int respond_multipart(vega_http_exchange *x, bool head, vega_http_field *
     for (size_t i = 0; i < count; i++) {
         char cr[64];
         vega_http_content_range_format(&rg[i], size, cr, sizeof(cr));
-        int pl = snprintf(part, sizeof(part), "%s--%s\r\nContent-Type: %s\r\nContent-Range: %s\r\n\r\n",
-                          i ? "\r\n" : "", boundary, type, cr);
+        int pl =
+            snprintf(part, sizeof(part), "%s--%s\r\nContent-Type: %s\r\nContent-Range: %s\r\n\r\n",
+                     i ? "\r\n" : "", boundary, type, cr);
         total += (uint64_t)pl + (rg[i].last - rg[i].first + 1);
     }
     int el = snprintf(part, sizeof(part), "\r\n--%s--\r\n", boundary);
@@ -336,8 +339,9 @@ static int respond_multipart(vega_http_exchange *x, bool head, vega_http_field *
     for (size_t i = 0; e == 0 && !head && i < count; i++) {
         char cr[64];
         vega_http_content_range_format(&rg[i], size, cr, sizeof(cr));
-        int pl = snprintf(part, sizeof(part), "%s--%s\r\nContent-Type: %s\r\nContent-Range: %s\r\n\r\n",
-                          i ? "\r\n" : "", boundary, type, cr);
+        int pl =
+            snprintf(part, sizeof(part), "%s--%s\r\nContent-Type: %s\r\nContent-Range: %s\r\n\r\n",
+                     i ? "\r\n" : "", boundary, type, cr);
         vega_ssize w = vega_http_response_write(x, part, (size_t)pl, NEVER);
         e = w < 0 ? (int)w : send_range(x, r, rg[i].first, rg[i].last - rg[i].first + 1);
     }
@@ -360,8 +364,8 @@ static int respond_fly_small(vega_http_exchange *x, const vega_http_field *f, si
     uint8_t *out = NULL;
     size_t out_len = 0;
     if (r->mem) {
-        int e = vega_compress_buffer(kind_of(r->fly), VEGA_COMPRESS_LEVEL_DEFAULT, r->mem, size,
-                                     0, &out, &out_len);
+        int e = vega_compress_buffer(kind_of(r->fly), VEGA_COMPRESS_LEVEL_DEFAULT, r->mem, size, 0,
+                                     &out, &out_len);
         if (e == 0)
             e = vega_http_respond(x, 200, f, n, out, out_len, NEVER);
         free(out);
@@ -421,8 +425,8 @@ static int respond_fly(vega_http_exchange *x, bool head, const vega_http_field *
         }
         off += (uint64_t)got;
         /* A file that shrank ends the stream early; one that grew is cut at the old size. */
-        vega_compress_flush fl = got == 0 || off >= size ? VEGA_COMPRESS_FLUSH_FINISH
-                                                         : VEGA_COMPRESS_FLUSH_NONE;
+        vega_compress_flush fl =
+            got == 0 || off >= size ? VEGA_COMPRESS_FLUSH_FINISH : VEGA_COMPRESS_FLUSH_NONE;
         size_t pos = 0;
         vega_ssize w;
         do {
@@ -511,8 +515,8 @@ static int serve_rep(vega_http_exchange *x, struct rep *rp, const char *rel, siz
         return e;
     }
     size_t rlen;
-    const char *range = req->method == VEGA_HTTP_METHOD_GET
-                            ? serve_req_field(req, "Range", &rlen) : NULL;
+    const char *range =
+        req->method == VEGA_HTTP_METHOD_GET ? serve_req_field(req, "Range", &rlen) : NULL;
     vega_http_range rg[VEGA_HTTP_RANGES_MAX];
     size_t count = 0;
     int pr = -ENOENT;

@@ -12,12 +12,16 @@ static int answer_error(vega_http_exchange *x, int err)
 {
     switch (err) {
     case -EACCES:
-    case -EPERM: return serve_simple(x, 403, NULL, 0);
-    case -ENAMETOOLONG: return serve_simple(x, 414, NULL, 0);
+    case -EPERM:
+        return serve_simple(x, 403, NULL, 0);
+    case -ENAMETOOLONG:
+        return serve_simple(x, 414, NULL, 0);
     case -EMFILE:
     case -ENFILE:
-    case -ENOMEM: return serve_simple(x, 503, NULL, 0);
-    default: return serve_simple(x, 404, NULL, 0);
+    case -ENOMEM:
+        return serve_simple(x, 503, NULL, 0);
+    default:
+        return serve_simple(x, 404, NULL, 0);
     }
 }
 

@@ -25,7 +25,11 @@ struct entry {
     int64_t mtime;
 };
 
-enum sort_key { SORT_NAME, SORT_SIZE, SORT_MTIME };
+enum sort_key {
+    SORT_NAME,
+    SORT_SIZE,
+    SORT_MTIME
+};
 
 struct list_opts {
     enum sort_key key;
@@ -178,9 +182,11 @@ static void sort_link(struct sbuf *b, const struct list_opts *cur, enum sort_key
 {
     /* Clicking the column sorted now flips its order. */
     bool desc = cur->key == k ? !cur->desc : false;
-    sbuf_addf(b, "<th><a href=\"?sort=%s&amp;order=%s\">%s%s</a></th>", key,
-              desc ? "desc" : "asc", label,
-              cur->key != k ? "" : cur->desc ? " &#9660;" : " &#9650;");
+    sbuf_addf(b, "<th><a href=\"?sort=%s&amp;order=%s\">%s%s</a></th>", key, desc ? "desc" : "asc",
+              label,
+              cur->key != k ? ""
+              : cur->desc   ? " &#9660;"
+                            : " &#9650;");
 }
 
 static void html(struct sbuf *b, const char *rel, size_t rel_len, const struct entry *v, int n,

@@ -48,8 +48,7 @@ static void peer_ip(const vega_addr *a, char *out, size_t cap)
     snprintf(out, cap, "%s", h);
 }
 
-static void field_or_dash(struct sbuf *b, const vega_http_request *req, const char *name,
-                          bool json)
+static void field_or_dash(struct sbuf *b, const vega_http_request *req, const char *name, bool json)
 {
     size_t len;
     const char *v = serve_req_field(req, name, &len);
@@ -82,8 +81,9 @@ void serve_on_log(void *user, const vega_http_request *req, const vega_http_log_
         esc(&b, req->method_name.ptr, req->method_name.len, true);
         sbuf_adds(&b, "\",\"target\":\"");
         esc(&b, req->target.ptr, req->target.len, true);
-        sbuf_addf(&b, "\",\"protocol\":\"%s\",\"status\":%d,\"bytes\":%" PRIu64
-                      ",\"duration_ms\":%.3f,\"referer\":\"",
+        sbuf_addf(&b,
+                  "\",\"protocol\":\"%s\",\"status\":%d,\"bytes\":%" PRIu64
+                  ",\"duration_ms\":%.3f,\"referer\":\"",
                   proto, e->status, e->body_bytes, (double)e->duration_ns / 1e6);
         field_or_dash(&b, req, "Referer", true);
         sbuf_adds(&b, "\",\"user_agent\":\"");
@@ -105,8 +105,9 @@ void serve_on_log(void *user, const vega_http_request *req, const vega_http_log_
         b.len = 0;
         b.failed = false;
         if (json)
-            sbuf_addf(&b, "{\"time\":\"%s\",\"remote\":\"%s\",\"protocol\":\"%s\",\"status\":%d,"
-                          "\"bytes\":%" PRIu64 ",\"truncated\":true}",
+            sbuf_addf(&b,
+                      "{\"time\":\"%s\",\"remote\":\"%s\",\"protocol\":\"%s\",\"status\":%d,"
+                      "\"bytes\":%" PRIu64 ",\"truncated\":true}",
                       when, ip, proto, e->status, e->body_bytes);
         else
             sbuf_addf(&b, "%s - - [%s] \"-\" %d %" PRIu64 " \"-\" \"-\"", ip, when, e->status,

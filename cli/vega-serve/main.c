@@ -141,9 +141,10 @@ static void add_header(char *arg)
         cli_usage_error("--header: '%s' is not a valid field", arg);
     /* Fields the server or the file decides: a second copy would contradict them. */
     static const char *const framing[] = {
-        "content-length", "transfer-encoding", "connection", "date",         "server",
-        "content-range",  "content-type",      "etag",       "last-modified", "content-encoding",
-        "location",       "allow",             "accept-ranges"};
+        "content-length", "transfer-encoding", "connection",   "date",
+        "server",         "content-range",     "content-type", "etag",
+        "last-modified",  "content-encoding",  "location",     "allow",
+        "accept-ranges"};
     for (size_t i = 0; i < sizeof(framing) / sizeof(framing[0]); i++)
         if (strlen(framing[i]) == nl && strncasecmp(arg, framing[i], nl) == 0)
             cli_usage_error("--header: %.*s is set by the server", (int)nl, arg);
@@ -188,17 +189,34 @@ static void parse_args(int argc, char **argv)
                 cli_usage_error("-b: empty address");
             serve_o.bind_host = optarg;
             break;
-        case 'l': add_listen(optarg); break;
-        case 'H': add_header(optarg); break;
-        case 'v': cli_verbose++; break;
-        case 'q': serve_o.quiet = true; break;
-        case 'h': fputs(usage_text, stdout); exit(CLI_EXIT_OK);
+        case 'l':
+            add_listen(optarg);
+            break;
+        case 'H':
+            add_header(optarg);
+            break;
+        case 'v':
+            cli_verbose++;
+            break;
+        case 'q':
+            serve_o.quiet = true;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            exit(CLI_EXIT_OK);
         case OPT_VERSION:
             printf("vega-serve %s (libvega %s)\n", VEGA_VERSION_STRING, vega_version());
             exit(CLI_EXIT_OK);
-        case OPT_TLS: want_tls = true; break;
-        case OPT_CERT: serve_o.cert = optarg; want_tls = true; break;
-        case OPT_KEY: serve_o.key = optarg; break;
+        case OPT_TLS:
+            want_tls = true;
+            break;
+        case OPT_CERT:
+            serve_o.cert = optarg;
+            want_tls = true;
+            break;
+        case OPT_KEY:
+            serve_o.key = optarg;
+            break;
         case OPT_WORKERS:
             if (cli_parse_uint(optarg, 1, 1024, &v) < 0)
                 cli_usage_error("--workers: expected 1..1024, got '%s'", optarg);
@@ -212,11 +230,21 @@ static void parse_args(int argc, char **argv)
             else
                 cli_usage_error("--driver: expected uring or epoll, got '%s'", optarg);
             break;
-        case OPT_NO_LISTING: serve_o.listing = false; break;
-        case OPT_HIDDEN: serve_o.hidden = true; break;
-        case OPT_NO_SYMLINKS: serve_o.symlinks = false; break;
-        case OPT_COMPRESS: serve_o.compress = true; break;
-        case OPT_NO_COMPRESS: serve_o.compress = false; break;
+        case OPT_NO_LISTING:
+            serve_o.listing = false;
+            break;
+        case OPT_HIDDEN:
+            serve_o.hidden = true;
+            break;
+        case OPT_NO_SYMLINKS:
+            serve_o.symlinks = false;
+            break;
+        case OPT_COMPRESS:
+            serve_o.compress = true;
+            break;
+        case OPT_NO_COMPRESS:
+            serve_o.compress = false;
+            break;
         case OPT_COMPRESS_MIN:
             if (cli_parse_size(optarg, &v) < 0)
                 cli_usage_error("--compress-min: invalid size '%s'", optarg);
@@ -232,8 +260,12 @@ static void parse_args(int argc, char **argv)
                 cli_usage_error("--cache-max-file: invalid size '%s' (at most 1G)", optarg);
             serve_o.cache_max_file = v;
             break;
-        case OPT_NO_CACHE: serve_o.cache = false; break;
-        case OPT_ACCESS_LOG: serve_o.access_log = optarg; break;
+        case OPT_NO_CACHE:
+            serve_o.cache = false;
+            break;
+        case OPT_ACCESS_LOG:
+            serve_o.access_log = optarg;
+            break;
         case OPT_LOG_FORMAT:
             if (strcmp(optarg, "combined") == 0)
                 serve_o.log_format = SERVE_LOG_COMBINED;
@@ -247,7 +279,8 @@ static void parse_args(int argc, char **argv)
                 cli_usage_error("--max-conns: expected 1..10000000, got '%s'", optarg);
             max_conns = (size_t)v;
             break;
-        case ':': cli_usage_error("option '%s' needs a value", argv[optind - 1]);
+        case ':':
+            cli_usage_error("option '%s' needs a value", argv[optind - 1]);
         default:
             if (optopt)
                 cli_usage_error("unknown option '-%c'", optopt);
@@ -399,14 +432,16 @@ static int listen_all(vega_http_server *srv)
         vega_rt *rt = vega_rt_current();
         unsigned w = vega_rt_workers(rt);
         char line[4096];
-        size_t len = (size_t)snprintf(line, sizeof(line), "vega-serve: serving %s on",
-                                      serve_o.root);
+        size_t len =
+            (size_t)snprintf(line, sizeof(line), "vega-serve: serving %s on", serve_o.root);
         for (size_t i = 0; i < nurls && len < sizeof(line); i++)
             len += (size_t)snprintf(line + len, sizeof(line) - len, " %s", urls[i]);
         if (len < sizeof(line))
             snprintf(line + len, sizeof(line) - len, " (%s%sdriver %s, %u worker%s)\n",
-                     serve_o.tls ? "TLS" : "", serve_o.tls && !serve_o.cert ? " self-signed, "
-                                               : serve_o.tls ? ", " : "",
+                     serve_o.tls ? "TLS" : "",
+                     serve_o.tls && !serve_o.cert ? " self-signed, "
+                     : serve_o.tls                ? ", "
+                                                  : "",
                      vega_rt_driver_name(rt), w, w == 1 ? "" : "s");
         fputs(line, stderr);
         fflush(stderr);
@@ -495,7 +530,8 @@ int main(int argc, char **argv)
     if (r < 0) {
         cli_err("runtime", "%s%s", vega_strerror(r),
                 serve_o.driver == VEGA_DRIVER_URING
-                    ? " (is io_uring allowed here? try --driver epoll)" : "");
+                    ? " (is io_uring allowed here? try --driver epoll)"
+                    : "");
         return CLI_EXIT_NET;
     }
     int code = CLI_EXIT_NET;

@@ -14,7 +14,7 @@
 
 #include "cli.h"
 
-#define SERVE_MAX_LISTEN 16
+#define SERVE_MAX_LISTEN  16
 #define SERVE_MAX_HEADERS 32
 /* Longest request path accepted (bytes as sent, escapes included): beyond, 414. */
 #define SERVE_PATH_MAX 4000
@@ -23,7 +23,10 @@
 /* Entries shown in one directory listing at most (the rest is reported as cut). */
 #define SERVE_LIST_MAX 20000
 
-enum serve_log_format { SERVE_LOG_COMBINED, SERVE_LOG_JSON };
+enum serve_log_format {
+    SERVE_LOG_COMBINED,
+    SERVE_LOG_JSON
+};
 
 struct serve_listen {
     const char *spec; /* as given ("ADDR:PORT"), for messages */
@@ -33,29 +36,29 @@ struct serve_listen {
 
 /* Read-only once the server runs: shared by every connection task. */
 struct serve_opts {
-    const char *dir;        /* as given */
-    char root[4096];        /* realpath of dir */
+    const char *dir; /* as given */
+    char root[4096]; /* realpath of dir */
     size_t root_len;
-    int root_fd;            /* O_PATH|O_DIRECTORY on root */
-    bool use_openat2;       /* the kernel resolves beneath root_fd for us */
+    int root_fd;      /* O_PATH|O_DIRECTORY on root */
+    bool use_openat2; /* the kernel resolves beneath root_fd for us */
 
     struct serve_listen listen[SERVE_MAX_LISTEN];
     size_t nlisten;
-    const char *bind_host;  /* -b */
-    const char *port;       /* -p or the positional PORT */
+    const char *bind_host; /* -b */
+    const char *port;      /* -p or the positional PORT */
 
     bool tls;
     const char *cert, *key;
     unsigned workers;
     vega_driver_kind driver;
 
-    bool listing;           /* --no-listing turns off */
-    bool hidden;            /* --hidden: serve and list dotfiles */
-    bool symlinks;          /* --no-symlinks turns off */
-    bool compress;          /* on-the-fly compression of text types */
-    uint64_t compress_min;  /* smallest file compressed on the fly */
-    bool cache;             /* --no-cache turns off */
-    uint64_t cache_size;    /* --cache-size: all entries together */
+    bool listing;            /* --no-listing turns off */
+    bool hidden;             /* --hidden: serve and list dotfiles */
+    bool symlinks;           /* --no-symlinks turns off */
+    bool compress;           /* on-the-fly compression of text types */
+    uint64_t compress_min;   /* smallest file compressed on the fly */
+    bool cache;              /* --no-cache turns off */
+    uint64_t cache_size;     /* --cache-size: all entries together */
     uint64_t cache_max_file; /* --cache-max-file: the largest file cached */
 
     vega_http_field headers[SERVE_MAX_HEADERS]; /* --header */
@@ -111,9 +114,9 @@ bool serve_path_is_hidden(const char *rel, size_t len);
 struct serve_cache_entry {
     const uint8_t *data; /* st.st_size bytes */
     struct stat st;
-    const char *name;    /* the file's path below the root (for its type) */
+    const char *name; /* the file's path below the root (for its type) */
     size_t name_len;
-    bool has_sibling;    /* FILE.br/.zst/.gz exists in some form: not for Accept-Encoding */
+    bool has_sibling; /* FILE.br/.zst/.gz exists in some form: not for Accept-Encoding */
 };
 
 /* Sets up inotify and its task (inside the runtime); on failure the cache is off (said with
@@ -132,9 +135,8 @@ void serve_cache_put(const struct serve_cache_entry *e);
 /* Reads the regular file fd (opened by serve_open_plain at file) into a new entry under key
  * and returns it referenced (possibly not kept, when something changed meanwhile); NULL when
  * it is not cached (too big, cache off, no watch, changed). fd stays the caller's. */
-const struct serve_cache_entry *serve_cache_add(const char *key, size_t key_len,
-                                                const char *file, size_t file_len, int fd,
-                                                const struct stat *st);
+const struct serve_cache_entry *serve_cache_add(const char *key, size_t key_len, const char *file,
+                                                size_t file_len, int fd, const struct stat *st);
 
 /* ---- mime.c ------------------------------------------------------------------------------- */
 
@@ -177,9 +179,9 @@ void sbuf_free(struct sbuf *b);
 void sbuf_add(struct sbuf *b, const void *s, size_t n);
 void sbuf_adds(struct sbuf *b, const char *s);
 void sbuf_addf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void sbuf_html(struct sbuf *b, const char *s, size_t n);  /* HTML-escaped */
-void sbuf_url(struct sbuf *b, const char *s, size_t n);   /* percent-encoded path segment(s) */
-void sbuf_json(struct sbuf *b, const char *s, size_t n);  /* JSON string body, UTF-8 checked */
+void sbuf_html(struct sbuf *b, const char *s, size_t n); /* HTML-escaped */
+void sbuf_url(struct sbuf *b, const char *s, size_t n);  /* percent-encoded path segment(s) */
+void sbuf_json(struct sbuf *b, const char *s, size_t n); /* JSON string body, UTF-8 checked */
 
 /* The value of the first request field named name, or NULL (then *len is 0). */
 const char *serve_req_field(const vega_http_request *req, const char *name, size_t *len);

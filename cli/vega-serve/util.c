@@ -77,12 +77,23 @@ void sbuf_html(struct sbuf *b, const char *s, size_t n)
     for (size_t i = 0; i < n; i++) {
         const char *rep = NULL;
         switch (s[i]) {
-        case '&': rep = "&amp;"; break;
-        case '<': rep = "&lt;"; break;
-        case '>': rep = "&gt;"; break;
-        case '"': rep = "&quot;"; break;
-        case '\'': rep = "&#39;"; break;
-        default: continue;
+        case '&':
+            rep = "&amp;";
+            break;
+        case '<':
+            rep = "&lt;";
+            break;
+        case '>':
+            rep = "&gt;";
+            break;
+        case '"':
+            rep = "&quot;";
+            break;
+        case '\'':
+            rep = "&#39;";
+            break;
+        default:
+            continue;
         }
         sbuf_add(b, s + start, i - start);
         sbuf_adds(b, rep);

@@ -5,12 +5,12 @@
  * (Retry with an authenticated token, Version Negotiation, routing by CID, ECN) that answers every
  * HTTP/3 request with one hand-encoded response. A test harness, not an HTTP/3 implementation. */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <arpa/inet.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -27,17 +27,17 @@
 #include <vega/quic.h>
 #include <vega/quic_wire.h>
 
-#define DGRAM_CAP     1500   /* room per datagram (the core's DPLPMTUD stops at 1452 by default) */
-#define RECV_CAP      65536
-#define RECV_BATCH    256    /* datagrams read per wakeup before we let the core write */
-#define WRITE_BATCH   1024   /* datagrams written per round (the core returns 0 before that) */
-#define MAX_CONNS     16     /* server: live connections */
-#define MAX_REQS      32     /* server: bidirectional request streams tracked per connection */
-#define MAX_SCIDS     16     /* server: our CIDs per connection looked at for routing */
-#define MAX_BODY      (1u << 20)
-#define MAX_FILE      (1u << 20)
-#define TOKEN_TTL_NS  (10ull * 1000000000ull)
-#define H3_NO_ERROR   0x100
+#define DGRAM_CAP          1500 /* room per datagram (the core's DPLPMTUD stops at 1452 by default) */
+#define RECV_CAP           65536
+#define RECV_BATCH         256  /* datagrams read per wakeup before we let the core write */
+#define WRITE_BATCH        1024 /* datagrams written per round (the core returns 0 before that) */
+#define MAX_CONNS          16   /* server: live connections */
+#define MAX_REQS           32   /* server: bidirectional request streams tracked per connection */
+#define MAX_SCIDS          16   /* server: our CIDs per connection looked at for routing */
+#define MAX_BODY           (1u << 20)
+#define MAX_FILE           (1u << 20)
+#define TOKEN_TTL_NS       (10ull * 1000000000ull)
+#define H3_NO_ERROR        0x100
 #define H3_SETTINGS_STREAM "\x00\x04\x00" /* control stream type 0, SETTINGS, length 0 */
 
 static const char *prog = "vega-quic-probe";
@@ -70,10 +70,14 @@ static uint64_t wall_ms(void)
 static const char *suite_name(uint16_t s)
 {
     switch (s) {
-    case VEGA_QUIC_TLS_AES_128_GCM_SHA256: return "TLS_AES_128_GCM_SHA256";
-    case VEGA_QUIC_TLS_AES_256_GCM_SHA384: return "TLS_AES_256_GCM_SHA384";
-    case VEGA_QUIC_TLS_CHACHA20_POLY1305_SHA256: return "TLS_CHACHA20_POLY1305_SHA256";
-    default: return "unknown";
+    case VEGA_QUIC_TLS_AES_128_GCM_SHA256:
+        return "TLS_AES_128_GCM_SHA256";
+    case VEGA_QUIC_TLS_AES_256_GCM_SHA384:
+        return "TLS_AES_256_GCM_SHA384";
+    case VEGA_QUIC_TLS_CHACHA20_POLY1305_SHA256:
+        return "TLS_CHACHA20_POLY1305_SHA256";
+    default:
+        return "unknown";
     }
 }
 
@@ -81,32 +85,58 @@ static const char *suite_name(uint16_t s)
 static const char *alert_name(unsigned a)
 {
     switch (a) {
-    case 0: return "close_notify";
-    case 10: return "unexpected_message";
-    case 20: return "bad_record_mac";
-    case 22: return "record_overflow";
-    case 40: return "handshake_failure";
-    case 42: return "bad_certificate";
-    case 43: return "unsupported_certificate";
-    case 44: return "certificate_revoked";
-    case 45: return "certificate_expired";
-    case 46: return "certificate_unknown";
-    case 47: return "illegal_parameter";
-    case 48: return "unknown_ca";
-    case 49: return "access_denied";
-    case 50: return "decode_error";
-    case 51: return "decrypt_error";
-    case 70: return "protocol_version";
-    case 71: return "insufficient_security";
-    case 80: return "internal_error";
-    case 86: return "inappropriate_fallback";
-    case 109: return "missing_extension";
-    case 110: return "unsupported_extension";
-    case 112: return "unrecognized_name";
-    case 115: return "unknown_psk_identity";
-    case 116: return "certificate_required";
-    case 120: return "no_application_protocol";
-    default: return "unknown_alert";
+    case 0:
+        return "close_notify";
+    case 10:
+        return "unexpected_message";
+    case 20:
+        return "bad_record_mac";
+    case 22:
+        return "record_overflow";
+    case 40:
+        return "handshake_failure";
+    case 42:
+        return "bad_certificate";
+    case 43:
+        return "unsupported_certificate";
+    case 44:
+        return "certificate_revoked";
+    case 45:
+        return "certificate_expired";
+    case 46:
+        return "certificate_unknown";
+    case 47:
+        return "illegal_parameter";
+    case 48:
+        return "unknown_ca";
+    case 49:
+        return "access_denied";
+    case 50:
+        return "decode_error";
+    case 51:
+        return "decrypt_error";
+    case 70:
+        return "protocol_version";
+    case 71:
+        return "insufficient_security";
+    case 80:
+        return "internal_error";
+    case 86:
+        return "inappropriate_fallback";
+    case 109:
+        return "missing_extension";
+    case 110:
+        return "unsupported_extension";
+    case 112:
+        return "unrecognized_name";
+    case 115:
+        return "unknown_psk_identity";
+    case 116:
+        return "certificate_required";
+    case 120:
+        return "no_application_protocol";
+    default:
+        return "unknown_alert";
     }
 }
 
@@ -125,8 +155,8 @@ static void describe_close(char *out, size_t cap, const vega_quic_event *ev)
         snprintf(out, cap, "application error 0x%" PRIx64 " %s reason \"%s\"", ev->error_code, who,
                  reason);
     else if (ev->error_code >= 0x100 && ev->error_code <= 0x1ff)
-        snprintf(out, cap, "CRYPTO_ERROR 0x%" PRIx64 " (alert %s) %s reason \"%s\"",
-                 ev->error_code, alert_name((unsigned)(ev->error_code - 0x100)), who, reason);
+        snprintf(out, cap, "CRYPTO_ERROR 0x%" PRIx64 " (alert %s) %s reason \"%s\"", ev->error_code,
+                 alert_name((unsigned)(ev->error_code - 0x100)), who, reason);
     else
         snprintf(out, cap, "transport error %s (0x%" PRIx64 ") %s reason \"%s\"",
                  vega_quic_transport_error_name(ev->error_code), ev->error_code, who, reason);
@@ -230,8 +260,11 @@ static ssize_t recv_dgram(int fd, uint8_t *buf, size_t cap, struct sockaddr_stor
         struct cmsghdr align;
         uint8_t b[CMSG_SPACE(sizeof(int)) * 2];
     } ctl;
-    struct msghdr m = {.msg_name = peer, .msg_namelen = peer ? sizeof *peer : 0,
-                       .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
+    struct msghdr m = {.msg_name = peer,
+                       .msg_namelen = peer ? sizeof *peer : 0,
+                       .msg_iov = &iov,
+                       .msg_iovlen = 1,
+                       .msg_control = ctl.b,
                        .msg_controllen = sizeof ctl.b};
     ssize_t n = recvmsg(fd, &m, 0);
     *ecn = VEGA_QUIC_ECN_NOT_ECT;
@@ -240,8 +273,7 @@ static ssize_t recv_dgram(int fd, uint8_t *buf, size_t cap, struct sockaddr_stor
     if (peer_len)
         *peer_len = m.msg_namelen;
     for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
-        if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_TOS &&
-            cm->cmsg_len >= CMSG_LEN(1))
+        if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_TOS && cm->cmsg_len >= CMSG_LEN(1))
             *ecn = CMSG_DATA(cm)[0] & 3;
         else if (cm->cmsg_level == IPPROTO_IPV6 && cm->cmsg_type == IPV6_TCLASS &&
                  cm->cmsg_len >= CMSG_LEN(sizeof(int))) {
@@ -288,7 +320,8 @@ static int flush_conn(int fd, int family, int *tos, vega_quic_conn *c,
     return n;
 }
 
-/* ---- client ------------------------------------------------------------------------------------ */
+/* ---- client ------------------------------------------------------------------------------------
+ */
 
 struct client_opts {
     const char *host, *port, *alpn, *ca, *sni, *get, *out;
@@ -298,8 +331,16 @@ struct client_opts {
     uint64_t timeout_ms;
 };
 
-enum cstate { C_HANDSHAKE, C_CONFIRM, C_TICKET, C_MIGRATE, C_KU_WAIT, C_FINISH, C_CLOSING,
-              C_DONE };
+enum cstate {
+    C_HANDSHAKE,
+    C_CONFIRM,
+    C_TICKET,
+    C_MIGRATE,
+    C_KU_WAIT,
+    C_FINISH,
+    C_CLOSING,
+    C_DONE
+};
 
 /* --get: one HTTP/3 GET, hand-encoded (QPACK static table only, no Huffman), and its response
  * read frame by frame: the status from the field section's first line, DATA counted (and
@@ -309,12 +350,12 @@ struct get {
     bool started, done;
     FILE *out;
     uint64_t body, start_ns;
-    unsigned status;         /* 0: not seen or not a static-table status */
-    uint8_t hdr[16];         /* a frame header being read */
+    unsigned status; /* 0: not seen or not a static-table status */
+    uint8_t hdr[16]; /* a frame header being read */
     size_t hlen;
-    uint64_t type, left;     /* the frame being read */
+    uint64_t type, left; /* the frame being read */
     bool in_frame, headers_seen;
-    uint8_t field[3];        /* the first bytes of the HEADERS payload */
+    uint8_t field[3]; /* the first bytes of the HEADERS payload */
     size_t nfield;
 };
 
@@ -339,8 +380,8 @@ static int get_start(vega_quic_conn *c, struct get *g, const char *authority, co
     size_t n = 0, alen = strlen(authority), plen = strlen(path);
     if (alen > 126 || plen > 126)
         return -1;
-    fs[n++] = 0x00; /* Required Insert Count 0 */
-    fs[n++] = 0x00; /* Base 0 */
+    fs[n++] = 0x00;      /* Required Insert Count 0 */
+    fs[n++] = 0x00;      /* Base 0 */
     fs[n++] = 0xc0 | 17; /* :method GET */
     fs[n++] = 0xc0 | 23; /* :scheme https */
     fs[n++] = 0x50 | 0;  /* :authority, literal value */
@@ -560,7 +601,8 @@ static void client_conn(const struct client_opts *o, int fd, const vega_quic_pat
                      : st == C_TICKET  ? "waiting for a session ticket"
                      : st == C_MIGRATE ? "migration"
                      : st == C_FINISH  ? "the GET"
-                     : st == C_CLOSING ? "closing" : "run",
+                     : st == C_CLOSING ? "closing"
+                                       : "run",
                      o->timeout_ms);
             break;
         }
@@ -596,8 +638,8 @@ static void client_conn(const struct client_opts *o, int fd, const vega_quic_pat
                 die("vega_quic_conn_read: %s", vega_crypto_strerror(rc));
         }
         t = now_ns();
-        if (vega_quic_conn_expiry(c) <= t && vega_quic_conn_handle_expiry(c, t) == VEGA_ERR_CLOSED &&
-            st == C_CLOSING) {
+        if (vega_quic_conn_expiry(c) <= t &&
+            vega_quic_conn_handle_expiry(c, t) == VEGA_ERR_CLOSED && st == C_CLOSING) {
             st = C_DONE;
             res->rc = 0;
         }
@@ -611,8 +653,7 @@ static void client_conn(const struct client_opts *o, int fd, const vega_quic_pat
                 static const char *early[] = {"none", "offered", "accepted", "rejected"};
                 printf("handshake ok: version=0x%08" PRIx32 " alpn=%s suite=%s resumed=%s "
                        "early_data=%s retry=%s handshake_ms=%.2f srtt_ms=%.2f\n",
-                       info.version, info.alpn, suite_name(info.suite),
-                       info.resumed ? "yes" : "no",
+                       info.version, info.alpn, suite_name(info.suite), info.resumed ? "yes" : "no",
                        (unsigned)info.early_data <= 3 ? early[info.early_data] : "?",
                        retries_seen ? "yes" : "no", (double)(now_ns() - start) / 1e6,
                        (double)info.smoothed_rtt_ns / 1e6);
@@ -625,7 +666,8 @@ static void client_conn(const struct client_opts *o, int fd, const vega_quic_pat
                 }
                 if (o->get && !g.started &&
                     get_start(c, &g, o->sni ? o->sni : o->host, o->get) < 0) {
-                    snprintf(failure, sizeof failure, "could not send the GET (path or name "
+                    snprintf(failure, sizeof failure,
+                             "could not send the GET (path or name "
                              "too long, or no stream)");
                     st = C_DONE;
                     break;
@@ -690,8 +732,10 @@ static void client_conn(const struct client_opts *o, int fd, const vega_quic_pat
                 if (st != C_MIGRATE)
                     break;
                 if (ev.error_code != 1) {
-                    snprintf(failure, sizeof failure, "migration: the new path (port %u) did not "
-                             "validate; back on the old one", sa_port(&paths[1].local));
+                    snprintf(failure, sizeof failure,
+                             "migration: the new path (port %u) did not "
+                             "validate; back on the old one",
+                             sa_port(&paths[1].local));
                     st = C_DONE;
                     break;
                 }
@@ -712,7 +756,8 @@ static void client_conn(const struct client_opts *o, int fd, const vega_quic_pat
                     /* Incompatible version negotiation (RFC 9000 §6.2, RFC 9368 §2.1): the
                      * core abandons the attempt; the driver starts over in a listed version. */
                     printf("version negotiation: 0x%08" PRIx32 " refused, server offers "
-                           "0x%08" PRIx32 "\n", version, vn_pick);
+                           "0x%08" PRIx32 "\n",
+                           version, vn_pick);
                     fflush(stdout);
                     res->rc = 2;
                     res->vn_version = vn_pick;
@@ -763,7 +808,8 @@ static void client_conn(const struct client_opts *o, int fd, const vega_quic_pat
                     static const uint8_t grease[] = {0x40, 0x21, 'v', 'e', 'g', 'a'};
                     if (vega_quic_stream_open(c, false, &ku_stream) < 0 ||
                         vega_quic_stream_write(c, ku_stream, grease, sizeof grease, true) < 0) {
-                        snprintf(failure, sizeof failure, "could not open a stream after the "
+                        snprintf(failure, sizeof failure,
+                                 "could not open a stream after the "
                                  "key update");
                         break;
                     }
@@ -860,13 +906,14 @@ static int run_client(const struct client_opts *o)
     return result;
 }
 
-/* ---- server ------------------------------------------------------------------------------------ */
+/* ---- server ------------------------------------------------------------------------------------
+ */
 
 struct req {
     uint64_t id;
-    uint64_t got;     /* request bytes read */
+    uint64_t got; /* request bytes read */
     bool answered;
-    size_t sent;      /* response bytes queued */
+    size_t sent; /* response bytes queued */
 };
 
 struct sconn {
@@ -890,7 +937,7 @@ struct server {
     struct sconn conns[MAX_CONNS];
     bool retry;
     uint8_t token_key[32];
-    uint8_t *resp;     /* HEADERS + DATA frames of the response */
+    uint8_t *resp; /* HEADERS + DATA frames of the response */
     size_t resp_len;
     unsigned done, count;
     unsigned retries_sent, vn_sent, dropped;
@@ -951,9 +998,14 @@ static void send_retry(struct server *s, const vega_quic_hdr *h,
     if (token_mac(s, tok, n, peer, peer_len, rscid, sizeof rscid, tok + n) != 16)
         return;
     n += 16;
-    vega_quic_hdr r = {.type = VEGA_QUIC_PKT_RETRY, .version = h->version, .dcid = h->scid,
-                       .dcid_len = h->scid_len, .scid = rscid, .scid_len = sizeof rscid,
-                       .token = tok, .token_len = n};
+    vega_quic_hdr r = {.type = VEGA_QUIC_PKT_RETRY,
+                       .version = h->version,
+                       .dcid = h->scid,
+                       .dcid_len = h->scid_len,
+                       .scid = rscid,
+                       .scid_len = sizeof rscid,
+                       .token = tok,
+                       .token_len = n};
     vega_ssize w = vega_quic_retry_write(out, sizeof out, &r, 0, h->dcid, h->dcid_len);
     if (w > 0 && sendto(s->fd, out, (size_t)w, 0, (const struct sockaddr *)peer, peer_len) > 0)
         s->retries_sent++;
@@ -998,8 +1050,7 @@ static struct sconn *route(struct server *s, const vega_quic_hdr *h)
         for (size_t k = 0; k < n && k < MAX_SCIDS; k++)
             if (lens[k] == h->dcid_len && memcmp(ids[k], h->dcid, h->dcid_len) == 0)
                 return sc;
-        if (sc->first_dcid_len == h->dcid_len &&
-            memcmp(sc->first_dcid, h->dcid, h->dcid_len) == 0)
+        if (sc->first_dcid_len == h->dcid_len && memcmp(sc->first_dcid, h->dcid, h->dcid_len) == 0)
             return sc;
     }
     return NULL;
@@ -1021,8 +1072,11 @@ static struct sconn *accept_initial(struct server *s, const vega_quic_hdr *h, si
     }
     if (h->type != VEGA_QUIC_PKT_INITIAL || dgram_len < VEGA_QUIC_MIN_INITIAL_SIZE)
         return NULL;
-    vega_quic_server_params sp = {.version = h->version, .dcid = h->dcid, .dcid_len = h->dcid_len,
-                                  .scid = h->scid, .scid_len = h->scid_len};
+    vega_quic_server_params sp = {.version = h->version,
+                                  .dcid = h->dcid,
+                                  .dcid_len = h->dcid_len,
+                                  .scid = h->scid,
+                                  .scid_len = h->scid_len};
     uint8_t odcid[VEGA_QUIC_MAX_CID_LEN];
     size_t odcid_len = 0;
     bool retried = false;
@@ -1076,8 +1130,8 @@ static void pump_resp(struct server *s, struct sconn *sc, struct req *r)
 {
     if (!r->answered || r->sent == s->resp_len)
         return;
-    vega_ssize w = vega_quic_stream_write(sc->c, r->id, s->resp + r->sent, s->resp_len - r->sent,
-                                          true);
+    vega_ssize w =
+        vega_quic_stream_write(sc->c, r->id, s->resp + r->sent, s->resp_len - r->sent, true);
     if (w > 0)
         r->sent += (size_t)w;
 }
@@ -1149,17 +1203,16 @@ static void finish_conn(struct server *s, struct sconn *sc)
     vega_quic_conn_get_info(sc->c, &info);
     static const char *early[] = {"none", "offered", "accepted", "rejected"};
     printf("connection done: version=0x%08" PRIx32 " alpn=%s suite=%s retry=%s handshake=%s "
-           "resumed=%s early_data=%s requests=%zu req_bytes=%" PRIu64 " bytes_in=%" PRIu64 " bytes_out=%" PRIu64
-           " key_updates=%" PRIu64 " migrations=%" PRIu64 " paths_validated=%u pmtu=%zu"
+           "resumed=%s early_data=%s requests=%zu req_bytes=%" PRIu64 " bytes_in=%" PRIu64
+           " bytes_out=%" PRIu64 " key_updates=%" PRIu64 " migrations=%" PRIu64
+           " paths_validated=%u pmtu=%zu"
            " close=%s\n",
            info.version, info.alpn[0] ? info.alpn : "-", suite_name(info.suite),
            sc->retried ? "yes" : "no", info.handshake_done ? "yes" : "no",
            info.resumed ? "yes" : "no",
-           (unsigned)info.early_data <= 3 ? early[info.early_data] : "?",
-           sc->answered, sc->req_bytes,
-           sc->bytes_in, sc->bytes_out, info.key_updates, info.migrations, sc->paths_validated,
-           info.pmtu,
-           sc->close_desc[0] ? sc->close_desc : "none");
+           (unsigned)info.early_data <= 3 ? early[info.early_data] : "?", sc->answered,
+           sc->req_bytes, sc->bytes_in, sc->bytes_out, info.key_updates, info.migrations,
+           sc->paths_validated, info.pmtu, sc->close_desc[0] ? sc->close_desc : "none");
     fflush(stdout);
     vega_quic_conn_free(sc->c);
     sc->c = NULL;
@@ -1167,8 +1220,8 @@ static void finish_conn(struct server *s, struct sconn *sc)
 }
 
 static int run_server(const char *addr, const char *port, const char *cert, const char *keyf,
-                      const char *alpn, bool retry, bool early, unsigned count,
-                      uint64_t body_len, uint64_t timeout_ms, uint64_t idle_ms)
+                      const char *alpn, bool retry, bool early, unsigned count, uint64_t body_len,
+                      uint64_t timeout_ms, uint64_t idle_ms)
 {
     struct server *s = calloc(1, sizeof *s);
     if (!s)
@@ -1255,8 +1308,10 @@ static int run_server(const char *addr, const char *port, const char *cert, cons
     while (s->done < s->count || s->count == 0) {
         uint64_t t = now_ns();
         if (t >= deadline) {
-            fprintf(stderr, "%s: server timed out after %" PRIu64 " ms with %u of %u "
-                    "connections done\n", prog, timeout_ms, s->done, s->count);
+            fprintf(stderr,
+                    "%s: server timed out after %" PRIu64 " ms with %u of %u "
+                    "connections done\n",
+                    prog, timeout_ms, s->done, s->count);
             result = 1;
             break;
         }
@@ -1326,8 +1381,8 @@ static int run_server(const char *addr, const char *port, const char *cert, cons
                 finish_conn(s, sc);
         }
     }
-    printf("server done: connections=%u retries_sent=%u vn_sent=%u dropped_initials=%u\n",
-           s->done, s->retries_sent, s->vn_sent, s->dropped);
+    printf("server done: connections=%u retries_sent=%u vn_sent=%u dropped_initials=%u\n", s->done,
+           s->retries_sent, s->vn_sent, s->dropped);
     for (size_t i = 0; i < MAX_CONNS; i++)
         vega_quic_conn_free(s->conns[i].c);
     vega_crypto_cleanse(ticket_key, sizeof ticket_key);
@@ -1340,17 +1395,19 @@ static int run_server(const char *addr, const char *port, const char *cert, cons
     return result;
 }
 
-/* ---- main -------------------------------------------------------------------------------------- */
+/* ---- main --------------------------------------------------------------------------------------
+ */
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: %s client HOST PORT [--alpn P] [--version v1|v2] [--chacha|--aes256]\n"
-            "            [--key-update] [--migrate] [--resume [--early-data]] [--insecure|--ca FILE]\n"
-            "            [--sni NAME] [--get PATH [--out FILE]] [--timeout-ms N] [--no-ecn]\n"
-            "       %s server ADDR PORT --cert FILE --key FILE [--alpn P] [--retry] [--count N]\n"
-            "            [--body-size N] [--early-data] [--idle-ms N] [--timeout-ms N] [--no-ecn]\n",
-            prog, prog);
+    fprintf(
+        stderr,
+        "usage: %s client HOST PORT [--alpn P] [--version v1|v2] [--chacha|--aes256]\n"
+        "            [--key-update] [--migrate] [--resume [--early-data]] [--insecure|--ca FILE]\n"
+        "            [--sni NAME] [--get PATH [--out FILE]] [--timeout-ms N] [--no-ecn]\n"
+        "       %s server ADDR PORT --cert FILE --key FILE [--alpn P] [--retry] [--count N]\n"
+        "            [--body-size N] [--early-data] [--idle-ms N] [--timeout-ms N] [--no-ecn]\n",
+        prog, prog);
     exit(2);
 }
 
@@ -1466,10 +1523,21 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "client")) {
         if (!insecure && !ca)
             die("client: --ca FILE or --insecure is required");
-        struct client_opts o = {.host = argv[2], .port = argv[3], .alpn = alpn, .ca = ca,
-                                .sni = sni, .version = version, .suite = suite, .key_update = ku,
-                                .insecure = insecure, .resume = resume, .early_data = early,
-                                .migrate = migrate, .get = get, .out = out, .timeout_ms = timeout_ms};
+        struct client_opts o = {.host = argv[2],
+                                .port = argv[3],
+                                .alpn = alpn,
+                                .ca = ca,
+                                .sni = sni,
+                                .version = version,
+                                .suite = suite,
+                                .key_update = ku,
+                                .insecure = insecure,
+                                .resume = resume,
+                                .early_data = early,
+                                .migrate = migrate,
+                                .get = get,
+                                .out = out,
+                                .timeout_ms = timeout_ms};
         return run_client(&o);
     }
     if (!strcmp(mode, "server")) {

@@ -13,11 +13,11 @@
 #include <vega/mem.h>
 #include <vega/time.h>
 
-#define vega__likely(x) __builtin_expect(!!(x), 1)
-#define vega__unlikely(x) __builtin_expect(!!(x), 0)
-#define VEGA__ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-#define VEGA__MIN(a, b) ((a) < (b) ? (a) : (b))
-#define VEGA__MAX(a, b) ((a) > (b) ? (a) : (b))
+#define vega__likely(x)                     __builtin_expect(!!(x), 1)
+#define vega__unlikely(x)                   __builtin_expect(!!(x), 0)
+#define VEGA__ARRAY_LEN(a)                  (sizeof(a) / sizeof((a)[0]))
+#define VEGA__MIN(a, b)                     ((a) < (b) ? (a) : (b))
+#define VEGA__MAX(a, b)                     ((a) > (b) ? (a) : (b))
 #define VEGA__CONTAINER_OF(p, type, member) ((type *)((char *)(p)-offsetof(type, member)))
 
 /* Reports a broken invariant and aborts. */
@@ -30,11 +30,11 @@ _Noreturn void vega__panic(const char *file, int line, const char *fmt, ...)
 #ifdef NDEBUG
 #define VEGA_ASSERT(x) ((void)0)
 #define VEGA_ALWAYS(x) (x)
-#define VEGA_NEVER(x) (x)
+#define VEGA_NEVER(x)  (x)
 #else
 #define VEGA_ASSERT(x) ((x) ? (void)0 : VEGA_PANIC("assertion failed: %s", #x))
 #define VEGA_ALWAYS(x) ((x) ? 1 : (VEGA_PANIC("assertion failed: %s", #x), 0))
-#define VEGA_NEVER(x) ((x) ? (VEGA_PANIC("assertion failed: !(%s)", #x), 1) : 0)
+#define VEGA_NEVER(x)  ((x) ? (VEGA_PANIC("assertion failed: !(%s)", #x), 1) : 0)
 #endif
 
 /* Bound checks that cannot wrap. The rule of the house: room is checked by adding and

@@ -127,7 +127,7 @@ bool vega_err_is_fatal(int err)
     case VEGA_ERR_FULL:
     case VEGA_ERR_EMPTY:
     case VEGA_ERR_LAGGED:
-    case VEGA_ERR_CRYPTO_AUTH: /* one forged packet; the key context stays usable */
+    case VEGA_ERR_CRYPTO_AUTH:   /* one forged packet; the key context stays usable */
     case VEGA_ERR_DNS_NOT_FOUND: /* an answer about a name; the resolver stays usable */
     case VEGA_ERR_DNS_NO_ADDRESS:
     case VEGA_ERR_DNS_SERVER:

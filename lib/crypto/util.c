@@ -8,9 +8,15 @@
 #include "crypto_int.h"
 
 /* The messages live with every other library code in lib/base/err.c. */
-const char *vega_crypto_strerror(int err) { return vega_strerror(err); }
+const char *vega_crypto_strerror(int err)
+{
+    return vega_strerror(err);
+}
 
-const char *vega_crypto_err_name(int err) { return vega_err_name(err); }
+const char *vega_crypto_err_name(int err)
+{
+    return vega_err_name(err);
+}
 
 int vega_crypto_random(void *buf, size_t len)
 {

@@ -131,7 +131,8 @@ int vega_http_client_add_resolve(vega_http_client *c, const char *host, uint16_t
     return 0;
 }
 
-/* ---- the request head -------------------------------------------------------------------------- */
+/* ---- the request head --------------------------------------------------------------------------
+ */
 
 static bool ieq(const char *a, size_t an, const char *b)
 {
@@ -213,8 +214,8 @@ static int build_head(vega_http_client *c, struct hc_req *rq, const vega_http_ur
         hn = snprintf(host, sizeof host, "%s%.*s%s:%u", v6 ? "[" : "", (int)u->host.len,
                       u->host.ptr, v6 ? "]" : "", rq->key.port);
     else
-        hn = snprintf(host, sizeof host, "%s%.*s%s", v6 ? "[" : "", (int)u->host.len,
-                      u->host.ptr, v6 ? "]" : "");
+        hn = snprintf(host, sizeof host, "%s%.*s%s", v6 ? "[" : "", (int)u->host.len, u->host.ptr,
+                      v6 ? "]" : "");
 
     size_t nf = 0, cap = req->nfields + 8, total = strlen(rq->method) + tlen + 64;
     vega_http1_field *f = vega__mem_calloc(m, cap, sizeof *f);
@@ -309,7 +310,8 @@ static int prepare(vega_http_client *c, const vega_http_client_request *req, str
     return build_head(c, rq, &u);
 }
 
-/* ---- sending ----------------------------------------------------------------------------------- */
+/* ---- sending -----------------------------------------------------------------------------------
+ */
 
 /* Streams the body of body_fn. *used: set once body_fn was called (no retry after that). */
 static int send_body_fn(vega_http_client_response *r, const struct hc_req *rq, bool *used,

@@ -39,10 +39,10 @@ struct hc_conn {
     struct hc_key key;
     vega_stream *s; /* the socket stream, or the TLS stream over it */
     vega_addr peer;
-    char alpn[32];    /* "" when none */
+    char alpn[32];           /* "" when none */
     const char *tls_version; /* static, NULL without TLS */
     vega_tstamp idle_since;
-    unsigned uses;    /* responses completed on it */
+    unsigned uses;               /* responses completed on it */
     struct hc_conn *prev, *next; /* the pool's list, newest first */
     const vega_mem *mem;         /* the client's allocator, which made this struct */
 };
@@ -56,11 +56,11 @@ struct hc_resolve {
 
 struct vega_http_client {
     vega_http_client_opts o;
-    char *user_agent;        /* owned copy; "" = none */
-    vega_tls_config *tls;    /* a reference of our own */
-    vega_dns_resolver *dns;  /* for the DNS timing and the connects; created with the client */
-    pthread_mutex_t mu;      /* guards idle, nidle and resolves; never held across a suspension */
-    struct hc_conn *idle;    /* newest first */
+    char *user_agent;       /* owned copy; "" = none */
+    vega_tls_config *tls;   /* a reference of our own */
+    vega_dns_resolver *dns; /* for the DNS timing and the connects; created with the client */
+    pthread_mutex_t mu;     /* guards idle, nidle and resolves; never held across a suspension */
+    struct hc_conn *idle;   /* newest first */
     size_t nidle;
     struct hc_resolve *resolves;
 };
@@ -76,45 +76,45 @@ struct vega_http_client_response {
     vega_http_client *c;
     struct hc_conn *conn;
     vega_http_client_info info;
-    vega_deadline dl;        /* the exchange's deadline (NEVER when the request had none) */
+    vega_deadline dl; /* the exchange's deadline (NEVER when the request had none) */
     bool is_head;
-    bool conn_close_asked;   /* the request said Connection: close */
-    char method[24];         /* for vega_http_client_redirect's to_get */
+    bool conn_close_asked; /* the request said Connection: close */
+    char method[24];       /* for vega_http_client_redirect's to_get */
 
     /* parsing */
     vega_http1_parser parser;
     vega_http1_callbacks cb;
-    bool in_interim;         /* the head being parsed is a 1xx */
-    bool got_100;            /* a 100 (Continue) arrived */
-    unsigned interim;        /* 1xx responses seen */
-    bool head_done;          /* the final head was parsed */
-    bool msg_done;           /* the final response ended */
-    bool keep_alive;         /* the final head allows another request on the connection */
-    bool unusable;           /* something makes the connection unfit for reuse */
-    bool eof;                /* the connection ended */
-    bool any_byte;           /* a response byte arrived */
-    bool body_unsent;        /* the request body was not (fully) sent */
-    int err;                 /* sticky error of the body reader, 0 when none */
+    bool in_interim;  /* the head being parsed is a 1xx */
+    bool got_100;     /* a 100 (Continue) arrived */
+    unsigned interim; /* 1xx responses seen */
+    bool head_done;   /* the final head was parsed */
+    bool msg_done;    /* the final response ended */
+    bool keep_alive;  /* the final head allows another request on the connection */
+    bool unusable;    /* something makes the connection unfit for reuse */
+    bool eof;         /* the connection ended */
+    bool any_byte;    /* a response byte arrived */
+    bool body_unsent; /* the request body was not (fully) sent */
+    int err;          /* sticky error of the body reader, 0 when none */
     vega_http1_framing framing;
-    int cb_err;              /* a callback's failure (-ENOMEM, VEGA_ERR_PROTO) */
+    int cb_err; /* a callback's failure (-ENOMEM, VEGA_ERR_PROTO) */
 
     /* head storage */
     vega_http_fields fields, trailers, no_trailers; /* no_trailers: shown until the end */
     vega_http_field *field_items, *trailer_items;
     struct hc_arena_block *arena;
-    char *trace_buf;         /* the incoming head rebuilt for the trace hook */
+    char *trace_buf; /* the incoming head rebuilt for the trace hook */
     size_t trace_len, trace_cap;
     vega_http_trace_fn trace;
     void *trace_user;
 
     /* body */
     vega_decompressor *dec;
-    uint64_t delivered;      /* decoded body bytes given to the caller */
+    uint64_t delivered; /* decoded body bytes given to the caller */
     uint64_t max_body;
-    size_t rpos, rend;       /* unparsed bytes in rbuf */
-    size_t bpos, blen;       /* body bytes in bq not yet delivered */
-    uint8_t *direct;         /* during a direct read: the caller's buffer the body is in */
-    size_t direct_len;       /* body bytes the parser counted there */
+    size_t rpos, rend; /* unparsed bytes in rbuf */
+    size_t bpos, blen; /* body bytes in bq not yet delivered */
+    uint8_t *direct;   /* during a direct read: the caller's buffer the body is in */
+    size_t direct_len; /* body bytes the parser counted there */
     uint8_t rbuf[HC_RBUF];
     uint8_t bq[HC_RBUF];
 };

@@ -9,7 +9,8 @@
 
 #include "client_int.h"
 
-/* ---- storage for copied names and values ------------------------------------------------------ */
+/* ---- storage for copied names and values ------------------------------------------------------
+ */
 
 static char *arena_copy(vega_http_client_response *r, const char *s, size_t n)
 {
@@ -77,7 +78,8 @@ static void trace_flush(vega_http_client_response *r)
     r->trace_len = 0;
 }
 
-/* ---- parser events ---------------------------------------------------------------------------- */
+/* ---- parser events ----------------------------------------------------------------------------
+ */
 
 static int on_status(void *ud, int version, int status, vega_http1_span reason)
 {
@@ -201,7 +203,8 @@ static int on_message_complete(void *ud)
     return 1;
 }
 
-/* ---- reading ---------------------------------------------------------------------------------- */
+/* ---- reading ----------------------------------------------------------------------------------
+ */
 
 /* Feeds the unparsed bytes to the parser. The body queue must be empty. */
 static int parse_some(vega_http_client_response *r)
@@ -406,8 +409,8 @@ vega_ssize vega_http_client_response_read(vega_http_client_response *r, void *bu
     return n;
 }
 
-vega_ssize vega_http_client_response_read_all(vega_http_client_response *r, void **out,
-                                              size_t max, vega_deadline dl)
+vega_ssize vega_http_client_response_read_all(vega_http_client_response *r, void **out, size_t max,
+                                              vega_deadline dl)
 {
     if (out)
         *out = NULL;
@@ -464,7 +467,8 @@ void vega_http_client_body_free(vega_http_client *c, void *body)
         vega__mem_free(c->o.mem, body);
 }
 
-/* ---- the response object ---------------------------------------------------------------------- */
+/* ---- the response object ----------------------------------------------------------------------
+ */
 
 int vega__hc_response_new(vega_http_client *c, vega_http_client_response **out,
                           const vega_http_client_request *req)
@@ -546,10 +550,11 @@ const vega_http_client_info *vega_http_client_response_info(const vega_http_clie
     return &r->info;
 }
 
-/* ---- redirects -------------------------------------------------------------------------------- */
+/* ---- redirects --------------------------------------------------------------------------------
+ */
 
-vega_ssize vega_http_client_redirect(const vega_http_client_response *r, const char *url,
-                                     char *out, size_t cap, bool *to_get)
+vega_ssize vega_http_client_redirect(const vega_http_client_response *r, const char *url, char *out,
+                                     size_t cap, bool *to_get)
 {
     if (!r || !url || !out)
         return -EINVAL;
@@ -559,8 +564,8 @@ vega_ssize vega_http_client_redirect(const vega_http_client_response *r, const c
     const vega_http_field *loc = vega_http_fields_get(&r->fields, "location", 8);
     if (!loc)
         return -ENOENT;
-    vega_ssize n = vega_http_url_resolve(url, strlen(url), loc->value.ptr, loc->value.len, out,
-                                         cap);
+    vega_ssize n =
+        vega_http_url_resolve(url, strlen(url), loc->value.ptr, loc->value.len, out, cap);
     if (n == VEGA_ERR_PROTO)
         return VEGA_ERR_HTTP_URL;
     if (n < 0)

@@ -8,9 +8,16 @@
 #include "http1_int.h"
 #include "server_int.h"
 
-enum { HEAD_READY = 1, HEAD_CLOSE = 0, HEAD_PARKED = 2 };
+enum {
+    HEAD_READY = 1,
+    HEAD_CLOSE = 0,
+    HEAD_PARKED = 2
+};
 /* Inner answers of next_head's steps (never returned by it). */
-enum { HEAD_MORE = 3, HEAD_WAIT = 4 };
+enum {
+    HEAD_MORE = 3,
+    HEAD_WAIT = 4
+};
 
 /* ---- the active block ---------------------------------------------------------------------- */
 
@@ -372,8 +379,8 @@ static int wait_idle(struct srv_conn *c, struct srv_active *a, bool *woke)
     if (atomic_load_explicit(&srv->stopping, memory_order_relaxed))
         return HEAD_CLOSE;
     if (!c->idle_dl)
-        c->idle_dl = vega_deadline_in_ns(c->nreq ? srv->o.idle_timeout_ns
-                                                 : srv->o.header_timeout_ns);
+        c->idle_dl =
+            vega_deadline_in_ns(c->nreq ? srv->o.idle_timeout_ns : srv->o.header_timeout_ns);
     if (!c->sock)
         return HEAD_WAIT;
     if (c->tls || *woke || !c->drained) {
@@ -569,8 +576,8 @@ static void linger(struct srv_conn *c)
 int vega__srv_conn_run(struct srv_conn *c, bool woke)
 {
     vega_http_server *srv = c->srv;
-    if (!c->stream && (!c->sock || vega_stream_from_sock(&c->stream, c->sock,
-                                                          VEGA_STREAM_BORROW) < 0)) {
+    if (!c->stream &&
+        (!c->sock || vega_stream_from_sock(&c->stream, c->sock, VEGA_STREAM_BORROW) < 0)) {
         c->stream = NULL;
         vega__srv_conn_free(c);
         return -ENOMEM;

@@ -111,8 +111,8 @@ int vega__srv_write_error(struct srv_conn *c, int status)
     size_t rlen = strlen(reason);
     char body[96];
     int blen = snprintf(body, sizeof body, "%d %s\n", status, reason);
-    size_t need = 20 + rlen + SRV_DATE_LINE_LEN + 10 + srv->server_header_len + 64 + 40 + 24 +
-                  (size_t)blen;
+    size_t need =
+        20 + rlen + SRV_DATE_LINE_LEN + 10 + srv->server_header_len + 64 + 40 + 24 + (size_t)blen;
     if (!vega__fits(a->out_len, need, SRV_OUT_CAP) && vega__srv_flush(c, VEGA_DEADLINE_NEVER) < 0)
         return -EPIPE;
     char *w0 = (char *)a->out + a->out_len, *w = w0;
@@ -212,11 +212,12 @@ vega_ssize vega__srv_body_read(struct vega_http_exchange *x, void *buf, size_t l
     }
     /* chunked: the parser decodes from the buffer; feeding at most len bytes bounds the output */
     if (!b->chunked_init) {
-        static const char head[] = "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+        static const char head[] =
+            "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
         size_t consumed;
         vega_http1_parser_init(&a->parser, VEGA_HTTP1_REQUEST, &c->srv->o.limits, &chunk_cb, x);
-        if (vega_http1_parser_read(&a->parser, (const uint8_t *)head, sizeof head - 1,
-                                   &consumed) < 0) {
+        if (vega_http1_parser_read(&a->parser, (const uint8_t *)head, sizeof head - 1, &consumed) <
+            0) {
             b->failed = true;
             return VEGA_ERR_PROTO;
         }
@@ -496,9 +497,9 @@ vega_ssize vega_http_response_sendfile(vega_http_exchange *x, int fd, uint64_t o
         if ((r = vega__srv_flush(c, dl)) < 0)
             return r;
         size_t sent = 0;
-        vega_ssize k = len ? vega_stream_sendfile(c->stream, fd, (off_t)offset, len, &sent,
-                                                  write_dl(c, dl))
-                           : 0;
+        vega_ssize k =
+            len ? vega_stream_sendfile(c->stream, fd, (off_t)offset, len, &sent, write_dl(c, dl))
+                : 0;
         if (k < 0) {
             x->broken = true;
             x->error = (int)k;
@@ -555,8 +556,8 @@ int vega_http_response_finish(vega_http_exchange *x, const vega_http_field *trai
     }
     a->out_count++;
     /* Hold the response back only while the next pipelined request is already here to answer. */
-    if (!x->want_close && !x->close_delimited && x->body.done && a->out_count < srv->o.max_pipelined &&
-        a->out_len < SRV_OUT_CAP / 2 &&
+    if (!x->want_close && !x->close_delimited && x->body.done &&
+        a->out_count < srv->o.max_pipelined && a->out_len < SRV_OUT_CAP / 2 &&
         vega__srv_head_complete(a->in + a->in_pos, a->in_end - a->in_pos))
         return 0;
     return vega__srv_flush(c, dl);

@@ -31,15 +31,15 @@ int vega_http_server_new(vega_http_server **out, const vega_http_server_opts *op
         l.max_start_line < 16 || l.max_field_line < 4 || l.max_fields > 100000 ||
         l.max_field_section > (64u << 20))
         return -EINVAL;
-    if (opts->server_header && !vega_http_field_value_is_valid(opts->server_header,
-                                                               strlen(opts->server_header)))
+    if (opts->server_header &&
+        !vega_http_field_value_is_valid(opts->server_header, strlen(opts->server_header)))
         return -EINVAL;
     if (opts->server_header && strlen(opts->server_header) > 1024)
         return -EINVAL;
     if (opts->tls && vega_tls_config_role(opts->tls) != VEGA_TLS_SERVER)
         return -EINVAL;
-    if (opts->mem && !(opts->mem->malloc && opts->mem->calloc && opts->mem->realloc &&
-                       opts->mem->free))
+    if (opts->mem &&
+        !(opts->mem->malloc && opts->mem->calloc && opts->mem->realloc && opts->mem->free))
         return -EINVAL;
     void *base;
     vega_http_server *s = vega__mem_calloc_aligned(opts->mem, 64, sizeof *s, &base);

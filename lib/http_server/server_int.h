@@ -19,7 +19,7 @@
 #define SRV_OUT_CAP 16384
 /* First size of the read buffer; it grows (up to the head limits) only for a head that does
  * not fit. */
-#define SRV_IN_CAP 16384
+#define SRV_IN_CAP          16384
 #define SRV_MAX_BLANK_BYTES 16 /* CR and LF bytes ignored before a request line: 8 CRLFs */
 /* Room kept after a complete head for reading its body through the buffer. */
 #define SRV_IN_RESERVE 4096
@@ -28,7 +28,7 @@
 #define SRV_DRAIN_MAX (256u * 1024u)
 /* Lingering close after an error response: how long and how much we read before closing, so
  * that the client's unread request does not turn our response into a reset. */
-#define SRV_LINGER_NS (500ull * VEGA_NS_PER_MS)
+#define SRV_LINGER_NS  (500ull * VEGA_NS_PER_MS)
 #define SRV_LINGER_MAX (64u * 1024u)
 /* Listeners per server. */
 #define SRV_MAX_LISTENERS 64
@@ -99,14 +99,14 @@ struct srv_conn {
     vega_sock *sock;              /* NULL when served over a caller's stream */
     vega_stream *stream;          /* over sock (borrowed) or the caller's; TLS when tls */
     bool tls;
-    bool head_started;            /* a byte of the next head came (blank lines count) */
-    uint8_t blank_lines;          /* CR and LF bytes skipped before the next request line */
+    bool head_started;   /* a byte of the next head came (blank lines count) */
+    uint8_t blank_lines; /* CR and LF bytes skipped before the next request line */
     uint64_t id;
     unsigned nreq;
-    vega_deadline idle_dl;        /* the next head's deadline: idle (or first request) before
-                                     its first byte, header_timeout from it; 0: not set */
-    bool drained;                 /* the last read left nothing in the socket (it came back
-                                     short or empty): parking now cannot miss a wake */
+    vega_deadline idle_dl; /* the next head's deadline: idle (or first request) before
+                              its first byte, header_timeout from it; 0: not set */
+    bool drained;          /* the last read left nothing in the socket (it came back
+                              short or empty): parking now cannot miss a wake */
     struct srv_addr peer, local;
     struct srv_active *a;
 };
@@ -134,21 +134,21 @@ struct vega_http_exchange {
     vega_http_request req;
     vega_http_fields fields;
     struct srv_body body;
-    bool keep_alive;       /* the request allows another one after it */
-    bool want_close;       /* set_close, or the server decided */
-    bool continue_sent;    /* 100 Continue went out */
-    bool started;          /* a final response head is built */
+    bool keep_alive;    /* the request allows another one after it */
+    bool want_close;    /* set_close, or the server decided */
+    bool continue_sent; /* 100 Continue went out */
+    bool started;       /* a final response head is built */
     bool finished;
-    bool no_body;          /* HEAD, 204, 304: body bytes are counted and dropped */
-    bool chunked;          /* response framing */
-    bool close_delimited;  /* HTTP/1.0 with an unknown length */
-    bool broken;           /* a write failed: the connection closes */
-    bool te_unknown;       /* Transfer-Encoding named a coding other than chunked */
-    bool head_stop;        /* the head parser reached the end of the head */
+    bool no_body;         /* HEAD, 204, 304: body bytes are counted and dropped */
+    bool chunked;         /* response framing */
+    bool close_delimited; /* HTTP/1.0 with an unknown length */
+    bool broken;          /* a write failed: the connection closes */
+    bool te_unknown;      /* Transfer-Encoding named a coding other than chunked */
+    bool head_stop;       /* the head parser reached the end of the head */
     int status;
-    uint64_t length;       /* announced response length or VEGA_HTTP_LENGTH_UNKNOWN */
-    uint64_t written;      /* response body bytes accepted from the handler */
-    uint64_t body_bytes;   /* for the log */
+    uint64_t length;     /* announced response length or VEGA_HTTP_LENGTH_UNKNOWN */
+    uint64_t written;    /* response body bytes accepted from the handler */
+    uint64_t body_bytes; /* for the log */
     int error;
 };
 
@@ -164,7 +164,7 @@ struct srv_active {
     size_t scan;     /* where the search for the head's end resumes */
     size_t head_end; /* end of the current request's head */
     size_t out_len;
-    unsigned out_count; /* responses coalesced in out */
+    unsigned out_count;    /* responses coalesced in out */
     vega_addr peer, local; /* the connection's addresses in full, for vega_http_request */
     uint8_t out[SRV_OUT_CAP];
     vega_http_field field_store[]; /* max_fields */
@@ -172,8 +172,7 @@ struct srv_active {
 
 /* Reads from the connection, noting whether the socket was left empty. A park's wake is an
  * edge: bytes that were already there when it armed would never wake it. */
-static inline vega_ssize vega__srv_read(struct srv_conn *c, void *buf, size_t len,
-                                        vega_deadline dl)
+static inline vega_ssize vega__srv_read(struct srv_conn *c, void *buf, size_t len, vega_deadline dl)
 {
     vega_ssize n = vega_stream_read(c->stream, buf, len, dl);
     c->drained = (n > 0 && (size_t)n < len) || n == -ETIMEDOUT;

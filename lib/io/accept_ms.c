@@ -8,8 +8,8 @@
 
 #include "io_int.h"
 
-#define AQ_HIGH 64  /* queued connections at which the multishot stops */
-#define AQ_LOW 16   /* ... and at or below which a taker starts it again */
+#define AQ_HIGH 64 /* queued connections at which the multishot stops */
+#define AQ_LOW  16 /* ... and at or below which a taker starts it again */
 /* The hard bound: after the stop the kernel may still post what it accepted before it saw the
  * cancel (at most a completion queue's worth, 512 here); a connection beyond this is closed. */
 #define AQ_CAP 1024
@@ -21,16 +21,16 @@ struct aq_waiter {
 };
 
 struct vega__accept_ms {
-    struct vega__watch watch;  /* the kernel's multishot; its home is where it started */
-    vega__spin lock;           /* everything below; taken inside the home's op lock */
+    struct vega__watch watch; /* the kernel's multishot; its home is where it started */
+    vega__spin lock;          /* everything below; taken inside the home's op lock */
     vega_sock *sock;
     unsigned head, count;
     struct aq_waiter *waiters;
-    bool active;   /* started, and its end (gone) not seen yet */
-    bool stopping; /* its end was asked (queue at the high mark) */
-    bool closing;  /* the listener is closing: gone frees it */
-    bool off;      /* the driver or kernel has no multishot accept */
-    bool fallback; /* it ended with an error: the next take lets the caller meet it */
+    bool active;              /* started, and its end (gone) not seen yet */
+    bool stopping;            /* its end was asked (queue at the high mark) */
+    bool closing;             /* the listener is closing: gone frees it */
+    bool off;                 /* the driver or kernel has no multishot accept */
+    bool fallback;            /* it ended with an error: the next take lets the caller meet it */
     struct vega_task *closer; /* a task closing the listener, woken when the multishot ended */
     struct vega__accept_ms_info info;
     int q[AQ_CAP];

@@ -179,8 +179,7 @@ int vega_addr_format(const vega_addr *a, char *buf, size_t cap)
         if (plen == 0) {
             n = snprintf(tmp, sizeof(tmp), UNIX_PREFIX);
         } else if (sun->sun_path[0] == '\0') {
-            n = snprintf(tmp, sizeof(tmp), UNIX_PREFIX "@%.*s", (int)(plen - 1),
-                         sun->sun_path + 1);
+            n = snprintf(tmp, sizeof(tmp), UNIX_PREFIX "@%.*s", (int)(plen - 1), sun->sun_path + 1);
         } else {
             n = snprintf(tmp, sizeof(tmp), UNIX_PREFIX "%.*s", (int)strnlen(sun->sun_path, plen),
                          sun->sun_path);
@@ -306,8 +305,8 @@ static int gai_code(int e)
     }
 }
 
-int vega_addr_resolve(vega_addr *out, size_t max, const char *host, const char *port,
-                      int family, vega_deadline dl)
+int vega_addr_resolve(vega_addr *out, size_t max, const char *host, const char *port, int family,
+                      vega_deadline dl)
 {
     uint16_t p;
     if (!out || max == 0 || !host || !*host || !port)

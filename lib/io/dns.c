@@ -10,9 +10,9 @@
 #include "dns_int.h"
 
 #define DEFAULT_CACHE_ENTRIES 512
-#define DEFAULT_MAX_TTL 86400
-#define DEFAULT_MAX_NEG_TTL 300
-#define UDP_BUF 4096 /* above the 1232 we advertise: a server that ignores it still parses */
+#define DEFAULT_MAX_TTL       86400
+#define DEFAULT_MAX_NEG_TTL   300
+#define UDP_BUF               4096 /* above the 1232 we advertise: a server that ignores it still parses */
 
 void vega_dns_opts_init(vega_dns_opts *o)
 {
@@ -162,8 +162,7 @@ static int set_search(vega_dns_resolver *r, const vega_dns_opts *o,
 
 static int check_options(const vega_dns_opts *o)
 {
-    if ((o->nameservers_len && !o->nameservers) ||
-        o->nameservers_len > VEGA_DNS_MAX_NAMESERVERS ||
+    if ((o->nameservers_len && !o->nameservers) || o->nameservers_len > VEGA_DNS_MAX_NAMESERVERS ||
         (o->search_set && o->search_len && !o->search) || o->search_len > VEGA__DNS_MAXSEARCH ||
         o->ndots > VEGA__DNS_MAX_NDOTS || o->attempts > VEGA__DNS_MAX_ATTEMPTS)
         return -EINVAL;
@@ -243,7 +242,10 @@ void vega__dns_resolver_stats(const vega_dns_resolver *r, struct vega__dns_stats
     s->hosts_hits = atomic_load_explicit(&r->hosts_hits, memory_order_relaxed);
 }
 
-static void count(atomic_uint_fast64_t *c) { atomic_fetch_add_explicit(c, 1, memory_order_relaxed); }
+static void count(atomic_uint_fast64_t *c)
+{
+    atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
 
 /* ---- one lookup ----------------------------------------------------------------------------- */
 
@@ -309,8 +311,8 @@ static bool all_done(const struct job *j)
 
 static int dq_build(struct job *j, struct dq *q)
 {
-    vega_ssize n = vega__dns_query_write(q->pkt, sizeof(q->pkt), &q->q,
-                                         q->edns ? j->r->edns_payload : 0);
+    vega_ssize n =
+        vega__dns_query_write(q->pkt, sizeof(q->pkt), &q->q, q->edns ? j->r->edns_payload : 0);
     if (n < 0)
         return (int)n;
     q->pkt_len = (size_t)n;
@@ -612,8 +614,7 @@ static int resolve_name(struct job *j, const char *name, int family, vega_addr *
             c.rcode = q->ans.rcode;
             c.naddr = q->ans.naddr;
             memcpy(c.addr, q->ans.addr, q->ans.naddr * sizeof(c.addr[0]));
-            (void)vega__dns_cache_put(&r->cache, name, q->q.qtype, &c, cache_ttl(r, &q->ans),
-                                      now);
+            (void)vega__dns_cache_put(&r->cache, name, q->q.qtype, &c, cache_ttl(r, &q->ans), now);
         }
         nx = nx || q->ans.rcode == VEGA__DNS_RC_NXDOMAIN;
         int f = q->q.qtype == VEGA__DNS_T_A ? AF_INET : AF_INET6;
@@ -645,8 +646,7 @@ static int resolve_name(struct job *j, const char *name, int family, vega_addr *
 static bool is_localhost(const char *lname)
 {
     size_t n = strlen(lname);
-    return strcmp(lname, "localhost") == 0 ||
-           (n > 10 && strcmp(lname + n - 10, ".localhost") == 0);
+    return strcmp(lname, "localhost") == 0 || (n > 10 && strcmp(lname + n - 10, ".localhost") == 0);
 }
 
 /* RFC 6761 §6.4: "invalid" and the names under it never exist; no server is asked. */
@@ -693,8 +693,8 @@ static size_t candidates(const vega_dns_resolver *r, const char *lname, bool abs
     return n;
 }
 
-int vega_dns_lookup(vega_dns_resolver *r, const char *name, int family, vega_addr *out,
-                    size_t max, size_t *n, vega_deadline dl)
+int vega_dns_lookup(vega_dns_resolver *r, const char *name, int family, vega_addr *out, size_t max,
+                    size_t *n, vega_deadline dl)
 {
     if (n)
         *n = 0;

@@ -6,7 +6,7 @@
 #include "dns_int.h"
 
 struct vega__dns_centry {
-    struct vega__dns_centry *hnext;            /* hash chain */
+    struct vega__dns_centry *hnext; /* hash chain */
     struct vega__dns_centry *lru_prev, *lru_next;
     uint64_t hash;
     vega_tstamp expires;

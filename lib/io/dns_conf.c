@@ -37,8 +37,7 @@ static size_t words(char *line, char **w, size_t max)
 }
 
 /* Calls fn on each line of text (copied into a NUL-terminated scratch buffer). */
-static int for_each_line(const char *text, size_t len, int (*fn)(char *line, void *arg),
-                         void *arg)
+static int for_each_line(const char *text, size_t len, int (*fn)(char *line, void *arg), void *arg)
 {
     char buf[1024];
     size_t i = 0;

@@ -11,12 +11,12 @@
 #include "dns_wire.h"
 #include "io_int.h"
 
-#define VEGA__DNS_CONF_MAXNS 3      /* nameserver lines honoured, as glibc's MAXNS */
-#define VEGA__DNS_MAXSEARCH 8       /* search domains kept */
-#define VEGA__DNS_MAX_NDOTS 15      /* glibc's RES_MAXNDOTS */
-#define VEGA__DNS_MAX_TIMEOUT_S 30  /* glibc's RES_MAXRETRANS */
-#define VEGA__DNS_MAX_ATTEMPTS 5    /* glibc's RES_MAXRETRY */
-#define VEGA__DNS_FILE_MAX (64u << 20) /* larger hosts/resolv.conf files are refused */
+#define VEGA__DNS_CONF_MAXNS    3           /* nameserver lines honoured, as glibc's MAXNS */
+#define VEGA__DNS_MAXSEARCH     8           /* search domains kept */
+#define VEGA__DNS_MAX_NDOTS     15          /* glibc's RES_MAXNDOTS */
+#define VEGA__DNS_MAX_TIMEOUT_S 30          /* glibc's RES_MAXRETRANS */
+#define VEGA__DNS_MAX_ATTEMPTS  5           /* glibc's RES_MAXRETRY */
+#define VEGA__DNS_FILE_MAX      (64u << 20) /* larger hosts/resolv.conf files are refused */
 
 /* ---- resolv.conf ---------------------------------------------------------------------------- */
 
@@ -25,12 +25,12 @@ struct vega__dns_conf {
     size_t nns;
     char search[VEGA__DNS_MAXSEARCH][VEGA__DNS_TEXT_MAX + 1]; /* lowercase, no trailing dot */
     size_t nsearch;
-    bool search_set;     /* a search or domain line was seen */
-    unsigned ndots;      /* default 1 */
-    unsigned timeout_s;  /* default 5 */
-    unsigned attempts;   /* default 2 */
-    bool rotate;         /* options rotate */
-    bool use_vc;         /* options use-vc: TCP only */
+    bool search_set;    /* a search or domain line was seen */
+    unsigned ndots;     /* default 1 */
+    unsigned timeout_s; /* default 5 */
+    unsigned attempts;  /* default 2 */
+    bool rotate;        /* options rotate */
+    bool use_vc;        /* options use-vc: TCP only */
 };
 
 /* Fills c with resolv.conf(5)'s defaults (no servers, no search list). */
@@ -76,7 +76,7 @@ struct vega__dns_centry;
 struct vega__dns_cache {
     vega__spin lock;
     struct vega__dns_centry **buckets;
-    size_t nbuckets;   /* a power of two */
+    size_t nbuckets;                              /* a power of two */
     struct vega__dns_centry *lru_head, *lru_tail; /* head = most recently used */
     size_t n, cap;
     uint64_t seed;

@@ -7,16 +7,19 @@
 #include "dns_wire.h"
 
 /* Header flag bits (RFC 1035 §4.1.1). */
-#define F_QR 0x8000u
+#define F_QR     0x8000u
 #define F_OPCODE 0x7800u
-#define F_AA 0x0400u
-#define F_TC 0x0200u
-#define F_RD 0x0100u
-#define F_RCODE 0x000Fu
+#define F_AA     0x0400u
+#define F_TC     0x0200u
+#define F_RD     0x0100u
+#define F_RCODE  0x000Fu
 
 #define RR_FIXED 10 /* type, class, ttl, rdlength */
 
-static uint16_t get16(const uint8_t *p) { return (uint16_t)((unsigned)p[0] << 8 | p[1]); }
+static uint16_t get16(const uint8_t *p)
+{
+    return (uint16_t)((unsigned)p[0] << 8 | p[1]);
+}
 
 static uint32_t get32(const uint8_t *p)
 {
@@ -29,7 +32,10 @@ static void put16(uint8_t *p, unsigned v)
     p[1] = (uint8_t)v;
 }
 
-static uint8_t lower(uint8_t c) { return c >= 'A' && c <= 'Z' ? (uint8_t)(c + 32) : c; }
+static uint8_t lower(uint8_t c)
+{
+    return c >= 'A' && c <= 'Z' ? (uint8_t)(c + 32) : c;
+}
 
 int vega__dns_name_to_wire(uint8_t *out, const char *name)
 {
@@ -75,7 +81,7 @@ vega_ssize vega__dns_query_write(uint8_t *out, size_t cap, const struct vega__dn
     memset(out, 0, VEGA__DNS_HDR_LEN);
     put16(out, q->id);
     put16(out + 2, F_RD);
-    put16(out + 4, 1);                    /* QDCOUNT */
+    put16(out + 4, 1);                     /* QDCOUNT */
     put16(out + 10, edns_payload ? 1 : 0); /* ARCOUNT */
     uint8_t *p = out + VEGA__DNS_HDR_LEN;
     memcpy(p, q->qname, q->qname_len);
@@ -183,10 +189,10 @@ int vega__dns_question_read(const uint8_t *msg, size_t len, struct vega__dns_que
 
 /* One resource record's fixed part. */
 struct rr {
-    size_t owner;   /* offset of the owner name */
+    size_t owner; /* offset of the owner name */
     uint16_t type, cls;
     uint32_t ttl;
-    size_t rdata;   /* offset of rdata */
+    size_t rdata; /* offset of rdata */
     uint16_t rdlen;
 };
 
@@ -212,7 +218,10 @@ static int rr_read(const uint8_t *msg, size_t len, size_t *off, struct rr *rr)
 }
 
 /* RFC 2181 §8: a TTL with the top bit set is treated as zero. */
-static uint32_t ttl_clamp(uint32_t t) { return t & 0x80000000u ? 0 : t; }
+static uint32_t ttl_clamp(uint32_t t)
+{
+    return t & 0x80000000u ? 0 : t;
+}
 
 /* Checks the rdata of the types we interpret: fixed sizes, names that fill it exactly. */
 static int rdata_check(const uint8_t *msg, size_t len, const struct rr *rr)
@@ -291,9 +300,8 @@ struct cursor {
 
 /* Finds the next record of `type` in the answer section owned by name, from *c on, and moves
  * *c past it. Returns 1 (found, *rr filled), 0 (none left), or an error. */
-static int answer_next(const uint8_t *msg, size_t len, const struct sections *s,
-                       struct cursor *c, uint16_t type, const uint8_t *name, size_t name_len,
-                       struct rr *rr)
+static int answer_next(const uint8_t *msg, size_t len, const struct sections *s, struct cursor *c,
+                       uint16_t type, const uint8_t *name, size_t name_len, struct rr *rr)
 {
     while (c->idx < s->an_count) {
         int r = rr_read(msg, len, &c->off, rr);

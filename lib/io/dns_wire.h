@@ -11,15 +11,15 @@
 
 #include <vega/err.h>
 
-#define VEGA__DNS_HDR_LEN 12
-#define VEGA__DNS_NAME_MAX 255      /* wire octets, the final zero included (RFC 1035 §2.3.4) */
-#define VEGA__DNS_LABEL_MAX 63
-#define VEGA__DNS_TEXT_MAX 253      /* presentation form without the trailing dot */
-#define VEGA__DNS_QUERY_MAX (VEGA__DNS_HDR_LEN + VEGA__DNS_NAME_MAX + 4 + 11)
-#define VEGA__DNS_UDP_PLAIN 512     /* RFC 1035 §4.2.1 limit without EDNS */
+#define VEGA__DNS_HDR_LEN      12
+#define VEGA__DNS_NAME_MAX     255 /* wire octets, the final zero included (RFC 1035 §2.3.4) */
+#define VEGA__DNS_LABEL_MAX    63
+#define VEGA__DNS_TEXT_MAX     253 /* presentation form without the trailing dot */
+#define VEGA__DNS_QUERY_MAX    (VEGA__DNS_HDR_LEN + VEGA__DNS_NAME_MAX + 4 + 11)
+#define VEGA__DNS_UDP_PLAIN    512  /* RFC 1035 §4.2.1 limit without EDNS */
 #define VEGA__DNS_EDNS_PAYLOAD 1232 /* DNS Flag Day 2020 recommendation */
-#define VEGA__DNS_MAX_ADDRS 32      /* addresses kept from one answer; the rest are dropped */
-#define VEGA__DNS_MAX_CNAME 8       /* CNAME hops followed before the answer is rejected */
+#define VEGA__DNS_MAX_ADDRS    32   /* addresses kept from one answer; the rest are dropped */
+#define VEGA__DNS_MAX_CNAME    8    /* CNAME hops followed before the answer is rejected */
 #define VEGA__DNS_MAX_PTR_HOPS 128  /* compression pointers followed within one name */
 
 enum {
@@ -30,7 +30,9 @@ enum {
     VEGA__DNS_T_OPT = 41,
 };
 
-enum { VEGA__DNS_C_IN = 1 };
+enum {
+    VEGA__DNS_C_IN = 1
+};
 
 enum {
     VEGA__DNS_RC_NOERROR = 0,
@@ -45,22 +47,22 @@ enum {
 struct vega__dns_question {
     uint16_t id;
     uint16_t qtype;
-    size_t qname_len;                   /* wire octets, the final zero included */
+    size_t qname_len;                  /* wire octets, the final zero included */
     uint8_t qname[VEGA__DNS_NAME_MAX]; /* wire form, as sent (case is compared loosely) */
 };
 
 /* A parsed response. For A the first 4 bytes of each addr are used. */
 struct vega__dns_answer {
-    unsigned rcode;        /* 4 header bits, extended by the OPT record's 8 (RFC 6891 §6.1.3) */
-    bool tc;               /* truncated: nothing past the question was read; retry over TCP */
+    unsigned rcode; /* 4 header bits, extended by the OPT record's 8 (RFC 6891 §6.1.3) */
+    bool tc;        /* truncated: nothing past the question was read; retry over TCP */
     bool aa;
-    bool has_opt;          /* the server speaks EDNS */
-    unsigned cnames;       /* CNAME hops followed from the question's name */
-    size_t naddr;          /* records of the question's type owned by the chain's end (<= MAX) */
+    bool has_opt;    /* the server speaks EDNS */
+    unsigned cnames; /* CNAME hops followed from the question's name */
+    size_t naddr;    /* records of the question's type owned by the chain's end (<= MAX) */
     uint8_t addr[VEGA__DNS_MAX_ADDRS][16];
-    uint32_t ttl;          /* positive answers: least TTL over the CNAMEs used and the addresses */
-    uint32_t neg_ttl;      /* NXDOMAIN/NODATA: min(SOA TTL, SOA MINIMUM), RFC 2308 §5; 0 when
-                              the authority section has no SOA (such answers are not cached) */
+    uint32_t ttl;     /* positive answers: least TTL over the CNAMEs used and the addresses */
+    uint32_t neg_ttl; /* NXDOMAIN/NODATA: min(SOA TTL, SOA MINIMUM), RFC 2308 §5; 0 when
+                         the authority section has no SOA (such answers are not cached) */
 };
 
 /* Converts a presentation name ("www.example.com", an optional trailing dot) into wire form.

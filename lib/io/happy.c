@@ -7,11 +7,11 @@
 
 #include "dns_int.h"
 
-#define DEFAULT_ATTEMPT_DELAY_MS 250 /* §8 */
-#define MIN_ATTEMPT_DELAY_MS 10      /* §5: "MUST NOT be started within 10 milliseconds" */
+#define DEFAULT_ATTEMPT_DELAY_MS    250 /* §8 */
+#define MIN_ATTEMPT_DELAY_MS        10  /* §5: "MUST NOT be started within 10 milliseconds" */
 #define DEFAULT_RESOLUTION_DELAY_MS 50
-#define DEFAULT_PER_FAMILY 8
-#define MAX_PER_FAMILY 32
+#define DEFAULT_PER_FAMILY          8
+#define MAX_PER_FAMILY              32
 
 void vega_tcp_connect_opts_init(vega_tcp_connect_opts *o)
 {
@@ -35,8 +35,7 @@ static int get_default_resolver(vega_dns_resolver **out)
             return e;
         vega_dns_resolver *expected = NULL;
         if (!atomic_compare_exchange_strong_explicit(&default_resolver, &expected, r,
-                                                     memory_order_acq_rel,
-                                                     memory_order_acquire)) {
+                                                     memory_order_acq_rel, memory_order_acquire)) {
             vega_dns_resolver_free(r);
             r = expected;
         }
@@ -55,7 +54,7 @@ struct he_res {
     int family;
     bool wanted, done; /* done: guarded by he->lock */
     int err;
-    size_t n, next;    /* addresses found; the next one to try (main task only) */
+    size_t n, next; /* addresses found; the next one to try (main task only) */
     vega_addr addrs[MAX_PER_FAMILY];
 };
 
@@ -259,8 +258,7 @@ static int he_run(struct he *he, vega_group *g, const vega_tcp_connect_opts *o)
             int f = next_family(he, &v, last_family);
             bool failed_now = v.failed > failed_seen;
             failed_seen = v.failed;
-            if (f >= 0 &&
-                (v.in_flight == 0 || failed_now || now >= last_start + attempt_delay)) {
+            if (f >= 0 && (v.in_flight == 0 || failed_now || now >= last_start + attempt_delay)) {
                 int e = start_attempt(he, g, f);
                 if (e < 0)
                     return e;
@@ -282,8 +280,8 @@ static int he_run(struct he *he, vega_group *g, const vega_tcp_connect_opts *o)
     }
 }
 
-int vega_tcp_connect_host(vega_sock **out, vega_dns_resolver *r, const char *host,
-                          uint16_t port, const vega_tcp_connect_opts *opts, vega_deadline dl)
+int vega_tcp_connect_host(vega_sock **out, vega_dns_resolver *r, const char *host, uint16_t port,
+                          const vega_tcp_connect_opts *opts, vega_deadline dl)
 {
     if (!out)
         return -EINVAL;
@@ -293,8 +291,7 @@ int vega_tcp_connect_host(vega_sock **out, vega_dns_resolver *r, const char *hos
         o = *opts;
     else
         vega_tcp_connect_opts_init(&o);
-    if (!host || !*host ||
-        (o.family != AF_UNSPEC && o.family != AF_INET && o.family != AF_INET6))
+    if (!host || !*host || (o.family != AF_UNSPEC && o.family != AF_INET && o.family != AF_INET6))
         return -EINVAL;
     if (o.attempt_delay_ms == 0)
         o.attempt_delay_ms = DEFAULT_ATTEMPT_DELAY_MS;

@@ -178,8 +178,8 @@ static int splice_drain(struct splice_state *st, vega_sock *s, size_t count)
     }
 }
 
-vega_ssize vega_sock_splice_from(vega_sock *s, int fd, int64_t offset, size_t count,
-                                 size_t *sent, vega_deadline dl)
+vega_ssize vega_sock_splice_from(vega_sock *s, int fd, int64_t offset, size_t count, size_t *sent,
+                                 vega_deadline dl)
 {
     if (sent)
         *sent = 0;

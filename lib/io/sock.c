@@ -2,9 +2,9 @@
 /* The socket object: reads, all-or-error writes, shutdown, close, options and addresses.
  * Every operation tries the non-blocking syscall first and waits for readiness only on EAGAIN. */
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <limits.h>
 #include <netinet/tcp.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -71,8 +71,8 @@ static vega_ssize recv_wait(vega_sock *s, void *buf, size_t len, vega_deadline d
 {
 #if defined(VEGA_HAVE_URING)
     if (dl != 0 && vega__driver_has_ops() && op_recv_enabled()) {
-        struct recv_call c = {.fd = s->fd, .buf = buf,
-                              .len = len > (1u << 30) ? (1u << 30) : (unsigned)len};
+        struct recv_call c = {
+            .fd = s->fd, .buf = buf, .len = len > (1u << 30) ? (1u << 30) : (unsigned)len};
         return vega__op_submit(prep_recv, &c, dl, "recv");
     }
 #else
@@ -144,8 +144,8 @@ vega_ssize vega_sock_writev(vega_sock *s, const struct iovec *iov, int iovcnt, s
     if (r < 0)
         return r;
 
-    int idx = 0;      /* first entry not fully written */
-    size_t skip = 0;  /* bytes of iov[idx] already written */
+    int idx = 0;     /* first entry not fully written */
+    size_t skip = 0; /* bytes of iov[idx] already written */
     bool waited = false;
     while (done < total) {
         struct iovec win[WRITEV_WINDOW];
@@ -246,7 +246,6 @@ int vega_sock_close(vega_sock *s)
         return 0;
     return vega__sock_free(s);
 }
-
 
 int vega_sock_abort(vega_sock *s)
 {

@@ -138,8 +138,7 @@ int vega_tcp_accept(vega_sock *listener, vega_sock **conn, vega_addr *peer, vega
         }
         if (fd != -EAGAIN)
             return fd;
-        fd = accept4(listener->fd, (struct sockaddr *)&a.ss, &a.len,
-                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+        fd = accept4(listener->fd, (struct sockaddr *)&a.ss, &a.len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
             vega_sock *s = vega__sock_wrap(fd, listener->family, SOCK_STREAM);
             if (!s)

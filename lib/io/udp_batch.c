@@ -20,13 +20,13 @@
 
 /* Datagrams handed to one recvmmsg / sendmmsg; the per-slot state lives on the task's stack
  * (about 8 and 7 KiB of a 64 KiB stack). */
-#define WINDOW 32
+#define WINDOW      32
 #define SEND_WINDOW 16
 
 /* Room for the control messages of one datagram: UDP_SEGMENT, IP_TOS and IPV6_TCLASS, and one
  * packet info (send); TOS and TCLASS, both packet infos, UDP_GRO (receive). */
-#define CTRL_SIZE                                                                              \
-    (3 * CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct in_pktinfo)) +                    \
+#define CTRL_SIZE                                                                                  \
+    (3 * CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct in_pktinfo)) +                         \
      CMSG_SPACE(sizeof(struct in6_pktinfo)))
 
 union ctrl {

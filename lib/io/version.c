@@ -2,4 +2,7 @@
 /* The library's version string. */
 #include <vega/version.h>
 
-const char *vega_version(void) { return VEGA_VERSION_STRING; }
+const char *vega_version(void)
+{
+    return VEGA_VERSION_STRING;
+}

@@ -299,10 +299,10 @@ void vega_quic_conn_get_info(const vega_quic_conn *c, vega_quic_conn_info *info)
     if (c->hs.tls) {
         info->resumed = vega__qtls_is_resumed(c->hs.tls);
         _Static_assert(VEGA__QTLS_EARLY_NONE == (int)VEGA_QUIC_EARLY_NONE &&
-                       VEGA__QTLS_EARLY_OFFERED == (int)VEGA_QUIC_EARLY_OFFERED &&
-                       VEGA__QTLS_EARLY_ACCEPTED == (int)VEGA_QUIC_EARLY_ACCEPTED &&
-                       VEGA__QTLS_EARLY_REJECTED == (int)VEGA_QUIC_EARLY_REJECTED,
-                   "the public 0-RTT states are the handshake's");
+                           VEGA__QTLS_EARLY_OFFERED == (int)VEGA_QUIC_EARLY_OFFERED &&
+                           VEGA__QTLS_EARLY_ACCEPTED == (int)VEGA_QUIC_EARLY_ACCEPTED &&
+                           VEGA__QTLS_EARLY_REJECTED == (int)VEGA_QUIC_EARLY_REJECTED,
+                       "the public 0-RTT states are the handshake's");
         info->early_data = (vega_quic_early_data)vega__qtls_early_status(c->hs.tls);
     }
     if (c->hs.tls && c->hs.done) {

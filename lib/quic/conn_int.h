@@ -12,8 +12,8 @@
 #include <vega/quic_wire.h>
 
 #include "qstream.h"
-#include "quic_int.h"
 #include "qtls.h"
+#include "quic_int.h"
 #include "recovery.h"
 #include "tls13_keys.h"
 
@@ -25,22 +25,22 @@
 #define VEGA__QUIC_MAX_PENDING_PKTS  8            /* packets kept until their keys arrive */
 #define VEGA__QUIC_PKT_FRAMES        16           /* retransmittable frames per packet */
 #define VEGA__QUIC_DGRAM_SEND_QUEUE  64
-#define VEGA__QUIC_MAX_PACKET        1200         /* datagram size until PMTU discovery */
-#define VEGA__QUIC_ACK_ELICIT_THRESH 2            /* ack immediately after this many */
+#define VEGA__QUIC_MAX_PACKET        1200 /* datagram size until PMTU discovery */
+#define VEGA__QUIC_ACK_ELICIT_THRESH 2    /* ack immediately after this many */
 
 /* A frame whose loss matters, as recorded in a sent packet. */
 enum vega__quic_sf_type {
-    VEGA__QUIC_SF_STREAM = 1,   /* id, off, len, fin */
-    VEGA__QUIC_SF_CRYPTO,       /* off, len (the packet's level) */
-    VEGA__QUIC_SF_ACK,          /* off = the largest packet number it acknowledged */
+    VEGA__QUIC_SF_STREAM = 1, /* id, off, len, fin */
+    VEGA__QUIC_SF_CRYPTO,     /* off, len (the packet's level) */
+    VEGA__QUIC_SF_ACK,        /* off = the largest packet number it acknowledged */
     VEGA__QUIC_SF_MAX_DATA,
     VEGA__QUIC_SF_MAX_STREAM_DATA, /* id */
     VEGA__QUIC_SF_MAX_STREAMS_BIDI,
     VEGA__QUIC_SF_MAX_STREAMS_UNI,
-    VEGA__QUIC_SF_RESET_STREAM,    /* id */
-    VEGA__QUIC_SF_STOP_SENDING,    /* id */
-    VEGA__QUIC_SF_NEW_CID,         /* off = sequence number */
-    VEGA__QUIC_SF_RETIRE_CID,      /* off = sequence number */
+    VEGA__QUIC_SF_RESET_STREAM, /* id */
+    VEGA__QUIC_SF_STOP_SENDING, /* id */
+    VEGA__QUIC_SF_NEW_CID,      /* off = sequence number */
+    VEGA__QUIC_SF_RETIRE_CID,   /* off = sequence number */
     VEGA__QUIC_SF_HANDSHAKE_DONE,
     VEGA__QUIC_SF_DATA_BLOCKED,
     VEGA__QUIC_SF_STREAM_DATA_BLOCKED, /* id */
@@ -59,7 +59,7 @@ struct vega__quic_pktrec {
     struct vega__quic_pktrec *next_free;
     uint8_t level; /* vega_quic_level */
     uint8_t key_phase;
-    bool pmtu;     /* a DPLPMTUD probe of pmtu.probe bytes */
+    bool pmtu; /* a DPLPMTUD probe of pmtu.probe bytes */
     uint16_t n;
     struct vega__quic_sf f[VEGA__QUIC_PKT_FRAMES];
 };
@@ -68,19 +68,19 @@ struct vega__quic_stream {
     uint64_t id; /* first: the stream map keys on it */
     struct vega__quic_sendbuf sb;
     struct vega__quic_recvbuf rb;
-    struct vega__quic_fc fc;   /* receive window */
-    uint64_t max_send;         /* the peer's MAX_STREAM_DATA for us */
+    struct vega__quic_fc fc; /* receive window */
+    uint64_t max_send;       /* the peer's MAX_STREAM_DATA for us */
     uint64_t reset_code, stop_code, peer_reset_code;
-    bool can_send, can_recv;   /* by stream type and initiator */
+    bool can_send, can_recv;                    /* by stream type and initiator */
     bool reset_queued, reset_sent, reset_acked; /* our RESET_STREAM */
-    bool stop_queued, stop_sent; /* our STOP_SENDING */
-    bool peer_reset;           /* the peer's RESET_STREAM arrived */
-    bool fin_read;             /* the application read the end */
-    bool max_data_queued;      /* a MAX_STREAM_DATA to send */
-    uint64_t blocked_at;       /* the limit we last sent STREAM_DATA_BLOCKED for */
-    bool want_writable;        /* a short write happened: tell when room returns */
-    bool readable_ev;          /* a READABLE event is queued and not yet read from */
-    bool done_ev;              /* STREAM_DONE was reported */
+    bool stop_queued, stop_sent;                /* our STOP_SENDING */
+    bool peer_reset;                            /* the peer's RESET_STREAM arrived */
+    bool fin_read;                              /* the application read the end */
+    bool max_data_queued;                       /* a MAX_STREAM_DATA to send */
+    uint64_t blocked_at;                        /* the limit we last sent STREAM_DATA_BLOCKED for */
+    bool want_writable;                         /* a short write happened: tell when room returns */
+    bool readable_ev; /* a READABLE event is queued and not yet read from */
+    bool done_ev;     /* STREAM_DONE was reported */
     bool in_sendq;
     struct vega__quic_stream *sendq_next;
 };
@@ -88,20 +88,20 @@ struct vega__quic_stream {
 /* One packet number space. */
 struct vega__quic_space {
     struct vega__quic_ranges recvd; /* packet numbers received, for ACK frames */
-    uint64_t floor;         /* packet numbers below this count as duplicates */
+    uint64_t floor;                 /* packet numbers below this count as duplicates */
     int64_t largest_recvd;
     uint64_t largest_recvd_time;
-    bool ack_pending;       /* an ACK should go out (ack-eliciting or out of order) */
+    bool ack_pending; /* an ACK should go out (ack-eliciting or out of order) */
     unsigned unacked_eliciting;
-    uint64_t ack_deadline;  /* VEGA__QUIC_TIME_INF when none */
+    uint64_t ack_deadline; /* VEGA__QUIC_TIME_INF when none */
     uint64_t next_pn;
-    uint64_t ecn[3];        /* ECT(0), ECT(1), CE counts received */
+    uint64_t ecn[3]; /* ECT(0), ECT(1), CE counts received */
     bool ecn_seen;
     vega_quic_keys *rx, *tx;
     struct vega__quic_sendbuf crypto_tx;
     struct vega__quic_recvbuf crypto_rx;
     bool discarded;
-    bool probe;             /* the PTO asked for probes here */
+    bool probe; /* the PTO asked for probes here */
     unsigned probes;
 };
 
@@ -146,7 +146,7 @@ struct vega__quic_conn_hs {
     bool got_server_packet; /* client: a server Initial arrived (its SCID is our DCID) */
     bool retried;           /* client: a Retry was processed */
     bool ticket_sent;
-    bool done_queued;       /* server: a HANDSHAKE_DONE frame to send */
+    bool done_queued; /* server: a HANDSHAKE_DONE frame to send */
 };
 
 /* Connection IDs (conn_cid.c). odcid: the client's first Destination CID (Initial keys, TP
@@ -174,31 +174,31 @@ struct vega__quic_conn_addr {
                                         until the peer sends more */
     uint8_t *token;                  /* client: Retry or NEW_TOKEN token for Initials */
     size_t token_len;
-    uint8_t *new_token;              /* server: a NEW_TOKEN to send until acknowledged */
+    uint8_t *new_token; /* server: a NEW_TOKEN to send until acknowledged */
     size_t new_token_len;
-    uint64_t new_token_gen;          /* bumped per token, so an old copy's ACK does not count */
+    uint64_t new_token_gen; /* bumped per token, so an old copy's ACK does not count */
     bool new_token_queued;
 };
 
 /* Path validation and migration (RFC 9000 §8.2, §9; conn_path.c). cur is where we send now. */
 struct vega__quic_conn_paths {
     vega_quic_path cur;
-    bool validated;        /* cur answered our PATH_CHALLENGE (or is the handshake's path) */
-    bool migrating;        /* cur changed and is not validated yet */
-    vega_quic_path prev;   /* to go back to if validation fails */
+    bool validated;      /* cur answered our PATH_CHALLENGE (or is the handshake's path) */
+    bool migrating;      /* cur changed and is not validated yet */
+    vega_quic_path prev; /* to go back to if validation fails */
     bool challenge_queued, challenge_outstanding;
     uint8_t challenge[8];
     unsigned challenge_tries;
-    uint64_t challenge_retry;    /* when to send a fresh challenge */
-    uint64_t challenge_deadline; /* validation fails after this */
+    uint64_t challenge_retry;        /* when to send a fresh challenge */
+    uint64_t challenge_deadline;     /* validation fails after this */
     uint64_t bytes_recv, bytes_sent; /* on the unvalidated new path (3x limit) */
     uint64_t migrations;
     /* Our PATH_RESPONSE to the peer's challenge. */
     bool response_queued;
     uint8_t response[8];
-    bool response_elsewhere;     /* the challenge came on another path: answer there alone */
+    bool response_elsewhere; /* the challenge came on another path: answer there alone */
     vega_quic_path response_path;
-    size_t response_budget;      /* 3x the datagram that carried the challenge */
+    size_t response_budget; /* 3x the datagram that carried the challenge */
 };
 
 /* DPLPMTUD (RFC 9000 §14.3, RFC 8899; conn_probe.c): mtu is confirmed; a probe of probe bytes
@@ -255,7 +255,7 @@ struct vega__quic_conn_streams {
     uint64_t local_max[2];          /* what we allowed the peer */
     uint64_t peer_closed[2];        /* peer streams fully closed (to raise the limit) */
     bool max_streams_queued[2];
-    bool blocked_ev;                /* an open hit the limit: STREAMS_AVAILABLE when it rises */
+    bool blocked_ev; /* an open hit the limit: STREAMS_AVAILABLE when it rises */
     struct vega__quic_stream *sendq_head, *sendq_tail;
 };
 
@@ -294,7 +294,7 @@ struct vega__quic_conn_closing {
 
 /* Timers other than recovery's and the paths' (conn_timer.c). */
 struct vega__quic_conn_timers {
-    uint64_t idle_timeout;   /* ns, negotiated; 0 = none */
+    uint64_t idle_timeout; /* ns, negotiated; 0 = none */
     uint64_t idle_deadline;
     bool eliciting_since_rx; /* an ack-eliciting packet left since the last one processed: the
                                 idle timer restarts only on the first (RFC 9000 §10.1) */
@@ -377,8 +377,7 @@ int vega__quic_ev_simple(vega_quic_conn *c, vega_quic_event_type t, uint64_t id,
 /* A SESSION or NEW_TOKEN event owning a copy of d (replacing a queued one of the same type). */
 int vega__quic_ev_copy(vega_quic_conn *c, vega_quic_event_type t, const uint8_t *d, size_t len);
 /* The CLOSED event, with a copy of why as its data (without it when that copy fails). */
-void vega__quic_ev_closed(vega_quic_conn *c, uint64_t code, bool app, bool local,
-                          const char *why);
+void vega__quic_ev_closed(vega_quic_conn *c, uint64_t code, bool app, bool local, const char *why);
 void vega__quic_ev_fini(vega_quic_conn *c);
 
 /* conn_close.c */

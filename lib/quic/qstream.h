@@ -88,7 +88,7 @@ struct vega__quic_recvbuf {
     size_t ring_cap, head;
     uint64_t contig;
     struct vega__quic_ranges islands;
-    bool reset; /* a RESET_STREAM arrived: data is dropped, nothing is readable */
+    bool reset;               /* a RESET_STREAM arrived: data is dropped, nothing is readable */
     const vega_quic_mem *mem; /* the allocator of the ring and islands (NULL = libc) */
 };
 
@@ -124,8 +124,7 @@ size_t vega__quic_recvbuf_read(struct vega__quic_recvbuf *b, uint8_t *out, size_
 
 /* A RESET_STREAM's final size: checked like a FIN (returns as insert), then buffered data is
  * dropped. */
-int vega__quic_recvbuf_reset(struct vega__quic_recvbuf *b, uint64_t final_size,
-                             uint64_t *wire_err);
+int vega__quic_recvbuf_reset(struct vega__quic_recvbuf *b, uint64_t final_size, uint64_t *wire_err);
 
 /* True when every byte up to a known final size has arrived (not necessarily read). */
 bool vega__quic_recvbuf_is_complete(const struct vega__quic_recvbuf *b);
@@ -148,13 +147,13 @@ struct vega__quic_sendbuf {
     uint64_t written;    /* the end of what the application wrote */
     bool fin;            /* the application closed the stream: final size = written */
     bool fin_sent, fin_acked, fin_lost;
-    uint64_t limit;      /* most bytes held (written - acked_base); 0 = unlimited */
+    uint64_t limit; /* most bytes held (written - acked_base); 0 = unlimited */
     struct vega__quic_ranges lost, acked;
     /* Implementation: a ring holding [acked_base, written), its size a power of two grown by
      * doubling (never beyond the power of two covering limit), so steady-state writes do not
      * allocate. */
     uint8_t *data;
-    size_t cap, head; /* ring: data[head] is the byte at acked_base */
+    size_t cap, head;         /* ring: data[head] is the byte at acked_base */
     const vega_quic_mem *mem; /* the allocator of the ring and range sets (NULL = libc) */
     /* Bytes to send again that the range sets had no memory to record (a lost range, or an
      * acknowledged one whose record was dropped): one range, widened to cover every such
@@ -172,8 +171,7 @@ uint64_t vega__quic_sendbuf_room(const struct vega__quic_sendbuf *b);
 
 /* Appends up to len bytes (as many as fit under limit). Returns the bytes taken (0 after fin or
  * when full); -ENOMEM. */
-vega_ssize vega__quic_sendbuf_write(struct vega__quic_sendbuf *b, const uint8_t *data,
-                                    size_t len);
+vega_ssize vega__quic_sendbuf_write(struct vega__quic_sendbuf *b, const uint8_t *data, size_t len);
 
 /* Marks the end of the stream (no more writes). */
 void vega__quic_sendbuf_finish(struct vega__quic_sendbuf *b);
@@ -229,9 +227,9 @@ void vega__quic_sendbuf_trim(struct vega__quic_sendbuf *b);
  * window doubles (up to window_max) before the new limit is computed.
  */
 struct vega__quic_fc {
-    uint64_t limit;      /* the MAX_DATA / MAX_STREAM_DATA value the peer has (or will) */
-    uint64_t highest;    /* the largest offset received (connection: sum over streams) */
-    uint64_t consumed;   /* bytes the application read */
+    uint64_t limit;    /* the MAX_DATA / MAX_STREAM_DATA value the peer has (or will) */
+    uint64_t highest;  /* the largest offset received (connection: sum over streams) */
+    uint64_t consumed; /* bytes the application read */
     uint64_t window, window_max;
     uint64_t last_update; /* ns, time of the last limit raise (0 = never) */
 };
@@ -266,7 +264,7 @@ struct vega__quic_stream_slot {
 
 struct vega__quic_stream_map {
     struct vega__quic_stream_slot *slots;
-    size_t cap, n, tombs; /* n: streams in the map */
+    size_t cap, n, tombs;     /* n: streams in the map */
     const vega_quic_mem *mem; /* the allocator of the slots (NULL = libc) */
 };
 

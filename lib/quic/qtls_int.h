@@ -252,7 +252,7 @@ struct vega__qtls {
     uint64_t wall_ms;
     uint8_t *tp;
     size_t tp_len;
-    bool has_early_ctx;     /* server: early_ctx replaces SHA-256(tp) for the 0-RTT check */
+    bool has_early_ctx; /* server: early_ctx replaces SHA-256(tp) for the 0-RTT check */
     uint8_t early_ctx[32];
     uint16_t suites[3];
     size_t n_suites;

@@ -16,10 +16,10 @@
 /* The connection's allocator (vega_quic_opts.mem); m NULL = libc (lib/base's helpers).
  * Everything the connection owns goes through these, so a block is freed by the allocator
  * that made it. */
-#define vega__quic_malloc vega__mem_malloc
-#define vega__quic_calloc vega__mem_calloc
+#define vega__quic_malloc  vega__mem_malloc
+#define vega__quic_calloc  vega__mem_calloc
 #define vega__quic_realloc vega__mem_realloc
-#define vega__quic_free vega__mem_free
+#define vega__quic_free    vega__mem_free
 
 /* A cursor over borrowed bytes: every get fails (false) rather than read past end. */
 struct vega__quic_rd {

@@ -23,8 +23,12 @@
 #define VEGA__QUIC_TIME_INF  UINT64_MAX
 
 /* Packet number spaces (RFC 9000 §12.3). */
-enum { VEGA__QUIC_SPACE_INITIAL = 0, VEGA__QUIC_SPACE_HANDSHAKE, VEGA__QUIC_SPACE_APP,
-       VEGA__QUIC_NSPACES };
+enum {
+    VEGA__QUIC_SPACE_INITIAL = 0,
+    VEGA__QUIC_SPACE_HANDSHAKE,
+    VEGA__QUIC_SPACE_APP,
+    VEGA__QUIC_NSPACES
+};
 
 /* RFC 9002 §6.1.1, §6.1.2, §6.2, §7.6 constants. */
 #define VEGA__QUIC_PACKET_THRESHOLD      3
@@ -32,7 +36,8 @@ enum { VEGA__QUIC_SPACE_INITIAL = 0, VEGA__QUIC_SPACE_HANDSHAKE, VEGA__QUIC_SPAC
 #define VEGA__QUIC_INITIAL_RTT_NS        (333 * VEGA__QUIC_NS_PER_MS)
 #define VEGA__QUIC_PERSISTENT_CONGESTION 3
 
-/* ---- RTT (RFC 9002 §5) ------------------------------------------------------------------------ */
+/* ---- RTT (RFC 9002 §5) ------------------------------------------------------------------------
+ */
 
 struct vega__quic_rtt {
     uint64_t latest, smoothed, var, min; /* ns */
@@ -136,14 +141,14 @@ uint64_t vega__quic_cc_cubic_window(const struct vega__quic_cc *cc, uint64_t t);
 struct vega__quic_sent {
     uint64_t pn;
     uint64_t time_sent;
-    uint32_t bytes;      /* the datagram share this packet took; counts in flight if in_flight */
+    uint32_t bytes; /* the datagram share this packet took; counts in flight if in_flight */
     bool ack_eliciting;
-    bool in_flight;      /* ack-eliciting or padding: counts for congestion control */
-    bool ecn;            /* sent with ECT(0) */
-    bool probe;          /* a PTO probe (for the connection's own bookkeeping) */
-    bool pmtu_probe;     /* a path MTU probe: its loss is no congestion signal (RFC 9000
-                            §14.4), it only leaves in_flight */
-    void *frames;        /* the connection's: what it carried */
+    bool in_flight;  /* ack-eliciting or padding: counts for congestion control */
+    bool ecn;        /* sent with ECT(0) */
+    bool probe;      /* a PTO probe (for the connection's own bookkeeping) */
+    bool pmtu_probe; /* a path MTU probe: its loss is no congestion signal (RFC 9000
+                        §14.4), it only leaves in_flight */
+    void *frames;    /* the connection's: what it carried */
 };
 
 struct vega__quic_recovery;

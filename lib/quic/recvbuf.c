@@ -194,8 +194,7 @@ size_t vega__quic_recvbuf_read(struct vega__quic_recvbuf *b, uint8_t *out, size_
     return got;
 }
 
-int vega__quic_recvbuf_reset(struct vega__quic_recvbuf *b, uint64_t final_size,
-                             uint64_t *wire_err)
+int vega__quic_recvbuf_reset(struct vega__quic_recvbuf *b, uint64_t final_size, uint64_t *wire_err)
 {
     if (final_size > VEGA_QUIC_MAX_VARINT)
         return fail(wire_err, VEGA_QUIC_FRAME_ENCODING_ERROR);

@@ -3,8 +3,7 @@
  * packet an endpoint sends for a datagram no connection takes. */
 #include "quic_int.h"
 
-int vega_quic_reset_token(const uint8_t *key, const uint8_t *cid, size_t cid_len,
-                          uint8_t *token)
+int vega_quic_reset_token(const uint8_t *key, const uint8_t *cid, size_t cid_len, uint8_t *token)
 {
     if (cid_len > VEGA_QUIC_MAX_CID_LEN)
         return -EINVAL;
@@ -18,8 +17,7 @@ int vega_quic_reset_token(const uint8_t *key, const uint8_t *cid, size_t cid_len
     return rc;
 }
 
-vega_ssize vega_quic_reset_write(uint8_t *out, size_t cap, size_t trigger_len,
-                                 const uint8_t *token)
+vega_ssize vega_quic_reset_write(uint8_t *out, size_t cap, size_t trigger_len, const uint8_t *token)
 {
     if (cap < VEGA_QUIC_RESET_MIN_LEN)
         return VEGA_ERR_NOBUF;

@@ -74,7 +74,7 @@ vega_ssize vega__quic_sendbuf_write(struct vega__quic_sendbuf *b, const uint8_t 
         return 0;
     uint64_t take = VEGA__MIN((uint64_t)len, vega__quic_sendbuf_room(b));
     take = VEGA__MIN(take, VEGA_QUIC_MAX_VARINT - b->written); /* §4.5: final size < 2^62 */
-    take = VEGA__MIN(take, (uint64_t)(SIZE_MAX / 4)); /* vega_ssize stays positive */
+    take = VEGA__MIN(take, (uint64_t)(SIZE_MAX / 4));          /* vega_ssize stays positive */
     if (take == 0)
         return 0;
     int rc = ring_reserve(b, b->written - b->acked_base + take);

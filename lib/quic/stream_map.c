@@ -75,7 +75,8 @@ int vega__quic_stream_map_put(struct vega__quic_stream_map *m, void *s)
 {
     uint64_t id = *(const uint64_t *)s;
     /* Resize here only (never in del), so deleting during a walk never moves a stream. */
-    if ((m->n + m->tombs + 1) * 8 > m->cap * 5 || (m->cap > MAP_MIN_CAP && (m->n + 1) * 8 < m->cap)) {
+    if ((m->n + m->tombs + 1) * 8 > m->cap * 5 ||
+        (m->cap > MAP_MIN_CAP && (m->n + 1) * 8 < m->cap)) {
         if (m->n >= SIZE_MAX / 32)
             return -ENOMEM;
         int rc = rehash(m, cap_for(m->n));

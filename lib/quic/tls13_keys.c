@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The TLS 1.3 key schedule (RFC 8446 §7.1, §4.4.4, §4.6.1) for the QUIC core's own handshake. */
-#include "quic_int.h"
 #include "tls13_keys.h"
+#include "quic_int.h"
 
 /* TLS alert decrypt_error (RFC 8446 §6.2), carried as a QUIC CRYPTO_ERROR (RFC 9001 §4.8). */
 #define TLS_ALERT_DECRYPT_ERROR 51

@@ -7,10 +7,14 @@
 #include "sched_int.h"
 
 #define DEFAULT_THREADS 64u
-#define DEFAULT_QUEUE 1024u
-#define IDLE_EXIT_S 10
+#define DEFAULT_QUEUE   1024u
+#define IDLE_EXIT_S     10
 
-enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE };
+enum {
+    JOB_QUEUED,
+    JOB_RUNNING,
+    JOB_DONE
+};
 
 struct vega__job {
     struct vega__job *next, *prev;
@@ -147,8 +151,8 @@ static int submit(vega_blocking_fn fn, void *arg, void **result, vega_deadline d
             break;
         pthread_mutex_unlock(&rt->pool_mu);
         /* Once the job runs it cannot be interrupted: wait for it without limit. */
-        int r = vega__park(err ? VEGA_DEADLINE_NEVER : dl, err ? VEGA__PARK_NOCANCEL : 0,
-                           "blocking");
+        int r =
+            vega__park(err ? VEGA_DEADLINE_NEVER : dl, err ? VEGA__PARK_NOCANCEL : 0, "blocking");
         pthread_mutex_lock(&rt->pool_mu);
         if (j.state == JOB_DONE)
             break;

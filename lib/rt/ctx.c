@@ -25,8 +25,8 @@ void *vega__ctx_make(void *stack_top, void (*entry)(void *), void *arg)
 #elif defined(__aarch64__)
     uint64_t *sp = (uint64_t *)(top - 160);
     memset(sp, 0, 160);
-    sp[0] = (uint64_t)(uintptr_t)arg;                  /* x19 */
-    sp[1] = (uint64_t)(uintptr_t)entry;                /* x20 */
+    sp[0] = (uint64_t)(uintptr_t)arg;                   /* x19 */
+    sp[1] = (uint64_t)(uintptr_t)entry;                 /* x20 */
     sp[11] = (uint64_t)(uintptr_t)vega__ctx_trampoline; /* x30 (lr) */
     return sp;
 #else

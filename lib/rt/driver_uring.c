@@ -15,16 +15,16 @@
 #include "sched_int.h"
 
 #define RING_ENTRIES 256
-#define WAKE_TOKEN 1ull   /* user_data of the eventfd poll */
+#define WAKE_TOKEN   1ull /* user_data of the eventfd poll */
 #define IGNORE_TOKEN 2ull /* user_data of cancel requests */
-#define WATCH_TAG 1ull    /* low bits of a watch's user_data (ops are 8-aligned) */
-#define REMOVE_TAG 2ull   /* low bits of the user_data of a watch's removal request */
+#define WATCH_TAG    1ull /* low bits of a watch's user_data (ops are 8-aligned) */
+#define REMOVE_TAG   2ull /* low bits of the user_data of a watch's removal request */
 
 /* The provided-buffer ring of receive watches: shared by the worker's parked sockets, a buffer
  * is held only from the receive that filled it until its bytes were read. */
 #define BR_ENTRIES 256
-#define BR_SIZE 4096
-#define BR_GROUP 0
+#define BR_SIZE    4096
+#define BR_GROUP   0
 /* Buffers one socket may hold before its multishot receive is stopped (its reader is slow: the
  * rest waits in the socket, under TCP's flow control, not in the ring). */
 #define BR_HELD_MAX 4
@@ -221,7 +221,6 @@ static void watch_maybe_gone(struct vega__op *op)
     }
 }
 
-
 /* Gives back every buffer op holds (owner's op lock held). */
 static void release_held(struct uring_drv *d, struct vega__op *op)
 {
@@ -247,8 +246,8 @@ static void arm_poll_instead(struct uring_drv *d, struct vega__op *op)
 static void recv_event(struct uring_drv *d, struct vega__op *op, struct io_uring_cqe *cqe)
 {
     int res = cqe->res;
-    int bid = (cqe->flags & IORING_CQE_F_BUFFER) ? (int)(cqe->flags >> IORING_CQE_BUFFER_SHIFT)
-                                                 : -1;
+    int bid =
+        (cqe->flags & IORING_CQE_F_BUFFER) ? (int)(cqe->flags >> IORING_CQE_BUFFER_SHIFT) : -1;
     bool more = cqe->flags & IORING_CQE_F_MORE;
     bool was_poll = op->recv_poll;
     if (!more) {

@@ -101,7 +101,10 @@ static int wait_all(vega_group *g, vega_deadline dl, unsigned flags)
     return 0;
 }
 
-int vega_group_wait(vega_group *g, vega_deadline dl) { return wait_all(g, dl, 0); }
+int vega_group_wait(vega_group *g, vega_deadline dl)
+{
+    return wait_all(g, dl, 0);
+}
 
 void vega_group_cancel(vega_group *g)
 {

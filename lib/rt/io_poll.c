@@ -5,7 +5,11 @@
 
 #include "sched_int.h"
 
-enum { CANCEL_NONE = 0, CANCEL_ASKED, CANCEL_DONE };
+enum {
+    CANCEL_NONE = 0,
+    CANCEL_ASKED,
+    CANCEL_DONE
+};
 
 void vega__op_complete(struct vega__op *op, int res)
 {

@@ -67,20 +67,19 @@ int vega_rt_metrics_prometheus(const vega_rt *rt, FILE *out)
     };
     vega_rt_metrics rm;
     vega_rt_get_metrics(rt, &rm);
-    if (fprintf(out,
-                "# HELP vega_rt_workers Worker threads.\n# TYPE vega_rt_workers gauge\n"
-                "vega_rt_workers %u\n"
-                "# HELP vega_rt_live_tasks Tasks spawned and not yet returned.\n"
-                "# TYPE vega_rt_live_tasks gauge\nvega_rt_live_tasks %" PRIu64 "\n"
-                "# HELP vega_rt_inject_queue_depth Tasks in the global inject queue.\n"
-                "# TYPE vega_rt_inject_queue_depth gauge\nvega_rt_inject_queue_depth %" PRIu64 "\n"
-                "# HELP vega_rt_blocking_threads Blocking pool threads.\n"
-                "# TYPE vega_rt_blocking_threads gauge\nvega_rt_blocking_threads %" PRIu64 "\n"
-                "# HELP vega_rt_blocking_queue_depth Jobs queued for the blocking pool.\n"
-                "# TYPE vega_rt_blocking_queue_depth gauge\nvega_rt_blocking_queue_depth %" PRIu64
-                "\n",
-                rm.workers, rm.live_tasks, rm.inject_queue, rm.blocking_threads,
-                rm.blocking_queue) < 0)
+    if (fprintf(
+            out,
+            "# HELP vega_rt_workers Worker threads.\n# TYPE vega_rt_workers gauge\n"
+            "vega_rt_workers %u\n"
+            "# HELP vega_rt_live_tasks Tasks spawned and not yet returned.\n"
+            "# TYPE vega_rt_live_tasks gauge\nvega_rt_live_tasks %" PRIu64 "\n"
+            "# HELP vega_rt_inject_queue_depth Tasks in the global inject queue.\n"
+            "# TYPE vega_rt_inject_queue_depth gauge\nvega_rt_inject_queue_depth %" PRIu64 "\n"
+            "# HELP vega_rt_blocking_threads Blocking pool threads.\n"
+            "# TYPE vega_rt_blocking_threads gauge\nvega_rt_blocking_threads %" PRIu64 "\n"
+            "# HELP vega_rt_blocking_queue_depth Jobs queued for the blocking pool.\n"
+            "# TYPE vega_rt_blocking_queue_depth gauge\nvega_rt_blocking_queue_depth %" PRIu64 "\n",
+            rm.workers, rm.live_tasks, rm.inject_queue, rm.blocking_threads, rm.blocking_queue) < 0)
         return -EIO;
     static const struct {
         const char *name, *help;
@@ -110,8 +109,8 @@ int vega_rt_metrics_prometheus(const vega_rt *rt, FILE *out)
             vega_worker_metrics m;
             vega_rt_get_worker_metrics(rt, i, &m);
             uint64_t v = *(const uint64_t *)((const char *)&m + counters[c].off);
-            fprintf(out, "vega_worker_%s_total{worker=\"%u\"} %" PRIu64 "\n", counters[c].name,
-                    i, v);
+            fprintf(out, "vega_worker_%s_total{worker=\"%u\"} %" PRIu64 "\n", counters[c].name, i,
+                    v);
         }
     }
     fprintf(out, "# HELP vega_worker_local_queue_depth Tasks in the worker's local queue.\n"

@@ -9,8 +9,14 @@ static inline uint64_t pack(uint32_t steal, uint32_t real)
 {
     return ((uint64_t)steal << 32) | real;
 }
-static inline uint32_t unpack_steal(uint64_t h) { return (uint32_t)(h >> 32); }
-static inline uint32_t unpack_real(uint64_t h) { return (uint32_t)h; }
+static inline uint32_t unpack_steal(uint64_t h)
+{
+    return (uint32_t)(h >> 32);
+}
+static inline uint32_t unpack_real(uint64_t h)
+{
+    return (uint32_t)h;
+}
 
 void vega__lqueue_init(struct vega__lqueue *q, bool single)
 {
@@ -102,7 +108,8 @@ struct vega_task *vega__lqueue_take_at(struct vega__lqueue *q, uint32_t i)
     uint64_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
     uint32_t real = unpack_real(h);
     if (i) {
-        struct vega_task *a = atomic_load_explicit(&q->buf[real & VEGA__LQ_MASK], memory_order_relaxed);
+        struct vega_task *a =
+            atomic_load_explicit(&q->buf[real & VEGA__LQ_MASK], memory_order_relaxed);
         struct vega_task *b =
             atomic_load_explicit(&q->buf[(real + i) & VEGA__LQ_MASK], memory_order_relaxed);
         atomic_store_explicit(&q->buf[real & VEGA__LQ_MASK], b, memory_order_relaxed);

@@ -19,9 +19,15 @@ typedef struct vega__spin {
     atomic_uint v;
 } vega__spin;
 
-#define VEGA__SPIN_INIT {0}
+#define VEGA__SPIN_INIT                                                                            \
+    {                                                                                              \
+        0                                                                                          \
+    }
 
-static inline void vega__spin_init(vega__spin *s) { atomic_init(&s->v, 0); }
+static inline void vega__spin_init(vega__spin *s)
+{
+    atomic_init(&s->v, 0);
+}
 
 static inline void vega__spin_lock(vega__spin *s)
 {
@@ -59,9 +65,9 @@ struct vega__wheel;
 /* A timer entry lives inside whatever waits (a task), so arming one allocates nothing. */
 struct vega__timer {
     struct vega__timer *next, *prev;
-    struct vega__wheel *wheel; /* the wheel it is armed in, NULL when not armed */
-    uint64_t when_ms;          /* expiry on the wheel's millisecond scale */
-    struct vega_task *task;    /* woken when it fires, or NULL: then `fire` is called */
+    struct vega__wheel *wheel;           /* the wheel it is armed in, NULL when not armed */
+    uint64_t when_ms;                    /* expiry on the wheel's millisecond scale */
+    struct vega_task *task;              /* woken when it fires, or NULL: then `fire` is called */
     void (*fire)(struct vega__timer *t); /* owner thread, wheel lock held */
     bool fired;
     uint8_t level, slot;
@@ -114,15 +120,15 @@ struct vega__thread_waiter;
 struct vega__group_node;
 
 struct vega_task {
-    void *sp;                       /* saved stack pointer while switched out */
-    atomic_uint state;              /* enum vega__task_state */
-    atomic_uint flags;              /* VEGA__TF_* */
-    struct vega_task *next;         /* free-list link */
+    void *sp;               /* saved stack pointer while switched out */
+    atomic_uint state;      /* enum vega__task_state */
+    atomic_uint flags;      /* VEGA__TF_* */
+    struct vega_task *next; /* free-list link */
     struct vega_rt *rt;
-    struct vega__stack *stack;      /* attached when it first runs, released when it returns */
+    struct vega__stack *stack; /* attached when it first runs, released when it returns */
     vega_task_fn fn;
-    void *arg_result;               /* fn's argument until it runs, then its result */
-    vega_deadline deadline;         /* task-wide cap (spawn option and scopes) */
+    void *arg_result;       /* fn's argument until it runs, then its result */
+    vega_deadline deadline; /* task-wide cap (spawn option and scopes) */
 
     /* join/detach handshake (task.c): VEGA__J_* bits, and who waits for the task */
     atomic_uint jstate;
@@ -130,7 +136,7 @@ struct vega_task {
 
     struct vega__group_node *group; /* task group membership, NULL if none */
     uint64_t id;
-    const char *name;               /* borrowed from the spawner (a literal), or NULL */
+    const char *name; /* borrowed from the spawner (a literal), or NULL */
 #if defined(VEGA_ASAN)
     void *asan_fake;
 #endif
@@ -209,8 +215,8 @@ struct vega__op {
     struct vega__worker *owner;
     struct vega__op *cancel_next; /* owner's cancel mailbox */
     atomic_int done;
-    atomic_int cancel_state;      /* a cancel asked of another worker, and its answer */
-    int res;                      /* revents for polls, the kernel's result otherwise */
+    atomic_int cancel_state; /* a cancel asked of another worker, and its answer */
+    int res;                 /* revents for polls, the kernel's result otherwise */
     int fd;
     uint32_t events;
     /* Kernel operations (io_uring only): fills the SQE (a struct io_uring_sqe *). */
@@ -225,13 +231,13 @@ struct vega__op {
     uint8_t kind;    /* watches: VEGA__WATCH_POLL, _ACCEPT or _RECV */
     /* Receive watches (io_uring): the one receive in flight, and what it brought that nobody
      * read yet. Guarded by the owner's op lock; read through vega__watch_read. */
-    bool recv_armed;           /* a receive (or the poll standing in for it) is in flight */
-    bool recv_poll;            /* what is in flight is a poll (the ring had no buffer) */
-    bool recv_stopping;        /* the multishot receive was asked to end (enough held) */
-    uint16_t rb_held;          /* buffers held */
-    int32_t rb_bid, rb_tail;   /* first and last buffer held (a list in the driver), -1: none */
-    uint32_t rb_off;           /* bytes of the first buffer read already */
-    int rb_end;                /* after the bytes: 1 end of stream, < 0 an error, 0 neither */
+    bool recv_armed;             /* a receive (or the poll standing in for it) is in flight */
+    bool recv_poll;              /* what is in flight is a poll (the ring had no buffer) */
+    bool recv_stopping;          /* the multishot receive was asked to end (enough held) */
+    uint16_t rb_held;            /* buffers held */
+    int32_t rb_bid, rb_tail;     /* first and last buffer held (a list in the driver), -1: none */
+    uint32_t rb_off;             /* bytes of the first buffer read already */
+    int rb_end;                  /* after the bytes: 1 end of stream, < 0 an error, 0 neither */
     struct vega_task *rb_waiter; /* a reader waiting for the receive in flight */
 };
 
@@ -258,10 +264,10 @@ enum {
 };
 
 struct vega__watch {
-    struct vega__op op;        /* the driver registration; op.owner is the home worker */
-    atomic_uint state;         /* VEGA__W_* */
-    atomic_uint revents;       /* events remembered with READY, reported by the next arm */
-    struct vega__timer timer;  /* the deadline while armed, on the arming worker's wheel */
+    struct vega__op op;       /* the driver registration; op.owner is the home worker */
+    atomic_uint state;        /* VEGA__W_* */
+    atomic_uint revents;      /* events remembered with READY, reported by the next arm */
+    struct vega__timer timer; /* the deadline while armed, on the arming worker's wheel */
     void (*fn)(struct vega__watch *w, int status);
     void (*gone)(struct vega__watch *w);
     struct vega__watch *next, *prev; /* home worker's list (home thread only) */
@@ -269,14 +275,16 @@ struct vega__watch {
     struct vega__watch *rearm_next;  /* home worker's re-arm mailbox (receive watches) */
     int status;
     bool registered;
-    bool rearm_queued; /* in the re-arm mailbox (home's close_lock) */
+    bool rearm_queued;        /* in the re-arm mailbox (home's close_lock) */
     atomic_bool close_posted; /* in the close mailbox, not yet taken (see vega__watch_closing) */
 };
 
 /* flags: VEGA__WATCH_ARM_RECV asks for a receive watch (the bytes that wake it wait in a
  * provided buffer, taken with vega__watch_read) where the driver has them; otherwise, and on
  * epoll, the watch is a readiness one. Decided at the first arm. */
-enum { VEGA__WATCH_ARM_RECV = 1u << 0 };
+enum {
+    VEGA__WATCH_ARM_RECV = 1u << 0
+};
 int vega__watch_arm(struct vega__watch *w, int fd, uint32_t events, vega_deadline dl,
                     unsigned flags, void (*fn)(struct vega__watch *w, int status));
 void vega__watch_close(struct vega__watch *w, void (*gone)(struct vega__watch *w));

@@ -32,7 +32,10 @@ vega_tstamp vega_now(void)
     return vega__clock_mono();
 }
 
-vega_deadline vega_deadline_in_ns(uint64_t ns) { return vega__sat_add(vega_now(), ns); }
+vega_deadline vega_deadline_in_ns(uint64_t ns)
+{
+    return vega__sat_add(vega_now(), ns);
+}
 
 vega_deadline vega_deadline_in_ms(uint64_t ms)
 {
@@ -374,7 +377,8 @@ static void post_switch(struct vega__worker *w)
 
 /* Sanitizer bookkeeping around a switch from `from_fake` (NULL: the old fiber dies) to a stack. */
 /* Always inlined: nothing instrumented may run between the TSan fiber switch and the real one. */
-static inline __attribute__((always_inline)) void san_before(void **from_fake, const void *bottom, size_t size, void *tsan_to)
+static inline __attribute__((always_inline)) void san_before(void **from_fake, const void *bottom,
+                                                             size_t size, void *tsan_to)
 {
 #if defined(VEGA_ASAN)
     __sanitizer_start_switch_fiber(from_fake, bottom, size);
@@ -398,10 +402,10 @@ static inline __attribute__((always_inline)) void san_after(void *fake)
 }
 
 #if defined(VEGA_ASAN)
-#define TASK_FAKE(t) (&(t)->asan_fake)
+#define TASK_FAKE(t)     (&(t)->asan_fake)
 #define TASK_FAKE_VAL(t) ((t)->asan_fake)
 #else
-#define TASK_FAKE(t) ((void **)NULL)
+#define TASK_FAKE(t)     ((void **)NULL)
 #define TASK_FAKE_VAL(t) NULL
 #endif
 #if defined(VEGA_TSAN)
@@ -762,12 +766,27 @@ void vega_rt_free(vega_rt *rt)
     free(rt);
 }
 
-const char *vega_rt_driver_name(const vega_rt *rt) { return rt->driver->name; }
+const char *vega_rt_driver_name(const vega_rt *rt)
+{
+    return rt->driver->name;
+}
 
-unsigned vega_rt_workers(const vega_rt *rt) { return rt->nworkers; }
+unsigned vega_rt_workers(const vega_rt *rt)
+{
+    return rt->nworkers;
+}
 
 /* ---- driver glue ---------------------------------------------------------------------------- */
 
-void *vega__worker_driver_data(struct vega__worker *w) { return w->drv; }
-void vega__worker_set_driver_data(struct vega__worker *w, void *p) { w->drv = p; }
-void vega__worker_count_io(struct vega__worker *w) { bump(&w->m.io_ops, 1); }
+void *vega__worker_driver_data(struct vega__worker *w)
+{
+    return w->drv;
+}
+void vega__worker_set_driver_data(struct vega__worker *w, void *p)
+{
+    w->drv = p;
+}
+void vega__worker_count_io(struct vega__worker *w)
+{
+    bump(&w->m.io_ops, 1);
+}

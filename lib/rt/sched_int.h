@@ -6,17 +6,18 @@
 #include "rt_int.h"
 
 /* ---- tuning (Tokio's proven constants; see docs/ARCHITECTURE.md) -------------------------- */
-#define VEGA__LQ_CAP 256u           /* local run queue slots */
-#define VEGA__LQ_MASK (VEGA__LQ_CAP - 1)
-#define VEGA__BUDGET 128u           /* cooperative budget per turn */
-#define VEGA__LIFO_MAX 3u           /* LIFO polls in a row before the queue gets a turn */
-#define VEGA__INJECT_INTERVAL 61u   /* ticks between looks at the inject queue (and driver) */
-#define VEGA__STACK_CACHE 16u      /* free stacks kept per worker */
-#define VEGA__STACK_WARM 32u       /* free stacks kept with their pages on the shared list */
-#define VEGA__STACK_COLD_KEEP 256u  /* cold stacks kept before fully free regions are unmapped */
-#define VEGA__STACK_KEEP (16u * 1024u) /* a free stack keeps at most its top 16 KiB committed */
-#define VEGA__TASK_BATCH 64u        /* task structs move between a worker and the shared list in
-                                       batches; a worker keeps at most two */
+#define VEGA__LQ_CAP          256u /* local run queue slots */
+#define VEGA__LQ_MASK         (VEGA__LQ_CAP - 1)
+#define VEGA__BUDGET          128u /* cooperative budget per turn */
+#define VEGA__LIFO_MAX        3u   /* LIFO polls in a row before the queue gets a turn */
+#define VEGA__INJECT_INTERVAL 61u  /* ticks between looks at the inject queue (and driver) */
+#define VEGA__STACK_CACHE     16u  /* free stacks kept per worker */
+#define VEGA__STACK_WARM      32u  /* free stacks kept with their pages on the shared list */
+#define VEGA__STACK_COLD_KEEP 256u /* cold stacks kept before fully free regions are unmapped */
+#define VEGA__STACK_KEEP      (16u * 1024u) /* a free stack keeps at most its top 16 KiB committed */
+#define VEGA__TASK_BATCH                                                                           \
+    64u /* task structs move between a worker and the shared list in                               \
+           batches; a worker keeps at most two */
 #define VEGA__DEFAULT_STACK (64u * 1024u)
 
 /* ---- local run queue: single producer (owner), many stealers (Tokio's design) ------------- */
@@ -39,8 +40,8 @@ struct vega__inject {
 /* ---- timer wheel: 6 levels x 64 slots, 1 ms resolution ------------------------------------ */
 #define VEGA__WHEEL_LEVELS 6
 struct vega__wheel {
-    vega__spin lock;      /* the owner fires; any thread may remove an entry */
-    uint64_t elapsed;     /* ms processed up to */
+    vega__spin lock;  /* the owner fires; any thread may remove an entry */
+    uint64_t elapsed; /* ms processed up to */
     uint64_t occupied[VEGA__WHEEL_LEVELS];
     struct vega__timer *slots[VEGA__WHEEL_LEVELS][64];
     size_t count;
@@ -76,11 +77,11 @@ struct vega__worker {
     unsigned index;
     pthread_t thread;
 
-    void *sched_sp;             /* the scheduler context while a task runs */
+    void *sched_sp; /* the scheduler context while a task runs */
     struct vega_task *current;
-    struct vega_task *prev;     /* switched out, its `after` not yet handled */
+    struct vega_task *prev; /* switched out, its `after` not yet handled */
     enum vega__after after;
-    unsigned maint_tick;        /* tick of the last maintenance (driver poll, timers) */
+    unsigned maint_tick; /* tick of the last maintenance (driver poll, timers) */
 
     struct vega__lqueue q;
     struct vega_task *lifo;
@@ -144,12 +145,12 @@ struct vega_rt {
 
     /* idle workers */
     pthread_mutex_t idle_mu;
-    unsigned *idle_stack;   /* indices of idle workers */
+    unsigned *idle_stack; /* indices of idle workers */
     unsigned nidle_list;
     _Atomic unsigned num_idle;
     _Atomic unsigned num_searching;
 
-    _Atomic bool shutdown;  /* workers exit when set and no task is live */
+    _Atomic bool shutdown; /* workers exit when set and no task is live */
     _Atomic bool cancel_all;
     _Atomic uint64_t foreign_spawned; /* tasks spawned from outside the workers */
     _Atomic uint64_t next_id;
@@ -165,9 +166,9 @@ struct vega_rt {
     struct vega__stack *stack_cold; /* pages given back; doubly linked */
     size_t stack_nwarm, stack_ncold, stack_nregions;
     struct vega__region *regions;
-    size_t stack_size;       /* usable size */
+    size_t stack_size; /* usable size */
     size_t page;
-    bool guard_madvise;      /* MADV_GUARD_INSTALL works here */
+    bool guard_madvise; /* MADV_GUARD_INSTALL works here */
 
     /* clock */
     bool paused;
@@ -222,8 +223,8 @@ void vega__stack_put(struct vega__worker *w, struct vega__stack *s);
 bool vega__stack_canary_ok(const struct vega__stack *s);
 /* What the stack pool holds now: regions mapped, warm and cold stacks on the shared lists,
  * stacks in the workers' caches. Any thread. */
-void vega__stack_pool_stats(struct vega_rt *rt, uint64_t *regions, uint64_t *warm,
-                            uint64_t *cold, uint64_t *cached);
+void vega__stack_pool_stats(struct vega_rt *rt, uint64_t *regions, uint64_t *warm, uint64_t *cold,
+                            uint64_t *cached);
 size_t vega__stack_region_bytes(const struct vega_rt *rt);
 
 /* Scheduling a runnable task from the current thread. */

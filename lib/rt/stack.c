@@ -14,7 +14,7 @@
 #endif
 
 #define STACKS_PER_REGION 16u
-#define CANARY 0x5ca1ab1ef00dfaceull
+#define CANARY            0x5ca1ab1ef00dfaceull
 
 /*
  * Where a free stack is:
@@ -37,10 +37,12 @@ struct vega__region {
     unsigned ncold; /* its stacks on the cold list */
 };
 
-static inline size_t slot_size(const struct vega_rt *rt) { return rt->stack_size + rt->page; }
+static inline size_t slot_size(const struct vega_rt *rt)
+{
+    return rt->stack_size + rt->page;
+}
 
-static struct vega__stack *slot_stack(const struct vega_rt *rt, struct vega__region *r,
-                                      unsigned i)
+static struct vega__stack *slot_stack(const struct vega_rt *rt, struct vega__region *r, unsigned i)
 {
     char *guard = (char *)r->base + i * slot_size(rt);
     return (struct vega__stack *)(guard + slot_size(rt) - sizeof(struct vega__stack));
@@ -326,8 +328,8 @@ void vega__stack_put(struct vega__worker *w, struct vega__stack *s)
     pthread_mutex_unlock(&rt->stack_mu);
 }
 
-void vega__stack_pool_stats(struct vega_rt *rt, uint64_t *regions, uint64_t *warm,
-                            uint64_t *cold, uint64_t *cached)
+void vega__stack_pool_stats(struct vega_rt *rt, uint64_t *regions, uint64_t *warm, uint64_t *cold,
+                            uint64_t *cached)
 {
     pthread_mutex_lock(&rt->stack_mu);
     *regions = rt->stack_nregions;

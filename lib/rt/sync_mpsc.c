@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Multi-producer channel of pointers, any number of consumers (everything is under one lock). Bounded: a fixed ring, and senders that
- * find it full wait in FIFO order; the receiver moves the longest waiter's message into the slot
- * it just freed. Unbounded: a list of fixed-size blocks, freed as they are drained. A waiting
- * receiver gets a message handed straight to it. */
+/* Multi-producer channel of pointers, any number of consumers (everything is under one lock).
+ * Bounded: a fixed ring, and senders that find it full wait in FIFO order; the receiver moves the
+ * longest waiter's message into the slot it just freed. Unbounded: a list of fixed-size blocks,
+ * freed as they are drained. A waiting receiver gets a message handed straight to it. */
 #include <stdint.h>
 #include <stdlib.h>
 

@@ -10,7 +10,6 @@
 
 #include "sched_int.h"
 
-
 __thread struct vega__worker *vega__tls_worker __attribute__((tls_model("initial-exec")));
 
 /* Out of line and opaque to the optimizer: a task may resume on another thread, so the address
@@ -33,7 +32,10 @@ struct vega_task *vega__task_self(void)
     return w ? w->current : NULL;
 }
 
-vega_task *vega_task_current(void) { return vega__task_self(); }
+vega_task *vega_task_current(void)
+{
+    return vega__task_self();
+}
 
 vega_rt *vega_rt_current(void)
 {
@@ -87,7 +89,10 @@ struct vega__task_chunk {
 
 /* A free batch on the shared list is its first struct; the batches are linked through that
  * struct's arg_result (unused while free) and the structs of a batch through `next`. */
-static inline struct vega_task *batch_next(struct vega_task *b) { return b->arg_result; }
+static inline struct vega_task *batch_next(struct vega_task *b)
+{
+    return b->arg_result;
+}
 
 /* The owner writes the counts; metrics read them from any thread. */
 static unsigned cur_len(struct vega__worker *w)
@@ -243,8 +248,7 @@ void vega__task_free(struct vega__worker *w, struct vega_task *t)
     set_cur_len(w, 1);
 }
 
-void vega__task_pool_stats(struct vega_rt *rt, uint64_t *chunks, uint64_t *shared,
-                           uint64_t *cached)
+void vega__task_pool_stats(struct vega_rt *rt, uint64_t *chunks, uint64_t *shared, uint64_t *cached)
 {
     pthread_mutex_lock(&rt->task_mu);
     *chunks = rt->task_nchunks;
@@ -258,7 +262,10 @@ void vega__task_pool_stats(struct vega_rt *rt, uint64_t *chunks, uint64_t *share
     *cached = c;
 }
 
-size_t vega__task_chunk_bytes(void) { return sizeof(struct vega__task_chunk); }
+size_t vega__task_chunk_bytes(void)
+{
+    return sizeof(struct vega__task_chunk);
+}
 
 void vega__task_chunks_free(struct vega_rt *rt)
 {
@@ -463,7 +470,10 @@ static void wake(struct vega_task *t, bool to_back)
     }
 }
 
-void vega__task_wake(struct vega_task *t) { wake(t, false); }
+void vega__task_wake(struct vega_task *t)
+{
+    wake(t, false);
+}
 
 /* ---- yield, budget, sleep, deadlines -------------------------------------------------------- */
 
@@ -501,9 +511,15 @@ int vega_sleep_until(vega_deadline dl)
     }
 }
 
-int vega_sleep_ns(uint64_t ns) { return vega_sleep_until(vega_deadline_in_ns(ns)); }
+int vega_sleep_ns(uint64_t ns)
+{
+    return vega_sleep_until(vega_deadline_in_ns(ns));
+}
 
-int vega_sleep_ms(uint64_t ms) { return vega_sleep_until(vega_deadline_in_ms(ms)); }
+int vega_sleep_ms(uint64_t ms)
+{
+    return vega_sleep_until(vega_deadline_in_ms(ms));
+}
 
 vega_deadline vega_deadline_push(vega_deadline dl)
 {

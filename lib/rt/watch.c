@@ -143,10 +143,14 @@ int vega__watch_arm(struct vega__watch *w, int fd, uint32_t events, vega_deadlin
     w->fn = fn;
     if (!w->registered) {
         bool recv = (flags & VEGA__WATCH_ARM_RECV) && rt->driver->recv_arm;
-        w->op = (struct vega__op){.task = NULL, .owner = me, .fd = fd, .events = events,
+        w->op = (struct vega__op){.task = NULL,
+                                  .owner = me,
+                                  .fd = fd,
+                                  .events = events,
                                   .on_complete = on_event,
                                   .kind = recv ? VEGA__WATCH_RECV : VEGA__WATCH_POLL,
-                                  .rb_bid = -1, .rb_tail = -1};
+                                  .rb_bid = -1,
+                                  .rb_tail = -1};
         atomic_init(&w->op.done, 0);
         atomic_init(&w->op.cancel_state, 0);
         atomic_init(&w->state, 0);
@@ -188,9 +192,8 @@ int vega__watch_arm(struct vega__watch *w, int fd, uint32_t events, vega_deadlin
                 fire(me, w, (int)(ev ? ev : POLLIN));
                 return 0;
             }
-        } else if (atomic_compare_exchange_weak_explicit(&w->state, &s, VEGA__W_ARMED,
-                                                         memory_order_acq_rel,
-                                                         memory_order_acquire)) {
+        } else if (atomic_compare_exchange_weak_explicit(
+                       &w->state, &s, VEGA__W_ARMED, memory_order_acq_rel, memory_order_acquire)) {
             return 0;
         }
     }
@@ -269,8 +272,13 @@ int vega__watch_start(struct vega__watch *w, int fd, unsigned kind,
         return -ECANCELED;
     w->fn = fn;
     w->gone = gone;
-    w->op = (struct vega__op){.task = NULL, .owner = me, .fd = fd, .on_complete = on_kernel_event,
-                              .kind = (uint8_t)kind, .rb_bid = -1, .rb_tail = -1};
+    w->op = (struct vega__op){.task = NULL,
+                              .owner = me,
+                              .fd = fd,
+                              .on_complete = on_kernel_event,
+                              .kind = (uint8_t)kind,
+                              .rb_bid = -1,
+                              .rb_tail = -1};
     atomic_init(&w->op.done, 0);
     atomic_init(&w->op.cancel_state, 0);
     atomic_init(&w->state, 0);

@@ -4,8 +4,8 @@
 #include "sched_int.h"
 
 #define SLOT_BITS 6u
-#define SLOTS 64u
-#define MAX_MS ((1ull << (SLOT_BITS * VEGA__WHEEL_LEVELS)) - 1)
+#define SLOTS     64u
+#define MAX_MS    ((1ull << (SLOT_BITS * VEGA__WHEEL_LEVELS)) - 1)
 
 static inline struct vega__wheel *timer_wheel(struct vega__timer *t)
 {

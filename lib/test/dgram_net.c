@@ -270,8 +270,8 @@ int vega_test_net_sendx(vega_test_net *n, int from, const void *data, size_t len
     int rc = enqueue(n, d, data, len, due, corrupt, ecn, tag);
     if (rc == 0 && chance(n, n->o.dup_pct)) {
         st->duplicated++;
-        rc = enqueue(n, d, data, len, due + 1 + next_rand(n) % (n->o.delay_ns / 4 + 1), false,
-                     ecn, tag);
+        rc = enqueue(n, d, data, len, due + 1 + next_rand(n) % (n->o.delay_ns / 4 + 1), false, ecn,
+                     tag);
     }
     return rc;
 }

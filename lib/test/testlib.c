@@ -4,7 +4,10 @@
 
 #include "sched_int.h"
 
-uint64_t vega_test_schedule_hash(const vega_rt *rt) { return rt->trace_hash; }
+uint64_t vega_test_schedule_hash(const vega_rt *rt)
+{
+    return rt->trace_hash;
+}
 
 int vega_test_advance(uint64_t ns)
 {

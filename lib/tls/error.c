@@ -12,9 +12,15 @@
 #include "tls_int.h"
 
 /* The messages live with every other library code in lib/base/err.c. */
-const char *vega_tls_strerror(int err) { return vega_strerror(err); }
+const char *vega_tls_strerror(int err)
+{
+    return vega_strerror(err);
+}
 
-const char *vega_tls_err_name(int err) { return vega_err_name(err); }
+const char *vega_tls_err_name(int err)
+{
+    return vega_err_name(err);
+}
 
 /* RFC 8446 section 6 and RFC 5246 section 7.2: AlertDescription. */
 const char *vega__tls_alert_name(int alert)

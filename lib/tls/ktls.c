@@ -385,9 +385,8 @@ void vega__tls_ktls_try_rx(struct vega_tls *t)
     /* The kernel must find the next record whole in the socket, and OpenSSL must hold nothing
      * unread. */
     if (t->in_pos != t->in_end || (t->sock && vega__sock_park_holds(t->sock)) ||
-        !vega__tls_recparse_at_boundary(&t->fill) ||
-        !vega__tls_recparse_at_boundary(&t->rd) || SSL_pending(t->ssl) > 0 ||
-        SSL_has_pending(t->ssl))
+        !vega__tls_recparse_at_boundary(&t->fill) || !vega__tls_recparse_at_boundary(&t->rd) ||
+        SSL_pending(t->ssl) > 0 || SSL_has_pending(t->ssl))
         return;
     /* A TLS 1.3 server sends its tickets right after the handshake: let OpenSSL take them
      * before the kernel would (it can only skip them), i.e. until application data came. */

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <vega/compress.h>
 #include "fuzz_target.h"
+#include <vega/compress.h>
 
 #ifndef KIND
 #error "define KIND (a vega_compress_kind) before including compress_fuzz.h"

@@ -3,9 +3,9 @@
 #ifndef VEGA_FUZZ_TARGET_H
 #define VEGA_FUZZ_TARGET_H
 
+#include "fuzz_target.h"
 #include <stddef.h>
 #include <stdint.h>
-#include "fuzz_target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -39,8 +39,8 @@
 #include <vega/stream.h>
 #include <vega/test.h>
 
-#include "serve.h"
 #include "fuzz_target.h"
+#include "serve.h"
 
 #define MAX_CONNS  4
 #define MAX_INPUT  (64 * 1024)

@@ -16,10 +16,10 @@
 #include <string.h>
 
 #include "conn_int.h"
+#include "fuzz_target.h"
+#include "qtls_certs.h"
 #include "quic_pair.h"
 #include "quic_pkt.h"
-#include "qtls_certs.h"
-#include "fuzz_target.h"
 
 static uint8_t pkt[4096];
 
@@ -31,9 +31,16 @@ static size_t build(vega_quic_pkt_type t, uint32_t version, const uint8_t *dcid,
 {
     if (len > 1100)
         len = 1100;
-    struct qpkt p = {.type = t, .version = version, .dcid = dcid, .dcid_len = dcid_len,
-                     .scid = scid, .scid_len = scid_len, .key_phase = key_phase, .pn = pn,
-                     .pn_len = 4, .keys = k,
+    struct qpkt p = {.type = t,
+                     .version = version,
+                     .dcid = dcid,
+                     .dcid_len = dcid_len,
+                     .scid = scid,
+                     .scid_len = scid_len,
+                     .key_phase = key_phase,
+                     .pn = pn,
+                     .pn_len = 4,
+                     .keys = k,
                      .min_payload = t == VEGA_QUIC_PKT_INITIAL ? 1200 - 60 : 4};
     vega_ssize n = qpkt_build_raw(&p, frames, len, pkt, sizeof pkt);
     return n < 0 ? 0 : (size_t)n;
@@ -86,8 +93,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     vega_quic_keys *ik = NULL;
     uint64_t pn = 0;
     if (scenario == 0) {
-        vega_quic_server_params sp = {.version = VEGA_QUIC_V1, .dcid = cli_dcid, .dcid_len = 8,
-                                      .scid = cli_scid, .scid_len = 8};
+        vega_quic_server_params sp = {.version = VEGA_QUIC_V1,
+                                      .dcid = cli_dcid,
+                                      .dcid_len = 8,
+                                      .scid = cli_scid,
+                                      .scid_len = 8};
         if (vega_quic_conn_server_new(&q.side[1].c, &q.scfg, &q.path, &sp, q.now) < 0 ||
             vega_quic_keys_new_initial(&ik, VEGA_QUIC_V1, cli_dcid, 8, false) < 0)
             abort();

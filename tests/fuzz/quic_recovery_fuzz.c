@@ -15,8 +15,8 @@
 #include <vega/quic_wire.h>
 
 #include "base.h"
-#include "recovery.h"
 #include "fuzz_target.h"
+#include "recovery.h"
 
 #define MAX_STEPS 1024
 #define MAX_SENT  4096
@@ -149,7 +149,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct vega__quic_recovery *r;
     uint8_t cfg = u8(&in);
     if (vega__quic_recovery_new(&r, (cfg & 1) ? VEGA__QUIC_CC_CUBIC : VEGA__QUIC_CC_NEWRENO,
-                                1200 + (uint64_t)(cfg >> 5) * 100, (uint64_t)(cfg >> 1 & 3) * 40 * MS, &cbs, NULL) < 0)
+                                1200 + (uint64_t)(cfg >> 5) * 100,
+                                (uint64_t)(cfg >> 1 & 3) * 40 * MS, &cbs, NULL) < 0)
         return 0;
     if (cfg & 8)
         vega__quic_recovery_set_peer_validated(r, false);

@@ -10,11 +10,11 @@
 #include <string.h>
 
 #include "base.h"
-#include "qstream.h"
 #include "fuzz_target.h"
+#include "qstream.h"
 
 #define STREAM_MAX (1u << 17) /* offsets the model tracks (frames stay below) */
-#define MAX_FRAME 4096
+#define MAX_FRAME  4096
 
 static uint8_t ref(uint64_t i)
 {
@@ -79,8 +79,7 @@ static void advance_contig(struct model *m)
 
 static void check_state(const struct vega__quic_recvbuf *b, const struct model *m)
 {
-    check(b->read_off == m->read_off && b->highest == m->highest &&
-          b->final_size == m->final_size);
+    check(b->read_off == m->read_off && b->highest == m->highest && b->final_size == m->final_size);
     check(vega__quic_recvbuf_readable(b) == (m->reset ? 0 : m->contig - m->read_off));
     check(vega__quic_recvbuf_is_complete(b) ==
           (!m->reset && m->final_size != UINT64_MAX && m->contig == m->final_size));

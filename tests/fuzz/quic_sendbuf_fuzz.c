@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include "base.h"
-#include "qstream.h"
 #include "fuzz_target.h"
+#include "qstream.h"
 
-#define STREAM_MAX (1u << 16)
+#define STREAM_MAX   (1u << 16)
 #define MAX_INFLIGHT 256
 
 static uint8_t ref(uint64_t i)

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "../unit/quic/qtls_certs.h"
-#include "qtls.h"
 #include "fuzz_target.h"
+#include "qtls.h"
 
 #define FUZZ_WALL_MS 1893456000000ull
 

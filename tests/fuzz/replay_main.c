@@ -12,7 +12,7 @@
 #include "fuzz_target.h"
 
 #define REPLAY_MAX_INPUT (64 * 1024)
-#define MAX_FILES 4096
+#define MAX_FILES        4096
 
 static uint8_t *files[MAX_FILES];
 static size_t sizes[MAX_FILES];

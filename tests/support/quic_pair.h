@@ -5,14 +5,14 @@
 #ifndef VEGA_TEST_QUIC_PAIR_H
 #define VEGA_TEST_QUIC_PAIR_H
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 
 #include <vega/quic.h>
 #include <vega/quic_wire.h>
@@ -39,12 +39,12 @@ struct qp_side {
     char close_reason[128];
     struct qp_stream st[QP_MAX_STREAMS];
     size_t nst;
-    bool echo;           /* write back what arrives on bidirectional streams */
-    size_t datagrams;    /* DATAGRAM events */
+    bool echo;        /* write back what arrives on bidirectional streams */
+    size_t datagrams; /* DATAGRAM events */
     size_t datagram_bytes;
-    uint8_t *session;    /* client: the latest session */
+    uint8_t *session; /* client: the latest session */
     size_t session_len;
-    uint8_t token[512];  /* client: the latest NEW_TOKEN */
+    uint8_t token[512]; /* client: the latest NEW_TOKEN */
     size_t token_len;
     size_t opened, writable, streams_available, early_rejected, stops, resets, done;
     uint64_t stop_code;
@@ -74,7 +74,7 @@ struct qp {
     bool srv_got_handshake;
     size_t steps;
     bool borrowed_creds; /* chain, key and ca belong to the caller (qp_init_with) */
-    bool stuck; /* qp_run stopped: time did not advance for too long (a bug) */
+    bool stuck;          /* qp_run stopped: time did not advance for too long (a bug) */
 };
 
 QP_FN int qp_rand(void *ud, void *buf, size_t len)
@@ -380,8 +380,10 @@ QP_FN void qp_server_recv(struct qp *q, uint8_t *buf, size_t len, uint8_t ecn, u
         if (vega_quic_hdr_parse(&h, buf, len, 0) < 0 || h.type != VEGA_QUIC_PKT_INITIAL ||
             len < VEGA_QUIC_MIN_INITIAL_SIZE)
             return;
-        vega_quic_server_params sp = {.version = h.version, .dcid = h.dcid,
-                                      .dcid_len = h.dcid_len, .scid = h.scid,
+        vega_quic_server_params sp = {.version = h.version,
+                                      .dcid = h.dcid,
+                                      .dcid_len = h.dcid_len,
+                                      .scid = h.scid,
                                       .scid_len = h.scid_len};
         uint8_t odcid[VEGA_QUIC_MAX_CID_LEN];
         if (q->retry) {
@@ -392,9 +394,14 @@ QP_FN void qp_server_recv(struct qp *q, uint8_t *buf, size_t len, uint8_t ecn, u
                 memcpy(tok + 1, h.dcid, h.dcid_len);
                 uint8_t new_cid[8];
                 qp_rand(&s->rng, new_cid, sizeof new_cid);
-                vega_quic_hdr r = {.type = VEGA_QUIC_PKT_RETRY, .version = h.version,
-                                   .dcid = h.scid, .dcid_len = h.scid_len, .scid = new_cid,
-                                   .scid_len = 8, .token = tok, .token_len = 1 + h.dcid_len};
+                vega_quic_hdr r = {.type = VEGA_QUIC_PKT_RETRY,
+                                   .version = h.version,
+                                   .dcid = h.scid,
+                                   .dcid_len = h.scid_len,
+                                   .scid = new_cid,
+                                   .scid_len = 8,
+                                   .token = tok,
+                                   .token_len = 1 + h.dcid_len};
                 long n = vega_quic_retry_write(out, sizeof out, &r, 0, h.dcid, h.dcid_len);
                 if (n > 0) {
                     vega_test_net_send(q->net, 1, out, (size_t)n, q->now);
@@ -453,8 +460,8 @@ QP_FN void qp_step(struct qp *q)
             if (i == 1 && !q->srv_got_handshake)
                 q->srv_bytes_out += (uint64_t)n;
             /* The tag carries the client's source port; a NAT may rewrite it. */
-            uint16_t port = i == 0 ? (q->nat_port ? q->nat_port : qp_port(&p.local))
-                                   : qp_port(&p.local);
+            uint16_t port =
+                i == 0 ? (q->nat_port ? q->nat_port : qp_port(&p.local)) : qp_port(&p.local);
             vega_test_net_sendx(q->net, i, buf, (size_t)n, ecn, port, q->now);
         }
     }

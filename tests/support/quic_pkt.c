@@ -170,9 +170,9 @@ vega_quic_frame qf_max_stream_data(uint64_t id, uint64_t max)
 
 vega_quic_frame qf_max_streams(bool bidi, uint64_t max)
 {
-    return (vega_quic_frame){
-        .type = bidi ? VEGA_QUIC_FT_MAX_STREAMS_BIDI : VEGA_QUIC_FT_MAX_STREAMS_UNI,
-        .u.limit.max = max};
+    return (vega_quic_frame){.type = bidi ? VEGA_QUIC_FT_MAX_STREAMS_BIDI
+                                          : VEGA_QUIC_FT_MAX_STREAMS_UNI,
+                             .u.limit.max = max};
 }
 
 vega_quic_frame qf_new_cid(uint64_t seq, uint64_t retire_prior_to, const uint8_t *cid,

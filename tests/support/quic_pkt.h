@@ -23,7 +23,7 @@ struct qpkt {
     size_t scid_len;
     const uint8_t *token; /* Initial */
     size_t token_len;
-    bool key_phase;       /* 1-RTT */
+    bool key_phase; /* 1-RTT */
     uint64_t pn;
     size_t pn_len;        /* 1..4 bytes on the wire; 0 = 4 */
     vega_quic_keys *keys; /* the sender's keys for this level */

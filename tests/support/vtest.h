@@ -43,33 +43,32 @@ bool vtest_paused(void);
 #define VCHECK_WAITED(t0, ms) vtest_check_waited(__FILE__, __LINE__, (t0), (ms))
 void vtest_check_waited(const char *file, int line, uint64_t t0, uint64_t ms);
 
-#define VTEST(name)                                                                            \
-    static void vtest_case_##name(void);                                                       \
-    __attribute__((constructor)) static void vtest_reg_##name(void)                            \
-    {                                                                                          \
-        vtest_register(#name, vtest_case_##name);                                              \
-    }                                                                                          \
+#define VTEST(name)                                                                                \
+    static void vtest_case_##name(void);                                                           \
+    __attribute__((constructor)) static void vtest_reg_##name(void)                                \
+    {                                                                                              \
+        vtest_register(#name, vtest_case_##name);                                                  \
+    }                                                                                              \
     static void vtest_case_##name(void)
 
-#define VCHECK(cond)                                                                           \
-    do {                                                                                       \
-        if (!(cond))                                                                           \
-            vtest_fail(__FILE__, __LINE__, "check failed: %s", #cond);                         \
+#define VCHECK(cond)                                                                               \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            vtest_fail(__FILE__, __LINE__, "check failed: %s", #cond);                             \
     } while (0)
 
-#define VCHECK_EQ(a, b)                                                                        \
-    do {                                                                                       \
-        long long va_ = (long long)(a), vb_ = (long long)(b);                                  \
-        if (va_ != vb_)                                                                        \
-            vtest_fail(__FILE__, __LINE__, "%s == %s failed: %lld != %lld", #a, #b, va_, vb_);  \
+#define VCHECK_EQ(a, b)                                                                            \
+    do {                                                                                           \
+        long long va_ = (long long)(a), vb_ = (long long)(b);                                      \
+        if (va_ != vb_)                                                                            \
+            vtest_fail(__FILE__, __LINE__, "%s == %s failed: %lld != %lld", #a, #b, va_, vb_);     \
     } while (0)
 
-#define VCHECK_STR(a, b)                                                                       \
-    do {                                                                                       \
-        const char *sa_ = (a), *sb_ = (b);                                                     \
-        if (strcmp(sa_, sb_) != 0)                                                             \
-            vtest_fail(__FILE__, __LINE__, "%s == %s failed: \"%s\" != \"%s\"", #a, #b, sa_,    \
-                       sb_);                                                                   \
+#define VCHECK_STR(a, b)                                                                           \
+    do {                                                                                           \
+        const char *sa_ = (a), *sb_ = (b);                                                         \
+        if (strcmp(sa_, sb_) != 0)                                                                 \
+            vtest_fail(__FILE__, __LINE__, "%s == %s failed: \"%s\" != \"%s\"", #a, #b, sa_, sb_); \
     } while (0)
 
 #endif

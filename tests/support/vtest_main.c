@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Runs one named case (argv[1]) or every case of this test program. */
-#include <stdarg.h>
 #include <signal.h>
+#include <stdarg.h>
 
 #include <vega/rt.h>
 
@@ -70,8 +70,9 @@ void vtest_check_waited(const char *file, int line, uint64_t t0, uint64_t ms)
         vtest_fail(file, line, "waited %.3f ms: less than the %" PRIu64 " ms deadline",
                    (double)el / VEGA_NS_PER_MS, ms);
     if (run_paused && el > want + VEGA_NS_PER_MS)
-        vtest_fail(file, line, "waited %.3f ms of paused clock: more than the %" PRIu64
-                   " ms deadline", (double)el / VEGA_NS_PER_MS, ms);
+        vtest_fail(file, line,
+                   "waited %.3f ms of paused clock: more than the %" PRIu64 " ms deadline",
+                   (double)el / VEGA_NS_PER_MS, ms);
 }
 
 static void *run_task(void *arg)

@@ -49,18 +49,18 @@ typedef struct vega_dns_opts {
     const char *const *search;
     size_t search_len;
     bool search_set;
-    unsigned timeout_ms;  /* wait for one server's answer; 0 = resolv.conf's timeout (5 s) */
-    unsigned attempts;    /* rounds over all servers; 0 = resolv.conf's attempts (2); <= 5 */
-    int ndots;            /* names with at least this many dots are tried as given first;
-                             < 0 = resolv.conf's ndots (1); at most 15 */
-    const char *resolv_conf; /* path; NULL = "/etc/resolv.conf"; "" = read none */
-    const char *hosts;       /* path; NULL = "/etc/hosts"; "" = none */
-    size_t cache_entries;    /* most cached (name, type) answers; 0 = 512 */
-    bool no_cache;           /* no TTL cache at all */
-    uint32_t max_ttl_s;      /* cap on how long an answer is cached; 0 = 86400 */
+    unsigned timeout_ms;         /* wait for one server's answer; 0 = resolv.conf's timeout (5 s) */
+    unsigned attempts;           /* rounds over all servers; 0 = resolv.conf's attempts (2); <= 5 */
+    int ndots;                   /* names with at least this many dots are tried as given first;
+                                    < 0 = resolv.conf's ndots (1); at most 15 */
+    const char *resolv_conf;     /* path; NULL = "/etc/resolv.conf"; "" = read none */
+    const char *hosts;           /* path; NULL = "/etc/hosts"; "" = none */
+    size_t cache_entries;        /* most cached (name, type) answers; 0 = 512 */
+    bool no_cache;               /* no TTL cache at all */
+    uint32_t max_ttl_s;          /* cap on how long an answer is cached; 0 = 86400 */
     uint32_t max_negative_ttl_s; /* cap for NXDOMAIN/NODATA answers; 0 = 300 */
-    bool tcp_only;           /* every query over TCP (resolv.conf's "options use-vc") */
-    bool no_edns;            /* plain 512-byte RFC 1035 queries, no OPT record */
+    bool tcp_only;               /* every query over TCP (resolv.conf's "options use-vc") */
+    bool no_edns;                /* plain 512-byte RFC 1035 queries, no OPT record */
 } vega_dns_opts;
 
 /* Fills o with defaults: everything from the system files (ndots = -1). Since 0.1. */
@@ -103,10 +103,10 @@ VEGA_API void vega_dns_resolver_clear_cache(vega_dns_resolver *r);
  * Returns 0 (*n >= 1); -EINVAL (bad arguments or name); -EAFNOSUPPORT (a numeric address of
  * the other family); VEGA_ERR_DNS_NOT_FOUND (no such name: NXDOMAIN); VEGA_ERR_DNS_NO_ADDRESS
  * (the name exists without an address of that family); VEGA_ERR_DNS_SERVER (servers answered
- * SERVFAIL or REFUSED); -ECONNREFUSED (no server listens); VEGA_ERR_PROTO (servers sent malformed answers); -ETIMEDOUT (no answer in
- * the attempts, or dl passed); -ECANCELED; -ENOMEM; another -errno from the sockets.
- * Context: inside a task (any task: the resolver is shared); for numeric names, hosts entries
- * and cache hits it does not suspend. Since 0.1.
+ * SERVFAIL or REFUSED); -ECONNREFUSED (no server listens); VEGA_ERR_PROTO (servers sent malformed
+ * answers); -ETIMEDOUT (no answer in the attempts, or dl passed); -ECANCELED; -ENOMEM; another
+ * -errno from the sockets. Context: inside a task (any task: the resolver is shared); for numeric
+ * names, hosts entries and cache hits it does not suspend. Since 0.1.
  */
 VEGA_API int vega_dns_lookup(vega_dns_resolver *r, const char *name, int family, vega_addr *out,
                              size_t max, size_t *n, vega_deadline dl);

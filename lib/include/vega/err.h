@@ -24,16 +24,16 @@ typedef ssize_t vega_ssize;
  * (http.h), -10600 DNS (dns.h), -10700 QUIC (quic.h). vega_strerror and friends know them all. */
 enum {
     VEGA_ERR_BASE = -10000,
-    VEGA_ERR_NOBUF = -10001,       /* output buffer too small; retry with more room */
-    VEGA_ERR_PROTO = -10002,       /* the peer violated the protocol */
-    VEGA_ERR_CLOSED = -10003,      /* the object (channel, stream, runtime) was closed */
-    VEGA_ERR_CALLBACK = -10004,    /* a user callback failed */
+    VEGA_ERR_NOBUF = -10001,    /* output buffer too small; retry with more room */
+    VEGA_ERR_PROTO = -10002,    /* the peer violated the protocol */
+    VEGA_ERR_CLOSED = -10003,   /* the object (channel, stream, runtime) was closed */
+    VEGA_ERR_CALLBACK = -10004, /* a user callback failed */
     /* -10005 was VEGA_ERR_INVALID_ARG: a bad argument is -EINVAL now (see below). */
-    VEGA_ERR_INTERNAL = -10006,    /* a broken invariant inside libvega: a bug */
-    VEGA_ERR_FULL = -10007,        /* a bounded queue or pool is full (try-variants) */
-    VEGA_ERR_EMPTY = -10008,       /* nothing to receive now (try-variants) */
-    VEGA_ERR_LAGGED = -10009,      /* a broadcast receiver fell behind; see vega_broadcast_recv */
-    VEGA_ERR_NOTASK = -10010,      /* called outside a task where a task is required */
+    VEGA_ERR_INTERNAL = -10006, /* a broken invariant inside libvega: a bug */
+    VEGA_ERR_FULL = -10007,     /* a bounded queue or pool is full (try-variants) */
+    VEGA_ERR_EMPTY = -10008,    /* nothing to receive now (try-variants) */
+    VEGA_ERR_LAGGED = -10009,   /* a broadcast receiver fell behind; see vega_broadcast_recv */
+    VEGA_ERR_NOTASK = -10010,   /* called outside a task where a task is required */
     VEGA_ERR_LAST = -10011,
 };
 

@@ -27,12 +27,12 @@ enum {
 };
 
 /* Deprecated (0.1) spellings of the codes above, until 1.0. */
-#define VEGA_HTTP_ERR_BASE VEGA_ERR_HTTP_BASE
-#define VEGA_HTTP_ERR_URL VEGA_ERR_HTTP_URL
-#define VEGA_HTTP_ERR_SCHEME VEGA_ERR_HTTP_SCHEME
-#define VEGA_HTTP_ERR_EMPTY_REPLY VEGA_ERR_HTTP_EMPTY_REPLY
+#define VEGA_HTTP_ERR_BASE           VEGA_ERR_HTTP_BASE
+#define VEGA_HTTP_ERR_URL            VEGA_ERR_HTTP_URL
+#define VEGA_HTTP_ERR_SCHEME         VEGA_ERR_HTTP_SCHEME
+#define VEGA_HTTP_ERR_EMPTY_REPLY    VEGA_ERR_HTTP_EMPTY_REPLY
 #define VEGA_HTTP_ERR_BODY_TOO_LARGE VEGA_ERR_HTTP_BODY_TOO_LARGE
-#define VEGA_HTTP_ERR_LAST VEGA_ERR_HTTP_LAST
+#define VEGA_HTTP_ERR_LAST           VEGA_ERR_HTTP_LAST
 
 /* Plain data: a span into caller-owned text. ptr == NULL means "absent", which differs from
  * present-but-empty (ptr != NULL, len == 0), e.g. "http://a/?" has an empty query. */
@@ -42,7 +42,10 @@ typedef struct vega_http_str {
 } vega_http_str;
 
 /* A span over a string literal, as an initialiser: vega_http_str m = VEGA_HTTP_LIT("GET"). */
-#define VEGA_HTTP_LIT(lit) {"" lit, sizeof(lit) - 1}
+#define VEGA_HTTP_LIT(lit)                                                                         \
+    {                                                                                              \
+        "" lit, sizeof(lit) - 1                                                                    \
+    }
 
 /* True when s holds exactly the C string c (bytes compared, as for paths and methods).
  * c: NUL-terminated. Context: any thread. Since 0.1. */
@@ -176,7 +179,10 @@ typedef struct vega_http_field {
 /* A field from two string literals, as an initialiser:
  *   static const vega_http_field json[] = {VEGA_HTTP_FIELD("content-type", "application/json")};
  */
-#define VEGA_HTTP_FIELD(name, value) {VEGA_HTTP_LIT(name), VEGA_HTTP_LIT(value)}
+#define VEGA_HTTP_FIELD(name, value)                                                               \
+    {                                                                                              \
+        VEGA_HTTP_LIT(name), VEGA_HTTP_LIT(value)                                                  \
+    }
 
 /* Plain data: an ordered list of fields in caller storage; repeated names are kept in order.
  * Initialise with vega_http_fields_init; read items[0..count) directly. size counts the

@@ -56,26 +56,26 @@ typedef int (*vega_http_connect_fn)(void *user, const char *host, uint16_t port,
 
 /* Client settings. Initialise with vega_http_client_opts_init. */
 typedef struct vega_http_client_opts {
-    vega_tls_config *tls;          /* client config for https (retained); NULL: the client makes
-                                      one: system CA store, verification on, ALPN http/1.1 */
-    vega_http1_limits limits;      /* response head limits */
-    size_t max_idle_per_origin;    /* pooled idle connections per origin; default 8; 0 = keep
-                                      none (every request on a fresh connection) */
-    uint64_t idle_timeout_ns;      /* pooled connections older than this are closed; 60 s */
-    uint64_t connect_timeout_ns;   /* DNS + TCP + TLS (or the connect hook + TLS); 30 s */
-    uint64_t max_body;             /* decoded body bytes at most (decompression bombs);
-                                      default 1 GiB; UINT64_MAX = no limit */
-    const char *user_agent;        /* default "vega/<version>"; "" = no User-Agent field */
-    vega_http_connect_fn connect;  /* NULL: DNS and TCP (and the --resolve entries, which a
-                                      hook replaces); else every new connection comes from it */
-    void *connect_user;            /* passed to connect (retained) */
-    const vega_mem *mem;           /* the client's own allocations: the client, pooled
-                                      connections, requests' heads, responses and their fields
-                                      (retained; NULL = libc; <vega/mem.h>). DNS, TLS and the
-                                      decompressors allocate with libc. A failed allocation
-                                      fails the call that needed it with -ENOMEM (a response
-                                      read: the response becomes unusable, its connection is
-                                      not pooled); nothing leaks. */
+    vega_tls_config *tls;         /* client config for https (retained); NULL: the client makes
+                                     one: system CA store, verification on, ALPN http/1.1 */
+    vega_http1_limits limits;     /* response head limits */
+    size_t max_idle_per_origin;   /* pooled idle connections per origin; default 8; 0 = keep
+                                     none (every request on a fresh connection) */
+    uint64_t idle_timeout_ns;     /* pooled connections older than this are closed; 60 s */
+    uint64_t connect_timeout_ns;  /* DNS + TCP + TLS (or the connect hook + TLS); 30 s */
+    uint64_t max_body;            /* decoded body bytes at most (decompression bombs);
+                                     default 1 GiB; UINT64_MAX = no limit */
+    const char *user_agent;       /* default "vega/<version>"; "" = no User-Agent field */
+    vega_http_connect_fn connect; /* NULL: DNS and TCP (and the --resolve entries, which a
+                                     hook replaces); else every new connection comes from it */
+    void *connect_user;           /* passed to connect (retained) */
+    const vega_mem *mem;          /* the client's own allocations: the client, pooled
+                                     connections, requests' heads, responses and their fields
+                                     (retained; NULL = libc; <vega/mem.h>). DNS, TLS and the
+                                     decompressors allocate with libc. A failed allocation
+                                     fails the call that needed it with -ENOMEM (a response
+                                     read: the response becomes unusable, its connection is
+                                     not pooled); nothing leaks. */
 } vega_http_client_opts;
 
 /* Fills o with the defaults. Since 0.1. */
@@ -103,26 +103,26 @@ typedef void (*vega_http_trace_fn)(void *user, bool is_request, const void *head
 /* Plain data: one request. Start from vega_http_client_request_init, then set fields (a
  * zeroed struct is the same except its deadline, which 0 makes already due). */
 typedef struct vega_http_client_request {
-    const char *method;             /* NULL = "GET" (or "POST" when a body is given) */
-    const char *url;                /* absolute http:// or https:// URL (fragment ignored) */
-    const vega_http_field *fields;  /* extra fields, borrowed; a Host, User-Agent, Accept or
-                                       Accept-Encoding given here replaces the client's, and
-                                       one with value.ptr NULL removes it (nothing is sent) */
+    const char *method;            /* NULL = "GET" (or "POST" when a body is given) */
+    const char *url;               /* absolute http:// or https:// URL (fragment ignored) */
+    const vega_http_field *fields; /* extra fields, borrowed; a Host, User-Agent, Accept or
+                                      Accept-Encoding given here replaces the client's, and
+                                      one with value.ptr NULL removes it (nothing is sent) */
     size_t nfields;
-    const void *body;               /* an in-memory body (borrowed), or NULL */
+    const void *body; /* an in-memory body (borrowed), or NULL */
     size_t body_len;
-    vega_http_body_fn body_fn;      /* or a streamed body (used when body is NULL) */
+    vega_http_body_fn body_fn; /* or a streamed body (used when body is NULL) */
     void *body_user;
-    uint64_t body_length;           /* body_fn's length; VEGA_HTTP_LENGTH_UNKNOWN: chunked */
-    bool decompress;                /* ask for br, zstd, gzip, deflate and decode the body */
-    bool expect_continue;           /* send "Expect: 100-continue" with a body and wait up to
-                                       1 s for 100 before sending it */
-    bool fresh_connection;          /* do not take a pooled connection */
-    int version;                    /* 11 (default when 0) or 10 */
-    vega_deadline deadline;         /* the whole exchange, to the end of the body; as every
-                                       deadline: VEGA_DEADLINE_NEVER = none (the default),
-                                       0 = already due */
-    vega_http_trace_fn trace;       /* NULL: none */
+    uint64_t body_length;     /* body_fn's length; VEGA_HTTP_LENGTH_UNKNOWN: chunked */
+    bool decompress;          /* ask for br, zstd, gzip, deflate and decode the body */
+    bool expect_continue;     /* send "Expect: 100-continue" with a body and wait up to
+                                 1 s for 100 before sending it */
+    bool fresh_connection;    /* do not take a pooled connection */
+    int version;              /* 11 (default when 0) or 10 */
+    vega_deadline deadline;   /* the whole exchange, to the end of the body; as every
+                                 deadline: VEGA_DEADLINE_NEVER = none (the default),
+                                 0 = already due */
+    vega_http_trace_fn trace; /* NULL: none */
     void *trace_user;
 } vega_http_client_request;
 
@@ -183,25 +183,25 @@ VEGA_API void vega_http_client_response_free(vega_http_client_response *r);
 /* Plain data about a response (all borrowed from r, valid until it is freed). */
 typedef struct vega_http_client_info {
     int status;
-    int version;                    /* 10, 11 */
+    int version; /* 10, 11 */
     vega_http_str reason;
-    const vega_http_fields *fields; /* response header fields, in order */
+    const vega_http_fields *fields;   /* response header fields, in order */
     const vega_http_fields *trailers; /* after the body was read to the end; else empty */
-    uint64_t content_length;        /* VEGA_HTTP_LENGTH_UNKNOWN when not given */
-    vega_http_coding coding;        /* the coding being decoded, IDENTITY when none */
-    bool reused;                    /* the connection came from the pool */
-    const char *alpn;               /* negotiated protocol on TLS, else NULL */
-    const char *tls_version;        /* "TLSv1.3", or NULL */
-    vega_addr peer;                 /* the address connected to (empty, AF_UNSPEC, for a
-                                       connection from a connect hook) */
+    uint64_t content_length;          /* VEGA_HTTP_LENGTH_UNKNOWN when not given */
+    vega_http_coding coding;          /* the coding being decoded, IDENTITY when none */
+    bool reused;                      /* the connection came from the pool */
+    const char *alpn;                 /* negotiated protocol on TLS, else NULL */
+    const char *tls_version;          /* "TLSv1.3", or NULL */
+    vega_addr peer;                   /* the address connected to (empty, AF_UNSPEC, for a
+                                         connection from a connect hook) */
     /* vega_now() stamps; 0 when the step did not happen (reused connection: no connect;
        connect hook: no DNS, t_connect when the hook returned) */
     vega_tstamp t_start, t_dns, t_connect, t_tls, t_sent, t_first_byte, t_done;
 } vega_http_client_info;
 
 /* Borrowed view of r. Since 0.1. */
-VEGA_API const vega_http_client_info *vega_http_client_response_info(
-    const vega_http_client_response *r);
+VEGA_API const vega_http_client_info *
+vega_http_client_response_info(const vega_http_client_response *r);
 
 /*
  * The next request of a redirect: when r's status is 301, 302, 303, 307 or 308 with a

@@ -38,31 +38,31 @@ typedef struct vega_http_exchange vega_http_exchange;
 /* Plain data, read-only: the request as received. Every span and pointer borrows the
  * exchange and is valid until the handler returns. */
 typedef struct vega_http_request {
-    int version;                  /* 10, 11 (later 20, 30) */
-    int method;                   /* a vega_http_method; OTHER for other tokens */
-    vega_http_str method_name;    /* the method token as sent */
-    vega_http_str target;         /* the request target as sent ("/a%20b?x=1") */
-    vega_http_str path;           /* the target's path, still percent-encoded */
-    vega_http_str query;          /* without "?"; ptr NULL when there is no "?" */
-    vega_http_str authority;      /* Host (or the absolute-form authority); ptr NULL if none */
+    int version;                    /* 10, 11 (later 20, 30) */
+    int method;                     /* a vega_http_method; OTHER for other tokens */
+    vega_http_str method_name;      /* the method token as sent */
+    vega_http_str target;           /* the request target as sent ("/a%20b?x=1") */
+    vega_http_str path;             /* the target's path, still percent-encoded */
+    vega_http_str query;            /* without "?"; ptr NULL when there is no "?" */
+    vega_http_str authority;        /* Host (or the absolute-form authority); ptr NULL if none */
     const vega_http_fields *fields; /* every header field, in order */
-    uint64_t content_length;      /* body length; VEGA_HTTP_LENGTH_UNKNOWN when chunked */
-    bool has_body;                /* Content-Length > 0, or chunked */
-    bool expect_continue;         /* "Expect: 100-continue" (sent on the first body read) */
-    bool tls;                     /* the connection is TLS */
-    const vega_addr *peer;        /* the client's address */
-    const vega_addr *local;       /* the address the connection came in on */
-    uint64_t conn_id;             /* the connection's number, from 1 in accept order */
-    unsigned conn_seq;            /* requests before this one on the connection */
-    vega_tstamp start;            /* vega_now() when the request head was complete */
+    uint64_t content_length;        /* body length; VEGA_HTTP_LENGTH_UNKNOWN when chunked */
+    bool has_body;                  /* Content-Length > 0, or chunked */
+    bool expect_continue;           /* "Expect: 100-continue" (sent on the first body read) */
+    bool tls;                       /* the connection is TLS */
+    const vega_addr *peer;          /* the client's address */
+    const vega_addr *local;         /* the address the connection came in on */
+    uint64_t conn_id;               /* the connection's number, from 1 in accept order */
+    unsigned conn_seq;              /* requests before this one on the connection */
+    vega_tstamp start;              /* vega_now() when the request head was complete */
 } vega_http_request;
 
 /* What the server reports after each exchange (for access logs). */
 typedef struct vega_http_log_entry {
-    int status;          /* the status sent; 0 when no response could be sent */
-    uint64_t body_bytes; /* response body bytes written to the connection (0 for HEAD) */
+    int status;           /* the status sent; 0 when no response could be sent */
+    uint64_t body_bytes;  /* response body bytes written to the connection (0 for HEAD) */
     uint64_t duration_ns; /* from the complete request head to the end of the response */
-    int error;           /* 0, or why the exchange failed (the connection then closes) */
+    int error;            /* 0, or why the exchange failed (the connection then closes) */
 } vega_http_log_entry;
 
 /* The handler: called in the connection's task for each request, one at a time. It reads the
@@ -77,29 +77,29 @@ typedef void (*vega_http_log_fn)(void *user, const vega_http_request *req,
 
 /* Server settings. Initialise with vega_http_server_opts_init, then set what differs. */
 typedef struct vega_http_server_opts {
-    vega_http_handler_fn handler; /* required */
-    void *user;                   /* passed to handler and on_log */
-    vega_http_log_fn on_log;      /* NULL: none */
-    vega_tls_config *tls;         /* server config: every connection is TLS (ALPN http/1.1
-                                     is added); NULL: plain TCP. Retained by the server. */
-    vega_http1_limits limits;     /* request line / field limits (defaults: see http1.h) */
-    size_t max_conns;             /* open connections at most; beyond, new ones are closed at
-                                     once; default 10000 */
+    vega_http_handler_fn handler;   /* required */
+    void *user;                     /* passed to handler and on_log */
+    vega_http_log_fn on_log;        /* NULL: none */
+    vega_tls_config *tls;           /* server config: every connection is TLS (ALPN http/1.1
+                                       is added); NULL: plain TCP. Retained by the server. */
+    vega_http1_limits limits;       /* request line / field limits (defaults: see http1.h) */
+    size_t max_conns;               /* open connections at most; beyond, new ones are closed at
+                                       once; default 10000 */
     unsigned max_requests_per_conn; /* 0 = no limit (default) */
-    size_t max_pipelined;         /* pipelined requests answered before their responses are
-                                     written (they then leave in one write); default 32 */
-    uint64_t header_timeout_ns;   /* whole request head, from its first byte: default 10 s */
-    uint64_t body_timeout_ns;     /* each request body read: default 30 s */
-    uint64_t idle_timeout_ns;     /* keep-alive idle between requests: default 60 s */
-    uint64_t write_timeout_ns;    /* each response write: default 30 s */
-    const char *server_header;    /* "Server" field value; NULL: none */
-    const vega_mem *mem;          /* the server's own allocations: the server, its connections,
-                                     their active blocks and read buffers (retained; NULL =
-                                     libc; <vega/mem.h>). Sockets, TLS streams and the
-                                     handler's memory are not covered. A failed allocation
-                                     closes the connection that needed it (no response, or a
-                                     response cut short when the head was already sent), or
-                                     refuses a new one; other connections go on. */
+    size_t max_pipelined;           /* pipelined requests answered before their responses are
+                                       written (they then leave in one write); default 32 */
+    uint64_t header_timeout_ns;     /* whole request head, from its first byte: default 10 s */
+    uint64_t body_timeout_ns;       /* each request body read: default 30 s */
+    uint64_t idle_timeout_ns;       /* keep-alive idle between requests: default 60 s */
+    uint64_t write_timeout_ns;      /* each response write: default 30 s */
+    const char *server_header;      /* "Server" field value; NULL: none */
+    const vega_mem *mem;            /* the server's own allocations: the server, its connections,
+                                       their active blocks and read buffers (retained; NULL =
+                                       libc; <vega/mem.h>). Sockets, TLS streams and the
+                                       handler's memory are not covered. A failed allocation
+                                       closes the connection that needed it (no response, or a
+                                       response cut short when the head was already sent), or
+                                       refuses a new one; other connections go on. */
 } vega_http_server_opts;
 
 /* Fills o with the defaults (all zero but the documented defaults). Since 0.1. */
@@ -151,12 +151,12 @@ VEGA_API void vega_http_server_shutdown(vega_http_server *srv, vega_deadline gra
 /* Plain data: counters since the server was created. */
 typedef struct vega_http_server_stats {
     uint64_t conns_accepted;
-    uint64_t conns_refused;   /* closed at once because max_conns was reached */
-    uint64_t conns_open;      /* now: active + parked */
-    uint64_t conns_parked;    /* now: idle keep-alive connections parked */
-    uint64_t requests;        /* exchanges handled */
-    uint64_t bad_requests;    /* requests refused for malformed input or limits (4xx sent) */
-    uint64_t timeouts;        /* connections closed by a header/body/idle/write timeout */
+    uint64_t conns_refused; /* closed at once because max_conns was reached */
+    uint64_t conns_open;    /* now: active + parked */
+    uint64_t conns_parked;  /* now: idle keep-alive connections parked */
+    uint64_t requests;      /* exchanges handled */
+    uint64_t bad_requests;  /* requests refused for malformed input or limits (4xx sent) */
+    uint64_t timeouts;      /* connections closed by a header/body/idle/write timeout */
 } vega_http_server_stats;
 
 /* Fills st (a consistent-enough snapshot). Context: any thread. Since 0.1. */

@@ -100,8 +100,8 @@ typedef struct vega_sock vega_sock;
 
 /* Flags for vega_tcp_listen and vega_udp_bind. */
 enum {
-    VEGA_LISTEN_REUSEPORT = 1u << 0,   /* SO_REUSEPORT: several sockets share one port */
-    VEGA_LISTEN_V6ONLY = 1u << 1,      /* IPV6_V6ONLY on an AF_INET6 socket */
+    VEGA_LISTEN_REUSEPORT = 1u << 0,    /* SO_REUSEPORT: several sockets share one port */
+    VEGA_LISTEN_V6ONLY = 1u << 1,       /* IPV6_V6ONLY on an AF_INET6 socket */
     VEGA_LISTEN_UNLINK_STALE = 1u << 2, /* Unix: remove a socket file nobody listens on before
                                            binding, and remove the path at close */
 };
@@ -113,8 +113,7 @@ enum {
  * Returns 0; -EINVAL, -EAFNOSUPPORT, or the -errno of socket/bind/listen (-EADDRINUSE,
  * -EACCES, -EADDRNOTAVAIL, -EMFILE, ...). Does not suspend. Context: any thread. Since 0.1.
  */
-VEGA_API int vega_tcp_listen(vega_sock **out, const vega_addr *addr, int backlog,
-                             unsigned flags);
+VEGA_API int vega_tcp_listen(vega_sock **out, const vega_addr *addr, int backlog, unsigned flags);
 
 /* vega_tcp_listen on a Unix path ('@' prefix = abstract namespace). Since 0.1. */
 VEGA_API int vega_unix_listen(vega_sock **out, const char *path, int backlog, unsigned flags);
@@ -264,8 +263,8 @@ VEGA_API int vega_udp_connect(vega_sock **out, const vega_addr *addr);
  * -ECONNREFUSED (an earlier datagram on a connected socket was refused), -ETIMEDOUT,
  * -ECANCELED, other -errno. Context: inside a task. Since 0.1.
  */
-VEGA_API vega_ssize vega_udp_send_to(vega_sock *s, const void *buf, size_t len,
-                                     const vega_addr *to, vega_deadline dl);
+VEGA_API vega_ssize vega_udp_send_to(vega_sock *s, const void *buf, size_t len, const vega_addr *to,
+                                     vega_deadline dl);
 
 /*
  * Receives one datagram (truncated to len bytes; the rest is dropped); from (may be NULL)
@@ -319,20 +318,20 @@ enum {
  * About 300 bytes each: keep a large array off a small task stack (64 of them are 19 KiB).
  */
 typedef struct vega_udp_msg {
-    void *buf;      /* borrowed: the payload (send) or the room for it (recv) */
-    size_t len;     /* send: payload bytes; recv (out): bytes stored */
-    size_t cap;     /* recv: room in buf (a GRO buffer wants 64 KiB); unused by send */
-    vega_addr addr; /* send: destination, len 0 on a connected socket; recv (out): the sender */
+    void *buf;       /* borrowed: the payload (send) or the room for it (recv) */
+    size_t len;      /* send: payload bytes; recv (out): bytes stored */
+    size_t cap;      /* recv: room in buf (a GRO buffer wants 64 KiB); unused by send */
+    vega_addr addr;  /* send: destination, len 0 on a connected socket; recv (out): the sender */
     vega_addr local; /* send: source address (port ignored), len 0 = the kernel chooses;
                         recv (out): the address the datagram was sent to, port 0 (the socket's
                         own: vega_sock_local_addr), len 0 unless VEGA_UDP_PKTINFO is on */
     uint16_t segment_size; /* send: split len into datagrams of this size (GSO), 0 = one
                               datagram; recv (out): size of the coalesced datagrams in buf
                               (the last may be shorter), 0 = buf holds one datagram */
-    uint8_t ecn;   /* send: VEGA_ECN_* for the IP header (0 = the socket's TOS/traffic class
-                      unchanged; otherwise the DSCP bits are sent as 0); recv (out): the
-                      codepoint received, 0 unless VEGA_UDP_ECN is on */
-    uint8_t flags; /* recv (out): VEGA_UDP_MSG_* */
+    uint8_t ecn;           /* send: VEGA_ECN_* for the IP header (0 = the socket's TOS/traffic class
+                              unchanged; otherwise the DSCP bits are sent as 0); recv (out): the
+                              codepoint received, 0 unless VEGA_UDP_ECN is on */
+    uint8_t flags;         /* recv (out): VEGA_UDP_MSG_* */
 } vega_udp_msg;
 
 /*

@@ -14,10 +14,10 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include <vega/mem.h>
 #include <vega/crypto.h>
 #include <vega/err.h>
 #include <vega/export.h>
+#include <vega/mem.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -169,35 +169,35 @@ typedef vega_mem vega_quic_mem;
 #define VEGA_QUIC_MAX_STREAMS_CFG 65536 /* the largest max_streams_bidi/uni accepted */
 
 typedef struct vega_quic_opts {
-    uint32_t version;          /* client: the version to start with (default v1) */
-    vega_quic_tls_opts tls;    /* certificates, ALPN, tickets, 0-RTT */
-    uint64_t wall_ms;          /* wall-clock ms since the Unix epoch at creation (tickets,
-                                  certificate validity); 0 = no tickets, certificates checked
-                                  against the current time */
-    uint64_t idle_timeout_ms;  /* max_idle_timeout we advertise (default 30000; 0 = none) */
-    uint64_t max_data;         /* initial connection receive window (default 1 MiB) */
-    uint64_t max_data_max;     /* auto-tuning cap of that window (default 16 MiB) */
-    uint64_t max_stream_data;  /* initial per-stream receive window (default 256 KiB) */
-    uint64_t max_stream_data_max; /* auto-tuning cap (default 8 MiB) */
-    uint64_t max_streams_bidi; /* peer-initiated bidirectional streams allowed (default 100,
-                                  at most VEGA_QUIC_MAX_STREAMS_CFG: a peer may open all at
-                                  once, each a few hundred bytes until it carries data) */
-    uint64_t max_streams_uni;  /* and unidirectional (default 100) */
-    uint64_t stream_send_buffer; /* bytes a stream holds until acknowledged (default 1 MiB) */
+    uint32_t version;                 /* client: the version to start with (default v1) */
+    vega_quic_tls_opts tls;           /* certificates, ALPN, tickets, 0-RTT */
+    uint64_t wall_ms;                 /* wall-clock ms since the Unix epoch at creation (tickets,
+                                         certificate validity); 0 = no tickets, certificates checked
+                                         against the current time */
+    uint64_t idle_timeout_ms;         /* max_idle_timeout we advertise (default 30000; 0 = none) */
+    uint64_t max_data;                /* initial connection receive window (default 1 MiB) */
+    uint64_t max_data_max;            /* auto-tuning cap of that window (default 16 MiB) */
+    uint64_t max_stream_data;         /* initial per-stream receive window (default 256 KiB) */
+    uint64_t max_stream_data_max;     /* auto-tuning cap (default 8 MiB) */
+    uint64_t max_streams_bidi;        /* peer-initiated bidirectional streams allowed (default 100,
+                                         at most VEGA_QUIC_MAX_STREAMS_CFG: a peer may open all at
+                                         once, each a few hundred bytes until it carries data) */
+    uint64_t max_streams_uni;         /* and unidirectional (default 100) */
+    uint64_t stream_send_buffer;      /* bytes a stream holds until acknowledged (default 1 MiB) */
     uint64_t max_datagram_frame_size; /* RFC 9221: accept DATAGRAM frames up to this (0 = off,
                                          the default) */
-    size_t max_datagram_queue;  /* received datagrams kept until read (default 64) */
-    uint64_t ack_delay_exponent; /* default 3 */
-    uint64_t max_ack_delay_ms;   /* default 25 */
+    size_t max_datagram_queue;        /* received datagrams kept until read (default 64) */
+    uint64_t ack_delay_exponent;      /* default 3 */
+    uint64_t max_ack_delay_ms;        /* default 25 */
     uint64_t active_connection_id_limit; /* default 4 */
-    size_t scid_len;             /* our connection ID length, 1..20 (default 8) */
-    size_t pmtu_max;             /* DPLPMTUD (RFC 9000 §14.3) probes datagram sizes up to this
-                                    (default 1452, IPv6 over a 1500-byte MTU; 1200 = off); the
-                                    write cap and the peer's max_udp_payload_size bound it too */
+    size_t scid_len;                     /* our connection ID length, 1..20 (default 8) */
+    size_t pmtu_max; /* DPLPMTUD (RFC 9000 §14.3) probes datagram sizes up to this
+                        (default 1452, IPv6 over a 1500-byte MTU; 1200 = off); the
+                        write cap and the peer's max_udp_payload_size bound it too */
     bool disable_active_migration;
     vega_quic_cc cc;
-    uint64_t initial_rtt_ns;     /* default 333 ms (RFC 9002 §6.2.2) */
-    const uint8_t *token;        /* client: an address validation token (NEW_TOKEN) */
+    uint64_t initial_rtt_ns; /* default 333 ms (RFC 9002 §6.2.2) */
+    const uint8_t *token;    /* client: an address validation token (NEW_TOKEN) */
     size_t token_len;
     /* Randomness (connection IDs, packet number skips, TLS); NULL = vega_crypto_random. A
      * seeded one makes a connection's bytes reproducible in tests. Returns 0 or negative. */
@@ -237,16 +237,16 @@ VEGA_API int vega_quic_conn_client_new(vega_quic_conn **out, const vega_quic_opt
 
 /* What a server endpoint knows about a client's first Initial when it creates a connection. */
 typedef struct vega_quic_server_params {
-    uint32_t version;        /* the Initial's version (v1 or v2) */
-    const uint8_t *dcid;     /* the Destination CID the client chose for this Initial */
+    uint32_t version;    /* the Initial's version (v1 or v2) */
+    const uint8_t *dcid; /* the Destination CID the client chose for this Initial */
     size_t dcid_len;
-    const uint8_t *scid;     /* the client's Source CID */
+    const uint8_t *scid; /* the client's Source CID */
     size_t scid_len;
     /* After a Retry: the client's original Destination CID (from the validated token) and
      * dcid above is the Retry's Source CID; NULL otherwise. */
     const uint8_t *original_dcid;
     size_t original_dcid_len;
-    bool address_validated;  /* a valid token was presented: no anti-amplification limit */
+    bool address_validated; /* a valid token was presented: no anti-amplification limit */
 } vega_quic_server_params;
 
 /*
@@ -427,10 +427,10 @@ typedef enum vega_quic_close_kind {
 } vega_quic_close_kind;
 
 /*
- * Closes the connection (RFC 9000 §10.2): CONNECTION_CLOSE with code, of the kind's space, and reason (may be NULL; truncated to fit), sent on the next
- * vega_quic_conn_write, then the closing period (3 PTO) during which the connection answers
- * peer packets with the close again. Returns 0; VEGA_ERR_CLOSED (already closing). Context:
- * the connection's thread. Since 0.1.
+ * Closes the connection (RFC 9000 §10.2): CONNECTION_CLOSE with code, of the kind's space, and
+ * reason (may be NULL; truncated to fit), sent on the next vega_quic_conn_write, then the closing
+ * period (3 PTO) during which the connection answers peer packets with the close again. Returns 0;
+ * VEGA_ERR_CLOSED (already closing). Context: the connection's thread. Since 0.1.
  */
 VEGA_API int vega_quic_conn_close(vega_quic_conn *c, vega_quic_close_kind kind, uint64_t code,
                                   const char *reason);
@@ -487,8 +487,8 @@ VEGA_API bool vega_quic_conn_is_closed(const vega_quic_conn *c);
 
 /* What became of 0-RTT on a connection. */
 typedef enum vega_quic_early_data {
-    VEGA_QUIC_EARLY_NONE = 0,     /* not offered (client) or not received (server) */
-    VEGA_QUIC_EARLY_OFFERED = 1,  /* client: sent, the server's answer not known yet */
+    VEGA_QUIC_EARLY_NONE = 0,    /* not offered (client) or not received (server) */
+    VEGA_QUIC_EARLY_OFFERED = 1, /* client: sent, the server's answer not known yet */
     VEGA_QUIC_EARLY_ACCEPTED = 2,
     VEGA_QUIC_EARLY_REJECTED = 3, /* the client sends that data again in 1-RTT */
 } vega_quic_early_data;
@@ -517,8 +517,8 @@ VEGA_API const uint8_t *vega_quic_conn_scid(const vega_quic_conn *c, size_t *len
 
 /* ---- endpoint helpers: stateless reset (RFC 9000 §10.3) ------------------------------------- */
 
-#define VEGA_QUIC_RESET_KEY_LEN   32 /* an endpoint's static key for reset tokens */
-#define VEGA_QUIC_RESET_MIN_LEN   21 /* a first byte, 4 unpredictable bytes, the 16-byte token */
+#define VEGA_QUIC_RESET_KEY_LEN 32 /* an endpoint's static key for reset tokens */
+#define VEGA_QUIC_RESET_MIN_LEN 21 /* a first byte, 4 unpredictable bytes, the 16-byte token */
 
 /*
  * The stateless reset token of one of our connection IDs, derived from a static key

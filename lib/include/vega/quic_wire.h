@@ -565,9 +565,9 @@ VEGA_API int vega_quic_tp_decode(vega_quic_tp *tp, const uint8_t *in, size_t len
  * which share the application space. */
 typedef enum vega_quic_level {
     VEGA_QUIC_LEVEL_INITIAL = 0,
-    VEGA_QUIC_LEVEL_EARLY,     /* 0-RTT */
+    VEGA_QUIC_LEVEL_EARLY, /* 0-RTT */
     VEGA_QUIC_LEVEL_HANDSHAKE,
-    VEGA_QUIC_LEVEL_APP,       /* 1-RTT */
+    VEGA_QUIC_LEVEL_APP, /* 1-RTT */
 } vega_quic_level;
 #define VEGA_QUIC_NLEVELS 4
 

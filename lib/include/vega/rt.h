@@ -4,10 +4,10 @@
 #ifndef VEGA_RT_H
 #define VEGA_RT_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <signal.h>
 #include <stdio.h>
 #if defined(__GLIBC__) && !defined(__sigset_t_defined)
 #include <bits/types/sigset_t.h> /* strict ISO C: glibc's <signal.h> leaves sigset_t out */
@@ -42,9 +42,9 @@ typedef enum vega_driver_kind {
 
 typedef struct vega_rt_opts {
     vega_rt_flavor flavor;
-    unsigned workers;          /* multi-thread: 0 = the CPUs in the affinity mask */
-    size_t stack_size;         /* per task, virtual; 0 = 64 KiB; pages are committed on touch */
-    bool stack_guard;          /* a guard page below every stack (see docs/ARCHITECTURE.md) */
+    unsigned workers;  /* multi-thread: 0 = the CPUs in the affinity mask */
+    size_t stack_size; /* per task, virtual; 0 = 64 KiB; pages are committed on touch */
+    bool stack_guard;  /* a guard page below every stack (see docs/ARCHITECTURE.md) */
     vega_driver_kind driver;
     unsigned blocking_threads; /* blocking pool: most threads; 0 = 64 */
     unsigned blocking_queue;   /* blocking pool: most queued jobs; 0 = 1024 */
@@ -96,7 +96,7 @@ VEGA_API vega_rt *vega_rt_current(void);
 /* ---- tasks --------------------------------------------------------------------------------- */
 
 typedef struct vega_spawn_opts {
-    const char *name;       /* retained: must outlive the task (a literal); for dumps; may be NULL */
+    const char *name; /* retained: must outlive the task (a literal); for dumps; may be NULL */
     vega_deadline deadline; /* task-wide deadline capping every suspension; as every
                                deadline: VEGA_DEADLINE_NEVER = none, 0 = already due */
 } vega_spawn_opts;
@@ -238,19 +238,19 @@ VEGA_API int vega_signal_block(const sigset_t *set);
 /* ---- metrics ------------------------------------------------------------------------------- */
 
 typedef struct vega_worker_metrics {
-    uint64_t spawned;        /* tasks spawned from this worker */
-    uint64_t polls;          /* task resumptions */
-    uint64_t steals;         /* tasks this worker stole from others */
-    uint64_t steal_ops;      /* successful steal operations */
-    uint64_t parks;          /* times the worker parked in the driver */
-    uint64_t unparks;        /* times it was woken from another thread */
-    uint64_t injects;        /* tasks taken from the global inject queue */
-    uint64_t budget_yields;  /* yields forced by an empty cooperative budget */
-    uint64_t lifo_hits;      /* tasks run from the LIFO slot */
-    uint64_t overflows;      /* tasks moved to the inject queue because the local queue was full */
-    uint64_t local_queue;    /* tasks in the local queue now */
+    uint64_t spawned;       /* tasks spawned from this worker */
+    uint64_t polls;         /* task resumptions */
+    uint64_t steals;        /* tasks this worker stole from others */
+    uint64_t steal_ops;     /* successful steal operations */
+    uint64_t parks;         /* times the worker parked in the driver */
+    uint64_t unparks;       /* times it was woken from another thread */
+    uint64_t injects;       /* tasks taken from the global inject queue */
+    uint64_t budget_yields; /* yields forced by an empty cooperative budget */
+    uint64_t lifo_hits;     /* tasks run from the LIFO slot */
+    uint64_t overflows;     /* tasks moved to the inject queue because the local queue was full */
+    uint64_t local_queue;   /* tasks in the local queue now */
     uint64_t timers_fired;
-    uint64_t io_ops;         /* I/O operations submitted to the driver */
+    uint64_t io_ops; /* I/O operations submitted to the driver */
 } vega_worker_metrics;
 
 typedef struct vega_rt_metrics {

@@ -47,22 +47,22 @@ VEGA_API int vega_duplex_new(vega_stream **a, vega_stream **b, size_t capacity);
 /* What a faulty stream injects. Initialise with vega_fault_opts_init (no faults), then set the
  * ones wanted. Percentages are per operation, 0..100. */
 typedef struct vega_fault_opts {
-    uint64_t seed;          /* drives every random choice; same seed, same faults */
+    uint64_t seed;            /* drives every random choice; same seed, same faults */
     unsigned short_read_pct;  /* reads ask the inner stream for only 1..short_max bytes */
     unsigned short_write_pct; /* writes go to the inner stream in pieces of 1..short_max bytes,
                                  each written separately (the caller still sees all-or-error) */
-    size_t short_max;       /* largest short piece (0 = 16) */
-    unsigned delay_pct;     /* an operation (and each write piece) first sleeps 1..delay_max_ms,
-                               within its deadline: an EAGAIN-like stall */
-    unsigned delay_max_ms;  /* 0 = 3 */
-    unsigned yield_pct;     /* an operation (and each write piece) first lets other tasks run
-                               (vega_yield): reorders without costing wall time */
-    uint64_t read_fail_at;  /* reads deliver bytes up to this stream offset, then fail with
-                               read_err (VEGA_FAULT_NEVER = never) */
-    uint64_t write_fail_at; /* writes accept bytes up to this offset, then fail with write_err,
+    size_t short_max;         /* largest short piece (0 = 16) */
+    unsigned delay_pct;       /* an operation (and each write piece) first sleeps 1..delay_max_ms,
+                                 within its deadline: an EAGAIN-like stall */
+    unsigned delay_max_ms;    /* 0 = 3 */
+    unsigned yield_pct;       /* an operation (and each write piece) first lets other tasks run
+                                 (vega_yield): reorders without costing wall time */
+    uint64_t read_fail_at;    /* reads deliver bytes up to this stream offset, then fail with
+                                 read_err (VEGA_FAULT_NEVER = never) */
+    uint64_t write_fail_at;   /* writes accept bytes up to this offset, then fail with write_err,
                                *written telling exactly how many went through */
-    unsigned fail_ppm;      /* chance per operation, in millionths, of failing with fail_err; a
-                               failing write first passes a random prefix of its bytes */
+    unsigned fail_ppm;        /* chance per operation, in millionths, of failing with fail_err; a
+                                 failing write first passes a random prefix of its bytes */
     int read_err, write_err, fail_err; /* negative codes; 0 = -ECONNRESET */
 } vega_fault_opts;
 
@@ -108,20 +108,20 @@ typedef struct vega_test_net vega_test_net;
 
 typedef struct vega_test_net_opts {
     uint64_t seed;
-    uint64_t delay_ns;       /* one-way delay of every datagram */
-    uint64_t jitter_ns;      /* plus a uniform 0..jitter_ns each (order is kept) */
-    unsigned loss_pct;       /* 0..100: dropped */
-    unsigned dup_pct;        /* 0..100: delivered twice (the copy a little later) */
-    unsigned corrupt_pct;    /* 0..100: one random bit flipped */
-    unsigned reorder_pct;    /* 0..100: held back an extra delay_ns (or 1 ms), so later ones
-                                overtake it */
-    uint64_t rate_bps;       /* link rate in bits per second, each direction (0 = unlimited):
-                                datagrams queue behind each other */
-    size_t queue_max;        /* datagrams queued per direction beyond which new ones are
-                                dropped (0 = 4096) */
-    size_t mtu;              /* larger datagrams are dropped (0 = 65527) */
-    unsigned ce_pct;         /* 0..100: an ECT(0)/ECT(1) datagram arrives marked CE instead */
-    bool ecn_bleach;         /* ECN codepoints are cleared on the way (a broken middlebox) */
+    uint64_t delay_ns;    /* one-way delay of every datagram */
+    uint64_t jitter_ns;   /* plus a uniform 0..jitter_ns each (order is kept) */
+    unsigned loss_pct;    /* 0..100: dropped */
+    unsigned dup_pct;     /* 0..100: delivered twice (the copy a little later) */
+    unsigned corrupt_pct; /* 0..100: one random bit flipped */
+    unsigned reorder_pct; /* 0..100: held back an extra delay_ns (or 1 ms), so later ones
+                             overtake it */
+    uint64_t rate_bps;    /* link rate in bits per second, each direction (0 = unlimited):
+                             datagrams queue behind each other */
+    size_t queue_max;     /* datagrams queued per direction beyond which new ones are
+                             dropped (0 = 4096) */
+    size_t mtu;           /* larger datagrams are dropped (0 = 65527) */
+    unsigned ce_pct;      /* 0..100: an ECT(0)/ECT(1) datagram arrives marked CE instead */
+    bool ecn_bleach;      /* ECN codepoints are cleared on the way (a broken middlebox) */
 } vega_test_net_opts;
 
 /* Counters of one direction (from endpoint `from`). */

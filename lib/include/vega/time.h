@@ -25,11 +25,11 @@ typedef uint64_t vega_tstamp;
 typedef uint64_t vega_deadline;
 
 #define VEGA_DEADLINE_NEVER UINT64_MAX
-#define VEGA_TSTAMP_MAX UINT64_MAX
+#define VEGA_TSTAMP_MAX     UINT64_MAX
 
 #define VEGA_NS_PER_US 1000ull
 #define VEGA_NS_PER_MS 1000000ull
-#define VEGA_NS_PER_S 1000000000ull
+#define VEGA_NS_PER_S  1000000000ull
 
 /*
  * The current time on the clock of the runtime this thread runs (the mock clock in a paused

@@ -3,26 +3,26 @@
 #ifndef VEGA_H
 #define VEGA_H
 
-#include <vega/err.h>
-#include <vega/mem.h>
-#include <vega/time.h>
-#include <vega/version.h>
-#include <vega/rt.h>
-#include <vega/sync.h>
-#include <vega/io.h>
-#include <vega/dns.h>
-#include <vega/fs.h>
-#include <vega/process.h>
-#include <vega/stream.h>
 #include <vega/codec.h>
-#include <vega/crypto.h>
-#include <vega/tls.h>
 #include <vega/compress.h>
+#include <vega/crypto.h>
+#include <vega/dns.h>
+#include <vega/err.h>
+#include <vega/fs.h>
 #include <vega/http.h>
 #include <vega/http1.h>
-#include <vega/http_server.h>
 #include <vega/http_client.h>
+#include <vega/http_server.h>
+#include <vega/io.h>
+#include <vega/mem.h>
+#include <vega/process.h>
 #include <vega/quic.h>
 #include <vega/quic_wire.h>
+#include <vega/rt.h>
+#include <vega/stream.h>
+#include <vega/sync.h>
+#include <vega/time.h>
+#include <vega/tls.h>
+#include <vega/version.h>
 
 #endif

@@ -5,9 +5,9 @@
 
 #include <vega/export.h>
 
-#define VEGA_VERSION_MAJOR 0
-#define VEGA_VERSION_MINOR 1
-#define VEGA_VERSION_PATCH 0
+#define VEGA_VERSION_MAJOR  0
+#define VEGA_VERSION_MINOR  1
+#define VEGA_VERSION_PATCH  0
 #define VEGA_VERSION_STRING "0.1.0"
 
 /* The version of the library linked at run time. Since 0.1. */

@@ -20,14 +20,14 @@ static int cmp_int(const void *a, const void *b)
 int vega__purity_impure(pthread_mutex_t *mu, int *fds)
 {
     int r = 0;
-    if (getenv("VEGA_PURITY_SELFTEST"))          /* the environment */
+    if (getenv("VEGA_PURITY_SELFTEST")) /* the environment */
         r++;
-    pthread_mutex_lock(mu);                      /* threads */
+    pthread_mutex_lock(mu); /* threads */
     pthread_mutex_unlock(mu);
-    r += socket(AF_INET, SOCK_STREAM, 0) >= 0;   /* sockets */
-    r += vega__clock_mono() > 0;                 /* the clock, through lib/base/clock.c */
-    r += vega_now() > 0;                         /* a higher layer (lib/rt) */
+    r += socket(AF_INET, SOCK_STREAM, 0) >= 0; /* sockets */
+    r += vega__clock_mono() > 0;               /* the clock, through lib/base/clock.c */
+    r += vega_now() > 0;                       /* a higher layer (lib/rt) */
     r += vega_sleep_ms(1) == 0;
-    qsort(fds, 2, sizeof(int), cmp_int);         /* not in the allow-list */
+    qsort(fds, 2, sizeof(int), cmp_int); /* not in the allow-list */
     return r;
 }

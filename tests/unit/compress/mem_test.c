@@ -51,8 +51,8 @@ static void *f_realloc(void *ud, void *old, size_t n)
 
 /* The sweeps go through vega_mem (the one allocator type); decompressor_test keeps the
  * deprecated alloc/free pair covered. */
-#define FAILING_OPTS(f)                                                                        \
-    vega_mem vm = {f_alloc, f_calloc, f_realloc, f_free, (f)};                                 \
+#define FAILING_OPTS(f)                                                                            \
+    vega_mem vm = {f_alloc, f_calloc, f_realloc, f_free, (f)};                                     \
     vega_compress_opts o = {.mem = &vm}
 
 static uint8_t *text(size_t n)

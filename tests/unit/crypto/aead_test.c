@@ -183,8 +183,7 @@ VTEST(aead_args)
     VCHECK_EQ(vega_crypto_aead_new(&a, VEGA_CRYPTO_AES_128_GCM, key, 32), -EINVAL);
     VCHECK(a == NULL);
     VCHECK_EQ(vega_crypto_aead_new(&a, 0, key, 16), -EINVAL);
-    VCHECK_EQ(vega_crypto_aead_new(&a, VEGA_CRYPTO_CHACHA20_POLY1305, key, 16),
-              -EINVAL);
+    VCHECK_EQ(vega_crypto_aead_new(&a, VEGA_CRYPTO_CHACHA20_POLY1305, key, 16), -EINVAL);
     VCHECK_EQ(vega_crypto_aead_key_len(VEGA_CRYPTO_AES_128_GCM), 16);
     VCHECK_EQ(vega_crypto_aead_key_len(VEGA_CRYPTO_AES_256_GCM), 32);
     VCHECK_EQ(vega_crypto_aead_key_len(VEGA_CRYPTO_CHACHA20_POLY1305), 32);

@@ -200,8 +200,7 @@ VTEST(p256_scalar_range)
     d[31] = 0x50;
     VCHECK_EQ(vega_crypto_kex_new_private(&k, VEGA_CRYPTO_GROUP_SECP256R1, d, 32), 0);
     vega_crypto_kex_free(k);
-    VCHECK_EQ(vega_crypto_kex_new_private(&k, VEGA_CRYPTO_GROUP_SECP256R1, d, 31),
-              -EINVAL);
+    VCHECK_EQ(vega_crypto_kex_new_private(&k, VEGA_CRYPTO_GROUP_SECP256R1, d, 31), -EINVAL);
 }
 
 /* Fresh key pairs agree with each other, in both groups. */

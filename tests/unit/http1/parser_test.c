@@ -481,10 +481,8 @@ VTEST(init_args)
     vega_http1_parser p;
     vega_http1_limits l = {.max_field_line = VEGA_HTTP1_LINE_BUF + 1};
     VCHECK_EQ(vega_http1_parser_init(&p, VEGA_HTTP1_REQUEST, &l, &cbs, NULL), -EINVAL);
-    VCHECK_EQ(vega_http1_parser_init(&p, (vega_http1_kind)3, NULL, &cbs, NULL),
-              -EINVAL);
-    VCHECK_EQ(vega_http1_parser_init(&p, VEGA_HTTP1_REQUEST, NULL, NULL, NULL),
-              -EINVAL);
+    VCHECK_EQ(vega_http1_parser_init(&p, (vega_http1_kind)3, NULL, &cbs, NULL), -EINVAL);
+    VCHECK_EQ(vega_http1_parser_init(&p, VEGA_HTTP1_REQUEST, NULL, NULL, NULL), -EINVAL);
     /* all callbacks NULL is fine */
     static const vega_http1_callbacks none = {0};
     VCHECK_EQ(vega_http1_parser_init(&p, VEGA_HTTP1_REQUEST, NULL, &none, NULL), 0);

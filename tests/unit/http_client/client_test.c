@@ -9,7 +9,8 @@
 
 #define OK_HELLO "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: 1\r\n\r\nhello"
 
-/* ---- the request and simple responses ---------------------------------------------------------- */
+/* ---- the request and simple responses ----------------------------------------------------------
+ */
 
 static void body_get_length(void)
 {
@@ -38,9 +39,8 @@ static void body_get_length(void)
     VCHECK(in->t_start && in->t_dns && in->t_connect && in->t_sent && in->t_first_byte &&
            in->t_done);
     VCHECK(in->t_tls == 0);
-    VCHECK(in->t_start <= in->t_dns && in->t_dns <= in->t_connect &&
-           in->t_connect <= in->t_sent && in->t_sent <= in->t_first_byte &&
-           in->t_first_byte <= in->t_done);
+    VCHECK(in->t_start <= in->t_dns && in->t_dns <= in->t_connect && in->t_connect <= in->t_sent &&
+           in->t_sent <= in->t_first_byte && in->t_first_byte <= in->t_done);
     /* origin-form target, fragment dropped, userinfo not sent, Host with the port */
     VCHECK(strncmp(h->last_req, "GET /a/b?q=1 HTTP/1.1\r\n", 23) == 0);
     char host[64];
@@ -251,7 +251,8 @@ VTEST(chunked_with_trailers)
 static void body_close_delimited(void)
 {
     struct hs *h = hs_new(NULL);
-    hs_step(h, (struct hs_step){.resp = "HTTP/1.1 200 OK\r\n\r\nuntil the end", .close_after = true});
+    hs_step(h,
+            (struct hs_step){.resp = "HTTP/1.1 200 OK\r\n\r\nuntil the end", .close_after = true});
     hs_step(h, (struct hs_step){.resp = "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nhi"});
     hs_start(h);
     vega_http_client *c = hc_client();
@@ -352,7 +353,8 @@ VTEST(too_many_1xx)
     vtest_run(body_too_many_1xx, 0);
 }
 
-/* ---- the pool ---------------------------------------------------------------------------------- */
+/* ---- the pool ----------------------------------------------------------------------------------
+ */
 
 static void body_keepalive(void)
 {
@@ -603,7 +605,8 @@ VTEST(no_retry_after_body_fn)
     vtest_run(body_no_retry_body_fn, 0);
 }
 
-/* ---- request bodies ---------------------------------------------------------------------------- */
+/* ---- request bodies ----------------------------------------------------------------------------
+ */
 
 static void body_post(void)
 {
@@ -750,7 +753,8 @@ VTEST(expect_continue)
     vtest_run(body_expect, 0);
 }
 
-/* ---- malformed responses ----------------------------------------------------------------------- */
+/* ---- malformed responses -----------------------------------------------------------------------
+ */
 
 static int one_shot(const char *resp, bool close_after, vega_ssize *read_rc)
 {
@@ -781,9 +785,9 @@ static void body_malformed(void)
     VCHECK_EQ(one_shot("HTTQ/1.1 200 OK\r\n\r\n", true, &rr), VEGA_ERR_PROTO);
     VCHECK_EQ(one_shot("HTTP/2.0 200 OK\r\n\r\n", true, &rr), VEGA_ERR_PROTO);
     VCHECK_EQ(one_shot("HTTP/1.1 200 OK\nContent-Length: 1\n\nx", true, &rr), VEGA_ERR_PROTO);
-    VCHECK_EQ(one_shot("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxx",
-                       true, &rr),
-              VEGA_ERR_PROTO);
+    VCHECK_EQ(
+        one_shot("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxx", true, &rr),
+        VEGA_ERR_PROTO);
     VCHECK_EQ(one_shot("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n"
                        "\r\n1\r\nx\r\n0\r\n\r\n",
                        true, &rr),
@@ -799,8 +803,8 @@ static void body_malformed(void)
               0);
     VCHECK_EQ(rr, VEGA_ERR_PROTO);
     /* a bad chunk right after the head fails the send (the parser saw it with the head) */
-    int rc = one_shot("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\nab\r\n", true,
-                      &rr);
+    int rc =
+        one_shot("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\nab\r\n", true, &rr);
     VCHECK(rc == VEGA_ERR_PROTO || (rc == 0 && rr == VEGA_ERR_PROTO));
     /* a huge header section is refused by the head limits */
     static char big[100000];
@@ -845,7 +849,8 @@ VTEST(max_body)
     vtest_run(body_max_body, 0);
 }
 
-/* ---- deadlines and connect errors -------------------------------------------------------------- */
+/* ---- deadlines and connect errors --------------------------------------------------------------
+ */
 
 static void body_deadline(void)
 {
@@ -948,8 +953,9 @@ static void body_url_errors(void)
     vega_http_client_request rq;
     vega_http_client_request_init(&rq);
     vega_http_client_response *r;
-    const char *bad[] = {"", "not a url", "http://", "http://exa mple/", "http://[::1/",
-                         "http://a:99999/", "/relative"};
+    const char *bad[] = {
+        "",         "not a url", "http://", "http://exa mple/", "http://[::1/", "http://a:99999/",
+        "/relative"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         rq.url = bad[i];
         VCHECK_EQ(vega_http_client_send(c, &rq, &r), VEGA_HTTP_ERR_URL);
@@ -1010,7 +1016,8 @@ VTEST(resolve_override)
     vtest_run(body_resolve, 0);
 }
 
-/* ---- redirects and the trace hook -------------------------------------------------------------- */
+/* ---- redirects and the trace hook --------------------------------------------------------------
+ */
 
 static void body_redirect(void)
 {

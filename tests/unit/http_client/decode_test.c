@@ -31,8 +31,7 @@ static char *plain_text(void)
 }
 
 /* A response with body as Content-Length or chunked, with a Content-Encoding. */
-static char *make_resp(const char *coding, const uint8_t *body, size_t n, bool chunked,
-                       size_t *len)
+static char *make_resp(const char *coding, const uint8_t *body, size_t n, bool chunked, size_t *len)
 {
     char *out = malloc(n + n / 100 + 512);
     VCHECK(out);
@@ -79,8 +78,8 @@ static void body_codings(void)
     for (size_t i = 0; i < 4; i++) {
         uint8_t *z;
         size_t zn;
-        VCHECK_EQ(vega_compress_buffer(kinds[i].kind, VEGA_COMPRESS_LEVEL_DEFAULT, plain,
-                                       PLAIN_LEN, 0, &z, &zn),
+        VCHECK_EQ(vega_compress_buffer(kinds[i].kind, VEGA_COMPRESS_LEVEL_DEFAULT, plain, PLAIN_LEN,
+                                       0, &z, &zn),
                   0);
         for (int ch = 0; ch < 2; ch++) {
             size_t len;

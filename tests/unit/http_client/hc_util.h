@@ -19,18 +19,18 @@
 
 #include "vtest.h"
 
-#define DL(ms) vega_deadline_in_ms(ms)
+#define DL(ms)       vega_deadline_in_ms(ms)
 #define HS_MAX_STEPS 128
-#define HS_REQ_CAP 65536
+#define HS_REQ_CAP   65536
 
 /* One request-response turn of the scripted server. */
 struct hs_step {
-    const char *resp;    /* bytes to answer; NULL = none */
-    size_t len;          /* 0 = strlen(resp) */
-    bool close_after;    /* close the connection after answering */
-    bool send_100;       /* answer 100 Continue once the head arrived, before reading a body */
-    bool no_body_read;   /* do not read the request body (answer right after the head) */
-    unsigned hang_ms;    /* wait this long before answering (then close) */
+    const char *resp;  /* bytes to answer; NULL = none */
+    size_t len;        /* 0 = strlen(resp) */
+    bool close_after;  /* close the connection after answering */
+    bool send_100;     /* answer 100 Continue once the head arrived, before reading a body */
+    bool no_body_read; /* do not read the request body (answer right after the head) */
+    unsigned hang_ms;  /* wait this long before answering (then close) */
 };
 
 struct hs {

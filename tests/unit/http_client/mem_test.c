@@ -83,7 +83,8 @@ static void *fa_realloc(void *ud, void *p, size_t n)
     return g + 1;
 }
 
-/* ---- the server behind the hook ---------------------------------------------------------------- */
+/* ---- the server behind the hook ----------------------------------------------------------------
+ */
 
 static int handler(vega_http_exchange *x, void *user)
 {
@@ -157,7 +158,8 @@ static int hook(void *user, const char *host, uint16_t port, bool tls, vega_stre
     return 0;
 }
 
-/* ---- the requests -------------------------------------------------------------------------------- */
+/* ---- the requests
+ * -------------------------------------------------------------------------------- */
 
 static vega_ssize upload_fn(void *user, void *buf, size_t len)
 {
@@ -274,7 +276,10 @@ static void body_sweep(void)
     vega_http_server_free(srv);
 }
 
-VTEST(failing_allocator_sweep) { vtest_run(body_sweep, 0); }
+VTEST(failing_allocator_sweep)
+{
+    vtest_run(body_sweep, 0);
+}
 
 static void body_hook_checked(void)
 {
@@ -287,4 +292,7 @@ static void body_hook_checked(void)
     VCHECK_EQ(vega_http_client_new(&c, &o), -EINVAL); /* all four functions are required */
 }
 
-VTEST(incomplete_allocator_refused) { vtest_run(body_hook_checked, 0); }
+VTEST(incomplete_allocator_refused)
+{
+    vtest_run(body_hook_checked, 0);
+}

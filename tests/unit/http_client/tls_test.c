@@ -132,10 +132,11 @@ VTEST(tls_verification_errors)
     vtest_run(body_tls_errors, 0);
 }
 
-/* ---- one client, several tasks on several workers ---------------------------------------------- */
+/* ---- one client, several tasks on several workers ----------------------------------------------
+ */
 
 #define NTASKS 8
-#define NREQ 10
+#define NREQ   10
 
 static vega_http_client *shared_client;
 static char shared_url[128];

@@ -19,11 +19,12 @@
 
 #include "vtest.h"
 
-#define DL(ms) vega_deadline_in_ms(ms)
+#define DL(ms)  vega_deadline_in_ms(ms)
 #define OUT_CAP 16384 /* the server's output buffer (SRV_OUT_CAP) */
-#define PIECE 100     /* bytes per sendfile call after the filler */
-#define PIECES 300    /* 30,000 bytes: a run of room checks that wrap would write far past the
-                         whole connection block, where ASan sees it */
+#define PIECE   100   /* bytes per sendfile call after the filler */
+#define PIECES                                                                                     \
+    300 /* 30,000 bytes: a run of room checks that wrap would write far past the                   \
+           whole connection block, where ASan sees it */
 #define FILE_LEN (PIECE * PIECES)
 
 static _Atomic int file_fd = -1;
@@ -131,9 +132,13 @@ static void body_sendfile_after_full_buffer(void)
     vega_http_server_free(srv);
     close(fd);
 }
-VTEST(sendfile_after_full_buffer) { vtest_run(body_sendfile_after_full_buffer, 2); }
+VTEST(sendfile_after_full_buffer)
+{
+    vtest_run(body_sendfile_after_full_buffer, 2);
+}
 
-/* ---- the head timeout and blank lines, on the paused clock ------------------------------------ */
+/* ---- the head timeout and blank lines, on the paused clock ------------------------------------
+ */
 
 static int hello(vega_http_exchange *x, void *user)
 {
@@ -241,7 +246,10 @@ static void body_blank_lines_timeout(void)
     VCHECK_EQ(st.timeouts, 1);
     blank_srv_stop(&t);
 }
-VTEST(blank_lines_do_not_restart_the_head_timeout) { vtest_run_paused(body_blank_lines_timeout); }
+VTEST(blank_lines_do_not_restart_the_head_timeout)
+{
+    vtest_run_paused(body_blank_lines_timeout);
+}
 
 static void body_blank_lines_cap(void)
 {
@@ -258,7 +266,10 @@ static void body_blank_lines_cap(void)
     VCHECK(sent <= 12); /* the ninth, plus the reads that notice it */
     blank_srv_stop(&t);
 }
-VTEST(blank_lines_are_capped_across_parks) { vtest_run_paused(body_blank_lines_cap); }
+VTEST(blank_lines_are_capped_across_parks)
+{
+    vtest_run_paused(body_blank_lines_cap);
+}
 
 static void body_blank_lines_then_request(void)
 {
@@ -286,4 +297,7 @@ static void body_blank_lines_then_request(void)
     vega_stream_close(st, DL(1000));
     blank_srv_stop(&t);
 }
-VTEST(blank_lines_before_a_request) { vtest_run_paused(body_blank_lines_then_request); }
+VTEST(blank_lines_before_a_request)
+{
+    vtest_run_paused(body_blank_lines_then_request);
+}

@@ -122,9 +122,10 @@ static const char *const want[] = {"/a", "partpartpart", "/big", "hello body", "
 static void make_script(void)
 {
     size_t n = 0;
-    n += (size_t)snprintf(script + n, sizeof script - n, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
-                                                        "GET /chunked HTTP/1.1\r\nHost: x\r\n\r\n"
-                                                        "GET /big HTTP/1.1\r\nHost: x\r\n");
+    n += (size_t)snprintf(script + n, sizeof script - n,
+                          "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+                          "GET /chunked HTTP/1.1\r\nHost: x\r\n\r\n"
+                          "GET /big HTTP/1.1\r\nHost: x\r\n");
     for (int i = 0; i < 40; i++) /* 40 fields of ~500 bytes: a 20 KiB head */
         n += (size_t)snprintf(script + n, sizeof script - n, "X-Pad-%d: %0490d\r\n", i, i);
     n += (size_t)snprintf(script + n, sizeof script - n,
@@ -267,11 +268,13 @@ static void body_sweep(void)
             completed += n == (int)NWANT;
         }
     }
-    printf("%ld runs with failures, %ld of them still answered everything\n", 2 * total,
-           completed);
+    printf("%ld runs with failures, %ld of them still answered everything\n", 2 * total, completed);
 }
 
-VTEST(failing_allocator_sweep) { vtest_run(body_sweep, 0); }
+VTEST(failing_allocator_sweep)
+{
+    vtest_run(body_sweep, 0);
+}
 
 static void body_counts(void)
 {
@@ -291,4 +294,7 @@ static void body_counts(void)
     VCHECK_EQ(vega_http_server_new(&srv, &o), -EINVAL);
 }
 
-VTEST(allocator_hook) { vtest_run(body_counts, 0); }
+VTEST(allocator_hook)
+{
+    vtest_run(body_counts, 0);
+}

@@ -3,12 +3,12 @@
  * pipelining, bodies both ways, errors, timeouts, limits, parking and graceful shutdown. */
 #include <fcntl.h>
 #include <stdarg.h>
-#include <stddef.h>
-#include <sys/socket.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <vega/http1.h>
@@ -56,8 +56,8 @@ static int handler(vega_http_exchange *x, void *user)
         char *buf = malloc(cap);
         VCHECK(buf);
         for (;;) {
-            vega_ssize n = vega_http_request_read(x, buf + got, cap - got > 1000 ? 1000 : cap - got,
-                                                  DL(5000));
+            vega_ssize n =
+                vega_http_request_read(x, buf + got, cap - got > 1000 ? 1000 : cap - got, DL(5000));
             if (n < 0) {
                 free(buf);
                 return (int)n;
@@ -213,7 +213,8 @@ static int c_header(void *ud, vega_http1_span n, vega_http1_span v)
     int k = snprintf(r->head + r->head_len, sizeof r->head - r->head_len, ": %.*s\n", (int)v.len,
                      v.ptr);
     if (k > 0)
-        r->head_len = (r->head_len + (size_t)k < sizeof r->head - 1 ? r->head_len + (size_t)k : sizeof r->head - 1);
+        r->head_len = (r->head_len + (size_t)k < sizeof r->head - 1 ? r->head_len + (size_t)k
+                                                                    : sizeof r->head - 1);
     return 0;
 }
 
@@ -381,7 +382,10 @@ static void body_get_keepalive(void)
     VCHECK_EQ(atomic_load(&log_count), 3);
     VCHECK_EQ(atomic_load(&log_status_sum), 600);
 }
-VTEST(get_keepalive) { vtest_run(body_get_keepalive, 2); }
+VTEST(get_keepalive)
+{
+    vtest_run(body_get_keepalive, 2);
+}
 
 static void body_pipelining(void)
 {
@@ -404,7 +408,10 @@ static void body_pipelining(void)
     client_free(c);
     tsrv_stop(&t, 1000);
 }
-VTEST(pipelining) { vtest_run(body_pipelining, 2); }
+VTEST(pipelining)
+{
+    vtest_run(body_pipelining, 2);
+}
 
 static void body_post_bodies(void)
 {
@@ -418,7 +425,8 @@ static void body_post_bodies(void)
     for (size_t i = 0; i < big; i++)
         data[i] = (char)('a' + i % 26);
     char head[128];
-    snprintf(head, sizeof head, "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: %zu\r\n\r\n", big);
+    snprintf(head, sizeof head, "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: %zu\r\n\r\n",
+             big);
     client_send(c, head);
     VCHECK_EQ(vega_stream_write(c->s, data, big, NULL, DL(5000)), (vega_ssize)big);
     VCHECK(client_wait(c, 1, 5000));
@@ -443,7 +451,10 @@ static void body_post_bodies(void)
     free(data);
     tsrv_stop(&t, 1000);
 }
-VTEST(post_bodies) { vtest_run(body_post_bodies, 2); }
+VTEST(post_bodies)
+{
+    vtest_run(body_post_bodies, 2);
+}
 
 static void body_expect_continue(void)
 {
@@ -451,7 +462,8 @@ static void body_expect_continue(void)
     vega_http_server_opts o = default_opts();
     tsrv_start(&t, &o);
     struct client *c = client_connect(&t.addr);
-    client_send(c, "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n");
+    client_send(
+        c, "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n");
     char buf[64];
     vega_ssize n = vega_stream_read(c->s, buf, sizeof buf - 1, DL(3000));
     VCHECK(n > 0);
@@ -461,7 +473,8 @@ static void body_expect_continue(void)
     VCHECK(client_wait(c, 1, 3000));
     VCHECK_STR(c->r[0].body, "body");
     /* answered without reading: no 100, and the connection closes */
-    client_send(c, "POST /noread HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n");
+    client_send(
+        c, "POST /noread HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n");
     VCHECK(client_wait(c, 2, 3000));
     VCHECK_EQ(c->r[1].status, 200);
     VCHECK(has_field(&c->r[1], "connection: close\n"));
@@ -476,7 +489,10 @@ static void body_expect_continue(void)
     client_free(c);
     tsrv_stop(&t, 1000);
 }
-VTEST(expect_continue) { vtest_run(body_expect_continue, 2); }
+VTEST(expect_continue)
+{
+    vtest_run(body_expect_continue, 2);
+}
 
 static void body_head_and_no_body(void)
 {
@@ -509,7 +525,10 @@ static void body_head_and_no_body(void)
     client_free(c);
     tsrv_stop(&t, 1000);
 }
-VTEST(head_and_no_body) { vtest_run(body_head_and_no_body, 2); }
+VTEST(head_and_no_body)
+{
+    vtest_run(body_head_and_no_body, 2);
+}
 
 static void body_chunked_and_http10(void)
 {
@@ -542,7 +561,10 @@ static void body_chunked_and_http10(void)
     client_free(c);
     tsrv_stop(&t, 1000);
 }
-VTEST(chunked_and_http10) { vtest_run(body_chunked_and_http10, 2); }
+VTEST(chunked_and_http10)
+{
+    vtest_run(body_chunked_and_http10, 2);
+}
 
 static void make_file(size_t len)
 {
@@ -577,7 +599,8 @@ static void body_sendfile(void)
         make_file(sizes[k]);
         fds[k] = file_fd;
         struct client *c = client_connect(&t.addr);
-        client_send(c, "GET /file HTTP/1.1\r\nHost: a\r\n\r\nGET /file HTTP/1.1\r\nHost: a\r\n\r\n");
+        client_send(c,
+                    "GET /file HTTP/1.1\r\nHost: a\r\n\r\nGET /file HTTP/1.1\r\nHost: a\r\n\r\n");
         VCHECK(client_wait(c, 2, 5000));
         check_file_body(&c->r[0]);
         check_file_body(&c->r[1]);
@@ -588,7 +611,10 @@ static void body_sendfile(void)
     close(fds[0]);
     close(fds[1]);
 }
-VTEST(sendfile) { vtest_run(body_sendfile, 2); }
+VTEST(sendfile)
+{
+    vtest_run(body_sendfile, 2);
+}
 
 struct bad_case {
     const char *req;
@@ -618,7 +644,8 @@ static void body_parse_errors(void)
         {"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400},
         {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
         {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", 501},
-        {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", 400},
+        {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+         400},
         {"GET / HTTP/2.0\r\nHost: a\r\n\r\n", 505},
         {long_target, 414},
         {many_fields, 431},
@@ -630,7 +657,8 @@ static void body_parse_errors(void)
         if (!client_wait(c, 1, 3000))
             vtest_fail(__FILE__, __LINE__, "case %zu: no response", i);
         if (c->r[0].status != cases[i].status)
-            vtest_fail(__FILE__, __LINE__, "case %zu: %d != %d", i, c->r[0].status, cases[i].status);
+            vtest_fail(__FILE__, __LINE__, "case %zu: %d != %d", i, c->r[0].status,
+                       cases[i].status);
         VCHECK(has_field(&c->r[0], "connection: close\n"));
         VCHECK(client_closed(c, 3000));
         client_free(c);
@@ -645,7 +673,10 @@ static void body_parse_errors(void)
     client_free(c);
     tsrv_stop(&t, 1000);
 }
-VTEST(parse_errors) { vtest_run(body_parse_errors, 2); }
+VTEST(parse_errors)
+{
+    vtest_run(body_parse_errors, 2);
+}
 
 static void body_header_timeout(void)
 {
@@ -656,7 +687,8 @@ static void body_header_timeout(void)
     /* slowloris: a byte every 30 ms never completes the head in time */
     struct client *c = client_connect(&t.addr);
     vega_tstamp t0 = vega_now();
-    const char *req = "GET /hello HTTP/1.1\r\nHost: a\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const char *req =
+        "GET /hello HTTP/1.1\r\nHost: a\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
     bool closed = false;
     for (size_t i = 0; req[i]; i++) {
         if (vega_stream_write(c->s, req + i, 1, NULL, DL(1000)) < 0) {
@@ -682,7 +714,10 @@ static void body_header_timeout(void)
     VCHECK(tsrv_stats(&t).timeouts >= 2);
     tsrv_stop(&t, 1000);
 }
-VTEST(header_timeout) { vtest_run_paused(body_header_timeout); }
+VTEST(header_timeout)
+{
+    vtest_run_paused(body_header_timeout);
+}
 
 static bool wait_stat(struct tsrv *t, size_t off, uint64_t want, uint64_t ms)
 {
@@ -727,7 +762,10 @@ static void body_idle_timeout_and_parked(void)
         client_free(c[i]);
     tsrv_stop(&t, 1000);
 }
-VTEST(idle_timeout_and_parked) { vtest_run(body_idle_timeout_and_parked, 2); }
+VTEST(idle_timeout_and_parked)
+{
+    vtest_run(body_idle_timeout_and_parked, 2);
+}
 
 static void body_max_conns(void)
 {
@@ -767,7 +805,10 @@ static void body_max_conns(void)
     client_free(c);
     tsrv_stop(&t, 1000);
 }
-VTEST(max_conns) { vtest_run(body_max_conns, 2); }
+VTEST(max_conns)
+{
+    vtest_run(body_max_conns, 2);
+}
 
 static void *slow_client(void *arg)
 {
@@ -813,7 +854,10 @@ static void body_graceful_shutdown(void)
     client_free(idle);
     vega_http_server_free(t.srv);
 }
-VTEST(graceful_shutdown) { vtest_run_paused(body_graceful_shutdown); }
+VTEST(graceful_shutdown)
+{
+    vtest_run_paused(body_graceful_shutdown);
+}
 
 static void body_shutdown_grace_cancels(void)
 {
@@ -831,7 +875,10 @@ static void body_shutdown_grace_cancels(void)
     VCHECK(client_closed(c, 2000));
     client_free(c);
 }
-VTEST(shutdown_grace_cancels) { vtest_run_paused(body_shutdown_grace_cancels); }
+VTEST(shutdown_grace_cancels)
+{
+    vtest_run_paused(body_shutdown_grace_cancels);
+}
 
 static void body_tls(void)
 {
@@ -871,7 +918,10 @@ static void body_tls(void)
      * (the client having the bytes is no ordering TSan can see). */
     close(file_fd);
 }
-VTEST(tls) { vtest_run(body_tls, 2); }
+VTEST(tls)
+{
+    vtest_run(body_tls, 2);
+}
 
 #define NCONN 200
 static atomic_int many_ok;
@@ -906,7 +956,10 @@ static void body_many_connections(void)
     VCHECK_EQ(tsrv_stats(&t).requests, 3 * NCONN);
     tsrv_stop(&t, 1000);
 }
-VTEST(many_connections) { vtest_run(body_many_connections, 2); }
+VTEST(many_connections)
+{
+    vtest_run(body_many_connections, 2);
+}
 
 struct serve_arg {
     vega_http_server *srv;
@@ -958,7 +1011,10 @@ static void body_serve_stream(void)
     VCHECK_EQ(s.conns_open, 0);
     vega_http_server_free(srv);
 }
-VTEST(serve_stream) { vtest_run(body_serve_stream, 2); }
+VTEST(serve_stream)
+{
+    vtest_run(body_serve_stream, 2);
+}
 
 /* ---- curl, the real client ------------------------------------------------------------------- */
 
@@ -1024,7 +1080,10 @@ static void body_curl(void)
     sh("rm -rf %s", dir);
     tsrv_stop(&t, 1000);
 }
-VTEST(curl) { vtest_run(body_curl, 2); }
+VTEST(curl)
+{
+    vtest_run(body_curl, 2);
+}
 
 static void body_body_and_write_timeouts(void)
 {
@@ -1055,7 +1114,10 @@ static void body_body_and_write_timeouts(void)
     vega_sock_close(s);
     tsrv_stop(&t, 1000);
 }
-VTEST(body_and_write_timeouts) { vtest_run(body_body_and_write_timeouts, 2); }
+VTEST(body_and_write_timeouts)
+{
+    vtest_run(body_body_and_write_timeouts, 2);
+}
 
 /* Garbage and truncated requests on many connections never hurt the server or its other
  * clients. */
@@ -1067,8 +1129,10 @@ static void *garbage_client(void *arg)
     if (vega_tcp_connect(&s, &t->addr, DL(5000)) < 0)
         return NULL;
     static const char *const prefixes[] = {
-        "", "GET / HTTP/1.1\r\n", "POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
-        "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n", "GET /hello HTTP/1.1\r\nHost: a\r\n"};
+        "", "GET / HTTP/1.1\r\n",
+        "POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n",
+        "GET /hello HTTP/1.1\r\nHost: a\r\n"};
     char buf[3000];
     seed ^= seed >> 29;
     const char *p = prefixes[seed % 5];
@@ -1114,7 +1178,10 @@ static void body_garbage(void)
     VCHECK(wait_stat(&t, offsetof(vega_http_server_stats, conns_open), 0, 20000));
     tsrv_stop(&t, 1000);
 }
-VTEST(garbage) { vtest_run(body_garbage, 2); }
+VTEST(garbage)
+{
+    vtest_run(body_garbage, 2);
+}
 
 /* Heads larger than the first read buffer (it grows), and one that leaves too little room
  * behind it for its body (it moves). */
@@ -1169,7 +1236,10 @@ static void body_large_heads(void)
     client_free(c);
     tsrv_stop(&t, 1000);
 }
-VTEST(large_heads) { vtest_run(body_large_heads, 2); }
+VTEST(large_heads)
+{
+    vtest_run(body_large_heads, 2);
+}
 
 /* The same on the current-thread flavour: one thread runs the server and its clients. */
 VTEST(current_thread)

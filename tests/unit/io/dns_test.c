@@ -32,7 +32,10 @@
 
 /* ---- harness --------------------------------------------------------------------------------- */
 
-static vega_tstamp ms_since(vega_tstamp t0) { return (vega_now() - t0) / VEGA_NS_PER_MS; }
+static vega_tstamp ms_since(vega_tstamp t0)
+{
+    return (vega_now() - t0) / VEGA_NS_PER_MS;
+}
 
 static void addr_check(const vega_addr *a, const char *ip)
 {
@@ -365,7 +368,8 @@ VTEST(resolver_options)
     vega_dns_resolver_free(r);
 }
 
-/* ---- a fake server ----------------------------------------------------------------------------- */
+/* ---- a fake server -----------------------------------------------------------------------------
+ */
 
 /* Answers over UDP and TCP on one port of 127.0.0.1, by name:
  *   a.fake       A 10.0.0.1 (TTL 60); AAAA: NODATA with an SOA (MINIMUM 60)
@@ -454,8 +458,8 @@ static void fake_log(struct fake *f, const char *name, uint16_t qtype)
 }
 
 /* Builds the answer to query (len bytes) into r, by name; logs UDP queries. */
-static void fake_answer(struct fake *f, const uint8_t *query, size_t len, bool tcp,
-                        struct reply *r, char *name, size_t cap, int *extra_ptr)
+static void fake_answer(struct fake *f, const uint8_t *query, size_t len, bool tcp, struct reply *r,
+                        char *name, size_t cap, int *extra_ptr)
 {
     struct vega__dns_question q;
     r->n = 0;
@@ -648,8 +652,7 @@ static void body_fake_basic(void)
     vega_dns_resolver *r = resolver_for(&F.addr, NULL, 500, 2);
     vega_addr out[8];
     size_t n;
-    VCHECK_EQ(vega_dns_lookup(r, "both.fake", AF_UNSPEC, out, 8, &n, vega_deadline_in_ms(2000)),
-              0);
+    VCHECK_EQ(vega_dns_lookup(r, "both.fake", AF_UNSPEC, out, 8, &n, vega_deadline_in_ms(2000)), 0);
     VCHECK_EQ(n, 2);
     addr_check(&out[0], "2001:db8::1"); /* IPv6 first */
     addr_check(&out[1], "10.0.0.1");
@@ -657,8 +660,7 @@ static void body_fake_basic(void)
     VCHECK_EQ(atomic_load(&F.udp_n), 2);
 
     /* max 1: the IPv6 one. */
-    VCHECK_EQ(vega_dns_lookup(r, "both.fake", AF_UNSPEC, out, 1, &n, vega_deadline_in_ms(2000)),
-              0);
+    VCHECK_EQ(vega_dns_lookup(r, "both.fake", AF_UNSPEC, out, 1, &n, vega_deadline_in_ms(2000)), 0);
     VCHECK_EQ(n, 1);
     VCHECK_EQ(vega_addr_family(&out[0]), AF_INET6);
 
@@ -710,8 +712,7 @@ static void body_fake_tcp_fallback(void)
     o.nameservers_len = 1;
     o.tcp_only = true;
     VCHECK_EQ(vega_dns_resolver_new(&r, &o), 0);
-    VCHECK_EQ(vega_dns_lookup(r, "both.fake", AF_UNSPEC, out, 8, &n, vega_deadline_in_ms(2000)),
-              0);
+    VCHECK_EQ(vega_dns_lookup(r, "both.fake", AF_UNSPEC, out, 8, &n, vega_deadline_in_ms(2000)), 0);
     VCHECK_EQ(n, 2);
     VCHECK_EQ(stats(r).udp_queries, 0);
     VCHECK_EQ(stats(r).tcp_queries, 2);
@@ -778,9 +779,11 @@ static void body_fake_ttl_expiry(void)
      * loopback lookups sees misses, and the case checks only the expiry below. */
     vega_tstamp t0 = vega_now();
     VCHECK_EQ(vega_dns_lookup(r, "short.fake", AF_INET, out, 8, &n, VEGA_DEADLINE_NEVER), 0);
-    VCHECK_EQ(vega_dns_lookup(r, "gone.fake", AF_INET, out, 8, &n, VEGA_DEADLINE_NEVER), VEGA_ERR_DNS_NOT_FOUND);
+    VCHECK_EQ(vega_dns_lookup(r, "gone.fake", AF_INET, out, 8, &n, VEGA_DEADLINE_NEVER),
+              VEGA_ERR_DNS_NOT_FOUND);
     VCHECK_EQ(vega_dns_lookup(r, "short.fake", AF_INET, out, 8, &n, VEGA_DEADLINE_NEVER), 0);
-    VCHECK_EQ(vega_dns_lookup(r, "gone.fake", AF_INET, out, 8, &n, VEGA_DEADLINE_NEVER), VEGA_ERR_DNS_NOT_FOUND);
+    VCHECK_EQ(vega_dns_lookup(r, "gone.fake", AF_INET, out, 8, &n, VEGA_DEADLINE_NEVER),
+              VEGA_ERR_DNS_NOT_FOUND);
     int asked = atomic_load(&F.udp_n);
     if (vega_now() - t0 < VEGA_NS_PER_S)
         VCHECK_EQ(asked, 2);
@@ -789,7 +792,8 @@ static void body_fake_ttl_expiry(void)
     /* Every entry was stored before the sleep: 1.1 s later both have expired. */
     VCHECK_EQ(vega_sleep_ms(1100), 0);
     VCHECK_EQ(vega_dns_lookup(r, "short.fake", AF_INET, out, 8, &n, VEGA_DEADLINE_NEVER), 0);
-    VCHECK_EQ(vega_dns_lookup(r, "gone.fake", AF_INET, out, 8, &n, VEGA_DEADLINE_NEVER), VEGA_ERR_DNS_NOT_FOUND);
+    VCHECK_EQ(vega_dns_lookup(r, "gone.fake", AF_INET, out, 8, &n, VEGA_DEADLINE_NEVER),
+              VEGA_ERR_DNS_NOT_FOUND);
     VCHECK_EQ(atomic_load(&F.udp_n), asked + 2);
     vega_dns_resolver_free(r);
     fake_stop(&F);
@@ -826,7 +830,8 @@ static void body_fake_search(void)
     VCHECK_STR(F.log[1], "host.b.test/A");
 
     atomic_store(&F.nlog, 0);
-    VCHECK_EQ(vega_dns_lookup(r, "x.y", AF_INET, out, 8, &n, vega_deadline_in_ms(2000)), VEGA_ERR_DNS_NOT_FOUND);
+    VCHECK_EQ(vega_dns_lookup(r, "x.y", AF_INET, out, 8, &n, vega_deadline_in_ms(2000)),
+              VEGA_ERR_DNS_NOT_FOUND);
     VCHECK_EQ(atomic_load(&F.nlog), 3);
     VCHECK_STR(F.log[0], "x.y.a.test/A");
     VCHECK_STR(F.log[1], "x.y.b.test/A");
@@ -834,14 +839,16 @@ static void body_fake_search(void)
 
     /* At least ndots dots: as given first. */
     atomic_store(&F.nlog, 0);
-    VCHECK_EQ(vega_dns_lookup(r, "p.q.r", AF_INET, out, 8, &n, vega_deadline_in_ms(2000)), VEGA_ERR_DNS_NOT_FOUND);
+    VCHECK_EQ(vega_dns_lookup(r, "p.q.r", AF_INET, out, 8, &n, vega_deadline_in_ms(2000)),
+              VEGA_ERR_DNS_NOT_FOUND);
     VCHECK_EQ(atomic_load(&F.nlog), 3);
     VCHECK_STR(F.log[0], "p.q.r/A");
     VCHECK_STR(F.log[1], "p.q.r.a.test/A");
 
     /* A trailing dot: only as given. */
     atomic_store(&F.nlog, 0);
-    VCHECK_EQ(vega_dns_lookup(r, "abs.", AF_INET, out, 8, &n, vega_deadline_in_ms(2000)), VEGA_ERR_DNS_NOT_FOUND);
+    VCHECK_EQ(vega_dns_lookup(r, "abs.", AF_INET, out, 8, &n, vega_deadline_in_ms(2000)),
+              VEGA_ERR_DNS_NOT_FOUND);
     VCHECK_EQ(atomic_load(&F.nlog), 1);
     VCHECK_STR(F.log[0], "abs/A");
 
@@ -865,12 +872,10 @@ static void body_fake_spoof_edns(void)
     vega_addr out[8];
     size_t n;
     /* Answers with another ID or question are dropped (RFC 5452 §9.1). */
-    VCHECK_EQ(vega_dns_lookup(r, "spoof.fake", AF_INET, out, 8, &n, vega_deadline_in_ms(2000)),
-              0);
+    VCHECK_EQ(vega_dns_lookup(r, "spoof.fake", AF_INET, out, 8, &n, vega_deadline_in_ms(2000)), 0);
     addr_check(&out[0], "10.0.0.1");
     /* FORMERR without OPT: asked again without EDNS (RFC 6891 §7). */
-    VCHECK_EQ(vega_dns_lookup(r, "noedns.fake", AF_INET, out, 8, &n, vega_deadline_in_ms(2000)),
-              0);
+    VCHECK_EQ(vega_dns_lookup(r, "noedns.fake", AF_INET, out, 8, &n, vega_deadline_in_ms(2000)), 0);
     addr_check(&out[0], "10.0.0.3");
     VCHECK_EQ(stats(r).udp_queries, 3);
     vega_dns_resolver_free(r);
@@ -898,8 +903,7 @@ static void body_fake_partial(void)
     /* Long timeouts: the deadline ends the wait, during the first attempt. */
     r = resolver_for(&F.addr, NULL, 5000, 2);
     t0 = vega_now();
-    VCHECK_EQ(vega_dns_lookup(r, "mute6.fake", AF_UNSPEC, out, 8, &n, vega_deadline_in_ms(150)),
-              0);
+    VCHECK_EQ(vega_dns_lookup(r, "mute6.fake", AF_UNSPEC, out, 8, &n, vega_deadline_in_ms(150)), 0);
     VCHECK_EQ(n, 1);
     VCHECK_WAITED(t0, 150);
     VCHECK_EQ(stats(r).udp_queries, 2);
@@ -945,8 +949,7 @@ static void body_fake_failover(void)
     /* The dead server refuses, the second fails: the third answers, without waiting (paused
      * clock: no per-server timeout ran out). */
     vega_tstamp t0 = vega_now();
-    VCHECK_EQ(vega_dns_lookup(r, "both.fake", AF_UNSPEC, out, 8, &n, vega_deadline_in_ms(2000)),
-              0);
+    VCHECK_EQ(vega_dns_lookup(r, "both.fake", AF_UNSPEC, out, 8, &n, vega_deadline_in_ms(2000)), 0);
     VCHECK_EQ(n, 2);
     VCHECK(ms_since(t0) < 1000);
     VCHECK_EQ(atomic_load(&F.udp_n), 2);
@@ -1081,8 +1084,8 @@ static bool dm_ready(uint16_t port)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    static const uint8_t q[] = {0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 7, 'e', 'x', 'a', 'm',
-                                'p', 'l', 'e', 4, 't', 'e', 's', 't', 0, 0, 1, 0, 1};
+    static const uint8_t q[] = {0x12, 0x34, 1,   0,   0,   1, 0,   0,   0,   0,   0, 0, 7, 'e', 'x',
+                                'a',  'm',  'p', 'l', 'e', 4, 't', 'e', 's', 't', 0, 0, 1, 0,   1};
     uint8_t buf[512];
     bool ok = sendto(fd, q, sizeof(q), 0, (struct sockaddr *)&sin, sizeof(sin)) > 0 &&
               recv(fd, buf, sizeof(buf), 0) > 12;
@@ -1106,7 +1109,8 @@ static void dm_start(void)
         /* dnsmasq binds UDP and TCP on one port: take it below the ephemeral range (where
          * other tests' connections do not land), free for both. */
         uint16_t port = (uint16_t)(20000 + ((unsigned)getpid() * 7919u + (unsigned)tries * 613u +
-                                            (unsigned)vega_now()) % 10000u);
+                                            (unsigned)vega_now()) %
+                                               10000u);
         bool free_both = true;
         static const int types[2] = {SOCK_DGRAM, SOCK_STREAM};
         for (int k = 0; k < 2 && free_both; k++) {
@@ -1204,7 +1208,7 @@ static void dm_stop(void)
 /* dnsmasq runs on a CPU the test does not control: a resolver that waits for it as long as a
  * loaded machine may need (a lost datagram is asked again), and no overall deadline. */
 #define DM_TIMEOUT_MS 3000
-#define DM_ATTEMPTS 3
+#define DM_ATTEMPTS   3
 
 static void body_dnsmasq_lookups(void)
 {
@@ -1358,7 +1362,9 @@ static void body_dnsmasq_parallel(void)
     o.attempts = DM_ATTEMPTS;
     o.cache_entries = 16; /* small: eviction runs too */
     VCHECK_EQ(vega_dns_resolver_new(&shared_r, &o), 0);
-    enum { N = 64 };
+    enum {
+        N = 64
+    };
     vega_task *t[N];
     for (unsigned i = 0; i < N; i++)
         VCHECK_EQ(vega_task_spawn(&t[i], parallel_task, (void *)(uintptr_t)i), 0);

@@ -14,7 +14,10 @@ struct pkt {
     size_t n;
 };
 
-static void p8(struct pkt *p, unsigned v) { p->b[p->n++] = (uint8_t)v; }
+static void p8(struct pkt *p, unsigned v)
+{
+    p->b[p->n++] = (uint8_t)v;
+}
 static void p16(struct pkt *p, unsigned v)
 {
     p8(p, v >> 8);
@@ -46,9 +49,12 @@ static void pname(struct pkt *p, const char *name)
     plabels(p, name);
     p8(p, 0);
 }
-static void pptr(struct pkt *p, size_t off) { p16(p, 0xC000u | (unsigned)off); }
-static void phdr(struct pkt *p, unsigned id, unsigned flags, unsigned qd, unsigned an,
-                 unsigned ns, unsigned ar)
+static void pptr(struct pkt *p, size_t off)
+{
+    p16(p, 0xC000u | (unsigned)off);
+}
+static void phdr(struct pkt *p, unsigned id, unsigned flags, unsigned qd, unsigned an, unsigned ns,
+                 unsigned ar)
 {
     p->n = 0;
     p16(p, id);
@@ -155,10 +161,10 @@ VTEST(query_write)
     vega_ssize n = vega__dns_query_write(out, sizeof(out), &q, 1232);
     VCHECK_EQ(n, 12 + 14 + 4 + 11);
     static const uint8_t want[] = {
-        0xBE, 0xEF, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 1,                   /* header, RD */
-        7, 'e', 'x', 'a', 'm', 'p', 'l', 'e', 4, 't', 'e', 's', 't', 0,   /* QNAME */
-        0, 28, 0, 1,                                                      /* AAAA IN */
-        0, 0, 41, 0x04, 0xD0, 0, 0, 0, 0, 0, 0,                           /* OPT 1232 */
+        0xBE, 0xEF, 0x01, 0x00, 0,    1,   0,   0,   0, 0,   0,   1,           /* header, RD */
+        7,    'e',  'x',  'a',  'm',  'p', 'l', 'e', 4, 't', 'e', 's', 't', 0, /* QNAME */
+        0,    28,   0,    1,                                                   /* AAAA IN */
+        0,    0,    41,   0x04, 0xD0, 0,   0,   0,   0, 0,   0,                /* OPT 1232 */
     };
     VCHECK(memcmp(out, want, sizeof(want)) == 0);
     VCHECK_EQ(vega__dns_msg_id(out, (size_t)n), 0xBEEF);

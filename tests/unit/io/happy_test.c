@@ -22,7 +22,10 @@
 
 /* ---- harness --------------------------------------------------------------------------------- */
 
-static vega_tstamp ms_since(vega_tstamp t0) { return (vega_now() - t0) / VEGA_NS_PER_MS; }
+static vega_tstamp ms_since(vega_tstamp t0)
+{
+    return (vega_now() - t0) / VEGA_NS_PER_MS;
+}
 
 #define NEVER VEGA_DEADLINE_NEVER
 
@@ -383,9 +386,8 @@ static void *fake_udp(void *arg)
         } else {
             bool a = qq.qtype == VEGA__DNS_T_A;
             static const uint8_t rr_a[] = {0xC0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 127, 0, 0, 1};
-            static const uint8_t rr_aaaa[] = {0xC0, 12, 0, 28, 0, 1, 0, 0, 0, 60, 0, 16,
-                                              0,    0,  0, 0,  0, 0, 0, 0, 0, 0,  0, 0,
-                                              0,    0,  0, 1};
+            static const uint8_t rr_aaaa[] = {0xC0, 12, 0, 28, 0, 1, 0, 0, 0, 60, 0, 16, 0, 0,
+                                              0,    0,  0, 0,  0, 0, 0, 0, 0, 0,  0, 0,  0, 1};
             memcpy(d->b + d->n, a ? rr_a : rr_aaaa, a ? sizeof(rr_a) : sizeof(rr_aaaa));
             d->n += a ? sizeof(rr_a) : sizeof(rr_aaaa);
             d->b[7] = 1;

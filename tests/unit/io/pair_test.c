@@ -25,7 +25,9 @@ static unsigned char pat(size_t i)
 
 /* ---- stream pair: 1 MiB one way, echoed in pieces the other ------------------------------ */
 
-enum { TOTAL = 1 << 20 };
+enum {
+    TOTAL = 1 << 20
+};
 
 static void *stream_writer(void *arg)
 {
@@ -73,7 +75,9 @@ VTEST(stream_pair)
 
 /* ---- datagram and seqpacket pairs: ping-pong between two tasks ------------------------------ */
 
-enum { ROUNDS = 500 };
+enum {
+    ROUNDS = 500
+};
 
 static void *pong(void *arg)
 {

@@ -214,8 +214,8 @@ static void body_exhaustion(void)
         char back[64];
         size_t got = 0;
         while (got < (size_t)len) {
-            vega_ssize n = vega_sock_read(c[i], back + got, (size_t)len - got,
-                                          vega_deadline_in_ms(10000));
+            vega_ssize n =
+                vega_sock_read(c[i], back + got, (size_t)len - got, vega_deadline_in_ms(10000));
             VCHECK(n > 0);
             got += (size_t)n;
         }
@@ -321,7 +321,9 @@ static void body_flood(void)
     vega_task *acc = serve(&srv, &addr);
     vega_sock *c;
     VCHECK_EQ(vega_tcp_connect(&c, &addr, vega_deadline_in_ms(5000)), 0);
-    enum { TOTAL = 300000 };
+    enum {
+        TOTAL = 300000
+    };
     static uint8_t out[TOTAL], in[TOTAL + 1];
     for (size_t i = 0; i < TOTAL; i++)
         out[i] = pattern(i, 3);
@@ -329,8 +331,8 @@ static void body_flood(void)
     VCHECK_EQ(vega_sock_shutdown(c, SHUT_WR), 0);
     size_t got = 0;
     for (;;) {
-        vega_ssize n = vega_sock_read(c, in + got, TOTAL - got + (got == TOTAL),
-                                      vega_deadline_in_ms(5000));
+        vega_ssize n =
+            vega_sock_read(c, in + got, TOTAL - got + (got == TOTAL), vega_deadline_in_ms(5000));
         VCHECK(n >= 0);
         if (n == 0)
             break;

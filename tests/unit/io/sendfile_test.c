@@ -13,9 +13,9 @@
 
 #include "vtest.h"
 
-#define MIB (1024 * 1024)
+#define MIB       (1024 * 1024)
 #define FILE_SIZE (10 * MIB)
-#define DL() vega_deadline_in_ms(3000)
+#define DL()      vega_deadline_in_ms(3000)
 
 static unsigned char pat(size_t i)
 {
@@ -64,7 +64,9 @@ struct reader {
     size_t bad;     /* the first differing byte, or SIZE_MAX */
 };
 
-enum { READ_BUF = 16384 };
+enum {
+    READ_BUF = 16384
+};
 
 static void *read_check(void *arg)
 {
@@ -147,8 +149,7 @@ static void body_sendfile_offsets(void)
         struct reader rd = {.s = s, .from = parts[i].off, .want = parts[i].len};
         vega_task *t = spawn_reader(&rd);
         size_t sent;
-        VCHECK_EQ(vega_sock_sendfile(c, fd, parts[i].off, parts[i].len, &sent, DL()),
-                  parts[i].len);
+        VCHECK_EQ(vega_sock_sendfile(c, fd, parts[i].off, parts[i].len, &sent, DL()), parts[i].len);
         VCHECK_EQ(sent, parts[i].len);
         join_reader(t, &rd, parts[i].len);
     }
@@ -172,8 +173,7 @@ static void body_sendfile_deadline(void)
     VCHECK_EQ(vega_sock_set_buffers(s, 64 * 1024, 0), 0);
     size_t sent = 0;
     vega_tstamp t0 = vega_now();
-    VCHECK_EQ(vega_sock_sendfile(c, fd, 0, FILE_SIZE, &sent, vega_deadline_in_ms(100)),
-              -ETIMEDOUT);
+    VCHECK_EQ(vega_sock_sendfile(c, fd, 0, FILE_SIZE, &sent, vega_deadline_in_ms(100)), -ETIMEDOUT);
     VCHECK(vega_now() - t0 >= 90 * VEGA_NS_PER_MS);
     VCHECK(sent > 0 && sent < FILE_SIZE);
 

@@ -61,7 +61,8 @@ static void read_exact(vega_sock *s, void *buf, size_t n, vega_deadline dl)
     }
 }
 
-/* ---- echo ------------------------------------------------------------------------------------- */
+/* ---- echo -------------------------------------------------------------------------------------
+ */
 
 static void *echo_conn(void *arg)
 {
@@ -152,7 +153,9 @@ VTEST(echo_1mib_current_thread)
 static void body_listen_accept_many(void)
 {
     /* Several clients at once, each echoing its own pattern. */
-    enum { N = 16 };
+    enum {
+        N = 16
+    };
     vega_addr a;
     vega_sock *l = listen_local(&a);
     vega_sock *c[N];
@@ -277,7 +280,8 @@ VTEST(listen_addr_in_use_and_reuseport)
     vtest_run(body_addr_in_use, 0);
 }
 
-/* ---- deadlines and cancellation --------------------------------------------------------------- */
+/* ---- deadlines and cancellation ---------------------------------------------------------------
+ */
 
 static void body_read_deadline(void)
 {
@@ -418,7 +422,8 @@ VTEST(cancel_blocked_read_current_thread)
     vtest_run(body_cancel_read, 0);
 }
 
-/* ---- full duplex, writev, options -------------------------------------------------------------- */
+/* ---- full duplex, writev, options --------------------------------------------------------------
+ */
 
 struct collector {
     vega_sock *s;
@@ -438,7 +443,9 @@ static void body_writev(void)
     vega_sock *c, *s;
     tcp_pair(&c, &s);
     /* 200 entries (more than one sendmsg window), some empty, about 2 MiB in all. */
-    enum { N = 200 };
+    enum {
+        N = 200
+    };
     struct iovec iov[N];
     size_t total = 0;
     unsigned char *data = malloc(2 * MIB);
@@ -533,12 +540,14 @@ VTEST(coop_budget_lets_others_run)
     vtest_run(body_coop, 0);
 }
 
-/* ---- Unix sockets ------------------------------------------------------------------------------- */
+/* ---- Unix sockets -------------------------------------------------------------------------------
+ */
 
 static void tmp_path(char *buf, size_t cap, const char *tag)
 {
     const char *dir = getenv("TMPDIR");
-    snprintf(buf, cap, "%s/vega-io-test-%s-%d.sock", dir && *dir ? dir : "/tmp", tag, (int)getpid());
+    snprintf(buf, cap, "%s/vega-io-test-%s-%d.sock", dir && *dir ? dir : "/tmp", tag,
+             (int)getpid());
 }
 
 static void body_unix_echo(void)

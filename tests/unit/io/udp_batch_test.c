@@ -69,7 +69,10 @@ static void recv_all(vega_sock *s, vega_udp_msg *m, size_t n)
 
 /* ---- 64 datagrams both ways -------------------------------------------------------------- */
 
-enum { N64 = 64, DGRAM_MAX = 1500 };
+enum {
+    N64 = 64,
+    DGRAM_MAX = 1500
+};
 
 struct echo {
     vega_sock *s;
@@ -81,7 +84,7 @@ static void *echo_batches(void *arg)
 {
     struct echo *e = arg;
     /* On the heap: a task may resume on another thread, so no _Thread_local buffers. */
-    char (*bufs)[DGRAM_MAX] = malloc(sizeof(char[N64][DGRAM_MAX]));
+    char(*bufs)[DGRAM_MAX] = malloc(sizeof(char[N64][DGRAM_MAX]));
     vega_udp_msg *m = malloc(N64 * sizeof(*m)); /* 19 KiB: not on a 64 KiB task stack */
     VCHECK(bufs && m);
     for (int left = e->msgs; left > 0;) {
@@ -191,7 +194,10 @@ VTEST(batch64_current_thread)
 
 /* ---- GSO / GRO ----------------------------------------------------------------------------- */
 
-enum { SEGS = 20, SEG = 1200 };
+enum {
+    SEGS = 20,
+    SEG = 1200
+};
 
 static void print_features(void)
 {
@@ -325,7 +331,9 @@ VTEST(gso_too_many_segments)
 
 static const uint8_t codepoints[] = {VEGA_ECN_ECT0, VEGA_ECN_ECT1, VEGA_ECN_CE, VEGA_ECN_NOT_ECT,
                                      VEGA_ECN_CE};
-enum { NCP = sizeof(codepoints) };
+enum {
+    NCP = sizeof(codepoints)
+};
 
 static void enable_or_skip(vega_sock *s, unsigned f, const char *why)
 {
@@ -504,8 +512,8 @@ static void body_dual_stack(void)
     uint16_t port = vega_addr_port(&sa);
 
     /* v4 client -> v6 server: a plain IPv4 destination. */
-    vega_udp_msg m = {.buf = "v4", .len = 2, .addr = ip_port("127.0.0.1", port),
-                      .ecn = VEGA_ECN_ECT0};
+    vega_udp_msg m = {
+        .buf = "v4", .len = 2, .addr = ip_port("127.0.0.1", port), .ecn = VEGA_ECN_ECT0};
     send_all(cli, &m, 1);
     vega_udp_msg r;
     char in[8];
@@ -521,8 +529,8 @@ static void body_dual_stack(void)
     check_ip(&r.local, "[::ffff:127.0.0.1]:0");
 
     /* Reply with plain IPv4 addresses on the v6 socket (converted), ECN CE, source chosen. */
-    vega_udp_msg back = {.buf = "back", .len = 4, .addr = ca, .ecn = VEGA_ECN_CE,
-                         .local = ip_port("127.0.0.1", 0)};
+    vega_udp_msg back = {
+        .buf = "back", .len = 4, .addr = ca, .ecn = VEGA_ECN_CE, .local = ip_port("127.0.0.1", 0)};
     send_all(srv, &back, 1);
     memset(&r, 0, sizeof(r));
     r.buf = in;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* UDP sockets and plain descriptors on the runtime. */
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -44,8 +44,7 @@ static void body_udp_roundtrip(void)
 
     /* Deadline. */
     vega_tstamp t0 = vega_now();
-    VCHECK_EQ(vega_udp_recv_from(srv, buf, sizeof(buf), NULL, vega_deadline_in_ms(30)),
-              -ETIMEDOUT);
+    VCHECK_EQ(vega_udp_recv_from(srv, buf, sizeof(buf), NULL, vega_deadline_in_ms(30)), -ETIMEDOUT);
     VCHECK(vega_now() - t0 >= 25 * VEGA_NS_PER_MS);
     vega_sock_close(cli);
     vega_sock_close(srv);
@@ -110,7 +109,9 @@ static void body_pipe(void)
     VCHECK_EQ(vega_fd_poll(fds[1], POLLOUT, vega_deadline_in_ms(1000)) & POLLOUT, POLLOUT);
 
     /* 1 MiB through a 64 KiB pipe: the writer must wait for the reader, many times. */
-    enum { TOTAL = 1 << 20 };
+    enum {
+        TOTAL = 1 << 20
+    };
     static char data[TOTAL];
     for (size_t i = 0; i < TOTAL; i++)
         data[i] = (char)(i % 251);

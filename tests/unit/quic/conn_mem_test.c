@@ -497,8 +497,7 @@ VTEST(hook_needs_all_four_functions)
     VCHECK_EQ(qp_init_with(q, g_chain, g_key, g_ca, NULL, 1), 0);
     r->mem = (vega_quic_mem){tm_malloc, tm_calloc, NULL, tm_free, &r->m};
     q->ccfg.mem = &r->mem;
-    VCHECK_EQ(vega_quic_conn_client_new(&q->side[0].c, &q->ccfg, &q->path, q->now),
-              -EINVAL);
+    VCHECK_EQ(vega_quic_conn_client_new(&q->side[0].c, &q->ccfg, &q->path, q->now), -EINVAL);
     VCHECK_EQ(r->m.calls, 0);
     r->mem.realloc = tm_realloc;
     VCHECK_EQ(vega_quic_conn_client_new(&q->side[0].c, &q->ccfg, &q->path, q->now), 0);

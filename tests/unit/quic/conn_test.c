@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "conn_int.h"
+#include "qtls_certs.h"
 #include "quic_pair.h"
 #include "quic_pkt.h"
-#include "qtls_certs.h"
 #include "vtest.h"
 
 #define MS 1000000ull
@@ -175,10 +175,9 @@ static void bulk(struct qp *q, int from, size_t len, uint64_t max_ns)
         vtest_fail(__FILE__, __LINE__,
                    "transfer incomplete: %zu of %zu bytes, stuck %d, closed %d/%d code %llu, "
                    "sent %llu pkts, lost %llu, cwnd %llu",
-                   r->nst ? r->st[0].len : 0, len, q->stuck, q->side[0].closed,
-                   q->side[1].closed, (unsigned long long)q->side[0].close_code,
-                   (unsigned long long)ci.pkts_sent, (unsigned long long)ci.pkts_lost,
-                   (unsigned long long)ci.cwnd);
+                   r->nst ? r->st[0].len : 0, len, q->stuck, q->side[0].closed, q->side[1].closed,
+                   (unsigned long long)q->side[0].close_code, (unsigned long long)ci.pkts_sent,
+                   (unsigned long long)ci.pkts_lost, (unsigned long long)ci.cwnd);
     }
     VCHECK_EQ(r->st[0].len, len);
     VCHECK(memcmp(r->st[0].data, data, len) == 0);
@@ -188,8 +187,11 @@ static void bulk(struct qp *q, int from, size_t len, uint64_t max_ns)
 static void bulk_both_ways(unsigned loss, uint64_t seed, size_t len, vega_quic_cc cc)
 {
     struct qp q;
-    vega_test_net_opts o = {.seed = seed, .delay_ns = 10 * MS, .jitter_ns = 2 * MS,
-                            .loss_pct = loss, .rate_bps = 200000000};
+    vega_test_net_opts o = {.seed = seed,
+                            .delay_ns = 10 * MS,
+                            .jitter_ns = 2 * MS,
+                            .loss_pct = loss,
+                            .rate_bps = 200000000};
     setup(&q, &o, seed);
     q.ccfg.cc = q.scfg.cc = cc;
     q.ccfg.idle_timeout_ms = q.scfg.idle_timeout_ms = 600000;
@@ -231,8 +233,13 @@ VTEST(transfer_10mib_loss30)
 VTEST(transfer_reorder_dup_corrupt)
 {
     struct qp q;
-    vega_test_net_opts o = {.seed = 21, .delay_ns = 5 * MS, .jitter_ns = 5 * MS, .dup_pct = 10,
-                            .corrupt_pct = 5, .reorder_pct = 10, .loss_pct = 3};
+    vega_test_net_opts o = {.seed = 21,
+                            .delay_ns = 5 * MS,
+                            .jitter_ns = 5 * MS,
+                            .dup_pct = 10,
+                            .corrupt_pct = 5,
+                            .reorder_pct = 10,
+                            .loss_pct = 3};
     setup(&q, &o, 21);
     handshake(&q);
     bulk(&q, 0, 2u << 20, 600 * S);
@@ -404,11 +411,11 @@ static size_t pmtu_after(size_t net_mtu, size_t pmtu_max)
 
 VTEST(pmtu_discovery)
 {
-    VCHECK_EQ(pmtu_after(0, 0), 1452);      /* nothing in the way: the configured ceiling */
-    size_t m = pmtu_after(1400, 0);          /* a 1400-byte link: found within 16 bytes */
+    VCHECK_EQ(pmtu_after(0, 0), 1452); /* nothing in the way: the configured ceiling */
+    size_t m = pmtu_after(1400, 0);    /* a 1400-byte link: found within 16 bytes */
     VCHECK(m <= 1400 && m > 1400 - 16);
-    VCHECK_EQ(pmtu_after(0, 1200), 1200);    /* off */
-    VCHECK_EQ(pmtu_after(1200, 0), 1200);    /* every probe lost: stays at the minimum */
+    VCHECK_EQ(pmtu_after(0, 1200), 1200); /* off */
+    VCHECK_EQ(pmtu_after(1200, 0), 1200); /* every probe lost: stays at the minimum */
 }
 
 VTEST(gso_batches_equal_segments)
@@ -814,8 +821,7 @@ VTEST(close_with_reason)
     setup(&q, &o, 10);
     handshake(&q);
     VCHECK(qp_run(&q, confirmed, 5 * S));
-    VCHECK_EQ(vega_quic_conn_close(q.side[0].c, VEGA_QUIC_CLOSE_APPLICATION, 0x42, "bye now"),
-              0);
+    VCHECK_EQ(vega_quic_conn_close(q.side[0].c, VEGA_QUIC_CLOSE_APPLICATION, 0x42, "bye now"), 0);
     VCHECK_EQ(vega_quic_conn_close(q.side[0].c, VEGA_QUIC_CLOSE_APPLICATION, 0x42, "again"),
               VEGA_ERR_CLOSED);
     VCHECK_EQ(vega_quic_conn_close(q.side[0].c, (vega_quic_close_kind)7, 0, NULL), -EINVAL);
@@ -1081,8 +1087,7 @@ VTEST(version_negotiation_closes_client)
 static uint64_t run_hash(uint64_t seed)
 {
     struct qp q;
-    vega_test_net_opts o = {.seed = seed, .delay_ns = 3 * MS, .jitter_ns = 3 * MS,
-                            .loss_pct = 10};
+    vega_test_net_opts o = {.seed = seed, .delay_ns = 3 * MS, .jitter_ns = 3 * MS, .loss_pct = 10};
     VCHECK_EQ(qp_init(&q, QT_SRV_ED_PEM, QT_SRV_ED_KEY, QT_CA_PEM, &o, seed), 0);
     q.ccfg.wall_ms = q.scfg.wall_ms = 0; /* no tickets: nothing time-dependent */
     handshake(&q);
@@ -1124,9 +1129,9 @@ struct pc_reader {
     uint8_t *got;
     size_t len, cap;
     bool fin, reset, error;
-    bool hold;          /* only note what a peek shows (the test consumes by hand) */
-    size_t seen;        /* hold: the last peek's length */
-    bool seen_fin;      /* hold: and its fin */
+    bool hold;     /* only note what a peek shows (the test consumes by hand) */
+    size_t seen;   /* hold: the last peek's length */
+    bool seen_fin; /* hold: and its fin */
 };
 
 /* Takes at most half of each peek (at least 1 byte) so partial consumes are exercised, and
@@ -1194,7 +1199,8 @@ static bool pc_run(struct qp *q, struct pc_reader *r, bool (*done)(struct pc_rea
         if (done(r))
             return true;
         for (int i = 0; i < 2; i++)
-            while ((n = vega_quic_conn_write(q->side[i].c, NULL, NULL, buf, sizeof buf, q->now)) > 0)
+            while ((n = vega_quic_conn_write(q->side[i].c, NULL, NULL, buf, sizeof buf, q->now)) >
+                   0)
                 vega_test_net_send(q->net, i, buf, (size_t)n, q->now);
         uint64_t next = qp_min(vega_test_net_next(q->net, 0), vega_test_net_next(q->net, 1));
         for (int i = 0; i < 2; i++)
@@ -1250,8 +1256,7 @@ VTEST(stream_peek_consume_transfer)
     const uint8_t *p;
     size_t n;
     bool fin;
-    VCHECK_EQ(vega_quic_stream_peek(q.side[1].c, (uint64_t)id, &p, &n, &fin),
-              -EINVAL);
+    VCHECK_EQ(vega_quic_stream_peek(q.side[1].c, (uint64_t)id, &p, &n, &fin), -EINVAL);
     VCHECK_EQ(vega_quic_stream_consume(q.side[1].c, (uint64_t)id, 0), -EINVAL);
     free(r.got);
     free(data);

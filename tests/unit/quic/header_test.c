@@ -197,8 +197,7 @@ VTEST(version_negotiation)
     VCHECK_EQ(vega_quic_hdr_parse(&h, pkt, (size_t)n - 1, 0), VEGA_ERR_PROTO);
     VCHECK_EQ(vega_quic_hdr_parse(&h, pkt, 7 + 5 + 20, 0), VEGA_ERR_PROTO);
     VCHECK_EQ(vega_quic_vn_write(pkt, (size_t)n - 1, 0, CID5, 5, CID20, 20, vs, 3), VEGA_ERR_NOBUF);
-    VCHECK_EQ(vega_quic_vn_write(pkt, sizeof pkt, 0, CID5, 5, CID20, 20, vs, 0),
-              -EINVAL);
+    VCHECK_EQ(vega_quic_vn_write(pkt, sizeof pkt, 0, CID5, 5, CID20, 20, vs, 0), -EINVAL);
 }
 
 /* The Length field: 2 bytes below 16384 (so it can be reserved early), 4 above; hdr_len agrees

@@ -407,8 +407,7 @@ VTEST(aes256_roundtrip_and_forgery)
     VCHECK_EQ(pkt[0], 0x40 | 0x20 | 0x04 | 1);
     memset(pkt + hl, 0xab, 40);
     /* Too little to sample: pn (2) + payload (1) < 4. */
-    VCHECK_EQ(vega_quic_packet_protect(k, pkt, sizeof pkt, (size_t)hl, 0x1234, 1),
-              -EINVAL);
+    VCHECK_EQ(vega_quic_packet_protect(k, pkt, sizeof pkt, (size_t)hl, 0x1234, 1), -EINVAL);
     VCHECK_EQ(vega_quic_packet_protect(k, pkt, (size_t)hl + 40 + 15, (size_t)hl, 0x1234, 40),
               VEGA_ERR_NOBUF);
     vega_ssize n = vega_quic_packet_protect(k, pkt, sizeof pkt, (size_t)hl, 0x1234, 40);
@@ -478,8 +477,7 @@ VTEST(bad_arguments)
     VCHECK(k == NULL);
     VCHECK_EQ(vega_quic_keys_new(&k, VEGA_QUIC_V1, 99, c, 32), -EINVAL);
     VCHECK_EQ(vega_quic_retry_tag(VEGA_QUIC_V1, cid21, 21, big, 10, tag), -EINVAL);
-    VCHECK_EQ(vega_quic_retry_tag(VEGA_QUIC_V1, DCID, 8, big, sizeof big, tag),
-              -EINVAL);
+    VCHECK_EQ(vega_quic_retry_tag(VEGA_QUIC_V1, DCID, 8, big, sizeof big, tag), -EINVAL);
     vega_quic_hdr h = {.type = VEGA_QUIC_PKT_RETRY, .version = VEGA_QUIC_V1};
     VCHECK_EQ(vega_quic_retry_write(big, sizeof big, &h, 0, DCID, 8), -EINVAL);
 }

@@ -40,7 +40,9 @@ VTEST(put_get_del)
 
 VTEST(hundred_thousand_ids)
 {
-    enum { N = 100000 };
+    enum {
+        N = 100000
+    };
     struct st *s = calloc(N, sizeof *s);
     VCHECK(s != NULL);
     struct vega__quic_stream_map m;
@@ -95,7 +97,9 @@ VTEST(hundred_thousand_ids)
  * (every lookup would then scan it) and the table must not grow without bound. */
 VTEST(churn_keeps_table_small)
 {
-    enum { LIVE = 100 };
+    enum {
+        LIVE = 100
+    };
     struct st s[LIVE];
     struct vega__quic_stream_map m;
     vega__quic_stream_map_init(&m, NULL);

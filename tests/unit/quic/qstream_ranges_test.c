@@ -16,10 +16,10 @@ static void expect(const struct vega__quic_ranges *s, const uint64_t *want, size
         VCHECK_EQ(s->r[i].end, want[2 * i + 1]);
     }
 }
-#define EXPECT(s, ...)                                                                          \
-    do {                                                                                       \
-        const uint64_t w_[] = {__VA_ARGS__};                                                   \
-        expect(s, w_, sizeof w_ / sizeof w_[0] / 2);                                           \
+#define EXPECT(s, ...)                                                                             \
+    do {                                                                                           \
+        const uint64_t w_[] = {__VA_ARGS__};                                                       \
+        expect(s, w_, sizeof w_ / sizeof w_[0] / 2);                                               \
     } while (0)
 
 static double now_s(void)
@@ -184,7 +184,9 @@ VTEST(sequential_million_fast)
  * lookup. */
 VTEST(random_model)
 {
-    enum { N = 512 };
+    enum {
+        N = 512
+    };
     uint64_t rng = 12345;
     for (int round = 0; round < 200; round++) {
         struct vega__quic_ranges s;

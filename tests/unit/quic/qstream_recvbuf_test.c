@@ -157,7 +157,7 @@ VTEST(final_size_rules)
     VCHECK_EQ(err, VEGA_QUIC_FINAL_SIZE_ERROR);
     VCHECK_EQ(b.final_size, UINT64_MAX);
     VCHECK_EQ(vega__quic_recvbuf_readable(&b), 0); /* the refused frame stored nothing */
-    VCHECK_EQ(put(&b, 20, 0, true, &err), 0);       /* a lone FIN exactly at highest */
+    VCHECK_EQ(put(&b, 20, 0, true, &err), 0);      /* a lone FIN exactly at highest */
     VCHECK_EQ(b.final_size, 20);
     VCHECK(!vega__quic_recvbuf_is_complete(&b));
     VCHECK_EQ(put(&b, 0, 10, false, &err), 0);
@@ -196,7 +196,7 @@ VTEST(flow_control_limit)
     VCHECK_EQ(put(&b, 140, 10, false, &err), 0); /* the window moved with read_off */
     VCHECK_EQ(put(&b, 140, 11, false, &err), VEGA_ERR_PROTO);
     VCHECK(b.ring_cap <= 100); /* memory never above limit */
-    b.limit = 1000;              /* the caller raised it */
+    b.limit = 1000;            /* the caller raised it */
     VCHECK_EQ(put(&b, 140, 11, false, &err), 0);
     vega__quic_recvbuf_fini(&b);
 }

@@ -40,13 +40,13 @@ static bool nx(struct vega__quic_sendbuf *b, uint64_t max_off, size_t max_len, s
     return true;
 }
 
-#define NEXT_IS(b, max_off, max_len, o, l, f)                                                  \
-    do {                                                                                       \
-        struct chunk c_;                                                                       \
-        VCHECK(nx(b, max_off, max_len, &c_));                                                  \
-        VCHECK_EQ(c_.off, o);                                                                  \
-        VCHECK_EQ(c_.len, l);                                                                  \
-        VCHECK_EQ(c_.fin, f);                                                                  \
+#define NEXT_IS(b, max_off, max_len, o, l, f)                                                      \
+    do {                                                                                           \
+        struct chunk c_;                                                                           \
+        VCHECK(nx(b, max_off, max_len, &c_));                                                      \
+        VCHECK_EQ(c_.off, o);                                                                      \
+        VCHECK_EQ(c_.len, l);                                                                      \
+        VCHECK_EQ(c_.fin, f);                                                                      \
     } while (0)
 
 VTEST(write_send_ack)

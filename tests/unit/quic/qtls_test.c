@@ -183,8 +183,8 @@ static int cb_rand(void *ud, void *buf, size_t len)
 static const uint8_t CLIENT_TP[] = "client transport parameters";
 static const uint8_t SERVER_TP[] = "server transport parameters";
 
-static void side_init(struct side *s, bool server, const vega_quic_tls_opts *cfg,
-                      const uint8_t *tp, size_t tp_len, uint64_t wall_ms, uint64_t seed)
+static void side_init(struct side *s, bool server, const vega_quic_tls_opts *cfg, const uint8_t *tp,
+                      size_t tp_len, uint64_t wall_ms, uint64_t seed)
 {
     memset(s, 0, sizeof(*s));
     s->server = server;
@@ -681,8 +681,8 @@ VTEST(tampered_finished_and_wrong_level)
 /* ---- resumption and 0-RTT -------------------------------------------------------------------- */
 
 /* A full handshake that leaves a session in *blob. */
-static size_t get_session(const vega_quic_tls_opts *cc, const vega_quic_tls_opts *sc,
-                          uint64_t wall, uint8_t *blob)
+static size_t get_session(const vega_quic_tls_opts *cc, const vega_quic_tls_opts *sc, uint64_t wall,
+                          uint8_t *blob)
 {
     struct hs h;
     VCHECK(handshake(&h, cc, sc, wall, 0));

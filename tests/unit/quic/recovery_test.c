@@ -766,8 +766,7 @@ VTEST(hand_made_ack_forms)
     VCHECK_EQ(werr, VEGA_QUIC_FRAME_ENCODING_ERROR);
     /* on_ack_frame takes ACK frames only. */
     vega_quic_frame f = {.type = VEGA_QUIC_FT_PING};
-    VCHECK_EQ(vega__quic_recovery_on_ack_frame(e->r, APP, &f, 3, 1200 * MS, &werr),
-              -EINVAL);
+    VCHECK_EQ(vega__quic_recovery_on_ack_frame(e->r, APP, &f, 3, 1200 * MS, &werr), -EINVAL);
     VCHECK_EQ(vega__quic_recovery_on_ack(e->r, 7, &b, 3, 1200 * MS, &werr), -EINVAL);
     env_done(e);
 }

@@ -73,7 +73,7 @@ VTEST(rfc8448_simple_1rtt)
 
     /* The server's Finished covers ClientHello..CertificateVerify. */
     VCHECK_EQ(vega__quic_tls13_finished(VEGA_CRYPTO_SHA256, s.server_handshake_traffic, 32, th_cv,
-                                       32, out),
+                                        32, out),
               0);
     CHECK_HEX(out, 32, RFC_S_FIN);
 
@@ -86,7 +86,7 @@ VTEST(rfc8448_simple_1rtt)
 
     /* The client's Finished covers ClientHello..server Finished. */
     VCHECK_EQ(vega__quic_tls13_finished(VEGA_CRYPTO_SHA256, s.client_handshake_traffic, 32, th_sfin,
-                                       32, out),
+                                        32, out),
               0);
     CHECK_HEX(out, 32, RFC_C_FIN);
 
@@ -112,14 +112,14 @@ VTEST(rfc8448_finished_check)
     hex32(RFC_TH_CV, th_cv);
     hex32(RFC_S_FIN, fin);
     uint64_t wire = 0;
-    VCHECK_EQ(vega__quic_tls13_finished_check(VEGA_CRYPTO_SHA256, s_hs, 32, th_cv, 32, fin, 32,
-                                              &wire),
-              0);
+    VCHECK_EQ(
+        vega__quic_tls13_finished_check(VEGA_CRYPTO_SHA256, s_hs, 32, th_cv, 32, fin, 32, &wire),
+        0);
     VCHECK_EQ(wire, 0u);
     for (size_t i = 0; i < 32; i += 31) { /* the first and the last byte */
         fin[i] ^= 0x01;
-        VCHECK_EQ(vega__quic_tls13_finished_check(VEGA_CRYPTO_SHA256, s_hs, 32, th_cv, 32, fin,
-                                                  32, &wire),
+        VCHECK_EQ(vega__quic_tls13_finished_check(VEGA_CRYPTO_SHA256, s_hs, 32, th_cv, 32, fin, 32,
+                                                  &wire),
                   VEGA_ERR_PROTO);
         VCHECK_EQ(wire, (uint64_t)VEGA_QUIC_CRYPTO_ERROR + 51);
         fin[i] ^= 0x01;
@@ -169,11 +169,11 @@ VTEST(sha384_schedule)
     uint8_t shared[32], th[48], th2[48], out[48];
     memset(shared, 0x11, sizeof shared);
     vtest_unhex("cb00753f45a35e8bb5a03d699ac65007272c32ab0eded1631a8b605a43ff5bed"
-          "8086072ba1e7cc2358baeca134c825a7",
-          th, sizeof th); /* SHA-384("abc") */
+                "8086072ba1e7cc2358baeca134c825a7",
+                th, sizeof th); /* SHA-384("abc") */
     vtest_unhex("1165b3406ff0b52a3d24721f785462ca2276c9f454a116c2b2ba20171a7905ea"
-          "5a026682eb659c4d5f115c363aa3c79b",
-          th2, sizeof th2); /* SHA-384("abcd") */
+                "5a026682eb659c4d5f115c363aa3c79b",
+                th2, sizeof th2); /* SHA-384("abcd") */
     struct vega__quic_tls13_schedule s;
     VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA384, NULL, 0), 0);
     VCHECK_EQ(s.hash_len, 48u);
@@ -202,7 +202,7 @@ VTEST(sha384_schedule)
         vega__quic_tls13_finished(VEGA_CRYPTO_SHA384, s.server_handshake_traffic, 48, th2, 48, out),
         0);
     VCHECK_EQ(vega__quic_tls13_finished_check(VEGA_CRYPTO_SHA384, s.server_handshake_traffic, 48,
-                                             th2, 48, out, 48, NULL),
+                                              th2, 48, out, 48, NULL),
               0);
     VCHECK_EQ(vega__quic_tls13_schedule_resumption(&s, th2, 48), 0);
     VCHECK_EQ(
@@ -220,21 +220,18 @@ VTEST(errors)
     struct vega__quic_tls13_schedule s;
     /* Only the TLS 1.3 suite hashes. */
     VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA1, NULL, 0), -EINVAL);
-    VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA512, NULL, 0),
-              -EINVAL);
-    VCHECK_EQ(vega__quic_tls13_schedule_init(&s, (vega_crypto_hash_alg)99, NULL, 0),
-              -EINVAL);
+    VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA512, NULL, 0), -EINVAL);
+    VCHECK_EQ(vega__quic_tls13_schedule_init(&s, (vega_crypto_hash_alg)99, NULL, 0), -EINVAL);
     VCHECK_EQ(s.stage, VEGA__QUIC_TLS13_STAGE_NONE);
     /* PSK lengths. */
     VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, buf,
                                              VEGA__QUIC_TLS13_MAX_PSK_LEN + 1),
               -EINVAL);
-    VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, NULL, 32),
-              -EINVAL);
+    VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, NULL, 32), -EINVAL);
     VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, buf, 0), -EINVAL);
-    VCHECK_EQ(vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, buf,
-                                             VEGA__QUIC_TLS13_MAX_PSK_LEN),
-              0);
+    VCHECK_EQ(
+        vega__quic_tls13_schedule_init(&s, VEGA_CRYPTO_SHA256, buf, VEGA__QUIC_TLS13_MAX_PSK_LEN),
+        0);
 
     /* Out of order: nothing but the early stage's derivations before the handshake. */
     VCHECK_EQ(vega__quic_tls13_schedule_application(&s, buf, 32), -EINVAL);
@@ -267,23 +264,16 @@ VTEST(errors)
     VCHECK_EQ(vega__quic_tls13_schedule_handshake(&s, buf, 32, buf, 32), -EINVAL);
 
     /* Finished: key and transcript hash must be the hash's length. */
-    VCHECK_EQ(vega__quic_tls13_finished(VEGA_CRYPTO_SHA256, buf, 31, buf, 32, out),
-              -EINVAL);
-    VCHECK_EQ(vega__quic_tls13_finished(VEGA_CRYPTO_SHA256, buf, 32, buf, 48, out),
-              -EINVAL);
-    VCHECK_EQ(vega__quic_tls13_finished(VEGA_CRYPTO_SHA384, buf, 32, buf, 32, out),
-              -EINVAL);
-    VCHECK_EQ(vega__quic_tls13_finished(VEGA_CRYPTO_SHA512, buf, 64, buf, 64, out),
-              -EINVAL);
+    VCHECK_EQ(vega__quic_tls13_finished(VEGA_CRYPTO_SHA256, buf, 31, buf, 32, out), -EINVAL);
+    VCHECK_EQ(vega__quic_tls13_finished(VEGA_CRYPTO_SHA256, buf, 32, buf, 48, out), -EINVAL);
+    VCHECK_EQ(vega__quic_tls13_finished(VEGA_CRYPTO_SHA384, buf, 32, buf, 32, out), -EINVAL);
+    VCHECK_EQ(vega__quic_tls13_finished(VEGA_CRYPTO_SHA512, buf, 64, buf, 64, out), -EINVAL);
     VCHECK_EQ(vega__quic_tls13_finished_check(VEGA_CRYPTO_SHA256, buf, 31, buf, 32, buf, 32, NULL),
               -EINVAL);
 
     /* Resumption PSK: secret length, nonce length, a NULL non-empty nonce. */
-    VCHECK_EQ(vega__quic_tls13_resumption_psk(VEGA_CRYPTO_SHA256, buf, 48, buf, 2, out),
-              -EINVAL);
-    VCHECK_EQ(vega__quic_tls13_resumption_psk(VEGA_CRYPTO_SHA256, buf, 32, buf, 256, out),
-              -EINVAL);
-    VCHECK_EQ(vega__quic_tls13_resumption_psk(VEGA_CRYPTO_SHA256, buf, 32, NULL, 2, out),
-              -EINVAL);
+    VCHECK_EQ(vega__quic_tls13_resumption_psk(VEGA_CRYPTO_SHA256, buf, 48, buf, 2, out), -EINVAL);
+    VCHECK_EQ(vega__quic_tls13_resumption_psk(VEGA_CRYPTO_SHA256, buf, 32, buf, 256, out), -EINVAL);
+    VCHECK_EQ(vega__quic_tls13_resumption_psk(VEGA_CRYPTO_SHA256, buf, 32, NULL, 2, out), -EINVAL);
     VCHECK_EQ(vega__quic_tls13_resumption_psk(VEGA_CRYPTO_SHA256, buf, 32, buf, 255, out), 0);
 }

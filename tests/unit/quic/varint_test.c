@@ -59,8 +59,7 @@ VTEST(lengths_and_limits)
     }
     uint8_t out[8];
     VCHECK_EQ(vega_quic_varint_len(VEGA_QUIC_MAX_VARINT + 1), 0);
-    VCHECK_EQ(vega_quic_varint_write(out, sizeof out, VEGA_QUIC_MAX_VARINT + 1),
-              -EINVAL);
+    VCHECK_EQ(vega_quic_varint_write(out, sizeof out, VEGA_QUIC_MAX_VARINT + 1), -EINVAL);
     VCHECK_EQ(vega_quic_varint_write_n(out, sizeof out, 64, 1), -EINVAL);
     VCHECK_EQ(vega_quic_varint_write_n(out, sizeof out, 1, 3), -EINVAL);
     VCHECK_EQ(vega_quic_varint_write_n(out, 1, 1, 2), VEGA_ERR_NOBUF);

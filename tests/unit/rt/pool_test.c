@@ -115,7 +115,9 @@ VTEST(task_pool_direct)
 {
     vega_rt *rt = idle_rt();
     struct vega__worker *a = &rt->workers[0], *b = &rt->workers[1];
-    enum { LIVE = 300 };
+    enum {
+        LIVE = 300
+    };
     struct vega_task *t[LIVE];
     const unsigned rounds = 1000000u / scale() / LIVE;
     for (unsigned r = 0; r < rounds; r++) {
@@ -128,8 +130,8 @@ VTEST(task_pool_direct)
     }
     vega_rt_metrics m;
     vega_rt_get_metrics(rt, &m);
-    printf("%u x %d structs: %" PRIu64 " chunks, %" PRIu64 " shared, %" PRIu64 " cached\n",
-           rounds, LIVE, m.task_chunks, m.tasks_free_shared, m.tasks_free_cached);
+    printf("%u x %d structs: %" PRIu64 " chunks, %" PRIu64 " shared, %" PRIu64 " cached\n", rounds,
+           LIVE, m.task_chunks, m.tasks_free_shared, m.tasks_free_cached);
     VCHECK(m.task_chunks <= chunk_bound(LIVE, 2));
     VCHECK(m.tasks_free_cached <= 2 * 2 * VEGA__TASK_BATCH);
     vega_rt_free(rt);
@@ -139,14 +141,16 @@ VTEST(stack_pool_direct)
 {
     vega_rt *rt = idle_rt();
     struct vega__worker *a = &rt->workers[0], *b = &rt->workers[1];
-    enum { LIVE = 300 };
+    enum {
+        LIVE = 300
+    };
     struct vega__stack *s[LIVE];
     const unsigned rounds = 200000u / scale() / LIVE;
     for (unsigned r = 0; r < rounds; r++) {
         for (unsigned i = 0; i < LIVE; i++) {
             s[i] = vega__stack_get(a);
             VCHECK(s[i] != NULL);
-            VCHECK(vega__stack_canary_ok(s[i])); /* cold ones get their canary back */
+            VCHECK(vega__stack_canary_ok(s[i]));               /* cold ones get their canary back */
             ((volatile char *)s[i]->base)[s[i]->size - 1] = 1; /* touch the top */
         }
         for (unsigned i = 0; i < LIVE; i++)

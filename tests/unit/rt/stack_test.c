@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Task stacks: overflow is caught (guard page or canary) rather than corrupting memory;
  * many live tasks stay within vm.max_map_count; stack size is an option. */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Tasks: spawn/join/detach, yield, sleep, cancel, deadlines, groups, 1,000,000 tasks. */
 #include <pthread.h>
-#include <stdatomic.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,7 +32,10 @@ static vega_rt *make_rt(vega_rt_flavor flavor, unsigned workers)
     return rt;
 }
 
-static void *ret_arg(void *arg) { return arg; }
+static void *ret_arg(void *arg)
+{
+    return arg;
+}
 
 static void *root_spawn_join(void *arg)
 {
@@ -69,7 +72,10 @@ VTEST(spawn_join_multi)
     vega_rt_free(rt);
 }
 
-static void *nothing(void *arg) { return arg; }
+static void *nothing(void *arg)
+{
+    return arg;
+}
 
 static void *root_million(void *arg)
 {
@@ -422,7 +428,9 @@ static void *busy(void *arg)
 static void *root_flood(void *arg)
 {
     (void)arg;
-    enum { N = 200 }; /* fits the 256-slot local queue: the idle worker can only steal */
+    enum {
+        N = 200
+    }; /* fits the 256-slot local queue: the idle worker can only steal */
     static vega_task *t[N];
     for (int i = 0; i < N; i++)
         VCHECK_EQ(vega_task_spawn(&t[i], busy, NULL), 0);
