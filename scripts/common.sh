@@ -13,6 +13,7 @@ VEGA_APT_PACKAGES=(
     liburing-dev                            # io_uring driver
     libssl-dev zlib1g-dev libbrotli-dev libzstd-dev   # TLS and compression
     clang libclang-rt-14-dev                # clang + its sanitizer runtimes (TSan run)
+    clang-format                            # the format stage (.clang-format)
     bats                                    # CLI tests (tests/bats)
     curl python3                            # CLI tests: peers to talk to
     dnsmasq-base                            # DNS resolver tests: a real server on loopback

@@ -3,6 +3,8 @@
 # Installs what is missing, builds libvega and runs every test suite:
 #
 #   deps     apt-get install of the missing packages (scripts/common.sh has the list)
+#   format   every tracked .c/.h file is as clang-format (.clang-format) writes it; the fix is
+#            scripts/format.sh
 #   build    build/       RelWithDebInfo, gcc; -DVEGA_WERROR=ON when CI=true
 #   ctest    all CTest tests of build/ (every runtime test once per driver: uring, epoll)
 #   asan     build-asan/  ASan+UBSan (gcc), then its CTest tests, then the range property test
@@ -26,7 +28,7 @@
 # shellcheck source=scripts/common.sh
 source "$(dirname "$0")/common.sh"
 
-ALL_STAGES=(deps build ctest asan tsan bats soak install fuzz)
+ALL_STAGES=(deps format build ctest asan tsan bats soak install fuzz)
 if [ $# -gt 0 ]; then
     STAGES=("$@")
     for s in "${STAGES[@]}"; do
@@ -92,6 +94,17 @@ skip() {
 }
 
 failed() { case " ${FAILED[*]:-} " in *" $1 "*) return 0 ;; esac; return 1; }
+
+do_format() {
+    local bad
+    bad=$(git ls-files -z '*.c' '*.h' | xargs -0 clang-format --dry-run 2>&1 |
+        sed -nE 's/^([^:]+):[0-9]+:[0-9]+: (warning|error):.*/\1/p' | sort -u)
+    if [ -n "$bad" ]; then
+        printf 'not formatted (run scripts/format.sh):\n%s\n' "$bad"
+        return 1
+    fi
+    echo "format: $(git ls-files '*.c' '*.h' | wc -l) files as clang-format $(clang-format --version | sed -nE 's/.*version ([0-9.]+).*/\1/p') writes them"
+}
 
 do_build() {
     configure_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVEGA_WERROR="$WERROR"
@@ -193,6 +206,7 @@ T0=$SECONDS
 for s in "${STAGES[@]}"; do
     case $s in
     deps) stage deps ensure_deps ;;
+    format) stage format do_format ;;
     build) stage build do_build ;;
     ctest)
         if failed build; then skip ctest "build failed"; else stage ctest do_ctest; fi ;;
