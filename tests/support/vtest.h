@@ -51,6 +51,24 @@ void vtest_check_waited(const char *file, int line, uint64_t t0, uint64_t ms);
     }                                                                                              \
     static void vtest_case_##name(void)
 
+/*
+ * One line per runtime test: the block that follows is the body of the main task of a fresh
+ * runtime of that flavour on vtest_driver() (the CMake glob registers these names too):
+ *   VTEST_CT(name) { ... }             current-thread runtime
+ *   VTEST_MT(name, workers) { ... }    multi-thread runtime with `workers` (>= 1) workers
+ *   VTEST_PAUSED(name) { ... }         current-thread runtime on the paused clock
+ */
+#define VTEST_RT_(name, how)                                                                       \
+    static void vtest_body_##name(void);                                                           \
+    VTEST(name)                                                                                    \
+    {                                                                                              \
+        how;                                                                                       \
+    }                                                                                              \
+    static void vtest_body_##name(void)
+#define VTEST_CT(name)          VTEST_RT_(name, vtest_run(vtest_body_##name, 0))
+#define VTEST_MT(name, workers) VTEST_RT_(name, vtest_run(vtest_body_##name, (workers)))
+#define VTEST_PAUSED(name)      VTEST_RT_(name, vtest_run_paused(vtest_body_##name))
+
 #define VCHECK(cond)                                                                               \
     do {                                                                                           \
         if (!(cond))                                                                               \

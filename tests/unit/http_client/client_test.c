@@ -64,7 +64,7 @@ VTEST(get_content_length)
 /* read_all: the whole body in one buffer with a NUL after it, bounded by max. */
 static char big_resp[64 * 1024];
 
-static void body_read_all(void)
+VTEST_CT(read_all_bounded)
 {
     /* 40,000 bytes chunked (no length known: the buffer grows from 16 KiB), then "hello"
      * with a length, then the same 5 bytes against max 4, then an empty body. */
@@ -123,14 +123,9 @@ static void body_read_all(void)
     hs_free(h);
 }
 
-VTEST(read_all_bounded)
-{
-    vtest_run(body_read_all, 0);
-}
-
 /* A host that does not resolve has its own code and message (curl: "Could not resolve host"),
  * not a bare -ENXIO. ".invalid" never exists (RFC 6761), so no server is asked. */
-static void body_unknown_host(void)
+VTEST_CT(unknown_host_is_dns_not_found)
 {
     vega_http_client *c = hc_client();
     vega_http_client_request rq;
@@ -141,11 +136,6 @@ static void body_unknown_host(void)
     VCHECK(r == NULL);
     VCHECK(strncmp(vega_strerror(VEGA_ERR_DNS_NOT_FOUND), "Could not resolve host", 22) == 0);
     vega_http_client_free(c);
-}
-
-VTEST(unknown_host_is_dns_not_found)
-{
-    vtest_run(body_unknown_host, 0);
 }
 
 static void body_user_fields(void)
