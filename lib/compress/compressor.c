@@ -11,9 +11,11 @@ static bool kind_ok(vega_compress_kind kind)
     return kind >= VEGA_COMPRESS_GZIP && kind <= VEGA_COMPRESS_IDENTITY;
 }
 
-int vega_compressor_new(vega_compressor **out, vega_compress_kind kind, int level,
-                        const vega_compress_opts *opts)
+int vega_compressor_new_versioned(vega_compressor **out, vega_compress_kind kind, int level,
+                                  const vega_compress_opts *opts, int opts_version)
 {
+    if (opts_version != VEGA_COMPRESS_OPTS_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     if (!out)
         return -EINVAL;
     *out = NULL;

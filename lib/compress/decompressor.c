@@ -6,9 +6,12 @@
 
 #include "compress_int.h"
 
-int vega_decompressor_new(vega_decompressor **out, vega_compress_kind kind, uint64_t limit,
-                          const vega_compress_opts *opts)
+int vega_decompressor_new_versioned(vega_decompressor **out, vega_compress_kind kind,
+                                    uint64_t limit, const vega_compress_opts *opts,
+                                    int opts_version)
 {
+    if (opts_version != VEGA_COMPRESS_OPTS_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     if (!out)
         return -EINVAL;
     *out = NULL;

@@ -352,10 +352,13 @@ static void set_result(vega_crypto_cert_verify_result *res, int err, int depth)
     res->reason = X509_verify_cert_error_string(err);
 }
 
-int vega_crypto_cert_chain_verify(const vega_crypto_cert_chain *c, const vega_crypto_cert_store *s,
-                                  const vega_crypto_cert_verify_opts *o,
-                                  vega_crypto_cert_verify_result *res)
+int vega_crypto_cert_chain_verify_versioned(const vega_crypto_cert_chain *c,
+                                            const vega_crypto_cert_store *s,
+                                            const vega_crypto_cert_verify_opts *o,
+                                            vega_crypto_cert_verify_result *res, int opts_version)
 {
+    if (opts_version != VEGA_CRYPTO_CERT_VERIFY_OPTS_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     set_result(res, X509_V_ERR_UNSPECIFIED, -1);
     if (c->n == 0 || (o->host && !o->host[0]))
         return -EINVAL;

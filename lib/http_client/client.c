@@ -13,8 +13,12 @@
 
 #include "client_int.h"
 
-void vega_http_client_opts_init(vega_http_client_opts *o)
+void vega_http_client_opts_init_versioned(vega_http_client_opts *o, int opts_version)
 {
+    if (opts_version != VEGA_HTTP_CLIENT_OPTS_VERSION)
+        vega__panic(__FILE__, __LINE__,
+                    "vega_http_client_opts_init: options of another libvega (version %d)",
+                    opts_version);
     memset(o, 0, sizeof *o);
     o->max_idle_per_origin = 8;
     o->idle_timeout_ns = 60 * VEGA_NS_PER_S;
@@ -22,14 +26,21 @@ void vega_http_client_opts_init(vega_http_client_opts *o)
     o->max_body = 1ull << 30;
 }
 
-void vega_http_client_request_init(vega_http_client_request *r)
+void vega_http_client_request_init_versioned(vega_http_client_request *r, int opts_version)
 {
+    if (opts_version != VEGA_HTTP_CLIENT_REQUEST_VERSION)
+        vega__panic(__FILE__, __LINE__,
+                    "vega_http_client_request_init: options of another libvega (version %d)",
+                    opts_version);
     memset(r, 0, sizeof *r);
     r->deadline = VEGA_DEADLINE_NEVER;
 }
 
-int vega_http_client_new(vega_http_client **out, const vega_http_client_opts *opts)
+int vega_http_client_new_versioned(vega_http_client **out, const vega_http_client_opts *opts,
+                                   int opts_version)
 {
+    if (opts_version != VEGA_HTTP_CLIENT_OPTS_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     if (!out)
         return -EINVAL;
     *out = NULL;
@@ -511,9 +522,11 @@ static int attempt(vega_http_client *c, const struct hc_req *rq, vega_tstamp sta
     return 0;
 }
 
-int vega_http_client_send(vega_http_client *c, const vega_http_client_request *req,
-                          vega_http_client_response **out)
+int vega_http_client_send_versioned(vega_http_client *c, const vega_http_client_request *req,
+                                    vega_http_client_response **out, int opts_version)
 {
+    if (opts_version != VEGA_HTTP_CLIENT_REQUEST_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     if (!c || !req || !req->url || !out)
         return -EINVAL;
     *out = NULL;

@@ -7,8 +7,12 @@
 #include "server_int.h"
 #include "tls_int.h"
 
-void vega_http_server_opts_init(vega_http_server_opts *o)
+void vega_http_server_opts_init_versioned(vega_http_server_opts *o, int opts_version)
 {
+    if (opts_version != VEGA_HTTP_SERVER_OPTS_VERSION)
+        vega__panic(__FILE__, __LINE__,
+                    "vega_http_server_opts_init: options of another libvega (version %d)",
+                    opts_version);
     memset(o, 0, sizeof *o);
     o->max_conns = 10000;
     o->max_pipelined = 32;
@@ -18,8 +22,11 @@ void vega_http_server_opts_init(vega_http_server_opts *o)
     o->write_timeout_ns = 30 * VEGA_NS_PER_S;
 }
 
-int vega_http_server_new(vega_http_server **out, const vega_http_server_opts *opts)
+int vega_http_server_new_versioned(vega_http_server **out, const vega_http_server_opts *opts,
+                                   int opts_version)
 {
+    if (opts_version != VEGA_HTTP_SERVER_OPTS_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     if (!out || !opts || !opts->handler)
         return -EINVAL;
     vega_http1_limits l = opts->limits;

@@ -74,9 +74,11 @@ static int frame_parts(const vega_codec_opts *o, const void *frame, size_t len,
     return -EINVAL;
 }
 
-vega_ssize vega_codec_encode(const vega_codec_opts *opts, const void *frame, size_t len, void *out,
-                             size_t cap)
+vega_ssize vega_codec_encode_versioned(const vega_codec_opts *opts, const void *frame, size_t len,
+                                       void *out, size_t cap, int opts_version)
 {
+    if (opts_version != VEGA_CODEC_OPTS_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     vega_codec_opts o;
     unsigned char hdr[8];
     const char *trail;
@@ -101,8 +103,11 @@ vega_ssize vega_codec_encode(const vega_codec_opts *opts, const void *frame, siz
     return (vega_ssize)total;
 }
 
-int vega_encoder_init(vega_encoder *e, vega_stream *s, const vega_codec_opts *o)
+int vega_encoder_init_versioned(vega_encoder *e, vega_stream *s, const vega_codec_opts *o,
+                                int opts_version)
 {
+    if (opts_version != VEGA_CODEC_OPTS_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     if (!e || !s)
         return -EINVAL;
     int r = opts_norm(&e->o_, o);
@@ -149,8 +154,11 @@ enum {
 /* Returned for empty frames so that *frame is never NULL. */
 static const unsigned char empty_frame[1];
 
-int vega_decoder_init(vega_decoder *d, vega_bufreader *br, const vega_codec_opts *o)
+int vega_decoder_init_versioned(vega_decoder *d, vega_bufreader *br, const vega_codec_opts *o,
+                                int opts_version)
 {
+    if (opts_version != VEGA_CODEC_OPTS_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     vega_codec_opts norm;
     if (!d || !br)
         return -EINVAL;

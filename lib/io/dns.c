@@ -14,8 +14,11 @@
 #define DEFAULT_MAX_NEG_TTL   300
 #define UDP_BUF               4096 /* above the 1232 we advertise: a server that ignores it still parses */
 
-void vega_dns_opts_init(vega_dns_opts *o)
+void vega_dns_opts_init_versioned(vega_dns_opts *o, int opts_version)
 {
+    if (opts_version != VEGA_DNS_OPTS_VERSION)
+        vega__panic(__FILE__, __LINE__,
+                    "vega_dns_opts_init: options of another libvega (version %d)", opts_version);
     memset(o, 0, sizeof(*o));
     o->ndots = -1;
 }
@@ -169,8 +172,11 @@ static int check_options(const vega_dns_opts *o)
     return 0;
 }
 
-int vega_dns_resolver_new(vega_dns_resolver **out, const vega_dns_opts *opts)
+int vega_dns_resolver_new_versioned(vega_dns_resolver **out, const vega_dns_opts *opts,
+                                    int opts_version)
 {
+    if (opts_version != VEGA_DNS_OPTS_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     if (!out)
         return -EINVAL;
     *out = NULL;

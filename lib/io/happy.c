@@ -13,8 +13,12 @@
 #define DEFAULT_PER_FAMILY          8
 #define MAX_PER_FAMILY              32
 
-void vega_tcp_connect_opts_init(vega_tcp_connect_opts *o)
+void vega_tcp_connect_opts_init_versioned(vega_tcp_connect_opts *o, int opts_version)
 {
+    if (opts_version != VEGA_TCP_CONNECT_OPTS_VERSION)
+        vega__panic(__FILE__, __LINE__,
+                    "vega_tcp_connect_opts_init: options of another libvega (version %d)",
+                    opts_version);
     memset(o, 0, sizeof(*o));
     o->family = AF_UNSPEC;
     o->attempt_delay_ms = DEFAULT_ATTEMPT_DELAY_MS;
@@ -280,9 +284,12 @@ static int he_run(struct he *he, vega_group *g, const vega_tcp_connect_opts *o)
     }
 }
 
-int vega_tcp_connect_host(vega_sock **out, vega_dns_resolver *r, const char *host, uint16_t port,
-                          const vega_tcp_connect_opts *opts, vega_deadline dl)
+int vega_tcp_connect_host_versioned(vega_sock **out, vega_dns_resolver *r, const char *host,
+                                    uint16_t port, const vega_tcp_connect_opts *opts,
+                                    vega_deadline dl, int opts_version)
 {
+    if (opts_version != VEGA_TCP_CONNECT_OPTS_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     if (!out)
         return -EINVAL;
     *out = NULL;

@@ -47,8 +47,12 @@ static int sys_pidfd_send_signal(int pidfd, int sig)
     return r < 0 ? -errno : 0;
 }
 
-void vega_process_opts_init(vega_process_opts *o)
+void vega_process_opts_init_versioned(vega_process_opts *o, int opts_version)
 {
+    if (opts_version != VEGA_PROCESS_OPTS_VERSION)
+        vega__panic(__FILE__, __LINE__,
+                    "vega_process_opts_init: options of another libvega (version %d)",
+                    opts_version);
     memset(o, 0, sizeof(*o));
 }
 
@@ -178,8 +182,10 @@ static int spawn_child(int *pid, const vega_process_opts *o, const struct stdio_
     return -r;
 }
 
-int vega_process_spawn(vega_process **out, const vega_process_opts *o)
+int vega_process_spawn_versioned(vega_process **out, const vega_process_opts *o, int opts_version)
 {
+    if (opts_version != VEGA_PROCESS_OPTS_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     if (!o || !o->argv || !o->argv[0])
         return -EINVAL;
     struct vega_process *p = calloc(1, sizeof(*p));

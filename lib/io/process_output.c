@@ -64,10 +64,12 @@ static void prepare_stdio(vega_stdio *s, bool piped)
         s->mode = VEGA_STDIO_NULL; /* nobody would drain it */
 }
 
-int vega_process_output(const vega_process_opts *o, const void *input, size_t input_len,
-                        vega_process_capture *out, vega_process_capture *err,
-                        vega_process_status *status, vega_deadline dl)
+int vega_process_output_versioned(const vega_process_opts *o, const void *input, size_t input_len,
+                                  vega_process_capture *out, vega_process_capture *err,
+                                  vega_process_status *status, vega_deadline dl, int opts_version)
 {
+    if (opts_version != VEGA_PROCESS_OPTS_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     if (!o)
         return -EINVAL;
     if (!vega_task_current())

@@ -12,8 +12,11 @@
 
 #include "conn_int.h"
 
-void vega_quic_opts_init(vega_quic_opts *c)
+void vega_quic_opts_init_versioned(vega_quic_opts *c, int opts_version)
 {
+    if (opts_version != VEGA_QUIC_OPTS_VERSION)
+        vega__panic(__FILE__, __LINE__,
+                    "vega_quic_opts_init: options of another libvega (version %d)", opts_version);
     memset(c, 0, sizeof *c);
     c->version = VEGA_QUIC_V1;
     c->idle_timeout_ms = 30000;
@@ -131,9 +134,11 @@ static int conn_alloc(vega_quic_conn **out, const vega_quic_opts *cfg, const veg
     return 0;
 }
 
-int vega_quic_conn_client_new(vega_quic_conn **out, const vega_quic_opts *cfg,
-                              const vega_quic_path *path, uint64_t now)
+int vega_quic_conn_client_new_versioned(vega_quic_conn **out, const vega_quic_opts *cfg,
+                                        const vega_quic_path *path, uint64_t now, int opts_version)
 {
+    if (opts_version != VEGA_QUIC_OPTS_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     vega_quic_conn *c;
     int rc = conn_alloc(&c, cfg, path, cfg->version ? cfg->version : VEGA_QUIC_V1, false, now);
     if (rc < 0)
@@ -180,10 +185,13 @@ int vega_quic_conn_client_new(vega_quic_conn **out, const vega_quic_opts *cfg,
     return 0;
 }
 
-int vega_quic_conn_server_new(vega_quic_conn **out, const vega_quic_opts *cfg,
-                              const vega_quic_path *path, const vega_quic_server_params *sp,
-                              uint64_t now)
+int vega_quic_conn_server_new_versioned(vega_quic_conn **out, const vega_quic_opts *cfg,
+                                        const vega_quic_path *path,
+                                        const vega_quic_server_params *sp, uint64_t now,
+                                        int opts_version)
 {
+    if (opts_version != VEGA_QUIC_OPTS_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     if (!sp || sp->dcid_len > VEGA_QUIC_MAX_CID_LEN || sp->scid_len > VEGA_QUIC_MAX_CID_LEN ||
         sp->original_dcid_len > VEGA_QUIC_MAX_CID_LEN)
         return -EINVAL;

@@ -543,8 +543,11 @@ static void *worker_main(void *arg)
 
 /* ---- life cycle ----------------------------------------------------------------------------- */
 
-void vega_rt_opts_init(vega_rt_opts *o)
+void vega_rt_opts_init_versioned(vega_rt_opts *o, int opts_version)
 {
+    if (opts_version != VEGA_RT_OPTS_VERSION)
+        vega__panic(__FILE__, __LINE__,
+                    "vega_rt_opts_init: options of another libvega (version %d)", opts_version);
     memset(o, 0, sizeof *o);
     o->flavor = VEGA_RT_MULTI_THREAD;
     o->driver = VEGA_DRIVER_DEFAULT;
@@ -586,8 +589,10 @@ static void workers_fini(struct vega_rt *rt, unsigned n)
     }
 }
 
-int vega_rt_new(vega_rt **out, const vega_rt_opts *opts)
+int vega_rt_new_versioned(vega_rt **out, const vega_rt_opts *opts, int opts_version)
 {
+    if (opts_version != VEGA_RT_OPTS_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     vega_rt_opts def;
     if (!opts) {
         vega_rt_opts_init(&def);

@@ -359,14 +359,20 @@ struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, 
     return t;
 }
 
-void vega_spawn_opts_init(vega_spawn_opts *o)
+void vega_spawn_opts_init_versioned(vega_spawn_opts *o, int opts_version)
 {
+    if (opts_version != VEGA_SPAWN_OPTS_VERSION)
+        vega__panic(__FILE__, __LINE__,
+                    "vega_spawn_opts_init: options of another libvega (version %d)", opts_version);
     memset(o, 0, sizeof *o);
     o->deadline = VEGA_DEADLINE_NEVER;
 }
 
-int vega_task_spawn_ex(vega_task **out, vega_task_fn fn, void *arg, const vega_spawn_opts *opts)
+int vega_task_spawn_ex_versioned(vega_task **out, vega_task_fn fn, void *arg,
+                                 const vega_spawn_opts *opts, int opts_version)
 {
+    if (opts_version != VEGA_SPAWN_OPTS_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     struct vega__worker *w = vega__worker_self();
     if (!w || !w->current)
         return VEGA_ERR_NOTASK;

@@ -81,8 +81,11 @@ static bool chance(vega_test_net *n, unsigned pct)
     return pct && next_rand(n) % 100 < pct;
 }
 
-int vega_test_net_new(vega_test_net **out, const vega_test_net_opts *opts)
+int vega_test_net_new_versioned(vega_test_net **out, const vega_test_net_opts *opts,
+                                int opts_version)
 {
+    if (opts_version != VEGA_TEST_NET_OPTS_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     vega_test_net_opts o = {0};
     if (opts)
         o = *opts;

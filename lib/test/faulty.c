@@ -24,8 +24,11 @@ struct faulty {
     struct fdir rd, wr;
 };
 
-void vega_fault_opts_init(vega_fault_opts *o)
+void vega_fault_opts_init_versioned(vega_fault_opts *o, int opts_version)
 {
+    if (opts_version != VEGA_FAULT_OPTS_VERSION)
+        vega__panic(__FILE__, __LINE__,
+                    "vega_fault_opts_init: options of another libvega (version %d)", opts_version);
     memset(o, 0, sizeof(*o));
     o->seed = 1;
     o->read_fail_at = VEGA_FAULT_NEVER;
@@ -216,8 +219,11 @@ static const vega_stream_ops faulty_ops = {
     .close = faulty_close,
 };
 
-int vega_faulty_new(vega_stream **out, vega_stream *inner, const vega_fault_opts *opts)
+int vega_faulty_new_versioned(vega_stream **out, vega_stream *inner, const vega_fault_opts *opts,
+                              int opts_version)
 {
+    if (opts_version != VEGA_FAULT_OPTS_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     if (!out || !inner || !opts || opts->short_read_pct > 100 || opts->short_write_pct > 100 ||
         opts->delay_pct > 100 || opts->yield_pct > 100 || opts->fail_ppm > 1000000 ||
         opts->read_err > 0 || opts->write_err > 0 || opts->fail_err > 0)

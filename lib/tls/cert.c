@@ -159,8 +159,12 @@ int vega_tls_cert_new_files(vega_tls_cert **out, const char *chain_path, const c
 
 static const char *const default_names[] = {"localhost", "127.0.0.1", "::1"};
 
-void vega_tls_selfsigned_opts_init(vega_tls_selfsigned_opts *o)
+void vega_tls_selfsigned_opts_init_versioned(vega_tls_selfsigned_opts *o, int opts_version)
 {
+    if (opts_version != VEGA_TLS_SELFSIGNED_OPTS_VERSION)
+        vega__panic(__FILE__, __LINE__,
+                    "vega_tls_selfsigned_opts_init: options of another libvega (version %d)",
+                    opts_version);
     memset(o, 0, sizeof(*o));
     o->not_before_s = -3600;
     o->not_after_s = 7 * 24 * 3600;
@@ -324,8 +328,11 @@ out:
     return r;
 }
 
-int vega_tls_selfsigned_ex(char **cert_pem, char **key_pem, const vega_tls_selfsigned_opts *o)
+int vega_tls_selfsigned_ex_versioned(char **cert_pem, char **key_pem,
+                                     const vega_tls_selfsigned_opts *o, int opts_version)
 {
+    if (opts_version != VEGA_TLS_SELFSIGNED_OPTS_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     vega_tls_selfsigned_opts def;
     if (!cert_pem || !key_pem)
         return -EINVAL;

@@ -753,8 +753,11 @@ static void tls_free_partial(struct vega_tls *t)
     free(t);
 }
 
-void vega_tls_opts_init(vega_tls_opts *o)
+void vega_tls_opts_init_versioned(vega_tls_opts *o, int opts_version)
 {
+    if (opts_version != VEGA_TLS_OPTS_VERSION)
+        vega__panic(__FILE__, __LINE__,
+                    "vega_tls_opts_init: options of another libvega (version %d)", opts_version);
     memset(o, 0, sizeof(*o));
 }
 
@@ -813,15 +816,20 @@ static int stream_new(vega_stream **out, vega_stream *inner, vega_sock *sock, ve
     return 0;
 }
 
-int vega_tls_stream_new(vega_stream **out, vega_stream *inner, vega_tls_config *cfg,
-                        const vega_tls_opts *opts)
+int vega_tls_stream_new_versioned(vega_stream **out, vega_stream *inner, vega_tls_config *cfg,
+                                  const vega_tls_opts *opts, int opts_version)
 {
+    if (opts_version != VEGA_TLS_OPTS_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     return stream_new(out, inner, NULL, cfg, opts);
 }
 
-int vega_tls_stream_from_sock(vega_stream **out, vega_sock *sock, unsigned flags,
-                              vega_tls_config *cfg, const vega_tls_opts *opts)
+int vega_tls_stream_from_sock_versioned(vega_stream **out, vega_sock *sock, unsigned flags,
+                                        vega_tls_config *cfg, const vega_tls_opts *opts,
+                                        int opts_version)
 {
+    if (opts_version != VEGA_TLS_OPTS_VERSION)
+        return -EINVAL; /* a program built against another libvega's headers */
     if (!out || !sock || !cfg || (flags & ~(unsigned)VEGA_STREAM_BORROW))
         return -EINVAL;
     /* inner always borrows: the TLS stream closes an owned socket itself, after inner, and a

@@ -41,6 +41,8 @@ typedef struct vega_codec_opts {
                                      the last terminator as a final line instead of
                                      VEGA_ERR_PROTO */
 } vega_codec_opts;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
+#define VEGA_CODEC_OPTS_VERSION 1
 
 /*
  * Encodes one frame into out (sans I/O): the prefix and payload (LENGTH), the line and its
@@ -50,8 +52,10 @@ typedef struct vega_codec_opts {
  * -EMSGSIZE (len above the limit); -EINVAL (bad options, or a line containing '\n').
  * Context: any thread; never suspends. Since 0.1.
  */
-VEGA_API vega_ssize vega_codec_encode(const vega_codec_opts *o, const void *frame, size_t len,
-                                      void *out, size_t cap);
+VEGA_API vega_ssize vega_codec_encode_versioned(const vega_codec_opts *o, const void *frame,
+                                                size_t len, void *out, size_t cap,
+                                                int opts_version);
+#define vega_codec_encode(...) vega_codec_encode_versioned(__VA_ARGS__, VEGA_CODEC_OPTS_VERSION)
 
 /* ---- decoder ------------------------------------------------------------------------------- */
 
@@ -78,7 +82,9 @@ typedef struct vega_decoder {
  * Returns 0 or -EINVAL (bad kind or prefix_len). Allocates nothing.
  * Context: any thread; never suspends. Since 0.1.
  */
-VEGA_API int vega_decoder_init(vega_decoder *d, vega_bufreader *br, const vega_codec_opts *o);
+VEGA_API int vega_decoder_init_versioned(vega_decoder *d, vega_bufreader *br,
+                                         const vega_codec_opts *o, int opts_version);
+#define vega_decoder_init(...) vega_decoder_init_versioned(__VA_ARGS__, VEGA_CODEC_OPTS_VERSION)
 
 /* Frees the frame buffer. Since 0.1. */
 VEGA_API void vega_decoder_fini(vega_decoder *d);
@@ -108,7 +114,9 @@ typedef struct vega_encoder {
  * Initialises e over s. s: retained (must outlive e). o: borrowed (copied).
  * Returns 0 or -EINVAL (bad kind or prefix_len). Context: any thread. Since 0.1.
  */
-VEGA_API int vega_encoder_init(vega_encoder *e, vega_stream *s, const vega_codec_opts *o);
+VEGA_API int vega_encoder_init_versioned(vega_encoder *e, vega_stream *s, const vega_codec_opts *o,
+                                         int opts_version);
+#define vega_encoder_init(...) vega_encoder_init_versioned(__VA_ARGS__, VEGA_CODEC_OPTS_VERSION)
 
 /*
  * Encodes one frame (borrowed) and writes it with one gather write, all-or-error. The limits

@@ -74,6 +74,8 @@ typedef struct vega_compress_opts {
      * vega_compressor_new's are reported. */
     const vega_mem *mem;
 } vega_compress_opts;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
+#define VEGA_COMPRESS_OPTS_VERSION 1
 
 /* ---- compressor ---------------------------------------------------------------------------- */
 
@@ -88,8 +90,11 @@ typedef struct vega_compressor vega_compressor;
  * alloc/free); -ENOMEM. On error *out is NULL.
  * Context: any thread; never suspends. Since 0.1.
  */
-VEGA_API int vega_compressor_new(vega_compressor **out, vega_compress_kind kind, int level,
-                                 const vega_compress_opts *opts);
+VEGA_API int vega_compressor_new_versioned(vega_compressor **out, vega_compress_kind kind,
+                                           int level, const vega_compress_opts *opts,
+                                           int opts_version);
+#define vega_compressor_new(...)                                                                   \
+    vega_compressor_new_versioned(__VA_ARGS__, VEGA_COMPRESS_OPTS_VERSION)
 
 /* Frees c and its codec state. c may be NULL. Since 0.1. */
 VEGA_API void vega_compressor_free(vega_compressor *c);
@@ -133,8 +138,11 @@ typedef struct vega_decompressor vega_decompressor;
  * -ENOMEM. On error *out is NULL.
  * Context: any thread; never suspends. Since 0.1.
  */
-VEGA_API int vega_decompressor_new(vega_decompressor **out, vega_compress_kind kind, uint64_t limit,
-                                   const vega_compress_opts *opts);
+VEGA_API int vega_decompressor_new_versioned(vega_decompressor **out, vega_compress_kind kind,
+                                             uint64_t limit, const vega_compress_opts *opts,
+                                             int opts_version);
+#define vega_decompressor_new(...)                                                                 \
+    vega_decompressor_new_versioned(__VA_ARGS__, VEGA_COMPRESS_OPTS_VERSION)
 
 /* Frees d and its codec state. d may be NULL. Since 0.1. */
 VEGA_API void vega_decompressor_free(vega_decompressor *d);

@@ -549,6 +549,8 @@ typedef struct vega_crypto_cert_verify_opts {
     vega_crypto_cert_purpose purpose;
     int max_depth; /* most intermediates allowed; 0 = libcrypto's default (100) */
 } vega_crypto_cert_verify_opts;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
+#define VEGA_CRYPTO_CERT_VERIFY_OPTS_VERSION 1
 
 /* Details of a failed verification. */
 typedef struct vega_crypto_cert_verify_result {
@@ -571,10 +573,13 @@ typedef struct vega_crypto_cert_verify_result {
  * Context: any thread; c and s may be shared by concurrent verifications; with the system
  * store, may read certificate files. Since 0.1.
  */
-VEGA_API int vega_crypto_cert_chain_verify(const vega_crypto_cert_chain *c,
-                                           const vega_crypto_cert_store *s,
-                                           const vega_crypto_cert_verify_opts *o,
-                                           vega_crypto_cert_verify_result *res);
+VEGA_API int vega_crypto_cert_chain_verify_versioned(const vega_crypto_cert_chain *c,
+                                                     const vega_crypto_cert_store *s,
+                                                     const vega_crypto_cert_verify_opts *o,
+                                                     vega_crypto_cert_verify_result *res,
+                                                     int opts_version);
+#define vega_crypto_cert_chain_verify(...)                                                         \
+    vega_crypto_cert_chain_verify_versioned(__VA_ARGS__, VEGA_CRYPTO_CERT_VERIFY_OPTS_VERSION)
 
 #ifdef __cplusplus
 }

@@ -62,9 +62,12 @@ typedef struct vega_dns_opts {
     bool tcp_only;               /* every query over TCP (resolv.conf's "options use-vc") */
     bool no_edns;                /* plain 512-byte RFC 1035 queries, no OPT record */
 } vega_dns_opts;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
+#define VEGA_DNS_OPTS_VERSION 1
 
 /* Fills o with defaults: everything from the system files (ndots = -1). Since 0.1. */
-VEGA_API void vega_dns_opts_init(vega_dns_opts *o);
+VEGA_API void vega_dns_opts_init_versioned(vega_dns_opts *o, int opts_version);
+#define vega_dns_opts_init(...) vega_dns_opts_init_versioned(__VA_ARGS__, VEGA_DNS_OPTS_VERSION)
 /* Deprecated (0.1), until 1.0: the names before the API rules (docs/ARCHITECTURE.md). */
 typedef vega_dns_opts vega_dns_options;
 #define vega_dns_options_init vega_dns_opts_init
@@ -79,7 +82,10 @@ typedef vega_dns_opts vega_dns_options;
  * domain), -ENOMEM, -EFBIG (a file over 64 MiB), -errno from reading a file that exists.
  * Context: any thread; call it at setup (it blocks on file reads). Since 0.1.
  */
-VEGA_API int vega_dns_resolver_new(vega_dns_resolver **out, const vega_dns_opts *opts);
+VEGA_API int vega_dns_resolver_new_versioned(vega_dns_resolver **out, const vega_dns_opts *opts,
+                                             int opts_version);
+#define vega_dns_resolver_new(...)                                                                 \
+    vega_dns_resolver_new_versioned(__VA_ARGS__, VEGA_DNS_OPTS_VERSION)
 
 /* Frees r (NULL is a no-op). No lookup may be running on it. Since 0.1. */
 VEGA_API void vega_dns_resolver_free(vega_dns_resolver *r);
@@ -119,9 +125,13 @@ typedef struct vega_tcp_connect_opts {
     unsigned resolution_delay_ms; /* §3 Resolution Delay after A before AAAA; 0 = 50 */
     size_t max_per_family;        /* addresses tried per family; 0 = 8; at most 32 */
 } vega_tcp_connect_opts;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
+#define VEGA_TCP_CONNECT_OPTS_VERSION 1
 
 /* Fills o with the RFC's recommended values. Since 0.1. */
-VEGA_API void vega_tcp_connect_opts_init(vega_tcp_connect_opts *o);
+VEGA_API void vega_tcp_connect_opts_init_versioned(vega_tcp_connect_opts *o, int opts_version);
+#define vega_tcp_connect_opts_init(...)                                                            \
+    vega_tcp_connect_opts_init_versioned(__VA_ARGS__, VEGA_TCP_CONNECT_OPTS_VERSION)
 /* Deprecated (0.1), until 1.0. */
 typedef vega_tcp_connect_opts vega_tcp_connect_options;
 #define vega_tcp_connect_options_init vega_tcp_connect_opts_init
@@ -144,9 +154,12 @@ typedef vega_tcp_connect_opts vega_tcp_connect_options;
  * -EINVAL.
  * Context: inside a task. Since 0.1.
  */
-VEGA_API int vega_tcp_connect_host(vega_sock **out, vega_dns_resolver *r, const char *host,
-                                   uint16_t port, const vega_tcp_connect_opts *opts,
-                                   vega_deadline dl);
+VEGA_API int vega_tcp_connect_host_versioned(vega_sock **out, vega_dns_resolver *r,
+                                             const char *host, uint16_t port,
+                                             const vega_tcp_connect_opts *opts, vega_deadline dl,
+                                             int opts_version);
+#define vega_tcp_connect_host(...)                                                                 \
+    vega_tcp_connect_host_versioned(__VA_ARGS__, VEGA_TCP_CONNECT_OPTS_VERSION)
 
 #ifdef __cplusplus
 }

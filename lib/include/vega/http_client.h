@@ -77,13 +77,20 @@ typedef struct vega_http_client_opts {
                                      read: the response becomes unusable, its connection is
                                      not pooled); nothing leaks. */
 } vega_http_client_opts;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
+#define VEGA_HTTP_CLIENT_OPTS_VERSION 1
 
 /* Fills o with the defaults. Since 0.1. */
-VEGA_API void vega_http_client_opts_init(vega_http_client_opts *o);
+VEGA_API void vega_http_client_opts_init_versioned(vega_http_client_opts *o, int opts_version);
+#define vega_http_client_opts_init(...)                                                            \
+    vega_http_client_opts_init_versioned(__VA_ARGS__, VEGA_HTTP_CLIENT_OPTS_VERSION)
 
 /* Creates a client. opts: borrowed (copied, strings too), NULL = defaults. Returns 0, -ENOMEM,
  * or a TLS code when the default TLS config cannot be made. Context: any thread. Since 0.1. */
-VEGA_API int vega_http_client_new(vega_http_client **out, const vega_http_client_opts *opts);
+VEGA_API int vega_http_client_new_versioned(vega_http_client **out,
+                                            const vega_http_client_opts *opts, int opts_version);
+#define vega_http_client_new(...)                                                                  \
+    vega_http_client_new_versioned(__VA_ARGS__, VEGA_HTTP_CLIENT_OPTS_VERSION)
 
 /* Closes pooled connections and frees c; no request may be in progress. NULL: no-op. */
 VEGA_API void vega_http_client_free(vega_http_client *c);
@@ -125,9 +132,14 @@ typedef struct vega_http_client_request {
     vega_http_trace_fn trace; /* NULL: none */
     void *trace_user;
 } vega_http_client_request;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
+#define VEGA_HTTP_CLIENT_REQUEST_VERSION 1
 
 /* Sets the defaults: every field 0 or NULL, deadline VEGA_DEADLINE_NEVER. Since 0.1. */
-VEGA_API void vega_http_client_request_init(vega_http_client_request *r);
+VEGA_API void vega_http_client_request_init_versioned(vega_http_client_request *r,
+                                                      int opts_version);
+#define vega_http_client_request_init(...)                                                         \
+    vega_http_client_request_init_versioned(__VA_ARGS__, VEGA_HTTP_CLIENT_REQUEST_VERSION)
 
 /*
  * Sends a request and waits for the response head (1xx responses are skipped; they reach the
@@ -143,8 +155,11 @@ VEGA_API void vega_http_client_request_init(vega_http_client_request *r);
  * VEGA_ERR_CALLBACK when it returned 0 without a stream (or a positive value).
  * Context: inside a task. Since 0.1.
  */
-VEGA_API int vega_http_client_send(vega_http_client *c, const vega_http_client_request *req,
-                                   vega_http_client_response **out);
+VEGA_API int vega_http_client_send_versioned(vega_http_client *c,
+                                             const vega_http_client_request *req,
+                                             vega_http_client_response **out, int opts_version);
+#define vega_http_client_send(...)                                                                 \
+    vega_http_client_send_versioned(__VA_ARGS__, VEGA_HTTP_CLIENT_REQUEST_VERSION)
 
 /* Reads the response body (decoded when decompress was asked and a known coding came back).
  * Two deadlines apply: dl bounds this call's wait (0 = do not wait), and the request's

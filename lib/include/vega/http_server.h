@@ -101,16 +101,23 @@ typedef struct vega_http_server_opts {
                                        response cut short when the head was already sent), or
                                        refuses a new one; other connections go on. */
 } vega_http_server_opts;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
+#define VEGA_HTTP_SERVER_OPTS_VERSION 1
 
 /* Fills o with the defaults (all zero but the documented defaults). Since 0.1. */
-VEGA_API void vega_http_server_opts_init(vega_http_server_opts *o);
+VEGA_API void vega_http_server_opts_init_versioned(vega_http_server_opts *o, int opts_version);
+#define vega_http_server_opts_init(...)                                                            \
+    vega_http_server_opts_init_versioned(__VA_ARGS__, VEGA_HTTP_SERVER_OPTS_VERSION)
 
 /*
  * Creates a server. opts: borrowed (copied); server_header is copied; tls is retained.
  * Returns 0; -ENOMEM; -EINVAL (no handler, a bad limit).
  * Context: any thread; never suspends. Since 0.1.
  */
-VEGA_API int vega_http_server_new(vega_http_server **out, const vega_http_server_opts *opts);
+VEGA_API int vega_http_server_new_versioned(vega_http_server **out,
+                                            const vega_http_server_opts *opts, int opts_version);
+#define vega_http_server_new(...)                                                                  \
+    vega_http_server_new_versioned(__VA_ARGS__, VEGA_HTTP_SERVER_OPTS_VERSION)
 
 /*
  * Opens a listening socket on addr (vega_tcp_listen flags, e.g. VEGA_LISTEN_REUSEPORT) and adds

@@ -53,6 +53,8 @@ typedef struct vega_process_opts {
                             ones (libvega opens all of its own descriptors close-on-exec) */
     bool kill_on_free;   /* vega_process_free sends SIGKILL to a child still running */
 } vega_process_opts;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
+#define VEGA_PROCESS_OPTS_VERSION 1
 
 /* How a process ended. */
 typedef struct vega_process_status {
@@ -62,7 +64,9 @@ typedef struct vega_process_status {
 } vega_process_status;
 
 /* Zeroes o: every stdio inherited, the parent's environment and directory. Since 0.1. */
-VEGA_API void vega_process_opts_init(vega_process_opts *o);
+VEGA_API void vega_process_opts_init_versioned(vega_process_opts *o, int opts_version);
+#define vega_process_opts_init(...)                                                                \
+    vega_process_opts_init_versioned(__VA_ARGS__, VEGA_PROCESS_OPTS_VERSION)
 
 /*
  * Starts a child. The child begins with an empty signal mask and every signal at its default
@@ -76,7 +80,9 @@ VEGA_API void vega_process_opts_init(vega_process_opts *o);
  * -EAGAIN (process limit); -ENOSYS (kernel without pidfds, before 5.3).
  * Context: any thread; does not suspend. Since 0.1.
  */
-VEGA_API int vega_process_spawn(vega_process **out, const vega_process_opts *o);
+VEGA_API int vega_process_spawn_versioned(vega_process **out, const vega_process_opts *o,
+                                          int opts_version);
+#define vega_process_spawn(...) vega_process_spawn_versioned(__VA_ARGS__, VEGA_PROCESS_OPTS_VERSION)
 
 /*
  * Waits until the child exits and reaps it; *status (may be NULL) receives how it ended. Once
@@ -142,9 +148,12 @@ typedef struct vega_process_capture {
  * vega_process_spawn and vega_process_wait; -errno from the pipes.
  * Context: inside a task (it runs helper tasks for the other streams). Since 0.1.
  */
-VEGA_API int vega_process_output(const vega_process_opts *o, const void *input, size_t input_len,
-                                 vega_process_capture *out, vega_process_capture *err,
-                                 vega_process_status *status, vega_deadline dl);
+VEGA_API int vega_process_output_versioned(const vega_process_opts *o, const void *input,
+                                           size_t input_len, vega_process_capture *out,
+                                           vega_process_capture *err, vega_process_status *status,
+                                           vega_deadline dl, int opts_version);
+#define vega_process_output(...)                                                                   \
+    vega_process_output_versioned(__VA_ARGS__, VEGA_PROCESS_OPTS_VERSION)
 
 #ifdef __cplusplus
 }

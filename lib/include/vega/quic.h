@@ -217,9 +217,12 @@ typedef struct vega_quic_opts {
      * connections and keep it secret. */
     const uint8_t *reset_key;
 } vega_quic_opts;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
+#define VEGA_QUIC_OPTS_VERSION 1
 
 /* Fills c with the defaults. Context: any. Since 0.1. */
-VEGA_API void vega_quic_opts_init(vega_quic_opts *c);
+VEGA_API void vega_quic_opts_init_versioned(vega_quic_opts *c, int opts_version);
+#define vega_quic_opts_init(...) vega_quic_opts_init_versioned(__VA_ARGS__, VEGA_QUIC_OPTS_VERSION)
 /* Deprecated (0.1), until 1.0: the names before the API rules (docs/ARCHITECTURE.md). */
 typedef vega_quic_opts vega_quic_config;
 typedef vega_quic_tls_opts vega_quic_tls_config;
@@ -232,8 +235,11 @@ typedef vega_quic_tls_opts vega_quic_tls_config;
  * Returns 0; -EINVAL (a bad setting, an unsupported version, TLS settings
  * refused); -ENOMEM; VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any. Since 0.1.
  */
-VEGA_API int vega_quic_conn_client_new(vega_quic_conn **out, const vega_quic_opts *cfg,
-                                       const vega_quic_path *path, uint64_t now);
+VEGA_API int vega_quic_conn_client_new_versioned(vega_quic_conn **out, const vega_quic_opts *cfg,
+                                                 const vega_quic_path *path, uint64_t now,
+                                                 int opts_version);
+#define vega_quic_conn_client_new(...)                                                             \
+    vega_quic_conn_client_new_versioned(__VA_ARGS__, VEGA_QUIC_OPTS_VERSION)
 
 /* What a server endpoint knows about a client's first Initial when it creates a connection. */
 typedef struct vega_quic_server_params {
@@ -254,9 +260,12 @@ typedef struct vega_quic_server_params {
  * vega_quic_conn_read. cfg, path, sp: borrowed (cfg's pointers for the connection's life).
  * Returns as vega_quic_conn_client_new. Context: any. Since 0.1.
  */
-VEGA_API int vega_quic_conn_server_new(vega_quic_conn **out, const vega_quic_opts *cfg,
-                                       const vega_quic_path *path,
-                                       const vega_quic_server_params *sp, uint64_t now);
+VEGA_API int vega_quic_conn_server_new_versioned(vega_quic_conn **out, const vega_quic_opts *cfg,
+                                                 const vega_quic_path *path,
+                                                 const vega_quic_server_params *sp, uint64_t now,
+                                                 int opts_version);
+#define vega_quic_conn_server_new(...)                                                             \
+    vega_quic_conn_server_new_versioned(__VA_ARGS__, VEGA_QUIC_OPTS_VERSION)
 
 /* Frees c (NULL is fine), with every buffer and key. Context: any. Since 0.1. */
 VEGA_API void vega_quic_conn_free(vega_quic_conn *c);

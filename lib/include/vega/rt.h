@@ -54,9 +54,12 @@ typedef struct vega_rt_opts {
     bool paused_clock;         /* current-thread only: mock clock that starts at 0 and jumps to
                                   the next timer when every task is idle */
 } vega_rt_opts;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
+#define VEGA_RT_OPTS_VERSION 1
 
 /* Fills o with defaults. Since 0.1. */
-VEGA_API void vega_rt_opts_init(vega_rt_opts *o);
+VEGA_API void vega_rt_opts_init_versioned(vega_rt_opts *o, int opts_version);
+#define vega_rt_opts_init(...) vega_rt_opts_init_versioned(__VA_ARGS__, VEGA_RT_OPTS_VERSION)
 /* Deprecated (0.1), until 1.0: the names before the API rules (docs/ARCHITECTURE.md). */
 typedef vega_rt_opts vega_rt_options;
 #define vega_rt_options_init vega_rt_opts_init
@@ -67,7 +70,8 @@ typedef vega_rt_opts vega_rt_options;
  * Returns 0, -ENOMEM, -EINVAL (bad option), or an -errno from the driver's setup.
  * Context: not from inside a task. Since 0.1.
  */
-VEGA_API int vega_rt_new(vega_rt **out, const vega_rt_opts *opts);
+VEGA_API int vega_rt_new_versioned(vega_rt **out, const vega_rt_opts *opts, int opts_version);
+#define vega_rt_new(...) vega_rt_new_versioned(__VA_ARGS__, VEGA_RT_OPTS_VERSION)
 
 /*
  * Runs fn(arg) as a task and waits until it returns; *result (if not NULL) receives its return
@@ -100,9 +104,13 @@ typedef struct vega_spawn_opts {
     vega_deadline deadline; /* task-wide deadline capping every suspension; as every
                                deadline: VEGA_DEADLINE_NEVER = none, 0 = already due */
 } vega_spawn_opts;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
+#define VEGA_SPAWN_OPTS_VERSION 1
 
 /* Sets the defaults: no name, deadline VEGA_DEADLINE_NEVER. Since 0.1. */
-VEGA_API void vega_spawn_opts_init(vega_spawn_opts *o);
+VEGA_API void vega_spawn_opts_init_versioned(vega_spawn_opts *o, int opts_version);
+#define vega_spawn_opts_init(...)                                                                  \
+    vega_spawn_opts_init_versioned(__VA_ARGS__, VEGA_SPAWN_OPTS_VERSION)
 /* Deprecated (0.1), until 1.0. */
 typedef vega_spawn_opts vega_spawn_options;
 
@@ -114,8 +122,9 @@ typedef vega_spawn_opts vega_spawn_options;
  * Context: inside a task of rt (vega_task_spawn) or any thread (vega_rt_spawn). Since 0.1.
  */
 VEGA_API int vega_task_spawn(vega_task **out, vega_task_fn fn, void *arg);
-VEGA_API int vega_task_spawn_ex(vega_task **out, vega_task_fn fn, void *arg,
-                                const vega_spawn_opts *opts);
+VEGA_API int vega_task_spawn_ex_versioned(vega_task **out, vega_task_fn fn, void *arg,
+                                          const vega_spawn_opts *opts, int opts_version);
+#define vega_task_spawn_ex(...) vega_task_spawn_ex_versioned(__VA_ARGS__, VEGA_SPAWN_OPTS_VERSION)
 VEGA_API int vega_rt_spawn(vega_rt *rt, vega_task **out, vega_task_fn fn, void *arg);
 
 /*

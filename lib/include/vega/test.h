@@ -65,9 +65,13 @@ typedef struct vega_fault_opts {
                                  failing write first passes a random prefix of its bytes */
     int read_err, write_err, fail_err; /* negative codes; 0 = -ECONNRESET */
 } vega_fault_opts;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
+#define VEGA_FAULT_OPTS_VERSION 1
 
 /* Fills o with "no faults" (seed 1). Since 0.1. */
-VEGA_API void vega_fault_opts_init(vega_fault_opts *o);
+VEGA_API void vega_fault_opts_init_versioned(vega_fault_opts *o, int opts_version);
+#define vega_fault_opts_init(...)                                                                  \
+    vega_fault_opts_init_versioned(__VA_ARGS__, VEGA_FAULT_OPTS_VERSION)
 
 /*
  * Wraps inner in a stream that injects the faults of opts. inner: taken on success (closing
@@ -79,7 +83,9 @@ VEGA_API void vega_fault_opts_init(vega_fault_opts *o);
  * Returns 0, -ENOMEM, -EINVAL (inner or opts NULL, a percentage above 100, an error >= 0).
  * Context: any thread; never suspends. Since 0.1.
  */
-VEGA_API int vega_faulty_new(vega_stream **out, vega_stream *inner, const vega_fault_opts *opts);
+VEGA_API int vega_faulty_new_versioned(vega_stream **out, vega_stream *inner,
+                                       const vega_fault_opts *opts, int opts_version);
+#define vega_faulty_new(...) vega_faulty_new_versioned(__VA_ARGS__, VEGA_FAULT_OPTS_VERSION)
 
 /* What a faulty stream did so far. */
 typedef struct vega_fault_stats {
@@ -123,6 +129,8 @@ typedef struct vega_test_net_opts {
     unsigned ce_pct;      /* 0..100: an ECT(0)/ECT(1) datagram arrives marked CE instead */
     bool ecn_bleach;      /* ECN codepoints are cleared on the way (a broken middlebox) */
 } vega_test_net_opts;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
+#define VEGA_TEST_NET_OPTS_VERSION 1
 
 /* Counters of one direction (from endpoint `from`). */
 typedef struct vega_test_net_stats {
@@ -132,7 +140,9 @@ typedef struct vega_test_net_stats {
 
 /* Creates a network. opts: copied (NULL = a perfect link). Returns 0, -ENOMEM, -EINVAL (a
  * percentage above 100). Since 0.1. */
-VEGA_API int vega_test_net_new(vega_test_net **out, const vega_test_net_opts *opts);
+VEGA_API int vega_test_net_new_versioned(vega_test_net **out, const vega_test_net_opts *opts,
+                                         int opts_version);
+#define vega_test_net_new(...) vega_test_net_new_versioned(__VA_ARGS__, VEGA_TEST_NET_OPTS_VERSION)
 
 /* Frees n and what it still holds (NULL is fine). Since 0.1. */
 VEGA_API void vega_test_net_free(vega_test_net *n);

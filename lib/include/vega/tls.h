@@ -118,9 +118,14 @@ typedef struct vega_tls_selfsigned_opts {
                                     self-signing; both or neither */
     const char *issuer_key_pem;
 } vega_tls_selfsigned_opts;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
+#define VEGA_TLS_SELFSIGNED_OPTS_VERSION 1
 
 /* Fills o with the defaults above. Since 0.1. */
-VEGA_API void vega_tls_selfsigned_opts_init(vega_tls_selfsigned_opts *o);
+VEGA_API void vega_tls_selfsigned_opts_init_versioned(vega_tls_selfsigned_opts *o,
+                                                      int opts_version);
+#define vega_tls_selfsigned_opts_init(...)                                                         \
+    vega_tls_selfsigned_opts_init_versioned(__VA_ARGS__, VEGA_TLS_SELFSIGNED_OPTS_VERSION)
 
 /*
  * Makes a fresh ECDSA P-256 key and an X.509 v3 certificate for it (SHA-256 signature, random
@@ -133,8 +138,10 @@ VEGA_API void vega_tls_selfsigned_opts_init(vega_tls_selfsigned_opts *o);
  * Context: any thread; never suspends (about a millisecond of CPU). Since 0.1.
  */
 VEGA_API int vega_tls_selfsigned(char **cert_pem, char **key_pem);
-VEGA_API int vega_tls_selfsigned_ex(char **cert_pem, char **key_pem,
-                                    const vega_tls_selfsigned_opts *o);
+VEGA_API int vega_tls_selfsigned_ex_versioned(char **cert_pem, char **key_pem,
+                                              const vega_tls_selfsigned_opts *o, int opts_version);
+#define vega_tls_selfsigned_ex(...)                                                                \
+    vega_tls_selfsigned_ex_versioned(__VA_ARGS__, VEGA_TLS_SELFSIGNED_OPTS_VERSION)
 
 /* ---- configuration --------------------------------------------------------------------------- */
 
@@ -296,9 +303,12 @@ typedef struct vega_tls_opts {
     const char *sni;         /* client: SNI to send instead ("" = none); NULL = server_name */
     uint16_t port;           /* client: the server's port, for the session cache key */
 } vega_tls_opts;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
+#define VEGA_TLS_OPTS_VERSION 1
 
 /* Fills o with zeros (no name). Since 0.1. */
-VEGA_API void vega_tls_opts_init(vega_tls_opts *o);
+VEGA_API void vega_tls_opts_init_versioned(vega_tls_opts *o, int opts_version);
+#define vega_tls_opts_init(...) vega_tls_opts_init_versioned(__VA_ARGS__, VEGA_TLS_OPTS_VERSION)
 
 /*
  * A TLS stream over inner: a vega_stream itself (read, write, writev, shutdown, close,
@@ -326,8 +336,10 @@ VEGA_API void vega_tls_opts_init(vega_tls_opts *o);
  * VEGA_ERR_TLS_CONFIG (a server without a certificate or SNI source).
  * Context: any thread; never suspends. Since 0.1.
  */
-VEGA_API int vega_tls_stream_new(vega_stream **out, vega_stream *inner, vega_tls_config *cfg,
-                                 const vega_tls_opts *opts);
+VEGA_API int vega_tls_stream_new_versioned(vega_stream **out, vega_stream *inner,
+                                           vega_tls_config *cfg, const vega_tls_opts *opts,
+                                           int opts_version);
+#define vega_tls_stream_new(...) vega_tls_stream_new_versioned(__VA_ARGS__, VEGA_TLS_OPTS_VERSION)
 
 /*
  * vega_tls_stream_new over a connected stream socket (TCP or Unix), made with
@@ -337,8 +349,11 @@ VEGA_API int vega_tls_stream_new(vega_stream **out, vega_stream *inner, vega_tls
  * vega_tls_has_buffered).
  * Returns the codes of vega_tls_stream_new and vega_stream_from_sock. Since 0.1.
  */
-VEGA_API int vega_tls_stream_from_sock(vega_stream **out, vega_sock *sock, unsigned flags,
-                                       vega_tls_config *cfg, const vega_tls_opts *opts);
+VEGA_API int vega_tls_stream_from_sock_versioned(vega_stream **out, vega_sock *sock, unsigned flags,
+                                                 vega_tls_config *cfg, const vega_tls_opts *opts,
+                                                 int opts_version);
+#define vega_tls_stream_from_sock(...)                                                             \
+    vega_tls_stream_from_sock_versioned(__VA_ARGS__, VEGA_TLS_OPTS_VERSION)
 
 /* True when s was made by vega_tls_stream_new / vega_tls_stream_from_sock. Since 0.1. */
 VEGA_API bool vega_tls_is_tls(const vega_stream *s);

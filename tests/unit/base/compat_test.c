@@ -3,6 +3,7 @@
  * and still mean what they meant, until 1.0. */
 #include <string.h>
 
+#include <vega/compress.h>
 #include <vega/dns.h>
 #include <vega/err.h>
 #include <vega/http.h>
@@ -46,4 +47,22 @@ VTEST(old_option_names_are_the_new_types)
     vega_spawn_opts_init(&s2);
     VCHECK(s2.name == NULL && s2.deadline == VEGA_DEADLINE_NEVER);
     (void)s;
+}
+
+/* Versioned options (docs/ARCHITECTURE.md, API rules: ABI): the macros pass the layout the
+ * caller was built with; a layout this library does not know is refused, never misread. */
+VTEST(options_of_an_unknown_layout_are_refused)
+{
+    VCHECK_EQ(VEGA_RT_OPTS_VERSION, 1);
+    VCHECK_EQ(VEGA_QUIC_OPTS_VERSION, 1);
+    vega_rt *rt = NULL;
+    VCHECK_EQ(vega_rt_new_versioned(&rt, NULL, VEGA_RT_OPTS_VERSION + 1), -EINVAL);
+    VCHECK(rt == NULL);
+    vega_compressor *z = NULL;
+    VCHECK_EQ(vega_compressor_new_versioned(&z, VEGA_COMPRESS_GZIP, 1, NULL, 0), -EINVAL);
+    vega_dns_resolver *r = NULL;
+    VCHECK_EQ(vega_dns_resolver_new_versioned(&r, NULL, 7), -EINVAL);
+    /* The current layout through the macro works as before. */
+    VCHECK_EQ(vega_compressor_new(&z, VEGA_COMPRESS_GZIP, 1, NULL), 0);
+    vega_compressor_free(z);
 }
