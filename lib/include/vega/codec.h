@@ -97,7 +97,7 @@ VEGA_API void vega_decoder_fini(vega_decoder *d);
  * -EMSGSIZE (a frame above max_frame, or a line longer than max_frame: reported before
  * anything is allocated for it; d stays usable, and the next call skips the rest of that
  * frame or line and returns the one after it); -ENOMEM; -ETIMEDOUT, -ECANCELED (progress is
- * kept: call again); the stream's other codes (-ECONNRESET, ...).
+ * kept: call again); the stream's other codes (-ECONNRESET, ...); -EINVAL (a bad argument).
  * Context: may suspend. Since 0.1.
  */
 VEGA_API int vega_decoder_read(vega_decoder *d, const void **frame, size_t *len, vega_deadline dl);

@@ -61,7 +61,7 @@ enum {
  * (O_RDONLY, O_WRONLY|O_CREAT|O_TRUNC, ...; O_CLOEXEC is always added) and mode for a created
  * file. path: borrowed for the call. *out receives the file only on success.
  * Returns 0, -ENOENT, -EACCES, -EEXIST, -EISDIR, -EMFILE, other -errno of open(2), -ENOMEM,
- * and the common errors above. Context: inside a task. Since 0.1.
+ * and the common errors above; -EINVAL (a bad argument). Context: inside a task. Since 0.1.
  */
 VEGA_API int vega_file_open(vega_file **out, const char *path, int flags, unsigned mode,
                             vega_deadline dl);
@@ -123,8 +123,8 @@ VEGA_API int vega_file_stat(vega_file *f, vega_file_info *info, vega_deadline dl
 
 /*
  * Describes the file at path into *info; flags: VEGA_STAT_NOFOLLOW or 0. path: borrowed.
- * Returns 0, -ENOENT, -ENOTDIR, -EACCES, -ELOOP, other -errno, the common errors.
- * Context: inside a task. Since 0.1.
+ * Returns 0, -ENOENT, -ENOTDIR, -EACCES, -ELOOP, other -errno, the common errors; -EINVAL (a bad
+ * argument). Context: inside a task. Since 0.1.
  */
 VEGA_API int vega_fs_stat(const char *path, unsigned flags, vega_file_info *info, vega_deadline dl);
 

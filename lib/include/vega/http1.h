@@ -182,7 +182,8 @@ VEGA_API vega_ssize vega_http1_write_request_head(uint8_t *out, size_t cap, cons
                                                   const vega_http1_field *fields, size_t n);
 
 /* Writes "HTTP/1.x SP status SP reason CRLF fields CRLF". status: 100..999; reason: borrowed,
- * may be NULL or "", HTAB / SP / VCHAR / obs-text. Returns as write_request_head. Since 0.1. */
+ * may be NULL or "", HTAB / SP / VCHAR / obs-text. Returns as write_request_head; -EINVAL (a bad
+ * argument). Since 0.1. */
 VEGA_API vega_ssize vega_http1_write_response_head(uint8_t *out, size_t cap, int version,
                                                    int status, const char *reason,
                                                    const vega_http1_field *fields, size_t n);

@@ -86,7 +86,8 @@ VEGA_API void vega_http_client_opts_init_versioned(vega_http_client_opts *o, int
     vega_http_client_opts_init_versioned(__VA_ARGS__, VEGA_HTTP_CLIENT_OPTS_VERSION)
 
 /* Creates a client. opts: borrowed (copied, strings too), NULL = defaults. Returns 0, -ENOMEM,
- * or a TLS code when the default TLS config cannot be made. Context: any thread. Since 0.1. */
+ * or a TLS code when the default TLS config cannot be made; -EINVAL (a bad argument, or options of
+ * a layout version this library does not know). Context: any thread. Since 0.1. */
 VEGA_API int vega_http_client_new_versioned(vega_http_client **out,
                                             const vega_http_client_opts *opts, int opts_version);
 #define vega_http_client_new(...)                                                                  \
@@ -96,7 +97,8 @@ VEGA_API int vega_http_client_new_versioned(vega_http_client **out,
 VEGA_API void vega_http_client_free(vega_http_client *c);
 
 /* Connects to addr instead of resolving host for port (curl's --resolve HOST:PORT:ADDR);
- * host: borrowed (copied, case-insensitive). Returns 0, -ENOMEM. Since 0.1. */
+ * host: borrowed (copied, case-insensitive). Returns 0, -ENOMEM; -EINVAL (a bad argument). Since
+ * 0.1. */
 VEGA_API int vega_http_client_add_resolve(vega_http_client *c, const char *host, uint16_t port,
                                           const vega_addr *addr);
 
@@ -152,8 +154,9 @@ VEGA_API void vega_http_client_request_init_versioned(vega_http_client_request *
  * -ECONNREFUSED and other connect codes; -ETIMEDOUT (connect timeout or deadline); a TLS
  * code (vega/tls.h); VEGA_ERR_HTTP_EMPTY_REPLY (the server closed without a response);
  * VEGA_ERR_PROTO (malformed response); with a connect hook, the hook's codes, and
- * VEGA_ERR_CALLBACK when it returned 0 without a stream (or a positive value).
- * Context: inside a task. Since 0.1.
+ * VEGA_ERR_CALLBACK when it returned 0 without a stream (or a positive value); -EINVAL (a bad
+ * argument, or options of a layout version this library does not know). Context: inside a task.
+ * Since 0.1.
  */
 VEGA_API int vega_http_client_send_versioned(vega_http_client *c,
                                              const vega_http_client_request *req,
@@ -167,7 +170,7 @@ VEGA_API int vega_http_client_send_versioned(vega_http_client *c,
  * even when body bytes are already buffered. A wait ends at the earlier of the two.
  * Returns bytes (> 0), 0 at the end, or a negative code: -ETIMEDOUT (either deadline;
  * nothing consumed), -ECANCELED, VEGA_ERR_PROTO, a compress code, VEGA_ERR_HTTP_BODY_TOO_LARGE
- * (max_body). Context: inside a task. Since 0.1. */
+ * (max_body); -EINVAL (a bad argument). Context: inside a task. Since 0.1. */
 VEGA_API vega_ssize vega_http_client_response_read(vega_http_client_response *r, void *buf,
                                                    size_t len, vega_deadline dl);
 
@@ -224,7 +227,7 @@ vega_http_client_response_info(const vega_http_client_response *r);
  * becomes GET without a body (303 for anything but HEAD; 301/302 for POST, as browsers and curl
  * do). url: the URL r answered (borrowed).
  * Returns the length of out; -ENOENT (not a redirect, or no Location); VEGA_ERR_HTTP_URL (a
- * Location that does not resolve); VEGA_ERR_NOBUF. Since 0.1.
+ * Location that does not resolve); VEGA_ERR_NOBUF; -EINVAL (a bad argument). Since 0.1.
  */
 VEGA_API vega_ssize vega_http_client_redirect(const vega_http_client_response *r, const char *url,
                                               char *out, size_t cap, bool *to_get);

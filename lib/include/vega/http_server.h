@@ -123,7 +123,9 @@ VEGA_API int vega_http_server_new_versioned(vega_http_server **out,
  * Opens a listening socket on addr (vega_tcp_listen flags, e.g. VEGA_LISTEN_REUSEPORT) and adds
  * it to the server; may be called several times, before vega_http_server_run. bound (may be
  * NULL) receives the address actually bound (port 0 picks a free port).
- * Returns 0 or the codes of vega_tcp_listen. Context: any thread. Since 0.1.
+ * Returns 0 or the codes of vega_tcp_listen; -EBUSY (the server is running); -EINVAL (a bad
+ * argument); VEGA_ERR_FULL (the server has its most listeners already). Context: any thread. Since
+ * 0.1.
  */
 VEGA_API int vega_http_server_listen(vega_http_server *srv, const vega_addr *addr, unsigned flags,
                                      vega_addr *bound);
@@ -132,7 +134,8 @@ VEGA_API int vega_http_server_listen(vega_http_server *srv, const vega_addr *add
  * Serves every listener until vega_http_server_shutdown: an accept task per listener, a task
  * per active connection; idle keep-alive connections are parked (no task, no read buffer).
  * Returns 0 once shut down and every connection is closed; -EINVAL (no listener);
- * -EBUSY (already running). Context: inside a task. Since 0.1.
+ * -EBUSY (already running); VEGA_ERR_NOTASK (not called from a task). Context: inside a task. Since
+ * 0.1.
  */
 VEGA_API int vega_http_server_run(vega_http_server *srv);
 
@@ -141,8 +144,9 @@ VEGA_API int vega_http_server_run(vega_http_server *srv);
  * tests with in-memory streams, and by programs that accept by themselves). s: taken (closed
  * at the end). peer, local: borrowed (copied), may be NULL. TLS is not added: pass a TLS stream
  * for that. Counts toward max_conns.
- * Returns 0 (the connection ended normally) or the error that ended it.
- * Context: inside a task. Since 0.1.
+ * Returns 0 (the connection ended normally) or the error that ended it; -EINVAL (a bad argument);
+ * -ENOMEM (no memory); VEGA_ERR_FULL (max_conns connections already); VEGA_ERR_NOTASK (not called
+ * from a task). Context: inside a task. Since 0.1.
  */
 VEGA_API int vega_http_server_serve(vega_http_server *srv, vega_stream *s, const vega_addr *peer,
                                     const vega_addr *local);
@@ -181,7 +185,8 @@ VEGA_API const vega_http_request *vega_http_exchange_request(const vega_http_exc
  * Reads the request body (de-chunked). Sends "100 Continue" first when the client asked for
  * it and nothing was sent yet. Returns bytes read (> 0), 0 at the end of the body, -ETIMEDOUT
  * (body_timeout or dl, whichever is earlier), -ECANCELED, VEGA_ERR_PROTO (malformed body: the
- * connection will close), or a stream error. Context: the handler's task. Since 0.1.
+ * connection will close), or a stream error; -EINVAL (a bad argument). Context: the handler's task.
+ * Since 0.1.
  */
 VEGA_API vega_ssize vega_http_request_read(vega_http_exchange *x, void *buf, size_t len,
                                            vega_deadline dl);
@@ -210,14 +215,15 @@ VEGA_API vega_ssize vega_http_response_write(vega_http_exchange *x, const void *
 
 /* Writes len bytes of file fd from offset as body, with sendfile(2) on plain TCP (kernel TLS
  * when active) and a copy otherwise. fd: borrowed. Returns len or a negative code (-ENODATA:
- * the file ended first). Since 0.1. */
+ * the file ended first); -EINVAL (a bad argument). Since 0.1. */
 VEGA_API vega_ssize vega_http_response_sendfile(vega_http_exchange *x, int fd, uint64_t offset,
                                                 size_t len, vega_deadline dl);
 
 /* Ends the response: flushes the held-back head, writes the last chunk with trailers (chunked
  * only; else trailers are dropped). A known length not fully written is -EINVAL
  * (and the connection closes, since the client cannot tell). trailers: borrowed, may be NULL.
- * Returns 0 or a negative code. Since 0.1. */
+ * Returns 0 or a negative code; VEGA_ERR_CLOSED (the response was already finished);
+ * VEGA_ERR_NOBUF (the trailers do not fit the output buffer). Since 0.1. */
 VEGA_API int vega_http_response_finish(vega_http_exchange *x, const vega_http_field *trailers,
                                        size_t n, vega_deadline dl);
 

@@ -74,8 +74,8 @@ VEGA_API int vega_addr_resolve(vega_addr *out, size_t max, const char *host, con
  * Writes a as text: "1.2.3.4:80", "[::1]:80", "unix:/path", "unix:@name", "unix:" for an
  * unnamed Unix socket. The result always parses back with vega_addr_parse.
  * Returns the length written (NUL excluded); VEGA_ERR_NOBUF (cap too small; buf holds a
- * truncated string when cap > 0), -EAFNOSUPPORT (empty or unknown family).
- * Context: any thread. Since 0.1.
+ * truncated string when cap > 0), -EAFNOSUPPORT (empty or unknown family); -EINVAL (a bad
+ * argument). Context: any thread. Since 0.1.
  */
 VEGA_API int vega_addr_format(const vega_addr *a, char *buf, size_t cap);
 
@@ -111,7 +111,8 @@ enum {
  * Unix stream socket for AF_UNIX. Port 0 picks a free port: read it back with
  * vega_sock_local_addr. backlog <= 0 means SOMAXCONN.
  * Returns 0; -EINVAL, -EAFNOSUPPORT, or the -errno of socket/bind/listen (-EADDRINUSE,
- * -EACCES, -EADDRNOTAVAIL, -EMFILE, ...). Does not suspend. Context: any thread. Since 0.1.
+ * -EACCES, -EADDRNOTAVAIL, -EMFILE, ...); -ENOMEM (no memory). Does not suspend. Context: any
+ * thread. Since 0.1.
  */
 VEGA_API int vega_tcp_listen(vega_sock **out, const vega_addr *addr, int backlog, unsigned flags);
 
@@ -133,7 +134,8 @@ VEGA_API int vega_tcp_accept(vega_sock *listener, vega_sock **conn, vega_addr *p
  * Connects a stream socket to addr (TCP, or Unix for an AF_UNIX address). *out receives the
  * connected socket only on success.
  * Returns 0, -ECONNREFUSED, -ETIMEDOUT, -ECANCELED, -ENETUNREACH, -EHOSTUNREACH, -ENOENT (no
- * such Unix path), other -errno. Context: inside a task. Since 0.1.
+ * such Unix path), other -errno; -EAFNOSUPPORT (an address that is not IPv4 or IPv6); -EINVAL (a
+ * bad argument); -ENOMEM (no memory). Context: inside a task. Since 0.1.
  */
 VEGA_API int vega_tcp_connect(vega_sock **out, const vega_addr *addr, vega_deadline dl);
 
@@ -159,7 +161,7 @@ VEGA_API vega_ssize vega_sock_write(vega_sock *s, const void *buf, size_t len, s
                                     vega_deadline dl);
 
 /* vega_sock_write for a gather list; iov: borrowed, not modified. Returns the total length or a
- * negative code, with *written as for vega_sock_write. Since 0.1. */
+ * negative code, with *written as for vega_sock_write; -EINVAL (a bad argument). Since 0.1. */
 VEGA_API vega_ssize vega_sock_writev(vega_sock *s, const struct iovec *iov, int iovcnt,
                                      size_t *written, vega_deadline dl);
 
@@ -234,7 +236,8 @@ VEGA_API vega_ssize vega_sock_splice_from(vega_sock *s, int fd, int64_t offset, 
 VEGA_API int vega_sock_set_nodelay(vega_sock *s, bool on);
 
 /* SO_KEEPALIVE on or off; idle_s, interval_s, count set TCP_KEEPIDLE, TCP_KEEPINTVL,
- * TCP_KEEPCNT when non-zero (0 = the system default). Returns 0 or -errno. Since 0.1. */
+ * TCP_KEEPCNT when non-zero (0 = the system default). Returns 0 or -errno; -EOPNOTSUPP (not a TCP
+ * socket). Since 0.1. */
 VEGA_API int vega_sock_set_keepalive(vega_sock *s, bool on, unsigned idle_s, unsigned interval_s,
                                      unsigned count);
 
@@ -251,11 +254,12 @@ VEGA_API int vega_sock_peer_addr(const vega_sock *s, vega_addr *out);
 /* ---- UDP ----------------------------------------------------------------------------------- */
 
 /* Opens a UDP socket bound to addr (port 0 = any free port). flags: VEGA_LISTEN_REUSEPORT,
- * VEGA_LISTEN_V6ONLY. Returns 0 or -errno. Does not suspend. Since 0.1. */
+ * VEGA_LISTEN_V6ONLY. Returns 0 or -errno; -EINVAL (a bad argument). Does not suspend. Since 0.1.
+ */
 VEGA_API int vega_udp_bind(vega_sock **out, const vega_addr *addr, unsigned flags);
 
 /* Opens a UDP socket connected to addr: vega_sock_read/vega_udp_send_to(NULL) then talk to it
- * alone. Returns 0 or -errno. Does not suspend. Since 0.1. */
+ * alone. Returns 0 or -errno; -EINVAL (a bad argument). Does not suspend. Since 0.1. */
 VEGA_API int vega_udp_connect(vega_sock **out, const vega_addr *addr);
 
 /*
@@ -380,7 +384,7 @@ VEGA_API int vega_udp_send_batch(vega_sock *s, const vega_udp_msg *msgs, size_t 
  * queued. With GRO on, one message may hold several datagrams (segment_size > 0).
  * msgs: borrowed; buf and cap are read, the rest written.
  * Returns the number of messages filled (1..n; 0 when n is 0), -ETIMEDOUT, -ECANCELED,
- * -ECONNREFUSED, other -errno. Context: inside a task. Since 0.1.
+ * -ECONNREFUSED, other -errno; -EINVAL (a bad argument). Context: inside a task. Since 0.1.
  */
 VEGA_API int vega_udp_recv_batch(vega_sock *s, vega_udp_msg *msgs, size_t n, vega_deadline dl);
 
@@ -391,8 +395,8 @@ VEGA_API int vega_udp_recv_batch(vega_sock *s, vega_udp_msg *msgs, size_t n, veg
  * receives with vega_udp_send_to / vega_udp_recv_from / vega_udp_send_batch /
  * vega_udp_recv_batch and vega_sock_read. flags: VEGA_LISTEN_UNLINK_STALE (remove a socket file
  * nobody has bound before binding, and remove the path at close).
- * Returns 0, -EINVAL, -ENAMETOOLONG, -EADDRINUSE, -EACCES, other -errno. Does not suspend.
- * Context: any thread. Since 0.1.
+ * Returns 0, -EINVAL, -ENAMETOOLONG, -EADDRINUSE, -EACCES, other -errno; -ENOMEM (no memory). Does
+ * not suspend. Context: any thread. Since 0.1.
  */
 VEGA_API int vega_unix_dgram_bind(vega_sock **out, const char *path, unsigned flags);
 
@@ -408,8 +412,8 @@ VEGA_API int vega_unix_dgram_connect(vega_sock **out, const char *path);
  * Opens a connected pair of Unix sockets (socketpair(2), non-blocking, close-on-exec). type:
  * SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET. *a and *b receive sockets the caller owns, only on
  * success. Stream pairs work with vega_sock_read/write; datagram pairs with the UDP calls too.
- * Returns 0, -EINVAL (bad type or NULL), -EMFILE, -ENFILE, other -errno. Does not suspend.
- * Context: any thread. Since 0.1.
+ * Returns 0, -EINVAL (bad type or NULL), -EMFILE, -ENFILE, other -errno; -ENOMEM (no memory). Does
+ * not suspend. Context: any thread. Since 0.1.
  */
 VEGA_API int vega_sock_pair(int type, vega_sock **a, vega_sock **b);
 

@@ -145,8 +145,9 @@ typedef struct vega_process_capture {
  * On any failure after the spawn the child is killed (SIGKILL) and reaped, and out/err hold
  * what arrived. *status (may be NULL) is filled on success.
  * Returns 0; VEGA_ERR_NOBUF (a stream went past its cap); -ETIMEDOUT; -ECANCELED; the errors of
- * vega_process_spawn and vega_process_wait; -errno from the pipes.
- * Context: inside a task (it runs helper tasks for the other streams). Since 0.1.
+ * vega_process_spawn and vega_process_wait; -errno from the pipes; -EINVAL (a bad argument, or
+ * options of a layout version this library does not know); VEGA_ERR_NOTASK (not called from a
+ * task). Context: inside a task (it runs helper tasks for the other streams). Since 0.1.
  */
 VEGA_API int vega_process_output_versioned(const vega_process_opts *o, const void *input,
                                            size_t input_len, vega_process_capture *out,

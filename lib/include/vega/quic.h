@@ -258,7 +258,8 @@ typedef struct vega_quic_server_params {
 /*
  * Creates a server connection for a client's first Initial; then feed that datagram with
  * vega_quic_conn_read. cfg, path, sp: borrowed (cfg's pointers for the connection's life).
- * Returns as vega_quic_conn_client_new. Context: any. Since 0.1.
+ * Returns as vega_quic_conn_client_new; -EINVAL (a bad argument, or options of a layout version
+ * this library does not know). Context: any. Since 0.1.
  */
 VEGA_API int vega_quic_conn_server_new_versioned(vega_quic_conn **out, const vega_quic_opts *cfg,
                                                  const vega_quic_path *path,
@@ -439,7 +440,8 @@ typedef enum vega_quic_close_kind {
  * Closes the connection (RFC 9000 §10.2): CONNECTION_CLOSE with code, of the kind's space, and
  * reason (may be NULL; truncated to fit), sent on the next vega_quic_conn_write, then the closing
  * period (3 PTO) during which the connection answers peer packets with the close again. Returns 0;
- * VEGA_ERR_CLOSED (already closing). Context: the connection's thread. Since 0.1.
+ * VEGA_ERR_CLOSED (already closing); -EINVAL (a bad argument). Context: the connection's thread.
+ * Since 0.1.
  */
 VEGA_API int vega_quic_conn_close(vega_quic_conn *c, vega_quic_close_kind kind, uint64_t code,
                                   const char *reason);

@@ -67,8 +67,9 @@ typedef vega_rt_opts vega_rt_options;
 /*
  * Creates a runtime. opts: borrowed; NULL means defaults. For the multi-thread flavour the
  * workers start at once and park until there is work.
- * Returns 0, -ENOMEM, -EINVAL (bad option), or an -errno from the driver's setup.
- * Context: not from inside a task. Since 0.1.
+ * Returns 0, -ENOMEM, -EINVAL (bad option), or an -errno from the driver's setup; -ENOTSUP (the
+ * driver asked for is not built in or not supported by this kernel). Context: not from inside a
+ * task. Since 0.1.
  */
 VEGA_API int vega_rt_new_versioned(vega_rt **out, const vega_rt_opts *opts, int opts_version);
 #define vega_rt_new(...) vega_rt_new_versioned(__VA_ARGS__, VEGA_RT_OPTS_VERSION)
@@ -76,8 +77,8 @@ VEGA_API int vega_rt_new_versioned(vega_rt **out, const vega_rt_opts *opts, int 
 /*
  * Runs fn(arg) as a task and waits until it returns; *result (if not NULL) receives its return
  * value. Other tasks keep running after it returns, until vega_rt_free.
- * Returns 0, -ENOMEM, -EBUSY (a block_on is already running on this runtime).
- * Context: not from inside a task. Since 0.1.
+ * Returns 0, -ENOMEM, -EBUSY (a block_on is already running on this runtime); -EDEADLK (called from
+ * a thread of a runtime). Context: not from inside a task. Since 0.1.
  */
 VEGA_API int vega_rt_block_on(vega_rt *rt, vega_task_fn fn, void *arg, void **result);
 
@@ -118,8 +119,9 @@ typedef vega_spawn_opts vega_spawn_options;
  * Spawns a task that runs fn(arg). With out != NULL the caller owns a handle and must join or
  * detach it; with out == NULL the task is detached. The task is queued on the calling worker
  * (its LIFO slot) when called from a task, or through the inject queue otherwise.
- * Returns 0, -ENOMEM.
- * Context: inside a task of rt (vega_task_spawn) or any thread (vega_rt_spawn). Since 0.1.
+ * Returns 0, -ENOMEM; -EINVAL (a bad argument, or options of a layout version this library does not
+ * know); VEGA_ERR_NOTASK (not called from a task). Context: inside a task of rt (vega_task_spawn)
+ * or any thread (vega_rt_spawn). Since 0.1.
  */
 VEGA_API int vega_task_spawn(vega_task **out, vega_task_fn fn, void *arg);
 VEGA_API int vega_task_spawn_ex_versioned(vega_task **out, vega_task_fn fn, void *arg,
@@ -129,9 +131,9 @@ VEGA_API int vega_rt_spawn(vega_rt *rt, vega_task **out, vega_task_fn fn, void *
 
 /*
  * Waits for t to return and frees its handle. result: receives fn's return value (may be NULL).
- * Returns 0 (t is gone), -ETIMEDOUT or -ECANCELED (t is still owned by the caller).
- * Context: inside a task, or from a non-runtime thread for handles from vega_rt_spawn (then it
- * blocks the thread and the deadline is on the monotonic clock). Since 0.1.
+ * Returns 0 (t is gone), -ETIMEDOUT or -ECANCELED (t is still owned by the caller); -EDEADLK (t is
+ * the calling task). Context: inside a task, or from a non-runtime thread for handles from
+ * vega_rt_spawn (then it blocks the thread and the deadline is on the monotonic clock). Since 0.1.
  */
 VEGA_API int vega_task_join(vega_task *t, void **result, vega_deadline dl);
 
@@ -160,7 +162,7 @@ VEGA_API int vega_worker_index(void);
 
 /*
  * Lets other tasks run; the caller goes to the back of its worker's queue. Returns 0 or
- * -ECANCELED. Context: inside a task. Since 0.1.
+ * -ECANCELED; VEGA_ERR_NOTASK (not called from a task). Context: inside a task. Since 0.1.
  */
 VEGA_API int vega_yield(void);
 
@@ -193,7 +195,8 @@ VEGA_API void vega_deadline_pop(vega_deadline saved);
 /* Creates an empty group. Returns 0 or -ENOMEM. Context: inside a task. Since 0.1. */
 VEGA_API int vega_group_new(vega_group **out);
 
-/* Spawns fn(arg) as a member of g. Returns 0, -ENOMEM, VEGA_ERR_CLOSED (g is closing). */
+/* Spawns fn(arg) as a member of g. Returns 0, -ENOMEM, VEGA_ERR_CLOSED (g is closing);
+ * VEGA_ERR_NOTASK (not called from a task). */
 VEGA_API int vega_group_spawn(vega_group *g, vega_task_fn fn, void *arg);
 
 /*
@@ -239,7 +242,8 @@ VEGA_API int vega_blocking_try(vega_blocking_fn fn, void *arg, void **result, ve
  * The first call blocks those signals in every thread the runtime owns and in the caller's
  * thread; call vega_signal_block() early in main (before vega_rt_new) so that no other thread
  * receives them the default way. *signo receives the signal number.
- * Returns 0, -ETIMEDOUT, -ECANCELED, -errno. Context: inside a task. Since 0.1.
+ * Returns 0, -ETIMEDOUT, -ECANCELED, -errno; VEGA_ERR_NOTASK (not called from a task). Context:
+ * inside a task. Since 0.1.
  */
 VEGA_API int vega_signal_wait(const sigset_t *set, int *signo, vega_deadline dl);
 VEGA_API int vega_signal_block(const sigset_t *set);
@@ -287,7 +291,8 @@ VEGA_API void vega_rt_get_metrics(const vega_rt *rt, vega_rt_metrics *m);
  * Returns 0 or -EINVAL. Context: any thread. Since 0.1. */
 VEGA_API int vega_rt_get_worker_metrics(const vega_rt *rt, unsigned i, vega_worker_metrics *m);
 
-/* Writes every counter in Prometheus text exposition format. Returns 0 or -errno. */
+/* Writes every counter in Prometheus text exposition format. Returns 0 or -errno; -EIO (writing to
+ * the FILE failed). */
 VEGA_API int vega_rt_metrics_prometheus(const vega_rt *rt, FILE *out);
 
 /* Writes one line per live task (id, name, state, worker) for debugging. */

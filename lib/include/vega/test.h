@@ -37,7 +37,7 @@ VEGA_API int vega_test_advance(uint64_t ns);
  * Both ends may be used from tasks on any worker, and from plain threads (which then block);
  * one reader and one writer per end at a time. Deadlines and cancellation are honoured: a read
  * that timed out or was cancelled consumed nothing; a write reports the bytes it buffered.
- * Returns 0 or -ENOMEM. Context: any thread; never suspends. Since 0.1.
+ * Returns 0 or -ENOMEM; -EINVAL (a bad argument). Context: any thread; never suspends. Since 0.1.
  */
 VEGA_API int vega_duplex_new(vega_stream **a, vega_stream **b, size_t capacity);
 

@@ -94,8 +94,9 @@ VEGA_API int vega_tls_cert_new_pem(vega_tls_cert **out, const void *chain, size_
                                    const void *key, size_t key_len);
 
 /* vega_tls_cert_new_pem from files (chain_path, key_path: borrowed; key_path NULL = the key is
- * in chain_path). Returns its codes and -errno of open/read (-ENOENT, -EACCES). Reads the files
- * with blocking I/O: call it at start-up, not on a busy worker. Since 0.1. */
+ * in chain_path). Returns its codes and -errno of open/read (-ENOENT, -EACCES); -EINVAL (a bad
+ * argument). Reads the files with blocking I/O: call it at start-up, not on a busy worker. Since
+ * 0.1. */
 VEGA_API int vega_tls_cert_new_files(vega_tls_cert **out, const char *chain_path,
                                      const char *key_path);
 
@@ -201,16 +202,18 @@ VEGA_API vega_tls_role vega_tls_config_role(const vega_tls_config *cfg);
  */
 VEGA_API int vega_tls_config_set_cert(vega_tls_config *cfg, vega_tls_cert *cert);
 
-/* vega_tls_cert_new_files + vega_tls_config_set_cert. Returns their codes. Since 0.1. */
+/* vega_tls_cert_new_files + vega_tls_config_set_cert. Returns their codes; -EINVAL (a bad
+ * argument). Since 0.1. */
 VEGA_API int vega_tls_config_set_cert_files(vega_tls_config *cfg, const char *chain_path,
                                             const char *key_path);
 
-/* vega_tls_cert_new_pem + vega_tls_config_set_cert. Returns their codes. Since 0.1. */
+/* vega_tls_cert_new_pem + vega_tls_config_set_cert. Returns their codes; -EINVAL (a bad argument).
+ * Since 0.1. */
 VEGA_API int vega_tls_config_set_cert_pem(vega_tls_config *cfg, const void *chain, size_t chain_len,
                                           const void *key, size_t key_len);
 
 /* Generates a self-signed certificate (vega_tls_selfsigned) and sets it. Returns 0, -ENOMEM,
- * VEGA_ERR_TLS_CONFIG. Since 0.1. */
+ * VEGA_ERR_TLS_CONFIG; -EINVAL (a bad argument). Since 0.1. */
 VEGA_API int vega_tls_config_use_selfsigned(vega_tls_config *cfg);
 
 /*
@@ -285,7 +288,8 @@ VEGA_API int vega_tls_config_set_session_cache(vega_tls_config *cfg, size_t max)
 
 /* Appends every secret to path in the NSS key log format that Wireshark reads (what
  * SSLKEYLOGFILE names). path: borrowed; NULL stops logging. For debugging only: whoever reads
- * the file can decrypt the traffic. Returns 0, -errno of open. Since 0.1. */
+ * the file can decrypt the traffic. Returns 0, -errno of open; -EINVAL (a bad argument). Since 0.1.
+ */
 VEGA_API int vega_tls_config_set_keylog_file(vega_tls_config *cfg, const char *path);
 
 /* Kernel TLS offload mode (see vega_tls_ktls_mode and vega_tls_ktls_status). Returns 0, -EINVAL.
@@ -347,7 +351,8 @@ VEGA_API int vega_tls_stream_new_versioned(vega_stream **out, vega_stream *inner
  * taken on success unless flags has VEGA_STREAM_BORROW (then retained: it must outlive the
  * stream, which never closes it; the owner may vega_sock_park it between reads, see
  * vega_tls_has_buffered).
- * Returns the codes of vega_tls_stream_new and vega_stream_from_sock. Since 0.1.
+ * Returns the codes of vega_tls_stream_new and vega_stream_from_sock; -EINVAL (a bad argument, or
+ * options of a layout version this library does not know). Since 0.1.
  */
 VEGA_API int vega_tls_stream_from_sock_versioned(vega_stream **out, vega_sock *sock, unsigned flags,
                                                  vega_tls_config *cfg, const vega_tls_opts *opts,
