@@ -4,6 +4,7 @@
  * to have been closed by the server (RFC 9112 §9.3.1). */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,7 +261,9 @@ static int build_head(vega_http_client *c, struct hc_req *rq, const vega_http_ur
                !strcmp(rq->method, "PATCH")) {
         /* RFC 9110 §8.6: a user agent should send Content-Length for a method that defines a
          * meaning for content, even when it is 0. */
-        uint64_t len = req->body ? req->body_len : req->body_fn ? req->body_length : 0;
+        uint64_t len = req->body                        ? req->body_len
+                       : req->body_fn || req->body_file ? req->body_length
+                                                        : 0;
         int n = snprintf(cl, sizeof cl, "%llu", (unsigned long long)len);
         ADD("Content-Length", cl, (size_t)n);
     }
@@ -304,7 +307,13 @@ static int prepare(vega_http_client *c, const vega_http_client_request *req, str
     memcpy(rq->host_for_tls, rq->key.host, u.host.len + 1);
     rq->key.port = u.port;
 
-    bool has_body = req->body != NULL || req->body_fn != NULL;
+    bool file = !req->body && !req->body_fn && req->body_file;
+    bool has_body = req->body != NULL || req->body_fn != NULL || file;
+    /* A file body has a known length that fits one sendfile call's count. */
+    if (file && (req->body_fd < 0 || req->body_length == VEGA_HTTP_LENGTH_UNKNOWN ||
+                 req->body_length > (uint64_t)SSIZE_MAX ||
+                 req->body_offset > (uint64_t)INT64_MAX - req->body_length))
+        return -EINVAL;
     rq->method = req->method ? req->method : has_body ? "POST" : "GET";
     if (!vega_http_token_is_valid(rq->method, strlen(rq->method)) || strlen(rq->method) > 20)
         return -EINVAL;
@@ -386,6 +395,13 @@ static int send_body(vega_http_client_response *r, const struct hc_req *rq, bool
         if (req->body_len == 0)
             return 0;
         vega_ssize w = vega_stream_write(r->conn->s, req->body, req->body_len, NULL, dl);
+        return w < 0 ? (int)w : 0;
+    }
+    if (!req->body_fn) { /* a file (prepare checked it) */
+        if (req->body_length == 0)
+            return 0;
+        vega_ssize w = vega_stream_sendfile(r->conn->s, req->body_fd, (off_t)req->body_offset,
+                                            (size_t)req->body_length, NULL, dl);
         return w < 0 ? (int)w : 0;
     }
     return send_body_fn(r, rq, used, dl);

@@ -133,6 +133,15 @@ typedef struct vega_http_client_request {
                                  0 = already due */
     vega_http_trace_fn trace; /* NULL: none */
     void *trace_user;
+    /* Or a body from a regular file (used when body and body_fn are NULL and body_file is
+     * set): body_length bytes (known, not VEGA_HTTP_LENGTH_UNKNOWN) from body_offset of
+     * body_fd (borrowed; its position is not moved). Over plain TCP they go by sendfile(2),
+     * never through user memory; over TLS they are read, encrypted and written. A file that
+     * ends before body_length fails the request with -ENODATA. Such a request may be sent
+     * again (a retry on a fresh connection) since the file can be read again. */
+    bool body_file;
+    int body_fd;
+    uint64_t body_offset;
 } vega_http_client_request;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
 #define VEGA_HTTP_CLIENT_REQUEST_VERSION 1
