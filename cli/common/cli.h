@@ -46,8 +46,7 @@ _Noreturn void cli_usage_error(const char *fmt, ...) __attribute__((format(print
 bool cli_appendf(char *buf, size_t cap, size_t *len, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* ---- option values (opts.c) -------------------------------------------------------------------
- */
+/* ---- option values (opts.c) ------------------------------------------------------------------ */
 
 /*
  * A duration: a number (decimals allowed) with an optional unit ns, us, ms, s, m, h;
@@ -66,8 +65,7 @@ int cli_parse_count(const char *s, uint64_t *out);
 /* A plain decimal integer in [min, max]. Returns 0 or -EINVAL / -ERANGE. */
 int cli_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
-/* ---- addresses (hostport.c) ---------------------------------------------------------------------
- */
+/* ---- addresses (hostport.c) ------------------------------------------------------------------ */
 
 /* True when s is a decimal port 0..65535. */
 bool cli_is_port(const char *s);

@@ -167,15 +167,13 @@ void curl_progress_start(struct curl_progress *p, const struct curl_opts *o, boo
 void curl_progress_update(struct curl_progress *p, bool final);
 void curl_progress_end(struct curl_progress *p);
 
-/* ---- errors ------------------------------------------------------------------------------------
- */
+/* ---- errors ---------------------------------------------------------------------------------- */
 
 /* "vega-curl: (code) message" unless -s without -S; returns code. */
 int curl_fail(const struct curl_opts *o, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* ---- request bodies (body.c) ------------------------------------------------------------------
- */
+/* ---- request bodies (body.c) ----------------------------------------------------------------- */
 
 /* -d / --data-binary / --data-raw: appends a part (with '&' between parts). arg: "@file",
  * "@-" or the data itself; strip_newlines for -d's @file. Exits 2 or 26 on failure. */

@@ -183,8 +183,7 @@ static int write_heads(struct xfer *x, const vega_http_client_info *in)
     return code;
 }
 
-/* ---- errors ------------------------------------------------------------------------------------
- */
+/* ---- errors ---------------------------------------------------------------------------------- */
 
 static unsigned long long ms_since(vega_tstamp t)
 {
@@ -328,8 +327,7 @@ static int fail_msg(struct xfer *x, int code, const char *fmt, ...)
     return curl_fail(x->o, code, "%s", x->res.errmsg);
 }
 
-/* ---- the URL -----------------------------------------------------------------------------------
- */
+/* ---- the URL --------------------------------------------------------------------------------- */
 
 /* Copies the URL, guessing http:// when it has no scheme (as curl does), adds -G's query,
  * checks the scheme and the syntax, and notes host and port for messages. */
@@ -460,8 +458,7 @@ static void build_fields(struct xfer *x)
             (vega_http_field){{ref, sizeof(ref) - 1}, {o->referer, strlen(o->referer)}};
 }
 
-/* ---- results -----------------------------------------------------------------------------------
- */
+/* ---- results --------------------------------------------------------------------------------- */
 
 static void note_response(struct xfer *x, const vega_http_client_info *in)
 {

@@ -199,8 +199,7 @@ int load_http_build(struct load_opts *o, char *err, size_t ecap)
     return 0;
 }
 
-/* ---- a connection -----------------------------------------------------------------------------
- */
+/* ---- a connection ---------------------------------------------------------------------------- */
 
 enum step {
     STEP_OK,

@@ -320,8 +320,7 @@ static int flush_conn(int fd, int family, int *tos, vega_quic_conn *c,
     return n;
 }
 
-/* ---- client ------------------------------------------------------------------------------------
- */
+/* ---- client ---------------------------------------------------------------------------------- */
 
 struct client_opts {
     const char *host, *port, *alpn, *ca, *sni, *get, *out;
@@ -906,8 +905,7 @@ static int run_client(const struct client_opts *o)
     return result;
 }
 
-/* ---- server ------------------------------------------------------------------------------------
- */
+/* ---- server ---------------------------------------------------------------------------------- */
 
 struct req {
     uint64_t id;
@@ -1395,8 +1393,7 @@ static int run_server(const char *addr, const char *port, const char *cert, cons
     return result;
 }
 
-/* ---- main --------------------------------------------------------------------------------------
- */
+/* ---- main ------------------------------------------------------------------------------------ */
 
 static void usage(void)
 {

@@ -143,8 +143,7 @@ int vega_http_client_add_resolve(vega_http_client *c, const char *host, uint16_t
     return 0;
 }
 
-/* ---- the request head --------------------------------------------------------------------------
- */
+/* ---- the request head ------------------------------------------------------------------------ */
 
 static bool ieq(const char *a, size_t an, const char *b)
 {
@@ -330,8 +329,7 @@ static int prepare(vega_http_client *c, const vega_http_client_request *req, str
     return build_head(c, rq, &u);
 }
 
-/* ---- sending -----------------------------------------------------------------------------------
- */
+/* ---- sending --------------------------------------------------------------------------------- */
 
 /* Streams the body of body_fn. *used: set once body_fn was called (no retry after that). */
 static int send_body_fn(vega_http_client_response *r, const struct hc_req *rq, bool *used,

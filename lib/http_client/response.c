@@ -9,8 +9,7 @@
 
 #include "client_int.h"
 
-/* ---- storage for copied names and values ------------------------------------------------------
- */
+/* ---- storage for copied names and values ----------------------------------------------------- */
 
 static char *arena_copy(vega_http_client_response *r, const char *s, size_t n)
 {
@@ -78,8 +77,7 @@ static void trace_flush(vega_http_client_response *r)
     r->trace_len = 0;
 }
 
-/* ---- parser events ----------------------------------------------------------------------------
- */
+/* ---- parser events --------------------------------------------------------------------------- */
 
 static int on_status(void *ud, int version, int status, vega_http1_span reason)
 {
@@ -203,8 +201,7 @@ static int on_message_complete(void *ud)
     return 1;
 }
 
-/* ---- reading ----------------------------------------------------------------------------------
- */
+/* ---- reading --------------------------------------------------------------------------------- */
 
 /* Feeds the unparsed bytes to the parser. The body queue must be empty. */
 static int parse_some(vega_http_client_response *r)
@@ -467,8 +464,7 @@ void vega_http_client_body_free(vega_http_client *c, void *body)
         vega__mem_free(c->o.mem, body);
 }
 
-/* ---- the response object ----------------------------------------------------------------------
- */
+/* ---- the response object --------------------------------------------------------------------- */
 
 int vega__hc_response_new(vega_http_client *c, vega_http_client_response **out,
                           const vega_http_client_request *req)
@@ -550,8 +546,7 @@ const vega_http_client_info *vega_http_client_response_info(const vega_http_clie
     return &r->info;
 }
 
-/* ---- redirects --------------------------------------------------------------------------------
- */
+/* ---- redirects ------------------------------------------------------------------------------- */
 
 vega_ssize vega_http_client_redirect(const vega_http_client_response *r, const char *url, char *out,
                                      size_t cap, bool *to_get)

@@ -36,8 +36,7 @@ enum {
 #define VEGA__QUIC_INITIAL_RTT_NS        (333 * VEGA__QUIC_NS_PER_MS)
 #define VEGA__QUIC_PERSISTENT_CONGESTION 3
 
-/* ---- RTT (RFC 9002 §5) ------------------------------------------------------------------------
- */
+/* ---- RTT (RFC 9002 §5) ----------------------------------------------------------------------- */
 
 struct vega__quic_rtt {
     uint64_t latest, smoothed, var, min; /* ns */

@@ -10,8 +10,7 @@
 
 #define OK_HELLO "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: 1\r\n\r\nhello"
 
-/* ---- the request and simple responses ----------------------------------------------------------
- */
+/* ---- the request and simple responses -------------------------------------------------------- */
 
 static void body_get_length(void)
 {
@@ -344,8 +343,7 @@ VTEST(too_many_1xx)
     vtest_run(body_too_many_1xx, 0);
 }
 
-/* ---- the pool ----------------------------------------------------------------------------------
- */
+/* ---- the pool -------------------------------------------------------------------------------- */
 
 static void body_keepalive(void)
 {
@@ -596,8 +594,7 @@ VTEST(no_retry_after_body_fn)
     vtest_run(body_no_retry_body_fn, 0);
 }
 
-/* ---- request bodies ----------------------------------------------------------------------------
- */
+/* ---- request bodies -------------------------------------------------------------------------- */
 
 static void body_post(void)
 {
@@ -744,8 +741,7 @@ VTEST(expect_continue)
     vtest_run(body_expect, 0);
 }
 
-/* ---- malformed responses -----------------------------------------------------------------------
- */
+/* ---- malformed responses --------------------------------------------------------------------- */
 
 static int one_shot(const char *resp, bool close_after, vega_ssize *read_rc)
 {
@@ -840,8 +836,7 @@ VTEST(max_body)
     vtest_run(body_max_body, 0);
 }
 
-/* ---- deadlines and connect errors --------------------------------------------------------------
- */
+/* ---- deadlines and connect errors ------------------------------------------------------------ */
 
 static void body_deadline(void)
 {
@@ -1007,8 +1002,7 @@ VTEST(resolve_override)
     vtest_run(body_resolve, 0);
 }
 
-/* ---- redirects and the trace hook --------------------------------------------------------------
- */
+/* ---- redirects and the trace hook ------------------------------------------------------------ */
 
 static void body_redirect(void)
 {

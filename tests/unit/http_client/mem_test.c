@@ -83,8 +83,7 @@ static void *fa_realloc(void *ud, void *p, size_t n)
     return g + 1;
 }
 
-/* ---- the server behind the hook ----------------------------------------------------------------
- */
+/* ---- the server behind the hook -------------------------------------------------------------- */
 
 static int handler(vega_http_exchange *x, void *user)
 {

@@ -132,8 +132,7 @@ VTEST(tls_verification_errors)
     vtest_run(body_tls_errors, 0);
 }
 
-/* ---- one client, several tasks on several workers ----------------------------------------------
- */
+/* ---- one client, several tasks on several workers -------------------------------------------- */
 
 #define NTASKS 8
 #define NREQ   10

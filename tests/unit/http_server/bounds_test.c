@@ -137,8 +137,7 @@ VTEST(sendfile_after_full_buffer)
     vtest_run(body_sendfile_after_full_buffer, 2);
 }
 
-/* ---- the head timeout and blank lines, on the paused clock ------------------------------------
- */
+/* ---- the head timeout and blank lines, on the paused clock ----------------------------------- */
 
 static int hello(vega_http_exchange *x, void *user)
 {

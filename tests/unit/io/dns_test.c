@@ -368,8 +368,7 @@ VTEST(resolver_options)
     vega_dns_resolver_free(r);
 }
 
-/* ---- a fake server -----------------------------------------------------------------------------
- */
+/* ---- a fake server --------------------------------------------------------------------------- */
 
 /* Answers over UDP and TCP on one port of 127.0.0.1, by name:
  *   a.fake       A 10.0.0.1 (TTL 60); AAAA: NODATA with an SOA (MINIMUM 60)

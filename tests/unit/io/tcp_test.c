@@ -61,8 +61,7 @@ static void read_exact(vega_sock *s, void *buf, size_t n, vega_deadline dl)
     }
 }
 
-/* ---- echo -------------------------------------------------------------------------------------
- */
+/* ---- echo ------------------------------------------------------------------------------------ */
 
 static void *echo_conn(void *arg)
 {
@@ -280,8 +279,7 @@ VTEST(listen_addr_in_use_and_reuseport)
     vtest_run(body_addr_in_use, 0);
 }
 
-/* ---- deadlines and cancellation ---------------------------------------------------------------
- */
+/* ---- deadlines and cancellation -------------------------------------------------------------- */
 
 static void body_read_deadline(void)
 {
@@ -422,8 +420,7 @@ VTEST(cancel_blocked_read_current_thread)
     vtest_run(body_cancel_read, 0);
 }
 
-/* ---- full duplex, writev, options --------------------------------------------------------------
- */
+/* ---- full duplex, writev, options ------------------------------------------------------------ */
 
 struct collector {
     vega_sock *s;
@@ -540,8 +537,7 @@ VTEST(coop_budget_lets_others_run)
     vtest_run(body_coop, 0);
 }
 
-/* ---- Unix sockets -------------------------------------------------------------------------------
- */
+/* ---- Unix sockets ---------------------------------------------------------------------------- */
 
 static void tmp_path(char *buf, size_t cap, const char *tag)
 {
