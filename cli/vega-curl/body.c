@@ -227,6 +227,8 @@ static vega_ssize upload_next(struct curl_upload *u, void *buf, size_t len, vega
 {
     if (u->io.kind == CLI_STDIO_POLL)
         return cli_stdio_read(&u->io, buf, len, dl);
+    if (u->ra_pos == u->ra_len && len >= CURL_SINK_BUF)
+        return cli_stdio_read(&u->io, buf, len, dl); /* a large piece: read straight into it */
     if (u->ra_pos == u->ra_len) {
         if (!u->ra && !(u->ra = malloc(CURL_SINK_BUF)))
             return cli_stdio_read(&u->io, buf, len, dl);

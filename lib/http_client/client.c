@@ -337,13 +337,14 @@ static int send_body_fn(vega_http_client_response *r, const struct hc_req *rq, b
 {
     const vega_http_client_request *req = rq->req;
     const vega_mem *m = r->c->o.mem;
-    uint8_t *buf = vega__mem_malloc(m, HC_RBUF);
+    size_t cap = !rq->chunked && req->body_length < HC_WBUF ? (size_t)req->body_length : HC_WBUF;
+    uint8_t *buf = vega__mem_malloc(m, cap ? cap : 1);
     if (!buf)
         return -ENOMEM;
     uint64_t left = rq->chunked ? UINT64_MAX : req->body_length;
     int rc = 0;
     while (left > 0) {
-        size_t want = left < HC_RBUF ? (size_t)left : HC_RBUF;
+        size_t want = left < cap ? (size_t)left : cap;
         *used = true;
         vega_ssize n = req->body_fn(req->body_user, buf, want);
         if (n < 0) {

@@ -18,6 +18,9 @@
 /* Bytes read from the connection at a time, and the most decoded-body bytes one parse may
  * produce (a parse never yields more body than it was given). */
 #define HC_RBUF 16384
+/* A streamed request body (body_fn) is asked for in pieces of up to this, so that a caller
+ * reading a file hands over large pieces (one read, one write each) instead of 16 KiB ones. */
+#define HC_WBUF (256 * 1024)
 /* Most interim (1xx) responses before the final one. */
 #define HC_MAX_INTERIM 10
 /* Most idle connections over all origins, whatever max_idle_per_origin says. */
