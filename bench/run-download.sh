@@ -167,26 +167,9 @@ stop_servers() {
   done
 }
 
-# timed.py OUT CMD...: runs CMD and writes "wall_s cpu_s" to OUT (wait4's rusage, to the
-# microsecond: /usr/bin/time rounds to 10 ms, too coarse for the small files); exits as CMD.
-# The peak RSS comes from /usr/bin/time between them (a child forked from python would count
-# python's own pages as its peak).
-cat >"$tmp/timed.py" <<'PY'
-import os, sys, time
-out, argv = sys.argv[1], sys.argv[2:]
-t0 = time.monotonic()
-pid = os.fork()
-if pid == 0:
-    try:
-        os.execvp(argv[0], argv)
-    finally:
-        os._exit(127)
-_, status, ru = os.wait4(pid, 0)
-wall = time.monotonic() - t0
-with open(out, "w") as f:
-    f.write("%.4f %.4f\n" % (wall, ru.ru_utime + ru.ru_stime))
-sys.exit(os.waitstatus_to_exitcode(status) & 255)
-PY
+# Times come from bench/timed.py (wait4's rusage, to the microsecond); the peak RSS from
+# /usr/bin/time between it and the tool (a child forked from python would count python's own
+# pages as its peak).
 
 # one TOOL SIZE SERVER PROTO TARGET REP: appends
 # "size server proto target tool rep wall cpu rss_kb" (or "... FAIL why") to raw.
@@ -197,7 +180,7 @@ one() {
   url="$proto://127.0.0.1:$pt/$size"
   tf=$tmp/time.$tool
   local limit=$((30 + bytes[$size] / 20000000))
-  local cmd=(timeout -k 2 "$limit" python3 "$tmp/timed.py" "$tf" /usr/bin/time -f %M -o "$tf.rss"
+  local cmd=(timeout -k 2 "$limit" python3 "$here/timed.py" "$tf" /usr/bin/time -f %M -o "$tf.rss"
              "${cli_cpu[@]}" "$bin" -s -k)
   case $target in
     file)

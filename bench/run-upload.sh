@@ -62,25 +62,12 @@ for p in "${prs[@]}"; do
   [ -n "${port[$p]}" ] || { echo "run-upload.sh: the $p sink did not start" >&2; exit 1; }
 done
 
-cat >"$tmp/timed.py" <<'PY'
-import os, sys, time
-out, argv = sys.argv[1], sys.argv[2:]
-t0 = time.monotonic()
-pid = os.fork()
-if pid == 0:
-    os.execvp(argv[0], argv)
-_, status, ru = os.wait4(pid, 0)
-with open(out, "w") as f:
-    f.write("%.4f %.4f\n" % (time.monotonic() - t0, ru.ru_utime + ru.ru_stime))
-sys.exit(os.waitstatus_to_exitcode(status) & 255)
-PY
-
 # one TOOL SIZE PROTO: prints "wall cpu", or fails.
 one() {
   local bin=curl
   [ "$1" = vega-curl ] && bin=$vega_curl
   local url="$3://127.0.0.1:${port[$3]}/up"
-  timeout -k 2 300 taskset -c 1 python3 "$tmp/timed.py" "$tmp/t" "$bin" -sS -k -o "$tmp/resp" \
+  timeout -k 2 300 taskset -c 1 python3 "$here/timed.py" "$tmp/t" "$bin" -sS -k -o "$tmp/resp" \
     -T "$tmp/$2" "$url" || return 1
   grep -q "^got $(stat -c %s "$tmp/$2")\$" "$tmp/resp" || return 1
   cat "$tmp/t"
