@@ -1160,6 +1160,9 @@ VTEST_CT(body_from_a_file)
     rq.body_length = 10;
     rq.body_fd = -1;
     VCHECK_EQ(vega_http_client_send(c, &rq, &r), -EINVAL);
+    rq.body_fd = fd;
+    rq.body_offset = (uint64_t)INT64_MAX - 5; /* offset + length past what off_t holds */
+    VCHECK_EQ(vega_http_client_send(c, &rq, &r), -EINVAL);
     vega_http_client_free(c);
     hs_free(h);
     close(fd);

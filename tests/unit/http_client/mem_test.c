@@ -179,6 +179,19 @@ static int fetch(vega_http_client *c, vega_http_client_request *rq, char *out, s
         return e;
     *len = 0;
     vega_ssize n;
+    if (!keep) { /* read_all: its buffer comes from the failing allocator too */
+        void *b;
+        n = vega_http_client_response_read_all(r, &b, cap, DL(5000));
+        if (n >= 0) {
+            memcpy(out, b, (size_t)n);
+            *len = (size_t)n;
+            vega_http_client_body_free(c, b);
+        } else {
+            VCHECK(b == NULL);
+        }
+        vega_http_client_response_free(r);
+        return (int)(n < 0 ? n : 0);
+    }
     while ((n = vega_http_client_response_read(r, out + *len, cap - *len, DL(5000))) > 0)
         *len += (size_t)n;
     if (keep && n == 0)
