@@ -440,7 +440,7 @@ vega_ssize vega_http_client_response_read_all(vega_http_client_response *r, void
             buf = nb;
             cap = ncap;
         }
-        vega_ssize n = vega_http_client_response_read(r, buf + used, cap - 1 - used, dl);
+        vega_ssize n = vega_http_client_response_read(r, buf + used, vega__room(used + 1, cap), dl);
         if (n < 0) {
             vega__mem_free(m, buf);
             return n;
