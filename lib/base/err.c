@@ -8,6 +8,7 @@
 #include <vega/dns.h>
 #include <vega/http.h>
 #include <vega/tls.h>
+/* (each new module adds its header here, one line, alphabetical) */
 
 #include "base.h"
 
@@ -77,6 +78,11 @@ static const struct code lib_codes[] = {
     {VEGA_ERR_CRYPTO_CERT_BAD_SIGNATURE, "VEGA_ERR_CRYPTO_CERT_BAD_SIGNATURE",
      "certificate signature is invalid"},
     {VEGA_ERR_CRYPTO_CERT_INVALID, "VEGA_ERR_CRYPTO_CERT_INVALID", "certificate chain is invalid"},
+    /* HPACK (hpack.h, -10800) */
+    /* HTTP/2 (h2.h, -10900) */
+    /* QPACK (qpack.h, -11000) */
+    /* HTTP/3 (h3.h, -11100) */
+    /* QUIC endpoint (quic_ep.h, -11200) */
 };
 
 static const struct code *lib_code(int err)
