@@ -6,6 +6,7 @@
 #ifndef VEGA_HTTP_HCODEC_H
 #define VEGA_HTTP_HCODEC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,5 +49,31 @@ size_t vega__hc_huff_encode(uint8_t *out, const uint8_t *s, size_t len);
  * bits or not the most significant bits of EOS: RFC 7541 §5.2); VEGA_ERR_NOBUF when cap is too
  * small (cap >= VEGA__HC_HUFF_DECODED_MAX(len) always suffices). */
 vega_ssize vega__hc_huff_decode(uint8_t *out, size_t cap, const uint8_t *in, size_t len);
+
+/* String literals (RFC 7541 §5.2, RFC 9204 §4.1.2): an H flag (Huffman) in the bit just above
+ * an N-bit length prefix, then that many bytes. HPACK uses N = 7; QPACK also N = 5 (Insert With
+ * Literal Name) and N = 3 (Literal Field Line With Literal Name). */
+typedef struct vega__hc_str {
+    const uint8_t *ptr; /* the string's bytes as they lie in the input (NULL until complete) */
+    size_t len;         /* their number, as the length prefix declares */
+    bool huffman;       /* H: the bytes are Huffman-coded (vega__hc_huff_decode them) */
+} vega__hc_str;
+
+/* Reads a string literal from in[0..len), the length prefix in the low prefix_bits (1..7) bits
+ * of in[0] and H in the bit above. Returns the bytes consumed (> 0: prefix and string) with *s
+ * set; 0 when the input ends first (then, when the length prefix itself was complete, s->len
+ * holds the declared length and s->ptr is NULL, so a caller can refuse an oversized string
+ * before it arrives); VEGA_ERR_PROTO for a malformed length (vega__hc_int_decode). */
+vega_ssize vega__hc_str_decode(const uint8_t *in, size_t len, unsigned prefix_bits,
+                               vega__hc_str *s);
+
+/* Bytes vega__hc_str_encode writes for s[0..len) (huffman: as there). */
+size_t vega__hc_str_len(const uint8_t *s, size_t len, unsigned prefix_bits, bool huffman);
+
+/* Writes s[0..len) as a string literal: the bits of `first` above H are kept, H set when the
+ * Huffman form is used; huffman true picks it when it is strictly shorter, false never does.
+ * Returns the bytes written, or 0 when cap is too small (nothing usable written). */
+size_t vega__hc_str_encode(uint8_t *out, size_t cap, uint8_t first, unsigned prefix_bits,
+                           const uint8_t *s, size_t len, bool huffman);
 
 #endif
