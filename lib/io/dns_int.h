@@ -136,4 +136,8 @@ struct vega_dns_resolver {
 /* Reads the resolver's counters (tests). */
 void vega__dns_resolver_stats(const vega_dns_resolver *r, struct vega__dns_stats *s);
 
+/* The process-wide resolver (made from the system files on first use, kept for the life of the
+ * process): Happy Eyeballs and the QUIC endpoint use it when given none. */
+int vega__dns_default_resolver(vega_dns_resolver **out);
+
 #endif

@@ -30,7 +30,7 @@ void vega_tcp_connect_opts_init_versioned(vega_tcp_connect_opts *o, int opts_ver
 
 static _Atomic(vega_dns_resolver *) default_resolver;
 
-static int get_default_resolver(vega_dns_resolver **out)
+int vega__dns_default_resolver(vega_dns_resolver **out)
 {
     vega_dns_resolver *r = atomic_load_explicit(&default_resolver, memory_order_acquire);
     if (!r) {
@@ -310,7 +310,7 @@ int vega_tcp_connect_host_versioned(vega_sock **out, vega_dns_resolver *r, const
         o.max_per_family = DEFAULT_PER_FAMILY;
     if (o.max_per_family > MAX_PER_FAMILY)
         o.max_per_family = MAX_PER_FAMILY;
-    int e = r ? 0 : get_default_resolver(&r);
+    int e = r ? 0 : vega__dns_default_resolver(&r);
     if (e < 0)
         return e;
 

@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: MIT */
+/* The endpoint object: options, keys, listening (a server's sockets), accepting, shutting down,
+ * freeing, statistics. */
+#include <string.h>
+
+#include <vega/crypto.h>
+
+#include "ep_int.h"
+
+void vega_quic_endpoint_opts_init_versioned(vega_quic_endpoint_opts *o, int opts_version)
+{
+    if (opts_version != VEGA_QUIC_ENDPOINT_OPTS_VERSION)
+        VEGA_PANIC("vega_quic_endpoint_opts_init: unknown layout version %d", opts_version);
+    memset(o, 0, sizeof *o);
+    vega_quic_opts_init(&o->quic);
+}
+
+static void *qm_malloc(void *ud, size_t n)
+{
+    const vega_mem *m = ud;
+    return m->malloc(m->ud, n);
+}
+static void *qm_calloc(void *ud, size_t n, size_t size)
+{
+    const vega_mem *m = ud;
+    return m->calloc(m->ud, n, size);
+}
+static void *qm_realloc(void *ud, void *p, size_t n)
+{
+    const vega_mem *m = ud;
+    return m->realloc(m->ud, p, n);
+}
+static void qm_free(void *ud, void *p)
+{
+    const vega_mem *m = ud;
+    m->free(m->ud, p);
+}
+
+/* key' = HMAC-SHA256(key, label): the endpoint's separate keys from its one static key. */
+static int derive(const uint8_t *key, const char *label, uint8_t *out)
+{
+    uint8_t full[64];
+    int rc = vega_crypto_hmac_digest(VEGA_CRYPTO_SHA256, key, 32, label, strlen(label), full);
+    if (rc < 0)
+        return rc;
+    memcpy(out, full, 32);
+    return 0;
+}
+
+int vega_quic_endpoint_new_versioned(vega_quic_endpoint **out, const vega_quic_endpoint_opts *opts,
+                                     int opts_version)
+{
+    if (!out || !opts || opts_version != VEGA_QUIC_ENDPOINT_OPTS_VERSION)
+        return -EINVAL;
+    *out = NULL;
+    const vega_mem *mem = opts->mem;
+    if (mem && (!mem->malloc || !mem->calloc || !mem->realloc || !mem->free))
+        return -EINVAL;
+    if (opts->retry > VEGA_QUIC_RETRY_NEVER)
+        return -EINVAL;
+    struct vega_quic_endpoint *ep = vega__mem_calloc(mem, 1, sizeof *ep);
+    if (!ep)
+        return -ENOMEM;
+    ep->o = *opts;
+    ep->mem = mem;
+    if (mem) {
+        ep->qmem = (vega_quic_mem){qm_malloc, qm_calloc, qm_realloc, qm_free, (void *)mem};
+    }
+    if (!ep->o.max_conns)
+        ep->o.max_conns = 10000;
+    if (!ep->o.max_handshakes)
+        ep->o.max_handshakes = 1000;
+    if (!ep->o.retry_threshold)
+        ep->o.retry_threshold = 100;
+    if (!ep->o.token_lifetime_s)
+        ep->o.token_lifetime_s = 86400;
+    if (!ep->o.max_resets_per_s)
+        ep->o.max_resets_per_s = 1000;
+    int rc;
+    if (opts->static_key)
+        memcpy(ep->key, opts->static_key, sizeof ep->key);
+    else if ((rc = vega_crypto_random(ep->key, sizeof ep->key)) < 0)
+        goto fail;
+    ep->o.static_key = NULL;
+    if ((rc = derive(ep->key, "vega quic reset", ep->reset_key)) < 0 ||
+        (rc = derive(ep->key, "vega quic token", ep->token_key)) < 0)
+        goto fail;
+    if ((rc = vega__ep_table_init(ep)) < 0)
+        goto fail;
+    vega__spin_init(&ep->conns_lock);
+    vega__spin_init(&ep->accept_lock);
+    vega__spin_init(&ep->reset_lock);
+    vega_notify_init(&ep->idle_wake);
+    vega_notify_init(&ep->accept_wake);
+    atomic_init(&ep->shutting_down, false);
+    atomic_init(&ep->handshakes, 0);
+    atomic_init(&ep->client_socks, 0);
+    *out = ep;
+    return 0;
+fail:
+    vega__mem_free(mem, ep);
+    return rc;
+}
+
+int vega_quic_endpoint_listen(vega_quic_endpoint *ep, const vega_addr *addr, unsigned flags,
+                              vega_addr *bound)
+{
+    if (!ep || !addr)
+        return -EINVAL;
+    if (!vega_task_current())
+        return VEGA_ERR_NOTASK;
+    if (ep->listening)
+        return -EBUSY;
+    if (!ep->o.quic.tls.chain || !ep->o.quic.tls.key || ep->o.quic.tls.n_alpn == 0)
+        return -EINVAL;
+    vega_rt *rt = vega_rt_current();
+    size_t n = ep->o.sockets ? ep->o.sockets : vega_rt_workers(rt);
+    if (n == 0)
+        n = 1;
+    ep->socks = vega__mem_calloc(ep->mem, n, sizeof *ep->socks);
+    if (!ep->socks)
+        return -ENOMEM;
+    vega_addr a = *addr;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        rc = vega__ep_sock_open(ep, &a, flags, true, &ep->socks[i]);
+        if (rc < 0)
+            break;
+        ep->nsocks++;
+        if (i == 0)
+            a = ep->socks[0]->local; /* the others share the port the first one got */
+    }
+    if (rc < 0)
+        goto fail;
+    ep->listening = true;
+    for (size_t i = 0; i < ep->nsocks; i++)
+        if ((rc = vega__ep_sock_start(ep->socks[i])) < 0)
+            goto fail_started;
+    if (bound)
+        *bound = ep->socks[0]->local;
+    return 0;
+fail_started:
+    ep->listening = false;
+    for (size_t i = 0; i < ep->nsocks; i++) {
+        struct ep_sock *s = ep->socks[i];
+        atomic_store(&s->stop, true);
+        if (s->rx_task) {
+            vega_task_cancel(s->rx_task);
+            vega_task_join(s->rx_task, NULL, VEGA_DEADLINE_NEVER);
+        }
+        if (s->tx_task) {
+            vega_task_cancel(s->tx_task);
+            vega_task_join(s->tx_task, NULL, VEGA_DEADLINE_NEVER);
+        }
+    }
+fail:
+    for (size_t i = 0; i < ep->nsocks; i++)
+        vega__ep_sock_free(ep->socks[i]);
+    vega__mem_free(ep->mem, ep->socks);
+    ep->socks = NULL;
+    ep->nsocks = 0;
+    return rc;
+}
+
+int vega_quic_endpoint_accept(vega_quic_endpoint *ep, vega_quic_ep_conn **out, vega_deadline dl)
+{
+    if (!ep || !out)
+        return -EINVAL;
+    *out = NULL;
+    if (!vega_task_current())
+        return VEGA_ERR_NOTASK;
+    if (!ep->listening || ep->o.cb.on_conn)
+        return -EINVAL;
+    for (;;) {
+        vega__spin_lock(&ep->accept_lock);
+        if (ep->accept_len) {
+            *out = ep->accept_q[ep->accept_head];
+            ep->accept_head = (ep->accept_head + 1) % EP_ACCEPT_MAX;
+            ep->accept_len--;
+        }
+        vega__spin_unlock(&ep->accept_lock);
+        if (*out)
+            return 0;
+        if (atomic_load(&ep->shutting_down))
+            return VEGA_ERR_CLOSED;
+        int rc = vega_notify_wait(&ep->accept_wake, dl);
+        if (rc < 0)
+            return rc;
+    }
+}
+
+void vega_quic_endpoint_shutdown(vega_quic_endpoint *ep, vega_deadline grace)
+{
+    if (!ep || atomic_exchange(&ep->shutting_down, true))
+        return;
+    ep->grace = grace;
+    vega_notify_all(&ep->accept_wake);
+    vega_notify_all(&ep->idle_wake);
+    /* Close every connection: each under its own lock, taken without waiting (this may run
+     * outside a task); a busy one is asked through its home's send task, which closes every
+     * connection it flushes once the endpoint is shutting down. */
+    vega__spin_lock(&ep->conns_lock);
+    for (struct vega_quic_ep_conn *c = ep->conns; c; c = c->next) {
+        if (vega_mutex_trylock(&c->mu)) {
+            if (c->qc && !c->ended)
+                (void)vega_quic_conn_close(c->qc, VEGA_QUIC_CLOSE_TRANSPORT, VEGA_QUIC_NO_ERROR,
+                                           "shutdown");
+            vega_mutex_unlock(&c->mu);
+        }
+        atomic_store(&c->abandon, true);
+        if (c->home)
+            vega__ep_conn_schedule(c);
+    }
+    vega__spin_unlock(&ep->conns_lock);
+}
+
+static bool all_gone(vega_quic_endpoint *ep)
+{
+    vega__spin_lock(&ep->conns_lock);
+    bool gone = ep->nconns == 0;
+    vega__spin_unlock(&ep->conns_lock);
+    return gone && atomic_load(&ep->client_socks) == 0;
+}
+
+int vega_quic_endpoint_wait(vega_quic_endpoint *ep, vega_deadline dl)
+{
+    if (!ep)
+        return -EINVAL;
+    if (!vega_task_current())
+        return VEGA_ERR_NOTASK;
+    while (!all_gone(ep)) {
+        int rc = vega_notify_wait(&ep->idle_wake, dl);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static void stop_server_socks(vega_quic_endpoint *ep)
+{
+    for (size_t i = 0; i < ep->nsocks; i++) {
+        struct ep_sock *s = ep->socks[i];
+        atomic_store(&s->stop, true);
+        vega_task_cancel(s->rx_task);
+        vega_task_cancel(s->tx_task);
+        vega__ep_join(s->rx_task);
+        vega__ep_join(s->tx_task);
+        s->rx_task = s->tx_task = NULL;
+    }
+}
+
+/* After the tasks stopped: what is still open is dropped without a word (grace is over). */
+static void drop_rest(vega_quic_endpoint *ep)
+{
+    for (;;) {
+        vega__spin_lock(&ep->conns_lock);
+        struct vega_quic_ep_conn *c = ep->conns;
+        vega__spin_unlock(&ep->conns_lock);
+        if (!c)
+            return;
+        (void)vega_mutex_lock(&c->mu, VEGA_DEADLINE_NEVER);
+        if (c->home && c->heap_idx != SIZE_MAX) {
+            /* the heap goes with the socket; the index must not dangle */
+            c->heap_idx = SIZE_MAX;
+        }
+        vega__ep_conn_teardown(c);
+        vega_mutex_unlock(&c->mu);
+        vega_quic_ep_conn_release(c);
+    }
+}
+
+void vega_quic_endpoint_free(vega_quic_endpoint *ep)
+{
+    if (!ep)
+        return;
+    vega_quic_endpoint_shutdown(ep, ep->grace ? ep->grace : vega_deadline_in_ms(1000));
+    if (vega_task_current()) {
+        (void)vega_quic_endpoint_wait(ep, ep->grace);
+        /* client sockets end with their connections: wait for them a little longer */
+        while (atomic_load(&ep->client_socks) > 0) {
+            vega__spin_lock(&ep->conns_lock);
+            for (struct vega_quic_ep_conn *c = ep->conns; c; c = c->next)
+                if (c->home && c->home->owner == c)
+                    atomic_store(&c->home->stop, true), vega__ep_conn_schedule(c);
+            vega__spin_unlock(&ep->conns_lock);
+            if (vega_notify_wait(&ep->idle_wake, vega_deadline_in_ms(100)) == -ECANCELED)
+                break;
+        }
+        stop_server_socks(ep);
+    }
+    drop_rest(ep);
+    /* queued, never accepted */
+    while (ep->accept_len) {
+        vega_quic_ep_conn_release(ep->accept_q[ep->accept_head]);
+        ep->accept_head = (ep->accept_head + 1) % EP_ACCEPT_MAX;
+        ep->accept_len--;
+    }
+    for (size_t i = 0; i < ep->nsocks; i++)
+        vega__ep_sock_free(ep->socks[i]);
+    if (ep->socks)
+        vega__mem_free(ep->mem, ep->socks);
+    vega__ep_table_fini(ep);
+    vega_notify_fini(&ep->idle_wake);
+    vega_notify_fini(&ep->accept_wake);
+    vega_crypto_cleanse(ep->key, sizeof ep->key);
+    vega__mem_free(ep->mem, ep);
+}
+
+void vega_quic_endpoint_get_stats(const vega_quic_endpoint *ep, vega_quic_endpoint_stats *st)
+{
+    vega_quic_endpoint *e = (vega_quic_endpoint *)ep;
+    memset(st, 0, sizeof *st);
+    vega__spin_lock(&e->conns_lock);
+    st->conns_open = e->nconns;
+    vega__spin_unlock(&e->conns_lock);
+    st->handshakes = atomic_load(&e->handshakes);
+    st->conns_accepted = atomic_load(&e->st_accepted);
+    st->conns_refused = atomic_load(&e->st_refused);
+    st->retries_sent = atomic_load(&e->st_retries);
+    st->vn_sent = atomic_load(&e->st_vn);
+    st->resets_sent = atomic_load(&e->st_resets);
+    st->tokens_invalid = atomic_load(&e->st_tokens_bad);
+    st->dgrams_in = atomic_load(&e->st_dgrams_in);
+    st->dgrams_out = atomic_load(&e->st_dgrams_out);
+    st->bytes_in = atomic_load(&e->st_bytes_in);
+    st->bytes_out = atomic_load(&e->st_bytes_out);
+    st->dgrams_dropped = atomic_load(&e->st_dropped);
+}
+
+int vega_quic_endpoint_local_addr(const vega_quic_endpoint *ep, vega_addr *out)
+{
+    if (!ep || !out)
+        return -EINVAL;
+    if (ep->nsocks == 0)
+        return -ENOTCONN;
+    *out = ep->socks[0]->local;
+    return 0;
+}

@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: MIT */
+/* The receive task of an endpoint socket: batches of datagrams (GRO trains split back into
+ * datagrams) routed to their connection by Destination Connection ID (RFC 9000 §5.2); what
+ * no connection takes is a new connection's first Initial (with Version Negotiation §6, Retry
+ * §8.1.2, tokens §8.1.3 and the endpoint's bounds), or answered with a Stateless Reset (§10.3),
+ * or dropped. */
+#include <string.h>
+
+#include <vega/crypto.h>
+
+#include "ep_int.h"
+
+struct dgram {
+    uint8_t *p;
+    size_t len;
+    const vega_addr *from;
+    const vega_addr *local; /* the address it came to (the socket's own without pktinfo) */
+    uint8_t ecn;
+};
+
+static void drop(struct vega_quic_endpoint *ep)
+{
+    atomic_fetch_add_explicit(&ep->st_dropped, 1, memory_order_relaxed);
+}
+
+static void to_path(vega_quic_path *p, const struct dgram *d)
+{
+    memset(p, 0, sizeof *p);
+    memcpy(&p->local, &d->local->ss, d->local->len);
+    p->local_len = d->local->len;
+    memcpy(&p->remote, &d->from->ss, d->from->len);
+    p->remote_len = d->from->len;
+}
+
+/* Feeds d to the connection c leads to. */
+static void conn_input(struct vega_quic_ep_conn *c, struct dgram *d, uint64_t now)
+{
+    if (vega__ep_conn_lock(c) < 0)
+        return;
+    if (c->qc && !c->ended) {
+        vega_quic_path p;
+        to_path(&p, d);
+        (void)vega_quic_conn_read(c->qc, &p, d->ecn, d->p, d->len, now);
+        vega__ep_conn_after(c);
+    }
+    vega__ep_conn_unlock(c, true);
+}
+
+/* The settings of a new connection: the template, with what the endpoint fixes. */
+void vega__ep_conn_opts(const struct vega_quic_endpoint *ep, vega_quic_opts *q)
+{
+    *q = ep->o.quic;
+    q->scid_len = EP_CID_LEN;
+    q->reset_key = ep->reset_key;
+    q->wall_ms = vega__ep_wall_ms();
+    if (!q->mem && ep->o.mem)
+        q->mem = &ep->qmem;
+}
+
+/* ---- answers without a connection ------------------------------------------------------------ */
+
+static void send_vn(struct ep_sock *s, const vega_quic_hdr *h, const struct dgram *d)
+{
+    static const uint32_t versions[] = {VEGA_QUIC_V1, VEGA_QUIC_V2};
+    uint8_t out[256], unused = 0;
+    (void)vega_crypto_random(&unused, 1);
+    vega_ssize w = vega_quic_vn_write(out, sizeof out, unused, h->scid, h->scid_len, h->dcid,
+                                      h->dcid_len, versions, 2);
+    if (w > 0) {
+        vega__ep_sock_send_one(s, out, (size_t)w, d->from, d->local);
+        atomic_fetch_add_explicit(&s->ep->st_vn, 1, memory_order_relaxed);
+    }
+}
+
+static void send_retry(struct ep_sock *s, const vega_quic_hdr *h, const struct dgram *d)
+{
+    uint8_t rscid[EP_CID_LEN], tok[128], out[512];
+    if (vega_crypto_random(rscid, sizeof rscid) < 0)
+        return;
+    size_t n = vega__ep_retry_token(s->ep, d->from, h->dcid, h->dcid_len, rscid, sizeof rscid, tok,
+                                    sizeof tok);
+    if (!n)
+        return;
+    vega_quic_hdr r = {.type = VEGA_QUIC_PKT_RETRY,
+                       .version = h->version,
+                       .dcid = h->scid,
+                       .dcid_len = h->scid_len,
+                       .scid = rscid,
+                       .scid_len = sizeof rscid,
+                       .token = tok,
+                       .token_len = n};
+    vega_ssize w = vega_quic_retry_write(out, sizeof out, &r, 0, h->dcid, h->dcid_len);
+    if (w > 0) {
+        vega__ep_sock_send_one(s, out, (size_t)w, d->from, d->local);
+        atomic_fetch_add_explicit(&s->ep->st_retries, 1, memory_order_relaxed);
+    }
+}
+
+/* Answers an Initial with a CONNECTION_CLOSE in an Initial packet, from a connection made for
+ * that alone (the close needs the client's Initial keys; nothing of the handshake is done). */
+static void send_close(struct ep_sock *s, const vega_quic_hdr *h, const struct dgram *d,
+                       uint64_t code, const char *why, uint64_t now)
+{
+    vega_quic_opts q;
+    vega__ep_conn_opts(s->ep, &q);
+    vega_quic_server_params sp = {.version = h->version,
+                                  .dcid = h->dcid,
+                                  .dcid_len = h->dcid_len,
+                                  .scid = h->scid,
+                                  .scid_len = h->scid_len};
+    vega_quic_path p;
+    to_path(&p, d);
+    vega_quic_conn *qc;
+    if (vega_quic_conn_server_new(&qc, &q, &p, &sp, now) < 0)
+        return;
+    uint8_t out[1500];
+    vega_ssize w = 0;
+    if (vega_quic_conn_close(qc, VEGA_QUIC_CLOSE_TRANSPORT, code, why) == 0)
+        w = vega_quic_conn_write(qc, NULL, NULL, out, sizeof out, now);
+    vega_quic_conn_free(qc);
+    if (w > 0)
+        vega__ep_sock_send_one(s, out, (size_t)w, d->from, d->local);
+}
+
+/* A short-header datagram for no connection of ours: a Stateless Reset (§10.3), at most
+ * max_resets_per_s a second. */
+static void maybe_reset(struct ep_sock *s, const uint8_t *dcid, const struct dgram *d, uint64_t now)
+{
+    struct vega_quic_endpoint *ep = s->ep;
+    bool ok = false;
+    vega__spin_lock(&ep->reset_lock);
+    if (now - ep->reset_window_ns >= VEGA_NS_PER_S || now < ep->reset_window_ns) {
+        ep->reset_window_ns = now;
+        ep->resets_in_window = 0;
+    }
+    if (ep->resets_in_window < ep->o.max_resets_per_s) {
+        ep->resets_in_window++;
+        ok = true;
+    }
+    vega__spin_unlock(&ep->reset_lock);
+    if (!ok) {
+        drop(ep);
+        return;
+    }
+    uint8_t token[VEGA_QUIC_RESET_TOKEN_LEN], out[1200];
+    if (vega_quic_reset_token(ep->reset_key, dcid, EP_CID_LEN, token) < 0)
+        return;
+    vega_ssize w = vega_quic_reset_write(out, sizeof out, d->len, token);
+    if (w > 0) {
+        vega__ep_sock_send_one(s, out, (size_t)w, d->from, d->local);
+        atomic_fetch_add_explicit(&ep->st_resets, 1, memory_order_relaxed);
+    } else {
+        drop(ep);
+    }
+}
+
+/* ---- a new connection -------------------------------------------------------------------- */
+
+static void accept_conn(struct ep_sock *s, const vega_quic_hdr *h, struct dgram *d,
+                        const vega_quic_server_params *sp, uint64_t now)
+{
+    struct vega_quic_endpoint *ep = s->ep;
+    struct vega_quic_ep_conn *c = vega__ep_conn_new(ep, s, true);
+    if (!c) {
+        drop(ep);
+        return;
+    }
+    vega_quic_opts q;
+    vega__ep_conn_opts(ep, &q);
+    vega_quic_path p;
+    to_path(&p, d);
+    if (vega_quic_conn_server_new(&c->qc, &q, &p, sp, now) < 0) {
+        vega_quic_ep_conn_release(c);
+        drop(ep);
+        return;
+    }
+    c->peer = *d->from;
+    memcpy(c->odcid, h->dcid, h->dcid_len);
+    c->odcid_len = h->dcid_len;
+    if (vega__ep_table_add(ep, c->odcid, c->odcid_len, c) < 0) {
+        /* another socket made it a moment ago (or no memory): that one answers */
+        vega_quic_conn_free(c->qc);
+        c->qc = NULL;
+        vega_quic_ep_conn_release(c);
+        drop(ep);
+        return;
+    }
+    c->odcid_registered = true;
+    c->counted_hs = true;
+    atomic_fetch_add_explicit(&ep->handshakes, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ep->st_accepted, 1, memory_order_relaxed);
+    vega__ep_conn_list_add(ep, c);
+    conn_input(c, d, now);
+}
+
+static void server_initial(struct ep_sock *s, struct dgram *d, uint64_t now)
+{
+    struct vega_quic_endpoint *ep = s->ep;
+    vega_quic_hdr h;
+    if (!ep->listening || s->owner || vega_quic_hdr_parse(&h, d->p, d->len, EP_CID_LEN) < 0) {
+        drop(ep);
+        return;
+    }
+    /* §6.1: a long header of a version we do not speak, in a datagram big enough to be a first
+     * Initial, gets Version Negotiation; anything smaller is dropped (§5.2.2). */
+    if (h.type == VEGA_QUIC_PKT_UNKNOWN) {
+        if (d->len >= VEGA_QUIC_MIN_INITIAL_SIZE)
+            send_vn(s, &h, d);
+        else
+            drop(ep);
+        return;
+    }
+    /* §14.1: a server MUST discard an Initial packet carried in a datagram below 1200 bytes. */
+    if (h.type != VEGA_QUIC_PKT_INITIAL || d->len < VEGA_QUIC_MIN_INITIAL_SIZE || h.dcid_len < 8 ||
+        atomic_load(&ep->shutting_down)) {
+        drop(ep);
+        return;
+    }
+    vega_quic_server_params sp = {.version = h.version,
+                                  .dcid = h.dcid,
+                                  .dcid_len = h.dcid_len,
+                                  .scid = h.scid,
+                                  .scid_len = h.scid_len};
+    uint8_t odcid[VEGA_QUIC_MAX_CID_LEN];
+    size_t odcid_len = 0;
+    if (h.token_len > 0) {
+        int t = vega__ep_token_check(ep, d->from, h.token, h.token_len, h.dcid, h.dcid_len, odcid,
+                                     &odcid_len);
+        if (t < 0) {
+            /* §8.1.2: a Retry token we cannot validate: close with INVALID_TOKEN */
+            atomic_fetch_add_explicit(&ep->st_tokens_bad, 1, memory_order_relaxed);
+            send_close(s, &h, d, VEGA_QUIC_INVALID_TOKEN, "invalid token", now);
+            return;
+        }
+        if (t == 1) {
+            sp.original_dcid = odcid;
+            sp.original_dcid_len = odcid_len;
+        }
+        sp.address_validated = t > 0;
+    }
+    size_t hs = atomic_load_explicit(&ep->handshakes, memory_order_relaxed);
+    if (ep->nconns >= ep->o.max_conns) {
+        atomic_fetch_add_explicit(&ep->st_refused, 1, memory_order_relaxed);
+        send_close(s, &h, d, VEGA_QUIC_CONNECTION_REFUSED, "too many connections", now);
+        return;
+    }
+    if (!sp.address_validated) {
+        if (ep->o.retry == VEGA_QUIC_RETRY_ALWAYS ||
+            (ep->o.retry == VEGA_QUIC_RETRY_AUTO && hs >= ep->o.retry_threshold)) {
+            send_retry(s, &h, d);
+            return;
+        }
+        if (hs >= ep->o.max_handshakes) {
+            drop(ep);
+            return;
+        }
+    }
+    accept_conn(s, &h, d, &sp, now);
+}
+
+/* ---- routing ------------------------------------------------------------------------------- */
+
+static void handle(struct ep_sock *s, struct dgram *d, uint64_t now)
+{
+    struct vega_quic_endpoint *ep = s->ep;
+    atomic_fetch_add_explicit(&ep->st_dgrams_in, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ep->st_bytes_in, d->len, memory_order_relaxed);
+    const uint8_t *dcid;
+    size_t dcid_len;
+    bool is_long = d->len > 0 && (d->p[0] & 0x80);
+    if (is_long) {
+        if (d->len < 7 || (size_t)d->p[5] + 6 > d->len) {
+            drop(ep);
+            return;
+        }
+        dcid_len = d->p[5];
+        dcid = d->p + 6;
+    } else {
+        if (d->len < 1 + EP_CID_LEN) {
+            drop(ep);
+            return;
+        }
+        dcid_len = EP_CID_LEN;
+        dcid = d->p + 1;
+    }
+    struct vega_quic_ep_conn *c = vega__ep_table_get(ep, dcid, dcid_len);
+    if (c) {
+        conn_input(c, d, now);
+        vega_quic_ep_conn_release(c);
+        return;
+    }
+    if (is_long)
+        server_initial(s, d, now);
+    else
+        maybe_reset(s, dcid, d, now);
+}
+
+void *vega__ep_rx_task(void *arg)
+{
+    struct ep_sock *s = arg;
+    while (!atomic_load(&s->stop)) {
+        int n = vega_udp_recv_batch(s->sock, s->rx_msgs, s->rx_n, VEGA_DEADLINE_NEVER);
+        if (n == -ECANCELED)
+            break;
+        if (n < 0) {
+            /* an ICMP error reported on the socket (-ECONNREFUSED ...) or a transient
+             * shortage: the connections' timers deal with lost paths */
+            if (n == -EBADF || n == -ENOTSOCK)
+                break;
+            continue;
+        }
+        uint64_t now = vega_now();
+        for (int i = 0; i < n; i++) {
+            vega_udp_msg *m = &s->rx_msgs[i];
+            if (m->flags & VEGA_UDP_MSG_TRUNC) {
+                drop(s->ep);
+                continue;
+            }
+            vega_addr local = m->local.len ? m->local : s->local;
+            if (m->local.len)
+                vega_addr_set_port(&local, vega_addr_port(&s->local));
+            size_t seg = m->segment_size ? m->segment_size : m->len;
+            for (size_t off = 0; off < m->len && seg; off += seg) {
+                struct dgram d = {.p = (uint8_t *)m->buf + off,
+                                  .len = m->len - off < seg ? m->len - off : seg,
+                                  .from = &m->addr,
+                                  .local = &local,
+                                  .ecn = m->ecn};
+                handle(s, &d, now);
+            }
+        }
+    }
+    vega__ep_sock_task_exit(s);
+    return NULL;
+}
