@@ -6,6 +6,7 @@
 
 #include <vega/crypto.h>
 #include <vega/dns.h>
+#include <vega/hpack.h>
 #include <vega/http.h>
 #include <vega/tls.h>
 /* (each new module adds its header here, one line, alphabetical) */
@@ -79,6 +80,11 @@ static const struct code lib_codes[] = {
      "certificate signature is invalid"},
     {VEGA_ERR_CRYPTO_CERT_INVALID, "VEGA_ERR_CRYPTO_CERT_INVALID", "certificate chain is invalid"},
     /* HPACK (hpack.h, -10800) */
+    {VEGA_ERR_HPACK_DECODE, "VEGA_ERR_HPACK_DECODE", "malformed HPACK header block"},
+    {VEGA_ERR_HPACK_STRING_TOO_LONG, "VEGA_ERR_HPACK_STRING_TOO_LONG",
+     "HPACK string longer than the decoder's limit"},
+    {VEGA_ERR_HPACK_TOO_LARGE, "VEGA_ERR_HPACK_TOO_LARGE",
+     "header list larger than the decoder's limit"},
     /* HTTP/2 (h2.h, -10900) */
     /* QPACK (qpack.h, -11000) */
     /* HTTP/3 (h3.h, -11100) */
@@ -137,6 +143,7 @@ bool vega_err_is_fatal(int err)
     case VEGA_ERR_DNS_NOT_FOUND: /* an answer about a name; the resolver stays usable */
     case VEGA_ERR_DNS_NO_ADDRESS:
     case VEGA_ERR_DNS_SERVER:
+    case VEGA_ERR_HPACK_TOO_LARGE: /* the block was processed; the decoder stays usable */
         return false;
     default:
         return err < 0;
