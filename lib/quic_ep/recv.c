@@ -103,11 +103,14 @@ static void send_close(struct ep_sock *s, const vega_quic_hdr *h, const struct d
 {
     vega_quic_opts q;
     vega__ep_conn_opts(s->ep, &q);
+    /* validated: the close is one small packet for a 1200-byte Initial, within the 3x limit
+     * (§8.1) that the core would otherwise apply to a connection that received nothing */
     vega_quic_server_params sp = {.version = h->version,
                                   .dcid = h->dcid,
                                   .dcid_len = h->dcid_len,
                                   .scid = h->scid,
-                                  .scid_len = h->scid_len};
+                                  .scid_len = h->scid_len,
+                                  .address_validated = true};
     vega_quic_path p;
     to_path(&p, d);
     vega_quic_conn *qc;
@@ -170,27 +173,37 @@ static void accept_conn(struct ep_sock *s, const vega_quic_hdr *h, struct dgram 
     vega_quic_path p;
     to_path(&p, d);
     if (vega_quic_conn_server_new(&c->qc, &q, &p, sp, now) < 0) {
+        c->qc = NULL;
         vega_quic_ep_conn_release(c);
         drop(ep);
         return;
     }
-    c->peer = *d->from;
+    /* No state for a datagram that does not open: only an Initial that decrypts makes a
+     * connection (junk that looks like an Initial must not hold memory until an idle
+     * timeout). Nobody else knows c yet, so no lock is needed for this first read. */
+    (void)vega_quic_conn_read(c->qc, &p, d->ecn, d->p, d->len, now);
+    vega_quic_conn_info info;
+    vega_quic_conn_get_info(c->qc, &info);
     memcpy(c->odcid, h->dcid, h->dcid_len);
     c->odcid_len = h->dcid_len;
-    if (vega__ep_table_add(ep, c->odcid, c->odcid_len, c) < 0) {
-        /* another socket made it a moment ago (or no memory): that one answers */
+    if (info.pkts_recv == 0 || vega__ep_table_add(ep, c->odcid, c->odcid_len, c) < 0) {
+        /* junk, or another socket made this connection a moment ago (or no memory) */
         vega_quic_conn_free(c->qc);
         c->qc = NULL;
         vega_quic_ep_conn_release(c);
         drop(ep);
         return;
     }
+    c->peer = *d->from;
     c->odcid_registered = true;
     c->counted_hs = true;
     atomic_fetch_add_explicit(&ep->handshakes, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&ep->st_accepted, 1, memory_order_relaxed);
     vega__ep_conn_list_add(ep, c);
-    conn_input(c, d, now);
+    if (vega__ep_conn_lock(c) == 0) {
+        vega__ep_conn_after(c);
+        vega__ep_conn_unlock(c, true);
+    }
 }
 
 static void server_initial(struct ep_sock *s, struct dgram *d, uint64_t now)

@@ -223,3 +223,467 @@ VTEST_MT(echo_two_workers, 2)
 {
     echo_body();
 }
+
+/* A client endpoint and one connection to addr; returns the connect code. */
+static int dial(struct creds *k, const vega_addr *addr, const vega_quic_connect_opts *cc,
+                vega_quic_endpoint **cep, vega_quic_ep_conn **c)
+{
+    vega_quic_endpoint_opts co;
+    client_opts(&co, k);
+    VCHECK_EQ(vega_quic_endpoint_new(cep, &co), 0);
+    return vega_quic_endpoint_connect(*cep, addr, cc, c, vega_deadline_in_ms(10000));
+}
+
+static void hangup(vega_quic_endpoint *cep, vega_quic_ep_conn *c)
+{
+    if (c) {
+        vega_quic_ep_conn_close(c, VEGA_QUIC_CLOSE_APPLICATION, 0, NULL);
+        vega_quic_ep_conn_release(c);
+    }
+    vega_quic_endpoint_free(cep);
+}
+
+/* RFC 9000 §8.1.2: with Retry on, the client's first Initial gets a Retry and its second, with
+ * the token, a connection. */
+VTEST_MT(retry_always, 2)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_quic_endpoint_opts so;
+    server_opts(&so, &k);
+    so.retry = VEGA_QUIC_RETRY_ALWAYS;
+    struct echo_srv e;
+    echo_start(&e, &so);
+    vega_quic_endpoint *cep;
+    vega_quic_ep_conn *c;
+    vega_quic_connect_opts cc = {.server_name = "localhost"};
+    VCHECK_EQ(dial(&k, &e.addr, &cc, &cep, &c), 0);
+    roundtrip(c, 100000, 3);
+    vega_quic_endpoint_stats st;
+    vega_quic_endpoint_get_stats(e.ep, &st);
+    VCHECK_EQ(st.retries_sent, 1);
+    VCHECK_EQ(st.conns_accepted, 1);
+    hangup(cep, c);
+    echo_stop(&e);
+    creds_free(&k);
+}
+
+/* §8.1.3: a NEW_TOKEN token from the first connection validates the address of the second, so
+ * even a server that always asks for Retry lets it in at once; resumption and 0-RTT with the
+ * first connection's session. */
+VTEST_MT(token_and_resumption, 2)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_quic_endpoint_opts so;
+    server_opts(&so, &k);
+    so.retry = VEGA_QUIC_RETRY_ALWAYS;
+    struct echo_srv e;
+    echo_start(&e, &so);
+    vega_quic_endpoint *cep;
+    vega_quic_ep_conn *c;
+    vega_quic_connect_opts cc = {.server_name = "localhost"};
+    VCHECK_EQ(dial(&k, &e.addr, &cc, &cep, &c), 0);
+    roundtrip(c, 1000, 4);
+    /* the ticket and the token come after the handshake: wait for both */
+    uint8_t sess[4096], tok[512];
+    vega_ssize sn = 0, tn = 0;
+    for (int i = 0; i < 2000 && (sn <= 0 || tn <= 0); i++) {
+        sn = vega_quic_ep_conn_get_session(c, sess, sizeof sess);
+        tn = vega_quic_ep_conn_get_token(c, tok, sizeof tok);
+        if (sn <= 0 || tn <= 0)
+            vega_sleep_ms(1);
+    }
+    VCHECK(sn > 0 && tn > 0);
+    hangup(cep, c);
+    vega_quic_endpoint_stats st;
+    vega_quic_endpoint_get_stats(e.ep, &st);
+    VCHECK_EQ(st.retries_sent, 1);
+    vega_quic_connect_opts cc2 = {.server_name = "localhost",
+                                  .session = sess,
+                                  .session_len = (size_t)sn,
+                                  .token = tok,
+                                  .token_len = (size_t)tn,
+                                  .early = true};
+    VCHECK_EQ(dial(&k, &e.addr, &cc2, &cep, &c), 0);
+    roundtrip(c, 50000, 5);
+    vega_quic_conn_info info;
+    vega_quic_ep_conn_get_info(c, &info);
+    VCHECK(info.resumed);
+    VCHECK(info.early_data == VEGA_QUIC_EARLY_ACCEPTED);
+    vega_quic_endpoint_get_stats(e.ep, &st);
+    VCHECK_EQ(st.retries_sent, 1); /* the token spared the second one */
+    hangup(cep, c);
+    echo_stop(&e);
+    creds_free(&k);
+}
+
+/* A client that does not trust the server's certificate fails the handshake with a reason. */
+VTEST_CT(handshake_failure)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_quic_endpoint_opts so, co;
+    server_opts(&so, &k);
+    struct echo_srv e;
+    echo_start(&e, &so);
+    client_opts(&co, &k);
+    co.quic.tls.ca = k.other_ca;
+    vega_quic_endpoint *cep;
+    VCHECK_EQ(vega_quic_endpoint_new(&cep, &co), 0);
+    vega_quic_connect_opts cc = {.server_name = "localhost"};
+    vega_quic_ep_conn *c = NULL;
+    VCHECK_EQ(vega_quic_endpoint_connect(cep, &e.addr, &cc, &c, vega_deadline_in_ms(10000)),
+              VEGA_ERR_QUIC_EP_HANDSHAKE);
+    VCHECK(c == NULL);
+    vega_quic_endpoint_free(cep);
+    /* the server forgot it */
+    vega_quic_endpoint_stats st;
+    for (int i = 0; i < 5000; i++) {
+        vega_quic_endpoint_get_stats(e.ep, &st);
+        if (st.conns_open == 0 && st.handshakes == 0)
+            break;
+        vega_sleep_ms(2);
+    }
+    VCHECK_EQ(st.conns_open, 0);
+    VCHECK_EQ(st.handshakes, 0);
+    echo_stop(&e);
+    creds_free(&k);
+}
+
+/* max_conns: the connection beyond the bound is refused with CONNECTION_REFUSED. */
+VTEST_MT(max_conns_refuses, 2)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_quic_endpoint_opts so;
+    server_opts(&so, &k);
+    so.max_conns = 1;
+    struct echo_srv e;
+    echo_start(&e, &so);
+    vega_quic_endpoint *cep1, *cep2;
+    vega_quic_ep_conn *c1, *c2 = NULL;
+    vega_quic_connect_opts cc = {.server_name = "localhost"};
+    VCHECK_EQ(dial(&k, &e.addr, &cc, &cep1, &c1), 0);
+    VCHECK_EQ(dial(&k, &e.addr, &cc, &cep2, &c2), VEGA_ERR_QUIC_EP_REFUSED);
+    roundtrip(c1, 1000, 6);
+    hangup(cep2, c2);
+    hangup(cep1, c1);
+    echo_stop(&e);
+    creds_free(&k);
+}
+
+/* §6: a long header of a version we do not speak, in 1200 bytes, gets Version Negotiation with
+ * v1 and v2; QUIC v2 (RFC 9369) connects. */
+VTEST_CT(version_negotiation_and_v2)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_quic_endpoint_opts so;
+    server_opts(&so, &k);
+    struct echo_srv e;
+    echo_start(&e, &so);
+    vega_sock *u;
+    vega_addr any = loopback(0);
+    VCHECK_EQ(vega_udp_bind(&u, &any, 0), 0);
+    uint8_t d[1200];
+    memset(d, 0, sizeof d);
+    d[0] = 0xc0;
+    d[1] = 0x1a, d[2] = 0x2a, d[3] = 0x3a, d[4] = 0x4a; /* a reserved version (§15) */
+    d[5] = 8;
+    memset(d + 6, 0x11, 8);
+    d[14] = 4;
+    memset(d + 15, 0x22, 4);
+    VCHECK_EQ(vega_udp_send_to(u, d, sizeof d, &e.addr, vega_deadline_in_ms(1000)), 1200);
+    uint8_t r[1500];
+    vega_ssize n = vega_udp_recv_from(u, r, sizeof r, NULL, vega_deadline_in_ms(5000));
+    VCHECK(n > 0);
+    vega_quic_hdr h;
+    VCHECK_EQ(vega_quic_hdr_parse(&h, r, (size_t)n, 8), 0);
+    VCHECK_EQ(h.type, VEGA_QUIC_PKT_VN);
+    VCHECK_EQ(h.nversions, 2);
+    VCHECK_EQ(vega_quic_hdr_vn_version(&h, 0), VEGA_QUIC_V1);
+    VCHECK_EQ(vega_quic_hdr_vn_version(&h, 1), VEGA_QUIC_V2);
+    VCHECK_EQ(h.dcid_len, 4); /* the client's SCID echoed */
+    vega_sock_close(u);
+    vega_quic_endpoint *cep;
+    vega_quic_ep_conn *c;
+    vega_quic_connect_opts cc = {.server_name = "localhost", .version = VEGA_QUIC_V2};
+    VCHECK_EQ(dial(&k, &e.addr, &cc, &cep, &c), 0);
+    vega_quic_conn_info info;
+    vega_quic_ep_conn_get_info(c, &info);
+    VCHECK_EQ(info.version, VEGA_QUIC_V2);
+    roundtrip(c, 20000, 7);
+    hangup(cep, c);
+    vega_quic_endpoint_stats st;
+    vega_quic_endpoint_get_stats(e.ep, &st);
+    VCHECK_EQ(st.vn_sent, 1);
+    echo_stop(&e);
+    creds_free(&k);
+}
+
+/* §10.3: a short-header datagram for no connection gets a Stateless Reset with the token of its
+ * CID under the static key, one byte shorter than the trigger, at most max_resets_per_s a
+ * second. */
+VTEST_CT(stateless_reset)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_quic_endpoint_opts so;
+    server_opts(&so, &k);
+    uint8_t key[32];
+    for (int i = 0; i < 32; i++)
+        key[i] = (uint8_t)(200 - i);
+    so.static_key = key;
+    so.max_resets_per_s = 3;
+    struct echo_srv e;
+    echo_start(&e, &so);
+    uint8_t full[64], reset_key[32], token[16];
+    VCHECK_EQ(vega_crypto_hmac_digest(VEGA_CRYPTO_SHA256, key, 32, "vega quic reset", 15, full), 0);
+    memcpy(reset_key, full, 32);
+    vega_sock *u;
+    vega_addr any = loopback(0);
+    VCHECK_EQ(vega_udp_bind(&u, &any, 0), 0);
+    uint8_t d[100];
+    memset(d, 0x5a, sizeof d);
+    d[0] = 0x40; /* short header, fixed bit */
+    VCHECK_EQ(vega_quic_reset_token(reset_key, d + 1, 8, token), 0);
+    for (int i = 0; i < 10; i++)
+        VCHECK_EQ(vega_udp_send_to(u, d, sizeof d, &e.addr, vega_deadline_in_ms(1000)), 100);
+    uint8_t r[1500];
+    int resets = 0;
+    for (;;) {
+        vega_ssize n = vega_udp_recv_from(u, r, sizeof r, NULL, vega_deadline_in_ms(300));
+        if (n == -ETIMEDOUT)
+            break;
+        VCHECK(n >= 21 && n < 100);
+        VCHECK((r[0] & 0xc0) == 0x40);
+        VCHECK(memcmp(r + n - 16, token, 16) == 0);
+        resets++;
+    }
+    VCHECK(resets >= 1 && resets <= 6); /* 3 per second: the window may turn once */
+    vega_sock_close(u);
+    echo_stop(&e);
+    creds_free(&k);
+}
+
+/* 5,000 junk datagrams (random bytes and sizes, some with plausible headers) do not disturb the
+ * server: a client still connects and transfers, and nothing is left behind. */
+VTEST_MT(junk_datagrams, 2)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_quic_endpoint_opts so;
+    server_opts(&so, &k);
+    struct echo_srv e;
+    echo_start(&e, &so);
+    vega_sock *u;
+    vega_addr any = loopback(0);
+    VCHECK_EQ(vega_udp_bind(&u, &any, 0), 0);
+    uint32_t x = 12345;
+    uint8_t d[1400];
+    for (int i = 0; i < 5000; i++) {
+        size_t len = 1 + (x % sizeof d);
+        for (size_t j = 0; j < len; j++) {
+            x = x * 1664525u + 1013904223u;
+            d[j] = (uint8_t)(x >> 24);
+        }
+        if (i % 3 == 0) { /* a long header of v1 with random rest */
+            d[0] = 0xc0;
+            d[1] = d[2] = d[3] = 0;
+            d[4] = 1;
+            if (len > 6)
+                d[5] = (uint8_t)(d[5] % 21);
+        }
+        vega_udp_send_to(u, d, len, &e.addr, vega_deadline_in_ms(1000));
+        if (i % 200 == 0)
+            vega_yield();
+    }
+    vega_sock_close(u);
+    vega_quic_endpoint *cep;
+    vega_quic_ep_conn *c;
+    vega_quic_connect_opts cc = {.server_name = "localhost"};
+    VCHECK_EQ(dial(&k, &e.addr, &cc, &cep, &c), 0);
+    roundtrip(c, 200000, 8);
+    hangup(cep, c);
+    vega_quic_endpoint_stats st;
+    for (int i = 0; i < 5000; i++) {
+        vega_quic_endpoint_get_stats(e.ep, &st);
+        if (st.conns_open == 0)
+            break;
+        vega_sleep_ms(2);
+    }
+    VCHECK_EQ(st.conns_open, 0);
+    VCHECK_EQ(st.handshakes, 0);
+    VCHECK(st.dgrams_dropped > 0);
+    echo_stop(&e);
+    creds_free(&k);
+}
+
+/* Sixteen clients at once, three streams each. */
+struct many_arg {
+    struct creds *k;
+    vega_addr addr;
+    int idx;
+};
+
+static void *many_client(void *arg)
+{
+    struct many_arg *m = arg;
+    vega_quic_endpoint *cep;
+    vega_quic_ep_conn *c;
+    vega_quic_connect_opts cc = {.server_name = "localhost"};
+    VCHECK_EQ(dial(m->k, &m->addr, &cc, &cep, &c), 0);
+    for (int i = 0; i < 3; i++)
+        roundtrip(c, 30000 + (size_t)i * 1000, (uint32_t)(m->idx * 10 + i));
+    hangup(cep, c);
+    return NULL;
+}
+
+VTEST_MT(many_clients, 2)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_quic_endpoint_opts so;
+    server_opts(&so, &k);
+    struct echo_srv e;
+    echo_start(&e, &so);
+    struct many_arg args[16];
+    vega_task *t[16];
+    for (int i = 0; i < 16; i++) {
+        args[i] = (struct many_arg){&k, e.addr, i};
+        VCHECK_EQ(vega_task_spawn(&t[i], many_client, &args[i]), 0);
+    }
+    for (int i = 0; i < 16; i++)
+        VCHECK_EQ(vega_task_join(t[i], NULL, vega_deadline_in_ms(60000)), 0);
+    echo_stop(&e);
+    VCHECK_EQ(e.conns, 16);
+    creds_free(&k);
+}
+
+/* Idle server connections hold no task: with on_conn taking them (no task per connection), 20
+ * open connections add exactly their client sides' two tasks each. */
+static int take_conn(void *user, vega_quic_ep_conn *c)
+{
+    (void)c;
+    (*(int *)user)++;
+    return 0;
+}
+
+VTEST_MT(idle_connections_hold_no_task, 2)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_quic_endpoint_opts so;
+    server_opts(&so, &k);
+    int taken = 0;
+    so.cb.on_conn = take_conn;
+    so.user = &taken;
+    vega_quic_endpoint *sep;
+    VCHECK_EQ(vega_quic_endpoint_new(&sep, &so), 0);
+    vega_addr any = loopback(0), addr;
+    VCHECK_EQ(vega_quic_endpoint_listen(sep, &any, 0, &addr), 0);
+    vega_quic_endpoint_opts co;
+    client_opts(&co, &k);
+    vega_quic_endpoint *cep;
+    VCHECK_EQ(vega_quic_endpoint_new(&cep, &co), 0);
+    vega_rt_metrics m0, m1;
+    vega_rt_get_metrics(vega_rt_current(), &m0);
+    vega_quic_ep_conn *c[20];
+    vega_quic_connect_opts cc = {.server_name = "localhost"};
+    for (int i = 0; i < 20; i++)
+        VCHECK_EQ(vega_quic_endpoint_connect(cep, &addr, &cc, &c[i], vega_deadline_in_ms(10000)),
+                  0);
+    vega_quic_endpoint_stats st;
+    for (int i = 0; i < 5000; i++) {
+        vega_quic_endpoint_get_stats(sep, &st);
+        if (taken == 20 && st.handshakes == 0)
+            break;
+        vega_sleep_ms(2);
+    }
+    VCHECK_EQ(taken, 20);
+    vega_rt_get_metrics(vega_rt_current(), &m1);
+    VCHECK_EQ(m1.live_tasks - m0.live_tasks, 40);
+    for (int i = 0; i < 20; i++) {
+        vega_quic_ep_conn_close(c[i], VEGA_QUIC_CLOSE_APPLICATION, 0, NULL);
+        vega_quic_ep_conn_release(c[i]);
+    }
+    vega_quic_endpoint_free(cep);
+    vega_quic_endpoint_free(sep);
+    creds_free(&k);
+}
+
+/* Nobody answers: the connect gives up at its deadline. */
+VTEST_CT(connect_deadline)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_sock *u;
+    vega_addr any = loopback(0), silent;
+    VCHECK_EQ(vega_udp_bind(&u, &any, 0), 0); /* bound, never read: no ICMP either */
+    VCHECK_EQ(vega_sock_local_addr(u, &silent), 0);
+    vega_quic_endpoint_opts co;
+    client_opts(&co, &k);
+    vega_quic_endpoint *cep;
+    VCHECK_EQ(vega_quic_endpoint_new(&cep, &co), 0);
+    vega_quic_ep_conn *c = NULL;
+    uint64_t t0 = vega_now();
+    VCHECK_EQ(vega_quic_endpoint_connect(cep, &silent, NULL, &c, vega_deadline_in_ms(300)),
+              -ETIMEDOUT);
+    VCHECK_WAITED(t0, 300);
+    VCHECK(c == NULL);
+    vega_quic_endpoint_free(cep);
+    vega_sock_close(u);
+    creds_free(&k);
+}
+
+/* Happy Eyeballs: "localhost" is ::1 and 127.0.0.1; the server listens on IPv4 only, so the
+ * IPv6 attempt goes unanswered and the IPv4 one, started 250 ms later, wins. */
+VTEST_MT(connect_host_happy_eyeballs, 2)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_quic_endpoint_opts so;
+    server_opts(&so, &k);
+    struct echo_srv e;
+    echo_start(&e, &so);
+    vega_quic_endpoint_opts co;
+    client_opts(&co, &k);
+    vega_quic_endpoint *cep;
+    VCHECK_EQ(vega_quic_endpoint_new(&cep, &co), 0);
+    vega_quic_ep_conn *c;
+    VCHECK_EQ(vega_quic_endpoint_connect_host(cep, "localhost", vega_addr_port(&e.addr), NULL, &c,
+                                              vega_deadline_in_ms(10000)),
+              0);
+    vega_addr peer;
+    vega_quic_ep_conn_peer(c, &peer);
+    VCHECK_EQ(vega_addr_family(&peer), AF_INET);
+    roundtrip(c, 1000, 9);
+    hangup(cep, c);
+    echo_stop(&e);
+    creds_free(&k);
+}
+
+/* The server's shutdown closes its connections: the client hears NO_ERROR. */
+VTEST_MT(shutdown_closes_clients, 2)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_quic_endpoint_opts so;
+    server_opts(&so, &k);
+    struct echo_srv e;
+    echo_start(&e, &so);
+    vega_quic_endpoint *cep;
+    vega_quic_ep_conn *c;
+    vega_quic_connect_opts cc = {.server_name = "localhost"};
+    VCHECK_EQ(dial(&k, &e.addr, &cc, &cep, &c), 0);
+    roundtrip(c, 1000, 10);
+    echo_stop(&e);
+    VCHECK_EQ(vega_quic_ep_conn_wait_closed(c, vega_deadline_in_ms(10000)), 0);
+    vega_quic_ep_close_info ci;
+    vega_quic_ep_conn_get_close(c, &ci);
+    VCHECK(ci.closed && !ci.local && !ci.app);
+    VCHECK_EQ(ci.code, VEGA_QUIC_NO_ERROR);
+    hangup(cep, c);
+    creds_free(&k);
+}
