@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # QUIC bulk transfer in memory, vega against ngtcp2 (see bench/README.md, "QUIC"): the same
-# client+server-in-one-thread transfer of one SIZE MiB stream over a simulated 1 ms link, run
-# by vega-quic-bulk and by ngtcp2-bulk (ngtcp2 + GnuTLS) for each cipher suite; pinned to CPU 0,
-# repetitions interleaved; prints every run, then the medians and the vega/ngtcp2 ratio.
+# client+server-in-one-thread transfer of one SIZE MiB stream over the same simulated 1 ms link
+# (bench/quic/bench_link.h), run by vega-quic-bulk and by ngtcp2-bulk (ngtcp2 + GnuTLS) for
+# each cipher suite, both sinks checking every byte; pinned to CPU 0, repetitions interleaved;
+# prints every run, then the medians and the vega/ngtcp2 ratio.
 set -u
 
 usage() {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The peer of vega-quic-bulk: the same in-memory QUIC bulk transfer (client and server in one
- * thread, 1 ms one-way simulated link, one unidirectional stream client->server) driven through
- * ngtcp2 + GnuTLS, so bench/run-quic-peers.sh can print the two stacks' MB per CPU second side
- * by side. Written against ngtcp2 0.12 (Debian 12), whose API differs from later releases. */
+ * thread, one unidirectional stream client->server over bench/quic/bench_link.h, the link both
+ * benchmarks share) driven through ngtcp2 + GnuTLS, so bench/run-quic-peers.sh can print the two
+ * stacks' MB per CPU second side by side. Written against ngtcp2 0.12 (Debian 12), whose API
+ * differs from later releases. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* clock_gettime, CLOCK_PROCESS_CPUTIME_ID under -std=c17 */
 #endif
@@ -22,70 +23,13 @@
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
-#define DGRAM_MAX    1452       /* the datagram size vega's bench settles on */
-#define QUEUE_MAX    4096       /* vega_test_net's default per-direction queue cap */
-#define DELAY_NS     1000000ull /* 1 ms one way */
+#include "bench_link.h" /* the link both benchmarks time their transfer over */
+
+#define DGRAM_MAX    BL_DGRAM_MAX /* the datagram size vega's bench settles on */
 #define CHUNK        (1u << 20) /* the stream repeats this pattern; ngtcp2 keeps pointers into it */
 #define SIM_LIMIT_NS (600ull * NGTCP2_SECONDS)
 
 static const char ALPN[] = "hq-interop";
-
-/* ---- the in-memory link: one FIFO per direction, every datagram due DELAY_NS after sending */
-
-struct dgram {
-    uint64_t due;
-    size_t len;
-    uint8_t data[DGRAM_MAX];
-};
-
-struct link {
-    struct dgram *q; /* QUEUE_MAX slots, a ring */
-    size_t head, n;
-    uint64_t sent, dropped;
-};
-
-static int link_init(struct link *l)
-{
-    memset(l, 0, sizeof *l);
-    l->q = malloc(QUEUE_MAX * sizeof *l->q);
-    if (!l->q)
-        return -1;
-    /* fault the ring in now so the timed transfer does not pay for it */
-    memset(l->q, 0, QUEUE_MAX * sizeof *l->q);
-    return 0;
-}
-
-/* Like vega_test_net without impairments: a full queue drops the datagram (no rate limit, so
- * the only loss is CUBIC overrunning the queue). The clock never goes back, so FIFO = by due. */
-static void link_send(struct link *l, const uint8_t *data, size_t len, uint64_t now)
-{
-    l->sent++;
-    if (l->n == QUEUE_MAX || len > DGRAM_MAX) {
-        l->dropped++;
-        return;
-    }
-    struct dgram *d = &l->q[(l->head + l->n) % QUEUE_MAX];
-    d->due = now + DELAY_NS;
-    d->len = len;
-    memcpy(d->data, data, len);
-    l->n++;
-}
-
-static struct dgram *link_peek(struct link *l, uint64_t now)
-{
-    return l->n && l->q[l->head].due <= now ? &l->q[l->head] : NULL;
-}
-
-static void link_pop(struct link *l)
-{
-    l->head = (l->head + 1) % QUEUE_MAX;
-    l->n--;
-}
-
-static uint64_t link_next(const struct link *l)
-{
-    return l->n ? l->q[l->head].due : UINT64_MAX;
-}
 
 /* ---- endpoints ---------------------------------------------------------------------------- */
 
@@ -95,7 +39,7 @@ struct ep {
     ngtcp2_crypto_conn_ref ref;
     struct sockaddr_in local, remote;
     ngtcp2_path path;
-    struct link *out;
+    struct bl_link *out;
     bool server;
     /* the client's stream */
     int64_t sid;
@@ -140,8 +84,8 @@ static int new_cid_cb(ngtcp2_conn *conn, ngtcp2_cid *cid, uint8_t *token, size_t
     return 0;
 }
 
-/* The sink: compares against the pattern (costs about what vega's copy to a scratch buffer
- * does) and returns the credit at once, as an application that consumes immediately would. */
+/* The sink: compares against the pattern, as vega's bench does with the bytes it peeks, and
+ * returns the credit at once, as an application that consumes immediately would. */
 static int recv_stream_cb(ngtcp2_conn *conn, uint32_t flags, int64_t sid, uint64_t off,
                           const uint8_t *data, size_t len, void *user, void *suser)
 {
@@ -314,14 +258,18 @@ static int server_new(struct ep *sv, const uint8_t *pkt, size_t len,
     return 0;
 }
 
-/* Writes everything the connection will send now: stream data while the client has some and
- * flow control allows, then ACKs and control frames; stops when congestion or pacing says so. */
+/* Writes what the connection will send now: stream data while the client has some and flow
+ * control allows, then ACKs and control frames; stops when congestion or pacing says so, or
+ * after one send quantum (ngtcp2_conn_get_send_quantum, as ngtcp2's own examples do: the burst
+ * its pacer allows before ngtcp2_conn_update_pkt_tx_time sets the next transmission time). */
 static int ep_write(struct ep *e)
 {
-    uint8_t buf[DGRAM_MAX];
     ngtcp2_path_storage ps;
     ngtcp2_path_storage_zero(&ps);
     ngtcp2_pkt_info pi;
+    size_t max_pkts = ngtcp2_conn_get_send_quantum(e->conn) / DGRAM_MAX, npkts = 0;
+    if (max_pkts == 0)
+        max_pkts = 1;
     for (;;) {
         int64_t sid = -1;
         ngtcp2_vec v = {NULL, 0};
@@ -338,7 +286,8 @@ static int ep_write(struct ep *e)
                 flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
         }
         ngtcp2_ssize dlen = -1;
-        ngtcp2_ssize n = ngtcp2_conn_writev_stream(e->conn, &ps.path, &pi, buf, sizeof buf, &dlen,
+        uint8_t *buf = bl_reserve(e->out); /* written in place, as vega's bench does */
+        ngtcp2_ssize n = ngtcp2_conn_writev_stream(e->conn, &ps.path, &pi, buf, DGRAM_MAX, &dlen,
                                                    flags, sid, nv ? &v : NULL, nv, now);
         if (dlen > 0 || (dlen == 0 && (flags & NGTCP2_WRITE_STREAM_FLAG_FIN))) {
             e->sent_off += (uint64_t)dlen;
@@ -358,22 +307,24 @@ static int ep_write(struct ep *e)
         }
         if (n == 0)
             break;
-        link_send(e->out, buf, (size_t)n, now);
+        bl_commit(e->out, (size_t)n, now);
+        if (++npkts == max_pkts)
+            break;
     }
     ngtcp2_conn_update_pkt_tx_time(e->conn, now);
     return 0;
 }
 
-static int ep_read(struct ep *e, struct link *in, gnutls_certificate_credentials_t cred,
+static int ep_read(struct ep *e, struct bl_link *in, gnutls_certificate_credentials_t cred,
                    const char *prio)
 {
-    struct dgram *d;
-    while ((d = link_peek(in, now)) != NULL) {
+    struct bl_dgram *d;
+    while ((d = bl_peek(in, now)) != NULL) {
         if (!e->conn && server_new(e, d->data, d->len, cred, prio) < 0)
             return -1;
         ngtcp2_pkt_info pi = {0};
         int rv = ngtcp2_conn_read_pkt(e->conn, &e->path, &pi, d->data, d->len, now);
-        link_pop(in);
+        bl_pop(in);
         if (rv != 0) {
             fprintf(stderr, "ngtcp2-bulk: %s read: %s\n", e->server ? "server" : "client",
                     ngtcp2_strerror(rv));
@@ -425,14 +376,14 @@ static uint64_t min64(uint64_t a, uint64_t b)
 /* One harness step, as vega's bench does it: deliver what is due, write what each side will
  * send, then move the clock to the next event and fire expired timers. Returns -1 on a
  * connection error, 1 if nothing is pending anywhere. */
-static int step(struct ep *c, struct ep *sv, struct link *l, gnutls_certificate_credentials_t cc,
+static int step(struct ep *c, struct ep *sv, struct bl_link *l, gnutls_certificate_credentials_t cc,
                 gnutls_certificate_credentials_t sc, const char *prio)
 {
     if (ep_read(sv, &l[0], sc, prio) < 0 || ep_read(c, &l[1], cc, prio) < 0)
         return -1;
     if (ep_write(c) < 0 || (sv->conn && ep_write(sv) < 0))
         return -1;
-    uint64_t next = min64(link_next(&l[0]), link_next(&l[1]));
+    uint64_t next = min64(bl_next(&l[0]), bl_next(&l[1]));
     next = min64(next, ngtcp2_conn_get_expiry(c->conn));
     if (sv->conn)
         next = min64(next, ngtcp2_conn_get_expiry(sv->conn));
@@ -458,6 +409,7 @@ int main(int argc, char **argv)
 {
     uint64_t mib = argc > 1 ? strtoull(argv[1], NULL, 10) : 1024;
     const char *suite = argc > 2 ? argv[2] : "aes128";
+    unsigned loss = argc > 3 ? (unsigned)atoi(argv[3]) : 0;
     const char *cipher;
     if (strcmp(suite, "aes128") == 0)
         cipher = "+AES-128-GCM";
@@ -466,7 +418,11 @@ int main(int argc, char **argv)
     else if (strcmp(suite, "aes256") == 0)
         cipher = "+AES-256-GCM";
     else {
-        fprintf(stderr, "usage: ngtcp2-bulk [MIB] [aes128|aes256|chacha]\n");
+        fprintf(stderr, "usage: ngtcp2-bulk [MIB] [aes128|aes256|chacha] [LOSS_PCT]\n");
+        return 2;
+    }
+    if (loss > 100) {
+        fprintf(stderr, "ngtcp2-bulk: LOSS_PCT must be 0..100\n");
         return 2;
     }
     if (mib == 0 || mib > (1u << 20)) {
@@ -484,8 +440,8 @@ int main(int argc, char **argv)
     gnutls_certificate_credentials_t scred, ccred;
     if (make_cred(&scred) < 0 || gnutls_certificate_allocate_credentials(&ccred) < 0)
         return 1;
-    struct link l[2]; /* l[0]: client -> server, l[1]: server -> client */
-    if (link_init(&l[0]) < 0 || link_init(&l[1]) < 0)
+    struct bl_link l[2]; /* l[0]: client -> server, l[1]: server -> client */
+    if (bl_init(&l[0], 0, 1) < 0 || bl_init(&l[1], 0, 2) < 0)
         return 1;
     struct ep c = {.server = false, .sid = -1, .out = &l[0]};
     struct ep sv = {.server = true, .sid = -1, .out = &l[1]};
@@ -503,6 +459,13 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    /* Quiet before the clock starts, as vega's bench: what the handshake left in flight
+     * arrives (its acknowledgements too), then the loss, if any, begins. */
+    while (l[0].n || l[1].n)
+        if (step(&c, &sv, l, ccred, scred, prio) < 0)
+            return 1;
+    struct bl_link before[2] = {l[0], l[1]};
+    l[0].loss_pct = l[1].loss_pct = loss;
     int rv = ngtcp2_conn_open_uni_stream(c.conn, &c.sid, NULL);
     if (rv != 0) {
         fprintf(stderr, "ngtcp2-bulk: open_uni_stream: %s\n", ngtcp2_strerror(rv));
@@ -517,12 +480,15 @@ int main(int argc, char **argv)
     bool ok = sv.fin && !sv.bad && sv.got == want;
     double mbs = (double)sv.got / dt / 1e6;
     const gnutls_cipher_algorithm_t ca = gnutls_cipher_get(c.tls);
-    /* pkts: datagrams the client sent over the whole connection; lost: those of them the full
-     * queue dropped (vega-quic-bulk counts the losses its client detected: the same drops) */
-    printf("suite=%s loss=0 bytes=%llu ok=%d cpu_s=%.3f MB/s=%.1f pkts=%llu lost=%llu "
-           "sim_s=%.3f cipher=%s\n",
-           suite, (unsigned long long)sv.got, ok, dt, mbs, (unsigned long long)l[0].sent,
-           (unsigned long long)l[0].dropped, (double)(now - sim0) / 1e9,
+    /* pkts/acks: datagrams the client/server sent during the transfer; dropped: client
+     * datagrams the full queue dropped; lost: client datagrams the random loss took */
+    printf("suite=%s loss=%u bytes=%llu ok=%d cpu_s=%.3f MB/s=%.1f pkts=%llu acks=%llu "
+           "dropped=%llu lost=%llu sim_s=%.3f cipher=%s\n",
+           suite, loss, (unsigned long long)sv.got, ok, dt, mbs,
+           (unsigned long long)(l[0].sent - before[0].sent),
+           (unsigned long long)(l[1].sent - before[1].sent),
+           (unsigned long long)(l[0].dropped - before[0].dropped),
+           (unsigned long long)(l[0].lost - before[0].lost), (double)(now - sim0) / 1e9,
            gnutls_cipher_get_name(ca));
     if (sv.bad)
         fprintf(stderr, "ngtcp2-bulk: stream data differs from what was sent\n");
@@ -532,7 +498,7 @@ int main(int argc, char **argv)
     gnutls_deinit(sv.tls);
     gnutls_certificate_free_credentials(scred);
     gnutls_certificate_free_credentials(ccred);
-    free(l[0].q);
-    free(l[1].q);
+    bl_fini(&l[0]);
+    bl_fini(&l[1]);
     return ok ? 0 : 1;
 }
