@@ -88,7 +88,9 @@ static int room_for(struct vega__hpack_table *t, size_t need, size_t grow_to)
     t->base = live_start;
     if (t->buf && vega__fits(live, need, t->buf_cap))
         return 0;
-    size_t cap = VEGA__MAX(VEGA__MAX(t->buf_cap * 2, live + need), grow_to);
+    /* Doubling, but never past twice the maximum unless this entry needs it. */
+    size_t cap =
+        VEGA__MAX(live + need, VEGA__MIN(VEGA__MAX(t->buf_cap * 2, grow_to), 2 * t->max_size));
     uint8_t *n = vega__mem_realloc(t->mem, t->buf, cap);
     if (!n)
         return -ENOMEM;

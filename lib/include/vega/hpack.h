@@ -212,7 +212,9 @@ VEGA_API size_t vega_hpack_encode_bound(const vega_hpack_encoder *e, const vega_
  * otherwise. A YES field that does not fit the table at all is sent without indexing.
  * fields: borrowed (their spans only during the call).
  * Returns the bytes written; VEGA_ERR_NOBUF when cap < vega_hpack_encode_bound (nothing is
- * written and the table is unchanged); -EINVAL (a NULL pointer with n > 0, a bad index value).
+ * written and the table is unchanged); -EINVAL (a NULL pointer with n > 0, a bad index value,
+ * a name or value over 16 MiB); -ENOMEM (the table's room is made before anything is written:
+ * nothing changed).
  * Context: any. Since 0.1.
  */
 VEGA_API vega_ssize vega_hpack_encode(vega_hpack_encoder *e, uint8_t *out, size_t cap,
