@@ -36,7 +36,8 @@ struct flow {
     unsigned id;
     vega_addr client;
     vega_sock *up[MAX_BINDINGS];
-    unsigned nup; /* up[nup - 1] is the binding in use */
+    unsigned nup;                 /* up[nup - 1] is the binding in use */
+    uint64_t up_in[MAX_BINDINGS]; /* datagrams the server sent to each binding */
     uint64_t first_ns, in[DIR_COUNT], fwd[DIR_COUNT];
     relay_census census[DIR_COUNT];
     bool proven;               /* the client sent a Handshake or 1-RTT packet (--amp-check) */
@@ -390,6 +391,15 @@ static flow *flow_of(relay *r, const vega_addr *client)
     return f;
 }
 
+static void count_binding(flow *f, const vega_sock *s)
+{
+    for (unsigned k = 0; k < f->nup; k++) {
+        if (f->up[k] == s) {
+            f->up_in[k]++;
+        }
+    }
+}
+
 /* Reads one socket: the listener (datagrams from clients) or a flow's upstream socket
  * (datagrams from the server; those reaching a binding the flow left are dropped as stale). */
 static void *reader_task(void *arg)
@@ -430,11 +440,14 @@ static void *reader_task(void *arg)
                     r->stats[DIR_TO_SERVER].in++;
                     r->stats[DIR_TO_SERVER].drop[DROP_LIMIT]++;
                 }
-            } else if (a.s != a.f->up[a.f->nup - 1]) {
-                r->stats[DIR_TO_CLIENT].in++;
-                r->stats[DIR_TO_CLIENT].drop[DROP_STALE]++;
             } else {
-                on_datagram(r, a.f, DIR_TO_CLIENT, d, msgs[i].len, msgs[i].ecn);
+                count_binding(a.f, a.s);
+                if (a.s != a.f->up[a.f->nup - 1]) { /* a binding the flow left: NAT forgot it */
+                    r->stats[DIR_TO_CLIENT].in++;
+                    r->stats[DIR_TO_CLIENT].drop[DROP_STALE]++;
+                } else {
+                    on_datagram(r, a.f, DIR_TO_CLIENT, d, msgs[i].len, msgs[i].ecn);
+                }
             }
         }
     }
@@ -455,7 +468,7 @@ static void print_flows(relay *r)
         for (unsigned k = 0; k < f->nup; k++) {
             vega_addr a;
             if (vega_sock_local_addr(f->up[k], &a) == 0 && vega_addr_format(&a, u, sizeof u) > 0) {
-                printf("%s%s", k ? "," : "", u);
+                printf("%s%s/%" PRIu64, k ? "," : "", u, f->up_in[k]);
             }
         }
         const relay_census *up = &f->census[DIR_TO_SERVER], *dn = &f->census[DIR_TO_CLIENT];

@@ -7,7 +7,7 @@
 // "conn:" line per completed handshake and one "trace:" line per closed connection go to stderr.
 //
 // Usage: quicgo-client -out DIR [-insecure] [-versions v1,v2] [-resume] [-0rtt] [-keyupdate]
-//        [-multiconnect] [-keylog FILE] [-qlog DIR] [-timeout 30s] URL...
+//        [-multiconnect] [-ciphers chacha20] [-keylog FILE] [-qlog DIR] [-timeout 30s] URL...
 // Exit status: 0 every URL saved with status 200, 1 a transfer failed, 2 usage.
 
 package main
@@ -39,23 +39,36 @@ type client struct {
 }
 
 // newTransport is a RoundTripper whose dials print the connection's state after its handshake.
-func (c *client) newTransport() *http3.RoundTripper {
+// Unless early is set, a dial returns only once the handshake completed: quic-go would
+// otherwise open HTTP/3's control stream in 0-RTT whenever a ticket allows it, and a plain
+// resumption must send no 0-RTT packet.
+func (c *client) newTransport(early bool) *http3.RoundTripper {
 	return &http3.RoundTripper{
 		TLSClientConfig: c.tlsConf,
 		QuicConfig:      c.qconf,
 		Dial: func(ctx context.Context, addr string, tlsCfg *tls.Config,
 			cfg *quic.Config) (quic.EarlyConnection, error) {
 			conn, err := quic.DialAddrEarlyContext(ctx, addr, tlsCfg, cfg)
-			if err == nil {
-				go func() {
-					select {
-					case <-conn.HandshakeComplete().Done():
-						connLine("client", conn)
-					case <-conn.Context().Done():
-					}
-				}()
+			if err != nil {
+				return nil, err
 			}
-			return conn, err
+			if !early {
+				select {
+				case <-conn.HandshakeComplete().Done():
+				case <-conn.Context().Done():
+					return nil, conn.Context().Err()
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			go func() {
+				select {
+				case <-conn.HandshakeComplete().Done():
+					connLine("client", conn)
+				case <-conn.Context().Done():
+				}
+			}()
+			return conn, nil
 		},
 	}
 }
@@ -139,6 +152,7 @@ func main() {
 	keylog := flag.String("keylog", "", "append TLS secrets to this file (SSLKEYLOGFILE format)")
 	qlogDir := flag.String("qlog", "", "write a qlog file per connection into this directory")
 	timeout := flag.Duration("timeout", 30*time.Second, "limit for each request")
+	ciphers := flag.String("ciphers", "", "TLS 1.3 cipher suites offered (chacha20, aes128, aes256; default all)")
 	flag.Parse()
 	urls := flag.Args()
 	if len(urls) == 0 || (*resume && len(urls) < 2) {
@@ -160,8 +174,14 @@ func main() {
 		// interval this way (a package variable of internal/handshake).
 		handshake.KeyUpdateInterval = 100
 	}
+	suites, err := cipherSuites(*ciphers)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "quicgo-client:", err)
+		os.Exit(2)
+	}
 	c := &client{out: *out, timeout: *timeout}
 	c.tlsConf = &tls.Config{
+		CipherSuites:       suites,
 		InsecureSkipVerify: *insecure,
 		KeyLogWriter:       kl,
 		ClientSessionCache: tls.NewLRUClientSessionCache(8),
@@ -177,14 +197,14 @@ func main() {
 	}
 	c.qconf = &quic.Config{
 		Versions:             vs,
-		HandshakeIdleTimeout: 10 * time.Second,
+		HandshakeIdleTimeout: 30 * time.Second, // 30% loss backs PTOs off for seconds
 		MaxIdleTimeout:       30 * time.Second,
 		Tracer:               tracer(*qlogDir, "client"),
 	}
 
 	switch {
 	case *resume:
-		rt := c.newTransport()
+		rt := c.newTransport(false)
 		err = c.fetchAll(rt, urls[:1], http.MethodGet)
 		// Closing the first connection before the second is opened: the ticket came in
 		// the first's handshake, and the server sees two distinct connections.
@@ -194,13 +214,13 @@ func main() {
 			if *zeroRTT {
 				method = http3.MethodGet0RTT
 			}
-			rt2 := c.newTransport()
+			rt2 := c.newTransport(*zeroRTT)
 			err = c.fetchAll(rt2, urls[1:], method)
 			rt2.Close()
 		}
 	case *multi:
 		for _, u := range urls {
-			rt := c.newTransport()
+			rt := c.newTransport(false)
 			err = c.fetchAll(rt, []string{u}, http.MethodGet)
 			rt.Close()
 			if err != nil {
@@ -208,7 +228,7 @@ func main() {
 			}
 		}
 	default:
-		rt := c.newTransport()
+		rt := c.newTransport(false)
 		err = c.fetchAll(rt, urls, http.MethodGet)
 		rt.Close()
 	}

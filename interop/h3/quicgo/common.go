@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -43,6 +44,26 @@ func parseVersions(s string) ([]quic.VersionNumber, error) {
 	return out, nil
 }
 
+// cipherSuites turns "chacha20", "aes128", "aes256" (comma-separated) into TLS 1.3 suites:
+// qtls (quic-go's TLS) honours tls.Config.CipherSuites for TLS 1.3, unlike crypto/tls.
+func cipherSuites(s string) ([]uint16, error) {
+	var out []uint16
+	for _, c := range strings.Split(s, ",") {
+		switch strings.TrimSpace(c) {
+		case "chacha20":
+			out = append(out, tls.TLS_CHACHA20_POLY1305_SHA256)
+		case "aes128":
+			out = append(out, tls.TLS_AES_128_GCM_SHA256)
+		case "aes256":
+			out = append(out, tls.TLS_AES_256_GCM_SHA384)
+		case "":
+		default:
+			return nil, fmt.Errorf("unknown cipher suite %q (chacha20, aes128, aes256)", c)
+		}
+	}
+	return out, nil
+}
+
 // openKeyLog opens the NSS key log file (SSLKEYLOGFILE format), or returns nil for "".
 func openKeyLog(path string) (io.Writer, error) {
 	if path == "" {
@@ -75,12 +96,12 @@ func (s summaryTracer) TracerForConnection(_ context.Context, _ logging.Perspect
 // connSummary counts what a connection did; Close prints it as one line.
 type connSummary struct {
 	logging.NullConnectionTracer
-	mu                                        sync.Mutex
-	role, odcid, remote                       string
-	version                                   logging.VersionNumber
-	retries, vnPackets, keyUpdatesLocal       int
+	mu                                         sync.Mutex
+	role, odcid, remote                        string
+	version                                    logging.VersionNumber
+	retries, vnPackets, keyUpdatesLocal        int
 	keyUpdatesRemote, sent0RTT, recv0RTT, lost int
-	closeErr                                  string
+	closeErr                                   string
 }
 
 func (c *connSummary) StartedConnection(_, remote net.Addr, _, _ logging.ConnectionID) {

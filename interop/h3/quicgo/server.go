@@ -6,7 +6,7 @@
 // line per closed connection go to stderr.
 //
 // Usage: quicgo-server -listen 127.0.0.1:4433 -root DIR -cert CERT -key KEY [-retry]
-//        [-versions v1,v2] [-keylog FILE] [-qlog DIR]
+//        [-versions v1,v2] [-ciphers chacha20] [-keylog FILE] [-qlog DIR]
 
 package main
 
@@ -55,6 +55,7 @@ func main() {
 	versions := flag.String("versions", "v1,v2", "QUIC versions offered, by preference (v1, v2, draft29)")
 	keylog := flag.String("keylog", "", "append TLS secrets to this file (SSLKEYLOGFILE format)")
 	qlogDir := flag.String("qlog", "", "write a qlog file per connection into this directory")
+	ciphers := flag.String("ciphers", "", "TLS 1.3 cipher suites allowed (chacha20, aes128, aes256; default all)")
 	flag.Parse()
 
 	vs, err := parseVersions(*versions)
@@ -72,10 +73,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "quicgo-server: keylog:", err)
 		os.Exit(2)
 	}
+	suites, err := cipherSuites(*ciphers)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "quicgo-server:", err)
+		os.Exit(2)
+	}
 	tlsConf := &tls.Config{
 		Certificates: []tls.Certificate{cert},
 		NextProtos:   []string{"h3"},
 		KeyLogWriter: kl,
+		CipherSuites: suites,
 	}
 	qconf := &quic.Config{
 		Versions:       vs,
