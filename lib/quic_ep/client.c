@@ -81,6 +81,7 @@ static int start_client(vega_quic_endpoint *ep, const vega_addr *addr,
         return -ENOMEM;
     }
     s->owner = c;
+    atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed); /* the socket's */
     vega_quic_opts q;
     vega__ep_conn_opts(ep, &q);
     vega_quic_path path;
@@ -94,9 +95,11 @@ static int start_client(vega_quic_endpoint *ep, const vega_addr *addr,
         c->qc = NULL;
         vega__ep_sock_free(s);
         vega_quic_ep_conn_release(c);
+        vega_quic_ep_conn_release(c);
         return rc;
     }
     c->peer = *addr;
+    c->user = o->user;
     c->taken = true;
     c->app = ep->o.cb.on_event != NULL;
     c->counted_hs = true;
@@ -110,6 +113,7 @@ static int start_client(vega_quic_endpoint *ep, const vega_addr *addr,
         (void)vega__ep_conn_lock(c);
         vega__ep_conn_teardown(c);
         vega_mutex_unlock(&c->mu);
+        vega_quic_ep_conn_release(c);
         vega_quic_ep_conn_release(c);
         vega__ep_sock_free(s);
         return rc;

@@ -68,7 +68,15 @@ static void list_del(struct vega_quic_endpoint *ep, struct vega_quic_ep_conn *c)
 
 int vega__ep_conn_lock(struct vega_quic_ep_conn *c)
 {
-    return vega_mutex_lock(&c->mu, VEGA_DEADLINE_NEVER);
+    /* Held only for core calls (never across a wait), so taking it is not a wait a task may
+     * be cancelled out of: a cancelled task gets it too (by turns, yielding), and can then
+     * finish what it was doing cleanly. */
+    int rc = vega_mutex_lock(&c->mu, VEGA_DEADLINE_NEVER);
+    while (rc == -ECANCELED) {
+        (void)vega_yield();
+        rc = vega_mutex_lock(&c->mu, 0) == 0 ? 0 : -ECANCELED;
+    }
+    return rc;
 }
 
 void vega__ep_conn_schedule(struct vega_quic_ep_conn *c)
@@ -163,7 +171,7 @@ static void take(struct vega_quic_ep_conn *c)
         return;
     c->taken = true;
     if (ep->o.cb.on_conn) {
-        if (ep->o.cb.on_conn(ep->o.user, c) != 0) {
+        if (ep->o.cb.on_conn(ep->o.user, c, c->qc) != 0) {
             atomic_fetch_add_explicit(&ep->st_refused, 1, memory_order_relaxed);
             vega_quic_conn_close(c->qc, VEGA_QUIC_CLOSE_TRANSPORT, VEGA_QUIC_CONNECTION_REFUSED,
                                  "refused");

@@ -272,6 +272,7 @@ void vega__ep_sock_task_exit(struct ep_sock *s)
         vega_quic_ep_conn_release(c);
     }
     vega_task_detach(s->rx_task);
+    vega_quic_ep_conn_release(owner); /* the socket's */
     vega__ep_sock_free(s);
     atomic_fetch_sub_explicit(&ep->client_socks, 1, memory_order_acq_rel);
     vega_notify_all(&ep->idle_wake);

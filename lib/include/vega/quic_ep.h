@@ -60,11 +60,12 @@ typedef struct vega_quic_ep_conn vega_quic_ep_conn;
  */
 typedef struct vega_quic_ep_callbacks {
     /* Server: a new connection, once its handshake is done, or earlier when the client's 0-RTT
-     * data opens a stream first. ep_user: the endpoint's user. Return 0 to take it (set its user
+     * data opens a stream first (qc: its core, locked, as in on_event). ep_user: the endpoint's
+     * user. Return 0 to take it (set its user
      * pointer with vega_quic_ep_conn_set_user; the endpoint's reference is the one the callback
      * may keep: retain it to hold it past on_closed), nonzero to refuse it (it is closed with
      * CONNECTION_REFUSED). Without on_conn, connections queue for vega_quic_endpoint_accept. */
-    int (*on_conn)(void *ep_user, vega_quic_ep_conn *c);
+    int (*on_conn)(void *ep_user, vega_quic_ep_conn *c, vega_quic_conn *qc);
     /* An event of the core (vega_quic_conn_next_event) for the connection's user. Events of
      * streams the endpoint runs as vega_streams (vega_quic_ep_stream_*) are not passed. */
     void (*on_event)(void *conn_user, vega_quic_ep_conn *c, vega_quic_conn *qc,
@@ -164,6 +165,8 @@ typedef struct vega_quic_connect_opts {
                                with early data), not after the handshake */
     const vega_addr *local; /* bind the connection's own UDP socket to this address; NULL = an
                                ephemeral port of the right family */
+    void *user;             /* the connection's user pointer from the start (on_event gets it
+                               for the very first events; vega_quic_ep_conn_set_user later) */
 } vega_quic_connect_opts;
 
 /*
@@ -244,9 +247,11 @@ VEGA_API int vega_quic_endpoint_local_addr(const vega_quic_endpoint *ep, vega_ad
  * handle). Pair with vega_quic_ep_conn_unlock, which hands the events that became pending to
  * the callbacks and schedules what is to be sent. Not recursive; not inside a callback (the
  * callbacks already hold the lock).
- * Returns the core connection or NULL; NULL too with -ECANCELED or -ETIMEDOUT waiting for
- * the lock (nothing then to unlock: check vega_quic_ep_conn_locked). Context: inside a task;
- * may suspend while another task holds the lock. Since 0.1.
+ * The lock is held only for core calls, never across a wait, so taking it is not cancellable:
+ * a cancelled task gets it too, to finish cleanly.
+ * Returns the core connection, or NULL when the connection is gone: it ended and its callbacks
+ * have all run (nothing to unlock then). Context: inside a task; may suspend while another
+ * task holds the lock. Since 0.1.
  */
 VEGA_API vega_quic_conn *vega_quic_ep_conn_lock(vega_quic_ep_conn *c);
 
