@@ -84,7 +84,7 @@ def send(args):
     gap = float(opt(args, "--gap-ms", "0.5")) / 1000
     ecn = opt(args, "--ecn", flag=True)
     quic = opt(args, "--quic-initial", flag=True)
-    wait = float(opt(args, "--wait", "1"))
+    wait = float(opt(args, "--wait", "0.5"))
     addr = opt(args, "--addr", flag=True)
     host, port, count = args[0], int(args[1]), int(args[2])
     fam = socket.AF_INET6 if ":" in host else socket.AF_INET
