@@ -589,12 +589,9 @@ int vega_quic_conn_read(vega_quic_conn *c, const vega_quic_path *path, uint8_t e
         off += hs[i].pkt_len;
     }
     if (!any && c->state < VEGA__QUIC_ST_CLOSING && vega__quic_is_stateless_reset(c, dgram, len)) {
-        static const char why[] = "stateless reset";
-        vega_quic_event ev = {.type = VEGA_QUIC_EV_CLOSED,
-                              .error_code = VEGA_QUIC_NO_ERROR,
-                              .data = (const uint8_t *)why,
-                              .len = sizeof why - 1};
-        vega__quic_ev_push(c, &ev);
+        /* The event owns a copy of its reason: vega_quic_conn_next_event frees a CLOSED
+         * event's data on the next call. */
+        vega__quic_ev_closed(c, VEGA_QUIC_NO_ERROR, false, false, "stateless reset");
         c->state = VEGA__QUIC_ST_CLOSED; /* §10.3.1: no more packets */
         return 0;
     }
