@@ -27,9 +27,20 @@ static uint64_t clamp_cwnd(const struct vega__quic_cc *cc, uint64_t w)
     return w < min_window(cc) ? min_window(cc) : w;
 }
 
-static uint64_t burst(const struct vega__quic_cc *cc)
+/* The send quantum: 1 ms of the pacing rate (1.25 * cwnd / srtt), at most
+ * VEGA__QUIC_PACER_QUANTUM_MAX bytes; 0 without an RTT. */
+static uint64_t quantum(const struct vega__quic_cc *cc, uint64_t srtt)
 {
-    return VEGA__QUIC_PACER_BURST_PKTS * cc->max_datagram;
+    if (srtt == 0)
+        return 0;
+    unsigned __int128 q = (unsigned __int128)cc->cwnd * 5 * 1000000 / (4 * (unsigned __int128)srtt);
+    return (uint64_t)VEGA__MIN(q, (unsigned __int128)VEGA__QUIC_PACER_QUANTUM_MAX);
+}
+
+/* The bucket: the initial window's worth of datagrams, or a send quantum when that is more. */
+static uint64_t burst(const struct vega__quic_cc *cc, uint64_t srtt)
+{
+    return VEGA__MAX(VEGA__QUIC_PACER_BURST_PKTS * cc->max_datagram, quantum(cc, srtt));
 }
 
 void vega__quic_cc_init(struct vega__quic_cc *cc, vega__quic_cc_algo algo, uint64_t max_datagram)
@@ -44,7 +55,7 @@ void vega__quic_cc_init(struct vega__quic_cc *cc, vega__quic_cc_algo algo, uint6
                                  .ssthresh = UINT64_MAX};
     uint64_t w = VEGA__MAX(14720u, 2 * max_datagram);
     cc->cwnd = VEGA__MIN(10 * max_datagram, w);
-    cc->tokens = burst(cc);
+    cc->tokens = burst(cc, 0);
 }
 
 uint64_t vega__quic_cc_available(const struct vega__quic_cc *cc)
@@ -221,7 +232,7 @@ void vega__quic_cc_on_persistent_congestion(struct vega__quic_cc *cc)
 uint64_t vega__quic_cc_pace(struct vega__quic_cc *cc, uint64_t bytes,
                             const struct vega__quic_rtt *rtt, uint64_t now)
 {
-    uint64_t srtt = rtt->smoothed, cap = burst(cc);
+    uint64_t srtt = rtt->smoothed, cap = burst(cc, srtt);
     if (srtt == 0) {
         cc->tokens = cap;
         cc->pacer_last = now;
@@ -243,8 +254,13 @@ uint64_t vega__quic_cc_pace(struct vega__quic_cc *cc, uint64_t bytes,
     uint64_t need = VEGA__MIN(bytes, cap);
     if (cc->tokens >= need)
         return now;
-    unsigned __int128 wait =
-        ((unsigned __int128)(need - cc->tokens) * 4 * srtt + 5 * (unsigned __int128)cc->cwnd - 1) /
-        (5 * (unsigned __int128)cc->cwnd);
+    /* Blocked: the sender wakes when a whole send quantum is there (or the packet's bytes, if
+     * more), not for every datagram, as ngtcp2's send quantum and TCP's TSO autosizing do:
+     * the same rate in fewer, larger bursts, so a fast connection costs a timer per quantum
+     * and its peer an ACK per quantum instead of one per two datagrams. */
+    uint64_t target = VEGA__MAX(need, VEGA__MIN(quantum(cc, srtt), cap));
+    unsigned __int128 wait = ((unsigned __int128)(target - cc->tokens) * 4 * srtt +
+                              5 * (unsigned __int128)cc->cwnd - 1) /
+                             (5 * (unsigned __int128)cc->cwnd);
     return vega__sat_add(now, (uint64_t)VEGA__MIN((unsigned __int128)srtt, wait));
 }

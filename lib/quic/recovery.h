@@ -78,7 +78,8 @@ struct vega__quic_cc {
      * Reno-friendly estimate) and K. */
     uint64_t w_max, w_last_max, epoch_start, cwnd_epoch_start, w_est, k_ns;
     /* Pacer (§7.7): a token bucket refilled at N * cwnd / smoothed_rtt, N = 1.25, holding at
-     * most a burst of VEGA__QUIC_PACER_BURST_PKTS datagrams (about the initial window). */
+     * most a burst of VEGA__QUIC_PACER_BURST_PKTS datagrams (about the initial window) or, when
+     * that is more, a send quantum: 1 ms of that rate, up to VEGA__QUIC_PACER_QUANTUM_MAX. */
     uint64_t tokens, pacer_last;
     bool recovery;    /* in a recovery period since recovery_start (a clock may start at 0) */
     bool cubic_epoch; /* a CUBIC congestion avoidance epoch runs (epoch_start is set) */
@@ -89,8 +90,14 @@ struct vega__quic_cc {
 
 /* The largest window the controllers grow to (1 TiB: keeps every product in 64 bits). */
 #define VEGA__QUIC_CC_MAX_CWND (1ull << 40)
-/* The pacer's bucket (burst): 10 datagrams. */
-#define VEGA__QUIC_PACER_BURST_PKTS 10
+/* The pacer's bucket (burst): 10 datagrams, or a send quantum of at most 64 KiB. RFC 9002
+ * §7.7: "Senders SHOULD limit bursts to the initial congestion window" but "A sender with
+ * knowledge that the network path to the receiver can absorb larger bursts MAY use a higher
+ * limit": once 1 ms of the pacing rate is more than 10 datagrams (about 15 MB/s), a burst is
+ * 1 ms of the rate, up to 64 KiB (reached at 64 MiB/s): the burst ngtcp2 (its send quantum),
+ * BBR and Linux TCP (TSO autosizing) allow. */
+#define VEGA__QUIC_PACER_BURST_PKTS  10
+#define VEGA__QUIC_PACER_QUANTUM_MAX (64u * 1024)
 
 /* Initial window: min(10 * max_datagram, max(14720, 2 * max_datagram)) (§7.2). max_datagram
  * 0 means 1200; it is clamped to 1200..65527. */
@@ -124,8 +131,9 @@ void vega__quic_cc_on_removed(struct vega__quic_cc *cc, uint64_t bytes);
 
 /* Pacing: the earliest time a packet of bytes may leave (<= now: send now). Call
  * vega__quic_cc_on_sent when it does, which takes its tokens. Refills the bucket up to now;
- * the answer is never more than one smoothed RTT ahead of now (the initial RTT before a
- * sample; no pacing at all with a smoothed RTT of 0). */
+ * when the tokens fall short, the answer is when a send quantum (or the packet, if larger) has
+ * been earned, so a sender wakes once per quantum; never more than one smoothed RTT ahead of
+ * now (the initial RTT before a sample; no pacing at all with a smoothed RTT of 0). */
 uint64_t vega__quic_cc_pace(struct vega__quic_cc *cc, uint64_t bytes,
                             const struct vega__quic_rtt *rtt, uint64_t now);
 

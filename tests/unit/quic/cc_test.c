@@ -321,6 +321,45 @@ VTEST(pacer_at_most_one_rtt_ahead)
     VCHECK(vega__quic_cc_pace(&cc, 65000, &rtt, 1 * S) <= 1 * S + 100 * MS);
 }
 
+VTEST(pacer_send_quantum_at_high_rates)
+{
+    /* 10 MB per 2 ms: 1.25 * 10e6 / 2 ms = 6.25 GB/s, 1 ms of which is more than the 64 KiB
+     * quantum, so the bucket holds 64 KiB and a blocked sender waits for all of it. */
+    struct vega__quic_cc cc;
+    struct vega__quic_rtt rtt = rtt_of(2 * MS);
+    vega__quic_cc_init(&cc, VEGA__QUIC_CC_NEWRENO, 1200);
+    cc.cwnd = 10000000;
+    uint64_t now = 1 * S;
+    for (int round = 0; round < 3; round++) {
+        int sent = 0;
+        while (vega__quic_cc_pace(&cc, 1200, &rtt, now) <= now) {
+            vega__quic_cc_on_sent(&cc, 1200, now);
+            sent++;
+        }
+        VCHECK_EQ(sent, 54); /* 65536 / 1200: a whole quantum at once */
+        VCHECK_EQ(cc.tokens, 65536 - 54 * 1200);
+        /* (65536 - 736) bytes at 6.25 bytes/ns: 10368 ns, not the 75 ns one datagram needs */
+        uint64_t t = vega__quic_cc_pace(&cc, 1200, &rtt, now);
+        VCHECK_EQ(t, now + 10368);
+        /* A sender that polls sooner (an ACK came) may send what it earned by then. */
+        struct vega__quic_cc early = cc;
+        VCHECK_EQ(vega__quic_cc_pace(&early, 1200, &rtt, now + 5000), now + 5000);
+        now = t;
+    }
+    /* Between the two regimes: 1.25 * 240000 B / 10 ms = 30 MB/s, 30000 bytes per ms, above the
+     * 12000-byte floor: bursts of 25 datagrams. */
+    vega__quic_cc_init(&cc, VEGA__QUIC_CC_NEWRENO, 1200);
+    cc.cwnd = 240000;
+    rtt = rtt_of(10 * MS);
+    int sent = 0;
+    while (vega__quic_cc_pace(&cc, 1200, &rtt, now) <= now && sent < 100) {
+        vega__quic_cc_on_sent(&cc, 1200, now);
+        sent++;
+    }
+    VCHECK_EQ(sent, 25);
+    VCHECK_EQ(vega__quic_cc_pace(&cc, 1200, &rtt, now), now + 1 * MS);
+}
+
 VTEST(pacer_initial_rtt_before_sample)
 {
     struct vega__quic_cc cc;
