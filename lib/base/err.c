@@ -6,6 +6,7 @@
 
 #include <vega/crypto.h>
 #include <vega/dns.h>
+#include <vega/h2.h>
 #include <vega/hpack.h>
 #include <vega/http.h>
 #include <vega/tls.h>
@@ -86,6 +87,10 @@ static const struct code lib_codes[] = {
     {VEGA_ERR_HPACK_TOO_LARGE, "VEGA_ERR_HPACK_TOO_LARGE",
      "header list larger than the decoder's limit"},
     /* HTTP/2 (h2.h, -10900) */
+    {VEGA_ERR_H2_STREAM_LIMIT, "VEGA_ERR_H2_STREAM_LIMIT",
+     "HTTP/2 concurrent stream limit reached"},
+    {VEGA_ERR_H2_GOING_AWAY, "VEGA_ERR_H2_GOING_AWAY", "HTTP/2 connection takes no new streams"},
+    {VEGA_ERR_H2_STREAM_CLOSED, "VEGA_ERR_H2_STREAM_CLOSED", "HTTP/2 stream is closed"},
     /* QPACK (qpack.h, -11000) */
     /* HTTP/3 (h3.h, -11100) */
     /* QUIC endpoint (quic_ep.h, -11200) */
@@ -144,6 +149,9 @@ bool vega_err_is_fatal(int err)
     case VEGA_ERR_DNS_NO_ADDRESS:
     case VEGA_ERR_DNS_SERVER:
     case VEGA_ERR_HPACK_TOO_LARGE: /* the block was processed; the decoder stays usable */
+    case VEGA_ERR_H2_STREAM_LIMIT: /* about one stream; the connection goes on */
+    case VEGA_ERR_H2_GOING_AWAY:
+    case VEGA_ERR_H2_STREAM_CLOSED:
         return false;
     default:
         return err < 0;

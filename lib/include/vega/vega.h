@@ -9,6 +9,7 @@
 #include <vega/dns.h>
 #include <vega/err.h>
 #include <vega/fs.h>
+#include <vega/h2.h>
 #include <vega/hpack.h>
 #include <vega/http.h>
 #include <vega/http1.h>
