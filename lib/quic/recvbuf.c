@@ -27,8 +27,11 @@ void vega__quic_recvbuf_fini(struct vega__quic_recvbuf *b)
     memset(b, 0, sizeof *b);
 }
 
-/* Ensures the ring covers [read_off, read_off + need). The bytes held are moved to the start
- * of the new ring; doubling keeps this amortized O(1) per byte. */
+/* Ensures the ring covers [read_off, read_off + need), growing it by doubling (amortized O(1)
+ * per byte). The ring grows in place through realloc, which for a large block remaps its pages
+ * (no copy, and the pages already touched stay mapped); of the two pieces of a wrapped ring the
+ * shorter one then moves so the bytes read in order again: [head, old cap) to the end of the new
+ * ring, or [0, head) just past the old end. */
 static int ring_reserve(struct vega__quic_recvbuf *b, uint64_t need)
 {
     if (need <= b->ring_cap)
@@ -38,18 +41,20 @@ static int ring_reserve(struct vega__quic_recvbuf *b, uint64_t need)
     uint64_t ncap = VEGA__MAX(need, VEGA__MAX((uint64_t)b->ring_cap * 2, (uint64_t)RING_MIN));
     if (b->limit && ncap > b->limit)
         ncap = VEGA__MAX(need, b->limit);
-    uint8_t *nr = vega__quic_malloc(b->mem, (size_t)ncap);
+    uint8_t *nr = vega__quic_realloc(b->mem, b->ring, (size_t)ncap);
     if (!nr)
         return -ENOMEM;
-    if (b->ring) {
-        size_t first = b->ring_cap - b->head;
-        memcpy(nr, b->ring + b->head, first);
-        memcpy(nr + first, b->ring, b->head);
-        vega__quic_free(b->mem, b->ring);
+    size_t old = b->ring_cap, tail = old - b->head, grown = (size_t)ncap - old;
+    if (b->head == 0) {
+        /* in order already */
+    } else if (b->head <= tail && b->head <= grown) {
+        memcpy(nr + old, nr, b->head); /* [0, head) follows [head, old) */
+    } else {
+        memmove(nr + (size_t)ncap - tail, nr + b->head, tail); /* [head, old) to the end */
+        b->head = (size_t)ncap - tail;
     }
     b->ring = nr;
     b->ring_cap = (size_t)ncap;
-    b->head = 0;
     return 0;
 }
 

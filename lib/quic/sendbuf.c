@@ -37,7 +37,9 @@ uint64_t vega__quic_sendbuf_room(const struct vega__quic_sendbuf *b)
     return b->limit > held ? b->limit - held : 0;
 }
 
-/* Grows the ring (a power of two) to hold need bytes, moving what is held to its start. */
+/* Grows the ring (a power of two) to hold need bytes. It grows in place through realloc, which
+ * for a large block remaps its pages (no copy, and the pages already touched stay mapped); of the
+ * two pieces of a wrapped ring the shorter one then moves so the bytes read in order again. */
 static int ring_reserve(struct vega__quic_sendbuf *b, uint64_t need)
 {
     if (need <= b->cap)
@@ -47,19 +49,23 @@ static int ring_reserve(struct vega__quic_sendbuf *b, uint64_t need)
     size_t ncap = b->cap ? b->cap : (b->limit && b->limit < RING_MIN ? 64 : RING_MIN);
     while (ncap < need)
         ncap *= 2;
-    uint8_t *nd = vega__quic_malloc(b->mem, ncap);
+    uint8_t *nd = vega__quic_realloc(b->mem, b->data, ncap);
     if (!nd)
         return -ENOMEM;
-    size_t held = (size_t)(b->written - b->acked_base);
-    if (held) {
-        size_t first = VEGA__MIN(held, b->cap - b->head);
-        memcpy(nd, b->data + b->head, first);
-        memcpy(nd + first, b->data, held - first);
+    size_t held = (size_t)(b->written - b->acked_base), tail = b->cap - b->head;
+    if (held > tail) { /* wrapped: [head, cap) then [0, held - tail) */
+        size_t wrapped = held - tail;
+        if (wrapped <= tail) {
+            memcpy(nd + b->cap, nd, wrapped); /* ncap >= 2 * cap: it fits past the old end */
+        } else {
+            memmove(nd + ncap - tail, nd + b->head, tail);
+            b->head = ncap - tail;
+        }
+    } else if (held == 0) {
+        b->head = 0;
     }
-    vega__quic_free(b->mem, b->data);
     b->data = nd;
     b->cap = ncap;
-    b->head = 0;
     return 0;
 }
 

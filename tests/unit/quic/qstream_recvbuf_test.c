@@ -388,3 +388,31 @@ VTEST(trim_frees_when_empty)
     VCHECK(fin);
     vega__quic_recvbuf_fini(&b);
 }
+
+/* The ring grows while its bytes wrap around its end: both ways of putting them back in order
+ * (the wrapped head follows the old end, or the old tail moves to the new end), then every byte
+ * reads back right, before and after the new data. */
+VTEST(grows_while_wrapped)
+{
+    for (int t = 0; t < 2; t++) {
+        struct vega__quic_recvbuf b;
+        uint64_t err = 0;
+        bool fin = false;
+        vega__quic_recvbuf_init(&b, 0, NULL);
+        VCHECK_EQ(put(&b, 0, 4096, false, &err), 0);
+        VCHECK_EQ(b.ring_cap, 4096);
+        /* Read 1000 (t 0: a short wrap) or 3000 (t 1: a long one), then fill the ring again. */
+        size_t first = t == 0 ? 1000 : 3000;
+        uint8_t out[4096];
+        VCHECK_EQ(vega__quic_recvbuf_read(&b, out, first, &fin), first);
+        VCHECK_EQ(put(&b, 4096, first, false, &err), 0);
+        VCHECK_EQ(b.ring_cap, 4096); /* full, and wrapped */
+        /* A frame past the end grows it, out of order so an island is kept too. */
+        VCHECK_EQ(put(&b, 4096 + first + 500, 700, false, &err), 0);
+        VCHECK_EQ(b.ring_cap, 8192);
+        VCHECK_EQ(put(&b, 4096 + first, 500, false, &err), 0);
+        VCHECK_EQ(drain(&b, &fin), 4096 + 1200);
+        VCHECK_EQ(b.read_off, 4096 + first + 1200);
+        vega__quic_recvbuf_fini(&b);
+    }
+}

@@ -326,3 +326,34 @@ VTEST(trim_frees_when_all_acked)
     NEXT_IS(&b, UINT64_MAX, 1200, 5000, 100, false);
     vega__quic_sendbuf_fini(&b);
 }
+
+/* The ring grows while its bytes wrap around its end, both ways of putting them back in order
+ * (a short wrapped part follows the old end, or the old tail moves to the new end): every held
+ * byte copies out right afterwards. */
+VTEST(ring_grows_while_wrapped)
+{
+    for (int t = 0; t < 2; t++) {
+        struct vega__quic_sendbuf b;
+        vega__quic_sendbuf_init(&b, 0, NULL);
+        VCHECK_EQ(wr(&b, 4096), 4096);
+        VCHECK_EQ(b.cap, 4096);
+        size_t acked = t == 0 ? 3000 : 1000; /* t 0: 3000 wrap, long; t 1: 1000, short */
+        NEXT_IS(&b, UINT64_MAX, acked, 0, acked, false);
+        VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, 0, acked, false), 0);
+        VCHECK_EQ(vega__quic_sendbuf_on_acked(&b, 0, acked, false), 0);
+        VCHECK_EQ(wr(&b, acked), (vega_ssize)acked);
+        VCHECK_EQ(b.cap, 4096); /* full, and wrapped */
+        VCHECK_EQ(wr(&b, 100), 100);
+        VCHECK_EQ(b.cap, 8192);
+        struct chunk c;
+        uint64_t off = acked;
+        while (off < b.written) {
+            VCHECK(nx(&b, UINT64_MAX, 1000, &c)); /* checks every byte */
+            VCHECK_EQ(c.off, off);
+            VCHECK_EQ(vega__quic_sendbuf_on_sent(&b, c.off, c.len, false), 0);
+            off += c.len;
+        }
+        VCHECK_EQ(off, 4096 + acked + 100);
+        vega__quic_sendbuf_fini(&b);
+    }
+}
