@@ -7,8 +7,10 @@
 #include <vega/crypto.h>
 #include <vega/dns.h>
 #include <vega/h2.h>
+#include <vega/h3.h>
 #include <vega/hpack.h>
 #include <vega/http.h>
+#include <vega/qpack.h>
 #include <vega/tls.h>
 /* (each new module adds its header here, one line, alphabetical) */
 
@@ -92,7 +94,11 @@ static const struct code lib_codes[] = {
     {VEGA_ERR_H2_GOING_AWAY, "VEGA_ERR_H2_GOING_AWAY", "HTTP/2 connection takes no new streams"},
     {VEGA_ERR_H2_STREAM_CLOSED, "VEGA_ERR_H2_STREAM_CLOSED", "HTTP/2 stream is closed"},
     /* QPACK (qpack.h, -11000) */
+    {VEGA_ERR_QPACK_TOO_LARGE, "VEGA_ERR_QPACK_TOO_LARGE",
+     "field section larger than the QPACK decoder's limits"},
     /* HTTP/3 (h3.h, -11100) */
+    {VEGA_ERR_H3_GOAWAY, "VEGA_ERR_H3_GOAWAY",
+     "the HTTP/3 peer is going away: no new requests on this connection"},
     /* QUIC endpoint (quic_ep.h, -11200) */
 };
 
@@ -152,6 +158,8 @@ bool vega_err_is_fatal(int err)
     case VEGA_ERR_H2_STREAM_LIMIT: /* about one stream; the connection goes on */
     case VEGA_ERR_H2_GOING_AWAY:
     case VEGA_ERR_H2_STREAM_CLOSED:
+    case VEGA_ERR_QPACK_TOO_LARGE: /* one section refused; the decoder stays usable */
+    case VEGA_ERR_H3_GOAWAY:       /* no new requests; those under way go on */
         return false;
     default:
         return err < 0;

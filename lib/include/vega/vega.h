@@ -10,6 +10,7 @@
 #include <vega/err.h>
 #include <vega/fs.h>
 #include <vega/h2.h>
+#include <vega/h3.h>
 #include <vega/hpack.h>
 #include <vega/http.h>
 #include <vega/http1.h>
@@ -18,6 +19,7 @@
 #include <vega/io.h>
 #include <vega/mem.h>
 #include <vega/process.h>
+#include <vega/qpack.h>
 #include <vega/quic.h>
 #include <vega/quic_wire.h>
 #include <vega/rt.h>
