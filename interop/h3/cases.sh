@@ -87,7 +87,11 @@ case_known() {
         ;;
     amplificationlimit)
         case "$sv" in
-        quicgo | caddy) [ "$cl" = ngtcp2 ] && echo "quic-go 0.29 sends 3615 bytes (3 datagrams) in answer to one 1200-byte Initial, 15 bytes over three times what it received (RFC 9000 section 8.1); clients whose first datagram is larger hide it" ;;
+        quicgo | caddy)
+            case "$cl:$sv" in
+            ngtcp2:* | chromium:quicgo) echo "quic-go 0.29 checks the limit before a packet, not with it (isAmplificationLimited in internal/ackhandler/sent_packet_handler.go: bytesSent >= 3*bytesReceived), so its last datagram before validation goes over three times what it received (RFC 9000 section 8.1): 3615 bytes for one 1200-byte Initial of ngtcp2, 7549 for Chromium's 2500; quic-go's own 1252-byte Initials happen to leave room" ;;
+            esac
+            ;;
         esac
         ;;
     esac
@@ -132,6 +136,10 @@ case_setup() {
     chacha20) S_CHACHA=1 C_CHACHA=1; mkfile c20.bin $((100 * KiB)) ;;
     retry) S_RETRY=1; mkfile s.bin $KiB ;;
     resumption | zerortt)
+        # The big certificate makes a full handshake's server flight over 10 KB and a resumed
+        # one (no certificate) a few hundred bytes even with retransmissions: the relay tells
+        # them apart for every peer, also those that do not log resumption.
+        CERT="$WORK/bigcert.pem" KEY="$WORK/bigkey.pem"
         MODE=resume
         [ "$cs" = zerortt ] && MODE=zerortt
         n=$(pick 3 6)
@@ -211,9 +219,24 @@ in_log() {
     grep -qE -- "$2" "$1" 2>/dev/null || { echo "no /$2/ in $(basename "$1")"; return 1; }
 }
 
-# expect_flows N: the relay saw N connections (client addresses).
+# nhandshakes: the connections that completed a handshake, as the relay saw them: a client
+# address to which the server sent Handshake packets and from which 1-RTT packets came. A
+# client that moves to a new port (NAT rebinding, migration) adds a flow without a handshake.
+nhandshakes() {
+    grep '^relay: flow [0-9]* client=' "$RUN_DIR/relay.out" |
+        grep -vE ' hs_bytes_to_client=0 | short_to_server=0 ' | grep -c .
+}
+
+# expect_flows N: N handshakes; and no other client address, except for Chromium, which moves
+# a connection to a new port by itself when the path degrades (a blackhole, heavy loss) and may
+# open a second connection while the first handshake is still lost.
 expect_flows() {
-    want "connections (relay flows)" "$(nflows)" -eq "$1"
+    want "completed handshakes" "$(nhandshakes)" -eq "$1" || return 1
+    if [ "$CLIENT" != chromium ]; then
+        want "client addresses (relay flows)" "$(nflows)" -eq "$1"
+    elif [ "$(nflows)" -ne "$1" ]; then
+        echo "note: Chromium used $(nflows) client addresses for $1 connections"
+    fi
 }
 
 # all_versions V: every flow's last long-header version from the server was V.
@@ -226,21 +249,28 @@ all_versions() {
     done
 }
 
-# resumed_handshake: the second connection's server Handshake flight is under half the first's
-# (no certificate: a resumed TLS session, RFC 8446 section 2.2).
+# resumed_handshake: the second connection's server Handshake bytes are under a tenth of the
+# first's, which carried a certificate of over 10 KB: no certificate, a resumed TLS session
+# (RFC 8446 section 2.2).
 resumed_handshake() {
     local a b
     a="$(flow 1 hs_bytes_to_client)"
     b="$(flow 2 hs_bytes_to_client)"
     echo "server Handshake bytes: first connection $a, second $b"
-    want "second handshake bytes x2" $((${b:-0} * 2)) -lt "${a:-0}"
+    want "first handshake bytes (the big certificate)" "${a:-0}" -gt 9000 &&
+        want "second handshake bytes x10" $((${b:-0} * 10)) -lt "${a:-0}"
 }
 
 case_check() {
     local cs="$1" cl="$2" sv="$3" c="$RUN_DIR/client.log" s="$RUN_DIR/server.log"
-    local files=${#FILES[@]}
+    local files=${#FILES[@]} CLIENT="$2"
     case "$MODE" in
-    parallel) [ "$cs" = connectionmigration ] || expect_flows 1 || return 1 ;;
+    parallel)
+        case "$cs" in
+        connectionmigration) want "completed handshakes" "$(nhandshakes)" -eq 1 || return 1 ;;
+        *) expect_flows 1 || return 1 ;;
+        esac
+        ;;
     multiconnect) expect_flows "$files" || return 1 ;;
     resume | zerortt) expect_flows 2 || return 1 ;;
     esac
@@ -302,13 +332,17 @@ case_check() {
     handshakecorruption | transfercorruption) want "datagrams corrupted" "$(stat2 corrupted)" -gt 0 ;;
     longrtt) want "datagrams delayed" "$(stat2 delayed)" -gt 0 ;;
     rebind-port | rebind-addr)
-        local b last
+        # The server followed: it sent to a binding after the first one (the old one is dead).
+        local b answered
         b="$(flow 1 bindings)"
-        last="${b##*,}"
         echo "bindings (address/datagrams from the server): $b"
+        answered="$(tr ',' '\n' <<<"$b" | tail -n +2 | awk -F/ '$2 > 5' | grep -c .)"
         want "rebindings" "$(tr ',' '\n' <<<"$b" | wc -l)" -ge 2 &&
-            want "datagrams from the server at the last binding" "${last##*/}" -gt 5 || return 1
-        [ "$cs" = rebind-port ] || [[ "$last" == 127.0.0.2:* ]] || { echo "last binding $last is not 127.0.0.2"; return 1; }
+            want "new bindings the server sent to" "$answered" -ge 1 || return 1
+        if [ "$cs" = rebind-addr ]; then
+            tr ',' '\n' <<<"$b" | tail -n +2 | awk -F/ '$2 > 5' | grep -q '^127\.0\.0\.2:' ||
+                { echo "the server never sent to 127.0.0.2"; return 1; }
+        fi
         [ "$sv" != ngtcp2 ] || in_log "$s" 'PATH_CHALLENGE' || return 1
         ;;
     connectionmigration)

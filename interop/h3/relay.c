@@ -473,10 +473,10 @@ static void print_flows(relay *r)
         }
         const relay_census *up = &f->census[DIR_TO_SERVER], *dn = &f->census[DIR_TO_CLIENT];
         printf(" to_server=%" PRIu64 "/%" PRIu64 " to_client=%" PRIu64 "/%" PRIu64
-               " 0rtt_to_server=%" PRIu64 " retry_to_client=%" PRIu64 " vn_to_client=%" PRIu64
-               " hs_bytes_to_client=%" PRIu64 " version=0x%08" PRIx32,
-               f->in[0], f->fwd[0], f->in[1], f->fwd[1], up->pk[PK_0RTT], dn->pk[PK_RETRY],
-               dn->pk[PK_VN], dn->handshake_bytes,
+               " 0rtt_to_server=%" PRIu64 " short_to_server=%" PRIu64 " retry_to_client=%" PRIu64
+               " vn_to_client=%" PRIu64 " hs_bytes_to_client=%" PRIu64 " version=0x%08" PRIx32,
+               f->in[0], f->fwd[0], f->in[1], f->fwd[1], up->pk[PK_0RTT], up->pk[PK_SHORT],
+               dn->pk[PK_RETRY], dn->pk[PK_VN], dn->handshake_bytes,
                dn->nversions ? dn->versions[dn->nversions - 1] : 0u);
         if (r->amp_check) {
             printf(" amp_in=%" PRIu64 " amp_out=%" PRIu64 " amp=%s amp_worst_excess=%" PRIu64,
