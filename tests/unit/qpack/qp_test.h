@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "hcodec.h"
 #include "qpack_int.h"
 #include "vtest.h"
 
