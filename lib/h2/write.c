@@ -39,8 +39,7 @@ bool vega__h2_stream_has_work(const struct vega_h2_stream *s)
 static void requeue(vega_h2_conn *c, struct vega_h2_stream *s)
 {
     vega__h2_sq_remove(c, s);
-    if (vega__h2_stream_has_work(s))
-        vega__h2_sq_add(c, s);
+    vega__h2_stream_unblocked(c, s); /* back in line if it has work; a stall noted */
 }
 
 /* The span was written out: it is the caller's again; END_STREAM moves the stream on. */
