@@ -27,6 +27,9 @@ struct rec {
     uint8_t body[REC_BODY];
     size_t body_len; /* the last stream's body, kept (first REC_BODY bytes) */
     int32_t last_stream;
+    const uint8_t *expect; /* when set, every stream's body must be a prefix of this */
+    size_t off[256];       /* per stream (id / 2): body bytes checked */
+    bool bad;              /* a body byte differed */
     int closes, headers, writable;
     uint32_t last_close_code;
     vega_h2_close last_close_how;
@@ -92,6 +95,11 @@ static inline int rec_data(void *ud, int32_t id, const uint8_t *d, size_t n, uns
     if (k)
         memcpy(r->body + r->body_len, d, k);
     r->body_len += k;
+    if (r->expect && id / 2 < 256) {
+        if (n && memcmp(d, r->expect + r->off[id / 2], n) != 0)
+            r->bad = true;
+        r->off[id / 2] += n;
+    }
     if (r->consume && n && vega_h2_stream_consume(r->conn, id, n) != 0)
         x = 1;
     if (flags & VEGA_H2_FLAG_END_STREAM) {
