@@ -4,7 +4,7 @@
  * SETTINGS, GOAWAY §5.2, PRIORITY_UPDATE RFC 9218 §7.2), errors, the peer's settings. */
 #include <string.h>
 
-#include "h3_int.h"
+#include "h3_core_int.h"
 
 void vega_h3_opts_init_versioned(vega_h3_opts *o, int opts_version)
 {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "h3_int.h"
+#include "h3_core_int.h"
 
 /* ---- our SETTINGS -------------------------------------------------------------------------- */
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* HTTP/3 wire primitives: QUIC variable-length integers (RFC 9000 §16), the DATA frame header
  * (RFC 9114 §7.1, §7.2.1) and HTTP datagram prefixes (RFC 9297 §2.1). */
-#include "h3_int.h"
+#include "h3_core_int.h"
 
 size_t vega__h3_varint_len(uint64_t v)
 {

@@ -2,7 +2,7 @@
 /* A HEADERS frame's field section (RFC 9114 §4.1, §7.2.2): QPACK-decoded (RFC 9204; blocked
  * ones resumed when the encoder stream unblocks them, §2.2.1), validated (§4.1.2, §4.3), and
  * delivered as a request head, an interim or final response head, or trailers. */
-#include "h3_int.h"
+#include "h3_core_int.h"
 
 static int deliver(vega_h3_conn *c, struct vega__h3_stream *s, const vega_qpack_section *sec)
 {

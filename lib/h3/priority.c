@@ -4,7 +4,7 @@
  * values and values of other types are ignored (§4). Also the names of HTTP/3 error codes. */
 #include <string.h>
 
-#include "h3_int.h"
+#include "h3_core_int.h"
 
 struct sf {
     const char *p;

@@ -5,7 +5,7 @@
  * against the DATA received (§4.1.2), and the stream's end (§4.1, §7.1). */
 #include <string.h>
 
-#include "h3_int.h"
+#include "h3_core_int.h"
 
 /* Checks a frame's type and the message's state when the frame header is in. Returns 0 (go on;
  * s->kind may have become IGNORED after a stream error) or a connection-fatal code. */

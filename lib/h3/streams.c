@@ -5,7 +5,7 @@
  * errors (§8) and closing (critical streams never close, §6.2.1). */
 #include <string.h>
 
-#include "h3_int.h"
+#include "h3_core_int.h"
 
 /* ---- the map ------------------------------------------------------------------------------- */
 

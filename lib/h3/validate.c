@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "h3_int.h"
+#include "h3_core_int.h"
 
 static bool lower_tchar(unsigned char ch)
 {

@@ -5,7 +5,7 @@
  * QPACK-encoded (RFC 9204) into the caller's buffer. */
 #include <string.h>
 
-#include "h3_int.h"
+#include "h3_core_int.h"
 
 /* The frame header takes at most 1 (type 0x01) + 8 (length) bytes. */
 #define HEADERS_HDR_MAX 9

@@ -9,7 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "h3_int.h"
+#include "h3_core_int.h"
 #include "hcodec.h"
 #include "vtest.h"
 

@@ -2,8 +2,8 @@
 /* HTTP/3 internals (RFC 9114): the connection, its streams (request streams, the peer's
  * unidirectional streams), frame parsing and the helpers the files of lib/h3 share. Private to
  * lib/h3 (tests may read it). */
-#ifndef VEGA_H3_INT_H
-#define VEGA_H3_INT_H
+#ifndef VEGA_H3_CORE_INT_H
+#define VEGA_H3_CORE_INT_H
 
 #include <vega/h3.h>
 
