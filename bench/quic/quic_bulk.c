@@ -117,11 +117,18 @@ static __attribute__((noinline)) void transfer(struct qp *q, struct bl_link *l, 
 {
     vega_quic_conn *cl = q->side[0].c, *sv = q->side[1].c;
     uint64_t sim0 = q->now, written = 0;
+    const char *copy_env = getenv("VQB_COPY");
+    bool by_copy = copy_env && copy_env[0] == '1';
     while (!k->fin && !k->bad) {
         while (written < want) {
             size_t at = (size_t)(written % CHUNK);
             size_t n = want - written < CHUNK - at ? (size_t)(want - written) : CHUNK - at;
-            vega_ssize w = vega_quic_stream_write(cl, id, pattern + at, n, written + n == want);
+            /* By reference, as ngtcp2-bulk hands ngtcp2 pointers into the pattern (static: no
+             * release callback); VQB_COPY=1 copies instead. */
+            bool fin = written + n == want;
+            vega_ssize w =
+                by_copy ? vega_quic_stream_write(cl, id, pattern + at, n, fin)
+                        : vega_quic_stream_write_ref(cl, id, pattern + at, n, fin, NULL, NULL);
             if (w <= 0)
                 break;
             written += (uint64_t)w;
@@ -211,13 +218,15 @@ int main(int argc, char **argv)
     /* pkts/acks: datagrams the client/server sent during the transfer; dropped: client
      * datagrams the full queue dropped; lost: those the random loss took; detected: the
      * client's lost packets (RFC 9002) over the whole connection */
-    printf("suite=%s loss=%u bytes=%llu ok=%d cpu_s=%.3f MB/s=%.1f pkts=%llu acks=%llu "
+    const char *copy_env = getenv("VQB_COPY");
+    printf("suite=%s loss=%u writes=%s bytes=%llu ok=%d cpu_s=%.3f MB/s=%.1f pkts=%llu acks=%llu "
            "dropped=%llu lost=%llu detected=%llu sim_s=%.3f aead_seal_open_MB/s=%.1f "
            "ratio_to_aead=%.2f\n",
-           suite, loss, (unsigned long long)k.got, ok, dt, mbs, (unsigned long long)l[0].sent,
-           (unsigned long long)l[1].sent, (unsigned long long)l[0].dropped,
-           (unsigned long long)l[0].lost, (unsigned long long)ci.pkts_lost,
-           (double)(q.now - sim0) / 1e9, raw, raw > 0 ? mbs / raw : 0);
+           suite, loss, copy_env && copy_env[0] == '1' ? "copy" : "ref", (unsigned long long)k.got,
+           ok, dt, mbs, (unsigned long long)l[0].sent, (unsigned long long)l[1].sent,
+           (unsigned long long)l[0].dropped, (unsigned long long)l[0].lost,
+           (unsigned long long)ci.pkts_lost, (double)(q.now - sim0) / 1e9, raw,
+           raw > 0 ? mbs / raw : 0);
     if (k.bad)
         fprintf(stderr, "vega-quic-bulk: stream data differs from what was sent\n");
     bl_fini(&l[0]);

@@ -114,7 +114,8 @@ void vega__quic_on_acked(void *ud, int space, struct vega__quic_sent *p)
             if (!s)
                 break;
             vega__quic_sendbuf_on_acked(&s->sb, f->off, f->len, f->fin);
-            if (s->want_writable && vega__quic_sendbuf_room(&s->sb) > 0) {
+            if (s->want_writable && vega__quic_sendbuf_room(&s->sb) > 0 &&
+                s->sb.nsegs < VEGA__QUIC_SENDBUF_MAX_REFS) {
                 vega_quic_event ev = {.type = VEGA_QUIC_EV_STREAM_WRITABLE, .stream_id = s->id};
                 /* Not queued (no memory): the next acknowledgement tries again. */
                 s->want_writable = vega__quic_ev_push(c, &ev) < 0;

@@ -176,6 +176,7 @@ static int on_stop_sending(vega_quic_conn *c, const vega_quic_frame *f, uint64_t
     if (rc == 0 && s && !s->reset_queued) {
         s->reset_queued = true;
         s->reset_code = f->u.stop_sending.error_code;
+        vega__quic_sendbuf_drop(&s->sb); /* nothing is sent again: referenced bytes go back */
         vega__quic_sendq_push(c, s);
         vega__quic_ev_simple(c, VEGA_QUIC_EV_STREAM_STOP, s->id, f->u.stop_sending.error_code);
     }

@@ -222,15 +222,10 @@ static struct vega__quic_stream *app_stream(vega_quic_conn *c, uint64_t id)
     return vega__quic_stream_get(c, id);
 }
 
-vega_ssize vega_quic_stream_write(vega_quic_conn *c, uint64_t id, const void *data, size_t len,
-                                  bool fin)
+/* The write calls' common part: n bytes of len taken (or an error) by the send buffer. */
+static vega_ssize after_write(vega_quic_conn *c, struct vega__quic_stream *s, vega_ssize n,
+                              size_t len, bool fin)
 {
-    if (c->state >= VEGA__QUIC_ST_CLOSING)
-        return VEGA_ERR_CLOSED;
-    struct vega__quic_stream *s = app_stream(c, id);
-    if (!s || !s->can_send || s->sb.fin || s->reset_queued)
-        return -EINVAL;
-    vega_ssize n = len ? vega__quic_sendbuf_write(&s->sb, data, len) : 0;
     if (n < 0)
         return n;
     if ((size_t)n < len)
@@ -240,6 +235,42 @@ vega_ssize vega_quic_stream_write(vega_quic_conn *c, uint64_t id, const void *da
     if (vega__quic_sendbuf_has_pending(&s->sb))
         vega__quic_sendq_push(c, s);
     return n;
+}
+
+/* The stream the application may write to (NULL with *rc set otherwise). */
+static struct vega__quic_stream *send_stream(vega_quic_conn *c, uint64_t id, vega_ssize *rc)
+{
+    if (c->state >= VEGA__QUIC_ST_CLOSING) {
+        *rc = VEGA_ERR_CLOSED;
+        return NULL;
+    }
+    struct vega__quic_stream *s = app_stream(c, id);
+    if (!s || !s->can_send || s->sb.fin || s->reset_queued) {
+        *rc = -EINVAL;
+        return NULL;
+    }
+    return s;
+}
+
+vega_ssize vega_quic_stream_write(vega_quic_conn *c, uint64_t id, const void *data, size_t len,
+                                  bool fin)
+{
+    vega_ssize rc;
+    struct vega__quic_stream *s = send_stream(c, id, &rc);
+    if (!s)
+        return rc;
+    return after_write(c, s, len ? vega__quic_sendbuf_write(&s->sb, data, len) : 0, len, fin);
+}
+
+vega_ssize vega_quic_stream_write_ref(vega_quic_conn *c, uint64_t id, const void *data, size_t len,
+                                      bool fin, vega_quic_release_fn release, void *user)
+{
+    vega_ssize rc;
+    struct vega__quic_stream *s = send_stream(c, id, &rc);
+    if (!s)
+        return rc;
+    vega_ssize n = len ? vega__quic_sendbuf_write_ref(&s->sb, data, len, release, user) : 0;
+    return after_write(c, s, n, len, fin);
 }
 
 /* The application took n bytes (fin: it reached the end): open the windows when due, and end
@@ -326,7 +357,8 @@ int vega_quic_stream_reset(vega_quic_conn *c, uint64_t id, uint64_t app_error)
         return 0;
     s->reset_queued = true;
     s->reset_code = app_error;
-    vega__quic_sendq_push(c, s); /* the send queue carries control frames too */
+    vega__quic_sendbuf_drop(&s->sb); /* nothing is sent again: referenced bytes go back now */
+    vega__quic_sendq_push(c, s);     /* the send queue carries control frames too */
     return 0;
 }
 

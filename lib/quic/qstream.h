@@ -140,21 +140,45 @@ void vega__quic_recvbuf_trim(struct vega__quic_recvbuf *b);
  * Offsets: [acked_base, written) are held; fresh data starts at next_off; lost ranges wait in
  * `lost` and go out again before fresh data; acknowledged ranges above acked_base wait in
  * `acked` until the base can move.
+ *
+ * Storage: written bytes are either copied into a ring (vega__quic_sendbuf_write) or
+ * referenced where the application keeps them (vega__quic_sendbuf_write_ref, zero-copy), in any
+ * order. Referenced pieces are recorded as segments in stream order; every byte outside them is
+ * in the ring, whose bytes run in stream order too, so a stream that only copies records no
+ * segment at all. A referenced piece is released (its callback, once) when acked_base passes
+ * its end, when the buffer is dropped (a reset stream) or at fini.
  */
+#define VEGA__QUIC_SENDBUF_MAX_REFS 1024 /* referenced pieces held per stream */
+
+struct vega__quic_sendseg {
+    uint64_t off, end;  /* the stream bytes [off, end) it holds */
+    uint64_t rmark;     /* ring bytes written before off (ring positions, see below) */
+    const uint8_t *ext; /* the application's bytes: ext[0] is offset off */
+    vega_quic_release_fn release;
+    void *user;
+};
+
 struct vega__quic_sendbuf {
     uint64_t acked_base; /* everything below is acknowledged and freed */
     uint64_t next_off;   /* the first byte never sent */
     uint64_t written;    /* the end of what the application wrote */
     bool fin;            /* the application closed the stream: final size = written */
     bool fin_sent, fin_acked, fin_lost;
-    uint64_t limit; /* most bytes held (written - acked_base); 0 = unlimited */
+    bool dropped;   /* vega__quic_sendbuf_drop ran: offsets count on, no byte is held */
+    uint64_t limit; /* most bytes held (written - acked_base), copied or referenced; 0 = none */
     struct vega__quic_ranges lost, acked;
-    /* Implementation: a ring holding [acked_base, written), its size a power of two grown by
-     * doubling (never beyond the power of two covering limit), so steady-state writes do not
-     * allocate. */
+    /* Implementation. The ring: copied bytes at ring positions [rbase, rtail) (a ring position
+     * counts every byte ever copied in), data[head] holding position rbase; its size a power of
+     * two grown by doubling (never beyond the power of two covering limit), so steady-state
+     * writes do not allocate. Copied bytes before the first segment sit at positions rbase +
+     * (offset - acked_base); those after segment s at s.rmark + (offset - s.end). */
     uint8_t *data;
-    size_t cap, head;         /* ring: data[head] is the byte at acked_base */
-    const vega_quic_mem *mem; /* the allocator of the ring and range sets (NULL = libc) */
+    size_t cap, head;
+    uint64_t rbase, rtail;
+    /* The referenced segments, a ring of scap (a power of two) slots from sfirst. */
+    struct vega__quic_sendseg *segs;
+    size_t sfirst, nsegs, scap;
+    const vega_quic_mem *mem; /* the allocator of the ring, segments and range sets (NULL = libc) */
     /* Bytes to send again that the range sets had no memory to record (a lost range, or an
      * acknowledged one whose record was dropped): one range, widened to cover every such
      * piece and what lies between (sending held bytes twice is harmless). Empty when
@@ -169,9 +193,25 @@ void vega__quic_sendbuf_fini(struct vega__quic_sendbuf *b);
 /* Room left under limit (UINT64_MAX when unlimited). */
 uint64_t vega__quic_sendbuf_room(const struct vega__quic_sendbuf *b);
 
-/* Appends up to len bytes (as many as fit under limit). Returns the bytes taken (0 after fin or
- * when full); -ENOMEM. */
+/* Appends up to len bytes (as many as fit under limit), copied. Returns the bytes taken (0 after
+ * fin or when full); -ENOMEM. */
 vega_ssize vega__quic_sendbuf_write(struct vega__quic_sendbuf *b, const uint8_t *data, size_t len);
+
+/* Appends up to len bytes (as many as fit under limit) by reference: data must stay valid and
+ * unchanged until release(user, data, taken) is called (release may be NULL). Returns the bytes
+ * taken (0 after fin, when full, or when VEGA__QUIC_SENDBUF_MAX_REFS pieces are held: release is
+ * then not called); -ENOMEM (nothing taken). */
+vega_ssize vega__quic_sendbuf_write_ref(struct vega__quic_sendbuf *b, const uint8_t *data,
+                                        size_t len, vega_quic_release_fn release, void *user);
+
+/* Frees what lies below base, which becomes acked_base (on_acked's last step): referenced
+ * pieces wholly below it are released, the ring's bytes below it freed. */
+void vega__quic_sendbuf_free_below(struct vega__quic_sendbuf *b, uint64_t base);
+
+/* Releases every byte held (referenced pieces through their callbacks, the ring freed): the
+ * stream was reset and nothing will be sent again. Offsets, the FIN and the range sets stay;
+ * copy and peek must not be called afterwards. */
+void vega__quic_sendbuf_drop(struct vega__quic_sendbuf *b);
 
 /* Marks the end of the stream (no more writes). */
 void vega__quic_sendbuf_finish(struct vega__quic_sendbuf *b);
@@ -190,9 +230,9 @@ bool vega__quic_sendbuf_next(const struct vega__quic_sendbuf *b, uint64_t max_of
 void vega__quic_sendbuf_copy(const struct vega__quic_sendbuf *b, uint64_t off, size_t len,
                              uint8_t *out);
 
-/* Zero-copy view of held bytes from off (same precondition as copy): *p points into the ring
- * (valid until the next write or on_acked); returns how many of the len bytes are contiguous
- * there (the rest continues at off + the returned length). */
+/* Zero-copy view of held bytes from off (same precondition as copy): *p points into the ring or
+ * a referenced piece (valid until the next write or on_acked); returns how many of the len bytes
+ * are contiguous there (the rest continues at off + the returned length). */
 size_t vega__quic_sendbuf_peek(const struct vega__quic_sendbuf *b, uint64_t off, size_t len,
                                const uint8_t **p);
 
@@ -215,8 +255,8 @@ bool vega__quic_sendbuf_has_pending(const struct vega__quic_sendbuf *b);
 /* True when every byte and the FIN are acknowledged (the stream's send side is done). */
 bool vega__quic_sendbuf_is_acked(const struct vega__quic_sendbuf *b);
 
-/* Frees the ring when nothing is held (everything written is acknowledged); the next write
- * allocates again. */
+/* Frees the ring and the segment slots when nothing is held (everything written is
+ * acknowledged); the next write allocates again. */
 void vega__quic_sendbuf_trim(struct vega__quic_sendbuf *b);
 
 /* ---- receive flow control (RFC 9000 §4.1, §4.2) --------------------------------------------- */

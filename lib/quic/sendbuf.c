@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The send buffer of a stream or CRYPTO level: written bytes kept in a ring until acknowledged,
- * fresh and lost ranges handed out for (re)transmission, and the FIN's state (RFC 9000 §3.1,
- * §13.3). */
+/* The send buffer of a stream or CRYPTO level: fresh and lost ranges handed out for
+ * (re)transmission, acknowledgements freeing what they complete, and the FIN's state (RFC 9000
+ * §3.1, §13.3); where the bytes are kept (a ring, or the application's memory) is sendstore.c. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,8 +9,6 @@
 #include "base.h"
 #include "qstream.h"
 #include "quic_int.h"
-
-#define RING_MIN 4096
 
 void vega__quic_sendbuf_init(struct vega__quic_sendbuf *b, uint64_t limit, const vega_quic_mem *mem)
 {
@@ -23,7 +21,7 @@ void vega__quic_sendbuf_init(struct vega__quic_sendbuf *b, uint64_t limit, const
 
 void vega__quic_sendbuf_fini(struct vega__quic_sendbuf *b)
 {
-    vega__quic_free(b->mem, b->data);
+    vega__quic_sendbuf_drop(b); /* releases what is still referenced, frees the ring */
     vega__quic_ranges_fini(&b->lost);
     vega__quic_ranges_fini(&b->acked);
     memset(b, 0, sizeof *b);
@@ -35,63 +33,6 @@ uint64_t vega__quic_sendbuf_room(const struct vega__quic_sendbuf *b)
         return UINT64_MAX;
     uint64_t held = b->written - b->acked_base;
     return b->limit > held ? b->limit - held : 0;
-}
-
-/* Grows the ring (a power of two) to hold need bytes. It grows in place through realloc, which
- * for a large block remaps its pages (no copy, and the pages already touched stay mapped); of the
- * two pieces of a wrapped ring the shorter one then moves so the bytes read in order again. */
-static int ring_reserve(struct vega__quic_sendbuf *b, uint64_t need)
-{
-    if (need <= b->cap)
-        return 0;
-    if (need > SIZE_MAX / 4)
-        return -ENOMEM;
-    size_t ncap = b->cap ? b->cap : (b->limit && b->limit < RING_MIN ? 64 : RING_MIN);
-    while (ncap < need)
-        ncap *= 2;
-    uint8_t *nd = vega__quic_realloc(b->mem, b->data, ncap);
-    if (!nd)
-        return -ENOMEM;
-    size_t held = (size_t)(b->written - b->acked_base), tail = b->cap - b->head;
-    if (held > tail) { /* wrapped: [head, cap) then [0, held - tail) */
-        size_t wrapped = held - tail;
-        if (wrapped <= tail) {
-            memcpy(nd + b->cap, nd, wrapped); /* ncap >= 2 * cap: it fits past the old end */
-        } else {
-            memmove(nd + ncap - tail, nd + b->head, tail);
-            b->head = ncap - tail;
-        }
-    } else if (held == 0) {
-        b->head = 0;
-    }
-    b->data = nd;
-    b->cap = ncap;
-    return 0;
-}
-
-static size_t ring_pos(const struct vega__quic_sendbuf *b, uint64_t off)
-{
-    return (b->head + (size_t)(off - b->acked_base)) & (b->cap - 1);
-}
-
-vega_ssize vega__quic_sendbuf_write(struct vega__quic_sendbuf *b, const uint8_t *data, size_t len)
-{
-    if (b->fin)
-        return 0;
-    uint64_t take = VEGA__MIN((uint64_t)len, vega__quic_sendbuf_room(b));
-    take = VEGA__MIN(take, VEGA_QUIC_MAX_VARINT - b->written); /* §4.5: final size < 2^62 */
-    take = VEGA__MIN(take, (uint64_t)(SIZE_MAX / 4));          /* vega_ssize stays positive */
-    if (take == 0)
-        return 0;
-    int rc = ring_reserve(b, b->written - b->acked_base + take);
-    if (rc < 0)
-        return rc;
-    size_t pos = ring_pos(b, b->written);
-    size_t first = VEGA__MIN((size_t)take, b->cap - pos);
-    memcpy(b->data + pos, data, first);
-    memcpy(b->data, data + first, (size_t)take - first);
-    b->written += take;
-    return (vega_ssize)take;
 }
 
 void vega__quic_sendbuf_finish(struct vega__quic_sendbuf *b)
@@ -168,31 +109,6 @@ bool vega__quic_sendbuf_next(const struct vega__quic_sendbuf *b, uint64_t max_of
     return false;
 }
 
-void vega__quic_sendbuf_copy(const struct vega__quic_sendbuf *b, uint64_t off, size_t len,
-                             uint8_t *out)
-{
-    VEGA_ASSERT(off >= b->acked_base && off + len <= b->written);
-    if (len == 0)
-        return;
-    size_t pos = ring_pos(b, off);
-    size_t first = VEGA__MIN(len, b->cap - pos);
-    memcpy(out, b->data + pos, first);
-    memcpy(out + first, b->data, len - first);
-}
-
-size_t vega__quic_sendbuf_peek(const struct vega__quic_sendbuf *b, uint64_t off, size_t len,
-                               const uint8_t **p)
-{
-    VEGA_ASSERT(off >= b->acked_base && off + len <= b->written);
-    if (len == 0) {
-        *p = NULL;
-        return 0;
-    }
-    size_t pos = ring_pos(b, off);
-    *p = b->data + pos;
-    return VEGA__MIN(len, b->cap - pos);
-}
-
 int vega__quic_sendbuf_on_sent(struct vega__quic_sendbuf *b, uint64_t off, size_t len, bool fin)
 {
     uint64_t end = off + len;
@@ -210,16 +126,6 @@ int vega__quic_sendbuf_on_sent(struct vega__quic_sendbuf *b, uint64_t off, size_
         b->fin_lost = false;
     }
     return 0;
-}
-
-/* Frees everything below base (all of it acknowledged). */
-static void advance_base(struct vega__quic_sendbuf *b, uint64_t base)
-{
-    if (base == b->written)
-        b->head = 0; /* empty: restart at the front so later bytes stay in one piece */
-    else
-        b->head = (b->head + (size_t)(base - b->acked_base)) & (b->cap - 1);
-    b->acked_base = base;
 }
 
 int vega__quic_sendbuf_on_acked(struct vega__quic_sendbuf *b, uint64_t off, size_t len, bool fin)
@@ -250,7 +156,7 @@ int vega__quic_sendbuf_on_acked(struct vega__quic_sendbuf *b, uint64_t off, size
         end = VEGA__MAX(end, vega__quic_ranges_covered_to(&b->acked, end));
         vega__quic_ranges_remove(&b->acked, 0, end); /* whole ranges only: cannot fail */
     }
-    advance_base(b, end);
+    vega__quic_sendbuf_free_below(b, end);
     return 0;
 }
 
@@ -286,14 +192,4 @@ bool vega__quic_sendbuf_has_pending(const struct vega__quic_sendbuf *b)
 bool vega__quic_sendbuf_is_acked(const struct vega__quic_sendbuf *b)
 {
     return b->fin && b->fin_acked && b->acked_base == b->written;
-}
-
-void vega__quic_sendbuf_trim(struct vega__quic_sendbuf *b)
-{
-    if (b->written != b->acked_base)
-        return;
-    vega__quic_free(b->mem, b->data);
-    b->data = NULL;
-    b->cap = 0;
-    b->head = 0;
 }

@@ -380,6 +380,32 @@ VEGA_API int vega_quic_stream_open(vega_quic_conn *c, bool bidi, uint64_t *id);
 VEGA_API vega_ssize vega_quic_stream_write(vega_quic_conn *c, uint64_t id, const void *data,
                                            size_t len, bool fin);
 
+/* Called when the connection no longer needs bytes it referenced (vega_quic_stream_write_ref):
+ * data and len are exactly the pointer passed and the count that call took. */
+typedef void (*vega_quic_release_fn)(void *user, const void *data, size_t len);
+
+/*
+ * Zero-copy vega_quic_stream_write: queues len bytes on stream id by reference (fin: then end
+ * it). data is borrowed, not copied: it must stay valid and unchanged until release(user, data,
+ * taken) is called, which happens exactly once for every call that took at least one byte,
+ * when the connection no longer needs those bytes: all of them acknowledged, the stream reset
+ * (vega_quic_stream_reset, or the peer's STOP_SENDING), or the connection freed. release runs
+ * inside vega_quic_conn_read, vega_quic_stream_reset or vega_quic_conn_free and must not call
+ * any function on c; it may be NULL (data then outlives the connection, or the caller waits for
+ * STREAM_DONE). Packets are built straight from data (the encryption into the datagram is the
+ * only copy). Referenced bytes count against stream_send_buffer like copied ones, and both
+ * kinds of write may be mixed on a stream in any order. Takes what fits: a short count (0
+ * included, also when 1024 referenced pieces are held) means wait for STREAM_WRITABLE; release
+ * is called for the count taken only, never when nothing was. fin applies only when every byte
+ * was taken.
+ * Returns the bytes taken; -EINVAL (no such stream, a receive-only stream, or already
+ * finished/reset); VEGA_ERR_CLOSED; -ENOMEM (nothing taken). Context: the connection's thread.
+ * Since 0.1.
+ */
+VEGA_API vega_ssize vega_quic_stream_write_ref(vega_quic_conn *c, uint64_t id, const void *data,
+                                               size_t len, bool fin, vega_quic_release_fn release,
+                                               void *user);
+
 /*
  * Reads up to cap in-order bytes from stream id. *fin: set when the stream's end was reached
  * (the stream is then done on the receive side).
