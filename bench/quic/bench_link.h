@@ -41,8 +41,12 @@ static inline int bl_init(struct bl_link *l, unsigned loss_pct, uint64_t seed)
     l->q = malloc(BL_QUEUE_MAX * sizeof *l->q);
     if (!l->q)
         return -1;
-    /* fault the ring in now so the timed transfer does not pay for it */
-    memset(l->q, 0, BL_QUEUE_MAX * sizeof *l->q);
+    /* Fault the ring in now so the timed transfer does not pay for it; not with zeros, which
+     * a kernel may reclaim again from a transparent huge page as unused (thp_low_util and
+     * similar shrinkers), to fault them back in during the transfer. */
+    memset(l->q, 0xa5, BL_QUEUE_MAX * sizeof *l->q);
+    for (size_t i = 0; i < BL_QUEUE_MAX; i++)
+        l->q[i].due = l->q[i].len = 0;
     return 0;
 }
 
