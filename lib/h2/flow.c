@@ -74,21 +74,21 @@ void vega__h2_rtt_sample(vega_h2_conn *c, vega_tstamp sent_at)
 
 int vega_h2_stream_consume(vega_h2_conn *c, int32_t stream_id, size_t n)
 {
-    if (!c || n > c->unconsumed)
+    if (!c)
         return -EINVAL;
     struct vega_h2_stream *s = vega__h2_stream_find(c, stream_id);
-    if (s && n > s->unconsumed)
+    if (!s)
+        return 0; /* gone: its bytes went back when it closed */
+    if (n > s->unconsumed)
         return -EINVAL;
     /* A WINDOW_UPDATE that cannot be queued (-ENOMEM) is retried by the next write: the
      * consumption itself is recorded either way. */
-    if (s) {
-        s->unconsumed -= n;
-        /* A stream whose peer side ended needs no more window. */
-        if (s->rx != H2_RX_DONE && s->state != VEGA_H2_STATE_CLOSED)
-            (void)vega__h2_rwin_give(c, &s->rw, s->id, n);
-        else
-            s->rw.consumed += n;
-    }
+    s->unconsumed -= n;
+    /* A stream whose peer side ended needs no more window. */
+    if (s->rx != H2_RX_DONE && s->state != VEGA_H2_STATE_CLOSED)
+        (void)vega__h2_rwin_give(c, &s->rw, s->id, n);
+    else
+        s->rw.consumed += n;
     c->unconsumed -= n;
     (void)vega__h2_conn_give(c, n);
     return 0;

@@ -84,13 +84,16 @@ int vega__h2_stream_close(vega_h2_conn *c, struct vega_h2_stream *s, uint32_t co
     s->closing = true;
     s->state = VEGA_H2_STATE_CLOSED;
     vega__h2_sq_remove(c, s);
-    /* Bytes handed out and never consumed still hold the connection's window: a closed
-     * stream's are the application's to consume (vega_h2_stream_consume frees the
-     * connection's part), nothing to do here. */
     int rc = 0;
     if (c->cb->on_stream_close && c->cb->on_stream_close(c->ud, s->id, code, how))
         rc = VEGA_ERR_CALLBACK;
+    /* Body bytes handed out and not consumed by now go back to the connection's window: an
+     * application that drops a closed stream's buffer cannot starve the connection. */
+    size_t held = s->unconsumed;
+    c->unconsumed -= held;
     stream_free(c, s);
+    if (held && !c->dead_rc)
+        (void)vega__h2_conn_give(c, held);
     return rc;
 }
 

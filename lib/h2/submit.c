@@ -225,9 +225,12 @@ int vega_h2_submit_goaway(vega_h2_conn *c, uint32_t error_code, const uint8_t *d
         return VEGA_ERR_CLOSED;
     int32_t last = c->server ? c->last_peer_id : 0;
     if (error_code == VEGA_H2_NO_ERROR) {
-        c->shutdown = 2;
-        c->shutdown_deadline = VEGA_TSTAMP_MAX;
-        return vega__h2_queue_goaway(c, last, VEGA_H2_NO_ERROR, debug, len);
+        int rc = vega__h2_queue_goaway(c, last, VEGA_H2_NO_ERROR, debug, len);
+        if (rc == 0) {
+            c->shutdown = 2;
+            c->shutdown_deadline = VEGA_TSTAMP_MAX;
+        }
+        return rc;
     }
     /* An error: the connection ends (its GOAWAY from the reserved slot). */
     int rc = vega__h2_conn_error(c, error_code, "GOAWAY from the application");
@@ -245,8 +248,10 @@ int vega_h2_conn_shutdown(vega_h2_conn *c, vega_tstamp now)
     if (c->shutdown || (c->goaway_sent && !c->server))
         return 0;
     if (!c->server) {
-        c->shutdown = 2;
-        return vega__h2_queue_goaway(c, 0, VEGA_H2_NO_ERROR, NULL, 0);
+        int rc = vega__h2_queue_goaway(c, 0, VEGA_H2_NO_ERROR, NULL, 0);
+        if (rc == 0)
+            c->shutdown = 2;
+        return rc;
     }
     /* §6.8: "A server that is attempting to gracefully shut down a connection SHOULD send an
      * initial GOAWAY frame with the last stream identifier set to 2^31-1 and a NO_ERROR code.

@@ -255,8 +255,8 @@ VEGA_API void vega_h2_conn_free(vega_h2_conn *c);
  * Returns 0; VEGA_ERR_PROTO (the peer broke the protocol, or a defense limit was hit: GOAWAY
  * with the code from vega_h2_conn_get_error is queued; write it out, then close);
  * VEGA_ERR_CALLBACK (a callback failed: GOAWAY INTERNAL_ERROR queued); -ENOMEM (fatal:
- * GOAWAY INTERNAL_ERROR queued); VEGA_ERR_CLOSED (the connection had already ended: its
- * first error again); -EINVAL (NULL c, or NULL in with len > 0).
+ * GOAWAY INTERNAL_ERROR queued); VEGA_ERR_CLOSED (the connection had already ended, by an
+ * error or vega_h2_submit_goaway with one); -EINVAL (NULL c, or NULL in with len > 0).
  * Context: not from a callback. Since 0.1.
  */
 VEGA_API int vega_h2_conn_read(vega_h2_conn *c, const uint8_t *in, size_t len, vega_tstamp now);
@@ -267,8 +267,9 @@ VEGA_API int vega_h2_conn_read(vega_h2_conn *c, const uint8_t *in, size_t len, v
  * windows. Body bytes are copied once, from the caller's spans (vega_h2_stream_write) into out.
  * Any cap works (a frame may be split over calls; DATA frames are sized to the room).
  * on_stream_writable and on_stream_close may run from inside.
- * Returns the bytes written, 0 when there is nothing to send now; VEGA_ERR_CALLBACK;
- * -EINVAL (NULL c, or NULL out with cap > 0).
+ * Returns the bytes written, 0 when there is nothing to send now; VEGA_ERR_CALLBACK (fatal:
+ * GOAWAY INTERNAL_ERROR queued); -ENOMEM (nothing written: the frame that needed memory waits
+ * for a later call, the connection stays usable); -EINVAL (NULL c, or NULL out with cap > 0).
  * Context: not from a callback. Since 0.1.
  */
 VEGA_API vega_ssize vega_h2_conn_write(vega_h2_conn *c, uint8_t *out, size_t cap, vega_tstamp now);
@@ -288,7 +289,9 @@ VEGA_API vega_tstamp vega_h2_conn_get_expiry(const vega_h2_conn *c);
 
 /*
  * Runs the timers due at now. Returns 0; VEGA_ERR_PROTO (no SETTINGS ACK in time: GOAWAY
- * SETTINGS_TIMEOUT queued); VEGA_ERR_CLOSED (already ended); -EINVAL (NULL c).
+ * SETTINGS_TIMEOUT queued); -ENOMEM (the shutdown's final GOAWAY could not be queued: fatal,
+ * GOAWAY INTERNAL_ERROR from its reserved slot); VEGA_ERR_CLOSED (already ended); -EINVAL
+ * (NULL c).
  * Context: not from a callback. Since 0.1.
  */
 VEGA_API int vega_h2_conn_handle_expiry(vega_h2_conn *c, vega_tstamp now);
@@ -419,8 +422,10 @@ VEGA_API vega_ssize vega_h2_stream_write(vega_h2_conn *c, int32_t stream_id, con
  * Gives back n bytes of body received on stream_id (on_data) that the application has used,
  * reopening flow control: WINDOW_UPDATE frames are queued for the stream and the connection
  * when half a window was used, and the windows double when they are drained within 4 round
- * trips (up to the caps). A stream already closed frees the connection's window only.
- * Returns 0; -EINVAL (NULL c, or n more than was handed out and not yet consumed).
+ * trips (up to the caps). When a stream closes, what was not consumed by the end of its
+ * on_stream_close goes back to the connection by itself; consuming for a stream that is gone
+ * does nothing.
+ * Returns 0; -EINVAL (NULL c, or n more than the stream had handed out and not consumed).
  * Context: any, including callbacks. Since 0.1.
  */
 VEGA_API int vega_h2_stream_consume(vega_h2_conn *c, int32_t stream_id, size_t n);
@@ -430,7 +435,8 @@ VEGA_API int vega_h2_stream_consume(vega_h2_conn *c, int32_t stream_id, size_t n
  * (RESET_LOCAL). A stream whose header section was not written yet is dropped without a
  * frame (the peer never saw it).
  * Returns 0; VEGA_ERR_H2_STREAM_CLOSED (no such stream); VEGA_ERR_CALLBACK
- * (on_stream_close failed); -EINVAL (NULL c). Context: any, including callbacks. Since 0.1.
+ * (on_stream_close failed); -ENOMEM (the frame could not be queued: nothing changed);
+ * -EINVAL (NULL c). Context: any, including callbacks. Since 0.1.
  */
 VEGA_API int vega_h2_submit_rst_stream(vega_h2_conn *c, int32_t stream_id, uint32_t error_code);
 
@@ -447,7 +453,8 @@ VEGA_API int vega_h2_submit_ping(vega_h2_conn *c, uint64_t opaque);
  * code: the connection ends (every stream closes: VEGA_H2_CLOSE_CONNECTION). debug: borrowed,
  * at most 256 bytes sent.
  * Returns 0; VEGA_ERR_CLOSED (already ended); VEGA_ERR_CALLBACK (on_stream_close failed);
- * -EINVAL (NULL c, NULL debug with len > 0). Context: any, including callbacks. Since 0.1.
+ * -ENOMEM (a NO_ERROR GOAWAY could not be queued: nothing changed); -EINVAL (NULL c, NULL
+ * debug with len > 0). Context: any, including callbacks. Since 0.1.
  */
 VEGA_API int vega_h2_submit_goaway(vega_h2_conn *c, uint32_t error_code, const uint8_t *debug,
                                    size_t len);
@@ -457,8 +464,8 @@ VEGA_API int vega_h2_submit_goaway(vega_h2_conn *c, uint32_t error_code, const u
  * back (or shutdown_timeout_ms passed) the final GOAWAY with the last stream it took, so that
  * requests already in flight are not lost (§6.8); a client sends GOAWAY 0. Open streams finish;
  * want_read goes false when none is left.
- * Returns 0; VEGA_ERR_CLOSED (already ended); -EINVAL (NULL c). Context: any, including
- * callbacks. Since 0.1.
+ * Returns 0; VEGA_ERR_CLOSED (already ended); -ENOMEM (nothing queued: try again); -EINVAL
+ * (NULL c). Context: any, including callbacks. Since 0.1.
  */
 VEGA_API int vega_h2_conn_shutdown(vega_h2_conn *c, vega_tstamp now);
 

@@ -125,9 +125,9 @@ typedef int (*vega_hpack_on_field)(void *ud, const vega_hpack_field *f);
  * decoder's scratch; raw ones are handed out in place.
  * Returns 0; VEGA_ERR_HPACK_TOO_LARGE (not fatal: see the code); VEGA_ERR_HPACK_DECODE;
  * VEGA_ERR_HPACK_STRING_TOO_LONG; VEGA_ERR_CALLBACK (on_field failed; the block was left
- * midway); -ENOMEM. After any error but TOO_LARGE the decoder is unusable: every later call
- * returns that error again.
- * Context: any; not from on_field. Since 0.1.
+ * midway); -ENOMEM; -EINVAL (NULL d, or NULL in with len > 0; nothing changes). After any error but
+ * TOO_LARGE the decoder is unusable: every later call returns that error again. Context: any; not
+ * from on_field. Since 0.1.
  */
 VEGA_API int vega_hpack_decode(vega_hpack_decoder *d, const uint8_t *in, size_t len,
                                vega_hpack_on_field on_field, void *ud);

@@ -710,3 +710,30 @@ VTEST(s8_1_1_client_content_length)
     VCHECK_EQ(r.r.data_bytes, 0); /* the excess is never handed out */
     raw_fini(&r);
 }
+
+/* Body bytes an application never consumed go back to the connection's window when their
+ * stream closes: dropping a reset stream's buffer cannot starve the connection. */
+VTEST(s6_9_unconsumed_given_back_on_close)
+{
+    struct raw r;
+    srv(&r);
+    r.r.consume = false;
+    size_t from = r.parsed; /* past the preface's own WINDOW_UPDATE */
+    static uint8_t d[16000];
+    for (uint32_t sid = 1; sid <= 5; sid += 2) {
+        raw_get(&r, sid, false);
+        for (int i = 0; i < 15; i++)
+            raw_frame(&r, DATA, 0, sid, d, sizeof d);
+    }
+    raw_expect_ok(&r);
+    struct rframe f;
+    r.parsed = from;
+    VCHECK(!raw_find(&r, WINDOW, 0, &f));
+    uint8_t p[4] = {0, 0, 0, VEGA_H2_CANCEL};
+    for (uint32_t sid = 1; sid <= 5; sid += 2)
+        raw_frame(&r, RST, 0, sid, p, 4);
+    r.parsed = from;
+    VCHECK(raw_find(&r, WINDOW, 0, &f) && raw_get32(f.p) >= 720000);
+    VCHECK_EQ(vega_h2_stream_consume(r.c, 1, 100), 0); /* gone: nothing happens */
+    raw_fini(&r);
+}
