@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/timerfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "load.h"
@@ -502,28 +500,10 @@ static bool ensure_open(struct hconn *c)
     return true;
 }
 
-static void timer_open(struct hconn *c)
-{
-    struct timespec ts;
-    c->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (c->tfd >= 0 && clock_gettime(CLOCK_MONOTONIC, &ts) == 0) {
-        int64_t mono = (int64_t)ts.tv_sec * (int64_t)VEGA_NS_PER_S + ts.tv_nsec;
-        c->mono_offset = mono - (int64_t)vega_now();
-    } else if (c->tfd >= 0) {
-        close(c->tfd);
-        c->tfd = -1;
-    }
-}
-
 /* Waits until t (a vega_now() time): 0, or -ECANCELED. */
 static int wait_until(struct hconn *c, vega_tstamp t)
 {
-    if (c->tfd < 0)
-        return vega_sleep_until(t);
-    int64_t at = (int64_t)t + c->mono_offset;
-    struct itimerspec its = {.it_value = {.tv_sec = at / (int64_t)VEGA_NS_PER_S,
-                                          .tv_nsec = at % (int64_t)VEGA_NS_PER_S}};
-    if (at <= 0 || timerfd_settime(c->tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
+    if (c->tfd < 0 || load_timer_arm(c->tfd, c->mono_offset, t) < 0)
         return vega_sleep_until(t);
     uint64_t ticks;
     vega_ssize n = vega_fd_read(c->tfd, &ticks, sizeof(ticks), c->r->end);
@@ -620,7 +600,7 @@ void *load_http_conn(void *arg)
     c->w = load_worker_self(r);
     c->tfd = -1;
     if (r->o->rate)
-        timer_open(c);
+        c->tfd = load_timer_open(&c->mono_offset);
     conn_loop(c, index);
     if (c->sock)
         conn_close(c);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* vega-load: a load generator. One session file per protocol (echo.c, http.c); run.c drives a
- * run, report.c prints the result. */
+/* vega-load: a load generator. One session file per protocol (echo.c, http.c for HTTP/1.1,
+ * h3.c for HTTP/3); run.c drives a run, report.c prints the result. */
 #ifndef VEGA_LOAD_H
 #define VEGA_LOAD_H
 
@@ -31,6 +31,18 @@
 #define LOAD_MAX_RATE      100000000ull /* -R, requests per second */
 #define LOAD_HTTP_BUF_MIN  4096u        /* receive buffer per HTTP connection, at least */
 #define LOAD_STATUS_MAX    1000         /* status codes 100..999 are counted one by one */
+#define LOAD_MAX_STREAMS   1024u        /* -m: HTTP/3 requests in flight per connection */
+#define LOAD_MAX_H3_CONNS  4096u        /* -c with HTTP/3: a UDP socket and ~256 KiB each */
+
+/* --alpn-list: the protocol its first entry picks. */
+enum load_alpn {
+    LOAD_ALPN_NONE,
+    LOAD_ALPN_H3,
+    LOAD_ALPN_HTTP11,
+};
+
+struct load_h3_req; /* h3.c: the HTTP/3 request's parts */
+struct load_h3;     /* h3.c: a run's QUIC endpoint */
 
 /* One -H header, as given: name and value borrowed from argv. */
 struct load_header {
@@ -77,6 +89,10 @@ struct load_opts {
     unsigned char *req; /* the serialized request, repeated --pipeline times (owned) */
     size_t req_len;     /* one request */
     size_t http_buf;    /* receive buffer per connection */
+    /* HTTP/3 (--h3, --alpn-list h3, mode h3). */
+    bool h3;
+    unsigned streams;           /* -m: requests in flight per connection */
+    struct load_h3_req *h3_req; /* the request's pseudo-header and regular fields (owned) */
 };
 
 /* Error kinds, as wrk counts them (plus mismatch: the echo differs from what was sent). */
@@ -104,6 +120,8 @@ struct load_worker {
     atomic_uint_fast64_t status[LOAD_STATUS_MAX];
     struct cli_hist hist_unc; /* -R: latency from the actual send */
     struct cli_hist connect_hist, tls_hist, first_byte_hist;
+    /* HTTP/3: QUIC packets of the connections that ended (all do by the end of the run) */
+    atomic_uint_fast64_t quic_sent, quic_recv, quic_lost;
     uint64_t sample_last; /* run.c's Req/Sec sampler only */
 };
 
@@ -129,6 +147,7 @@ struct load_run {
     unsigned nworkers;
     struct load_worker *w;
     vega_tls_config *tls;          /* --tls: shared by every connection (and its session cache) */
+    struct load_h3 *h3;            /* HTTP/3: the QUIC endpoint every connection is made on */
     atomic_uint next_index;        /* connections take 0, 1, 2 ... (-R staggers them) */
     struct load_series thread_rps; /* Req/Sec per worker, sampled every 100 ms ... */
     vega_tstamp sample_at;         /* ... the latest at this time */
@@ -147,6 +166,7 @@ struct load_totals {
     uint64_t bytes, reconnects, status[LOAD_STATUS_MAX];
     struct cli_hist hist_unc, connect_hist, tls_hist, first_byte_hist;
     struct load_series thread_rps;
+    uint64_t quic_sent, quic_recv, quic_lost; /* HTTP/3 */
 };
 
 /* ---- run.c ---------------------------------------------------------------------------------- */
@@ -180,6 +200,16 @@ void load_error_msg(struct load_run *r, enum load_kind kind, int code, const cha
 bool load_ticket_take(struct load_run *r);
 void load_ticket_return(struct load_run *r);
 
+/* -R's timers, with the kernel's resolution (the runtime's timers tick in milliseconds, which
+ * would add up to 1 ms of send lateness to every corrected latency). load_timer_open returns a
+ * timerfd (or -1) and the offset of CLOCK_MONOTONIC from vega_now(); load_timer_arm makes it
+ * fire at t (a vega_now() time; VEGA_DEADLINE_NEVER disarms it), load_timer_fire at once (a
+ * wake-up from another task). Both return 0 or -errno / -EINVAL. Read the fd with
+ * vega_fd_read. */
+int load_timer_open(int64_t *mono_offset);
+int load_timer_arm(int fd, int64_t mono_offset, vega_tstamp t);
+int load_timer_fire(int fd);
+
 /* min(now + --timeout, end); *at_end tells whether the end of the run is the nearer one. */
 vega_deadline load_step_deadline(const struct load_run *r, vega_tstamp now, bool *at_end);
 
@@ -200,6 +230,22 @@ int load_http_build(struct load_opts *o, char *err, size_t ecap);
 
 /* One connection of the HTTP mode; arg is a struct load_run. Returns NULL. */
 void *load_http_conn(void *arg);
+
+/* ---- h3.c ----------------------------------------------------------------------------------- */
+
+/* Builds o->h3_req from the URL, --method, -H and --body, and checks it with the HTTP/3 core's
+ * own rules (lowercase names, no connection-specific fields). Returns 0, or -EINVAL / -ENOMEM
+ * with a message in err. */
+int load_h3_build(struct load_opts *o, char *err, size_t ecap);
+void load_h3_opts_free(struct load_opts *o);
+
+/* The QUIC endpoint and trust store of a run, before the connections start. Returns 0 or a
+ * negative code (reported). load_h3_teardown closes and frees them (inside a task). */
+int load_h3_setup(struct load_run *r);
+void load_h3_teardown(struct load_run *r);
+
+/* One connection of the HTTP/3 mode; arg is a struct load_run. Returns NULL. */
+void *load_h3_conn(void *arg);
 
 /* ---- report.c ------------------------------------------------------------------------------- */
 

@@ -17,11 +17,15 @@ static const char usage_text[] =
     "Usage: vega-load echo [options] HOST:PORT     load an echo server (also HOST PORT)\n"
     "       vega-load echo [options] -U PATH       ... over a Unix socket\n"
     "       vega-load [http] [options] URL          load an HTTP/1.1 server (http://, https://)\n"
+    "       vega-load --h3 [options] URL            load an HTTP/3 server (https://, QUIC)\n"
     "\n"
     "HTTP: keep-alive connections each write the request (pre-serialized once; --pipeline\n"
     "copies at a time), read the responses and repeat (a closed loop), reconnecting when the\n"
     "server closes. With -R the connections send on a schedule instead, and latency is\n"
     "measured from when each request should have been sent (no coordinated omission).\n"
+    "HTTP/3: each connection is a QUIC connection to the URL's UDP port that keeps -m\n"
+    "requests in flight, each on a stream of its own, and starts the next one as a response\n"
+    "ends (with -R: when it is due and a stream is free).\n"
     "Echo: each connection sends a message, waits until all of it came back, checks it, and\n"
     "repeats. The result: requests (round trips) per second, bytes per second, latency\n"
     "percentiles (HdrHistogram, 1 us to 60 s, 3 significant digits) and errors.\n"
@@ -31,6 +35,12 @@ static const char usage_text[] =
     "      --method METHOD     the request method (default GET, or POST with --body)\n"
     "      --body FILE         send FILE's content as the request body (at most 16M)\n"
     "      --pipeline N        requests written at once per connection, 1..256 (default 1)\n"
+    "      --h3                HTTP/3 over QUIC (an https:// URL; its port is a UDP port); also\n"
+    "                          --alpn-list h3, or the mode 'h3'\n"
+    "  -m, --max-concurrent-streams N\n"
+    "                          --h3: requests in flight per connection, 1..1024 (default 1)\n"
+    "      --alpn-list LIST    h2load's protocol list: its first entry picks the protocol, h3\n"
+    "                          or http/1.1 (h2 is not supported)\n"
     "  -R, --rate N            constant rate: N requests/s over all connections (k, M\n"
     "                          suffixes); reports corrected and uncorrected latency\n"
     "  -k, --insecure          https: do not verify the server's certificate\n"
@@ -38,8 +48,9 @@ static const char usage_text[] =
     "      --sni NAME          https: the name to send and verify (default: the URL's host)\n"
     "  -U, --unix-socket PATH  connect to this Unix socket instead of the URL's host\n"
     "The summary adds status codes, reconnects (not errors: servers close keep-alive\n"
-    "connections), and connection times over the whole run: connect, TLS handshake, and first\n"
-    "byte (from the start of the connect to the first byte of the first response).\n"
+    "connections), and connection times over the whole run: connect, TLS handshake (HTTP/3:\n"
+    "the QUIC handshake, which is also its connect), and first byte (from the start of the\n"
+    "connect to the first byte of the first response).\n"
     "\n"
     "Load:\n"
     "  -c, --connections N     connections to keep busy (default 10; k suffix: 1k = 1000)\n"
@@ -81,11 +92,12 @@ static const char usage_text[] =
     "Durations take ns, us, ms, s, m, h (a bare number is seconds). The run stops at the end\n"
     "of -d: requests still in flight then are dropped, not counted as errors. Responses of\n"
     "any status count as requests (4xx/5xx are not errors; they are listed by code). Errors:\n"
-    "connect (TLS included), read, write, timeout, parse (a malformed response). A connection\n"
-    "that cannot connect at the start gives up; one that fails later reconnects (backing off\n"
-    "after failed connects); without -d it gives up after 20 failures in a row. Errors are\n"
-    "counted over the whole run, warm-up included. SIGINT or SIGTERM stops the run early and\n"
-    "prints what was measured so far.\n"
+    "connect (TLS or QUIC handshake included), read (HTTP/3: also a stream the server reset),\n"
+    "write, timeout, parse (a malformed response). A connection that cannot connect at the\n"
+    "start gives up; one that fails later reconnects (backing off after failed connects);\n"
+    "without -d it gives up after 20 failures in a row. Errors are counted over the whole run,\n"
+    "warm-up included. SIGINT or SIGTERM stops the run early and prints what was measured so\n"
+    "far.\n"
     "\n"
     "Exit codes: 0 success; 1 nothing completed, every connection failed, or fewer than -n\n"
     "completed; 2 usage error; 128+N stopped by signal N (after the report).\n"
@@ -95,6 +107,8 @@ static const char usage_text[] =
     "  vega-load -t 2 -c 100 -R 20k -d 10s --json https://localhost:8443/api -k\n"
     "  vega-load -c 8 -n 10k --pipeline 16 -H 'Accept: */*' http://127.0.0.1:8080/1k.bin\n"
     "  vega-load --method PUT --body data.json -c 4 -d 3s http://127.0.0.1:8080/upload\n"
+    "  vega-load --h3 -c 64 -m 10 -d 5s -k https://127.0.0.1:8443/1k.bin\n"
+    "  vega-load --alpn-list=h3 -c 4 -m 16 -n 100k --json https://localhost:4433/\n"
     "  vega-echo -l 7000 &   then:\n"
     "  vega-load echo -c 64 -d 5s 127.0.0.1:7000\n"
     "  vega-load echo -c 100 -t 2 -s 1K --warm-up 1s -d 10s --json 127.0.0.1:7000\n"
@@ -117,6 +131,8 @@ enum {
     OPT_METHOD,
     OPT_BODY,
     OPT_PIPELINE,
+    OPT_H3,
+    OPT_ALPN,
 };
 
 static const struct option long_opts[] = {
@@ -150,6 +166,11 @@ static const struct option long_opts[] = {
     {"body", required_argument, NULL, OPT_BODY},
     {"pipeline", required_argument, NULL, OPT_PIPELINE},
     {"rate", required_argument, NULL, 'R'},
+    {"h3", no_argument, NULL, OPT_H3},
+    {"http3", no_argument, NULL, OPT_H3},
+    {"alpn-list", required_argument, NULL, OPT_ALPN},
+    {"npn-list", required_argument, NULL, OPT_ALPN},
+    {"max-concurrent-streams", required_argument, NULL, 'm'},
     {NULL, 0, NULL, 0},
 };
 
@@ -182,10 +203,11 @@ static bool is_http(const char *a)
 static void positional_http(struct load_opts *o, int n, char **a, char *hbuf, size_t hcap,
                             char *pbuf, size_t pcap)
 {
-    if (strcmp(a[0], "h2") == 0 || strcmp(a[0], "h3") == 0)
-        cli_usage_error("mode '%s' is not implemented yet: vega-load speaks HTTP/1.1 (mode "
-                        "'http')",
-                        a[0]);
+    if (strcmp(a[0], "h2") == 0)
+        cli_usage_error("mode 'h2' is not implemented yet: vega-load speaks HTTP/1.1 (mode "
+                        "'http') and HTTP/3 (mode 'h3', or --h3)");
+    if (strcmp(a[0], "h3") == 0)
+        o->h3 = true;
     if (!strstr(a[0], "://")) {
         a++;
         n--;
@@ -324,6 +346,38 @@ static void read_body(struct load_opts *o)
     o->body_len = len;
 }
 
+/* --alpn-list (h2load's): a comma-separated list whose first entry picks the protocol, as
+ * h2load's does (h3 first: QUIC; anything else: TCP). Only h3 and http/1.1 can be picked. */
+static enum load_alpn alpn_arg(const char *v)
+{
+    size_t n = strcspn(v, ",");
+    if (n == 2 && strncmp(v, "h3", 2) == 0)
+        return LOAD_ALPN_H3;
+    if (n == 8 && strncmp(v, "http/1.1", 8) == 0)
+        return LOAD_ALPN_HTTP11;
+    if (n == 0)
+        cli_usage_error("--alpn-list: expected protocol names such as h3 or http/1.1, got '%s'", v);
+    cli_usage_error("--alpn-list: '%.*s' is not supported: vega-load speaks h3 and http/1.1, and "
+                    "the list's first entry picks the protocol",
+                    (int)n, v);
+}
+
+/* The HTTP/3 checks, once the mode is known. */
+static void finish_h3(struct load_opts *o)
+{
+    if (!o->tls)
+        cli_usage_error("HTTP/3 needs an https:// URL (QUIC is always encrypted)");
+    if (o->unix_path)
+        cli_usage_error("-U cannot be used with HTTP/3 (QUIC runs over UDP)");
+    if (o->pipeline > 1)
+        cli_usage_error("--pipeline is for HTTP/1.1; with HTTP/3 use -m (requests in flight per "
+                        "connection, each on its own stream)");
+    if (o->conns > LOAD_MAX_H3_CONNS)
+        cli_usage_error("-c %llu: too many HTTP/3 connections (at most %u: each has a UDP socket "
+                        "and about 256 KiB of buffers of its own)",
+                        (unsigned long long)o->conns, LOAD_MAX_H3_CONNS);
+}
+
 /* The HTTP mode's checks and the request, once the mode is known. */
 static void finish_http(struct load_opts *o, bool size_set, bool tls_flag)
 {
@@ -341,8 +395,24 @@ static void finish_http(struct load_opts *o, bool size_set, bool tls_flag)
     if (o->rate && o->pipeline > 1)
         cli_usage_error("-R and --pipeline cannot be combined: a scheduled request goes out "
                         "alone");
+    if (o->h3)
+        finish_h3(o);
+    else if (o->streams > 1)
+        cli_usage_error("-m is for HTTP/3 (--h3); an HTTP/1.1 connection has one request in "
+                        "flight (see --pipeline)");
     if (o->body_file)
         read_body(o);
+    if (o->h3) {
+        char err[512];
+        int e = load_h3_build(o, err, sizeof(err));
+        if (e == -ENOMEM) {
+            cli_err(NULL, "%s", err);
+            exit(CLI_EXIT_NET);
+        }
+        if (e < 0)
+            cli_usage_error("%s", err);
+        return;
+    }
     /* Receive buffers and parsers (about 17 KiB each) of all connections within
      * LOAD_MAX_BUFFERS: 64 KiB buffers while they fit, smaller ones for many connections. */
     uint64_t fixed = sizeof(vega_http1_parser) + 1024;
@@ -371,10 +441,12 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
                        char *pbuf, size_t pcap, char *tbuf, size_t tcap)
 {
     bool no_progress = false, size_set = false, tls_flag = false, http_opt = false;
+    bool h3_flag = false;
+    enum load_alpn alpn = LOAD_ALPN_NONE;
     uint64_t v;
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":c:d:z:n:s:t:uU:46kvhH:R:", long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":c:d:z:n:s:t:uU:46kvhH:R:m:", long_opts, NULL)) != -1) {
         switch (c) {
         case 'c':
             if (cli_parse_count(optarg, &v) < 0 || v < 1 || v > LOAD_MAX_CONNS)
@@ -476,6 +548,21 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
             o->rate = v;
             http_opt = true;
             break;
+        case OPT_H3:
+            h3_flag = true;
+            http_opt = true;
+            break;
+        case OPT_ALPN:
+            alpn = alpn_arg(optarg);
+            http_opt = true;
+            break;
+        case 'm':
+            if (cli_parse_uint(optarg, 1, LOAD_MAX_STREAMS, &v) < 0)
+                cli_usage_error("-m: expected 1..%u concurrent streams, got '%s'", LOAD_MAX_STREAMS,
+                                optarg);
+            o->streams = (unsigned)v;
+            http_opt = true;
+            break;
         case OPT_NO_PROGRESS:
             no_progress = true;
             break;
@@ -496,7 +583,11 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
             cli_usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
+    o->h3 = h3_flag || alpn == LOAD_ALPN_H3;
     positional(o, argc, argv, hbuf, hcap, pbuf, pcap, tbuf, tcap);
+    if (o->h3 && alpn == LOAD_ALPN_HTTP11)
+        cli_usage_error("HTTP/3 (--h3 or the mode 'h3') and --alpn-list http/1.1 contradict each "
+                        "other");
     if (o->unix_path && o->family != AF_UNSPEC)
         cli_usage_error("-4/-6 cannot be used with -U");
     if (o->unix_path && !*o->unix_path)
@@ -509,7 +600,8 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
         return;
     }
     if (http_opt)
-        cli_usage_error("-H, --method, --body, --pipeline and -R are for HTTP mode (a URL)");
+        cli_usage_error("-H, --method, --body, --pipeline, -R, -m, --h3 and --alpn-list are for "
+                        "HTTP mode (a URL)");
     if (o->unix_path && o->udp)
         cli_usage_error("-U and -u cannot be combined (Unix datagram sockets are not supported)");
     if (o->tls && o->udp)
@@ -569,6 +661,7 @@ int main(int argc, char **argv)
     o.workers = 1;
     o.timeout_ns = 2 * VEGA_NS_PER_S;
     o.pipeline = 1;
+    o.streams = 1;
     o.driver = VEGA_DRIVER_DEFAULT;
     cli_set_prog("vega-load");
     parse_args(&o, argc, argv, hbuf, sizeof(hbuf), pbuf, sizeof(pbuf), tbuf, sizeof(tbuf));
@@ -605,6 +698,7 @@ int main(int argc, char **argv)
     }
     vega_rt_free(rt);
     free(o.req);
+    load_h3_opts_free(&o);
     free(o.body);
     free(o.path);
     free(o.host_header);

@@ -205,6 +205,8 @@ static void http_header(const struct load_opts *o)
            (unsigned long long)o->conns, o->conns == 1 ? "" : "s", vega_rt_driver_name(rt));
     if (o->pipeline > 1)
         printf(", pipeline %u", o->pipeline);
+    if (o->h3)
+        printf(", HTTP/3 with %u stream%s per connection", o->streams, o->streams == 1 ? "" : "s");
     if (o->unix_path)
         printf(", over %s", o->unix_path);
     putchar('\n');
@@ -263,7 +265,7 @@ static void conn_time_row(const char *name, const struct cli_hist *h)
     load_fmt_duration(b, sizeof(b), (double)cli_hist_percentile(h, 50.0));
     load_fmt_duration(c, sizeof(c), (double)cli_hist_percentile(h, 99.0));
     load_fmt_duration(d, sizeof(d), (double)h->max);
-    printf("    %-13s %10s %10s %10s %10s %8llu\n", name, a, b, c, d, (unsigned long long)h->total);
+    printf("    %-14s %10s %10s %10s %10s %8llu\n", name, a, b, c, d, (unsigned long long)h->total);
 }
 
 static uint64_t status_class(const struct load_totals *t, int cls)
@@ -333,12 +335,17 @@ counts:
            (unsigned long long)t->errors[LOAD_ERR_PARSE]);
     printf("  Connections: %llu connects, %llu reconnects\n", (unsigned long long)t->connects,
            (unsigned long long)t->reconnects);
-    if (t->connect_hist.total) {
-        printf("    %-13s %10s %10s %10s %10s %8s\n", "Times", "Avg", "p50", "p99", "Max", "Count");
+    if (t->connect_hist.total || t->tls_hist.total) {
+        /* HTTP/3: the QUIC handshake is the connect (no row of its own). */
+        printf("    %-14s %10s %10s %10s %10s %8s\n", "Times", "Avg", "p50", "p99", "Max", "Count");
         conn_time_row("Connect", &t->connect_hist);
-        conn_time_row("TLS handshake", &t->tls_hist);
+        conn_time_row(o->h3 ? "QUIC handshake" : "TLS handshake", &t->tls_hist);
         conn_time_row("First byte", &t->first_byte_hist);
     }
+    if (o->h3)
+        printf("  QUIC packets: %llu sent, %llu received, %llu declared lost\n",
+               (unsigned long long)t->quic_sent, (unsigned long long)t->quic_recv,
+               (unsigned long long)t->quic_lost);
     if (t->signo)
         printf("  Stopped early by SIG%s\n", sigabbrev_np(t->signo) ? sigabbrev_np(t->signo) : "?");
     printf("Requests/sec: %10.2f\n", per_sec(t->round_trips, t->elapsed_s));
@@ -367,8 +374,10 @@ void load_report_http_json(const struct load_opts *o, const struct load_totals *
     json_str(f, o->url);
     fputs(",\"driver\":", f);
     json_str(f, t->driver);
+    fprintf(f, ",\"protocol\":\"%s\"", o->h3 ? "h3" : "http/1.1");
     fprintf(f, ",\"workers\":%u,\"threads\":%u,\"connections\":%llu,\"pipeline\":%u", t->workers,
             t->workers, (unsigned long long)o->conns, o->pipeline);
+    fprintf(f, ",\"max_concurrent_streams\":%u", o->h3 ? o->streams : 1u);
     fprintf(f, ",\"rate\":%llu", (unsigned long long)o->rate);
     fprintf(f, ",\"duration_s\":%.6f,\"warm_up_s\":%.6f,\"timeout_s\":%.6f", t->elapsed_s,
             (double)o->warmup_ns / 1e9, (double)o->timeout_ns / 1e9);
@@ -412,6 +421,11 @@ void load_report_http_json(const struct load_opts *o, const struct load_totals *
     json_latency(f, "connect_us", &t->connect_hist);
     json_latency(f, "tls_us", &t->tls_hist);
     json_latency(f, "first_byte_us", &t->first_byte_hist);
+    if (o->h3)
+        fprintf(f,
+                ",\"quic\":{\"packets_sent\":%llu,\"packets_received\":%llu,\"packets_lost\":%llu}",
+                (unsigned long long)t->quic_sent, (unsigned long long)t->quic_recv,
+                (unsigned long long)t->quic_lost);
     fprintf(f, ",\"interrupted\":%s", t->signo ? "true" : "false");
     fputs("}\n", f);
 }

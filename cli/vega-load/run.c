@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* A run: resolve the target, start the connections in a task group, show progress, stop at
  * the end (or on SIGINT/SIGTERM), merge the per-worker counters and report. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "load.h"
@@ -44,6 +47,39 @@ vega_deadline load_step_deadline(const struct load_run *r, vega_tstamp now, bool
     vega_deadline dl = now > VEGA_DEADLINE_NEVER - t ? VEGA_DEADLINE_NEVER : now + t;
     *at_end = r->end <= dl;
     return *at_end ? r->end : dl;
+}
+
+int load_timer_open(int64_t *mono_offset)
+{
+    struct timespec ts;
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (fd >= 0 && clock_gettime(CLOCK_MONOTONIC, &ts) == 0) {
+        int64_t mono = (int64_t)ts.tv_sec * (int64_t)VEGA_NS_PER_S + ts.tv_nsec;
+        *mono_offset = mono - (int64_t)vega_now();
+        return fd;
+    }
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+int load_timer_arm(int fd, int64_t mono_offset, vega_tstamp t)
+{
+    struct itimerspec its = {{0, 0}, {0, 0}}; /* NEVER: disarmed */
+    if (t != VEGA_DEADLINE_NEVER) {
+        int64_t at = (int64_t)t + mono_offset;
+        if (at <= 0)
+            return -EINVAL;
+        its.it_value.tv_sec = at / (int64_t)VEGA_NS_PER_S;
+        its.it_value.tv_nsec = at % (int64_t)VEGA_NS_PER_S;
+    }
+    return timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL) < 0 ? -errno : 0;
+}
+
+int load_timer_fire(int fd)
+{
+    struct itimerspec its = {{0, 0}, {0, 1}}; /* relative: in 1 ns */
+    return timerfd_settime(fd, 0, &its, NULL) < 0 ? -errno : 0;
 }
 
 bool load_ticket_take(struct load_run *r)
@@ -97,12 +133,18 @@ void load_error_msg(struct load_run *r, enum load_kind kind, int code, const cha
             cli_err(what, "%s", msg && *msg ? msg : vega_tls_strerror(code));
         break;
     case LOAD_ERR_TIMEOUT:
+        if (msg && *msg) {
+            cli_err(t, "%s", msg);
+            break;
+        }
         load_fmt_duration(limit, sizeof(limit), (double)r->o->timeout_ns / 1e3);
         cli_err(t, "no complete %s within %s (--timeout)%s", r->o->http ? "response" : "echo",
                 limit, r->o->udp ? "" : "; reconnecting");
         break;
     case LOAD_ERR_PARSE:
-        cli_err(t, "%s; reconnecting", msg && *msg ? msg : "malformed response");
+        /* HTTP/3's messages say what follows (a stream reset, or a reconnect). */
+        cli_err(t, "%s%s", msg && *msg ? msg : "malformed response",
+                r->o->h3 ? "" : "; reconnecting");
         break;
     case LOAD_ERR_MISMATCH:
         cli_err(t, "the echo differs from what was sent%s", r->o->udp ? "" : "; reconnecting");
@@ -333,6 +375,9 @@ static void totals(struct load_run *r, struct load_totals *t, vega_tstamp finish
             cli_hist_merge(&t->connect_hist, &w->connect_hist);
             cli_hist_merge(&t->tls_hist, &w->tls_hist);
             cli_hist_merge(&t->first_byte_hist, &w->first_byte_hist);
+            t->quic_sent += atomic_load(&w->quic_sent);
+            t->quic_recv += atomic_load(&w->quic_recv);
+            t->quic_lost += atomic_load(&w->quic_lost);
         }
     }
     t->thread_rps = r->thread_rps;
@@ -422,7 +467,11 @@ static int drive(struct load_run *r, struct load_totals *t)
     r->end = o->duration_ns ? r->measure_start + o->duration_ns : VEGA_DEADLINE_NEVER;
     atomic_store(&r->tickets, (int_fast64_t)o->round_trips);
     for (uint64_t i = 0; i < o->conns; i++) {
-        e = vega_group_spawn(g, o->http ? load_http_conn : load_echo_conn, r);
+        e = vega_group_spawn(g,
+                             o->h3     ? load_h3_conn
+                             : o->http ? load_http_conn
+                                       : load_echo_conn,
+                             r);
         if (e < 0) {
             cli_err_code("spawn", e);
             vega_group_cancel(g);
@@ -472,7 +521,7 @@ int load_run_main(const struct load_opts *o)
     unsigned char *payload = NULL;
     if (resolve(&r) < 0)
         goto out;
-    if (o->tls && tls_setup(&r) < 0)
+    if (o->h3 ? load_h3_setup(&r) < 0 : o->tls && tls_setup(&r) < 0)
         goto out;
     if (!o->http) {
         payload = make_payload(o->size);
@@ -512,6 +561,7 @@ int load_run_main(const struct load_opts *o)
     code = exit_code(o, &t);
 out:
     fflush(stdout);
+    load_h3_teardown(&r);
     cli_hist_fini(&t.hist);
     cli_hist_fini(&t.hist_unc);
     cli_hist_fini(&t.connect_hist);

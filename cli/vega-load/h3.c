@@ -1,0 +1,1174 @@
+/* SPDX-License-Identifier: MIT */
+/* The HTTP/3 session (RFC 9114): QUIC connections on one endpoint (<vega/quic_ep.h>), each
+ * keeping -m requests in flight on bidirectional streams (§4.1) with the sans-I/O HTTP/3 core
+ * (<vega/h3.h>) driven from the endpoint's callbacks: a response's end records its latency and
+ * starts the next request, so no task runs per stream. A connection's task only connects (the
+ * control and QPACK streams, §6.2.1), keeps the -R schedule and --timeout, and reconnects. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <vega/quic_ep.h>
+
+#include "load.h"
+
+/* As http.c: without -d a connection that keeps failing stops after this many failures in a
+ * row, and waits between connects that failed, doubling up to the maximum. */
+#define GIVE_UP_AFTER  20
+#define BACKOFF_MIN_MS 10
+#define BACKOFF_MAX_MS 1000
+/* At the end the endpoint gives its connections this long to send their CONNECTION_CLOSE. */
+#define CLOSE_GRACE_MS 100
+#define UNI_CHUNK      4096 /* our control and QPACK streams' bytes are written in these */
+
+/* ---- the request ----------------------------------------------------------------------------- */
+
+struct load_h3_req {
+    vega_h3_request rq; /* spans into the options and the strings below */
+    vega_http_field *fields;
+    size_t nfields;
+    char *names;     /* the -H names in lowercase (RFC 9114 §4.2), back to back */
+    char cl[24];     /* the content-length value */
+    size_t head_cap; /* room for one HEADERS frame */
+};
+
+static bool has_header(const struct load_opts *o, const char *name, size_t *at)
+{
+    for (unsigned i = 0; i < o->nheaders; i++)
+        if (o->headers[i].name_len == strlen(name) &&
+            strncasecmp(o->headers[i].name, name, o->headers[i].name_len) == 0) {
+            if (at)
+                *at = i;
+            return true;
+        }
+    return false;
+}
+
+void load_h3_opts_free(struct load_opts *o)
+{
+    if (!o->h3_req)
+        return;
+    free(o->h3_req->fields);
+    free(o->h3_req->names);
+    free(o->h3_req);
+    o->h3_req = NULL;
+}
+
+/* Encodes the request once with a fresh core, which checks every field as each connection's
+ * core will, and finds the room a HEADERS frame needs: the core asks for room for its worst case
+ * (whatever the QPACK table holds), more than the frame takes, and says VEGA_ERR_NOBUF without
+ * changing anything when there is less. */
+static int h3_trial(struct load_h3_req *q, char *err, size_t ecap)
+{
+    static const vega_h3_callbacks none;
+    vega_h3_conn *h;
+    uint8_t *buf = malloc(LOAD_MAX_HEAD);
+    int e = buf ? vega_h3_conn_client_new(&h, &none, NULL, NULL) : -ENOMEM;
+    if (e < 0) {
+        free(buf);
+        snprintf(err, ecap, "out of memory");
+        return -ENOMEM;
+    }
+    vega_ssize n = VEGA_ERR_NOBUF;
+    size_t cap = 256;
+    for (; n == VEGA_ERR_NOBUF && cap <= LOAD_MAX_HEAD; cap *= 2)
+        n = vega_h3_conn_write_request_head(h, 0, &q->rq, q->fields, q->nfields, buf, cap);
+    vega_h3_conn_free(h);
+    free(buf);
+    if (n == -ENOMEM) {
+        snprintf(err, ecap, "out of memory");
+        return -ENOMEM;
+    }
+    if (n == VEGA_ERR_NOBUF) {
+        snprintf(err, ecap, "the request head is over %u KiB", LOAD_MAX_HEAD >> 10);
+        return -EINVAL;
+    }
+    if (n < 0) {
+        snprintf(err, ecap,
+                 "invalid HTTP/3 request: check --method (a token such as GET), the URL's path, "
+                 "and -H (valid values; no connection-specific fields such as Connection, "
+                 "Keep-Alive, Proxy-Connection, Transfer-Encoding or Upgrade; TE only "
+                 "'trailers')");
+        return -EINVAL;
+    }
+    q->head_cap = cap / 2;
+    return 0;
+}
+
+int load_h3_build(struct load_opts *o, char *err, size_t ecap)
+{
+    const char *method = o->method ? o->method : o->body ? "POST" : "GET";
+    o->head_method = strcmp(method, "HEAD") == 0;
+    if (has_header(o, "content-length", NULL) || has_header(o, "transfer-encoding", NULL)) {
+        snprintf(err, ecap,
+                 "-H: Content-Length is set by vega-load (from --body), and HTTP/3 has "
+                 "no Transfer-Encoding");
+        return -EINVAL;
+    }
+    struct load_h3_req *q = calloc(1, sizeof(*q));
+    size_t names = 1;
+    for (unsigned i = 0; i < o->nheaders; i++)
+        names += o->headers[i].name_len;
+    if (q) {
+        q->fields = calloc(o->nheaders + 1u, sizeof(*q->fields));
+        q->names = malloc(names);
+    }
+    o->h3_req = q;
+    if (!q || !q->fields || !q->names) {
+        load_h3_opts_free(o);
+        snprintf(err, ecap, "out of memory");
+        return -ENOMEM;
+    }
+    /* §4.3.1: a request carries :authority (or Host; with both they must agree): -H Host
+     * becomes :authority, the URL's authority otherwise. */
+    size_t hi;
+    vega_http_str auth = {o->host_header, strlen(o->host_header)};
+    if (has_header(o, "host", &hi))
+        auth = (vega_http_str){o->headers[hi].value, o->headers[hi].value_len};
+    char *nm = q->names;
+    for (unsigned i = 0; i < o->nheaders; i++) {
+        const struct load_header *h = &o->headers[i];
+        if (h->name_len == 4 && strncasecmp(h->name, "host", 4) == 0)
+            continue;
+        for (size_t k = 0; k < h->name_len; k++) {
+            char ch = h->name[k];
+            nm[k] = ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : ch;
+        }
+        q->fields[q->nfields++] = (vega_http_field){{nm, h->name_len}, {h->value, h->value_len}};
+        nm += h->name_len;
+    }
+    if (o->body || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
+        snprintf(q->cl, sizeof(q->cl), "%zu", o->body_len);
+        q->fields[q->nfields++] = (vega_http_field){{"content-length", 14}, {q->cl, strlen(q->cl)}};
+    }
+    q->rq = (vega_h3_request){.method = {method, strlen(method)},
+                              .scheme = {"https", 5},
+                              .authority = auth,
+                              .path = {o->path, strlen(o->path)}};
+    int e = h3_trial(q, err, ecap);
+    if (e < 0)
+        load_h3_opts_free(o);
+    return e;
+}
+
+/* ---- the endpoint ---------------------------------------------------------------------------- */
+
+/* What an endpoint callback's user pointer is. A connection's user is its struct h3conn once it
+ * is set up; while its handshake runs, the user is the run's struct load_h3 (a connect that
+ * fails leaves the connection to the endpoint, which may report on it after the task moved on:
+ * only the endpoint's own struct surely lives that long). */
+enum user_kind {
+    USER_RUN = 1,
+    USER_CONN = 2,
+};
+
+struct load_h3 {
+    enum user_kind kind; /* USER_RUN; first, as in struct h3conn */
+    vega_quic_endpoint *ep;
+    vega_crypto_cert_store *ca;
+    /* why the latest handshake failed: the CONNECTION_CLOSE's code and reason */
+    atomic_flag lock;
+    char reason[192];
+};
+
+static void on_event(void *user, vega_quic_ep_conn *qe, vega_quic_conn *qc,
+                     const vega_quic_event *ev);
+
+int load_h3_setup(struct load_run *r)
+{
+    const struct load_opts *o = r->o;
+    struct load_h3 *g = calloc(1, sizeof(*g));
+    if (!g) {
+        cli_err_code("setup", -ENOMEM);
+        return -ENOMEM;
+    }
+    g->kind = USER_RUN;
+    atomic_flag_clear(&g->lock);
+    r->h3 = g;
+    int e = 0;
+    if (!o->insecure) {
+        /* No --cacert: the system's store (OpenSSL's default file and directory). */
+        e = vega_crypto_cert_store_new(&g->ca, o->cacert, NULL);
+        if (e < 0) {
+            cli_err(o->cacert ? o->cacert : "system CA certificates", "%s",
+                    e == VEGA_ERR_CRYPTO_CA_LOAD ? "cannot load (unreadable, or no PEM "
+                                                   "certificate in it)"
+                                                 : vega_strerror(e));
+            return e;
+        }
+    }
+    vega_quic_endpoint_opts eo;
+    vega_quic_endpoint_opts_init(&eo);
+    eo.quic.tls.alpn[0] = "h3";
+    eo.quic.tls.n_alpn = 1;
+    eo.quic.tls.ca = g->ca;
+    eo.quic.tls.insecure = o->insecure;
+    eo.cb.on_event = on_event;
+    e = vega_quic_endpoint_new(&g->ep, &eo);
+    if (e < 0)
+        cli_err_code("QUIC endpoint", e);
+    return e;
+}
+
+void load_h3_teardown(struct load_run *r)
+{
+    struct load_h3 *g = r->h3;
+    if (!g)
+        return;
+    if (g->ep) {
+        vega_quic_endpoint_shutdown(g->ep, vega_deadline_in_ms(CLOSE_GRACE_MS));
+        vega_quic_endpoint_free(g->ep);
+    }
+    vega_crypto_cert_store_free(g->ca);
+    free(g);
+    r->h3 = NULL;
+}
+
+/* "H3_NO_ERROR", "CRYPTO_ERROR (TLS alert 42)", then the reason phrase: into buf. */
+static void describe_close(char *buf, size_t cap, bool app, uint64_t code, const uint8_t *reason,
+                           size_t len)
+{
+    size_t n = 0;
+    if (app)
+        cli_appendf(buf, cap, &n, "%s", vega_h3_error_name(code));
+    else if (code >= VEGA_QUIC_CRYPTO_ERROR && code <= 0x1ff)
+        cli_appendf(buf, cap, &n, "TLS alert %u", (unsigned)(code - VEGA_QUIC_CRYPTO_ERROR));
+    else
+        cli_appendf(buf, cap, &n, "%s", vega_quic_transport_error_name(code));
+    if (len && n + 3 < cap) {
+        buf[n++] = ':';
+        buf[n++] = ' ';
+        for (size_t i = 0; i < len && n + 1 < cap; i++)
+            buf[n++] = reason[i] >= 0x20 && reason[i] < 0x7f ? (char)reason[i] : '?';
+        buf[n] = '\0';
+    }
+}
+
+static void run_event(struct load_h3 *g, const vega_quic_event *ev)
+{
+    if (ev->type != VEGA_QUIC_EV_CLOSED)
+        return;
+    char why[sizeof(g->reason)];
+    describe_close(why, sizeof(why), ev->app, ev->error_code, ev->data, ev->len);
+    while (atomic_flag_test_and_set_explicit(&g->lock, memory_order_acquire))
+        ;
+    memcpy(g->reason, why, sizeof(why));
+    atomic_flag_clear_explicit(&g->lock, memory_order_release);
+}
+
+/* The message for a failed connect, with the latest handshake failure's reason. */
+static const char *connect_msg(struct load_h3 *g, int e, char *buf, size_t cap)
+{
+    const char *what = e == VEGA_ERR_QUIC_EP_HANDSHAKE ? "the QUIC handshake failed"
+                       : e == VEGA_ERR_QUIC_EP_REFUSED ? "the server refused the connection"
+                       : e == VEGA_ERR_QUIC_EP_CLOSED ? "the connection closed during the handshake"
+                                                      : NULL;
+    if (!what)
+        return NULL; /* the code's own message */
+    while (atomic_flag_test_and_set_explicit(&g->lock, memory_order_acquire))
+        ;
+    snprintf(buf, cap, "%s%s%s", what, g->reason[0] ? ": " : "", g->reason);
+    atomic_flag_clear_explicit(&g->lock, memory_order_release);
+    return buf;
+}
+
+/* ---- a connection ---------------------------------------------------------------------------- */
+
+enum step {
+    STEP_OK,
+    STEP_FAIL,  /* an error was counted; reconnect */
+    STEP_CLOSE, /* the server ended the connection as it may (GOAWAY, idle): reconnect */
+    STEP_STOP,  /* the run is over (end of -d, -n done, or cancelled) */
+};
+
+/* A request in flight: one of the -m slots. */
+struct h3req {
+    uint64_t sid;
+    vega_tstamp t_sent, t_intended;
+    size_t body_off; /* bytes of --body written so far */
+    int status;
+    bool busy, measured, ticket;
+    bool sending; /* the body is not all written yet */
+};
+
+/* Work an HTTP/3 callback leaves for later: it may not call QUIC while the core reads a span
+ * QUIC lent, nor feed the core (RFC 9114 §4.1.2 stream errors, QPACK unblocking). */
+enum op_kind {
+    OP_UNBLOCKED, /* feed the stream again */
+    OP_CANCEL,    /* forget a request stream: STOP_SENDING and RESET_STREAM with code */
+    OP_STOP,      /* a peer's unidirectional stream we do not read: STOP_SENDING with code */
+};
+
+struct h3op {
+    enum op_kind kind;
+    uint64_t sid, code;
+};
+
+struct h3conn {
+    enum user_kind kind; /* USER_CONN; first, as in struct load_h3 */
+    struct load_run *r;
+    const struct load_opts *o;
+    const struct load_h3_req *q;
+    struct load_h3 *g;
+    vega_quic_ep_conn *qe; /* the connection now; NULL between attempts */
+    vega_h3_conn *h3;
+    /* set while a callback or the task holds the connection's lock */
+    vega_quic_conn *qc;
+    struct load_worker *w;
+    vega_tstamp now;
+    struct h3req *req; /* -m slots */
+    unsigned busy;
+    uint8_t *head; /* a HEADERS frame being written */
+    struct h3op *ops;
+    unsigned op_head, op_len, op_cap;
+    /* this attempt */
+    vega_tstamp t_connect;
+    bool first_byte;     /* the first byte of the first response is still to come */
+    bool closed;         /* the connection closed (the CLOSED event) */
+    bool closing;        /* we closed it */
+    bool failed;         /* an error that ends the attempt was counted */
+    bool goaway;         /* the server sent GOAWAY: no new request here */
+    uint64_t completed;  /* responses on it */
+    vega_tstamp stalled; /* since when no request could start for want of stream credit, or 0 */
+    /* the whole run */
+    bool ever;
+    unsigned fails;
+    /* -R: this connection's schedule; pending requests are due at pend_first, + interval ... */
+    uint64_t interval;
+    vega_tstamp next_due, pend_first;
+    uint64_t npending;
+    int tfd; /* -R: the timer the task waits on (callbacks fire it to wake the task) */
+    int64_t mono_offset;
+    vega_notify wake; /* without -R */
+};
+
+static uint64_t us_between(vega_tstamp t0, vega_tstamp t1)
+{
+    return t1 > t0 ? (t1 - t0 + VEGA_NS_PER_US / 2) / VEGA_NS_PER_US : 0;
+}
+
+static void wake(struct h3conn *c)
+{
+    if (c->tfd >= 0 && load_timer_fire(c->tfd) == 0)
+        return;
+    vega_notify_one(&c->wake);
+}
+
+static struct h3req *find_req(struct h3conn *c, uint64_t sid)
+{
+    for (unsigned i = 0; i < c->o->streams; i++)
+        if (c->req[i].busy && c->req[i].sid == sid)
+            return &c->req[i];
+    return NULL;
+}
+
+/* Frees a slot; a request that did not complete gives its -n ticket back. */
+static void req_drop(struct h3conn *c, struct h3req *q)
+{
+    if (q->ticket)
+        load_ticket_return(c->r);
+    q->busy = false;
+    q->ticket = false;
+    c->busy--;
+}
+
+static void push_op(struct h3conn *c, enum op_kind kind, uint64_t sid, uint64_t code)
+{
+    /* Between two drains: one op per request stream at most, and one for the stream being fed. */
+    if (c->op_len == c->op_cap)
+        return;
+    c->ops[(c->op_head + c->op_len) % c->op_cap] = (struct h3op){kind, sid, code};
+    c->op_len++;
+}
+
+/* Closes the connection ourselves (the task notices and reconnects). */
+static void close_now(struct h3conn *c, uint64_t code, const char *reason)
+{
+    c->closing = true;
+    (void)vega_quic_conn_close(c->qc, VEGA_QUIC_CLOSE_APPLICATION, code, reason);
+    wake(c);
+}
+
+/* ---- HTTP/3 callbacks: under the lock, inside vega_h3_conn_read_stream ----------------------- */
+
+static int cb_headers(void *ud, uint64_t sid, const vega_h3_head *h)
+{
+    struct h3conn *c = ud;
+    struct h3req *q = find_req(c, sid);
+    if (q && h->kind == VEGA_H3_HEAD_INITIAL)
+        q->status = h->status;
+    return 0;
+}
+
+static int cb_end(void *ud, uint64_t sid)
+{
+    struct h3conn *c = ud;
+    struct h3req *q = find_req(c, sid);
+    if (!q)
+        return 0;
+    struct load_run *r = c->r;
+    c->completed++;
+    if (q->measured && c->now <= r->end) {
+        struct load_worker *w = c->w;
+        cli_hist_record(&w->hist, us_between(c->o->rate ? q->t_intended : q->t_sent, c->now));
+        if (c->o->rate)
+            cli_hist_record(&w->hist_unc, us_between(q->t_sent, c->now));
+        load_bump(&w->round_trips, 1);
+        load_bump(&w->status[q->status > 0 && q->status < LOAD_STATUS_MAX ? q->status : 0], 1);
+        q->ticket = false; /* used */
+    }
+    /* RFC 9114 §4.1: a server may answer before it read the whole request (asking us to stop
+     * with H3_NO_ERROR): the rest of the body is not sent. */
+    if (q->sending)
+        push_op(c, OP_CANCEL, sid, VEGA_H3_NO_ERROR);
+    req_drop(c, q);
+    return 0;
+}
+
+static int cb_stream_error(void *ud, uint64_t sid, uint64_t code)
+{
+    struct h3conn *c = ud;
+    struct h3req *q = find_req(c, sid);
+    push_op(c, OP_CANCEL, sid, code);
+    if (!q)
+        return 0;
+    char msg[128];
+    snprintf(msg, sizeof(msg), "malformed response (%s); the stream was reset",
+             vega_h3_error_name(code));
+    load_error_msg(c->r, LOAD_ERR_PARSE, VEGA_ERR_PROTO, msg);
+    req_drop(c, q);
+    return 0;
+}
+
+static int cb_unblocked(void *ud, uint64_t sid)
+{
+    push_op(ud, OP_UNBLOCKED, sid, 0);
+    return 0;
+}
+
+static int cb_stop_sending(void *ud, uint64_t sid, uint64_t code)
+{
+    push_op(ud, OP_STOP, sid, code);
+    return 0;
+}
+
+/* §5.2: requests at or above id were not processed: they go back (no error), nothing new starts
+ * here, and the task reconnects once the others are done. */
+static int cb_goaway(void *ud, uint64_t id)
+{
+    struct h3conn *c = ud;
+    c->goaway = true;
+    for (unsigned i = 0; i < c->o->streams; i++) {
+        struct h3req *q = &c->req[i];
+        if (q->busy && q->sid >= id) {
+            push_op(c, OP_CANCEL, q->sid, VEGA_H3_REQUEST_CANCELLED);
+            req_drop(c, q);
+        }
+    }
+    return 0;
+}
+
+static const vega_h3_callbacks h3_callbacks = {
+    .on_headers = cb_headers,
+    .on_end_stream = cb_end,
+    .on_stream_error = cb_stream_error,
+    .on_stream_unblocked = cb_unblocked,
+    .on_goaway = cb_goaway,
+    .on_stop_sending = cb_stop_sending,
+};
+
+/* ---- streams: under the lock, outside the core's callbacks ----------------------------------- */
+
+/* A connection error of the HTTP/3 core (§8: close with its code) or a failure of ours. */
+static void h3_failed(struct h3conn *c, int rc)
+{
+    const char *reason = NULL;
+    uint64_t code = vega_h3_conn_get_error(c->h3, &reason);
+    char msg[192];
+    if (rc == VEGA_ERR_PROTO) {
+        snprintf(msg, sizeof(msg), "HTTP/3 connection error %s (%s); reconnecting",
+                 vega_h3_error_name(code), reason ? reason : "");
+        load_error_msg(c->r, LOAD_ERR_PARSE, rc, msg);
+    } else {
+        code = VEGA_H3_INTERNAL_ERROR;
+        load_error(c->r, LOAD_ERR_READ, rc);
+    }
+    c->failed = true;
+    close_now(c, code, reason);
+}
+
+/* Our control and QPACK streams' bytes (SETTINGS, encoder and decoder instructions). */
+static void flush_uni(struct h3conn *c)
+{
+    uint8_t buf[UNI_CHUNK];
+    uint64_t sid;
+    vega_ssize n;
+    while (!c->closing && (n = vega_h3_conn_write_uni(c->h3, &sid, buf, sizeof(buf))) > 0) {
+        /* A stream's send buffer holds 1 MiB: these few bytes always fit unless it closed. */
+        if (vega_quic_stream_write(c->qc, sid, buf, (size_t)n, false) != n) {
+            h3_failed(c, VEGA_ERR_CLOSED);
+            return;
+        }
+    }
+}
+
+/* Feeds what stream sid holds to the core, zero-copy: peek, read, consume. */
+static void feed(struct h3conn *c, uint64_t sid)
+{
+    bool request = (sid & 3) == 0; /* ours, bidirectional */
+    while (!c->closing) {
+        const uint8_t *d;
+        size_t len;
+        bool fin;
+        if (vega_quic_stream_peek(c->qc, sid, &d, &len, &fin) < 0 || (len == 0 && !fin))
+            return;
+        if (request && len && c->first_byte) {
+            c->first_byte = false;
+            cli_hist_record(&c->w->first_byte_hist, us_between(c->t_connect, c->now));
+        }
+        vega_ssize n = vega_h3_conn_read_stream(c->h3, sid, d, len, fin);
+        if (n < 0) {
+            h3_failed(c, (int)n);
+            return;
+        }
+        if (vega_quic_stream_consume(c->qc, sid, (size_t)n) < 0)
+            return;
+        if (request && c->now >= c->r->measure_start)
+            load_bump(&c->w->bytes, (uint64_t)n);
+        if ((size_t)n < len || fin) /* blocked on QPACK (fed again when unblocked), or done */
+            return;
+    }
+}
+
+static void run_ops(struct h3conn *c)
+{
+    while (c->op_len && !c->closing) {
+        struct h3op op = c->ops[c->op_head];
+        c->op_head = (c->op_head + 1) % c->op_cap;
+        c->op_len--;
+        switch (op.kind) {
+        case OP_UNBLOCKED:
+            feed(c, op.sid);
+            break;
+        case OP_CANCEL:
+            (void)vega_h3_conn_close_stream(c->h3, op.sid);
+            (void)vega_quic_stream_stop(c->qc, op.sid, op.code);
+            (void)vega_quic_stream_reset(c->qc, op.sid, op.code);
+            break;
+        case OP_STOP:
+            (void)vega_quic_stream_stop(c->qc, op.sid, op.code);
+            break;
+        }
+    }
+}
+
+/* Writes what the stream's send buffer takes of the body, ending the stream with its last
+ * byte. */
+static void write_body(struct h3conn *c, struct h3req *q)
+{
+    const struct load_opts *o = c->o;
+    while (q->sending) {
+        size_t left = o->body_len - q->body_off;
+        vega_ssize w = vega_quic_stream_write(c->qc, q->sid, o->body + q->body_off, left, true);
+        if (w < 0) { /* the server stopped the stream (its answer tells), or the end */
+            q->sending = false;
+            return;
+        }
+        q->body_off += (size_t)w;
+        if ((size_t)w == left)
+            q->sending = false;
+        else if (w == 0)
+            return; /* STREAM_WRITABLE comes */
+    }
+}
+
+enum start {
+    START_OK,
+    START_NONE, /* nothing may start now (no -n ticket, the end, GOAWAY, stream credit) */
+};
+
+/* Starts a request on a new stream: HEADERS (and DATA with the body), §4.1. */
+static enum start start_one(struct h3conn *c, struct h3req *q, vega_tstamp intended)
+{
+    struct load_run *r = c->r;
+    const struct load_opts *o = c->o;
+    bool measured = intended >= r->measure_start, ticket = false;
+    if (measured && o->round_trips) {
+        if (!load_ticket_take(r))
+            return START_NONE;
+        ticket = true;
+    }
+    uint64_t sid;
+    int e = vega_quic_stream_open(c->qc, true, &sid);
+    vega_ssize n = 0;
+    if (e == 0) {
+        n = vega_h3_conn_write_request_head(c->h3, sid, &c->q->rq, c->q->fields, c->q->nfields,
+                                            c->head, c->q->head_cap);
+        if (n < 0)
+            (void)vega_quic_stream_reset(c->qc, sid, VEGA_H3_REQUEST_CANCELLED);
+    }
+    if (e < 0 || n < 0) {
+        if (ticket)
+            load_ticket_return(r);
+        if (e == VEGA_ERR_FULL) { /* STREAMS_AVAILABLE comes (--timeout bounds the wait) */
+            if (c->busy == 0 && !c->stalled)
+                c->stalled = c->now;
+            return START_NONE;
+        }
+        if (n == VEGA_ERR_H3_GOAWAY) {
+            c->goaway = true;
+            return START_NONE;
+        }
+        load_error(r, LOAD_ERR_WRITE, e < 0 ? e : (int)n);
+        c->failed = true;
+        close_now(c, VEGA_H3_INTERNAL_ERROR, NULL);
+        return START_NONE;
+    }
+    flush_uni(c); /* the encoder instructions the head refers to */
+    bool body = o->body_len > 0;
+    uint8_t dh[VEGA_H3_DATA_HEADER_MAX];
+    vega_ssize k = body ? vega_h3_write_data_header(dh, sizeof(dh), o->body_len) : 0;
+    if (vega_quic_stream_write(c->qc, sid, c->head, (size_t)n, !body) != n ||
+        (k > 0 && vega_quic_stream_write(c->qc, sid, dh, (size_t)k, false) != k)) {
+        if (ticket)
+            load_ticket_return(r);
+        if (!c->closing) {
+            load_error(r, LOAD_ERR_WRITE, VEGA_ERR_CLOSED);
+            c->failed = true;
+            close_now(c, VEGA_H3_INTERNAL_ERROR, NULL);
+        }
+        return START_NONE;
+    }
+    *q = (struct h3req){.sid = sid,
+                        .t_sent = c->now,
+                        .t_intended = intended,
+                        .busy = true,
+                        .measured = measured,
+                        .ticket = ticket,
+                        .sending = body};
+    c->busy++;
+    c->stalled = 0;
+    write_body(c, q);
+    return START_OK;
+}
+
+/* Fills the free slots: at once in a closed loop, with the requests due under -R. */
+static void start_requests(struct h3conn *c)
+{
+    const struct load_opts *o = c->o;
+    for (unsigned i = 0; i < o->streams && !c->closing && !c->closed && !c->goaway; i++) {
+        if (c->req[i].busy)
+            continue;
+        if (c->now >= c->r->end || (o->rate && c->npending == 0))
+            return;
+        if (start_one(c, &c->req[i], o->rate ? c->pend_first : c->now) != START_OK)
+            return;
+        if (o->rate) {
+            c->pend_first += c->interval;
+            c->npending--;
+        }
+    }
+}
+
+/* Whether this connection has more to do (false: it may stop once nothing is in flight). */
+static bool more_to_do(const struct h3conn *c)
+{
+    const struct load_run *r = c->r;
+    const struct load_opts *o = c->o;
+    if (c->now >= r->end)
+        return false;
+    if (o->rate && c->npending == 0 && c->next_due >= r->end)
+        return false;
+    vega_tstamp next = o->rate ? (c->npending ? c->pend_first : c->next_due) : c->now;
+    return !(o->round_trips && next >= r->measure_start &&
+             atomic_load_explicit(&r->tickets, memory_order_relaxed) <= 0);
+}
+
+/* After each event: deferred work, new requests, our streams' bytes; wakes the task when the
+ * connection is done for. */
+static void pump(struct h3conn *c)
+{
+    run_ops(c);
+    start_requests(c);
+    flush_uni(c);
+    if (c->closed || c->closing || (c->busy == 0 && (c->goaway || !more_to_do(c))))
+        wake(c);
+}
+
+/* The server reset a request stream (RST_STREAM, §4.1.1). */
+static void stream_reset(struct h3conn *c, uint64_t sid, uint64_t code)
+{
+    /* §6.2.1: closing a control or QPACK stream is a connection error. */
+    int e = vega_h3_conn_close_stream(c->h3, sid);
+    if (e < 0) {
+        h3_failed(c, e);
+        return;
+    }
+    struct h3req *q = find_req(c, sid);
+    if (!q)
+        return;
+    if (q->sending)
+        (void)vega_quic_stream_reset(c->qc, sid, VEGA_H3_REQUEST_CANCELLED);
+    char msg[128];
+    snprintf(msg, sizeof(msg), "the server reset a request stream (%s)", vega_h3_error_name(code));
+    load_error_msg(c->r, LOAD_ERR_READ, VEGA_ERR_QUIC_EP_RESET, msg);
+    req_drop(c, q);
+}
+
+static void conn_closed(struct h3conn *c, const vega_quic_event *ev)
+{
+    c->closed = true;
+    if (c->closing || c->busy == 0)
+        return;
+    /* Requests were lost with the connection: an error (the idle close of a server with nothing
+     * in flight is not one). */
+    char why[160], msg[256];
+    describe_close(why, sizeof(why), ev->app, ev->error_code, ev->data, ev->len);
+    snprintf(msg, sizeof(msg), "the connection closed (%s%s) with %u request%s in flight",
+             ev->local ? "here: " : "by the server: ", why, c->busy, c->busy == 1 ? "" : "s");
+    load_error_msg(c->r, LOAD_ERR_READ, VEGA_ERR_QUIC_EP_CLOSED, msg);
+    c->failed = true;
+}
+
+static void on_event(void *user, vega_quic_ep_conn *qe, vega_quic_conn *qc,
+                     const vega_quic_event *ev)
+{
+    (void)qe;
+    if (!user)
+        return; /* a connection between its handshake and its setup, or after its task left */
+    if (*(const enum user_kind *)user == USER_RUN) {
+        run_event(user, ev);
+        return;
+    }
+    struct h3conn *c = user;
+    c->qc = qc;
+    c->now = vega_now();
+    c->w = load_worker_self(c->r);
+    switch (ev->type) {
+    case VEGA_QUIC_EV_STREAM_OPENED:
+    case VEGA_QUIC_EV_STREAM_READABLE:
+        feed(c, ev->stream_id);
+        break;
+    case VEGA_QUIC_EV_STREAM_WRITABLE: {
+        struct h3req *q = find_req(c, ev->stream_id);
+        if (q)
+            write_body(c, q);
+        break;
+    }
+    case VEGA_QUIC_EV_STREAM_STOP: { /* stop sending the body; the response may still come */
+        struct h3req *q = find_req(c, ev->stream_id);
+        if (q && q->sending) {
+            q->sending = false;
+            (void)vega_quic_stream_reset(qc, ev->stream_id, ev->error_code);
+        }
+        break;
+    }
+    case VEGA_QUIC_EV_STREAM_RESET:
+        stream_reset(c, ev->stream_id, ev->error_code);
+        break;
+    case VEGA_QUIC_EV_CLOSED:
+        conn_closed(c, ev);
+        break;
+    default: /* STREAMS_AVAILABLE: pump starts what waited for credit */
+        break;
+    }
+    pump(c);
+    c->qc = NULL;
+}
+
+/* ---- the connection's task ------------------------------------------------------------------- */
+
+/* Connects to one of the target's addresses, as load_connect does over TCP: until one worked,
+ * each in turn; then only the one that did. */
+static int connect_any(struct h3conn *c, vega_quic_ep_conn **out, vega_deadline dl)
+{
+    struct load_run *r = c->r;
+    const struct load_opts *o = c->o;
+    /* The server's name is always checked (an IP literal against the certificate's addresses);
+     * events before the setup go to the run's struct (see enum user_kind). */
+    vega_quic_connect_opts co = {.server_name = o->sni ? o->sni : o->host, .user = c->g};
+    unsigned first = atomic_load_explicit(&r->good_addr, memory_order_relaxed);
+    unsigned tries = c->ever ? 1 : r->naddrs;
+    int e = 0;
+    for (unsigned k = 0; k < tries; k++) {
+        unsigned i = (first + k) % r->naddrs;
+        e = vega_quic_endpoint_connect(c->g->ep, &r->addrs[i], &co, out, dl);
+        if (e == 0) {
+            if (i != first)
+                atomic_store_explicit(&r->good_addr, i, memory_order_relaxed);
+            break;
+        }
+        if (e == -ECANCELED || e == -ETIMEDOUT)
+            break;
+    }
+    return e;
+}
+
+/* The HTTP/3 side of a fresh connection, under its lock: the core, our control and QPACK
+ * streams with SETTINGS (§6.2.1, RFC 9204 §4.2), the streams the server opened before we
+ * listened, and the first requests. */
+static int setup(struct h3conn *c, vega_quic_ep_conn *qe)
+{
+    vega_h3_opts ho;
+    vega_h3_opts_init(&ho);
+    uint64_t seed = 0;
+    if (vega_crypto_random(&seed, sizeof(seed)) == 0)
+        ho.grease_seed = seed;
+    int e = vega_h3_conn_client_new(&c->h3, &h3_callbacks, &ho, c);
+    if (e < 0)
+        return e;
+    vega_quic_conn *qc = vega_quic_ep_conn_lock(qe);
+    if (!qc)
+        return VEGA_ERR_QUIC_EP_CLOSED;
+    uint64_t uni[3];
+    for (int i = 0; i < 3 && e == 0; i++)
+        e = vega_quic_stream_open(qc, false, &uni[i]);
+    if (e == 0)
+        e = vega_h3_conn_bind_streams(c->h3, uni[0], uni[1], uni[2]);
+    if (e == 0) {
+        c->qe = qe;
+        vega_quic_ep_conn_set_user(qe, c);
+        c->qc = qc;
+        c->now = vega_now();
+        c->w = load_worker_self(c->r);
+        flush_uni(c);
+        /* Peer streams 3, 7, 11 ...: opening one opens the lower ones (RFC 9000 §3.2), so the
+         * first unknown id ends them. */
+        for (uint64_t id = 3; !c->closing; id += 4) {
+            const uint8_t *d;
+            size_t len;
+            bool fin;
+            if (vega_quic_stream_peek(qc, id, &d, &len, &fin) == -EINVAL)
+                break;
+            feed(c, id);
+            run_ops(c);
+        }
+        pump(c);
+        c->qc = NULL;
+    }
+    vega_quic_ep_conn_unlock(qe);
+    return e;
+}
+
+static void attempt_reset(struct h3conn *c, vega_tstamp t0)
+{
+    c->t_connect = t0;
+    c->first_byte = true;
+    c->closed = c->closing = c->failed = c->goaway = false;
+    c->busy = 0;
+    c->completed = 0;
+    c->stalled = 0;
+    c->op_head = c->op_len = 0;
+    for (unsigned i = 0; i < c->o->streams; i++)
+        c->req[i].busy = false;
+}
+
+/* Ends the attempt: closes the connection unless it closed, takes our user pointer off it (no
+ * callback finds c after that), and gives back the tickets of requests still in flight. */
+static void attempt_close(struct h3conn *c)
+{
+    if (c->qe) {
+        /* The connection's packet counts, for the report (the last values once it ended). */
+        vega_quic_conn_info qi;
+        vega_quic_ep_conn_get_info(c->qe, &qi);
+        struct load_worker *w = load_worker_self(c->r);
+        load_bump(&w->quic_sent, qi.pkts_sent);
+        load_bump(&w->quic_recv, qi.pkts_recv);
+        load_bump(&w->quic_lost, qi.pkts_lost);
+    }
+    vega_quic_conn *qc = c->qe ? vega_quic_ep_conn_lock(c->qe) : NULL;
+    if (qc) {
+        if (!c->closed && !c->closing)
+            (void)vega_quic_conn_close(qc, VEGA_QUIC_CLOSE_APPLICATION, VEGA_H3_NO_ERROR, NULL);
+        vega_quic_ep_conn_set_user(c->qe, NULL);
+        vega_quic_ep_conn_unlock(c->qe);
+    }
+    for (unsigned i = 0; i < c->o->streams; i++)
+        if (c->req[i].busy)
+            req_drop(c, &c->req[i]);
+    vega_quic_ep_conn_release(c->qe);
+    c->qe = NULL;
+    vega_h3_conn_free(c->h3);
+    c->h3 = NULL;
+}
+
+static enum step attempt_open(struct h3conn *c)
+{
+    struct load_run *r = c->r;
+    bool at_end;
+    vega_tstamp t0 = vega_now();
+    vega_deadline dl = load_step_deadline(r, t0, &at_end);
+    vega_quic_ep_conn *qe = NULL;
+    int e = connect_any(c, &qe, dl);
+    if (e == -ECANCELED || (e == -ETIMEDOUT && at_end))
+        return STEP_STOP;
+    char msg[256];
+    if (e < 0) {
+        load_error_msg(r, LOAD_ERR_CONNECT, e, connect_msg(c->g, e, msg, sizeof(msg)));
+        return STEP_FAIL;
+    }
+    /* QUIC has no connect of its own: its handshake is the TLS handshake (RFC 9001 §4). */
+    c->w = load_worker_self(r);
+    cli_hist_record(&c->w->tls_hist, us_between(t0, vega_now()));
+    attempt_reset(c, t0);
+    e = setup(c, qe);
+    if (e < 0) {
+        if (e == VEGA_ERR_FULL)
+            snprintf(msg, sizeof(msg),
+                     "the server allows fewer than 3 unidirectional streams "
+                     "(HTTP/3 needs a control and two QPACK streams)");
+        load_error_msg(r, LOAD_ERR_CONNECT, e, e == VEGA_ERR_FULL ? msg : NULL);
+        c->qe = qe;
+        attempt_close(c);
+        return STEP_FAIL;
+    }
+    c->w = load_worker_self(r);
+    load_bump(&c->w->connects, 1);
+    if (c->ever)
+        load_bump(&c->w->reconnects, 1);
+    c->ever = true;
+    return STEP_OK;
+}
+
+/* Waits before the next try after a failed connect: false when the run ends meanwhile. */
+static bool backoff(struct h3conn *c)
+{
+    unsigned shift = c->fails < 8 ? c->fails : 7;
+    uint64_t ms = (uint64_t)BACKOFF_MIN_MS << shift;
+    if (ms > BACKOFF_MAX_MS)
+        ms = BACKOFF_MAX_MS;
+    vega_deadline dl = vega_deadline_in_ms(ms);
+    if (dl > c->r->end)
+        return false;
+    return vega_sleep_until(dl) == 0;
+}
+
+/* Connects when needed: false when the connection is done for good. */
+static bool ensure_open(struct h3conn *c)
+{
+    struct load_run *r = c->r;
+    while (!c->qe) {
+        enum step s = attempt_open(c);
+        if (s == STEP_OK)
+            return true;
+        if (s == STEP_STOP)
+            return false;
+        c->fails++;
+        /* A connection that never connected gives up at once: the target is wrong or down,
+         * and every other connection will say the same. */
+        if (!c->ever || (r->end == VEGA_DEADLINE_NEVER && c->fails >= GIVE_UP_AFTER)) {
+            atomic_fetch_add(&r->gave_up, 1);
+            if (!c->ever)
+                atomic_fetch_add(&r->never_connected, 1);
+            return false;
+        }
+        if (!backoff(c))
+            return false;
+    }
+    return true;
+}
+
+/* -R: the requests that fell due join the pending ones. */
+static void schedule(struct h3conn *c)
+{
+    while (c->next_due <= c->now && c->next_due < c->r->end) {
+        if (c->npending == 0)
+            c->pend_first = c->next_due;
+        c->npending++;
+        c->next_due += c->interval;
+    }
+}
+
+/* --timeout: requests older than it count as timeouts; their connection is closed. */
+static void expire(struct h3conn *c)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < c->o->streams; i++) {
+        struct h3req *q = &c->req[i];
+        if (q->busy && c->now - q->t_sent >= c->o->timeout_ns) {
+            req_drop(c, q);
+            n++;
+        }
+    }
+    if (n == 0 && c->stalled && c->now - c->stalled >= c->o->timeout_ns) {
+        /* A server that gives no stream credit at all (RFC 9000 §4.6) is not waited for. */
+        load_error_msg(c->r, LOAD_ERR_TIMEOUT, -ETIMEDOUT,
+                       "the server allowed no request stream within --timeout; reconnecting");
+        c->failed = true;
+        close_now(c, VEGA_H3_NO_ERROR, "no stream credit");
+        return;
+    }
+    if (n == 0)
+        return;
+    for (unsigned i = 0; i < n; i++)
+        load_error(c->r, LOAD_ERR_TIMEOUT, -ETIMEDOUT);
+    c->failed = true;
+    close_now(c, VEGA_H3_NO_ERROR, "request timed out");
+}
+
+/* When the task must look again: the end, the oldest request's timeout, -R's next request. */
+static vega_deadline next_deadline(const struct h3conn *c)
+{
+    vega_deadline dl = c->r->end;
+    for (unsigned i = 0; i < c->o->streams; i++) {
+        const struct h3req *q = &c->req[i];
+        if (q->busy && q->t_sent + c->o->timeout_ns < dl)
+            dl = q->t_sent + c->o->timeout_ns;
+    }
+    if (c->o->rate && c->next_due < dl)
+        dl = c->next_due;
+    if (c->stalled && c->stalled + c->o->timeout_ns < dl)
+        dl = c->stalled + c->o->timeout_ns;
+    return dl;
+}
+
+/* Waits for dl or a callback's wake-up. Returns 0 or -ECANCELED. */
+static int wait_wake(struct h3conn *c, vega_deadline dl)
+{
+    if (c->tfd >= 0) {
+        uint64_t ticks;
+        /* The timer was armed for dl; the deadline is a backstop only. */
+        vega_deadline back =
+            dl >= VEGA_DEADLINE_NEVER - VEGA_NS_PER_S ? VEGA_DEADLINE_NEVER : dl + VEGA_NS_PER_S;
+        vega_ssize n = vega_fd_read(c->tfd, &ticks, sizeof(ticks), back);
+        return n == -ECANCELED ? -ECANCELED : 0;
+    }
+    int e = vega_notify_wait(&c->wake, dl);
+    return e == -ECANCELED ? -ECANCELED : 0;
+}
+
+/* Runs one connection until it must reconnect or the run is over. The callbacks do the
+ * requests; the task looks in at each deadline and when a callback wakes it. */
+static enum step serve(struct h3conn *c)
+{
+    struct load_run *r = c->r;
+    for (;;) {
+        vega_quic_conn *qc = vega_quic_ep_conn_lock(c->qe);
+        if (!qc) /* it ended; its CLOSED event said how */
+            return c->failed ? STEP_FAIL : STEP_CLOSE;
+        c->qc = qc;
+        c->now = vega_now();
+        c->w = load_worker_self(r);
+        enum step s = STEP_OK;
+        vega_deadline dl = r->end;
+        if (c->now >= r->end) {
+            s = STEP_STOP;
+        } else {
+            if (c->o->rate)
+                schedule(c);
+            expire(c);
+            if (!c->closing && !c->closed) {
+                run_ops(c);
+                start_requests(c);
+                flush_uni(c);
+            }
+            if (c->closed || c->closing)
+                s = c->failed ? STEP_FAIL : STEP_CLOSE;
+            else if (c->busy == 0 && c->goaway)
+                s = STEP_CLOSE; /* §5.2: done with this connection; on to a new one */
+            else if (c->busy == 0 && !more_to_do(c))
+                s = STEP_STOP;
+            else
+                dl = next_deadline(c);
+        }
+        /* Armed under the lock: a callback's wake-up after this point is never lost. */
+        if (s == STEP_OK && c->tfd >= 0 && load_timer_arm(c->tfd, c->mono_offset, dl) < 0) {
+            close(c->tfd);
+            c->tfd = -1;
+        }
+        c->qc = NULL;
+        vega_quic_ep_conn_unlock(c->qe);
+        if (s != STEP_OK)
+            return s;
+        if (wait_wake(c, dl) < 0)
+            return STEP_STOP;
+    }
+}
+
+static void conn_loop(struct h3conn *c)
+{
+    struct load_run *r = c->r;
+    for (;;) {
+        if (!ensure_open(c))
+            return;
+        enum step s = serve(c);
+        attempt_close(c);
+        if (c->completed) /* as http.c: failures in a row */
+            c->fails = 0;
+        if (s == STEP_STOP)
+            return;
+        if (s == STEP_CLOSE) {
+            c->fails = 0;
+            continue;
+        }
+        c->fails++;
+        if (r->end == VEGA_DEADLINE_NEVER && c->fails >= GIVE_UP_AFTER) {
+            atomic_fetch_add(&r->gave_up, 1);
+            return;
+        }
+    }
+}
+
+static void conn_free(struct h3conn *c)
+{
+    if (c->tfd >= 0)
+        close(c->tfd);
+    vega_notify_fini(&c->wake);
+    free(c->req);
+    free(c->ops);
+    free(c->head);
+    free(c);
+}
+
+static struct h3conn *conn_new(struct load_run *r)
+{
+    const struct load_opts *o = r->o;
+    struct h3conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->kind = USER_CONN;
+    c->r = r;
+    c->o = o;
+    c->q = o->h3_req;
+    c->g = r->h3;
+    c->tfd = -1;
+    vega_notify_init(&c->wake);
+    c->op_cap = 2 * o->streams + 8;
+    c->req = calloc(o->streams, sizeof(*c->req));
+    c->ops = calloc(c->op_cap, sizeof(*c->ops));
+    c->head = malloc(c->q->head_cap);
+    if (!c->req || !c->ops || !c->head) {
+        conn_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void *load_h3_conn(void *arg)
+{
+    struct load_run *r = arg;
+    const struct load_opts *o = r->o;
+    unsigned index = atomic_fetch_add(&r->next_index, 1);
+    struct h3conn *c = conn_new(r);
+    if (!c) {
+        load_error(r, LOAD_ERR_CONNECT, -ENOMEM);
+        atomic_fetch_add(&r->gave_up, 1);
+        atomic_fetch_add(&r->never_connected, 1);
+        return NULL;
+    }
+    if (o->rate) {
+        /* This connection's share of the rate, its requests staggered over one interval. */
+        double iv = (double)o->conns * 1e9 / (double)o->rate;
+        c->interval = iv < 1.0 ? 1 : (uint64_t)iv;
+        c->next_due = r->start + (vega_tstamp)((double)c->interval * index / (double)o->conns);
+        c->tfd = load_timer_open(&c->mono_offset);
+    }
+    conn_loop(c);
+    if (c->qe)
+        attempt_close(c);
+    conn_free(c);
+    return NULL;
+}
