@@ -453,9 +453,10 @@ static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt, 
             keep_pending(c, pkt, h->pkt_len, ecn);
         return 0;
     }
+    uint8_t mask[VEGA_CRYPTO_HP_MASK_LEN];
     if (level == VEGA_QUIC_LEVEL_APP) {
         uint8_t first;
-        if (vega__quic_hp_first(keys, pkt, h->pkt_len, h->pn_offset, &first) < 0)
+        if (vega__quic_hp_first(keys, pkt, h->pkt_len, h->pn_offset, &first, mask) < 0)
             return 0;
         phase = (first & 0x04) != 0;
         keys = vega__quic_app_rx_keys(c, phase, &which);
@@ -464,8 +465,13 @@ static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt, 
     }
     vega_quic_unprotected u;
     uint64_t werr = 0;
-    int rc = vega_quic_packet_unprotect(keys, pkt, h->pkt_len, h->pn_offset, sp->largest_recvd, &u,
-                                        &werr);
+    /* Every 1-RTT generation keeps the header protection key (RFC 9001 §6): the mask taken to
+     * read the key phase serves whichever keys decrypt. */
+    int rc = level == VEGA_QUIC_LEVEL_APP
+                 ? vega__quic_packet_unprotect_mask(keys, pkt, h->pkt_len, h->pn_offset,
+                                                    sp->largest_recvd, mask, &u, &werr)
+                 : vega_quic_packet_unprotect(keys, pkt, h->pkt_len, h->pn_offset,
+                                              sp->largest_recvd, &u, &werr);
     if (rc == VEGA_ERR_PROTO && werr) {
         vega__quic_close_err(c, werr, 0, "reserved header bits set");
         return 0;

@@ -187,16 +187,18 @@ done:
 }
 
 int vega__quic_hp_first(vega_quic_keys *k, const uint8_t *pkt, size_t pkt_len, size_t pn_offset,
-                        uint8_t *first)
+                        uint8_t *first, uint8_t *mask)
 {
     if (pn_offset == 0 || pkt_len < pn_offset ||
         pkt_len - pn_offset < 4 + VEGA_CRYPTO_HP_SAMPLE_LEN)
         return VEGA_ERR_PROTO;
-    uint8_t mask[VEGA_CRYPTO_HP_MASK_LEN];
-    int rc = vega_crypto_hp_mask(k->hp, pkt + pn_offset + 4, mask);
+    uint8_t m[VEGA_CRYPTO_HP_MASK_LEN];
+    int rc = vega_crypto_hp_mask(k->hp, pkt + pn_offset + 4, m);
     if (rc < 0)
         return rc;
-    *first = pkt[0] ^ (mask[0] & ((pkt[0] & 0x80) ? 0x0f : 0x1f));
+    *first = pkt[0] ^ (m[0] & ((pkt[0] & 0x80) ? 0x0f : 0x1f));
+    if (mask)
+        memcpy(mask, m, sizeof m);
     return 0;
 }
 
@@ -232,6 +234,21 @@ void vega_quic_keys_free(vega_quic_keys *k)
     vega__quic_free(mem, k);
 }
 
+/* RFC 9001 §5.3: the nonce is the IV XORed with the packet number, left-padded to 12 bytes and
+ * big-endian: vega_crypto_aead_nonce's result, as one 64-bit XOR per packet. */
+static inline void packet_nonce(const uint8_t *iv, uint64_t pn, uint8_t *nonce)
+{
+    uint8_t be[8];
+    for (int i = 0; i < 8; i++)
+        be[i] = (uint8_t)(pn >> (56 - 8 * i)); /* the compiler makes this one byte swap */
+    uint64_t tail, x;
+    memcpy(nonce, iv, 4);
+    memcpy(&tail, iv + 4, 8);
+    memcpy(&x, be, 8);
+    tail ^= x;
+    memcpy(nonce + 4, &tail, 8);
+}
+
 /* §5.4.1: 4 bits of a long header's first byte are protected, 5 of a short one's. */
 static uint8_t first_mask(uint8_t first)
 {
@@ -251,7 +268,7 @@ vega_ssize vega_quic_packet_protect(vega_quic_keys *k, uint8_t *pkt, size_t cap,
     if (cap - hdr_len < payload_len || cap - hdr_len - payload_len < VEGA_CRYPTO_AEAD_TAG_LEN)
         return VEGA_ERR_NOBUF;
     uint8_t nonce[VEGA_CRYPTO_AEAD_NONCE_LEN], mask[VEGA_CRYPTO_HP_MASK_LEN];
-    vega_crypto_aead_nonce(k->iv, pn, nonce);
+    packet_nonce(k->iv, pn, nonce);
     vega_ssize n = vega_crypto_aead_seal(k->aead, nonce, pkt, hdr_len, pkt + hdr_len, payload_len,
                                          cap - hdr_len);
     if (n < 0)
@@ -272,10 +289,22 @@ int vega_quic_packet_unprotect(vega_quic_keys *k, uint8_t *pkt, size_t pkt_len, 
     if (pn_offset == 0 || pkt_len < pn_offset ||
         pkt_len - pn_offset < 4 + VEGA_CRYPTO_HP_SAMPLE_LEN)
         return VEGA_ERR_PROTO;
-    uint8_t mask[VEGA_CRYPTO_HP_MASK_LEN], saved[5];
+    uint8_t mask[VEGA_CRYPTO_HP_MASK_LEN];
     int rc = vega_crypto_hp_mask(k->hp, pkt + pn_offset + 4, mask);
     if (rc < 0)
         return rc;
+    return vega__quic_packet_unprotect_mask(k, pkt, pkt_len, pn_offset, largest_pn, mask, out,
+                                            wire_err);
+}
+
+int vega__quic_packet_unprotect_mask(vega_quic_keys *k, uint8_t *pkt, size_t pkt_len,
+                                     size_t pn_offset, int64_t largest_pn, const uint8_t *mask,
+                                     vega_quic_unprotected *out, uint64_t *wire_err)
+{
+    if (pn_offset == 0 || pkt_len < pn_offset ||
+        pkt_len - pn_offset < 4 + VEGA_CRYPTO_HP_SAMPLE_LEN)
+        return VEGA_ERR_PROTO;
+    uint8_t saved[5];
     uint8_t first = pkt[0] ^ (mask[0] & first_mask(pkt[0]));
     size_t pn_len = (size_t)(first & 3) + 1, hdr_len = pn_offset + pn_len;
     saved[0] = pkt[0];
@@ -288,7 +317,7 @@ int vega_quic_packet_unprotect(vega_quic_keys *k, uint8_t *pkt, size_t pkt_len, 
     }
     uint64_t pn = vega_quic_pn_decode(truncated, pn_len, largest_pn);
     uint8_t nonce[VEGA_CRYPTO_AEAD_NONCE_LEN];
-    vega_crypto_aead_nonce(k->iv, pn, nonce);
+    packet_nonce(k->iv, pn, nonce);
     vega_ssize n =
         vega_crypto_aead_open(k->aead, nonce, pkt, hdr_len, pkt + hdr_len, pkt_len - hdr_len);
     if (n < 0) {

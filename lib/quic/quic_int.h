@@ -124,9 +124,18 @@ int vega__quic_keys_new_initial_mem(const vega_quic_mem *mem, vega_quic_keys **o
                                     bool server);
 
 /* The first byte of a packet with header protection removed, without touching the packet (to
- * read the key phase before choosing which keys decrypt it). Returns 0 or VEGA_ERR_PROTO (too
- * short to sample) or VEGA_ERR_CRYPTO_LIBCRYPTO. */
+ * read the key phase before choosing which keys decrypt it), and the mask it took (mask may be
+ * NULL; VEGA_CRYPTO_HP_MASK_LEN bytes), which vega__quic_packet_unprotect_mask reuses: every
+ * 1-RTT generation shares one header protection key. Returns 0 or VEGA_ERR_PROTO (too short
+ * to sample) or VEGA_ERR_CRYPTO_LIBCRYPTO. */
 int vega__quic_hp_first(vega_quic_keys *k, const uint8_t *pkt, size_t pkt_len, size_t pn_offset,
-                        uint8_t *first);
+                        uint8_t *first, uint8_t *mask);
+
+/* vega_quic_packet_unprotect with the header protection mask already computed (by
+ * vega__quic_hp_first with keys of the same header protection key), so it is not computed
+ * twice. */
+int vega__quic_packet_unprotect_mask(vega_quic_keys *k, uint8_t *pkt, size_t pkt_len,
+                                     size_t pn_offset, int64_t largest_pn, const uint8_t *mask,
+                                     vega_quic_unprotected *out, uint64_t *wire_err);
 
 #endif
