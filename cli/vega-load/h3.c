@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include <vega/quic_ep.h>
@@ -20,260 +19,7 @@
 #define GIVE_UP_AFTER  20
 #define BACKOFF_MIN_MS 10
 #define BACKOFF_MAX_MS 1000
-/* At the end the endpoint gives its connections this long to send their CONNECTION_CLOSE. */
-#define CLOSE_GRACE_MS 100
 #define UNI_CHUNK      4096 /* our control and QPACK streams' bytes are written in these */
-
-/* ---- the request ----------------------------------------------------------------------------- */
-
-struct load_h3_req {
-    vega_h3_request rq; /* spans into the options and the strings below */
-    vega_http_field *fields;
-    size_t nfields;
-    char *names;     /* the -H names in lowercase (RFC 9114 §4.2), back to back */
-    char cl[24];     /* the content-length value */
-    size_t head_cap; /* room for one HEADERS frame */
-};
-
-static bool has_header(const struct load_opts *o, const char *name, size_t *at)
-{
-    for (unsigned i = 0; i < o->nheaders; i++)
-        if (o->headers[i].name_len == strlen(name) &&
-            strncasecmp(o->headers[i].name, name, o->headers[i].name_len) == 0) {
-            if (at)
-                *at = i;
-            return true;
-        }
-    return false;
-}
-
-void load_h3_opts_free(struct load_opts *o)
-{
-    if (!o->h3_req)
-        return;
-    free(o->h3_req->fields);
-    free(o->h3_req->names);
-    free(o->h3_req);
-    o->h3_req = NULL;
-}
-
-/* Encodes the request once with a fresh core, which checks every field as each connection's
- * core will, and finds the room a HEADERS frame needs: the core asks for room for its worst case
- * (whatever the QPACK table holds), more than the frame takes, and says VEGA_ERR_NOBUF without
- * changing anything when there is less. */
-static int h3_trial(struct load_h3_req *q, char *err, size_t ecap)
-{
-    static const vega_h3_callbacks none;
-    vega_h3_conn *h;
-    uint8_t *buf = malloc(LOAD_MAX_HEAD);
-    int e = buf ? vega_h3_conn_client_new(&h, &none, NULL, NULL) : -ENOMEM;
-    if (e < 0) {
-        free(buf);
-        snprintf(err, ecap, "out of memory");
-        return -ENOMEM;
-    }
-    vega_ssize n = VEGA_ERR_NOBUF;
-    size_t cap = 256;
-    for (; n == VEGA_ERR_NOBUF && cap <= LOAD_MAX_HEAD; cap *= 2)
-        n = vega_h3_conn_write_request_head(h, 0, &q->rq, q->fields, q->nfields, buf, cap);
-    vega_h3_conn_free(h);
-    free(buf);
-    if (n == -ENOMEM) {
-        snprintf(err, ecap, "out of memory");
-        return -ENOMEM;
-    }
-    if (n == VEGA_ERR_NOBUF) {
-        snprintf(err, ecap, "the request head is over %u KiB", LOAD_MAX_HEAD >> 10);
-        return -EINVAL;
-    }
-    if (n < 0) {
-        snprintf(err, ecap,
-                 "invalid HTTP/3 request: check --method (a token such as GET), the URL's path, "
-                 "and -H (valid values; no connection-specific fields such as Connection, "
-                 "Keep-Alive, Proxy-Connection, Transfer-Encoding or Upgrade; TE only "
-                 "'trailers')");
-        return -EINVAL;
-    }
-    q->head_cap = cap / 2;
-    return 0;
-}
-
-int load_h3_build(struct load_opts *o, char *err, size_t ecap)
-{
-    const char *method = o->method ? o->method : o->body ? "POST" : "GET";
-    o->head_method = strcmp(method, "HEAD") == 0;
-    if (has_header(o, "content-length", NULL) || has_header(o, "transfer-encoding", NULL)) {
-        snprintf(err, ecap,
-                 "-H: Content-Length is set by vega-load (from --body), and HTTP/3 has "
-                 "no Transfer-Encoding");
-        return -EINVAL;
-    }
-    struct load_h3_req *q = calloc(1, sizeof(*q));
-    size_t names = 1;
-    for (unsigned i = 0; i < o->nheaders; i++)
-        names += o->headers[i].name_len;
-    if (q) {
-        q->fields = calloc(o->nheaders + 1u, sizeof(*q->fields));
-        q->names = malloc(names);
-    }
-    o->h3_req = q;
-    if (!q || !q->fields || !q->names) {
-        load_h3_opts_free(o);
-        snprintf(err, ecap, "out of memory");
-        return -ENOMEM;
-    }
-    /* §4.3.1: a request carries :authority (or Host; with both they must agree): -H Host
-     * becomes :authority, the URL's authority otherwise. */
-    size_t hi;
-    vega_http_str auth = {o->host_header, strlen(o->host_header)};
-    if (has_header(o, "host", &hi))
-        auth = (vega_http_str){o->headers[hi].value, o->headers[hi].value_len};
-    char *nm = q->names;
-    for (unsigned i = 0; i < o->nheaders; i++) {
-        const struct load_header *h = &o->headers[i];
-        if (h->name_len == 4 && strncasecmp(h->name, "host", 4) == 0)
-            continue;
-        for (size_t k = 0; k < h->name_len; k++) {
-            char ch = h->name[k];
-            nm[k] = ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : ch;
-        }
-        q->fields[q->nfields++] = (vega_http_field){{nm, h->name_len}, {h->value, h->value_len}};
-        nm += h->name_len;
-    }
-    if (o->body || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
-        snprintf(q->cl, sizeof(q->cl), "%zu", o->body_len);
-        q->fields[q->nfields++] = (vega_http_field){{"content-length", 14}, {q->cl, strlen(q->cl)}};
-    }
-    q->rq = (vega_h3_request){.method = {method, strlen(method)},
-                              .scheme = {"https", 5},
-                              .authority = auth,
-                              .path = {o->path, strlen(o->path)}};
-    int e = h3_trial(q, err, ecap);
-    if (e < 0)
-        load_h3_opts_free(o);
-    return e;
-}
-
-/* ---- the endpoint ---------------------------------------------------------------------------- */
-
-/* What an endpoint callback's user pointer is. A connection's user is its struct h3conn once it
- * is set up; while its handshake runs, the user is the run's struct load_h3 (a connect that
- * fails leaves the connection to the endpoint, which may report on it after the task moved on:
- * only the endpoint's own struct surely lives that long). */
-enum user_kind {
-    USER_RUN = 1,
-    USER_CONN = 2,
-};
-
-struct load_h3 {
-    enum user_kind kind; /* USER_RUN; first, as in struct h3conn */
-    vega_quic_endpoint *ep;
-    vega_crypto_cert_store *ca;
-    /* why the latest handshake failed: the CONNECTION_CLOSE's code and reason */
-    atomic_flag lock;
-    char reason[192];
-};
-
-static void on_event(void *user, vega_quic_ep_conn *qe, vega_quic_conn *qc,
-                     const vega_quic_event *ev);
-
-int load_h3_setup(struct load_run *r)
-{
-    const struct load_opts *o = r->o;
-    struct load_h3 *g = calloc(1, sizeof(*g));
-    if (!g) {
-        cli_err_code("setup", -ENOMEM);
-        return -ENOMEM;
-    }
-    g->kind = USER_RUN;
-    atomic_flag_clear(&g->lock);
-    r->h3 = g;
-    int e = 0;
-    if (!o->insecure) {
-        /* No --cacert: the system's store (OpenSSL's default file and directory). */
-        e = vega_crypto_cert_store_new(&g->ca, o->cacert, NULL);
-        if (e < 0) {
-            cli_err(o->cacert ? o->cacert : "system CA certificates", "%s",
-                    e == VEGA_ERR_CRYPTO_CA_LOAD ? "cannot load (unreadable, or no PEM "
-                                                   "certificate in it)"
-                                                 : vega_strerror(e));
-            return e;
-        }
-    }
-    vega_quic_endpoint_opts eo;
-    vega_quic_endpoint_opts_init(&eo);
-    eo.quic.tls.alpn[0] = "h3";
-    eo.quic.tls.n_alpn = 1;
-    eo.quic.tls.ca = g->ca;
-    eo.quic.tls.insecure = o->insecure;
-    eo.cb.on_event = on_event;
-    e = vega_quic_endpoint_new(&g->ep, &eo);
-    if (e < 0)
-        cli_err_code("QUIC endpoint", e);
-    return e;
-}
-
-void load_h3_teardown(struct load_run *r)
-{
-    struct load_h3 *g = r->h3;
-    if (!g)
-        return;
-    if (g->ep) {
-        vega_quic_endpoint_shutdown(g->ep, vega_deadline_in_ms(CLOSE_GRACE_MS));
-        vega_quic_endpoint_free(g->ep);
-    }
-    vega_crypto_cert_store_free(g->ca);
-    free(g);
-    r->h3 = NULL;
-}
-
-/* "H3_NO_ERROR", "CRYPTO_ERROR (TLS alert 42)", then the reason phrase: into buf. */
-static void describe_close(char *buf, size_t cap, bool app, uint64_t code, const uint8_t *reason,
-                           size_t len)
-{
-    size_t n = 0;
-    if (app)
-        cli_appendf(buf, cap, &n, "%s", vega_h3_error_name(code));
-    else if (code >= VEGA_QUIC_CRYPTO_ERROR && code <= 0x1ff)
-        cli_appendf(buf, cap, &n, "TLS alert %u", (unsigned)(code - VEGA_QUIC_CRYPTO_ERROR));
-    else
-        cli_appendf(buf, cap, &n, "%s", vega_quic_transport_error_name(code));
-    if (len && n + 3 < cap) {
-        buf[n++] = ':';
-        buf[n++] = ' ';
-        for (size_t i = 0; i < len && n + 1 < cap; i++)
-            buf[n++] = reason[i] >= 0x20 && reason[i] < 0x7f ? (char)reason[i] : '?';
-        buf[n] = '\0';
-    }
-}
-
-static void run_event(struct load_h3 *g, const vega_quic_event *ev)
-{
-    if (ev->type != VEGA_QUIC_EV_CLOSED)
-        return;
-    char why[sizeof(g->reason)];
-    describe_close(why, sizeof(why), ev->app, ev->error_code, ev->data, ev->len);
-    while (atomic_flag_test_and_set_explicit(&g->lock, memory_order_acquire))
-        ;
-    memcpy(g->reason, why, sizeof(why));
-    atomic_flag_clear_explicit(&g->lock, memory_order_release);
-}
-
-/* The message for a failed connect, with the latest handshake failure's reason. */
-static const char *connect_msg(struct load_h3 *g, int e, char *buf, size_t cap)
-{
-    const char *what = e == VEGA_ERR_QUIC_EP_HANDSHAKE ? "the QUIC handshake failed"
-                       : e == VEGA_ERR_QUIC_EP_REFUSED ? "the server refused the connection"
-                       : e == VEGA_ERR_QUIC_EP_CLOSED ? "the connection closed during the handshake"
-                                                      : NULL;
-    if (!what)
-        return NULL; /* the code's own message */
-    while (atomic_flag_test_and_set_explicit(&g->lock, memory_order_acquire))
-        ;
-    snprintf(buf, cap, "%s%s%s", what, g->reason[0] ? ": " : "", g->reason);
-    atomic_flag_clear_explicit(&g->lock, memory_order_release);
-    return buf;
-}
 
 /* ---- a connection ---------------------------------------------------------------------------- */
 
@@ -308,7 +54,7 @@ struct h3op {
 };
 
 struct h3conn {
-    enum user_kind kind; /* USER_CONN; first, as in struct load_h3 */
+    enum load_h3_user kind; /* LOAD_H3_USER_CONN; first, as in struct load_h3 */
     struct load_run *r;
     const struct load_opts *o;
     const struct load_h3_req *q;
@@ -726,21 +472,21 @@ static void conn_closed(struct h3conn *c, const vega_quic_event *ev)
     /* Requests were lost with the connection: an error (the idle close of a server with nothing
      * in flight is not one). */
     char why[160], msg[256];
-    describe_close(why, sizeof(why), ev->app, ev->error_code, ev->data, ev->len);
+    load_h3_describe_close(why, sizeof(why), ev->app, ev->error_code, ev->data, ev->len);
     snprintf(msg, sizeof(msg), "the connection closed (%s%s) with %u request%s in flight",
              ev->local ? "here: " : "by the server: ", why, c->busy, c->busy == 1 ? "" : "s");
     load_error_msg(c->r, LOAD_ERR_READ, VEGA_ERR_QUIC_EP_CLOSED, msg);
     c->failed = true;
 }
 
-static void on_event(void *user, vega_quic_ep_conn *qe, vega_quic_conn *qc,
-                     const vega_quic_event *ev)
+void load_h3_on_event(void *user, vega_quic_ep_conn *qe, vega_quic_conn *qc,
+                      const vega_quic_event *ev)
 {
     (void)qe;
     if (!user)
         return; /* a connection between its handshake and its setup, or after its task left */
-    if (*(const enum user_kind *)user == USER_RUN) {
-        run_event(user, ev);
+    if (*(const enum load_h3_user *)user == LOAD_H3_USER_RUN) {
+        load_h3_run_event(user, ev);
         return;
     }
     struct h3conn *c = user;
@@ -907,7 +653,7 @@ static enum step attempt_open(struct h3conn *c)
         return STEP_STOP;
     char msg[256];
     if (e < 0) {
-        load_error_msg(r, LOAD_ERR_CONNECT, e, connect_msg(c->g, e, msg, sizeof(msg)));
+        load_error_msg(r, LOAD_ERR_CONNECT, e, load_h3_connect_msg(c->g, e, msg, sizeof(msg)));
         return STEP_FAIL;
     }
     /* QUIC has no connect of its own: its handshake is the TLS handshake (RFC 9001 §4). */
@@ -1129,7 +875,7 @@ static struct h3conn *conn_new(struct load_run *r)
     struct h3conn *c = calloc(1, sizeof(*c));
     if (!c)
         return NULL;
-    c->kind = USER_CONN;
+    c->kind = LOAD_H3_USER_CONN;
     c->r = r;
     c->o = o;
     c->q = o->h3_req;

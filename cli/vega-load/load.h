@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* vega-load: a load generator. One session file per protocol (echo.c, http.c for HTTP/1.1,
- * h3.c for HTTP/3); run.c drives a run, report.c prints the result. */
+ * h3.c for HTTP/3, with h3_run.c setting up its request and endpoint); run.c drives a run,
+ * report.c prints the result. */
 #ifndef VEGA_LOAD_H
 #define VEGA_LOAD_H
 
@@ -10,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <vega/quic_ep.h>
 #include <vega/vega.h>
 
 #include "cli.h"
@@ -41,8 +43,8 @@ enum load_alpn {
     LOAD_ALPN_HTTP11,
 };
 
-struct load_h3_req; /* h3.c: the HTTP/3 request's parts */
-struct load_h3;     /* h3.c: a run's QUIC endpoint */
+struct load_h3_req; /* h3_run.c: the HTTP/3 request's parts */
+struct load_h3;     /* h3_run.c: a run's QUIC endpoint */
 
 /* One -H header, as given: name and value borrowed from argv. */
 struct load_header {
@@ -231,7 +233,35 @@ int load_http_build(struct load_opts *o, char *err, size_t ecap);
 /* One connection of the HTTP mode; arg is a struct load_run. Returns NULL. */
 void *load_http_conn(void *arg);
 
-/* ---- h3.c ----------------------------------------------------------------------------------- */
+/* ---- h3_run.c, h3.c ------------------------------------------------------------------------ */
+
+/* The HTTP/3 request, built once; every connection's core encodes it on each stream. */
+struct load_h3_req {
+    vega_h3_request rq; /* spans into the options and the strings below */
+    vega_http_field *fields;
+    size_t nfields;
+    char *names;     /* the -H names in lowercase (RFC 9114 §4.2), back to back */
+    char cl[24];     /* the content-length value */
+    size_t head_cap; /* the room the core asks for to write one HEADERS frame */
+};
+
+/* What an endpoint callback's user pointer is. A connection's user is its struct h3conn (h3.c)
+ * once it is set up; while its handshake runs, the user is the run's struct load_h3 (a connect
+ * that fails leaves the connection to the endpoint, which may report on it after the task moved
+ * on: only the endpoint's own struct surely lives that long). Both start with the kind. */
+enum load_h3_user {
+    LOAD_H3_USER_RUN = 1,
+    LOAD_H3_USER_CONN = 2,
+};
+
+struct load_h3 {
+    enum load_h3_user kind; /* LOAD_H3_USER_RUN */
+    vega_quic_endpoint *ep;
+    vega_crypto_cert_store *ca; /* NULL with -k */
+    /* why the latest handshake failed: the CONNECTION_CLOSE's code and reason */
+    atomic_flag lock;
+    char reason[192];
+};
 
 /* Builds o->h3_req from the URL, --method, -H and --body, and checks it with the HTTP/3 core's
  * own rules (lowercase names, no connection-specific fields). Returns 0, or -EINVAL / -ENOMEM
@@ -243,6 +273,20 @@ void load_h3_opts_free(struct load_opts *o);
  * negative code (reported). load_h3_teardown closes and frees them (inside a task). */
 int load_h3_setup(struct load_run *r);
 void load_h3_teardown(struct load_run *r);
+
+/* "H3_NO_ERROR", "TLS alert 42", "IDLE_TIMEOUT"..., then ": " and the reason phrase (printable)
+ * into buf. */
+void load_h3_describe_close(char *buf, size_t cap, bool app, uint64_t code, const uint8_t *reason,
+                            size_t len);
+/* The run's events (connections in their handshake): a CLOSED event's reason is kept. */
+void load_h3_run_event(struct load_h3 *g, const vega_quic_event *ev);
+/* The message for a failed connect (the latest handshake failure's reason with it) into buf, or
+ * NULL for the code's own message. */
+const char *load_h3_connect_msg(struct load_h3 *g, int e, char *buf, size_t cap);
+
+/* The endpoint's on_event (h3.c): a connection's streams, or load_h3_run_event. */
+void load_h3_on_event(void *user, vega_quic_ep_conn *qe, vega_quic_conn *qc,
+                      const vega_quic_event *ev);
 
 /* One connection of the HTTP/3 mode; arg is a struct load_run. Returns NULL. */
 void *load_h3_conn(void *arg);
