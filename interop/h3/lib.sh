@@ -110,7 +110,7 @@ build_quicgo() {
     cp "$H3_DIR/quicgo/common.go" "$H3_DIR/quicgo/client.go" "$q/vega-h3/client/"
     if ! (cd "$q/vega-h3" &&
         export GO111MODULE=off GOPATH="$gp:/usr/share/gocode" GOCACHE="$H3_CACHE/gocache" \
-            GOFLAGS= GOPROXY=off CGO_ENABLED=0 &&
+            GOFLAGS='' GOPROXY=off CGO_ENABLED=0 &&
         go build -o "$QUICGO_SERVER" ./server && go build -o "$QUICGO_CLIENT" ./client) \
         >"$WORK/go.log" 2>&1; then
         echo "interop: the quic-go peers do not build:"

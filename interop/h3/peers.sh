@@ -52,9 +52,9 @@ vega_has() {
 # server_start NAME: starts server NAME on a free UDP port of $HOST_IP; sets SRV_PORT and
 # SRV_LOG. Fails (printing the log) when it does not bind within 10 s.
 server_start() {
-    local name="$1" try
+    local name="$1"
     SRV_LOG="$RUN_DIR/server.log"
-    for try in 1 2 3; do
+    for _ in 1 2 3; do
         SRV_PORT="$(free_udp_port "$FAM")"
         : >"$SRV_LOG"
         "server_$name" >>"$SRV_LOG" 2>&1 </dev/null &
@@ -295,7 +295,7 @@ client_chromium() {
         return 1
         ;;
     esac
-    for f in $(cat "$RUN_DIR"/dom.*.ok 2>/dev/null); do
+    cat "$RUN_DIR"/dom.*.ok 2>/dev/null | while read -r f; do
         cp "$WWW/$f" "$DL/$f"
     done
     return $rc

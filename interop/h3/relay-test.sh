@@ -66,7 +66,7 @@ check() {
 
 # expect WHAT ACTUAL OP WANT: a numeric comparison that says what it compared.
 expect() {
-    if ! [ "$2" "$3" "$4" ] 2>/dev/null; then
+    if ! test "$2" "$3" "$4" 2>/dev/null; then
         echo "$1: $2, expected $3 $4"
         return 1
     fi
