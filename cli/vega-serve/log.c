@@ -71,7 +71,10 @@ void serve_on_log(void *user, const vega_http_request *req, const vega_http_log_
     struct tm tm;
     gmtime_r(&ts.tv_sec, &tm);
     strftime(when, sizeof(when), json ? "%Y-%m-%dT%H:%M:%SZ" : "%d/%b/%Y:%H:%M:%S +0000", &tm);
-    const char *proto = req->version == 10 ? "HTTP/1.0" : "HTTP/1.1";
+    const char *proto = req->version == 10   ? "HTTP/1.0"
+                        : req->version == 30 ? "HTTP/3"
+                        : req->version == 20 ? "HTTP/2.0"
+                                             : "HTTP/1.1";
 
     /* The line lives on the stack: max is below cap, so sbuf never reallocs it. */
     char stack[2048];

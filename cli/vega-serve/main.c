@@ -16,7 +16,7 @@
 static const char usage_text[] =
     "Usage: vega-serve [options] [DIR] [PORT]\n"
     "Serves the files of DIR (default: the current directory) over HTTP/1.1, by default on\n"
-    "http://127.0.0.1:8080/.\n"
+    "http://127.0.0.1:8080/; with TLS over HTTP/3 (QUIC, UDP) too, on the same port.\n"
     "\n"
     "Where:\n"
     "  -p, --port PORT         the port (default 8080; 0 picks a free one, shown at start)\n"
@@ -28,6 +28,9 @@ static const char usage_text[] =
     "                          --cert is given)\n"
     "      --cert FILE         PEM certificate chain (implies --tls)\n"
     "      --key FILE          its PEM private key (default: in the --cert file)\n"
+    "      --no-http3          with TLS, no HTTP/3 (by default HTTP/3 is served on UDP on the\n"
+    "                          first listener's port and announced with Alt-Svc)\n"
+    "      --http3-port PORT   HTTP/3 on this UDP port instead\n"
     "\n"
     "What is served:\n"
     "      --no-listing        no directory listings (403); index.html is still served\n"
@@ -69,7 +72,8 @@ static const char usage_text[] =
     "  vega-serve                          the current directory on http://127.0.0.1:8080/\n"
     "  vega-serve site 9000                ./site on port 9000\n"
     "  vega-serve -b 0.0.0.0 -p 80 /srv    every interface\n"
-    "  vega-serve --tls -p 8443 .          HTTPS with a self-signed certificate (curl -k)\n"
+    "  vega-serve --tls -p 8443 .          HTTPS and HTTP/3 with a self-signed certificate\n"
+    "                                      (curl -k; vega-curl --http3 -k)\n"
     "  vega-serve -p 0 --access-log - .    a free port, access log on stdout\n"
     "  vega-serve -H 'Cache-Control: max-age=60' --no-listing dist\n";
 
@@ -92,6 +96,8 @@ enum {
     OPT_CACHE_SIZE,
     OPT_CACHE_MAX_FILE,
     OPT_NO_CACHE,
+    OPT_NO_HTTP3,
+    OPT_HTTP3_PORT,
 };
 
 static const struct option long_opts[] = {
@@ -106,6 +112,8 @@ static const struct option long_opts[] = {
     {"tls", no_argument, NULL, OPT_TLS},
     {"cert", required_argument, NULL, OPT_CERT},
     {"key", required_argument, NULL, OPT_KEY},
+    {"no-http3", no_argument, NULL, OPT_NO_HTTP3},
+    {"http3-port", required_argument, NULL, OPT_HTTP3_PORT},
     {"workers", required_argument, NULL, OPT_WORKERS},
     {"driver", required_argument, NULL, OPT_DRIVER},
     {"no-listing", no_argument, NULL, OPT_NO_LISTING},
@@ -217,6 +225,14 @@ static void parse_args(int argc, char **argv)
         case OPT_KEY:
             serve_o.key = optarg;
             break;
+        case OPT_NO_HTTP3:
+            serve_o.http3 = false;
+            break;
+        case OPT_HTTP3_PORT:
+            if (!cli_is_port(optarg))
+                cli_usage_error("--http3-port: invalid port '%s'", optarg);
+            serve_o.http3_port = optarg;
+            break;
         case OPT_WORKERS:
             if (cli_parse_uint(optarg, 1, 1024, &v) < 0)
                 cli_usage_error("--workers: expected 1..1024, got '%s'", optarg);
@@ -288,6 +304,8 @@ static void parse_args(int argc, char **argv)
         }
     }
     serve_o.tls = want_tls;
+    if (!want_tls)
+        serve_o.http3 = false; /* QUIC is TLS: nothing to serve it with */
     if (serve_o.key && !serve_o.cert)
         cli_usage_error("--key needs --cert");
     int n = argc - optind;
@@ -330,18 +348,86 @@ static void open_log(void)
     }
 }
 
+/* The certificate and key, as PEM text (from the files, or made fresh), for TLS over TCP and for
+ * QUIC's own TLS 1.3. */
+static char *cert_pem, *key_pem;
+static size_t cert_pem_len, key_pem_len;
+
+static int read_pem(const char *path, char **out, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        cli_err(path, "%s", strerror(errno));
+        return -1;
+    }
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap + 1);
+    while (b) {
+        size_t k = fread(b + n, 1, cap - n, f);
+        n += k;
+        if (n < cap)
+            break;
+        if (cap >= (1u << 20)) {
+            cli_err(path, "larger than 1 MiB: not a PEM certificate or key");
+            free(b);
+            b = NULL;
+            break;
+        }
+        char *nb = realloc(b, cap * 2 + 1);
+        if (!nb) {
+            free(b);
+            b = NULL;
+            break;
+        }
+        b = nb;
+        cap *= 2;
+    }
+    bool err = ferror(f);
+    fclose(f);
+    if (!b || err) {
+        if (b)
+            cli_err(path, "cannot read it");
+        free(b);
+        return -1;
+    }
+    b[n] = 0;
+    *out = b;
+    *len = n;
+    return 0;
+}
+
+static int load_pem(void)
+{
+    if (!serve_o.cert) {
+        int r = vega_tls_selfsigned(&cert_pem, &key_pem);
+        if (r < 0) {
+            cli_err("self-signed certificate", "%s", vega_strerror(r));
+            return -1;
+        }
+        cert_pem_len = strlen(cert_pem);
+        key_pem_len = strlen(key_pem);
+        return 0;
+    }
+    if (read_pem(serve_o.cert, &cert_pem, &cert_pem_len) < 0)
+        return -1;
+    if (read_pem(serve_o.key ? serve_o.key : serve_o.cert, &key_pem, &key_pem_len) < 0)
+        return -1;
+    return 0;
+}
+
 static int tls_config(vega_tls_config **out)
 {
     vega_tls_config *cfg;
     int r = vega_tls_config_new(&cfg, VEGA_TLS_SERVER);
-    const char *what = "TLS";
-    if (r == 0 && serve_o.cert) {
-        what = serve_o.cert;
-        r = vega_tls_config_set_cert_files(cfg, serve_o.cert, serve_o.key);
-    } else if (r == 0) {
-        what = "self-signed certificate";
-        r = vega_tls_config_use_selfsigned(cfg);
+    const char *what = serve_o.cert ? serve_o.cert : "self-signed certificate";
+    if (r == 0)
+        r = load_pem() < 0 ? 1 : 0;
+    if (r == 1) {
+        vega_tls_config_free(cfg);
+        return -1;
     }
+    if (r == 0)
+        r = vega_tls_config_set_cert_pem(cfg, cert_pem, cert_pem_len, key_pem, key_pem_len);
     if (r < 0) {
         if (r == VEGA_ERR_TLS_CONFIG)
             cli_err(what, "not a usable PEM certificate or key (or they do not match)");
@@ -352,6 +438,58 @@ static int tls_config(vega_tls_config **out)
         return -1;
     }
     *out = cfg;
+    return 0;
+}
+
+/* HTTP/3's credentials: the same certificate and key, as libvega's crypto objects. */
+static vega_crypto_cert_chain *h3_chain;
+static vega_crypto_key *h3_key;
+static uint8_t h3_ticket_key[32];
+
+static int h3_credentials(void)
+{
+    const char *what = serve_o.cert ? serve_o.cert : "self-signed certificate";
+    int r = vega_crypto_cert_chain_new(&h3_chain);
+    if (r == 0)
+        r = vega_crypto_cert_chain_add(h3_chain, cert_pem, cert_pem_len);
+    if (r == 0)
+        r = vega_crypto_key_load_private(&h3_key, key_pem, key_pem_len);
+    if (r == 0)
+        r = vega_crypto_random(h3_ticket_key, sizeof h3_ticket_key);
+    if (r < 0) {
+        cli_err(what, "cannot use it for HTTP/3: %s (--no-http3 serves HTTPS alone)",
+                vega_strerror(r));
+        return -1;
+    }
+    return 0;
+}
+
+/* Serves HTTP/3 on the first listener's address (or --http3-port). Returns 0 or an exit code;
+ * *port receives the UDP port. */
+static int listen_h3(vega_http_server *srv, const vega_addr *first, uint16_t *port)
+{
+    vega_addr a = *first;
+    if (serve_o.http3_port)
+        vega_addr_set_port(&a, (uint16_t)atoi(serve_o.http3_port));
+    vega_http_server_h3_opts o;
+    vega_http_server_h3_opts_init(&o);
+    o.chain = h3_chain;
+    o.key = h3_key;
+    o.ticket_key = h3_ticket_key;
+    o.early_data = true;
+    vega_addr bound;
+    char where[VEGA_ADDR_STRLEN];
+    vega_addr_format(&a, where, sizeof(where));
+    int r = vega_http_server_listen_h3(srv, &a, 0, &o, &bound);
+    if (r < 0) {
+        cli_err(NULL, "cannot serve HTTP/3 on udp %s: %s (--no-http3 serves HTTPS alone)", where,
+                vega_strerror(r));
+        return CLI_EXIT_NET;
+    }
+    vega_addr_format(&bound, where, sizeof(where));
+    if (!serve_o.quiet)
+        fprintf(stderr, "vega-serve: HTTP/3 on udp %s\n", where);
+    *port = vega_addr_port(&bound);
     return 0;
 }
 
@@ -399,6 +537,9 @@ static int listen_all(vega_http_server *srv)
     }
     char urls[SERVE_MAX_LISTEN * 4][VEGA_ADDR_STRLEN + 16];
     size_t nurls = 0;
+    vega_addr first;
+    bool have_first = false;
+    uint16_t h3_port = 0;
     for (size_t i = 0; i < serve_o.nlisten; i++) {
         struct serve_listen *l = &serve_o.listen[i];
         char what[300];
@@ -422,27 +563,39 @@ static int listen_all(vega_http_server *srv)
                 return CLI_EXIT_NET;
             }
             vega_addr_format(&bound, where, sizeof(where));
+            if (!have_first) {
+                first = bound;
+                have_first = true;
+            }
             if (!serve_o.quiet)
                 fprintf(stderr, "vega-serve: listening on %s\n", where);
             if (nurls < sizeof(urls) / sizeof(urls[0]))
                 url_of(&bound, urls[nurls++], sizeof(urls[0]));
         }
     }
+    if (serve_o.http3 && have_first) {
+        int r = listen_h3(srv, &first, &h3_port);
+        if (r != 0)
+            return r;
+    }
     if (!serve_o.quiet) {
         vega_rt *rt = vega_rt_current();
         unsigned w = vega_rt_workers(rt);
+        char h3[48] = "";
+        if (h3_port)
+            snprintf(h3, sizeof(h3), "HTTP/3 on udp %u, ", h3_port);
         char line[4096];
         size_t len =
             (size_t)snprintf(line, sizeof(line), "vega-serve: serving %s on", serve_o.root);
         for (size_t i = 0; i < nurls && len < sizeof(line); i++)
             len += (size_t)snprintf(line + len, sizeof(line) - len, " %s", urls[i]);
         if (len < sizeof(line))
-            snprintf(line + len, sizeof(line) - len, " (%s%sdriver %s, %u worker%s)\n",
+            snprintf(line + len, sizeof(line) - len, " (%s%s%sdriver %s, %u worker%s)\n",
                      serve_o.tls ? "TLS" : "",
                      serve_o.tls && !serve_o.cert ? " self-signed, "
                      : serve_o.tls                ? ", "
                                                   : "",
-                     vega_rt_driver_name(rt), w, w == 1 ? "" : "s");
+                     h3, vega_rt_driver_name(rt), w, w == 1 ? "" : "s");
         fputs(line, stderr);
         fflush(stderr);
     }
@@ -456,6 +609,10 @@ static void *main_task(void *arg)
     vega_tls_config *tls = NULL;
     if (serve_o.tls && tls_config(&tls) < 0)
         return NULL;
+    if (serve_o.http3 && h3_credentials() < 0) {
+        vega_tls_config_free(tls);
+        return NULL;
+    }
     *code = CLI_EXIT_NET;
     if (serve_o.cache && serve_o.cache_size == 0)
         serve_o.cache = false;
@@ -502,6 +659,18 @@ static void *main_task(void *arg)
     return NULL;
 }
 
+/* What main_task made for TLS and HTTP/3 (after the runtime is gone). */
+static void free_credentials(void)
+{
+    vega_crypto_cert_chain_free(h3_chain);
+    vega_crypto_key_free(h3_key);
+    vega_crypto_cleanse(h3_ticket_key, sizeof h3_ticket_key);
+    if (key_pem)
+        vega_crypto_cleanse(key_pem, key_pem_len);
+    free(cert_pem);
+    free(key_pem);
+}
+
 int main(int argc, char **argv)
 {
     cli_set_prog("vega-serve");
@@ -541,6 +710,7 @@ int main(int argc, char **argv)
         code = CLI_EXIT_NET;
     }
     vega_rt_free(rt);
+    free_credentials();
     if (serve_o.log_fd > STDERR_FILENO)
         close(serve_o.log_fd);
     close(serve_o.root_fd);

@@ -49,6 +49,8 @@ struct serve_opts {
 
     bool tls;
     const char *cert, *key;
+    bool http3;             /* with TLS: HTTP/3 on UDP too (--no-http3 turns off) */
+    const char *http3_port; /* --http3-port; NULL: the first listener's port */
     unsigned workers;
     vega_driver_kind driver;
 

@@ -24,6 +24,7 @@ void serve_defaults(void)
     serve_o.cache_size = 64u << 20;
     serve_o.cache_max_file = 64u << 10;
     serve_o.driver = VEGA_DRIVER_DEFAULT;
+    serve_o.http3 = true;
     serve_o.log_fd = -1;
     serve_o.root_fd = -1;
 }

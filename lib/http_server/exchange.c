@@ -257,6 +257,8 @@ vega_ssize vega_http_request_read(vega_http_exchange *x, void *buf, size_t len, 
 {
     if (!x || (!buf && len))
         return -EINVAL;
+    if (x->ops)
+        return len ? x->ops->read(x, buf, len, dl) : -EINVAL;
     if (x->body.done)
         return 0;
     if (len == 0)
@@ -288,13 +290,15 @@ int vega_http_response_start(vega_http_exchange *x, int status, const vega_http_
         return -EINVAL;
     if (x->started)
         return VEGA_ERR_CLOSED;
+    if (x->ops)
+        return x->ops->start(x, status, fields, n, length);
     struct srv_conn *c = x->c;
     vega_http_server *srv = c->srv;
     struct srv_active *a = c->a;
     if (x->broken)
         return x->error ? x->error : -EPIPE;
     bool informational = status < 200;
-    bool user_date = false, user_server = false;
+    bool user_date = false, user_server = false, user_alt_svc = false;
     size_t fsize = 0;
     for (size_t i = 0; i < n; i++) {
         const vega_http_field *f = &fields[i];
@@ -307,11 +311,14 @@ int vega_http_response_start(vega_http_exchange *x, int status, const vega_http_
             user_date = true;
         else if (vega__http1_ieq(f->name.ptr, f->name.len, "server"))
             user_server = true;
+        else if (vega__http1_ieq(f->name.ptr, f->name.len, "alt-svc"))
+            user_alt_svc = true;
         fsize += f->name.len + f->value.len + 4;
     }
     const char *reason = vega_http_status_reason(status);
     size_t rlen = strlen(reason);
-    size_t need = 16 + rlen + fsize + SRV_DATE_LINE_LEN + 12 + srv->server_header_len + 80;
+    size_t need = 16 + rlen + fsize + SRV_DATE_LINE_LEN + 12 + srv->server_header_len + 80 +
+                  sizeof srv->alt_svc;
     if (!vega__fits(a->out_len, need, SRV_OUT_CAP)) {
         if (need > SRV_OUT_CAP)
             return VEGA_ERR_NOBUF;
@@ -333,6 +340,12 @@ int vega_http_response_start(vega_http_exchange *x, int status, const vega_http_
             memcpy(w, srv->server_header, srv->server_header_len);
             w += srv->server_header_len;
             PUT("\r\n");
+        }
+        /* HTTP/3 on the same port: say so to TLS clients (RFC 7838, RFC 9114 §3.1.1) */
+        size_t alen = atomic_load_explicit(&srv->alt_svc_len, memory_order_acquire);
+        if (alen && c->tls && !user_alt_svc) {
+            memcpy(w, srv->alt_svc, alen);
+            w += alen;
         }
     }
     for (size_t i = 0; i < n; i++) {
@@ -422,6 +435,8 @@ vega_ssize vega_http_response_write(vega_http_exchange *x, const void *buf, size
     int r = check_write(x, len);
     if (r < 0)
         return r;
+    if (x->ops)
+        return x->ops->write(x, buf, len, dl);
     x->written += len;
     if (x->no_body || len == 0)
         return (vega_ssize)len;
@@ -444,6 +459,8 @@ vega_ssize vega_http_response_sendfile(vega_http_exchange *x, int fd, uint64_t o
     int r = check_write(x, len);
     if (r < 0)
         return r;
+    if (x->ops)
+        return x->ops->sendfile(x, fd, offset, len, dl);
     x->written += len;
     if (x->no_body || len == 0)
         return (vega_ssize)len;
@@ -522,6 +539,8 @@ int vega_http_response_finish(vega_http_exchange *x, const vega_http_field *trai
         return -EINVAL;
     if (x->finished)
         return VEGA_ERR_CLOSED;
+    if (x->ops)
+        return x->ops->finish(x, trailers, n, dl);
     struct srv_conn *c = x->c;
     vega_http_server *srv = c->srv;
     struct srv_active *a = c->a;
@@ -595,5 +614,5 @@ const vega_http_request *vega_http_exchange_request(const vega_http_exchange *x)
 
 vega_stream *vega_http_exchange_tls(const vega_http_exchange *x)
 {
-    return x && x->c->tls ? x->c->stream : NULL;
+    return x && !x->ops && x->c->tls ? x->c->stream : NULL;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 
+#include "h3_int.h"
 #include "server_int.h"
 #include "tls_int.h"
 
@@ -332,7 +333,7 @@ int vega_http_server_run(vega_http_server *srv)
     pthread_mutex_unlock(&srv->lock);
     if (was)
         return -EBUSY;
-    if (n == 0) {
+    if (n == 0 && !srv->h3) {
         atomic_store(&srv->running, false);
         return -EINVAL;
     }
@@ -377,6 +378,9 @@ int vega_http_server_run(vega_http_server *srv)
         srv->listeners[i].sock = NULL;
     }
     wake_parked(srv);
+    /* HTTP/3: GOAWAY, in-flight requests until grace, then the endpoint stops */
+    if (srv->h3)
+        vega__h3s_stop(srv->h3, self_cancelled);
     /* Let in-flight exchanges finish until grace, then cancel what is left (again every 50 ms:
      * a connection woken from its park after the first round has a new task). */
     bool cancelled = false;
@@ -427,6 +431,8 @@ void vega_http_server_free(vega_http_server *srv)
 {
     if (!srv)
         return;
+    if (srv->h3 && vega_task_current()) /* HTTP/3 started, but the server never ran */
+        vega__h3s_stop(srv->h3, true);
     for (size_t i = 0; i < srv->nlisteners; i++)
         vega_sock_close(srv->listeners[i].sock);
     vega_tls_config_free(srv->o.tls);

@@ -70,12 +70,19 @@ struct vega_http_server {
     _Atomic vega_deadline grace;
     vega_notify wake; /* run waits on it: shutdown asked, or the last connection closed */
 
+    struct h3s *h3; /* HTTP/3 (vega_http_server_listen_h3), or NULL */
+    /* "Alt-Svc: h3=\":PORT\"; ma=N\r\n" for HTTP/1.1 responses over TLS, once HTTP/3 is served
+     * (alt_svc_len is stored last, with release order) */
+    char alt_svc[64];
+    _Atomic size_t alt_svc_len;
+
     atomic_uint_fast64_t next_id;
     atomic_uint_fast64_t conns_accepted, conns_refused, conns_open, conns_parked;
     atomic_uint_fast64_t requests, bad_requests, timeouts;
 };
 
 struct srv_active;
+struct h3s;
 
 /* An address kept with every connection, parked ones included: an IPv4/IPv6 address inline
  * (vega_addr's sockaddr_storage would add 200 bytes to each idle connection), anything longer
@@ -129,7 +136,22 @@ struct srv_body {
     size_t dst_len;
 };
 
+/* What an exchange of a version other than HTTP/1.1 does for the public exchange calls. */
+struct srv_xops {
+    vega_ssize (*read)(struct vega_http_exchange *x, void *buf, size_t len, vega_deadline dl);
+    int (*start)(struct vega_http_exchange *x, int status, const vega_http_field *fields,
+                 size_t n, uint64_t length);
+    vega_ssize (*write)(struct vega_http_exchange *x, const void *buf, size_t len,
+                        vega_deadline dl);
+    vega_ssize (*sendfile)(struct vega_http_exchange *x, int fd, uint64_t offset, size_t len,
+                           vega_deadline dl);
+    int (*finish)(struct vega_http_exchange *x, const vega_http_field *trailers, size_t n,
+                  vega_deadline dl);
+};
+
 struct vega_http_exchange {
+    const struct srv_xops *ops; /* NULL: HTTP/1.1 on c */
+    void *impl;                 /* the version's own state (HTTP/3: the request) */
     struct srv_conn *c;
     vega_http_request req;
     vega_http_fields fields;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* HTTP server: listeners, one task per active connection, idle keep-alive connections parked
  * with no task and no buffer, and a handler that sees one request at a time through an
- * exchange (read the request body, write the response). HTTP/1.1 (RFC 9112) now; HTTP/2 and
- * HTTP/3 connections will hand their requests to the same handler through the same exchange. */
+ * exchange (read the request body, write the response). HTTP/1.1 (RFC 9112) over TCP and TLS,
+ * and HTTP/3 (RFC 9114) over QUIC: the same handler gets both through the same exchange (an
+ * HTTP/3 request runs in a task of its own; its connection holds none while idle). */
 #ifndef VEGA_HTTP_SERVER_H
 #define VEGA_HTTP_SERVER_H
 
@@ -16,6 +17,7 @@
 #include <vega/http1.h>
 #include <vega/io.h>
 #include <vega/mem.h>
+#include <vega/quic_ep.h>
 #include <vega/stream.h>
 #include <vega/time.h>
 #include <vega/tls.h>
@@ -38,7 +40,7 @@ typedef struct vega_http_exchange vega_http_exchange;
 /* Plain data, read-only: the request as received. Every span and pointer borrows the
  * exchange and is valid until the handler returns. */
 typedef struct vega_http_request {
-    int version;                    /* 10, 11 (later 20, 30) */
+    int version;                    /* 10, 11, 30 (HTTP/3) */
     int method;                     /* a vega_http_method; OTHER for other tokens */
     vega_http_str method_name;      /* the method token as sent */
     vega_http_str target;           /* the request target as sent ("/a%20b?x=1") */
@@ -129,6 +131,59 @@ VEGA_API int vega_http_server_new_versioned(vega_http_server **out,
  */
 VEGA_API int vega_http_server_listen(vega_http_server *srv, const vega_addr *addr, unsigned flags,
                                      vega_addr *bound);
+
+/* HTTP/3 settings of a server (vega_http_server_listen_h3): plain data, borrowed for the call
+ * (copied; pointers retained for the server's life). vega_http_server_h3_opts_init sets the
+ * defaults. */
+typedef struct vega_http_server_h3_opts {
+    /* The certificate chain and key QUIC's TLS 1.3 presents (<vega/crypto.h>): required. */
+    const vega_crypto_cert_chain *chain;
+    const vega_crypto_key *key;
+    /* 32 bytes that protect session tickets: resumption, and with early_data 0-RTT requests;
+     * NULL = no tickets. */
+    const uint8_t *ticket_key;
+    /* Accept requests in 0-RTT. They may be replays (RFC 8470): only the safe methods (GET,
+     * HEAD, OPTIONS, TRACE) reach the handler before the handshake is done; others wait for
+     * it. */
+    bool early_data;
+    unsigned sockets;            /* UDP sockets sharing the port; 0 = one per worker */
+    size_t max_conns;            /* QUIC connections at most; 0 = the server's max_conns */
+    uint64_t max_streams;        /* concurrent requests per connection; 0 = 100 */
+    uint64_t idle_timeout_ms;    /* QUIC idle timeout; 0 = the server's idle_timeout */
+    vega_quic_retry_mode retry;  /* address validation with Retry (default: above 100 handshakes
+                                    in progress) */
+    const uint8_t *static_key;   /* 32 secret bytes for Retry/NEW_TOKEN and stateless reset
+                                    tokens (shared by a server's processes); NULL = random */
+    bool no_alt_svc;             /* do not advertise HTTP/3 in Alt-Svc on TLS responses */
+    uint32_t alt_svc_max_age_s;  /* the Alt-Svc ma parameter; 0 = 86400 */
+} vega_http_server_h3_opts;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
+#define VEGA_HTTP_SERVER_H3_OPTS_VERSION 1
+
+/* Fills o with the defaults. Since 0.1. */
+VEGA_API void vega_http_server_h3_opts_init_versioned(vega_http_server_h3_opts *o,
+                                                      int opts_version);
+#define vega_http_server_h3_opts_init(...)                                                         \
+    vega_http_server_h3_opts_init_versioned(__VA_ARGS__, VEGA_HTTP_SERVER_H3_OPTS_VERSION)
+
+/*
+ * Serves HTTP/3 (ALPN h3) on UDP at addr (flags as vega_udp_bind: VEGA_LISTEN_V6ONLY), through
+ * a QUIC endpoint (<vega/quic_ep.h>) that starts at once. Requests reach the server's handler
+ * through the same exchange as HTTP/1.1, with vega_http_request.version 30 and tls true; each
+ * runs in its own task. Responses over TLS on TCP then carry Alt-Svc: h3=":PORT" (unless
+ * no_alt_svc). May be called once per server, before or while it runs. bound (may be NULL)
+ * receives the address bound (port 0 picks a free one). o: borrowed (copied).
+ * Returns 0; -EBUSY (HTTP/3 is already served); -EINVAL (no chain or key, a bad setting);
+ * the codes of vega_quic_endpoint_new and vega_quic_endpoint_listen (-EADDRINUSE ...);
+ * -ENOMEM; VEGA_ERR_NOTASK. Context: inside a task. Since 0.1.
+ */
+VEGA_API int vega_http_server_listen_h3_versioned(vega_http_server *srv, const vega_addr *addr,
+                                                  unsigned flags,
+                                                  const vega_http_server_h3_opts *o,
+                                                  vega_addr *bound, int opts_version);
+#define vega_http_server_listen_h3(srv, addr, flags, o, bound)                                     \
+    vega_http_server_listen_h3_versioned(srv, addr, flags, o, bound,                               \
+                                         VEGA_HTTP_SERVER_H3_OPTS_VERSION)
 
 /*
  * Serves every listener until vega_http_server_shutdown: an accept task per listener, a task
@@ -238,9 +293,13 @@ VEGA_API void vega_http_exchange_set_close(vega_http_exchange *x);
 /* True once a final response was started. Since 0.1. */
 VEGA_API bool vega_http_response_is_started(const vega_http_exchange *x);
 
-/* The TLS stream of the connection (for ALPN, SNI, peer certificate), or NULL on plain TCP.
- * Borrowed. Since 0.1. */
+/* The TLS stream of the connection (for ALPN, SNI, peer certificate), or NULL on plain TCP and
+ * over HTTP/3 (QUIC's own TLS: see vega_http_exchange_quic). Borrowed. Since 0.1. */
 VEGA_API vega_stream *vega_http_exchange_tls(const vega_http_exchange *x);
+
+/* The QUIC connection of an HTTP/3 exchange (for its info: version, resumption, 0-RTT, RTT),
+ * or NULL for HTTP/1.1. Borrowed until the handler returns. Since 0.1. */
+VEGA_API vega_quic_ep_conn *vega_http_exchange_quic(const vega_http_exchange *x);
 
 #ifdef __cplusplus
 }

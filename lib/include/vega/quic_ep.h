@@ -177,8 +177,8 @@ typedef struct vega_quic_connect_opts {
  * VEGA_ERR_QUIC_EP_HANDSHAKE (TLS alert, no common version or ALPN, bad certificate: the
  * close reason says which); VEGA_ERR_QUIC_EP_REFUSED; VEGA_ERR_QUIC_EP_CLOSED (closed during
  * the handshake, e.g. an ICMP-refused path ending in an idle timeout); the codes of
- * vega_udp_bind; -EINVAL (a bad argument or setting); -ENOMEM; VEGA_ERR_NOTASK.
- * Context: inside a task. Since 0.1.
+ * vega_udp_bind; -EINVAL (a bad argument or setting); -ENOMEM; VEGA_ERR_CLOSED (the endpoint is
+ * shutting down); VEGA_ERR_NOTASK. Context: inside a task. Since 0.1.
  */
 VEGA_API int vega_quic_endpoint_connect(vega_quic_endpoint *ep, const vega_addr *addr,
                                         const vega_quic_connect_opts *o, vega_quic_ep_conn **out,
@@ -191,8 +191,8 @@ VEGA_API int vega_quic_endpoint_connect(vega_quic_endpoint *ep, const vega_addr 
  * Eyeballs, RFC 8305 §5); the first handshake to finish wins and the others are closed.
  * server_name defaults to host (unless it is an IP literal).
  * Returns as vega_quic_endpoint_connect (the error of the last attempt when all fail), and
- * VEGA_ERR_DNS_NOT_FOUND, VEGA_ERR_DNS_NO_ADDRESS, VEGA_ERR_DNS_SERVER. Context: inside a task.
- * Since 0.1.
+ * VEGA_ERR_DNS_NOT_FOUND, VEGA_ERR_DNS_NO_ADDRESS, VEGA_ERR_DNS_SERVER; -EINVAL (a bad argument,
+ * port 0); VEGA_ERR_NOTASK. Context: inside a task. Since 0.1.
  */
 VEGA_API int vega_quic_endpoint_connect_host(vega_quic_endpoint *ep, const char *host,
                                              uint16_t port, const vega_quic_connect_opts *o,
@@ -207,8 +207,8 @@ VEGA_API void vega_quic_endpoint_shutdown(vega_quic_endpoint *ep, vega_deadline 
 
 /*
  * Waits until every connection has ended and the endpoint's tasks have stopped (after
- * vega_quic_endpoint_shutdown). Returns 0, -ETIMEDOUT, -ECANCELED, VEGA_ERR_NOTASK. Context:
- * inside a task. Since 0.1.
+ * vega_quic_endpoint_shutdown). Returns 0, -ETIMEDOUT, -ECANCELED, VEGA_ERR_NOTASK; -EINVAL (ep
+ * NULL). Context: inside a task. Since 0.1.
  */
 VEGA_API int vega_quic_endpoint_wait(vega_quic_endpoint *ep, vega_deadline dl);
 
@@ -235,8 +235,8 @@ typedef struct vega_quic_endpoint_stats {
 VEGA_API void vega_quic_endpoint_get_stats(const vega_quic_endpoint *ep,
                                            vega_quic_endpoint_stats *st);
 
-/* The endpoint's first socket's local address (after listen or connect). Returns 0, -ENOTCONN
- * (no socket yet). Context: any thread. Since 0.1. */
+/* The endpoint's first socket's local address (after listen). Returns 0, -ENOTCONN (no socket
+ * yet); -EINVAL (a NULL argument). Context: any thread. Since 0.1. */
 VEGA_API int vega_quic_endpoint_local_addr(const vega_quic_endpoint *ep, vega_addr *out);
 
 /* ---- connections --------------------------------------------------------------------------- */
@@ -282,7 +282,7 @@ VEGA_API int vega_quic_ep_conn_close(vega_quic_ep_conn *c, vega_quic_close_kind 
                                      const char *reason);
 
 /* Waits until c has ended (closed and drained, timed out, or reset). Returns 0, -ETIMEDOUT,
- * -ECANCELED. Context: inside a task. Since 0.1. */
+ * -ECANCELED; -EINVAL (c NULL). Context: inside a task. Since 0.1. */
 VEGA_API int vega_quic_ep_conn_wait_closed(vega_quic_ep_conn *c, vega_deadline dl);
 
 /* How a connection ended (plain data): valid once it closed. */
@@ -334,7 +334,8 @@ VEGA_API int vega_quic_ep_stream_open(vega_quic_ep_conn *c, bool bidi, vega_stre
 /*
  * Waits for the next stream the peer opens on c (a connection without on_event, or one whose
  * on_event passed the STREAM_OPENED event on) and returns it as a vega_stream (receive only
- * when unidirectional). Returns as vega_quic_ep_stream_open. Context: inside a task. Since 0.1.
+ * when unidirectional). Returns as vega_quic_ep_stream_open: 0; -ETIMEDOUT; -ECANCELED;
+ * VEGA_ERR_QUIC_EP_CLOSED; -ENOMEM; -EINVAL; VEGA_ERR_NOTASK. Context: inside a task. Since 0.1.
  */
 VEGA_API int vega_quic_ep_stream_accept(vega_quic_ep_conn *c, vega_stream **out, uint64_t *id,
                                         vega_deadline dl);
