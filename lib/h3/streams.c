@@ -282,6 +282,9 @@ vega_ssize vega_h3_conn_read_stream(vega_h3_conn *c, uint64_t stream_id, const u
         return c->failed;
     if ((!data && len) || stream_id > VEGA__H3_VARINT_MAX)
         return -EINVAL;
+    static const uint8_t none[1];
+    if (!data)
+        data = none; /* a bare end: no pointer arithmetic on NULL below */
     struct vega__h3_stream *s = vega__h3_stream_find(c, stream_id);
     if (!s) {
         bool skip;

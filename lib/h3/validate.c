@@ -287,9 +287,11 @@ const char *vega__h3_check_head(const vega_h3_conn *c, vega__h3_role role,
         h->priority.urgency = 3;
         h->priority.incremental = false;
     }
-    h->fields = sec->fields + npseudo;
-    h->never_indexed = sec->never_indexed + npseudo;
     h->nfields = sec->count - npseudo;
+    if (h->nfields) { /* an empty section may come with no arrays at all */
+        h->fields = sec->fields + npseudo;
+        h->never_indexed = sec->never_indexed + npseudo;
+    }
     if (role == VEGA__H3_ROLE_REQUEST)
         return check_request(c, h, host, have_host);
     if (role == VEGA__H3_ROLE_RESPONSE)

@@ -326,3 +326,34 @@ VTEST(stream_error_then_close)
     VCHECK_EQ(vega_h3_conn_get_next_request_id(c), 4);
     vega_h3_conn_free(c);
 }
+
+/* The limits of vega_h3_opts reach QPACK: max_fields (over it: H3_EXCESSIVE_LOAD on the stream)
+ * and qpack_blocked_streams (one more blocked stream than announced is the connection error
+ * QPACK_DECOMPRESSION_FAILED, RFC 9204 §2.1.2). */
+VTEST(limits_fields_and_blocked_streams)
+{
+    vega_h3_opts o;
+    vega_h3_opts_init(&o);
+    o.max_fields = 4;
+    o.qpack_blocked_streams = 1;
+    h3t_rec r = {0};
+    vega_h3_conn *c;
+    VCHECK_EQ(vega_h3_conn_server_new(&c, &h3t_cbs, &o, &r), 0);
+    h3t_buf b = {0};
+    h3t_headers_frame(&b, get_head);
+    VCHECK_EQ(vega_h3_conn_read_stream(c, 0, b.b, b.n, true), (long long)b.n);
+    VCHECK_STR(r.log, GET_LOG "E0\n");
+    static const char *const five[] = {":method: GET", ":scheme: https", ":authority: a",
+                                       ":path: /",     "x: 1",           NULL};
+    b.n = 0;
+    h3t_headers_frame(&b, five);
+    VCHECK_EQ(vega_h3_conn_read_stream(c, 4, b.b, b.n, true), (long long)b.n);
+    VCHECK_EQ(r.err_code, VEGA_H3_EXCESSIVE_LOAD);
+    /* Two heads that need one entry each from an encoder stream that has not come. */
+    uint8_t blocked[] = {0x01, 0x03, 0x02, 0x00, 0x80}; /* HEADERS: RIC 1, Base 1, relative 0 */
+    VCHECK_EQ(vega_h3_conn_read_stream(c, 8, blocked, sizeof blocked, false),
+              (long long)sizeof blocked);
+    VCHECK_EQ(vega_h3_conn_read_stream(c, 12, blocked, sizeof blocked, false), VEGA_ERR_PROTO);
+    VCHECK_EQ(vega_h3_conn_get_error(c, NULL), VEGA_QPACK_DECOMPRESSION_FAILED);
+    vega_h3_conn_free(c);
+}
