@@ -126,7 +126,8 @@ VEGA_API void vega_qpack_decoder_free(vega_qpack_decoder *d);
  * that the new entries unblock are reported through on_unblocked. in: borrowed.
  * Returns 0; VEGA_ERR_PROTO (a bad instruction: the connection fails with
  * vega_qpack_decoder_get_error, QPACK_ENCODER_STREAM_ERROR); VEGA_ERR_CALLBACK; -ENOMEM (the
- * instruction was not applied; the decoder is unusable). After an error every later call fails.
+ * instruction was not applied; the decoder is unusable); -EINVAL (NULL in with len > 0). After
+ * an error every later call fails.
  * Context: not from a callback of d. Since 0.1.
  */
 VEGA_API int vega_qpack_decoder_read_encoder(vega_qpack_decoder *d, const uint8_t *in, size_t len);
@@ -174,8 +175,8 @@ VEGA_API int vega_qpack_decoder_cancel_stream(vega_qpack_decoder *d, uint64_t st
  * Takes the bytes to send on our decoder stream (after its stream type byte): Section
  * Acknowledgments, Stream Cancellations, and an Insert Count Increment for entries no
  * acknowledgment covered. out: borrowed.
- * Returns the bytes written (0: nothing to send); what did not fit stays for the next call.
- * Context: not from a callback of d. Since 0.1.
+ * Returns the bytes written (0: nothing to send); what did not fit stays for the next call;
+ * -EINVAL (NULL out with cap > 0). Context: not from a callback of d. Since 0.1.
  */
 VEGA_API vega_ssize vega_qpack_decoder_write(vega_qpack_decoder *d, uint8_t *out, size_t cap);
 
@@ -281,7 +282,8 @@ VEGA_API int vega_qpack_encoder_insert(vega_qpack_encoder *e, vega_http_str name
 
 /*
  * Takes the bytes to send on our encoder stream (after its stream type byte). Returns the bytes
- * written (0: nothing to send); what did not fit stays for the next call. Since 0.1.
+ * written (0: nothing to send); what did not fit stays for the next call; -EINVAL (NULL out with
+ * cap > 0). Since 0.1.
  */
 VEGA_API vega_ssize vega_qpack_encoder_write(vega_qpack_encoder *e, uint8_t *out, size_t cap);
 
@@ -293,7 +295,8 @@ VEGA_API bool vega_qpack_encoder_want_write(const vega_qpack_encoder *e);
  * Section Acknowledgment, Stream Cancellation, Insert Count Increment (RFC 9204 §4.4).
  * Returns 0; VEGA_ERR_PROTO (QPACK_DECODER_STREAM_ERROR from vega_qpack_encoder_get_error: an
  * acknowledgment of a stream with nothing to acknowledge, an increment of zero or past what was
- * sent); -ENOMEM. After an error every later call fails. Since 0.1.
+ * sent); -ENOMEM; -EINVAL (NULL in with len > 0). After an error every later call fails.
+ * Since 0.1.
  */
 VEGA_API int vega_qpack_encoder_read_decoder(vega_qpack_encoder *e, const uint8_t *in, size_t len);
 
