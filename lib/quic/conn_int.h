@@ -414,8 +414,11 @@ void vega__quic_streams_free(vega_quic_conn *c);
 void vega__quic_stream_apply_tp(vega_quic_conn *c);
 
 /* conn_recv.c */
-int vega__quic_recv_frames(vega_quic_conn *c, int level, const uint8_t *p, size_t len,
-                           bool *ack_eliciting, bool *probing, uint64_t *wire_err);
+/* Acts on the frames of a decrypted payload of a packet of type ptype at level, each checked
+ * first (well formed, allowed in ptype; at least one frame). Returns 0, VEGA_ERR_PROTO with
+ * *wire_err (and closing.frame_type when a frame caused it), or a local failure. */
+int vega__quic_recv_frames(vega_quic_conn *c, int level, vega_quic_pkt_type ptype, const uint8_t *p,
+                           size_t len, bool *ack_eliciting, bool *probing, uint64_t *wire_err);
 void vega__quic_retry_pending(vega_quic_conn *c);
 
 /* conn_ack.c */

@@ -306,15 +306,31 @@ static int recv_frame(vega_quic_conn *c, int level, const vega_quic_frame *f, ui
     return rc;
 }
 
-int vega__quic_recv_frames(vega_quic_conn *c, int level, const uint8_t *p, size_t len,
-                           bool *ack_eliciting, bool *probing, uint64_t *wire_err)
+int vega__quic_recv_frames(vega_quic_conn *c, int level, vega_quic_pkt_type ptype, const uint8_t *p,
+                           size_t len, bool *ack_eliciting, bool *probing, uint64_t *wire_err)
 {
     *probing = true;
+    /* §12.4: "An endpoint MUST treat receipt of a packet containing no frames as a connection
+     * error of type PROTOCOL_VIOLATION." */
+    if (len == 0) {
+        *wire_err = VEGA_QUIC_PROTOCOL_VIOLATION;
+        return VEGA_ERR_PROTO;
+    }
+    /* Each frame is checked as it is decoded (what vega_quic_payload_check does for a whole
+     * payload, without a second pass): a malformed or misplaced one closes the connection,
+     * whatever the frames before it did. */
     while (len) {
         vega_quic_frame f;
         vega_ssize n = vega_quic_frame_decode(&f, p, len, wire_err);
         if (n < 0)
             return (int)n;
+        /* §12.4: a frame in a packet type it is not allowed in is a PROTOCOL_VIOLATION. */
+        if (!vega_quic_frame_allowed(f.type, ptype)) {
+            *wire_err = VEGA_QUIC_PROTOCOL_VIOLATION;
+            if (c->state < VEGA__QUIC_ST_CLOSING)
+                c->closing.frame_type = f.type; /* the close names it (§19.19) */
+            return VEGA_ERR_PROTO;
+        }
         p += n;
         len -= (size_t)n;
         if (vega_quic_frame_is_ack_eliciting(f.type))
@@ -498,14 +514,10 @@ static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt, 
     }
     c->stats.pkts_recv++;
     const uint8_t *payload = pkt + u.payload_off;
-    rc = vega_quic_payload_check(payload, u.payload_len, h->type, &werr);
-    if (rc < 0) {
-        vega__quic_close_err(c, werr, 0, NULL);
-        return 0;
-    }
     bool eliciting = false, probing = true;
     c->rx.path = path;
-    rc = vega__quic_recv_frames(c, level, payload, u.payload_len, &eliciting, &probing, &werr);
+    rc = vega__quic_recv_frames(c, level, h->type, payload, u.payload_len, &eliciting, &probing,
+                                &werr);
     c->rx.path = NULL;
     if (rc == VEGA_ERR_PROTO) {
         const char *why = c->hs.tls ? vega__qtls_reason(c->hs.tls) : "";
