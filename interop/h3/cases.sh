@@ -184,7 +184,10 @@ case_setup() {
         mkfile lr2.bin $((10 * KiB))
         ;;
     rebind-port | rebind-addr)
-        RELAY_ARGS=("${net[@]}" "--rebind-${cs#rebind-}-after-ms" 300 --rebind-every-ms 700)
+        # The runner rebinds after 1 s and then every 5 s during 10 MiB; the default run packs
+        # several rebindings into 2 MiB.
+        RELAY_ARGS=("${net[@]}" "--rebind-${cs#rebind-}-after-ms" "$(pick 300 1000)"
+            --rebind-every-ms "$(pick 700 5000)")
         mkfile bp.bin "$(pick $((2 * MiB)) $((10 * MiB)))"
         ;;
     connectionmigration)

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Tests of the impairment relay (relay.c): its self-test of the decisions, then seeded runs
 # between udptool.py's sender and echo server on loopback. Counts are checked against the
-# relay's own stats and binomial bounds; no check depends on how long anything took.
+# relay's own stats and binomial bounds; no check depends on how long anything took. A failed
+# check is tried twice more (the kernel may drop at a socket on a loaded machine) and says so.
 #
 # Usage: interop/h3/relay-test.sh [BUILD_DIR]   (exit 0 all passed, 1 a failure, 2 no libvega.a)
 # shellcheck source=interop/h3/lib.sh
@@ -11,6 +12,7 @@ source "$(dirname "$0")/lib.sh"
 command -p python3 -c '' 2>/dev/null || skip_all "python3 is missing"
 build_relay
 UDPTOOL="$H3_DIR/udptool.py"
+# shellcheck disable=SC2034 # read by start_relay (lib.sh)
 RELAY_TIMEOUT=20
 
 # echo_up [ARGS...]: the echo server on a free port (EPORT).
@@ -51,11 +53,21 @@ jq_py() {
         "$WORK/send.json" "$1"
 }
 
-# check NAME FN: runs FN with its output captured.
+# check NAME FN: runs FN with its output captured. A failure is tried twice more: on a loaded
+# machine the kernel may drop a datagram at a socket whose reader was not scheduled in time
+# (the exact counts assume none was), and the line says when a retry was needed.
 check() {
-    local name="$1"
+    local name="$1" try ok=0
     shift
-    if "$@" >"$WORK/check.out" 2>&1; then
+    for try in 1 2 3; do
+        if "$@" >"$WORK/check.out" 2>&1; then
+            ok=1
+            break
+        fi
+        iop_cleanup
+    done
+    if [ "$ok" = 1 ]; then
+        [ "$try" -gt 1 ] && name="$name (passed on try $try)"
         tap_ok "$name"
     else
         { echo "--- relay:"; cat "$WORK/relay.out" 2>/dev/null; echo "--- sender:"; cut -c1-600 "$WORK/send.json" 2>/dev/null; } >>"$WORK/check.out"

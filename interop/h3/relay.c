@@ -19,7 +19,7 @@
 #define DGRAM_CAP    65536u /* a whole UDP payload: nothing is truncated */
 #define RECV_BATCH   16u
 #define SEND_BATCH   32u
-#define MAX_BINDINGS 8u /* upstream sockets one flow may go through (rebinding) */
+#define MAX_BINDINGS 32u /* upstream sockets one flow may go through (rebinding) */
 
 typedef struct flow flow;
 
