@@ -125,9 +125,10 @@ static void q_unpush(struct h2_q *q, size_t n)
     q->in -= n;
 }
 
-int vega__h2_put_headers(vega_h2_conn *c, struct vega_h2_stream *s, struct h2_hblock *b)
+int vega__h2_put_headers(vega_h2_conn *c, int32_t sid, const vega_hpack_field *f, size_t n,
+                         bool end_stream)
 {
-    size_t bound = vega_hpack_encode_bound(c->enc, b->f, b->n);
+    size_t bound = vega_hpack_encode_bound(c->enc, f, n);
     size_t fsz = c->peer.max_frame_size;
     size_t frames = bound / fsz + 1;
     if (bound > SIZE_MAX / 2 || frames > SIZE_MAX / 2 / H2_HDR_LEN)
@@ -139,7 +140,7 @@ int vega__h2_put_headers(vega_h2_conn *c, struct vega_h2_stream *s, struct h2_hb
     /* The block is encoded behind room for every frame header, then each chunk moves down
      * in front of its header: chunk i goes from hdrs + i*fsz to 9(i+1) + i*fsz, never past
      * where chunk i+1 still lies. */
-    vega_ssize k = vega_hpack_encode(c->enc, p + hdrs, bound, b->f, b->n);
+    vega_ssize k = vega_hpack_encode(c->enc, p + hdrs, bound, f, n);
     if (k < 0) {
         q_unpush(&c->q, hdrs + bound);
         return (int)k;
@@ -149,11 +150,11 @@ int vega__h2_put_headers(vega_h2_conn *c, struct vega_h2_stream *s, struct h2_hb
         size_t chunk = VEGA__MIN(fsz, blk - used);
         bool last = used + chunk == blk;
         uint8_t flags = last ? H2_F_END_HEADERS : 0;
-        if (i == 0 && b->end_stream)
+        if (i == 0 && end_stream)
             flags |= H2_F_END_STREAM;
         memmove(p + at + H2_HDR_LEN, p + hdrs + used, chunk);
         vega__h2_frame_put(p + at, (uint32_t)chunk, i == 0 ? H2_HEADERS : H2_CONTINUATION, flags,
-                           s->id);
+                           sid);
         at += H2_HDR_LEN + chunk;
         used += chunk;
     }

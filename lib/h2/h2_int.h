@@ -295,8 +295,9 @@ int vega__h2_put_window_update(vega_h2_conn *c, int32_t sid, uint32_t inc);
 int vega__h2_put_rst_stream(vega_h2_conn *c, int32_t sid, uint32_t code, bool forced);
 int vega__h2_put_ping(vega_h2_conn *c, uint64_t opaque, bool ack);
 int vega__h2_put_priority_update(vega_h2_conn *c, int32_t sid, const char *v, size_t len);
-/* Encodes s's next header block as HEADERS + CONTINUATION frames into the queue. */
-int vega__h2_put_headers(vega_h2_conn *c, struct vega_h2_stream *s, struct h2_hblock *b);
+/* Encodes a header block as HEADERS + CONTINUATION frames on sid into the queue. */
+int vega__h2_put_headers(vega_h2_conn *c, int32_t sid, const vega_hpack_field *f, size_t n,
+                         bool end_stream);
 
 /* ---- stream.c ---- */
 struct vega_h2_stream *vega__h2_stream_find(const vega_h2_conn *c, int32_t id);

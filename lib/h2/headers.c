@@ -126,11 +126,11 @@ static int decode(vega_h2_conn *c)
         return vega__h2_conn_error(c, VEGA_H2_COMPRESSION_ERROR, "HPACK decoding failed");
     if (!grow(c, (void **)&c->fs.out, &c->fs.ocap, c->fs.n, sizeof *c->fs.out))
         return -ENOMEM;
+    /* Fields may all be empty: then no byte was ever stored. */
+    const char *base = c->fs.bytes ? (const char *)c->fs.bytes : "";
     for (size_t i = 0; i < c->fs.n; i++) {
         const struct h2_fent *e = &c->fs.ents[i];
-        c->fs.out[i] = (vega_hpack_field){{(const char *)c->fs.bytes + e->no, e->nl},
-                                          {(const char *)c->fs.bytes + e->vo, e->vl},
-                                          e->idx};
+        c->fs.out[i] = (vega_hpack_field){{base + e->no, e->nl}, {base + e->vo, e->vl}, e->idx};
     }
     return rc == VEGA_ERR_HPACK_TOO_LARGE ? 1 : 0;
 }
@@ -142,13 +142,9 @@ static int refuse_large(vega_h2_conn *c, int32_t sid, bool end)
     int rc = vega__h2_count_reset(c);
     if (rc < 0)
         return rc;
-    struct {
-        struct h2_hblock b;
-        vega_hpack_field f[1];
-    } r = {.b = {.end_stream = true, .n = 1},
-           .f = {{VEGA_HTTP_LIT(":status"), VEGA_HTTP_LIT("431"), VEGA_HPACK_INDEX_NO}}};
-    struct vega_h2_stream tmp = {.id = sid};
-    rc = vega__h2_put_headers(c, &tmp, &r.b);
+    static const vega_hpack_field status[] = {
+        {VEGA_HTTP_LIT(":status"), VEGA_HTTP_LIT("431"), VEGA_HPACK_INDEX_NO}};
+    rc = vega__h2_put_headers(c, sid, status, 1, true);
     if (rc == 0 && !end)
         rc = vega__h2_put_rst_stream(c, sid, VEGA_H2_NO_ERROR, true);
     vega__h2_closed_add(c, sid);
@@ -251,7 +247,23 @@ static int on_open_stream(vega_h2_conn *c, struct vega_h2_stream *s, int large)
     return deliver(c, s, &h);
 }
 
+/* An idle connection keeps small buffers: the field store of a large section goes. */
+static void fs_trim(vega_h2_conn *c)
+{
+    if (c->fs.cap > 4096 || c->fs.ecap > 64)
+        vega__h2_fs_free(c);
+}
+
+static int headers_end(vega_h2_conn *c);
+
 int vega__h2_headers_end(vega_h2_conn *c)
+{
+    int rc = headers_end(c);
+    fs_trim(c);
+    return rc;
+}
+
+static int headers_end(vega_h2_conn *c)
 {
     int32_t sid = c->hb.sid;
     c->hb.active = false;

@@ -64,7 +64,7 @@ static int span_done(vega_h2_conn *c, struct vega_h2_stream *s)
 static int send_headers(vega_h2_conn *c, struct vega_h2_stream *s)
 {
     struct h2_hblock *b = s->hq;
-    int rc = vega__h2_put_headers(c, s, b);
+    int rc = vega__h2_put_headers(c, s->id, b->f, b->n, b->end_stream);
     if (rc < 0)
         return rc;
     s->hq = b->next;
@@ -196,6 +196,12 @@ vega_ssize vega_h2_conn_write(vega_h2_conn *c, uint8_t *out, size_t cap, vega_ts
             break;
     }
     c->bytes_out += at;
+    /* An empty queue that grew for a large header block is not kept. */
+    if (!vega__h2_q_pending(&c->q) && c->q.cap > 16384 && !c->q.mlen) {
+        vega__mem_free(c->o.mem, c->q.p);
+        c->q.p = NULL;
+        c->q.cap = c->q.off = c->q.len = 0;
+    }
     if (rc == VEGA_ERR_CALLBACK) {
         vega__h2_conn_fail(c, rc);
         return rc;

@@ -236,5 +236,11 @@ int vega_hpack_decode(vega_hpack_decoder *d, const uint8_t *in, size_t len,
     /* §4.2: an empty block does not discharge a required update either. */
     if (d->need_update)
         return fail(d, VEGA_ERR_HPACK_DECODE);
+    /* A large scratch (long Huffman strings) is not kept between blocks. */
+    if (d->scratch_cap > 16384) {
+        vega__mem_free(d->o.mem, d->scratch);
+        d->scratch = NULL;
+        d->scratch_cap = 0;
+    }
     return b.too_large ? VEGA_ERR_HPACK_TOO_LARGE : 0;
 }

@@ -155,8 +155,19 @@ vega_ssize vega_hpack_encode(vega_hpack_encoder *e, uint8_t *out, size_t cap,
     }
     if (cap < vega_hpack_encode_bound(e, fields, n))
         return VEGA_ERR_NOBUF;
-    /* Adds must not fail midway: the table would then hold entries the peer never saw. */
-    if (vega__hpack_table_reserve(&e->t) < 0)
+    /* Adds must not fail midway: the table would then hold entries the peer never saw. Room
+     * is made first for every field that may be added. */
+    size_t bytes = 0, entries = 0;
+    for (size_t i = 0; i < n; i++) {
+        const vega_hpack_field *f = &fields[i];
+        size_t len = f->name.len + f->value.len;
+        if (f->index != VEGA_HPACK_INDEX_NO && f->index != VEGA_HPACK_INDEX_NEVER &&
+            len + VEGA_HPACK_ENTRY_OVERHEAD <= e->t.max_size) {
+            bytes = vega__sat_add(bytes, len);
+            entries++;
+        }
+    }
+    if (vega__hpack_table_reserve(&e->t, bytes, entries) < 0)
         return -ENOMEM;
     size_t at = 0;
     if (e->update_pending) {

@@ -56,9 +56,9 @@ void vega__hpack_table_set_max(struct vega__hpack_table *t, size_t max);
  * fatal; the encoder reserves first, so it never sees it). */
 int vega__hpack_table_add(struct vega__hpack_table *t, const uint8_t *name, size_t name_len,
                           const uint8_t *value, size_t value_len);
-/* Makes room for a table at its maximum (twice max_size bytes, max_size / 32 entries), so
- * that adds until the maximum grows allocate nothing. Returns 0 or -ENOMEM (nothing changed). */
-int vega__hpack_table_reserve(struct vega__hpack_table *t);
+/* Makes room for up to `entries` more entries of `bytes` names and values in all, so that
+ * adding them allocates nothing. Returns 0 or -ENOMEM (nothing changed). */
+int vega__hpack_table_reserve(struct vega__hpack_table *t, size_t bytes, size_t entries);
 /* Entry i, 0 = the newest (wire index 62 + i). i < t->len. */
 const struct vega__hpack_entry *vega__hpack_table_at(const struct vega__hpack_table *t, size_t i);
 static inline const uint8_t *vega__hpack_entry_name(const struct vega__hpack_table *t,

@@ -99,19 +99,28 @@ static int room_for(struct vega__hpack_table *t, size_t need, size_t grow_to)
     return 0;
 }
 
-int vega__hpack_table_reserve(struct vega__hpack_table *t)
+int vega__hpack_table_reserve(struct vega__hpack_table *t, size_t bytes, size_t entries)
 {
-    if (t->max_size == 0)
+    if (t->max_size == 0 || entries == 0)
         return 0;
-    int rc = grow_ents(t, t->max_size / VEGA_HPACK_ENTRY_OVERHEAD + 1);
-    if (rc == 0 && t->buf_cap < 2 * t->max_size) {
-        uint8_t *n = vega__mem_realloc(t->mem, t->buf, 2 * t->max_size);
-        if (!n)
-            return -ENOMEM;
-        t->buf = n;
-        t->buf_cap = 2 * t->max_size;
-    }
-    return rc;
+    /* The table never holds more than max_size / 32 entries. */
+    size_t want = VEGA__MIN(t->len + entries, t->max_size / VEGA_HPACK_ENTRY_OVERHEAD + 1);
+    int rc = grow_ents(t, want);
+    if (rc < 0)
+        return rc;
+    /* An add moves the live bytes to the front when the tail has no room, so the buffer needs
+     * what lives now plus what comes (evictions only shrink the first), never more than twice
+     * the maximum. */
+    size_t live = (size_t)(t->end - (t->len ? t->ents[t->first].off : t->end));
+    size_t need = VEGA__MIN(vega__sat_add(live, bytes), 2 * t->max_size);
+    if (t->buf && t->buf_cap >= need)
+        return 0;
+    uint8_t *n = vega__mem_realloc(t->mem, t->buf, VEGA__MAX(need, (size_t)64));
+    if (!n)
+        return -ENOMEM;
+    t->buf = n;
+    t->buf_cap = VEGA__MAX(need, (size_t)64);
+    return 0;
 }
 
 int vega__hpack_table_add(struct vega__hpack_table *t, const uint8_t *name, size_t name_len,

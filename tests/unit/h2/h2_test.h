@@ -204,7 +204,7 @@ static inline int pair_run(struct pair *p)
         if (!moved)
             return 0;
     }
-    VCHECK(!"pair_run did not settle");
+    vtest_fail(__FILE__, __LINE__, "pair_run did not settle");
     return 0;
 }
 

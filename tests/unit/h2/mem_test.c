@@ -148,3 +148,41 @@ VTEST(failing_allocator_sweep_all_after)
 {
     sweep(true);
 }
+
+/* After a request with a 40 KB header section and its answer, an idle server connection gives
+ * the large buffers back: what it holds is its struct, the HPACK tables and small buffers. */
+VTEST(idle_connection_is_small)
+{
+    static struct side cl, sv;
+    tmem_init(&cl.m);
+    tmem_init(&sv.m);
+    vega_h2_opts o;
+    vega_h2_opts_init(&o);
+    o.mem = &cl.m.mem;
+    struct pair p;
+    memset(&p, 0, sizeof p);
+    VCHECK_EQ(vega_h2_conn_client_new(&p.cli, &rec_cbs, &o, &p.rc), 0);
+    o.mem = &sv.m.mem;
+    VCHECK_EQ(vega_h2_conn_server_new(&p.srv, &rec_cbs, &o, &p.rs), 0);
+    p.rc.conn = p.cli;
+    p.rs.conn = p.srv;
+    p.rc.consume = p.rs.consume = true;
+    p.rs.on_head = answer;
+    static char big[40000];
+    memset(big, 'c', sizeof big);
+    vega_hpack_field f[5] = {FLD(":method", "GET"), FLD(":scheme", "https"),
+                             FLD(":authority", "a"), FLD(":path", "/"),
+                             {{"x-big", 5}, {big, sizeof big}, VEGA_HPACK_INDEX_AUTO}};
+    VCHECK_EQ(vega_h2_submit_request(p.cli, f, 5, VEGA_H2_FLAG_END_STREAM, NULL, NULL), 0);
+    VCHECK_EQ(pair_run(&p), 0);
+    VCHECK(rec_has(&p.rs, "H1 req GET"));
+    VCHECK_EQ(p.rc.data_bytes, 20000);
+    VCHECK(sv.m.peak_bytes > 40000);
+    if (getenv("H2_MEM_VERBOSE"))
+        fprintf(stderr, "idle server: %zu bytes in %zu blocks (peak %zu)\n", sv.m.live_bytes,
+                sv.m.live_blocks, sv.m.peak_bytes);
+    VCHECK(sv.m.live_bytes < 8 * 1024);
+    VCHECK(cl.m.live_bytes < 8 * 1024);
+    pair_fini(&p);
+    VCHECK_EQ(sv.m.live_blocks, 0);
+}

@@ -308,8 +308,7 @@ VTEST(allocation_failures)
     static const char *blocks[] = {
         "828684410f7777772e6578616d706c652e636f6d",
         "828684418cf1e3c2e5f23a6ba0ab90f4ff",
-        "4001610162"
-        "7e0178",
+        "40016101627e0178",
     };
     for (size_t fail = 1;; fail++) {
         struct tmem m;
