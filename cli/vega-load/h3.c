@@ -467,15 +467,28 @@ static void stream_reset(struct h3conn *c, uint64_t sid, uint64_t code)
 static void conn_closed(struct h3conn *c, const vega_quic_event *ev)
 {
     c->closed = true;
-    if (c->closing || c->busy == 0)
+    /* A close is an error when requests were lost with it, or when the connection never
+     * answered one (as http.c: a server that closes every connection at once is not waited on
+     * forever); the idle close of a server that served requests is not. */
+    if (c->closing || (c->busy == 0 && c->completed > 0))
         return;
-    /* Requests were lost with the connection: an error (the idle close of a server with nothing
-     * in flight is not one). */
     char why[160], msg[256];
     load_h3_describe_close(why, sizeof(why), ev->app, ev->error_code, ev->data, ev->len);
-    snprintf(msg, sizeof(msg), "the connection closed (%s%s) with %u request%s in flight",
-             ev->local ? "here: " : "by the server: ", why, c->busy, c->busy == 1 ? "" : "s");
-    load_error_msg(c->r, LOAD_ERR_READ, VEGA_ERR_QUIC_EP_CLOSED, msg);
+    enum load_kind kind = LOAD_ERR_READ;
+    if (!ev->app && ev->error_code == VEGA_QUIC_CONNECTION_REFUSED && c->completed == 0) {
+        /* RFC 9000 §10.2: a server may refuse a connection after its handshake (a server
+         * shutting down does): a connect error. */
+        kind = LOAD_ERR_CONNECT;
+        snprintf(msg, sizeof(msg), "the server refused the connection after the handshake (%s)",
+                 why);
+    } else if (c->busy == 0) {
+        snprintf(msg, sizeof(msg), "the connection closed (%s%s) before any response",
+                 ev->local ? "here: " : "by the server: ", why);
+    } else {
+        snprintf(msg, sizeof(msg), "the connection closed (%s%s) with %u request%s in flight",
+                 ev->local ? "here: " : "by the server: ", why, c->busy, c->busy == 1 ? "" : "s");
+    }
+    load_error_msg(c->r, kind, VEGA_ERR_QUIC_EP_CLOSED, msg);
     c->failed = true;
 }
 
@@ -855,6 +868,9 @@ static void conn_loop(struct h3conn *c)
             atomic_fetch_add(&r->gave_up, 1);
             return;
         }
+        /* A connection that failed before any response: do not hammer the server. */
+        if (!c->completed && !backoff(c))
+            return;
     }
 }
 
