@@ -187,7 +187,7 @@ struct vega_h2_conn {
     struct vega_h2_stream **streams;
     size_t nstreams, streams_cap;
     int32_t last_peer_id; /* server: the highest client stream id seen */
-    int32_t next_id;      /* client: the next stream id to use */
+    int64_t next_id;      /* client: the next stream id to use (past 2^31 - 1: none left) */
     struct {
         int32_t id;
     } closed[H2_CLOSED_RING]; /* streams we reset recently */

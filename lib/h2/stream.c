@@ -159,7 +159,7 @@ enum h2_idstate vega__h2_id_state(const vega_h2_conn *c, int32_t id, struct vega
      * server never opened. */
     if (!(id & 1))
         return H2_ID_IDLE;
-    int32_t last = c->server ? c->last_peer_id : c->next_id - 2;
+    int64_t last = c->server ? c->last_peer_id : c->next_id - 2;
     return id <= last ? H2_ID_CLOSED : H2_ID_IDLE;
 }
 

@@ -82,7 +82,7 @@ int vega_h2_submit_request(vega_h2_conn *c, const vega_hpack_field *fields, size
     struct h2_hblock *b = hblock_new(c, fields, n);
     if (!b)
         return -ENOMEM;
-    struct vega_h2_stream *s = vega__h2_stream_new(c, c->next_id);
+    struct vega_h2_stream *s = vega__h2_stream_new(c, (int32_t)c->next_id);
     if (!s) {
         vega__mem_free(c->o.mem, b);
         return -ENOMEM;

@@ -737,3 +737,45 @@ VTEST(s6_9_unconsumed_given_back_on_close)
     VCHECK_EQ(vega_h2_stream_consume(r.c, 1, 100), 0); /* gone: nothing happens */
     raw_fini(&r);
 }
+
+#include "h2_int.h"
+
+/* §5.1.1: "Stream identifiers cannot be reused. Long-lived connections can result in an
+ * endpoint exhausting the available range of stream identifiers." The last id (2^31 - 1)
+ * goes; after it, no new stream. */
+VTEST(s5_1_1_stream_ids_exhausted)
+{
+    struct raw r;
+    raw_init(&r, false, NULL);
+    r.c->next_id = 0x7ffffffd;
+    int32_t id;
+    VCHECK_EQ(vega_h2_submit_request(r.c, get_root, 4, VEGA_H2_FLAG_END_STREAM, NULL, &id), 0);
+    VCHECK_EQ(id, 0x7ffffffd);
+    VCHECK_EQ(vega_h2_submit_request(r.c, get_root, 4, VEGA_H2_FLAG_END_STREAM, NULL, &id), 0);
+    VCHECK_EQ(id, 0x7fffffff);
+    VCHECK_EQ(vega_h2_submit_request(r.c, get_root, 4, VEGA_H2_FLAG_END_STREAM, NULL, &id),
+              VEGA_ERR_H2_GOING_AWAY);
+    struct rframe f;
+    VCHECK(raw_find(&r, HEADERS, 0x7fffffff, &f));
+    raw_fini(&r);
+}
+
+/* A client's shutdown: GOAWAY with last stream 0 (it takes no server streams), no new
+ * request, the open one finishes. */
+VTEST(s6_8_client_shutdown)
+{
+    struct raw r;
+    raw_init(&r, false, NULL);
+    VCHECK_EQ(vega_h2_submit_request(r.c, get_root, 4, VEGA_H2_FLAG_END_STREAM, NULL, NULL), 0);
+    VCHECK_EQ(vega_h2_conn_shutdown(r.c, 0), 0);
+    struct rframe f;
+    VCHECK(raw_find(&r, GOAWAY, 0, &f) && raw_get32(f.p) == 0 && raw_get32(f.p + 4) == 0);
+    VCHECK_EQ(vega_h2_submit_request(r.c, get_root, 4, VEGA_H2_FLAG_END_STREAM, NULL, NULL),
+              VEGA_ERR_H2_GOING_AWAY);
+    VCHECK(vega_h2_conn_want_read(r.c));
+    vega_hpack_field s[] = {FLD(":status", "200")};
+    raw_headers(&r, 1, END_STREAM, s, 1);
+    raw_expect_ok(&r);
+    VCHECK(!vega_h2_conn_want_read(r.c));
+    raw_fini(&r);
+}
