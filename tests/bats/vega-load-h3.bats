@@ -298,3 +298,17 @@ start_vega_h3() {
     printf '%s\n' "$output" >"$T/out.json"
     json_check "$T/out.json" 'j["status"] == {"404": 20}'
 }
+
+@test "vega-load --h3 against vega-serve: a server shutting down (GOAWAY) loses no request" {
+    start_vega_h3
+    "$LOAD" --h3 -c 2 -m 8 -d 4s -k --json "$URL/1k.bin" >"$T/out.json" 2>"$T/err" &
+    local pid=$!
+    sleep 1.5
+    # SIGTERM: vega-serve sends GOAWAY (RFC 9114 §5.2) and finishes what it accepted; our
+    # reconnects are refused or time out, which are connect errors, never lost requests.
+    kill -TERM "$BG_PID"
+    wait "$pid" || true
+    cat "$T/out.json" "$T/err"
+    json_check "$T/out.json" 'j["requests"] > 0 and j["read_errors"] == 0 and j["parse_errors"] == 0'
+    json_check "$T/out.json" 'j["timeout_errors"] == 0 and j["write_errors"] == 0'
+}
