@@ -251,14 +251,19 @@ uint64_t vega__quic_cc_pace(struct vega__quic_cc *cc, uint64_t bytes,
             cc->pacer_last = now;
         cc->tokens = (uint64_t)VEGA__MIN((unsigned __int128)cap, cc->tokens + add);
     }
+    /* Once the tokens ran short, the sender waits for a whole send quantum (or the packet's
+     * bytes, if more), not for the next datagram's worth, as ngtcp2's send quantum and TCP's
+     * TSO autosizing do: the same rate in fewer, larger bursts, so a fast connection costs a
+     * timer per quantum and its peer an ACK per quantum instead of one per two datagrams. It
+     * keeps waiting when it is called sooner (an ACK came): what was earned by then goes out
+     * with the rest of the quantum. */
     uint64_t need = VEGA__MIN(bytes, cap);
-    if (cc->tokens >= need)
-        return now;
-    /* Blocked: the sender wakes when a whole send quantum is there (or the packet's bytes, if
-     * more), not for every datagram, as ngtcp2's send quantum and TCP's TSO autosizing do:
-     * the same rate in fewer, larger bursts, so a fast connection costs a timer per quantum
-     * and its peer an ACK per quantum instead of one per two datagrams. */
     uint64_t target = VEGA__MAX(need, VEGA__MIN(quantum(cc, srtt), cap));
+    if (cc->tokens >= (cc->refill ? target : need)) {
+        cc->refill = false;
+        return now;
+    }
+    cc->refill = true;
     unsigned __int128 wait = ((unsigned __int128)(target - cc->tokens) * 4 * srtt +
                               5 * (unsigned __int128)cc->cwnd - 1) /
                              (5 * (unsigned __int128)cc->cwnd);

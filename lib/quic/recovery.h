@@ -81,6 +81,7 @@ struct vega__quic_cc {
      * most a burst of VEGA__QUIC_PACER_BURST_PKTS datagrams (about the initial window) or, when
      * that is more, a send quantum: 1 ms of that rate, up to VEGA__QUIC_PACER_QUANTUM_MAX. */
     uint64_t tokens, pacer_last;
+    bool refill;      /* the tokens ran short: nothing leaves before a whole quantum is earned */
     bool recovery;    /* in a recovery period since recovery_start (a clock may start at 0) */
     bool cubic_epoch; /* a CUBIC congestion avoidance epoch runs (epoch_start is set) */
     /* CUBIC: remainders of the per-ACK W_est and cwnd increases, so that small ACKs still
@@ -131,9 +132,10 @@ void vega__quic_cc_on_removed(struct vega__quic_cc *cc, uint64_t bytes);
 
 /* Pacing: the earliest time a packet of bytes may leave (<= now: send now). Call
  * vega__quic_cc_on_sent when it does, which takes its tokens. Refills the bucket up to now;
- * when the tokens fall short, the answer is when a send quantum (or the packet, if larger) has
- * been earned, so a sender wakes once per quantum; never more than one smoothed RTT ahead of
- * now (the initial RTT before a sample; no pacing at all with a smoothed RTT of 0). */
+ * once the tokens fall short, nothing leaves until a send quantum (or the packet, if larger)
+ * has been earned, so a sender wakes and bursts once per quantum; the answer is never more than
+ * one smoothed RTT ahead of now (the initial RTT before a sample; no pacing at all with a
+ * smoothed RTT of 0). */
 uint64_t vega__quic_cc_pace(struct vega__quic_cc *cc, uint64_t bytes,
                             const struct vega__quic_rtt *rtt, uint64_t now);
 
