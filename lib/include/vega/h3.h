@@ -157,7 +157,7 @@ typedef struct vega_h3_callbacks {
     /* A malformed message on one request stream (RFC 9114 §4.1.2), or one over the limits: reset
      * the stream (RESET_STREAM and STOP_SENDING) with code (H3_MESSAGE_ERROR,
      * H3_EXCESSIVE_LOAD, H3_REQUEST_INCOMPLETE, H3_REQUEST_REJECTED after our GOAWAY ...). The
-     * connection goes on; further input on the stream is ignored until
+     * connection goes on; further input on the stream is ignored until its end or
      * vega_h3_conn_close_stream. */
     int (*on_stream_error)(void *user_data, uint64_t stream_id, uint64_t code);
     /* stream_id was blocked on QPACK (vega_h3_conn_read_stream consumed less than it was given)
@@ -273,8 +273,9 @@ typedef struct vega_h3_request {
  * pseudo-header fields, no connection-specific fields (connection, keep-alive,
  * proxy-connection, transfer-encoding, upgrade), te only "trailers". req, fields, out: borrowed.
  * Returns the bytes written; VEGA_ERR_NOBUF (cap too small: nothing changed); -EINVAL (a field
- * or pseudo-header field refused, a stream id that is not ours or already used, a :protocol the
- * server did not enable); -EAGAIN (a :protocol before the server's SETTINGS arrived);
+ * or pseudo-header field refused, a head over the peer's SETTINGS_MAX_FIELD_SECTION_SIZE, a
+ * stream id that is not ours or already used, a :protocol the server did not enable); -EAGAIN
+ * (a :protocol before the server's SETTINGS arrived);
  * VEGA_ERR_H3_GOAWAY (the server sent GOAWAY); -ENOMEM. Context: any, callbacks included.
  * Since 0.1.
  */
