@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* The HTTP client object and its options, --resolve overrides, and vega_http_client_send: one
- * request over a pooled or fresh connection, with one retry when a reused connection turns out
- * to have been closed by the server (RFC 9112 §9.3.1). */
+/* The HTTP client object and its options (layout versions 1 and 2), --resolve overrides, and
+ * vega_http_client_send: the request prepared, then HTTP/3 (h3_race.c) or one HTTP/1.x request
+ * over a pooled or fresh connection, with one retry when a reused connection turns out to have
+ * been closed by the server (RFC 9112 §9.3.1). */
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,47 +16,67 @@
 
 #include "client_int.h"
 
-void vega_http_client_opts_init_versioned(vega_http_client_opts *o, int opts_version)
+/* The layouts of version 1 end where version 2's appended fields start (both end on a
+ * pointer or a uint64_t, so no tail padding differs). */
+#define HC_OPTS_V1_SIZE offsetof(vega_http_client_opts, quic_ca)
+#define HC_REQ_V1_SIZE  offsetof(vega_http_client_request, h3_fallback)
+
+static void opts_defaults(vega_http_client_opts *o)
 {
-    if (opts_version != VEGA_HTTP_CLIENT_OPTS_VERSION)
-        vega__panic(__FILE__, __LINE__,
-                    "vega_http_client_opts_init: options of another libvega (version %d)",
-                    opts_version);
     memset(o, 0, sizeof *o);
     o->max_idle_per_origin = 8;
     o->idle_timeout_ns = 60 * VEGA_NS_PER_S;
     o->connect_timeout_ns = 30 * VEGA_NS_PER_S;
     o->max_body = 1ull << 30;
+    o->h3_head_start_ns = HC_H3_HEAD_START_NS;
+}
+
+void vega_http_client_opts_init_versioned(vega_http_client_opts *o, int opts_version)
+{
+    if (opts_version != 1 && opts_version != VEGA_HTTP_CLIENT_OPTS_VERSION)
+        vega__panic(__FILE__, __LINE__,
+                    "vega_http_client_opts_init: options of another libvega (version %d)",
+                    opts_version);
+    vega_http_client_opts d;
+    opts_defaults(&d);
+    /* A caller built with layout 1 has storage for layout 1 only. */
+    memcpy(o, &d, opts_version == 1 ? HC_OPTS_V1_SIZE : sizeof d);
 }
 
 void vega_http_client_request_init_versioned(vega_http_client_request *r, int opts_version)
 {
-    if (opts_version != VEGA_HTTP_CLIENT_REQUEST_VERSION)
+    if (opts_version != 1 && opts_version != VEGA_HTTP_CLIENT_REQUEST_VERSION)
         vega__panic(__FILE__, __LINE__,
                     "vega_http_client_request_init: options of another libvega (version %d)",
                     opts_version);
-    memset(r, 0, sizeof *r);
+    memset(r, 0, opts_version == 1 ? HC_REQ_V1_SIZE : sizeof *r);
     r->deadline = VEGA_DEADLINE_NEVER;
 }
 
 int vega_http_client_new_versioned(vega_http_client **out, const vega_http_client_opts *opts,
                                    int opts_version)
 {
-    if (opts_version != VEGA_HTTP_CLIENT_OPTS_VERSION)
+    if (opts_version != 1 && opts_version != VEGA_HTTP_CLIENT_OPTS_VERSION)
         return -EINVAL; /* a program built against another libvega's headers */
     if (!out)
         return -EINVAL;
     *out = NULL;
-    const vega_mem *m = opts ? opts->mem : NULL;
+    /* API rules: ABI: a caller of layout 1 gives its prefix; the rest keeps the defaults. */
+    vega_http_client_opts o;
+    opts_defaults(&o);
+    if (opts)
+        memcpy(&o, opts, opts_version == 1 ? HC_OPTS_V1_SIZE : sizeof o);
+    if (o.quic_version && !vega_quic_version_is_supported(o.quic_version))
+        return -EINVAL;
+    if (!o.h3_head_start_ns)
+        o.h3_head_start_ns = HC_H3_HEAD_START_NS;
+    const vega_mem *m = o.mem;
     if (m && !(m->malloc && m->calloc && m->realloc && m->free))
         return -EINVAL;
     vega_http_client *c = vega__mem_calloc(m, 1, sizeof *c);
     if (!c)
         return -ENOMEM;
-    if (opts)
-        c->o = *opts;
-    else
-        vega_http_client_opts_init(&c->o);
+    c->o = o;
     const char *ua = c->o.user_agent ? c->o.user_agent : "vega/" VEGA_VERSION_STRING;
     size_t ualen = strlen(ua);
     if ((c->user_agent = vega__mem_malloc(m, ualen + 1)))
@@ -87,11 +109,15 @@ void vega_http_client_free(vega_http_client *c)
 {
     if (!c)
         return;
+    vega__hc_h3_shutdown(c);
     while (c->idle) {
         struct hc_conn *x = c->idle;
         c->idle = x->next;
         vega__hc_conn_close(x);
     }
+    vega__hc_altsvc_free(c);
+    vega__hc_sess_free(c);
+    vega_crypto_cert_store_free(c->own_ca);
     while (c->resolves) {
         struct hc_resolve *x = c->resolves;
         c->resolves = x->next;
@@ -178,31 +204,14 @@ static bool user_asks_close(const vega_http_client_request *req)
     return false;
 }
 
-struct hc_req {
-    const vega_http_client_request *req;
-    const char *method;
-    int version;
-    bool has_body;
-    bool chunked;
-    bool idempotent;
-    struct hc_key key;
-    char host_for_tls[HC_MAX_HOST + 1];
-    uint8_t *head;
-    size_t head_len;
-};
-
-/* Builds the head into rq->head (owned). u: the parsed URL. */
-static int build_head(vega_http_client *c, struct hc_req *rq, const vega_http_url *u)
+/* The request target in origin-form (RFC 9112 §3.2.1; HTTP/3's :path) into rq->target
+ * (owned), and the authority (Host, :authority) into rq->authority: without userinfo (RFC 9110
+ * §7.2), the port only when not the scheme's default. The fragment never goes out; userinfo in
+ * the URL is ignored: no credentials are sent. */
+static int build_target(vega_http_client *c, struct hc_req *rq, const vega_http_url *u)
 {
-    const vega_http_client_request *req = rq->req;
-    /* The request target in origin-form (RFC 9112 §3.2.1); the fragment never goes out. */
     size_t tlen = (u->path.len ? u->path.len : 1) + (u->query.ptr ? u->query.len + 1 : 0);
-    const vega_mem *m = c->o.mem;
-    char *target = vega__mem_malloc(m, tlen + 1);
-    /* Host: the authority without userinfo (RFC 9110 §7.2), the port only when not the
-     * scheme's default. Userinfo in the URL is ignored: no credentials are sent. */
-    char host[HC_MAX_HOST + 16];
-    char cl[24];
+    char *target = vega__mem_malloc(c->o.mem, tlen + 1);
     if (!target)
         return -ENOMEM;
     size_t o = 0;
@@ -218,25 +227,31 @@ static int build_head(vega_http_client *c, struct hc_req *rq, const vega_http_ur
         o += u->query.len;
     }
     target[o] = '\0';
+    rq->target = target;
     uint16_t defport = rq->key.tls ? 443 : 80;
     bool v6 = u->host_is_ip_literal;
-    int hn;
     if (rq->key.port != defport)
-        hn = snprintf(host, sizeof host, "%s%.*s%s:%u", v6 ? "[" : "", (int)u->host.len,
-                      u->host.ptr, v6 ? "]" : "", rq->key.port);
+        snprintf(rq->authority, sizeof rq->authority, "%s%.*s%s:%u", v6 ? "[" : "",
+                 (int)u->host.len, u->host.ptr, v6 ? "]" : "", rq->key.port);
     else
-        hn = snprintf(host, sizeof host, "%s%.*s%s", v6 ? "[" : "", (int)u->host.len, u->host.ptr,
-                      v6 ? "]" : "");
+        snprintf(rq->authority, sizeof rq->authority, "%s%.*s%s", v6 ? "[" : "", (int)u->host.len,
+                 u->host.ptr, v6 ? "]" : "");
+    return 0;
+}
 
-    size_t nf = 0, cap = req->nfields + 8, total = strlen(rq->method) + tlen + 64;
+/* Builds the HTTP/1.x head into rq->head (owned). */
+static int build_head(vega_http_client *c, struct hc_req *rq)
+{
+    const vega_http_client_request *req = rq->req;
+    const vega_mem *m = c->o.mem;
+    char cl[24];
+    size_t nf = 0, cap = req->nfields + 8, total = strlen(rq->method) + strlen(rq->target) + 64;
     vega_http1_field *f = vega__mem_calloc(m, cap, sizeof *f);
-    if (!f) {
-        vega__mem_free(m, target);
+    if (!f)
         return -ENOMEM;
-    }
 #define ADD(n, v, vl) (f[nf++] = (vega_http1_field){(n), strlen(n), (v), (vl)})
     if (!user_has(req, "host"))
-        ADD("Host", host, (size_t)hn);
+        ADD("Host", rq->authority, strlen(rq->authority));
     if (c->user_agent[0] && !user_has(req, "user-agent"))
         ADD("User-Agent", c->user_agent, strlen(c->user_agent));
     if (!user_has(req, "accept"))
@@ -272,11 +287,10 @@ static int build_head(vega_http_client *c, struct hc_req *rq, const vega_http_ur
     for (size_t i = 0; i < nf; i++)
         total += f[i].name_len + f[i].value_len + 4;
     rq->head = vega__mem_malloc(m, total);
-    vega_ssize n = rq->head ? vega_http1_write_request_head(rq->head, total, rq->method, target,
+    vega_ssize n = rq->head ? vega_http1_write_request_head(rq->head, total, rq->method, rq->target,
                                                             rq->version, f, nf)
                             : -ENOMEM;
     vega__mem_free(m, f);
-    vega__mem_free(m, target);
     if (n < 0) {
         vega__mem_free(m, rq->head);
         rq->head = NULL;
@@ -286,25 +300,61 @@ static int build_head(vega_http_client *c, struct hc_req *rq, const vega_http_ur
     return 0;
 }
 
-/* Checks the request and fills rq: the origin, the method, the framing, the head. */
-static int prepare(vega_http_client *c, const vega_http_client_request *req, struct hc_req *rq)
+/* Which protocol the request goes by: rq->version for HTTP/1.x, rq->h3 (and rq->fallback) for
+ * HTTP/3, where QUIC goes (rq->alt_host:alt_port). */
+static int pick_version(vega_http_client *c, const vega_http_client_request *req, struct hc_req *rq)
+{
+    rq->version = 11;
+    memcpy(rq->alt_host, rq->key.host, sizeof rq->alt_host);
+    rq->alt_port = rq->key.port;
+    if (req->version == 10 || req->version == 11) {
+        rq->version = req->version;
+        return 0;
+    }
+    if (req->version == VEGA_HTTP_CLIENT_V3) {
+        /* RFC 9114 §3.1: HTTP/3 is for "https" URIs; a fallback goes by TCP as asked. */
+        if (!rq->key.tls)
+            return req->h3_fallback ? 0 : VEGA_ERR_HTTP_SCHEME;
+        /* QUIC needs UDP: a connect hook only gives streams. */
+        if (c->o.connect)
+            return req->h3_fallback ? 0 : -EINVAL;
+        rq->h3 = true;
+        rq->fallback = req->h3_fallback;
+        return 0;
+    }
+    if (req->version != 0)
+        return -EINVAL;
+    /* RFC 7838 §2.1: a cached "h3" alternative of an https origin, with TCP to fall back to. */
+    if (c->o.alt_svc && rq->key.tls && !c->o.connect &&
+        vega_http_client_altsvc_lookup(c, rq->key.host, rq->key.port, "h3", rq->alt_host,
+                                       sizeof rq->alt_host, &rq->alt_port) == 0) {
+        rq->h3 = true;
+        rq->fallback = true;
+    }
+    return 0;
+}
+
+/* Checks the request and fills rq: the origin, the method, the framing, the protocol, the
+ * target and the HTTP/1.x head. u: storage for the parsed URL, which rq points into. */
+static int prepare(vega_http_client *c, const vega_http_client_request *req, struct hc_req *rq,
+                   vega_http_url *u)
 {
     memset(rq, 0, sizeof *rq);
     rq->req = req;
-    vega_http_url u;
+    rq->url = u;
     size_t ulen = strlen(req->url);
-    if (vega_http_url_parse(&u, req->url, ulen) < 0)
+    if (vega_http_url_parse(u, req->url, ulen) < 0)
         return VEGA_ERR_HTTP_URL;
-    if (ieq(u.scheme.ptr, u.scheme.len, "https"))
+    if (ieq(u->scheme.ptr, u->scheme.len, "https"))
         rq->key.tls = true;
-    else if (!ieq(u.scheme.ptr, u.scheme.len, "http"))
+    else if (!ieq(u->scheme.ptr, u->scheme.len, "http"))
         return VEGA_ERR_HTTP_SCHEME;
     /* A percent-encoded reg-name would need decoding (and IDNA) before any lookup. */
-    if (!u.host.ptr || memchr(u.host.ptr, '%', u.host.len) || u.port == 0 ||
-        lower_copy(rq->key.host, u.host.ptr, u.host.len) < 0)
+    if (!u->host.ptr || memchr(u->host.ptr, '%', u->host.len) || u->port == 0 ||
+        lower_copy(rq->key.host, u->host.ptr, u->host.len) < 0)
         return VEGA_ERR_HTTP_URL;
-    memcpy(rq->host_for_tls, rq->key.host, u.host.len + 1);
-    rq->key.port = u.port;
+    memcpy(rq->host_for_tls, rq->key.host, u->host.len + 1);
+    rq->key.port = u->port;
 
     bool file = !req->body && !req->body_fn && req->body_file;
     bool has_body = req->body != NULL || req->body_fn != NULL || file;
@@ -318,15 +368,18 @@ static int prepare(vega_http_client *c, const vega_http_client_request *req, str
         return -EINVAL;
     int m = vega_http_method_parse(rq->method, strlen(rq->method));
     rq->idempotent = m > 0 && vega_http_method_is_idempotent((vega_http_method)m);
-    rq->version = req->version ? req->version : 11;
-    if (rq->version != 10 && rq->version != 11)
-        return -EINVAL;
+    rq->safe = m > 0 && vega_http_method_is_safe((vega_http_method)m) && !has_body;
+    int rc = pick_version(c, req, rq);
+    if (rc < 0)
+        return rc;
     rq->has_body = has_body;
     rq->chunked = !req->body && req->body_fn && req->body_length == VEGA_HTTP_LENGTH_UNKNOWN;
     /* HTTP/1.0 has no chunked coding (RFC 9112 §6.1), so an unknown length cannot be sent. */
     if (rq->chunked && rq->version == 10)
         return -EINVAL;
-    return build_head(c, rq, &u);
+    if ((rc = build_target(c, rq, u)) < 0)
+        return rc;
+    return build_head(c, rq);
 }
 
 /* ---- sending --------------------------------------------------------------------------------- */
@@ -451,41 +504,44 @@ static int send_request(vega_http_client_response *r, const struct hc_req *rq, b
     return 0;
 }
 
-static bool retryable(int rc)
+bool vega__hc_retryable(int rc)
 {
     return rc == VEGA_ERR_HTTP_EMPTY_REPLY || rc == -ECONNRESET || rc == -EPIPE ||
            rc == -ECONNABORTED || rc == -ENOTCONN || rc == VEGA_ERR_TLS_TRUNCATED;
 }
 
-static int set_decoder(vega_http_client_response *r)
+int vega__hc_exchange_h1(vega_http_client *c, const struct hc_req *rq, vega_http_client_response *r,
+                         struct hc_conn *conn, bool *used, bool *got_bytes)
 {
-    if (r->is_head || r->framing == VEGA_HTTP1_BODY_NONE)
-        return 0;
-    char v[64];
-    vega_ssize n = vega_http_fields_get_combined(&r->fields, "content-encoding", 16, v, sizeof v);
-    if (n < 0)
-        return 0; /* none, or a list too long to be one coding we know: bytes pass through */
-    vega_compress_kind k;
-    /* One coding we know is decoded; an unknown one or a list passes through undecoded, as
-     * curl does, with the coding reported as identity. */
-    if (memchr(v, ',', (size_t)n) || vega_compress_kind_parse(v, (size_t)n, &k) < 0 ||
-        k == VEGA_COMPRESS_IDENTITY)
-        return 0;
-    uint64_t limit = r->max_body ? r->max_body : 1;
-    int rc = vega_decompressor_new(&r->dec, k, limit, NULL);
-    if (rc < 0)
+    const vega_http_client_request *req = rq->req;
+    r->conn = conn;
+    r->info.peer = conn->peer;
+    r->info.alpn = conn->alpn[0] ? conn->alpn : NULL;
+    r->info.tls_version = conn->tls_version;
+    r->is_head = strcmp(rq->method, "HEAD") == 0;
+    /* An HTTP/1.0 request did not ask for keep-alive, so the server will not keep it. */
+    r->conn_close_asked = user_asks_close(req) || rq->version == 10;
+    strcpy(r->method, rq->method);
+    vega_http1_parser_set_head(&r->parser, r->is_head);
+    int rc = send_request(r, rq, used);
+    if (rc < 0 && !vega__hc_retryable(rc))
         return rc;
-    r->info.coding = k == VEGA_COMPRESS_GZIP      ? VEGA_HTTP_CODING_GZIP
-                     : k == VEGA_COMPRESS_DEFLATE ? VEGA_HTTP_CODING_DEFLATE
-                     : k == VEGA_COMPRESS_BROTLI  ? VEGA_HTTP_CODING_BR
-                                                  : VEGA_HTTP_CODING_ZSTD;
-    return 0;
+    int wrc = rc;
+    /* After a failed write the server may still have answered (413 and close, say). */
+    rc = vega__hc_read_head(r, false, wrc < 0 ? 0 : VEGA_DEADLINE_NEVER);
+    if (rc < 0 && wrc < 0 && !r->any_byte)
+        rc = wrc;
+    if (rc == 0 && req->decompress)
+        rc = vega__hc_set_decoder(r);
+    if (rc == 0 && c->o.alt_svc && conn->key.tls)
+        vega__hc_altsvc_learn(c, &conn->key, "h1", &r->fields);
+    *got_bytes = r->any_byte;
+    return rc;
 }
 
-/* One attempt on a connection (pooled unless fresh). *reused, *used: what happened. */
-static int attempt(vega_http_client *c, const struct hc_req *rq, vega_tstamp start,
-                   vega_deadline dl, bool fresh, bool *reused, bool *used, bool *got_bytes,
-                   vega_http_client_response **out)
+int vega__hc_attempt_h1(vega_http_client *c, const struct hc_req *rq, vega_tstamp start,
+                        vega_deadline dl, bool fresh, bool *reused, bool *used, bool *got_bytes,
+                        vega_http_client_response **out)
 {
     const vega_http_client_request *req = rq->req;
     vega_http_client_response *r;
@@ -494,10 +550,6 @@ static int attempt(vega_http_client *c, const struct hc_req *rq, vega_tstamp sta
         return rc;
     r->dl = dl;
     r->info.t_start = start;
-    r->is_head = strcmp(rq->method, "HEAD") == 0;
-    /* An HTTP/1.0 request did not ask for keep-alive, so the server will not keep it. */
-    r->conn_close_asked = user_asks_close(req) || rq->version == 10;
-    strcpy(r->method, rq->method);
     *reused = false;
     struct hc_conn *conn = NULL;
     if (!fresh && vega__hc_pool_take(c, &rq->key, &conn) > 0) {
@@ -510,26 +562,9 @@ static int attempt(vega_http_client *c, const struct hc_req *rq, vega_tstamp sta
             return rc;
         }
     }
-    r->conn = conn;
     r->info.reused = *reused;
-    r->info.peer = conn->peer;
-    r->info.alpn = conn->alpn[0] ? conn->alpn : NULL;
-    r->info.tls_version = conn->tls_version;
-    vega_http1_parser_set_head(&r->parser, r->is_head);
-    rc = send_request(r, rq, used);
-    if (rc < 0 && !retryable(rc)) {
-        vega_http_client_response_free(r);
-        return rc;
-    }
-    int wrc = rc;
-    /* After a failed write the server may still have answered (413 and close, say). */
-    rc = vega__hc_read_head(r, false, wrc < 0 ? 0 : VEGA_DEADLINE_NEVER);
-    if (rc < 0 && wrc < 0 && !r->any_byte)
-        rc = wrc;
-    if (rc == 0 && req->decompress)
-        rc = set_decoder(r);
+    rc = vega__hc_exchange_h1(c, rq, r, conn, used, got_bytes);
     if (rc < 0) {
-        *got_bytes = r->any_byte;
         vega_http_client_response_free(r);
         return rc;
     }
@@ -540,26 +575,38 @@ static int attempt(vega_http_client *c, const struct hc_req *rq, vega_tstamp sta
 int vega_http_client_send_versioned(vega_http_client *c, const vega_http_client_request *req,
                                     vega_http_client_response **out, int opts_version)
 {
-    if (opts_version != VEGA_HTTP_CLIENT_REQUEST_VERSION)
+    if (opts_version != 1 && opts_version != VEGA_HTTP_CLIENT_REQUEST_VERSION)
         return -EINVAL; /* a program built against another libvega's headers */
     if (!c || !req || !req->url || !out)
         return -EINVAL;
     *out = NULL;
+    /* API rules: ABI: a caller of layout 1 gives its prefix; the rest keeps the defaults. */
+    vega_http_client_request r2;
+    if (opts_version == 1) {
+        vega_http_client_request_init(&r2);
+        memcpy(&r2, req, HC_REQ_V1_SIZE);
+        req = &r2;
+    }
+    if (req->wire_error)
+        memset(req->wire_error, 0, sizeof *req->wire_error);
     vega_tstamp start = vega_now();
     struct hc_req rq;
-    int rc = prepare(c, req, &rq);
-    if (rc < 0) {
-        vega__mem_free(c->o.mem, rq.head);
-        return rc;
-    }
+    vega_http_url u;
+    int rc = prepare(c, req, &rq, &u);
     vega_deadline dl = req->deadline;
-    bool reused = false, used = false, got_bytes = false;
-    rc = attempt(c, &rq, start, dl, req->fresh_connection, &reused, &used, &got_bytes, out);
-    /* RFC 9112 §9.3.1: a connection the server closed while it sat in the pool fails before
-     * any response byte; then the request goes again, once, on a fresh connection, unless a
-     * body_fn already gave bytes that cannot be given again. */
-    if (rc < 0 && reused && retryable(rc) && !used && !got_bytes)
-        rc = attempt(c, &rq, start, dl, true, &reused, &used, &got_bytes, out);
+    if (rc == 0 && rq.h3) {
+        rc = vega__hc_send_h3(c, &rq, start, dl, out);
+    } else if (rc == 0) {
+        bool reused = false, used = false, got_bytes = false;
+        rc = vega__hc_attempt_h1(c, &rq, start, dl, req->fresh_connection, &reused, &used,
+                                 &got_bytes, out);
+        /* RFC 9112 §9.3.1: a connection the server closed while it sat in the pool fails
+         * before any response byte; then the request goes again, once, on a fresh connection,
+         * unless a body_fn already gave bytes that cannot be given again. */
+        if (rc < 0 && reused && vega__hc_retryable(rc) && !used && !got_bytes)
+            rc = vega__hc_attempt_h1(c, &rq, start, dl, true, &reused, &used, &got_bytes, out);
+    }
     vega__mem_free(c->o.mem, rq.head);
+    vega__mem_free(c->o.mem, rq.target);
     return rc;
 }

@@ -1,17 +1,23 @@
 /* SPDX-License-Identifier: MIT */
-/* HTTP client internals shared by its files: the client, pooled connections, the response
- * being received (parser state, buffers, decoder), and the functions between them. */
+/* HTTP client internals shared by its files: the client, pooled connections (HTTP/1.1 over
+ * TCP, HTTP/3 over QUIC), the response being received (parser state, buffers, decoder), the
+ * Alt-Svc and QUIC session caches, and the functions between them. */
 #ifndef VEGA_HTTP_CLIENT_INT_H
 #define VEGA_HTTP_CLIENT_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <vega/compress.h>
 #include <vega/dns.h>
+#include <vega/h3.h>
 #include <vega/http_client.h>
+#include <vega/quic_ep.h>
+#include <vega/rt.h>
+#include <vega/sync.h>
 
 #include "base.h"
 
@@ -57,15 +63,132 @@ struct hc_resolve {
     struct hc_resolve *next;
 };
 
+/* ---- HTTP/3 ---------------------------------------------------------------------------------- */
+
+/* QUIC's head start before TCP races it (curl's), and the pacing of QUIC attempts across a
+ * name's addresses (RFC 8305 §5's Connection Attempt Delay). */
+#define HC_H3_HEAD_START_NS    (200ull * 1000 * 1000)
+#define HC_H3_ATTEMPT_DELAY_MS 250
+#define HC_H3_MAX_ADDRS        8
+/* Bytes taken from the HTTP/3 core for our unidirectional streams at a time. */
+#define HC_H3_UNI_CHUNK 4096
+/* How long vega_http_client_free lets the endpoint send its connections' closes. */
+#define HC_H3_CLOSE_GRACE_MS 20
+/* Most HTTP/3 connections the client keeps (idle or busy); beyond, the oldest idle one goes. */
+#define HC_H3_MAX_CONNS 256
+
+enum hc_h3_state {
+    HC_H3_CONNECTING, /* a task is connecting: others wait for it (waiters) */
+    HC_H3_READY,      /* connected: requests may open streams while usable */
+    HC_H3_FAILED,     /* the connect failed (conn_err): waiters connect on their own */
+};
+
+/* A buffer of bytes for one of our unidirectional streams that QUIC did not take yet. */
+struct hc_buf {
+    uint8_t *p;
+    size_t len, cap;
+};
+
+/* A task waiting for a connecting HTTP/3 connection (its node lives on its stack). */
+struct hc_h3_waiter {
+    vega_notify wake;
+    struct hc_h3_waiter *next;
+};
+
+/* One QUIC connection carrying HTTP/3: shared by every request to its origin. No task of its
+ * own: the endpoint's receive task runs on_event with the QUIC connection locked, which feeds
+ * the control and QPACK streams to the HTTP/3 core and wakes the requests whose streams moved;
+ * each request's task reads and writes its own stream under the same lock. */
+struct hc_h3 {
+    vega_http_client *c;
+    struct hc_key key;         /* the origin: the pool key (tls, host, port) */
+    char sni[HC_MAX_HOST + 1]; /* the name the certificate must match: the origin's host */
+    char dst_host[HC_MAX_HOST + 1];
+    uint16_t dst_port;     /* where QUIC goes: the origin, or its Alt-Svc alternative */
+    vega_quic_ep_conn *qe; /* our handle (NULL until connected) */
+    vega_h3_conn *h3;
+    atomic_uint refs;   /* the pool's, each request's, the connecting task's */
+    atomic_bool usable; /* new requests may go: false after GOAWAY, an error or the end */
+    /* guarded by the client's mutex */
+    struct hc_h3 *prev, *next;
+    enum hc_h3_state state;
+    int conn_err;
+    struct hc_h3_waiter *waiters;
+    unsigned active; /* requests on it now */
+    vega_tstamp idle_since;
+    /* guarded by the QUIC connection's lock */
+    vega_quic_conn *qc;                        /* set while the lock is held */
+    struct vega_http_client_response *reqs;    /* requests with a stream (r->h3_next) */
+    struct vega_http_client_response *feeding; /* the one whose stream is being fed now */
+    uint64_t uni[3];                           /* our control, QPACK encoder, decoder streams */
+    struct hc_buf pend[3];
+    bool goaway;
+    uint64_t goaway_id;
+    bool dead; /* the connection ended or failed: err and werr say how */
+    int err;
+    vega_http_client_wire_error werr;
+    /* facts of the handshake, for the responses' info */
+    vega_addr peer;
+    uint32_t quic_version;
+    uint16_t suite;
+    bool resumed;
+    vega_quic_early_data early;
+    vega_tstamp t_dns, t_connect;
+};
+
+/* The Alt-Svc cache (h3_altsvc.c): per origin, up to HC_ALTSVC_MAX alternatives. */
+#define HC_ALTSVC_MAX         8
+#define HC_ALTSVC_MAX_ORIGINS 1024
+#define HC_ALTSVC_MAX_FIELD   8192
+#define HC_ALTSVC_DEFAULT_MA  86400 /* RFC 7838 §3.1: 24 hours */
+struct hc_alt {
+    char alpn[8]; /* "h1", "h2", "h3" (curl's file knows no other) */
+    char host[HC_MAX_HOST + 1];
+    uint16_t port;
+    int64_t expires; /* Unix seconds */
+    bool persist;
+};
+struct hc_altsvc {
+    char host[HC_MAX_HOST + 1];
+    uint16_t port;
+    char src_alpn[8];
+    size_t n;
+    struct hc_alt alts[HC_ALTSVC_MAX];
+    struct hc_altsvc *next;
+};
+
+/* The QUIC session cache (h3_session.c): the latest ticket and token per server. */
+#define HC_SESS_MAX     256
+#define HC_SESS_MAX_LEN 8192 /* a session or a token longer than this is not kept */
+#define HC_SESS_TTL_S   (7 * 86400)
+struct hc_sess {
+    char host[HC_MAX_HOST + 1];
+    uint16_t port;
+    int64_t saved; /* Unix seconds */
+    uint8_t *sess, *tok;
+    size_t sess_len, tok_len;
+    struct hc_sess *next; /* newest first */
+};
+
 struct vega_http_client {
     vega_http_client_opts o;
     char *user_agent;       /* owned copy; "" = none */
     vega_tls_config *tls;   /* a reference of our own */
     vega_dns_resolver *dns; /* for the DNS timing and the connects; created with the client */
-    pthread_mutex_t mu;     /* guards idle, nidle and resolves; never held across a suspension */
+    pthread_mutex_t mu;     /* guards idle, nidle, resolves, the HTTP/3 list and the caches;
+                               never held across a suspension */
     struct hc_conn *idle;   /* newest first */
     size_t nidle;
     struct hc_resolve *resolves;
+    /* HTTP/3 */
+    vega_quic_endpoint *ep;         /* made on the first HTTP/3 request */
+    vega_crypto_cert_store *own_ca; /* the system store, when opts.quic_ca is NULL */
+    struct hc_h3 *h3s;              /* HTTP/3 connections, newest first */
+    size_t nh3;
+    struct hc_altsvc *alts;
+    size_t nalts;
+    struct hc_sess *sessions;
+    size_t nsessions;
 };
 
 /* A bump allocator in blocks, for the copied field names and values of one response. */
@@ -118,6 +241,28 @@ struct vega_http_client_response {
     size_t bpos, blen; /* body bytes in bq not yet delivered */
     uint8_t *direct;   /* during a direct read: the caller's buffer the body is in */
     size_t direct_len; /* body bytes the parser counted there */
+
+    /* HTTP/3 (h3 NULL over HTTP/1.x); the h3_ fields below h3_wake are guarded by the QUIC
+     * connection's lock */
+    struct hc_h3 *h3;
+    vega_notify h3_wake; /* on_event: the stream moved (data, credit, room, reset, the end) */
+    vega_http_client_wire_error werr;
+    struct vega_http_client_response *h3_next; /* h3->reqs or credit list */
+    uint64_t h3_id;
+    bool h3_listed;   /* in h3->reqs */
+    bool h3_blocked;  /* the head waits for QPACK */
+    bool h3_reset;    /* the server reset the response's stream */
+    bool h3_stopped;  /* the server asked us to stop sending (STOP_SENDING) */
+    bool h3_fin;      /* the stream's end was fed to the core */
+    bool h3_sent_fin; /* our side ended */
+    uint64_t h3_reset_code, h3_stop_code;
+    uint64_t h3_stream_err; /* on_stream_error's code, acted on after the read (0: none) */
+    uint8_t *h3_dst;        /* where on_data puts body bytes during a feed */
+    size_t h3_dst_len, h3_dst_cap;
+    uint64_t h3_raw; /* DATA payload bytes received */
+    bool h3_has_cl;
+    bool h3_err_acted; /* the stream error was answered (RESET_STREAM, STOP_SENDING) */
+
     uint8_t rbuf[HC_RBUF];
     uint8_t bq[HC_RBUF];
 };
@@ -128,6 +273,9 @@ void vega__hc_pool_put(vega_http_client *c, struct hc_conn *conn);
 void vega__hc_conn_close(struct hc_conn *conn);
 int vega__hc_connect(vega_http_client *c, const struct hc_key *k, const char *host_for_tls,
                      vega_http_client_info *info, vega_deadline dl, struct hc_conn **out);
+/* A --resolve entry for k's host and port into *out (its port k's when it has none): 1, or 0
+ * when there is none. */
+int vega__hc_resolve_override(vega_http_client *c, const struct hc_key *k, vega_addr *out);
 
 /* response.c */
 int vega__hc_response_new(vega_http_client *c, vega_http_client_response **out,
@@ -135,6 +283,109 @@ int vega__hc_response_new(vega_http_client *c, vega_http_client_response **out,
 /* Reads until the final head (or, with stop_at_100, a 100) arrived; dl bounds it. */
 int vega__hc_read_head(vega_http_client_response *r, bool stop_at_100, vega_deadline dl);
 void vega__hc_trace_request(vega_http_client_response *r, const void *head, size_t len);
+/* Copies n bytes of s (plus a NUL) into the response's arena; NULL without memory. */
+char *vega__hc_arena_copy(vega_http_client_response *r, const char *s, size_t n);
+/* The incoming head rebuilt for the trace hook: a line "a<sep>b", then the flush. */
+int vega__hc_trace_add(vega_http_client_response *r, const char *a, size_t an, const char *b,
+                       size_t bn, const char *sep);
+void vega__hc_trace_flush(vega_http_client_response *r);
+/* Sets up decoding from the head's content-encoding (decompress was asked). */
+int vega__hc_set_decoder(vega_http_client_response *r);
+/* Body bytes counted against max_body. */
+vega_ssize vega__hc_deliver(vega_http_client_response *r, vega_ssize n);
+
+/* client.c: what a prepared request carries between the files. */
+struct hc_req {
+    const vega_http_client_request *req;
+    const char *method;
+    int version;
+    bool has_body;
+    bool chunked;
+    bool idempotent;
+    bool safe;
+    bool h3;       /* go over HTTP/3 (version 30, or an Alt-Svc alternative) */
+    bool fallback; /* and race TCP */
+    struct hc_key key;
+    char host_for_tls[HC_MAX_HOST + 1];
+    char alt_host[HC_MAX_HOST + 1]; /* where QUIC goes (the origin's host when no Alt-Svc) */
+    uint16_t alt_port;
+    const vega_http_url *url;
+    char *target; /* the request target (path and query), owned */
+    char authority[HC_MAX_HOST + 16];
+    uint8_t *head; /* the HTTP/1.x head, owned */
+    size_t head_len;
+};
+/* One HTTP/1.x attempt on a pooled (unless fresh) or new connection. */
+int vega__hc_attempt_h1(vega_http_client *c, const struct hc_req *rq, vega_tstamp start,
+                        vega_deadline dl, bool fresh, bool *reused, bool *used, bool *got_bytes,
+                        vega_http_client_response **out);
+/* The same on a connection already opened (the winner of a race). */
+int vega__hc_exchange_h1(vega_http_client *c, const struct hc_req *rq, vega_http_client_response *r,
+                         struct hc_conn *conn, bool *used, bool *got_bytes);
+bool vega__hc_retryable(int rc);
+
+/* h3_conn.c: connections */
+/* A usable pooled connection to rq's origin (or one being made, waited for): 1 with *out
+ * retained, 0 when none. */
+int vega__hc_h3_pool_take(vega_http_client *c, const struct hc_req *rq, vega_deadline dl,
+                          struct hc_h3 **out);
+/* Connects to rq's QUIC destination and sets HTTP/3 up; *out retained (and pooled). */
+int vega__hc_h3_connect(vega_http_client *c, const struct hc_req *rq, vega_deadline dl,
+                        struct hc_h3 **out);
+void vega__hc_h3_release(struct hc_h3 *h);
+/* Closes and forgets every HTTP/3 connection and the endpoint (vega_http_client_free). */
+void vega__hc_h3_shutdown(vega_http_client *c);
+/* A connection error found by us: closes the QUIC connection with code (lock held). */
+void vega__hc_h3_conn_error(struct hc_h3 *h, uint64_t code, const char *reason);
+/* Marks h dead with err (lock held) and wakes every request on it. */
+void vega__hc_h3_kill(struct hc_h3 *h, int err);
+/* The core failed a call with rc: a connection error (VEGA_ERR_PROTO, its code from the core)
+ * or -ENOMEM / VEGA_ERR_CALLBACK (H3_INTERNAL_ERROR); closes the connection (lock held). */
+void vega__hc_h3_core_failed(struct hc_h3 *h, vega_ssize rc);
+
+/* h3_event.c: the QUIC events and the HTTP/3 core's callbacks (lock held) */
+extern const vega_h3_callbacks vega__hc_h3_callbacks;
+void vega__hc_h3_on_event(void *user, vega_quic_ep_conn *qe, vega_quic_conn *qc,
+                          const vega_quic_event *ev);
+void vega__hc_h3_on_closed(void *user, vega_quic_ep_conn *qe);
+/* Sends what the core has for our unidirectional streams. */
+void vega__hc_h3_flush_uni(struct hc_h3 *h);
+/* Feeds a peer unidirectional stream's bytes to the core. */
+void vega__hc_h3_drain_uni(struct hc_h3 *h, uint64_t id);
+struct vega_http_client_response *vega__hc_h3_find(struct hc_h3 *h, uint64_t id);
+
+/* h3_req.c: one request over HTTP/3 */
+/* h: retained, with its count in h->active (both go with the response, or on failure). */
+int vega__hc_attempt_h3(vega_http_client *c, const struct hc_req *rq, struct hc_h3 *h, bool reused,
+                        vega_tstamp start, vega_deadline dl, bool *used, bool *retry,
+                        vega_http_client_wire_error *werr, vega_http_client_response **out);
+/* h3_read.c: the response side */
+int vega__hc_h3_read_head(vega_http_client_response *r, vega_deadline dl);
+vega_ssize vega__hc_h3_read(vega_http_client_response *r, uint8_t *buf, size_t len,
+                            vega_deadline dl);
+/* The next undecoded body bytes into bq (as next_body): 1, 0 at the end, or a code. */
+int vega__hc_h3_next_body(vega_http_client_response *r, vega_deadline dl);
+/* Detaches r from its connection (resetting an unfinished stream) and drops the reference. */
+void vega__hc_h3_response_done(vega_http_client_response *r);
+
+/* h3_race.c: HTTP/3 or, failing it or too slow, HTTP/1.1 over TCP */
+int vega__hc_send_h3(vega_http_client *c, const struct hc_req *rq, vega_tstamp start,
+                     vega_deadline dl, vega_http_client_response **out);
+
+/* h3_altsvc.c */
+/* Learns the Alt-Svc fields of a response to an https origin (the alt_svc option). */
+void vega__hc_altsvc_learn(vega_http_client *c, const struct hc_key *k, const char *src_alpn,
+                           const vega_http_fields *fields);
+void vega__hc_altsvc_free(vega_http_client *c);
+
+/* h3_session.c */
+/* Copies the cached session and token for host:port into *sess / *tok (owned, vega_mem of
+ * the client; NULL when none). */
+void vega__hc_sess_get(vega_http_client *c, const char *host, uint16_t port, uint8_t **sess,
+                       size_t *sess_len, uint8_t **tok, size_t *tok_len);
+void vega__hc_sess_put(vega_http_client *c, const char *host, uint16_t port, bool is_token,
+                       const uint8_t *p, size_t len);
+void vega__hc_sess_free(vega_http_client *c);
 
 /* Deadlines: the earlier of two. */
 static inline vega_deadline hc_dl_min(vega_deadline a, vega_deadline b)

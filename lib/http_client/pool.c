@@ -110,7 +110,7 @@ void vega__hc_pool_put(vega_http_client *c, struct hc_conn *conn)
     vega__hc_conn_close(evict);
 }
 
-static int resolve_override(vega_http_client *c, const struct hc_key *k, vega_addr *out)
+int vega__hc_resolve_override(vega_http_client *c, const struct hc_key *k, vega_addr *out)
 {
     int found = 0;
     pthread_mutex_lock(&c->mu);
@@ -199,7 +199,7 @@ static int tcp_open(vega_http_client *c, const struct hc_key *k, vega_http_clien
                     vega_deadline dl, vega_sock **sock)
 {
     vega_addr addr;
-    if (resolve_override(c, k, &addr)) {
+    if (vega__hc_resolve_override(c, k, &addr)) {
         info->t_dns = vega_now();
         return vega_tcp_connect(sock, &addr, dl);
     }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The HTTP client's response side: the RFC 9112 parser's events turned into a response head,
  * interim (1xx) responses skipped, the body streamed (and decoded) to the caller, trailers,
- * and the connection's return to the pool. */
+ * and the connection's return to the pool; HTTP/3 responses share the head storage, the
+ * decoder and the body accounting, and read through h3_read.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 
 /* ---- storage for copied names and values ----------------------------------------------------- */
 
-static char *arena_copy(vega_http_client_response *r, const char *s, size_t n)
+char *vega__hc_arena_copy(vega_http_client_response *r, const char *s, size_t n)
 {
     struct hc_arena_block *b = r->arena;
     if (!b || !vega__fits(b->used, n + 1, b->cap)) {
@@ -43,8 +44,8 @@ static void arena_free(vega_http_client_response *r)
 
 /* The incoming head rebuilt line by line for the trace hook (the parser does not keep the raw
  * bytes; what it accepted is exactly these lines). Bounded by the head limits. */
-static int trace_add(vega_http_client_response *r, const char *a, size_t an, const char *b,
-                     size_t bn, const char *sep)
+int vega__hc_trace_add(vega_http_client_response *r, const char *a, size_t an, const char *b,
+                       size_t bn, const char *sep)
 {
     if (!r->trace)
         return 0;
@@ -68,11 +69,11 @@ static int trace_add(vega_http_client_response *r, const char *a, size_t an, con
     return 0;
 }
 
-static void trace_flush(vega_http_client_response *r)
+void vega__hc_trace_flush(vega_http_client_response *r)
 {
     if (!r->trace)
         return;
-    if (trace_add(r, "", 0, "", 0, "") == 0)
+    if (vega__hc_trace_add(r, "", 0, "", 0, "") == 0)
         r->trace(r->trace_user, false, r->trace_buf, r->trace_len);
     r->trace_len = 0;
 }
@@ -98,7 +99,7 @@ static int on_status(void *ud, int version, int status, vega_http1_span reason)
     } else {
         r->info.status = status;
         r->info.version = version;
-        const char *rs = arena_copy(r, reason.ptr ? reason.ptr : "", reason.len);
+        const char *rs = vega__hc_arena_copy(r, reason.ptr ? reason.ptr : "", reason.len);
         if (!rs) {
             r->cb_err = -ENOMEM;
             return 1;
@@ -107,7 +108,7 @@ static int on_status(void *ud, int version, int status, vega_http1_span reason)
     }
     char line[32];
     int n = snprintf(line, sizeof line, "HTTP/1.%d %03d", version == 10 ? 0 : 1, status);
-    if (trace_add(r, line, (size_t)n, reason.ptr, reason.len, reason.len ? " " : "") < 0) {
+    if (vega__hc_trace_add(r, line, (size_t)n, reason.ptr, reason.len, reason.len ? " " : "") < 0) {
         r->cb_err = -ENOMEM;
         return 1;
     }
@@ -117,12 +118,12 @@ static int on_status(void *ud, int version, int status, vega_http1_span reason)
 static int add_field(vega_http_client_response *r, vega_http_fields *f, vega_http1_span name,
                      vega_http1_span value)
 {
-    if (trace_add(r, name.ptr, name.len, value.ptr, value.len, ": ") < 0)
+    if (vega__hc_trace_add(r, name.ptr, name.len, value.ptr, value.len, ": ") < 0)
         return -ENOMEM;
     if (r->in_interim)
         return 0;
-    const char *n = arena_copy(r, name.ptr, name.len);
-    const char *v = arena_copy(r, value.ptr ? value.ptr : "", value.len);
+    const char *n = vega__hc_arena_copy(r, name.ptr, name.len);
+    const char *v = vega__hc_arena_copy(r, value.ptr ? value.ptr : "", value.len);
     if (!n || !v)
         return -ENOMEM;
     int rc = vega_http_fields_add(f, n, name.len, v, value.len);
@@ -155,7 +156,7 @@ static int on_trailer(void *ud, vega_http1_span name, vega_http1_span value)
 static int on_headers_complete(void *ud, const vega_http1_head *h)
 {
     vega_http_client_response *r = ud;
-    trace_flush(r);
+    vega__hc_trace_flush(r);
     if (r->in_interim)
         return 0;
     r->head_done = true;
@@ -278,6 +279,8 @@ int vega__hc_read_head(vega_http_client_response *r, bool stop_at_100, vega_dead
  * message, or a code. */
 static int next_body(vega_http_client_response *r, vega_deadline dl)
 {
+    if (r->h3)
+        return vega__hc_h3_next_body(r, dl);
     while (r->bpos == r->blen) {
         if (r->msg_done)
             return 0;
@@ -299,7 +302,7 @@ static int next_body(vega_http_client_response *r, vega_deadline dl)
     return 1;
 }
 
-static vega_ssize deliver(vega_http_client_response *r, vega_ssize n)
+vega_ssize vega__hc_deliver(vega_http_client_response *r, vega_ssize n)
 {
     if ((uint64_t)n > r->max_body - r->delivered)
         return VEGA_ERR_HTTP_BODY_TOO_LARGE;
@@ -324,7 +327,7 @@ static vega_ssize read_decoded(vega_http_client_response *r, uint8_t *buf, size_
             return n;
         r->bpos += consumed;
         if (n > 0)
-            return deliver(r, n);
+            return vega__hc_deliver(r, n);
         if (rc == 0)
             return 0; /* finished, and nothing more came out */
     }
@@ -365,7 +368,7 @@ static vega_ssize read_direct(vega_http_client_response *r, uint8_t *buf, size_t
     }
     if (r->direct_len != (size_t)n || consumed != (size_t)n)
         return VEGA_ERR_INTERNAL;
-    return deliver(r, n);
+    return vega__hc_deliver(r, n);
 }
 
 vega_ssize vega_http_client_response_read(vega_http_client_response *r, void *buf, size_t len,
@@ -380,8 +383,10 @@ vega_ssize vega_http_client_response_read(vega_http_client_response *r, void *bu
     if (r->dl != VEGA_DEADLINE_NEVER && vega_now() >= r->dl)
         return -ETIMEDOUT;
     vega_ssize n;
-    if (!r->dec && r->bpos == r->blen && r->rpos == r->rend && r->head_done && !r->msg_done &&
-        !r->eof && r->framing == VEGA_HTTP1_BODY_LENGTH && len >= HC_RBUF) {
+    if (r->h3 && !r->dec) {
+        n = vega__hc_h3_read(r, buf, len, dl);
+    } else if (!r->dec && r->bpos == r->blen && r->rpos == r->rend && r->head_done &&
+               !r->msg_done && !r->eof && r->framing == VEGA_HTTP1_BODY_LENGTH && len >= HC_RBUF) {
         n = read_direct(r, buf, len, dl);
     } else if (r->dec) {
         n = read_decoded(r, buf, len, dl);
@@ -393,7 +398,7 @@ vega_ssize vega_http_client_response_read(vega_http_client_response *r, void *bu
             n = (vega_ssize)(r->blen - r->bpos < len ? r->blen - r->bpos : len);
             memcpy(buf, r->bq + r->bpos, (size_t)n);
             r->bpos += (size_t)n;
-            n = deliver(r, n);
+            n = vega__hc_deliver(r, n);
         }
     }
     if (n == 0)
@@ -493,6 +498,7 @@ int vega__hc_response_new(vega_http_client *c, vega_http_client_response **out,
     r->max_body = c->o.max_body;
     r->trace = req->trace;
     r->trace_user = req->trace_user;
+    vega_notify_init(&r->h3_wake);
     r->cb = (vega_http1_callbacks){
         .on_status = on_status,
         .on_header = on_header,
@@ -522,6 +528,8 @@ void vega_http_client_response_free(vega_http_client_response *r)
 {
     if (!r)
         return;
+    if (r->h3)
+        vega__hc_h3_response_done(r);
     if (r->conn) {
         bool reuse = r->msg_done && r->keep_alive && !r->unusable && !r->eof && !r->err &&
                      !r->conn_close_asked && !r->body_unsent;
@@ -538,12 +546,50 @@ void vega_http_client_response_free(vega_http_client_response *r)
     vega__mem_free(m, r->trace_buf);
     vega__mem_free(m, r->field_items);
     vega__mem_free(m, r->trailer_items);
+    vega_notify_fini(&r->h3_wake);
     vega__mem_free(m, r);
 }
 
 const vega_http_client_info *vega_http_client_response_info(const vega_http_client_response *r)
 {
     return &r->info;
+}
+
+void vega_http_client_response_get_error(const vega_http_client_response *r,
+                                         vega_http_client_wire_error *out)
+{
+    if (!out)
+        return;
+    if (!r) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
+    *out = r->werr;
+}
+
+int vega__hc_set_decoder(vega_http_client_response *r)
+{
+    if (r->is_head || (!r->h3 && r->framing == VEGA_HTTP1_BODY_NONE))
+        return 0;
+    char v[64];
+    vega_ssize n = vega_http_fields_get_combined(&r->fields, "content-encoding", 16, v, sizeof v);
+    if (n < 0)
+        return 0; /* none, or a list too long to be one coding we know: bytes pass through */
+    vega_compress_kind k;
+    /* One coding we know is decoded; an unknown one or a list passes through undecoded, as
+     * curl does, with the coding reported as identity. */
+    if (memchr(v, ',', (size_t)n) || vega_compress_kind_parse(v, (size_t)n, &k) < 0 ||
+        k == VEGA_COMPRESS_IDENTITY)
+        return 0;
+    uint64_t limit = r->max_body ? r->max_body : 1;
+    int rc = vega_decompressor_new(&r->dec, k, limit, NULL);
+    if (rc < 0)
+        return rc;
+    r->info.coding = k == VEGA_COMPRESS_GZIP      ? VEGA_HTTP_CODING_GZIP
+                     : k == VEGA_COMPRESS_DEFLATE ? VEGA_HTTP_CODING_DEFLATE
+                     : k == VEGA_COMPRESS_BROTLI  ? VEGA_HTTP_CODING_BR
+                                                  : VEGA_HTTP_CODING_ZSTD;
+    return 0;
 }
 
 /* ---- redirects ------------------------------------------------------------------------------- */

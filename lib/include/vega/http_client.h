@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* HTTP client: requests to http:// and https:// URLs over a pool of keep-alive connections per
  * origin, bodies streamed both ways, chunked, decompression (gzip, deflate, br, zstd), timeouts,
- * TLS with ALPN. HTTP/1.1 (RFC 9112) now; HTTP/2 and HTTP/3 will be chosen by the same client.
- * Redirects are the caller's policy: vega_http_client_redirect computes the next request. */
+ * TLS with ALPN. HTTP/1.1 (RFC 9112) over TCP, and HTTP/3 (RFC 9114) over QUIC with many
+ * requests multiplexed on one connection per origin, chosen per request, with a race against TCP
+ * (curl's --http3) and Alt-Svc (RFC 7838) to learn where HTTP/3 is offered. Redirects are the
+ * caller's policy: vega_http_client_redirect computes the next request. */
 #ifndef VEGA_HTTP_CLIENT_H
 #define VEGA_HTTP_CLIENT_H
 
@@ -10,14 +12,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <vega/crypto.h>
 #include <vega/dns.h>
 #include <vega/err.h>
 #include <vega/export.h>
+#include <vega/h3.h>
 #include <vega/http.h>
 #include <vega/http1.h>
 #include <vega/http_server.h>
 #include <vega/io.h>
 #include <vega/mem.h>
+#include <vega/quic.h>
+#include <vega/quic_ep.h>
 #include <vega/stream.h>
 #include <vega/time.h>
 #include <vega/tls.h>
@@ -76,9 +82,33 @@ typedef struct vega_http_client_opts {
                                      fails the call that needed it with -ENOMEM (a response
                                      read: the response becomes unusable, its connection is
                                      not pooled); nothing leaks. */
+    /* ---- HTTP/3 over QUIC (layout version 2). QUIC runs its own TLS 1.3 handshake, so the
+     * `tls` config above does not apply to it: these say what it trusts and shows. */
+    const vega_crypto_cert_store *quic_ca;    /* trust anchors (retained); NULL: the system
+                                                 store (vega_crypto_cert_store_new(NULL,
+                                                 NULL)), made on the first HTTP/3 request */
+    bool quic_insecure;                       /* do not verify the server (curl's -k) */
+    const vega_crypto_cert_chain *quic_chain; /* a client certificate, sent when the server
+                                                 asks (retained; with quic_key) */
+    const vega_crypto_key *quic_key;
+    uint32_t quic_version;     /* the QUIC version connections start with: 0 = VEGA_QUIC_V1, or
+                                  VEGA_QUIC_V2 (RFC 9369) */
+    bool quic_early_data;      /* on a connection that resumes a session of this client (see
+                                  vega_http_client_sessions_load), send a safe request (GET, HEAD,
+                                  OPTIONS without a body) in 0-RTT, before the handshake ends. A
+                                  0-RTT request can be replayed by an attacker (RFC 8470), which is
+                                  why only safe methods go; off by default */
+    bool alt_svc;              /* learn the Alt-Svc fields (RFC 7838) of https responses into the
+                                  client's cache, and send https requests whose version is 0 over
+                                  HTTP/3 to an "h3" alternative the cache holds for their origin,
+                                  racing TCP as h3_fallback does; off: the cache is only what the
+                                  caller loads and adds, and is not used */
+    uint64_t h3_head_start_ns; /* how long an HTTP/3 attempt that may fall back runs alone
+                                  before a TCP connection races it; 0 = 200 ms (curl's) */
 } vega_http_client_opts;
-/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
-#define VEGA_HTTP_CLIENT_OPTS_VERSION 1
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended the
+ * HTTP/3 fields; a program built with version 1 still works (HTTP/3 with their defaults). */
+#define VEGA_HTTP_CLIENT_OPTS_VERSION 2
 
 /* Fills o with the defaults. Since 0.1. */
 VEGA_API void vega_http_client_opts_init_versioned(vega_http_client_opts *o, int opts_version);
@@ -93,7 +123,9 @@ VEGA_API int vega_http_client_new_versioned(vega_http_client **out,
 #define vega_http_client_new(...)                                                                  \
     vega_http_client_new_versioned(__VA_ARGS__, VEGA_HTTP_CLIENT_OPTS_VERSION)
 
-/* Closes pooled connections and frees c; no request may be in progress. NULL: no-op. */
+/* Closes pooled connections and frees c; no request may be in progress. NULL: no-op. After
+ * an HTTP/3 request, call it inside a task of the runtime (its QUIC endpoint closes its
+ * connections and waits for its tasks). */
 VEGA_API void vega_http_client_free(vega_http_client *c);
 
 /* Connects to addr instead of resolving host for port (curl's --resolve HOST:PORT:ADDR);
@@ -106,8 +138,36 @@ VEGA_API int vega_http_client_add_resolve(vega_http_client *c, const char *host,
  * (which fails the request). */
 typedef vega_ssize (*vega_http_body_fn)(void *user, void *buf, size_t len);
 
-/* Debug hook: every head as it goes out (is_request) or comes in, raw bytes with CRLFs. */
+/* Debug hook: every head as it goes out (is_request) or comes in, raw bytes with CRLFs. An
+ * HTTP/3 head, which has no text form on the wire, is shown the way HTTP/1.1 would write it
+ * ("GET /x HTTP/3", "Host: <authority>", "HTTP/3 200", fields), with lowercase names. */
 typedef void (*vega_http_trace_fn)(void *user, bool is_request, const void *head, size_t len);
+
+/* The HTTP versions of vega_http_client_request.version and vega_http_client_info.version. */
+#define VEGA_HTTP_CLIENT_V10 10 /* HTTP/1.0 */
+#define VEGA_HTTP_CLIENT_V11 11 /* HTTP/1.1 */
+#define VEGA_HTTP_CLIENT_V3  30 /* HTTP/3 over QUIC (https only) */
+
+/* Which layer a wire-level error came from. */
+typedef enum vega_http_client_wire_kind {
+    VEGA_HTTP_CLIENT_WIRE_NONE = 0,
+    VEGA_HTTP_CLIENT_WIRE_STREAM, /* the request's HTTP/3 stream was reset (RESET_STREAM) or
+                                     refused: code is an HTTP/3 code (vega_h3_error_name) */
+    VEGA_HTTP_CLIENT_WIRE_H3,     /* an HTTP/3 or QPACK connection error closed the connection:
+                                     code is the HTTP/3 or QPACK code (vega_h3_error_name) */
+    VEGA_HTTP_CLIENT_WIRE_QUIC,   /* the QUIC connection closed with a transport error, timed
+                                     out or was reset: code is the QUIC transport code
+                                     (vega_quic_transport_error_name) */
+} vega_http_client_wire_kind;
+
+/* A wire-level error (plain data): the protocol code behind a failure, never packed into the
+ * return value (docs/ARCHITECTURE.md, API rules: errors). */
+typedef struct vega_http_client_wire_error {
+    vega_http_client_wire_kind kind;
+    bool local;       /* we found the fault and sent the code; false: the server sent it */
+    uint64_t code;    /* as kind says */
+    char reason[128]; /* the reason phrase of a close (printable, NUL-terminated; "" when none) */
+} vega_http_client_wire_error;
 
 /* Plain data: one request. Start from vega_http_client_request_init, then set fields (a
  * zeroed struct is the same except its deadline, which 0 makes already due). */
@@ -125,9 +185,14 @@ typedef struct vega_http_client_request {
     uint64_t body_length;     /* body_fn's length; VEGA_HTTP_LENGTH_UNKNOWN: chunked */
     bool decompress;          /* ask for br, zstd, gzip, deflate and decode the body */
     bool expect_continue;     /* send "Expect: 100-continue" with a body and wait up to
-                                 1 s for 100 before sending it */
+                                 1 s for 100 before sending it (HTTP/1.1; over HTTP/3 the
+                                 body goes at once: a server that does not want it stops
+                                 the stream's sending side and answers) */
     bool fresh_connection;    /* do not take a pooled connection */
-    int version;              /* 11 (default when 0) or 10 */
+    int version;              /* VEGA_HTTP_CLIENT_V11 (11), VEGA_HTTP_CLIENT_V10 (10), or
+                                 VEGA_HTTP_CLIENT_V3 (30: HTTP/3 only, unless h3_fallback; an
+                                 http:// URL is refused); 0: HTTP/1.1, or HTTP/3 where the
+                                 client's alt_svc option and cache say so */
     vega_deadline deadline;   /* the whole exchange, to the end of the body; as every
                                  deadline: VEGA_DEADLINE_NEVER = none (the default),
                                  0 = already due */
@@ -142,9 +207,21 @@ typedef struct vega_http_client_request {
     bool body_file;
     int body_fd;
     uint64_t body_offset;
+    /* ---- layout version 2 ---- */
+    /* With version VEGA_HTTP_CLIENT_V3: start QUIC and, if it has not connected after the
+     * client's h3_head_start_ns (or failed sooner), race a TCP connection (HTTP/1.1); the first
+     * connected carries the request and the other is dropped (curl's --http3). An http:// URL
+     * then simply goes over TCP. A pooled HTTP/3 connection to the origin is used first, then a
+     * pooled HTTP/1.1 one (from an earlier fallback). false: HTTP/3 only (--http3-only). */
+    bool h3_fallback;
+    /* NULL, or where vega_http_client_send writes the wire-level error behind its failure (a
+     * stream reset, an HTTP/3 or QUIC connection error); kind NONE when there was none.
+     * Written during the call only (later errors: vega_http_client_response_get_error). */
+    vega_http_client_wire_error *wire_error;
 } vega_http_client_request;
-/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
-#define VEGA_HTTP_CLIENT_REQUEST_VERSION 1
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended
+ * h3_fallback and wire_error; a program built with version 1 still works. */
+#define VEGA_HTTP_CLIENT_REQUEST_VERSION 2
 
 /* Sets the defaults: every field 0 or NULL, deadline VEGA_DEADLINE_NEVER. Since 0.1. */
 VEGA_API void vega_http_client_request_init_versioned(vega_http_client_request *r,
@@ -156,16 +233,24 @@ VEGA_API void vega_http_client_request_init_versioned(vega_http_client_request *
  * Sends a request and waits for the response head (1xx responses are skipped; they reach the
  * trace hook). req: borrowed for the call (a body_fn is called inside it). out: receives the
  * response, whose body is read with vega_http_client_response_read.
+ * Over HTTP/3, a request the server did not process (GOAWAY, or a stream refused with
+ * H3_REQUEST_REJECTED) goes once more on a new connection, as does one on a pooled connection
+ * that turns out closed, unless a body_fn already gave bytes.
  * Returns 0 (any status, 4xx and 5xx included); VEGA_ERR_HTTP_URL (malformed URL);
- * VEGA_ERR_HTTP_SCHEME (not http/https); VEGA_ERR_DNS_NOT_FOUND, VEGA_ERR_DNS_NO_ADDRESS,
- * VEGA_ERR_DNS_SERVER (the host did not resolve, <vega/dns.h>: vega_strerror says "Could not
- * resolve host: ...");
+ * VEGA_ERR_HTTP_SCHEME (not http/https, or http with HTTP/3 only); VEGA_ERR_DNS_NOT_FOUND,
+ * VEGA_ERR_DNS_NO_ADDRESS, VEGA_ERR_DNS_SERVER (the host did not resolve, <vega/dns.h>:
+ * vega_strerror says "Could not resolve host: ...");
  * -ECONNREFUSED and other connect codes; -ETIMEDOUT (connect timeout or deadline); a TLS
  * code (vega/tls.h); VEGA_ERR_HTTP_EMPTY_REPLY (the server closed without a response);
- * VEGA_ERR_PROTO (malformed response); with a connect hook, the hook's codes, and
- * VEGA_ERR_CALLBACK when it returned 0 without a stream (or a positive value); -EINVAL (a bad
- * argument, or options of a layout version this library does not know). Context: inside a task.
- * Since 0.1.
+ * VEGA_ERR_PROTO (malformed response; over HTTP/3 also a connection error: wire_error says
+ * which); over HTTP/3, VEGA_ERR_QUIC_EP_HANDSHAKE (the QUIC handshake failed: a certificate
+ * not trusted, no common version or ALPN), VEGA_ERR_QUIC_EP_REFUSED, VEGA_ERR_QUIC_EP_CLOSED
+ * (the connection closed or timed out before the response), VEGA_ERR_QUIC_EP_RESET (the server
+ * reset the request's stream: wire_error has its code), VEGA_ERR_H3_GOAWAY (GOAWAY, and the
+ * request could not be sent again); with a connect hook, the hook's codes, and
+ * VEGA_ERR_CALLBACK when it returned 0 without a stream (or a positive value); -ENOMEM;
+ * -EINVAL (a bad argument, or options of a layout version this library does not know).
+ * Context: inside a task. Since 0.1.
  */
 VEGA_API int vega_http_client_send_versioned(vega_http_client *c,
                                              const vega_http_client_request *req,
@@ -179,7 +264,9 @@ VEGA_API int vega_http_client_send_versioned(vega_http_client *c,
  * even when body bytes are already buffered. A wait ends at the earlier of the two.
  * Returns bytes (> 0), 0 at the end, or a negative code: -ETIMEDOUT (either deadline;
  * nothing consumed), -ECANCELED, VEGA_ERR_PROTO, a compress code, VEGA_ERR_HTTP_BODY_TOO_LARGE
- * (max_body); -EINVAL (a bad argument). Context: inside a task. Since 0.1. */
+ * (max_body); over HTTP/3 VEGA_ERR_QUIC_EP_RESET (the server reset the stream) and
+ * VEGA_ERR_QUIC_EP_CLOSED (the connection ended), with vega_http_client_response_get_error
+ * telling the code; -ENOMEM; -EINVAL (a bad argument). Context: inside a task. Since 0.1. */
 VEGA_API vega_ssize vega_http_client_response_read(vega_http_client_response *r, void *buf,
                                                    size_t len, vega_deadline dl);
 
@@ -210,25 +297,107 @@ VEGA_API void vega_http_client_response_free(vega_http_client_response *r);
 /* Plain data about a response (all borrowed from r, valid until it is freed). */
 typedef struct vega_http_client_info {
     int status;
-    int version; /* 10, 11 */
+    int version; /* 10, 11, 30 (VEGA_HTTP_CLIENT_V10, _V11, _V3) */
     vega_http_str reason;
     const vega_http_fields *fields;   /* response header fields, in order */
     const vega_http_fields *trailers; /* after the body was read to the end; else empty */
     uint64_t content_length;          /* VEGA_HTTP_LENGTH_UNKNOWN when not given */
     vega_http_coding coding;          /* the coding being decoded, IDENTITY when none */
     bool reused;                      /* the connection came from the pool */
-    const char *alpn;                 /* negotiated protocol on TLS, else NULL */
+    const char *alpn;                 /* negotiated protocol on TLS ("h3" over QUIC), else NULL */
     const char *tls_version;          /* "TLSv1.3", or NULL */
     vega_addr peer;                   /* the address connected to (empty, AF_UNSPEC, for a
                                          connection from a connect hook) */
     /* vega_now() stamps; 0 when the step did not happen (reused connection: no connect;
-       connect hook: no DNS, t_connect when the hook returned) */
+       connect hook: no DNS, t_connect when the hook returned; HTTP/3: t_connect and t_tls are
+       both the end of the QUIC handshake, or when 0-RTT could start) */
     vega_tstamp t_start, t_dns, t_connect, t_tls, t_sent, t_first_byte, t_done;
+    /* HTTP/3 only (0 otherwise); appended after 0.1's fields (the library owns this struct) */
+    uint32_t quic_version;           /* VEGA_QUIC_V1 or VEGA_QUIC_V2 */
+    uint16_t tls_suite;              /* VEGA_QUIC_TLS_AES_128_GCM_SHA256, ... */
+    bool tls_resumed;                /* the QUIC handshake resumed a session */
+    vega_quic_early_data early_data; /* what became of 0-RTT on the connection */
+    uint64_t stream_id;              /* the request's QUIC stream */
 } vega_http_client_info;
 
 /* Borrowed view of r. Since 0.1. */
 VEGA_API const vega_http_client_info *
 vega_http_client_response_info(const vega_http_client_response *r);
+
+/* The wire-level error behind r's last failure (a stream reset, an HTTP/3 or QUIC connection
+ * error) into *out; kind NONE when none. Context: any. Since 0.1. */
+VEGA_API void vega_http_client_response_get_error(const vega_http_client_response *r,
+                                                  vega_http_client_wire_error *out);
+
+/* ---- Alt-Svc (RFC 7838) ----------------------------------------------------------------------
+ * The client keeps a cache of alternative services per origin (an https host and port): what
+ * the Alt-Svc fields of its responses said (with the alt_svc option) and what the caller loaded
+ * or added. Only "h3" alternatives are used to send requests; the others are kept (and saved)
+ * as they came. Entries expire (ma, default 24 h); "clear" drops an origin's entries. Bounds:
+ * 8 alternatives per origin, 1024 origins; a field is parsed up to 8 KiB. */
+
+/*
+ * Adds what an Alt-Svc field value says for the origin host:port (an https origin): value:
+ * borrowed, len bytes (RFC 7838 §3: "clear", or alternatives like `h3=":443"; ma=3600`).
+ * host: borrowed, without the brackets of an IPv6 literal. Alternatives with a protocol-id
+ * that is not a token, an authority without a port, or malformed parameters are skipped, as
+ * §3 lets a client ignore them.
+ * Returns the alternatives added (0 for "clear" or nothing usable); -EINVAL (a bad argument,
+ * or the value is not an Alt-Svc field value); -ENOMEM. Context: any thread. Since 0.1.
+ */
+VEGA_API int vega_http_client_altsvc_add(vega_http_client *c, const char *host, uint16_t port,
+                                         const char *value, size_t len);
+
+/*
+ * Looks up the alternative for alpn ("h3") of the origin host:port that expires last. host_out
+ * receives its host (the origin's own when the alternative named none), NUL-terminated, cap
+ * bytes at most; port_out its port. Returns 0; -ENOENT (none, or all expired); VEGA_ERR_NOBUF;
+ * -EINVAL (a bad argument). Context: any thread. Since 0.1.
+ */
+VEGA_API int vega_http_client_altsvc_lookup(vega_http_client *c, const char *host, uint16_t port,
+                                            const char *alpn, char *host_out, size_t cap,
+                                            uint16_t *port_out);
+
+/*
+ * Loads curl's alt-svc cache file format: one entry per line, nine fields separated by spaces:
+ * source ALPN, source host, source port, destination ALPN, destination host, destination port,
+ * "YYYYMMDD HH:MM:SS" expiry (GMT, in double quotes), persist (0 or 1), priority; '#' starts a
+ * comment line; an IPv6 host is in brackets. Expired and malformed lines are skipped. text:
+ * borrowed. Returns the entries loaded; -ENOMEM; -EINVAL (a bad argument). Context: any thread.
+ * Since 0.1.
+ */
+VEGA_API int vega_http_client_altsvc_load(vega_http_client *c, const char *text, size_t len);
+
+/*
+ * Writes the cache in curl's alt-svc file format (a comment line first, then the unexpired
+ * entries) into out. out NULL with cap 0 asks for the length. Returns the bytes written (no
+ * NUL); VEGA_ERR_NOBUF (cap too small: call again with the length the NULL call gives); -EINVAL
+ * (a bad argument). Context: any thread. Since 0.1.
+ */
+VEGA_API vega_ssize vega_http_client_altsvc_save(vega_http_client *c, char *out, size_t cap);
+
+/* ---- QUIC sessions: resumption and 0-RTT across runs ------------------------------------------
+ * The client keeps, per server (name and port), the latest TLS session ticket and address
+ * validation token (NEW_TOKEN) its QUIC connections received, and offers them when it connects
+ * there again: a resumed handshake, no Retry round trip, and 0-RTT with quic_early_data. These
+ * two functions move that cache to and from a caller's file. The text holds resumption secrets:
+ * keep the file private (mode 0600). */
+
+/*
+ * Writes the cache as text lines ("vega-quic-session 1", then one line per server: host, port,
+ * when it was saved (Unix seconds), the session and the token in hex, "-" for none) into out.
+ * out NULL with cap 0 asks for the length. Returns the bytes written; VEGA_ERR_NOBUF; -EINVAL
+ * (a bad argument). Context: any thread. Since 0.1.
+ */
+VEGA_API vega_ssize vega_http_client_sessions_save(vega_http_client *c, char *out, size_t cap);
+
+/*
+ * Loads what vega_http_client_sessions_save wrote; entries older than 7 days (the longest a
+ * TLS 1.3 ticket lives, RFC 8446 §4.6.1) and malformed lines are skipped. text: borrowed.
+ * Returns the entries loaded; -ENOMEM; -EINVAL (a bad argument, or not such a text).
+ * Context: any thread. Since 0.1.
+ */
+VEGA_API int vega_http_client_sessions_load(vega_http_client *c, const char *text, size_t len);
 
 /*
  * The next request of a redirect: when r's status is 301, 302, 303, 307 or 308 with a

@@ -1,0 +1,557 @@
+/* SPDX-License-Identifier: MIT */
+/* The client's HTTP/3 connections: the QUIC endpoint (made on first use), connecting across a
+ * name's addresses (RFC 8305 §5 pacing, RFC 9114 §3.2), the HTTP/3 setup (our control and QPACK
+ * streams, RFC 9114 §6.2.1, RFC 9204 §4.2), and the pool of connections per origin that
+ * requests share (§3.3), with waiting for one being made and the idle ones' end. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <netinet/in.h>
+
+#include <vega/crypto.h>
+
+#include "client_int.h"
+
+/* ---- the endpoint ---------------------------------------------------------------------------- */
+
+static int ensure_endpoint(vega_http_client *c)
+{
+    int rc = 0;
+    pthread_mutex_lock(&c->mu);
+    if (c->ep)
+        goto out;
+    const vega_crypto_cert_store *ca = c->o.quic_ca;
+    if (!ca && !c->o.quic_insecure) {
+        if (!c->own_ca && (rc = vega_crypto_cert_store_new(&c->own_ca, NULL, NULL)) < 0)
+            goto out;
+        ca = c->own_ca;
+    }
+    vega_quic_endpoint_opts eo;
+    vega_quic_endpoint_opts_init(&eo);
+    eo.quic.tls.alpn[0] = "h3";
+    eo.quic.tls.n_alpn = 1;
+    eo.quic.tls.ca = ca;
+    eo.quic.tls.insecure = c->o.quic_insecure;
+    eo.quic.tls.chain = c->o.quic_chain;
+    eo.quic.tls.key = c->o.quic_key;
+    eo.quic.tls.early_data = c->o.quic_early_data;
+    if (c->o.quic_version)
+        eo.quic.version = c->o.quic_version;
+    eo.cb.on_event = vega__hc_h3_on_event;
+    eo.cb.on_closed = vega__hc_h3_on_closed;
+    eo.mem = c->o.mem;
+    rc = vega_quic_endpoint_new(&c->ep, &eo);
+out:
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+/* ---- connections' life ------------------------------------------------------------------------
+ */
+
+static struct hc_h3 *h3_new(vega_http_client *c, const struct hc_req *rq)
+{
+    struct hc_h3 *h = vega__mem_calloc(c->o.mem, 1, sizeof *h);
+    if (!h)
+        return NULL;
+    h->c = c;
+    h->key = rq->key;
+    memcpy(h->sni, rq->host_for_tls, sizeof h->sni);
+    memcpy(h->dst_host, rq->alt_host, sizeof h->dst_host);
+    h->dst_port = rq->alt_port;
+    atomic_init(&h->refs, 1);
+    atomic_init(&h->usable, false);
+    h->state = HC_H3_CONNECTING;
+    return h;
+}
+
+static void h3_free(struct hc_h3 *h)
+{
+    const vega_mem *m = h->c->o.mem;
+    if (h->qe) {
+        /* No callback may find h after this: its user pointer goes under the lock (NULL: the
+         * connection is gone and its callbacks have all run). */
+        if (vega_quic_ep_conn_lock(h->qe)) {
+            vega_quic_ep_conn_set_user(h->qe, NULL);
+            vega_quic_ep_conn_unlock(h->qe);
+        }
+        vega_quic_ep_conn_release(h->qe);
+    }
+    vega_h3_conn_free(h->h3);
+    for (int i = 0; i < 3; i++)
+        vega__mem_free(m, h->pend[i].p);
+    vega__mem_free(m, h);
+}
+
+void vega__hc_h3_release(struct hc_h3 *h)
+{
+    if (h && atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) == 1)
+        h3_free(h);
+}
+
+/* Closes h's QUIC connection (H3_NO_ERROR: nothing wrong, RFC 9114 §5.2) unless it ended. */
+static void h3_close(struct hc_h3 *h)
+{
+    if (h->qe)
+        (void)vega_quic_ep_conn_close(h->qe, VEGA_QUIC_CLOSE_APPLICATION, VEGA_H3_NO_ERROR, NULL);
+}
+
+/* c->mu held */
+static void list_unlink(vega_http_client *c, struct hc_h3 *h)
+{
+    if (h->prev)
+        h->prev->next = h->next;
+    else if (c->h3s == h)
+        c->h3s = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    h->prev = h->next = NULL;
+    c->nh3--;
+}
+
+static void list_push(vega_http_client *c, struct hc_h3 *h)
+{
+    h->prev = NULL;
+    h->next = c->h3s;
+    if (c->h3s)
+        c->h3s->prev = h;
+    c->h3s = h;
+    c->nh3++;
+}
+
+/* ---- the pool ----------------------------------------------------------------------------------
+ */
+
+static bool same_origin(const struct hc_h3 *h, const struct hc_key *k)
+{
+    return h->key.port == k->port && h->key.tls == k->tls && strcmp(h->key.host, k->host) == 0;
+}
+
+/* c->mu held: takes idle connections that can serve no one any more (ended, after GOAWAY,
+ * idle too long, or beyond the caps) out of the list into *dead (linked by next). */
+static void prune(vega_http_client *c, vega_tstamp now, struct hc_h3 **dead)
+{
+    size_t ready = 0;
+    for (struct hc_h3 *h = c->h3s, *nx; h; h = nx) {
+        nx = h->next;
+        if (h->state != HC_H3_READY || h->active)
+            continue;
+        bool drop = !atomic_load(&h->usable) || now - h->idle_since > c->o.idle_timeout_ns ||
+                    c->o.max_idle_per_origin == 0 || ++ready > HC_H3_MAX_CONNS;
+        if (!drop)
+            continue;
+        list_unlink(c, h);
+        h->next = *dead;
+        *dead = h;
+    }
+}
+
+static void close_all(struct hc_h3 *dead)
+{
+    while (dead) {
+        struct hc_h3 *h = dead;
+        dead = h->next;
+        h3_close(h);
+        vega__hc_h3_release(h); /* the pool's reference */
+    }
+}
+
+int vega__hc_h3_pool_take(vega_http_client *c, const struct hc_req *rq, vega_deadline dl,
+                          struct hc_h3 **out)
+{
+    *out = NULL;
+    for (;;) {
+        struct hc_h3 *found = NULL, *wait_on = NULL, *dead = NULL;
+        struct hc_h3_waiter w;
+        pthread_mutex_lock(&c->mu);
+        prune(c, vega_now(), &dead);
+        for (struct hc_h3 *h = c->h3s; h; h = h->next) {
+            if (!same_origin(h, &rq->key))
+                continue;
+            if (h->state == HC_H3_READY && atomic_load(&h->usable)) {
+                found = h;
+                break;
+            }
+            if (h->state == HC_H3_CONNECTING && !wait_on)
+                wait_on = h;
+        }
+        if (found) {
+            atomic_fetch_add_explicit(&found->refs, 1, memory_order_relaxed);
+            found->active++;
+        } else if (wait_on) {
+            /* RFC 9114 §3.3: one connection per origin; wait for the one being made. */
+            atomic_fetch_add_explicit(&wait_on->refs, 1, memory_order_relaxed);
+            vega_notify_init(&w.wake);
+            w.next = wait_on->waiters;
+            wait_on->waiters = &w;
+        }
+        pthread_mutex_unlock(&c->mu);
+        close_all(dead);
+        if (found) {
+            *out = found;
+            return 1;
+        }
+        if (!wait_on)
+            return 0;
+        int rc = vega_notify_wait(&w.wake, dl);
+        pthread_mutex_lock(&c->mu);
+        for (struct hc_h3_waiter **pp = &wait_on->waiters; *pp; pp = &(*pp)->next)
+            if (*pp == &w) {
+                *pp = w.next;
+                break;
+            }
+        pthread_mutex_unlock(&c->mu);
+        vega_notify_fini(&w.wake);
+        vega__hc_h3_release(wait_on);
+        if (rc < 0)
+            return rc;
+    }
+}
+
+/* Ends the CONNECTING state: READY (pooled) or FAILED (out of the list); wakes the waiters. */
+static void connect_done(vega_http_client *c, struct hc_h3 *h, int rc)
+{
+    struct hc_h3 *dead = NULL;
+    pthread_mutex_lock(&c->mu);
+    if (rc == 0) {
+        h->state = HC_H3_READY;
+        h->active = 1; /* the request that made it */
+        atomic_store(&h->usable, !h->dead);
+    } else {
+        h->state = HC_H3_FAILED;
+        h->conn_err = rc;
+        list_unlink(c, h);
+        h->next = NULL;
+        dead = h;
+    }
+    for (struct hc_h3_waiter *w = h->waiters; w; w = w->next)
+        vega_notify_one(&w->wake);
+    h->waiters = NULL;
+    pthread_mutex_unlock(&c->mu);
+    if (dead)
+        vega__hc_h3_release(dead); /* the pool's reference */
+}
+
+void vega__hc_h3_shutdown(vega_http_client *c)
+{
+    struct hc_h3 *all = NULL;
+    pthread_mutex_lock(&c->mu);
+    while (c->h3s) {
+        struct hc_h3 *h = c->h3s;
+        list_unlink(c, h);
+        h->next = all;
+        all = h;
+    }
+    pthread_mutex_unlock(&c->mu);
+    close_all(all);
+    if (c->ep) {
+        /* The closes above go out with the send tasks' next turn (the yield gives it); the
+         * closing period after them (RFC 9000 §10.2, three PTO) only absorbs late packets,
+         * and a client that goes away need not sit it out: a short grace, then the endpoint
+         * drops what is left. */
+        if (vega_task_current())
+            (void)vega_yield();
+        vega_quic_endpoint_shutdown(c->ep, vega_deadline_in_ms(HC_H3_CLOSE_GRACE_MS));
+        vega_quic_endpoint_free(c->ep);
+        c->ep = NULL;
+    }
+}
+
+/* ---- connecting --------------------------------------------------------------------------------
+ */
+
+/* QUIC attempts across addresses, a new one every HC_H3_ATTEMPT_DELAY_MS while none answered;
+ * the first handshake wins. */
+struct qrace {
+    vega_quic_endpoint *ep;
+    const vega_quic_connect_opts *o;
+    vega_deadline dl;
+    pthread_mutex_t mu;
+    vega_notify wake;
+    vega_quic_ep_conn *winner;
+    int last_err;
+    size_t running;
+};
+
+struct qatt {
+    struct qrace *r;
+    vega_addr addr;
+    vega_task *task;
+};
+
+static void *attempt_task(void *arg)
+{
+    struct qatt *a = arg;
+    struct qrace *r = a->r;
+    vega_quic_ep_conn *qe = NULL;
+    int rc = vega_quic_endpoint_connect(r->ep, &a->addr, r->o, &qe, r->dl);
+    bool lost = false;
+    pthread_mutex_lock(&r->mu);
+    if (rc == 0 && !r->winner)
+        r->winner = qe;
+    else if (rc == 0)
+        lost = true;
+    else if (rc != -ECANCELED || r->last_err == 0)
+        r->last_err = rc;
+    r->running--;
+    pthread_mutex_unlock(&r->mu);
+    if (lost) {
+        (void)vega_quic_ep_conn_close(qe, VEGA_QUIC_CLOSE_APPLICATION, VEGA_H3_NO_ERROR, NULL);
+        vega_quic_ep_conn_release(qe);
+    }
+    vega_notify_one(&r->wake);
+    return NULL;
+}
+
+/* Joins t even when the calling task was cancelled (t was cancelled too and ends soon). */
+static void join_hard(vega_task *t)
+{
+    if (vega_task_join(t, NULL, VEGA_DEADLINE_NEVER) == 0)
+        return;
+    while (!vega_task_is_finished(t))
+        (void)vega_yield();
+    (void)vega_task_join(t, NULL, VEGA_DEADLINE_NEVER);
+}
+
+/* Orders addresses IPv6, IPv4, IPv6 ... (RFC 8305 §4, First Address Family Count 1). */
+static size_t interleave(const vega_addr *in, size_t n, vega_addr *out)
+{
+    size_t k = 0;
+    bool used[HC_H3_MAX_ADDRS] = {false};
+    int want = AF_INET6;
+    while (k < n) {
+        size_t i = 0;
+        while (i < n && (used[i] || in[i].ss.ss_family != want))
+            i++;
+        if (i == n) /* that family ran out: any left */
+            for (i = 0; i < n && used[i]; i++)
+                ;
+        used[i] = true;
+        out[k++] = in[i];
+        want = want == AF_INET6 ? AF_INET : AF_INET6;
+    }
+    return k;
+}
+
+static int race_addrs(struct qrace *r, const vega_addr *addrs, size_t n, vega_quic_ep_conn **out)
+{
+    struct qatt att[HC_H3_MAX_ADDRS];
+    size_t started = 0;
+    int rc = 0;
+    for (;;) {
+        pthread_mutex_lock(&r->mu);
+        bool won = r->winner != NULL;
+        size_t running = r->running;
+        pthread_mutex_unlock(&r->mu);
+        if (won || (started == n && running == 0))
+            break;
+        if (started < n && (running == 0 || rc == -ETIMEDOUT)) {
+            att[started] = (struct qatt){.r = r, .addr = addrs[started]};
+            pthread_mutex_lock(&r->mu);
+            r->running++;
+            pthread_mutex_unlock(&r->mu);
+            if (vega_task_spawn(&att[started].task, attempt_task, &att[started]) < 0) {
+                pthread_mutex_lock(&r->mu);
+                r->running--;
+                r->last_err = -ENOMEM;
+                pthread_mutex_unlock(&r->mu);
+                break;
+            }
+            started++;
+        }
+        vega_deadline next =
+            started < n ? vega_deadline_in_ms(HC_H3_ATTEMPT_DELAY_MS) : VEGA_DEADLINE_NEVER;
+        rc = vega_notify_wait(&r->wake, hc_dl_min(next, r->dl));
+        if (rc == -ECANCELED || (rc == -ETIMEDOUT && next >= r->dl))
+            break;
+    }
+    for (size_t i = 0; i < started; i++)
+        vega_task_cancel(att[i].task);
+    for (size_t i = 0; i < started; i++)
+        join_hard(att[i].task);
+    if (r->winner) {
+        *out = r->winner;
+        return 0;
+    }
+    if (rc == -ECANCELED)
+        return rc;
+    return r->last_err ? r->last_err : -ETIMEDOUT;
+}
+
+/* The addresses of h's destination: a --resolve entry, or the resolver's answers. */
+static int addresses(vega_http_client *c, struct hc_h3 *h, vega_deadline dl, vega_addr *out,
+                     size_t *n)
+{
+    struct hc_key k = {.tls = true, .port = h->dst_port};
+    memcpy(k.host, h->dst_host, sizeof k.host);
+    if (vega__hc_resolve_override(c, &k, &out[0])) {
+        *n = 1;
+        return 0;
+    }
+    vega_addr found[HC_H3_MAX_ADDRS];
+    int rc = vega_dns_lookup(c->dns, h->dst_host, AF_UNSPEC, found, HC_H3_MAX_ADDRS, n, dl);
+    if (rc < 0)
+        return rc;
+    *n = interleave(found, *n, out);
+    for (size_t i = 0; i < *n; i++)
+        vega_addr_set_port(&out[i], h->dst_port);
+    return 0;
+}
+
+static int dial(vega_http_client *c, struct hc_h3 *h, const struct hc_req *rq, vega_deadline dl)
+{
+    vega_addr addrs[HC_H3_MAX_ADDRS];
+    size_t n = 0;
+    int rc = addresses(c, h, dl, addrs, &n);
+    if (rc < 0)
+        return rc;
+    h->t_dns = vega_now();
+    uint8_t *sess, *tok;
+    size_t sess_len, tok_len;
+    vega__hc_sess_get(c, h->sni, h->dst_port, &sess, &sess_len, &tok, &tok_len);
+    vega_quic_connect_opts o = {
+        .server_name = h->sni,
+        .session = sess,
+        .session_len = sess_len,
+        .token = tok,
+        .token_len = tok_len,
+        .version = c->o.quic_version,
+        /* RFC 8470: only a safe request goes in 0-RTT, which an attacker may replay. */
+        .early = c->o.quic_early_data && sess_len && rq->safe,
+    };
+    struct qrace r = {.ep = c->ep, .o = &o, .dl = dl};
+    pthread_mutex_init(&r.mu, NULL);
+    vega_notify_init(&r.wake);
+    /* The connection becomes h's only once connected (setup): a connect that fails or is
+     * cancelled leaves its connection closing in the endpoint, still calling back its user
+     * until it ends, and h may be gone by then (so no vega_quic_connect_opts.user here). */
+    if (n == 1)
+        rc = vega_quic_endpoint_connect(c->ep, &addrs[0], &o, &h->qe, dl);
+    else
+        rc = race_addrs(&r, addrs, n, &h->qe);
+    vega_notify_fini(&r.wake);
+    pthread_mutex_destroy(&r.mu);
+    vega__mem_free(c->o.mem, sess);
+    vega__mem_free(c->o.mem, tok);
+    if (rc == 0)
+        h->t_connect = vega_now();
+    return rc;
+}
+
+/* Our three unidirectional streams (RFC 9114 §6.2.1: a peer allows at least three). */
+static int open_uni(struct hc_h3 *h, vega_quic_conn *qc)
+{
+    for (int i = 0; i < 3; i++) {
+        int rc = vega_quic_stream_open(qc, false, &h->uni[i]);
+        if (rc == VEGA_ERR_FULL) {
+            vega__hc_h3_conn_error(h, VEGA_H3_STREAM_CREATION_ERROR,
+                                   "fewer than 3 unidirectional streams allowed");
+            return VEGA_ERR_PROTO;
+        }
+        if (rc < 0)
+            return rc == VEGA_ERR_CLOSED ? VEGA_ERR_QUIC_EP_CLOSED : rc;
+    }
+    return vega_h3_conn_bind_streams(h->h3, h->uni[0], h->uni[1], h->uni[2]);
+}
+
+/* The HTTP/3 side of a fresh connection, under its lock: the core, our streams and SETTINGS,
+ * then the streams the server opened before we listened (their events went nowhere). */
+/* The HTTP/3 core of a connection. */
+static int core_new(vega_http_client *c, struct hc_h3 *h)
+{
+    vega_h3_opts ho;
+    vega_h3_opts_init(&ho);
+    ho.mem = c->o.mem;
+    if (c->o.limits.max_fields)
+        ho.max_fields = c->o.limits.max_fields;
+    if (c->o.limits.max_field_section)
+        ho.max_field_section_size = c->o.limits.max_field_section;
+    uint64_t seed = 0;
+    if (vega_crypto_random(&seed, sizeof seed) == 0)
+        ho.grease_seed = seed;
+    return vega_h3_conn_client_new(&h->h3, &vega__hc_h3_callbacks, &ho, h);
+}
+
+static int setup(vega_http_client *c, struct hc_h3 *h)
+{
+    int rc;
+    vega_quic_conn *qc = vega_quic_ep_conn_lock(h->qe);
+    if (!qc)
+        return VEGA_ERR_QUIC_EP_CLOSED;
+    h->qc = qc;
+    vega_quic_conn_info qi;
+    vega_quic_conn_get_info(qc, &qi);
+    h->quic_version = qi.version;
+    h->suite = qi.suite;
+    h->resumed = qi.resumed;
+    h->early = qi.early_data;
+    rc = open_uni(h, qc);
+    if (rc == 0) {
+        vega_quic_ep_conn_set_user(h->qe, h);
+        vega__hc_h3_flush_uni(h);
+        /* Peer streams 3, 7, 11 ... that came while the connection had no user: opening one
+         * opens the lower ones (RFC 9000 §3.2), so the first unknown id ends them. */
+        for (uint64_t id = 3; !h->dead; id += 4) {
+            const uint8_t *d;
+            size_t len;
+            bool fin;
+            if (vega_quic_stream_peek(qc, id, &d, &len, &fin) == -EINVAL)
+                break;
+            vega__hc_h3_drain_uni(h, id);
+        }
+        vega__hc_h3_flush_uni(h);
+        if (h->dead)
+            rc = h->err;
+    }
+    h->qc = NULL;
+    vega_quic_ep_conn_unlock(h->qe);
+    if (rc < 0)
+        return rc;
+    vega_quic_ep_conn_peer(h->qe, &h->peer);
+    /* A ticket or token that came before we listened: the endpoint kept them. */
+    for (int tok = 0; tok < 2; tok++) {
+        vega_ssize n = tok ? vega_quic_ep_conn_get_token(h->qe, NULL, 0)
+                           : vega_quic_ep_conn_get_session(h->qe, NULL, 0);
+        uint8_t *buf = n > 0 && n <= HC_SESS_MAX_LEN ? vega__mem_malloc(c->o.mem, (size_t)n) : NULL;
+        if (!buf)
+            continue;
+        n = tok ? vega_quic_ep_conn_get_token(h->qe, buf, (size_t)n)
+                : vega_quic_ep_conn_get_session(h->qe, buf, (size_t)n);
+        if (n > 0)
+            vega__hc_sess_put(c, h->sni, h->dst_port, tok == 1, buf, (size_t)n);
+        vega__mem_free(c->o.mem, buf);
+    }
+    return 0;
+}
+
+int vega__hc_h3_connect(vega_http_client *c, const struct hc_req *rq, vega_deadline dl,
+                        struct hc_h3 **out)
+{
+    *out = NULL;
+    int rc = ensure_endpoint(c);
+    if (rc < 0)
+        return rc;
+    struct hc_h3 *h = h3_new(c, rq);
+    if (!h)
+        return -ENOMEM;
+    /* In the pool while connecting (its reference), so requests to the origin wait for it. */
+    atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed);
+    pthread_mutex_lock(&c->mu);
+    list_push(c, h);
+    pthread_mutex_unlock(&c->mu);
+    rc = core_new(c, h);
+    if (rc == 0)
+        rc = dial(c, h, rq, dl);
+    if (rc == 0)
+        rc = setup(c, h);
+    if (rc < 0)
+        h3_close(h);
+    connect_done(c, h, rc);
+    if (rc < 0) {
+        vega__hc_h3_release(h);
+        return rc;
+    }
+    *out = h;
+    return 0;
+}

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/* An HTTP/3 response read by its request's task: the stream's bytes peeked in QUIC's receive
+ * buffer and fed to the HTTP/3 core no faster than the reader has room, so DATA lands straight
+ * in the caller's buffer (RFC 9114 §4.1, §7.2.1); stream errors answered with RESET_STREAM and
+ * STOP_SENDING (§4.1.2, §8.1); the stream cancelled when the response is dropped early (§4.1.1,
+ * H3_REQUEST_CANCELLED). */
+#include <errno.h>
+#include <string.h>
+
+#include "client_int.h"
+
+/* A malformed response or a callback's failure: the stream is answered once with the code
+ * (RFC 9114 §4.1.2: "treat as a stream error of type H3_MESSAGE_ERROR"). Lock held. */
+static int stream_failed(struct hc_h3 *h, vega_http_client_response *r)
+{
+    uint64_t code = r->h3_stream_err ? r->h3_stream_err : VEGA_H3_INTERNAL_ERROR;
+    if (!r->h3_err_acted) {
+        r->h3_err_acted = true;
+        (void)vega_quic_stream_stop(h->qc, r->h3_id, code);
+        (void)vega_quic_stream_reset(h->qc, r->h3_id, code);
+        (void)vega_h3_conn_close_stream(h->h3, r->h3_id);
+        r->werr.kind = VEGA_HTTP_CLIENT_WIRE_STREAM;
+        r->werr.local = true;
+        r->werr.code = code;
+        r->werr.reason[0] = '\0';
+    }
+    return r->cb_err && r->cb_err != VEGA_ERR_PROTO ? r->cb_err : VEGA_ERR_PROTO;
+}
+
+/* Feeds r's stream to the core while the reader has room (h3_dst) and bytes wait, until the
+ * head (want_head) or the end. *moved: some input was taken. Lock held (h->qc set). */
+static int feed(struct hc_h3 *h, vega_http_client_response *r, bool want_head, bool *moved)
+{
+    *moved = false;
+    while (!r->h3_stream_err && !r->cb_err && !r->h3_blocked && !r->h3_fin) {
+        if (want_head && r->head_done)
+            break;
+        size_t room = vega__room(r->h3_dst_len, r->h3_dst_cap);
+        if (room == 0)
+            break;
+        const uint8_t *d;
+        size_t len;
+        bool fin;
+        int rc = vega_quic_stream_peek(h->qc, r->h3_id, &d, &len, &fin);
+        if (rc < 0) {
+            /* Reset by the server (VEGA_ERR_PROTO), or reset and gone already (-EINVAL: our
+             * side had ended too): the event with the code comes at the unlock. */
+            return VEGA_ERR_QUIC_EP_RESET;
+        }
+        if (len == 0 && !fin)
+            break;
+        /* The core may give on_data at most what it is given: never more than the room. */
+        size_t n = len < room ? len : room;
+        bool f = fin && n == len;
+        if (!r->info.t_first_byte)
+            r->info.t_first_byte = vega_now();
+        h->feeding = r;
+        vega_ssize used = vega_h3_conn_read_stream(h->h3, r->h3_id, d, n, f);
+        h->feeding = NULL;
+        if (used < 0) {
+            vega__hc_h3_core_failed(h, used);
+            return h->err;
+        }
+        (void)vega_quic_stream_consume(h->qc, r->h3_id, (size_t)used);
+        if (used > 0 || f)
+            *moved = true;
+        if ((size_t)used < n) {
+            r->h3_blocked = true; /* QPACK: on_stream_unblocked wakes us */
+            break;
+        }
+        if (f)
+            r->h3_fin = true;
+    }
+    if (r->h3_stream_err || r->cb_err)
+        return stream_failed(h, r);
+    return 0;
+}
+
+/* The error of a request that cannot go on, after the unlock (the events are in). */
+static int failed(vega_http_client_response *r, int rc)
+{
+    struct hc_h3 *h = r->h3;
+    if (rc == VEGA_ERR_QUIC_EP_RESET && !r->h3_reset) /* the stream went without a reset */
+        rc = h->dead && h->err ? h->err : VEGA_ERR_PROTO;
+    if (rc == VEGA_ERR_QUIC_EP_RESET) {
+        r->werr.kind = VEGA_HTTP_CLIENT_WIRE_STREAM;
+        r->werr.local = false;
+        r->werr.code = r->h3_reset_code;
+        r->werr.reason[0] = '\0';
+    } else if (r->werr.kind == VEGA_HTTP_CLIENT_WIRE_NONE && h->werr.kind) {
+        r->werr = h->werr;
+    }
+    return rc;
+}
+
+/* What keeps r from going on, with the lock held and nothing fed: 0 when it may wait. */
+static int blocked_by(struct hc_h3 *h, vega_http_client_response *r)
+{
+    if (r->h3_reset)
+        return VEGA_ERR_QUIC_EP_RESET;
+    /* RFC 9114 §5.2: a stream at or above the GOAWAY id will not be answered. */
+    if (h->goaway && r->h3_id >= h->goaway_id && !r->any_byte)
+        return VEGA_ERR_H3_GOAWAY;
+    if (h->dead)
+        return h->err ? h->err : VEGA_ERR_QUIC_EP_CLOSED;
+    return 0;
+}
+
+/* Reads r's stream into dst (cap bytes) until something landed there, the head arrived
+ * (want_head) or the end; waits for the stream to move while nothing did. Returns the bytes
+ * landed, or a code. */
+static vega_ssize pump(vega_http_client_response *r, uint8_t *dst, size_t cap, bool want_head,
+                       vega_deadline dl)
+{
+    struct hc_h3 *h = r->h3;
+    for (;;) {
+        vega_quic_conn *qc = vega_quic_ep_conn_lock(h->qe);
+        if (!qc)
+            return failed(r, h->dead && h->err ? h->err : VEGA_ERR_QUIC_EP_CLOSED);
+        h->qc = qc;
+        r->h3_dst = dst;
+        r->h3_dst_len = 0;
+        r->h3_dst_cap = cap;
+        bool moved;
+        int rc = feed(h, r, want_head, &moved);
+        size_t got = r->h3_dst_len;
+        r->h3_dst = NULL;
+        if (moved)
+            r->any_byte = true;
+        if (rc == 0 && !moved && !r->msg_done && !(want_head && r->head_done))
+            rc = blocked_by(h, r);
+        if (want_head) { /* what the handshake settled since the request went (0-RTT) */
+            r->info.tls_suite = h->suite;
+            r->info.tls_resumed = h->resumed;
+            r->info.early_data = h->early;
+            r->info.quic_version = h->quic_version;
+        }
+        vega__hc_h3_flush_uni(h);
+        h->qc = NULL;
+        vega_quic_ep_conn_unlock(h->qe);
+        if (got > 0)
+            return (vega_ssize)got; /* an error, if any, comes with the next call */
+        if (rc < 0)
+            return failed(r, rc);
+        if (r->msg_done || (want_head && r->head_done))
+            return 0;
+        if (moved)
+            continue; /* frame bytes went in, no content yet: look again before waiting */
+        rc = vega_notify_wait(&r->h3_wake, hc_dl_min(dl, r->dl));
+        if (rc < 0)
+            return rc;
+    }
+}
+
+int vega__hc_h3_read_head(vega_http_client_response *r, vega_deadline dl)
+{
+    while (!r->head_done) {
+        /* DATA that follows the head in the same input lands in the body queue. */
+        size_t room = vega__room(r->blen, sizeof r->bq);
+        if (room == 0)
+            return VEGA_ERR_INTERNAL; /* DATA before a final head: the core refuses it */
+        vega_ssize n = pump(r, r->bq + r->blen, room, true, dl);
+        if (n < 0)
+            return (int)n;
+        r->blen += (size_t)n;
+        if (r->msg_done && !r->head_done)
+            return VEGA_ERR_PROTO;
+    }
+    return 0;
+}
+
+vega_ssize vega__hc_h3_read(vega_http_client_response *r, uint8_t *buf, size_t len,
+                            vega_deadline dl)
+{
+    if (r->bpos < r->blen) {
+        size_t n = r->blen - r->bpos < len ? r->blen - r->bpos : len;
+        memcpy(buf, r->bq + r->bpos, n);
+        r->bpos += n;
+        return vega__hc_deliver(r, (vega_ssize)n);
+    }
+    for (;;) {
+        if (r->msg_done)
+            return 0;
+        vega_ssize n = pump(r, buf, len, false, dl);
+        if (n != 0)
+            return n < 0 ? n : vega__hc_deliver(r, n);
+    }
+}
+
+int vega__hc_h3_next_body(vega_http_client_response *r, vega_deadline dl)
+{
+    while (r->bpos == r->blen) {
+        if (r->msg_done)
+            return 0;
+        r->bpos = r->blen = 0;
+        vega_ssize n = pump(r, r->bq, sizeof r->bq, false, dl);
+        if (n < 0)
+            return (int)n;
+        r->blen = (size_t)n;
+    }
+    return 1;
+}
+
+void vega__hc_h3_response_done(vega_http_client_response *r)
+{
+    struct hc_h3 *h = r->h3;
+    vega_http_client *c = h->c;
+    vega_quic_conn *qc = vega_quic_ep_conn_lock(h->qe);
+    if (qc) {
+        h->qc = qc;
+        for (vega_http_client_response **pp = &h->reqs; *pp; pp = &(*pp)->h3_next)
+            if (*pp == r) {
+                *pp = r->h3_next;
+                break;
+            }
+        if (r->h3_listed && !h->dead && !r->h3_err_acted) {
+            /* RFC 9114 §4.1.1: a response we no longer want is cancelled with
+             * H3_REQUEST_CANCELLED on both sides; a finished one needs nothing. */
+            if (!r->h3_fin)
+                (void)vega_quic_stream_stop(qc, r->h3_id, VEGA_H3_REQUEST_CANCELLED);
+            if (!r->h3_sent_fin && !r->h3_stopped)
+                (void)vega_quic_stream_reset(qc, r->h3_id, VEGA_H3_REQUEST_CANCELLED);
+            if (!r->msg_done)
+                (void)vega_h3_conn_close_stream(h->h3, r->h3_id);
+        }
+        r->h3_listed = false;
+        vega__hc_h3_flush_uni(h);
+        h->qc = NULL;
+        vega_quic_ep_conn_unlock(h->qe);
+    }
+    pthread_mutex_lock(&c->mu);
+    if (h->active)
+        h->active--;
+    h->idle_since = vega_now();
+    pthread_mutex_unlock(&c->mu);
+    r->h3 = NULL;
+    vega__hc_h3_release(h);
+}

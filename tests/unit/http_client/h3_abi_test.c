@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/* The HTTP/3 fields appended to vega_http_client_opts and vega_http_client_request (layout
+ * version 2, docs/ARCHITECTURE.md "API rules: ABI"): a program built against layout 1 passes
+ * the shorter structs, and the library reads only their prefix, keeps its defaults for the
+ * rest, and writes nothing past them; a version it does not know is refused. */
+#include <errno.h>
+#include <stddef.h>
+
+#include "hc_util.h"
+
+/* Layout 1 as 0.1 shipped it: what a program built then has. */
+struct opts_v1 {
+    vega_tls_config *tls;
+    vega_http1_limits limits;
+    size_t max_idle_per_origin;
+    uint64_t idle_timeout_ns;
+    uint64_t connect_timeout_ns;
+    uint64_t max_body;
+    const char *user_agent;
+    vega_http_connect_fn connect;
+    void *connect_user;
+    const vega_mem *mem;
+};
+
+struct request_v1 {
+    const char *method;
+    const char *url;
+    const vega_http_field *fields;
+    size_t nfields;
+    const void *body;
+    size_t body_len;
+    vega_http_body_fn body_fn;
+    void *body_user;
+    uint64_t body_length;
+    bool decompress;
+    bool expect_continue;
+    bool fresh_connection;
+    int version;
+    vega_deadline deadline;
+    vega_http_trace_fn trace;
+    void *trace_user;
+    bool body_file;
+    int body_fd;
+    uint64_t body_offset;
+};
+
+VTEST(v1_layouts_are_prefixes)
+{
+    VCHECK_EQ(VEGA_HTTP_CLIENT_OPTS_VERSION, 2);
+    VCHECK_EQ(VEGA_HTTP_CLIENT_REQUEST_VERSION, 2);
+    VCHECK_EQ(sizeof(struct opts_v1), offsetof(vega_http_client_opts, quic_ca));
+    VCHECK_EQ(sizeof(struct request_v1), offsetof(vega_http_client_request, h3_fallback));
+    VCHECK_EQ(offsetof(struct opts_v1, mem), offsetof(vega_http_client_opts, mem));
+    VCHECK_EQ(offsetof(struct request_v1, body_offset),
+              offsetof(vega_http_client_request, body_offset));
+}
+
+/* _init of layout 1 fills its prefix only: the bytes after it stay as they were. */
+VTEST(v1_init_writes_the_prefix_only)
+{
+    struct {
+        struct opts_v1 o;
+        unsigned char canary[64];
+    } a;
+    memset(&a, 0xa5, sizeof a);
+    vega_http_client_opts_init_versioned((vega_http_client_opts *)&a.o, 1);
+    VCHECK_EQ(a.o.max_idle_per_origin, 8);
+    VCHECK_EQ(a.o.max_body, 1ull << 30);
+    for (size_t i = 0; i < sizeof a.canary; i++)
+        VCHECK_EQ(a.canary[i], 0xa5);
+    struct {
+        struct request_v1 r;
+        unsigned char canary[64];
+    } b;
+    memset(&b, 0xa5, sizeof b);
+    vega_http_client_request_init_versioned((vega_http_client_request *)&b.r, 1);
+    VCHECK(b.r.url == NULL && b.r.deadline == VEGA_DEADLINE_NEVER);
+    for (size_t i = 0; i < sizeof b.canary; i++)
+        VCHECK_EQ(b.canary[i], 0xa5);
+}
+
+/* A client and a request of layout 1 work against a server, whatever bytes follow them; the
+ * garbage after a v1 request is never read as h3_fallback or wire_error. */
+VTEST_CT(v1_client_and_request_work)
+{
+    struct hs *h = hs_new(NULL);
+    hs_step(h, (struct hs_step){.resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nv1"});
+    hs_start(h);
+    struct {
+        struct opts_v1 o;
+        unsigned char junk[64];
+    } a;
+    memset(&a, 0xff, sizeof a);
+    vega_http_client_opts_init_versioned((vega_http_client_opts *)&a.o, 1);
+    a.o.user_agent = "old-program/1";
+    vega_http_client *c;
+    VCHECK_EQ(vega_http_client_new_versioned(&c, (vega_http_client_opts *)&a.o, 1), 0);
+    struct {
+        struct request_v1 r;
+        unsigned char junk[64];
+    } b;
+    memset(&b, 0xff, sizeof b);
+    vega_http_client_request_init_versioned((vega_http_client_request *)&b.r, 1);
+    char url[128];
+    hs_url(h, url, sizeof url, "/old");
+    b.r.url = url;
+    b.r.version = 11;
+    vega_http_client_response *r;
+    VCHECK_EQ(vega_http_client_send_versioned(c, (vega_http_client_request *)&b.r, &r, 1), 0);
+    char body[16];
+    VCHECK_EQ(vega_http_client_response_read(r, body, sizeof body, vega_deadline_in_ms(5000)), 2);
+    VCHECK(memcmp(body, "v1", 2) == 0);
+    VCHECK(strstr(h->last_req, "\r\nUser-Agent: old-program/1\r\n"));
+    vega_http_client_response_free(r);
+    /* layouts this library does not know */
+    VCHECK_EQ(vega_http_client_send_versioned(c, (vega_http_client_request *)&b.r, &r, 3), -EINVAL);
+    vega_http_client *c2 = NULL;
+    VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 3), -EINVAL);
+    VCHECK(c2 == NULL);
+    vega_http_client_free(c);
+    hs_free(h);
+}
+
+/* The new options are checked: an unknown QUIC version is refused. */
+VTEST(v2_options_checked)
+{
+    vega_http_client_opts o;
+    vega_http_client_opts_init(&o);
+    VCHECK_EQ(o.h3_head_start_ns, 200ull * 1000 * 1000);
+    VCHECK(!o.alt_svc && !o.quic_early_data && !o.quic_insecure && o.quic_ca == NULL);
+    o.quic_version = 0x1a2a3a4a;
+    vega_http_client *c = NULL;
+    VCHECK_EQ(vega_http_client_new(&c, &o), -EINVAL);
+    o.quic_version = VEGA_QUIC_V2;
+    VCHECK_EQ(vega_http_client_new(&c, &o), 0);
+    vega_http_client_free(c);
+}
