@@ -36,6 +36,7 @@ enum {
     CE_FILESIZE_EXCEEDED = 63,
     CE_SEND_FAIL_REWIND = 65,
     CE_SSL_CACERT_BADFILE = 77,
+    CE_HTTP3 = 95, /* a problem in the HTTP/3 layer (a stream reset, a connection error) */
 };
 
 /* Limits on what the command line may ask for. */
@@ -83,8 +84,16 @@ struct curl_opts {
     bool location, include, head, silent, show_error, verbose, fail, fail_with_body;
     bool location_trusted; /* credentials follow redirects to other origins */
     bool insecure, compressed, progress_bar, no_progress;
-    long max_redirs;  /* -1 = unlimited */
-    int http_version; /* 10 or 11 */
+    long max_redirs;          /* -1 = unlimited */
+    int http_version;         /* 0 (HTTP/1.1, or HTTP/3 by --alt-svc), 10, 11, or 30 (HTTP/3) */
+    bool h3_fallback;         /* --http3: race TCP when QUIC is slow or fails (else --http3-only) */
+    uint32_t quic_version;    /* --quic-version: 0 (v1), VEGA_QUIC_V1, VEGA_QUIC_V2 */
+    const char *alt_svc;      /* --alt-svc FILE ("" = in memory only) */
+    const char *session_file; /* --tls-session-file FILE */
+    char *alt_svc_text;       /* their contents when they existed (owned) */
+    size_t alt_svc_len;
+    char *session_text;
+    size_t session_len;
     const char *cacert, *cert, *key;
     struct curl_resolve resolve[CURL_MAX_RESOLVE];
     size_t nresolve;
@@ -234,8 +243,84 @@ struct curl_ctx {
     vega_http_client *client;
 };
 
+/* ---- HTTP/3 settings and files (quic.c) --------------------------------------------------------
+ */
+
+/* What the QUIC side of the client trusts and shows (--cacert, --cert/--key as libvega's crypto
+ * objects, which QUIC's own TLS 1.3 uses instead of OpenSSL's configuration). */
+struct curl_quic {
+    vega_crypto_cert_store *ca;
+    vega_crypto_cert_chain *chain;
+    vega_crypto_key *key;
+};
+
+/* Reads --alt-svc and --tls-session-file when they exist (while the command line is parsed);
+ * exits 26 when one exists but cannot be read. */
+void curl_files_load(struct curl_opts *o);
+
+/* Fills co's QUIC fields from o (with q's objects). Returns 0 or a curl exit code after
+ * printing why (77: --cacert, 58: --cert or --key). */
+int curl_quic_setup(const struct curl_opts *o, struct curl_quic *q, vega_http_client_opts *co);
+void curl_quic_free(struct curl_quic *q);
+
+/* Loads the files' contents into the client (a malformed session file is reported, not
+ * fatal). */
+void curl_files_apply(const struct curl_opts *o, vega_http_client *c);
+
+/* The client's caches as the files' new contents (malloc'd, NULL when not asked for). */
+struct curl_saved {
+    char *alt_svc, *sessions;
+    size_t alt_svc_len, sessions_len;
+};
+void curl_files_take(const struct curl_opts *o, vega_http_client *c, struct curl_saved *s);
+
+/* Writes them (outside the runtime: plain blocking writes; a temporary file renamed over the
+ * old one, the session file private). Returns 0, or 23 after printing why. */
+int curl_files_store(const struct curl_opts *o, struct curl_saved *s);
+
 /* Runs URL number idx (its -o/-O, -T) and prints --write-out. Returns its exit code. */
 int curl_transfer(struct curl_ctx *cx, size_t idx);
+
+/* A growing buffer with a hard cap; bytes past the cap are dropped and counted. */
+struct tbuf {
+    char *p;
+    size_t len, cap, max;
+    bool dropped;
+};
+
+/* One URL's state, from its request to its last redirect (transfer.c, errors.c). */
+struct xfer {
+    const struct curl_opts *o;
+    struct curl_result res;
+    char url[CURL_MAX_URL_LEN], next[CURL_MAX_URL_LEN];
+    char host[256];
+    unsigned port;
+    const char *method;
+    bool send_data;
+    bool has_upload;
+    struct curl_upload up;
+    struct curl_sink sink;
+    struct curl_progress prog;
+    struct tbuf trace; /* -v lines of the request in flight */
+    struct tbuf heads; /* raw response heads for -i */
+    vega_http_field fields[CURL_MAX_HEADERS + 2];
+    size_t nfields;
+    vega_deadline dl;
+    uint8_t *buf;
+    char origin[CURL_MAX_URL_LEN];    /* scheme://host:port of the URL the user gave */
+    bool foreign;                     /* this hop's origin is another one */
+    vega_http_client_wire_error werr; /* what an HTTP/3 failure was on the wire */
+};
+
+/* ---- failures (errors.c) ------------------------------------------------------------------- */
+
+/* The exit code and message for a failed vega_http_client_send, after printing it. */
+int curl_send_failed(struct xfer *x, int e);
+/* The same for a failed vega_http_client_response_read. */
+int curl_read_failed(struct xfer *x, const vega_http_client_info *in, int e);
+/* A failure with this code and message (kept for -w %{errormsg}). */
+int curl_fail_msg(struct xfer *x, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* ---- --write-out (writeout.c) ------------------------------------------------------------- */
 

@@ -14,7 +14,8 @@
 
 static const char usage_text[] =
     "Usage: vega-curl [options] URL...\n"
-    "An HTTP client with curl's options and exit codes (HTTP/1.1 over TCP and TLS).\n"
+    "An HTTP client with curl's options and exit codes (HTTP/1.1 over TCP and TLS,\n"
+    "HTTP/3 over QUIC).\n"
     "\n"
     "Request:\n"
     "  -X, --request METHOD     the method (default GET; POST with -d; PUT with -T)\n"
@@ -36,9 +37,13 @@ static const char usage_text[] =
     "  -A, --user-agent NAME    User-Agent (default vega-curl/VERSION; '' = none)\n"
     "  -e, --referer URL        Referer\n"
     "      --compressed         ask for gzip, deflate, br and zstd and decode the body\n"
-    "      --http1.1            HTTP/1.1 (the default)\n"
+    "      --http1.1            HTTP/1.1 (the default, unless --alt-svc knows HTTP/3)\n"
     "      --http1.0            HTTP/1.0\n"
-    "      --http2, --http3     not supported yet (exit 1)\n"
+    "      --http3              HTTP/3 over QUIC for https URLs; if QUIC has not connected\n"
+    "                           after 200 ms (or failed), race TCP: the first connected\n"
+    "                           wins\n"
+    "      --http3-only         HTTP/3 and nothing else\n"
+    "      --http2              not supported yet (exit 1)\n"
     "\n"
     "Connection:\n"
     "      --resolve H:P:ADDR   connect to ADDR for host H port P (repeatable)\n"
@@ -48,7 +53,14 @@ static const char usage_text[] =
     "      --cacert FILE        CA certificates (PEM) to verify the server with\n"
     "      --cert FILE          client certificate (PEM) for mutual TLS (--key: its key)\n"
     "      --key FILE           the client certificate's private key (PEM)\n"
-    "  SSLKEYLOGFILE=FILE       append TLS secrets to FILE (for Wireshark)\n"
+    "  SSLKEYLOGFILE=FILE       append TLS secrets to FILE (for Wireshark; TCP only:\n"
+    "                           QUIC's secrets are not exported)\n"
+    "      --alt-svc FILE       learn Alt-Svc from https responses into FILE (curl's\n"
+    "                           format) and go over HTTP/3 where it names an h3\n"
+    "                           alternative, falling back to TCP; '' = in memory only\n"
+    "      --tls-session-file FILE  keep QUIC session tickets and tokens in FILE (mode\n"
+    "                           0600) to resume next time, with 0-RTT for GET and HEAD\n"
+    "      --quic-version 1|2   the QUIC version to start with (default 1; 2 = RFC 9369)\n"
     "\n"
     "Redirects:\n"
     "  -L, --location           follow redirects (301, 302, 303, 307, 308); Authorization,\n"
@@ -90,10 +102,11 @@ static const char usage_text[] =
     "\n"
     "Exit codes are curl's: 1 unsupported protocol (or HTTP version), 2 usage, 3 malformed\n"
     "URL, 6 host not found, 7 connection failed, 8 malformed reply, 18 body cut short, 22\n"
-    "HTTP error with -f, 23 write error, 26 read error, 28 timeout, 35 TLS handshake, 47 too\n"
-    "many redirects, 52 empty reply, 55 send error, 56 receive error, 58 client certificate,\n"
-    "60 server certificate not trusted, 61 bad content encoding, 63 body too large, 65\n"
-    "cannot resend the body, 77 CA file.\n"
+    "HTTP error with -f, 23 write error, 26 read error, 28 timeout, 35 TLS or QUIC\n"
+    "handshake, 47 too many redirects, 52 empty reply, 55 send error, 56 receive error, 58\n"
+    "client certificate, 60 server certificate not trusted, 61 bad content encoding, 63 body\n"
+    "too large, 65 cannot resend the body, 77 CA file, 95 HTTP/3 error (a stream reset, a\n"
+    "connection error).\n"
     "\n"
     "Examples:\n"
     "  vega-curl https://example.com/\n"
@@ -101,7 +114,9 @@ static const char usage_text[] =
     "  vega-curl -d name=vega -d lang=c http://127.0.0.1:8080/form\n"
     "  vega-curl -T big.iso http://127.0.0.1:8080/upload/\n"
     "  vega-curl -s -o /dev/null -w '%{http_code} %{time_total}\\n' http://127.0.0.1:8080/\n"
-    "  vega-curl --resolve example.com:443:127.0.0.1 --cacert ca.pem https://example.com/\n";
+    "  vega-curl --resolve example.com:443:127.0.0.1 --cacert ca.pem https://example.com/\n"
+    "  vega-curl --http3 -o big.iso https://example.com/big.iso\n"
+    "  vega-curl --alt-svc altsvc.txt --tls-session-file sess.txt https://example.com/\n";
 
 enum {
     OPT_DATA_BINARY = 256,
@@ -126,6 +141,9 @@ enum {
     OPT_URL,
     OPT_DATA_URLENCODE,
     OPT_LOCATION_TRUSTED,
+    OPT_ALT_SVC,
+    OPT_QUIC_VERSION,
+    OPT_SESSION_FILE,
 };
 
 static const struct option long_opts[] = {
@@ -167,6 +185,9 @@ static const struct option long_opts[] = {
     {"http2-prior-knowledge", no_argument, NULL, OPT_HTTP2_PRIOR},
     {"http3", no_argument, NULL, OPT_HTTP3},
     {"http3-only", no_argument, NULL, OPT_HTTP3_ONLY},
+    {"alt-svc", required_argument, NULL, OPT_ALT_SVC},
+    {"quic-version", required_argument, NULL, OPT_QUIC_VERSION},
+    {"tls-session-file", required_argument, NULL, OPT_SESSION_FILE},
     {"progress-bar", no_argument, NULL, '#'},
     {"no-progress-meter", no_argument, NULL, OPT_NO_PROGRESS},
     {"user-agent", required_argument, NULL, 'A'},
@@ -320,14 +341,14 @@ static void unsupported_version(const struct curl_opts *o, const char *opt)
 {
     /* curl answers 1 (CURLE_UNSUPPORTED_PROTOCOL) when its build lacks a protocol. */
     fail_exit(o, CE_UNSUPPORTED_PROTOCOL,
-              "%s: HTTP/2 and HTTP/3 are not supported yet by vega-curl (HTTP/1.1 only)", opt);
+              "%s: HTTP/2 is not supported yet by vega-curl (HTTP/1.1 and HTTP/3 are)", opt);
 }
 
 static void print_version(void)
 {
     printf("vega-curl %s (libvega %s)\n"
            "Protocols: http https\n"
-           "Features: HTTP/1.1 TLS brotli gzip deflate zstd\n",
+           "Features: alt-svc HTTP/1.1 HTTP3 TLS brotli gzip deflate zstd\n",
            VEGA_VERSION_STRING, vega_version());
 }
 
@@ -451,6 +472,22 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
         case OPT_HTTP11:
             o->http_version = 11;
             break;
+        case OPT_ALT_SVC:
+            o->alt_svc = optarg;
+            break;
+        case OPT_SESSION_FILE:
+            if (!*optarg)
+                cli_usage_error("--tls-session-file: expected a file name");
+            o->session_file = optarg;
+            break;
+        case OPT_QUIC_VERSION:
+            if (!strcmp(optarg, "1"))
+                o->quic_version = VEGA_QUIC_V1;
+            else if (!strcmp(optarg, "2"))
+                o->quic_version = VEGA_QUIC_V2;
+            else
+                cli_usage_error("--quic-version: expected 1 or 2, got '%s'", optarg);
+            break;
         case OPT_HTTP2:
             http2_opt = "--http2";
             break;
@@ -458,10 +495,12 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
             http2_opt = "--http2-prior-knowledge";
             break;
         case OPT_HTTP3:
-            http2_opt = "--http3";
+            o->http_version = 30;
+            o->h3_fallback = true;
             break;
         case OPT_HTTP3_ONLY:
-            http2_opt = "--http3-only";
+            o->http_version = 30;
+            o->h3_fallback = false;
             break;
         case '#':
             o->progress_bar = true;
@@ -506,6 +545,7 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
         cli_usage_error("--key needs --cert");
     if (o->nouts > o->nurls && !o->silent)
         cli_err(NULL, "warning: more -o/-O than URLs; the extra ones are ignored");
+    curl_files_load(o);
 }
 
 /* The TLS configuration: system CAs unless --cacert, -k, a client certificate, ALPN. */
@@ -542,12 +582,16 @@ static int make_tls(const struct curl_opts *o, vega_tls_config **out)
     return 0;
 }
 
-static int make_client(const struct curl_opts *o, vega_tls_config *tls, vega_http_client **out)
+static int make_client(const struct curl_opts *o, vega_tls_config *tls, struct curl_quic *q,
+                       vega_http_client **out)
 {
     static char ua[64];
     vega_http_client_opts co;
     vega_http_client_opts_init(&co);
     co.tls = tls;
+    int code = curl_quic_setup(o, q, &co);
+    if (code)
+        return code;
     if (o->connect_timeout_ns)
         co.connect_timeout_ns = o->connect_timeout_ns;
     /* curl sets no body limit: a download is as large as the user asks for. */
@@ -565,6 +609,7 @@ static int make_client(const struct curl_opts *o, vega_tls_config *tls, vega_htt
             return curl_fail(o, CE_OUT_OF_MEMORY, "--resolve: %s", vega_strerror(r));
         }
     }
+    curl_files_apply(o, *out);
     return 0;
 }
 
@@ -572,6 +617,7 @@ struct main_arg {
     const struct curl_opts *o;
     int code;
     bool stdout_closed;
+    struct curl_saved saved; /* the caches for --alt-svc and --tls-session-file */
 };
 
 static void *main_task(void *arg)
@@ -579,12 +625,15 @@ static void *main_task(void *arg)
     struct main_arg *m = arg;
     const struct curl_opts *o = m->o;
     vega_tls_config *tls = NULL;
+    struct curl_quic q = {0};
     struct curl_ctx cx = {.o = o};
     curl_stdout_init();
     if (m->stdout_closed)
         curl_stdout.err = -EBADF;
-    if ((m->code = make_tls(o, &tls)) != 0 || (m->code = make_client(o, tls, &cx.client)) != 0) {
+    if ((m->code = make_tls(o, &tls)) != 0 ||
+        (m->code = make_client(o, tls, &q, &cx.client)) != 0) {
         vega_tls_config_free(tls);
+        curl_quic_free(&q);
         curl_stdout_fini();
         return NULL;
     }
@@ -592,8 +641,10 @@ static void *main_task(void *arg)
     m->code = CE_OK;
     for (size_t i = 0; i < o->nurls; i++)
         m->code = curl_transfer(&cx, i);
+    curl_files_take(o, cx.client, &m->saved);
     vega_http_client_free(cx.client);
     vega_tls_config_free(tls);
+    curl_quic_free(&q);
     curl_stdout_fini();
     return NULL;
 }
@@ -623,7 +674,6 @@ int main(int argc, char **argv)
     static struct curl_opts o;
     bool stdout_closed = guard_std_fds();
     o.max_redirs = 50;
-    o.http_version = 11;
     cli_set_prog("vega-curl");
     parse_args(&o, argc, argv);
     signal(SIGPIPE, SIG_IGN);
@@ -644,6 +694,11 @@ int main(int argc, char **argv)
     if (r < 0)
         m.code = curl_fail(&o, CE_FAILED_INIT, "runtime: %s", vega_strerror(r));
     vega_rt_free(rt);
+    int fcode = curl_files_store(&o, &m.saved);
+    if (fcode && m.code == CE_OK)
+        m.code = fcode;
+    free(o.alt_svc_text);
+    free(o.session_text);
     free(o.data);
     free(o.urls);
     free(o.outs);

@@ -15,13 +15,6 @@
 #define DRAIN_MAX (1u << 20) /* a redirect's body read to keep its connection */
 #define READ_BUF  (64u * 1024)
 
-/* A growing buffer with a hard cap; bytes past the cap are dropped and counted. */
-struct tbuf {
-    char *p;
-    size_t len, cap, max;
-    bool dropped;
-};
-
 static void tbuf_put(struct tbuf *b, const void *s, size_t n)
 {
     if (b->len + n > b->max) {
@@ -49,28 +42,6 @@ static void tbuf_free(struct tbuf *b)
     free(b->p);
     memset(b, 0, sizeof(*b));
 }
-
-struct xfer {
-    const struct curl_opts *o;
-    struct curl_result res;
-    char url[CURL_MAX_URL_LEN], next[CURL_MAX_URL_LEN];
-    char host[256];
-    unsigned port;
-    const char *method;
-    bool send_data;
-    bool has_upload;
-    struct curl_upload up;
-    struct curl_sink sink;
-    struct curl_progress prog;
-    struct tbuf trace; /* -v lines of the request in flight */
-    struct tbuf heads; /* raw response heads for -i */
-    vega_http_field fields[CURL_MAX_HEADERS + 2];
-    size_t nfields;
-    vega_deadline dl;
-    uint8_t *buf;
-    char origin[CURL_MAX_URL_LEN]; /* scheme://host:port of the URL the user gave */
-    bool foreign;                  /* this hop's origin is another one */
-};
 
 /* ---- trace (-v) and heads (-i) ------------------------------------------------------------ */
 
@@ -140,10 +111,44 @@ static void flush_trace(struct xfer *x)
     x->trace.dropped = false;
 }
 
+static const char *suite_name(uint16_t s)
+{
+    return s == VEGA_QUIC_TLS_AES_128_GCM_SHA256         ? "TLS_AES_128_GCM_SHA256"
+           : s == VEGA_QUIC_TLS_AES_256_GCM_SHA384       ? "TLS_AES_256_GCM_SHA384"
+           : s == VEGA_QUIC_TLS_CHACHA20_POLY1305_SHA256 ? "TLS_CHACHA20_POLY1305_SHA256"
+                                                         : "unknown";
+}
+
+/* -v for an HTTP/3 response: the QUIC handshake's facts (once per connection). */
+static void verbose_quic(struct xfer *x, const vega_http_client_info *in)
+{
+    if (in->reused) {
+        info_line("Re-using existing HTTP/3 connection with host %s", x->host);
+    } else {
+        static const char *const early[] = {"not offered", "offered", "accepted", "rejected"};
+        info_line("QUIC: connected to %s port %u (host %s)", x->res.remote_ip, x->res.remote_port,
+                  x->host);
+        info_line("QUIC: version %s (0x%08x), ALPN %s, cipher %s",
+                  in->quic_version == VEGA_QUIC_V2 ? "2" : "1", (unsigned)in->quic_version,
+                  in->alpn ? in->alpn : "none", suite_name(in->tls_suite));
+        info_line("QUIC: %s, 0-RTT %s", in->tls_resumed ? "session resumed" : "full handshake",
+                  early[(unsigned)in->early_data & 3]);
+        const char *keylog = getenv("SSLKEYLOGFILE");
+        if (keylog && *keylog)
+            info_line("QUIC: SSLKEYLOGFILE is not written for QUIC connections (no key log in "
+                      "libvega's QUIC yet)");
+    }
+    info_line("using HTTP/3, stream %llu", (unsigned long long)in->stream_id);
+}
+
 static void verbose_connection(struct xfer *x, const vega_http_client_info *in)
 {
     if (!x->o->verbose)
         return;
+    if (in->version == 30) {
+        verbose_quic(x, in);
+        return;
+    }
     if (in->reused)
         info_line("Re-using existing connection with host %s", x->host);
     else
@@ -183,18 +188,6 @@ static int write_heads(struct xfer *x, const vega_http_client_info *in)
     return code;
 }
 
-/* ---- errors ---------------------------------------------------------------------------------- */
-
-static unsigned long long ms_since(vega_tstamp t)
-{
-    return (unsigned long long)((vega_now() - t) / VEGA_NS_PER_MS);
-}
-
-static bool is_tls_code(int e)
-{
-    return e <= VEGA_ERR_TLS_BASE && e > VEGA_ERR_TLS_LAST;
-}
-
 /* Whether the upload can go from the file to the socket by sendfile(2): a regular file of
  * known length (not stdin, whose position may be anywhere) over plain HTTP (through TLS the
  * library would read it with plain preads on the worker; curl_upload_read's io_uring reads
@@ -203,128 +196,6 @@ static bool upload_by_sendfile(const struct xfer *x)
 {
     return x->up.length != VEGA_HTTP_LENGTH_UNKNOWN && !x->up.is_stdin && x->up.fd >= 0 &&
            strncasecmp(x->url, "http://", 7) == 0;
-}
-
-/* The exit code and message for a failed vega_http_client_send. */
-static int send_failed(struct xfer *x, int e)
-{
-    struct curl_result *r = &x->res;
-    const struct curl_opts *o = x->o;
-    int code;
-    if (x->has_upload && x->up.err) {
-        code = CE_READ_ERROR;
-        snprintf(r->errmsg, sizeof(r->errmsg), "Failed to read the upload data: %s",
-                 vega_strerror(x->up.err));
-    } else if (e == VEGA_ERR_HTTP_URL) {
-        code = CE_URL_MALFORMAT;
-        snprintf(r->errmsg, sizeof(r->errmsg), "URL using bad/illegal format or missing URL");
-    } else if (e == VEGA_ERR_HTTP_SCHEME) {
-        code = CE_UNSUPPORTED_PROTOCOL;
-        snprintf(r->errmsg, sizeof(r->errmsg), "Protocol \"%s\" not supported", r->scheme);
-    } else if (e == VEGA_ERR_DNS_NOT_FOUND || e == VEGA_ERR_DNS_NO_ADDRESS ||
-               e == VEGA_ERR_DNS_SERVER) {
-        code = CE_COULDNT_RESOLVE_HOST;
-        snprintf(r->errmsg, sizeof(r->errmsg), "Could not resolve host: %s", x->host);
-    } else if (e == -ECONNREFUSED || e == -EHOSTUNREACH || e == -ENETUNREACH ||
-               e == -EADDRNOTAVAIL || e == -EAFNOSUPPORT || e == -ENETDOWN) {
-        code = CE_COULDNT_CONNECT;
-        snprintf(r->errmsg, sizeof(r->errmsg),
-                 "Failed to connect to %s port %u after %llu ms: Couldn't connect to server (%s)",
-                 x->host, x->port, ms_since(r->t_begin), vega_strerror(e));
-    } else if (e == -ETIMEDOUT || e == -ECANCELED) {
-        code = CE_OPERATION_TIMEDOUT;
-        if (x->dl && vega_now() >= x->dl)
-            snprintf(r->errmsg, sizeof(r->errmsg),
-                     "Operation timed out after %llu milliseconds with 0 bytes received",
-                     ms_since(r->t_begin));
-        else
-            snprintf(r->errmsg, sizeof(r->errmsg), "Connection timed out after %llu milliseconds",
-                     ms_since(r->t_begin));
-    } else if (e == VEGA_ERR_TLS_CERT_UNTRUSTED || e == VEGA_ERR_TLS_CERT_EXPIRED ||
-               e == VEGA_ERR_TLS_CERT_NAME || e == VEGA_ERR_TLS_CERT) {
-        code = CE_PEER_FAILED_VERIFICATION;
-        snprintf(r->errmsg, sizeof(r->errmsg),
-                 "SSL certificate problem: %s (use -k to skip verification, --cacert to trust "
-                 "a CA)",
-                 vega_tls_strerror(e));
-    } else if (e == VEGA_ERR_TLS_HANDSHAKE || e == VEGA_ERR_TLS_ALERT ||
-               e == VEGA_ERR_TLS_NO_CERT || e == VEGA_ERR_TLS_CONFIG) {
-        code = CE_SSL_CONNECT_ERROR;
-        snprintf(r->errmsg, sizeof(r->errmsg), "TLS handshake with %s failed: %s", x->host,
-                 vega_tls_strerror(e));
-    } else if (e == VEGA_ERR_HTTP_EMPTY_REPLY) {
-        code = CE_GOT_NOTHING;
-        snprintf(r->errmsg, sizeof(r->errmsg), "Empty reply from server");
-    } else if (e == VEGA_ERR_PROTO || e == -EMSGSIZE || e == -E2BIG) {
-        code = CE_WEIRD_SERVER_REPLY;
-        snprintf(r->errmsg, sizeof(r->errmsg), "Weird server reply (%s)", vega_strerror(e));
-    } else if (e == -EPIPE) {
-        code = CE_SEND_ERROR;
-        snprintf(r->errmsg, sizeof(r->errmsg), "Failed sending data to the peer: %s",
-                 vega_strerror(e));
-    } else if (e == -ENOMEM) {
-        code = CE_OUT_OF_MEMORY;
-        snprintf(r->errmsg, sizeof(r->errmsg), "Out of memory");
-    } else {
-        code = CE_RECV_ERROR;
-        snprintf(r->errmsg, sizeof(r->errmsg), "Failure when receiving data from the peer: %s",
-                 is_tls_code(e) ? vega_tls_strerror(e) : vega_strerror(e));
-    }
-    r->exit_code = code;
-    return curl_fail(o, code, "%s", r->errmsg);
-}
-
-/* The exit code and message for a failed vega_http_client_response_read. */
-static int read_failed(struct xfer *x, const vega_http_client_info *in, int e)
-{
-    struct curl_result *r = &x->res;
-    int code;
-    bool known = in->content_length != VEGA_HTTP_LENGTH_UNKNOWN;
-    char got[128];
-    if (known && in->coding == VEGA_HTTP_CODING_IDENTITY)
-        snprintf(got, sizeof(got), "%llu out of %llu bytes", (unsigned long long)r->size_download,
-                 (unsigned long long)in->content_length);
-    else
-        snprintf(got, sizeof(got), "%llu bytes", (unsigned long long)r->size_download);
-    if (e == -ETIMEDOUT || e == -ECANCELED) {
-        code = CE_OPERATION_TIMEDOUT;
-        snprintf(r->errmsg, sizeof(r->errmsg),
-                 "Operation timed out after %llu milliseconds with %s received",
-                 ms_since(r->t_begin), got);
-    } else if (e == VEGA_ERR_HTTP_BODY_TOO_LARGE || e == -EFBIG) {
-        code = CE_FILESIZE_EXCEEDED;
-        snprintf(r->errmsg, sizeof(r->errmsg), "Maximum file size exceeded");
-    } else if (in->coding != VEGA_HTTP_CODING_IDENTITY && (e == VEGA_ERR_PROTO || e == -ENODATA)) {
-        code = CE_BAD_CONTENT_ENCODING;
-        snprintf(r->errmsg, sizeof(r->errmsg),
-                 "Error while processing content unencoding: invalid %s data",
-                 vega_http_coding_name(in->coding));
-    } else if (e == -ENODATA || e == VEGA_ERR_CLOSED || e == VEGA_ERR_TLS_TRUNCATED ||
-               (e == VEGA_ERR_PROTO && known && r->size_download < in->content_length)) {
-        code = CE_PARTIAL_FILE;
-        snprintf(r->errmsg, sizeof(r->errmsg), "transfer closed with %s received", got);
-    } else if (e == -ENOMEM) {
-        code = CE_OUT_OF_MEMORY;
-        snprintf(r->errmsg, sizeof(r->errmsg), "Out of memory");
-    } else {
-        code = CE_RECV_ERROR;
-        snprintf(r->errmsg, sizeof(r->errmsg), "Failure when receiving data from the peer: %s",
-                 is_tls_code(e) ? vega_tls_strerror(e) : vega_strerror(e));
-    }
-    r->exit_code = code;
-    return curl_fail(x->o, code, "%s", r->errmsg);
-}
-
-static int fail_msg(struct xfer *x, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail_msg(struct xfer *x, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(x->res.errmsg, sizeof(x->res.errmsg), fmt, ap);
-    va_end(ap);
-    x->res.exit_code = code;
-    return curl_fail(x->o, code, "%s", x->res.errmsg);
 }
 
 /* ---- the URL --------------------------------------------------------------------------------- */
@@ -343,7 +214,7 @@ static int prepare_url(struct xfer *x, const char *raw, const char *upload)
     else
         n = snprintf(x->url, sizeof(x->url), "%s%s", sep ? "" : "http://", raw);
     if (n < 0 || (size_t)n >= sizeof(x->url))
-        return fail_msg(x, CE_URL_MALFORMAT, "URL longer than %d bytes", CURL_MAX_URL_LEN - 1);
+        return curl_fail_msg(x, CE_URL_MALFORMAT, "URL longer than %d bytes", CURL_MAX_URL_LEN - 1);
     size_t slen = sep ? (size_t)(sep - raw) : 4;
     snprintf(x->res.scheme, sizeof(x->res.scheme), "%.*s", (int)(slen < 15 ? slen : 15),
              sep ? raw : "http");
@@ -351,11 +222,11 @@ static int prepare_url(struct xfer *x, const char *raw, const char *upload)
         if (*p >= 'A' && *p <= 'Z')
             *p = (char)(*p - 'A' + 'a');
     if (strcmp(x->res.scheme, "http") != 0 && strcmp(x->res.scheme, "https") != 0)
-        return fail_msg(x, CE_UNSUPPORTED_PROTOCOL, "Protocol \"%.*s\" not supported", (int)slen,
-                        sep ? raw : "http");
+        return curl_fail_msg(x, CE_UNSUPPORTED_PROTOCOL, "Protocol \"%.*s\" not supported",
+                             (int)slen, sep ? raw : "http");
     vega_http_url u;
     if (vega_http_url_parse(&u, x->url, strlen(x->url)) < 0)
-        return fail_msg(x, CE_URL_MALFORMAT, "URL using bad/illegal format or missing URL");
+        return curl_fail_msg(x, CE_URL_MALFORMAT, "URL using bad/illegal format or missing URL");
     if (upload && !u.query.ptr && (u.path.len == 0 || u.path.ptr[u.path.len - 1] == '/')) {
         /* -T with no file part in the URL: curl appends the local file's name. */
         const char *base = strrchr(upload, '/');
@@ -366,11 +237,11 @@ static int prepare_url(struct xfer *x, const char *raw, const char *upload)
         char tail[CURL_MAX_URL_LEN];
         n = snprintf(tail, sizeof(tail), "%.*s%s%s", (int)at, x->url, u.path.len ? "" : "/", base);
         if (n < 0 || (size_t)n >= sizeof(tail))
-            return fail_msg(x, CE_URL_MALFORMAT, "URL too long");
+            return curl_fail_msg(x, CE_URL_MALFORMAT, "URL too long");
         memcpy(x->url, tail, (size_t)n + 1);
         if (vega_http_url_parse(&u, x->url, strlen(x->url)) < 0)
-            return fail_msg(x, CE_URL_MALFORMAT,
-                            "URL rejected: the upload file's name does not fit in a URL");
+            return curl_fail_msg(x, CE_URL_MALFORMAT,
+                                 "URL rejected: the upload file's name does not fit in a URL");
     }
     snprintf(x->host, sizeof(x->host), "%.*s", (int)u.host.len, u.host.ptr);
     x->port = u.port;
@@ -385,16 +256,16 @@ static int remote_name(struct xfer *x)
 {
     vega_http_url u;
     if (vega_http_url_parse(&u, x->url, strlen(x->url)) < 0)
-        return fail_msg(x, CE_URL_MALFORMAT, "URL using bad/illegal format or missing URL");
+        return curl_fail_msg(x, CE_URL_MALFORMAT, "URL using bad/illegal format or missing URL");
     const char *p = u.path.ptr, *end = u.path.ptr + u.path.len, *seg = p;
     for (const char *q = p; q < end; q++)
         if (*q == '/')
             seg = q + 1;
     size_t len = (size_t)(end - seg);
     if (len == 0 || (len == 1 && seg[0] == '.') || (len == 2 && seg[0] == '.' && seg[1] == '.'))
-        return fail_msg(x, CE_WRITE_ERROR, "Remote file name has no length!");
+        return curl_fail_msg(x, CE_WRITE_ERROR, "Remote file name has no length!");
     if (len >= sizeof(x->res.filename))
-        return fail_msg(x, CE_WRITE_ERROR, "Remote file name is too long");
+        return curl_fail_msg(x, CE_WRITE_ERROR, "Remote file name is too long");
     memcpy(x->res.filename, seg, len);
     x->res.filename[len] = '\0';
     return 0;
@@ -538,7 +409,7 @@ static int read_body(struct xfer *x, vega_http_client_response *resp,
     const struct curl_opts *o = x->o;
     if (o->max_filesize && in->content_length != VEGA_HTTP_LENGTH_UNKNOWN &&
         in->coding == VEGA_HTTP_CODING_IDENTITY && in->content_length > o->max_filesize)
-        return fail_msg(x, CE_FILESIZE_EXCEEDED, "Maximum file size exceeded");
+        return curl_fail_msg(x, CE_FILESIZE_EXCEEDED, "Maximum file size exceeded");
     curl_progress_start(&x->prog, o, !x->sink.is_stdout || !curl_stdout.tty);
     x->prog.start = x->res.t_begin;
     if (in->coding == VEGA_HTTP_CODING_IDENTITY && in->content_length != VEGA_HTTP_LENGTH_UNKNOWN)
@@ -549,7 +420,7 @@ static int read_body(struct xfer *x, vega_http_client_response *resp,
         uint8_t *p = curl_sink_space(&x->sink, &room);
         if (!p) {
             curl_progress_end(&x->prog);
-            return fail_msg(x, CE_OUT_OF_MEMORY, "Out of memory");
+            return curl_fail_msg(x, CE_OUT_OF_MEMORY, "Out of memory");
         }
         bool pending = curl_sink_pending(&x->sink);
         vega_ssize n = vega_http_client_response_read(resp, p, room, pending ? 0 : dl);
@@ -564,7 +435,8 @@ static int read_body(struct xfer *x, vega_http_client_response *resp,
             break;
         if (n < 0) {
             curl_progress_end(&x->prog);
-            return read_failed(x, in, (int)n);
+            vega_http_client_response_get_error(resp, &x->werr);
+            return curl_read_failed(x, in, (int)n);
         }
         x->res.size_download += (uint64_t)n;
         int code = curl_sink_commit(&x->sink, o, (size_t)n);
@@ -611,6 +483,8 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
         }
         req.decompress = o->compressed;
         req.version = o->http_version;
+        req.h3_fallback = o->h3_fallback;
+        req.wire_error = &x->werr;
         req.deadline = x->dl ? x->dl : VEGA_DEADLINE_NEVER;
         req.trace = on_trace;
         req.trace_user = x;
@@ -627,7 +501,7 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
         }
         if (r < 0) {
             flush_trace(x);
-            return send_failed(x, r);
+            return curl_send_failed(x, r);
         }
         const vega_http_client_info *in = vega_http_client_response_info(resp);
         note_response(x, in);
@@ -648,8 +522,9 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
         }
         if (n < 0) {
             vega_http_client_response_free(resp);
-            return fail_msg(x, CE_URL_MALFORMAT,
-                            "the Location of a %d response is not a usable URL", x->res.status);
+            return curl_fail_msg(x, CE_URL_MALFORMAT,
+                                 "the Location of a %d response is not a usable URL",
+                                 x->res.status);
         }
         if (o->include || o->head) {
             int code = write_heads(x, in);
@@ -660,8 +535,8 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
         }
         if (o->max_redirs >= 0 && x->res.num_redirects >= o->max_redirs) {
             vega_http_client_response_free(resp);
-            return fail_msg(x, CE_TOO_MANY_REDIRECTS, "Maximum (%ld) redirects followed",
-                            o->max_redirs);
+            return curl_fail_msg(x, CE_TOO_MANY_REDIRECTS, "Maximum (%ld) redirects followed",
+                                 o->max_redirs);
         }
         drain(x, resp);
         vega_http_client_response_free(resp);
@@ -675,8 +550,9 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
             x->send_data = false;
             x->has_upload = false;
         } else if (x->has_upload && curl_upload_rewind(&x->up) < 0) {
-            return fail_msg(x, CE_SEND_FAIL_REWIND,
-                            "necessary data rewind wasn't possible (the upload came from stdin)");
+            return curl_fail_msg(
+                x, CE_SEND_FAIL_REWIND,
+                "necessary data rewind wasn't possible (the upload came from stdin)");
         }
         memcpy(x->url, x->next, (size_t)n + 1);
         char here[CURL_MAX_URL_LEN];
@@ -736,8 +612,8 @@ static int run(struct xfer *x, struct curl_ctx *cx, size_t idx)
     const vega_http_client_info *in = vega_http_client_response_info(resp);
     if (o->fail && in->status >= 400 && !o->fail_with_body) {
         vega_http_client_response_free(resp);
-        return fail_msg(x, CE_HTTP_RETURNED_ERROR, "The requested URL returned error: %d",
-                        x->res.status);
+        return curl_fail_msg(x, CE_HTTP_RETURNED_ERROR, "The requested URL returned error: %d",
+                             x->res.status);
     }
     if ((o->include || o->head) && (code = write_heads(x, in)) != 0) {
         vega_http_client_response_free(resp);
@@ -753,8 +629,8 @@ static int run(struct xfer *x, struct curl_ctx *cx, size_t idx)
         return code;
     }
     if (o->fail && x->res.status >= 400)
-        return fail_msg(x, CE_HTTP_RETURNED_ERROR, "The requested URL returned error: %d",
-                        x->res.status);
+        return curl_fail_msg(x, CE_HTTP_RETURNED_ERROR, "The requested URL returned error: %d",
+                             x->res.status);
     return 0;
 }
 

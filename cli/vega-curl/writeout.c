@@ -69,7 +69,11 @@ static bool variable(struct wo *w, const struct curl_result *r, const char *name
     if (IS("http_code") || IS("response_code"))
         wo_printf(w, "%03d", r->status);
     else if (IS("http_version"))
-        wo_printf(w, "%s", r->http_version == 11 ? "1.1" : r->http_version == 10 ? "1.0" : "0");
+        wo_printf(w, "%s",
+                  r->http_version == 30   ? "3"
+                  : r->http_version == 11 ? "1.1"
+                  : r->http_version == 10 ? "1.0"
+                                          : "0");
     else if (IS("time_total"))
         wo_printf(w, "%.6f", total);
     else if (IS("time_namelookup"))

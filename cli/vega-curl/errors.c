@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/* vega-curl's failures: libvega's codes turned into curl's exit codes and messages, for a
+ * request that could not be sent (connect, TLS and QUIC handshakes, HTTP/3 resets) and for a
+ * body that could not be read. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "curl.h"
+
+static unsigned long long ms_since(vega_tstamp t)
+{
+    return (unsigned long long)((vega_now() - t) / VEGA_NS_PER_MS);
+}
+
+static bool is_tls_code(int e)
+{
+    return e <= VEGA_ERR_TLS_BASE && e > VEGA_ERR_TLS_LAST;
+}
+
+/* Whether a failure is one of the HTTP/3 layer (curl's 95): a stream reset, GOAWAY, an HTTP/3
+ * or QPACK connection error, a malformed response on an HTTP/3 stream. */
+static bool h3_code(int e, const vega_http_client_wire_error *w)
+{
+    return e == VEGA_ERR_QUIC_EP_RESET || e == VEGA_ERR_H3_GOAWAY ||
+           ((e == VEGA_ERR_PROTO || e == VEGA_ERR_QUIC_EP_CLOSED) &&
+            (w->kind == VEGA_HTTP_CLIENT_WIRE_STREAM || w->kind == VEGA_HTTP_CLIENT_WIRE_H3));
+}
+
+static void h3_message(struct xfer *x, int e, char *out, size_t cap)
+{
+    const vega_http_client_wire_error *w = &x->werr;
+    const char *who = w->local ? "we" : "the server";
+    if (e == VEGA_ERR_H3_GOAWAY)
+        snprintf(out, cap, "HTTP/3: the server sent GOAWAY before answering");
+    else if (w->kind == VEGA_HTTP_CLIENT_WIRE_STREAM)
+        snprintf(out, cap, "HTTP/3 stream reset (%s sent %s, 0x%llx)", who,
+                 vega_h3_error_name(w->code), (unsigned long long)w->code);
+    else
+        snprintf(out, cap, "HTTP/3 connection error (%s sent %s, 0x%llx%s%s)", who,
+                 vega_h3_error_name(w->code), (unsigned long long)w->code, w->reason[0] ? ": " : "",
+                 w->reason);
+}
+
+/* The exit code and message for a failed vega_http_client_send. */
+int curl_send_failed(struct xfer *x, int e)
+{
+    struct curl_result *r = &x->res;
+    const struct curl_opts *o = x->o;
+    int code;
+    if (x->has_upload && x->up.err) {
+        code = CE_READ_ERROR;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Failed to read the upload data: %s",
+                 vega_strerror(x->up.err));
+    } else if (e == VEGA_ERR_HTTP_URL) {
+        code = CE_URL_MALFORMAT;
+        snprintf(r->errmsg, sizeof(r->errmsg), "URL using bad/illegal format or missing URL");
+    } else if (e == VEGA_ERR_HTTP_SCHEME) {
+        code = CE_UNSUPPORTED_PROTOCOL;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Protocol \"%s\" not supported", r->scheme);
+    } else if (e == VEGA_ERR_DNS_NOT_FOUND || e == VEGA_ERR_DNS_NO_ADDRESS ||
+               e == VEGA_ERR_DNS_SERVER) {
+        code = CE_COULDNT_RESOLVE_HOST;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Could not resolve host: %s", x->host);
+    } else if (e == -ECONNREFUSED || e == -EHOSTUNREACH || e == -ENETUNREACH ||
+               e == -EADDRNOTAVAIL || e == -EAFNOSUPPORT || e == -ENETDOWN) {
+        code = CE_COULDNT_CONNECT;
+        snprintf(r->errmsg, sizeof(r->errmsg),
+                 "Failed to connect to %s port %u after %llu ms: Couldn't connect to server (%s)",
+                 x->host, x->port, ms_since(r->t_begin), vega_strerror(e));
+    } else if (e == -ETIMEDOUT || e == -ECANCELED) {
+        code = CE_OPERATION_TIMEDOUT;
+        if (x->dl && vega_now() >= x->dl)
+            snprintf(r->errmsg, sizeof(r->errmsg),
+                     "Operation timed out after %llu milliseconds with 0 bytes received",
+                     ms_since(r->t_begin));
+        else
+            snprintf(r->errmsg, sizeof(r->errmsg), "Connection timed out after %llu milliseconds",
+                     ms_since(r->t_begin));
+    } else if (e == VEGA_ERR_TLS_CERT_UNTRUSTED || e == VEGA_ERR_TLS_CERT_EXPIRED ||
+               e == VEGA_ERR_TLS_CERT_NAME || e == VEGA_ERR_TLS_CERT) {
+        code = CE_PEER_FAILED_VERIFICATION;
+        snprintf(r->errmsg, sizeof(r->errmsg),
+                 "SSL certificate problem: %s (use -k to skip verification, --cacert to trust "
+                 "a CA)",
+                 vega_tls_strerror(e));
+    } else if (e == VEGA_ERR_TLS_HANDSHAKE || e == VEGA_ERR_TLS_ALERT ||
+               e == VEGA_ERR_TLS_NO_CERT || e == VEGA_ERR_TLS_CONFIG) {
+        code = CE_SSL_CONNECT_ERROR;
+        snprintf(r->errmsg, sizeof(r->errmsg), "TLS handshake with %s failed: %s", x->host,
+                 vega_tls_strerror(e));
+    } else if (e == VEGA_ERR_QUIC_EP_HANDSHAKE) {
+        code = CE_SSL_CONNECT_ERROR;
+        snprintf(r->errmsg, sizeof(r->errmsg),
+                 "QUIC handshake with %s failed: the certificate is not trusted, or no common "
+                 "QUIC version or ALPN (use -k to skip verification, --cacert to trust a CA)",
+                 x->host);
+    } else if (e == VEGA_ERR_QUIC_EP_REFUSED ||
+               (e == VEGA_ERR_QUIC_EP_CLOSED && x->werr.kind == VEGA_HTTP_CLIENT_WIRE_NONE)) {
+        code = CE_COULDNT_CONNECT;
+        snprintf(r->errmsg, sizeof(r->errmsg),
+                 "Failed to connect to %s port %u after %llu ms: Couldn't connect to server (%s)",
+                 x->host, x->port, ms_since(r->t_begin),
+                 e == VEGA_ERR_QUIC_EP_REFUSED ? "QUIC connection refused"
+                                               : "QUIC connection closed");
+    } else if (h3_code(e, &x->werr)) {
+        code = CE_HTTP3;
+        h3_message(x, e, r->errmsg, sizeof r->errmsg);
+    } else if (e == VEGA_ERR_HTTP_EMPTY_REPLY) {
+        code = CE_GOT_NOTHING;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Empty reply from server");
+    } else if (e == VEGA_ERR_PROTO || e == -EMSGSIZE || e == -E2BIG) {
+        code = CE_WEIRD_SERVER_REPLY;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Weird server reply (%s)", vega_strerror(e));
+    } else if (e == -EPIPE) {
+        code = CE_SEND_ERROR;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Failed sending data to the peer: %s",
+                 vega_strerror(e));
+    } else if (e == -ENOMEM) {
+        code = CE_OUT_OF_MEMORY;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Out of memory");
+    } else {
+        code = CE_RECV_ERROR;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Failure when receiving data from the peer: %s",
+                 is_tls_code(e) ? vega_tls_strerror(e) : vega_strerror(e));
+    }
+    r->exit_code = code;
+    return curl_fail(o, code, "%s", r->errmsg);
+}
+
+/* The exit code and message for a failed vega_http_client_response_read. */
+int curl_read_failed(struct xfer *x, const vega_http_client_info *in, int e)
+{
+    struct curl_result *r = &x->res;
+    int code;
+    bool known = in->content_length != VEGA_HTTP_LENGTH_UNKNOWN;
+    char got[128];
+    if (known && in->coding == VEGA_HTTP_CODING_IDENTITY)
+        snprintf(got, sizeof(got), "%llu out of %llu bytes", (unsigned long long)r->size_download,
+                 (unsigned long long)in->content_length);
+    else
+        snprintf(got, sizeof(got), "%llu bytes", (unsigned long long)r->size_download);
+    if (e == -ETIMEDOUT || e == -ECANCELED) {
+        code = CE_OPERATION_TIMEDOUT;
+        snprintf(r->errmsg, sizeof(r->errmsg),
+                 "Operation timed out after %llu milliseconds with %s received",
+                 ms_since(r->t_begin), got);
+    } else if (e == VEGA_ERR_HTTP_BODY_TOO_LARGE || e == -EFBIG) {
+        code = CE_FILESIZE_EXCEEDED;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Maximum file size exceeded");
+    } else if (in->coding != VEGA_HTTP_CODING_IDENTITY && (e == VEGA_ERR_PROTO || e == -ENODATA)) {
+        code = CE_BAD_CONTENT_ENCODING;
+        snprintf(r->errmsg, sizeof(r->errmsg),
+                 "Error while processing content unencoding: invalid %s data",
+                 vega_http_coding_name(in->coding));
+    } else if (e == -ENODATA || e == VEGA_ERR_CLOSED || e == VEGA_ERR_TLS_TRUNCATED ||
+               (e == VEGA_ERR_PROTO && known && r->size_download < in->content_length)) {
+        code = CE_PARTIAL_FILE;
+        snprintf(r->errmsg, sizeof(r->errmsg), "transfer closed with %s received", got);
+    } else if (h3_code(e, &x->werr)) {
+        code = CE_HTTP3;
+        h3_message(x, e, r->errmsg, sizeof r->errmsg);
+    } else if (e == -ENOMEM) {
+        code = CE_OUT_OF_MEMORY;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Out of memory");
+    } else {
+        code = CE_RECV_ERROR;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Failure when receiving data from the peer: %s",
+                 is_tls_code(e) ? vega_tls_strerror(e) : vega_strerror(e));
+    }
+    r->exit_code = code;
+    return curl_fail(x->o, code, "%s", r->errmsg);
+}
+
+int curl_fail_msg(struct xfer *x, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(x->res.errmsg, sizeof(x->res.errmsg), fmt, ap);
+    va_end(ap);
+    x->res.exit_code = code;
+    return curl_fail(x->o, code, "%s", x->res.errmsg);
+}
