@@ -170,8 +170,10 @@ VTEST(idle_connection_is_small)
     p.rs.on_head = answer;
     static char big[40000];
     memset(big, 'c', sizeof big);
-    vega_hpack_field f[5] = {FLD(":method", "GET"), FLD(":scheme", "https"),
-                             FLD(":authority", "a"), FLD(":path", "/"),
+    vega_hpack_field f[5] = {FLD(":method", "GET"),
+                             FLD(":scheme", "https"),
+                             FLD(":authority", "a"),
+                             FLD(":path", "/"),
                              {{"x-big", 5}, {big, sizeof big}, VEGA_HPACK_INDEX_AUTO}};
     VCHECK_EQ(vega_h2_submit_request(p.cli, f, 5, VEGA_H2_FLAG_END_STREAM, NULL, NULL), 0);
     VCHECK_EQ(pair_run(&p), 0);
