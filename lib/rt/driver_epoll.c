@@ -209,7 +209,6 @@ static void ep_park(struct vega__worker *w, int64_t timeout_ns)
     int n = epoll_pwait2(d->epfd, d->events, MAX_EVENTS, tsp, NULL);
     if (n <= 0)
         return;
-    bool locked = false;
     for (int i = 0; i < n; i++) {
         struct epoll_event *ev = &d->events[i];
         if (ev->data.u64 == WAKE_TOKEN) {
@@ -224,10 +223,8 @@ static void ep_park(struct vega__worker *w, int64_t timeout_ns)
         struct fdslot *s = &d->fds[fd];
         uint32_t got = ev->events;
         bool err = got & (EPOLLERR | EPOLLHUP);
-        if (!locked) {
-            vega__spin_lock(&w->cancel_lock);
-            locked = true;
-        }
+        /* the op lock per event, not per batch (see driver_uring.c) */
+        vega__spin_lock(&w->cancel_lock);
         bool done_io = false;
         if (s->in && (err || (got & (s->in->events | EPOLLRDHUP)))) {
             struct vega__op *op = s->in;
@@ -250,9 +247,8 @@ static void ep_park(struct vega__worker *w, int64_t timeout_ns)
          * interest: re-arm. A lone watch stays armed as it is (edge-triggered). */
         if (s->watch ? done_io : (s->in || s->out))
             arm(d, fd, s);
-    }
-    if (locked)
         vega__spin_unlock(&w->cancel_lock);
+    }
 }
 
 static void ep_unpark(struct vega__worker *w)

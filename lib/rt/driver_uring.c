@@ -377,7 +377,6 @@ static void reap(struct vega__worker *w, struct uring_drv *d)
 {
     struct io_uring_cqe *cqe;
     unsigned head, n = 0;
-    bool locked = false;
     io_uring_for_each_cqe(&d->ring, head, cqe)
     {
         n++;
@@ -393,27 +392,24 @@ static void reap(struct vega__worker *w, struct uring_drv *d)
         }
         if (ud == IGNORE_TOKEN || ud == 0)
             continue;
-        if (!locked) {
-            vega__spin_lock(&w->cancel_lock);
-            locked = true;
-        }
+        /* The op lock for this completion alone, not the whole batch: a task whose op is done
+         * takes it once before returning (vega__op_wait), and must not spin while the rest of
+         * the batch (each wake-up perhaps an eventfd write) is handled. */
+        vega__spin_lock(&w->cancel_lock);
         if (ud & WATCH_TAG) {
             watch_event(d, (struct vega__op *)(uintptr_t)(ud & ~WATCH_TAG), cqe);
-            continue;
-        }
-        if (ud & REMOVE_TAG) {
+        } else if (ud & REMOVE_TAG) {
             struct vega__op *op = (struct vega__op *)(uintptr_t)(ud & ~REMOVE_TAG);
             op->removes--;
             if (cqe->res == -EALREADY && !op->poll_ended)
                 remove_watch(d, op);
             else
                 watch_maybe_gone(op);
-            continue;
+        } else {
+            vega__op_complete((struct vega__op *)(uintptr_t)ud, cqe->res);
         }
-        vega__op_complete((struct vega__op *)(uintptr_t)ud, cqe->res);
-    }
-    if (locked)
         vega__spin_unlock(&w->cancel_lock);
+    }
     io_uring_cq_advance(&d->ring, n);
 }
 

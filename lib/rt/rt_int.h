@@ -4,6 +4,7 @@
 #define VEGA_RT_INT_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -29,13 +30,25 @@ static inline void vega__spin_init(vega__spin *s)
     atomic_init(&s->v, 0);
 }
 
+/* Spins a little, then yields the CPU: when the holder's thread was descheduled (more runnable
+ * threads than CPUs, a VM whose vCPU is preempted), spinning on would burn the whole time slice
+ * it needs to finish (measured: 42% of a loaded HTTP/3 server's CPU in one such spin). */
+#define VEGA__SPIN_BEFORE_YIELD 128
+
 static inline void vega__spin_lock(vega__spin *s)
 {
+    unsigned spins = 0;
     for (;;) {
         if (!atomic_exchange_explicit(&s->v, 1, memory_order_acquire))
             return;
-        while (atomic_load_explicit(&s->v, memory_order_relaxed))
-            vega__cpu_relax();
+        while (atomic_load_explicit(&s->v, memory_order_relaxed)) {
+            if (++spins < VEGA__SPIN_BEFORE_YIELD) {
+                vega__cpu_relax();
+            } else {
+                sched_yield();
+                spins = 0;
+            }
+        }
     }
 }
 

@@ -156,15 +156,19 @@ size_t vega__wheel_advance(struct vega__wheel *wh, uint64_t now_ms)
             t->next = t->prev = NULL;
             if (t->when_ms <= now_ms) {
                 wh->count--;
-                t->fired = true;
-                __atomic_store_n(&t->wheel, NULL, __ATOMIC_RELEASE);
                 fired++;
-                /* Woken under the lock: a task that removes its own timer takes this lock
-                 * first, so it cannot return (and free itself) while we touch it. */
-                if (t->task)
-                    vega__task_wake(t->task);
+                struct vega_task *task = t->task;
+                t->fired = true;
+                /* A task's entry lives in its park frame, and a task woken by something else
+                 * that finds wheel NULL does not take our lock: it may return and reuse that
+                 * stack at once. So nothing of t is read after the store (TSan saw the read of
+                 * t->task race with the stack's next use); a wake of a task that has moved on
+                 * is merely spurious (type-stable task memory). */
+                __atomic_store_n(&t->wheel, NULL, __ATOMIC_RELEASE);
+                if (task)
+                    vega__task_wake(task);
                 else
-                    t->fire(t);
+                    t->fire(t); /* a watch's entry: not on a task's stack */
             } else {
                 link_entry(wh, t); /* cascade to a finer level */
             }
