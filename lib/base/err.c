@@ -11,6 +11,7 @@
 #include <vega/hpack.h>
 #include <vega/http.h>
 #include <vega/qpack.h>
+#include <vega/quic_ep.h>
 #include <vega/tls.h>
 /* (each new module adds its header here, one line, alphabetical) */
 
@@ -100,6 +101,11 @@ static const struct code lib_codes[] = {
     {VEGA_ERR_H3_GOAWAY, "VEGA_ERR_H3_GOAWAY",
      "the HTTP/3 peer is going away: no new requests on this connection"},
     /* QUIC endpoint (quic_ep.h, -11200) */
+    {VEGA_ERR_QUIC_EP_CLOSED, "VEGA_ERR_QUIC_EP_CLOSED", "the QUIC connection closed"},
+    {VEGA_ERR_QUIC_EP_HANDSHAKE, "VEGA_ERR_QUIC_EP_HANDSHAKE", "the QUIC handshake failed"},
+    {VEGA_ERR_QUIC_EP_REFUSED, "VEGA_ERR_QUIC_EP_REFUSED",
+     "the server refused the QUIC connection"},
+    {VEGA_ERR_QUIC_EP_RESET, "VEGA_ERR_QUIC_EP_RESET", "the peer reset the QUIC stream"},
 };
 
 static const struct code *lib_code(int err)

@@ -457,38 +457,122 @@ static vega_ssize h3_write(struct vega_http_exchange *x, const void *buf, size_t
     return (vega_ssize)len;
 }
 
+/* A piece of a file read for the response: referenced by the QUIC stream (no copy into its
+ * send buffer) until acknowledged. refs: one per write that took some of it, one for the
+ * writer; every change is made under the connection's lock (the release runs inside core calls,
+ * which hold it). */
+#define H3S_CHUNK (256u * 1024u)
+struct h3s_chunk {
+    const vega_mem *mem;
+    unsigned refs;
+    uint8_t data[];
+};
+
+static void chunk_release(void *user, const void *data, size_t len)
+{
+    (void)data;
+    (void)len;
+    struct h3s_chunk *k = user;
+    if (--k->refs == 0)
+        vega__mem_free(k->mem, k);
+}
+
+/* Sends k->data[0..n) by reference, waiting for flow control. */
+static int send_chunk(struct h3s_req *r, struct h3s_chunk *k, size_t n, vega_deadline dl)
+{
+    struct h3s_conn *hc = r->hc;
+    size_t off = 0;
+    int err = 0;
+    while (!err) {
+        vega_quic_conn *qc = vega_quic_ep_conn_lock(hc->qc);
+        if (!qc)
+            return -EPIPE;
+        if (hc->closed || r->stop || r->reset || r->failed) {
+            err = stream_error(r);
+        } else if (off < n) {
+            vega_ssize w = vega_quic_stream_write_ref(qc, r->sid, k->data + off, n - off, false,
+                                                      chunk_release, k);
+            if (w < 0) {
+                err = -EPIPE;
+            } else if (w > 0) {
+                k->refs++;
+                off += (size_t)w;
+            }
+        }
+        vega_quic_ep_conn_unlock(hc->qc);
+        if (err || off == n)
+            break;
+        int rc = vega_notify_wait(&r->wr, dl);
+        if (rc < 0)
+            err = rc;
+    }
+    return err;
+}
+
+static void chunk_drop(struct h3s_req *r, struct h3s_chunk *k)
+{
+    struct h3s_conn *hc = r->hc;
+    if (vega_quic_ep_conn_lock(hc->qc)) {
+        chunk_release(k, NULL, 0);
+        vega_quic_ep_conn_unlock(hc->qc);
+    } else {
+        chunk_release(k, NULL, 0); /* the connection is gone: it released its references */
+    }
+}
+
 static vega_ssize h3_sendfile(struct vega_http_exchange *x, int fd, uint64_t offset, size_t len,
                               vega_deadline dl)
 {
     struct h3s_req *r = x->impl;
+    const vega_mem *m = r->hc->l->srv->o.mem;
     x->written += len;
     if (x->no_body || len == 0)
         return (vega_ssize)len;
     dl = wdl(x, dl);
     int rc = data_header(r, len);
     size_t done = 0;
-    while (rc == 0 && done < len) {
-        /* the file's bytes go through the held buffer (QUIC copies them into its send buffer
-         * anyway); the first piece shares a write with the head */
-        size_t room = vega__room(r->out_len, H3S_OUT_CAP);
-        if (room < 4096) {
-            rc = flush_out(r, dl);
-            continue;
+    /* a small file travels with the head in one write */
+    if (rc == 0 && len <= H3S_OUT_CAP / 2 && vega__fits(r->out_len, len, H3S_OUT_CAP)) {
+        while (done < len) {
+            ssize_t k = pread(fd, r->out + r->out_len, len - done, (off_t)(offset + done));
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k <= 0) {
+                rc = k < 0 ? -errno : -ENODATA;
+                break;
+            }
+            r->out_len += (size_t)k;
+            done += (size_t)k;
         }
-        size_t want = len - done < room ? len - done : room;
-        ssize_t k = pread(fd, r->out + r->out_len, want, (off_t)(offset + done));
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            rc = k < 0 ? -errno : -ENODATA;
+    } else if (rc == 0) {
+        rc = flush_out(r, dl);
+    }
+    while (rc == 0 && done < len) {
+        size_t want = len - done < H3S_CHUNK ? len - done : H3S_CHUNK;
+        struct h3s_chunk *k = vega__mem_malloc(m, sizeof *k + want);
+        if (!k) {
+            rc = -ENOMEM;
             break;
         }
-        r->out_len += (size_t)k;
-        done += (size_t)k;
-        x->body_bytes += (uint64_t)k;
-        if (done < len || r->out_len > H3S_OUT_CAP / 2)
-            rc = flush_out(r, dl);
+        k->mem = m;
+        k->refs = 1;
+        size_t got = 0;
+        while (got < want) {
+            ssize_t n = pread(fd, k->data + got, want - got, (off_t)(offset + done + got));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                rc = n < 0 ? -errno : -ENODATA;
+                break;
+            }
+            got += (size_t)n;
+        }
+        if (rc == 0)
+            rc = send_chunk(r, k, got, dl);
+        chunk_drop(r, k);
+        done += got;
     }
+    x->body_bytes += done;
     if (rc < 0) {
         x->broken = true;
         x->error = rc;

@@ -21,6 +21,7 @@ struct vega_quic_ep_conn *vega__ep_conn_new(struct vega_quic_endpoint *ep, struc
     if (!c)
         return NULL;
     c->ep = ep;
+    c->mem = ep->mem;
     c->home = home;
     c->server = server;
     vega_mutex_init(&c->mu);
@@ -390,7 +391,7 @@ void vega_quic_ep_conn_release(vega_quic_ep_conn *c)
 {
     if (!c || atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
         return;
-    const vega_mem *mem = c->ep->mem;
+    const vega_mem *mem = c->mem;
     if (c->cfg_session)
         vega__mem_free(mem, c->cfg_session);
     if (c->cfg_token)

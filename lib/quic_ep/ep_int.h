@@ -80,7 +80,9 @@ struct ep_stream {
 };
 
 struct vega_quic_ep_conn {
-    struct vega_quic_endpoint *ep;
+    struct vega_quic_endpoint *ep; /* valid while the endpoint lives (handles may outlive it) */
+    const vega_mem *mem;           /* the endpoint's allocator: a handle released after the
+                                      endpoint was freed still frees itself with it */
     struct ep_sock *home;
     vega_mutex mu;
     vega_quic_conn *qc; /* NULL once ended and freed (by the home's send task) */

@@ -252,7 +252,10 @@ static void server_initial(struct ep_sock *s, struct dgram *d, uint64_t now)
         sp.address_validated = t > 0;
     }
     size_t hs = atomic_load_explicit(&ep->handshakes, memory_order_relaxed);
-    if (ep->nconns >= ep->o.max_conns) {
+    vega__spin_lock(&ep->conns_lock);
+    bool full = ep->nconns >= ep->o.max_conns;
+    vega__spin_unlock(&ep->conns_lock);
+    if (full) {
         atomic_fetch_add_explicit(&ep->st_refused, 1, memory_order_relaxed);
         send_close(s, &h, d, VEGA_QUIC_CONNECTION_REFUSED, "too many connections", now);
         return;

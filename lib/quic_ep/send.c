@@ -300,7 +300,10 @@ void *vega__ep_tx_task(void *arg)
         }
         if (q.n > 0)
             txq_send(&q);
-        if (s->dirty_head)
+        vega__spin_lock(&s->dirty_lock);
+        bool more = s->dirty_head != NULL;
+        vega__spin_unlock(&s->dirty_lock);
+        if (more)
             vega_notify_one(&s->tx_wake);
     }
     if (s->owner && atomic_load(&s->stop))

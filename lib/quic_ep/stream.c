@@ -86,12 +86,12 @@ void vega__ep_stream_conn_ended(struct vega_quic_ep_conn *c)
 /* Makes the vega_stream for stream id of c (c locked). */
 static int wrap(struct vega_quic_ep_conn *c, uint64_t id, bool local, vega_stream **out)
 {
-    struct ep_stream *st = vega__mem_calloc(c->ep->mem, 1, sizeof *st);
+    struct ep_stream *st = vega__mem_calloc(c->mem, 1, sizeof *st);
     if (!st)
         return -ENOMEM;
     int rc = vega_stream_new(out, &qs_ops, st);
     if (rc < 0) {
-        vega__mem_free(c->ep->mem, st);
+        vega__mem_free(c->mem, st);
         return rc;
     }
     st->c = c;
@@ -304,7 +304,7 @@ static int qs_close(void *user, vega_deadline dl)
     vega_mutex_unlock(&c->mu);
     vega_notify_fini(&st->rd);
     vega_notify_fini(&st->wr);
-    vega__mem_free(c->ep->mem, st);
+    vega__mem_free(c->mem, st);
     vega_quic_ep_conn_release(c);
     return 0;
 }

@@ -2,6 +2,7 @@
 /* The QUIC endpoint over real UDP sockets on loopback: servers and clients in one runtime,
  * streams as vega_streams, Retry, tokens, Version Negotiation, stateless resets, limits,
  * junk datagrams, resumption, and connections that hold no task while idle. */
+#include <stdatomic.h>
 #include <string.h>
 
 #include <vega/crypto.h>
@@ -567,7 +568,7 @@ static int take_conn(void *user, vega_quic_ep_conn *c, vega_quic_conn *qc)
 {
     (void)c;
     (void)qc;
-    (*(int *)user)++;
+    atomic_fetch_add((_Atomic int *)user, 1);
     return 0;
 }
 
@@ -577,9 +578,9 @@ VTEST_MT(idle_connections_hold_no_task, 2)
     creds_load(&k);
     vega_quic_endpoint_opts so;
     server_opts(&so, &k);
-    int taken = 0;
+    _Atomic int taken = 0;
     so.cb.on_conn = take_conn;
-    so.user = &taken;
+    so.user = (void *)&taken;
     vega_quic_endpoint *sep;
     VCHECK_EQ(vega_quic_endpoint_new(&sep, &so), 0);
     vega_addr any = loopback(0), addr;
