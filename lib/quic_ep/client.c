@@ -3,7 +3,9 @@
  * and connecting by name with Happy Eyeballs across the resolver's addresses (RFC 8305 §5). */
 #include <string.h>
 
+#include <errno.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "dns_int.h"
 #include "ep_int.h"
@@ -75,6 +77,15 @@ static int start_client(vega_quic_endpoint *ep, const vega_addr *addr,
     int rc = vega__ep_sock_open(ep, &local, 0, false, &s);
     if (rc < 0)
         return rc;
+    /* Connected to the server: the kernel then reports its ICMP errors on this socket (an
+     * unconnected one drops them), and picks the source address once. */
+    if (connect(vega_sock_fd(s->sock), (const struct sockaddr *)&addr->ss, addr->len) < 0 ||
+        vega_sock_local_addr(s->sock, &s->local) < 0) {
+        rc = -errno;
+        vega__ep_sock_free(s);
+        return rc;
+    }
+    s->wildcard = false;
     struct vega_quic_ep_conn *c = vega__ep_conn_new(ep, s, false);
     if (!c) {
         vega__ep_sock_free(s);
@@ -142,9 +153,20 @@ static int close_error(const vega_quic_ep_close_info *ci)
     return VEGA_ERR_QUIC_EP_CLOSED;
 }
 
+/* The caller's object is no longer called back once connect returned failure. */
+static void detach_user(struct vega_quic_ep_conn *c)
+{
+    if (vega__ep_conn_lock(c) == 0) {
+        c->user = NULL;
+        c->app = false;
+        vega_mutex_unlock(&c->mu);
+    }
+}
+
 /* Abandons c (a failed or cancelled connect): its send task closes it. */
 static void abandon(struct vega_quic_ep_conn *c)
 {
+    detach_user(c);
     atomic_store(&c->abandon, true);
     vega__ep_conn_schedule(c);
     vega_quic_ep_conn_release(c);
@@ -164,7 +186,7 @@ int vega_quic_endpoint_connect(vega_quic_endpoint *ep, const vega_addr *addr,
         return VEGA_ERR_CLOSED;
     if (!o)
         o = &none;
-    struct vega_quic_ep_conn *c;
+    struct vega_quic_ep_conn *c = NULL;
     int rc = start_client(ep, addr, o, &c);
     if (rc < 0)
         return rc;
@@ -180,13 +202,18 @@ int vega_quic_endpoint_connect(vega_quic_endpoint *ep, const vega_addr *addr,
             ready = info.early_data == VEGA_QUIC_EARLY_OFFERED;
         }
         bool failed = c->close.closed || c->freed;
+        vega_quic_ep_close_info ci = c->close;
+        int serr = c->sock_err;
         vega_mutex_unlock(&c->mu);
         if (ready && !failed) {
             *out = c;
             return 0;
         }
         if (failed) {
-            rc = close_error(&c->close);
+            detach_user(c);
+            rc = serr ? serr : close_error(&ci);
+            if (o->close)
+                *o->close = ci;
             vega_quic_ep_conn_release(c);
             return rc;
         }

@@ -28,6 +28,7 @@ struct vega_quic_ep_conn *vega__ep_conn_new(struct vega_quic_endpoint *ep, struc
     atomic_init(&c->refs, 1); /* the endpoint's, dropped at teardown */
     atomic_init(&c->dirty, false);
     atomic_init(&c->abandon, false);
+    atomic_init(&c->close_flushed, false);
     c->heap_idx = SIZE_MAX;
     c->expiry = UINT64_MAX;
     vega_notify_init(&c->accept_wake);

@@ -236,6 +236,16 @@ int vega_quic_endpoint_wait(vega_quic_endpoint *ep, vega_deadline dl)
     return 0;
 }
 
+static bool closes_sent(vega_quic_endpoint *ep)
+{
+    bool all = true;
+    vega__spin_lock(&ep->conns_lock);
+    for (struct vega_quic_ep_conn *c = ep->conns; c && all; c = c->next)
+        all = atomic_load(&c->close_flushed);
+    vega__spin_unlock(&ep->conns_lock);
+    return all;
+}
+
 static void stop_server_socks(vega_quic_endpoint *ep)
 {
     for (size_t i = 0; i < ep->nsocks; i++) {
@@ -275,7 +285,11 @@ void vega_quic_endpoint_free(vega_quic_endpoint *ep)
         return;
     vega_quic_endpoint_shutdown(ep, ep->grace ? ep->grace : vega_deadline_in_ms(1000));
     if (vega_task_current()) {
-        (void)vega_quic_endpoint_wait(ep, ep->grace);
+        /* until every connection's CONNECTION_CLOSE went out (or it ended): the closing periods
+         * (3 PTO, RFC 9000 §10.2) are not sat out, nothing is left to answer after a free */
+        while (!closes_sent(ep) && vega_now() < ep->grace)
+            if (vega_notify_wait(&ep->idle_wake, vega_deadline_in_ms(10)) == -ECANCELED)
+                break;
         /* client sockets end with their connections: wait for them a little longer */
         while (atomic_load(&ep->client_socks) > 0) {
             vega__spin_lock(&ep->conns_lock);

@@ -94,7 +94,10 @@ struct vega_quic_ep_conn {
     bool taken; /* server: given to on_conn or queued for accept */
     bool app;   /* events go to on_event (taken by on_conn, or a client with on_event) */
     bool ended; /* closed for good: teardown pending or done */
-    bool freed; /* the send task removed it everywhere */
+    atomic_bool close_flushed; /* closing, and a flush since sent the CONNECTION_CLOSE */
+    int sock_err; /* client: the ICMP error that ended a connection that never heard from
+                     its peer (-ECONNREFUSED ...) */
+    bool freed;   /* the send task removed it everywhere */
     bool token_sent;
     bool in_list;
     atomic_bool abandon; /* close it at the next flush (a failed connect, the shutdown) */

@@ -4,6 +4,7 @@
  * no connection takes is a new connection's first Initial (with Version Negotiation §6, Retry
  * §8.1.2, tokens §8.1.3 and the endpoint's bounds), or answered with a Stateless Reset (§10.3),
  * or dropped. */
+#include <stdio.h>
 #include <string.h>
 
 #include <vega/crypto.h>
@@ -311,6 +312,30 @@ static void handle(struct ep_sock *s, struct dgram *d, uint64_t now)
         maybe_reset(s, dcid, d, now);
 }
 
+/* A client's socket reported an ICMP error. It is not authenticated (RFC 9000 §14.2.1, §21.10):
+ * only a connection that never heard from its peer acts on it, and ends at once instead of
+ * waiting for its deadline (nothing listens there). */
+static void icmp_error(struct vega_quic_ep_conn *c, int err)
+{
+    if (vega__ep_conn_lock(c) < 0)
+        return;
+    if (c->qc && !c->ended && !c->close.closed) {
+        vega_quic_conn_info info;
+        vega_quic_conn_get_info(c->qc, &info);
+        if (info.pkts_recv == 0) {
+            c->sock_err = err;
+            c->close.closed = true;
+            c->close.local = true;
+            snprintf(c->close.reason, sizeof c->close.reason, "%s", vega_strerror(err));
+            atomic_store(&c->close_flushed, true);
+            c->ended = true;
+            vega_notify_all(&c->hs_wake);
+            vega__ep_stream_conn_ended(c);
+        }
+    }
+    vega__ep_conn_unlock(c, true);
+}
+
 void *vega__ep_rx_task(void *arg)
 {
     struct ep_sock *s = arg;
@@ -323,6 +348,8 @@ void *vega__ep_rx_task(void *arg)
              * shortage: the connections' timers deal with lost paths */
             if (n == -EBADF || n == -ENOTSOCK)
                 break;
+            if (s->owner && (n == -ECONNREFUSED || n == -EHOSTUNREACH || n == -ENETUNREACH))
+                icmp_error(s->owner, n);
             continue;
         }
         uint64_t now = vega_now();

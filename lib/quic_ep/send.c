@@ -197,6 +197,11 @@ static bool flush_conn(struct txq *q, struct vega_quic_ep_conn *c, bool *ended)
         }
         if (!c->ended)
             more = write_conn(q, c, now);
+        if (c->close.closed && !atomic_load(&c->close_flushed)) {
+            atomic_store(&c->close_flushed,
+                         true); /* vega_quic_endpoint_free waits for no more than this */
+            vega_notify_all(&c->ep->idle_wake);
+        }
     }
     if (c->ended) {
         end_conn(s, c);

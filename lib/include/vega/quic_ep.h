@@ -151,6 +151,17 @@ VEGA_API int vega_quic_endpoint_listen(vega_quic_endpoint *ep, const vega_addr *
 VEGA_API int vega_quic_endpoint_accept(vega_quic_endpoint *ep, vega_quic_ep_conn **out,
                                        vega_deadline dl);
 
+/* How a connection ended (plain data): valid once it closed. */
+typedef struct vega_quic_ep_close_info {
+    bool closed;       /* the connection closed (false: still open) */
+    bool local;        /* we closed it (or a timeout did) */
+    bool app;          /* an application error code (else a transport one) */
+    bool idle_timeout; /* it timed out */
+    bool reset;        /* the peer sent a stateless reset */
+    uint64_t code;
+    char reason[128]; /* the reason phrase, NUL-terminated (printable, truncated) */
+} vega_quic_ep_close_info;
+
 /* Client settings of one connection: plain data, borrowed for the call (copied). */
 typedef struct vega_quic_connect_opts {
     const char *server_name; /* SNI and the name the certificate must match; NULL = the host
@@ -166,7 +177,11 @@ typedef struct vega_quic_connect_opts {
     const vega_addr *local; /* bind the connection's own UDP socket to this address; NULL = an
                                ephemeral port of the right family */
     void *user;             /* the connection's user pointer from the start (on_event gets it
-                               for the very first events; vega_quic_ep_conn_set_user later) */
+                               for the very first events; vega_quic_ep_conn_set_user later).
+                               A connect that fails sets it to NULL before returning: the
+                               abandoned connection never calls back with it again */
+    vega_quic_ep_close_info *close; /* receives how the connection ended when the connect fails
+                               after it existed (a TLS alert, a refusal, ICMP); may be NULL */
 } vega_quic_connect_opts;
 
 /*
@@ -174,9 +189,10 @@ typedef struct vega_quic_connect_opts {
  * NAT rebinding is its alone), and waits until the handshake is done (or 0-RTT is possible with
  * o->early). o: borrowed, may be NULL (defaults). out: receives a handle owned by the caller.
  * Returns 0; -ETIMEDOUT (dl: no answer; the connection is abandoned); -ECANCELED;
- * VEGA_ERR_QUIC_EP_HANDSHAKE (TLS alert, no common version or ALPN, bad certificate: the
- * close reason says which); VEGA_ERR_QUIC_EP_REFUSED; VEGA_ERR_QUIC_EP_CLOSED (closed during
- * the handshake, e.g. an ICMP-refused path ending in an idle timeout); the codes of
+ * VEGA_ERR_QUIC_EP_HANDSHAKE (TLS alert, no common version or ALPN, bad certificate: o->close
+ * says which); VEGA_ERR_QUIC_EP_REFUSED; VEGA_ERR_QUIC_EP_CLOSED (closed during the handshake);
+ * -ECONNREFUSED, -EHOSTUNREACH, -ENETUNREACH (ICMP said so before the peer sent anything:
+ * nothing listens there); the codes of
  * vega_udp_bind; -EINVAL (a bad argument or setting); -ENOMEM; VEGA_ERR_CLOSED (the endpoint is
  * shutting down); VEGA_ERR_NOTASK. Context: inside a task. Since 0.1.
  */
@@ -285,16 +301,6 @@ VEGA_API int vega_quic_ep_conn_close(vega_quic_ep_conn *c, vega_quic_close_kind 
  * -ECANCELED; -EINVAL (c NULL). Context: inside a task. Since 0.1. */
 VEGA_API int vega_quic_ep_conn_wait_closed(vega_quic_ep_conn *c, vega_deadline dl);
 
-/* How a connection ended (plain data): valid once it closed. */
-typedef struct vega_quic_ep_close_info {
-    bool closed;       /* the connection closed (false: still open) */
-    bool local;        /* we closed it (or a timeout did) */
-    bool app;          /* an application error code (else a transport one) */
-    bool idle_timeout; /* it timed out */
-    bool reset;        /* the peer sent a stateless reset */
-    uint64_t code;
-    char reason[128]; /* the reason phrase, NUL-terminated (printable, truncated) */
-} vega_quic_ep_close_info;
 
 /* Fills *out. Context: any thread. Since 0.1. */
 VEGA_API void vega_quic_ep_conn_get_close(const vega_quic_ep_conn *c, vega_quic_ep_close_info *out);

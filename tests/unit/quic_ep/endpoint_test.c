@@ -689,3 +689,57 @@ VTEST_MT(shutdown_closes_clients, 2)
     hangup(cep, c);
     creds_free(&k);
 }
+
+/* Nothing listens: the kernel's ICMP port unreachable ends the connect at once (RFC 9000
+ * §14.2.1: only a connection that has not heard from its peer acts on it). */
+VTEST_CT(connect_refused_by_icmp)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_sock *u;
+    vega_addr any = loopback(0), closed;
+    VCHECK_EQ(vega_udp_bind(&u, &any, 0), 0);
+    VCHECK_EQ(vega_sock_local_addr(u, &closed), 0);
+    vega_sock_close(u); /* the port is free again: nothing listens there */
+    vega_quic_endpoint_opts co;
+    client_opts(&co, &k);
+    vega_quic_endpoint *cep;
+    VCHECK_EQ(vega_quic_endpoint_new(&cep, &co), 0);
+    vega_quic_ep_conn *c = NULL;
+    vega_quic_ep_close_info ci;
+    memset(&ci, 0, sizeof ci);
+    int user_mark = 0;
+    vega_quic_connect_opts cc = {.close = &ci, .user = &user_mark};
+    VCHECK_EQ(vega_quic_endpoint_connect(cep, &closed, &cc, &c, vega_deadline_in_ms(20000)),
+              -ECONNREFUSED);
+    VCHECK(c == NULL);
+    VCHECK(ci.closed && ci.local);
+    vega_quic_endpoint_free(cep);
+    creds_free(&k);
+}
+
+/* A handshake failure fills the close record the caller passed. */
+VTEST_CT(handshake_failure_says_why)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_quic_endpoint_opts so, co;
+    server_opts(&so, &k);
+    struct echo_srv e;
+    echo_start(&e, &so);
+    client_opts(&co, &k);
+    co.quic.tls.ca = k.other_ca;
+    vega_quic_endpoint *cep;
+    VCHECK_EQ(vega_quic_endpoint_new(&cep, &co), 0);
+    vega_quic_ep_close_info ci;
+    memset(&ci, 0, sizeof ci);
+    vega_quic_connect_opts cc = {.server_name = "localhost", .close = &ci};
+    vega_quic_ep_conn *c = NULL;
+    VCHECK_EQ(vega_quic_endpoint_connect(cep, &e.addr, &cc, &c, vega_deadline_in_ms(10000)),
+              VEGA_ERR_QUIC_EP_HANDSHAKE);
+    VCHECK(ci.closed && ci.local && !ci.app);
+    VCHECK(ci.code >= VEGA_QUIC_CRYPTO_ERROR && ci.code <= 0x1ff); /* unknown_ca: 0x130 */
+    vega_quic_endpoint_free(cep);
+    echo_stop(&e);
+    creds_free(&k);
+}
