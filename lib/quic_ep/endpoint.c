@@ -256,6 +256,17 @@ static void stop_server_socks(vega_quic_endpoint *ep)
         vega__ep_join(s->rx_task);
         vega__ep_join(s->tx_task);
         s->rx_task = s->tx_task = NULL;
+        /* connections queued for a flush that will not come: the list's references */
+        vega__spin_lock(&s->dirty_lock);
+        struct vega_quic_ep_conn *c = s->dirty_head;
+        s->dirty_head = s->dirty_tail = NULL;
+        vega__spin_unlock(&s->dirty_lock);
+        while (c) {
+            struct vega_quic_ep_conn *next = c->dirty_next;
+            atomic_store(&c->dirty, false);
+            vega_quic_ep_conn_release(c);
+            c = next;
+        }
     }
 }
 
