@@ -238,6 +238,10 @@ void vega__ep_sock_send_one(struct ep_sock *s, const uint8_t *buf, size_t len, c
 
 /* recv.c: the receive task's body. */
 void *vega__ep_rx_task(void *arg);
+/* recv.c: feeds one datagram from `from` to server socket s as its receive task would (the
+ * endpoint fuzz target's entry; inside a task). */
+void vega__ep_fuzz_input(struct ep_sock *s, uint8_t *dgram, size_t len, const vega_addr *from,
+                         uint64_t now);
 /* send.c: the send task's body and its heap. */
 void *vega__ep_tx_task(void *arg);
 

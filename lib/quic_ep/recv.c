@@ -312,6 +312,15 @@ static void handle(struct ep_sock *s, struct dgram *d, uint64_t now)
         maybe_reset(s, dcid, d, now);
 }
 
+/* The fuzz target's way in (tests/fuzz/quic_ep_fuzz.c): one datagram down the path a
+ * received one takes, from a server socket's receive task's point of view. Inside a task. */
+void vega__ep_fuzz_input(struct ep_sock *s, uint8_t *dgram, size_t len, const vega_addr *from,
+                         uint64_t now)
+{
+    struct dgram d = {.p = dgram, .len = len, .from = from, .local = &s->local, .ecn = 0};
+    handle(s, &d, now);
+}
+
 /* A client's socket reported an ICMP error. It is not authenticated (RFC 9000 §14.2.1, §21.10):
  * only a connection that never heard from its peer acts on it, and ends at once instead of
  * waiting for its deadline (nothing listens there). */
