@@ -31,6 +31,8 @@ static const char usage_text[] =
     "      --no-http3          with TLS, no HTTP/3 (by default HTTP/3 is served on UDP on the\n"
     "                          first listener's port and announced with Alt-Svc)\n"
     "      --http3-port PORT   HTTP/3 on this UDP port instead\n"
+    "      --quic-retry        answer every new QUIC connection with a Retry (address\n"
+    "                          validation, RFC 9000 8.1.2; by default only under a flood)\n"
     "\n"
     "What is served:\n"
     "      --no-listing        no directory listings (403); index.html is still served\n"
@@ -98,6 +100,7 @@ enum {
     OPT_NO_CACHE,
     OPT_NO_HTTP3,
     OPT_HTTP3_PORT,
+    OPT_QUIC_RETRY,
 };
 
 static const struct option long_opts[] = {
@@ -114,6 +117,7 @@ static const struct option long_opts[] = {
     {"key", required_argument, NULL, OPT_KEY},
     {"no-http3", no_argument, NULL, OPT_NO_HTTP3},
     {"http3-port", required_argument, NULL, OPT_HTTP3_PORT},
+    {"quic-retry", no_argument, NULL, OPT_QUIC_RETRY},
     {"workers", required_argument, NULL, OPT_WORKERS},
     {"driver", required_argument, NULL, OPT_DRIVER},
     {"no-listing", no_argument, NULL, OPT_NO_LISTING},
@@ -227,6 +231,9 @@ static void parse_args(int argc, char **argv)
             break;
         case OPT_NO_HTTP3:
             serve_o.http3 = false;
+            break;
+        case OPT_QUIC_RETRY:
+            serve_o.quic_retry = true;
             break;
         case OPT_HTTP3_PORT:
             if (!cli_is_port(optarg))
@@ -477,6 +484,8 @@ static int listen_h3(vega_http_server *srv, const vega_addr *first, uint16_t *po
     o.key = h3_key;
     o.ticket_key = h3_ticket_key;
     o.early_data = true;
+    if (serve_o.quic_retry)
+        o.retry = VEGA_QUIC_RETRY_ALWAYS;
     vega_addr bound;
     char where[VEGA_ADDR_STRLEN];
     vega_addr_format(&a, where, sizeof(where));

@@ -51,6 +51,7 @@ struct serve_opts {
     const char *cert, *key;
     bool http3;             /* with TLS: HTTP/3 on UDP too (--no-http3 turns off) */
     const char *http3_port; /* --http3-port; NULL: the first listener's port */
+    bool quic_retry;        /* --quic-retry: every new QUIC connection proves its address */
     unsigned workers;
     vega_driver_kind driver;
 

@@ -118,7 +118,9 @@ CONF
 server_vega() {
     local a=(--tls --cert "$CERT" --key "$KEY" -b "$HOST_IP" -p "$SRV_PORT" -v)
     [ "${S_RETRY:-0}" = 1 ] && a+=(--quic-retry)
-    [ "${S_CHACHA:-0}" = 1 ] && a+=(--tls-ciphers TLS_CHACHA20_POLY1305_SHA256)
+    # vega-serve offers all three suites; the client is the side limited to ChaCha20 there
+    [ "${S_CHACHA:-0}" = 1 ] && vega_has vega-serve --tls-ciphers &&
+        a+=(--tls-ciphers TLS_CHACHA20_POLY1305_SHA256)
     SSLKEYLOGFILE="$RUN_DIR/server.keys" exec timeout "$T_SERVER" "$(vega_tool vega-serve)" \
         "${a[@]}" "$WWW"
 }
