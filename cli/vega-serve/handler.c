@@ -124,6 +124,16 @@ int serve_handle(vega_http_exchange *x, void *user)
 {
     (void)user;
     const vega_http_request *req = vega_http_exchange_request(x);
+    vega_quic_ep_conn *qc = vega_http_exchange_quic(x);
+    if (qc && req->conn_seq == 0 && cli_verbose) {
+        /* -v: what the QUIC connection negotiated, once per connection */
+        vega_quic_conn_info qi;
+        vega_quic_ep_conn_get_info(qc, &qi);
+        fprintf(stderr,
+                "conn: quic version=0x%08x alpn=%s cipher=0x%04x resumed=%s early_data=%d\n",
+                (unsigned)qi.version, qi.alpn, (unsigned)qi.suite, qi.resumed ? "yes" : "no",
+                (int)qi.early_data);
+    }
     if (req->method != VEGA_HTTP_METHOD_GET && req->method != VEGA_HTTP_METHOD_HEAD) {
         vega_http_field allow = {{"Allow", 5}, {"GET, HEAD", 9}};
         return serve_simple(x, 405, &allow, 1);

@@ -16,7 +16,8 @@
 static const char usage_text[] =
     "Usage: vega-serve [options] [DIR] [PORT]\n"
     "Serves the files of DIR (default: the current directory) over HTTP/1.1, by default on\n"
-    "http://127.0.0.1:8080/; with TLS over HTTP/3 (QUIC, UDP) too, on the same port.\n"
+    "http://127.0.0.1:8080/; with TLS over HTTP/2 (ALPN h2) and HTTP/3 (QUIC, UDP) too, on\n"
+    "the same port.\n"
     "\n"
     "Where:\n"
     "  -p, --port PORT         the port (default 8080; 0 picks a free one, shown at start)\n"
@@ -30,7 +31,12 @@ static const char usage_text[] =
     "      --key FILE          its PEM private key (default: in the --cert file)\n"
     "      --no-http3          with TLS, no HTTP/3 (by default HTTP/3 is served on UDP on the\n"
     "                          first listener's port and announced with Alt-Svc)\n"
-    "      --http3-port PORT   HTTP/3 on this UDP port instead\n"
+    "      --http3-port PORT   HTTP/3 on this UDP port instead\n"    "      --no-http2          with TLS, no HTTP/2 (ALPN offers http/1.1 alone)\n"
+    "      --h2c               cleartext HTTP/2 on plain TCP: a client that starts with the\n"
+    "                          HTTP/2 preface (curl --http2-prior-knowledge, h2load), or asks\n"
+    "                          for it with \"Upgrade: h2c\" (curl --http2)\n"
+    "      --tls-ciphers LIST  TLS 1.3 cipher suites, in order, for HTTPS and HTTP/3\n"
+    "                          (TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256 ...)\n"
     "      --quic-retry        answer every new QUIC connection with a Retry (address\n"
     "                          validation, RFC 9000 8.1.2; by default only under a flood)\n"
     "\n"
@@ -74,8 +80,10 @@ static const char usage_text[] =
     "  vega-serve                          the current directory on http://127.0.0.1:8080/\n"
     "  vega-serve site 9000                ./site on port 9000\n"
     "  vega-serve -b 0.0.0.0 -p 80 /srv    every interface\n"
-    "  vega-serve --tls -p 8443 .          HTTPS and HTTP/3 with a self-signed certificate\n"
-    "                                      (curl -k; vega-curl --http3 -k)\n"
+    "  vega-serve --tls -p 8443 .          HTTPS (HTTP/1.1 and HTTP/2) and HTTP/3 with a\n"
+    "                                      self-signed certificate (curl -k; vega-curl\n"
+    "                                      --http3 -k)\n"
+    "  vega-serve --h2c .                  cleartext HTTP/2 too (h2load http://...)\n"
     "  vega-serve -p 0 --access-log - .    a free port, access log on stdout\n"
     "  vega-serve -H 'Cache-Control: max-age=60' --no-listing dist\n";
 
@@ -101,6 +109,9 @@ enum {
     OPT_NO_HTTP3,
     OPT_HTTP3_PORT,
     OPT_QUIC_RETRY,
+    OPT_NO_HTTP2,
+    OPT_H2C,
+    OPT_TLS_CIPHERS,
 };
 
 static const struct option long_opts[] = {
@@ -118,6 +129,9 @@ static const struct option long_opts[] = {
     {"no-http3", no_argument, NULL, OPT_NO_HTTP3},
     {"http3-port", required_argument, NULL, OPT_HTTP3_PORT},
     {"quic-retry", no_argument, NULL, OPT_QUIC_RETRY},
+    {"no-http2", no_argument, NULL, OPT_NO_HTTP2},
+    {"h2c", no_argument, NULL, OPT_H2C},
+    {"tls-ciphers", required_argument, NULL, OPT_TLS_CIPHERS},
     {"workers", required_argument, NULL, OPT_WORKERS},
     {"driver", required_argument, NULL, OPT_DRIVER},
     {"no-listing", no_argument, NULL, OPT_NO_LISTING},
@@ -231,6 +245,15 @@ static void parse_args(int argc, char **argv)
             break;
         case OPT_NO_HTTP3:
             serve_o.http3 = false;
+            break;
+        case OPT_TLS_CIPHERS:
+            serve_o.tls13_ciphers = optarg;
+            break;
+        case OPT_NO_HTTP2:
+            serve_o.http2 = false;
+            break;
+        case OPT_H2C:
+            serve_o.h2c = true;
             break;
         case OPT_QUIC_RETRY:
             serve_o.quic_retry = true;
@@ -435,6 +458,13 @@ static int tls_config(vega_tls_config **out)
     }
     if (r == 0)
         r = vega_tls_config_set_cert_pem(cfg, cert_pem, cert_pem_len, key_pem, key_pem_len);
+    if (r == 0 && serve_o.tls13_ciphers &&
+        vega_tls_config_set_ciphers(cfg, NULL, serve_o.tls13_ciphers) < 0) {
+        cli_err("--tls-ciphers", "'%s': not a list of TLS 1.3 suites OpenSSL knows",
+                serve_o.tls13_ciphers);
+        vega_tls_config_free(cfg);
+        return -1;
+    }
     if (r < 0) {
         if (r == VEGA_ERR_TLS_CONFIG)
             cli_err(what, "not a usable PEM certificate or key (or they do not match)");
@@ -471,6 +501,34 @@ static int h3_credentials(void)
     return 0;
 }
 
+/* --tls-ciphers for QUIC: the TLS 1.3 suite names it knows, in order. Returns 0 or -1. */
+static int quic_suites(const char *list, vega_http_server_h3_opts *o)
+{
+    static const struct {
+        const char *name;
+        uint16_t id;
+    } known[] = {{"TLS_AES_128_GCM_SHA256", VEGA_QUIC_TLS_AES_128_GCM_SHA256},
+                 {"TLS_AES_256_GCM_SHA384", VEGA_QUIC_TLS_AES_256_GCM_SHA384},
+                 {"TLS_CHACHA20_POLY1305_SHA256", VEGA_QUIC_TLS_CHACHA20_POLY1305_SHA256}};
+    for (const char *p = list; p && *p;) {
+        size_t n = strcspn(p, ":,");
+        size_t k = 0;
+        while (k < 3 && (strlen(known[k].name) != n || strncmp(known[k].name, p, n) != 0))
+            k++;
+        if (k == 3 || o->n_suites == 3) {
+            cli_err("--tls-ciphers",
+                    "'%.*s': QUIC offers TLS_AES_128_GCM_SHA256, "
+                    "TLS_AES_256_GCM_SHA384 and TLS_CHACHA20_POLY1305_SHA256",
+                    (int)n, p);
+            return -1;
+        }
+        o->suites[o->n_suites++] = known[k].id;
+        p += n;
+        p += *p != 0;
+    }
+    return 0;
+}
+
 /* Serves HTTP/3 on the first listener's address (or --http3-port). Returns 0 or an exit code;
  * *port receives the UDP port. */
 static int listen_h3(vega_http_server *srv, const vega_addr *first, uint16_t *port)
@@ -486,6 +544,8 @@ static int listen_h3(vega_http_server *srv, const vega_addr *first, uint16_t *po
     o.early_data = true;
     if (serve_o.quic_retry)
         o.retry = VEGA_QUIC_RETRY_ALWAYS;
+    if (quic_suites(serve_o.tls13_ciphers, &o) < 0)
+        return CLI_EXIT_USAGE;
     vega_addr bound;
     char where[VEGA_ADDR_STRLEN];
     vega_addr_format(&a, where, sizeof(where));
@@ -636,6 +696,17 @@ static void *main_task(void *arg)
     vega_tls_config_free(tls); /* the server retains it */
     if (r < 0) {
         cli_err_code("server", r);
+        serve_cache_stop();
+        return NULL;
+    }
+    vega_http_server_h2_opts h2o;
+    vega_http_server_h2_opts_init(&h2o);
+    h2o.disable = !serve_o.http2 && !serve_o.h2c;
+    h2o.h2c = serve_o.h2c;
+    r = vega_http_server_set_h2(srv, &h2o);
+    if (r < 0) {
+        cli_err_code("server", r);
+        vega_http_server_free(srv);
         serve_cache_stop();
         return NULL;
     }

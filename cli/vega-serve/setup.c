@@ -25,6 +25,7 @@ void serve_defaults(void)
     serve_o.cache_max_file = 64u << 10;
     serve_o.driver = VEGA_DRIVER_DEFAULT;
     serve_o.http3 = true;
+    serve_o.http2 = true;
     serve_o.log_fd = -1;
     serve_o.root_fd = -1;
 }

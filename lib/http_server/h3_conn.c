@@ -594,6 +594,8 @@ int vega__h3s_listen(vega_http_server *srv, const vega_addr *addr, unsigned flag
     eo.quic.tls.key = o->key;
     eo.quic.tls.ticket_key = o->ticket_key;
     eo.quic.tls.early_data = o->early_data && o->ticket_key;
+    memcpy(eo.quic.tls.suites, o->suites, sizeof o->suites);
+    eo.quic.tls.n_suites = o->n_suites;
     eo.quic.tls.alpn[0] = "h3";
     eo.quic.tls.n_alpn = 1;
     eo.quic.max_streams_bidi = o->max_streams ? o->max_streams : 100;
@@ -637,7 +639,7 @@ int vega_http_server_listen_h3_versioned(vega_http_server *srv, const vega_addr 
                                          vega_addr *bound, int opts_version)
 {
     if (!srv || !addr || !o || opts_version != VEGA_HTTP_SERVER_H3_OPTS_VERSION || !o->chain ||
-        !o->key)
+        !o->key || o->n_suites > 3)
         return -EINVAL;
     if (!vega_task_current())
         return VEGA_ERR_NOTASK;

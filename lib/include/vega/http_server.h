@@ -2,8 +2,9 @@
 /* HTTP server: listeners, one task per active connection, idle keep-alive connections parked
  * with no task and no buffer, and a handler that sees one request at a time through an
  * exchange (read the request body, write the response). HTTP/1.1 (RFC 9112) over TCP and TLS,
- * and HTTP/3 (RFC 9114) over QUIC: the same handler gets both through the same exchange (an
- * HTTP/3 request runs in a task of its own; its connection holds none while idle). */
+ * HTTP/2 (RFC 9113) over TLS (ALPN h2) and, when asked, cleartext (h2c), and HTTP/3 (RFC 9114)
+ * over QUIC: the same handler gets every version through the same exchange (an HTTP/2 or
+ * HTTP/3 request runs in a task of its own; an idle connection holds no task). */
 #ifndef VEGA_HTTP_SERVER_H
 #define VEGA_HTTP_SERVER_H
 
@@ -40,7 +41,7 @@ typedef struct vega_http_exchange vega_http_exchange;
 /* Plain data, read-only: the request as received. Every span and pointer borrows the
  * exchange and is valid until the handler returns. */
 typedef struct vega_http_request {
-    int version;                    /* 10, 11, 30 (HTTP/3) */
+    int version;                    /* 10, 11, 20 (HTTP/2), 30 (HTTP/3) */
     int method;                     /* a vega_http_method; OTHER for other tokens */
     vega_http_str method_name;      /* the method token as sent */
     vega_http_str target;           /* the request target as sent ("/a%20b?x=1") */
@@ -82,8 +83,10 @@ typedef struct vega_http_server_opts {
     vega_http_handler_fn handler;   /* required */
     void *user;                     /* passed to handler and on_log */
     vega_http_log_fn on_log;        /* NULL: none */
-    vega_tls_config *tls;           /* server config: every connection is TLS (ALPN http/1.1
-                                       is added); NULL: plain TCP. Retained by the server. */
+    vega_tls_config *tls;           /* server config: every connection is TLS (when the config
+                                       has no ALPN list, h2 and http/1.1 are set, or http/1.1
+                                       alone when HTTP/2 is off: vega_http_server_set_h2);
+                                       NULL: plain TCP. Retained by the server. */
     vega_http1_limits limits;       /* request line / field limits (defaults: see http1.h) */
     size_t max_conns;               /* open connections at most; beyond, new ones are closed at
                                        once; default 10000 */
@@ -146,16 +149,19 @@ typedef struct vega_http_server_h3_opts {
      * HEAD, OPTIONS, TRACE) reach the handler before the handshake is done; others wait for
      * it. */
     bool early_data;
-    unsigned sockets;            /* UDP sockets sharing the port; 0 = one per worker */
-    size_t max_conns;            /* QUIC connections at most; 0 = the server's max_conns */
-    uint64_t max_streams;        /* concurrent requests per connection; 0 = 100 */
-    uint64_t idle_timeout_ms;    /* QUIC idle timeout; 0 = the server's idle_timeout */
-    vega_quic_retry_mode retry;  /* address validation with Retry (default: above 100 handshakes
-                                    in progress) */
-    const uint8_t *static_key;   /* 32 secret bytes for Retry/NEW_TOKEN and stateless reset
-                                    tokens (shared by a server's processes); NULL = random */
-    bool no_alt_svc;             /* do not advertise HTTP/3 in Alt-Svc on TLS responses */
-    uint32_t alt_svc_max_age_s;  /* the Alt-Svc ma parameter; 0 = 86400 */
+    unsigned sockets;           /* UDP sockets sharing the port; 0 = one per worker */
+    size_t max_conns;           /* QUIC connections at most; 0 = the server's max_conns */
+    uint64_t max_streams;       /* concurrent requests per connection; 0 = 100 */
+    uint64_t idle_timeout_ms;   /* QUIC idle timeout; 0 = the server's idle_timeout */
+    vega_quic_retry_mode retry; /* address validation with Retry (default: above 100 handshakes
+                                   in progress) */
+    const uint8_t *static_key;  /* 32 secret bytes for Retry/NEW_TOKEN and stateless reset
+                                   tokens (shared by a server's processes); NULL = random */
+    uint16_t suites[3];         /* TLS 1.3 cipher suites QUIC accepts (VEGA_QUIC_TLS_*, in
+                                   preference order); 0 entries = all three */
+    size_t n_suites;
+    bool no_alt_svc;            /* do not advertise HTTP/3 in Alt-Svc on TLS responses */
+    uint32_t alt_svc_max_age_s; /* the Alt-Svc ma parameter; 0 = 86400 */
 } vega_http_server_h3_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
 #define VEGA_HTTP_SERVER_H3_OPTS_VERSION 1
@@ -178,12 +184,62 @@ VEGA_API void vega_http_server_h3_opts_init_versioned(vega_http_server_h3_opts *
  * -ENOMEM; VEGA_ERR_NOTASK. Context: inside a task. Since 0.1.
  */
 VEGA_API int vega_http_server_listen_h3_versioned(vega_http_server *srv, const vega_addr *addr,
-                                                  unsigned flags,
-                                                  const vega_http_server_h3_opts *o,
+                                                  unsigned flags, const vega_http_server_h3_opts *o,
                                                   vega_addr *bound, int opts_version);
 #define vega_http_server_listen_h3(srv, addr, flags, o, bound)                                     \
     vega_http_server_listen_h3_versioned(srv, addr, flags, o, bound,                               \
                                          VEGA_HTTP_SERVER_H3_OPTS_VERSION)
+
+/* HTTP/2 settings of a server (vega_http_server_set_h2): plain data, borrowed for the call
+ * (copied). Without the call a server speaks HTTP/2 over TLS (ALPN h2 preferred to http/1.1)
+ * and no cleartext HTTP/2. vega_http_server_h2_opts_init sets the defaults; a 0 field means its
+ * default. */
+typedef struct vega_http_server_h2_opts {
+    bool disable; /* no HTTP/2 at all: TLS offers http/1.1 alone, h2c is refused */
+    /* Cleartext HTTP/2 on plain TCP listeners: a connection that starts with the HTTP/2
+     * preface (prior knowledge, RFC 9113 §3.3), and an HTTP/1.1 request without a body that
+     * asks "Upgrade: h2c" with one HTTP2-Settings field (RFC 7540 §3.2: answered 101, the
+     * request then is stream 1). Off by default: a server behind a TLS-terminating proxy
+     * turns it on. */
+    bool h2c;
+    uint32_t max_concurrent_streams; /* requests at once per connection; 0 = 100 */
+    uint32_t initial_window_size;    /* each request body's window at first; 0 = 256 KiB */
+    uint32_t stream_window_max;      /* a body's window grows up to this; 0 = 8 MiB */
+    uint32_t conn_window_max;        /* all bodies of a connection together; 0 = 16 MiB: the
+                                        most a connection buffers of bodies its handlers have
+                                        not read yet */
+    size_t header_table_size;        /* our HPACK decoder's table; 0 = 4096 */
+    /* The defenses of <vega/h2.h> (vega_h2_opts): stream resets (Rapid Reset, MadeYouReset)
+     * and frames that do nothing (floods), a burst and a rate per second each; past them the
+     * connection ends with GOAWAY ENHANCE_YOUR_CALM. 0 = 1000 and 33. */
+    uint32_t reset_burst, reset_rate;
+    uint32_t glitch_burst, glitch_rate;
+} vega_http_server_h2_opts;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
+#define VEGA_HTTP_SERVER_H2_OPTS_VERSION 1
+
+/* Fills o with the defaults (all zero). Since 0.1. */
+VEGA_API void vega_http_server_h2_opts_init_versioned(vega_http_server_h2_opts *o,
+                                                      int opts_version);
+#define vega_http_server_h2_opts_init(...)                                                         \
+    vega_http_server_h2_opts_init_versioned(__VA_ARGS__, VEGA_HTTP_SERVER_H2_OPTS_VERSION)
+
+/*
+ * Sets how srv speaks HTTP/2 (see vega_http_server_h2_opts), before vega_http_server_run.
+ * HTTP/2 requests reach the handler through the same exchange, with
+ * vega_http_request.version 20, each in a task of its own; a connection's streams run at
+ * once and their responses share it round robin. An idle HTTP/2 connection parks like an
+ * HTTP/1.1 one (no task, no buffer); shutdown sends GOAWAY twice (RFC 9113 §6.8) and lets the
+ * streams in flight finish. Over TLS, when the server set the config's ALPN list itself, the
+ * list follows disable. o: borrowed (copied).
+ * Returns 0; -EBUSY (the server is running); -EINVAL (a bad argument or setting, options of a
+ * layout version this library does not know); -ENOMEM (the ALPN list could not be changed).
+ * Context: any thread; never suspends. Since 0.1.
+ */
+VEGA_API int vega_http_server_set_h2_versioned(vega_http_server *srv,
+                                               const vega_http_server_h2_opts *o, int opts_version);
+#define vega_http_server_set_h2(srv, o)                                                            \
+    vega_http_server_set_h2_versioned(srv, o, VEGA_HTTP_SERVER_H2_OPTS_VERSION)
 
 /*
  * Serves every listener until vega_http_server_shutdown: an accept task per listener, a task
@@ -287,14 +343,16 @@ VEGA_API int vega_http_response_finish(vega_http_exchange *x, const vega_http_fi
 VEGA_API int vega_http_respond(vega_http_exchange *x, int status, const vega_http_field *fields,
                                size_t n, const void *body, size_t len, vega_deadline dl);
 
-/* Asks the connection to close after this response ("Connection: close"). Since 0.1. */
+/* Asks the connection to close after this response ("Connection: close"; HTTP/2: GOAWAY,
+ * and the connection ends once its other streams did). Since 0.1. */
 VEGA_API void vega_http_exchange_set_close(vega_http_exchange *x);
 
 /* True once a final response was started. Since 0.1. */
 VEGA_API bool vega_http_response_is_started(const vega_http_exchange *x);
 
-/* The TLS stream of the connection (for ALPN, SNI, peer certificate), or NULL on plain TCP and
- * over HTTP/3 (QUIC's own TLS: see vega_http_exchange_quic). Borrowed. Since 0.1. */
+/* The TLS stream of the connection (for ALPN, SNI, peer certificate), HTTP/2's included, or
+ * NULL on plain TCP and over HTTP/3 (QUIC's own TLS: see vega_http_exchange_quic). Borrowed.
+ * Since 0.1. */
 VEGA_API vega_stream *vega_http_exchange_tls(const vega_http_exchange *x);
 
 /* The QUIC connection of an HTTP/3 exchange (for its info: version, resumption, 0-RTT, RTT),
