@@ -18,6 +18,16 @@ static bool is_tls_code(int e)
     return e <= VEGA_ERR_TLS_BASE && e > VEGA_ERR_TLS_LAST;
 }
 
+/* A handshake we ended with a TLS alert about the server's certificate (RFC 9001 §4.8:
+ * CRYPTO_ERROR 0x100 + the alert): bad_certificate 42 .. certificate_unknown 46, unknown_ca
+ * 48. curl calls that a peer that failed verification (60), the rest a handshake error (35). */
+static bool cert_alert(const vega_http_client_wire_error *w)
+{
+    uint64_t a = w->code - 0x100;
+    return w->kind == VEGA_HTTP_CLIENT_WIRE_QUIC && w->local && w->code >= 0x100 &&
+           w->code <= 0x1ff && ((a >= 42 && a <= 46) || a == 48);
+}
+
 /* Whether a failure is one of the HTTP/3 layer (curl's 95): a stream reset, GOAWAY, an HTTP/3
  * or QPACK connection error, a malformed response on an HTTP/3 stream. */
 static bool h3_code(int e, const vega_http_client_wire_error *w)
@@ -89,12 +99,20 @@ int curl_send_failed(struct xfer *x, int e)
         code = CE_SSL_CONNECT_ERROR;
         snprintf(r->errmsg, sizeof(r->errmsg), "TLS handshake with %s failed: %s", x->host,
                  vega_tls_strerror(e));
+    } else if (e == VEGA_ERR_QUIC_EP_HANDSHAKE && cert_alert(&x->werr)) {
+        code = CE_PEER_FAILED_VERIFICATION;
+        snprintf(r->errmsg, sizeof(r->errmsg),
+                 "SSL certificate problem: %s (QUIC; use -k to skip verification, --cacert to "
+                 "trust a CA)",
+                 x->werr.reason[0] ? x->werr.reason : "certificate verify failed");
     } else if (e == VEGA_ERR_QUIC_EP_HANDSHAKE) {
         code = CE_SSL_CONNECT_ERROR;
-        snprintf(r->errmsg, sizeof(r->errmsg),
-                 "QUIC handshake with %s failed: the certificate is not trusted, or no common "
-                 "QUIC version or ALPN (use -k to skip verification, --cacert to trust a CA)",
-                 x->host);
+        snprintf(r->errmsg, sizeof(r->errmsg), "QUIC handshake with %s failed: %s (%s, 0x%llx)",
+                 x->host, x->werr.reason[0] ? x->werr.reason : "no reason given",
+                 x->werr.kind == VEGA_HTTP_CLIENT_WIRE_QUIC
+                     ? vega_quic_transport_error_name(x->werr.code)
+                     : vega_h3_error_name(x->werr.code),
+                 (unsigned long long)x->werr.code);
     } else if (e == VEGA_ERR_QUIC_EP_REFUSED ||
                (e == VEGA_ERR_QUIC_EP_CLOSED && x->werr.kind == VEGA_HTTP_CLIENT_WIRE_NONE)) {
         code = CE_COULDNT_CONNECT;

@@ -72,8 +72,6 @@ struct hc_resolve {
 #define HC_H3_MAX_ADDRS        8
 /* Bytes taken from the HTTP/3 core for our unidirectional streams at a time. */
 #define HC_H3_UNI_CHUNK 4096
-/* How long vega_http_client_free lets the endpoint send its connections' closes. */
-#define HC_H3_CLOSE_GRACE_MS 20
 /* Most HTTP/3 connections the client keeps (idle or busy); beyond, the oldest idle one goes. */
 #define HC_H3_MAX_CONNS 256
 
@@ -329,9 +327,12 @@ bool vega__hc_retryable(int rc);
  * retained, 0 when none. */
 int vega__hc_h3_pool_take(vega_http_client *c, const struct hc_req *rq, vega_deadline dl,
                           struct hc_h3 **out);
-/* Connects to rq's QUIC destination and sets HTTP/3 up; *out retained (and pooled). */
-int vega__hc_h3_connect(vega_http_client *c, const struct hc_req *rq, vega_deadline dl,
-                        struct hc_h3 **out);
+/* Connects to rq's QUIC destination and sets HTTP/3 up; *out retained (and pooled, counted in
+ * active). Unless fresh, a connection to the origin that another request is making or made in
+ * the meantime is joined instead. On failure *werr (may be NULL) receives why the connection
+ * closed, when it got that far. */
+int vega__hc_h3_connect(vega_http_client *c, const struct hc_req *rq, bool fresh, vega_deadline dl,
+                        struct hc_h3 **out, vega_http_client_wire_error *werr);
 void vega__hc_h3_release(struct hc_h3 *h);
 /* Closes and forgets every HTTP/3 connection and the endpoint (vega_http_client_free). */
 void vega__hc_h3_shutdown(vega_http_client *c);

@@ -339,7 +339,15 @@ static int parse_field(const char *value, size_t len, const char *host, int64_t 
             continue;
         }
         good++;
-        if (keep && n < HC_ALTSVC_MAX)
+        /* The same alternative twice in one field is one entry (the later expiry wins). */
+        int dup = -1;
+        for (int i = 0; keep && i < n && dup < 0; i++)
+            if (!strcmp(alts[i].alpn, a.alpn) && !strcmp(alts[i].host, a.host) &&
+                alts[i].port == a.port)
+                dup = i;
+        if (dup >= 0 && a.expires > alts[dup].expires)
+            alts[dup] = a;
+        else if (dup < 0 && keep && n < HC_ALTSVC_MAX)
             alts[n++] = a;
     }
     return good ? n : -EINVAL;

@@ -246,13 +246,7 @@ void vega__hc_h3_shutdown(vega_http_client *c)
     pthread_mutex_unlock(&c->mu);
     close_all(all);
     if (c->ep) {
-        /* The closes above go out with the send tasks' next turn (the yield gives it); the
-         * closing period after them (RFC 9000 §10.2, three PTO) only absorbs late packets,
-         * and a client that goes away need not sit it out: a short grace, then the endpoint
-         * drops what is left. */
-        if (vega_task_current())
-            (void)vega_yield();
-        vega_quic_endpoint_shutdown(c->ep, vega_deadline_in_ms(HC_H3_CLOSE_GRACE_MS));
+        /* It waits until the closes above went out, not for their closing periods. */
         vega_quic_endpoint_free(c->ep);
         c->ep = NULL;
     }
@@ -271,6 +265,7 @@ struct qrace {
     vega_notify wake;
     vega_quic_ep_conn *winner;
     int last_err;
+    vega_quic_ep_close_info last_close; /* why the attempt of last_err ended, if it did */
     size_t running;
 };
 
@@ -278,6 +273,8 @@ struct qatt {
     struct qrace *r;
     vega_addr addr;
     vega_task *task;
+    vega_quic_connect_opts o; /* the race's, with a close record of its own */
+    vega_quic_ep_close_info close;
 };
 
 static void *attempt_task(void *arg)
@@ -285,15 +282,19 @@ static void *attempt_task(void *arg)
     struct qatt *a = arg;
     struct qrace *r = a->r;
     vega_quic_ep_conn *qe = NULL;
-    int rc = vega_quic_endpoint_connect(r->ep, &a->addr, r->o, &qe, r->dl);
+    a->o = *r->o;
+    a->o.close = &a->close;
+    int rc = vega_quic_endpoint_connect(r->ep, &a->addr, &a->o, &qe, r->dl);
     bool lost = false;
     pthread_mutex_lock(&r->mu);
-    if (rc == 0 && !r->winner)
+    if (rc == 0 && !r->winner) {
         r->winner = qe;
-    else if (rc == 0)
+    } else if (rc == 0) {
         lost = true;
-    else if (rc != -ECANCELED || r->last_err == 0)
+    } else if (rc != -ECANCELED || r->last_err == 0) {
         r->last_err = rc;
+        r->last_close = a->close;
+    }
     r->running--;
     pthread_mutex_unlock(&r->mu);
     if (lost) {
@@ -347,7 +348,9 @@ static int race_addrs(struct qrace *r, const vega_addr *addrs, size_t n, vega_qu
         if (won || (started == n && running == 0))
             break;
         if (started < n && (running == 0 || rc == -ETIMEDOUT)) {
-            att[started] = (struct qatt){.r = r, .addr = addrs[started]};
+            memset(&att[started], 0, sizeof att[started]);
+            att[started].r = r;
+            att[started].addr = addrs[started];
             pthread_mutex_lock(&r->mu);
             r->running++;
             pthread_mutex_unlock(&r->mu);
@@ -423,13 +426,25 @@ static int dial(vega_http_client *c, struct hc_h3 *h, const struct hc_req *rq, v
     struct qrace r = {.ep = c->ep, .o = &o, .dl = dl};
     pthread_mutex_init(&r.mu, NULL);
     vega_notify_init(&r.wake);
-    /* The connection becomes h's only once connected (setup): a connect that fails or is
-     * cancelled leaves its connection closing in the endpoint, still calling back its user
-     * until it ends, and h may be gone by then (so no vega_quic_connect_opts.user here). */
-    if (n == 1)
+    vega_quic_ep_close_info ci;
+    memset(&ci, 0, sizeof ci);
+    if (n == 1) {
+        /* One attempt: its events are h's from the first (a failed connect forgets h). */
+        o.user = h;
+        o.close = &ci;
         rc = vega_quic_endpoint_connect(c->ep, &addrs[0], &o, &h->qe, dl);
-    else
+    } else {
+        /* Several: only the winner becomes h's (setup); the others' events go nowhere. */
         rc = race_addrs(&r, addrs, n, &h->qe);
+        ci = r.last_close;
+    }
+    if (rc < 0 && ci.closed) {
+        /* why the handshake failed: a TLS alert (CRYPTO_ERROR), a refusal, an H3 close */
+        h->werr.kind = ci.app ? VEGA_HTTP_CLIENT_WIRE_H3 : VEGA_HTTP_CLIENT_WIRE_QUIC;
+        h->werr.local = ci.local;
+        h->werr.code = ci.code;
+        memcpy(h->werr.reason, ci.reason, sizeof h->werr.reason);
+    }
     vega_notify_fini(&r.wake);
     pthread_mutex_destroy(&r.mu);
     vega__mem_free(c->o.mem, sess);
@@ -463,8 +478,9 @@ static int core_new(vega_http_client *c, struct hc_h3 *h)
     vega_h3_opts ho;
     vega_h3_opts_init(&ho);
     ho.mem = c->o.mem;
-    if (c->o.limits.max_fields)
-        ho.max_fields = c->o.limits.max_fields;
+    /* as many fields as a response keeps (vega__hc_response_new), and its :status (QPACK
+     * counts every field line) */
+    ho.max_fields = (c->o.limits.max_fields ? c->o.limits.max_fields : 100) + 1;
     if (c->o.limits.max_field_section)
         ho.max_field_section_size = c->o.limits.max_field_section;
     uint64_t seed = 0;
@@ -525,8 +541,18 @@ static int setup(vega_http_client *c, struct hc_h3 *h)
     return 0;
 }
 
-int vega__hc_h3_connect(vega_http_client *c, const struct hc_req *rq, vega_deadline dl,
-                        struct hc_h3 **out)
+/* c->mu held: a connection to rq's origin that a request may join (usable, or being made). */
+static bool joinable(vega_http_client *c, const struct hc_req *rq)
+{
+    for (struct hc_h3 *x = c->h3s; x; x = x->next)
+        if (same_origin(x, &rq->key) &&
+            (x->state == HC_H3_CONNECTING || (x->state == HC_H3_READY && atomic_load(&x->usable))))
+            return true;
+    return false;
+}
+
+int vega__hc_h3_connect(vega_http_client *c, const struct hc_req *rq, bool fresh, vega_deadline dl,
+                        struct hc_h3 **out, vega_http_client_wire_error *werr)
 {
     *out = NULL;
     int rc = ensure_endpoint(c);
@@ -535,11 +561,26 @@ int vega__hc_h3_connect(vega_http_client *c, const struct hc_req *rq, vega_deadl
     struct hc_h3 *h = h3_new(c, rq);
     if (!h)
         return -ENOMEM;
-    /* In the pool while connecting (its reference), so requests to the origin wait for it. */
+    /* In the pool while connecting (its reference), so requests to the origin wait for it;
+     * the look and the push in one hold of the lock, so that requests starting together make
+     * one connection, not one each (RFC 9114 §3.3). */
     atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed);
-    pthread_mutex_lock(&c->mu);
-    list_push(c, h);
-    pthread_mutex_unlock(&c->mu);
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        if (fresh || !joinable(c, rq)) {
+            list_push(c, h);
+            pthread_mutex_unlock(&c->mu);
+            break;
+        }
+        pthread_mutex_unlock(&c->mu);
+        struct hc_h3 *other;
+        rc = vega__hc_h3_pool_take(c, rq, dl, &other);
+        if (rc != 0) { /* joined one (or gave up waiting): ours was never seen */
+            h3_free(h);
+            *out = rc > 0 ? other : NULL;
+            return rc > 0 ? 0 : rc;
+        }
+    }
     rc = core_new(c, h);
     if (rc == 0)
         rc = dial(c, h, rq, dl);
@@ -549,6 +590,8 @@ int vega__hc_h3_connect(vega_http_client *c, const struct hc_req *rq, vega_deadl
         h3_close(h);
     connect_done(c, h, rc);
     if (rc < 0) {
+        if (werr)
+            *werr = h->werr;
         vega__hc_h3_release(h);
         return rc;
     }

@@ -11,6 +11,7 @@
 struct race {
     vega_http_client *c;
     const struct hc_req *rq;
+    bool fresh;
     vega_deadline dl;
     pthread_mutex_t mu;
     vega_notify wake;
@@ -19,16 +20,19 @@ struct race {
     struct hc_h3 *h;
     struct hc_conn *tcp;
     vega_http_client_info tinfo;
+    vega_http_client_wire_error werr; /* why QUIC failed */
 };
 
 static void *quic_task(void *arg)
 {
     struct race *r = arg;
     struct hc_h3 *h = NULL;
-    int rc = vega__hc_h3_connect(r->c, r->rq, r->dl, &h);
+    vega_http_client_wire_error werr = {0};
+    int rc = vega__hc_h3_connect(r->c, r->rq, r->fresh, r->dl, &h, &werr);
     pthread_mutex_lock(&r->mu);
     r->quic_done = true;
     r->quic_err = rc;
+    r->werr = werr;
     r->h = h;
     pthread_mutex_unlock(&r->mu);
     vega_notify_one(&r->wake);
@@ -70,10 +74,11 @@ static void drop_h3(vega_http_client *c, struct hc_h3 *h)
 }
 
 /* Runs the race: *h or *tcp (with its connect times in *tinfo) on 0. */
-static int race(vega_http_client *c, const struct hc_req *rq, vega_deadline dl, struct hc_h3 **h,
-                struct hc_conn **tcp, vega_http_client_info *tinfo)
+static int race(vega_http_client *c, const struct hc_req *rq, bool fresh, vega_deadline dl,
+                struct hc_h3 **h, struct hc_conn **tcp, vega_http_client_info *tinfo,
+                vega_http_client_wire_error *werr)
 {
-    struct race r = {.c = c, .rq = rq, .dl = dl};
+    struct race r = {.c = c, .rq = rq, .fresh = fresh, .dl = dl};
     pthread_mutex_init(&r.mu, NULL);
     vega_notify_init(&r.wake);
     vega_task *qt = NULL, *tt = NULL;
@@ -123,6 +128,8 @@ static int race(vega_http_client *c, const struct hc_req *rq, vega_deadline dl, 
     if (rc < 0)
         return rc;
     /* Both failed: TCP's reason is the one a user of curl --http3 expects to read. */
+    if (!r.tcp_done)
+        *werr = r.werr;
     return r.tcp_done ? r.tcp_err : r.quic_err ? r.quic_err : -ETIMEDOUT;
 }
 
@@ -177,8 +184,8 @@ int vega__hc_send_h3(vega_http_client *c, const struct hc_req *rq, vega_tstamp s
             reused = true;
         if (!h && !tcp) {
             vega_deadline cdl = hc_dl_min(dl, vega_deadline_in_ns(c->o.connect_timeout_ns));
-            rc = rq->fallback ? race(c, rq, cdl, &h, &tcp, &tinfo)
-                              : vega__hc_h3_connect(c, rq, cdl, &h);
+            rc = rq->fallback ? race(c, rq, fresh, cdl, &h, &tcp, &tinfo, &werr)
+                              : vega__hc_h3_connect(c, rq, fresh, cdl, &h, &werr);
             if (rc < 0)
                 break;
         }

@@ -6,6 +6,7 @@
  * timeouts, certificates, resumption and 0-RTT. */
 #include <errno.h>
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "h3_util.h"
@@ -514,8 +515,15 @@ VTEST_MT(untrusted_certificate, 2)
     h3t_url(s, url, sizeof url, "/hello");
     vega_http_client_request rq;
     h3t_req(&rq, url);
+    vega_http_client_wire_error we;
+    rq.wire_error = &we;
     vega_http_client_response *r;
     VCHECK_EQ(vega_http_client_send(c, &rq, &r), VEGA_ERR_QUIC_EP_HANDSHAKE);
+    /* we sent the alert: CRYPTO_ERROR + unknown_ca (RFC 9001 §4.8, RFC 8446 §6.2) */
+    VCHECK_EQ(we.kind, VEGA_HTTP_CLIENT_WIRE_QUIC);
+    VCHECK(we.local);
+    VCHECK_EQ(we.code, 0x100 + 48);
+    VCHECK(we.reason[0] != 0);
     vega_http_client_free(c);
     o.quic_insecure = true;
     VCHECK_EQ(vega_http_client_new(&c, &o), 0);
@@ -526,6 +534,28 @@ VTEST_MT(untrusted_certificate, 2)
     vega_http_client_free(c);
     vega_crypto_cert_store_free(other);
     h3t_stop(s);
+}
+
+/* Nothing listens on the UDP port: ICMP says so and the connect fails at once. */
+VTEST_MT(nothing_listening, 2)
+{
+    vega_http_client *c;
+    VCHECK_EQ(vega_http_client_new(&c, NULL), 0);
+    vega_sock *u;
+    vega_addr a;
+    VCHECK_EQ(vega_addr_from_ip(&a, "127.0.0.1", 0), 0);
+    VCHECK_EQ(vega_udp_bind(&u, &a, 0), 0); /* a port that was free a moment ago */
+    VCHECK_EQ(vega_sock_local_addr(u, &a), 0);
+    vega_sock_close(u);
+    char url[128];
+    snprintf(url, sizeof url, "https://127.0.0.1:%u/", vega_addr_port(&a));
+    vega_http_client_request rq;
+    h3t_req(&rq, url);
+    vega_http_client_response *r;
+    vega_tstamp t0 = vega_now();
+    VCHECK_EQ(vega_http_client_send(c, &rq, &r), -ECONNREFUSED);
+    VCHECK(vega_now() - t0 < 5 * VEGA_NS_PER_S);
+    vega_http_client_free(c);
 }
 
 /* HTTP/3 is for https (RFC 9114 §3.1); a version the client does not know is refused. */
@@ -614,4 +644,74 @@ VTEST_MT(quic_v2, 2)
     vega_http_client_response_free(r);
     vega_http_client_free(c);
     h3t_stop(s);
+}
+
+/* Limits on what the server sends: interim heads (10 at most, as for HTTP/1.1) and fields per
+ * section (the client's max_fields, 100 by default): beyond, a stream error of ours. */
+VTEST_MT(response_limits, 2)
+{
+    struct h3t_srv *s = h3t_start(0);
+    vega_http_client *c = h3t_client(s, NULL);
+    char url[128];
+    vega_http_client_response *r;
+    uint8_t *body;
+    h3t_url(s, url, sizeof url, "/interim/10");
+    VCHECK_EQ(fetch(c, url, &r, &body), 2);
+    free(body);
+    vega_http_client_response_free(r);
+    vega_http_client_request rq;
+    h3t_url(s, url, sizeof url, "/interim/11");
+    h3t_req(&rq, url);
+    vega_http_client_wire_error we;
+    rq.wire_error = &we;
+    VCHECK_EQ(vega_http_client_send(c, &rq, &r), VEGA_ERR_PROTO);
+    VCHECK_EQ(we.kind, VEGA_HTTP_CLIENT_WIRE_STREAM);
+    VCHECK(we.local);
+    VCHECK_EQ(we.code, VEGA_H3_EXCESSIVE_LOAD);
+    h3t_url(s, url, sizeof url, "/fields/100");
+    VCHECK_EQ(fetch(c, url, &r, &body), 0);
+    VCHECK_EQ(vega_http_client_response_info(r)->fields->count, 100);
+    free(body);
+    vega_http_client_response_free(r);
+    h3t_url(s, url, sizeof url, "/fields/101");
+    h3t_req(&rq, url);
+    rq.wire_error = &we;
+    VCHECK_EQ(vega_http_client_send(c, &rq, &r), VEGA_ERR_PROTO);
+    VCHECK_EQ(we.kind, VEGA_HTTP_CLIENT_WIRE_STREAM);
+    VCHECK_EQ(we.code, VEGA_H3_EXCESSIVE_LOAD);
+    /* the connection served all of it */
+    VCHECK_EQ(atomic_load(&s->conns), 1);
+    vega_http_client_free(c);
+    h3t_stop(s);
+}
+
+/* The session cache's bounds: 256 servers (the oldest go), blobs of 8 KiB at most. */
+VTEST(session_cache_bounds)
+{
+    vega_http_client *c;
+    VCHECK_EQ(vega_http_client_new(&c, NULL), 0);
+    size_t cap = 400 * 64 + 20000;
+    char *t = malloc(cap);
+    size_t n = (size_t)snprintf(t, cap, "vega-quic-session 1\n");
+    long now = (long)time(NULL);
+    for (int i = 0; i < 300; i++)
+        n += (size_t)snprintf(t + n, cap - n, "h%d.example 443 %ld 0a0b -\n", i, now);
+    VCHECK_EQ(vega_http_client_sessions_load(c, t, n), 300);
+    vega_ssize k = vega_http_client_sessions_save(c, t, cap);
+    VCHECK(k > 0);
+    size_t lines = 0;
+    for (vega_ssize i = 0; i < k; i++)
+        lines += t[i] == '\n';
+    VCHECK_EQ(lines, 1 + 256);
+    /* a blob of 8 KiB loads, one byte more does not; a stale line does not either */
+    n = (size_t)snprintf(t, cap, "vega-quic-session 1\nbig.example 1 %ld ", now);
+    for (int i = 0; i < 8192; i++)
+        n += (size_t)snprintf(t + n, cap - n, "ab");
+    n += (size_t)snprintf(t + n, cap - n, " -\nbigger.example 1 %ld ", now);
+    for (int i = 0; i < 8193; i++)
+        n += (size_t)snprintf(t + n, cap - n, "ab");
+    n += (size_t)snprintf(t + n, cap - n, " -\nold.example 1 %ld 0a -\n", now - 8 * 86400);
+    VCHECK_EQ(vega_http_client_sessions_load(c, t, n), 1);
+    free(t);
+    vega_http_client_free(c);
 }

@@ -15,11 +15,14 @@
  *   /hang             never answers
  *   /close/N          N/2 of N bytes, then CONNECTION_CLOSE H3_INTERNAL_ERROR
  *   /conn             200 with the connection's number ("conn 1")
+ *   /interim/N        N interim 103 heads, then 200 "ok"
+ *   /fields/N         200 with N fields x-f-I
  *   anything else     404
  * HEAD answers the GET head without content. Every response carries "x-path". */
 #ifndef VEGA_HC_H3_UTIL_H
 #define VEGA_HC_H3_UTIL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +52,7 @@ struct h3t_stream {
     bool used, responded, done, got_head, req_ended, fin_read;
     char method[16], path[256];
     uint8_t *echo;
-    size_t echo_len;
+    size_t echo_len, echo_cap;
     /* what goes out: pending bytes, then the body from a generator */
     uint8_t *out;
     size_t out_len, out_off, out_cap;
@@ -64,6 +67,7 @@ struct h3t_srv;
 
 struct h3t_conn {
     struct h3t_srv *s;
+    struct h3t_conn *next; /* the server's list */
     vega_quic_ep_conn *qe;
     vega_quic_conn *qc;
     vega_h3_conn *h3;
@@ -82,7 +86,8 @@ struct h3t_srv {
     uint8_t ticket_key[32];
     atomic_int conns, requests;
     atomic_bool rejected_once; /* /reject refused once (whatever the connection) */
-    struct h3t_conn *all[64];
+    pthread_mutex_t mu;        /* guards all */
+    struct h3t_conn *all;
 };
 
 static inline struct h3t_stream *h3t_stream(struct h3t_conn *tc, uint64_t id, bool make)
@@ -230,6 +235,29 @@ static inline void h3t_plan(struct h3t_conn *tc, struct h3t_stream *st)
     } else if (!strcmp(p, "/hang")) {
         st->done = true; /* no answer, no end */
         return;
+    } else if (!strncmp(p, "/interim/", 9)) {
+        for (long i = strtol(p + 9, NULL, 10); i > 0; i--)
+            h3t_head(tc, st, 103, NULL, 0);
+        f[nf++] = (vega_http_field){{"content-length", 14}, CL(2)};
+        h3t_head(tc, st, 200, f, nf);
+        h3t_data(st, "ok", 2);
+    } else if (!strncmp(p, "/fields/", 8)) {
+        long n = strtol(p + 8, NULL, 10);
+        vega_http_field *many = calloc((size_t)n + 1, sizeof *many);
+        char(*names)[16] = calloc((size_t)n + 1, 16);
+        VCHECK(many && names);
+        for (long i = 0; i < n; i++) {
+            int k = snprintf(names[i], 16, "x-f-%ld", i);
+            many[i] = (vega_http_field){{names[i], (size_t)k}, {"v", 1}};
+        }
+        uint8_t *buf = malloc(65536);
+        vega_ssize w = vega_h3_conn_write_response_head(tc->h3, st->id, 200, many, (size_t)n, buf,
+                                                        65536);
+        VCHECK(w > 0);
+        h3t_put(st, buf, (size_t)w);
+        free(buf);
+        free(many);
+        free(names);
     } else if (!strcmp(p, "/conn")) {
         char b[32];
         int n = snprintf(b, sizeof b, "conn %d", tc->number);
@@ -310,8 +338,11 @@ static inline int h3t_on_data(void *ud, uint64_t sid, const uint8_t *d, size_t n
 {
     struct h3t_stream *st = h3t_stream(ud, sid, false);
     if (st && st->echo_len + n <= H3T_ECHO_MAX) {
-        if (!st->echo)
-            st->echo = malloc(H3T_ECHO_MAX);
+        if (st->echo_len + n > st->echo_cap) {
+            st->echo_cap = (st->echo_len + n) * 2;
+            st->echo = realloc(st->echo, st->echo_cap);
+            VCHECK(st->echo != NULL);
+        }
         memcpy(st->echo + st->echo_len, d, n);
         st->echo_len += n;
     }
@@ -432,8 +463,10 @@ static inline int h3t_on_conn(void *ep_user, vega_quic_ep_conn *c, vega_quic_con
     tc->s = s;
     tc->qe = c;
     tc->number = atomic_fetch_add(&s->conns, 1) + 1;
-    if (tc->number <= 64)
-        s->all[tc->number - 1] = tc;
+    pthread_mutex_lock(&s->mu);
+    tc->next = s->all;
+    s->all = tc;
+    pthread_mutex_unlock(&s->mu);
     vega_quic_ep_conn_set_user(c, tc);
     return 0;
 }
@@ -453,6 +486,7 @@ static inline struct h3t_srv *h3t_start(uint16_t port)
 {
     struct h3t_srv *s = calloc(1, sizeof *s);
     VCHECK(s != NULL);
+    pthread_mutex_init(&s->mu, NULL);
     VCHECK_EQ(vega_crypto_cert_chain_new(&s->chain), 0);
     VCHECK_EQ(vega_crypto_cert_chain_add(s->chain, QT_SRV_P256_PEM, strlen(QT_SRV_P256_PEM)), 0);
     VCHECK_EQ(vega_crypto_key_load_private(&s->key, QT_SRV_P256_KEY, strlen(QT_SRV_P256_KEY)), 0);
@@ -485,9 +519,12 @@ static inline void h3t_stop(struct h3t_srv *s)
 {
     vega_quic_endpoint_shutdown(s->ep, vega_deadline_in_ms(500));
     vega_quic_endpoint_free(s->ep);
-    for (int i = 0; i < 64 && i < s->conns; i++)
-        if (s->all[i])
-            h3t_conn_free(s->all[i]);
+    while (s->all) {
+        struct h3t_conn *tc = s->all;
+        s->all = tc->next;
+        h3t_conn_free(tc);
+    }
+    pthread_mutex_destroy(&s->mu);
     vega_crypto_cert_chain_free(s->chain);
     vega_crypto_key_free(s->key);
     vega_crypto_cert_store_free(s->ca);
