@@ -229,6 +229,15 @@ void vega__hc_h3_response_done(vega_http_client_response *r)
         vega_quic_ep_conn_unlock(h->qe);
     }
     pthread_mutex_lock(&c->mu);
+    if (!qc) {
+        /* The connection is gone: no lock holder or callback walks h->reqs any more, only
+         * other responses going the same way, which the client's mutex orders. */
+        for (vega_http_client_response **pp = &h->reqs; *pp; pp = &(*pp)->h3_next)
+            if (*pp == r) {
+                *pp = r->h3_next;
+                break;
+            }
+    }
     if (h->active)
         h->active--;
     h->idle_since = vega_now();
