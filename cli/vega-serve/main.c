@@ -31,7 +31,8 @@ static const char usage_text[] =
     "      --key FILE          its PEM private key (default: in the --cert file)\n"
     "      --no-http3          with TLS, no HTTP/3 (by default HTTP/3 is served on UDP on the\n"
     "                          first listener's port and announced with Alt-Svc)\n"
-    "      --http3-port PORT   HTTP/3 on this UDP port instead\n"    "      --no-http2          with TLS, no HTTP/2 (ALPN offers http/1.1 alone)\n"
+    "      --http3-port PORT   HTTP/3 on this UDP port instead\n"
+    "      --no-http2          with TLS, no HTTP/2 (ALPN offers http/1.1 alone)\n"
     "      --h2c               cleartext HTTP/2 on plain TCP: a client that starts with the\n"
     "                          HTTP/2 preface (curl --http2-prior-knowledge, h2load), or asks\n"
     "                          for it with \"Upgrade: h2c\" (curl --http2)\n"
@@ -701,7 +702,8 @@ static void *main_task(void *arg)
     }
     vega_http_server_h2_opts h2o;
     vega_http_server_h2_opts_init(&h2o);
-    h2o.disable = !serve_o.http2 && !serve_o.h2c;
+    /* one kind of listener: --no-http2 is about TLS, --h2c about cleartext */
+    h2o.disable = serve_o.tls ? !serve_o.http2 : !serve_o.h2c;
     h2o.h2c = serve_o.h2c;
     r = vega_http_server_set_h2(srv, &h2o);
     if (r < 0) {

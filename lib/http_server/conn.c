@@ -5,13 +5,15 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 
+#include "h2_srv_int.h"
 #include "http1_int.h"
 #include "server_int.h"
 
 enum {
     HEAD_READY = 1,
     HEAD_CLOSE = 0,
-    HEAD_PARKED = 2
+    HEAD_PARKED = 2,
+    HEAD_H2 = 5 /* the connection speaks HTTP/2 (h2_setup.c): its bytes are in the buffer */
 };
 /* Inner answers of next_head's steps (never returned by it). */
 enum {
@@ -73,6 +75,7 @@ void vega__srv_conn_free(struct srv_conn *c)
         vega_sock_close(c->sock);
     }
     vega__srv_unregister(c);
+    vega__h2s_free(c); /* after unregistering: shutdown reaches registered ones only */
     vega__srv_addr_fini(m, &c->peer);
     vega__srv_addr_fini(m, &c->local);
     vega__mem_free(m, c);
@@ -425,7 +428,14 @@ static int next_head(struct srv_conn *c, bool woke)
     }
     for (;;) {
         skip_blank_lines(c, a);
-        if (a->in_end > a->in_start) {
+        /* HTTP/2 (ALPN h2, or the preface in cleartext), before the first head is parsed */
+        enum h2s_detect h2 = H2S_NOT_H2;
+        if (c->nreq == 0 && a->in_end > a->in_start) {
+            h2 = vega__h2s_detect(c, a->in + a->in_start, a->in_end - a->in_start);
+            if (h2 == H2S_IS_H2)
+                return HEAD_H2;
+        }
+        if (a->in_end > a->in_start && h2 != H2S_NEED_MORE) {
             size_t end = find_head_end(a->in, a->in_end, &a->scan);
             if (end) {
                 /* keep room after the head for reading its body through the buffer */
@@ -597,6 +607,20 @@ int vega__srv_conn_run(struct srv_conn *c, bool woke)
         woke = false;
         if (r == HEAD_PARKED)
             return 0;
+        if (r == HEAD_H2)
+            return vega__h2s_start(c, NULL, 0);
+        if (r == HEAD_READY && srv->h2o.h2c) {
+            /* "Upgrade: h2c" (RFC 7540 §3.2): answered 101, the request becomes stream 1 */
+            uint8_t *frame = NULL;
+            size_t flen = 0;
+            int up = vega__h2s_upgrade(c, &frame, &flen);
+            if (up > 0)
+                return vega__h2s_start(c, frame, flen);
+            if (up < 0) {
+                err = up;
+                break;
+            }
+        }
         if (r != HEAD_READY) {
             if (r < 0)
                 err = r;

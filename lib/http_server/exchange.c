@@ -614,5 +614,5 @@ const vega_http_request *vega_http_exchange_request(const vega_http_exchange *x)
 
 vega_stream *vega_http_exchange_tls(const vega_http_exchange *x)
 {
-    return x && !x->ops && x->c->tls ? x->c->stream : NULL;
+    return x && x->c && x->c->tls ? x->c->stream : NULL; /* HTTP/1.1 and HTTP/2 (not 3) */
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 
+#include "h2_srv_int.h"
 #include "h3_int.h"
 #include "server_int.h"
 #include "tls_int.h"
@@ -81,8 +82,10 @@ int vega_http_server_new_versioned(vega_http_server **out, const vega_http_serve
     s->o.server_header = s->server_header;
     if (opts->tls) {
         if (opts->tls->alpn_len == 0) {
-            static const char *const h1[] = {"http/1.1"};
-            int r = vega_tls_config_set_alpn(opts->tls, h1, 1);
+            /* h2 first, then http/1.1 (HTTP/2 is on unless vega_http_server_set_h2 says no) */
+            s->o.tls = opts->tls;
+            s->alpn_own = true;
+            int r = vega__h2s_alpn(s);
             if (r < 0) {
                 vega__mem_free(opts->mem, s->server_header);
                 vega__mem_free(opts->mem, base);
@@ -186,6 +189,10 @@ static void on_ready(vega_sock *s, void *arg, int status)
     c->task = vega_task_current();
     pthread_mutex_unlock(&c->shard->lock);
     atomic_fetch_sub_explicit(&srv->conns_parked, 1, memory_order_relaxed);
+    if (c->h2) {
+        vega__h2s_ready(c, status);
+        return;
+    }
     if (status < 0) {
         if (status == -ETIMEDOUT)
             atomic_fetch_add_explicit(&srv->timeouts, 1, memory_order_relaxed);
@@ -297,9 +304,12 @@ static void wake_parked(vega_http_server *srv)
     for (size_t i = 0; i < SRV_SHARDS; i++) {
         struct srv_shard *sh = &srv->shards[i];
         pthread_mutex_lock(&sh->lock);
-        for (struct srv_conn *c = sh->conns; c; c = c->next)
+        for (struct srv_conn *c = sh->conns; c; c = c->next) {
             if (c->state == SRV_PARKED && c->sock)
                 shutdown(vega_sock_fd(c->sock), SHUT_RD);
+            else if (c->h2)
+                vega__h2s_kick(c); /* an active HTTP/2 connection: GOAWAY */
+        }
         pthread_mutex_unlock(&sh->lock);
     }
 }

@@ -76,6 +76,9 @@ struct vega_http_server {
     char alt_svc[64];
     _Atomic size_t alt_svc_len;
 
+    vega_http_server_h2_opts h2o; /* HTTP/2 (vega_http_server_set_h2) */
+    bool alpn_own;                /* the server set the TLS config's ALPN list */
+
     atomic_uint_fast64_t next_id;
     atomic_uint_fast64_t conns_accepted, conns_refused, conns_open, conns_parked;
     atomic_uint_fast64_t requests, bad_requests, timeouts;
@@ -83,6 +86,7 @@ struct vega_http_server {
 
 struct srv_active;
 struct h3s;
+struct h2s_conn;
 
 /* An address kept with every connection, parked ones included: an IPv4/IPv6 address inline
  * (vega_addr's sockaddr_storage would add 200 bytes to each idle connection), anything longer
@@ -116,6 +120,7 @@ struct srv_conn {
                               short or empty): parking now cannot miss a wake */
     struct srv_addr peer, local;
     struct srv_active *a;
+    struct h2s_conn *h2; /* HTTP/2 (h2_conn.c): set once the connection speaks it */
 };
 
 /* Stores a into sa (replacing what it held). Returns 0 or -ENOMEM. */
