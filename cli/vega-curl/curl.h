@@ -31,6 +31,7 @@ enum {
     CE_SEND_ERROR = 55,
     CE_RECV_ERROR = 56,
     CE_SSL_CERTPROBLEM = 58,
+    CE_SSL_CIPHER = 59, /* couldn't use the specified cipher */
     CE_PEER_FAILED_VERIFICATION = 60,
     CE_BAD_CONTENT_ENCODING = 61,
     CE_FILESIZE_EXCEEDED = 63,
@@ -90,7 +91,10 @@ struct curl_opts {
     uint32_t quic_version;    /* --quic-version: 0 (v1), VEGA_QUIC_V1, VEGA_QUIC_V2 */
     const char *alt_svc;      /* --alt-svc FILE ("" = in memory only) */
     const char *session_file; /* --tls-session-file FILE */
-    char *alt_svc_text;       /* their contents when they existed (owned) */
+    const char *tls13_ciphers; /* --tls13-ciphers LIST (TCP and QUIC) */
+    int earlydata;             /* --tls-earlydata 1, --no-tls-earlydata 0, -1 unset (0-RTT
+                                  with a session file) */
+    char *alt_svc_text;        /* their contents when they existed (owned) */
     size_t alt_svc_len;
     char *session_text;
     size_t session_len;

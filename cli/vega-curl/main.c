@@ -61,6 +61,10 @@ static const char usage_text[] =
     "      --tls-session-file FILE  keep QUIC session tickets and tokens in FILE (mode\n"
     "                           0600) to resume next time, with 0-RTT for GET and HEAD\n"
     "      --quic-version 1|2   the QUIC version to start with (default 1; 2 = RFC 9369)\n"
+    "      --tls13-ciphers LIST  TLS 1.3 cipher suites to offer, in order, over TCP and QUIC\n"
+    "                           (TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256 ...)\n"
+    "      --tls-earlydata, --no-tls-earlydata  send GET and HEAD in 0-RTT when resuming\n"
+    "                           (default: on with --tls-session-file)\n"
     "\n"
     "Redirects:\n"
     "  -L, --location           follow redirects (301, 302, 303, 307, 308); Authorization,\n"
@@ -144,6 +148,9 @@ enum {
     OPT_ALT_SVC,
     OPT_QUIC_VERSION,
     OPT_SESSION_FILE,
+    OPT_TLS13_CIPHERS,
+    OPT_EARLYDATA,
+    OPT_NO_EARLYDATA,
 };
 
 static const struct option long_opts[] = {
@@ -187,6 +194,9 @@ static const struct option long_opts[] = {
     {"http3-only", no_argument, NULL, OPT_HTTP3_ONLY},
     {"alt-svc", required_argument, NULL, OPT_ALT_SVC},
     {"quic-version", required_argument, NULL, OPT_QUIC_VERSION},
+    {"tls13-ciphers", required_argument, NULL, OPT_TLS13_CIPHERS},
+    {"tls-earlydata", no_argument, NULL, OPT_EARLYDATA},
+    {"no-tls-earlydata", no_argument, NULL, OPT_NO_EARLYDATA},
     {"tls-session-file", required_argument, NULL, OPT_SESSION_FILE},
     {"progress-bar", no_argument, NULL, '#'},
     {"no-progress-meter", no_argument, NULL, OPT_NO_PROGRESS},
@@ -480,6 +490,15 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
                 cli_usage_error("--tls-session-file: expected a file name");
             o->session_file = optarg;
             break;
+        case OPT_TLS13_CIPHERS:
+            o->tls13_ciphers = optarg;
+            break;
+        case OPT_EARLYDATA:
+            o->earlydata = 1;
+            break;
+        case OPT_NO_EARLYDATA:
+            o->earlydata = 0;
+            break;
         case OPT_QUIC_VERSION:
             if (!strcmp(optarg, "1"))
                 o->quic_version = VEGA_QUIC_V1;
@@ -564,6 +583,10 @@ static int make_tls(const struct curl_opts *o, vega_tls_config **out)
         vega_tls_config_free(cfg);
         return curl_fail(o, CE_SSL_CACERT_BADFILE, "error setting certificate file: %s (%s)",
                          o->cacert, vega_tls_strerror(r));
+    }
+    if (o->tls13_ciphers && vega_tls_config_set_ciphers(cfg, NULL, o->tls13_ciphers) < 0) {
+        vega_tls_config_free(cfg);
+        return curl_fail(o, CE_SSL_CIPHER, "failed setting cipher list: %s", o->tls13_ciphers);
     }
     if (o->insecure && (r = vega_tls_config_set_verify(cfg, VEGA_TLS_VERIFY_NONE)) < 0) {
         vega_tls_config_free(cfg);
@@ -674,6 +697,7 @@ int main(int argc, char **argv)
     static struct curl_opts o;
     bool stdout_closed = guard_std_fds();
     o.max_redirs = 50;
+    o.earlydata = -1;
     cli_set_prog("vega-curl");
     parse_args(&o, argc, argv);
     signal(SIGPIPE, SIG_IGN);

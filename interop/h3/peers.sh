@@ -32,19 +32,27 @@ peer_missing() {
 vega_client_missing() {
     local t
     t="$(vega_tool vega-curl 2>/dev/null)" || { echo "not built yet: no vega-curl under $IOP_BUILD"; return; }
-    "$t" --help 2>&1 | grep -q -- '--http3-only' ||
+    # the help text is read whole first: `grep -q` on a pipe may close it early, and the tool's
+    # SIGPIPE then fails the pipeline under pipefail (an intermittent "not built yet")
+    local h
+    h="$("$t" --help 2>&1)"
+    grep -q -- '--http3-only' <<<"$h" ||
         echo "not built yet: vega-curl has no --http3-only (HTTP/3 client pending, issue 13)"
 }
 vega_server_missing() {
     local t
     t="$(vega_tool vega-serve 2>/dev/null)" || { echo "not built yet: no vega-serve under $IOP_BUILD"; return; }
-    "$t" --help 2>&1 | grep -q -- '--http3-port' ||
+    local h
+    h="$("$t" --help 2>&1)"
+    grep -q -- '--http3-port' <<<"$h" ||
         echo "not built yet: vega-serve has no --http3-port (HTTP/3 server pending, issue 13)"
 }
 
 # vega_has TOOL FLAG: TOOL's --help mentions FLAG (optional features of the vega side).
 vega_has() {
-    "$(vega_tool "$1")" --help 2>&1 | grep -q -- "$2"
+    local h
+    h="$("$(vega_tool "$1")" --help 2>&1)"
+    grep -q -- "$2" <<<"$h"
 }
 
 # ---- servers ---------------------------------------------------------------------------------------
@@ -310,7 +318,8 @@ client_vega() {
     t="$(vega_tool vega-curl)" || return 1
     [ "$FAM" = 6 ] && a+=(--resolve "localhost:$CPORT:[::1]") || a+=(--resolve "localhost:$CPORT:127.0.0.1")
     [ "${C_V2:-0}" = 1 ] && a+=(--quic-version 2)
-    [ "${C_CHACHA:-0}" = 1 ] && a+=(--tls13-ciphers TLS_CHACHA20_POLY1305_SHA256)
+    # -v: vega-curl then says which suite it negotiated ("* QUIC: ... cipher ...")
+    [ "${C_CHACHA:-0}" = 1 ] && a+=(-v --tls13-ciphers TLS_CHACHA20_POLY1305_SHA256)
     export SSLKEYLOGFILE="$RUN_DIR/client.keys"
     out_args() {
         local x
@@ -328,7 +337,7 @@ client_vega() {
         ;;
     resume | zerortt)
         a+=(--tls-session-file "$RUN_DIR/session")
-        [ "$MODE" = resume ] && a+=(--no-0rtt)
+        [ "$MODE" = resume ] && a+=(--no-tls-earlydata)
         timeout "$T_CLIENT" "$t" "${a[@]}" -o "$DL/$1" "$base/$1" || return 1
         shift
         xargs -0 timeout "$T_CLIENT" "$t" "${a[@]}" < <(out_args "$@")

@@ -66,6 +66,8 @@ int vega_http_client_new_versioned(vega_http_client **out, const vega_http_clien
     opts_defaults(&o);
     if (opts)
         memcpy(&o, opts, opts_version == 1 ? HC_OPTS_V1_SIZE : sizeof o);
+    if (o.quic_n_suites > 3)
+        return -EINVAL;
     if (o.quic_version && !vega_quic_version_is_supported(o.quic_version))
         return -EINVAL;
     if (!o.h3_head_start_ns)

@@ -38,6 +38,8 @@ static int ensure_endpoint(vega_http_client *c)
     eo.quic.tls.early_data = c->o.quic_early_data;
     if (c->o.quic_version)
         eo.quic.version = c->o.quic_version;
+    memcpy(eo.quic.tls.suites, c->o.quic_suites, sizeof c->o.quic_suites);
+    eo.quic.tls.n_suites = c->o.quic_n_suites;
     eo.cb.on_event = vega__hc_h3_on_event;
     eo.cb.on_closed = vega__hc_h3_on_closed;
     eo.mem = c->o.mem;

@@ -105,6 +105,9 @@ typedef struct vega_http_client_opts {
                                   caller loads and adds, and is not used */
     uint64_t h3_head_start_ns; /* how long an HTTP/3 attempt that may fall back runs alone
                                   before a TCP connection races it; 0 = 200 ms (curl's) */
+    uint16_t quic_suites[3];   /* TLS 1.3 cipher suites QUIC offers (VEGA_QUIC_TLS_*, in order);
+                                  0 entries = all three (curl's --tls13-ciphers) */
+    size_t quic_n_suites;
 } vega_http_client_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended the
  * HTTP/3 fields; a program built with version 1 still works (HTTP/3 with their defaults). */
