@@ -116,7 +116,8 @@ static bool has_cid(const uint8_t *const *ids, const size_t *lens, size_t n, con
     return false;
 }
 
-/* Keeps the table's entries for c equal to the CIDs the core says the peer may use now. */
+/* Keeps the table's entries for c equal to the CIDs the core says the peer may use now, kept in
+ * the core's order so that the check after nearly every call (nothing changed) is one pass. */
 static void sync_cids(struct vega_quic_ep_conn *c)
 {
     const uint8_t *ids[EP_MAX_CIDS];
@@ -124,27 +125,34 @@ static void sync_cids(struct vega_quic_ep_conn *c)
     size_t n = vega_quic_conn_scids(c->qc, ids, lens, EP_MAX_CIDS);
     if (n > EP_MAX_CIDS)
         n = EP_MAX_CIDS; /* more than we route: the peer uses the first ones (limit 4 today) */
-    /* drop the retired ones */
-    for (size_t i = 0; i < c->ncids;) {
-        if (has_cid(ids, lens, n, c->cids[i], c->cid_lens[i])) {
+    if (n == c->ncids) {
+        size_t i = 0;
+        while (i < n && lens[i] == c->cid_lens[i] && memcmp(ids[i], c->cids[i], lens[i]) == 0)
             i++;
-            continue;
-        }
-        vega__ep_table_del(c->ep, c->cids[i], c->cid_lens[i], c);
-        c->ncids--;
-        memcpy(c->cids[i], c->cids[c->ncids], c->cid_lens[c->ncids]);
-        c->cid_lens[i] = c->cid_lens[c->ncids];
+        if (i == n)
+            return;
     }
-    /* add the new ones */
-    for (size_t i = 0; i < n && c->ncids < EP_MAX_CIDS; i++) {
+    /* drop the retired ones */
+    for (size_t i = 0; i < c->ncids; i++)
+        if (!has_cid(ids, lens, n, c->cids[i], c->cid_lens[i]))
+            vega__ep_table_del(c->ep, c->cids[i], c->cid_lens[i], c);
+    /* the new list, in the core's order: the ones we had, and the new ones that registered (a
+     * collision of random CIDs, or no memory, leaves one out: it does not route) */
+    uint8_t cids[EP_MAX_CIDS][VEGA_QUIC_MAX_CID_LEN];
+    uint8_t cl[EP_MAX_CIDS];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
         bool known = false;
-        for (size_t k = 0; k < c->ncids && !known; k++)
-            known = c->cid_lens[k] == lens[i] && memcmp(c->cids[k], ids[i], lens[i]) == 0;
-        if (known || vega__ep_table_add(c->ep, ids[i], lens[i], c) < 0)
-            continue; /* a collision of random CIDs (or no memory): that one does not route */
-        memcpy(c->cids[c->ncids], ids[i], lens[i]);
-        c->cid_lens[c->ncids++] = (uint8_t)lens[i];
+        for (size_t j = 0; j < c->ncids && !known; j++)
+            known = c->cid_lens[j] == lens[i] && memcmp(c->cids[j], ids[i], lens[i]) == 0;
+        if (!known && vega__ep_table_add(c->ep, ids[i], lens[i], c) < 0)
+            continue;
+        memcpy(cids[k], ids[i], lens[i]);
+        cl[k++] = (uint8_t)lens[i];
     }
+    memcpy(c->cids, cids, sizeof cids);
+    memcpy(c->cid_lens, cl, sizeof cl);
+    c->ncids = k;
 }
 
 static void drop_odcid(struct vega_quic_ep_conn *c)

@@ -55,6 +55,7 @@ struct ep_sock {
                                         server sockets, detached for a client's */
     atomic_int live_tasks; /* client socket: its tasks still running (the last frees it) */
     vega_notify tx_wake;
+    int timer_fd; /* a timerfd for waits shorter than the runtime's 1 ms timer tick (pacing) */
     atomic_bool stop;
     /* connections with something to send (pushed by any task, taken by the send task) */
     vega__spin dirty_lock;

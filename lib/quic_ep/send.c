@@ -5,6 +5,8 @@
  * each in GSO trains (UDP_SEGMENT) batched with sendmmsg, a budget per turn so one bulk
  * transfer does not hold the others back. It also tears ended connections down. */
 #include <string.h>
+#include <sys/timerfd.h>
+#include <time.h>
 
 #include "ep_int.h"
 
@@ -283,6 +285,33 @@ void vega__ep_sock_task_exit(struct ep_sock *s)
     vega_notify_all(&ep->idle_wake);
 }
 
+/* The runtime's timers tick in milliseconds: a pacer that asks for its next burst in 300 us
+ * would wait up to 2 ms, and a fast transfer would crawl at one burst per tick. A wait shorter
+ * than this goes through the socket's timerfd instead (not cancelled by a wake-up: what a
+ * wake-up brings waits that long at most, and the notify's stored permit is seen right after). */
+#define EP_FINE_WAIT_NS (2 * VEGA_NS_PER_MS)
+
+/* Waits until dl on the real monotonic clock. Returns false when it could not (the paused
+ * clock of tests, no timerfd): the caller waits on the runtime's wheel. */
+static bool fine_wait(struct ep_sock *s, uint64_t dl)
+{
+    struct timespec ts;
+    if (s->timer_fd < 0 || clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
+        return false;
+    uint64_t mono = (uint64_t)ts.tv_sec * VEGA_NS_PER_S + (uint64_t)ts.tv_nsec;
+    uint64_t now = vega_now();
+    if (mono - now > VEGA_NS_PER_MS && now - mono > VEGA_NS_PER_MS)
+        return false;                /* vega_now() is not this clock (paused) */
+    uint64_t at = dl + (mono - now); /* dl on CLOCK_MONOTONIC */
+    struct itimerspec its = {.it_value = {.tv_sec = (time_t)(at / VEGA_NS_PER_S),
+                                          .tv_nsec = (long)(at % VEGA_NS_PER_S)}};
+    if (timerfd_settime(s->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
+        return false;
+    uint64_t ticks;
+    vega_ssize n = vega_fd_read(s->timer_fd, &ticks, sizeof ticks, vega_deadline_in_ms(100));
+    return n == (vega_ssize)sizeof ticks || n == -ECANCELED;
+}
+
 void *vega__ep_tx_task(void *arg)
 {
     struct ep_sock *s = arg;
@@ -291,9 +320,13 @@ void *vega__ep_tx_task(void *arg)
         s->tx_msgs[i].buf = s->tx_buf + i * EP_TX_CAP;
     while (!atomic_load(&s->stop)) {
         vega_deadline dl = s->heap_len ? s->heap[0]->expiry : VEGA_DEADLINE_NEVER;
-        int rc = vega_notify_wait(&s->tx_wake, dl);
-        if (rc == -ECANCELED)
+        uint64_t now = vega_now();
+        if (dl > now && dl - now < EP_FINE_WAIT_NS && fine_wait(s, dl)) {
+            if (vega_task_is_cancelled())
+                break;
+        } else if (vega_notify_wait(&s->tx_wake, dl) == -ECANCELED) {
             break;
+        }
         run_timers(&q);
         struct vega_quic_ep_conn *c;
         /* what is queued now; what flushes re-queue waits for the next turn */

@@ -4,6 +4,9 @@
 #include <string.h>
 
 #include <netinet/in.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "ep_int.h"
 
@@ -33,6 +36,7 @@ int vega__ep_sock_open(struct vega_quic_endpoint *ep, const vega_addr *addr, uns
     s->ep = ep;
     vega_notify_init(&s->tx_wake);
     vega__spin_init(&s->dirty_lock);
+    s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC); /* -1: the wheel */
     atomic_init(&s->stop, false);
     int rc = -ENOMEM;
     /* a client connection's own socket batches less: it serves one connection */
@@ -103,6 +107,8 @@ void vega__ep_sock_free(struct ep_sock *s)
         vega__mem_free(mem, s->tx_msgs);
     if (s->heap)
         vega__mem_free(mem, s->heap);
+    if (s->timer_fd >= 0)
+        close(s->timer_fd);
     vega_notify_fini(&s->tx_wake);
     vega__mem_free(mem, s);
 }
