@@ -285,6 +285,10 @@ static enum step step(struct h2s_conn *h, vega_deadline *dl)
     bool wr = vega_h2_conn_want_write(h->core), rd = vega_h2_conn_want_read(h->core);
     bool idle = !h->reqs && !h->spawn && !h->up_frame;
     bool rd_done = h->rd_done;
+    /* the peer sends nothing more, so no WINDOW_UPDATE either: a response waiting for one
+     * would wait until write_timeout for nothing (a client that only half-closed gets what
+     * fits its windows) */
+    bool stuck = rd_done && h->nbusy && vega__h2s_blocked(h);
     if (!idle) {
         h->idle_since = 0;
     } else if (!h->idle_since) {
@@ -305,7 +309,7 @@ static enum step step(struct h2s_conn *h, vega_deadline *dl)
         }
         return STEP_MORE;
     }
-    if (h->broken || (!rd && !wr))
+    if (h->broken || (!rd && !wr) || stuck)
         return STEP_END;
     if (wr) {
         /* the core has more but wrote nothing: no memory for a frame just now */

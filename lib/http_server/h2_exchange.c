@@ -268,6 +268,7 @@ static void reclaim(struct h2s_req *r)
     struct h2s_conn *h = r->h;
     if (!r->busy || r->closed)
         return;
+    r->self_reset = true;
     if (vega_h2_submit_rst_stream(h->core, r->sid, VEGA_H2_CANCEL) == -ENOMEM)
         (void)vega_h2_submit_goaway(h->core, VEGA_H2_INTERNAL_ERROR, NULL, 0); /* closes all */
     VEGA_ASSERT(!r->busy);
@@ -473,6 +474,7 @@ static void reset_stream(struct h2s_req *r)
 {
     struct h2s_conn *h = r->h;
     vega__h2s_lock(h);
+    r->self_reset = true;
     if (!r->closed)
         (void)vega_h2_submit_rst_stream(h->core, r->sid, VEGA_H2_INTERNAL_ERROR);
     r->end_given = true;

@@ -87,9 +87,10 @@ struct h2s_req {
     bool closed;    /* on_stream_close ran: the stream is gone */
     uint32_t close_code;
     vega_h2_close close_how;
-    bool busy;      /* a span is with the core (until on_stream_writable or the close) */
-    bool end_given; /* END_STREAM was given to the core */
-    bool rst_after; /* reset NO_ERROR once our END_STREAM is out (the body is not wanted) */
+    bool busy;       /* a span is with the core (until on_stream_writable or the close) */
+    bool end_given;  /* END_STREAM was given to the core */
+    bool rst_after;  /* reset NO_ERROR once our END_STREAM is out (the body is not wanted) */
+    bool self_reset; /* the task reset its own stream (it knows: no cancel) */
     /* the body: what the task asked for goes straight to dst; the rest waits in rx */
     uint8_t *dst;
     size_t dst_len, dst_got;
@@ -141,6 +142,8 @@ void vega__h2s_rst_after(struct h2s_conn *h);
 /* Resets streams whose send stalled longer than write_timeout (h locked). Returns true when
  * some request still waits for the peer's window. */
 bool vega__h2s_check_stalls(struct h2s_conn *h, vega_tstamp now);
+/* True when the connection or a stream with a span waits for the peer's window (h locked). */
+bool vega__h2s_blocked(struct h2s_conn *h);
 void vega__h2s_req_unref(struct h2s_req *r);
 
 /* h2_exchange.c */

@@ -278,6 +278,10 @@ static int cb_stream_close(void *ud, int32_t sid, uint32_t code, vega_h2_close h
     }
     vega_notify_one(&r->rd);
     vega_notify_one(&r->wr);
+    /* reset by the peer, or for its fault, or the connection is gone: the handler's work is
+     * wanted no more (Rapid Reset, MadeYouReset); its exchange calls fail from now on */
+    if (r->task && !r->task_done && !r->self_reset && how != VEGA_H2_CLOSE_DONE)
+        vega_task_cancel(r->task);
     if (!r->has_task)
         unlink_spawn(h, r); /* reset in the same read as its head: no task ever */
     vega__h2s_req_unref(r);
@@ -384,4 +388,19 @@ bool vega__h2s_check_stalls(struct h2s_conn *h, vega_tstamp now)
         }
     }
     return h->nbusy > 0;
+}
+
+bool vega__h2s_blocked(struct h2s_conn *h)
+{
+    vega_h2_conn_info info;
+    vega_h2_conn_get_info(h->core, &info);
+    if (info.send_stalled_since != VEGA_TSTAMP_MAX)
+        return true;
+    for (struct h2s_req *r = h->reqs; r && h->nbusy; r = r->next) {
+        vega_h2_stream_info si;
+        if (r->busy && vega_h2_stream_get_info(h->core, r->sid, &si) == 0 &&
+            si.send_stalled_since != VEGA_TSTAMP_MAX)
+            return true;
+    }
+    return false;
 }

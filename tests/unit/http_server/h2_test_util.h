@@ -296,7 +296,8 @@ static inline bool tc_head_has(const struct tc_stream *s, const char *line)
 
 static _Atomic int ts_file_fd = -1;
 static atomic_int ts_entered, ts_slow_want, ts_errors, ts_logged, ts_read_err;
-static atomic_int ts_hang_live;
+static atomic_int ts_hang_live, ts_stubborn_live;
+static atomic_bool ts_stubborn_release;
 
 static inline uint8_t ts_pattern(size_t i)
 {
@@ -426,6 +427,16 @@ static inline int ts_handler(vega_http_exchange *x, void *user)
         (void)vega_sleep_ms(30000); /* until cancelled */
         atomic_fetch_sub(&ts_hang_live, 1);
         return -ECANCELED;
+    }
+    if (ts_path(r, "/stubborn")) {
+        /* a handler that ignores cancellation until let go */
+        atomic_fetch_add(&ts_stubborn_live, 1);
+        vega_deadline dl = DL(10000);
+        while (!atomic_load(&ts_stubborn_release) && vega_now() < dl)
+            if (vega_sleep_ms(2) < 0)
+                (void)vega_yield();
+        atomic_fetch_sub(&ts_stubborn_live, 1);
+        return vega_http_respond(x, 200, NULL, 0, "late", 4, DL(100));
     }
     if (ts_path(r, "/close")) {
         vega_http_exchange_set_close(x);
