@@ -22,10 +22,35 @@ static struct h3s_req *find_req(const struct h3s_conn *hc, uint64_t sid)
     return NULL;
 }
 
+struct h3s_req *vega__h3s_req_alloc(struct h3s *l)
+{
+    vega__spin_lock(&l->pool_lock);
+    struct h3s_req *r = l->pool;
+    if (r) {
+        l->pool = r->next;
+        l->npool--;
+    }
+    vega__spin_unlock(&l->pool_lock);
+    if (!r && !(r = vega__mem_malloc(l->srv->o.mem, sizeof *r + H3S_OUT_CAP)))
+        return NULL;
+    memset(r, 0, sizeof *r);
+    r->out = (uint8_t *)(r + 1);
+    return r;
+}
+
+void vega__h3s_pool_free(struct h3s *l)
+{
+    while (l->pool) {
+        struct h3s_req *r = l->pool;
+        l->pool = r->next;
+        vega__mem_free(l->srv->o.mem, r);
+    }
+    l->npool = 0;
+}
+
 static struct h3s_req *req_new(struct h3s_conn *hc, uint64_t sid)
 {
-    const vega_mem *m = hc->l->srv->o.mem;
-    struct h3s_req *r = vega__mem_calloc(m, 1, sizeof *r);
+    struct h3s_req *r = vega__h3s_req_alloc(hc->l);
     if (!r)
         return NULL;
     r->hc = hc;
@@ -584,6 +609,7 @@ int vega__h3s_listen(vega_http_server *srv, const vega_addr *addr, unsigned flag
     pthread_mutex_init(&l->lock, NULL);
     vega_notify_init(&l->idle);
     atomic_init(&l->refs, 1);
+    vega__spin_init(&l->pool_lock);
     vega_h3_opts_init(&l->h3o);
     l->h3o.max_field_section_size = srv->o.limits.max_field_section;
     l->h3o.max_fields = srv->o.limits.max_fields;
@@ -742,6 +768,7 @@ void vega__h3s_stop(struct h3s *l, bool cancelled)
         if (vega_sleep_ms(2) == -ECANCELED)
             (void)vega_yield();
     srv->h3 = NULL;
+    vega__h3s_pool_free(l);
     pthread_mutex_destroy(&l->lock);
     vega_notify_fini(&l->idle);
     vega__mem_free(srv->o.mem, l);

@@ -31,10 +31,10 @@ static int copy_head(struct h3s_req *r, const vega_h3_head *h)
     for (size_t i = 0; i < h->nfields; i++)
         need += h->fields[i].name.len + h->fields[i].value.len + 2;
     size_t nf = h->nfields ? h->nfields : 1;
-    r->fields = vega__mem_malloc(m, nf * sizeof *r->fields);
-    r->store = vega__mem_malloc(m, need);
-    if (!r->fields || !r->store)
+    /* one block: the fields, then their bytes */
+    if (!(r->fields = vega__mem_malloc(m, nf * sizeof *r->fields + need)))
         return -ENOMEM;
+    r->store = (char *)(r->fields + nf);
     char *w = r->store;
 #define COPY(dst, src)                                                                             \
     do {                                                                                           \
@@ -158,14 +158,23 @@ int vega__h3s_req_start(struct h3s_req *r, const vega_h3_head *head)
 
 void vega__h3s_req_free(struct h3s_req *r)
 {
-    const vega_mem *m = r->hc->l->srv->o.mem;
-    vega__mem_free(m, r->store);
+    struct h3s_conn *hc = r->hc;
+    struct h3s *l = hc->l;
+    const vega_mem *m = l->srv->o.mem;
     vega__mem_free(m, r->fields);
-    vega__mem_free(m, r->out);
     vega_notify_fini(&r->rd);
     vega_notify_fini(&r->wr);
-    struct h3s_conn *hc = r->hc;
-    vega__mem_free(m, r);
+    bool kept = false;
+    vega__spin_lock(&l->pool_lock);
+    if (l->npool < H3S_POOL_MAX) {
+        r->next = l->pool;
+        l->pool = r;
+        l->npool++;
+        kept = true;
+    }
+    vega__spin_unlock(&l->pool_lock);
+    if (!kept)
+        vega__mem_free(m, r);
     vega__h3s_conn_unref(hc);
 }
 
@@ -353,8 +362,12 @@ static int h3_start(struct vega_http_exchange *x, int status, const vega_http_fi
         user_server |= vega__http1_ieq(f->name.ptr, f->name.len, "server");
         names += f->name.len;
     }
-    /* HTTP/3 field names are lowercase (RFC 9114 §4.2): copy, lowered, with what we add */
-    vega_http_field *v = vega__mem_malloc(m, (n + 3) * sizeof *v + names + 24);
+    /* HTTP/3 field names are lowercase (RFC 9114 §4.2): copy, lowered, with what we add (on
+     * the stack for the usual handful of fields) */
+    _Alignas(vega_http_field) uint8_t small[32 * sizeof(vega_http_field) + 1024];
+    size_t vbytes = (n + 3) * sizeof(vega_http_field) + names + 24;
+    vega_http_field *v =
+        vbytes <= sizeof small ? (vega_http_field *)small : vega__mem_malloc(m, vbytes);
     if (!v)
         return -ENOMEM;
     char *w = (char *)(v + n + 3);
@@ -386,9 +399,7 @@ static int h3_start(struct vega_http_exchange *x, int status, const vega_http_fi
         v[k++] = (vega_http_field){{"content-length", 14}, {cl, cn}};
     }
     int rc = 0;
-    if (!r->out && !(r->out = vega__mem_malloc(m, H3S_OUT_CAP)))
-        rc = -ENOMEM;
-    vega_quic_conn *qc = rc ? NULL : vega_quic_ep_conn_lock(hc->qc);
+    vega_quic_conn *qc = vega_quic_ep_conn_lock(hc->qc);
     if (!rc && !qc)
         rc = -EPIPE;
     if (qc) {
@@ -401,7 +412,8 @@ static int h3_start(struct vega_http_exchange *x, int status, const vega_http_fi
         (void)vega__h3s_flush_uni(hc, qc); /* QPACK encoder instructions go first */
         vega_quic_ep_conn_unlock(hc->qc);
     }
-    vega__mem_free(m, v);
+    if (v != (vega_http_field *)small)
+        vega__mem_free(m, v);
     if (rc < 0)
         return rc;
     if (informational)

@@ -8,16 +8,21 @@
 #include <vega/h3.h>
 #include <vega/quic_ep.h>
 
+#include "rt_int.h"
 #include "server_int.h"
 
 /* Bytes a connection keeps for its unidirectional streams that QUIC did not take yet (SETTINGS,
  * GOAWAY, QPACK instructions): beyond, the connection closes (H3_EXCESSIVE_LOAD). */
 #define H3S_UNI_PENDING_MAX (64u * 1024u)
 /* Response head and DATA frame headers are built here before they go to the QUIC stream. */
-#define H3S_OUT_CAP 16384
+#define H3S_OUT_CAP 8192
 /* Actions the h3 core's callbacks ask for (they run while a peeked span is in use, so they
  * queue; the feeder carries them out after). */
 #define H3S_ACTIONS_MAX 64
+/* Request blocks (the request's state and its output buffer, one allocation) kept for reuse by
+ * a server: a block per request made and freed is most of the allocator's work on small
+ * responses. Beyond, blocks go back to the allocator. */
+#define H3S_POOL_MAX 512
 
 struct h3s;
 struct h3s_req;
@@ -89,7 +94,8 @@ struct h3s_req {
     struct vega_http_exchange x;
     vega_addr peer, local;
     /* the response */
-    uint8_t *out; /* H3S_OUT_CAP: the held head, DATA frame headers, trailers, file bytes */
+    uint8_t *out; /* H3S_OUT_CAP, just after the struct: the held head, DATA frame headers,
+                     trailers, small bodies and files */
     size_t out_len;
     bool fin_sent;
     struct h3s_req *next;
@@ -108,8 +114,11 @@ struct h3s {
                          it as the very last thing it does, and vega__h3s_stop frees l when only
                          its own is left */
     atomic_bool stopping;
-    vega_notify idle;  /* a request or a connection ended */
-    size_t scan_count; /* each_conn's callbacks count here (the run task alone) */
+    vega_notify idle;     /* a request or a connection ended */
+    size_t scan_count;    /* each_conn's callbacks count here (the run task alone) */
+    vega__spin pool_lock; /* the free request blocks, at most H3S_POOL_MAX */
+    struct h3s_req *pool;
+    size_t npool;
 };
 
 /* h3_conn.c */
@@ -123,6 +132,11 @@ void vega__h3s_actions(struct h3s_conn *hc, vega_quic_conn *qc);
 int vega__h3s_flush_uni(struct h3s_conn *hc, vega_quic_conn *qc);
 void vega__h3s_conn_unref(struct h3s_conn *hc);
 void vega__h3s_req_unlink(struct h3s_req *r);
+
+/* A request block: taken from the server's pool or allocated (NULL when out of memory);
+ * zeroed but for its buffer. */
+struct h3s_req *vega__h3s_req_alloc(struct h3s *l);
+void vega__h3s_pool_free(struct h3s *l);
 
 /* h3_exchange.c */
 extern const struct srv_xops vega__h3s_xops;
