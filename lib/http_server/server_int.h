@@ -144,8 +144,8 @@ struct srv_body {
 /* What an exchange of a version other than HTTP/1.1 does for the public exchange calls. */
 struct srv_xops {
     vega_ssize (*read)(struct vega_http_exchange *x, void *buf, size_t len, vega_deadline dl);
-    int (*start)(struct vega_http_exchange *x, int status, const vega_http_field *fields,
-                 size_t n, uint64_t length);
+    int (*start)(struct vega_http_exchange *x, int status, const vega_http_field *fields, size_t n,
+                 uint64_t length);
     vega_ssize (*write)(struct vega_http_exchange *x, const void *buf, size_t len,
                         vega_deadline dl);
     vega_ssize (*sendfile)(struct vega_http_exchange *x, int fd, uint64_t offset, size_t len,

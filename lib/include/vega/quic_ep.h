@@ -301,7 +301,6 @@ VEGA_API int vega_quic_ep_conn_close(vega_quic_ep_conn *c, vega_quic_close_kind 
  * -ECANCELED; -EINVAL (c NULL). Context: inside a task. Since 0.1. */
 VEGA_API int vega_quic_ep_conn_wait_closed(vega_quic_ep_conn *c, vega_deadline dl);
 
-
 /* Fills *out. Context: any thread. Since 0.1. */
 VEGA_API void vega_quic_ep_conn_get_close(const vega_quic_ep_conn *c, vega_quic_ep_close_info *out);
 

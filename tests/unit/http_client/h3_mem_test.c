@@ -104,8 +104,8 @@ static int conversation(struct h3t_srv *s, struct fa *f, unsigned wait_ms)
         VCHECK_EQ(e, -ENOMEM);
         return -1;
     }
-    static const char *const paths[] = {"/hello", "/big/100000", "/echo", "/trailers",
-                                        "/goaway", "/conn"};
+    static const char *const paths[] = {"/hello",    "/big/100000", "/echo",
+                                        "/trailers", "/goaway",     "/conn"};
     int answered = 0;
     for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
         char url[128];

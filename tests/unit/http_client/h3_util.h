@@ -251,8 +251,8 @@ static inline void h3t_plan(struct h3t_conn *tc, struct h3t_stream *st)
             many[i] = (vega_http_field){{names[i], (size_t)k}, {"v", 1}};
         }
         uint8_t *buf = malloc(65536);
-        vega_ssize w = vega_h3_conn_write_response_head(tc->h3, st->id, 200, many, (size_t)n, buf,
-                                                        65536);
+        vega_ssize w =
+            vega_h3_conn_write_response_head(tc->h3, st->id, 200, many, (size_t)n, buf, 65536);
         VCHECK(w > 0);
         h3t_put(st, buf, (size_t)w);
         free(buf);
