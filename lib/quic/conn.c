@@ -7,16 +7,18 @@
  * (conn_build.c), PTO probes and DPLPMTUD (conn_probe.c), the write path (conn_write.c) and
  * streams (conn_stream.c). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conn_int.h"
 
-void vega_quic_opts_init_versioned(vega_quic_opts *c, int opts_version)
+/* Layout 1 ends where version 2's appended fields start (it ends on a pointer and they start
+ * with one, so no tail padding differs). */
+#define QUIC_OPTS_V1_SIZE offsetof(vega_quic_opts, keylog)
+
+static void opts_defaults(vega_quic_opts *c)
 {
-    if (opts_version != VEGA_QUIC_OPTS_VERSION)
-        vega__panic(__FILE__, __LINE__,
-                    "vega_quic_opts_init: options of another libvega (version %d)", opts_version);
     memset(c, 0, sizeof *c);
     c->version = VEGA_QUIC_V1;
     c->idle_timeout_ms = 30000;
@@ -34,6 +36,36 @@ void vega_quic_opts_init_versioned(vega_quic_opts *c, int opts_version)
     c->scid_len = 8;
     c->pmtu_max = 1452;
     c->cc = VEGA_QUIC_CC_CUBIC;
+}
+
+void vega_quic_opts_init_versioned(vega_quic_opts *c, int opts_version)
+{
+    if (opts_version != 1 && opts_version != VEGA_QUIC_OPTS_VERSION)
+        vega__panic(__FILE__, __LINE__,
+                    "vega_quic_opts_init: options of another libvega (version %d)", opts_version);
+    vega_quic_opts d;
+    opts_defaults(&d);
+    /* A caller built with layout 1 has storage for layout 1 only. */
+    memcpy(c, &d, opts_version == 1 ? QUIC_OPTS_V1_SIZE : sizeof d);
+}
+
+/* API rules: ABI: the options of a caller of layout 1 are its prefix; the fields it does not
+ * have are zero (their "none"). Returns false for a layout this library does not know. */
+static bool opts_latest(const vega_quic_opts *cfg, int opts_version, vega_quic_opts *tmp,
+                        const vega_quic_opts **out)
+{
+    if (!cfg)
+        return false;
+    if (opts_version == VEGA_QUIC_OPTS_VERSION) {
+        *out = cfg;
+        return true;
+    }
+    if (opts_version != 1)
+        return false;
+    memset(tmp, 0, sizeof *tmp);
+    memcpy(tmp, cfg, QUIC_OPTS_V1_SIZE);
+    *out = tmp;
+    return true;
 }
 
 int vega__quic_rand(vega_quic_conn *c, void *buf, size_t len)
@@ -137,7 +169,8 @@ static int conn_alloc(vega_quic_conn **out, const vega_quic_opts *cfg, const veg
 int vega_quic_conn_client_new_versioned(vega_quic_conn **out, const vega_quic_opts *cfg,
                                         const vega_quic_path *path, uint64_t now, int opts_version)
 {
-    if (opts_version != VEGA_QUIC_OPTS_VERSION)
+    vega_quic_opts v1;
+    if (!opts_latest(cfg, opts_version, &v1, &cfg))
         return -EINVAL; /* a program built against another libvega's headers */
     vega_quic_conn *c;
     int rc = conn_alloc(&c, cfg, path, cfg->version ? cfg->version : VEGA_QUIC_V1, false, now);
@@ -190,7 +223,8 @@ int vega_quic_conn_server_new_versioned(vega_quic_conn **out, const vega_quic_op
                                         const vega_quic_server_params *sp, uint64_t now,
                                         int opts_version)
 {
-    if (opts_version != VEGA_QUIC_OPTS_VERSION)
+    vega_quic_opts v1;
+    if (!opts_latest(cfg, opts_version, &v1, &cfg))
         return -EINVAL; /* a program built against another libvega's headers */
     if (!sp || sp->dcid_len > VEGA_QUIC_MAX_CID_LEN || sp->scid_len > VEGA_QUIC_MAX_CID_LEN ||
         sp->original_dcid_len > VEGA_QUIC_MAX_CID_LEN)

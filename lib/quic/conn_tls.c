@@ -112,6 +112,12 @@ static void tls_session(void *ud, const uint8_t *blob, size_t len)
     vega__quic_ev_copy(c, VEGA_QUIC_EV_SESSION, blob, len);
 }
 
+static void tls_keylog(void *ud, const char *line)
+{
+    vega_quic_conn *c = ud;
+    c->cfg.keylog(c->cfg.keylog_user, line);
+}
+
 static int tls_rand(void *ud, void *buf, size_t len)
 {
     return vega__quic_rand(ud, buf, len);
@@ -164,6 +170,7 @@ int vega__quic_tls_start(vega_quic_conn *c)
         .secret = tls_secret,
         .peer_tp = tls_peer_tp,
         .session = tls_session,
+        .keylog = cfg->keylog ? tls_keylog : NULL,
         .rand = tls_rand,
         .mem = cfg->mem,
     };

@@ -46,9 +46,55 @@ int vega__qtls_rand(struct vega__qtls *t, void *buf, size_t len)
     return rc < 0 ? internal(t, rc, "random generator failed") : 0;
 }
 
+/* The NSS key log label of a secret (the format of SSLKEYLOGFILE, as OpenSSL and NSS write
+ * it): the client's secrets are ours to write on a client and the peer's on a server. */
+static const char *keylog_label(vega_quic_level level, bool client)
+{
+    switch (level) {
+    case VEGA_QUIC_LEVEL_EARLY:
+        return "CLIENT_EARLY_TRAFFIC_SECRET";
+    case VEGA_QUIC_LEVEL_HANDSHAKE:
+        return client ? "CLIENT_HANDSHAKE_TRAFFIC_SECRET" : "SERVER_HANDSHAKE_TRAFFIC_SECRET";
+    case VEGA_QUIC_LEVEL_APP:
+        return client ? "CLIENT_TRAFFIC_SECRET_0" : "SERVER_TRAFFIC_SECRET_0";
+    default:
+        return NULL;
+    }
+}
+
+static char *put_hex(char *o, const uint8_t *p, size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        *o++ = digits[p[i] >> 4];
+        *o++ = digits[p[i] & 15];
+    }
+    return o;
+}
+
+static void keylog(struct vega__qtls *t, vega_quic_level level, bool write, const uint8_t *secret)
+{
+    const char *label = keylog_label(level, write != t->server);
+    if (!t->cbs.keylog || !label)
+        return;
+    /* the longest label (31) + the random (64) + a SHA-384 secret (96) + 2 spaces + NUL */
+    char line[32 + 64 + 2 * VEGA__QUIC_TLS13_MAX_HASH_LEN + 3];
+    size_t ll = strlen(label);
+    memcpy(line, label, ll);
+    char *o = line + ll;
+    *o++ = ' ';
+    o = put_hex(o, t->random, 32);
+    *o++ = ' ';
+    o = put_hex(o, secret, t->hash_len);
+    *o = 0;
+    t->cbs.keylog(t->cbs.ud, line);
+    vega_crypto_cleanse(line, sizeof line);
+}
+
 int vega__qtls_secret(struct vega__qtls *t, vega_quic_level level, bool write,
                       const uint8_t *secret)
 {
+    keylog(t, level, write, secret);
     int rc = t->cbs.secret(t->cbs.ud, level, write, t->aead, t->hash, secret, t->hash_len);
     if (rc < 0)
         return vega__qtls_fail_rc(t, rc, VEGA_QUIC_INTERNAL_ERROR, "secret callback failed");

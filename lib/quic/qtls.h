@@ -80,6 +80,10 @@ struct vega__qtls_cbs {
     /* The allocator of everything the handshake allocates (NULL = libc), borrowed for its
      * life; libcrypto's own contexts (key exchange, peer chain) use OpenSSL's. */
     const vega_quic_mem *mem;
+    /* Optional: each traffic secret as a line of the NSS key log format (SSLKEYLOGFILE:
+     * "CLIENT_HANDSHAKE_TRAFFIC_SECRET <client random hex> <secret hex>", no newline),
+     * NUL-terminated and borrowed for the call, just before the secret callback gets it. */
+    void (*keylog)(void *ud, const char *line);
 };
 
 struct vega__qtls;

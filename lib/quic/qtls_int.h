@@ -278,7 +278,7 @@ struct vega__qtls {
     vega_crypto_kex *kex;
     bool hrr;                /* a HelloRetryRequest was sent / received */
     vega_crypto_group group; /* the key exchange group (after HelloRetryRequest: its) */
-    uint8_t random[32];      /* client: kept for the second ClientHello */
+    uint8_t random[32];      /* the ClientHello's (client: kept for a second one; both: key log) */
     uint16_t scheme;         /* our CertificateVerify scheme (0 = none fits) */
     bool sni_sent;
     uint8_t alpn[QT_MAX_NAME];

@@ -395,6 +395,7 @@ static int on_client_hello(struct vega__qtls *t, const uint8_t *msg, size_t len)
     int alert = vega__qtls_parse_ch(msg, len, &h);
     if (alert)
         return vega__qtls_fail(t, alert, "malformed ClientHello");
+    memcpy(t->random, h.random, 32); /* the key log names secrets by it */
     int rc = ch_negotiate(t, &h);
     if (rc < 0)
         return rc;

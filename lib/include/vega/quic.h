@@ -216,9 +216,25 @@ typedef struct vega_quic_opts {
      * still reset its old connections; NULL = random tokens. Share it among an endpoint's
      * connections and keep it secret. */
     const uint8_t *reset_key;
+    /* ---- layout version 2 ---- */
+    /* Key log (debugging only; NULL = none): called with each TLS traffic secret of the
+     * connection as a line of the NSS key log format that SSLKEYLOGFILE files hold and
+     * Wireshark reads ("<LABEL> <ClientHello random, hex> <secret, hex>", no newline; labels
+     * CLIENT_EARLY_TRAFFIC_SECRET, CLIENT_HANDSHAKE_TRAFFIC_SECRET,
+     * SERVER_HANDSHAKE_TRAFFIC_SECRET, CLIENT_TRAFFIC_SECRET_0, SERVER_TRAFFIC_SECRET_0), as the
+     * handshake derives it and before packets are protected with it. Both sides log all of the
+     * connection's secrets; 1-RTT key updates are not logged (they follow from
+     * *_TRAFFIC_SECRET_0, RFC 9001 §6.1). line: NUL-terminated, borrowed for the call (wiped
+     * after). It runs inside vega_quic_conn_client_new (the 0-RTT secret) and
+     * vega_quic_conn_read, on the connection's thread, and must not call any function on the
+     * connection. Whoever reads the lines can decrypt the connection: write them only where
+     * asked to (curl's SSLKEYLOGFILE habit), to a private file. keylog_user: passed back. */
+    void (*keylog)(void *keylog_user, const char *line);
+    void *keylog_user;
 } vega_quic_opts;
-/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
-#define VEGA_QUIC_OPTS_VERSION 1
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended the
+ * key log hook; a program built with version 1 still works (no key log). */
+#define VEGA_QUIC_OPTS_VERSION 2
 
 /* Fills c with the defaults. Context: any. Since 0.1. */
 VEGA_API void vega_quic_opts_init_versioned(vega_quic_opts *c, int opts_version);

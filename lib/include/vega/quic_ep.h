@@ -86,7 +86,9 @@ typedef enum vega_quic_retry_mode {
 typedef struct vega_quic_endpoint_opts {
     /* The connections' settings (a template, copied; its pointers are borrowed for the
      * endpoint's life): TLS (certificate, ALPN, tickets, 0-RTT), limits, congestion control.
-     * Server: quic.tls.chain and quic.tls.key are required. */
+     * Server: quic.tls.chain and quic.tls.key are required. quic.keylog, when set, logs the
+     * secrets of every connection (it runs with the connection locked, from any of the
+     * endpoint's tasks and threads at once: make it thread-safe). */
     vega_quic_opts quic;
     vega_quic_ep_callbacks cb;
     void *user;            /* the endpoint's user, passed to on_conn (retained) */
@@ -109,8 +111,10 @@ typedef struct vega_quic_endpoint_opts {
     const vega_mem *mem;     /* the endpoint's and its connections' memory (retained; NULL =
                                 libc; <vega/mem.h>); quic.mem, when set, wins for the cores */
 } vega_quic_endpoint_opts;
-/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
-#define VEGA_QUIC_ENDPOINT_OPTS_VERSION 1
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2: the quic
+ * template grew (vega_quic_opts layout 2, the key log hook), which moved every field after it;
+ * a program built with version 1 still works (its layout is converted; no key log). */
+#define VEGA_QUIC_ENDPOINT_OPTS_VERSION 2
 
 /* Fills o with the defaults (vega_quic_opts_init for o->quic). Context: any. Since 0.1. */
 VEGA_API void vega_quic_endpoint_opts_init_versioned(vega_quic_endpoint_opts *o, int opts_version);
