@@ -256,6 +256,8 @@ struct curl_quic {
     vega_crypto_cert_store *ca;
     vega_crypto_cert_chain *chain;
     vega_crypto_key *key;
+    bool keylog_open; /* SSLKEYLOGFILE, opened for appending QUIC's secrets */
+    int keylog_fd;
 };
 
 /* Reads --alt-svc and --tls-session-file when they exist (while the command line is parsed);

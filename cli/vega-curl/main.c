@@ -53,8 +53,8 @@ static const char usage_text[] =
     "      --cacert FILE        CA certificates (PEM) to verify the server with\n"
     "      --cert FILE          client certificate (PEM) for mutual TLS (--key: its key)\n"
     "      --key FILE           the client certificate's private key (PEM)\n"
-    "  SSLKEYLOGFILE=FILE       append TLS secrets to FILE (for Wireshark; TCP only:\n"
-    "                           QUIC's secrets are not exported)\n"
+    "  SSLKEYLOGFILE=FILE       append TLS secrets to FILE (for Wireshark; TCP and QUIC;\n"
+    "                           created with mode 0600)\n"
     "      --alt-svc FILE       learn Alt-Svc from https responses into FILE (curl's\n"
     "                           format) and go over HTTP/3 where it names an h3\n"
     "                           alternative, falling back to TCP; '' = in memory only\n"
@@ -599,8 +599,14 @@ static int make_tls(const struct curl_opts *o, vega_tls_config **out)
                          vega_tls_strerror(r));
     }
     const char *keylog = getenv("SSLKEYLOGFILE");
-    if (keylog && *keylog && (r = vega_tls_config_set_keylog_file(cfg, keylog)) < 0 && !o->silent)
-        cli_err(keylog, "SSLKEYLOGFILE: %s (ignored)", vega_tls_strerror(r));
+    if (keylog && *keylog) {
+        /* secrets: a file this creates is its owner's alone, whichever side opens it first */
+        int fd = open(keylog, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            close(fd);
+        if ((r = vega_tls_config_set_keylog_file(cfg, keylog)) < 0 && !o->silent)
+            cli_err(keylog, "SSLKEYLOGFILE: %s (ignored)", vega_tls_strerror(r));
+    }
     *out = cfg;
     return 0;
 }

@@ -85,9 +85,49 @@ static int load_pem(const char *path, char **out, size_t *len)
     return *out ? 0 : err;
 }
 
+/* One key log line from QUIC's TLS (any of the client's threads): appended with its newline in
+ * one write, so lines of connections on other threads (and the TCP side's, which appends to the
+ * same file) never interleave inside a line. */
+static void keylog_line(void *user, const char *line)
+{
+    struct curl_quic *q = user;
+    char buf[512];
+    size_t n = strlen(line);
+    if (n + 1 > sizeof buf)
+        return;
+    memcpy(buf, line, n);
+    buf[n++] = '\n';
+    ssize_t w;
+    do
+        w = write(q->keylog_fd, buf, n);
+    while (w < 0 && errno == EINTR);
+    explicit_bzero(buf, sizeof buf);
+}
+
+/* SSLKEYLOGFILE for QUIC, as curl does for its HTTP/3 (ngtcp2 and quiche backends): the NSS key
+ * log lines appended to the file, created private (0600) when it does not exist. A file that
+ * cannot be opened is reported and ignored, as for TCP. */
+static void keylog_setup(const struct curl_opts *o, struct curl_quic *q, vega_http_client_opts *co)
+{
+    const char *path = getenv("SSLKEYLOGFILE");
+    if (!path || !*path)
+        return;
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        if (!o->silent)
+            cli_err(path, "SSLKEYLOGFILE: %s (ignored for QUIC)", strerror(errno));
+        return;
+    }
+    q->keylog_open = true;
+    q->keylog_fd = fd;
+    co->quic_keylog = keylog_line;
+    co->quic_keylog_user = q;
+}
+
 int curl_quic_setup(const struct curl_opts *o, struct curl_quic *q, vega_http_client_opts *co)
 {
     memset(q, 0, sizeof *q);
+    keylog_setup(o, q, co);
     co->quic_insecure = o->insecure;
     co->quic_version = o->quic_version;
     co->alt_svc = o->alt_svc != NULL;
@@ -145,6 +185,8 @@ int curl_quic_setup(const struct curl_opts *o, struct curl_quic *q, vega_http_cl
 
 void curl_quic_free(struct curl_quic *q)
 {
+    if (q->keylog_open)
+        close(q->keylog_fd);
     vega_crypto_cert_store_free(q->ca);
     vega_crypto_cert_chain_free(q->chain);
     vega_crypto_key_free(q->key);

@@ -133,10 +133,6 @@ static void verbose_quic(struct xfer *x, const vega_http_client_info *in)
                   in->alpn ? in->alpn : "none", suite_name(in->tls_suite));
         info_line("QUIC: %s, 0-RTT %s", in->tls_resumed ? "session resumed" : "full handshake",
                   early[(unsigned)in->early_data & 3]);
-        const char *keylog = getenv("SSLKEYLOGFILE");
-        if (keylog && *keylog)
-            info_line("QUIC: SSLKEYLOGFILE is not written for QUIC connections (no key log in "
-                      "libvega's QUIC yet)");
     }
     info_line("using HTTP/3, stream %llu", (unsigned long long)in->stream_id);
 }

@@ -72,6 +72,8 @@ static const char usage_text[] =
     "                          where the kernel allows it)\n"
     "  -h, --help              this help\n"
     "      --version           the version\n"
+    "  SSLKEYLOGFILE=FILE      append the TLS secrets of HTTPS and HTTP/3 connections to FILE\n"
+    "                          (for Wireshark; created with mode 0600)\n"
     "\n"
     "SIGINT and SIGTERM stop it gracefully (requests in progress get up to 5 s) with exit 0.\n"
     "Exit codes: 0 success, 1 cannot listen (or another network error), 2 usage error (also a\n"
@@ -446,6 +448,32 @@ static int load_pem(void)
     return 0;
 }
 
+/* SSLKEYLOGFILE (curl's and nginx's habit): the secrets of every connection appended to it. */
+static int keylog_fd = -1;
+
+/* A QUIC key log line, appended with its newline in one write (workers log at once). */
+static void keylog_line(void *user, const char *line)
+{
+    (void)user;
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "%s\n", line);
+    if (n > 0 && (size_t)n < sizeof buf && write(keylog_fd, buf, (size_t)n) < 0)
+        cli_log(1, "SSLKEYLOGFILE: %s", strerror(errno));
+    vega_crypto_cleanse(buf, sizeof buf);
+}
+
+/* Opens SSLKEYLOGFILE (created 0600: it holds secrets) and logs TCP's TLS there too. */
+static void keylog_setup(vega_tls_config *cfg)
+{
+    const char *path = getenv("SSLKEYLOGFILE");
+    if (!path || !*path || keylog_fd >= 0)
+        return;
+    keylog_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    int r = keylog_fd < 0 ? -errno : vega_tls_config_set_keylog_file(cfg, path);
+    if (r < 0)
+        cli_err(path, "SSLKEYLOGFILE: %s (ignored)", vega_strerror(r));
+}
+
 static int tls_config(vega_tls_config **out)
 {
     vega_tls_config *cfg;
@@ -475,6 +503,7 @@ static int tls_config(vega_tls_config **out)
             vega_tls_config_free(cfg);
         return -1;
     }
+    keylog_setup(cfg);
     *out = cfg;
     return 0;
 }
@@ -543,6 +572,8 @@ static int listen_h3(vega_http_server *srv, const vega_addr *first, uint16_t *po
     o.key = h3_key;
     o.ticket_key = h3_ticket_key;
     o.early_data = true;
+    if (keylog_fd >= 0)
+        o.keylog = keylog_line;
     if (serve_o.quic_retry)
         o.retry = VEGA_QUIC_RETRY_ALWAYS;
     if (quic_suites(serve_o.tls13_ciphers, &o) < 0)

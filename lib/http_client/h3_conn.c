@@ -40,6 +40,8 @@ static int ensure_endpoint(vega_http_client *c)
         eo.quic.version = c->o.quic_version;
     memcpy(eo.quic.tls.suites, c->o.quic_suites, sizeof c->o.quic_suites);
     eo.quic.tls.n_suites = c->o.quic_n_suites;
+    eo.quic.keylog = c->o.quic_keylog;
+    eo.quic.keylog_user = c->o.quic_keylog_user;
     eo.cb.on_event = vega__hc_h3_on_event;
     eo.cb.on_closed = vega__hc_h3_on_closed;
     eo.mem = c->o.mem;

@@ -622,6 +622,8 @@ int vega__h3s_listen(vega_http_server *srv, const vega_addr *addr, unsigned flag
     eo.quic.tls.early_data = o->early_data && o->ticket_key;
     memcpy(eo.quic.tls.suites, o->suites, sizeof o->suites);
     eo.quic.tls.n_suites = o->n_suites;
+    eo.quic.keylog = o->keylog;
+    eo.quic.keylog_user = o->keylog_user;
     eo.quic.tls.alpn[0] = "h3";
     eo.quic.tls.n_alpn = 1;
     eo.quic.max_streams_bidi = o->max_streams ? o->max_streams : 100;

@@ -167,6 +167,37 @@ start_serve() {
     [[ "$output" == *"not a session file"* ]]
 }
 
+@test "SSLKEYLOGFILE: QUIC's secrets, the very lines GnuTLS logs on the server side; a 0600 file" {
+    # GnuTLS (gtlsserver) writes the NSS key log of SSLKEYLOGFILE itself: both sides of the same
+    # connection must log the same secret for each label and ClientHello random
+    GPORT="$(free_udp_port)"
+    SSLKEYLOGFILE="$T/server.keys" bg "$T/gtls.log" gtlsserver -q -d "$T/www" 127.0.0.1 \
+        "$GPORT" "$T/server.key" "$T/server.pem"
+    wait_udp "$GPORT"
+    SSLKEYLOGFILE="$T/client.keys" run vc -sS --http3-only --cacert "$T/ca.pem" \
+        -o /dev/null "https://localhost:$GPORT/mid.bin"
+    [ "$status" -eq 0 ]
+    [ "$(stat -c %a "$T/client.keys")" = 600 ]
+    cat "$T/client.keys"
+    [ "$(wc -l <"$T/client.keys")" -eq 4 ]
+    local label
+    for label in CLIENT_HANDSHAKE_TRAFFIC_SECRET SERVER_HANDSHAKE_TRAFFIC_SECRET \
+        CLIENT_TRAFFIC_SECRET_0 SERVER_TRAFFIC_SECRET_0; do
+        grep -Eq "^$label [0-9a-f]{64} [0-9a-f]{64}\$" "$T/client.keys"
+        [ "$(grep "^$label " "$T/client.keys")" = "$(grep "^$label " "$T/server.keys" | sed 's/ *$//')" ]
+    done
+    # appended, never truncated: a second run adds its four lines
+    SSLKEYLOGFILE="$T/client.keys" run vc -sS --http3-only --cacert "$T/ca.pem" \
+        -o /dev/null "https://localhost:$GPORT/index.html"
+    [ "$status" -eq 0 ]
+    [ "$(wc -l <"$T/client.keys")" -eq 8 ]
+    # a file that cannot be opened is reported, and the transfer goes on
+    SSLKEYLOGFILE="$T/no/such/dir/keys" run vc -S --http3-only --cacert "$T/ca.pem" \
+        -o /dev/null "https://localhost:$GPORT/index.html"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"SSLKEYLOGFILE"* ]]
+}
+
 @test "--http3 falls back to TCP where nothing answers on UDP, and uses QUIC where it can" {
     start_serve
     run vc -sS --http3 --cacert "$T/ca.pem" -w ' %{http_version}' \

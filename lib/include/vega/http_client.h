@@ -108,6 +108,12 @@ typedef struct vega_http_client_opts {
     uint16_t quic_suites[3];   /* TLS 1.3 cipher suites QUIC offers (VEGA_QUIC_TLS_*, in order);
                                   0 entries = all three (curl's --tls13-ciphers) */
     size_t quic_n_suites;
+    /* QUIC's TLS secrets as NSS key log lines (vega_quic_opts.keylog: what curl writes to
+     * SSLKEYLOGFILE, for Wireshark); NULL = none. It runs on the client's QUIC tasks, several
+     * at once when connections run on several threads: make it thread-safe. The TCP side's key
+     * log is the `tls` config's (vega_tls_config_set_keylog_file). */
+    void (*quic_keylog)(void *quic_keylog_user, const char *line);
+    void *quic_keylog_user; /* passed to quic_keylog (retained) */
 } vega_http_client_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended the
  * HTTP/3 fields; a program built with version 1 still works (HTTP/3 with their defaults). */

@@ -162,6 +162,11 @@ typedef struct vega_http_server_h3_opts {
     size_t n_suites;
     bool no_alt_svc;            /* do not advertise HTTP/3 in Alt-Svc on TLS responses */
     uint32_t alt_svc_max_age_s; /* the Alt-Svc ma parameter; 0 = 86400 */
+    /* QUIC's TLS secrets as NSS key log lines (vega_quic_opts.keylog; an SSLKEYLOGFILE for
+     * Wireshark); NULL = none. It runs on the endpoint's tasks, on every worker at once:
+     * make it thread-safe. */
+    void (*keylog)(void *keylog_user, const char *line);
+    void *keylog_user; /* passed to keylog (retained) */
 } vega_http_server_h3_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
 #define VEGA_HTTP_SERVER_H3_OPTS_VERSION 1
