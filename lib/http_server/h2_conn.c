@@ -279,6 +279,11 @@ static enum step step(struct h2s_conn *h, vega_deadline *dl)
         n = vega_h2_conn_write(h->core, h->out, H2S_OUT_CAP, now);
         if (n < 0 && n != -ENOMEM)
             h->dead = true; /* a callback failed: GOAWAY INTERNAL_ERROR queued */
+        /* no memory for a frame: the core keeps it for a later try; a connection that cannot
+         * get any for a while is given up (its requests then end) */
+        h->nomem = n == -ENOMEM ? h->nomem + 1 : 0;
+        if (h->nomem > H2S_NOMEM_TRIES)
+            h->broken = true;
         if (n < 0)
             n = 0;
     }

@@ -26,6 +26,8 @@
 #define H2S_PARK_DELAY_NS (20ull * VEGA_NS_PER_MS)
 /* How often stalled sends are checked against write_timeout while some wait. */
 #define H2S_STALL_TICK_NS (250ull * VEGA_NS_PER_MS)
+/* Writes in a row (1 ms apart) that may find no memory before the connection is given up. */
+#define H2S_NOMEM_TRIES 100
 /* Request tasks alive on a connection at most, counting those whose stream the peer already
  * reset: beyond, new streams are refused (REFUSED_STREAM). A multiple of the stream limit. */
 #define H2S_TASKS_PER_STREAM 2
@@ -58,6 +60,7 @@ struct h2s_conn {
     bool dead;       /* the connection is over: the core accepts nothing more */
     bool shut;       /* the graceful shutdown started */
     bool broken;     /* a write failed: nothing more goes out */
+    unsigned nomem;  /* writes in a row that found no memory for a frame */
     /* h2c Upgrade: the request as a HEADERS frame for stream 1, fed to the core right after
      * the client's preface and SETTINGS (RFC 7540 §3.2) */
     uint8_t *up_frame;
