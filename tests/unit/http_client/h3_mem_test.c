@@ -14,7 +14,9 @@
 
 struct fa {
     atomic_long calls, fail_at, live;
-    bool and_after; /* every allocation after fail_at fails too */
+    atomic_long failed;      /* allocations refused so far */
+    long failed_before_last; /* refused before the last request started */
+    bool and_after;          /* every allocation after fail_at fails too */
 };
 
 struct hdr {
@@ -25,7 +27,10 @@ struct hdr {
 static bool should_fail(struct fa *f)
 {
     long k = atomic_fetch_add(&f->calls, 1) + 1, at = atomic_load(&f->fail_at);
-    return at && (k == at || (f->and_after && k > at));
+    bool fail = at && (k == at || (f->and_after && k > at));
+    if (fail)
+        atomic_fetch_add(&f->failed, 1);
+    return fail;
 }
 
 static void *fa_malloc(void *ud, size_t n)
@@ -113,6 +118,8 @@ static int conversation(struct h3t_srv *s, struct fa *f, unsigned wait_ms)
         vega_http_client_request rq;
         h3t_req(&rq, url);
         rq.deadline = DL(wait_ms);
+        if (i + 1 == sizeof paths / sizeof *paths)
+            f->failed_before_last = atomic_load(&f->failed);
         size_t left = 3000;
         if (!strcmp(paths[i], "/echo")) {
             rq.body_fn = body3000;
@@ -174,11 +181,19 @@ static void body_sweep(void)
     }
     printf("%ld runs with one failing allocation, %ld still answered all six\n", runs, full);
     /* Then from a point on, everything fails: every call gives up cleanly, nothing leaks (ten
-     * points across the conversation; each request waits at most 300 ms). */
+     * points across the conversation; each request waits at most 300 ms). A run makes more or
+     * fewer allocations than the first one did (packets lost and sent again on a busy machine):
+     * where the failures began only after the last request had started, all six may pass. */
     for (long k = 1; k <= total; k += total / 10 + 1) {
         struct fa g = {.and_after = true};
         atomic_store(&g.fail_at, k);
-        VCHECK(conversation(s, &g, 300) < 6);
+        int n = conversation(s, &g, 300);
+        if (n == 6)
+            fprintf(stderr,
+                    "failing from allocation %ld of %ld: all six answered, %ld refused "
+                    "before the last request\n",
+                    k, total, g.failed_before_last);
+        VCHECK(n < 6 || g.failed_before_last == 0);
     }
     h3t_stop(s);
 }
