@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* vega-load: a load generator. One session file per protocol (echo.c, http.c for HTTP/1.1,
- * h3.c for HTTP/3, with h3_run.c setting up its request and endpoint); run.c drives a run,
- * report.c prints the result. */
+ * h2.c for HTTP/2 with h2_req.c building its request, h3.c for HTTP/3 with h3_run.c setting up
+ * its request and endpoint); run.c drives a run, report.c prints the result. */
 #ifndef VEGA_LOAD_H
 #define VEGA_LOAD_H
 
@@ -33,16 +33,18 @@
 #define LOAD_MAX_RATE      100000000ull /* -R, requests per second */
 #define LOAD_HTTP_BUF_MIN  4096u        /* receive buffer per HTTP connection, at least */
 #define LOAD_STATUS_MAX    1000         /* status codes 100..999 are counted one by one */
-#define LOAD_MAX_STREAMS   1024u        /* -m: HTTP/3 requests in flight per connection */
-#define LOAD_MAX_H3_CONNS  4096u        /* -c with HTTP/3: a UDP socket and ~256 KiB each */
+#define LOAD_MAX_STREAMS   1024u /* -m: HTTP/2 and HTTP/3 requests in flight per connection */
+#define LOAD_MAX_H3_CONNS  4096u /* -c with HTTP/3: a UDP socket and ~256 KiB each */
 
 /* --alpn-list: the protocol its first entry picks. */
 enum load_alpn {
     LOAD_ALPN_NONE,
     LOAD_ALPN_H3,
+    LOAD_ALPN_H2,
     LOAD_ALPN_HTTP11,
 };
 
+struct load_h2_req; /* h2_req.c: the HTTP/2 request's fields */
 struct load_h3_req; /* h3_run.c: the HTTP/3 request's parts */
 struct load_h3;     /* h3_run.c: a run's QUIC endpoint */
 
@@ -93,8 +95,13 @@ struct load_opts {
     size_t http_buf;    /* receive buffer per connection */
     /* HTTP/3 (--h3, --alpn-list h3, mode h3). */
     bool h3;
-    unsigned streams;           /* -m: requests in flight per connection */
+    unsigned streams;           /* -m: requests in flight per connection (HTTP/2 and HTTP/3) */
     struct load_h3_req *h3_req; /* the request's pseudo-header and regular fields (owned) */
+    /* HTTP/2 (--h2, --alpn-list h2, mode h2): ALPN h2 over TLS, prior knowledge (h2c) on
+     * http:// URLs. */
+    bool h2;
+    struct load_h2_req *h2_req; /* the request's fields (owned) */
+    size_t h2_buf;              /* receive and send buffer per HTTP/2 connection, each */
 };
 
 /* Error kinds, as wrk counts them (plus mismatch: the echo differs from what was sent). */
@@ -124,6 +131,12 @@ struct load_worker {
     struct cli_hist connect_hist, tls_hist, first_byte_hist;
     /* HTTP/3: QUIC packets of the connections that ended (all do by the end of the run) */
     atomic_uint_fast64_t quic_sent, quic_recv, quic_lost;
+    /* HTTP/2, over the whole run: header block bytes on the wire (HEADERS and CONTINUATION
+     * payloads without padding and priority) and decoded (names + values, as h2load counts
+     * them), both ways; DATA payload received; streams the server refused (REFUSED_STREAM, or
+     * above a GOAWAY's last id: retried) or reset otherwise (errors) */
+    atomic_uint_fast64_t h2_head_in, h2_head_in_decoded, h2_head_out, h2_head_out_decoded;
+    atomic_uint_fast64_t h2_data_in, h2_refused, h2_reset, h2_goaway;
     uint64_t sample_last; /* run.c's Req/Sec sampler only */
 };
 
@@ -168,7 +181,9 @@ struct load_totals {
     uint64_t bytes, reconnects, status[LOAD_STATUS_MAX];
     struct cli_hist hist_unc, connect_hist, tls_hist, first_byte_hist;
     struct load_series thread_rps;
-    uint64_t quic_sent, quic_recv, quic_lost; /* HTTP/3 */
+    uint64_t quic_sent, quic_recv, quic_lost;                                  /* HTTP/3 */
+    uint64_t h2_head_in, h2_head_in_decoded, h2_head_out, h2_head_out_decoded; /* HTTP/2 */
+    uint64_t h2_data_in, h2_refused, h2_reset, h2_goaway;
 };
 
 /* ---- run.c ---------------------------------------------------------------------------------- */
@@ -232,6 +247,27 @@ int load_http_build(struct load_opts *o, char *err, size_t ecap);
 
 /* One connection of the HTTP mode; arg is a struct load_run. Returns NULL. */
 void *load_http_conn(void *arg);
+
+/* ---- h2_req.c, h2.c ------------------------------------------------------------------------ */
+
+/* The HTTP/2 request, built once; every connection's core encodes it on each stream (HPACK's
+ * dynamic table makes the repeats a few bytes). */
+struct load_h2_req {
+    vega_hpack_field *fields; /* pseudo-header fields first, then -H (lowercase), content-length */
+    size_t nfields;
+    char *names;            /* the -H names in lowercase (RFC 9113 §8.2.1), back to back */
+    char cl[24];            /* the content-length value */
+    uint64_t decoded_bytes; /* names + values of all fields: one request's decoded size */
+};
+
+/* Builds o->h2_req from the URL, --method, -H and --body and checks it with the HTTP/2 core's
+ * own rules (lowercase names, no connection-specific fields). Returns 0, or -EINVAL / -ENOMEM
+ * with a message in err. */
+int load_h2_build(struct load_opts *o, char *err, size_t ecap);
+void load_h2_opts_free(struct load_opts *o);
+
+/* One connection of the HTTP/2 mode; arg is a struct load_run. Returns NULL. */
+void *load_h2_conn(void *arg);
 
 /* ---- h3_run.c, h3.c ------------------------------------------------------------------------ */
 

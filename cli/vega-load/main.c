@@ -17,12 +17,17 @@ static const char usage_text[] =
     "Usage: vega-load echo [options] HOST:PORT     load an echo server (also HOST PORT)\n"
     "       vega-load echo [options] -U PATH       ... over a Unix socket\n"
     "       vega-load [http] [options] URL          load an HTTP/1.1 server (http://, https://)\n"
+    "       vega-load --h2 [options] URL            load an HTTP/2 server (https://: ALPN h2;\n"
+    "                                               http://: cleartext h2c, prior knowledge)\n"
     "       vega-load --h3 [options] URL            load an HTTP/3 server (https://, QUIC)\n"
     "\n"
     "HTTP: keep-alive connections each write the request (pre-serialized once; --pipeline\n"
     "copies at a time), read the responses and repeat (a closed loop), reconnecting when the\n"
     "server closes. With -R the connections send on a schedule instead, and latency is\n"
     "measured from when each request should have been sent (no coordinated omission).\n"
+    "HTTP/2: each connection keeps -m requests in flight, each on a stream of its own, and\n"
+    "starts the next one as a response ends (with -R: when it is due and a stream is free);\n"
+    "windows are opened wide (2^30-1, as h2load) and HPACK's dynamic table is used.\n"
     "HTTP/3: each connection is a QUIC connection to the URL's UDP port that keeps -m\n"
     "requests in flight, each on a stream of its own, and starts the next one as a response\n"
     "ends (with -R: when it is due and a stream is free).\n"
@@ -35,12 +40,17 @@ static const char usage_text[] =
     "      --method METHOD     the request method (default GET, or POST with --body)\n"
     "      --body FILE         send FILE's content as the request body (at most 16M)\n"
     "      --pipeline N        requests written at once per connection, 1..256 (default 1)\n"
+    "      --h2                HTTP/2: over TLS with ALPN h2 (https://), or cleartext with prior\n"
+    "                          knowledge (http://, h2c, as h2load); also --http2,\n"
+    "                          --alpn-list h2, or the mode 'h2'\n"
     "      --h3                HTTP/3 over QUIC (an https:// URL; its port is a UDP port); also\n"
     "                          --alpn-list h3, or the mode 'h3'\n"
+    "      --h1                HTTP/1.1 (the default; h2load's spelling)\n"
     "  -m, --max-concurrent-streams N\n"
-    "                          --h3: requests in flight per connection, 1..1024 (default 1)\n"
-    "      --alpn-list LIST    h2load's protocol list: its first entry picks the protocol, h3\n"
-    "                          or http/1.1 (h2 is not supported)\n"
+    "                          --h2, --h3: requests in flight per connection, 1..1024\n"
+    "                          (default 1, as h2load; HTTP/2: at most what the server allows)\n"
+    "      --alpn-list LIST    h2load's protocol list: its first entry picks the protocol, h2,\n"
+    "                          h3 or http/1.1\n"
     "  -R, --rate N            constant rate: N requests/s over all connections (k, M\n"
     "                          suffixes); reports corrected and uncorrected latency\n"
     "  -k, --insecure          https: do not verify the server's certificate\n"
@@ -50,13 +60,18 @@ static const char usage_text[] =
     "The summary adds status codes, reconnects (not errors: servers close keep-alive\n"
     "connections), and connection times over the whole run: connect, TLS handshake (HTTP/3:\n"
     "the QUIC handshake, which is also its connect), and first byte (from the start of the\n"
-    "connect to the first byte of the first response); HTTP/3 adds the QUIC packets sent,\n"
-    "received and declared lost.\n"
+    "connect to the first byte of the first response; HTTP/2: of the server's first frame);\n"
+    "HTTP/2 adds header compression (header block bytes on the wire against their decoded\n"
+    "size, both ways, as h2load's \"space savings\"), DATA bytes, and the streams the server\n"
+    "refused (retried) or reset (read errors); HTTP/3 adds the QUIC packets sent, received and\n"
+    "declared lost.\n"
     "\n"
     "Load:\n"
     "  -c, --connections N     connections to keep busy (default 10; k suffix: 1k = 1000;\n"
+    "                          also --clients, h2load's spelling;\n"
     "                          HTTP/3: at most 4096)\n"
-    "  -d, --duration TIME     how long to measure (default 10s unless -n is given; also -z)\n"
+    "  -d, --duration TIME     how long to measure (default 10s unless -n is given; also -z,\n"
+    "                          and -D as h2load)\n"
     "  -n, --requests N        stop after exactly N measured requests or round trips (also\n"
     "                          --round-trips); with -d too, whichever comes first\n"
     "  -s, --size SIZE         echo: bytes per message (default 64; K, M suffixes; at most 16M,\n"
@@ -109,6 +124,8 @@ static const char usage_text[] =
     "  vega-load -t 2 -c 100 -R 20k -d 10s --json https://localhost:8443/api -k\n"
     "  vega-load -c 8 -n 10k --pipeline 16 -H 'Accept: */*' http://127.0.0.1:8080/1k.bin\n"
     "  vega-load --method PUT --body data.json -c 4 -d 3s http://127.0.0.1:8080/upload\n"
+    "  vega-load --h2 -c 64 -m 10 -d 5s -k https://127.0.0.1:8443/1k.bin\n"
+    "  vega-load h2 -c 4 -m 100 -n 100k --json http://127.0.0.1:8080/   (h2c)\n"
     "  vega-load --h3 -c 64 -m 10 -d 5s -k https://127.0.0.1:8443/1k.bin\n"
     "  vega-load --alpn-list=h3 -c 4 -m 16 -n 100k --json https://localhost:4433/\n"
     "  vega-echo -l 7000 &   then:\n"
@@ -135,6 +152,8 @@ enum {
     OPT_PIPELINE,
     OPT_H3,
     OPT_ALPN,
+    OPT_H2,
+    OPT_H1,
 };
 
 static const struct option long_opts[] = {
@@ -169,6 +188,10 @@ static const struct option long_opts[] = {
     {"pipeline", required_argument, NULL, OPT_PIPELINE},
     {"rate", required_argument, NULL, 'R'},
     {"h3", no_argument, NULL, OPT_H3},
+    {"h2", no_argument, NULL, OPT_H2},
+    {"http2", no_argument, NULL, OPT_H2},
+    {"h1", no_argument, NULL, OPT_H1},
+    {"clients", required_argument, NULL, 'c'},
     {"http3", no_argument, NULL, OPT_H3},
     {"alpn-list", required_argument, NULL, OPT_ALPN},
     {"npn-list", required_argument, NULL, OPT_ALPN},
@@ -206,8 +229,7 @@ static void positional_http(struct load_opts *o, int n, char **a, char *hbuf, si
                             char *pbuf, size_t pcap)
 {
     if (strcmp(a[0], "h2") == 0)
-        cli_usage_error("mode 'h2' is not implemented yet: vega-load speaks HTTP/1.1 (mode "
-                        "'http') and HTTP/3 (mode 'h3', or --h3)");
+        o->h2 = true;
     if (strcmp(a[0], "h3") == 0)
         o->h3 = true;
     if (!strstr(a[0], "://")) {
@@ -248,7 +270,7 @@ static void positional(struct load_opts *o, int argc, char **argv, char *hbuf, s
         char h[8], p[8];
         if (cli_split_hostport(a[0], h, sizeof(h), p, sizeof(p)) != -EINVAL)
             cli_usage_error("no mode before '%s': try 'vega-load echo %s'", a[0], a[0]);
-        cli_usage_error("unknown mode '%s' (the modes: http, echo; or give a URL)", a[0]);
+        cli_usage_error("unknown mode '%s' (the modes: http, h2, h3, echo; or give a URL)", a[0]);
     }
     o->mode = a[0];
     a++;
@@ -349,18 +371,21 @@ static void read_body(struct load_opts *o)
 }
 
 /* --alpn-list (h2load's): a comma-separated list whose first entry picks the protocol, as
- * h2load's does (h3 first: QUIC; anything else: TCP). Only h3 and http/1.1 can be picked. */
+ * h2load's does (h3 first: QUIC; anything else: TCP). h2, h3 and http/1.1 can be picked. */
 static enum load_alpn alpn_arg(const char *v)
 {
     size_t n = strcspn(v, ",");
     if (n == 2 && strncmp(v, "h3", 2) == 0)
         return LOAD_ALPN_H3;
+    if (n == 2 && strncmp(v, "h2", 2) == 0)
+        return LOAD_ALPN_H2;
     if (n == 8 && strncmp(v, "http/1.1", 8) == 0)
         return LOAD_ALPN_HTTP11;
     if (n == 0)
-        cli_usage_error("--alpn-list: expected protocol names such as h3 or http/1.1, got '%s'", v);
-    cli_usage_error("--alpn-list: '%.*s' is not supported: vega-load speaks h3 and http/1.1, and "
-                    "the list's first entry picks the protocol",
+        cli_usage_error("--alpn-list: expected protocol names such as h2, h3 or http/1.1, got '%s'",
+                        v);
+    cli_usage_error("--alpn-list: '%.*s' is not supported: vega-load speaks h2, h3 and http/1.1, "
+                    "and the list's first entry picks the protocol",
                     (int)n, v);
 }
 
@@ -380,6 +405,39 @@ static void finish_h3(struct load_opts *o)
                         (unsigned long long)o->conns, LOAD_MAX_H3_CONNS);
 }
 
+/* The HTTP/2 checks, its buffers and its request, once the mode is known. */
+static void finish_h2(struct load_opts *o)
+{
+    if (o->pipeline > 1)
+        cli_usage_error("--pipeline is for HTTP/1.1; with HTTP/2 use -m (requests in flight per "
+                        "connection, each on its own stream)");
+    /* A receive and a send buffer per connection, and the core (HPACK tables, streams):
+     * 64 KiB buffers while all connections fit within LOAD_MAX_BUFFERS, smaller ones for many
+     * connections. */
+    uint64_t fixed = (32u << 10) + (uint64_t)o->streams * 512;
+    uint64_t per = LOAD_MAX_BUFFERS / o->conns;
+    uint64_t buf = per > fixed ? (per - fixed) / 2 : 0;
+    if (buf > LOAD_CHUNK)
+        buf = LOAD_CHUNK;
+    if (buf < LOAD_HTTP_BUF_MIN)
+        cli_usage_error("-c %llu with -m %u: too many HTTP/2 connections (each needs about %llu "
+                        "KiB; the limit is %llu MiB in all)",
+                        (unsigned long long)o->conns, o->streams,
+                        (unsigned long long)((fixed + 2 * LOAD_HTTP_BUF_MIN) >> 10),
+                        LOAD_MAX_BUFFERS >> 20);
+    o->h2_buf = (size_t)buf;
+    if (o->body_file)
+        read_body(o);
+    char err[512];
+    int e = load_h2_build(o, err, sizeof(err));
+    if (e == -ENOMEM) {
+        cli_err(NULL, "%s", err);
+        exit(CLI_EXIT_NET);
+    }
+    if (e < 0)
+        cli_usage_error("%s", err);
+}
+
 /* The HTTP mode's checks and the request, once the mode is known. */
 static void finish_http(struct load_opts *o, bool size_set, bool tls_flag)
 {
@@ -397,11 +455,15 @@ static void finish_http(struct load_opts *o, bool size_set, bool tls_flag)
     if (o->rate && o->pipeline > 1)
         cli_usage_error("-R and --pipeline cannot be combined: a scheduled request goes out "
                         "alone");
+    if (o->h2) {
+        finish_h2(o);
+        return;
+    }
     if (o->h3)
         finish_h3(o);
     else if (o->streams > 1)
-        cli_usage_error("-m is for HTTP/3 (--h3); an HTTP/1.1 connection has one request in "
-                        "flight (see --pipeline)");
+        cli_usage_error("-m is for HTTP/2 (--h2) and HTTP/3 (--h3); an HTTP/1.1 connection has "
+                        "one request in flight (see --pipeline)");
     if (o->body_file)
         read_body(o);
     if (o->h3) {
@@ -443,12 +505,12 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
                        char *pbuf, size_t pcap, char *tbuf, size_t tcap)
 {
     bool no_progress = false, size_set = false, tls_flag = false, http_opt = false;
-    bool h3_flag = false;
+    bool h3_flag = false, h2_flag = false, h1_flag = false;
     enum load_alpn alpn = LOAD_ALPN_NONE;
     uint64_t v;
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":c:d:z:n:s:t:uU:46kvhH:R:m:", long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":c:d:D:z:n:s:t:uU:46kvhH:R:m:", long_opts, NULL)) != -1) {
         switch (c) {
         case 'c':
             if (cli_parse_count(optarg, &v) < 0 || v < 1 || v > LOAD_MAX_CONNS)
@@ -456,6 +518,7 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
             o->conns = v;
             break;
         case 'd':
+        case 'D':
         case 'z':
             o->duration_ns = duration_arg("-d", optarg, false);
             break;
@@ -558,6 +621,14 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
             alpn = alpn_arg(optarg);
             http_opt = true;
             break;
+        case OPT_H2:
+            h2_flag = true;
+            http_opt = true;
+            break;
+        case OPT_H1:
+            h1_flag = true;
+            http_opt = true;
+            break;
         case 'm':
             if (cli_parse_uint(optarg, 1, LOAD_MAX_STREAMS, &v) < 0)
                 cli_usage_error("-m: expected 1..%u concurrent streams, got '%s'", LOAD_MAX_STREAMS,
@@ -586,10 +657,15 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
         }
     }
     o->h3 = h3_flag || alpn == LOAD_ALPN_H3;
+    o->h2 = h2_flag || alpn == LOAD_ALPN_H2;
     positional(o, argc, argv, hbuf, hcap, pbuf, pcap, tbuf, tcap);
-    if (o->h3 && alpn == LOAD_ALPN_HTTP11)
-        cli_usage_error("HTTP/3 (--h3 or the mode 'h3') and --alpn-list http/1.1 contradict each "
-                        "other");
+    if (o->h3 && o->h2)
+        cli_usage_error("HTTP/2 (--h2, --alpn-list h2 or the mode 'h2') and HTTP/3 (--h3, "
+                        "--alpn-list h3 or the mode 'h3') contradict each other");
+    if ((o->h3 || o->h2) && (alpn == LOAD_ALPN_HTTP11 || h1_flag))
+        cli_usage_error("HTTP/%d (--h%d or the mode 'h%d') and %s contradict each other",
+                        o->h3 ? 3 : 2, o->h3 ? 3 : 2, o->h3 ? 3 : 2,
+                        h1_flag ? "--h1" : "--alpn-list http/1.1");
     if (o->unix_path && o->family != AF_UNSPEC)
         cli_usage_error("-4/-6 cannot be used with -U");
     if (o->unix_path && !*o->unix_path)
@@ -602,8 +678,8 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
         return;
     }
     if (http_opt)
-        cli_usage_error("-H, --method, --body, --pipeline, -R, -m, --h3 and --alpn-list are for "
-                        "HTTP mode (a URL)");
+        cli_usage_error("-H, --method, --body, --pipeline, -R, -m, --h1, --h2, --h3 and "
+                        "--alpn-list are for HTTP mode (a URL)");
     if (o->unix_path && o->udp)
         cli_usage_error("-U and -u cannot be combined (Unix datagram sockets are not supported)");
     if (o->tls && o->udp)
@@ -701,6 +777,7 @@ int main(int argc, char **argv)
     vega_rt_free(rt);
     free(o.req);
     load_h3_opts_free(&o);
+    load_h2_opts_free(&o);
     free(o.body);
     free(o.path);
     free(o.host_header);

@@ -207,6 +207,9 @@ static void http_header(const struct load_opts *o)
         printf(", pipeline %u", o->pipeline);
     if (o->h3)
         printf(", HTTP/3 with %u stream%s per connection", o->streams, o->streams == 1 ? "" : "s");
+    if (o->h2)
+        printf(", HTTP/2%s with %u stream%s per connection", o->tls ? "" : " (h2c)", o->streams,
+               o->streams == 1 ? "" : "s");
     if (o->unix_path)
         printf(", over %s", o->unix_path);
     putchar('\n');
@@ -276,6 +279,30 @@ static uint64_t status_class(const struct load_totals *t, int cls)
     return n;
 }
 
+/* h2load's "space savings": the share of the decoded header bytes that HPACK saved. */
+static double savings(uint64_t wire, uint64_t decoded)
+{
+    return decoded ? 1.0 - (double)wire / (double)decoded : 0.0;
+}
+
+static void h2_text(const struct load_totals *t)
+{
+    char a[32], b[32], c[32], d[32], e[32];
+    fmt_bytes(a, sizeof(a), (double)t->h2_head_in);
+    fmt_bytes(b, sizeof(b), (double)t->h2_head_in_decoded);
+    fmt_bytes(c, sizeof(c), (double)t->h2_head_out);
+    fmt_bytes(d, sizeof(d), (double)t->h2_head_out_decoded);
+    fmt_bytes(e, sizeof(e), (double)t->h2_data_in);
+    printf("  HTTP/2 headers: received %s for %s decoded (space savings %.2f%%), sent %s for %s "
+           "(%.2f%%); data received %s\n",
+           a, b, 100.0 * savings(t->h2_head_in, t->h2_head_in_decoded), c, d,
+           100.0 * savings(t->h2_head_out, t->h2_head_out_decoded), e);
+    printf("  HTTP/2 streams: %llu refused by the server (retried), %llu reset by the server; "
+           "%llu GOAWAY received\n",
+           (unsigned long long)t->h2_refused, (unsigned long long)t->h2_reset,
+           (unsigned long long)t->h2_goaway);
+}
+
 void load_report_http_text(const struct load_opts *o, const struct load_totals *t)
 {
     const struct cli_hist *h = &t->hist, *u = &t->hist_unc;
@@ -342,6 +369,8 @@ counts:
         conn_time_row(o->h3 ? "QUIC handshake" : "TLS handshake", &t->tls_hist);
         conn_time_row("First byte", &t->first_byte_hist);
     }
+    if (o->h2)
+        h2_text(t);
     if (o->h3)
         printf("  QUIC packets: %llu sent, %llu received, %llu declared lost\n",
                (unsigned long long)t->quic_sent, (unsigned long long)t->quic_recv,
@@ -374,10 +403,10 @@ void load_report_http_json(const struct load_opts *o, const struct load_totals *
     json_str(f, o->url);
     fputs(",\"driver\":", f);
     json_str(f, t->driver);
-    fprintf(f, ",\"protocol\":\"%s\"", o->h3 ? "h3" : "http/1.1");
+    fprintf(f, ",\"protocol\":\"%s\"", o->h3 ? "h3" : o->h2 ? (o->tls ? "h2" : "h2c") : "http/1.1");
     fprintf(f, ",\"workers\":%u,\"threads\":%u,\"connections\":%llu,\"pipeline\":%u", t->workers,
             t->workers, (unsigned long long)o->conns, o->pipeline);
-    fprintf(f, ",\"max_concurrent_streams\":%u", o->h3 ? o->streams : 1u);
+    fprintf(f, ",\"max_concurrent_streams\":%u", o->h3 || o->h2 ? o->streams : 1u);
     fprintf(f, ",\"rate\":%llu", (unsigned long long)o->rate);
     fprintf(f, ",\"duration_s\":%.6f,\"warm_up_s\":%.6f,\"timeout_s\":%.6f", t->elapsed_s,
             (double)o->warmup_ns / 1e9, (double)o->timeout_ns / 1e9);
@@ -421,6 +450,19 @@ void load_report_http_json(const struct load_opts *o, const struct load_totals *
     json_latency(f, "connect_us", &t->connect_hist);
     json_latency(f, "tls_us", &t->tls_hist);
     json_latency(f, "first_byte_us", &t->first_byte_hist);
+    if (o->h2)
+        fprintf(f,
+                ",\"h2\":{\"header_bytes\":%llu,\"header_bytes_decoded\":%llu,"
+                "\"header_space_savings\":%.4f,\"request_header_bytes\":%llu,"
+                "\"request_header_bytes_decoded\":%llu,\"request_header_space_savings\":%.4f,"
+                "\"data_bytes\":%llu,\"streams_refused\":%llu,\"streams_reset\":%llu,"
+                "\"goaway_received\":%llu}",
+                (unsigned long long)t->h2_head_in, (unsigned long long)t->h2_head_in_decoded,
+                savings(t->h2_head_in, t->h2_head_in_decoded), (unsigned long long)t->h2_head_out,
+                (unsigned long long)t->h2_head_out_decoded,
+                savings(t->h2_head_out, t->h2_head_out_decoded), (unsigned long long)t->h2_data_in,
+                (unsigned long long)t->h2_refused, (unsigned long long)t->h2_reset,
+                (unsigned long long)t->h2_goaway);
     if (o->h3)
         fprintf(f,
                 ",\"quic\":{\"packets_sent\":%llu,\"packets_received\":%llu,\"packets_lost\":%llu}",

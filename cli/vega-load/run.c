@@ -144,7 +144,7 @@ void load_error_msg(struct load_run *r, enum load_kind kind, int code, const cha
     case LOAD_ERR_PARSE:
         /* HTTP/3's messages say what follows (a stream reset, or a reconnect). */
         cli_err(t, "%s%s", msg && *msg ? msg : "malformed response",
-                r->o->h3 ? "" : "; reconnecting");
+                r->o->h3 || r->o->h2 ? "" : "; reconnecting");
         break;
     case LOAD_ERR_MISMATCH:
         cli_err(t, "the echo differs from what was sent%s", r->o->udp ? "" : "; reconnecting");
@@ -378,6 +378,14 @@ static void totals(struct load_run *r, struct load_totals *t, vega_tstamp finish
             t->quic_sent += atomic_load(&w->quic_sent);
             t->quic_recv += atomic_load(&w->quic_recv);
             t->quic_lost += atomic_load(&w->quic_lost);
+            t->h2_head_in += atomic_load(&w->h2_head_in);
+            t->h2_head_in_decoded += atomic_load(&w->h2_head_in_decoded);
+            t->h2_head_out += atomic_load(&w->h2_head_out);
+            t->h2_head_out_decoded += atomic_load(&w->h2_head_out_decoded);
+            t->h2_data_in += atomic_load(&w->h2_data_in);
+            t->h2_refused += atomic_load(&w->h2_refused);
+            t->h2_reset += atomic_load(&w->h2_reset);
+            t->h2_goaway += atomic_load(&w->h2_goaway);
         }
     }
     t->thread_rps = r->thread_rps;
@@ -434,8 +442,10 @@ static int tls_setup(struct load_run *r)
     if (e == 0 && o->insecure)
         e = vega_tls_config_set_verify(r->tls, VEGA_TLS_VERIFY_NONE);
     if (e == 0 && o->http) {
-        static const char *const alpn[] = {"http/1.1"};
-        e = vega_tls_config_set_alpn(r->tls, alpn, 1);
+        /* HTTP/2: h2 alone (RFC 9113 §3.2); a server that cannot is told apart by its
+         * answer. */
+        static const char *const h1[] = {"http/1.1"}, *const h2[] = {"h2"};
+        e = vega_tls_config_set_alpn(r->tls, o->h2 ? h2 : h1, 1);
     }
     if (e == 0 && o->cacert) {
         what = o->cacert;
@@ -469,6 +479,7 @@ static int drive(struct load_run *r, struct load_totals *t)
     for (uint64_t i = 0; i < o->conns; i++) {
         e = vega_group_spawn(g,
                              o->h3     ? load_h3_conn
+                             : o->h2   ? load_h2_conn
                              : o->http ? load_http_conn
                                        : load_echo_conn,
                              r);

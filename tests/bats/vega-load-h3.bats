@@ -196,17 +196,19 @@ start_vega_h3() {
 }
 
 @test "vega-load --h3: usage errors (ALPN we do not speak, http://, -m without --h3 ...)" {
-    run "$LOAD" --alpn-list h2 -n 1 https://127.0.0.1:1/
+    run "$LOAD" --alpn-list spdy/3 -n 1 https://127.0.0.1:1/
     [ "$status" -eq 2 ]
-    [[ "$output" == *"'h2' is not supported"* ]]
-    run "$LOAD" --alpn-list h2,h3 -n 1 https://127.0.0.1:1/
+    [[ "$output" == *"'spdy/3' is not supported"* ]]
+    run "$LOAD" --alpn-list http/1.0,h3 -n 1 https://127.0.0.1:1/
+    [ "$status" -eq 2 ]
+    run "$LOAD" --h3 --h2 -n 1 https://127.0.0.1:1/
     [ "$status" -eq 2 ]
     run "$LOAD" --h3 -n 1 http://127.0.0.1:1/
     [ "$status" -eq 2 ]
     [[ "$output" == *"https://"* ]]
     run "$LOAD" -m 4 -n 1 https://127.0.0.1:1/
     [ "$status" -eq 2 ]
-    [[ "$output" == *"-m is for HTTP/3"* ]]
+    [[ "$output" == *"-m is for HTTP/2 (--h2) and HTTP/3 (--h3)"* ]]
     run "$LOAD" --h3 -m 0 -n 1 https://127.0.0.1:1/
     [ "$status" -eq 2 ]
     run "$LOAD" --h3 --pipeline 4 -n 1 https://127.0.0.1:1/

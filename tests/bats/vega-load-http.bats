@@ -182,8 +182,8 @@ EOF
     [ "$status" -eq 2 ] && [[ "$output" == *"invalid port"* ]]
     run "$LOAD" -n 1 http
     [ "$status" -eq 2 ] && [[ "$output" == *"no URL"* ]]
-    run "$LOAD" -n 1 h2 "$u"
-    [ "$status" -eq 2 ] && [[ "$output" == *"not implemented yet"* ]]
+    run "$LOAD" -n 1 h2 --pipeline 2 "$u"
+    [ "$status" -eq 2 ] && [[ "$output" == *"--pipeline is for HTTP/1.1"* ]]
     run "$LOAD" -n 1 "$u" extra
     [ "$status" -eq 2 ] && [[ "$output" == *"unexpected argument 'extra'"* ]]
     run "$LOAD" echo -n 1 "$u"

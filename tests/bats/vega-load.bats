@@ -80,10 +80,10 @@ sys.exit(0 if ok else 1)' "$1" "$2"
     [[ "$output" == *"Try 'vega-load --help'"* ]]
 }
 
-@test "h2 is not implemented yet; echo rejects a URL (exit 2)" {
-    run "$LOAD" -c 1 -d 1s h2 http://127.0.0.1:8080/
+@test "h2 wants a URL; echo rejects a URL (exit 2)" {
+    run "$LOAD" -c 1 -d 1s h2
     [ "$status" -eq 2 ]
-    [[ "$output" == *"not implemented yet"* ]]
+    [[ "$output" == *"no URL"* ]]
     run "$LOAD" -c 1 -d 1s echo http://127.0.0.1:1/
     [ "$status" -eq 2 ]
     [[ "$output" == *"'echo' takes HOST:PORT, not a URL"* ]]

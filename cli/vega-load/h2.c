@@ -1,0 +1,841 @@
+/* SPDX-License-Identifier: MIT */
+/* The HTTP/2 session (RFC 9113): each connection -- TLS with ALPN h2 (§3.2), or cleartext with
+ * prior knowledge (h2c, §3.3) -- keeps -m requests in flight, each on a stream of its own, with
+ * the sans-I/O HTTP/2 core (<vega/h2.h>) driven by one task: write what the core has, read what
+ * the server sent, feed it, start the next requests as responses end. Windows are opened wide
+ * (§6.9: 2^30 - 1 for the connection and each stream, as h2load's -w 30 -W 30) and every body
+ * byte is consumed at once, so the load generator never holds the server back; HPACK's dynamic
+ * table (RFC 7541) makes the repeated request a few bytes. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "load.h"
+
+/* As http.c: without -d a connection that keeps failing stops after this many failures in a
+ * row, and waits between connects that failed, doubling up to the maximum. */
+#define GIVE_UP_AFTER  20
+#define BACKOFF_MIN_MS 10
+#define BACKOFF_MAX_MS 1000
+#define H2_WINDOW      ((1u << 30) - 1) /* h2load's default window bits, 30 */
+#define CLOSE_FLUSH_MS 100              /* a GOAWAY of ours gets this long to leave */
+#define FRAME_HEADERS  0x1
+#define FRAME_CONT     0x9
+#define FLAG_PADDED    0x8
+#define FLAG_PRIORITY  0x20
+
+enum step {
+    STEP_OK,
+    STEP_FAIL,  /* an error was counted; reconnect */
+    STEP_CLOSE, /* the server ended the connection as it may (GOAWAY, idle close): reconnect */
+    STEP_STOP,  /* the run is over (end of -d, -n done, or cancelled) */
+};
+
+/* A request in flight: one of the -m slots; its stream's user data. */
+struct h2req {
+    int32_t sid;
+    vega_tstamp t_sent, t_intended;
+    int status;
+    bool busy, measured, ticket;
+    bool ended; /* the response ended (END_STREAM seen) */
+};
+
+/* Frame boundaries in one direction of the byte stream, to count header block bytes on the
+ * wire (h2load's "headers" traffic: HEADERS and CONTINUATION payloads without padding and
+ * priority fields). */
+struct scan {
+    uint8_t hdr[9];
+    unsigned hlen;
+    uint32_t left;  /* payload bytes of the current frame still to come */
+    uint32_t skip;  /* bytes before the first frame (the client preface's magic) */
+    bool pad_next;  /* the next payload byte is a HEADERS frame's pad length */
+    int64_t frame;  /* the current header frame's block bytes so far known */
+    uint64_t total; /* block bytes of the frames done */
+};
+
+struct h2conn {
+    struct load_run *r;
+    const struct load_opts *o;
+    const struct load_h2_req *q;
+    struct load_worker *w;
+    vega_sock *sock;
+    vega_stream *tls;
+    vega_h2_conn *h2;
+    uint8_t *in, *out;
+    size_t cap;
+    vega_tstamp now;
+    struct h2req *req; /* -m slots ... */
+    unsigned *free_slots;
+    unsigned nfree, busy; /* ... with a stack of the free ones */
+    /* this attempt */
+    vega_tstamp t_connect;
+    bool first_byte;       /* the first byte from the server is still to come */
+    bool goaway;           /* the server sent GOAWAY: no new request here */
+    bool limited;          /* the server's stream limit is reached */
+    uint64_t completed;    /* responses on it */
+    vega_tstamp stalled;   /* since when no request could start for want of streams, or 0 */
+    vega_tstamp expire_at; /* no request in flight times out before this */
+    struct scan scan_in, scan_out;
+    /* the whole run */
+    bool ever;
+    unsigned fails;
+    /* -R: this connection's schedule; pending requests are due at pend_first, + interval ... */
+    uint64_t interval;
+    vega_tstamp next_due, pend_first;
+    uint64_t npending;
+};
+
+static uint64_t us_between(vega_tstamp t0, vega_tstamp t1)
+{
+    return t1 > t0 ? (t1 - t0 + VEGA_NS_PER_US / 2) / VEGA_NS_PER_US : 0;
+}
+
+/* ---- header bytes on the wire -----------------------------------------------------------------
+ */
+
+static void scan_frame_done(struct scan *s)
+{
+    if (s->frame > 0)
+        s->total += (uint64_t)s->frame;
+    s->frame = 0;
+}
+
+static void scan_bytes(struct scan *s, const uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        if (s->skip) {
+            size_t k = n < s->skip ? n : s->skip;
+            s->skip -= (uint32_t)k;
+            p += k;
+            n -= k;
+            continue;
+        }
+        if (s->left == 0) { /* a frame header */
+            size_t k = 9 - s->hlen < n ? 9 - s->hlen : n;
+            memcpy(s->hdr + s->hlen, p, k);
+            s->hlen += (unsigned)k;
+            p += k;
+            n -= k;
+            if (s->hlen < 9)
+                return;
+            s->hlen = 0;
+            s->left = (uint32_t)s->hdr[0] << 16 | (uint32_t)s->hdr[1] << 8 | s->hdr[2];
+            uint8_t type = s->hdr[3], flags = s->hdr[4];
+            s->pad_next = false;
+            s->frame = 0;
+            if (type == FRAME_HEADERS || type == FRAME_CONT) {
+                s->frame = s->left;
+                if (type == FRAME_HEADERS && (flags & FLAG_PRIORITY))
+                    s->frame -= 5;
+                if (type == FRAME_HEADERS && (flags & FLAG_PADDED) && s->left > 0) {
+                    s->pad_next = true;
+                    s->frame -= 1;
+                }
+            }
+            if (s->left == 0)
+                scan_frame_done(s);
+            continue;
+        }
+        if (s->pad_next) {
+            s->frame -= p[0];
+            s->pad_next = false;
+        }
+        size_t k = n < s->left ? n : s->left;
+        s->left -= (uint32_t)k;
+        p += k;
+        n -= k;
+        if (s->left == 0)
+            scan_frame_done(s);
+    }
+}
+
+/* Moves what the scanners counted into the worker's counters. */
+static void scan_flush(struct h2conn *c)
+{
+    struct load_worker *w = c->w;
+    if (c->scan_in.total) {
+        load_bump(&w->h2_head_in, c->scan_in.total);
+        c->scan_in.total = 0;
+    }
+    if (c->scan_out.total) {
+        load_bump(&w->h2_head_out, c->scan_out.total);
+        c->scan_out.total = 0;
+    }
+}
+
+/* ---- requests ------------------------------------------------------------------------------- */
+
+static void slot_free(struct h2conn *c, struct h2req *q)
+{
+    if (q->ticket)
+        load_ticket_return(c->r);
+    q->ticket = false;
+    q->busy = false;
+    c->free_slots[c->nfree++] = (unsigned)(q - c->req);
+    c->busy--;
+}
+
+/* Records a complete response. */
+static void completed(struct h2conn *c, struct h2req *q)
+{
+    struct load_run *r = c->r;
+    c->completed++;
+    if (!q->measured || c->now > r->end)
+        return;
+    struct load_worker *w = c->w;
+    cli_hist_record(&w->hist, us_between(c->o->rate ? q->t_intended : q->t_sent, c->now));
+    if (c->o->rate)
+        cli_hist_record(&w->hist_unc, us_between(q->t_sent, c->now));
+    load_bump(&w->round_trips, 1);
+    load_bump(&w->status[q->status > 0 && q->status < LOAD_STATUS_MAX ? q->status : 0], 1);
+    q->ticket = false; /* used */
+}
+
+/* ---- HTTP/2 callbacks: inside vega_h2_conn_read and _write ------------------------------------
+ */
+
+static int cb_headers(void *ud, int32_t sid, const vega_h2_head *h)
+{
+    struct h2conn *c = ud;
+    struct h2req *q = vega_h2_stream_get_user_data(c->h2, sid);
+    /* h2load's decoded size: every field's name and value, :status included. */
+    uint64_t dec = h->kind == VEGA_H2_HEAD_TRAILERS ? 0 : 7 + 3;
+    for (size_t i = 0; i < h->nfields; i++)
+        dec += h->fields[i].name.len + h->fields[i].value.len;
+    load_bump(&c->w->h2_head_in_decoded, dec);
+    if (!q)
+        return 0;
+    if (h->kind == VEGA_H2_HEAD_RESPONSE)
+        q->status = h->status;
+    if (h->end_stream)
+        q->ended = true;
+    return 0;
+}
+
+static int cb_data(void *ud, int32_t sid, const uint8_t *data, size_t len, unsigned flags)
+{
+    struct h2conn *c = ud;
+    (void)data;
+    if (len) {
+        load_bump(&c->w->h2_data_in, len);
+        (void)vega_h2_stream_consume(c->h2, sid, len); /* bodies are counted, not kept */
+    }
+    if (flags & VEGA_H2_FLAG_END_STREAM) {
+        struct h2req *q = vega_h2_stream_get_user_data(c->h2, sid);
+        if (q)
+            q->ended = true;
+    }
+    return 0;
+}
+
+static int cb_close(void *ud, int32_t sid, uint32_t code, vega_h2_close how)
+{
+    struct h2conn *c = ud;
+    struct h2req *q = vega_h2_stream_get_user_data(c->h2, sid);
+    if (!q)
+        return 0;
+    char msg[128];
+    switch (how) {
+    case VEGA_H2_CLOSE_DONE:
+        completed(c, q);
+        break;
+    case VEGA_H2_CLOSE_RESET_BY_PEER:
+        if (code == VEGA_H2_NO_ERROR && q->ended && q->status) {
+            /* §8.1: a complete response, then RST_STREAM NO_ERROR to stop our body. */
+            completed(c, q);
+        } else if (code == VEGA_H2_REFUSED_STREAM) {
+            load_bump(&c->w->h2_refused, 1); /* §8.7: not processed; its ticket goes back */
+        } else {
+            load_bump(&c->w->h2_reset, 1);
+            snprintf(msg, sizeof(msg), "the server reset a stream (%s)",
+                     vega_h2_error_code_name(code));
+            load_error_msg(c->r, LOAD_ERR_READ, VEGA_ERR_PROTO, msg);
+        }
+        break;
+    case VEGA_H2_CLOSE_RESET_LOCAL:
+        snprintf(msg, sizeof(msg), "malformed response (%s); the stream was reset",
+                 vega_h2_error_code_name(code));
+        load_error_msg(c->r, LOAD_ERR_PARSE, VEGA_ERR_PROTO, msg);
+        break;
+    case VEGA_H2_CLOSE_REFUSED: /* above the GOAWAY's last stream: never processed */
+        load_bump(&c->w->h2_refused, 1);
+        break;
+    case VEGA_H2_CLOSE_CONNECTION: /* the connection's error is counted once, by the task */
+        break;
+    }
+    slot_free(c, q);
+    return 0;
+}
+
+static int cb_stream_writable(void *ud, int32_t sid)
+{
+    (void)ud;
+    (void)sid; /* the body is one span that ended the stream: nothing more to offer */
+    return 0;
+}
+
+static int cb_goaway(void *ud, uint32_t last, uint32_t code, const uint8_t *debug, size_t len)
+{
+    struct h2conn *c = ud;
+    (void)last;
+    (void)code;
+    (void)debug;
+    (void)len;
+    c->goaway = true;
+    load_bump(&c->w->h2_goaway, 1);
+    return 0;
+}
+
+static const vega_h2_callbacks h2_callbacks = {
+    .on_headers = cb_headers,
+    .on_data = cb_data,
+    .on_stream_close = cb_close,
+    .on_stream_writable = cb_stream_writable,
+    .on_goaway = cb_goaway,
+};
+
+/* ---- the transport -------------------------------------------------------------------------- */
+
+static vega_ssize conn_read(struct h2conn *c, void *buf, size_t n, vega_deadline dl)
+{
+    return c->tls ? vega_stream_read(c->tls, buf, n, dl) : vega_sock_read(c->sock, buf, n, dl);
+}
+
+static vega_ssize conn_write(struct h2conn *c, const void *buf, size_t n, vega_deadline dl)
+{
+    return c->tls ? vega_stream_write(c->tls, buf, n, NULL, dl)
+                  : vega_sock_write(c->sock, buf, n, NULL, dl);
+}
+
+/* Writes everything the core has to send now. Returns 0 or a negative code. */
+static int flush(struct h2conn *c, vega_deadline dl)
+{
+    while (vega_h2_conn_want_write(c->h2)) {
+        vega_ssize n = vega_h2_conn_write(c->h2, c->out, c->cap, c->now);
+        if (n == -ENOMEM)
+            return -ENOMEM;
+        if (n < 0)
+            return (int)n;
+        if (n == 0)
+            break;
+        scan_bytes(&c->scan_out, c->out, (size_t)n);
+        vega_ssize w = conn_write(c, c->out, (size_t)n, dl);
+        if (w < 0)
+            return (int)w;
+    }
+    return 0;
+}
+
+/* Ends the attempt: the core's last frames (a GOAWAY) get a moment, then the socket closes and
+ * the requests still in flight give their tickets back. */
+static void attempt_close(struct h2conn *c, bool polite)
+{
+    if (c->h2 && c->sock && polite) {
+        /* §6.8: a client that is done says so (GOAWAY NO_ERROR). */
+        c->now = vega_now();
+        (void)vega_h2_submit_goaway(c->h2, VEGA_H2_NO_ERROR, NULL, 0);
+        (void)flush(c, vega_deadline_in_ms(CLOSE_FLUSH_MS));
+    }
+    if (c->tls) /* close_notify if it goes out at once: a load generator does not wait */
+        vega_stream_close(c->tls, 0);
+    c->tls = NULL;
+    vega_sock_close(c->sock);
+    c->sock = NULL;
+    vega_h2_conn_free(c->h2); /* no callback runs: the slots in flight are freed here */
+    c->h2 = NULL;
+    c->nfree = 0;
+    for (unsigned i = 0; i < c->o->streams; i++) {
+        struct h2req *q = &c->req[i];
+        if (q->ticket)
+            load_ticket_return(c->r);
+        q->ticket = false;
+        q->busy = false;
+        c->free_slots[c->nfree++] = c->o->streams - 1 - i;
+    }
+    c->busy = 0;
+    if (c->w)
+        scan_flush(c);
+}
+
+/* Starts one request on a new stream; false when none may start now. */
+static bool start_one(struct h2conn *c, vega_tstamp intended)
+{
+    struct load_run *r = c->r;
+    const struct load_opts *o = c->o;
+    bool measured = intended >= r->measure_start, ticket = false;
+    if (measured && o->round_trips) {
+        if (!load_ticket_take(r))
+            return false;
+        ticket = true;
+    }
+    struct h2req *q = &c->req[c->free_slots[c->nfree - 1]];
+    bool body = o->body_len > 0;
+    int32_t sid = 0;
+    int e = vega_h2_submit_request(c->h2, c->q->fields, c->q->nfields,
+                                   body ? VEGA_H2_FLAG_NONE : VEGA_H2_FLAG_END_STREAM, q, &sid);
+    if (e == 0 && body) {
+        /* The body is one read-only span shared by every stream (retained by the core until the
+         * stream is written out or closed). */
+        vega_ssize w =
+            vega_h2_stream_write(c->h2, sid, o->body, o->body_len, VEGA_H2_FLAG_END_STREAM);
+        if (w < 0) {
+            (void)vega_h2_stream_set_user_data(c->h2, sid, NULL); /* the slot stays free */
+            (void)vega_h2_submit_rst_stream(c->h2, sid, VEGA_H2_CANCEL);
+            e = (int)w;
+        }
+    }
+    if (e < 0) {
+        if (ticket)
+            load_ticket_return(r);
+        if (e == VEGA_ERR_H2_STREAM_LIMIT) { /* a stream closing frees one */
+            c->limited = true;
+            if (c->busy == 0 && !c->stalled)
+                c->stalled = c->now;
+        } else if (e == VEGA_ERR_H2_GOING_AWAY || e == VEGA_ERR_CLOSED) {
+            c->goaway = true;
+        } else {
+            load_error(r, LOAD_ERR_WRITE, e);
+            c->goaway = true;
+        }
+        return false;
+    }
+    c->nfree--;
+    c->busy++;
+    c->stalled = 0;
+    *q = (struct h2req){.sid = sid,
+                        .t_sent = c->now,
+                        .t_intended = intended,
+                        .busy = true,
+                        .measured = measured,
+                        .ticket = ticket};
+    if (c->now + c->o->timeout_ns < c->expire_at)
+        c->expire_at = c->now + c->o->timeout_ns;
+    load_bump(&c->w->h2_head_out_decoded, c->q->decoded_bytes);
+    return true;
+}
+
+/* Fills the free slots: at once in a closed loop, with the requests due under -R. */
+static void start_requests(struct h2conn *c)
+{
+    const struct load_opts *o = c->o;
+    c->limited = false;
+    while (c->nfree > 0 && !c->goaway && !c->limited) {
+        if (c->now >= c->r->end || (o->rate && c->npending == 0))
+            return;
+        if (!start_one(c, o->rate ? c->pend_first : c->now))
+            return;
+        if (o->rate) {
+            c->pend_first += c->interval;
+            c->npending--;
+        }
+    }
+}
+
+/* Whether this connection has more to do (false: it may stop once nothing is in flight). */
+static bool more_to_do(const struct h2conn *c)
+{
+    const struct load_run *r = c->r;
+    const struct load_opts *o = c->o;
+    if (c->now >= r->end)
+        return false;
+    if (o->rate && c->npending == 0 && c->next_due >= r->end)
+        return false;
+    vega_tstamp next = o->rate ? (c->npending ? c->pend_first : c->next_due) : c->now;
+    return !(o->round_trips && next >= r->measure_start &&
+             atomic_load_explicit(&r->tickets, memory_order_relaxed) <= 0);
+}
+
+/* -R: the requests that fell due join the pending ones. */
+static void schedule(struct h2conn *c)
+{
+    while (c->next_due <= c->now && c->next_due < c->r->end) {
+        if (c->npending == 0)
+            c->pend_first = c->next_due;
+        c->npending++;
+        c->next_due += c->interval;
+    }
+}
+
+/* --timeout: requests older than it count as timeouts, and end the connection. Returns true
+ * when they did. */
+static bool expire(struct h2conn *c)
+{
+    unsigned n = 0;
+    if (c->now >= c->expire_at) {
+        /* Requests start in time order, so a scan is needed only when the earliest known
+         * deadline passed; it finds the next one. */
+        c->expire_at = VEGA_DEADLINE_NEVER;
+        for (unsigned i = 0; i < c->o->streams; i++) {
+            const struct h2req *q = &c->req[i];
+            if (!q->busy)
+                continue;
+            vega_tstamp at = q->t_sent + c->o->timeout_ns;
+            if (c->now >= at)
+                n++;
+            else if (at < c->expire_at)
+                c->expire_at = at;
+        }
+    }
+    if (n == 0 && c->stalled && c->now - c->stalled >= c->o->timeout_ns) {
+        /* A server that allows no stream at all (SETTINGS_MAX_CONCURRENT_STREAMS 0) is not
+         * waited for. */
+        load_error_msg(c->r, LOAD_ERR_TIMEOUT, -ETIMEDOUT,
+                       "the server allowed no request stream within --timeout; reconnecting");
+        return true;
+    }
+    for (unsigned i = 0; i < n; i++)
+        load_error(c->r, LOAD_ERR_TIMEOUT, -ETIMEDOUT);
+    return n > 0;
+}
+
+/* When the task must look again: the end, the oldest request's timeout, -R's next request, the
+ * core's timer. */
+static vega_deadline next_deadline(const struct h2conn *c)
+{
+    vega_deadline dl = c->r->end;
+    if (c->busy && c->expire_at < dl)
+        dl = c->expire_at;
+    if (c->o->rate && c->next_due < dl)
+        dl = c->next_due;
+    if (c->stalled && c->stalled + c->o->timeout_ns < dl)
+        dl = c->stalled + c->o->timeout_ns;
+    vega_tstamp x = vega_h2_conn_get_expiry(c->h2);
+    if (x < dl)
+        dl = x;
+    return dl;
+}
+
+/* The core ended the connection (a protocol error of the server's, or its GOAWAY with an error
+ * code): counted once. */
+static enum step conn_failed(struct h2conn *c, int rc)
+{
+    vega_h2_error he;
+    char msg[192];
+    if (rc == VEGA_ERR_PROTO || rc == VEGA_ERR_CLOSED) {
+        if (!vega_h2_conn_get_error(c->h2, &he))
+            he = (vega_h2_error){.code = VEGA_H2_INTERNAL_ERROR, .reason = "closed"};
+        if (he.remote) {
+            snprintf(msg, sizeof(msg), "the server ended the connection: GOAWAY %s%s%s",
+                     vega_h2_error_code_name(he.code), he.reason ? ", " : "",
+                     he.reason ? he.reason : "");
+            load_error_msg(c->r, LOAD_ERR_READ, VEGA_ERR_PROTO, msg);
+        } else {
+            snprintf(msg, sizeof(msg), "HTTP/2 connection error %s (%s); reconnecting",
+                     vega_h2_error_code_name(he.code), he.reason ? he.reason : "");
+            load_error_msg(c->r, LOAD_ERR_PARSE, VEGA_ERR_PROTO, msg);
+        }
+    } else {
+        load_error(c->r, LOAD_ERR_READ, rc);
+    }
+    /* Our GOAWAY (queued by the core) goes out if it can at once. */
+    c->now = vega_now();
+    (void)flush(c, vega_deadline_in_ms(CLOSE_FLUSH_MS));
+    return STEP_FAIL;
+}
+
+/* A failed transport call: STOP when the run is over, else count the error. */
+static enum step io_failed(struct h2conn *c, enum load_kind kind, int code, bool at_end)
+{
+    if (code == -ECANCELED || (code == -ETIMEDOUT && at_end))
+        return STEP_STOP;
+    if (code == -ETIMEDOUT && kind != LOAD_ERR_CONNECT)
+        kind = LOAD_ERR_TIMEOUT;
+    load_error_msg(c->r, kind, code,
+                   c->tls && code <= VEGA_ERR_TLS_BASE ? vega_tls_last_error(c->tls) : NULL);
+    return STEP_FAIL;
+}
+
+/* The server closed the transport. */
+static enum step end_of_stream(struct h2conn *c)
+{
+    /* An idle connection the server closed after serving (its idle timeout, a GOAWAY): not an
+     * error; reconnect. */
+    if (c->busy == 0 && (c->completed > 0 || c->goaway))
+        return STEP_CLOSE;
+    char msg[128];
+    if (c->busy)
+        snprintf(msg, sizeof(msg), "connection closed by the server with %u request%s in flight",
+                 c->busy, c->busy == 1 ? "" : "s");
+    else
+        snprintf(msg, sizeof(msg), "connection closed by the server before any response");
+    load_error_msg(c->r, LOAD_ERR_READ, VEGA_ERR_CLOSED, msg);
+    return STEP_FAIL;
+}
+
+/* Runs one connection until it must reconnect or the run is over. */
+static enum step serve(struct h2conn *c)
+{
+    struct load_run *r = c->r;
+    for (;;) {
+        c->now = vega_now();
+        c->w = load_worker_self(r);
+        if (c->now >= r->end)
+            return STEP_STOP;
+        if (c->o->rate)
+            schedule(c);
+        if (expire(c))
+            return STEP_FAIL;
+        if (vega_h2_conn_get_expiry(c->h2) <= c->now) {
+            int e = vega_h2_conn_handle_expiry(c->h2, c->now);
+            if (e < 0)
+                return conn_failed(c, e);
+        }
+        start_requests(c);
+        bool at_end;
+        vega_deadline wdl = load_step_deadline(r, c->now, &at_end);
+        int e = flush(c, wdl);
+        if (e == VEGA_ERR_CALLBACK || e == -ENOMEM)
+            return conn_failed(c, e);
+        if (e < 0)
+            return io_failed(c, LOAD_ERR_WRITE, e, at_end);
+        scan_flush(c);
+        if (c->busy == 0 && c->goaway)
+            return STEP_CLOSE; /* §6.8: done with this connection; on to a new one */
+        if (c->busy == 0 && !more_to_do(c))
+            return STEP_STOP;
+        if (!vega_h2_conn_want_read(c->h2))
+            return STEP_CLOSE;
+        vega_deadline dl = next_deadline(c);
+        vega_ssize n = conn_read(c, c->in, c->cap, dl);
+        if (n == -ETIMEDOUT)
+            continue; /* the loop looks at the end, timeouts and the schedule */
+        if (n == 0 || n == VEGA_ERR_TLS_TRUNCATED) /* many servers skip close_notify */
+            return end_of_stream(c);
+        if (n < 0)
+            return io_failed(c, LOAD_ERR_READ, (int)n, false);
+        c->now = vega_now();
+        c->w = load_worker_self(r); /* the task may have moved while it waited */
+        if (c->first_byte) {
+            c->first_byte = false;
+            cli_hist_record(&c->w->first_byte_hist, us_between(c->t_connect, c->now));
+        }
+        if (c->now >= r->measure_start)
+            load_bump(&c->w->bytes, (uint64_t)n);
+        scan_bytes(&c->scan_in, c->in, (size_t)n);
+        e = vega_h2_conn_read(c->h2, c->in, (size_t)n, c->now);
+        if (e < 0)
+            return conn_failed(c, e);
+        vega_h2_error he;
+        if (vega_h2_conn_get_error(c->h2, &he) && he.remote)
+            return conn_failed(c, VEGA_ERR_PROTO);
+    }
+}
+
+/* ---- connecting ------------------------------------------------------------------------------ */
+
+static enum step tls_open(struct h2conn *c, vega_deadline dl, bool at_end)
+{
+    const struct load_opts *o = c->o;
+    vega_tls_opts to;
+    vega_tls_opts_init(&to);
+    to.server_name = o->sni ? o->sni : o->host;
+    to.port = (uint16_t)atoi(o->port);
+    vega_tstamp t0 = vega_now();
+    int e = vega_tls_stream_from_sock(&c->tls, c->sock, VEGA_STREAM_BORROW, c->r->tls, &to);
+    if (e == 0)
+        e = vega_tls_handshake(c->tls, dl);
+    if (e == 0) {
+        /* §3.2: "h2" must be what the server chose; a server without HTTP/2 picks http/1.1 or
+         * nothing. */
+        const char *alpn = vega_tls_get_alpn(c->tls);
+        if (alpn && strcmp(alpn, "h2") == 0) {
+            c->w = load_worker_self(c->r);
+            cli_hist_record(&c->w->tls_hist, us_between(t0, vega_now()));
+            return STEP_OK;
+        }
+        char msg[160];
+        snprintf(msg, sizeof(msg),
+                 "the server did not choose HTTP/2 in the TLS handshake (ALPN: %s); it may "
+                 "speak HTTP/1.1 only (try without --h2)",
+                 alpn ? alpn : "none");
+        load_error_msg(c->r, LOAD_ERR_CONNECT, VEGA_ERR_PROTO, msg);
+        e = VEGA_ERR_PROTO;
+    }
+    enum step s;
+    if (e == VEGA_ERR_PROTO) {
+        s = STEP_FAIL;
+    } else if (e == -ECANCELED || (e == -ETIMEDOUT && at_end)) {
+        s = STEP_STOP;
+    } else {
+        load_error_msg(c->r, LOAD_ERR_CONNECT, e, c->tls ? vega_tls_last_error(c->tls) : NULL);
+        s = STEP_FAIL;
+    }
+    attempt_close(c, false);
+    return s;
+}
+
+static enum step attempt_open(struct h2conn *c)
+{
+    struct load_run *r = c->r;
+    const struct load_opts *o = c->o;
+    bool at_end;
+    vega_tstamp t0 = vega_now();
+    vega_deadline dl = load_step_deadline(r, t0, &at_end);
+    int e = load_connect(r, &c->sock, c->ever, dl);
+    if (e < 0) {
+        if (e == -ECANCELED || (e == -ETIMEDOUT && at_end))
+            return STEP_STOP;
+        load_error(r, LOAD_ERR_CONNECT, e);
+        return STEP_FAIL;
+    }
+    c->w = load_worker_self(r);
+    cli_hist_record(&c->w->connect_hist, us_between(t0, vega_now()));
+    if (!o->unix_path)
+        vega_sock_set_nodelay(c->sock, true);
+    if (r->tls) {
+        enum step s = tls_open(c, dl, at_end);
+        if (s != STEP_OK)
+            return s;
+    }
+    vega_h2_opts ho;
+    vega_h2_opts_init(&ho);
+    ho.initial_window_size = H2_WINDOW;
+    ho.conn_window = H2_WINDOW;
+    ho.conn_window_max = H2_WINDOW;
+    ho.stream_window_max = H2_WINDOW;
+    ho.max_local_streams = o->streams;
+    e = vega_h2_conn_client_new(&c->h2, &h2_callbacks, &ho, c);
+    if (e < 0) {
+        load_error(r, LOAD_ERR_CONNECT, e);
+        attempt_close(c, false);
+        return STEP_FAIL;
+    }
+    c->t_connect = t0;
+    c->first_byte = true;
+    c->goaway = c->limited = false;
+    c->completed = 0;
+    c->stalled = 0;
+    c->expire_at = VEGA_DEADLINE_NEVER;
+    c->scan_in = (struct scan){0};
+    c->scan_out = (struct scan){.skip = 24}; /* the preface's magic (§3.4) is no frame */
+    c->w = load_worker_self(r);
+    load_bump(&c->w->connects, 1);
+    if (c->ever)
+        load_bump(&c->w->reconnects, 1);
+    c->ever = true;
+    return STEP_OK;
+}
+
+/* Waits before the next try after a failed connect: false when the run ends meanwhile. */
+static bool backoff(struct h2conn *c)
+{
+    unsigned shift = c->fails < 8 ? c->fails : 7;
+    uint64_t ms = (uint64_t)BACKOFF_MIN_MS << shift;
+    if (ms > BACKOFF_MAX_MS)
+        ms = BACKOFF_MAX_MS;
+    vega_deadline dl = vega_deadline_in_ms(ms);
+    if (dl > c->r->end)
+        return false;
+    return vega_sleep_until(dl) == 0;
+}
+
+/* Connects when needed: false when the connection is done for good. */
+static bool ensure_open(struct h2conn *c)
+{
+    struct load_run *r = c->r;
+    while (!c->h2) {
+        enum step s = attempt_open(c);
+        if (s == STEP_OK)
+            return true;
+        if (s == STEP_STOP)
+            return false;
+        c->fails++;
+        /* A connection that never connected gives up at once: the target is wrong or down,
+         * and every other connection will say the same. */
+        if (!c->ever || (r->end == VEGA_DEADLINE_NEVER && c->fails >= GIVE_UP_AFTER)) {
+            atomic_fetch_add(&r->gave_up, 1);
+            if (!c->ever)
+                atomic_fetch_add(&r->never_connected, 1);
+            return false;
+        }
+        if (!backoff(c))
+            return false;
+    }
+    return true;
+}
+
+static void conn_loop(struct h2conn *c)
+{
+    struct load_run *r = c->r;
+    for (;;) {
+        if (!ensure_open(c))
+            return;
+        enum step s = serve(c);
+        attempt_close(c, s == STEP_STOP || s == STEP_CLOSE);
+        if (c->completed) /* as http.c: failures in a row */
+            c->fails = 0;
+        if (s == STEP_STOP)
+            return;
+        if (s == STEP_CLOSE) {
+            c->fails = 0;
+            continue;
+        }
+        c->fails++;
+        if (r->end == VEGA_DEADLINE_NEVER && c->fails >= GIVE_UP_AFTER) {
+            atomic_fetch_add(&r->gave_up, 1);
+            return;
+        }
+        /* A connection that failed before any response: do not hammer the server. */
+        if (!c->completed && !backoff(c))
+            return;
+    }
+}
+
+static void conn_free(struct h2conn *c)
+{
+    free(c->req);
+    free(c->free_slots);
+    free(c->in);
+    free(c->out);
+    free(c);
+}
+
+static struct h2conn *conn_new(struct load_run *r)
+{
+    const struct load_opts *o = r->o;
+    struct h2conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->r = r;
+    c->o = o;
+    c->q = o->h2_req;
+    c->cap = o->h2_buf;
+    c->req = calloc(o->streams, sizeof(*c->req));
+    c->free_slots = calloc(o->streams, sizeof(*c->free_slots));
+    c->in = malloc(c->cap);
+    c->out = malloc(c->cap);
+    if (!c->req || !c->free_slots || !c->in || !c->out) {
+        conn_free(c);
+        return NULL;
+    }
+    for (unsigned i = 0; i < o->streams; i++)
+        c->free_slots[c->nfree++] = o->streams - 1 - i;
+    return c;
+}
+
+void *load_h2_conn(void *arg)
+{
+    struct load_run *r = arg;
+    const struct load_opts *o = r->o;
+    unsigned index = atomic_fetch_add(&r->next_index, 1);
+    struct h2conn *c = conn_new(r);
+    if (!c) {
+        load_error(r, LOAD_ERR_CONNECT, -ENOMEM);
+        atomic_fetch_add(&r->gave_up, 1);
+        atomic_fetch_add(&r->never_connected, 1);
+        return NULL;
+    }
+    c->w = load_worker_self(r);
+    if (o->rate) {
+        /* This connection's share of the rate, its requests staggered over one interval. */
+        double iv = (double)o->conns * 1e9 / (double)o->rate;
+        c->interval = iv < 1.0 ? 1 : (uint64_t)iv;
+        c->next_due = r->start + (vega_tstamp)((double)c->interval * index / (double)o->conns);
+    }
+    conn_loop(c);
+    if (c->h2 || c->sock)
+        attempt_close(c, false);
+    conn_free(c);
+    return NULL;
+}
