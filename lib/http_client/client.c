@@ -88,16 +88,23 @@ int vega_http_client_new_versioned(vega_http_client **out, const vega_http_clien
     if (rc == 0 && c->o.tls) {
         c->tls = c->o.tls;
     } else if (rc == 0) {
-        static const char *const alpn[] = {"http/1.1"};
+        /* RFC 9113 §3.2: h2 offered first, as curl does; HTTP/1.x requests use a second
+         * config that offers http/1.1 only (ALPN is the config's, not the connection's). */
+        static const char *const alpn[] = {"h2", "http/1.1"};
         rc = vega_tls_config_new(&c->tls, VEGA_TLS_CLIENT);
         if (rc == 0)
-            rc = vega_tls_config_set_alpn(c->tls, alpn, 1);
+            rc = vega_tls_config_set_alpn(c->tls, alpn, 2);
+        if (rc == 0)
+            rc = vega_tls_config_new(&c->tls_h1, VEGA_TLS_CLIENT);
+        if (rc == 0)
+            rc = vega_tls_config_set_alpn(c->tls_h1, alpn + 1, 1);
     }
     if (rc == 0)
         rc = vega_dns_resolver_new(&c->dns, NULL);
     if (rc < 0) {
         if (c->tls && !c->o.tls)
             vega_tls_config_free(c->tls);
+        vega_tls_config_free(c->tls_h1);
         vega__mem_free(m, c->user_agent);
         vega__mem_free(m, c);
         return rc;
@@ -112,6 +119,7 @@ void vega_http_client_free(vega_http_client *c)
     if (!c)
         return;
     vega__hc_h3_shutdown(c);
+    vega__hc_h2_shutdown(c);
     while (c->idle) {
         struct hc_conn *x = c->idle;
         c->idle = x->next;
@@ -127,6 +135,7 @@ void vega_http_client_free(vega_http_client *c)
     }
     if (!c->o.tls)
         vega_tls_config_free(c->tls);
+    vega_tls_config_free(c->tls_h1);
     vega_dns_resolver_free(c->dns);
     pthread_mutex_destroy(&c->mu);
     const vega_mem *m = c->o.mem;
@@ -313,6 +322,14 @@ static int pick_version(vega_http_client *c, const vega_http_client_request *req
         rq->version = req->version;
         return 0;
     }
+    if (req->version == VEGA_HTTP_CLIENT_V2 || req->version == VEGA_HTTP_CLIENT_V2_PRIOR) {
+        /* https: ALPN h2 (HTTP/1.1 if the server picks it). http: h2c by prior knowledge
+         * (RFC 9113 §3.3) when asked; else HTTP/1.1 (no Upgrade: RFC 9113 §3.1 deprecates
+         * it, and it is not done here). */
+        rq->h2 = rq->key.tls || req->version == VEGA_HTTP_CLIENT_V2_PRIOR;
+        rq->h2_prior = !rq->key.tls && req->version == VEGA_HTTP_CLIENT_V2_PRIOR;
+        return 0;
+    }
     if (req->version == VEGA_HTTP_CLIENT_V3) {
         /* RFC 9114 §3.1: HTTP/3 is for "https" URIs; a fallback goes by TCP as asked. */
         if (!rq->key.tls)
@@ -333,6 +350,8 @@ static int pick_version(vega_http_client *c, const vega_http_client_request *req
         rq->h3 = true;
         rq->fallback = true;
     }
+    /* RFC 9113 §3.2: https offers h2 by default (HTTP/1.1 when the server does not take it). */
+    rq->h2 = rq->key.tls && !rq->h3;
     return 0;
 }
 
@@ -558,7 +577,12 @@ int vega__hc_attempt_h1(vega_http_client *c, const struct hc_req *rq, vega_tstam
         *reused = true;
     } else {
         vega_deadline cdl = hc_dl_min(dl, vega_deadline_in_ns(c->o.connect_timeout_ns));
-        rc = vega__hc_connect(c, &rq->key, rq->host_for_tls, &r->info, cdl, &conn);
+        rc = vega__hc_connect(c, &rq->key, rq->host_for_tls, true, &r->info, cdl, &conn);
+        if (rc == 0 && !strcmp(conn->alpn, "h2")) {
+            /* a caller's TLS config offered h2 to an HTTP/1.x request, and got it */
+            vega__hc_conn_close(conn);
+            rc = VEGA_ERR_PROTO;
+        }
         if (rc < 0) {
             vega_http_client_response_free(r);
             return rc;
@@ -598,6 +622,8 @@ int vega_http_client_send_versioned(vega_http_client *c, const vega_http_client_
     vega_deadline dl = req->deadline;
     if (rc == 0 && rq.h3) {
         rc = vega__hc_send_h3(c, &rq, start, dl, out);
+    } else if (rc == 0 && rq.h2) {
+        rc = vega__hc_send_h2(c, &rq, start, dl, out);
     } else if (rc == 0) {
         bool reused = false, used = false, got_bytes = false;
         rc = vega__hc_attempt_h1(c, &rq, start, dl, req->fresh_connection, &reused, &used,

@@ -13,6 +13,7 @@
 
 #include <vega/compress.h>
 #include <vega/dns.h>
+#include <vega/h2.h>
 #include <vega/h3.h>
 #include <vega/http_client.h>
 #include <vega/quic_ep.h>
@@ -134,6 +135,69 @@ struct hc_h3 {
     vega_tstamp t_dns, t_connect;
 };
 
+/* ---- HTTP/2 ---------------------------------------------------------------------------------- */
+
+/* The connection's read and write buffers. */
+#define HC_H2_IN  16384
+#define HC_H2_OUT 32768
+/* A stream's received and not yet read body is bounded by its receive window, whose cap is
+ * this (the core's stream_window_max); the buffer never grows past it plus a frame. */
+#define HC_H2_STREAM_WINDOW_MAX (8u * 1024 * 1024)
+#define HC_H2_BUF_MAX           (HC_H2_STREAM_WINDOW_MAX + 65536u)
+/* Most HTTP/2 connections the client keeps (idle or busy). */
+#define HC_H2_MAX_CONNS 256
+/* Streams we open at once on one connection, whatever the server allows. */
+#define HC_H2_MAX_STREAMS 256
+/* After our GOAWAY, how long streams still open may take (then the connection closes), and
+ * how many writes in a row may find no memory before the connection is given up. */
+#define HC_H2_CLOSE_WAIT_NS (2000ull * 1000 * 1000)
+#define HC_H2_NOMEM_TRIES   100
+
+enum hc_h2_state {
+    HC_H2_CONNECTING, /* a task is connecting: requests to the origin wait for it */
+    HC_H2_READY,      /* HTTP/2: requests open streams while usable */
+    HC_H2_FAILED,     /* the connect failed, or ALPN chose HTTP/1.1: waiters go on their own */
+};
+
+/* One HTTP/2 connection (RFC 9113), shared by every request to its origin. A writer task
+ * writes what the core produces and keeps its timers; a reader task feeds the core what the
+ * socket brings; the core's callbacks (under mu) fill the responses and wake their tasks. */
+struct hc_h2 {
+    vega_http_client *c;
+    struct hc_key key;
+    vega_stream *s; /* the transport (TLS or plain), owned */
+    vega_addr peer;
+    char alpn[16];
+    const char *tls_version;
+    vega_h2_conn *core;
+    pthread_mutex_t mu; /* guards core and the fields below it; never held across a wait */
+    vega_notify wake;   /* the writer: bytes to write, a timer, the end */
+    vega_task *reader, *writer;
+    atomic_uint refs;    /* the pool's, each request's, the writer's */
+    atomic_bool usable;  /* new requests may go */
+    atomic_bool closing; /* the pool dropped it: GOAWAY, then the tasks end */
+    /* guarded by the client's mutex */
+    struct hc_h2 *prev, *next;
+    enum hc_h2_state state;
+    int conn_err;
+    struct hc_h3_waiter *waiters;
+    unsigned active;
+    vega_tstamp idle_since;
+    struct hc_conn *h1; /* FAILED by ALPN http/1.1: the connection, for its maker */
+    /* guarded by mu */
+    struct vega_http_client_response *reqs; /* requests with a stream (r->h2_next) */
+    bool dead;                              /* the connection ended: err and werr say how */
+    bool rd_done;                           /* the reader ended */
+    bool core_err; /* the core ended the connection (its GOAWAY still goes out) */
+    int err;
+    vega_http_client_wire_error werr;
+    bool goaway;
+    uint32_t goaway_last;
+    uint8_t *out; /* HC_H2_OUT bytes for the writer */
+    uint8_t in[HC_H2_IN];
+    vega_tstamp t_dns, t_connect, t_tls;
+};
+
 /* The Alt-Svc cache (h3_altsvc.c): per origin, up to HC_ALTSVC_MAX alternatives. */
 #define HC_ALTSVC_MAX         8
 #define HC_ALTSVC_MAX_ORIGINS 1024
@@ -182,6 +246,10 @@ struct vega_http_client {
     vega_quic_endpoint *ep;         /* made on the first HTTP/3 request */
     vega_crypto_cert_store *own_ca; /* the system store, when opts.quic_ca is NULL */
     struct hc_h3 *h3s;              /* HTTP/3 connections, newest first */
+    size_t nh2;
+    struct hc_h2 *h2s;       /* HTTP/2 connections, newest first */
+    atomic_uint h2_live;     /* HTTP/2 writer tasks still running */
+    vega_tls_config *tls_h1; /* our own config offering http/1.1 only (HTTP/1.x asked) */
     size_t nh3;
     struct hc_altsvc *alts;
     size_t nalts;
@@ -261,6 +329,21 @@ struct vega_http_client_response {
     bool h3_has_cl;
     bool h3_err_acted; /* the stream error was answered (RESET_STREAM, STOP_SENDING) */
 
+    /* HTTP/2 (h2 NULL otherwise); the h2_ fields are guarded by h2->mu. h3_wake is the
+     * request's notify for HTTP/2 too (head, data, room, the end). */
+    struct hc_h2 *h2;
+    struct vega_http_client_response *h2_next; /* h2->reqs */
+    int32_t h2_id;                             /* 0: no stream */
+    bool h2_listed;                            /* in h2->reqs */
+    bool h2_end;                               /* the server's side ended (END_STREAM) */
+    bool h2_closed;                            /* the stream is closed */
+    bool h2_span;    /* a body span is with the core (until on_stream_writable) */
+    bool h2_slot;    /* waiting for a stream slot (SETTINGS_MAX_CONCURRENT_STREAMS) */
+    bool h2_refused; /* not processed by the server: REFUSED_STREAM or past GOAWAY */
+    int h2_err;      /* the stream failed: a code for the reader */
+    uint8_t *h2_buf; /* DATA received and not yet read: [h2_off, h2_off + h2_len) */
+    size_t h2_off, h2_len, h2_cap;
+
     uint8_t rbuf[HC_RBUF];
     uint8_t bq[HC_RBUF];
 };
@@ -269,8 +352,10 @@ struct vega_http_client_response {
 int vega__hc_pool_take(vega_http_client *c, const struct hc_key *k, struct hc_conn **out);
 void vega__hc_pool_put(vega_http_client *c, struct hc_conn *conn);
 void vega__hc_conn_close(struct hc_conn *conn);
+/* h1_only: offer ALPN http/1.1 only (our own TLS config; a caller's offers what it says). */
 int vega__hc_connect(vega_http_client *c, const struct hc_key *k, const char *host_for_tls,
-                     vega_http_client_info *info, vega_deadline dl, struct hc_conn **out);
+                     bool h1_only, vega_http_client_info *info, vega_deadline dl,
+                     struct hc_conn **out);
 /* A --resolve entry for k's host and port into *out (its port k's when it has none): 1, or 0
  * when there is none. */
 int vega__hc_resolve_override(vega_http_client *c, const struct hc_key *k, vega_addr *out);
@@ -303,6 +388,8 @@ struct hc_req {
     bool safe;
     bool h3;       /* go over HTTP/3 (version 30, or an Alt-Svc alternative) */
     bool fallback; /* and race TCP */
+    bool h2;       /* may go over HTTP/2: ALPN h2 offered on https, or h2c prior knowledge */
+    bool h2_prior; /* HTTP/2 without negotiation (h2c on http://) */
     struct hc_key key;
     char host_for_tls[HC_MAX_HOST + 1];
     char alt_host[HC_MAX_HOST + 1]; /* where QUIC goes (the origin's host when no Alt-Svc) */
@@ -372,6 +459,32 @@ void vega__hc_h3_response_done(vega_http_client_response *r);
 /* h3_race.c: HTTP/3 or, failing it or too slow, HTTP/1.1 over TCP */
 int vega__hc_send_h3(vega_http_client *c, const struct hc_req *rq, vega_tstamp start,
                      vega_deadline dl, vega_http_client_response **out);
+
+/* h2_conn.c: connections; h2_req.c: requests; h2_read.c: responses */
+/* A request over HTTP/2 (or over HTTP/1.1 when ALPN says so): pooled or new connection. */
+int vega__hc_send_h2(vega_http_client *c, const struct hc_req *rq, vega_tstamp start,
+                     vega_deadline dl, vega_http_client_response **out);
+int vega__hc_h2_pool_take(vega_http_client *c, const struct hc_key *k, vega_deadline dl,
+                          struct hc_h2 **out);
+/* Connects to rq's origin: 1 with *h (HTTP/2, retained, counted in active), 0 with *h1 (ALPN
+ * chose HTTP/1.1), or a code. Unless fresh, a connection being made is joined instead. */
+int vega__hc_h2_connect(vega_http_client *c, const struct hc_req *rq, bool fresh,
+                        vega_http_client_info *info, vega_deadline dl, struct hc_h2 **h,
+                        struct hc_conn **h1);
+void vega__hc_h2_release(struct hc_h2 *h);
+void vega__hc_h2_shutdown(vega_http_client *c);
+/* Marks h dead with err (mu held) and wakes every request on it. */
+void vega__hc_h2_kill(struct hc_h2 *h, int err);
+extern const vega_h2_callbacks vega__hc_h2_callbacks;
+int vega__hc_attempt_h2(vega_http_client *c, const struct hc_req *rq, struct hc_h2 *h, bool reused,
+                        vega_tstamp start, vega_deadline dl, bool *used, bool *retry,
+                        vega_http_client_wire_error *werr, vega_http_client_response **out);
+vega_ssize vega__hc_h2_read(vega_http_client_response *r, uint8_t *buf, size_t len,
+                            vega_deadline dl);
+int vega__hc_h2_next_body(vega_http_client_response *r, vega_deadline dl);
+/* Waits (mu not held) until the head came or the stream failed. */
+int vega__hc_h2_read_head(vega_http_client_response *r, vega_deadline dl);
+void vega__hc_h2_response_done(vega_http_client_response *r);
 
 /* h3_altsvc.c */
 /* Learns the Alt-Svc fields of a response to an https origin (the alt_svc option). */

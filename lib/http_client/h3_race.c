@@ -43,7 +43,8 @@ static void *tcp_task(void *arg)
 {
     struct race *r = arg;
     struct hc_conn *conn = NULL;
-    int rc = vega__hc_connect(r->c, &r->rq->key, r->rq->host_for_tls, &r->tinfo, r->dl, &conn);
+    int rc =
+        vega__hc_connect(r->c, &r->rq->key, r->rq->host_for_tls, true, &r->tinfo, r->dl, &conn);
     pthread_mutex_lock(&r->mu);
     r->tcp_done = true;
     r->tcp_err = rc;

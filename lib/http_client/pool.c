@@ -143,9 +143,9 @@ static int tls_finish(struct hc_conn *conn, vega_http_client_info *info, vega_de
     info->t_tls = vega_now();
     const char *alpn = vega_tls_get_alpn(conn->s);
     if (alpn) {
-        /* Only HTTP/1.1 is spoken here: a configuration that offered more and got it cannot
-         * be served (RFC 7301 §3.2: the client must use the protocol selected). */
-        if (strcmp(alpn, "http/1.1") != 0)
+        /* HTTP/1.1 and HTTP/2 are spoken here: a configuration that offered more and got it
+         * cannot be served (RFC 7301 §3.2: the client must use the protocol selected). */
+        if (strcmp(alpn, "http/1.1") != 0 && strcmp(alpn, "h2") != 0)
             return VEGA_ERR_PROTO;
         strcpy(conn->alpn, alpn);
     }
@@ -153,12 +153,20 @@ static int tls_finish(struct hc_conn *conn, vega_http_client_info *info, vega_de
     return 0;
 }
 
+/* The TLS config of a connection: a caller's, or ours offering h2 and http/1.1 (or, for an
+ * HTTP/1.x request, http/1.1 only). */
+static vega_tls_config *tls_config(vega_http_client *c, bool h1_only)
+{
+    return h1_only && c->tls_h1 ? c->tls_h1 : c->tls;
+}
+
 static int tls_connect(vega_http_client *c, struct hc_conn *conn, vega_sock *sock,
-                       const char *server_name, vega_http_client_info *info, vega_deadline dl)
+                       const char *server_name, bool h1_only, vega_http_client_info *info,
+                       vega_deadline dl)
 {
     vega_tls_opts to;
     tls_opts_for(&to, conn, server_name);
-    int r = vega_tls_stream_from_sock(&conn->s, sock, 0, c->tls, &to);
+    int r = vega_tls_stream_from_sock(&conn->s, sock, 0, tls_config(c, h1_only), &to);
     if (r < 0) {
         vega_sock_close(sock);
         return r;
@@ -169,7 +177,7 @@ static int tls_connect(vega_http_client *c, struct hc_conn *conn, vega_sock *soc
 /* The connection from the caller's connect hook: its stream as the transport, TLS over it
  * for https (the hook never does TLS: a proxy tunnel carries the TLS of the origin). */
 static int hook_connect(vega_http_client *c, struct hc_conn *conn, const char *server_name,
-                        vega_http_client_info *info, vega_deadline dl)
+                        bool h1_only, vega_http_client_info *info, vega_deadline dl)
 {
     vega_stream *s = NULL;
     int r = c->o.connect(c->o.connect_user, conn->key.host, conn->key.port, conn->key.tls, &s, dl);
@@ -186,7 +194,7 @@ static int hook_connect(vega_http_client *c, struct hc_conn *conn, const char *s
     }
     vega_tls_opts to;
     tls_opts_for(&to, conn, server_name);
-    r = vega_tls_stream_new(&conn->s, s, c->tls, &to);
+    r = vega_tls_stream_new(&conn->s, s, tls_config(c, h1_only), &to);
     if (r < 0) {
         vega_stream_close(s, 0);
         return r;
@@ -215,7 +223,7 @@ static int tcp_open(vega_http_client *c, const struct hc_key *k, vega_http_clien
 
 /* The stream of a connection opened by the client itself (plain or TLS over TCP). */
 static int own_connect(vega_http_client *c, struct hc_conn *conn, const char *host_for_tls,
-                       vega_http_client_info *info, vega_deadline dl)
+                       bool h1_only, vega_http_client_info *info, vega_deadline dl)
 {
     vega_sock *sock = NULL;
     int r = tcp_open(c, &conn->key, info, dl, &sock);
@@ -225,7 +233,7 @@ static int own_connect(vega_http_client *c, struct hc_conn *conn, const char *ho
     vega_sock_set_nodelay(sock, true);
     vega_sock_peer_addr(sock, &conn->peer);
     if (conn->key.tls)
-        return tls_connect(c, conn, sock, host_for_tls, info, dl);
+        return tls_connect(c, conn, sock, host_for_tls, h1_only, info, dl);
     r = vega_stream_from_sock(&conn->s, sock, 0);
     if (r < 0)
         vega_sock_close(sock);
@@ -233,7 +241,8 @@ static int own_connect(vega_http_client *c, struct hc_conn *conn, const char *ho
 }
 
 int vega__hc_connect(vega_http_client *c, const struct hc_key *k, const char *host_for_tls,
-                     vega_http_client_info *info, vega_deadline dl, struct hc_conn **out)
+                     bool h1_only, vega_http_client_info *info, vega_deadline dl,
+                     struct hc_conn **out)
 {
     *out = NULL;
     struct hc_conn *conn = vega__mem_calloc(c->o.mem, 1, sizeof *conn);
@@ -241,8 +250,8 @@ int vega__hc_connect(vega_http_client *c, const struct hc_key *k, const char *ho
         return -ENOMEM;
     conn->mem = c->o.mem;
     conn->key = *k;
-    int r = c->o.connect ? hook_connect(c, conn, host_for_tls, info, dl)
-                         : own_connect(c, conn, host_for_tls, info, dl);
+    int r = c->o.connect ? hook_connect(c, conn, host_for_tls, h1_only, info, dl)
+                         : own_connect(c, conn, host_for_tls, h1_only, info, dl);
     if (r < 0) {
         /* conn->s is set once a stream exists (a TLS stream whose handshake failed, say) */
         vega_stream_close(conn->s, 0);

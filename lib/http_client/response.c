@@ -281,6 +281,8 @@ static int next_body(vega_http_client_response *r, vega_deadline dl)
 {
     if (r->h3)
         return vega__hc_h3_next_body(r, dl);
+    if (r->h2)
+        return vega__hc_h2_next_body(r, dl);
     while (r->bpos == r->blen) {
         if (r->msg_done)
             return 0;
@@ -385,6 +387,8 @@ vega_ssize vega_http_client_response_read(vega_http_client_response *r, void *bu
     vega_ssize n;
     if (r->h3 && !r->dec) {
         n = vega__hc_h3_read(r, buf, len, dl);
+    } else if (r->h2 && !r->dec) {
+        n = vega__hc_h2_read(r, buf, len, dl);
     } else if (!r->dec && r->bpos == r->blen && r->rpos == r->rend && r->head_done &&
                !r->msg_done && !r->eof && r->framing == VEGA_HTTP1_BODY_LENGTH && len >= HC_RBUF) {
         n = read_direct(r, buf, len, dl);
@@ -530,6 +534,8 @@ void vega_http_client_response_free(vega_http_client_response *r)
         return;
     if (r->h3)
         vega__hc_h3_response_done(r);
+    if (r->h2)
+        vega__hc_h2_response_done(r);
     if (r->conn) {
         bool reuse = r->msg_done && r->keep_alive && !r->unusable && !r->eof && !r->err &&
                      !r->conn_close_asked && !r->body_unsent;
@@ -569,7 +575,7 @@ void vega_http_client_response_get_error(const vega_http_client_response *r,
 
 int vega__hc_set_decoder(vega_http_client_response *r)
 {
-    if (r->is_head || (!r->h3 && r->framing == VEGA_HTTP1_BODY_NONE))
+    if (r->is_head || (!r->h3 && !r->h2 && r->framing == VEGA_HTTP1_BODY_NONE))
         return 0;
     char v[64];
     vega_ssize n = vega_http_fields_get_combined(&r->fields, "content-encoding", 16, v, sizeof v);

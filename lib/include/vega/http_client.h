@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* HTTP client: requests to http:// and https:// URLs over a pool of keep-alive connections per
  * origin, bodies streamed both ways, chunked, decompression (gzip, deflate, br, zstd), timeouts,
- * TLS with ALPN. HTTP/1.1 (RFC 9112) over TCP, and HTTP/3 (RFC 9114) over QUIC with many
- * requests multiplexed on one connection per origin, chosen per request, with a race against TCP
- * (curl's --http3) and Alt-Svc (RFC 7838) to learn where HTTP/3 is offered. Redirects are the
- * caller's policy: vega_http_client_redirect computes the next request. */
+ * TLS with ALPN. HTTP/1.1 (RFC 9112) over TCP, HTTP/2 (RFC 9113) over TLS (ALPN h2, offered on
+ * https by default) or cleartext by prior knowledge, and HTTP/3 (RFC 9114) over QUIC, HTTP/2 and
+ * HTTP/3 with many requests multiplexed on one connection per origin, chosen per request, with a
+ * race against TCP (curl's --http3) and Alt-Svc (RFC 7838) to learn where HTTP/3 is offered.
+ * Redirects are the caller's policy: vega_http_client_redirect computes the next request. */
 #ifndef VEGA_HTTP_CLIENT_H
 #define VEGA_HTTP_CLIENT_H
 
@@ -63,7 +64,10 @@ typedef int (*vega_http_connect_fn)(void *user, const char *host, uint16_t port,
 /* Client settings. Initialise with vega_http_client_opts_init. */
 typedef struct vega_http_client_opts {
     vega_tls_config *tls;         /* client config for https (retained); NULL: the client makes
-                                     one: system CA store, verification on, ALPN http/1.1 */
+                                     its own: system CA store, verification on, ALPN h2 and
+                                     http/1.1 (http/1.1 only for an HTTP/1.x request). A
+                                     caller's config offers its own ALPN list: h2 or
+                                     http/1.1, whichever the server picks, is spoken */
     vega_http1_limits limits;     /* response head limits */
     size_t max_idle_per_origin;   /* pooled idle connections per origin; default 8; 0 = keep
                                      none (every request on a fresh connection) */
@@ -133,8 +137,9 @@ VEGA_API int vega_http_client_new_versioned(vega_http_client **out,
     vega_http_client_new_versioned(__VA_ARGS__, VEGA_HTTP_CLIENT_OPTS_VERSION)
 
 /* Closes pooled connections and frees c; no request may be in progress. NULL: no-op. After
- * an HTTP/3 request, call it inside a task of the runtime (its QUIC endpoint closes its
- * connections and waits for its tasks). */
+ * an HTTP/2 or HTTP/3 request, call it inside a task of the runtime (HTTP/2 connections send
+ * GOAWAY and their tasks are waited for; the QUIC endpoint closes its connections and waits
+ * for its tasks). */
 VEGA_API void vega_http_client_free(vega_http_client *c);
 
 /* Connects to addr instead of resolving host for port (curl's --resolve HOST:PORT:ADDR);
@@ -155,18 +160,30 @@ typedef void (*vega_http_trace_fn)(void *user, bool is_request, const void *head
 /* The HTTP versions of vega_http_client_request.version and vega_http_client_info.version. */
 #define VEGA_HTTP_CLIENT_V10 10 /* HTTP/1.0 */
 #define VEGA_HTTP_CLIENT_V11 11 /* HTTP/1.1 */
-#define VEGA_HTTP_CLIENT_V3  30 /* HTTP/3 over QUIC (https only) */
+#define VEGA_HTTP_CLIENT_V2                                                                        \
+    20 /* HTTP/2: ALPN h2 on https (HTTP/1.1 if the server picks it);                              \
+          on http:// HTTP/1.1 (no h2c Upgrade) */
+/* A request's version only: HTTP/2 without negotiation, h2c on http:// (RFC 9113 §3.3; curl's
+ * --http2-prior-knowledge); on https as VEGA_HTTP_CLIENT_V2. The response's info.version is 20. */
+#define VEGA_HTTP_CLIENT_V2_PRIOR 21
+#define VEGA_HTTP_CLIENT_V3       30 /* HTTP/3 over QUIC (https only) */
 
 /* Which layer a wire-level error came from. */
 typedef enum vega_http_client_wire_kind {
     VEGA_HTTP_CLIENT_WIRE_NONE = 0,
-    VEGA_HTTP_CLIENT_WIRE_STREAM, /* the request's HTTP/3 stream was reset (RESET_STREAM) or
-                                     refused: code is an HTTP/3 code (vega_h3_error_name) */
-    VEGA_HTTP_CLIENT_WIRE_H3,     /* an HTTP/3 or QPACK connection error closed the connection:
-                                     code is the HTTP/3 or QPACK code (vega_h3_error_name) */
-    VEGA_HTTP_CLIENT_WIRE_QUIC,   /* the QUIC connection closed with a transport error, timed
-                                     out or was reset: code is the QUIC transport code
-                                     (vega_quic_transport_error_name) */
+    VEGA_HTTP_CLIENT_WIRE_STREAM,    /* the request's HTTP/3 stream was reset (RESET_STREAM) or
+                                        refused: code is an HTTP/3 code (vega_h3_error_name) */
+    VEGA_HTTP_CLIENT_WIRE_H3,        /* an HTTP/3 or QPACK connection error closed the connection:
+                                        code is the HTTP/3 or QPACK code (vega_h3_error_name) */
+    VEGA_HTTP_CLIENT_WIRE_QUIC,      /* the QUIC connection closed with a transport error, timed
+                                        out or was reset: code is the QUIC transport code
+                                        (vega_quic_transport_error_name) */
+    VEGA_HTTP_CLIENT_WIRE_H2_STREAM, /* the request's HTTP/2 stream was reset (RST_STREAM, by
+                                        the server, or by us for its malformed response): code
+                                        is the HTTP/2 code (vega_h2_error_code_name) */
+    VEGA_HTTP_CLIENT_WIRE_H2,        /* an HTTP/2 connection error (GOAWAY with an error, either
+                                        way): code is the HTTP/2 code; reason the rule or the
+                                        server's debug data */
 } vega_http_client_wire_kind;
 
 /* A wire-level error (plain data): the protocol code behind a failure, never packed into the
@@ -198,10 +215,12 @@ typedef struct vega_http_client_request {
                                  body goes at once: a server that does not want it stops
                                  the stream's sending side and answers) */
     bool fresh_connection;    /* do not take a pooled connection */
-    int version;              /* VEGA_HTTP_CLIENT_V11 (11), VEGA_HTTP_CLIENT_V10 (10), or
-                                 VEGA_HTTP_CLIENT_V3 (30: HTTP/3 only, unless h3_fallback; an
-                                 http:// URL is refused); 0: HTTP/1.1, or HTTP/3 where the
-                                 client's alt_svc option and cache say so */
+    int version;              /* VEGA_HTTP_CLIENT_V11 (11), VEGA_HTTP_CLIENT_V10 (10): HTTP/1.x
+                                 only; VEGA_HTTP_CLIENT_V2 (20), VEGA_HTTP_CLIENT_V2_PRIOR (21):
+                                 HTTP/2 (see those); VEGA_HTTP_CLIENT_V3 (30: HTTP/3 only,
+                                 unless h3_fallback; an http:// URL is refused); 0: as 20 on
+                                 https and HTTP/1.1 on http, or HTTP/3 where the client's
+                                 alt_svc option and cache say so */
     vega_deadline deadline;   /* the whole exchange, to the end of the body; as every
                                  deadline: VEGA_DEADLINE_NEVER = none (the default),
                                  0 = already due */
@@ -242,6 +261,13 @@ VEGA_API void vega_http_client_request_init_versioned(vega_http_client_request *
  * Sends a request and waits for the response head (1xx responses are skipped; they reach the
  * trace hook). req: borrowed for the call (a body_fn is called inside it). out: receives the
  * response, whose body is read with vega_http_client_response_read.
+ * Over HTTP/2, requests to one origin share one connection, each on a stream of its own (a
+ * request waits for a slot while the server's SETTINGS_MAX_CONCURRENT_STREAMS are in use);
+ * one the server did not process (REFUSED_STREAM, or above a GOAWAY's last stream id) goes once
+ * more on a new connection, as does an idempotent one whose pooled connection ended before
+ * any answer, unless a body_fn already gave bytes. A stream the server resets fails with
+ * -ECONNRESET, a connection error with VEGA_ERR_PROTO (wire_error: the HTTP/2 code), a request
+ * GOAWAY excluded that could not go again with VEGA_ERR_H2_GOING_AWAY.
  * Over HTTP/3, a request the server did not process (GOAWAY, or a stream refused with
  * H3_REQUEST_REJECTED) goes once more on a new connection, as does one on a pooled connection
  * that turns out closed, unless a body_fn already gave bytes.
@@ -268,6 +294,8 @@ VEGA_API int vega_http_client_send_versioned(vega_http_client *c,
     vega_http_client_send_versioned(__VA_ARGS__, VEGA_HTTP_CLIENT_REQUEST_VERSION)
 
 /* Reads the response body (decoded when decompress was asked and a known coding came back).
+ * Over HTTP/2 the bytes read are given back to the server's flow-control windows as they are
+ * read (WINDOW_UPDATE), so a response not read stalls its stream, not the connection.
  * Two deadlines apply: dl bounds this call's wait (0 = do not wait), and the request's
  * `deadline` bounds the whole exchange: once it has passed, every read returns -ETIMEDOUT,
  * even when body bytes are already buffered. A wait ends at the earlier of the two.
@@ -300,20 +328,22 @@ VEGA_API vega_ssize vega_http_client_response_read_all(vega_http_client_response
 VEGA_API void vega_http_client_body_free(vega_http_client *c, void *body);
 
 /* Frees r. A connection whose response was read to the end (and may be kept alive) goes back
- * to the pool; otherwise it is closed. NULL: no-op. Since 0.1. */
+ * to the pool; otherwise it is closed. Over HTTP/2 a response not read to the end resets its
+ * stream (RST_STREAM CANCEL) and the connection serves on. NULL: no-op. Since 0.1. */
 VEGA_API void vega_http_client_response_free(vega_http_client_response *r);
 
 /* Plain data about a response (all borrowed from r, valid until it is freed). */
 typedef struct vega_http_client_info {
     int status;
-    int version; /* 10, 11, 30 (VEGA_HTTP_CLIENT_V10, _V11, _V3) */
+    int version; /* 10, 11, 20, 30 (VEGA_HTTP_CLIENT_V10, _V11, _V2, _V3) */
     vega_http_str reason;
     const vega_http_fields *fields;   /* response header fields, in order */
     const vega_http_fields *trailers; /* after the body was read to the end; else empty */
     uint64_t content_length;          /* VEGA_HTTP_LENGTH_UNKNOWN when not given */
     vega_http_coding coding;          /* the coding being decoded, IDENTITY when none */
     bool reused;                      /* the connection came from the pool */
-    const char *alpn;                 /* negotiated protocol on TLS ("h3" over QUIC), else NULL */
+    const char *alpn;                 /* negotiated protocol on TLS ("h2", "http/1.1"; "h3" over
+                                         QUIC), else NULL (h2c: NULL) */
     const char *tls_version;          /* "TLSv1.3", or NULL */
     vega_addr peer;                   /* the address connected to (empty, AF_UNSPEC, for a
                                          connection from a connect hook) */
@@ -326,7 +356,7 @@ typedef struct vega_http_client_info {
     uint16_t tls_suite;              /* VEGA_QUIC_TLS_AES_128_GCM_SHA256, ... */
     bool tls_resumed;                /* the QUIC handshake resumed a session */
     vega_quic_early_data early_data; /* what became of 0-RTT on the connection */
-    uint64_t stream_id;              /* the request's QUIC stream */
+    uint64_t stream_id;              /* the request's QUIC stream (HTTP/2: its stream id) */
 } vega_http_client_info;
 
 /* Borrowed view of r. Since 0.1. */

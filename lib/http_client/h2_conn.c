@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: MIT */
+/* The client's HTTP/2 connections (RFC 9113): made over TCP (+ TLS with ALPN h2, §3.2, or h2c by
+ * prior knowledge, §3.3), one per origin shared by its requests (§9.1.1), with a writer task
+ * (the core's output and timers) and a reader task (the socket's bytes into the core); the
+ * pool, waiting for a connection being made, idle ones closed with GOAWAY (§6.8). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "client_int.h"
+
+/* ---- life ------------------------------------------------------------------------------------ */
+
+static void h2_free(struct hc_h2 *h)
+{
+    const vega_mem *m = h->c->o.mem;
+    vega_h2_conn_free(h->core);
+    vega_stream_close(h->s, 0); /* only when the tasks never started */
+    vega__hc_conn_close(h->h1);
+    vega__mem_free(m, h->out);
+    vega_notify_fini(&h->wake);
+    pthread_mutex_destroy(&h->mu);
+    vega__mem_free(m, h);
+}
+
+void vega__hc_h2_release(struct hc_h2 *h)
+{
+    if (h && atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) == 1)
+        h2_free(h);
+}
+
+void vega__hc_h2_kill(struct hc_h2 *h, int err)
+{
+    if (!h->dead) {
+        h->dead = true;
+        h->err = err;
+    }
+    atomic_store(&h->usable, false);
+    for (struct vega_http_client_response *r = h->reqs; r; r = r->h2_next)
+        vega_notify_one(&r->h3_wake);
+}
+
+/* A connection error the core reported (mu held): its wire code for the requests. */
+static void core_failed(struct hc_h2 *h, int rc)
+{
+    vega_h2_error e;
+    if (vega_h2_conn_get_error(h->core, &e) && !h->werr.kind) {
+        h->werr.kind = VEGA_HTTP_CLIENT_WIRE_H2;
+        h->werr.local = !e.remote;
+        h->werr.code = e.code;
+        snprintf(h->werr.reason, sizeof h->werr.reason, "%s", e.reason ? e.reason : "");
+    }
+    h->core_err = true;
+    vega__hc_h2_kill(h, rc == -ENOMEM ? -ENOMEM : VEGA_ERR_PROTO);
+}
+
+/* c->mu held */
+static void list_unlink(vega_http_client *c, struct hc_h2 *h)
+{
+    if (h->prev)
+        h->prev->next = h->next;
+    else if (c->h2s == h)
+        c->h2s = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    h->prev = h->next = NULL;
+    c->nh2--;
+}
+
+static void list_push(vega_http_client *c, struct hc_h2 *h)
+{
+    h->prev = NULL;
+    h->next = c->h2s;
+    if (c->h2s)
+        c->h2s->prev = h;
+    c->h2s = h;
+    c->nh2++;
+}
+
+/* ---- the tasks ------------------------------------------------------------------------------- */
+
+static void *reader_main(void *arg)
+{
+    struct hc_h2 *h = arg;
+    for (;;) {
+        vega_ssize n = vega_stream_read(h->s, h->in, sizeof h->in, VEGA_DEADLINE_NEVER);
+        pthread_mutex_lock(&h->mu);
+        int rc = 0;
+        if (n > 0 && !h->dead) {
+            rc = vega_h2_conn_read(h->core, h->in, (size_t)n, vega_now());
+            if (rc < 0)
+                core_failed(h, rc);
+        } else {
+            /* the server closed (a GOAWAY may have said why), the socket failed, or the
+             * writer stopped us */
+            h->rd_done = true;
+            vega__hc_h2_kill(h, n == 0 || n == VEGA_ERR_TLS_TRUNCATED ? -ECONNRESET : (int)n);
+        }
+        pthread_mutex_unlock(&h->mu);
+        vega_notify_one(&h->wake);
+        if (n <= 0 || rc < 0)
+            break;
+    }
+    return NULL;
+}
+
+/* What the writer keeps between turns. */
+struct wstate {
+    vega_tstamp closing_since; /* 0 until the pool dropped the connection */
+    unsigned nomem;            /* writes in a row that found no memory */
+};
+
+/* One turn of the writer, mu held: GOAWAY when the pool dropped us, the timers, the bytes.
+ * Returns the bytes to write, 0 with *dl the next look, or -1 when the connection is over. */
+static vega_ssize writer_turn(struct hc_h2 *h, struct wstate *ws, vega_deadline *dl)
+{
+    vega_tstamp now = vega_now();
+    /* the transport failed: nothing more goes out (spans of dropped requests may be gone) */
+    if (h->dead && !h->core_err)
+        return -1;
+    if (atomic_load(&h->closing) && !ws->closing_since) {
+        ws->closing_since = now;
+        /* GOAWAY 0: we open no more streams (§6.8); without memory for it, just close */
+        if (!h->dead && vega_h2_conn_shutdown(h->core, now) < 0)
+            return -1;
+    }
+    /* streams of dropped responses the server does not end: not waited for long */
+    if (ws->closing_since && now - ws->closing_since > HC_H2_CLOSE_WAIT_NS)
+        return -1;
+    if (!h->dead && vega_h2_conn_get_expiry(h->core) <= now) {
+        int rc = vega_h2_conn_handle_expiry(h->core, now);
+        if (rc < 0)
+            core_failed(h, rc);
+    }
+    vega_ssize n = vega_h2_conn_write(h->core, h->out, HC_H2_OUT, now);
+    /* no memory for a frame: the core keeps it for a later try; a connection that finds none
+     * for a while is given up */
+    ws->nomem = n == -ENOMEM ? ws->nomem + 1 : 0;
+    if (ws->nomem > HC_H2_NOMEM_TRIES) {
+        vega__hc_h2_kill(h, -ENOMEM);
+        return -1;
+    }
+    if (n < 0 && n != -ENOMEM) {
+        core_failed(h, (int)n);
+        n = vega_h2_conn_write(h->core, h->out, HC_H2_OUT, now); /* its GOAWAY */
+        if (n < 0)
+            n = 0;
+    }
+    if (n > 0)
+        return n;
+    bool wr = vega_h2_conn_want_write(h->core), rd = vega_h2_conn_want_read(h->core);
+    if ((h->dead || h->rd_done) && (!wr || n == -ENOMEM))
+        return -1;
+    if (!rd && !wr)
+        return -1;
+    /* no memory for a frame just now: look again soon */
+    *dl = wr ? vega_deadline_in_ms(1) : (vega_deadline)vega_h2_conn_get_expiry(h->core);
+    if (ws->closing_since)
+        *dl = hc_dl_min(*dl, ws->closing_since + HC_H2_CLOSE_WAIT_NS + 1);
+    return 0;
+}
+
+static void *writer_main(void *arg)
+{
+    struct hc_h2 *h = arg;
+    vega_http_client *c = h->c;
+    struct wstate ws = {0};
+    for (;;) {
+        vega_deadline dl = VEGA_DEADLINE_NEVER;
+        pthread_mutex_lock(&h->mu);
+        vega_ssize n = writer_turn(h, &ws, &dl);
+        pthread_mutex_unlock(&h->mu);
+        if (n < 0)
+            break;
+        if (n > 0) {
+            /* a server that stops reading ends the connection after a while (its requests'
+             * deadlines are theirs; this one guards the client's free) */
+            vega_ssize w = vega_stream_write(
+                h->s, h->out, (size_t)n, NULL,
+                ws.closing_since ? vega_deadline_in_ns(HC_H2_CLOSE_WAIT_NS) : VEGA_DEADLINE_NEVER);
+            if (w < 0) {
+                pthread_mutex_lock(&h->mu);
+                vega__hc_h2_kill(h, (int)w);
+                pthread_mutex_unlock(&h->mu);
+                break;
+            }
+            continue;
+        }
+        if (vega_notify_wait(&h->wake, dl) == -ECANCELED)
+            break;
+    }
+    /* the reader ends (a read it had done is fed first), then every request hears it */
+    vega_task_cancel(h->reader);
+    while (vega_task_join(h->reader, NULL, VEGA_DEADLINE_NEVER) < 0)
+        (void)vega_yield();
+    pthread_mutex_lock(&h->mu);
+    vega__hc_h2_kill(h, -ECONNRESET);
+    pthread_mutex_unlock(&h->mu);
+    vega_stream_close(h->s, 0);
+    h->s = NULL;
+    vega__hc_h2_release(h);
+    atomic_fetch_sub_explicit(&c->h2_live, 1, memory_order_release); /* last touch of c */
+    return NULL;
+}
+
+/* The core and the two tasks of a connection whose transport is h->s. */
+static int start(vega_http_client *c, struct hc_h2 *h)
+{
+    vega_h2_opts o;
+    vega_h2_opts_init(&o);
+    o.mem = c->o.mem;
+    o.stream_window_max = HC_H2_STREAM_WINDOW_MAX;
+    o.max_local_streams = HC_H2_MAX_STREAMS;
+    /* as many fields as a response keeps, and a header section no larger than HTTP/1.1's
+     * (SETTINGS_MAX_HEADER_LIST_SIZE, RFC 9113 §6.5.2: the server learns it) */
+    o.max_fields = (uint32_t)(c->o.limits.max_fields ? c->o.limits.max_fields : 100) + 1;
+    if (c->o.limits.max_field_section && c->o.limits.max_field_section < UINT32_MAX)
+        o.max_header_list_size = (uint32_t)c->o.limits.max_field_section;
+    int rc = vega_h2_conn_client_new(&h->core, &vega__hc_h2_callbacks, &o, h);
+    if (rc < 0)
+        return rc;
+    if (!(h->out = vega__mem_malloc(c->o.mem, HC_H2_OUT)))
+        return -ENOMEM;
+    if ((rc = vega_task_spawn(&h->reader, reader_main, h)) < 0)
+        return rc;
+    atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed); /* the writer's */
+    atomic_fetch_add_explicit(&c->h2_live, 1, memory_order_relaxed);
+    rc = vega_task_spawn(&h->writer, writer_main, h);
+    if (rc < 0) {
+        atomic_fetch_sub_explicit(&c->h2_live, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&h->refs, 1, memory_order_relaxed);
+        vega_task_cancel(h->reader);
+        while (vega_task_join(h->reader, NULL, VEGA_DEADLINE_NEVER) < 0)
+            (void)vega_yield();
+        return rc;
+    }
+    vega_task_detach(h->writer);
+    return 0;
+}
+
+/* ---- the pool -------------------------------------------------------------------------------- */
+
+static bool same_origin(const struct hc_h2 *h, const struct hc_key *k)
+{
+    return h->key.port == k->port && h->key.tls == k->tls && strcmp(h->key.host, k->host) == 0;
+}
+
+/* c->mu held: idle connections that can serve no one any more (ended, after GOAWAY, idle too
+ * long, beyond the caps) out of the list into *dead. */
+static void prune(vega_http_client *c, vega_tstamp now, struct hc_h2 **dead)
+{
+    size_t ready = 0;
+    for (struct hc_h2 *h = c->h2s, *nx; h; h = nx) {
+        nx = h->next;
+        if (h->state != HC_H2_READY || h->active)
+            continue;
+        bool drop = !atomic_load(&h->usable) || now - h->idle_since > c->o.idle_timeout_ns ||
+                    c->o.max_idle_per_origin == 0 || ++ready > HC_H2_MAX_CONNS;
+        if (!drop)
+            continue;
+        list_unlink(c, h);
+        h->next = *dead;
+        *dead = h;
+    }
+}
+
+/* Drops the pool's references: each connection says GOAWAY and its tasks end. */
+static void close_all(struct hc_h2 *dead)
+{
+    while (dead) {
+        struct hc_h2 *h = dead;
+        dead = h->next;
+        atomic_store(&h->closing, true);
+        vega_notify_one(&h->wake);
+        vega__hc_h2_release(h);
+    }
+}
+
+int vega__hc_h2_pool_take(vega_http_client *c, const struct hc_key *k, vega_deadline dl,
+                          struct hc_h2 **out)
+{
+    *out = NULL;
+    for (;;) {
+        struct hc_h2 *found = NULL, *wait_on = NULL, *dead = NULL;
+        struct hc_h3_waiter w;
+        pthread_mutex_lock(&c->mu);
+        prune(c, vega_now(), &dead);
+        for (struct hc_h2 *h = c->h2s; h; h = h->next) {
+            if (!same_origin(h, k))
+                continue;
+            if (h->state == HC_H2_READY && atomic_load(&h->usable)) {
+                found = h;
+                break;
+            }
+            if (h->state == HC_H2_CONNECTING && !wait_on)
+                wait_on = h;
+        }
+        if (found) {
+            atomic_fetch_add_explicit(&found->refs, 1, memory_order_relaxed);
+            found->active++;
+        } else if (wait_on) {
+            /* RFC 9113 §9.1.1: one connection per origin; wait for the one being made (it
+             * may turn out HTTP/1.1: then each goes its own way) */
+            atomic_fetch_add_explicit(&wait_on->refs, 1, memory_order_relaxed);
+            vega_notify_init(&w.wake);
+            w.next = wait_on->waiters;
+            wait_on->waiters = &w;
+        }
+        pthread_mutex_unlock(&c->mu);
+        close_all(dead);
+        if (found) {
+            *out = found;
+            return 1;
+        }
+        if (!wait_on)
+            return 0;
+        int rc = vega_notify_wait(&w.wake, dl);
+        pthread_mutex_lock(&c->mu);
+        for (struct hc_h3_waiter **pp = &wait_on->waiters; *pp; pp = &(*pp)->next)
+            if (*pp == &w) {
+                *pp = w.next;
+                break;
+            }
+        bool h1 = wait_on->state == HC_H2_FAILED && wait_on->conn_err == 0;
+        pthread_mutex_unlock(&c->mu);
+        vega_notify_fini(&w.wake);
+        vega__hc_h2_release(wait_on);
+        if (rc < 0)
+            return rc;
+        if (h1)
+            return 0; /* the origin speaks HTTP/1.1 */
+    }
+}
+
+static void connect_done(vega_http_client *c, struct hc_h2 *h, int rc)
+{
+    pthread_mutex_lock(&c->mu);
+    if (rc > 0) {
+        h->state = HC_H2_READY;
+        h->active = 1; /* the request that made it */
+        atomic_store(&h->usable, true);
+    } else {
+        h->state = HC_H2_FAILED;
+        h->conn_err = rc;
+        list_unlink(c, h);
+        h->next = NULL;
+    }
+    for (struct hc_h3_waiter *w = h->waiters; w; w = w->next)
+        vega_notify_one(&w->wake);
+    h->waiters = NULL;
+    pthread_mutex_unlock(&c->mu);
+    if (rc <= 0)
+        vega__hc_h2_release(h); /* the pool's reference */
+}
+
+/* c->mu held: a connection to k's origin a request may join (usable, or being made). */
+static bool joinable(vega_http_client *c, const struct hc_key *k)
+{
+    for (struct hc_h2 *x = c->h2s; x; x = x->next)
+        if (same_origin(x, k) &&
+            (x->state == HC_H2_CONNECTING || (x->state == HC_H2_READY && atomic_load(&x->usable))))
+            return true;
+    return false;
+}
+
+int vega__hc_h2_connect(vega_http_client *c, const struct hc_req *rq, bool fresh,
+                        vega_http_client_info *info, vega_deadline dl, struct hc_h2 **hout,
+                        struct hc_conn **h1)
+{
+    *hout = NULL;
+    *h1 = NULL;
+    struct hc_h2 *h = vega__mem_calloc(c->o.mem, 1, sizeof *h);
+    if (!h)
+        return -ENOMEM;
+    h->c = c;
+    h->key = rq->key;
+    pthread_mutex_init(&h->mu, NULL);
+    vega_notify_init(&h->wake);
+    atomic_init(&h->refs, 2); /* ours and the pool's */
+    atomic_init(&h->usable, false);
+    atomic_init(&h->closing, false);
+    h->state = HC_H2_CONNECTING;
+    /* the look and the push in one hold of the lock: requests starting together make one
+     * connection */
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        if (fresh || !joinable(c, &rq->key)) {
+            list_push(c, h);
+            pthread_mutex_unlock(&c->mu);
+            break;
+        }
+        pthread_mutex_unlock(&c->mu);
+        struct hc_h2 *other;
+        int rc = vega__hc_h2_pool_take(c, &rq->key, dl, &other);
+        if (rc > 0) {
+            h2_free(h);
+            *hout = other;
+            return 2; /* joined */
+        }
+        if (rc < 0) {
+            h2_free(h);
+            return rc;
+        }
+        fresh = true; /* the one being made spoke HTTP/1.1: make our own */
+    }
+    struct hc_conn *conn = NULL;
+    int rc = vega__hc_connect(c, &rq->key, rq->host_for_tls, false, info, dl, &conn);
+    if (rc == 0 && rq->key.tls && strcmp(conn->alpn, "h2") != 0) {
+        /* ALPN chose HTTP/1.1 (or nothing): the caller goes on with it (RFC 9113 §3.2) */
+        *h1 = conn;
+        connect_done(c, h, 0);
+        vega__hc_h2_release(h);
+        return 0;
+    }
+    if (rc == 0) {
+        h->s = conn->s;
+        h->peer = conn->peer;
+        memcpy(h->alpn, conn->alpn, sizeof h->alpn - 1);
+        h->tls_version = conn->tls_version;
+        vega__mem_free(conn->mem, conn);
+        h->t_dns = info->t_dns;
+        h->t_connect = info->t_connect;
+        h->t_tls = info->t_tls;
+        rc = start(c, h);
+        rc = rc < 0 ? rc : 1;
+    }
+    connect_done(c, h, rc < 0 ? rc : 1);
+    if (rc < 0) {
+        vega__hc_h2_release(h);
+        return rc;
+    }
+    *hout = h;
+    return 1;
+}
+
+void vega__hc_h2_shutdown(vega_http_client *c)
+{
+    struct hc_h2 *all = NULL;
+    pthread_mutex_lock(&c->mu);
+    while (c->h2s) {
+        struct hc_h2 *h = c->h2s;
+        list_unlink(c, h);
+        h->next = all;
+        all = h;
+    }
+    pthread_mutex_unlock(&c->mu);
+    close_all(all);
+    /* the writers send their GOAWAY and end; each one's last touch of c is its count */
+    while (atomic_load_explicit(&c->h2_live, memory_order_acquire) > 0)
+        if (vega_sleep_ms(1) < 0)
+            (void)vega_yield();
+}

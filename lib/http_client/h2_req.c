@@ -1,0 +1,445 @@
+/* SPDX-License-Identifier: MIT */
+/* One request over HTTP/2 (RFC 9113 §8): a stream opened with the request's header section
+ * (pseudo-header fields §8.3.1, lowercase names, no connection-specific fields §8.2.2), waiting
+ * for a slot under the server's SETTINGS_MAX_CONCURRENT_STREAMS (§5.1.2), the body given to the
+ * core a span at a time as flow control lets it out (§6.9), the response head awaited; requests
+ * the server did not process sent again on a new connection (§8.7, §6.8); and the choice between
+ * HTTP/2 and HTTP/1.1 that ALPN makes (§3.2). */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client_int.h"
+
+/* ---- the header section ---------------------------------------------------------------------- */
+
+static bool name_is(const vega_http_field *f, const char *lname)
+{
+    size_t n = strlen(lname);
+    if (f->name.len != n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (tolower((unsigned char)f->name.ptr[i]) != lname[i])
+            return false;
+    return true;
+}
+
+static const vega_http_field *user_field(const vega_http_client_request *req, const char *lname)
+{
+    for (size_t i = 0; i < req->nfields; i++)
+        if (name_is(&req->fields[i], lname))
+            return &req->fields[i];
+    return NULL;
+}
+
+/* §8.2.2: connection-specific fields are malformed; Host becomes :authority (§8.3.1); the
+ * framing is the client's; TE only as "trailers". */
+static bool dropped(const vega_http_field *f)
+{
+    static const char *const names[] = {"connection",        "keep-alive", "proxy-connection",
+                                        "transfer-encoding", "upgrade",    "host",
+                                        "content-length",    "expect"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (name_is(f, names[i]))
+            return true;
+    return name_is(f, "te") && !(f->value.len == 8 && !strncasecmp(f->value.ptr, "trailers", 8));
+}
+
+struct h2_head {
+    vega_hpack_field *f;
+    size_t n;
+    char *names; /* lowercased copies of the caller's names */
+    char cl[24];
+};
+
+#define HF(nm, nl, v, vl) ((vega_hpack_field){{(nm), (nl)}, {(v), (vl)}, VEGA_HPACK_INDEX_AUTO})
+
+static int head_fields(vega_http_client *c, const struct hc_req *rq, struct h2_head *hh)
+{
+    const vega_http_client_request *req = rq->req;
+    const vega_mem *m = c->o.mem;
+    size_t names = 0;
+    for (size_t i = 0; i < req->nfields; i++)
+        names += req->fields[i].name.len;
+    hh->f = vega__mem_calloc(m, req->nfields + 9, sizeof *hh->f);
+    hh->names = vega__mem_malloc(m, names + 1);
+    if (!hh->f || !hh->names)
+        return -ENOMEM;
+    const char *auth = rq->authority;
+    size_t auth_len = strlen(auth);
+    const vega_http_field *host = user_field(req, "host");
+    if (host && host->value.ptr && host->value.len) {
+        auth = host->value.ptr;
+        auth_len = host->value.len;
+    }
+    const char *scheme = rq->key.tls ? "https" : "http";
+#define ADD(nm, v, vl) (hh->f[hh->n++] = HF((nm), strlen(nm), (v), (vl)))
+    ADD(":method", rq->method, strlen(rq->method));
+    ADD(":scheme", scheme, strlen(scheme));
+    ADD(":authority", auth, auth_len);
+    ADD(":path", rq->target, strlen(rq->target));
+    if (c->user_agent[0] && !user_field(req, "user-agent"))
+        ADD("user-agent", c->user_agent, strlen(c->user_agent));
+    if (!user_field(req, "accept"))
+        ADD("accept", "*/*", 3);
+    if (req->decompress && !user_field(req, "accept-encoding"))
+        ADD("accept-encoding", "br, zstd, gzip, deflate", 23);
+    size_t used = 0;
+    for (size_t i = 0; i < req->nfields; i++) {
+        const vega_http_field *uf = &req->fields[i];
+        if (!uf->value.ptr || dropped(uf))
+            continue;
+        char *nm = hh->names + used;
+        for (size_t k = 0; k < uf->name.len; k++)
+            nm[k] = (char)tolower((unsigned char)uf->name.ptr[k]);
+        used += uf->name.len;
+        hh->f[hh->n++] = HF(nm, uf->name.len, uf->value.ptr, uf->value.len);
+    }
+    bool known = req->body || req->body_file || (req->body_fn && !rq->chunked);
+    if (known || (!rq->has_body && (!strcmp(rq->method, "POST") || !strcmp(rq->method, "PUT") ||
+                                    !strcmp(rq->method, "PATCH")))) {
+        uint64_t len = req->body                          ? req->body_len
+                       : (req->body_fn || req->body_file) ? req->body_length
+                                                          : 0;
+        int n = snprintf(hh->cl, sizeof hh->cl, "%llu", (unsigned long long)len);
+        ADD("content-length", hh->cl, (size_t)n);
+    }
+#undef ADD
+    return 0;
+}
+
+/* The request as HTTP/1.1 would write it, for the trace hook ("GET /x HTTP/2", host first). */
+static void trace_head(vega_http_client_response *r, const struct h2_head *hh)
+{
+    if (!r->trace)
+        return;
+    size_t total = 64;
+    for (size_t i = 0; i < hh->n; i++)
+        total += hh->f[i].name.len + hh->f[i].value.len + 4;
+    char *t = vega__mem_malloc(r->c->o.mem, total);
+    if (!t)
+        return;
+    const vega_hpack_field *f = hh->f; /* :method :scheme :authority :path */
+    int n = snprintf(t, total, "%.*s %.*s HTTP/2\r\nhost: %.*s\r\n", (int)f[0].value.len,
+                     f[0].value.ptr, (int)f[3].value.len, f[3].value.ptr, (int)f[2].value.len,
+                     f[2].value.ptr);
+    size_t o = n > 0 ? (size_t)n : 0;
+    for (size_t i = 4; i < hh->n && o < total; i++)
+        o += (size_t)snprintf(t + o, total - o, "%.*s: %.*s\r\n", (int)hh->f[i].name.len,
+                              hh->f[i].name.ptr, (int)hh->f[i].value.len, hh->f[i].value.ptr);
+    if (o + 2 < total) {
+        memcpy(t + o, "\r\n", 2);
+        o += 2;
+    }
+    vega__hc_trace_request(r, t, o);
+    vega__mem_free(r->c->o.mem, t);
+}
+
+/* ---- the stream ------------------------------------------------------------------------------ */
+
+/* Opens r's stream with the head (fin: no body), waiting for a slot while the server's
+ * concurrent-stream limit is reached. */
+static int open_stream(vega_http_client_response *r, const struct h2_head *hh, bool fin,
+                       vega_deadline dl)
+{
+    struct hc_h2 *h = r->h2;
+    for (;;) {
+        pthread_mutex_lock(&h->mu);
+        if (!r->h2_listed) {
+            r->h2_next = h->reqs;
+            h->reqs = r;
+            r->h2_listed = true;
+        }
+        int rc;
+        int32_t id = 0;
+        if (h->dead)
+            rc = h->err ? h->err : -ECONNRESET;
+        else if (h->goaway)
+            rc = VEGA_ERR_H2_GOING_AWAY;
+        else
+            rc = vega_h2_submit_request(h->core, hh->f, hh->n, fin ? VEGA_H2_FLAG_END_STREAM : 0, r,
+                                        &id);
+        r->h2_slot = rc == VEGA_ERR_H2_STREAM_LIMIT;
+        if (rc == 0) {
+            r->h2_id = id;
+            r->info.stream_id = (uint64_t)id;
+        }
+        if (rc == VEGA_ERR_CLOSED)
+            rc = h->err ? h->err : -ECONNRESET;
+        if (rc == VEGA_ERR_H2_GOING_AWAY)
+            r->h2_refused = true; /* never sent: safe to send elsewhere */
+        pthread_mutex_unlock(&h->mu);
+        if (rc == 0) {
+            vega_notify_one(&h->wake);
+            return 0;
+        }
+        if (rc != VEGA_ERR_H2_STREAM_LIMIT)
+            return rc;
+        /* §5.1.2: wait for one of our streams to close (or more allowed) */
+        if ((rc = vega_notify_wait(&r->h3_wake, dl)) < 0)
+            return rc;
+    }
+}
+
+/* Gives len bytes (fin: the last) to the core and waits until they are written out, the
+ * stream ended, or the server's answer is complete (§8.1: it may answer before the body ends;
+ * then the rest is not sent). Returns 0, 1 when the body should stop, or a code. */
+static int body_span(vega_http_client_response *r, const void *p, size_t len, bool fin,
+                     vega_deadline dl)
+{
+    struct hc_h2 *h = r->h2;
+    bool given = false;
+    for (;;) {
+        pthread_mutex_lock(&h->mu);
+        int rc = 0;
+        if (r->h2_closed || r->h2_end)
+            rc = r->h2_err && !r->head_done ? r->h2_err : 1;
+        else if (h->dead)
+            rc = h->err ? h->err : -ECONNRESET;
+        else if (!given) {
+            vega_ssize w =
+                vega_h2_stream_write(h->core, r->h2_id, p, len, fin ? VEGA_H2_FLAG_END_STREAM : 0);
+            if (w < 0)
+                rc = w == VEGA_ERR_H2_STREAM_CLOSED ? 1 : (int)w;
+            else if ((size_t)w == len) {
+                given = true;
+                r->h2_span = true;
+            }
+        }
+        bool done = given && !r->h2_span;
+        pthread_mutex_unlock(&h->mu);
+        if (given && !done && rc == 0)
+            vega_notify_one(&h->wake);
+        if (rc != 0 || done)
+            return rc;
+        if ((rc = vega_notify_wait(&r->h3_wake, dl)) < 0)
+            return rc;
+    }
+}
+
+/* A span the core still holds when the body stops early (an answer before its end, a failure,
+ * a deadline) must not outlive its buffer: the stream is reset (CANCEL), which releases it; a
+ * response already whole stays readable. */
+static void drop_span(vega_http_client_response *r)
+{
+    struct hc_h2 *h = r->h2;
+    pthread_mutex_lock(&h->mu);
+    bool kick = false;
+    if (r->h2_span && r->h2_id && !r->h2_closed && !h->dead) {
+        (void)vega_h2_submit_rst_stream(h->core, r->h2_id, VEGA_H2_CANCEL);
+        kick = true;
+    }
+    r->h2_span = false;
+    pthread_mutex_unlock(&h->mu);
+    if (kick)
+        vega_notify_one(&h->wake);
+}
+
+/* The body: the caller's memory as one span, or body_fn / a file in pieces of up to HC_WBUF.
+ * *used: body_fn was called. */
+static int send_body(vega_http_client_response *r, const struct hc_req *rq, bool *used,
+                     vega_deadline dl)
+{
+    const vega_http_client_request *req = rq->req;
+    int rc = 0;
+    if (req->body)
+        rc = body_span(r, req->body, req->body_len, true, dl);
+    uint64_t left = rq->chunked ? UINT64_MAX : req->body_length;
+    if (!req->body && left == 0)
+        rc = body_span(r, "", 0, true, dl);
+    if (req->body || left == 0) {
+        drop_span(r);
+        return rc;
+    }
+    const vega_mem *m = r->c->o.mem;
+    size_t cap = left < HC_WBUF ? (size_t)left : HC_WBUF;
+    uint8_t *buf = vega__mem_malloc(m, cap);
+    if (!buf)
+        return -ENOMEM;
+    uint64_t off = req->body_offset;
+    while (rc == 0 && left > 0) {
+        size_t want = left < cap ? (size_t)left : cap;
+        vega_ssize n;
+        if (req->body_fn) {
+            *used = true;
+            n = req->body_fn(req->body_user, buf, want);
+            if (n >= 0 && ((size_t)n > want || (n == 0 && !rq->chunked)))
+                n = VEGA_ERR_CALLBACK; /* more than asked, or shorter than body_length */
+        } else {
+            n = pread(req->body_fd, buf, want, (off_t)off);
+            if (n < 0)
+                n = -errno;
+            else if (n == 0)
+                n = -ENODATA; /* the file ended before body_length */
+            off += (uint64_t)(n > 0 ? n : 0);
+        }
+        if (n < 0) {
+            rc = (int)n;
+            break;
+        }
+        if (n == 0) { /* body_fn's end of an unknown length */
+            rc = body_span(r, "", 0, true, dl);
+            break;
+        }
+        if (!rq->chunked)
+            left -= (uint64_t)n;
+        rc = body_span(r, buf, (size_t)n, left == 0, dl);
+    }
+    drop_span(r);
+    vega__mem_free(m, buf);
+    return rc;
+}
+
+/* ---- one attempt ----------------------------------------------------------------------------- */
+
+static void note_conn(vega_http_client_response *r, struct hc_h2 *h, bool reused)
+{
+    r->info.version = VEGA_HTTP_CLIENT_V2;
+    r->info.alpn = h->alpn[0] ? h->alpn : NULL;
+    r->info.tls_version = h->tls_version;
+    r->info.peer = h->peer;
+    r->info.reused = reused;
+    if (!reused) {
+        r->info.t_dns = h->t_dns;
+        r->info.t_connect = h->t_connect;
+        r->info.t_tls = h->t_tls;
+    }
+}
+
+int vega__hc_attempt_h2(vega_http_client *c, const struct hc_req *rq, struct hc_h2 *h, bool reused,
+                        vega_tstamp start, vega_deadline dl, bool *used, bool *retry,
+                        vega_http_client_wire_error *werr, vega_http_client_response **out)
+{
+    const vega_http_client_request *req = rq->req;
+    *retry = false;
+    vega_http_client_response *r;
+    int rc = vega__hc_response_new(c, &r, req);
+    if (rc < 0) {
+        pthread_mutex_lock(&c->mu);
+        h->active--;
+        pthread_mutex_unlock(&c->mu);
+        vega__hc_h2_release(h);
+        return rc;
+    }
+    r->h2 = h; /* r holds the request's reference and its count in h->active */
+    r->dl = dl;
+    r->info.t_start = start;
+    r->is_head = strcmp(rq->method, "HEAD") == 0;
+    strcpy(r->method, rq->method);
+    note_conn(r, h, reused);
+    struct h2_head hh = {0};
+    rc = head_fields(c, rq, &hh);
+    if (rc == 0) {
+        trace_head(r, &hh);
+        rc = open_stream(r, &hh, !rq->has_body, dl);
+    }
+    vega__mem_free(c->o.mem, hh.f);
+    vega__mem_free(c->o.mem, hh.names);
+    if (rc == 0 && rq->has_body) {
+        rc = send_body(r, rq, used, dl);
+        if (rc == 1)
+            rc = 0; /* the server answered or ended the stream: its answer says why */
+    }
+    if (rc == 0) {
+        r->info.t_sent = vega_now();
+        rc = vega__hc_h2_read_head(r, dl);
+    }
+    if (rc == 0 && req->decompress)
+        rc = vega__hc_set_decoder(r);
+    if (rc < 0) {
+        /* §8.7, §6.8: not processed (REFUSED_STREAM, above GOAWAY's last stream id, or never
+         * sent); or an idempotent request on a pooled connection that ended before any answer */
+        pthread_mutex_lock(&h->mu);
+        bool refused = r->h2_refused;
+        pthread_mutex_unlock(&h->mu);
+        *retry =
+            refused || (reused && !r->any_byte && rq->idempotent &&
+                        (rc == -ECONNRESET || rc == VEGA_ERR_HTTP_EMPTY_REPLY || rc == -EPIPE));
+        if (werr)
+            *werr = r->werr.kind ? r->werr : h->werr;
+        vega_http_client_response_free(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+/* ---- HTTP/2 or, as ALPN says, HTTP/1.1 ------------------------------------------------------- */
+
+/* An HTTP/1.1 exchange on conn (a pooled one, or a new one ALPN gave to HTTP/1.1). */
+static int over_h1(vega_http_client *c, const struct hc_req *rq, struct hc_conn *conn,
+                   const vega_http_client_info *tinfo, bool reused, vega_tstamp start,
+                   vega_deadline dl, bool *used, bool *got_bytes, vega_http_client_response **out)
+{
+    vega_http_client_response *r;
+    int rc = vega__hc_response_new(c, &r, rq->req);
+    if (rc < 0) {
+        vega__hc_conn_close(conn);
+        return rc;
+    }
+    r->dl = dl;
+    r->info.t_start = start;
+    r->info.reused = reused;
+    if (!reused) {
+        r->info.t_dns = tinfo->t_dns;
+        r->info.t_connect = tinfo->t_connect;
+        r->info.t_tls = tinfo->t_tls;
+    }
+    rc = vega__hc_exchange_h1(c, rq, r, conn, used, got_bytes);
+    if (rc < 0) {
+        vega_http_client_response_free(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+int vega__hc_send_h2(vega_http_client *c, const struct hc_req *rq, vega_tstamp start,
+                     vega_deadline dl, vega_http_client_response **out)
+{
+    const vega_http_client_request *req = rq->req;
+    bool fresh = req->fresh_connection, used = false;
+    for (int attempt = 0;; attempt++) {
+        struct hc_h2 *h = NULL;
+        struct hc_conn *conn = NULL;
+        bool reused = false;
+        vega_http_client_info tinfo;
+        memset(&tinfo, 0, sizeof tinfo);
+        int rc;
+        if (!fresh) {
+            rc = vega__hc_h2_pool_take(c, &rq->key, dl, &h);
+            if (rc < 0)
+                return rc;
+            reused = rc > 0;
+        }
+        /* an origin that spoke HTTP/1.1 before left its connections in the HTTP/1.1 pool */
+        if (!h && !fresh && !rq->h2_prior && vega__hc_pool_take(c, &rq->key, &conn) > 0)
+            reused = true;
+        if (!h && !conn) {
+            vega_deadline cdl = hc_dl_min(dl, vega_deadline_in_ns(c->o.connect_timeout_ns));
+            rc = vega__hc_h2_connect(c, rq, fresh, &tinfo, cdl, &h, &conn);
+            if (rc < 0)
+                return rc;
+            reused = rc == 2; /* joined one another request made */
+        }
+        if (conn) {
+            bool got_bytes = false;
+            rc = over_h1(c, rq, conn, &tinfo, reused, start, dl, &used, &got_bytes, out);
+            /* RFC 9112 §9.3.1: a pooled connection the server had closed */
+            if (rc < 0 && reused && vega__hc_retryable(rc) && !used && !got_bytes && attempt == 0) {
+                fresh = true;
+                continue;
+            }
+            return rc;
+        }
+        bool retry = false;
+        rc = vega__hc_attempt_h2(c, rq, h, reused, start, dl, &used, &retry, req->wire_error, out);
+        if (rc < 0 && retry && !used && attempt == 0) {
+            fresh = true;
+            continue;
+        }
+        return rc;
+    }
+}
