@@ -604,6 +604,15 @@ static enum step serve(struct h2conn *c)
             return end_of_stream(c);
         if (n < 0)
             return io_failed(c, LOAD_ERR_READ, (int)n, false);
+        /* TLS hands out a record per read: the records already here come too, so that the
+         * requests their responses free go out in one write (a later read reports an end or
+         * an error). */
+        while (c->tls && (size_t)n < c->cap && vega_tls_has_buffered(c->tls)) {
+            vega_ssize k = conn_read(c, c->in + n, c->cap - (size_t)n, 0);
+            if (k <= 0)
+                break;
+            n += k;
+        }
         c->now = vega_now();
         c->w = load_worker_self(r); /* the task may have moved while it waited */
         if (c->first_byte) {
