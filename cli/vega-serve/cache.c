@@ -48,6 +48,7 @@ static struct {
     struct centry lru; /* sentinel */
     size_t count, bytes;
     uint64_t gen; /* bumped by every event handled: an insert that saw it change retries */
+    vega_tstamp drained_at; /* vega_now() just before the last drain began */
     int ifd;
     vega_task *task;
     bool on;
@@ -214,6 +215,7 @@ void serve_cache_flush(void)
 static void drain_events_locked(void)
 {
     _Alignas(struct inotify_event) char buf[4096];
+    C.drained_at = vega_now();
     for (;;) {
         ssize_t n = read(C.ifd, buf, sizeof(buf));
         if (n <= 0)
@@ -226,11 +228,16 @@ static void drain_events_locked(void)
     }
 }
 
-const struct serve_cache_entry *serve_cache_get(const char *key, size_t len)
+const struct serve_cache_entry *serve_cache_get(const char *key, size_t len, vega_tstamp since)
 {
     uint64_t h = hash_of(key, len);
     pthread_mutex_lock(&C.mu);
-    drain_events_locked();
+    /* A drain that began after the request arrived has seen every change made before it was
+     * sent: the requests of one read (HTTP/2 streams, a pipelined burst) share the first
+     * one's read(2). The clock never goes back, so since < drained_at means the drain's
+     * clock reading, hence the drain, came after the request's, itself after its bytes. */
+    if (since >= C.drained_at)
+        drain_events_locked();
     struct centry *e = C.keys[h % KEY_BUCKETS];
     while (e && !(e->hash == h && e->key_len == len && memcmp(e->mem, key, len) == 0))
         e = e->knext;

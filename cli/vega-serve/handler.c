@@ -153,7 +153,7 @@ int serve_handle(vega_http_exchange *x, void *user)
     if (!serve_o.hidden && serve_path_is_hidden(norm, (size_t)n))
         return serve_simple(x, 404, NULL, 0);
     if (serve_o.cache) {
-        const struct serve_cache_entry *ce = serve_cache_get(norm, (size_t)n);
+        const struct serve_cache_entry *ce = serve_cache_get(norm, (size_t)n, req->start);
         if (ce && entry_fits(x, ce)) {
             int e = serve_file_cached(x, ce);
             serve_cache_put(ce);

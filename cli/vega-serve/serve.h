@@ -134,8 +134,10 @@ void serve_cache_stop(void);
  * inotify instance, which costs an RCU grace period (the fuzz target resets per input). */
 void serve_cache_flush(void);
 
-/* The entry for a normalised request path, referenced; NULL on a miss. Does not allocate. */
-const struct serve_cache_entry *serve_cache_get(const char *key, size_t len);
+/* The entry for a normalised request path, referenced; NULL on a miss. since: when the
+ * request arrived (its vega_http_request.start): every change made before then is seen.
+ * Does not allocate. */
+const struct serve_cache_entry *serve_cache_get(const char *key, size_t len, vega_tstamp since);
 void serve_cache_put(const struct serve_cache_entry *e);
 
 /* Reads the regular file fd (opened by serve_open_plain at file) into a new entry under key
