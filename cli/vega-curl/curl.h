@@ -19,6 +19,7 @@ enum {
     CE_COULDNT_RESOLVE_HOST = 6,
     CE_COULDNT_CONNECT = 7,
     CE_WEIRD_SERVER_REPLY = 8,
+    CE_HTTP2 = 16, /* a problem in the HTTP/2 framing layer (a connection error, GOAWAY) */
     CE_PARTIAL_FILE = 18,
     CE_HTTP_RETURNED_ERROR = 22,
     CE_WRITE_ERROR = 23,
@@ -37,7 +38,8 @@ enum {
     CE_FILESIZE_EXCEEDED = 63,
     CE_SEND_FAIL_REWIND = 65,
     CE_SSL_CACERT_BADFILE = 77,
-    CE_HTTP3 = 95, /* a problem in the HTTP/3 layer (a stream reset, a connection error) */
+    CE_HTTP2_STREAM = 92, /* an HTTP/2 stream reset */
+    CE_HTTP3 = 95,        /* a problem in the HTTP/3 layer (a stream reset, a connection error) */
 };
 
 /* Limits on what the command line may ask for. */
@@ -86,7 +88,9 @@ struct curl_opts {
     bool location_trusted; /* credentials follow redirects to other origins */
     bool insecure, compressed, progress_bar, no_progress;
     long max_redirs;          /* -1 = unlimited */
-    int http_version;         /* 0 (HTTP/1.1, or HTTP/3 by --alt-svc), 10, 11, or 30 (HTTP/3) */
+    int http_version;         /* 0 (HTTP/2 on https by ALPN, else HTTP/1.1; or HTTP/3 by
+                                 --alt-svc), 10, 11, 20 (--http2), 21 (--http2-prior-knowledge),
+                                 or 30 (HTTP/3) */
     bool h3_fallback;         /* --http3: race TCP when QUIC is slow or fails (else --http3-only) */
     uint32_t quic_version;    /* --quic-version: 0 (v1), VEGA_QUIC_V1, VEGA_QUIC_V2 */
     const char *alt_svc;      /* --alt-svc FILE ("" = in memory only) */

@@ -37,6 +37,34 @@ static bool h3_code(int e, const vega_http_client_wire_error *w)
             (w->kind == VEGA_HTTP_CLIENT_WIRE_STREAM || w->kind == VEGA_HTTP_CLIENT_WIRE_H3));
 }
 
+/* A failure of the HTTP/2 layer: a stream reset (curl's 92, CURLE_HTTP2_STREAM) or a
+ * connection error or GOAWAY (16, CURLE_HTTP2). 0 when it is not one. */
+static int h2_code(int e, const vega_http_client_wire_error *w)
+{
+    if (e == VEGA_ERR_H2_GOING_AWAY)
+        return CE_HTTP2;
+    if (e != -ECONNRESET && e != VEGA_ERR_PROTO)
+        return 0;
+    return w->kind == VEGA_HTTP_CLIENT_WIRE_H2_STREAM ? CE_HTTP2_STREAM
+           : w->kind == VEGA_HTTP_CLIENT_WIRE_H2      ? CE_HTTP2
+                                                      : 0;
+}
+
+static void h2_message(struct xfer *x, int e, char *out, size_t cap)
+{
+    const vega_http_client_wire_error *w = &x->werr;
+    const char *who = w->local ? "we" : "the server";
+    if (e == VEGA_ERR_H2_GOING_AWAY)
+        snprintf(out, cap, "HTTP/2: the server sent GOAWAY before answering");
+    else if (w->kind == VEGA_HTTP_CLIENT_WIRE_H2_STREAM)
+        snprintf(out, cap, "HTTP/2 stream was not closed cleanly: %s (err %llu, %s sent it)",
+                 vega_h2_error_code_name((uint32_t)w->code), (unsigned long long)w->code, who);
+    else
+        snprintf(out, cap, "HTTP/2 connection error (%s sent %s, 0x%llx%s%s)", who,
+                 vega_h2_error_code_name((uint32_t)w->code), (unsigned long long)w->code,
+                 w->reason[0] ? ": " : "", w->reason);
+}
+
 static void h3_message(struct xfer *x, int e, char *out, size_t cap)
 {
     const vega_http_client_wire_error *w = &x->werr;
@@ -124,6 +152,8 @@ int curl_send_failed(struct xfer *x, int e)
     } else if (h3_code(e, &x->werr)) {
         code = CE_HTTP3;
         h3_message(x, e, r->errmsg, sizeof r->errmsg);
+    } else if ((code = h2_code(e, &x->werr)) != 0) {
+        h2_message(x, e, r->errmsg, sizeof r->errmsg);
     } else if (e == VEGA_ERR_HTTP_EMPTY_REPLY) {
         code = CE_GOT_NOTHING;
         snprintf(r->errmsg, sizeof(r->errmsg), "Empty reply from server");
@@ -171,6 +201,8 @@ int curl_read_failed(struct xfer *x, const vega_http_client_info *in, int e)
         snprintf(r->errmsg, sizeof(r->errmsg),
                  "Error while processing content unencoding: invalid %s data",
                  vega_http_coding_name(in->coding));
+    } else if ((code = h2_code(e, &x->werr)) != 0) {
+        h2_message(x, e, r->errmsg, sizeof r->errmsg);
     } else if (e == -ENODATA || e == VEGA_ERR_CLOSED || e == VEGA_ERR_TLS_TRUNCATED ||
                (e == VEGA_ERR_PROTO && known && r->size_download < in->content_length)) {
         code = CE_PARTIAL_FILE;

@@ -14,8 +14,8 @@
 
 static const char usage_text[] =
     "Usage: vega-curl [options] URL...\n"
-    "An HTTP client with curl's options and exit codes (HTTP/1.1 over TCP and TLS,\n"
-    "HTTP/3 over QUIC).\n"
+    "An HTTP client with curl's options and exit codes (HTTP/1.1 and HTTP/2 over TCP and\n"
+    "TLS, HTTP/3 over QUIC).\n"
     "\n"
     "Request:\n"
     "  -X, --request METHOD     the method (default GET; POST with -d; PUT with -T)\n"
@@ -37,13 +37,18 @@ static const char usage_text[] =
     "  -A, --user-agent NAME    User-Agent (default vega-curl/VERSION; '' = none)\n"
     "  -e, --referer URL        Referer\n"
     "      --compressed         ask for gzip, deflate, br and zstd and decode the body\n"
-    "      --http1.1            HTTP/1.1 (the default, unless --alt-svc knows HTTP/3)\n"
+    "      --http1.1            HTTP/1.1 only (ALPN offers http/1.1 alone)\n"
     "      --http1.0            HTTP/1.0\n"
+    "      --http2              HTTP/2 over TLS by ALPN h2, falling back to HTTP/1.1 when the\n"
+    "                           server does not take it (the default for https, as curl's);\n"
+    "                           on http:// URLs HTTP/1.1 (no h2c Upgrade: use\n"
+    "                           --http2-prior-knowledge)\n"
+    "      --http2-prior-knowledge  HTTP/2 without negotiation: h2c on http://, ALPN h2 on\n"
+    "                           https://\n"
     "      --http3              HTTP/3 over QUIC for https URLs; if QUIC has not connected\n"
     "                           after 200 ms (or failed), race TCP: the first connected\n"
     "                           wins\n"
     "      --http3-only         HTTP/3 and nothing else\n"
-    "      --http2              not supported yet (exit 1)\n"
     "\n"
     "Connection:\n"
     "      --resolve H:P:ADDR   connect to ADDR for host H port P (repeatable)\n"
@@ -109,8 +114,8 @@ static const char usage_text[] =
     "HTTP error with -f, 23 write error, 26 read error, 28 timeout, 35 TLS or QUIC\n"
     "handshake, 47 too many redirects, 52 empty reply, 55 send error, 56 receive error, 58\n"
     "client certificate, 60 server certificate not trusted, 61 bad content encoding, 63 body\n"
-    "too large, 65 cannot resend the body, 77 CA file, 95 HTTP/3 error (a stream reset, a\n"
-    "connection error).\n"
+    "too large, 65 cannot resend the body, 77 CA file, 16 HTTP/2 connection error, 92\n"
+    "HTTP/2 stream reset, 95 HTTP/3 error (a stream reset, a connection error).\n"
     "\n"
     "Examples:\n"
     "  vega-curl https://example.com/\n"
@@ -347,13 +352,6 @@ static uint64_t seconds_arg(const char *opt, const char *v)
     return ns;
 }
 
-static void unsupported_version(const struct curl_opts *o, const char *opt)
-{
-    /* curl answers 1 (CURLE_UNSUPPORTED_PROTOCOL) when its build lacks a protocol. */
-    fail_exit(o, CE_UNSUPPORTED_PROTOCOL,
-              "%s: HTTP/2 is not supported yet by vega-curl (HTTP/1.1 and HTTP/3 are)", opt);
-}
-
 static void print_version(void)
 {
     printf("vega-curl %s (libvega %s)\n"
@@ -364,7 +362,6 @@ static void print_version(void)
 
 static void parse_args(struct curl_opts *o, int argc, char **argv)
 {
-    const char *http2_opt = NULL;
     uint64_t v;
     int c;
     opterr = 0;
@@ -508,10 +505,10 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
                 cli_usage_error("--quic-version: expected 1 or 2, got '%s'", optarg);
             break;
         case OPT_HTTP2:
-            http2_opt = "--http2";
+            o->http_version = 20;
             break;
         case OPT_HTTP2_PRIOR:
-            http2_opt = "--http2-prior-knowledge";
+            o->http_version = 21;
             break;
         case OPT_HTTP3:
             o->http_version = 30;
@@ -552,8 +549,6 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
     }
     for (int i = optind; i < argc; i++)
         add_url(o, argv[i]);
-    if (http2_opt)
-        unsupported_version(o, http2_opt);
     if (o->nurls == 0)
         cli_usage_error("no URL specified");
     if (o->head && ((o->has_data && !o->get) || o->nuploads))
@@ -574,8 +569,10 @@ static int make_tls(const struct curl_opts *o, vega_tls_config **out)
     int r = vega_tls_config_new(&cfg, VEGA_TLS_CLIENT);
     if (r < 0)
         return curl_fail(o, CE_FAILED_INIT, "TLS: %s", vega_tls_strerror(r));
-    const char *alpn[] = {"http/1.1"};
-    if ((r = vega_tls_config_set_alpn(cfg, alpn, 1)) < 0) {
+    /* h2 first unless HTTP/1.x was asked for (curl's default), then http/1.1 */
+    const char *alpn[] = {"h2", "http/1.1"};
+    bool h1 = o->http_version == 10 || o->http_version == 11;
+    if ((r = vega_tls_config_set_alpn(cfg, alpn + h1, 2 - h1)) < 0) {
         vega_tls_config_free(cfg);
         return curl_fail(o, CE_FAILED_INIT, "TLS ALPN: %s", vega_tls_strerror(r));
     }

@@ -153,6 +153,8 @@ static void verbose_connection(struct xfer *x, const vega_http_client_info *in)
         info_line("SSL connection using %s", in->tls_version);
     if (in->alpn && !in->reused)
         info_line("ALPN: server accepted %s", in->alpn);
+    if (in->version == 20)
+        info_line("using HTTP/2, stream %llu", (unsigned long long)in->stream_id);
 }
 
 /* The response head for -i: the raw bytes when the trace hook gave them, else rebuilt. */
@@ -164,8 +166,10 @@ static int write_heads(struct xfer *x, const vega_http_client_info *in)
     } else {
         struct tbuf b = {.max = HEADS_MAX};
         char line[64];
-        int n = snprintf(line, sizeof(line), "HTTP/%d.%d %d ", in->version / 10, in->version % 10,
-                         in->status);
+        int n = in->version >= 20
+                    ? snprintf(line, sizeof(line), "HTTP/%d %d ", in->version / 10, in->status)
+                    : snprintf(line, sizeof(line), "HTTP/%d.%d %d ", in->version / 10,
+                               in->version % 10, in->status);
         tbuf_put(&b, line, (size_t)n);
         tbuf_put(&b, in->reason.ptr ? in->reason.ptr : "", in->reason.len);
         tbuf_put(&b, "\r\n", 2);

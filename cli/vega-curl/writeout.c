@@ -71,6 +71,7 @@ static bool variable(struct wo *w, const struct curl_result *r, const char *name
     else if (IS("http_version"))
         wo_printf(w, "%s",
                   r->http_version == 30   ? "3"
+                  : r->http_version == 20 ? "2"
                   : r->http_version == 11 ? "1.1"
                   : r->http_version == 10 ? "1.0"
                                           : "0");

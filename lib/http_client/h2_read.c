@@ -70,8 +70,9 @@ static int on_headers(void *ud, int32_t id, const vega_h2_head *hd)
         return 0;
     }
     if (hd->kind != VEGA_H2_HEAD_TRAILERS) {
+        /* "HTTP/2 200 ": curl's status line, with the empty reason's space */
         char st[8];
-        int n = snprintf(st, sizeof st, "%03d", hd->status);
+        int n = snprintf(st, sizeof st, "%03d ", hd->status);
         rc = vega__hc_trace_add(r, "HTTP/2", 6, st, (size_t)n, " ");
     }
     if (rc == 0 && final) {

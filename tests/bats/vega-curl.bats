@@ -284,10 +284,11 @@ have_curl() {
     [ "$status" -eq 2 ]
 }
 
-@test "--http2 says it is not supported yet and exits 1 (HTTP/3: vega-curl-h3.bats)" {
+@test "--http2 and --http2-prior-knowledge are options (HTTP/2: vega-curl-h2.bats)" {
     run vc --http2 http://127.0.0.1:1/
-    [ "$status" -eq 1 ]
-    [[ "$output" == *"not supported yet"* ]]
+    [ "$status" -eq 7 ]
+    run vc --http2-prior-knowledge http://127.0.0.1:1/
+    [ "$status" -eq 7 ]
 }
 
 # ---- GET and output --------------------------------------------------------------------------

@@ -1,0 +1,225 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# vega-curl over HTTP/2 as a user runs it: against vega-serve (--tls: ALPN h2; --h2c: prior
+# knowledge), nghttpd (nghttp2-server: TLS and cleartext, uploads echoed) and nginx (http2 over
+# TLS), compared with the real curl where it is installed. Ephemeral ports only; the whole file
+# stays well under a minute.
+
+load helpers
+
+setup_file() {
+    local w="$BATS_FILE_TMPDIR/www"
+    mkdir -p "$w"
+    printf 'hello\n' >"$w/file.txt"
+    head -c $((3 * 1024 * 1024)) /dev/urandom >"$w/big.bin"
+    for i in 1 2 3 4 5 6 7 8; do printf 'part %s\n' "$i" >"$w/p$i.txt"; done
+}
+
+setup() {
+    CURL="$(vega_bin vega-curl)"
+    SERVE="$(vega_bin vega-serve)"
+    T="$BATS_TEST_TMPDIR"
+    W="$BATS_FILE_TMPDIR/www"
+}
+
+teardown() {
+    stop_bg_all
+}
+
+vc() {
+    timeout 30 "$CURL" "$@"
+}
+
+bg() {
+    local log="$1"
+    shift
+    "$@" >"$log" 2>&1 3>&- </dev/null &
+    VEGA_BG_PIDS+=("$!")
+}
+
+free_port() {
+    command -p python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+wait_port() {
+    local i
+    for ((i = 0; i < 200; i++)); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
+            return 0
+        fi
+        sleep 0.05
+    done
+    echo "nothing listens on port $1" >&2
+    return 1
+}
+
+# serve ARGS...: vega-serve on a free port over $W; sets SPORT.
+serve() {
+    bg "$T/serve.log" "$SERVE" -p 0 --no-http3 "$@" "$W"
+    wait_for_line "$T/serve.log" 'listening on 127\.0\.0\.1:[0-9]+' 10
+    SPORT="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/serve.log" | head -1)"
+}
+
+certs() {
+    command -v openssl >/dev/null || skip "openssl (the command) is not installed"
+    printf '[server]\nsubjectAltName = DNS:localhost, IP:127.0.0.1\nextendedKeyUsage = serverAuth\n' \
+        >"$T/ext.cnf"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/ca.key" \
+        -out "$T/ca.pem" -days 1 -subj "/CN=vega-curl h2 CA" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/server.key" \
+        -out "$T/server.csr" -subj "/CN=server" 2>/dev/null
+    openssl x509 -req -in "$T/server.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
+        -out "$T/server.pem" -days 1 -extfile "$T/ext.cnf" -extensions server 2>/dev/null
+}
+
+# ---- vega-serve ------------------------------------------------------------------------------
+
+@test "https is HTTP/2 by default: -v shows ALPN and the stream, -w says 2, -i writes HTTP/2 200" {
+    serve --tls
+    run vc -skv "https://127.0.0.1:$SPORT/file.txt"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"* ALPN: server accepted h2"* ]]
+    [[ "$output" == *"* using HTTP/2, stream 1"* ]]
+    [[ "$output" == *"> GET /file.txt HTTP/2"* ]]
+    [[ "$output" == *"< HTTP/2 200"* ]]
+    [[ "$output" == *"hello"* ]]
+    run vc -sk -o /dev/null -w '%{http_version} %{http_code}' "https://127.0.0.1:$SPORT/file.txt"
+    [ "$output" = "2 200" ]
+    run vc -sk --http2 -o "$T/big" "https://127.0.0.1:$SPORT/big.bin"
+    [ "$status" -eq 0 ]
+    cmp "$T/big" "$W/big.bin"
+    # the status line byte for byte as curl writes it ("HTTP/2 200 ")
+    vc -sk -i "https://127.0.0.1:$SPORT/file.txt" | head -1 >"$T/vh"
+    grep -q $'^HTTP/2 200 \r$' "$T/vh"
+    if command -v curl >/dev/null; then
+        curl -sk -i "https://127.0.0.1:$SPORT/file.txt" | head -1 >"$T/ch"
+        cmp "$T/vh" "$T/ch"
+    fi
+    # --http1.1 keeps to HTTP/1.1 (ALPN offers http/1.1 alone)
+    run vc -skv --http1.1 -o /dev/null -w '%{http_version}' "https://127.0.0.1:$SPORT/file.txt"
+    [[ "$output" == *"ALPN: server accepted http/1.1"* ]]
+    [[ "$output" == *"1.1" ]]
+}
+
+@test "a server without HTTP/2: ALPN falls back to HTTP/1.1" {
+    serve --tls --no-http2
+    run vc -skv -o /dev/null -w '%{http_version}' "https://127.0.0.1:$SPORT/file.txt"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"ALPN: server accepted http/1.1"* ]]
+    [[ "$output" == *"1.1" ]]
+}
+
+@test "h2c: --http2-prior-knowledge speaks HTTP/2 at once; --http2 on http:// stays HTTP/1.1" {
+    serve --h2c
+    run vc -sv --http2-prior-knowledge "http://127.0.0.1:$SPORT/file.txt"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"* using HTTP/2, stream 1"* ]]
+    [[ "$output" == *"< HTTP/2 200"* ]]
+    [[ "$output" != *"ALPN"* ]]
+    run vc -s --http2-prior-knowledge -o /dev/null -w '%{http_version}' "http://127.0.0.1:$SPORT/file.txt"
+    [ "$output" = "2" ]
+    run vc -s --http2 -o /dev/null -w '%{http_version}' "http://127.0.0.1:$SPORT/file.txt"
+    [ "$output" = "1.1" ]
+    if command -v curl >/dev/null; then
+        # the same header names as curl gets, in the same order
+        curl -s -i --http2-prior-knowledge "http://127.0.0.1:$SPORT/file.txt" | sed '/^\r$/q' |
+            cut -d: -f1 >"$T/cn"
+        vc -s -i --http2-prior-knowledge "http://127.0.0.1:$SPORT/file.txt" | sed '/^\r$/q' |
+            cut -d: -f1 >"$T/vn"
+        cmp "$T/vn" "$T/cn"
+    fi
+}
+
+@test "several URLs share one HTTP/2 connection (streams 1, 3, 5)" {
+    serve --tls
+    run vc -skv "https://127.0.0.1:$SPORT/p1.txt" "https://127.0.0.1:$SPORT/p2.txt" \
+        "https://127.0.0.1:$SPORT/p3.txt"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"using HTTP/2, stream 5"* ]]
+    [ "$(grep -c '^\* Connected to' <<<"$output")" -eq 1 ]
+    [ "$(grep -c '^\* Re-using existing connection' <<<"$output")" -eq 2 ]
+    [[ "$output" == *"part 1"*"part 2"*"part 3"* ]]
+}
+
+# ---- nghttpd ---------------------------------------------------------------------------------
+
+@test "nghttpd: GET over TLS and h2c, uploads echoed (-d, --data-binary @file, -T)" {
+    command -v nghttpd >/dev/null || skip "nghttpd (nghttp2-server) is not installed"
+    certs
+    local p1 p2
+    p1="$(free_port)"
+    p2="$(free_port)"
+    bg "$T/ng1.log" nghttpd -a 127.0.0.1 -d "$W" --echo-upload "$p1" "$T/server.key" "$T/server.pem"
+    bg "$T/ng2.log" nghttpd -a 127.0.0.1 -d "$W" --echo-upload --no-tls "$p2"
+    wait_port "$p1"
+    wait_port "$p2"
+    run vc -sS --cacert "$T/ca.pem" -w '%{http_version}' "https://localhost:$p1/file.txt"
+    [ "$status" -eq 0 ]
+    [ "$output" = "$(printf 'hello\n2')" ]
+    vc -sS --cacert "$T/ca.pem" -o "$T/big" "https://127.0.0.1:$p1/big.bin"
+    cmp "$T/big" "$W/big.bin"
+    vc -sS --http2-prior-knowledge -o "$T/big2" "http://127.0.0.1:$p2/big.bin"
+    cmp "$T/big2" "$W/big.bin"
+    # uploads: nghttpd sends the body back
+    run vc -sS --cacert "$T/ca.pem" -d a=1 -d b=2 "https://127.0.0.1:$p1/echo"
+    [ "$output" = "a=1&b=2" ]
+    vc -sS --cacert "$T/ca.pem" --data-binary "@$W/big.bin" -o "$T/up" "https://127.0.0.1:$p1/echo"
+    cmp "$T/up" "$W/big.bin"
+    vc -sS --http2-prior-knowledge -T "$W/big.bin" -o "$T/up2" "http://127.0.0.1:$p2/echo"
+    cmp "$T/up2" "$W/big.bin"
+    # from stdin: a body of unknown length (END_STREAM on the last DATA frame)
+    vc -sS --http2-prior-knowledge -T - -o "$T/up3" "http://127.0.0.1:$p2/echo" <"$W/big.bin"
+    cmp "$T/up3" "$W/big.bin"
+}
+
+# ---- nginx -----------------------------------------------------------------------------------
+
+@test "nginx http2 over TLS: HTTP/2 by ALPN, the same body and -w as curl" {
+    command -v nginx >/dev/null || skip "nginx is not installed"
+    certs
+    local port
+    port="$(free_port)"
+    mkdir -p "$T/nginx/tmp"
+    cat >"$T/nginx/nginx.conf" <<EOF
+daemon off;
+master_process off;
+error_log stderr;
+pid $T/nginx/nginx.pid;
+events { worker_connections 64; }
+http {
+    access_log off;
+    client_body_temp_path $T/nginx/tmp;
+    proxy_temp_path $T/nginx/tmp;
+    fastcgi_temp_path $T/nginx/tmp;
+    uwsgi_temp_path $T/nginx/tmp;
+    scgi_temp_path $T/nginx/tmp;
+    types { text/plain txt; application/octet-stream bin; }
+    server {
+        listen 127.0.0.1:$port ssl http2;
+        ssl_certificate $T/server.pem;
+        ssl_certificate_key $T/server.key;
+        root $W;
+        location /code { return 418; }
+    }
+}
+EOF
+    bg "$T/nginx.log" nginx -e stderr -p "$T/nginx" -c "$T/nginx/nginx.conf"
+    wait_port "$port"
+    run vc -sv --cacert "$T/ca.pem" "https://localhost:$port/file.txt"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"ALPN: server accepted h2"* ]]
+    [[ "$output" == *"< HTTP/2 200"* ]]
+    vc -s --cacert "$T/ca.pem" -o "$T/big" "https://localhost:$port/big.bin"
+    cmp "$T/big" "$W/big.bin"
+    run vc -s --cacert "$T/ca.pem" -o /dev/null -w '%{http_version} %{http_code}' "https://localhost:$port/code"
+    [ "$output" = "2 418" ]
+    run vc -sf --cacert "$T/ca.pem" "https://localhost:$port/code"
+    [ "$status" -eq 22 ]
+    if command -v curl >/dev/null; then
+        run curl -s --cacert "$T/ca.pem" -o /dev/null -w '%{http_version} %{http_code}' "https://localhost:$port/code"
+        [ "$output" = "2 418" ]
+        curl -s --cacert "$T/ca.pem" -i "https://localhost:$port/file.txt" | head -1 >"$T/ch"
+        vc -s --cacert "$T/ca.pem" -i "https://localhost:$port/file.txt" | head -1 >"$T/vh"
+        cmp "$T/vh" "$T/ch"
+    fi
+}
