@@ -651,6 +651,7 @@ static enum step tls_open(struct h2conn *c, vega_deadline dl, bool at_end)
         if (alpn && strcmp(alpn, "h2") == 0) {
             c->w = load_worker_self(c->r);
             cli_hist_record(&c->w->tls_hist, us_between(t0, vega_now()));
+            load_tls_seen(c->r, c->tls);
             return STEP_OK;
         }
         char msg[160];

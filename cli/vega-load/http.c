@@ -336,6 +336,7 @@ static enum step tls_open(struct hconn *c, vega_deadline dl, bool at_end)
     if (e == 0) {
         c->w = load_worker_self(c->r);
         cli_hist_record(&c->w->tls_hist, us_since(t0, vega_now()));
+        load_tls_seen(c->r, c->tls);
         return STEP_OK;
     }
     enum step s;

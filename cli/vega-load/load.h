@@ -164,6 +164,8 @@ struct load_run {
     vega_tls_config *tls;          /* --tls: shared by every connection (and its session cache) */
     struct load_h3 *h3;            /* HTTP/3: the QUIC endpoint every connection is made on */
     atomic_uint next_index;        /* connections take 0, 1, 2 ... (-R staggers them) */
+    atomic_flag tls_seen;          /* the first TLS handshake filled tls_info (h2load prints it) */
+    char tls_info[128];            /* "TLSv1.3, TLS_AES_256_GCM_SHA384, ALPN h2" */
     struct load_series thread_rps; /* Req/Sec per worker, sampled every 100 ms ... */
     vega_tstamp sample_at;         /* ... the latest at this time */
 };
@@ -176,7 +178,8 @@ struct load_totals {
     struct cli_hist hist;
     const char *driver;
     unsigned workers;
-    int signo; /* the signal that stopped the run early, 0 if none */
+    int signo;            /* the signal that stopped the run early, 0 if none */
+    const char *tls_info; /* the first TLS handshake's version, cipher and ALPN; NULL if none */
     /* HTTP mode. */
     uint64_t bytes, reconnects, status[LOAD_STATUS_MAX];
     struct cli_hist hist_unc, connect_hist, tls_hist, first_byte_hist;
@@ -226,6 +229,9 @@ void load_ticket_return(struct load_run *r);
 int load_timer_open(int64_t *mono_offset);
 int load_timer_arm(int fd, int64_t mono_offset, vega_tstamp t);
 int load_timer_fire(int fd);
+
+/* Keeps the TLS version, cipher and ALPN protocol of the first handshake for the report. */
+void load_tls_seen(struct load_run *r, vega_stream *tls);
 
 /* min(now + --timeout, end); *at_end tells whether the end of the run is the nearer one. */
 vega_deadline load_step_deadline(const struct load_run *r, vega_tstamp now, bool *at_end);

@@ -369,6 +369,8 @@ counts:
         conn_time_row(o->h3 ? "QUIC handshake" : "TLS handshake", &t->tls_hist);
         conn_time_row("First byte", &t->first_byte_hist);
     }
+    if (t->tls_info)
+        printf("  TLS: %s\n", t->tls_info);
     if (o->h2)
         h2_text(t);
     if (o->h3)
@@ -450,6 +452,10 @@ void load_report_http_json(const struct load_opts *o, const struct load_totals *
     json_latency(f, "connect_us", &t->connect_hist);
     json_latency(f, "tls_us", &t->tls_hist);
     json_latency(f, "first_byte_us", &t->first_byte_hist);
+    if (t->tls_info) {
+        fputs(",\"tls\":", f);
+        json_str(f, t->tls_info);
+    }
     if (o->h2)
         fprintf(f,
                 ",\"h2\":{\"header_bytes\":%llu,\"header_bytes_decoded\":%llu,"

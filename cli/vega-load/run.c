@@ -41,6 +41,16 @@ struct load_worker *load_worker_self(struct load_run *r)
     return &r->w[i >= 0 && (unsigned)i < r->nworkers ? (unsigned)i : 0];
 }
 
+void load_tls_seen(struct load_run *r, vega_stream *tls)
+{
+    if (atomic_flag_test_and_set(&r->tls_seen))
+        return;
+    const char *v = vega_tls_get_version(tls), *c = vega_tls_get_cipher(tls),
+               *a = vega_tls_get_alpn(tls);
+    snprintf(r->tls_info, sizeof(r->tls_info), "%s, %s%s%s", v ? v : "?", c ? c : "?",
+             a ? ", ALPN " : "", a ? a : "");
+}
+
 vega_deadline load_step_deadline(const struct load_run *r, vega_tstamp now, bool *at_end)
 {
     uint64_t t = r->o->timeout_ns;
@@ -389,6 +399,7 @@ static void totals(struct load_run *r, struct load_totals *t, vega_tstamp finish
         }
     }
     t->thread_rps = r->thread_rps;
+    t->tls_info = r->tls_info[0] ? r->tls_info : NULL;
     t->gave_up = atomic_load(&r->gave_up);
     t->never_connected = atomic_load(&r->never_connected);
     /* A -d run ends at its deadline; the last operations return just after it. */
@@ -525,6 +536,7 @@ int load_run_main(const struct load_opts *o)
      * all of them, so it can live on this task's stack. */
     struct load_run r;
     memset(&r, 0, sizeof(r));
+    atomic_flag_clear(&r.tls_seen);
     r.o = o;
     struct load_totals t;
     memset(&t, 0, sizeof(t));

@@ -153,6 +153,8 @@ start_pyh2() {
     [ "$status" -eq 0 ]
     json_check "$T/out.json" 'j["protocol"] == "h2" and j["requests"] == 120 and j["status"] == {"200": 120}'
     json_check "$T/out.json" 'j["errors"] == 0 and j["tls_us"]["count"] == 3 and j["connect_us"]["count"] == 3'
+    # As h2load: the TLS version, cipher and ALPN protocol of the handshake.
+    json_check "$T/out.json" 'j["tls"].startswith("TLSv1.") and j["tls"].endswith(", ALPN h2")'
     load_json --h2 -c 2 -m 2 -n 40 -k "$URL/index.html"
     [ "$status" -eq 0 ]
     json_check "$T/out.json" 'j["requests"] == 40 and j["errors"] == 0'
@@ -192,6 +194,7 @@ start_pyh2() {
     echo "$output"
     [ "$status" -eq 0 ]
     [[ "$output" == *"HTTP/2 (h2c) with 3 streams per connection"* ]]
+    [[ "$output" != *"TLS: "* ]]
     [[ "$output" == *"30 requests in"* ]]
     [[ "$output" == *"Status: 200 x 30"* ]]
     [[ "$output" == *"HTTP/2 headers: received "*" decoded (space savings "*"%), sent "*"; data received 30.00KB"* ]]
@@ -226,6 +229,8 @@ start_pyh2() {
     [ "$status" -eq 0 ]
     json_check "$T/out.json" 'j["protocol"] == "h2" and j["requests"] == 400 and j["status"] == {"200": 400}'
     json_check "$T/out.json" 'j["errors"] == 0 and j["h2"]["data_bytes"] == 400 * 1024'
+    run load_run --h2 -c 1 -n 5 -k "$NG_URL/1k.bin"
+    [[ "$output" == *"  TLS: TLSv1."*", ALPN h2"* ]]
     command -v h2load >/dev/null || skip "h2load is not installed (nghttp2-client)"
     run timeout 30 h2load -c 4 -m 10 -n 400 "$NG_URL/1k.bin"
     echo "$output"
