@@ -110,15 +110,19 @@ static int send_client_hello(struct vega__qtls *t, const uint8_t *cookie, size_t
         vega__qt_close(&b, e, 2);
     }
 
+    /* psk_dhe_ke in every ClientHello, not only with a PSK: it is how a server learns that
+     * tickets are welcome (RFC 8446 §4.2.9); Go's TLS (quic-go, Caddy) otherwise issues a
+     * ticket with no resumption secret, which it then refuses to resume. */
+    put_ext_start(&b, QT_EXT_PSK_KEY_EXCHANGE_MODES, &e);
+    vega__qt_put_int(&b, 0x0101, 2); /* psk_dhe_ke only */
+    vega__qt_close(&b, e, 2);
+
     size_t binder_at = 0;
     if (t->psk_offered) {
         if (t->early == VEGA__QTLS_EARLY_OFFERED) {
             put_ext_start(&b, QT_EXT_EARLY_DATA, &e);
             vega__qt_close(&b, e, 2);
         }
-        put_ext_start(&b, QT_EXT_PSK_KEY_EXCHANGE_MODES, &e);
-        vega__qt_put_int(&b, 0x0101, 2); /* psk_dhe_ke only */
-        vega__qt_close(&b, e, 2);
         /* pre_shared_key: last (RFC 8446 §4.2.11). */
         put_ext_start(&b, QT_EXT_PRE_SHARED_KEY, &e);
         v = vega__qt_open(&b, 2);
