@@ -154,10 +154,10 @@ static int open_stream(vega_http_client_response *r, const struct h2_head *hh, b
         }
         int rc;
         int32_t id = 0;
-        if (h->dead)
-            rc = h->err ? h->err : -ECONNRESET;
-        else if (h->goaway)
+        if (h->goaway) /* even when the connection ended since: never sent */
             rc = VEGA_ERR_H2_GOING_AWAY;
+        else if (h->dead)
+            rc = h->err ? h->err : -ECONNRESET;
         else
             rc = vega_h2_submit_request(h->core, hh->f, hh->n, fin ? VEGA_H2_FLAG_END_STREAM : 0, r,
                                         &id);
