@@ -20,10 +20,14 @@
 #define BACKOFF_MAX_MS 1000
 #define H2_WINDOW      ((1u << 30) - 1) /* h2load's default window bits, 30 */
 #define CLOSE_FLUSH_MS 100              /* a GOAWAY of ours gets this long to leave */
-#define FRAME_HEADERS  0x1
-#define FRAME_CONT     0x9
-#define FLAG_PADDED    0x8
-#define FLAG_PRIORITY  0x20
+/* Streams in flight before the server's SETTINGS say how many it allows: RFC 9113 §6.5.2
+ * recommends servers allow at least 100, and nghttp2 (h2load) assumes that many meanwhile, so
+ * -m above it does not get streams refused on every connect. */
+#define STREAMS_BEFORE_SETTINGS 100u
+#define FRAME_HEADERS           0x1
+#define FRAME_CONT              0x9
+#define FLAG_PADDED             0x8
+#define FLAG_PRIORITY           0x20
 
 enum step {
     STEP_OK,
@@ -73,6 +77,7 @@ struct h2conn {
     bool first_byte;       /* the first byte from the server is still to come */
     bool goaway;           /* the server sent GOAWAY: no new request here */
     bool limited;          /* the server's stream limit is reached */
+    bool settings;         /* the server's SETTINGS came */
     uint64_t completed;    /* responses on it */
     vega_tstamp stalled;   /* since when no request could start for want of streams, or 0 */
     vega_tstamp expire_at; /* no request in flight times out before this */
@@ -275,6 +280,14 @@ static int cb_stream_writable(void *ud, int32_t sid)
     return 0;
 }
 
+static int cb_settings(void *ud, const vega_h2_settings *peer)
+{
+    struct h2conn *c = ud;
+    (void)peer; /* the core applies its limit (VEGA_ERR_H2_STREAM_LIMIT) */
+    c->settings = true;
+    return 0;
+}
+
 static int cb_goaway(void *ud, uint32_t last, uint32_t code, const uint8_t *debug, size_t len)
 {
     struct h2conn *c = ud;
@@ -293,6 +306,7 @@ static const vega_h2_callbacks h2_callbacks = {
     .on_stream_close = cb_close,
     .on_stream_writable = cb_stream_writable,
     .on_goaway = cb_goaway,
+    .on_settings = cb_settings,
 };
 
 /* ---- the transport -------------------------------------------------------------------------- */
@@ -420,7 +434,9 @@ static void start_requests(struct h2conn *c)
 {
     const struct load_opts *o = c->o;
     c->limited = false;
-    while (c->nfree > 0 && !c->goaway && !c->limited) {
+    unsigned cap =
+        c->settings || o->streams < STREAMS_BEFORE_SETTINGS ? o->streams : STREAMS_BEFORE_SETTINGS;
+    while (c->nfree > 0 && c->busy < cap && !c->goaway && !c->limited) {
         if (c->now >= c->r->end || (o->rate && c->npending == 0))
             return;
         if (!start_one(c, o->rate ? c->pend_first : c->now))
@@ -713,7 +729,7 @@ static enum step attempt_open(struct h2conn *c)
     }
     c->t_connect = t0;
     c->first_byte = true;
-    c->goaway = c->limited = false;
+    c->goaway = c->limited = c->settings = false;
     c->completed = 0;
     c->stalled = 0;
     c->expire_at = VEGA_DEADLINE_NEVER;

@@ -336,6 +336,14 @@ start_pyh2() {
     json_check "$T/out.json" 'j["requests"] == 50 and j["errors"] == 0 and j["status"] == {"200": 50}'
 }
 
+@test "vega-load --h2: -m 200 against vega-serve (100 streams) gets no stream refused" {
+    start_h2c
+    # At most 100 streams before the server's SETTINGS, as nghttp2 does; then its limit.
+    load_json --h2 -c 2 -m 200 -n 2000 "$URL/index.html"
+    [ "$status" -eq 0 ]
+    json_check "$T/out.json" 'j["requests"] == 2000 and j["errors"] == 0 and j["h2"]["streams_refused"] == 0'
+}
+
 @test "vega-load --h2: a server that never answers is a timeout; a closed port a connect error" {
     cat >"$T/silent.py" <<'EOF'
 import socket, sys
