@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # HTTP/2 load benchmark, in one run: two servers -- vega-serve (HTTP/2 over TLS, one worker) and
-# nginx (one worker process, `listen ... ssl http2`) -- each serving a 1 KiB file over TLS, and
+# nginx (one worker process, `listen ... ssl http2`) -- each serving a file (1 KiB; -f) over TLS, and
 # two clients -- h2load (nghttp2-client) and vega-load --h2 -- with the same settings
 # (-t 1 -c 64 -m 10 by default). Every server/client pair is run: vega-serve vs nginx is judged
 # with h2load as the client, vega-load vs h2load against the same server. The server is pinned
@@ -24,6 +24,7 @@
 #   -m STREAMS requests in flight per connection (default 10)
 #   -S LIST    servers (default vega,nginx)
 #   -C LIST    clients (default h2load,vega-load)
+#   -f SIZE    the file's size: 1k (default) or 1m
 set -u -o pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -31,8 +32,8 @@ root=$(cd "$here/.." && pwd)
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
 cmdline="bench/run-h2-load.sh $*"
-reps=3 dur=5 conns=64 streams=10 servers=vega,nginx clients=h2load,vega-load
-while getopts "r:d:c:m:S:C:h" opt; do
+reps=3 dur=5 conns=64 streams=10 servers=vega,nginx clients=h2load,vega-load fsize=1k
+while getopts "r:d:c:m:S:C:f:h" opt; do
   case $opt in
     r) reps=$OPTARG ;;
     d) dur=$OPTARG ;;
@@ -40,6 +41,7 @@ while getopts "r:d:c:m:S:C:h" opt; do
     m) streams=$OPTARG ;;
     S) servers=$OPTARG ;;
     C) clients=$OPTARG ;;
+    f) fsize=$OPTARG ;;
     *) usage ;;
   esac
 done
@@ -48,6 +50,11 @@ shift $((OPTIND - 1))
 for v in "$reps" "$dur" "$conns" "$streams"; do
   [[ $v =~ ^[1-9][0-9]*$ ]] || { echo "run-h2-load.sh: -r, -d, -c and -m want positive integers" >&2; exit 2; }
 done
+case $fsize in
+  1k) fbytes=1024 flabel="1 KiB" ;;
+  1m) fbytes=1048576 flabel="1 MiB" ;;
+  *) echo "run-h2-load.sh: -f wants 1k or 1m" >&2; exit 2 ;;
+esac
 build=${1:-$root/build-bench-h2}
 case $build in /*) ;; *) build=$PWD/$build ;; esac
 
@@ -77,7 +84,7 @@ clk_tck=$(getconf CLK_TCK)
 py=$(command -pv python3) || { echo "run-h2-load.sh: python3 is not installed" >&2; exit 1; }
 docroot=$tmp/www
 mkdir -p "$docroot"
-head -c 1024 /dev/urandom >"$docroot/1k"
+head -c "$fbytes" /dev/urandom >"$docroot/$fsize"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
   -subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
   -keyout "$tmp/key.pem" -out "$tmp/cert.pem" >/dev/null 2>&1 ||
@@ -211,7 +218,7 @@ one() {
     echo "run-h2-load.sh: $name did not start: $(tail -5 "$serr" 2>/dev/null)" >&2
     echo "$name $client $rep FAIL start" >>"$raw"; stop_server; return
   fi
-  url="https://127.0.0.1:$sport/1k"
+  url="https://127.0.0.1:$sport/$fsize"
   load_run "$client" "$url" 1 >/dev/null
   c0=$(cpu_ticks "$spid")
   res=$(load_run "$client" "$url" "$dur")
@@ -252,7 +259,7 @@ done
 elapsed=$(( $(date +%s) - start ))
 
 # ---- report ----------------------------------------------------------------------------------
-echo "## HTTP/2 over TLS, static file (1 KiB): $(date -u +%Y-%m-%d), $(nproc) CPUs, -t 1 -c $conns -m $streams, ${dur}s x ${reps}"
+echo "## HTTP/2 over TLS, static file ($flabel): $(date -u +%Y-%m-%d), $(nproc) CPUs, -t 1 -c $conns -m $streams, ${dur}s x ${reps}"
 echo
 echo "Command: \`$cmdline\` ($elapsed s). Server on CPU 0 (one worker/process), load on CPU 1."
 echo "Load average before and after: $load0; $(cut -d' ' -f1-3 /proc/loadavg) (other work on the"
