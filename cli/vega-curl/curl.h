@@ -107,6 +107,8 @@ struct curl_opts {
     size_t nresolve;
     uint64_t connect_timeout_ns, max_time_ns, max_filesize;
     const char *write_out;
+    bool parallel;         /* -Z: the URLs at once (over multiplexed streams on HTTP/2) */
+    unsigned parallel_max; /* --parallel-max: transfers at once; default 50, at most 300 */
 };
 
 /* ---- output (output.c) ----------------------------------------------------------------------- */
@@ -157,6 +159,11 @@ int curl_sink_commit(struct curl_sink *s, const struct curl_opts *o, size_t n);
 
 /* True when bytes wait in the buffer. */
 bool curl_sink_pending(const struct curl_sink *s);
+
+/* -Z: transfers run at once and may write to stdout together: its writes (and the flushes
+ * inside them) then take a lock, and a body read for stdout lands in the transfer's own buffer
+ * first (curl_sink_space/commit are not used for it). */
+void curl_stdout_set_shared(bool on);
 
 /* Writes what the buffer holds. 0 or 23 (after printing why when o is not NULL). */
 int curl_sink_flush(struct curl_sink *s, const struct curl_opts *o);

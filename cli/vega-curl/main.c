@@ -78,6 +78,12 @@ static const char usage_text[] =
     "      --location-trusted   -L that sends them to every host it is redirected to\n"
     "      --max-redirs N       at most N redirects (default 50; -1 = no limit; exit 47)\n"
     "\n"
+    "Parallel:\n"
+    "  -Z, --parallel           the URLs at once instead of one after another (over one\n"
+    "                           HTTP/2 connection per origin, as streams); bodies to stdout\n"
+    "                           come whole per read, mixed between transfers as curl's\n"
+    "      --parallel-max N     at most N transfers at once (default 50, at most 300)\n"
+    "\n"
     "Output:\n"
     "  -o, --output FILE        write the body to FILE (- = stdout); the n-th -o goes with\n"
     "                           the n-th URL\n"
@@ -156,6 +162,7 @@ enum {
     OPT_TLS13_CIPHERS,
     OPT_EARLYDATA,
     OPT_NO_EARLYDATA,
+    OPT_PARALLEL_MAX,
 };
 
 static const struct option long_opts[] = {
@@ -203,6 +210,8 @@ static const struct option long_opts[] = {
     {"tls-earlydata", no_argument, NULL, OPT_EARLYDATA},
     {"no-tls-earlydata", no_argument, NULL, OPT_NO_EARLYDATA},
     {"tls-session-file", required_argument, NULL, OPT_SESSION_FILE},
+    {"parallel", no_argument, NULL, 'Z'},
+    {"parallel-max", required_argument, NULL, OPT_PARALLEL_MAX},
     {"progress-bar", no_argument, NULL, '#'},
     {"no-progress-meter", no_argument, NULL, OPT_NO_PROGRESS},
     {"user-agent", required_argument, NULL, 'A'},
@@ -365,7 +374,7 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
     uint64_t v;
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":X:H:d:GT:o:OLiIsSvfkm:w:A:e:#hV", long_opts, NULL)) !=
+    while ((c = getopt_long(argc, argv, ":X:H:d:GT:o:OLiIsSvfkm:w:A:e:#ZhV", long_opts, NULL)) !=
            -1) {
         switch (c) {
         case 'X':
@@ -521,6 +530,18 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
         case '#':
             o->progress_bar = true;
             break;
+        case 'Z':
+            o->parallel = true;
+            break;
+        case OPT_PARALLEL_MAX: {
+            char *end;
+            unsigned long pm = strtoul(optarg, &end, 10);
+            /* curl's range: 1..300 */
+            if (*optarg < '0' || *optarg > '9' || *end || pm < 1 || pm > 300)
+                cli_usage_error("--parallel-max: expected 1 to 300, got '%s'", optarg);
+            o->parallel_max = (unsigned)pm;
+            break;
+        }
         case OPT_NO_PROGRESS:
             o->no_progress = true;
             break;
@@ -639,6 +660,51 @@ static int make_client(const struct curl_opts *o, vega_tls_config *tls, struct c
     return 0;
 }
 
+/* -Z: up to parallel_max tasks take the next URL each until none is left. */
+struct par {
+    struct curl_ctx *cx;
+    size_t next;
+    int last_code; /* the last URL's, as without -Z */
+};
+
+static void *par_task(void *arg)
+{
+    struct par *p = arg;
+    const struct curl_opts *o = p->cx->o;
+    for (;;) {
+        size_t i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
+        if (i >= o->nurls)
+            return NULL;
+        int code = curl_transfer(p->cx, i);
+        if (i + 1 == o->nurls)
+            p->last_code = code;
+    }
+}
+
+static int run_parallel(struct curl_ctx *cx)
+{
+    const struct curl_opts *o = cx->o;
+    struct par p = {.cx = cx};
+    size_t n = o->parallel_max ? o->parallel_max : 50;
+    if (n > o->nurls)
+        n = o->nurls;
+    vega_task **t = calloc(n, sizeof *t);
+    if (!t)
+        return curl_fail(o, CE_OUT_OF_MEMORY, "out of memory");
+    curl_stdout_set_shared(true);
+    size_t started = 0;
+    for (; started < n; started++)
+        if (vega_task_spawn(&t[started], par_task, &p) < 0)
+            break;
+    if (started == 0)
+        par_task(&p); /* no task could start: one after another here */
+    for (size_t i = 0; i < started; i++)
+        (void)vega_task_join(t[i], NULL, VEGA_DEADLINE_NEVER);
+    curl_stdout_set_shared(false);
+    free(t);
+    return p.last_code;
+}
+
 struct main_arg {
     const struct curl_opts *o;
     int code;
@@ -665,8 +731,11 @@ static void *main_task(void *arg)
     }
     /* As curl does: every URL is tried, and the exit code is the last transfer's. */
     m->code = CE_OK;
-    for (size_t i = 0; i < o->nurls; i++)
-        m->code = curl_transfer(&cx, i);
+    if (o->parallel && o->nurls > 1)
+        m->code = run_parallel(&cx);
+    else
+        for (size_t i = 0; i < o->nurls; i++)
+            m->code = curl_transfer(&cx, i);
     curl_files_take(o, cx.client, &m->saved);
     vega_http_client_free(cx.client);
     vega_tls_config_free(tls);

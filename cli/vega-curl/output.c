@@ -11,6 +11,32 @@
 
 struct curl_sink curl_stdout;
 
+static bool stdout_shared;
+static vega_mutex stdout_mu;
+
+void curl_stdout_set_shared(bool on)
+{
+    if (on && !stdout_shared)
+        vega_mutex_init(&stdout_mu);
+    stdout_shared = on;
+}
+
+/* Holds stdout for the writes of one call when transfers share it (-Z). */
+static bool stdout_lock(const struct curl_sink *s)
+{
+    if (!stdout_shared || !s->is_stdout)
+        return false;
+    while (vega_mutex_lock(&stdout_mu, VEGA_DEADLINE_NEVER) < 0)
+        (void)vega_yield(); /* cancelled: still take it, the write is short */
+    return true;
+}
+
+static void stdout_unlock(bool held)
+{
+    if (held)
+        vega_mutex_unlock(&stdout_mu);
+}
+
 void curl_stdout_init(void)
 {
     memset(&curl_stdout, 0, sizeof(curl_stdout));
@@ -96,7 +122,7 @@ static int sink_put(struct curl_sink *t, const struct curl_opts *o, const void *
     return n < 0 ? write_failed(t, o, (int)n) : 0;
 }
 
-int curl_sink_flush(struct curl_sink *s, const struct curl_opts *o)
+static int flush_locked(struct curl_sink *s, const struct curl_opts *o)
 {
     struct curl_sink *t = target(s);
     size_t len = t->len;
@@ -104,6 +130,14 @@ int curl_sink_flush(struct curl_sink *s, const struct curl_opts *o)
     if (t->err)
         return CE_WRITE_ERROR; /* said when it happened */
     return sink_put(t, o, t->buf, len);
+}
+
+int curl_sink_flush(struct curl_sink *s, const struct curl_opts *o)
+{
+    bool held = stdout_lock(s);
+    int code = flush_locked(s, o);
+    stdout_unlock(held);
+    return code;
 }
 
 bool curl_sink_pending(const struct curl_sink *s)
@@ -156,8 +190,8 @@ int curl_sink_commit(struct curl_sink *s, const struct curl_opts *o, size_t n)
     return CURL_SINK_BUF - t->len < CURL_SINK_MIN ? curl_sink_flush(s, o) : 0;
 }
 
-int curl_sink_write(struct curl_sink *s, const struct curl_opts *o, const void *buf, size_t len,
-                    bool body)
+static int write_locked(struct curl_sink *s, const struct curl_opts *o, const void *buf, size_t len,
+                        bool body)
 {
     struct curl_sink *t = target(s);
     int code = sink_ready(s, o, buf, len, body);
@@ -168,9 +202,18 @@ int curl_sink_write(struct curl_sink *s, const struct curl_opts *o, const void *
         t->len += len;
         return 0;
     }
-    if ((code = curl_sink_flush(s, o)) != 0)
+    if ((code = flush_locked(s, o)) != 0)
         return code;
     return sink_put(t, o, buf, len);
+}
+
+int curl_sink_write(struct curl_sink *s, const struct curl_opts *o, const void *buf, size_t len,
+                    bool body)
+{
+    bool held = stdout_lock(s);
+    int code = write_locked(s, o, buf, len, body);
+    stdout_unlock(held);
+    return code;
 }
 
 /* Closes a file sink and frees its buffer. 0 or the -errno of close. */
@@ -264,7 +307,7 @@ static void time8(char *out, size_t cap, int64_t secs)
 void curl_progress_start(struct curl_progress *p, const struct curl_opts *o, bool to_file)
 {
     memset(p, 0, sizeof(*p));
-    p->on = !o->silent && !o->no_progress && to_file && isatty(STDERR_FILENO) == 1;
+    p->on = !o->silent && !o->no_progress && !o->parallel && to_file && isatty(STDERR_FILENO) == 1;
     p->bar = o->progress_bar;
     p->start = p->last = p->last_speed_at = vega_now();
 }

@@ -415,14 +415,16 @@ static int read_body(struct xfer *x, vega_http_client_response *resp,
     if (in->coding == VEGA_HTTP_CODING_IDENTITY && in->content_length != VEGA_HTTP_LENGTH_UNKNOWN)
         x->prog.total = in->content_length;
     vega_deadline dl = x->dl ? x->dl : VEGA_DEADLINE_NEVER;
+    /* -Z to stdout: other transfers write there too, so the body lands in our buffer first */
+    bool own = o->parallel && x->sink.is_stdout;
     for (;;) {
-        size_t room;
-        uint8_t *p = curl_sink_space(&x->sink, &room);
+        size_t room = READ_BUF;
+        uint8_t *p = own ? x->buf : curl_sink_space(&x->sink, &room);
         if (!p) {
             curl_progress_end(&x->prog);
             return curl_fail_msg(x, CE_OUT_OF_MEMORY, "Out of memory");
         }
-        bool pending = curl_sink_pending(&x->sink);
+        bool pending = !own && curl_sink_pending(&x->sink);
         vega_ssize n = vega_http_client_response_read(resp, p, room, pending ? 0 : dl);
         if (n == -ETIMEDOUT && pending) {
             /* Nothing more yet (or the deadline passed: the waiting read says so next). */
@@ -439,7 +441,8 @@ static int read_body(struct xfer *x, vega_http_client_response *resp,
             return curl_read_failed(x, in, (int)n);
         }
         x->res.size_download += (uint64_t)n;
-        int code = curl_sink_commit(&x->sink, o, (size_t)n);
+        int code = own ? curl_sink_write(&x->sink, o, p, (size_t)n, true)
+                       : curl_sink_commit(&x->sink, o, (size_t)n);
         if (code)
             return body_write_failed(x, code);
         x->prog.now = x->res.size_download;

@@ -141,6 +141,34 @@ certs() {
     [[ "$output" == *"part 1"*"part 2"*"part 3"* ]]
 }
 
+@test "-Z fetches the URLs at once over one HTTP/2 connection; --parallel-max; -o per URL" {
+    serve --tls
+    local urls=() i
+    for i in 1 2 3 4 5 6 7 8; do urls+=("https://127.0.0.1:$SPORT/p$i.txt"); done
+    run vc -skZv "${urls[@]}"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c '^\* Connected to' <<<"$output")" -eq 1 ]
+    [ "$(grep -c '^\* using HTTP/2, stream' <<<"$output")" -eq 8 ]
+    vc -skZ --parallel-max 3 "${urls[@]}" | sort >"$T/got"
+    cat "$W"/p?.txt | sort >"$T/want"
+    cmp "$T/got" "$T/want"
+    vc -skZ -o "$T/a" -o "$T/b" "https://127.0.0.1:$SPORT/big.bin" "https://127.0.0.1:$SPORT/big.bin"
+    cmp "$T/a" "$W/big.bin"
+    cmp "$T/b" "$W/big.bin"
+    run vc --parallel-max 0 -Z "${urls[0]}"
+    [ "$status" -eq 2 ]
+}
+
+@test "-Z against a server without HTTP/2: one HTTP/1.1 connection per transfer" {
+    serve --tls --no-http2
+    local urls=() i
+    for i in 1 2 3 4; do urls+=("https://127.0.0.1:$SPORT/p$i.txt"); done
+    run vc -skZv "${urls[@]}"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c 'ALPN: server accepted http/1.1' <<<"$output")" -eq 4 ]
+    [[ "$output" == *"part 4"* ]]
+}
+
 # ---- nghttpd ---------------------------------------------------------------------------------
 
 @test "nghttpd: GET over TLS and h2c, uploads echoed (-d, --data-binary @file, -T)" {
