@@ -78,6 +78,7 @@ struct h2conn {
     bool goaway;           /* the server sent GOAWAY: no new request here */
     bool limited;          /* the server's stream limit is reached */
     bool settings;         /* the server's SETTINGS came */
+    bool failed;           /* a request could not be submitted: an error was counted */
     uint64_t completed;    /* responses on it */
     vega_tstamp stalled;   /* since when no request could start for want of streams, or 0 */
     vega_tstamp expire_at; /* no request in flight times out before this */
@@ -197,8 +198,7 @@ static void completed(struct h2conn *c, struct h2req *q)
     q->ticket = false; /* used */
 }
 
-/* ---- HTTP/2 callbacks: inside vega_h2_conn_read and _write ------------------------------------
- */
+/* ---- HTTP/2 callbacks: inside vega_h2_conn_read and _write ------------------------------- */
 
 static int cb_headers(void *ud, int32_t sid, const vega_h2_head *h)
 {
@@ -408,9 +408,9 @@ static bool start_one(struct h2conn *c, vega_tstamp intended)
                 c->stalled = c->now;
         } else if (e == VEGA_ERR_H2_GOING_AWAY || e == VEGA_ERR_CLOSED) {
             c->goaway = true;
-        } else {
+        } else { /* -ENOMEM, or a request the core refused: reconnect (backing off) */
             load_error(r, LOAD_ERR_WRITE, e);
-            c->goaway = true;
+            c->failed = true;
         }
         return false;
     }
@@ -436,7 +436,7 @@ static void start_requests(struct h2conn *c)
     c->limited = false;
     unsigned cap =
         c->settings || o->streams < STREAMS_BEFORE_SETTINGS ? o->streams : STREAMS_BEFORE_SETTINGS;
-    while (c->nfree > 0 && c->busy < cap && !c->goaway && !c->limited) {
+    while (c->nfree > 0 && c->busy < cap && !c->goaway && !c->limited && !c->failed) {
         if (c->now >= c->r->end || (o->rate && c->npending == 0))
             return;
         if (!start_one(c, o->rate ? c->pend_first : c->now))
@@ -598,6 +598,8 @@ static enum step serve(struct h2conn *c)
                 return conn_failed(c, e);
         }
         start_requests(c);
+        if (c->failed)
+            return STEP_FAIL;
         bool at_end;
         vega_deadline wdl = load_step_deadline(r, c->now, &at_end);
         int e = flush(c, wdl);
@@ -729,7 +731,7 @@ static enum step attempt_open(struct h2conn *c)
     }
     c->t_connect = t0;
     c->first_byte = true;
-    c->goaway = c->limited = c->settings = false;
+    c->goaway = c->limited = c->settings = c->failed = false;
     c->completed = 0;
     c->stalled = 0;
     c->expire_at = VEGA_DEADLINE_NEVER;
