@@ -5,7 +5,7 @@ server with the faults that real networks and real attackers make, for a bounded
 prints one JSON object: how many of each fault it made, and what went wrong ("problems": a
 connection refused, i.e. the server is gone, or a server answer that breaks the protocol).
 
-  chaos.py --http PORT [--tls-port PORT] [--big PATH] -d SECS [-j THREADS] [--seed N]
+  chaos.py --http PORT [--tls-port PORT] [--big PATH] [--h2] -d SECS [-j THREADS] [--seed N]
   chaos.py --echo PORT [--tls-port PORT] -d SECS [-j THREADS] [--seed N]
 
 Only loopback (127.0.0.1). Every socket has a timeout; every loop ends at the deadline.
@@ -251,6 +251,165 @@ def h_tls_garbage(a, rng, st):
     t.close()
 
 
+# ---- HTTP/2 faults (--h2: h2c by prior knowledge on the plain port, ALPN h2 on the TLS port) --
+
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+def h2_frame(ftype, flags, sid, payload=b""):
+    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + struct.pack(">I", sid) + payload
+
+
+def h2_settings(pairs=()):
+    return h2_frame(0x4, 0, 0, b"".join(struct.pack(">HI", k, v) for k, v in pairs))
+
+
+def h2_get(sid, path, tls, end=True):
+    """A HEADERS frame for GET path: static-table fields, literals without Huffman."""
+    p = path.encode()
+    block = (b"\x82" + (b"\x87" if tls else b"\x86") + b"\x04" + bytes([len(p)]) + p +
+             b"\x01\x09localhost")
+    return h2_frame(0x1, 0x4 | (0x1 if end else 0), sid, block)
+
+
+def h2_open(a, rng, settings=()):
+    """A connection that has sent the preface and SETTINGS: plain (h2c) or TLS with ALPN h2."""
+    tls = a.tls_port and rng.random() < 0.5
+    s = connect(a.tls_port if tls else a.http)
+    if tls:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.set_alpn_protocols(["h2"])
+        s = ctx.wrap_socket(s, server_hostname="localhost")
+    s.sendall(H2_PREFACE + h2_settings(settings))
+    return s, tls
+
+
+def h2_frames(buf):
+    """Splits whole frames off buf: returns ([(type, flags, sid, payload)], rest)."""
+    out = []
+    while len(buf) >= 9:
+        n = int.from_bytes(buf[:3], "big")
+        if len(buf) < 9 + n:
+            break
+        out.append((buf[3], buf[4], int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF, buf[9:9 + n]))
+        buf = buf[9 + n:]
+    return out, buf
+
+
+def h2_good(a, rng, st):
+    """A well-behaved request among the faults: 200 and the file's 1024 bytes, nothing else."""
+    s, tls = h2_open(a, rng)
+    s.sendall(h2_frame(0x4, 0x1, 0) + h2_get(1, "/1k.bin", tls))
+    buf, body, status, done = b"", 0, None, False
+    end = time.monotonic() + IO_TIMEOUT
+    while not done and time.monotonic() < end:
+        try:
+            b = s.recv(65536)
+        except (socket.timeout, ssl.SSLError, OSError):
+            break
+        if not b:
+            break
+        fs, buf = h2_frames(buf + b)
+        for t, fl, sid, pl in fs:
+            if t == 0x1 and sid == 1:
+                status = pl[:1]  # 0x88: ":status 200", static index 8
+            elif t == 0x0 and sid == 1:
+                body += len(pl)
+                done = bool(fl & 0x1)
+            elif t == 0x3 and sid == 1 or t == 0x7:
+                done = True
+    s.close()
+    if status != b"\x88" or body != 1024 or not done:
+        st.problem(f"h2 good request: status byte {status!r}, {body} body bytes, ended {done}")
+
+
+def h2_rapid_reset(a, rng, st):
+    s, tls = h2_open(a, rng)
+    burst = b"".join(h2_get(sid, "/1k.bin", tls) + h2_frame(0x3, 0, sid, struct.pack(">I", 8))
+                     for sid in range(1, 2 * rng.randrange(10, 3000), 2))
+    try:
+        s.sendall(burst)
+    except OSError:
+        pass
+    read_some(s, 1 << 20, timeout=0.5)
+    reset(s) if rng.random() < 0.5 else s.close()
+
+
+def h2_zero_window(a, rng, st):
+    """Asks for the big file with no window, holds the connection a while, goes."""
+    s, tls = h2_open(a, rng, [(4, 0)])
+    s.sendall(b"".join(h2_get(sid, a.big, tls) for sid in range(1, 2 * rng.randrange(1, 50), 2)))
+    read_some(s, 1 << 16, timeout=0.2 + rng.random())
+    reset(s) if rng.random() < 0.5 else s.close()
+
+
+def h2_abort_download(a, rng, st):
+    s, tls = h2_open(a, rng)
+    s.sendall(h2_frame(0x8, 0, 0, struct.pack(">I", 1 << 30)) +
+              b"".join(h2_get(sid, a.big, tls) for sid in range(1, 2 * rng.randrange(1, 8), 2)))
+    read_some(s, rng.randrange(1, 4 << 20))
+    reset(s) if rng.random() < 0.5 else s.close()
+
+
+def h2_continuation_flood(a, rng, st):
+    s, tls = h2_open(a, rng)
+    first = h2_get(1, "/1k.bin", tls)
+    head = first[:4] + bytes([first[4] & ~0x4]) + first[5:]  # no END_HEADERS
+    cont = h2_frame(0x9, 0, 1, b"\x40\x01x\x01y" * rng.randrange(0, 3000))
+    try:
+        s.sendall(head + cont * rng.randrange(1, 2000))
+    except OSError:
+        pass
+    read_some(s, 1 << 16, timeout=0.5)
+    s.close()
+
+
+def h2_control_flood(a, rng, st):
+    """PING, SETTINGS, empty DATA, WINDOW_UPDATE and PRIORITY floods, the answers not read."""
+    s, tls = h2_open(a, rng)
+    kinds = [h2_frame(0x6, 0, 0, os.urandom(8)), h2_settings([(4, 65535)]),
+             h2_frame(0x2, 0, 1, struct.pack(">IB", 0, 15)),
+             h2_frame(0x8, 0, 0, struct.pack(">I", 1))]
+    one = rng.choice(kinds)
+    try:
+        s.sendall(h2_get(1, "/1k.bin", tls, end=False) + one * rng.randrange(100, 20000))
+    except OSError:
+        pass
+    time.sleep(rng.random() * 0.2)
+    reset(s) if rng.random() < 0.5 else s.close()
+
+
+def h2_garbage(a, rng, st):
+    s, tls = h2_open(a, rng)
+    try:
+        s.sendall(os.urandom(rng.randrange(1, 8192)))
+    except OSError:
+        pass
+    r = read_some(s, 1 << 16, timeout=0.5)
+    s.close()
+    fs, _ = h2_frames(r)
+    if any(t not in (0x0, 0x1, 0x3, 0x4, 0x6, 0x7, 0x8, 0x9) for t, _, _, _ in fs):
+        st.problem(f"h2 garbage: a frame type the server should not send in {[f[0] for f in fs]}")
+
+
+def h2_cut(a, rng, st):
+    """Half a frame (or half a preface), then a half-close or a reset."""
+    s = connect(a.http)
+    whole = H2_PREFACE + h2_settings() + h2_get(1, "/1k.bin", False)
+    s.sendall(whole[: rng.randrange(1, len(whole))])
+    if rng.random() < 0.5:
+        s.shutdown(socket.SHUT_WR)
+        read_some(s, 1 << 16, timeout=0.5)
+        s.close()
+    else:
+        reset(s)
+
+
+H2_FAULTS = [h2_good, h2_rapid_reset, h2_zero_window, h2_abort_download, h2_continuation_flood,
+             h2_control_flood, h2_garbage, h2_cut]
+
 HTTP_FAULTS = [h_reset, h_half_request_reset, h_abort_download, h_slow_reader, h_half_close,
                h_pipeline_gone, h_garbage, h_multirange, h_smuggle, h_slowloris, h_blank_lines]
 TLS_FAULTS = [h_plain_on_tls, h_tls_abort, h_tls_garbage]
@@ -323,20 +482,25 @@ ECHO_FAULTS = [e_reset, e_garbage_reset, e_half_close, e_slow_reader, e_partial_
 # ---- driver ---------------------------------------------------------------------------------
 
 
+def fault_name(f):
+    """h_reset -> reset, e_reset -> reset; HTTP/2's keep their prefix: h2_garbage."""
+    return f.__name__[2:] if f.__name__[1] == "_" else f.__name__
+
+
 def worker(a, faults, seed, deadline, st):
     rng = random.Random(seed)
     while time.monotonic() < deadline:
         f = rng.choice(faults)
         try:
             f(a, rng, st)
-            st.count(f.__name__[2:])
+            st.count(fault_name(f))
         except ConnectionRefusedError:
             with st.lock:
                 st.refused += 1
-            st.problem(f"{f.__name__[2:]}: connection refused (is the server gone?)")
+            st.problem(f"{fault_name(f)}: connection refused (is the server gone?)")
             time.sleep(0.2)
         except (OSError, ssl.SSLError, socket.timeout):
-            st.count(f.__name__[2:])  # a fault that the server ended its own way
+            st.count(fault_name(f))  # a fault that the server ended its own way
         time.sleep(rng.random() * 0.01)
 
 
@@ -351,16 +515,18 @@ def main():
     p.add_argument("-j", "--threads", type=int, default=8)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--faults", help="comma-separated names: only these faults")
+    p.add_argument("--h2", action="store_true",
+                   help="HTTP/2 faults too: h2c on --http (served with --h2c), ALPN h2 on --tls-port")
     a = p.parse_args()
     if bool(a.http) == bool(a.echo):
         p.error("give exactly one of --http and --echo")
     if a.http:
-        faults = HTTP_FAULTS + (TLS_FAULTS if a.tls_port else [])
+        faults = HTTP_FAULTS + (TLS_FAULTS if a.tls_port else []) + (H2_FAULTS if a.h2 else [])
     else:
         faults = ECHO_FAULTS
     if a.faults:
         want = set(a.faults.split(","))
-        faults = [f for f in faults if f.__name__[2:] in want]
+        faults = [f for f in faults if fault_name(f) in want]
         if not faults:
             p.error("--faults names none of this mode's faults")
     st = Stats()

@@ -3,8 +3,12 @@
 # Soak: a server at its default worker count (plain and TLS ports) under steady, well-behaved
 # load from vega-load (keep-alive and connection churn) while bench/soak/chaos.py attacks the
 # same ports, with large transfers checked byte for byte by sha256 all along. Bounded in time.
+# vega-serve also speaks HTTP/2 all along (h2c on the plain port, ALPN h2 on the TLS port):
+# h2load at a fixed request rate on both, chaos.py's HTTP/2 faults, and every fourth large
+# transfer by curl over h2 -- in the same time, not after it.
 # Exits non-zero when any check fails:
-#   - the well-behaved clients saw zero errors (and only 2xx answers);
+#   - the well-behaved clients saw zero errors (and only 2xx answers); h2load's every request
+#     succeeded with a 2xx;
 #   - every large transfer during the run was byte-exact;
 #   - the chaos client found no protocol break and the server never refused a connection;
 #   - the servers are alive at the end, answer, and stop with exit status 0 on SIGTERM;
@@ -54,6 +58,8 @@ bin() { echo "$build/cli/$1"; }
 for t in vega-serve vega-echo vega-load vega-curl; do
   [ -x "$(bin $t)" ] || { echo "soak: $(bin $t) missing: build first" >&2; exit 2; }
 done
+h2=""
+[ $server = serve ] && command -v h2load >/dev/null && h2=1 # HTTP/2 phase (nghttp2-client)
 
 bench_tmp
 if [ -n "$keep" ]; then mkdir -p "$keep"; out=$keep; else out=$tmp; fi
@@ -93,7 +99,7 @@ if [ $server = serve ]; then
   for i in $(seq 1 400); do echo "line $i of a text file that compresses well"; done >"$www/16k.txt"
   echo '<!doctype html><title>soak</title><p>soak</p>' >"$www/index.html"
   echo 'in a folder' >"$www/sub/a.txt"
-  start plain "$(bin vega-serve)" "${drv_args[@]}" -p 0 "$www"
+  start plain "$(bin vega-serve)" "${drv_args[@]}" --h2c -p 0 "$www"
   start tls "$(bin vega-serve)" "${drv_args[@]}" --tls -p 0 "$www"
   big=$www/big.bin
 else
@@ -142,6 +148,16 @@ if [ $server = serve ]; then
   l4=$!
   loads=("$l1:ka" "$l2:churn" "$l3:tls_ka" "$l4:tls_churn")
   chaos_args=(--http "$P1" --tls-port "$P2" --big /big.bin --big-size $((32 << 20)))
+  if [ -n "$h2" ]; then
+    # HTTP/2 at a fixed rate (--rps per connection), so that it shares the CPUs with the rest
+    H=(timeout $((dur + 30)) h2load -m 10 --rps 50 -D "$dur" -N 15s)
+    "${H[@]}" -c 8 "https://127.0.0.1:$P2/1k.bin" >"$out/h2_tls.txt" 2>&1 &
+    h1=$!
+    "${H[@]}" -c 4 "http://127.0.0.1:$P1/16k.txt" >"$out/h2c.txt" 2>&1 &
+    h2c=$!
+    pids+=("$h1" "$h2c")
+    chaos_args+=(--h2)
+  fi
 else
   "${L[@]}" echo -c 16 -s 1K -d "${dur}s" "127.0.0.1:$P1" >"$out/ka.json" 2>"$out/ka.err" &
   l1=$!
@@ -162,7 +178,9 @@ pids+=("$chaos")
   end=$((SECONDS + dur - 2)) ok=0 bad=0 i=0
   while [ $SECONDS -lt $end ]; do
     if [ $server = serve ]; then
-      if [ $((i % 2)) = 0 ]; then
+      if [ -n "$h2" ] && [ $((i % 4)) = 3 ]; then
+        got=$(timeout 60 curl -sSk --http2 "https://127.0.0.1:$P2/big.bin" | sha256sum | cut -d' ' -f1)
+      elif [ $((i % 2)) = 0 ]; then
         got=$(timeout 60 curl -sS "http://127.0.0.1:$P1/big.bin" | sha256sum | cut -d' ' -f1)
       else
         got=$(timeout 60 "$(bin vega-curl)" -sSk "https://127.0.0.1:$P2/big.bin" | sha256sum | cut -d' ' -f1)
@@ -185,6 +203,7 @@ pids+=("$xfer")
 sleep "$warm"
 echo "soak: after warm-up rss $(rss_kb "$S1")/$(rss_kb "$S2") KiB (anonymous $(anon_kb "$S1")/$(anon_kb "$S2"))"
 for l in "${loads[@]}"; do wait "${l%%:*}"; done
+[ -n "$h2" ] && wait "$h1" "$h2c"
 wait "$chaos"
 chaos_rc=$?
 wait "$xfer"
@@ -197,7 +216,9 @@ for ((i = 0; i < 200; i++)); do
   [ "$fd1" -le "$base_fd1" ] && [ "$fd2" -le "$base_fd2" ] && break
   sleep 0.1
 done
-sleep 2
+# vega-serve gives its allocator's free pages back after a second with nothing to do: wait for
+# that tick (1 to 2 s after the last connection closed) and a little more
+sleep 3
 after_rss1=$(rss_kb "$S1") after_rss2=$(rss_kb "$S2")
 kill "$sampler" 2>/dev/null
 # The memory checks compare medians of 5 samples, 1 s apart (bench/soak/medians.py).
@@ -222,6 +243,16 @@ EOF
 )
   check "load $n" "${r%% *}" "${r#* }"
 done
+if [ -n "$h2" ]; then
+  for n in h2_tls h2c; do
+    # "requests: N total, N started, N done, S succeeded, F failed, E errored, T timeout" and
+    # "status codes: 2xx 3xx 4xx 5xx"
+    r=$(awk '/^requests:/ { n = $2; ok = $8 } /^status codes:/ { two = $3 }
+      END { if (n == "") { print "1 no result"; exit }
+            print (n > 0 && ok == n && two == n) ? 0 : 1, n " requests, " ok " succeeded, " two " 2xx" }' "$out/$n.txt")
+    check "load $n (h2load)" "${r%% *}" "${r#* }"
+  done
+fi
 read -r xok xbad <"$out/transfers.txt" || { xok=0 xbad=1; }
 check "large transfers byte-exact" $([ "$xbad" = 0 ] && [ "$xok" -gt 0 ] && echo 0 || echo 1) \
   "$xok exact, $xbad wrong ($(du -h "$big" | cut -f1) each)"
