@@ -100,9 +100,12 @@ void vega__ep_conn_schedule(struct vega_quic_ep_conn *c)
 
 void vega__ep_conn_unlock(struct vega_quic_ep_conn *c, bool schedule)
 {
-    vega_mutex_unlock(&c->mu);
-    if (schedule)
+    /* Decided and queued under the lock: once it is released, the home's send task may tear c
+     * down and (a client's socket) free the home; a connection already torn down is never
+     * queued (its home may be gone: a stream closed after its connection ended). */
+    if (schedule && !c->freed)
         vega__ep_conn_schedule(c);
+    vega_mutex_unlock(&c->mu);
 }
 
 /* ---- connection IDs ------------------------------------------------------------------------ */

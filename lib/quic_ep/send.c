@@ -54,12 +54,21 @@ static void heap_remove(struct ep_sock *s, struct vega_quic_ep_conn *c)
         return;
     c->heap_idx = SIZE_MAX;
     s->heap_len--;
-    if (i == s->heap_len)
-        return;
-    s->heap[i] = s->heap[s->heap_len];
-    s->heap[i]->heap_idx = i;
-    heap_down(s, i);
-    heap_up(s, i);
+    if (i < s->heap_len) {
+        s->heap[i] = s->heap[s->heap_len];
+        s->heap[i]->heap_idx = i;
+        heap_down(s, i);
+        heap_up(s, i);
+    }
+    /* A flood's high water is given back: a quarter full halves (64 entries stay); a shrink
+     * that fails keeps the larger array. */
+    if (s->heap_cap > 64 && s->heap_len * 4 < s->heap_cap) {
+        void *p = vega__mem_realloc(s->ep->mem, s->heap, s->heap_cap / 2 * sizeof *s->heap);
+        if (p) {
+            s->heap = p;
+            s->heap_cap /= 2;
+        }
+    }
 }
 
 /* Sets c's expiry (UINT64_MAX: no timer). A heap that cannot grow leaves c out: it is then

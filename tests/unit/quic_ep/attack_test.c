@@ -161,7 +161,11 @@ VTEST_MT(initial_flood_default_limits, 2)
             " dropped, peak %" PRIu64 " handshakes, peak %zu bytes held\n",
             f.sent, st.conns_accepted, st.dgrams_dropped, f.peak_hs, peak);
     VCHECK(f.peak_hs <= 1000 + 1);
-    VCHECK(peak <= (f.peak_hs + 2) * 256 * 1024);
+    /* at most 256 KiB per half-open connection: counted by the connections accepted (the
+     * flood samples the handshake gauge between its sends, so a slow machine's peak of it can
+     * be far below how many were alive at once) */
+    uint64_t alive = st.conns_accepted < 1001 ? st.conns_accepted : 1001;
+    VCHECK(peak <= (alive + 2) * 256 * 1024);
     victim_stop(&m);
     flood_close(&f);
     srv_check_clean(&v);
@@ -393,7 +397,6 @@ VTEST_MT(client_never_reads, 2)
  * a quarantining allocator catches the write after free without ASan. */
 VTEST_CT(stream_close_after_conn_end)
 {
-    vtest_skip(FINDING_STREAM_UAF);
     struct creds k;
     creds_load(&k);
     vega_quic_endpoint_opts so;
