@@ -16,7 +16,8 @@
 #   install  tests/install/check.sh: install build/ into a temporary prefix, build examples/
 #            against it with pkg-config and with find_package(vega), run them
 #   fuzz     build-fuzz/  clang + libFuzzer over an instrumented library: every target in
-#            tests/fuzz runs for VEGA_FUZZ_SECONDS (default 15) on a copy of its corpus
+#            tests/fuzz runs for VEGA_FUZZ_SECONDS (default 15; 6 when CI=true, which must fit
+#            the whole run in 40 minutes on two cores) on a copy of its corpus
 #
 # Usage: scripts/test.sh [STAGE...]     (no stage: all of them, in the order above)
 # Every stage runs even when an earlier one failed (except those that need a failed build);
@@ -176,7 +177,7 @@ do_install() {
 do_fuzz() {
     cmake -S "$ROOT" -B "$ROOT/build-fuzz" -DCMAKE_C_COMPILER=clang \
         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVEGA_FUZZ=ON -DVEGA_BUILD_BENCH=OFF -DVEGA_BUILD_CLI=OFF
-    local secs=${VEGA_FUZZ_SECONDS:-15} src name work rc=0 targets=()
+    local secs=${VEGA_FUZZ_SECONDS:-$([ "${CI:-}" = true ] && echo 6 || echo 15)} src name work rc=0 targets=()
     for src in tests/fuzz/*_fuzz.c; do
         targets+=("fuzz_$(basename "$src" _fuzz.c)")
     done
@@ -202,6 +203,28 @@ do_fuzz() {
     return $rc
 }
 
+# The output of each test that failed in this run, from CTest's logs, shortened: printed again
+# just before the summary, where a reader of only the log's end finds it.
+print_failures() {
+    local dir log name
+    for dir in build build-asan build-tsan; do
+        log="$ROOT/$dir/Testing/Temporary/LastTestsFailed.log"
+        [ -s "$log" ] && [ "$log" -nt "$RUN_MARK" ] || continue
+        while IFS= read -r name; do
+            name=${name#*:}
+            echo "--- $dir: $name (its last lines)"
+            awk -v t="$name" '
+                $0 ~ "^[0-9]+/[0-9]+ Test: " && $3 == t { on = 1; next }
+                on && /^<end of output>/ { exit }
+                on && out { print }
+                on && /^Output:/ { getline; out = 1 }
+            ' "$ROOT/$dir/Testing/Temporary/LastTest.log" | grep -v '^$' | tail -n 25
+        done <"$log"
+    done
+}
+
+RUN_MARK=$(mktemp)
+trap 'rm -f "$RUN_MARK"' EXIT
 T0=$SECONDS
 for s in "${STAGES[@]}"; do
     case $s in
@@ -228,6 +251,7 @@ for s in "${STAGES[@]}"; do
     esac
 done
 
+print_failures
 log "summary"
 for s in "${STAGES[@]}"; do
     printf '  %-8s %6ss  %s\n' "$s" "${DURATION[$s]}" "${RESULT[$s]}"

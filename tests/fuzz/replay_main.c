@@ -71,6 +71,11 @@ int main(int argc, char **argv)
     const char *it = getenv("VEGA_FUZZ_ITERATIONS");
     if (it)
         iterations = (unsigned)strtoul(it, NULL, 10);
+    /* sanitizer runs (VEGA_TEST_SCALE=10) do a share of the generated inputs; every corpus
+     * input still runs */
+    const char *scale = getenv("VEGA_TEST_SCALE");
+    if (scale && strtoul(scale, NULL, 10) > 1)
+        iterations /= (unsigned)strtoul(scale, NULL, 10);
     for (int i = 1; i < argc; i++)
         load_arg(argv[i]);
     for (size_t i = 0; i < nfiles; i++)
