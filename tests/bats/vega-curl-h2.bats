@@ -222,6 +222,9 @@ http {
     uwsgi_temp_path $T/nginx/tmp;
     scgi_temp_path $T/nginx/tmp;
     types { text/plain txt; application/octet-stream bin; }
+    gzip on;
+    gzip_types text/plain;
+    gzip_min_length 1;
     server {
         listen 127.0.0.1:$port ssl http2;
         ssl_certificate $T/server.pem;
@@ -239,6 +242,13 @@ EOF
     [[ "$output" == *"< HTTP/2 200"* ]]
     vc -s --cacert "$T/ca.pem" -o "$T/big" "https://localhost:$port/big.bin"
     cmp "$T/big" "$W/big.bin"
+    # --compressed: gzip decoded from the HTTP/2 body
+    seq -f 'line %g of some repetitive text' 1 3000 >"$T/text.txt"
+    cp "$T/text.txt" "$W/h2text-$port.txt"
+    run vc -sv --compressed --cacert "$T/ca.pem" -o "$T/dec" "https://localhost:$port/h2text-$port.txt"
+    rm -f "$W/h2text-$port.txt"
+    [[ "$output" == *"< content-encoding: gzip"* ]]
+    cmp "$T/dec" "$T/text.txt"
     run vc -s --cacert "$T/ca.pem" -o /dev/null -w '%{http_version} %{http_code}' "https://localhost:$port/code"
     [ "$output" = "2 418" ]
     run vc -sf --cacert "$T/ca.pem" "https://localhost:$port/code"
