@@ -4,7 +4,7 @@
 # knowledge and Upgrade over cleartext), nghttp (the frames on the wire), h2load (many streams
 # per connection) and a Python client on Debian's python3-h2 (vega-serve-h2.py: Rapid Reset,
 # a zero-window reader, priorities, trailers, a graceful stop watched frame by frame). Ranges,
-# conditional requests, HEAD and a 64 MiB download over h2; the access log; --no-http2.
+# conditional requests, HEAD and a 64 MiB download over h2; the access log; --no-http2; both drivers.
 # Loopback only, ephemeral ports.
 
 load helpers
@@ -253,5 +253,24 @@ start_own() {
             --sha256 "$(sha "$ROOT/4m.bin")"
         wait_pid_exit "$OWN_PID" 10
         [ "$BG_STATUS" -eq 0 ]
+    done
+}
+
+@test "both drivers serve HTTP/2 (curl, h2load)" {
+    local d
+    for d in uring epoll; do
+        OWN_LOG="$T/own.$d.log"
+        start_bg "$OWN_LOG" "$SERVE" -p 0 --driver "$d" --tls --no-http3 "$ROOT"
+        wait_for_line "$OWN_LOG" 'listening on|runtime' 10
+        if grep -q 'runtime' "$OWN_LOG"; then
+            skip "driver $d unavailable here: $(cat "$OWN_LOG")"
+        fi
+        OWN_PORT="$(sed -nE 's/.*listening on [0-9.]+:([0-9]+)$/\1/p' "$OWN_LOG" | head -n1)"
+        [ "$(ct -w ' %{http_version}' "https://127.0.0.1:$OWN_PORT/hello.txt")" = "hello world
+ 2" ]
+        [ "$(ct "https://127.0.0.1:$OWN_PORT/4m.bin" | sha)" = "$(sha "$ROOT/4m.bin")" ]
+        run timeout 60 h2load -c 2 -m 16 -n 500 "https://127.0.0.1:$OWN_PORT/1k.bin"
+        [[ "$output" == *"500 succeeded, 0 failed"* ]]
+        stop_bg_all
     done
 }
