@@ -1,10 +1,10 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
 # HTTP/3 interop (interop/h3/): the impairment relay's own tests, then run.sh's quick subset of
-# the QUIC interop runner's cases between ngtcp2 0.12, quic-go 0.29 (built offline from
-# Debian's sources into the build folder), Caddy 2.6 and headless Chromium, with vega's rows
-# skipped as "not built yet" until vega-serve and vega-curl speak HTTP/3. The full matrix is
-# `interop/h3/run.sh --full` by hand (docs/INTEROP.md). Scripts print TAP; 77 means skipped.
+# the QUIC interop runner's cases between vega (vega-curl, vega-serve) and ngtcp2 0.12,
+# quic-go 0.29 (built offline from Debian's sources into the build folder), Caddy 2.6 and
+# headless Chromium. The full matrix is `interop/h3/run.sh --full` by hand (docs/INTEROP.md).
+# Scripts print TAP; 77 means skipped.
 
 load helpers
 
@@ -23,6 +23,6 @@ h3() {
     h3 180 relay-test.sh
 }
 
-@test "interop h3: quick matrix of HTTP/3 peers (ngtcp2, quic-go, Caddy, Chromium; vega pending)" {
+@test "interop h3: vega-curl and vega-serve against ngtcp2, quic-go, Caddy and Chromium (quick subset)" {
     h3 600 run.sh --quick
 }
