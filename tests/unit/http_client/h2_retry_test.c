@@ -3,7 +3,9 @@
  * stream refused (RST_STREAM REFUSED_STREAM, RFC 9113 §8.7) and a GOAWAY whose last stream id
  * excludes the request (§6.8) both mean "not processed": the request goes again on a new
  * connection, a POST too when its body can be given again; one whose body_fn already gave
- * bytes is not sent twice. A stream reset with another code fails with its code. */
+ * bytes is not sent twice. A stream reset with another code fails with its code. A response
+ * header section over the client's limit (SETTINGS_MAX_HEADER_LIST_SIZE, §6.5.2) cancels that
+ * stream only. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -22,10 +24,11 @@
 
 /* What the server's n-th connection does with every request on it. */
 enum mode {
-    ANSWER = 0, /* 200 "ok" once the request ended */
-    REFUSE = 1, /* RST_STREAM REFUSED_STREAM */
-    GOAWAY = 2, /* GOAWAY last-stream-id 0 at once: nothing will be processed */
-    RESET = 3,  /* RST_STREAM INTERNAL_ERROR */
+    ANSWER = 0,  /* 200 "ok" once the request ended */
+    REFUSE = 1,  /* RST_STREAM REFUSED_STREAM */
+    GOAWAY = 2,  /* GOAWAY last-stream-id 0 at once: nothing will be processed */
+    RESET = 3,   /* RST_STREAM INTERNAL_ERROR */
+    BIGHEAD = 4, /* a header list over 1 KiB on the first stream, then as ANSWER */
 };
 
 struct srv {
@@ -46,8 +49,14 @@ struct sconn {
 
 static int answer(struct sconn *c, int32_t id)
 {
-    static const vega_hpack_field f[] = {{{":status", 7}, {"200", 3}, VEGA_HPACK_INDEX_AUTO}};
-    int rc = vega_h2_submit_response(c->h2, id, f, 1, 0);
+    /* BIGHEAD: eight fields of 200 bytes, each string well under the limit, the list over it */
+    static char big[200];
+    memset(big, 'v', sizeof big);
+    vega_hpack_field f[9] = {{{":status", 7}, {"200", 3}, VEGA_HPACK_INDEX_AUTO}};
+    static const char *const names[] = {"x-a", "x-b", "x-c", "x-d", "x-e", "x-f", "x-g", "x-h"};
+    for (int i = 0; i < 8; i++)
+        f[1 + i] = (vega_hpack_field){{names[i], 3}, {big, sizeof big}, VEGA_HPACK_INDEX_AUTO};
+    int rc = vega_h2_submit_response(c->h2, id, f, c->mode == BIGHEAD && id == 1 ? 9 : 1, 0);
     if (rc == 0)
         rc = vega_h2_stream_write(c->h2, id, (const uint8_t *)"ok", 2, VEGA_H2_FLAG_END_STREAM) == 2
                  ? 0
@@ -67,6 +76,7 @@ static int s_on_headers(void *ud, int32_t id, const vega_h2_head *h)
     case GOAWAY:
         return 0; /* above the GOAWAY's last stream id: the core ignores it */
     case ANSWER:
+    case BIGHEAD:
         return h->end_stream ? answer(c, id) != 0 : 0;
     }
     return 0;
@@ -77,7 +87,7 @@ static int s_on_data(void *ud, int32_t id, const uint8_t *d, size_t len, unsigne
     struct sconn *c = ud;
     (void)d;
     (void)vega_h2_stream_consume(c->h2, id, len);
-    if ((flags & VEGA_H2_FLAG_END_STREAM) && c->mode == ANSWER)
+    if ((flags & VEGA_H2_FLAG_END_STREAM) && (c->mode == ANSWER || c->mode == BIGHEAD))
         return answer(c, id) != 0;
     return 0;
 }
@@ -257,6 +267,42 @@ VTEST_CT(reset_fails_with_its_code)
     VCHECK_EQ(we.kind, VEGA_HTTP_CLIENT_WIRE_H2_STREAM);
     VCHECK_EQ(we.code, VEGA_H2_INTERNAL_ERROR);
     VCHECK(!we.local);
+    VCHECK_EQ(atomic_load(&s.conns), 1);
+    srv_stop(&s);
+}
+
+VTEST_CT(header_list_limit)
+{
+    struct srv s;
+    srv_start(&s, BIGHEAD, ANSWER);
+    vega_http_client_opts o;
+    vega_http_client_opts_init(&o);
+    o.limits.max_field_section = 1024; /* the server learns it from our SETTINGS */
+    vega_http_client *c;
+    VCHECK_EQ(vega_http_client_new(&c, &o), 0);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/x", s.port);
+    vega_http_client_request rq;
+    vega_http_client_request_init(&rq);
+    rq.url = url;
+    rq.version = VEGA_HTTP_CLIENT_V2_PRIOR;
+    rq.deadline = DL(10000);
+    vega_http_client_wire_error we;
+    rq.wire_error = &we;
+    vega_http_client_response *r;
+    VCHECK_EQ(vega_http_client_send(c, &rq, &r), VEGA_ERR_PROTO);
+    VCHECK_EQ(we.kind, VEGA_HTTP_CLIENT_WIRE_H2_STREAM);
+    VCHECK(we.local);
+    VCHECK_EQ(we.code, VEGA_H2_CANCEL);
+    /* the connection serves on: stream 3 gets its answer */
+    VCHECK_EQ(vega_http_client_send(c, &rq, &r), 0);
+    VCHECK(vega_http_client_response_info(r)->reused);
+    VCHECK_EQ(vega_http_client_response_info(r)->stream_id, 3);
+    void *b;
+    VCHECK_EQ(vega_http_client_response_read_all(r, &b, 100, DL(5000)), 2);
+    vega_http_client_body_free(c, b);
+    vega_http_client_response_free(r);
+    vega_http_client_free(c);
     VCHECK_EQ(atomic_load(&s.conns), 1);
     srv_stop(&s);
 }
