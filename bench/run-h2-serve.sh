@@ -4,7 +4,10 @@
 # (nginx-light, one worker, `http2` on, sendfile on, no access log) serving the same files with
 # the same certificate, loaded by h2load (ALPN h2, one thread):
 #   small: a 1 KiB file, h2load -c 64 -m 10 for -d seconds (after a 1 s warm-up run);
-#   big:   a 128 MiB file, h2load -c 1 -m 1, -b downloads in a row.
+#   big:   a 128 MiB file, h2load -c 1 -m 1, -b downloads in a row;
+#   idle:  memory per idle HTTP/2 connection: bench/h2_idle.py opens -i TLS connections, each
+#          asks for the 1 KiB file once and then stays open without a byte; the server's RSS
+#          growth (VmRSS, and RssAnon: heap and stacks) divided by their number (once per server).
 # The server is pinned to CPU 0, h2load to CPU 1 (as bench/run-h3-load.sh does); runs are
 # interleaved and the server order rotates each repetition.
 #
@@ -13,11 +16,12 @@
 # request and per MiB. Ratios are medians of per-repetition ratios; "x nginx" above 1 means vega
 # is better (more req/s or MB/s, less CPU). Every run is bounded by timeout.
 #
-# usage: bench/run-h2-serve.sh [-r REPS] [-d SECS] [-b DOWNLOADS] [-S LIST] [BUILD_DIR]
+# usage: bench/run-h2-serve.sh [-r REPS] [-d SECS] [-b DOWNLOADS] [-i CONNS] [-S LIST] [BUILD_DIR]
 #   BUILD_DIR  CMake build directory (default build-bench-h2; configured Release if new)
 #   -r REPS    repetitions (default 3)
 #   -d SECS    measured small-file load per run (default 5)
 #   -b N       128 MiB downloads per big run (default 4)
+#   -i CONNS   idle connections for the memory measure (default 1000; 0: skip it)
 #   -S LIST    servers (default vega,nginx)
 set -u -o pipefail
 
@@ -26,12 +30,13 @@ root=$(cd "$here/.." && pwd)
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
 cmdline="bench/run-h2-serve.sh $*"
-reps=3 dur=5 downloads=4 servers=vega,nginx
-while getopts "r:d:b:S:h" opt; do
+reps=3 dur=5 downloads=4 idle=1000 servers=vega,nginx
+while getopts "r:d:b:i:S:h" opt; do
   case $opt in
     r) reps=$OPTARG ;;
     d) dur=$OPTARG ;;
     b) downloads=$OPTARG ;;
+    i) idle=$OPTARG ;;
     S) servers=$OPTARG ;;
     *) usage ;;
   esac
@@ -65,6 +70,7 @@ bench_tmp
 raw=$tmp/raw
 : >"$raw"
 clk_tck=$(getconf CLK_TCK)
+py=$(command -pv python3) || { echo "run-h2-serve.sh: python3 is not installed" >&2; exit 1; }
 docroot=$tmp/www
 mkdir -p "$docroot"
 head -c 1024 /dev/urandom >"$docroot/1k"
@@ -154,7 +160,8 @@ h2() {
   local out
   out=$(timeout -k 2 300 taskset -c 1 h2load "$@" 2>&1) || { echo "$out" | tail -5 >&2; return 1; }
   awk '
-    /^finished in/ { s = $3; sub(/s,$/, "", s); if (s ~ /ms$/) { sub(/ms$/, "", s); s /= 1000 } }
+    /^finished in/ { s = $3; sub(/,$/, "", s)
+      if (s ~ /ms$/) { sub(/ms$/, "", s); s /= 1000 } else if (s ~ /us$/) { sub(/us$/, "", s); s /= 1e6 } else sub(/s$/, "", s) }
     /^requests:/ { n = $2; ok = $8 }
     /^status codes:/ { two = $3 }
     /^traffic:/ { for (i = 1; i <= NF; i++) if ($i == "data") { d = $(i - 1); gsub(/[()]/, "", d) } }
@@ -211,6 +218,42 @@ for ((rep = 1; rep <= reps; rep++)); do
     one "${srv[$(((k + rep - 1) % ns))]}" "$rep"
   done
 done
+
+# idle SERVER: appends "server - idle rss_bytes_per_conn anon_bytes_per_conn" (or FAIL)
+idle_one() {
+  local name=$1 r0 a0 r1 a1 hp i
+  start_server "$name" || { echo "$name - idle FAIL start" >>"$raw"; stop_server; return; }
+  h2 -c 1 -n 1 "https://127.0.0.1:$sport/1k" >/dev/null
+  sleep 1
+  r0=$(rss_kb "$spid") a0=$(anon_kb "$spid")
+  mkfifo "$tmp/idle.in"
+  timeout 120 "$py" "$here/h2_idle.py" "$sport" "$idle" /1k <"$tmp/idle.in" >"$tmp/idle.out" 2>&1 &
+  hp=$!
+  pids+=("$hp")
+  exec 3>"$tmp/idle.in"
+  for ((i = 0; i < 1200; i++)); do
+    grep -qE 'ready|failed' "$tmp/idle.out" 2>/dev/null && break
+    kill -0 "$hp" 2>/dev/null || break
+    sleep 0.1
+  done
+  sleep 2 # vega parks an idle connection after 20 ms; both settle
+  r1=$(rss_kb "$spid") a1=$(anon_kb "$spid")
+  exec 3>&-
+  wait "$hp"
+  rm -f "$tmp/idle.in"
+  stop_server
+  if grep -q "ready $idle" "$tmp/idle.out"; then
+    echo "$name - idle $(((r1 - r0) * 1024 / idle)) $(((a1 - a0) * 1024 / idle))" >>"$raw"
+  else
+    echo "$name - idle FAIL $(tr ' ' _ <"$tmp/idle.out" | head -c 80)" >>"$raw"
+  fi
+}
+if [ "$idle" -gt 0 ]; then
+  # each connection costs this script one fd and the server one
+  ulimit -n "$(ulimit -Hn)" 2>/dev/null
+  [ "$(ulimit -n)" -gt $((idle + 100)) ] || idle=$(($(ulimit -n) - 100))
+  for name in "${srv[@]}"; do idle_one "$name"; done
+fi
 elapsed=$(($(date +%s) - start))
 
 # ---- report ----------------------------------------------------------------------------------
@@ -226,6 +269,7 @@ echo "| server | 1 KiB req/s | 1 KiB server CPU us/req | req/s x nginx | CPU/req
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 awk '
   $4 == "FAIL" { fail[$1] = fail[$1] " " $3 ":" $5; next }
+  $3 == "idle" { next }
   { k = $1 SUBSEP $3; v[k, ++n[k]] = $4; c[k, n[k]] = $5; R[$1, $3, $2] = $4; C[$1, $3, $2] = $5; sv[$1] = 1; reps[$2] = 1 }
   function med(a, m,   i, j, t, w) { for (i = 1; i <= m; i++) w[i] = a[i]; for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (w[j] < w[i]) { t = w[i]; w[i] = w[j]; w[j] = t }
     return m % 2 ? w[(m + 1) / 2] : (w[m / 2] + w[m / 2 + 1]) / 2 }
@@ -241,8 +285,16 @@ awk '
         ratio(s, "small", 0), ratio(s, "small", 1), f(mv(s, "big", 0), "%.1f"), f(mv(s, "big", 1), "%.0f"), ratio(s, "big", 0), ratio(s, "big", 1)
     for (s in fail) printf "| %s | FAILED runs:%s | | | | | | | |\n", s, fail[s]
   }' "$raw" | sort
+if grep -q ' idle [0-9-]' "$raw"; then
+  echo
+  echo "Memory per idle HTTP/2 connection over TLS ($idle connections, each after one request):"
+  echo
+  echo "| server | RSS bytes per connection | anonymous RSS bytes per connection |"
+  echo "|---|---:|---:|"
+  awk '$3 == "idle" && $4 != "FAIL" { printf "| %s | %d | %d |\n", $1, $4, $5 }' "$raw" | sort
+fi
 echo
-echo "Per repetition (server, repetition, kind, req/s or MB/s, CPU us/req or ms/GiB):"
+echo "Per repetition (server, repetition, kind, req/s or MB/s, CPU us/req or ms/GiB; idle: bytes):"
 sed 's/^/    /' "$raw"
 grep -q FAIL "$raw" && exit 1
 exit 0
