@@ -24,7 +24,10 @@
 #   -m STREAMS requests in flight per connection (default 10)
 #   -S LIST    servers (default vega,nginx)
 #   -C LIST    clients (default h2load,vega-load)
-#   -f SIZE    the file's size: 1k (default) or 1m
+#   -f SIZE    the file's size: 1k (default) or 1m (with fewer requests in flight, e.g. -c 8
+#              -m 2: 640 MiB in flight make each request take seconds here)
+# vega-load runs with --timeout 60s (h2load has no request timeout): a slow request is counted,
+# not failed.
 set -u -o pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -176,7 +179,7 @@ load_run() {
   case $client in
     vega-load)
       out=$(timeout -k 2 $((secs * 3 + 30)) taskset -c 1 "$py" "$here/timed.py" "$tmp/load.time" \
-        "$vega_load" --h2 -t1 -c"$conns" -m"$streams" -d"${secs}s" -k --json "$url" 2>"$tmp/load.err") ||
+        "$vega_load" --h2 -t1 -c"$conns" -m"$streams" -d"${secs}s" --timeout 60s -k --json "$url" 2>"$tmp/load.err") ||
         { cat "$tmp/load.err" >&2; return 1; }
       command -p python3 -c '
 import json, sys
