@@ -487,3 +487,56 @@ VTEST_CT(no_body_answers)
     vega_http_client_free(c);
     ts_stop(&t, 2000);
 }
+
+/* ---- a cancelled request task ---------------------------------------------------------------- */
+
+struct hang {
+    vega_http_client *c;
+    const char *url;
+    int rc;
+};
+
+static void *hang_task(void *arg)
+{
+    struct hang *h = arg;
+    vega_http_client_response *r = NULL;
+    h->rc = fetch(h->c, h->url, VEGA_HTTP_CLIENT_V2_PRIOR, &(char *){NULL}, &(size_t){0}, &r);
+    return NULL;
+}
+
+VTEST_CT(cancelled_task_resets_its_stream)
+{
+    struct ts t;
+    start_h2c(&t, 0);
+    vega_http_client *c = client_new(NULL);
+    char hang[128], hello[128];
+    url_of(hang, sizeof hang, false, &t, "/hang");
+    url_of(hello, sizeof hello, false, &t, "/hello");
+    atomic_store(&ts_hang_live, 0);
+    struct hang h = {c, hang, 1};
+    vega_task *tk;
+    VCHECK_EQ(vega_task_spawn(&tk, hang_task, &h), 0);
+    /* once the server's handler runs, the request waits for its head: cancel it there */
+    vega_deadline dl = DL(5000);
+    while (atomic_load(&ts_hang_live) == 0 && vega_now() < dl)
+        vega_sleep_ms(2);
+    VCHECK_EQ(atomic_load(&ts_hang_live), 1);
+    vega_task_cancel(tk);
+    VCHECK_EQ(vega_task_join(tk, NULL, DL(5000)), 0);
+    VCHECK_EQ(h.rc, -ECANCELED);
+    /* the RST_STREAM (CANCEL) reaches the server, whose handler is cancelled in turn */
+    dl = DL(5000);
+    while (atomic_load(&ts_hang_live) != 0 && vega_now() < dl)
+        vega_sleep_ms(2);
+    VCHECK_EQ(atomic_load(&ts_hang_live), 0);
+    char *body;
+    size_t len;
+    vega_http_client_response *r;
+    VCHECK_EQ(fetch(c, hello, VEGA_HTTP_CLIENT_V2_PRIOR, &body, &len, &r), 0);
+    VCHECK(vega_http_client_response_info(r)->reused);
+    vega_http_client_body_free(c, body);
+    vega_http_client_response_free(r);
+    VCHECK_EQ(ts_stats(&t).conns_accepted, 1);
+    vega_http_client_free(c);
+    ts_stop(&t, 2000);
+}
