@@ -2,7 +2,8 @@
 /* The HTTP/2 session (RFC 9113): each connection -- TLS with ALPN h2 (§3.2), or cleartext with
  * prior knowledge (h2c, §3.3) -- keeps -m requests in flight, each on a stream of its own, with
  * the sans-I/O HTTP/2 core (<vega/h2.h>) driven by one task: write what the core has, read what
- * the server sent, feed it, start the next requests as responses end. Windows are opened wide
+ * the server sent, feed it, start the next requests as responses end (with -R a second task
+ * reads, so that the first can send each request on time). Windows are opened wide
  * (§6.9: 2^30 - 1 for the connection and each stream, as h2load's -w 30 -W 30) and every body
  * byte is consumed at once, so the load generator never holds the server back; HPACK's dynamic
  * table (RFC 7541) makes the repeated request a few bytes. */
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "load.h"
 
@@ -90,6 +92,13 @@ struct h2conn {
     uint64_t interval;
     vega_tstamp next_due, pend_first;
     uint64_t npending;
+    /* -R: a reader task per attempt, the lock it and this task share, and the timer this task
+     * waits on (the reader fires it) */
+    vega_task *reader;
+    vega_mutex mu;
+    enum step rstep; /* how the reader ended, STEP_OK while it reads */
+    int tfd;
+    int64_t mono_offset;
 };
 
 static uint64_t us_between(vega_tstamp t0, vega_tstamp t1)
@@ -579,74 +588,156 @@ static enum step end_of_stream(struct h2conn *c)
     return STEP_FAIL;
 }
 
-/* Runs one connection until it must reconnect or the run is over. */
-static enum step serve(struct h2conn *c)
+/* Everything but reading: the schedule, timeouts, the core's timer, new requests, our frames
+ * out. Returns STEP_OK while the connection goes on. (With -R, under c->mu.) */
+static enum step tick(struct h2conn *c)
 {
     struct load_run *r = c->r;
-    for (;;) {
-        c->now = vega_now();
-        c->w = load_worker_self(r);
-        if (c->now >= r->end)
-            return STEP_STOP;
-        if (c->o->rate)
-            schedule(c);
-        if (expire(c))
-            return STEP_FAIL;
-        if (vega_h2_conn_get_expiry(c->h2) <= c->now) {
-            int e = vega_h2_conn_handle_expiry(c->h2, c->now);
-            if (e < 0)
-                return conn_failed(c, e);
-        }
-        start_requests(c);
-        if (c->failed)
-            return STEP_FAIL;
-        bool at_end;
-        vega_deadline wdl = load_step_deadline(r, c->now, &at_end);
-        int e = flush(c, wdl);
-        if (e == VEGA_ERR_CALLBACK || e == -ENOMEM)
-            return conn_failed(c, e);
-        if (e < 0)
-            return io_failed(c, LOAD_ERR_WRITE, e, at_end);
-        scan_flush(c);
-        if (c->busy == 0 && c->goaway)
-            return STEP_CLOSE; /* §6.8: done with this connection; on to a new one */
-        if (c->busy == 0 && !more_to_do(c))
-            return STEP_STOP;
-        if (!vega_h2_conn_want_read(c->h2))
-            return STEP_CLOSE;
-        vega_deadline dl = next_deadline(c);
-        vega_ssize n = conn_read(c, c->in, c->cap, dl);
-        if (n == -ETIMEDOUT)
-            continue; /* the loop looks at the end, timeouts and the schedule */
-        if (n == 0 || n == VEGA_ERR_TLS_TRUNCATED) /* many servers skip close_notify */
-            return end_of_stream(c);
-        if (n < 0)
-            return io_failed(c, LOAD_ERR_READ, (int)n, false);
-        /* TLS hands out a record per read: the records already here come too, so that the
-         * requests their responses free go out in one write (a later read reports an end or
-         * an error). */
-        while (c->tls && (size_t)n < c->cap && vega_tls_has_buffered(c->tls)) {
-            vega_ssize k = conn_read(c, c->in + n, c->cap - (size_t)n, 0);
-            if (k <= 0)
-                break;
-            n += k;
-        }
-        c->now = vega_now();
-        c->w = load_worker_self(r); /* the task may have moved while it waited */
-        if (c->first_byte) {
-            c->first_byte = false;
-            cli_hist_record(&c->w->first_byte_hist, us_between(c->t_connect, c->now));
-        }
-        if (c->now >= r->measure_start)
-            load_bump(&c->w->bytes, (uint64_t)n);
-        scan_bytes(&c->scan_in, c->in, (size_t)n);
-        e = vega_h2_conn_read(c->h2, c->in, (size_t)n, c->now);
+    c->now = vega_now();
+    c->w = load_worker_self(r);
+    if (c->now >= r->end)
+        return STEP_STOP;
+    if (c->o->rate)
+        schedule(c);
+    if (expire(c))
+        return STEP_FAIL;
+    if (vega_h2_conn_get_expiry(c->h2) <= c->now) {
+        int e = vega_h2_conn_handle_expiry(c->h2, c->now);
         if (e < 0)
             return conn_failed(c, e);
-        vega_h2_error he;
-        if (vega_h2_conn_get_error(c->h2, &he) && he.remote)
-            return conn_failed(c, VEGA_ERR_PROTO);
     }
+    start_requests(c);
+    if (c->failed)
+        return STEP_FAIL;
+    bool at_end;
+    vega_deadline wdl = load_step_deadline(r, c->now, &at_end);
+    int e = flush(c, wdl);
+    if (e == VEGA_ERR_CALLBACK || e == -ENOMEM)
+        return conn_failed(c, e);
+    if (e < 0)
+        return io_failed(c, LOAD_ERR_WRITE, e, at_end);
+    scan_flush(c);
+    if (c->busy == 0 && c->goaway)
+        return STEP_CLOSE; /* §6.8: done with this connection; on to a new one */
+    if (c->busy == 0 && !more_to_do(c))
+        return STEP_STOP;
+    if (!vega_h2_conn_want_read(c->h2))
+        return STEP_CLOSE;
+    return STEP_OK;
+}
+
+/* Feeds what a read of c->in returned (n: bytes, 0 at the end, or an error) to the core.
+ * Returns STEP_OK while the connection goes on. (With -R, under c->mu.) */
+static enum step ingest(struct h2conn *c, vega_ssize n)
+{
+    struct load_run *r = c->r;
+    if (n == 0 || n == VEGA_ERR_TLS_TRUNCATED) /* many servers skip close_notify */
+        return end_of_stream(c);
+    if (n < 0)
+        return io_failed(c, LOAD_ERR_READ, (int)n, false);
+    /* TLS hands out a record per read: the records already here come too, so that the
+     * requests their responses free go out in one write (a later read reports an end or an
+     * error). */
+    while (c->tls && (size_t)n < c->cap && vega_tls_has_buffered(c->tls)) {
+        vega_ssize k = conn_read(c, c->in + n, c->cap - (size_t)n, 0);
+        if (k <= 0)
+            break;
+        n += k;
+    }
+    c->now = vega_now();
+    c->w = load_worker_self(r); /* the task may have moved while it waited */
+    if (c->first_byte) {
+        c->first_byte = false;
+        cli_hist_record(&c->w->first_byte_hist, us_between(c->t_connect, c->now));
+    }
+    if (c->now >= r->measure_start)
+        load_bump(&c->w->bytes, (uint64_t)n);
+    scan_bytes(&c->scan_in, c->in, (size_t)n);
+    int e = vega_h2_conn_read(c->h2, c->in, (size_t)n, c->now);
+    if (e < 0)
+        return conn_failed(c, e);
+    vega_h2_error he;
+    if (vega_h2_conn_get_error(c->h2, &he) && he.remote)
+        return conn_failed(c, VEGA_ERR_PROTO);
+    return STEP_OK;
+}
+
+/* Runs one connection until it must reconnect or the run is over: one task that writes, then
+ * reads until the next deadline (the end, a request's --timeout, the core's timer). */
+static enum step serve(struct h2conn *c)
+{
+    for (;;) {
+        enum step s = tick(c);
+        if (s != STEP_OK)
+            return s;
+        vega_ssize n = conn_read(c, c->in, c->cap, next_deadline(c));
+        if (n == -ETIMEDOUT)
+            continue; /* tick looks at the end, timeouts and the schedule */
+        s = ingest(c, n);
+        if (s != STEP_OK)
+            return s;
+    }
+}
+
+/* -R: the reader task of a connection. It reads without the lock (the only reader of c->in),
+ * feeds the core under it, and wakes the connection's task through its timer. */
+static void *reader_main(void *arg)
+{
+    struct h2conn *c = arg;
+    for (;;) {
+        vega_ssize n = conn_read(c, c->in, c->cap, c->r->end);
+        if (n == -ECANCELED || vega_mutex_lock(&c->mu, VEGA_DEADLINE_NEVER) < 0)
+            return NULL;
+        enum step s = n == -ETIMEDOUT ? STEP_STOP : ingest(c, n);
+        if (s != STEP_OK)
+            c->rstep = s;
+        (void)load_timer_fire(c->tfd);
+        vega_mutex_unlock(&c->mu);
+        if (s != STEP_OK)
+            return NULL;
+    }
+}
+
+/* -R: a task that reads and this one, which sends each request when it falls due on a timer of
+ * the kernel's resolution (waiting in a read, it would wake on the runtime's 1 ms timers: up to
+ * 1 ms of send lateness in every corrected latency). */
+static enum step serve_rated(struct h2conn *c)
+{
+    c->rstep = STEP_OK;
+    int e = vega_task_spawn(&c->reader, reader_main, c);
+    if (e < 0) {
+        load_error(c->r, LOAD_ERR_CONNECT, e);
+        return STEP_FAIL;
+    }
+    enum step s;
+    for (;;) {
+        if (vega_mutex_lock(&c->mu, VEGA_DEADLINE_NEVER) < 0) {
+            s = STEP_STOP;
+            break;
+        }
+        s = c->rstep != STEP_OK ? c->rstep : tick(c);
+        vega_deadline dl = s == STEP_OK ? next_deadline(c) : 0;
+        bool armed = s == STEP_OK && load_timer_arm(c->tfd, c->mono_offset, dl) == 0;
+        vega_mutex_unlock(&c->mu);
+        if (s != STEP_OK)
+            break;
+        /* Armed under the lock: the reader's wake-up after that is never lost. The runtime's
+         * deadline is a backstop only (or the wait itself when arming failed). */
+        vega_deadline back = !armed                                      ? dl
+                             : dl >= VEGA_DEADLINE_NEVER - VEGA_NS_PER_S ? VEGA_DEADLINE_NEVER
+                                                                         : dl + VEGA_NS_PER_S;
+        uint64_t ticks;
+        if (vega_fd_read(c->tfd, &ticks, sizeof(ticks), back) == -ECANCELED) {
+            s = STEP_STOP;
+            break;
+        }
+    }
+    /* The reader ends before the connection does (it may be inside a read of c->in). */
+    vega_task_cancel(c->reader);
+    while (vega_task_join(c->reader, NULL, VEGA_DEADLINE_NEVER) < 0)
+        (void)vega_yield();
+    c->reader = NULL;
+    return s;
 }
 
 /* ---- connecting ------------------------------------------------------------------------------ */
@@ -789,7 +880,7 @@ static void conn_loop(struct h2conn *c)
     for (;;) {
         if (!ensure_open(c))
             return;
-        enum step s = serve(c);
+        enum step s = c->tfd >= 0 ? serve_rated(c) : serve(c);
         attempt_close(c, s == STEP_STOP || s == STEP_CLOSE);
         if (c->completed) /* as http.c: failures in a row */
             c->fails = 0;
@@ -812,6 +903,9 @@ static void conn_loop(struct h2conn *c)
 
 static void conn_free(struct h2conn *c)
 {
+    if (c->tfd >= 0)
+        close(c->tfd);
+    vega_mutex_fini(&c->mu);
     free(c->req);
     free(c->free_slots);
     free(c->in);
@@ -828,6 +922,8 @@ static struct h2conn *conn_new(struct load_run *r)
     c->r = r;
     c->o = o;
     c->q = o->h2_req;
+    c->tfd = -1;
+    vega_mutex_init(&c->mu);
     c->cap = o->h2_buf;
     c->req = calloc(o->streams, sizeof(*c->req));
     c->free_slots = calloc(o->streams, sizeof(*c->free_slots));
@@ -860,6 +956,7 @@ void *load_h2_conn(void *arg)
         double iv = (double)o->conns * 1e9 / (double)o->rate;
         c->interval = iv < 1.0 ? 1 : (uint64_t)iv;
         c->next_due = r->start + (vega_tstamp)((double)c->interval * index / (double)o->conns);
+        c->tfd = load_timer_open(&c->mono_offset); /* -1: the one-task loop, 1 ms timers */
     }
     conn_loop(c);
     if (c->h2 || c->sock)

@@ -77,7 +77,8 @@ start_h2tls() {
     URL="https://127.0.0.1:$PORT"
 }
 
-# start_nginx [nohttp2]: nginx over TLS with http2 (without: HTTP/1.1 only); sets NG_URL.
+# start_nginx [nohttp2]: nginx over TLS with http2 (without: HTTP/1.1 only), and h2c on the Unix
+# socket $T/ng/ng.sock; sets NG_URL.
 start_nginx() {
     command -v nginx >/dev/null || skip "nginx is not installed"
     make_cert
@@ -104,6 +105,10 @@ http {
         listen 127.0.0.1:$port ssl $h2;
         ssl_certificate $T/cert.pem;
         ssl_certificate_key $T/key.pem;
+        root $T/www;
+    }
+    server {
+        listen unix:$p/ng.sock $h2;
         root $T/www;
     }
 }
@@ -221,6 +226,23 @@ start_pyh2() {
     json_check "$T/out.json" 'j["latency_uncorrected_us"]["count"] == j["latency_us"]["count"]'
 }
 
+@test "vega-load --h2: -R with -n is exact; SIGINT ends a -R run (its reader tasks too) with a report" {
+    start_h2c
+    load_json --h2 -c 2 -m 2 -R 1000 -n 100 "$URL/index.html"
+    [ "$status" -eq 0 ]
+    json_check "$T/out.json" 'j["requests"] == 100 and j["latency_uncorrected_us"]["count"] == 100'
+    # The header line is printed once the stop signals are blocked and the run starts.
+    "$LOAD" --h2 -c 4 -m 2 -R 200 -d 30s "$URL/index.html" >"$T/out.txt" 2>"$T/err" &
+    local pid=$! st=0
+    VEGA_BG_PIDS+=("$pid")
+    wait_for_line "$T/out.txt" '^Running 30s test' 10
+    kill -INT "$pid"
+    wait "$pid" || st=$?
+    cat "$T/out.txt" "$T/err"
+    [ "$st" -eq 130 ]
+    grep -q 'Stopped early by SIGINT' "$T/out.txt"
+}
+
 # ---- nginx and h2load --------------------------------------------------------------------------
 
 @test "vega-load --h2 against nginx (http2 over TLS): exact counts, and the same as h2load's" {
@@ -229,6 +251,10 @@ start_pyh2() {
     [ "$status" -eq 0 ]
     json_check "$T/out.json" 'j["protocol"] == "h2" and j["requests"] == 400 and j["status"] == {"200": 400}'
     json_check "$T/out.json" 'j["errors"] == 0 and j["h2"]["data_bytes"] == 400 * 1024'
+    # h2c over a Unix socket (-U), the URL giving the authority and path.
+    load_json --h2 -U "$T/ng/ng.sock" -c 2 -m 4 -n 50 "http://localhost/1k.bin"
+    [ "$status" -eq 0 ]
+    json_check "$T/out.json" 'j["protocol"] == "h2c" and j["requests"] == 50 and j["status"] == {"200": 50}'
     run load_run --h2 -c 1 -n 5 -k "$NG_URL/1k.bin"
     [[ "$output" == *"  TLS: TLSv1."*", ALPN h2"* ]]
     command -v h2load >/dev/null || skip "h2load is not installed (nghttp2-client)"
