@@ -1,11 +1,12 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
 # vega-load's HTTP/2 mode (--h2) as a user runs it, against real servers on loopback: vega-serve
-# (h2c with --h2c, h2 over TLS with ALPN), nginx (http2 over TLS) and h2load (nghttp2-client)
-# as the reference client over the same server, plus a Python h2 server that refuses, resets,
-# limits streams or sends GOAWAY on purpose. Exact -n counts over -c/-m combinations, --json
-# parsed by Python, status counts, the h2-specific lines, usage errors. No timing thresholds:
-# every run is bounded by -n or a short -d, and by timeout(1).
+# (h2c with --h2c, h2 over TLS with ALPN), nginx (http2 over TLS, h2c on a Unix socket) and
+# h2load (nghttp2-client) as the reference client over the same server, plus a Python h2 server
+# that refuses, resets, limits streams or sends GOAWAY on purpose. Exact -n counts over -c/-m/-t
+# combinations, --json parsed by Python, status counts, the h2-specific lines, -R, bodies, TLS
+# without h2, timeouts, SIGINT, usage errors. No timing thresholds: every run is bounded by -n or
+# a short -d, and by timeout(1).
 
 load helpers
 
