@@ -107,8 +107,9 @@ struct curl_opts {
     size_t nresolve;
     uint64_t connect_timeout_ns, max_time_ns, max_filesize;
     const char *write_out;
-    bool parallel;         /* -Z: the URLs at once (over multiplexed streams on HTTP/2) */
-    unsigned parallel_max; /* --parallel-max: transfers at once; default 50, at most 300 */
+    const char *dump_header; /* -D FILE ("-" = stdout): the response heads */
+    bool parallel;           /* -Z: the URLs at once (over multiplexed streams on HTTP/2) */
+    unsigned parallel_max;   /* --parallel-max: transfers at once; default 50, at most 300 */
 };
 
 /* ---- output (output.c) ----------------------------------------------------------------------- */
@@ -297,6 +298,8 @@ int curl_files_store(const struct curl_opts *o, struct curl_saved *s);
 
 /* Runs URL number idx (its -o/-O, -T) and prints --write-out. Returns its exit code. */
 int curl_transfer(struct curl_ctx *cx, size_t idx);
+/* Closes the -D file (at the end of the run). */
+void curl_dump_close(void);
 
 /* A growing buffer with a hard cap; bytes past the cap are dropped and counted. */
 struct tbuf {

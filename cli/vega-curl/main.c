@@ -90,6 +90,8 @@ static const char usage_text[] =
     "  -O, --remote-name        write it to a file named like the URL's last path segment\n"
     "      --remote-name-all    -O for every URL\n"
     "  -i, --include            write the response header before the body\n"
+    "  -D, --dump-header FILE   write the response headers to FILE (- = stdout), every\n"
+    "                           transfer's and every redirect's in order\n"
     "  -f, --fail               exit 22 without output on a status >= 400\n"
     "      --fail-with-body     exit 22 on a status >= 400, after writing the body\n"
     "      --max-filesize SIZE  fail (exit 63) on a body above SIZE bytes (K, M, G suffixes)\n"
@@ -182,6 +184,7 @@ static const struct option long_opts[] = {
     {"location-trusted", no_argument, NULL, OPT_LOCATION_TRUSTED},
     {"max-redirs", required_argument, NULL, OPT_MAX_REDIRS},
     {"include", no_argument, NULL, 'i'},
+    {"dump-header", required_argument, NULL, 'D'},
     {"head", no_argument, NULL, 'I'},
     {"silent", no_argument, NULL, 's'},
     {"show-error", no_argument, NULL, 'S'},
@@ -374,7 +377,7 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
     uint64_t v;
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":X:H:d:GT:o:OLiIsSvfkm:w:A:e:#ZhV", long_opts, NULL)) !=
+    while ((c = getopt_long(argc, argv, ":X:H:d:GT:o:OLiIsSvfkm:w:A:e:#ZD:hV", long_opts, NULL)) !=
            -1) {
         switch (c) {
         case 'X':
@@ -529,6 +532,9 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
             break;
         case '#':
             o->progress_bar = true;
+            break;
+        case 'D':
+            o->dump_header = optarg;
             break;
         case 'Z':
             o->parallel = true;
@@ -736,6 +742,7 @@ static void *main_task(void *arg)
     else
         for (size_t i = 0; i < o->nurls; i++)
             m->code = curl_transfer(&cx, i);
+    curl_dump_close();
     curl_files_take(o, cx.client, &m->saved);
     vega_http_client_free(cx.client);
     vega_tls_config_free(tls);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* One URL: the request from the options, redirects (-L), -v's trace, the body to its sink, and
  * libvega's error codes turned into curl's exit codes and messages. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,12 @@ static void trace_lines(struct tbuf *b, const char *prefix, const char *s, size_
     }
 }
 
+/* Whether response heads are kept for output (-i, -I, -D). */
+static bool wants_heads(const struct curl_opts *o)
+{
+    return o->include || o->head || o->dump_header;
+}
+
 static void on_trace(void *user, bool is_request, const void *head, size_t len)
 {
     struct xfer *x = user;
@@ -68,7 +75,7 @@ static void on_trace(void *user, bool is_request, const void *head, size_t len)
         x->res.size_request += len;
     } else {
         x->res.size_header += len;
-        if (x->o->include || x->o->head)
+        if (wants_heads(x->o))
             tbuf_put(&x->heads, head, len);
     }
     if (x->o->verbose)
@@ -157,12 +164,49 @@ static void verbose_connection(struct xfer *x, const vega_http_client_info *in)
         info_line("using HTTP/2, stream %llu", (unsigned long long)in->stream_id);
 }
 
-/* The response head for -i: the raw bytes when the trace hook gave them, else rebuilt. */
+/* -D FILE: every head of every transfer, in order (the file made on the first one). */
+static FILE *dump_file;
+
+void curl_dump_close(void)
+{
+    if (dump_file)
+        fclose(dump_file);
+    dump_file = NULL;
+}
+
+static int write_dump(struct xfer *x, const void *p, size_t len)
+{
+    const struct curl_opts *o = x->o;
+    if (strcmp(o->dump_header, "-") == 0) {
+        struct curl_sink s;
+        curl_sink_init(&s, "-");
+        return curl_sink_write(&s, o, p, len, false);
+    }
+    if (!dump_file && !(dump_file = fopen(o->dump_header, "w")))
+        return curl_fail_msg(x, CE_WRITE_ERROR, "Failed to open %s: %s", o->dump_header,
+                             strerror(errno));
+    if (fwrite(p, 1, len, dump_file) != len || fflush(dump_file) != 0)
+        return curl_fail_msg(x, CE_WRITE_ERROR, "Failure writing to %s", o->dump_header);
+    return 0;
+}
+
+/* Writes a response head where -i/-I (with the body) and -D want it. */
+static int put_heads(struct xfer *x, const void *p, size_t len)
+{
+    int code = 0;
+    if (x->o->include || x->o->head)
+        code = curl_sink_write(&x->sink, x->o, p, len, false);
+    if (code == 0 && x->o->dump_header)
+        code = write_dump(x, p, len);
+    return code;
+}
+
+/* The response head for -i and -D: the raw bytes when the trace hook gave them, else rebuilt. */
 static int write_heads(struct xfer *x, const vega_http_client_info *in)
 {
     int code = 0;
     if (x->heads.len) {
-        code = curl_sink_write(&x->sink, x->o, x->heads.p, x->heads.len, false);
+        code = put_heads(x, x->heads.p, x->heads.len);
     } else {
         struct tbuf b = {.max = HEADS_MAX};
         char line[64];
@@ -181,7 +225,7 @@ static int write_heads(struct xfer *x, const vega_http_client_info *in)
             tbuf_put(&b, "\r\n", 2);
         }
         tbuf_put(&b, "\r\n", 2);
-        code = curl_sink_write(&x->sink, x->o, b.p, b.len, false);
+        code = put_heads(x, b.p, b.len);
         tbuf_free(&b);
     }
     x->heads.len = 0;
@@ -529,7 +573,7 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
                                  "the Location of a %d response is not a usable URL",
                                  x->res.status);
         }
-        if (o->include || o->head) {
+        if (wants_heads(o)) {
             int code = write_heads(x, in);
             if (code) {
                 vega_http_client_response_free(resp);
@@ -618,7 +662,7 @@ static int run(struct xfer *x, struct curl_ctx *cx, size_t idx)
         return curl_fail_msg(x, CE_HTTP_RETURNED_ERROR, "The requested URL returned error: %d",
                              x->res.status);
     }
-    if ((o->include || o->head) && (code = write_heads(x, in)) != 0) {
+    if (wants_heads(o) && (code = write_heads(x, in)) != 0) {
         vega_http_client_response_free(resp);
         return code;
     }

@@ -101,6 +101,21 @@ certs() {
     [[ "$output" == *"1.1" ]]
 }
 
+@test "-D FILE and -D - write the HTTP/2 heads as curl does (status line and names)" {
+    serve --tls
+    run vc -sk -D "$T/d" "https://127.0.0.1:$SPORT/p1.txt" "https://127.0.0.1:$SPORT/p2.txt"
+    [ "$status" -eq 0 ]
+    [ "$output" = "$(printf 'part 1\npart 2')" ]
+    [ "$(grep -c $'^HTTP/2 200 \r$' "$T/d")" -eq 2 ]
+    run vc -sk -D - -o /dev/null "https://127.0.0.1:$SPORT/p1.txt"
+    [[ "$output" == "HTTP/2 200 "* ]]
+    [[ "$output" == *"content-length: 7"* ]]
+    if command -v curl >/dev/null; then
+        curl -sk -D "$T/c" -o /dev/null "https://127.0.0.1:$SPORT/p1.txt" "https://127.0.0.1:$SPORT/p2.txt"
+        cmp <(cut -d: -f1 "$T/d") <(cut -d: -f1 "$T/c")
+    fi
+}
+
 @test "a server without HTTP/2: ALPN falls back to HTTP/1.1" {
     serve --tls --no-http2
     run vc -skv -o /dev/null -w '%{http_version}' "https://127.0.0.1:$SPORT/file.txt"
