@@ -91,8 +91,10 @@ static int on_headers(void *ud, int32_t id, const vega_h2_head *hd)
     } else {
         if (final)
             r->head_done = true;
-        if (hd->end_stream || hd->kind == VEGA_H2_HEAD_TRAILERS)
+        if (hd->end_stream || hd->kind == VEGA_H2_HEAD_TRAILERS) {
             r->h2_end = true;
+            r->info.t_done = vega_now();
+        }
     }
     r->any_byte = true;
     if (!r->info.t_first_byte)
