@@ -128,6 +128,17 @@ static void check_rc(long rc, const char *what)
     fail("an undocumented code", rc);
 }
 
+/* With HTTP_CLIENT_FUZZ_TRACE set: one line per request, to see what an input does. */
+static void trace_line(unsigned k, int rc, int status, long body)
+{
+    static int on = -1;
+    if (on < 0)
+        on = getenv("HTTP_CLIENT_FUZZ_TRACE") != NULL;
+    if (on)
+        fprintf(stderr, "request %u: send %s, status %d, body %ld\n", k,
+                rc ? vega_err_name(rc) : "ok", status, body);
+}
+
 static vega_ssize body_fn(void *user, void *buf, size_t len)
 {
     unsigned *left = user;
@@ -173,6 +184,7 @@ static void *request_main(void *arg)
     if (rc < 0) {
         if (r)
             fail("a response with an error", rc);
+        trace_line(q->k, rc, 0, 0);
         return NULL;
     }
     const vega_http_client_info *in = vega_http_client_response_info(r);
@@ -192,6 +204,7 @@ static void *request_main(void *arg)
         if (o->drop_early && total > 0)
             break;
     } while (n > 0);
+    trace_line(q->k, 0, in->status, n < 0 ? (long)n : (long)total);
     if (o->small_body && total > 300)
         fail("a body larger than max_body", (long)total);
     if (!o->drop_early && n != -ETIMEDOUT) {
