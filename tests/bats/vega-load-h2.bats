@@ -330,6 +330,16 @@ start_pyh2() {
     [ "$(grep -c "^:authority: ${PY_URL#http://}$" "$T/req.txt")" -eq 4 ]
     [ "$(grep -c '^x-test: one two$' "$T/req.txt")" -eq 4 ]
     [ "$(grep -c '^accept: \*/\*$' "$T/req.txt")" -eq 4 ]
+    # -H Host becomes :authority (RFC 9113 §8.3.1), not a host field; a body brings its length.
+    : >"$T/req.txt"
+    printf 'abc' >"$T/body.txt"
+    load_json --h2 -c 1 -n 2 -H 'Host: example.test' --body "$T/body.txt" "$PY_URL/up"
+    [ "$status" -eq 0 ]
+    cat "$T/req.txt"
+    [ "$(grep -c '^:authority: example.test$' "$T/req.txt")" -eq 2 ]
+    [ "$(grep -c '^:method: POST$' "$T/req.txt")" -eq 2 ]
+    [ "$(grep -c '^content-length: 3$' "$T/req.txt")" -eq 2 ]
+    ! grep -qi '^host:' "$T/req.txt"
 }
 
 @test "vega-load --h2: refused streams are retried, so -n is still exact" {
