@@ -168,6 +168,30 @@ int vega_h2_conn_server_new_versioned(vega_h2_conn **out, const vega_h2_callback
     return conn_new(out, cb, o, user_data, opts_version, true);
 }
 
+void vega_h2_conn_shrink(vega_h2_conn *c)
+{
+    if (!c)
+        return;
+    const vega_mem *m = c->o.mem;
+    /* a block that is being reassembled keeps its bytes; an empty buffer grows from nothing
+     * again (vega__h2_headers_fragment reallocates from NULL) */
+    if (c->hb.len == 0) {
+        vega__mem_free(m, c->hb.buf);
+        c->hb.buf = NULL;
+        c->hb.cap = 0;
+    }
+    vega__h2_fs_free(c); /* used only inside a read */
+    /* the queue's counters stay: marks compare with them */
+    if (!vega__h2_q_pending(&c->q) && !c->q.mlen) {
+        vega__mem_free(m, c->q.p);
+        vega__mem_free(m, c->q.marks);
+        c->q.p = NULL;
+        c->q.marks = NULL;
+        c->q.off = c->q.len = c->q.cap = 0;
+        c->q.mfirst = c->q.mcap = 0;
+    }
+}
+
 void vega_h2_conn_free(vega_h2_conn *c)
 {
     if (!c)

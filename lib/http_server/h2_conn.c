@@ -373,6 +373,10 @@ static enum park try_park(struct h2s_conn *h)
         h->idle_since = 0;
         return reader_start(h) < 0 ? PARK_END : PARK_AGAIN;
     }
+    /* parked, the connection holds its state alone: no task, no buffer of ours or the core's */
+    vega__h2s_lock(h);
+    vega_h2_conn_shrink(h->core);
+    vega__h2s_unlock(h);
     buffers_put(h);
     vega_deadline dl = VEGA__MIN(h->idle_dl, (vega_deadline)expiry);
     return vega__srv_park(c, dl) ? PARK_DONE : PARK_END;
