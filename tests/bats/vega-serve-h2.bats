@@ -4,8 +4,9 @@
 # knowledge and Upgrade over cleartext), nghttp (the frames on the wire), h2load (many streams
 # per connection) and a Python client on Debian's python3-h2 (vega-serve-h2.py: Rapid Reset,
 # a zero-window reader, priorities, trailers, a graceful stop watched frame by frame). Ranges,
-# conditional requests, HEAD and a 64 MiB download over h2; the access log; --no-http2; both drivers.
-# Loopback only, ephemeral ports.
+# conditional requests, HEAD and a 64 MiB download over h2; the access log; --no-http2; both
+# drivers. Loopback only, ephemeral ports. Peers that are not installed skip their tests
+# (scripts/deps.sh installs them all).
 
 load helpers
 
@@ -83,6 +84,14 @@ h2py() {
     timeout 60 "$PY" "$BATS_TEST_DIRNAME/vega-serve-h2.py" "$@"
 }
 
+need_h2py() {
+    "$PY" -c 'import h2' 2>/dev/null || skip "python3-h2 is not installed"
+}
+
+need() {
+    command -v "$1" >/dev/null || skip "$1 is not installed (${2:-nghttp2-client})"
+}
+
 # start_own ARGS...: a server of this test's own; sets OWN_PID, OWN_LOG, OWN_PORT.
 start_own() {
     OWN_LOG="$T/own.log"
@@ -144,6 +153,7 @@ start_own() {
 }
 
 @test "conditional requests and HEAD over h2" {
+    need nghttp
     ct -D "$T/h" -o /dev/null "$UT/hello.txt"
     local etag lm
     etag="$(sed -nE 's/^etag: (.*)\r$/\1/p' "$T/h")"
@@ -189,6 +199,7 @@ start_own() {
 # ---- nghttp and h2load ---------------------------------------------------------------------------
 
 @test "nghttp: the server's SETTINGS, the answer's frames, several streams on one connection" {
+    need nghttp
     run timeout 20 nghttp -nv "$UT/hello.txt"
     [ "$status" -eq 0 ]
     [[ "$output" == *"recv SETTINGS frame <length="*"[SETTINGS_MAX_CONCURRENT_STREAMS(0x03):"* ]]
@@ -205,6 +216,7 @@ start_own() {
 }
 
 @test "h2load: 4 connections x 32 streams, 2000 requests, every one 200, bytes exact" {
+    need h2load
     local u
     for u in "$UT/1k.bin" "$UC/1k.bin"; do
         run timeout 60 h2load -c 4 -m 32 -n 2000 "$u"
@@ -220,6 +232,7 @@ start_own() {
 # ---- python3-h2 ----------------------------------------------------------------------------------
 
 @test "python-h2: SETTINGS, trailers and priorities (TLS and h2c)" {
+    need_h2py
     local t
     for t in "127.0.0.1 $PORT_tls --tls" "127.0.0.1 $PORT_h2c"; do
         # shellcheck disable=SC2086
@@ -232,17 +245,20 @@ start_own() {
 }
 
 @test "python-h2: Rapid Reset bursts, then a normal request is still served" {
+    need_h2py
     h2py rapid-reset 127.0.0.1 "$PORT_tls" --tls
     h2py rapid-reset 127.0.0.1 "$PORT_h2c"
     [ "$(ct "$UT/hello.txt")" = "hello world" ]
 }
 
 @test "python-h2: a zero-window reader gets heads only, others are served, then all of it" {
+    need_h2py
     h2py zero-window 127.0.0.1 "$PORT_tls" --tls --path /1m.bin --sha256 "$(sha "$ROOT/1m.bin")"
     h2py zero-window 127.0.0.1 "$PORT_h2c" --path /1m.bin --sha256 "$(sha "$ROOT/1m.bin")"
 }
 
 @test "SIGTERM: GOAWAY, the download in flight completes, exit 0 (TLS and h2c)" {
+    need_h2py
     local mode
     for mode in "--tls --no-http3" "--h2c"; do
         # shellcheck disable=SC2086
@@ -257,6 +273,7 @@ start_own() {
 }
 
 @test "both drivers serve HTTP/2 (curl, h2load)" {
+    need h2load
     local d
     for d in uring epoll; do
         OWN_LOG="$T/own.$d.log"
