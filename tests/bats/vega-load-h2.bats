@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
 # vega-load's HTTP/2 mode (--h2) as a user runs it, against real servers on loopback: vega-serve
-# (h2c with --h2c, h2 over TLS with ALPN), nginx (http2 over TLS, h2c on a Unix socket) and
-# h2load (nghttp2-client) as the reference client over the same server, plus a Python h2 server
+# (h2c with --h2c, h2 over TLS with ALPN), nginx (http2 over TLS, h2c on a Unix socket), nghttpd;
+# h2load (nghttp2-client) as the reference client over the same server; and a Python h2 server
 # that refuses, resets, limits streams or sends GOAWAY on purpose. Exact -n counts over -c/-m/-t
 # combinations, --json parsed by Python, status counts, the h2-specific lines, -R, bodies, TLS
 # without h2, timeouts, SIGINT, usage errors. No timing thresholds: every run is bounded by -n or
@@ -314,6 +314,34 @@ start_pyh2() {
     echo "$output"
     [ "$status" -eq 1 ]
     [[ "$output" == *"did not choose HTTP/2 in the TLS handshake (ALPN: none)"* ]]
+}
+
+@test "vega-load --h2 against nghttpd (nghttp2's server): h2 over TLS and h2c" {
+    command -v nghttpd >/dev/null || skip "nghttpd is not installed (nghttp2-server)"
+    make_cert
+    local port i
+    for tls in yes no; do
+        port="$(free_port)"
+        if [ "$tls" = yes ]; then
+            start_bg "$T/nghttpd.log" nghttpd -d "$T/www" "$port" "$T/key.pem" "$T/cert.pem"
+        else
+            start_bg "$T/nghttpd.log" nghttpd -d "$T/www" --no-tls "$port"
+        fi
+        for ((i = 0; i < 200; i++)); do
+            ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
+            sleep 0.05
+        done
+        if [ "$tls" = yes ]; then
+            load_json --h2 -c 3 -m 6 -n 150 -k "https://127.0.0.1:$port/1k.bin"
+            json_check "$T/out.json" 'j["protocol"] == "h2"'
+        else
+            load_json --h2 -c 3 -m 6 -n 150 "http://127.0.0.1:$port/1k.bin"
+            json_check "$T/out.json" 'j["protocol"] == "h2c"'
+        fi
+        [ "$status" -eq 0 ]
+        json_check "$T/out.json" 'j["requests"] == 150 and j["status"] == {"200": 150} and j["errors"] == 0'
+        json_check "$T/out.json" 'j["h2"]["data_bytes"] == 150 * 1024'
+    done
 }
 
 # ---- a misbehaving server ----------------------------------------------------------------------
