@@ -663,8 +663,9 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
         cli_usage_error("HTTP/2 (--h2, --alpn-list h2 or the mode 'h2') and HTTP/3 (--h3, "
                         "--alpn-list h3 or the mode 'h3') contradict each other");
     if ((o->h3 || o->h2) && (alpn == LOAD_ALPN_HTTP11 || h1_flag))
-        cli_usage_error("HTTP/%d (--h%d or the mode 'h%d') and %s contradict each other",
-                        o->h3 ? 3 : 2, o->h3 ? 3 : 2, o->h3 ? 3 : 2,
+        cli_usage_error("HTTP/%d (--h%d, --alpn-list h%d or the mode 'h%d') and %s contradict "
+                        "each other",
+                        o->h3 ? 3 : 2, o->h3 ? 3 : 2, o->h3 ? 3 : 2, o->h3 ? 3 : 2,
                         h1_flag ? "--h1" : "--alpn-list http/1.1");
     if (o->unix_path && o->family != AF_UNSPEC)
         cli_usage_error("-4/-6 cannot be used with -U");
