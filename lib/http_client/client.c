@@ -294,6 +294,12 @@ static int build_head(vega_http_client *c, struct hc_req *rq)
     }
     if (req->expect_continue && rq->has_body && rq->version == 11)
         ADD("Expect", "100-continue", 12);
+    if (rq->h2_upgrade && !user_has(req, "connection") && !user_has(req, "upgrade")) {
+        /* RFC 7540 §3.2.1: our SETTINGS as base64url: SETTINGS_ENABLE_PUSH 0 */
+        ADD("Connection", "Upgrade, HTTP2-Settings", 23);
+        ADD("Upgrade", "h2c", 3);
+        ADD("HTTP2-Settings", "AAIAAAAA", 8);
+    }
 #undef ADD
     for (size_t i = 0; i < nf; i++)
         total += f[i].name_len + f[i].value_len + 4;
@@ -328,6 +334,11 @@ static int pick_version(vega_http_client *c, const vega_http_client_request *req
          * it, and it is not done here). */
         rq->h2 = rq->key.tls || req->version == VEGA_HTTP_CLIENT_V2_PRIOR;
         rq->h2_prior = !rq->key.tls && req->version == VEGA_HTTP_CLIENT_V2_PRIOR;
+        /* http:// without prior knowledge: "Upgrade: h2c" on a request without a body (RFC
+         * 7540 §3.2, as curl's --http2); one with a body stays HTTP/1.1 */
+        if (!rq->key.tls && req->version == VEGA_HTTP_CLIENT_V2 && !req->body && !req->body_fn &&
+            !req->body_file)
+            rq->h2 = rq->h2_upgrade = true;
         return 0;
     }
     if (req->version == VEGA_HTTP_CLIENT_V3) {

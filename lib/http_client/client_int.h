@@ -276,17 +276,19 @@ struct vega_http_client_response {
     /* parsing */
     vega_http1_parser parser;
     vega_http1_callbacks cb;
-    bool in_interim;  /* the head being parsed is a 1xx */
-    bool got_100;     /* a 100 (Continue) arrived */
-    unsigned interim; /* 1xx responses seen */
-    bool head_done;   /* the final head was parsed */
-    bool msg_done;    /* the final response ended */
-    bool keep_alive;  /* the final head allows another request on the connection */
-    bool unusable;    /* something makes the connection unfit for reuse */
-    bool eof;         /* the connection ended */
-    bool any_byte;    /* a response byte arrived */
-    bool body_unsent; /* the request body was not (fully) sent */
-    int err;          /* sticky error of the body reader, 0 when none */
+    bool in_interim;    /* the head being parsed is a 1xx */
+    bool got_100;       /* a 100 (Continue) arrived */
+    unsigned interim;   /* 1xx responses seen */
+    bool head_done;     /* the final head was parsed */
+    bool msg_done;      /* the final response ended */
+    bool keep_alive;    /* the final head allows another request on the connection */
+    bool unusable;      /* something makes the connection unfit for reuse */
+    bool eof;           /* the connection ended */
+    bool any_byte;      /* a response byte arrived */
+    bool body_unsent;   /* the request body was not (fully) sent */
+    bool upgrade_asked; /* the request said "Upgrade: h2c" */
+    bool upgraded;      /* ... and a 101 came: the parser stopped after its head */
+    int err;            /* sticky error of the body reader, 0 when none */
     vega_http1_framing framing;
     int cb_err; /* a callback's failure (-ENOMEM, VEGA_ERR_PROTO) */
 
@@ -386,10 +388,11 @@ struct hc_req {
     bool chunked;
     bool idempotent;
     bool safe;
-    bool h3;       /* go over HTTP/3 (version 30, or an Alt-Svc alternative) */
-    bool fallback; /* and race TCP */
-    bool h2;       /* may go over HTTP/2: ALPN h2 offered on https, or h2c prior knowledge */
-    bool h2_prior; /* HTTP/2 without negotiation (h2c on http://) */
+    bool h3;         /* go over HTTP/3 (version 30, or an Alt-Svc alternative) */
+    bool fallback;   /* and race TCP */
+    bool h2;         /* may go over HTTP/2: ALPN h2 offered on https, or h2c prior knowledge */
+    bool h2_prior;   /* HTTP/2 without negotiation (h2c on http://) */
+    bool h2_upgrade; /* http:// with version 20 and no body: "Upgrade: h2c" (RFC 7540 §3.2) */
     struct hc_key key;
     char host_for_tls[HC_MAX_HOST + 1];
     char alt_host[HC_MAX_HOST + 1]; /* where QUIC goes (the origin's host when no Alt-Svc) */
@@ -472,6 +475,12 @@ int vega__hc_h2_connect(vega_http_client *c, const struct hc_req *rq, bool fresh
                         vega_http_client_info *info, vega_deadline dl, struct hc_h2 **h,
                         struct hc_conn **h1);
 void vega__hc_h2_release(struct hc_h2 *h);
+/* h2c Upgrade: conn (taken) answered 101 to r's request; f: the request's HTTP/2 header section
+ * (for the core's stream 1); rest: the bytes read after the 101. r then reads stream 1; the
+ * connection is pooled (*out: r's reference, counted in active). */
+int vega__hc_h2_adopt(vega_http_client *c, const struct hc_req *rq, struct hc_conn *conn,
+                      const vega_hpack_field *f, size_t nf, vega_http_client_response *r,
+                      const uint8_t *rest, size_t rest_len, struct hc_h2 **out);
 void vega__hc_h2_shutdown(vega_http_client *c);
 /* Marks h dead with err (mu held) and wakes every request on it. */
 void vega__hc_h2_kill(struct hc_h2 *h, int err);

@@ -204,8 +204,8 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-/* The core and the two tasks of a connection whose transport is h->s. */
-static int start(vega_http_client *c, struct hc_h2 *h)
+/* The core of a connection (upgraded: our HPACK encoder keeps no table, see adopt). */
+static int core_make(vega_http_client *c, struct hc_h2 *h, bool upgraded)
 {
     vega_h2_opts o;
     vega_h2_opts_init(&o);
@@ -217,11 +217,20 @@ static int start(vega_http_client *c, struct hc_h2 *h)
     o.max_fields = (uint32_t)(c->o.limits.max_fields ? c->o.limits.max_fields : 100) + 1;
     if (c->o.limits.max_field_section && c->o.limits.max_field_section < UINT32_MAX)
         o.max_header_list_size = (uint32_t)c->o.limits.max_field_section;
+    if (upgraded)
+        o.encoder_table_size = VEGA_HPACK_TABLE_OFF;
     int rc = vega_h2_conn_client_new(&h->core, &vega__hc_h2_callbacks, &o, h);
     if (rc < 0)
         return rc;
     if (!(h->out = vega__mem_malloc(c->o.mem, HC_H2_OUT)))
         return -ENOMEM;
+    return 0;
+}
+
+/* The two tasks of a connection whose transport is h->s and core is made. */
+static int tasks_start(vega_http_client *c, struct hc_h2 *h)
+{
+    int rc;
     if ((rc = vega_task_spawn(&h->reader, reader_main, h)) < 0)
         return rc;
     atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed); /* the writer's */
@@ -422,7 +431,9 @@ int vega__hc_h2_connect(vega_http_client *c, const struct hc_req *rq, bool fresh
         h->t_dns = info->t_dns;
         h->t_connect = info->t_connect;
         h->t_tls = info->t_tls;
-        rc = start(c, h);
+        rc = core_make(c, h, false);
+        if (rc == 0)
+            rc = tasks_start(c, h);
         rc = rc < 0 ? rc : 1;
     }
     connect_done(c, h, rc < 0 ? rc : 1);
@@ -462,4 +473,129 @@ void vega__hc_h2_shutdown(vega_http_client *c)
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
     }
+}
+
+/* ---- h2c Upgrade (RFC 7540 §3.2) --------------------------------------------------------------
+ * The request went as HTTP/1.1 with "Upgrade: h2c" and the server answered 101: the connection
+ * now speaks HTTP/2 and its stream 1 carries that request's response (half-closed on our side).
+ * The core has no way to open stream 1 without sending its HEADERS, so the request is submitted
+ * again and its header block is taken out of the first bytes the core writes; our HPACK encoder
+ * keeps no dynamic table on such a connection, so the block the server never sees leaves no
+ * state behind (RFC 7541 §2.3.2). */
+
+/* Drops the HEADERS (and CONTINUATION) frames of stream 1 from out[0..n) after the connection
+ * preface's magic; the first write holds them whole. Returns the bytes left, or -1. */
+static vega_ssize drop_stream1_head(uint8_t *out, size_t n)
+{
+    size_t at = 24, to = 24; /* "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" */
+    bool dropped = false;
+    while (at < n) {
+        if (!vega__fits(at, 9, n))
+            return -1;
+        size_t len = (size_t)out[at] << 16 | (size_t)out[at + 1] << 8 | out[at + 2];
+        uint8_t type = out[at + 3];
+        uint32_t sid = ((uint32_t)out[at + 5] << 24 | (uint32_t)out[at + 6] << 16 |
+                        (uint32_t)out[at + 7] << 8 | out[at + 8]) &
+                       0x7fffffffu;
+        if (!vega__fits(at + 9, len, n))
+            return -1;
+        bool drop = sid == 1 && (type == 0x1 || type == 0x9);
+        if (!drop) {
+            memmove(out + to, out + at, 9 + len);
+            to += 9 + len;
+        }
+        dropped |= drop;
+        at += 9 + len;
+    }
+    return dropped ? (vega_ssize)to : -1;
+}
+
+int vega__hc_h2_adopt(vega_http_client *c, const struct hc_req *rq, struct hc_conn *conn,
+                      const vega_hpack_field *f, size_t nf, vega_http_client_response *r,
+                      const uint8_t *rest, size_t rest_len, struct hc_h2 **out)
+{
+    *out = NULL;
+    struct hc_h2 *h = vega__mem_calloc(c->o.mem, 1, sizeof *h);
+    if (!h)
+        return -ENOMEM;
+    h->c = c;
+    h->key = rq->key;
+    pthread_mutex_init(&h->mu, NULL);
+    vega_notify_init(&h->wake);
+    atomic_init(&h->refs, 2); /* the request's and the pool's */
+    atomic_init(&h->usable, false);
+    atomic_init(&h->closing, false);
+    h->s = conn->s; /* the connection is ours now (freed below, its stream kept) */
+    h->peer = conn->peer;
+    vega__mem_free(conn->mem, conn);
+    r->conn = NULL;
+    r->h2 = h;
+    int32_t id = 0;
+    int rc = core_make(c, h, true);
+    if (rc == 0)
+        rc = vega_h2_submit_request(h->core, f, nf, VEGA_H2_FLAG_END_STREAM, r, &id);
+    if (rc == 0 && id != 1)
+        rc = VEGA_ERR_INTERNAL;
+    vega_ssize n = 0;
+    if (rc == 0) {
+        r->h2_id = 1;
+        r->info.stream_id = 1;
+        n = vega_h2_conn_write(h->core, h->out, HC_H2_OUT, vega_now());
+        n = n > 0 ? drop_stream1_head(h->out, (size_t)n) : -1;
+        if (n < 0)
+            rc = VEGA_ERR_INTERNAL;
+    }
+    if (rc == 0) {
+        vega_ssize w = vega_stream_write(h->s, h->out, (size_t)n, NULL, r->dl);
+        if (w < 0)
+            rc = (int)w;
+    }
+    if (rc == 0 && rest_len) {
+        /* what came after the 101 (the server's SETTINGS, maybe the answer) */
+        pthread_mutex_lock(&h->mu);
+        r->h2_listed = true;
+        r->h2_next = h->reqs;
+        h->reqs = r;
+        rc = vega_h2_conn_read(h->core, rest, rest_len, vega_now());
+        pthread_mutex_unlock(&h->mu);
+        if (rc < 0) {
+            pthread_mutex_lock(&h->mu);
+            core_failed(h, rc);
+            pthread_mutex_unlock(&h->mu);
+            rc = 0; /* the request learns it as its error; the writer sends the GOAWAY */
+        }
+    } else if (rc == 0) {
+        pthread_mutex_lock(&h->mu);
+        r->h2_listed = true;
+        r->h2_next = h->reqs;
+        h->reqs = r;
+        pthread_mutex_unlock(&h->mu);
+    }
+    if (rc == 0)
+        rc = tasks_start(c, h);
+    pthread_mutex_lock(&c->mu);
+    if (rc == 0) {
+        h->state = HC_H2_READY;
+        h->active = 1;
+        atomic_store(&h->usable, !h->dead);
+        list_push(c, h);
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (rc < 0) {
+        /* r keeps its reference: vega_http_client_response_free drops it; the pool's goes */
+        if (h->core && r->h2_id)
+            (void)vega_h2_stream_set_user_data(h->core, r->h2_id, NULL);
+        pthread_mutex_lock(&h->mu);
+        for (vega_http_client_response **pp = &h->reqs; *pp; pp = &(*pp)->h2_next)
+            if (*pp == r) {
+                *pp = r->h2_next;
+                break;
+            }
+        r->h2_listed = false;
+        pthread_mutex_unlock(&h->mu);
+        vega__hc_h2_release(h);
+        return rc;
+    }
+    *out = h;
+    return 0;
 }

@@ -368,7 +368,33 @@ int vega__hc_attempt_h2(vega_http_client *c, const struct hc_req *rq, struct hc_
 
 /* ---- HTTP/2 or, as ALPN says, HTTP/1.1 ------------------------------------------------------- */
 
-/* An HTTP/1.1 exchange on conn (a pooled one, or a new one ALPN gave to HTTP/1.1). */
+/* The request went with "Upgrade: h2c" and the server switched (101): the connection becomes
+ * an HTTP/2 one whose stream 1 is r's response. */
+static int upgraded(vega_http_client *c, const struct hc_req *rq, vega_http_client_response *r)
+{
+    struct h2_head hh = {0};
+    int rc = head_fields(c, rq, &hh);
+    struct hc_conn *conn = r->conn;
+    struct hc_h2 *h = NULL;
+    if (rc == 0)
+        rc =
+            vega__hc_h2_adopt(c, rq, conn, hh.f, hh.n, r, r->rbuf + r->rpos, r->rend - r->rpos, &h);
+    vega__mem_free(c->o.mem, hh.f);
+    vega__mem_free(c->o.mem, hh.names);
+    if (rc < 0 && r->conn) /* not adopted: the HTTP/1.1 side has nothing more to say */
+        r->unusable = true;
+    r->rpos = r->rend = 0;
+    if (rc == 0) {
+        r->info.version = VEGA_HTTP_CLIENT_V2;
+        rc = vega__hc_h2_read_head(r, r->dl);
+    }
+    if (rc == 0 && rq->req->decompress)
+        rc = vega__hc_set_decoder(r);
+    return rc;
+}
+
+/* An HTTP/1.1 exchange on conn (a pooled one, or a new one ALPN gave to HTTP/1.1); with
+ * rq->h2_upgrade it asks for h2c and follows a 101. */
 static int over_h1(vega_http_client *c, const struct hc_req *rq, struct hc_conn *conn,
                    const vega_http_client_info *tinfo, bool reused, vega_tstamp start,
                    vega_deadline dl, bool *used, bool *got_bytes, vega_http_client_response **out)
@@ -379,6 +405,7 @@ static int over_h1(vega_http_client *c, const struct hc_req *rq, struct hc_conn 
         vega__hc_conn_close(conn);
         return rc;
     }
+    r->upgrade_asked = rq->h2_upgrade;
     r->dl = dl;
     r->info.t_start = start;
     r->info.reused = reused;
@@ -388,6 +415,8 @@ static int over_h1(vega_http_client *c, const struct hc_req *rq, struct hc_conn 
         r->info.t_tls = tinfo->t_tls;
     }
     rc = vega__hc_exchange_h1(c, rq, r, conn, used, got_bytes);
+    if (rc == 0 && r->upgraded)
+        rc = upgraded(c, rq, r);
     if (rc < 0) {
         vega_http_client_response_free(r);
         return rc;
@@ -417,7 +446,13 @@ int vega__hc_send_h2(vega_http_client *c, const struct hc_req *rq, vega_tstamp s
         /* an origin that spoke HTTP/1.1 before left its connections in the HTTP/1.1 pool */
         if (!h && !fresh && !rq->h2_prior && vega__hc_pool_take(c, &rq->key, &conn) > 0)
             reused = true;
-        if (!h && !conn) {
+        if (!h && !conn && rq->h2_upgrade) {
+            /* h2c Upgrade: an HTTP/1.1 connection that asks */
+            vega_deadline cdl = hc_dl_min(dl, vega_deadline_in_ns(c->o.connect_timeout_ns));
+            rc = vega__hc_connect(c, &rq->key, rq->host_for_tls, true, &tinfo, cdl, &conn);
+            if (rc < 0)
+                return rc;
+        } else if (!h && !conn) {
             vega_deadline cdl = hc_dl_min(dl, vega_deadline_in_ns(c->o.connect_timeout_ns));
             rc = vega__hc_h2_connect(c, rq, fresh, &tinfo, cdl, &h, &conn);
             if (rc < 0)

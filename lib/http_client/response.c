@@ -83,7 +83,9 @@ void vega__hc_trace_flush(vega_http_client_response *r)
 static int on_status(void *ud, int version, int status, vega_http1_span reason)
 {
     vega_http_client_response *r = ud;
-    if (status == 101) {
+    if (status == 101 && r->upgrade_asked) {
+        r->upgraded = true; /* h2c (RFC 7540 §3.2): HTTP/2 follows the head */
+    } else if (status == 101) {
         /* Nothing asked for an upgrade, so the connection cannot continue as HTTP/1.1. */
         r->cb_err = VEGA_ERR_PROTO;
         return 1;
@@ -157,6 +159,8 @@ static int on_headers_complete(void *ud, const vega_http1_head *h)
 {
     vega_http_client_response *r = ud;
     vega__hc_trace_flush(r);
+    if (r->upgraded)
+        return 1; /* stop here: the rest is HTTP/2 */
     if (r->in_interim)
         return 0;
     r->head_done = true;
@@ -211,6 +215,8 @@ static int parse_some(vega_http_client_response *r)
     r->bpos = r->blen = 0;
     int rc = vega_http1_parser_read(&r->parser, r->rbuf + r->rpos, n, &consumed);
     r->rpos += consumed;
+    if (r->upgraded)
+        return 0; /* rbuf[rpos..rend) is the first HTTP/2 input */
     if (r->msg_done) {
         /* Stopped by on_message_complete: bytes after the response spoil the connection. */
         if (r->rpos != r->rend)
@@ -255,7 +261,7 @@ static int fill(vega_http_client_response *r, vega_deadline dl)
 
 int vega__hc_read_head(vega_http_client_response *r, bool stop_at_100, vega_deadline dl)
 {
-    while (!r->head_done) {
+    while (!r->head_done && !r->upgraded) {
         if (stop_at_100 && r->got_100)
             return 0;
         if (r->rpos == r->rend) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
 # vega-curl over HTTP/2 as a user runs it: against vega-serve (--tls: ALPN h2; --h2c: prior
-# knowledge), nghttpd (nghttp2-server: TLS and cleartext, uploads echoed) and nginx (http2 over
+# knowledge and Upgrade), nghttpd (nghttp2-server: TLS and cleartext, uploads echoed) and nginx (http2 over
 # TLS), compared with the real curl where it is installed. Ephemeral ports only; the whole file
 # stays well under a minute.
 
@@ -124,7 +124,7 @@ certs() {
     [[ "$output" == *"1.1" ]]
 }
 
-@test "h2c: --http2-prior-knowledge speaks HTTP/2 at once; --http2 on http:// stays HTTP/1.1" {
+@test "h2c: --http2-prior-knowledge speaks HTTP/2 at once; --http2 on http:// upgrades (101), as curl" {
     serve --h2c
     run vc -sv --http2-prior-knowledge "http://127.0.0.1:$SPORT/file.txt"
     [ "$status" -eq 0 ]
@@ -133,8 +133,19 @@ certs() {
     [[ "$output" != *"ALPN"* ]]
     run vc -s --http2-prior-knowledge -o /dev/null -w '%{http_version}' "http://127.0.0.1:$SPORT/file.txt"
     [ "$output" = "2" ]
-    run vc -s --http2 -o /dev/null -w '%{http_version}' "http://127.0.0.1:$SPORT/file.txt"
+    run vc -sv --http2 -w '%{http_version}' "http://127.0.0.1:$SPORT/file.txt" "http://127.0.0.1:$SPORT/p1.txt"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"> Upgrade: h2c"* ]]
+    [[ "$output" == *"< HTTP/1.1 101 Switching Protocols"* ]]
+    [[ "$output" == *"using HTTP/2, stream 3"* ]]
+    [[ "$output" == *"hello"*"part 1"*"2" ]]
+    # with a body: HTTP/1.1 (an upgrade would have to wait for the body)
+    run vc -s --http2 -d x=1 -o /dev/null -w '%{http_version}' "http://127.0.0.1:$SPORT/file.txt"
     [ "$output" = "1.1" ]
+    if command -v curl >/dev/null; then
+        run curl -s --http2 -o /dev/null -w '%{http_version}' "http://127.0.0.1:$SPORT/file.txt"
+        [ "$output" = "2" ]
+    fi
     if command -v curl >/dev/null; then
         # the same header names as curl gets, in the same order
         curl -s -i --http2-prior-knowledge "http://127.0.0.1:$SPORT/file.txt" | sed '/^\r$/q' |

@@ -160,9 +160,11 @@ typedef void (*vega_http_trace_fn)(void *user, bool is_request, const void *head
 /* The HTTP versions of vega_http_client_request.version and vega_http_client_info.version. */
 #define VEGA_HTTP_CLIENT_V10 10 /* HTTP/1.0 */
 #define VEGA_HTTP_CLIENT_V11 11 /* HTTP/1.1 */
-#define VEGA_HTTP_CLIENT_V2                                                                        \
-    20 /* HTTP/2: ALPN h2 on https (HTTP/1.1 if the server picks it);                              \
-          on http:// HTTP/1.1 (no h2c Upgrade) */
+/* HTTP/2: ALPN h2 on https (HTTP/1.1 if the server picks it); on http:// a request without a
+ * body asks "Upgrade: h2c" (RFC 7540 §3.2, as curl's --http2) and its response comes on stream
+ * 1 of what is then an HTTP/2 connection (HTTP/1.1 when the server does not switch); one with
+ * a body goes over HTTP/1.1. */
+#define VEGA_HTTP_CLIENT_V2 20
 /* A request's version only: HTTP/2 without negotiation, h2c on http:// (RFC 9113 §3.3; curl's
  * --http2-prior-knowledge); on https as VEGA_HTTP_CLIENT_V2. The response's info.version is 20. */
 #define VEGA_HTTP_CLIENT_V2_PRIOR 21

@@ -103,12 +103,72 @@ VTEST_CT(h2c_prior_knowledge)
     VCHECK(ct != NULL && ct->value.len == 10);
     vega_http_client_body_free(c, body);
     vega_http_client_response_free(r);
-    /* a plain http:// URL without prior knowledge stays HTTP/1.1 (the server takes both) */
-    VCHECK_EQ(fetch(c, url, VEGA_HTTP_CLIENT_V2, &body, &len, &r), -0);
+    /* version 20 on http:// takes the HTTP/2 connection the origin already has */
+    VCHECK_EQ(fetch(c, url, VEGA_HTTP_CLIENT_V2, &body, &len, &r), 0);
+    VCHECK_EQ(vega_http_client_response_info(r)->version, 20);
+    VCHECK_EQ(vega_http_client_response_info(r)->stream_id, 5);
+    vega_http_client_body_free(c, body);
+    vega_http_client_response_free(r);
+    /* HTTP/1.1 asked for: a connection of its own */
+    VCHECK_EQ(fetch(c, url, VEGA_HTTP_CLIENT_V11, &body, &len, &r), 0);
     VCHECK_EQ(vega_http_client_response_info(r)->version, 11);
     vega_http_client_body_free(c, body);
     vega_http_client_response_free(r);
     VCHECK_EQ(ts_stats(&t).conns_accepted, 2);
+    vega_http_client_free(c);
+    ts_stop(&t, 2000);
+}
+
+/* ---- h2c Upgrade ----------------------------------------------------------------------------- */
+
+VTEST_CT(h2c_upgrade)
+{
+    struct ts t;
+    start_h2c(&t, 0);
+    vega_http_client *c = client_new(NULL);
+    char url[128], *body;
+    size_t len;
+    vega_http_client_response *r;
+    url_of(url, sizeof url, false, &t, "/big");
+    /* RFC 7540 §3.2: the request goes as HTTP/1.1 with Upgrade: h2c, the answer on stream 1 */
+    VCHECK_EQ(fetch(c, url, VEGA_HTTP_CLIENT_V2, &body, &len, &r), 0);
+    const vega_http_client_info *in = vega_http_client_response_info(r);
+    VCHECK_EQ(in->status, 200);
+    VCHECK_EQ(in->version, 20);
+    VCHECK_EQ(in->stream_id, 1);
+    VCHECK(!in->reused);
+    VCHECK_EQ(len, 1 << 20);
+    for (size_t i = 0; i < len; i++)
+        VCHECK_EQ((uint8_t)body[i], ts_pattern(i));
+    vega_http_client_body_free(c, body);
+    vega_http_client_response_free(r);
+    /* then the connection is an HTTP/2 one like any other */
+    url_of(url, sizeof url, false, &t, "/info");
+    VCHECK_EQ(fetch(c, url, VEGA_HTTP_CLIENT_V2, &body, &len, &r), 0);
+    in = vega_http_client_response_info(r);
+    VCHECK(in->reused);
+    VCHECK_EQ(in->stream_id, 3);
+    VCHECK(strstr(body, " v=20 ") != NULL);
+    vega_http_client_body_free(c, body);
+    vega_http_client_response_free(r);
+    VCHECK_EQ(ts_stats(&t).conns_accepted, 1);
+    vega_http_client_free(c);
+    ts_stop(&t, 2000);
+
+    /* a server that does not speak h2c answers the request as HTTP/1.1 */
+    ts_make_file();
+    vega_http_server_opts o = ts_opts();
+    o.on_log = NULL;
+    ts_start(&t, &o, NULL);
+    c = client_new(NULL);
+    url_of(url, sizeof url, false, &t, "/info");
+    for (int i = 0; i < 2; i++) {
+        VCHECK_EQ(fetch(c, url, VEGA_HTTP_CLIENT_V2, &body, &len, &r), 0);
+        VCHECK_EQ(vega_http_client_response_info(r)->version, 11);
+        VCHECK_EQ(vega_http_client_response_info(r)->reused, i == 1);
+        vega_http_client_body_free(c, body);
+        vega_http_client_response_free(r);
+    }
     vega_http_client_free(c);
     ts_stop(&t, 2000);
 }
