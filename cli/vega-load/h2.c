@@ -22,7 +22,7 @@
 #define BACKOFF_MAX_MS 1000
 #define H2_WINDOW      ((1u << 30) - 1) /* h2load's default window bits, 30 */
 #define CLOSE_FLUSH_MS 100              /* a GOAWAY of ours gets this long to leave */
-/* Streams in flight before the server's SETTINGS say how many it allows: RFC 9113 §6.5.2
+/* Streams in flight before the server's SETTINGS say how many it allows: RFC 9113 §5.1.2
  * recommends servers allow at least 100, and nghttp2 (h2load) assumes that many meanwhile, so
  * -m above it does not get streams refused on every connect. */
 #define STREAMS_BEFORE_SETTINGS 100u
