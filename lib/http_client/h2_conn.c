@@ -483,8 +483,27 @@ void vega__hc_h2_shutdown(vega_http_client *c)
  * keeps no dynamic table on such a connection, so the block the server never sees leaves no
  * state behind (RFC 7541 §2.3.2). */
 
+/* Whether out[0..n) (the preface's magic, then whole frames) holds stream 1's header block to
+ * its end (END_HEADERS). */
+static bool has_stream1_head(const uint8_t *out, size_t n)
+{
+    for (size_t at = 24; vega__fits(at, 9, n);) {
+        size_t len = (size_t)out[at] << 16 | (size_t)out[at + 1] << 8 | out[at + 2];
+        uint8_t type = out[at + 3], flags = out[at + 4];
+        uint32_t sid = ((uint32_t)out[at + 5] << 24 | (uint32_t)out[at + 6] << 16 |
+                        (uint32_t)out[at + 7] << 8 | out[at + 8]) &
+                       0x7fffffffu;
+        if (!vega__fits(at + 9, len, n))
+            return false;
+        if (sid == 1 && (type == 0x1 || type == 0x9) && (flags & 0x4))
+            return true;
+        at += 9 + len;
+    }
+    return false;
+}
+
 /* Drops the HEADERS (and CONTINUATION) frames of stream 1 from out[0..n) after the connection
- * preface's magic; the first write holds them whole. Returns the bytes left, or -1. */
+ * preface's magic (has_stream1_head holds). Returns the bytes left, or -1. */
 static vega_ssize drop_stream1_head(uint8_t *out, size_t n)
 {
     size_t at = 24, to = 24; /* "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" */
@@ -540,9 +559,16 @@ int vega__hc_h2_adopt(vega_http_client *c, const struct hc_req *rq, struct hc_co
     if (rc == 0) {
         r->h2_id = 1;
         r->info.stream_id = 1;
-        n = vega_h2_conn_write(h->core, h->out, HC_H2_OUT, vega_now());
-        n = n > 0 ? drop_stream1_head(h->out, (size_t)n) : -1;
-        if (n < 0)
+        /* the preface, our SETTINGS and WINDOW_UPDATE, then the block (a write that found no
+         * memory for the block leaves it for the next) */
+        size_t total = 0;
+        while (rc == 0 && !has_stream1_head(h->out, total)) {
+            vega_ssize k =
+                vega_h2_conn_write(h->core, h->out + total, HC_H2_OUT - total, vega_now());
+            rc = k == -ENOMEM ? -ENOMEM : k <= 0 ? VEGA_ERR_INTERNAL : 0;
+            total += k > 0 ? (size_t)k : 0;
+        }
+        if (rc == 0 && (n = drop_stream1_head(h->out, total)) < 0)
             rc = VEGA_ERR_INTERNAL;
     }
     if (rc == 0) {

@@ -2,9 +2,9 @@
 /* The client's allocator over HTTP/2: its vega_mem makes the client's own blocks, the HTTP/2
  * core's (connection, streams, HPACK tables, queues) and the connection's buffers (opts.mem). A
  * counting allocator sees every block come back after a conversation with the library's h2c
- * server (a GET, a file, a streamed POST, trailers, a response dropped early, a GET on the same
- * connection); a sweep then fails allocations in turn, alone and from a point on, and checks
- * that each run ends with clean codes, whole bodies, and nothing leaked. */
+ * server (a GET by the h2c Upgrade, a file, a streamed POST, trailers, a response dropped early,
+ * a GET on the same connection); a sweep then fails allocations in turn, alone and from a point on,
+ * and checks that each run ends with clean codes, whole bodies, and nothing leaked. */
 #include "../http_server/h2_test_util.h"
 
 #include <vega/http_client.h>
@@ -118,7 +118,8 @@ static int conversation(const struct ts *t, struct fa *f, unsigned wait_ms)
         vega_http_client_request rq;
         vega_http_client_request_init(&rq);
         rq.url = url;
-        rq.version = VEGA_HTTP_CLIENT_V2_PRIOR;
+        /* the first one by the h2c Upgrade, the others on the connection it made */
+        rq.version = i == 0 ? VEGA_HTTP_CLIENT_V2 : VEGA_HTTP_CLIENT_V2_PRIOR;
         rq.deadline = DL(wait_ms);
         if (i + 1 == NPATHS)
             f->failed_before_last = atomic_load(&f->failed);
