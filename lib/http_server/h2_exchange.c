@@ -423,6 +423,27 @@ static int pread_all(int fd, uint8_t *p, size_t len, uint64_t off)
     return 0;
 }
 
+/* How much of a file is worth reading now for r, at most cap: what both flow-control windows
+ * let go, and at least H2S_FILE_MIN (the span must be there when a window opens). A peer that
+ * opens no window -- a slow reader, or a hostile one asking for a large file on each of its
+ * hundred streams -- then makes each stream hold 16 KiB of the file, not 64. */
+static size_t window_room(struct h2s_req *r, size_t cap)
+{
+    struct h2s_conn *h = r->h;
+    vega_h2_conn_info ci;
+    vega_h2_stream_info si;
+    vega__h2s_lock(h);
+    vega_h2_conn_get_info(h->core, &ci);
+    int rc = vega_h2_stream_get_info(h->core, r->sid, &si);
+    vega__h2s_unlock(h);
+    if (rc < 0)
+        return cap; /* the stream is gone: the offer says so */
+    int64_t w = VEGA__MIN(ci.send_window, si.send_window);
+    if (w <= (int64_t)H2S_FILE_MIN)
+        return VEGA__MIN(cap, (size_t)H2S_FILE_MIN);
+    return (uint64_t)w < cap ? (size_t)w : cap;
+}
+
 static vega_ssize h2_sendfile(struct vega_http_exchange *x, int fd, uint64_t offset, size_t len,
                               vega_deadline dl)
 {
@@ -452,11 +473,19 @@ static vega_ssize h2_sendfile(struct vega_http_exchange *x, int fd, uint64_t off
      * its output (the copy user-space TLS needs anyway; see docs/arch-h2-server.md) */
     rc = flush_small(r, false, dl);
     size_t cap = VEGA__MIN(len, (size_t)H2S_FILE_CHUNK);
-    if (rc == 0 && !r->chunk && !(r->chunk = vega__mem_malloc(m, cap)))
-        rc = -ENOMEM;
     size_t done = 0;
     while (rc == 0 && done < len) {
-        size_t k = VEGA__MIN(len - done, cap);
+        size_t k = VEGA__MIN(len - done, window_room(r, cap));
+        if (k > r->chunk_cap) {
+            size_t want = k <= H2S_FILE_MIN ? VEGA__MIN(cap, (size_t)H2S_FILE_MIN) : cap;
+            uint8_t *b = vega__mem_realloc(m, r->chunk, want);
+            if (!b) {
+                rc = -ENOMEM;
+                break;
+            }
+            r->chunk = b;
+            r->chunk_cap = want;
+        }
         rc = pread_all(fd, r->chunk, k, offset + done);
         if (rc == 0)
             rc = offer(r, r->chunk, k, last && done + k == len, false, true, dl);
@@ -466,6 +495,7 @@ static vega_ssize h2_sendfile(struct vega_http_exchange *x, int fd, uint64_t off
     x->body_bytes += done;
     vega__mem_free(m, r->chunk);
     r->chunk = NULL;
+    r->chunk_cap = 0;
     return rc < 0 ? fail(x, rc) : (vega_ssize)len;
 }
 

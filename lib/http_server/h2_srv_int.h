@@ -19,8 +19,10 @@
 #define H2S_OUT_CAP 65536
 /* A response's small writes are gathered here (and sent as one DATA frame with the head). */
 #define H2S_SMALL_CAP 16384
-/* Bytes of a file read at once for vega_http_response_sendfile. */
+/* Bytes of a file read at once for vega_http_response_sendfile; H2S_FILE_MIN while the
+ * peer's windows let less go (a stalled stream then holds a frame's worth, not a chunk). */
 #define H2S_FILE_CHUNK 65536
+#define H2S_FILE_MIN   16384
 /* An active connection with nothing to do parks after this long (a busy client's next requests
  * usually come sooner, so it keeps its task and buffers meanwhile). */
 #define H2S_PARK_DELAY_NS (20ull * VEGA_NS_PER_MS)
@@ -111,6 +113,7 @@ struct h2s_req {
     size_t small_len, small_cap;
     bool small_sent; /* small holds a span the core has */
     uint8_t *chunk;
+    size_t chunk_cap;
 };
 
 /* Locks h->mu even in a cancelled task (it is never held across a wait). */
