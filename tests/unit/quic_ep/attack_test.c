@@ -61,7 +61,7 @@ VTEST_MT(initial_flood_retry, 2)
     so.retry = VEGA_QUIC_RETRY_AUTO;
     so.retry_threshold = 8;
     so.max_handshakes = 64;
-    so.quic.idle_timeout_ms = 1500; /* the handshakes' timeout, and the victim's under load */
+    so.quic.idle_timeout_ms = flood_idle_ms();    /* the handshakes' timeout, and the victim's */
     so.quic.initial_rtt_ns = 20 * VEGA_NS_PER_MS; /* 3 PTO under the idle timeout */
     struct asrv v;
     srv_start(&v, &so);
@@ -104,7 +104,7 @@ VTEST_MT(initial_flood_max_handshakes, 2)
     vega_quic_endpoint_opts so;
     srv_opts(&so, &k);
     so.max_handshakes = 16;
-    so.quic.idle_timeout_ms = 1500;
+    so.quic.idle_timeout_ms = flood_idle_ms();
     so.quic.initial_rtt_ns = 20 * VEGA_NS_PER_MS;
     struct asrv v;
     srv_start(&v, &so);
@@ -140,7 +140,7 @@ VTEST_MT(initial_flood_default_limits, 2)
     creds_load(&k);
     vega_quic_endpoint_opts so;
     srv_opts(&so, &k);
-    so.quic.idle_timeout_ms = 1500;
+    so.quic.idle_timeout_ms = flood_idle_ms();
     so.quic.initial_rtt_ns = 20 * VEGA_NS_PER_MS;
     struct asrv v;
     srv_start(&v, &so);

@@ -277,6 +277,16 @@ static inline void roundtrip(vega_quic_ep_conn *c, size_t len, uint32_t seed)
     free(in);
 }
 
+/* The idle timeout of a server under a flood: how long its half-open connections live, and how
+ * long the victim's connection may go unanswered while the flood takes the receive task. A
+ * sanitizer's build on a busy machine (VEGA_TEST_SCALE > 1) gets several times longer: the
+ * timeout is a bound on the test's length, not a claim about speed. */
+static inline uint64_t flood_idle_ms(void)
+{
+    const char *s = getenv("VEGA_TEST_SCALE");
+    return s && atol(s) > 1 ? 8000 : 2500;
+}
+
 /* A client that connects and does round trips of len bytes until stopped: the server must keep
  * answering it through an attack. */
 struct victim {
