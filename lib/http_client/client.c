@@ -590,9 +590,16 @@ int vega__hc_attempt_h1(vega_http_client *c, const struct hc_req *rq, vega_tstam
         vega_deadline cdl = hc_dl_min(dl, vega_deadline_in_ns(c->o.connect_timeout_ns));
         rc = vega__hc_connect(c, &rq->key, rq->host_for_tls, true, &r->info, cdl, &conn);
         if (rc == 0 && !strcmp(conn->alpn, "h2")) {
-            /* a caller's TLS config offered h2 to an HTTP/1.x request, and got it */
-            vega__hc_conn_close(conn);
-            rc = VEGA_ERR_PROTO;
+            /* a caller's TLS config offered h2 to an HTTP/1.x request, and the server took it:
+             * what ALPN chose is spoken (RFC 7301 §3.2) */
+            vega_http_client_info tinfo = r->info;
+            vega_http_client_response_free(r);
+            struct hc_h2 *h;
+            bool retry = false;
+            rc = vega__hc_h2_from_conn(c, conn, &tinfo, &h);
+            return rc < 0 ? rc
+                          : vega__hc_attempt_h2(c, rq, h, false, start, dl, used, &retry,
+                                                req->wire_error, out);
         }
         if (rc < 0) {
             vega_http_client_response_free(r);

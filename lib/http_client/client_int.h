@@ -475,6 +475,10 @@ int vega__hc_h2_connect(vega_http_client *c, const struct hc_req *rq, bool fresh
                         vega_http_client_info *info, vega_deadline dl, struct hc_h2 **h,
                         struct hc_conn **h1);
 void vega__hc_h2_release(struct hc_h2 *h);
+/* A connection whose ALPN said h2 (from a race's TCP side, a caller's config) becomes a pooled
+ * HTTP/2 one: *out retained, counted in active. conn: taken. */
+int vega__hc_h2_from_conn(vega_http_client *c, struct hc_conn *conn,
+                          const vega_http_client_info *info, struct hc_h2 **out);
 /* h2c Upgrade: conn (taken) answered 101 to r's request; f: the request's HTTP/2 header section
  * (for the core's stream 1); rest: the bytes read after the 101. r then reads stream 1; the
  * connection is pooled (*out: r's reference, counted in active). */

@@ -373,6 +373,64 @@ static bool joinable(vega_http_client *c, const struct hc_key *k)
     return false;
 }
 
+/* h takes conn's transport (conn is freed) and starts: core and tasks. */
+static int take_conn(vega_http_client *c, struct hc_h2 *h, struct hc_conn *conn,
+                     const vega_http_client_info *info)
+{
+    h->s = conn->s;
+    h->peer = conn->peer;
+    memcpy(h->alpn, conn->alpn, sizeof h->alpn - 1);
+    h->tls_version = conn->tls_version;
+    vega__mem_free(conn->mem, conn);
+    h->t_dns = info->t_dns;
+    h->t_connect = info->t_connect;
+    h->t_tls = info->t_tls;
+    int rc = core_make(c, h, false);
+    if (rc == 0)
+        rc = tasks_start(c, h);
+    return rc;
+}
+
+static struct hc_h2 *h2_new(vega_http_client *c, const struct hc_key *k)
+{
+    struct hc_h2 *h = vega__mem_calloc(c->o.mem, 1, sizeof *h);
+    if (!h)
+        return NULL;
+    h->c = c;
+    h->key = *k;
+    pthread_mutex_init(&h->mu, NULL);
+    vega_notify_init(&h->wake);
+    atomic_init(&h->refs, 2); /* the caller's and the pool's */
+    atomic_init(&h->usable, false);
+    atomic_init(&h->closing, false);
+    h->state = HC_H2_CONNECTING;
+    return h;
+}
+
+int vega__hc_h2_from_conn(vega_http_client *c, struct hc_conn *conn,
+                          const vega_http_client_info *info, struct hc_h2 **out)
+{
+    *out = NULL;
+    struct hc_h2 *h = h2_new(c, &conn->key);
+    if (!h) {
+        vega__hc_conn_close(conn);
+        return -ENOMEM;
+    }
+    int rc = take_conn(c, h, conn, info);
+    if (rc < 0) {
+        h2_free(h);
+        return rc;
+    }
+    pthread_mutex_lock(&c->mu);
+    h->state = HC_H2_READY;
+    h->active = 1;
+    atomic_store(&h->usable, true);
+    list_push(c, h);
+    pthread_mutex_unlock(&c->mu);
+    *out = h;
+    return 0;
+}
+
 int vega__hc_h2_connect(vega_http_client *c, const struct hc_req *rq, bool fresh,
                         vega_http_client_info *info, vega_deadline dl, struct hc_h2 **hout,
                         struct hc_conn **h1)
@@ -423,17 +481,7 @@ int vega__hc_h2_connect(vega_http_client *c, const struct hc_req *rq, bool fresh
         return 0;
     }
     if (rc == 0) {
-        h->s = conn->s;
-        h->peer = conn->peer;
-        memcpy(h->alpn, conn->alpn, sizeof h->alpn - 1);
-        h->tls_version = conn->tls_version;
-        vega__mem_free(conn->mem, conn);
-        h->t_dns = info->t_dns;
-        h->t_connect = info->t_connect;
-        h->t_tls = info->t_tls;
-        rc = core_make(c, h, false);
-        if (rc == 0)
-            rc = tasks_start(c, h);
+        rc = take_conn(c, h, conn, info);
         rc = rc < 0 ? rc : 1;
     }
     connect_done(c, h, rc < 0 ? rc : 1);

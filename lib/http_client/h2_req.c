@@ -348,6 +348,8 @@ int vega__hc_attempt_h2(vega_http_client *c, const struct hc_req *rq, struct hc_
     }
     if (rc == 0 && req->decompress)
         rc = vega__hc_set_decoder(r);
+    if (rc == 0 && c->o.alt_svc && rq->key.tls)
+        vega__hc_altsvc_learn(c, &rq->key, "h2", &r->fields);
     if (rc < 0) {
         /* §8.7, §6.8: not processed (REFUSED_STREAM, above GOAWAY's last stream id, or never
          * sent); or an idempotent request on a pooled connection that ended before any answer */

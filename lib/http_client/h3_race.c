@@ -139,6 +139,14 @@ static int over_tcp(vega_http_client *c, const struct hc_req *rq, struct hc_conn
                     const vega_http_client_info *tinfo, vega_tstamp start, vega_deadline dl,
                     bool *used, bool *retry, vega_http_client_response **out)
 {
+    if (!strcmp(conn->alpn, "h2")) {
+        /* a caller's TLS config offered h2 and the server took it: HTTP/2 then */
+        struct hc_h2 *h;
+        int rc = vega__hc_h2_from_conn(c, conn, tinfo, &h);
+        return rc < 0 ? rc
+                      : vega__hc_attempt_h2(c, rq, h, false, start, dl, used, retry,
+                                            rq->req->wire_error, out);
+    }
     vega_http_client_response *r;
     int rc = vega__hc_response_new(c, &r, rq->req);
     if (rc < 0) {
