@@ -535,7 +535,7 @@ void vega__hc_h2_shutdown(vega_http_client *c)
  * its end (END_HEADERS). */
 static bool has_stream1_head(const uint8_t *out, size_t n)
 {
-    for (size_t at = 24; vega__fits(at, 9, n);) {
+    for (size_t at = 24; at <= n && vega__fits(at, 9, n);) {
         size_t len = (size_t)out[at] << 16 | (size_t)out[at + 1] << 8 | out[at + 2];
         uint8_t type = out[at + 3], flags = out[at + 4];
         uint32_t sid = ((uint32_t)out[at + 5] << 24 | (uint32_t)out[at + 6] << 16 |
@@ -556,6 +556,8 @@ static vega_ssize drop_stream1_head(uint8_t *out, size_t n)
 {
     size_t at = 24, to = 24; /* "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" */
     bool dropped = false;
+    if (n < at)
+        return -1;
     while (at < n) {
         if (!vega__fits(at, 9, n))
             return -1;

@@ -237,6 +237,43 @@ static void drop_span(vega_http_client_response *r)
         vega_notify_one(&h->wake);
 }
 
+/* The next piece of body_fn into buf (an unknown length: 0 is its end). */
+static vega_ssize next_piece(const vega_http_client_request *req, uint8_t *buf, size_t want)
+{
+    vega_ssize n = req->body_fn(req->body_user, buf, want);
+    return n >= 0 && (size_t)n > want ? VEGA_ERR_CALLBACK : n; /* more than asked */
+}
+
+/* body_fn of an unknown length: one piece is read ahead, so that the last one carries
+ * END_STREAM and no empty DATA frame follows it (only an empty body needs one). */
+static int send_unknown(vega_http_client_response *r, const struct hc_req *rq, bool *used,
+                        vega_deadline dl)
+{
+    const vega_http_client_request *req = rq->req;
+    const vega_mem *m = r->c->o.mem;
+    uint8_t *buf[2] = {vega__mem_malloc(m, HC_WBUF), vega__mem_malloc(m, HC_WBUF)};
+    int rc = buf[0] && buf[1] ? 0 : -ENOMEM;
+    *used = rc == 0;
+    vega_ssize n = rc == 0 ? next_piece(req, buf[0], HC_WBUF) : 0;
+    if (n < 0)
+        rc = (int)n;
+    else if (rc == 0 && n == 0)
+        rc = body_span(r, "", 0, true, dl);
+    for (int cur = 0; rc == 0 && n > 0; cur = !cur) {
+        vega_ssize ahead = next_piece(req, buf[!cur], HC_WBUF);
+        if (ahead < 0) {
+            rc = (int)ahead;
+            break;
+        }
+        rc = body_span(r, buf[cur], (size_t)n, ahead == 0, dl);
+        n = ahead;
+    }
+    drop_span(r);
+    vega__mem_free(m, buf[0]);
+    vega__mem_free(m, buf[1]);
+    return rc;
+}
+
 /* The body: the caller's memory as one span, or body_fn / a file in pieces of up to HC_WBUF.
  * *used: body_fn was called. */
 static int send_body(vega_http_client_response *r, const struct hc_req *rq, bool *used,
@@ -253,6 +290,8 @@ static int send_body(vega_http_client_response *r, const struct hc_req *rq, bool
         drop_span(r);
         return rc;
     }
+    if (rq->chunked)
+        return send_unknown(r, rq, used, dl);
     const vega_mem *m = r->c->o.mem;
     size_t cap = left < HC_WBUF ? (size_t)left : HC_WBUF;
     uint8_t *buf = vega__mem_malloc(m, cap);
