@@ -60,9 +60,32 @@ void vega__ep_conn_opts(const struct vega_quic_endpoint *ep, vega_quic_opts *q)
 
 /* ---- answers without a connection ------------------------------------------------------------ */
 
-static void send_vn(struct ep_sock *s, const vega_quic_hdr *h, const struct dgram *d)
+/* Answers sent without a connection (stateless resets, Version Negotiation) share one budget of
+ * max_resets_per_s a second: a flood of junk gets that many answers at most, whatever it holds.
+ * Returns false (and counts a drop) when this second's budget is spent. */
+static bool stateless_budget(struct vega_quic_endpoint *ep, uint64_t now)
+{
+    bool ok = false;
+    vega__spin_lock(&ep->reset_lock);
+    if (now - ep->reset_window_ns >= VEGA_NS_PER_S || now < ep->reset_window_ns) {
+        ep->reset_window_ns = now;
+        ep->resets_in_window = 0;
+    }
+    if (ep->resets_in_window < ep->o.max_resets_per_s) {
+        ep->resets_in_window++;
+        ok = true;
+    }
+    vega__spin_unlock(&ep->reset_lock);
+    if (!ok)
+        drop(ep);
+    return ok;
+}
+
+static void send_vn(struct ep_sock *s, const vega_quic_hdr *h, const struct dgram *d, uint64_t now)
 {
     static const uint32_t versions[] = {VEGA_QUIC_V1, VEGA_QUIC_V2};
+    if (!stateless_budget(s->ep, now))
+        return;
     uint8_t out[256], unused = 0;
     (void)vega_crypto_random(&unused, 1);
     vega_ssize w = vega_quic_vn_write(out, sizeof out, unused, h->scid, h->scid_len, h->dcid,
@@ -126,26 +149,13 @@ static void send_close(struct ep_sock *s, const vega_quic_hdr *h, const struct d
         vega__ep_sock_send_one(s, out, (size_t)w, d->from, d->local);
 }
 
-/* A short-header datagram for no connection of ours: a Stateless Reset (§10.3), at most
- * max_resets_per_s a second. */
+/* A short-header datagram for no connection of ours: a Stateless Reset (§10.3), within the
+ * stateless answers' budget. */
 static void maybe_reset(struct ep_sock *s, const uint8_t *dcid, const struct dgram *d, uint64_t now)
 {
     struct vega_quic_endpoint *ep = s->ep;
-    bool ok = false;
-    vega__spin_lock(&ep->reset_lock);
-    if (now - ep->reset_window_ns >= VEGA_NS_PER_S || now < ep->reset_window_ns) {
-        ep->reset_window_ns = now;
-        ep->resets_in_window = 0;
-    }
-    if (ep->resets_in_window < ep->o.max_resets_per_s) {
-        ep->resets_in_window++;
-        ok = true;
-    }
-    vega__spin_unlock(&ep->reset_lock);
-    if (!ok) {
-        drop(ep);
+    if (!stateless_budget(ep, now))
         return;
-    }
     uint8_t token[VEGA_QUIC_RESET_TOKEN_LEN], out[1200];
     if (vega_quic_reset_token(ep->reset_key, dcid, EP_CID_LEN, token) < 0)
         return;
@@ -219,7 +229,7 @@ static void server_initial(struct ep_sock *s, struct dgram *d, uint64_t now)
      * Initial, gets Version Negotiation; anything smaller is dropped (§5.2.2). */
     if (h.type == VEGA_QUIC_PKT_UNKNOWN) {
         if (d->len >= VEGA_QUIC_MIN_INITIAL_SIZE)
-            send_vn(s, &h, d);
+            send_vn(s, &h, d, now);
         else
             drop(ep);
         return;

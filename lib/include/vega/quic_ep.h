@@ -107,7 +107,8 @@ typedef struct vega_quic_endpoint_opts {
      * derived from, so they stay valid across restarts and among the processes of one server;
      * NULL = random at creation. Borrowed (copied). */
     const uint8_t *static_key;
-    size_t max_resets_per_s; /* stateless resets sent per second at most; 0 = 1000 */
+    size_t max_resets_per_s; /* answers without a connection (stateless resets and Version
+                                Negotiation) sent per second at most, together; 0 = 1000 */
     const vega_mem *mem;     /* the endpoint's and its connections' memory (retained; NULL =
                                 libc; <vega/mem.h>); quic.mem, when set, wins for the cores */
 } vega_quic_endpoint_opts;
