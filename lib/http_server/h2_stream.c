@@ -234,7 +234,8 @@ static int cb_data(void *ud, int32_t sid, const uint8_t *d, size_t len, unsigned
     if (r->dst && r->rx_len == 0) {
         /* the handler waits in a read: straight into its buffer */
         k = VEGA__MIN(len, r->dst_len - r->dst_got);
-        memcpy(r->dst + r->dst_got, d, k);
+        if (k) /* an empty DATA frame (END_STREAM alone) may come with no data pointer */
+            memcpy(r->dst + r->dst_got, d, k);
         r->dst_got += k;
         (void)vega_h2_stream_consume(h->core, sid, k);
     }

@@ -90,17 +90,22 @@ static void body_prior_knowledge(void)
     static const char *const ct[] = {"content-type", "application/octet-stream", NULL};
     struct tc_stream *echo = tc_request(c, "POST", "/echo", ct, up, n);
     struct tc_stream *info = tc_request(c, "POST", "/info", NULL, "abc", 3);
+    /* an empty body: a DATA frame of its own that carries END_STREAM alone */
+    struct tc_stream *empty = tc_request(c, "POST", "/echo", ct, "", 0);
     VCHECK(tc_run(c, tc_all_closed, NULL, 10000));
     VCHECK_EQ(echo->status, 200);
     VCHECK(ts_body_is_pattern(echo, n));
     VCHECK_STR(echo->trailers, "x-length: 300000\n");
     VCHECK(strstr((char *)info->body, "POST /info") != NULL);
     VCHECK(strstr((char *)info->body, "body=1 len=-1") != NULL);
+    VCHECK_EQ(empty->status, 200);
+    VCHECK_EQ(empty->body_len, 0);
+    VCHECK_STR(empty->trailers, "x-length: 0\n");
     free(up);
     tc_free(c);
-    VCHECK(ts_wait_stat(&t, offsetof(vega_http_server_stats, requests), 14, 2000));
+    VCHECK(ts_wait_stat(&t, offsetof(vega_http_server_stats, requests), 15, 2000));
     ts_stop(&t, 1000);
-    VCHECK_EQ(atomic_load(&ts_logged), 14);
+    VCHECK_EQ(atomic_load(&ts_logged), 15);
     close(ts_file_fd);
 }
 VTEST(prior_knowledge)
