@@ -74,7 +74,7 @@ run() {
   local side=$1 bin=$2 b=$3 f=$4 rep=$5 out rc
   out=$(timeout -k 5 "$run_limit" "$bin" "$b" "$f" "$n" 2>"$errf")
   rc=$?
-  if [ $rc -eq 0 ] && [[ $out =~ ^$side\ $b\ $f\ ([0-9.]+)$ ]]; then
+  if [ $rc -eq 0 ] && [[ $out =~ ^$side\ $b\ $f\ ([0-9.]+)(\ -?[0-9]+)?$ ]]; then
     echo "$side $b $f $rep ${BASH_REMATCH[1]}" >>"$raw"
   else
     local why="rc=$rc"
