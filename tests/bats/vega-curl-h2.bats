@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
 # vega-curl over HTTP/2 as a user runs it: against vega-serve (--tls: ALPN h2; --h2c: prior
-# knowledge and Upgrade), nghttpd (nghttp2-server: TLS and cleartext, uploads echoed) and nginx (http2 over
-# TLS), compared with the real curl where it is installed. Ephemeral ports only; the whole file
+# knowledge and Upgrade), nghttpd (nghttp2-server: TLS and cleartext, uploads echoed), nginx (http2
+# over TLS) and Caddy (Go's HTTP/2), compared with the real curl where it is installed. Ephemeral ports only; the whole file
 # stays well under a minute.
 
 load helpers
@@ -285,6 +285,57 @@ EOF
     if command -v curl >/dev/null; then
         run curl -s --cacert "$T/ca.pem" -o /dev/null -w '%{http_version} %{http_code}' "https://localhost:$port/code"
         [ "$output" = "2 418" ]
+        curl -s --cacert "$T/ca.pem" -i "https://localhost:$port/file.txt" | head -1 >"$T/ch"
+        vc -s --cacert "$T/ca.pem" -i "https://localhost:$port/file.txt" | head -1 >"$T/vh"
+        cmp "$T/vh" "$T/ch"
+    fi
+}
+
+# ---- Caddy -----------------------------------------------------------------------------------
+
+@test "Caddy (Go's HTTP/2) over TLS: h2 by ALPN, bodies byte-exact, -Z on one connection, as curl" {
+    command -v caddy >/dev/null || skip "caddy is not installed"
+    certs
+    local port
+    port="$(free_port)"
+    mkdir -p "$T/caddy"
+    cat >"$T/caddy/Caddyfile" <<EOF
+{
+    admin off
+    auto_https off
+    storage file_system $T/caddy/data
+    servers {
+        protocols h1 h2
+    }
+}
+https://:$port {
+    bind 127.0.0.1
+    tls $T/server.pem $T/server.key
+    root * $W
+    file_server
+}
+EOF
+    HOME="$T/caddy" XDG_DATA_HOME="$T/caddy" XDG_CONFIG_HOME="$T/caddy" \
+        bg "$T/caddy.log" caddy run --config "$T/caddy/Caddyfile" --adapter caddyfile
+    wait_port "$port"
+    run vc -sv --cacert "$T/ca.pem" "https://localhost:$port/file.txt"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"ALPN: server accepted h2"* ]]
+    [[ "$output" == *"< HTTP/2 200"* ]]
+    [[ "$output" == *"hello"* ]]
+    vc -s --cacert "$T/ca.pem" -o "$T/big" "https://localhost:$port/big.bin"
+    cmp "$T/big" "$W/big.bin"
+    run vc -s --cacert "$T/ca.pem" -o /dev/null -w '%{http_version} %{http_code}\n' \
+        "https://localhost:$port/file.txt" -o /dev/null "https://localhost:$port/none"
+    [ "$output" = "$(printf '2 200\n2 404')" ]
+    # eight URLs at once over Caddy's one connection: every body right
+    local urls=() i
+    for i in 1 2 3 4 5 6 7 8; do urls+=(-o "$T/p$i" "https://localhost:$port/p$i.txt"); done
+    run vc -sS -Z -v --cacert "$T/ca.pem" "${urls[@]}"
+    [ "$status" -eq 0 ]
+    for i in 1 2 3 4 5 6 7 8; do cmp "$T/p$i" "$W/p$i.txt"; done
+    [ "$(grep -c 'ALPN: server accepted h2' <<<"$output")" -eq 1 ]
+    if command -v curl >/dev/null; then
         curl -s --cacert "$T/ca.pem" -i "https://localhost:$port/file.txt" | head -1 >"$T/ch"
         vc -s --cacert "$T/ca.pem" -i "https://localhost:$port/file.txt" | head -1 >"$T/vh"
         cmp "$T/vh" "$T/ch"
