@@ -22,7 +22,7 @@
 #   -d SECS    measured small-file load per run (default 5)
 #   -b N       128 MiB downloads per big run (default 4)
 #   -i CONNS   idle connections for the memory measure (default 1000; 0: skip it)
-#   -S LIST    servers (default vega,nginx)
+#   -S LIST    servers (default vega,nginx; caddy adds Caddy 2.6, Go's HTTP/2, GOMAXPROCS=1)
 set -u -o pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -84,6 +84,7 @@ missing() {
   case $1 in
     vega) [ -x "$vega_serve" ] || echo "no vega-serve in $build" ;;
     nginx) command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || echo "nginx is not installed" ;;
+    caddy) command -v caddy >/dev/null || echo "caddy is not installed" ;;
     *) echo "unknown server $1" ;;
   esac
 }
@@ -119,10 +120,34 @@ http {
 EOF
 }
 
+caddy_conf() { # PORT: h1 and h2 over TLS 1.3 (no HTTP/3, as the others), files as they are
+  local d=$tmp/caddy-$1
+  mkdir -p "$d"
+  cat >"$d/Caddyfile" <<EOF
+{
+  admin off
+  auto_https off
+  storage file_system $d/data
+  servers {
+    protocols h1 h2
+  }
+}
+https://127.0.0.1:$1 {
+  bind 127.0.0.1
+  tls $tmp/cert.pem $tmp/key.pem {
+    protocols tls1.3
+  }
+  root * $docroot
+  file_server
+}
+EOF
+}
+
 server_cmd() { # NAME PORT
   case $1 in
     vega) echo "$vega_serve -q --workers 1 --no-http3 --cert $tmp/cert.pem --key $tmp/key.pem -b 127.0.0.1 -p $2 $docroot" ;;
     nginx) echo "nginx -c $tmp/nginx-$2/nginx.conf -p $tmp/nginx-$2" ;;
+    caddy) echo "env GOMAXPROCS=1 HOME=$tmp/caddy-$2 XDG_DATA_HOME=$tmp/caddy-$2 XDG_CONFIG_HOME=$tmp/caddy-$2 caddy run --config $tmp/caddy-$2/Caddyfile --adapter caddyfile" ;;
     *) return 1 ;;
   esac
 }
@@ -137,6 +162,7 @@ start_server() {
   local name=$1 cmd i
   sport=$(free_tcp_port) serr=$tmp/server-$name-$sport.err
   [ "$name" = nginx ] && nginx_conf "$sport"
+  [ "$name" = caddy ] && caddy_conf "$sport"
   cmd=$(server_cmd "$name" "$sport") || return 1
   # shellcheck disable=SC2086
   timeout -k 2 3000 taskset -c 0 $cmd >/dev/null 2>"$serr" &
