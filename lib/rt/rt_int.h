@@ -114,11 +114,12 @@ enum {
 };
 
 struct vega__stack {
-    void *base; /* lowest usable address (the canary sits there) */
+    void *base; /* lowest usable address (the canary sits there, if it has one) */
     size_t size;
     struct vega__stack *next, *prev; /* pool lists (prev: the cold list only) */
     struct vega__region *region;     /* the mapping it was carved from */
     bool cold;                       /* on the cold list: pages given back */
+    bool canary; /* no guard page below it: a canary at base is checked at every switch-out */
     /* While attached to a started task: the task, its place on the live list of the worker that
      * started it (for cancel-all and dumps) and what it waits on. */
     struct vega_task *task;

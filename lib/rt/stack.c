@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Task stacks: carved from large MAP_NORESERVE regions, pooled per worker, committed on touch,
- * with a guard page (MADV_GUARD_INSTALL where the kernel has it, mprotect on request) and an
- * overflow canary checked at every switch-out. */
+ * with a guard page (MADV_GUARD_INSTALL where the kernel has it, mprotect on request) or, where
+ * neither is there, an overflow canary checked at every switch-out. A stack with a guard has no
+ * canary: the canary's write would commit the stack's lowest page, a second page for every live
+ * task, and the guard already stops an overflow at that page. */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -160,10 +162,11 @@ static bool grow(struct vega_rt *rt)
 
     for (unsigned i = 0; i < STACKS_PER_REGION; i++) {
         char *guard = base + i * slot;
+        bool guarded = false;
         if (rt->guard_madvise)
-            madvise(guard, rt->page, MADV_GUARD_INSTALL);
-        else if (rt->opts.stack_guard)
-            mprotect(guard, rt->page, PROT_NONE); /* splits the VMA: see ARCHITECTURE.md */
+            guarded = madvise(guard, rt->page, MADV_GUARD_INSTALL) == 0;
+        else if (rt->opts.stack_guard) /* splits the VMA: see ARCHITECTURE.md */
+            guarded = mprotect(guard, rt->page, PROT_NONE) == 0;
         struct vega__stack *s = slot_stack(rt, r, i);
         s->base = guard + rt->page;
         /* Usable bytes end below the descriptor; vary the start by up to 7 cache lines so that
@@ -171,7 +174,9 @@ static bool grow(struct vega_rt *rt)
         s->size = ((size_t)((char *)s - (char *)s->base) - 64 * (i % 8)) & ~(size_t)15;
         s->region = r;
         s->cold = false;
-        *(volatile uint64_t *)s->base = CANARY;
+        s->canary = !guarded;
+        if (s->canary)
+            *(volatile uint64_t *)s->base = CANARY;
         s->next = rt->stack_warm;
         rt->stack_warm = s;
         rt->stack_nwarm++;
@@ -191,7 +196,8 @@ static struct vega__stack *shared_take(struct vega_rt *rt)
     s = rt->stack_cold;
     if (s) {
         cold_unlink(rt, s);
-        *(volatile uint64_t *)s->base = CANARY; /* its page was given back */
+        if (s->canary)
+            *(volatile uint64_t *)s->base = CANARY; /* its page was given back */
     }
     return s;
 }
@@ -274,8 +280,8 @@ static void trim_deep(struct vega_rt *rt, struct vega__stack *s)
         any |= probe[i];
     if (!any)
         return;
-    /* The canary's page (the lowest) stays; everything from above it to the kept top goes. */
-    char *from = (char *)s->base + rt->page;
+    /* The canary's page (the lowest), if any, stays; everything above it to the kept top goes. */
+    char *from = (char *)s->base + (s->canary ? rt->page : 0);
     if ((uintptr_t)from < keep)
         madvise(from, keep - (uintptr_t)from, MADV_DONTNEED);
 #endif
@@ -349,5 +355,5 @@ size_t vega__stack_region_bytes(const struct vega_rt *rt)
 
 bool vega__stack_canary_ok(const struct vega__stack *s)
 {
-    return *(const volatile uint64_t *)s->base == CANARY;
+    return !s->canary || *(const volatile uint64_t *)s->base == CANARY;
 }

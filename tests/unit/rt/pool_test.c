@@ -169,6 +169,46 @@ VTEST(stack_pool_direct)
     vega_rt_free(rt);
 }
 
+/* A stack with a guard page below it carries no canary (its write would commit the lowest page
+ * of every stack); one without a guard has one, checked at every switch-out. Both the fresh
+ * stacks and the ones that come back from the cold list. */
+static void guard_xor_canary(bool stack_guard)
+{
+    vega_rt_opts o;
+    vega_rt_opts_init(&o);
+    o.workers = 2;
+    o.driver = vtest_driver();
+    o.stack_guard = stack_guard;
+    vega_rt *rt;
+    int r = vega_rt_new(&rt, &o);
+    if (r == -ENOSYS || r == -EPERM)
+        vtest_skip("driver not available here");
+    VCHECK_EQ(r, 0);
+    bool guarded = stack_guard || rt->guard_madvise;
+    struct vega__worker *a = &rt->workers[0], *b = &rt->workers[1];
+    enum {
+        LIVE = 300 /* beyond the caches and the warm list: some come back cold */
+    };
+    struct vega__stack *s[LIVE];
+    for (unsigned round = 0; round < 3; round++) {
+        for (unsigned i = 0; i < LIVE; i++) {
+            s[i] = vega__stack_get(a);
+            VCHECK(s[i] != NULL);
+            VCHECK_EQ(s[i]->canary, !guarded);
+            VCHECK(vega__stack_canary_ok(s[i]));
+        }
+        for (unsigned i = 0; i < LIVE; i++)
+            vega__stack_put(b, s[i]);
+    }
+    vega_rt_free(rt);
+}
+
+VTEST(guarded_stacks_have_no_canary)
+{
+    guard_xor_canary(true);
+    guard_xor_canary(false);
+}
+
 /* ---- a burst of live tasks, then none: the stacks go back ----------------------------------- */
 
 static void *sleeper(void *arg)
