@@ -415,13 +415,28 @@ VTEST(budget_no_starvation)
     vega_rt_free(rt);
 }
 
-/* Work is stolen when one worker is flooded. */
+/* Work is stolen when one worker is flooded. The tasks run on the spawner's worker until one
+ * of them has run elsewhere (each yields between pieces of work, so the queue stays full for
+ * the idle worker to steal from), however late the OS lets the other worker run: the test
+ * waits for a steal rather than betting that one happens while the work lasts. The bound (20 s)
+ * is for a scheduler that never wakes an idle worker. */
+static atomic_bool flood_stolen;
+static int flood_home;
+static vega_tstamp flood_until;
+
 static void *busy(void *arg)
 {
     (void)arg;
     volatile uint64_t x = 0;
-    for (int i = 0; i < 200000; i++)
-        x = x + (uint64_t)i;
+    for (;;) {
+        for (int i = 0; i < 20000; i++)
+            x = x + (uint64_t)i;
+        if (vega_worker_index() != flood_home)
+            atomic_store(&flood_stolen, true);
+        if (atomic_load(&flood_stolen) || vega_now() > flood_until)
+            break;
+        (void)vega_yield();
+    }
     return (void *)(uintptr_t)vega_worker_index();
 }
 
@@ -432,6 +447,9 @@ static void *root_flood(void *arg)
         N = 200
     }; /* fits the 256-slot local queue: the idle worker can only steal */
     static vega_task *t[N];
+    atomic_store(&flood_stolen, false);
+    flood_home = vega_worker_index();
+    flood_until = vega_now() + 20 * VEGA_NS_PER_S;
     for (int i = 0; i < N; i++)
         VCHECK_EQ(vega_task_spawn(&t[i], busy, NULL), 0);
     int ran_elsewhere = 0, me = vega_worker_index();
