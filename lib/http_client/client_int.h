@@ -378,6 +378,8 @@ void vega__hc_trace_flush(vega_http_client_response *r);
 int vega__hc_set_decoder(vega_http_client_response *r);
 /* Body bytes counted against max_body. */
 vega_ssize vega__hc_deliver(vega_http_client_response *r, vega_ssize n);
+/* Copies up to len of the bytes queued in r->bq (bpos < blen) into buf and delivers them. */
+vega_ssize vega__hc_take_queued(vega_http_client_response *r, uint8_t *buf, size_t len);
 
 /* client.c: what a prepared request carries between the files. */
 struct hc_req {

@@ -330,12 +330,8 @@ static vega_ssize take(vega_http_client_response *r, uint8_t *dst, size_t cap, v
 vega_ssize vega__hc_h2_read(vega_http_client_response *r, uint8_t *buf, size_t len,
                             vega_deadline dl)
 {
-    if (r->bpos < r->blen) {
-        size_t n = r->blen - r->bpos < len ? r->blen - r->bpos : len;
-        memcpy(buf, r->bq + r->bpos, n);
-        r->bpos += n;
-        return vega__hc_deliver(r, (vega_ssize)n);
-    }
+    if (r->bpos < r->blen)
+        return vega__hc_take_queued(r, buf, len);
     if (r->msg_done)
         return 0;
     vega_ssize n = take(r, buf, len, dl);

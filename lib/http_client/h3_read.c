@@ -172,12 +172,8 @@ int vega__hc_h3_read_head(vega_http_client_response *r, vega_deadline dl)
 vega_ssize vega__hc_h3_read(vega_http_client_response *r, uint8_t *buf, size_t len,
                             vega_deadline dl)
 {
-    if (r->bpos < r->blen) {
-        size_t n = r->blen - r->bpos < len ? r->blen - r->bpos : len;
-        memcpy(buf, r->bq + r->bpos, n);
-        r->bpos += n;
-        return vega__hc_deliver(r, (vega_ssize)n);
-    }
+    if (r->bpos < r->blen)
+        return vega__hc_take_queued(r, buf, len);
     for (;;) {
         if (r->msg_done)
             return 0;

@@ -318,6 +318,15 @@ vega_ssize vega__hc_deliver(vega_http_client_response *r, vega_ssize n)
     return n;
 }
 
+vega_ssize vega__hc_take_queued(vega_http_client_response *r, uint8_t *buf, size_t len)
+{
+    size_t left = r->blen - r->bpos; /* callers hold bpos < blen */
+    size_t n = left < len ? left : len;
+    memcpy(buf, r->bq + r->bpos, n);
+    r->bpos += n;
+    return vega__hc_deliver(r, (vega_ssize)n);
+}
+
 static vega_ssize read_decoded(vega_http_client_response *r, uint8_t *buf, size_t len,
                                vega_deadline dl)
 {
@@ -405,10 +414,7 @@ vega_ssize vega_http_client_response_read(vega_http_client_response *r, void *bu
         if (rc <= 0) {
             n = rc;
         } else {
-            n = (vega_ssize)(r->blen - r->bpos < len ? r->blen - r->bpos : len);
-            memcpy(buf, r->bq + r->bpos, (size_t)n);
-            r->bpos += (size_t)n;
-            n = vega__hc_deliver(r, n);
+            n = vega__hc_take_queued(r, buf, len);
         }
     }
     if (n == 0)
