@@ -23,7 +23,7 @@ void vega__h2s_lock(struct h2s_conn *h)
 
 static const vega_mem *mem_of(const struct h2s_conn *h)
 {
-    return h->srv->o.mem;
+    return h->mem;
 }
 
 static bool stopping(const struct h2s_conn *h)
@@ -42,6 +42,7 @@ static struct h2s_conn *conn_new(struct srv_conn *c)
         return NULL;
     h->c = c;
     h->srv = srv;
+    h->mem = srv->o.mem;
     vega_mutex_init(&h->mu);
     vega_notify_init(&h->wake);
     atomic_init(&h->tasks_live, 0);

@@ -41,6 +41,9 @@ struct h2s_req;
 struct h2s_conn {
     struct srv_conn *c;
     vega_http_server *srv;
+    /* srv->o.mem, kept here: the free runs after the connection left the server's count, when
+     * vega_http_server_free may already have released srv */
+    const vega_mem *mem;
     vega_mutex mu;
     vega_notify wake; /* the connection task waits on it: output, a request's end, news from
                          the reader, shutdown */

@@ -19,7 +19,7 @@ static struct h2s_req *req_of(const struct h2s_conn *h, int32_t sid)
 static void req_free(struct h2s_req *r)
 {
     struct h2s_conn *h = r->h;
-    const vega_mem *m = h->srv->o.mem;
+    const vega_mem *m = h->mem;
     if (r->prev)
         r->prev->next = r->next;
     else
@@ -144,7 +144,7 @@ static size_t task_limit(const struct h2s_conn *h)
 
 static int on_request(struct h2s_conn *h, int32_t sid, const vega_h2_head *hd)
 {
-    const vega_mem *m = h->srv->o.mem;
+    const vega_mem *m = h->mem;
     size_t queued = 0;
     for (struct h2s_req *q = h->spawn; q; q = q->spawn_next)
         queued++;
