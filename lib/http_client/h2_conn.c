@@ -601,6 +601,8 @@ int vega__hc_h2_adopt(vega_http_client *c, const struct hc_req *rq, struct hc_co
     r->h2 = h;
     int32_t id = 0;
     int rc = core_make(c, h, true);
+    /* usable from here: a GOAWAY or an end (the rest below, then the reader) clears it */
+    atomic_store(&h->usable, rc == 0);
     if (rc == 0)
         rc = vega_h2_submit_request(h->core, f, nf, VEGA_H2_FLAG_END_STREAM, r, &id);
     if (rc == 0 && id != 1)
@@ -653,7 +655,6 @@ int vega__hc_h2_adopt(vega_http_client *c, const struct hc_req *rq, struct hc_co
     if (rc == 0) {
         h->state = HC_H2_READY;
         h->active = 1;
-        atomic_store(&h->usable, !h->dead);
         list_push(c, h);
     }
     pthread_mutex_unlock(&c->mu);

@@ -261,10 +261,13 @@ static int blocked_by(struct hc_h2 *h, vega_http_client_response *r)
 /* The wire error for r's failure: the stream's, else the connection's. */
 static int failed(vega_http_client_response *r, int rc)
 {
-    if (r->werr.kind == VEGA_HTTP_CLIENT_WIRE_NONE && r->h2->werr.kind)
-        r->werr = r->h2->werr;
-    if (rc == -ECONNRESET && !r->head_done && !r->any_byte && !r->h2->werr.kind && !r->werr.kind)
+    struct hc_h2 *h = r->h2;
+    pthread_mutex_lock(&h->mu); /* the reader writes these under it */
+    if (r->werr.kind == VEGA_HTTP_CLIENT_WIRE_NONE && h->werr.kind)
+        r->werr = h->werr;
+    if (rc == -ECONNRESET && !r->head_done && !r->any_byte && !h->werr.kind && !r->werr.kind)
         rc = VEGA_ERR_HTTP_EMPTY_REPLY; /* the connection ended before any answer */
+    pthread_mutex_unlock(&h->mu);
     return rc;
 }
 
@@ -273,13 +276,14 @@ int vega__hc_h2_read_head(vega_http_client_response *r, vega_deadline dl)
     struct hc_h2 *h = r->h2;
     for (;;) {
         pthread_mutex_lock(&h->mu);
-        int rc = r->head_done ? 0 : blocked_by(h, r);
-        if (rc == 0 && !r->head_done && r->h2_end)
+        bool done = r->head_done; /* the reader sets it under mu */
+        int rc = done ? 0 : blocked_by(h, r);
+        if (rc == 0 && !done && r->h2_end)
             rc = VEGA_ERR_PROTO; /* trailers without a head: the core refuses that */
         pthread_mutex_unlock(&h->mu);
         if (rc < 0)
             return failed(r, rc);
-        if (r->head_done)
+        if (done)
             return 0;
         rc = vega_notify_wait(&r->h3_wake, hc_dl_min(dl, r->dl));
         if (rc < 0)

@@ -221,7 +221,6 @@ static void connect_done(vega_http_client *c, struct hc_h3 *h, int rc)
     if (rc == 0) {
         h->state = HC_H3_READY;
         h->active = 1; /* the request that made it */
-        atomic_store(&h->usable, !h->dead);
     } else {
         h->state = HC_H3_FAILED;
         h->conn_err = rc;
@@ -508,6 +507,8 @@ static int setup(vega_http_client *c, struct hc_h3 *h)
     h->early = qi.early_data;
     rc = open_uni(h, qc);
     if (rc == 0) {
+        /* usable from here, under the connection's lock: an end or a GOAWAY clears it */
+        atomic_store(&h->usable, true);
         vega_quic_ep_conn_set_user(h->qe, h);
         vega__hc_h3_flush_uni(h);
         /* Peer streams 3, 7, 11 ... that came while the connection had no user: opening one
