@@ -171,6 +171,8 @@ def decl_names(text):
         kind = "struct" if re.match(r"typedef\s+(struct|union)\b", flat) else \
             "enum" if re.match(r"typedef\s+enum\b", flat) else "typedef"
         return kind, [m.group(1)] if m else []
+    if re.match(r"(struct|union)\s+\w+\s*;$", flat):
+        return "decl", []  # a forward declaration: the header that defines the type owns it
     if re.match(r"(enum|struct|union)\b", flat):
         m = re.match(r"(enum|struct|union)\s+(\w+)\s*[{;]", flat)
         if m:

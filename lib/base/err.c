@@ -10,6 +10,7 @@
 #include <vega/h3.h>
 #include <vega/hpack.h>
 #include <vega/http.h>
+#include <vega/proxy.h>
 #include <vega/qpack.h>
 #include <vega/quic_ep.h>
 #include <vega/tls.h>
@@ -106,6 +107,14 @@ static const struct code lib_codes[] = {
     {VEGA_ERR_QUIC_EP_REFUSED, "VEGA_ERR_QUIC_EP_REFUSED",
      "the server refused the QUIC connection"},
     {VEGA_ERR_QUIC_EP_RESET, "VEGA_ERR_QUIC_EP_RESET", "the peer reset the QUIC stream"},
+    /* proxy clients (proxy.h, -11400) */
+    {VEGA_ERR_PROXY_RESOLVE, "VEGA_ERR_PROXY_RESOLVE", "Could not resolve proxy"},
+    {VEGA_ERR_PROXY_HANDSHAKE, "VEGA_ERR_PROXY_HANDSHAKE",
+     "proxy handshake failed: malformed or oversized reply"},
+    {VEGA_ERR_PROXY_AUTH, "VEGA_ERR_PROXY_AUTH", "the proxy refused our credentials or wants some"},
+    {VEGA_ERR_PROXY_REFUSED, "VEGA_ERR_PROXY_REFUSED", "the proxy refused to connect"},
+    {VEGA_ERR_PROXY_UNSUPPORTED, "VEGA_ERR_PROXY_UNSUPPORTED",
+     "the destination cannot be expressed in this proxy protocol"},
 };
 
 static const struct code *lib_code(int err)

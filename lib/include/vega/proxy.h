@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/* Proxy clients: the handshakes of SOCKS5 (RFC 1928, with RFC 1929 username/password), SOCKS4
+ * and SOCKS4a, and HTTP CONNECT tunnels (RFC 9110 §9.3.6, Basic auth RFC 7617) as a sans-I/O
+ * core (bytes in, bytes out: lib/proxy), and a driver that connects through a proxy on the
+ * runtime and hands back a vega_stream (lib/proxy_io). Also the SOCKS5 UDP request header
+ * (RFC 1928 §7), proxy URLs as curl spells them, and curl's NO_PROXY matching. */
+#ifndef VEGA_PROXY_H
+#define VEGA_PROXY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <vega/err.h>
+#include <vega/export.h>
+#include <vega/mem.h>
+#include <vega/time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Error codes of the proxy layers (range -11400). The wire-level cause (a SOCKS reply code, an
+ * HTTP status) is in the vega_proxy_reply, never in the return value. */
+enum {
+    VEGA_ERR_PROXY_BASE = -11400,
+    VEGA_ERR_PROXY_RESOLVE = -11401,     /* the proxy's own host name did not resolve */
+    VEGA_ERR_PROXY_HANDSHAKE = -11402,   /* a malformed or oversized reply, or the proxy closed
+                                            during the handshake */
+    VEGA_ERR_PROXY_AUTH = -11403,        /* the proxy wants credentials or refused ours (SOCKS5
+                                            method 0xFF or auth status, HTTP 407) */
+    VEGA_ERR_PROXY_REFUSED = -11404,     /* the proxy did not connect: a SOCKS reply other than
+                                            success, an HTTP status other than 2xx */
+    VEGA_ERR_PROXY_UNSUPPORTED = -11405, /* the destination cannot be said in this protocol
+                                            (SOCKS4 and a name or IPv6, a name over 255 bytes) */
+};
+
+/* The kinds of proxy, as curl's URL schemes name them. */
+typedef enum vega_proxy_kind {
+    VEGA_PROXY_NONE = 0,
+    VEGA_PROXY_HTTP,    /* http://: CONNECT tunnels; absolute-form forwarding of http:// URLs */
+    VEGA_PROXY_HTTPS,   /* https://: the same over TLS to the proxy */
+    VEGA_PROXY_SOCKS4,  /* socks4://: IPv4 destinations, resolved by us */
+    VEGA_PROXY_SOCKS4A, /* socks4a://: the proxy resolves names */
+    VEGA_PROXY_SOCKS5,  /* socks5://: names resolved by us */
+    VEGA_PROXY_SOCKS5H, /* socks5h://: the proxy resolves names */
+} vega_proxy_kind;
+
+/* What a SOCKS5 request asks (RFC 1928 §4). */
+typedef enum vega_proxy_command {
+    VEGA_PROXY_CMD_CONNECT = 1,
+    VEGA_PROXY_CMD_UDP_ASSOCIATE = 3,
+} vega_proxy_command;
+
+/* Limits. */
+#define VEGA_PROXY_MAX_NAME          255   /* a SOCKS domain name, RFC 1928 §5 */
+#define VEGA_PROXY_MAX_CRED          255   /* RFC 1929: user and password, 1..255 bytes */
+#define VEGA_PROXY_DEFAULT_MAX_REPLY 16384 /* an HTTP CONNECT reply head, default */
+#define VEGA_PROXY_MAX_REPLY         65536 /* ... and at most */
+
+/* A SOCKS address: an IPv4 or IPv6 address or a domain name, and a port (plain data). */
+typedef enum vega_proxy_atyp {
+    VEGA_PROXY_ATYP_NONE = 0,
+    VEGA_PROXY_ATYP_IPV4 = 1,
+    VEGA_PROXY_ATYP_NAME = 3,
+    VEGA_PROXY_ATYP_IPV6 = 4,
+} vega_proxy_atyp;
+
+typedef struct vega_proxy_addr {
+    vega_proxy_atyp type;
+    uint8_t ip[16];                     /* network order: 4 bytes for IPv4, 16 for IPv6 */
+    char name[VEGA_PROXY_MAX_NAME + 1]; /* NUL-terminated, for ATYP_NAME */
+    uint16_t port;
+} vega_proxy_addr;
+
+/* A proxy's answer (plain data), filled as the handshake goes. */
+typedef struct vega_proxy_reply {
+    vega_proxy_kind kind;
+    int code;              /* SOCKS5 REP (0 = succeeded), SOCKS4 CD (90 = granted), HTTP status;
+                              -1 before the reply arrived */
+    int auth_method;       /* SOCKS5: the method the server chose (0, 2, 0xFF); -1 otherwise */
+    int auth_status;       /* RFC 1929 STATUS (0 = success), -1 when no such step */
+    vega_proxy_addr bound; /* SOCKS: BND.ADDR and BND.PORT (UDP ASSOCIATE: the relay) */
+    char reason[128];      /* printable text for the code: the HTTP reason phrase, or the
+                              RFC's wording for a SOCKS code ("Connection refused") */
+} vega_proxy_reply;
+
+/* The RFC's words for a SOCKS5 REP (RFC 1928 §6) or a SOCKS4 CD code ("unassigned" else). */
+VEGA_API const char *vega_proxy_socks5_reply_str(int rep);
+VEGA_API const char *vega_proxy_socks4_reply_str(int cd);
+
+/* ---- the handshake core (sans I/O) ------------------------------------------------------------
+ */
+
+typedef struct vega_proxy_handshake vega_proxy_handshake;
+
+/* Events of a handshake; each optional (NULL). They return 0, or nonzero to fail the handshake
+ * with VEGA_ERR_CALLBACK. They may call get_ accessors, never read, write or free. */
+typedef struct vega_proxy_callbacks {
+    /* The final reply arrived (before it is judged: also for a refusal). r: borrowed. */
+    int (*on_reply)(void *user, const vega_proxy_reply *r);
+    /* A field of an HTTP CONNECT reply (interim 1xx heads included); spans borrow the input. */
+    int (*on_field)(void *user, const char *name, size_t name_len, const char *value,
+                    size_t value_len);
+} vega_proxy_callbacks;
+
+/* Settings of one handshake. Initialise with vega_proxy_handshake_opts_init. Strings are
+ * borrowed for vega_proxy_handshake_new (copied). */
+typedef struct vega_proxy_handshake_opts {
+    vega_proxy_kind kind;       /* any but NONE; HTTP and HTTPS both mean CONNECT */
+    vega_proxy_command command; /* CONNECT (default); UDP_ASSOCIATE for SOCKS5 only */
+    const char *host;           /* the destination: an IP literal (IPv6 without brackets) goes as
+                                   an address, anything else as a name (SOCKS5/5h, SOCKS4a,
+                                   HTTP); SOCKS4 needs an IPv4 literal. UDP ASSOCIATE: the
+                                   address we will send from, NULL = 0.0.0.0 */
+    uint16_t port;
+    const char *user;       /* NULL: no credentials. SOCKS5: RFC 1929 (1..255 bytes each);
+                               SOCKS4/4a: the USERID (password unused); HTTP: Basic */
+    const char *password;   /* NULL = "" */
+    const char *user_agent; /* HTTP CONNECT's User-Agent; NULL = none */
+    size_t max_reply;       /* HTTP reply head bound in bytes; 0 = 16 KiB, at most 64 KiB */
+} vega_proxy_handshake_opts;
+#define VEGA_PROXY_HANDSHAKE_OPTS_VERSION 1
+
+/* Fills o with the defaults (CONNECT, no credentials, 16 KiB). Since 0.1. */
+VEGA_API void vega_proxy_handshake_opts_init_versioned(vega_proxy_handshake_opts *o,
+                                                       int opts_version);
+#define vega_proxy_handshake_opts_init(...)                                                        \
+    vega_proxy_handshake_opts_init_versioned(__VA_ARGS__, VEGA_PROXY_HANDSHAKE_OPTS_VERSION)
+
+/*
+ * Creates a client handshake. cb: borrowed (copied), NULL = none. opts: borrowed (copied).
+ * mem: retained, NULL = libc. user: passed to the callbacks (retained).
+ * Returns 0; -EINVAL (a bad argument: no host for CONNECT, kind NONE, UDP ASSOCIATE on anything
+ * but SOCKS5, an unknown layout version, credentials over 255 bytes, a host with a CR, LF or
+ * NUL); VEGA_ERR_PROXY_UNSUPPORTED (SOCKS4 and a host that is not an IPv4 literal, a name over
+ * 255 bytes); -ENOMEM. Context: any; never suspends. Since 0.1.
+ */
+VEGA_API int vega_proxy_handshake_new_versioned(vega_proxy_handshake **out,
+                                                const vega_proxy_callbacks *cb,
+                                                const vega_proxy_handshake_opts *opts,
+                                                const vega_mem *mem, void *user, int opts_version);
+#define vega_proxy_handshake_new(...)                                                              \
+    vega_proxy_handshake_new_versioned(__VA_ARGS__, VEGA_PROXY_HANDSHAKE_OPTS_VERSION)
+
+/* Frees h (NULL: no-op). Since 0.1. */
+VEGA_API void vega_proxy_handshake_free(vega_proxy_handshake *h);
+
+/*
+ * The next message to send into out (cap bytes of room): messages are written whole.
+ * Returns its length, 0 when nothing is to be sent now (wait for the proxy, or done);
+ * VEGA_ERR_NOBUF (cap too small: nothing written; 600 bytes always suffice for SOCKS, a CONNECT
+ * request needs about 100 + 2 * host + 4/3 of the credentials); the sticky error of a failed
+ * handshake; -EINVAL (h NULL, or out NULL with cap). Context: any; never suspends. Since 0.1.
+ */
+VEGA_API vega_ssize vega_proxy_handshake_write(vega_proxy_handshake *h, uint8_t *out, size_t cap);
+
+/*
+ * Feeds bytes from the proxy. in: borrowed. *consumed receives how many bytes the handshake
+ * took: it never takes a byte past the end of the proxy's final reply, so what follows it
+ * belongs to the tunnel (picotls-style in/out length, docs/ARCHITECTURE.md).
+ * Returns 1 when the tunnel is up (the final reply said yes), 0 when more is needed (or a
+ * message must be written first); VEGA_ERR_PROXY_AUTH, VEGA_ERR_PROXY_REFUSED (reply: see
+ * vega_proxy_handshake_reply), VEGA_ERR_PROXY_HANDSHAKE (a malformed reply, a head over
+ * max_reply), VEGA_ERR_CALLBACK; -EINVAL (bytes before a message was sent, or after done).
+ * Errors are sticky. Context: any; never suspends. Since 0.1.
+ */
+VEGA_API int vega_proxy_handshake_read(vega_proxy_handshake *h, const uint8_t *in, size_t len,
+                                       size_t *consumed);
+
+/* How many bytes the handshake can take now without reading past the proxy's reply (at least 1
+ * while a reply is awaited; 0 when a message is to be written first, or when done or failed).
+ * A driver that reads at most this much never reads tunnel bytes. Since 0.1. */
+VEGA_API size_t vega_proxy_handshake_want(const vega_proxy_handshake *h);
+
+/* True once the tunnel is up. Since 0.1. */
+VEGA_API bool vega_proxy_handshake_is_done(const vega_proxy_handshake *h);
+
+/* The reply so far (borrowed, valid until h is freed). Since 0.1. */
+VEGA_API const vega_proxy_reply *vega_proxy_handshake_reply(const vega_proxy_handshake *h);
+
+/* ---- SOCKS5 UDP request header (RFC 1928 §7) --------------------------------------------------
+ */
+
+/* Writes RSV RSV FRAG ATYP DST.ADDR DST.PORT for dst into out. Returns its length;
+ * VEGA_ERR_NOBUF; -EINVAL (no address type, a name of 0 or over 255 bytes). Since 0.1. */
+VEGA_API vega_ssize vega_proxy_udp_header_write(uint8_t *out, size_t cap, uint8_t frag,
+                                                const vega_proxy_addr *dst);
+
+/* Parses the header at the start of a datagram: *frag, *addr. Returns the header's length (the
+ * payload follows); VEGA_ERR_PROXY_HANDSHAKE (truncated, RSV not zero, an unknown ATYP, an empty
+ * name); -EINVAL (a NULL argument). Since 0.1. */
+VEGA_API vega_ssize vega_proxy_udp_header_parse(const uint8_t *in, size_t len, uint8_t *frag,
+                                                vega_proxy_addr *addr);
+
+/* ---- proxy URLs and NO_PROXY ------------------------------------------------------------------
+ */
+
+/* A proxy URL taken apart (plain data). */
+typedef struct vega_proxy_url {
+    vega_proxy_kind kind;
+    char host[VEGA_PROXY_MAX_NAME + 1]; /* without the brackets of an IPv6 literal */
+    uint16_t port;
+    bool has_user;
+    char user[VEGA_PROXY_MAX_CRED + 1];     /* percent-decoded */
+    char password[VEGA_PROXY_MAX_CRED + 1]; /* percent-decoded */
+} vega_proxy_url;
+
+/*
+ * Parses a proxy URL as curl's -x takes it: [scheme://][user[:password]@]host[:port][/],
+ * scheme http, https, socks4, socks4a, socks5, socks5h (any case), no scheme = http. The port
+ * defaults to 1080 (443 for https), as curl's does. url: borrowed.
+ * Returns 0; -EINVAL (an unknown scheme, no host, a bad port, a host or credential too long,
+ * a path other than "/"). Since 0.1.
+ */
+VEGA_API int vega_proxy_url_parse(vega_proxy_url *out, const char *url);
+
+/*
+ * curl's NO_PROXY rule: list is comma-separated (spaces around entries ignored); "*" alone
+ * matches every host; an entry matches host when equal to it or a domain suffix of it (a
+ * leading dot in the entry is ignored: "example.com" and ".example.com" both match
+ * "www.example.com"), case-insensitively; an IP entry matches that address, and one with a
+ * /prefix (CIDR) every address in it. host: a name or IP literal (IPv6 with or without
+ * brackets). Returns true when host must go direct. Since 0.1.
+ */
+VEGA_API bool vega_proxy_noproxy_match(const char *list, const char *host);
+
+/* ---- the driver: connecting through a proxy on the runtime (lib/proxy_io) ---------------------
+ */
+
+/* The stream, TLS and resolver types are those of <vega/stream.h>, <vega/tls.h> and
+ * <vega/dns.h>, named by their struct tags here so that the core's users need not include
+ * the I/O headers. */
+struct vega_stream;
+struct vega_tls_config;
+struct vega_dns_resolver;
+/* Kinds of trace lines, as curl -v shows them ("* ", "> ", "< "). */
+typedef enum vega_proxy_trace_kind {
+    VEGA_PROXY_TRACE_INFO = 0, /* what is being done ("SOCKS5 connect to ...") */
+    VEGA_PROXY_TRACE_SENT,     /* a line of an HTTP CONNECT request, without CRLF */
+    VEGA_PROXY_TRACE_RECV,     /* a line of an HTTP CONNECT reply, without CRLF */
+} vega_proxy_trace_kind;
+
+/* How to reach a proxy. Initialise with vega_proxy_opts_init. */
+typedef struct vega_proxy_opts {
+    vega_proxy_kind kind;
+    const char *host; /* the proxy: a name or an IP literal (borrowed for each call) */
+    uint16_t port;
+    const char *user; /* NULL: no credentials (see vega_proxy_handshake_opts) */
+    const char *password;
+    bool tunnel;                   /* HTTP(S) proxies: tunnel http:// URLs with CONNECT too (curl's
+                                      -p); false: they are forwarded (absolute-form). Read by the
+                                      HTTP client; vega_proxy_connect always tunnels */
+    struct vega_tls_config *tls;   /* https proxies: the client config for the TLS to the proxy
+                                  (retained for each call); NULL = system CAs, verification on */
+    const char *user_agent;        /* CONNECT's User-Agent; NULL = none */
+    size_t max_reply;              /* see vega_proxy_handshake_opts; 0 = 16 KiB */
+    struct vega_dns_resolver *dns; /* for the proxy's name and, with SOCKS4/SOCKS5, the
+                                destination's; NULL = the process-wide resolver */
+    /* Optional: each trace line (text borrowed for the call, no newline), and the reply of each
+     * handshake. Called inside the connecting task. */
+    void (*trace)(void *user, vega_proxy_trace_kind kind, const char *text, size_t len);
+    void (*on_reply)(void *user, const vega_proxy_reply *r);
+    void *trace_user;
+} vega_proxy_opts;
+#define VEGA_PROXY_OPTS_VERSION 1
+
+/* Fills o with the defaults (kind NONE). Since 0.1. */
+VEGA_API void vega_proxy_opts_init_versioned(vega_proxy_opts *o, int opts_version);
+#define vega_proxy_opts_init(...)                                                                  \
+    vega_proxy_opts_init_versioned(__VA_ARGS__, VEGA_PROXY_OPTS_VERSION)
+
+/*
+ * Connects to host:port through the proxy p: TCP to the proxy (TLS for HTTPS), then the
+ * handshake (HTTP proxies: CONNECT). With SOCKS4 and SOCKS5 the destination is resolved here
+ * (IPv4 only for SOCKS4); SOCKS4a, SOCKS5h and HTTP send the name. out: on 0 receives the
+ * tunnel, returned owned (for HTTPS proxies, the TLS stream to the proxy: run the origin's TLS
+ * inside it). host: borrowed; IPv6 literals without brackets. reply: NULL, or receives the
+ * proxy's reply (also on failure). dl: the whole connect and handshake.
+ * Returns 0; VEGA_ERR_PROXY_RESOLVE (the proxy's name); the destination's DNS codes (SOCKS4/5);
+ * -ECONNREFUSED and other connect codes (the proxy); a TLS code (HTTPS); VEGA_ERR_PROXY_AUTH,
+ * VEGA_ERR_PROXY_REFUSED, VEGA_ERR_PROXY_HANDSHAKE, VEGA_ERR_PROXY_UNSUPPORTED; -ETIMEDOUT;
+ * -ECANCELED; -ENOMEM; -EINVAL (a bad argument, kind NONE, an unknown layout version).
+ * Context: inside a task; suspends. Since 0.1.
+ */
+VEGA_API int vega_proxy_connect_versioned(struct vega_stream **out, const vega_proxy_opts *p,
+                                          const char *host, uint16_t port, vega_proxy_reply *reply,
+                                          vega_deadline dl, int opts_version);
+#define vega_proxy_connect(...) vega_proxy_connect_versioned(__VA_ARGS__, VEGA_PROXY_OPTS_VERSION)
+
+/*
+ * Opens a stream to the proxy itself, without a handshake: TCP, and TLS for HTTPS (for HTTP
+ * forwarding of http:// URLs, where requests go to the proxy in absolute-form).
+ * Returns as vega_proxy_connect without the handshake codes; -EINVAL (a bad argument, kind
+ * NONE, no host or port, an unknown layout version). Context: inside a task. Since 0.1.
+ */
+VEGA_API int vega_proxy_open_versioned(struct vega_stream **out, const vega_proxy_opts *p,
+                                       vega_deadline dl, int opts_version);
+#define vega_proxy_open(...) vega_proxy_open_versioned(__VA_ARGS__, VEGA_PROXY_OPTS_VERSION)
+
+/* The value of a Proxy-Authorization field for Basic auth ("Basic " + base64(user:password),
+ * RFC 7617) into out, NUL-terminated. Returns its length; VEGA_ERR_NOBUF; -EINVAL. Since 0.1. */
+VEGA_API vega_ssize vega_proxy_basic_auth(char *out, size_t cap, const char *user,
+                                          const char *password);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

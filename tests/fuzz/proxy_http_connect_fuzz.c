@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: MIT */
+/* libFuzzer target for the HTTP CONNECT reply parser of lib/proxy (see proxy_fuzz.h for what is
+ * checked): the input is what the proxy sends. */
+#include "proxy_fuzz.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    proxy_fuzz_run(VEGA_PROXY_HTTP, data, size);
+    return 0;
+}

@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+/* libFuzzer target for the socks4 reply parser of lib/proxy (see proxy_fuzz.h for what is
+ * checked): the input is what the proxy sends. */
+#include "proxy_fuzz.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    proxy_fuzz_run(VEGA_PROXY_SOCKS4A, data, size);
+    if (size > 0 && (data[0] & 0x40))
+        proxy_fuzz_run(VEGA_PROXY_SOCKS4, data, size);
+    return 0;
+}
