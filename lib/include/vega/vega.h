@@ -28,5 +28,6 @@
 #include <vega/time.h>
 #include <vega/tls.h>
 #include <vega/version.h>
+#include <vega/ws.h>
 
 #endif
