@@ -13,9 +13,25 @@
 
 #include "conn_int.h"
 
-/* Layout 1 ends where version 2's appended fields start (it ends on a pointer and they start
- * with one, so no tail padding differs). */
+/* Layout 1 ends where version 2's appended fields start, and layout 2 where version 3's do
+ * (each ends on a pointer and the next starts with one, so no tail padding differs). */
 #define QUIC_OPTS_V1_SIZE offsetof(vega_quic_opts, keylog)
+#define QUIC_OPTS_V2_SIZE offsetof(vega_quic_opts, qlog)
+
+/* The size of the caller's struct for a layout this library knows; 0 for another. */
+static size_t opts_size(int opts_version)
+{
+    switch (opts_version) {
+    case 1:
+        return QUIC_OPTS_V1_SIZE;
+    case 2:
+        return QUIC_OPTS_V2_SIZE;
+    case VEGA_QUIC_OPTS_VERSION:
+        return sizeof(vega_quic_opts);
+    default:
+        return 0;
+    }
+}
 
 static void opts_defaults(vega_quic_opts *c)
 {
@@ -40,17 +56,19 @@ static void opts_defaults(vega_quic_opts *c)
 
 void vega_quic_opts_init_versioned(vega_quic_opts *c, int opts_version)
 {
-    if (opts_version != 1 && opts_version != VEGA_QUIC_OPTS_VERSION)
+    size_t size = opts_size(opts_version);
+    if (!size)
         vega__panic(__FILE__, __LINE__,
                     "vega_quic_opts_init: options of another libvega (version %d)", opts_version);
     vega_quic_opts d;
     opts_defaults(&d);
-    /* A caller built with layout 1 has storage for layout 1 only. */
-    memcpy(c, &d, opts_version == 1 ? QUIC_OPTS_V1_SIZE : sizeof d);
+    /* A caller built with an older layout has storage for that layout only. */
+    memcpy(c, &d, size);
 }
 
-/* API rules: ABI: the options of a caller of layout 1 are its prefix; the fields it does not
- * have are zero (their "none"). Returns false for a layout this library does not know. */
+/* API rules: ABI: the options of a caller of an older layout are its prefix; the fields it
+ * does not have are zero (their "none"). Returns false for a layout this library does not
+ * know. */
 static bool opts_latest(const vega_quic_opts *cfg, int opts_version, vega_quic_opts *tmp,
                         const vega_quic_opts **out)
 {
@@ -60,10 +78,11 @@ static bool opts_latest(const vega_quic_opts *cfg, int opts_version, vega_quic_o
         *out = cfg;
         return true;
     }
-    if (opts_version != 1)
+    size_t size = opts_size(opts_version);
+    if (!size)
         return false;
     memset(tmp, 0, sizeof *tmp);
-    memcpy(tmp, cfg, QUIC_OPTS_V1_SIZE);
+    memcpy(tmp, cfg, size);
     *out = tmp;
     return true;
 }
@@ -214,6 +233,8 @@ int vega_quic_conn_client_new_versioned(vega_quic_conn **out, const vega_quic_op
         vega_quic_conn_free(c);
         return rc == VEGA_ERR_PROTO ? -EINVAL : rc;
     }
+    if (VEGA__QLOG(c))
+        vega__quic_qlog_started(c);
     *out = c;
     return 0;
 }
@@ -268,6 +289,8 @@ int vega_quic_conn_server_new_versioned(vega_quic_conn **out, const vega_quic_op
         vega_quic_conn_free(c);
         return rc;
     }
+    if (VEGA__QLOG(c))
+        vega__quic_qlog_started(c);
     *out = c;
     return 0;
 }

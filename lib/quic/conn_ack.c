@@ -177,6 +177,8 @@ void vega__quic_on_lost(void *ud, int space, struct vega__quic_sent *p, bool dis
         return;
     if (r->pmtu && !discarded)
         vega__quic_pmtu_result(c, false);
+    if (!discarded && VEGA__QLOG(c))
+        vega__quic_qlog_lost(c, r->level, p->pn, r->pmtu ? "pmtu_probe" : NULL);
     for (unsigned i = 0; i < r->n && !discarded && c->state < VEGA__QUIC_ST_CLOSING; i++) {
         struct vega__quic_sf *f = &r->f[i];
         struct vega__quic_stream *s = NULL;

@@ -129,6 +129,8 @@ vega_ssize vega__quic_write_close(vega_quic_conn *c, uint8_t *out, size_t limit)
         pos = k->start + vega__quic_pkt_finish(out, k, k->len + (VEGA_QUIC_MIN_INITIAL_SIZE - pos));
     }
     for (size_t i = 0; i < nk; i++) {
+        if (VEGA__QLOG(c))
+            vega__quic_qlog_sent(c, &ks[i], out + ks[i].start);
         vega_ssize n = vega_quic_packet_protect(ks[i].keys, out + ks[i].start, limit - ks[i].start,
                                                 ks[i].hdr_len, ks[i].pn, ks[i].len);
         if (n < 0)

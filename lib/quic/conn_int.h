@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <vega/quic_qlog.h>
 #include <vega/quic_wire.h>
 
 #include "qstream.h"
@@ -301,6 +302,15 @@ struct vega__quic_conn_timers {
     uint64_t pace_deadline;
 };
 
+/* What qlog reported last (conn_qlog.c), to report changes only. */
+struct vega__quic_conn_qlog {
+    bool peer_tp, complete, confirmed, state_logged, closed_logged, metrics_logged, cc_logged;
+    vega_quic_qlog_conn_state state;
+    vega_quic_qlog_cc_state cc;
+    uint64_t key_updates;
+    vega_quic_qlog_metrics metrics;
+};
+
 struct vega_quic_conn {
     bool server;
     uint32_t version;
@@ -324,6 +334,7 @@ struct vega_quic_conn {
     struct vega__quic_conn_events ev;
     struct vega__quic_conn_closing closing;
     struct vega__quic_conn_timers timers;
+    struct vega__quic_conn_qlog qlog;
 
     vega_quic_conn_info stats;
 };
@@ -447,6 +458,18 @@ void vega__quic_put_streams(vega_quic_conn *c, uint8_t *out, struct vega__quic_p
 void vega__quic_put_datagrams(vega_quic_conn *c, uint8_t *out, struct vega__quic_pkt *k);
 /* True when a 1-RTT packet would carry something besides an ACK. */
 bool vega__quic_app_has_data(const vega_quic_conn *c);
+
+/* conn_qlog.c: the qlog events; call only when c->cfg.qlog is set (VEGA__QLOG). pkt: the
+ * packet's first byte, header written and payload not yet protected. poll: what changed since
+ * the last call (metrics: recovery's numbers too). */
+#define VEGA__QLOG(c) vega__unlikely((c)->cfg.qlog != NULL)
+void vega__quic_qlog_started(vega_quic_conn *c);
+void vega__quic_qlog_sent(vega_quic_conn *c, const struct vega__quic_pkt *k, const uint8_t *pkt);
+void vega__quic_qlog_recv(vega_quic_conn *c, const vega_quic_hdr *h, uint64_t pn, bool key_phase,
+                          const uint8_t *payload, size_t payload_len);
+void vega__quic_qlog_dropped(vega_quic_conn *c, const vega_quic_hdr *h, const char *trigger);
+void vega__quic_qlog_lost(vega_quic_conn *c, int level, uint64_t pn, const char *trigger);
+void vega__quic_qlog_poll(vega_quic_conn *c, bool metrics);
 
 /* conn_probe.c: PTO probes (RFC 9002 §6.2.4) and DPLPMTUD (RFC 9000 §14.3). */
 bool vega__quic_probing(const vega_quic_conn *c);

@@ -228,6 +228,8 @@ vega_ssize vega__quic_write_path_response(vega_quic_conn *c, vega_quic_path *pat
     memcpy(f.u.path.data, c->paths.response, 8);
     vega__quic_put_frame(out, &k, &f);
     vega__quic_pkt_finish(out, &k, limit - k.hdr_len - VEGA_CRYPTO_AEAD_TAG_LEN);
+    if (VEGA__QLOG(c))
+        vega__quic_qlog_sent(c, &k, out);
     vega_ssize n = vega_quic_packet_protect(k.keys, out, limit, k.hdr_len, k.pn, k.len);
     if (n < 0)
         return n;

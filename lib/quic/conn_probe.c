@@ -117,6 +117,8 @@ vega_ssize vega__quic_pmtu_write_probe(vega_quic_conn *c, uint8_t *out, size_t c
     vega_quic_frame f = {.type = VEGA_QUIC_FT_PING};
     vega__quic_put_frame(out, &k, &f);
     vega__quic_pkt_finish(out, &k, k.cap);
+    if (VEGA__QLOG(c))
+        vega__quic_qlog_sent(c, &k, out);
     vega_ssize n = vega_quic_packet_protect(k.keys, out, cap, k.hdr_len, k.pn, k.len);
     if (n < 0) {
         vega__quic_rec_put(c, k.rec);

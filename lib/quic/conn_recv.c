@@ -440,6 +440,8 @@ static int on_vn(vega_quic_conn *c, const vega_quic_hdr *h)
 static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt, size_t dgram_len,
                        uint8_t ecn, bool *processed, const vega_quic_path *path)
 {
+    if (VEGA__QLOG(c) && (h->type == VEGA_QUIC_PKT_VN || h->type == VEGA_QUIC_PKT_RETRY))
+        vega__quic_qlog_recv(c, h, 0, false, NULL, 0);
     if (h->type == VEGA_QUIC_PKT_VN)
         return on_vn(c, h);
     if (h->type == VEGA_QUIC_PKT_RETRY)
@@ -467,6 +469,8 @@ static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt, 
         bool early_hope = level == VEGA_QUIC_LEVEL_EARLY && c->server && !c->hs.done;
         if (level == VEGA_QUIC_LEVEL_HANDSHAKE || level == VEGA_QUIC_LEVEL_APP || early_hope)
             keep_pending(c, pkt, h->pkt_len, ecn);
+        else if (VEGA__QLOG(c))
+            vega__quic_qlog_dropped(c, h, "key_unavailable");
         return 0;
     }
     uint8_t mask[VEGA_CRYPTO_HP_MASK_LEN];
@@ -494,11 +498,17 @@ static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt, 
     }
     if (rc == VEGA_ERR_CRYPTO_LIBCRYPTO)
         return rc;
-    if (rc < 0)
+    if (rc < 0) {
+        if (VEGA__QLOG(c))
+            vega__quic_qlog_dropped(c, h, "decryption_failure");
         return 0; /* does not authenticate, or too short: not for us (§12.2) */
+    }
     *processed = true;
-    if (u.pn < sp->floor || vega__quic_ranges_contains(&sp->recvd, u.pn))
+    if (u.pn < sp->floor || vega__quic_ranges_contains(&sp->recvd, u.pn)) {
+        if (VEGA__QLOG(c))
+            vega__quic_qlog_dropped(c, h, "duplicate");
         return 0; /* a duplicate */
+    }
     if (which == 1) {
         rc = vega__quic_rx_key_update(c, phase, u.pn);
         if (rc < 0)
@@ -514,6 +524,8 @@ static int recv_packet(vega_quic_conn *c, const vega_quic_hdr *h, uint8_t *pkt, 
     }
     c->stats.pkts_recv++;
     const uint8_t *payload = pkt + u.payload_off;
+    if (VEGA__QLOG(c))
+        vega__quic_qlog_recv(c, h, u.pn, phase, payload, u.payload_len);
     bool eliciting = false, probing = true;
     c->rx.path = path;
     rc = vega__quic_recv_frames(c, level, h->type, payload, u.payload_len, &eliciting, &probing,
@@ -577,8 +589,8 @@ void vega__quic_retry_pending(vega_quic_conn *c)
     }
 }
 
-int vega_quic_conn_read(vega_quic_conn *c, const vega_quic_path *path, uint8_t ecn, uint8_t *dgram,
-                        size_t len, uint64_t now)
+static int conn_read(vega_quic_conn *c, const vega_quic_path *path, uint8_t ecn, uint8_t *dgram,
+                     size_t len, uint64_t now)
 {
     if (now > c->now)
         c->now = now;
@@ -623,4 +635,13 @@ int vega_quic_conn_read(vega_quic_conn *c, const vega_quic_path *path, uint8_t e
     if (any && c->state == VEGA__QUIC_ST_CLOSING)
         c->closing.send = true;
     return 0;
+}
+
+int vega_quic_conn_read(vega_quic_conn *c, const vega_quic_path *path, uint8_t ecn, uint8_t *dgram,
+                        size_t len, uint64_t now)
+{
+    int rc = conn_read(c, path, ecn, dgram, len, now);
+    if (VEGA__QLOG(c))
+        vega__quic_qlog_poll(c, true);
+    return rc;
 }

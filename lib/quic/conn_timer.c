@@ -48,7 +48,7 @@ uint64_t vega_quic_conn_expiry(const vega_quic_conn *c)
     return t;
 }
 
-int vega_quic_conn_handle_expiry(vega_quic_conn *c, uint64_t now)
+static int handle_expiry(vega_quic_conn *c, uint64_t now)
 {
     if (now > c->now)
         c->now = now;
@@ -84,4 +84,12 @@ int vega_quic_conn_handle_expiry(vega_quic_conn *c, uint64_t now)
         vega__quic_probe_on_timeout(c, now);
     /* ACK deadlines need no action here: the next write sees them due. */
     return 0;
+}
+
+int vega_quic_conn_handle_expiry(vega_quic_conn *c, uint64_t now)
+{
+    int rc = handle_expiry(c, now);
+    if (VEGA__QLOG(c))
+        vega__quic_qlog_poll(c, true);
+    return rc;
 }

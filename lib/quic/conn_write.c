@@ -302,6 +302,8 @@ static vega_ssize seal_dgram(vega_quic_conn *c, uint8_t *out, size_t cap, struct
     bool sent_handshake = false;
     for (size_t i = 0; i < d->nk; i++) {
         struct vega__quic_pkt *k = &d->ks[i];
+        if (VEGA__QLOG(c))
+            vega__quic_qlog_sent(c, k, out + k->start);
         vega_ssize n = vega_quic_packet_protect(k->keys, out + k->start, cap - k->start, k->hdr_len,
                                                 k->pn, k->len);
         if (n < 0) {
@@ -318,8 +320,8 @@ static vega_ssize seal_dgram(vega_quic_conn *c, uint8_t *out, size_t cap, struct
 
 /* ---- the write calls ------------------------------------------------------------------------ */
 
-vega_ssize vega_quic_conn_write(vega_quic_conn *c, vega_quic_path *path, uint8_t *ecn, uint8_t *out,
-                                size_t cap, uint64_t now)
+static vega_ssize conn_write(vega_quic_conn *c, vega_quic_path *path, uint8_t *ecn, uint8_t *out,
+                             size_t cap, uint64_t now)
 {
     if (now > c->now)
         c->now = now;
@@ -348,6 +350,15 @@ vega_ssize vega_quic_conn_write(vega_quic_conn *c, vega_quic_path *path, uint8_t
     }
     pad_dgram(c, out, &d);
     return seal_dgram(c, out, cap, &d, ecn, now);
+}
+
+vega_ssize vega_quic_conn_write(vega_quic_conn *c, vega_quic_path *path, uint8_t *ecn, uint8_t *out,
+                                size_t cap, uint64_t now)
+{
+    vega_ssize n = conn_write(c, path, ecn, out, cap, now);
+    if (VEGA__QLOG(c))
+        vega__quic_qlog_poll(c, false);
+    return n;
 }
 
 vega_ssize vega_quic_conn_write_gso(vega_quic_conn *c, vega_quic_path *path, uint8_t *ecn,

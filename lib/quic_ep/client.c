@@ -94,14 +94,13 @@ static int start_client(vega_quic_endpoint *ep, const vega_addr *addr,
     s->owner = c;
     atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed); /* the socket's */
     vega_quic_opts q;
-    vega__ep_conn_opts(ep, &q);
     vega_quic_path path;
     memset(&path, 0, sizeof path);
     memcpy(&path.local, &s->local.ss, s->local.len);
     path.local_len = s->local.len;
     memcpy(&path.remote, &addr->ss, addr->len);
     path.remote_len = addr->len;
-    if ((rc = keep_settings(c, o, &q)) < 0 ||
+    if ((rc = vega__ep_conn_opts(ep, c, &q)) < 0 || (rc = keep_settings(c, o, &q)) < 0 ||
         (rc = vega_quic_conn_client_new(&c->qc, &q, &path, vega_now())) < 0) {
         c->qc = NULL;
         vega__ep_sock_free(s);
@@ -109,6 +108,7 @@ static int start_client(vega_quic_endpoint *ep, const vega_addr *addr,
         vega_quic_ep_conn_release(c);
         return rc;
     }
+    vega__ep_qlog_open(c);
     c->peer = *addr;
     c->user = o->user;
     c->taken = true;

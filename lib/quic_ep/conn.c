@@ -352,6 +352,7 @@ void vega__ep_conn_teardown(struct vega_quic_ep_conn *c)
         vega_quic_conn_free(c->qc);
         c->qc = NULL;
     }
+    vega__ep_qlog_close(c);
     vega__ep_stream_conn_ended(c);
     c->freed = true;
     if (c->app && ep->o.cb.on_closed)
@@ -412,6 +413,7 @@ void vega_quic_ep_conn_release(vega_quic_ep_conn *c)
         vega__mem_free(mem, c->session);
     if (c->token)
         vega__mem_free(mem, c->token);
+    vega__ep_qlog_free(c);
     vega_mutex_fini(&c->mu);
     vega__mem_free(mem, c);
 }

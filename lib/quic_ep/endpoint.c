@@ -8,72 +8,81 @@
 
 #include "ep_int.h"
 
-/* Layout 1 of vega_quic_endpoint_opts, as 0.1 shipped it: the same fields after a
- * vega_quic_opts of layout 1, which ends where layout 2's key log starts (API rules: ABI). */
-#define EP_QUIC_V1_SIZE offsetof(vega_quic_opts, keylog)
-struct ep_opts_v1 {
-    _Alignas(vega_quic_opts) unsigned char quic[EP_QUIC_V1_SIZE];
-    vega_quic_ep_callbacks cb;
-    void *user;
-    unsigned sockets;
-    size_t max_conns;
-    size_t max_handshakes;
-    vega_quic_retry_mode retry;
-    size_t retry_threshold;
-    uint32_t token_lifetime_s;
-    bool no_new_tokens;
-    const uint8_t *static_key;
-    size_t max_resets_per_s;
-    const vega_mem *mem;
-};
+/* Layouts 1 and 2 of vega_quic_endpoint_opts, as 0.1 shipped them: the same fields after a
+ * vega_quic_opts of layout 1 (which ends where layout 2's key log starts) or 2 (which ends where
+ * layout 3's qlog hook starts), without the qlog fields appended in 3 (API rules: ABI). */
+#define EP_OPTS_OLD(name, quic_size)                                                               \
+    struct name {                                                                                  \
+        _Alignas(vega_quic_opts) unsigned char quic[quic_size];                                    \
+        vega_quic_ep_callbacks cb;                                                                 \
+        void *user;                                                                                \
+        unsigned sockets;                                                                          \
+        size_t max_conns;                                                                          \
+        size_t max_handshakes;                                                                     \
+        vega_quic_retry_mode retry;                                                                \
+        size_t retry_threshold;                                                                    \
+        uint32_t token_lifetime_s;                                                                 \
+        bool no_new_tokens;                                                                        \
+        const uint8_t *static_key;                                                                 \
+        size_t max_resets_per_s;                                                                   \
+        const vega_mem *mem;                                                                       \
+    }
+EP_OPTS_OLD(ep_opts_v1, offsetof(vega_quic_opts, keylog));
+EP_OPTS_OLD(ep_opts_v2, offsetof(vega_quic_opts, qlog));
 
-static void ep_opts_from_v1(vega_quic_endpoint_opts *o, const struct ep_opts_v1 *v)
-{
-    memset(o, 0, sizeof *o);
-    memcpy(&o->quic, v->quic, sizeof v->quic);
-    o->cb = v->cb;
-    o->user = v->user;
-    o->sockets = v->sockets;
-    o->max_conns = v->max_conns;
-    o->max_handshakes = v->max_handshakes;
-    o->retry = v->retry;
-    o->retry_threshold = v->retry_threshold;
-    o->token_lifetime_s = v->token_lifetime_s;
-    o->no_new_tokens = v->no_new_tokens;
-    o->static_key = v->static_key;
-    o->max_resets_per_s = v->max_resets_per_s;
-    o->mem = v->mem;
-}
+#define EP_OPTS_FROM_OLD(o, v)                                                                     \
+    do {                                                                                           \
+        memset((o), 0, sizeof *(o));                                                               \
+        memcpy(&(o)->quic, (v)->quic, sizeof(v)->quic);                                            \
+        (o)->cb = (v)->cb;                                                                         \
+        (o)->user = (v)->user;                                                                     \
+        (o)->sockets = (v)->sockets;                                                               \
+        (o)->max_conns = (v)->max_conns;                                                           \
+        (o)->max_handshakes = (v)->max_handshakes;                                                 \
+        (o)->retry = (v)->retry;                                                                   \
+        (o)->retry_threshold = (v)->retry_threshold;                                               \
+        (o)->token_lifetime_s = (v)->token_lifetime_s;                                             \
+        (o)->no_new_tokens = (v)->no_new_tokens;                                                   \
+        (o)->static_key = (v)->static_key;                                                         \
+        (o)->max_resets_per_s = (v)->max_resets_per_s;                                             \
+        (o)->mem = (v)->mem;                                                                       \
+    } while (0)
 
-static void ep_opts_to_v1(struct ep_opts_v1 *v, const vega_quic_endpoint_opts *o)
-{
-    memset(v, 0, sizeof *v);
-    memcpy(v->quic, &o->quic, sizeof v->quic);
-    v->cb = o->cb;
-    v->user = o->user;
-    v->sockets = o->sockets;
-    v->max_conns = o->max_conns;
-    v->max_handshakes = o->max_handshakes;
-    v->retry = o->retry;
-    v->retry_threshold = o->retry_threshold;
-    v->token_lifetime_s = o->token_lifetime_s;
-    v->no_new_tokens = o->no_new_tokens;
-    v->static_key = o->static_key;
-    v->max_resets_per_s = o->max_resets_per_s;
-    v->mem = o->mem;
-}
+#define EP_OPTS_TO_OLD(v, o)                                                                       \
+    do {                                                                                           \
+        memset((v), 0, sizeof *(v));                                                               \
+        memcpy((v)->quic, &(o)->quic, sizeof(v)->quic);                                            \
+        (v)->cb = (o)->cb;                                                                         \
+        (v)->user = (o)->user;                                                                     \
+        (v)->sockets = (o)->sockets;                                                               \
+        (v)->max_conns = (o)->max_conns;                                                           \
+        (v)->max_handshakes = (o)->max_handshakes;                                                 \
+        (v)->retry = (o)->retry;                                                                   \
+        (v)->retry_threshold = (o)->retry_threshold;                                               \
+        (v)->token_lifetime_s = (o)->token_lifetime_s;                                             \
+        (v)->no_new_tokens = (o)->no_new_tokens;                                                   \
+        (v)->static_key = (o)->static_key;                                                         \
+        (v)->max_resets_per_s = (o)->max_resets_per_s;                                             \
+        (v)->mem = (o)->mem;                                                                       \
+    } while (0)
 
 void vega_quic_endpoint_opts_init_versioned(vega_quic_endpoint_opts *o, int opts_version)
 {
-    if (opts_version != 1 && opts_version != VEGA_QUIC_ENDPOINT_OPTS_VERSION)
+    if (opts_version < 1 || opts_version > VEGA_QUIC_ENDPOINT_OPTS_VERSION)
         VEGA_PANIC("vega_quic_endpoint_opts_init: unknown layout version %d", opts_version);
     vega_quic_endpoint_opts d;
     memset(&d, 0, sizeof d);
     vega_quic_opts_init(&d.quic);
+    /* A caller built with an older layout has storage for that layout only. */
     if (opts_version == 1) {
-        /* A caller built with layout 1 has storage for layout 1 only. */
         struct ep_opts_v1 v;
-        ep_opts_to_v1(&v, &d);
+        EP_OPTS_TO_OLD(&v, &d);
+        memcpy(o, &v, sizeof v);
+        return;
+    }
+    if (opts_version == 2) {
+        struct ep_opts_v2 v;
+        EP_OPTS_TO_OLD(&v, &d);
         memcpy(o, &v, sizeof v);
         return;
     }
@@ -115,12 +124,15 @@ static int derive(const uint8_t *key, const char *label, uint8_t *out)
 int vega_quic_endpoint_new_versioned(vega_quic_endpoint **out, const vega_quic_endpoint_opts *opts,
                                      int opts_version)
 {
-    if (!out || !opts || (opts_version != 1 && opts_version != VEGA_QUIC_ENDPOINT_OPTS_VERSION))
+    if (!out || !opts || opts_version < 1 || opts_version > VEGA_QUIC_ENDPOINT_OPTS_VERSION)
         return -EINVAL;
     *out = NULL;
     vega_quic_endpoint_opts latest;
     if (opts_version == 1) {
-        ep_opts_from_v1(&latest, (const struct ep_opts_v1 *)(const void *)opts);
+        EP_OPTS_FROM_OLD(&latest, (const struct ep_opts_v1 *)(const void *)opts);
+        opts = &latest;
+    } else if (opts_version == 2) {
+        EP_OPTS_FROM_OLD(&latest, (const struct ep_opts_v2 *)(const void *)opts);
         opts = &latest;
     }
     const vega_mem *mem = opts->mem;

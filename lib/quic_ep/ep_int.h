@@ -133,6 +133,7 @@ struct vega_quic_ep_conn {
     size_t session_len;
     uint8_t *token;
     size_t token_len;
+    struct ep_qlog *qlog; /* the qlog file's state (qlog.c); NULL without qlog_dir */
     /* the endpoint's list of connections */
     struct vega_quic_ep_conn *next, *prev;
 };
@@ -223,8 +224,19 @@ void vega__ep_conn_schedule(struct vega_quic_ep_conn *c);
 void vega__ep_conn_teardown(struct vega_quic_ep_conn *c);
 void vega__ep_conn_list_add(struct vega_quic_endpoint *ep, struct vega_quic_ep_conn *c);
 uint64_t vega__ep_wall_ms(void);
-/* The settings of a new connection: the endpoint's template with what the endpoint fixes. */
-void vega__ep_conn_opts(const struct vega_quic_endpoint *ep, vega_quic_opts *q);
+/* The settings of a new connection: the endpoint's template with what the endpoint fixes, and
+ * c's qlog file when the endpoint has a qlog_dir (c NULL: a connection made only to refuse,
+ * never logged). Returns 0 or -ENOMEM. */
+int vega__ep_conn_opts(const struct vega_quic_endpoint *ep, struct vega_quic_ep_conn *c,
+                       vega_quic_opts *q);
+
+/* qlog.c: qlog_new sets q's hook to c's trace (nothing without a qlog_dir; 0 or -ENOMEM);
+ * qlog_open creates the file once the connection is real (records wait until then); close
+ * writes what is left and closes it (teardown); free releases the state (the last release). */
+int vega__ep_qlog_new(struct vega_quic_ep_conn *c, vega_quic_opts *q);
+void vega__ep_qlog_open(struct vega_quic_ep_conn *c);
+void vega__ep_qlog_close(struct vega_quic_ep_conn *c);
+void vega__ep_qlog_free(struct vega_quic_ep_conn *c);
 
 /* sock.c */
 int vega__ep_sock_open(struct vega_quic_endpoint *ep, const vega_addr *addr, unsigned flags,

@@ -48,7 +48,8 @@ static void conn_input(struct vega_quic_ep_conn *c, struct dgram *d, uint64_t no
 }
 
 /* The settings of a new connection: the template, with what the endpoint fixes. */
-void vega__ep_conn_opts(const struct vega_quic_endpoint *ep, vega_quic_opts *q)
+int vega__ep_conn_opts(const struct vega_quic_endpoint *ep, struct vega_quic_ep_conn *c,
+                       vega_quic_opts *q)
 {
     *q = ep->o.quic;
     q->scid_len = EP_CID_LEN;
@@ -56,6 +57,13 @@ void vega__ep_conn_opts(const struct vega_quic_endpoint *ep, vega_quic_opts *q)
     q->wall_ms = vega__ep_wall_ms();
     if (!q->mem && ep->o.mem)
         q->mem = &ep->qmem;
+    if (ep->o.qlog_dir) {
+        q->qlog = NULL;
+        q->qlog_user = NULL;
+        if (c)
+            return vega__ep_qlog_new(c, q);
+    }
+    return 0;
 }
 
 /* ---- answers without a connection ------------------------------------------------------------ */
@@ -126,7 +134,7 @@ static void send_close(struct ep_sock *s, const vega_quic_hdr *h, const struct d
                        uint64_t code, const char *why, uint64_t now)
 {
     vega_quic_opts q;
-    vega__ep_conn_opts(s->ep, &q);
+    (void)vega__ep_conn_opts(s->ep, NULL, &q);
     /* validated: the close is one small packet for a 1200-byte Initial, within the 3x limit
      * (§8.1) that the core would otherwise apply to a connection that received nothing */
     vega_quic_server_params sp = {.version = h->version,
@@ -180,10 +188,10 @@ static void accept_conn(struct ep_sock *s, const vega_quic_hdr *h, struct dgram 
         return;
     }
     vega_quic_opts q;
-    vega__ep_conn_opts(ep, &q);
     vega_quic_path p;
     to_path(&p, d);
-    if (vega_quic_conn_server_new(&c->qc, &q, &p, sp, now) < 0) {
+    if (vega__ep_conn_opts(ep, c, &q) < 0 ||
+        vega_quic_conn_server_new(&c->qc, &q, &p, sp, now) < 0) {
         c->qc = NULL;
         vega_quic_ep_conn_release(c);
         drop(ep);
@@ -207,6 +215,7 @@ static void accept_conn(struct ep_sock *s, const vega_quic_hdr *h, struct dgram 
     }
     c->peer = *d->from;
     c->odcid_registered = true;
+    vega__ep_qlog_open(c);
     c->counted_hs = true;
     atomic_fetch_add_explicit(&ep->handshakes, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&ep->st_accepted, 1, memory_order_relaxed);

@@ -164,6 +164,8 @@ typedef enum vega_quic_cc {
  */
 typedef vega_mem vega_quic_mem;
 
+struct vega_quic_qlog_event; /* <vega/quic_qlog.h> */
+
 /* Connection settings: plain data. vega_quic_opts_init sets the defaults, then set what
  * applies. Pointers are borrowed for the life of the connections made with it. */
 #define VEGA_QUIC_MAX_STREAMS_CFG 65536 /* the largest max_streams_bidi/uni accepted */
@@ -231,10 +233,22 @@ typedef struct vega_quic_opts {
      * asked to (curl's SSLKEYLOGFILE habit), to a private file. keylog_user: passed back. */
     void (*keylog)(void *keylog_user, const char *line);
     void *keylog_user;
+    /* ---- layout version 3 ---- */
+    /* qlog (debugging only; NULL = none, and then nothing of it costs anything): called with
+     * each typed event of <vega/quic_qlog.h> (packets sent, received, dropped and lost with
+     * their frames, recovery metrics, congestion state, key updates, connection state,
+     * transport parameters, the close), which vega_quic_qlog_write turns into qlog JSON-SEQ
+     * records. ev and what it points to are borrowed for the call. It runs inside the calls
+     * on the connection (its creation included: the first event, CONNECTION_STARTED, names the
+     * ODCID), on the connection's thread, and must not call any function on the connection.
+     * qlog_user: passed back. */
+    void (*qlog)(void *qlog_user, const struct vega_quic_qlog_event *ev);
+    void *qlog_user;
 } vega_quic_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended the
- * key log hook; a program built with version 1 still works (no key log). */
-#define VEGA_QUIC_OPTS_VERSION 2
+ * key log hook, version 3 the qlog hook; a program built with an older one still works
+ * (without them). */
+#define VEGA_QUIC_OPTS_VERSION 3
 
 /* Fills c with the defaults. Context: any. Since 0.1. */
 VEGA_API void vega_quic_opts_init_versioned(vega_quic_opts *c, int opts_version);

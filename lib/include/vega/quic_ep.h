@@ -111,11 +111,22 @@ typedef struct vega_quic_endpoint_opts {
                                 Negotiation) sent per second at most, together; 0 = 1000 */
     const vega_mem *mem;     /* the endpoint's and its connections' memory (retained; NULL =
                                 libc; <vega/mem.h>); quic.mem, when set, wins for the cores */
+    /* ---- layout version 3 ---- */
+    /* qlog (debugging): a directory (retained) where each connection writes its trace,
+     * <ODCID in hex>_<client|server>.sqlog, qlog JSON-SEQ (<vega/quic_qlog.h>), as ngtcp2's
+     * examples and curl (QLOGDIR) name theirs; the file is created when the connection starts
+     * (mode 0600; an existing one is replaced) and written as it goes. NULL = none (then
+     * quic.qlog, when set, gets the events). Files are written with plain write(2) on the
+     * connection's task: for debugging, not for production loads. */
+    const char *qlog_dir;
+    uint64_t qlog_max_bytes; /* a trace stops at this size, its last record saying so (a
+                                "loglevel:warning"); 0 = 64 MiB */
 } vega_quic_endpoint_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2: the quic
  * template grew (vega_quic_opts layout 2, the key log hook), which moved every field after it;
- * a program built with version 1 still works (its layout is converted; no key log). */
-#define VEGA_QUIC_ENDPOINT_OPTS_VERSION 2
+ * version 3: it grew again (the qlog hook) and qlog_dir was appended. A program built with an
+ * older version still works (its layout is converted; no key log or qlog). */
+#define VEGA_QUIC_ENDPOINT_OPTS_VERSION 3
 
 /* Fills o with the defaults (vega_quic_opts_init for o->quic). Context: any. Since 0.1. */
 VEGA_API void vega_quic_endpoint_opts_init_versioned(vega_quic_endpoint_opts *o, int opts_version);

@@ -55,7 +55,7 @@ VTEST(options_of_an_unknown_layout_are_refused)
 {
     VCHECK_EQ(VEGA_RT_OPTS_VERSION, 1);
     VCHECK_EQ(VEGA_QUIC_OPTS_VERSION,
-              2); /* layout 2 appended the key log (tests/unit/quic/abi_test.c) */
+              3); /* 2 appended the key log, 3 qlog (tests/unit/quic/abi_test.c) */
     vega_rt *rt = NULL;
     VCHECK_EQ(vega_rt_new_versioned(&rt, NULL, VEGA_RT_OPTS_VERSION + 1), -EINVAL);
     VCHECK(rt == NULL);

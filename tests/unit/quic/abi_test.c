@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* vega_quic_opts layout 2 (the key log hook appended, docs/ARCHITECTURE.md "API rules: ABI"):
- * a program built against layout 1 passes the shorter struct; the library reads only its
- * prefix, writes nothing past it, and a layout it does not know is refused. */
+/* vega_quic_opts layouts 2 (the key log hook appended) and 3 (the qlog hook), docs/ARCHITECTURE.md
+ * "API rules: ABI": a program built against layout 1 or 2 passes the shorter struct; the
+ * library reads only its prefix, writes nothing past it, and a layout it does not know is
+ * refused. */
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
@@ -43,7 +44,7 @@ struct opts_v1 {
 
 VTEST(v1_layout_is_a_prefix)
 {
-    VCHECK_EQ(VEGA_QUIC_OPTS_VERSION, 2);
+    VCHECK_EQ(VEGA_QUIC_OPTS_VERSION, 3);
     VCHECK_EQ(sizeof(struct opts_v1), offsetof(vega_quic_opts, keylog));
     VCHECK_EQ(offsetof(struct opts_v1, reset_key), offsetof(vega_quic_opts, reset_key));
     VCHECK_EQ(offsetof(struct opts_v1, cc), offsetof(vega_quic_opts, cc));
@@ -67,6 +68,24 @@ VTEST(v1_init_writes_the_prefix_only)
     memset(&cur, 0xa5, sizeof cur);
     vega_quic_opts_init(&cur);
     VCHECK(cur.keylog == NULL && cur.keylog_user == NULL);
+    VCHECK(cur.qlog == NULL && cur.qlog_user == NULL);
+}
+
+/* Layout 2 ends where the qlog hook starts; its init writes no further. */
+VTEST(v2_init_writes_the_prefix_only)
+{
+    struct {
+        unsigned char o[offsetof(vega_quic_opts, qlog)];
+        unsigned char canary[64];
+    } a;
+    memset(&a, 0xa5, sizeof a);
+    vega_quic_opts_init_versioned((vega_quic_opts *)(void *)a.o, 2);
+    vega_quic_opts got;
+    memcpy(&got, a.o, sizeof a.o);
+    VCHECK_EQ(got.idle_timeout_ms, 30000);
+    VCHECK(got.keylog == NULL);
+    for (size_t i = 0; i < sizeof a.canary; i++)
+        VCHECK_EQ(a.canary[i], 0xa5);
 }
 
 static bool handshaken(struct qp *q)
@@ -107,7 +126,7 @@ VTEST(v1_connections_work_and_unknown_layouts_are_refused)
                                   .scid_len = h.scid_len};
     vega_quic_conn *bad = NULL;
     VCHECK_EQ(
-        vega_quic_conn_server_new_versioned(&bad, (vega_quic_opts *)&s.o, &q.spath, &sp, q.now, 3),
+        vega_quic_conn_server_new_versioned(&bad, (vega_quic_opts *)&s.o, &q.spath, &sp, q.now, 4),
         -EINVAL);
     VCHECK_EQ(vega_quic_conn_server_new_versioned(&bad, NULL, &q.spath, &sp, q.now, 1), -EINVAL);
     VCHECK(bad == NULL);
@@ -116,7 +135,7 @@ VTEST(v1_connections_work_and_unknown_layouts_are_refused)
               0);
     vega_quic_conn_read(q.side[1].c, &q.spath, ecn, buf, (size_t)n, q.now);
     VCHECK(qp_run(&q, handshaken, 5000000000ull));
-    VCHECK_EQ(vega_quic_conn_client_new_versioned(&bad, &q.ccfg, &q.path, q.now, 3), -EINVAL);
+    VCHECK_EQ(vega_quic_conn_client_new_versioned(&bad, &q.ccfg, &q.path, q.now, 4), -EINVAL);
     VCHECK_EQ(vega_quic_conn_client_new_versioned(&bad, &q.ccfg, &q.path, q.now, 0), -EINVAL);
     VCHECK(bad == NULL);
     qp_fini(&q);

@@ -159,11 +159,15 @@ struct ep_opts_v1 {
 
 VTEST(v1_layout_and_init)
 {
-    VCHECK_EQ(VEGA_QUIC_ENDPOINT_OPTS_VERSION, 2);
-    /* layout 2 moved every field after the template by the hook's two pointers */
+    VCHECK_EQ(VEGA_QUIC_ENDPOINT_OPTS_VERSION, 3);
+    /* layouts 2 and 3 moved every field after the template by the hooks' four pointers; 3
+     * appended qlog_dir and qlog_max_bytes */
     VCHECK_EQ(offsetof(vega_quic_endpoint_opts, cb),
-              offsetof(struct ep_opts_v1, cb) + 2 * sizeof(void *));
-    VCHECK_EQ(sizeof(vega_quic_endpoint_opts), sizeof(struct ep_opts_v1) + 2 * sizeof(void *));
+              offsetof(struct ep_opts_v1, cb) + 4 * sizeof(void *));
+    VCHECK_EQ(offsetof(vega_quic_endpoint_opts, qlog_dir),
+              sizeof(struct ep_opts_v1) + 4 * sizeof(void *));
+    VCHECK_EQ(sizeof(vega_quic_endpoint_opts),
+              sizeof(struct ep_opts_v1) + 5 * sizeof(void *) + sizeof(uint64_t));
     struct {
         struct ep_opts_v1 o;
         unsigned char canary[64];
@@ -179,7 +183,7 @@ VTEST(v1_layout_and_init)
     VCHECK_EQ(q.idle_timeout_ms, 30000);
     VCHECK_EQ(q.version, VEGA_QUIC_V1);
     vega_quic_endpoint *ep = NULL;
-    VCHECK_EQ(vega_quic_endpoint_new_versioned(&ep, (vega_quic_endpoint_opts *)&a.o, 3), -EINVAL);
+    VCHECK_EQ(vega_quic_endpoint_new_versioned(&ep, (vega_quic_endpoint_opts *)&a.o, 4), -EINVAL);
     VCHECK_EQ(vega_quic_endpoint_new_versioned(&ep, (vega_quic_endpoint_opts *)&a.o, 0), -EINVAL);
     VCHECK(ep == NULL);
 }
@@ -206,5 +210,96 @@ VTEST_CT(v1_endpoint_connects)
     q.tls.n_alpn = 1;
     memcpy(a.o.quic, &q, sizeof a.o.quic);
     connect_pair(&so, &a.o, 1);
+    creds_free(&k);
+}
+
+/* ---- qlog_dir ------------------------------------------------------------------------------- */
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static size_t read_file(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    VCHECK(f != NULL);
+    size_t n = f ? fread(buf, 1, cap, f) : 0;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static bool mem_has(const char *b, size_t n, const char *s)
+{
+    size_t l = strlen(s);
+    for (size_t i = 0; i + l <= n; i++)
+        if (memcmp(b + i, s, l) == 0)
+            return true;
+    return false;
+}
+
+/* Each side writes <ODCID>_<role>.sqlog into its qlog_dir, both named by the same ODCID; a
+ * trace cut at qlog_max_bytes stays within it and ends with the record that says so. */
+VTEST_CT(qlog_dir_writes_one_trace_per_side)
+{
+    struct creds k;
+    creds_load(&k);
+    char sdir[] = "/tmp/vega-qlog-s-XXXXXX", cdir[] = "/tmp/vega-qlog-c-XXXXXX";
+    VCHECK(mkdtemp(sdir) != NULL);
+    VCHECK(mkdtemp(cdir) != NULL);
+    vega_quic_endpoint_opts so, co;
+    server_template(&so, &k);
+    so.qlog_dir = sdir;
+    vega_quic_endpoint_opts_init(&co);
+    co.quic.tls.ca = k.ca;
+    co.quic.tls.alpn[0] = "vega-test";
+    co.quic.tls.n_alpn = 1;
+    co.qlog_dir = cdir;
+    co.qlog_max_bytes = 4096;
+    connect_pair(&so, &co, VEGA_QUIC_ENDPOINT_OPTS_VERSION);
+    static char names[2][512];
+    const char *dirs[2] = {sdir, cdir}, *suffix[2] = {"_server.sqlog", "_client.sqlog"};
+    for (int i = 0; i < 2; i++) {
+        DIR *d = opendir(dirs[i]);
+        VCHECK(d != NULL);
+        size_t files = 0;
+        for (struct dirent *e; d && (e = readdir(d));) {
+            if (e->d_name[0] == '.')
+                continue;
+            files++;
+            snprintf(names[i], sizeof names[i], "%s", e->d_name);
+        }
+        if (d)
+            closedir(d);
+        VCHECK_EQ(files, 1);
+        size_t l = strlen(names[i]);
+        VCHECK(l == 16 + strlen(suffix[i])); /* an 8-byte ODCID in hex */
+        VCHECK_STR(names[i] + 16, suffix[i]);
+    }
+    VCHECK(strncmp(names[0], names[1], 16) == 0);
+    static char buf[1 << 20];
+    char path[1100];
+    snprintf(path, sizeof path, "%s/%s", sdir, names[0]);
+    size_t n = read_file(path, buf, sizeof buf);
+    VCHECK(n > 1000 && buf[0] == 0x1e && buf[n - 1] == '\n');
+    VCHECK(mem_has(buf, n, "\"qlog_format\":\"JSON-SEQ\""));
+    VCHECK(mem_has(buf, n, "\"type\":\"server\""));
+    VCHECK(mem_has(buf, n, "\"name\":\"transport:packet_received\""));
+    VCHECK(mem_has(buf, n, "\"name\":\"transport:packet_sent\""));
+    VCHECK(!mem_has(buf, n, "loglevel:warning"));
+    unlink(path);
+    snprintf(path, sizeof path, "%s/%s", cdir, names[1]);
+    n = read_file(path, buf, sizeof buf);
+    VCHECK(n > 0 && n <= 4096 && buf[0] == 0x1e && buf[n - 1] == '\n');
+    VCHECK(mem_has(buf, n, "\"type\":\"client\""));
+    /* the last record is the cut */
+    size_t last = n - 1;
+    while (last > 0 && buf[last] != 0x1e)
+        last--;
+    VCHECK(mem_has(buf + last, n - last, "\"name\":\"loglevel:warning\""));
+    VCHECK(mem_has(buf + last, n - last, "4096 bytes"));
+    unlink(path);
+    rmdir(sdir);
+    rmdir(cdir);
     creds_free(&k);
 }
