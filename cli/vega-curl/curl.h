@@ -16,6 +16,7 @@ enum {
     CE_UNSUPPORTED_PROTOCOL = 1,
     CE_FAILED_INIT = 2,
     CE_URL_MALFORMAT = 3,
+    CE_COULDNT_RESOLVE_PROXY = 5,
     CE_COULDNT_RESOLVE_HOST = 6,
     CE_COULDNT_CONNECT = 7,
     CE_WEIRD_SERVER_REPLY = 8,
@@ -40,6 +41,7 @@ enum {
     CE_SSL_CACERT_BADFILE = 77,
     CE_HTTP2_STREAM = 92, /* an HTTP/2 stream reset */
     CE_HTTP3 = 95,        /* a problem in the HTTP/3 layer (a stream reset, a connection error) */
+    CE_PROXY = 97,        /* a proxy handshake failed (SOCKS replies, a malformed answer) */
 };
 
 /* Limits on what the command line may ask for. */
@@ -110,7 +112,30 @@ struct curl_opts {
     const char *dump_header; /* -D FILE ("-" = stdout): the response heads */
     bool parallel;           /* -Z: the URLs at once (over multiplexed streams on HTTP/2) */
     unsigned parallel_max;   /* --parallel-max: transfers at once; default 50, at most 300 */
+    /* proxies (proxy.c) */
+    const char *proxy;          /* -x URL ("" = none, even from the environment) */
+    const char *proxy_user;     /* -U user[:password] */
+    const char *noproxy;        /* --noproxy LIST (else NO_PROXY/no_proxy) */
+    const char *proxy_cacert;   /* --proxy-cacert FILE */
+    bool proxytunnel;           /* -p: CONNECT for http:// too */
+    bool proxy_insecure;        /* --proxy-insecure */
+    vega_proxy_kind proxy_kind; /* --socks5 & co: the kind their HOST:PORT means */
+    bool proxy_kind_from_flag;
 };
+
+/* ---- proxies (proxy.c) ------------------------------------------------------------------------
+ */
+
+/* Picks the proxy for the run (options, then the environment, NO_PROXY) and sets co->proxy.
+ * Returns 0 or a curl exit code after printing why. */
+int curl_proxy_setup(const struct curl_opts *o, vega_http_client_opts *co);
+void curl_proxy_free(void);
+/* The proxy in use, or NULL. */
+const vega_proxy_opts *curl_proxy_active(void);
+/* The last CONNECT reply's status (%{http_connect}), 0 = none. */
+int curl_proxy_http_connect(void);
+/* curl's exit code and message (into msg) for a failure at the proxy; 0 when e is not one. */
+int curl_proxy_failed(int e, char *msg, size_t cap);
 
 /* ---- output (output.c) ----------------------------------------------------------------------- */
 

@@ -86,7 +86,9 @@ int curl_send_failed(struct xfer *x, int e)
     struct curl_result *r = &x->res;
     const struct curl_opts *o = x->o;
     int code;
-    if (x->has_upload && x->up.err) {
+    if ((code = curl_proxy_failed(e, r->errmsg, sizeof(r->errmsg))) != 0) {
+        /* a failure at the proxy: curl's 5, 7, 56 or 97 */
+    } else if (x->has_upload && x->up.err) {
         code = CE_READ_ERROR;
         snprintf(r->errmsg, sizeof(r->errmsg), "Failed to read the upload data: %s",
                  vega_strerror(x->up.err));

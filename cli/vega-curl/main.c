@@ -53,6 +53,18 @@ static const char usage_text[] =
     "Connection:\n"
     "      --resolve H:P:ADDR   connect to ADDR for host H port P (repeatable)\n"
     "      --connect-timeout S  seconds for DNS + TCP + TLS (decimals allowed; default 30)\n"
+    "  -x, --proxy URL          go through a proxy: http:// (default), https://, socks4://,\n"
+    "                           socks4a://, socks5://, socks5h:// (the proxy resolves); port\n"
+    "                           1080 unless given (443 for https://); \"\" = none\n"
+    "  -U, --proxy-user U:P     proxy credentials (SOCKS5 RFC 1929, HTTP Basic)\n"
+    "      --socks5 H:P         SOCKS5 proxy, names resolved here (also --socks5-hostname,\n"
+    "                           --socks4, --socks4a)\n"
+    "  -p, --proxytunnel        CONNECT through an HTTP proxy for http:// URLs too\n"
+    "      --noproxy LIST       hosts that go direct (as NO_PROXY: names, suffixes, IPs, CIDR)\n"
+    "      --proxy-insecure     do not verify an https:// proxy's certificate\n"
+    "      --proxy-cacert FILE  CA certificates for an https:// proxy\n"
+    "                           env: http_proxy, https_proxy/HTTPS_PROXY, all_proxy/ALL_PROXY,\n"
+    "                           no_proxy/NO_PROXY (curl's rules; HTTP_PROXY is ignored)\n"
     "  -m, --max-time S         seconds for each whole transfer, redirects included\n"
     "  -k, --insecure           do not verify the server's certificate\n"
     "      --cacert FILE        CA certificates (PEM) to verify the server with\n"
@@ -165,6 +177,13 @@ enum {
     OPT_EARLYDATA,
     OPT_NO_EARLYDATA,
     OPT_PARALLEL_MAX,
+    OPT_SOCKS5,
+    OPT_SOCKS5_HOSTNAME,
+    OPT_SOCKS4,
+    OPT_SOCKS4A,
+    OPT_NOPROXY,
+    OPT_PROXY_INSECURE,
+    OPT_PROXY_CACERT,
 };
 
 static const struct option long_opts[] = {
@@ -220,6 +239,16 @@ static const struct option long_opts[] = {
     {"user-agent", required_argument, NULL, 'A'},
     {"referer", required_argument, NULL, 'e'},
     {"url", required_argument, NULL, OPT_URL},
+    {"proxy", required_argument, NULL, 'x'},
+    {"proxy-user", required_argument, NULL, 'U'},
+    {"proxytunnel", no_argument, NULL, 'p'},
+    {"socks5", required_argument, NULL, OPT_SOCKS5},
+    {"socks5-hostname", required_argument, NULL, OPT_SOCKS5_HOSTNAME},
+    {"socks4", required_argument, NULL, OPT_SOCKS4},
+    {"socks4a", required_argument, NULL, OPT_SOCKS4A},
+    {"noproxy", required_argument, NULL, OPT_NOPROXY},
+    {"proxy-insecure", no_argument, NULL, OPT_PROXY_INSECURE},
+    {"proxy-cacert", required_argument, NULL, OPT_PROXY_CACERT},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -377,8 +406,8 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
     uint64_t v;
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":X:H:d:GT:o:OLiIsSvfkm:w:A:e:#ZD:hV", long_opts, NULL)) !=
-           -1) {
+    while ((c = getopt_long(argc, argv, ":X:H:d:GT:o:OLiIsSvfkm:w:A:e:#ZD:hVx:U:p", long_opts,
+                            NULL)) != -1) {
         switch (c) {
         case 'X':
             if (!vega_http_token_is_valid(optarg, strlen(optarg)))
@@ -455,6 +484,38 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
             break;
         case 'k':
             o->insecure = true;
+            break;
+        case 'x':
+            o->proxy = optarg;
+            if (!o->proxy_kind_from_flag)
+                o->proxy_kind = VEGA_PROXY_NONE;
+            break;
+        case 'U':
+            o->proxy_user = optarg;
+            break;
+        case 'p':
+            o->proxytunnel = true;
+            break;
+        case OPT_SOCKS5:
+        case OPT_SOCKS5_HOSTNAME:
+        case OPT_SOCKS4:
+        case OPT_SOCKS4A:
+            /* curl: --socks5 HOST[:PORT] is -x socks5://HOST[:PORT] */
+            o->proxy = optarg;
+            o->proxy_kind = c == OPT_SOCKS5            ? VEGA_PROXY_SOCKS5
+                            : c == OPT_SOCKS5_HOSTNAME ? VEGA_PROXY_SOCKS5H
+                            : c == OPT_SOCKS4          ? VEGA_PROXY_SOCKS4
+                                                       : VEGA_PROXY_SOCKS4A;
+            o->proxy_kind_from_flag = true;
+            break;
+        case OPT_NOPROXY:
+            o->noproxy = optarg;
+            break;
+        case OPT_PROXY_INSECURE:
+            o->proxy_insecure = true;
+            break;
+        case OPT_PROXY_CACERT:
+            o->proxy_cacert = optarg;
             break;
         case OPT_CACERT:
             o->cacert = optarg;
@@ -651,6 +712,8 @@ static int make_client(const struct curl_opts *o, vega_tls_config *tls, struct c
     co.max_body = o->max_filesize ? o->max_filesize : UINT64_MAX;
     snprintf(ua, sizeof(ua), "vega-curl/%s", VEGA_VERSION_STRING);
     co.user_agent = o->user_agent ? o->user_agent : ua;
+    if ((code = curl_proxy_setup(o, &co)) != 0)
+        return code;
     int r = vega_http_client_new(out, &co);
     if (r < 0)
         return curl_fail(o, CE_FAILED_INIT, "HTTP client: %s", vega_tls_strerror(r));
@@ -732,6 +795,8 @@ static void *main_task(void *arg)
         (m->code = make_client(o, tls, &q, &cx.client)) != 0) {
         vega_tls_config_free(tls);
         curl_quic_free(&q);
+        curl_proxy_free();
+        curl_proxy_free();
         curl_stdout_fini();
         return NULL;
     }

@@ -68,6 +68,8 @@ static bool variable(struct wo *w, const struct curl_result *r, const char *name
     double total = secs(r, r->t_end);
     if (IS("http_code") || IS("response_code"))
         wo_printf(w, "%03d", r->status);
+    else if (IS("http_connect"))
+        wo_printf(w, "%03d", curl_proxy_http_connect());
     else if (IS("http_version"))
         wo_printf(w, "%s",
                   r->http_version == 30   ? "3"

@@ -19,7 +19,15 @@
 /* The layouts of version 1 end where version 2's appended fields start (both end on a
  * pointer or a uint64_t, so no tail padding differs). */
 #define HC_OPTS_V1_SIZE offsetof(vega_http_client_opts, quic_ca)
+#define HC_OPTS_V2_SIZE offsetof(vega_http_client_opts, proxy)
 #define HC_REQ_V1_SIZE  offsetof(vega_http_client_request, h3_fallback)
+
+static size_t hc_opts_size(int opts_version)
+{
+    return opts_version == 1   ? HC_OPTS_V1_SIZE
+           : opts_version == 2 ? HC_OPTS_V2_SIZE
+                               : sizeof(vega_http_client_opts);
+}
 
 static void opts_defaults(vega_http_client_opts *o)
 {
@@ -33,14 +41,14 @@ static void opts_defaults(vega_http_client_opts *o)
 
 void vega_http_client_opts_init_versioned(vega_http_client_opts *o, int opts_version)
 {
-    if (opts_version != 1 && opts_version != VEGA_HTTP_CLIENT_OPTS_VERSION)
+    if (opts_version < 1 || opts_version > VEGA_HTTP_CLIENT_OPTS_VERSION)
         vega__panic(__FILE__, __LINE__,
                     "vega_http_client_opts_init: options of another libvega (version %d)",
                     opts_version);
     vega_http_client_opts d;
     opts_defaults(&d);
-    /* A caller built with layout 1 has storage for layout 1 only. */
-    memcpy(o, &d, opts_version == 1 ? HC_OPTS_V1_SIZE : sizeof d);
+    /* A caller built with an older layout has storage for that layout only. */
+    memcpy(o, &d, hc_opts_size(opts_version));
 }
 
 void vega_http_client_request_init_versioned(vega_http_client_request *r, int opts_version)
@@ -56,7 +64,7 @@ void vega_http_client_request_init_versioned(vega_http_client_request *r, int op
 int vega_http_client_new_versioned(vega_http_client **out, const vega_http_client_opts *opts,
                                    int opts_version)
 {
-    if (opts_version != 1 && opts_version != VEGA_HTTP_CLIENT_OPTS_VERSION)
+    if (opts_version < 1 || opts_version > VEGA_HTTP_CLIENT_OPTS_VERSION)
         return -EINVAL; /* a program built against another libvega's headers */
     if (!out)
         return -EINVAL;
@@ -65,7 +73,10 @@ int vega_http_client_new_versioned(vega_http_client **out, const vega_http_clien
     vega_http_client_opts o;
     opts_defaults(&o);
     if (opts)
-        memcpy(&o, opts, opts_version == 1 ? HC_OPTS_V1_SIZE : sizeof o);
+        memcpy(&o, opts, hc_opts_size(opts_version));
+    if (o.proxy && (o.connect || o.proxy->kind <= VEGA_PROXY_NONE ||
+                    o.proxy->kind > VEGA_PROXY_SOCKS5H || !o.proxy->host || !o.proxy->port))
+        return -EINVAL;
     if (o.quic_n_suites > 3)
         return -EINVAL;
     if (o.quic_version && !vega_quic_version_is_supported(o.quic_version))
@@ -247,6 +258,19 @@ static int build_target(vega_http_client *c, struct hc_req *rq, const vega_http_
     else
         snprintf(rq->authority, sizeof rq->authority, "%s%.*s%s", v6 ? "[" : "", (int)u->host.len,
                  u->host.ptr, v6 ? "]" : "");
+    if (vega__hc_forwarded(c, rq->key.tls)) {
+        /* RFC 9112 §3.2.2: "When making a request to a proxy, other than a CONNECT or
+         * server-wide OPTIONS request, a client MUST send the target URI in absolute-form". */
+        size_t al = strlen(rq->authority), n = 7 + al + o + 1;
+        char *abs = vega__mem_malloc(c->o.mem, n);
+        if (!abs)
+            return -ENOMEM;
+        memcpy(abs, "http://", 7);
+        memcpy(abs + 7, rq->authority, al);
+        memcpy(abs + 7 + al, target, o + 1);
+        vega__mem_free(c->o.mem, target);
+        rq->target = abs;
+    }
     return 0;
 }
 
@@ -292,6 +316,18 @@ static int build_head(vega_http_client *c, struct hc_req *rq)
         int n = snprintf(cl, sizeof cl, "%llu", (unsigned long long)len);
         ADD("Content-Length", cl, (size_t)n);
     }
+    char pauth[2 * VEGA_PROXY_MAX_CRED + 16];
+    if (vega__hc_forwarded(c, rq->key.tls) && c->o.proxy->user &&
+        !user_has(req, "proxy-authorization")) {
+        /* RFC 9110 §11.7.2; Basic (RFC 7617) */
+        vega_ssize pl =
+            vega_proxy_basic_auth(pauth, sizeof pauth, c->o.proxy->user, c->o.proxy->password);
+        if (pl < 0) {
+            vega__mem_free(m, f);
+            return pl == VEGA_ERR_NOBUF ? VEGA_ERR_INTERNAL : (int)pl;
+        }
+        ADD("Proxy-Authorization", pauth, (size_t)pl);
+    }
     if (req->expect_continue && rq->has_body && rq->version == 11)
         ADD("Expect", "100-continue", 12);
     if (rq->h2_upgrade && !user_has(req, "connection") && !user_has(req, "upgrade")) {
@@ -328,6 +364,9 @@ static int pick_version(vega_http_client *c, const vega_http_client_request *req
         rq->version = req->version;
         return 0;
     }
+    /* Forwarded through an HTTP proxy: HTTP/1.1 to the proxy, which speaks to the origin. */
+    if (vega__hc_forwarded(c, rq->key.tls) && req->version != VEGA_HTTP_CLIENT_V3)
+        return 0;
     if (req->version == VEGA_HTTP_CLIENT_V2 || req->version == VEGA_HTTP_CLIENT_V2_PRIOR) {
         /* https: ALPN h2 (HTTP/1.1 if the server picks it). http: h2c by prior knowledge
          * (RFC 9113 §3.3) when asked; else HTTP/1.1 (no Upgrade: RFC 9113 §3.1 deprecates
@@ -345,9 +384,12 @@ static int pick_version(vega_http_client *c, const vega_http_client_request *req
         /* RFC 9114 §3.1: HTTP/3 is for "https" URIs; a fallback goes by TCP as asked. */
         if (!rq->key.tls)
             return req->h3_fallback ? 0 : VEGA_ERR_HTTP_SCHEME;
-        /* QUIC needs UDP: a connect hook only gives streams. */
+        /* QUIC needs UDP: a connect hook only gives streams, and so does a proxy (curl:
+         * "HTTP/3 is not supported over a proxy"). */
         if (c->o.connect)
             return req->h3_fallback ? 0 : -EINVAL;
+        if (c->o.proxy)
+            return req->h3_fallback ? 0 : VEGA_ERR_PROXY_UNSUPPORTED;
         rq->h3 = true;
         rq->fallback = req->h3_fallback;
         return 0;
@@ -355,7 +397,7 @@ static int pick_version(vega_http_client *c, const vega_http_client_request *req
     if (req->version != 0)
         return -EINVAL;
     /* RFC 7838 §2.1: a cached "h3" alternative of an https origin, with TCP to fall back to. */
-    if (c->o.alt_svc && rq->key.tls && !c->o.connect &&
+    if (c->o.alt_svc && rq->key.tls && !c->o.connect && !c->o.proxy &&
         vega_http_client_altsvc_lookup(c, rq->key.host, rq->key.port, "h3", rq->alt_host,
                                        sizeof rq->alt_host, &rq->alt_port) == 0) {
         rq->h3 = true;

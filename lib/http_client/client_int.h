@@ -382,6 +382,14 @@ vega_ssize vega__hc_deliver(vega_http_client_response *r, vega_ssize n);
 vega_ssize vega__hc_take_queued(vega_http_client_response *r, uint8_t *buf, size_t len);
 
 /* client.c: what a prepared request carries between the files. */
+/* True when a request of an http:// (tls false) origin is forwarded to an HTTP proxy in
+ * absolute-form rather than tunnelled (vega_http_client_opts.proxy). */
+static inline bool vega__hc_forwarded(const vega_http_client *c, bool tls)
+{
+    const vega_proxy_opts *p = c->o.proxy;
+    return p && !tls && !p->tunnel && (p->kind == VEGA_PROXY_HTTP || p->kind == VEGA_PROXY_HTTPS);
+}
+
 struct hc_req {
     const vega_http_client_request *req;
     const char *method;

@@ -202,6 +202,32 @@ static int hook_connect(vega_http_client *c, struct hc_conn *conn, const char *s
     return tls_finish(conn, info, dl);
 }
 
+/* Through the client's proxy: a tunnel to the origin (TLS inside it for https), or, for a
+ * forwarded http:// origin, a stream to the proxy itself. */
+static int proxy_connect(vega_http_client *c, struct hc_conn *conn, const char *server_name,
+                         bool h1_only, vega_http_client_info *info, vega_deadline dl)
+{
+    vega_stream *s = NULL;
+    int r = vega__hc_forwarded(c, conn->key.tls)
+                ? vega_proxy_open(&s, c->o.proxy, dl)
+                : vega_proxy_connect(&s, c->o.proxy, conn->key.host, conn->key.port, NULL, dl);
+    if (r < 0)
+        return r;
+    info->t_connect = vega_now();
+    if (!conn->key.tls) {
+        conn->s = s;
+        return 0;
+    }
+    vega_tls_opts to;
+    tls_opts_for(&to, conn, server_name);
+    r = vega_tls_stream_new(&conn->s, s, tls_config(c, h1_only), &to);
+    if (r < 0) {
+        vega_stream_close(s, 0);
+        return r;
+    }
+    return tls_finish(conn, info, dl);
+}
+
 /* DNS (or a --resolve address) and TCP. Returns 0 with *sock connected, or a code. */
 static int tcp_open(vega_http_client *c, const struct hc_key *k, vega_http_client_info *info,
                     vega_deadline dl, vega_sock **sock)
@@ -251,6 +277,7 @@ int vega__hc_connect(vega_http_client *c, const struct hc_key *k, const char *ho
     conn->mem = c->o.mem;
     conn->key = *k;
     int r = c->o.connect ? hook_connect(c, conn, host_for_tls, h1_only, info, dl)
+            : c->o.proxy ? proxy_connect(c, conn, host_for_tls, h1_only, info, dl)
                          : own_connect(c, conn, host_for_tls, h1_only, info, dl);
     if (r < 0) {
         /* conn->s is set once a stream exists (a TLS stream whose handshake failed, say) */

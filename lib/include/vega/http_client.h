@@ -23,6 +23,7 @@
 #include <vega/http_server.h>
 #include <vega/io.h>
 #include <vega/mem.h>
+#include <vega/proxy.h>
 #include <vega/quic.h>
 #include <vega/quic_ep.h>
 #include <vega/stream.h>
@@ -118,10 +119,22 @@ typedef struct vega_http_client_opts {
      * log is the `tls` config's (vega_tls_config_set_keylog_file). */
     void (*quic_keylog)(void *quic_keylog_user, const char *line);
     void *quic_keylog_user; /* passed to quic_keylog (retained) */
+    /* ---- proxies (layout version 3) ---- */
+    /* NULL: connect directly. Else every new connection goes through this proxy (retained:
+     * it and its strings must outlive the client; <vega/proxy.h>): https:// URLs, and http://
+     * ones through SOCKS or with proxy->tunnel, by a tunnel (vega_proxy_connect: SOCKS, or HTTP
+     * CONNECT), TLS to the origin then running inside it (ALPN h2 too); http:// URLs through an
+     * HTTP(S) proxy without tunnel are forwarded: sent to the proxy in absolute-form (RFC 9112
+     * §3.2.2) with Proxy-Authorization (Basic) when the proxy has a user, over HTTP/1.1 (no
+     * h2c). HTTP/3 cannot go through a proxy: a request for it alone fails with
+     * VEGA_ERR_PROXY_UNSUPPORTED, one with h3_fallback goes over TCP, and Alt-Svc is not used.
+     * Excluded with `connect` (both set: -EINVAL). */
+    const vega_proxy_opts *proxy;
 } vega_http_client_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended the
- * HTTP/3 fields; a program built with version 1 still works (HTTP/3 with their defaults). */
-#define VEGA_HTTP_CLIENT_OPTS_VERSION 2
+ * HTTP/3 fields, version 3 the proxy; a program built with an older version still works (with
+ * their defaults). */
+#define VEGA_HTTP_CLIENT_OPTS_VERSION 3
 
 /* Fills o with the defaults. Since 0.1. */
 VEGA_API void vega_http_client_opts_init_versioned(vega_http_client_opts *o, int opts_version);
