@@ -41,6 +41,8 @@ static const char usage_text[] =
     "                          (TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256 ...)\n"
     "      --quic-retry        answer every new QUIC connection with a Retry (address\n"
     "                          validation, RFC 9000 8.1.2; by default only under a flood)\n"
+    "      --qlog-dir DIR      write a qlog trace of each QUIC connection into DIR\n"
+    "                          (<ODCID>_server.sqlog, JSON-SEQ; for debugging)\n"
     "\n"
     "What is served:\n"
     "      --no-listing        no directory listings (403); index.html is still served\n"
@@ -113,6 +115,7 @@ enum {
     OPT_NO_HTTP3,
     OPT_HTTP3_PORT,
     OPT_QUIC_RETRY,
+    OPT_QLOG_DIR,
     OPT_NO_HTTP2,
     OPT_H2C,
     OPT_TLS_CIPHERS,
@@ -133,6 +136,7 @@ static const struct option long_opts[] = {
     {"no-http3", no_argument, NULL, OPT_NO_HTTP3},
     {"http3-port", required_argument, NULL, OPT_HTTP3_PORT},
     {"quic-retry", no_argument, NULL, OPT_QUIC_RETRY},
+    {"qlog-dir", required_argument, NULL, OPT_QLOG_DIR},
     {"no-http2", no_argument, NULL, OPT_NO_HTTP2},
     {"h2c", no_argument, NULL, OPT_H2C},
     {"tls-ciphers", required_argument, NULL, OPT_TLS_CIPHERS},
@@ -261,6 +265,9 @@ static void parse_args(int argc, char **argv)
             break;
         case OPT_QUIC_RETRY:
             serve_o.quic_retry = true;
+            break;
+        case OPT_QLOG_DIR:
+            serve_o.qlog_dir = optarg;
             break;
         case OPT_HTTP3_PORT:
             if (!cli_is_port(optarg))
@@ -577,6 +584,7 @@ static int listen_h3(vega_http_server *srv, const vega_addr *first, uint16_t *po
         o.keylog = keylog_line;
     if (serve_o.quic_retry)
         o.retry = VEGA_QUIC_RETRY_ALWAYS;
+    o.qlog_dir = serve_o.qlog_dir;
     if (quic_suites(serve_o.tls13_ciphers, &o) < 0)
         return CLI_EXIT_USAGE;
     vega_addr bound;

@@ -52,6 +52,7 @@ struct serve_opts {
     bool http3;                /* with TLS: HTTP/3 on UDP too (--no-http3 turns off) */
     const char *http3_port;    /* --http3-port; NULL: the first listener's port */
     bool quic_retry;           /* --quic-retry: every new QUIC connection proves its address */
+    const char *qlog_dir;      /* --qlog-dir: a qlog trace per QUIC connection there */
     bool http2;                /* with TLS: HTTP/2 by ALPN (--no-http2 turns off) */
     bool h2c;                  /* --h2c: cleartext HTTP/2 (prior knowledge, Upgrade: h2c) */
     const char *tls13_ciphers; /* --tls-ciphers: TLS 1.3 suites, over TCP and QUIC */

@@ -5,6 +5,7 @@
  * streams, request streams read up to the end of their HEADERS frame (then a task runs the
  * handler and reads the body itself), resets and stop requests both ways, GOAWAY on shutdown
  * (§5.2). */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -591,11 +592,14 @@ static const vega_h3_callbacks h3s_cb = {
 
 /* ---- listening and stopping ---------------------------------------------------------------- */
 
+/* Layout 1 ends where version 2's qlog_dir starts. */
+#define H3S_OPTS_V1_SIZE offsetof(vega_http_server_h3_opts, qlog_dir)
+
 void vega_http_server_h3_opts_init_versioned(vega_http_server_h3_opts *o, int opts_version)
 {
-    if (opts_version != VEGA_HTTP_SERVER_H3_OPTS_VERSION)
+    if (opts_version < 1 || opts_version > VEGA_HTTP_SERVER_H3_OPTS_VERSION)
         VEGA_PANIC("vega_http_server_h3_opts_init: unknown layout version %d", opts_version);
-    memset(o, 0, sizeof *o);
+    memset(o, 0, opts_version == 1 ? H3S_OPTS_V1_SIZE : sizeof *o);
 }
 
 int vega__h3s_listen(vega_http_server *srv, const vega_addr *addr, unsigned flags,
@@ -639,6 +643,7 @@ int vega__h3s_listen(vega_http_server *srv, const vega_addr *addr, unsigned flag
     eo.retry = o->retry;
     eo.static_key = o->static_key;
     eo.mem = srv->o.mem;
+    eo.qlog_dir = o->qlog_dir;
     int rc = vega_quic_endpoint_new(&l->ep, &eo);
     if (rc == 0)
         rc = vega_quic_endpoint_listen(l->ep, addr, flags, &l->local);
@@ -666,8 +671,15 @@ int vega_http_server_listen_h3_versioned(vega_http_server *srv, const vega_addr 
                                          unsigned flags, const vega_http_server_h3_opts *o,
                                          vega_addr *bound, int opts_version)
 {
-    if (!srv || !addr || !o || opts_version != VEGA_HTTP_SERVER_H3_OPTS_VERSION || !o->chain ||
-        !o->key || o->n_suites > 3)
+    if (!srv || !addr || !o || opts_version < 1 || opts_version > VEGA_HTTP_SERVER_H3_OPTS_VERSION)
+        return -EINVAL;
+    vega_http_server_h3_opts latest;
+    if (opts_version == 1) { /* API rules: ABI: its prefix, the rest zero */
+        memset(&latest, 0, sizeof latest);
+        memcpy(&latest, o, H3S_OPTS_V1_SIZE);
+        o = &latest;
+    }
+    if (!o->chain || !o->key || o->n_suites > 3)
         return -EINVAL;
     if (!vega_task_current())
         return VEGA_ERR_NOTASK;

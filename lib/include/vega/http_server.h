@@ -167,9 +167,14 @@ typedef struct vega_http_server_h3_opts {
      * make it thread-safe. */
     void (*keylog)(void *keylog_user, const char *line);
     void *keylog_user; /* passed to keylog (retained) */
+    /* ---- layout version 2 ---- */
+    const char *qlog_dir; /* a qlog trace per QUIC connection in this directory (retained;
+                             vega_quic_endpoint_opts.qlog_dir: <ODCID>_server.sqlog, JSON-SEQ,
+                             64 MiB at most each); NULL = none. For debugging */
 } vega_http_server_h3_opts;
-/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
-#define VEGA_HTTP_SERVER_H3_OPTS_VERSION 1
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended
+ * qlog_dir; a program built with version 1 still works (no qlog). */
+#define VEGA_HTTP_SERVER_H3_OPTS_VERSION 2
 
 /* Fills o with the defaults. Since 0.1. */
 VEGA_API void vega_http_server_h3_opts_init_versioned(vega_http_server_h3_opts *o,
