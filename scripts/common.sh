@@ -21,6 +21,7 @@ VEGA_APT_PACKAGES=(
     openssl gnutls-bin                      # TLS interop tests: real peers
     nginx-light caddy wrk                   # HTTP interop tests and benchmarks: real peers
     chromium fonts-dejavu-core              # HTTP interop: a real browser, headless
+    python3-websockets python3-autobahn node-ws   # WebSocket interop: real clients and servers (tests/bats/vega-serve-ws.bats)
     nghttp2-client python3-h2               # HTTP/2 interop and load: h2load, nghttp, a Python peer
     nghttp2-server                          # HTTP/2: nghttpd, a real peer for vega-curl's tests
     ngtcp2-client ngtcp2-server iproute2    # QUIC interop: real peers (interop/quic)

@@ -124,6 +124,9 @@ int serve_handle(vega_http_exchange *x, void *user)
 {
     (void)user;
     const vega_http_request *req = vega_http_exchange_request(x);
+    if (serve_o.ws_echo && req->path.len == strlen(serve_o.ws_echo) &&
+        memcmp(req->path.ptr, serve_o.ws_echo, req->path.len) == 0)
+        return serve_ws_echo(x);
     vega_quic_ep_conn *qc = vega_http_exchange_quic(x);
     if (qc && req->conn_seq == 0 && cli_verbose) {
         /* -v: what the QUIC connection negotiated, once per connection */

@@ -63,6 +63,10 @@ static const char usage_text[] =
     "client accepts them (with Content-Encoding and Vary: Accept-Encoding). Directories answer\n"
     "with their index.html, else a listing: HTML, or JSON for \"Accept: application/json\".\n"
     "\n"
+    "WebSocket:\n"
+    "      --ws-echo PATH      a WebSocket echo endpoint at PATH (e.g. /ws): every message comes\n"
+    "                          back as it was sent (permessage-deflate when the client offers it)\n"
+    "\n"
     "Logs:\n"
     "      --access-log FILE   one line per request to FILE (appended; '-' = stdout)\n"
     "      --log-format FMT    combined (default, as Apache and nginx) or json\n"
@@ -119,6 +123,7 @@ enum {
     OPT_NO_HTTP2,
     OPT_H2C,
     OPT_TLS_CIPHERS,
+    OPT_WS_ECHO,
 };
 
 static const struct option long_opts[] = {
@@ -131,6 +136,7 @@ static const struct option long_opts[] = {
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {"tls", no_argument, NULL, OPT_TLS},
+    {"ws-echo", required_argument, NULL, OPT_WS_ECHO},
     {"cert", required_argument, NULL, OPT_CERT},
     {"key", required_argument, NULL, OPT_KEY},
     {"no-http3", no_argument, NULL, OPT_NO_HTTP3},
@@ -259,6 +265,11 @@ static void parse_args(int argc, char **argv)
             break;
         case OPT_NO_HTTP2:
             serve_o.http2 = false;
+            break;
+        case OPT_WS_ECHO:
+            if (optarg[0] != '/')
+                cli_usage_error("--ws-echo: expected a path starting with '/', got '%s'", optarg);
+            serve_o.ws_echo = optarg;
             break;
         case OPT_H2C:
             serve_o.h2c = true;

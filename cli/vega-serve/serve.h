@@ -72,6 +72,7 @@ struct serve_opts {
     size_t nheaders;
 
     const char *access_log; /* NULL: none ("-" = stdout) */
+    const char *ws_echo;    /* --ws-echo PATH: a WebSocket echo endpoint there; NULL: none */
     int log_fd;             /* -1: none */
     enum serve_log_format log_format;
     bool quiet;
@@ -97,6 +98,12 @@ void serve_server_opts(vega_http_server_opts *so);
 
 /* The vega_http_server handler. */
 int serve_handle(vega_http_exchange *x, void *user);
+
+/* ---- ws_echo.c ---------------------------------------------------------------------------- */
+
+/* --ws-echo: accepts the WebSocket handshake of x and echoes every message until the client
+ * closes. Answers 426 or 400 to a request that is not a WebSocket handshake. */
+int serve_ws_echo(vega_http_exchange *x);
 
 /* ---- path.c ------------------------------------------------------------------------------- */
 

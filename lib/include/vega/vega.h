@@ -28,6 +28,7 @@
 #include <vega/time.h>
 #include <vega/tls.h>
 #include <vega/version.h>
+#include <vega/websocket.h>
 #include <vega/ws.h>
 
 #endif

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/* WebSocket connections on the runtime: the core of <vega/ws.h> driven over a vega_stream, with
+ * a small message API (receive whole messages, send, ping, close). A server handler accepts an
+ * HTTP/1.1 Upgrade request (RFC 6455 §4.2) with vega_http_exchange_accept_websocket. */
+#ifndef VEGA_WEBSOCKET_H
+#define VEGA_WEBSOCKET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <vega/err.h>
+#include <vega/export.h>
+#include <vega/http_server.h>
+#include <vega/mem.h>
+#include <vega/stream.h>
+#include <vega/time.h>
+#include <vega/ws.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A WebSocket connection (opaque). One task may receive while others send, ping or close. */
+typedef struct vega_websocket vega_websocket;
+
+typedef struct vega_websocket_opts {
+    /* Largest message received (after decompression); default 16 MiB. Past it the connection
+     * fails with close code 1009. */
+    uint64_t max_message_size;
+    /* permessage-deflate: what a server accepts (its policy) or a client offers. Off when
+     * zero. */
+    vega_ws_deflate_opts deflate;
+    /* Server: the subprotocols it speaks, in its order of preference (borrowed for the call);
+     * the first the client offers is selected (vega_websocket_get_subprotocol). */
+    const char *const *subprotocols;
+    size_t nsubprotocols;
+    /* Allocator for the connection and its messages, retained; NULL = libc. */
+    const vega_mem *mem;
+} vega_websocket_opts;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
+#define VEGA_WEBSOCKET_OPTS_VERSION 1
+
+/* Fills o with the defaults. Context: any. Since 0.1. */
+VEGA_API void vega_websocket_opts_init_versioned(vega_websocket_opts *o, int opts_version);
+#define vega_websocket_opts_init(...)                                                              \
+    vega_websocket_opts_init_versioned(__VA_ARGS__, VEGA_WEBSOCKET_OPTS_VERSION)
+
+/* Whether x is a valid WebSocket opening handshake (RFC 6455 §4.2.1): HTTP/1.1 GET with
+ * "Upgrade: websocket", "Connection: Upgrade", Sec-WebSocket-Version 13 and a valid
+ * Sec-WebSocket-Key. Context: the handler. Since 0.1. */
+VEGA_API bool vega_http_exchange_is_websocket(const vega_http_exchange *x);
+
+/*
+ * Server: answers x with 101 Switching Protocols (RFC 6455 §4.2.2; subprotocol and
+ * permessage-deflate negotiated from o) and makes *out, the WebSocket over x's connection. Use
+ * it until done, free it, then return from the handler: the server then closes the connection
+ * (no HTTP request follows on it). o: borrowed; NULL = defaults. *out: returns owned.
+ * Returns 0; -EINVAL (x is not a WebSocket handshake: answer it, e.g. 400 or 426 with
+ * "Sec-WebSocket-Version: 13"); -ENOTSUP (HTTP/2 or HTTP/3: RFC 8441 and RFC 9220 are not
+ * done); VEGA_ERR_CLOSED (a response was already started); -ENOMEM; a write error (-EPIPE,
+ * -ECONNRESET, -ETIMEDOUT, ...). Context: the handler's task. Suspends. Since 0.1.
+ */
+VEGA_API int vega_http_exchange_accept_websocket_versioned(vega_http_exchange *x,
+                                                           const vega_websocket_opts *o,
+                                                           vega_websocket **out, vega_deadline dl,
+                                                           int opts_version);
+#define vega_http_exchange_accept_websocket(...)                                                   \
+    vega_http_exchange_accept_websocket_versioned(__VA_ARGS__, VEGA_WEBSOCKET_OPTS_VERSION)
+
+/*
+ * Makes a WebSocket over s after a completed opening handshake (the drivers use it; a program
+ * with its own handshake may too). role: which side we are; params: the negotiated
+ * permessage-deflate (NULL: none); pre: bytes already read past the handshake (copied), fed to
+ * the core first. own: free closes s. Returns 0; -EINVAL; -ENOMEM. Since 0.1.
+ */
+VEGA_API int vega_websocket_new_versioned(vega_websocket **out, vega_stream *s, bool own,
+                                          vega_ws_role role, const vega_ws_deflate_params *params,
+                                          const vega_websocket_opts *o, const uint8_t *pre,
+                                          size_t pre_len, int opts_version);
+#define vega_websocket_new(...)                                                                    \
+    vega_websocket_new_versioned(__VA_ARGS__, VEGA_WEBSOCKET_OPTS_VERSION)
+
+/* A received message. data is borrowed until the next vega_websocket_recv or free. */
+typedef struct vega_websocket_msg {
+    vega_ws_msg_type type;
+    const uint8_t *data;
+    size_t len;
+} vega_websocket_msg;
+
+/*
+ * Receives the next whole message (pings are answered inside). One receiver at a time.
+ * Returns 0 (msg filled); -EINVAL (NULL ws or msg); VEGA_ERR_CLOSED (the peer's Close arrived, and
+ * our answer went out, or the connection ended without one: vega_websocket_get_close_code tells
+ * which); VEGA_ERR_PROTO (the peer broke the protocol or a limit: our Close went out with the code
+ * of vega_websocket_get_error); -ETIMEDOUT; -ECANCELED; -ENOMEM; a stream error. Context: a task.
+ * Suspends. Since 0.1.
+ */
+VEGA_API int vega_websocket_recv(vega_websocket *ws, vega_websocket_msg *msg, vega_deadline dl);
+
+/* Sends one message, split into frames as needed, and waits until it is written. Returns 0;
+ * -EINVAL; VEGA_ERR_CLOSED (we sent a Close or the connection failed); -ENOMEM; a stream
+ * error; -ETIMEDOUT. Context: a task. Suspends. Since 0.1. */
+VEGA_API int vega_websocket_send(vega_websocket *ws, vega_ws_msg_type type, const void *data,
+                                 size_t len, vega_deadline dl);
+
+/* Sends a ping (at most 125 bytes). Returns 0; -EINVAL (NULL ws, len > 125); VEGA_ERR_CLOSED;
+ * -ENOMEM; a stream error; -ETIMEDOUT. Context: a task. Suspends. Since 0.1. */
+VEGA_API int vega_websocket_ping(vega_websocket *ws, const void *data, size_t len,
+                                 vega_deadline dl);
+
+/* Sends our Close (code 0: none; else a valid code and a UTF-8 reason of at most 123 bytes);
+ * keep receiving until VEGA_ERR_CLOSED for the peer's answer (§7.1.2). Returns 0; -EINVAL;
+ * VEGA_ERR_CLOSED (already sent); a stream error. Context: a task. Suspends. Since 0.1. */
+VEGA_API int vega_websocket_close(vega_websocket *ws, unsigned code, const char *reason, size_t len,
+                                  vega_deadline dl);
+
+/* The peer's close code (1005: its Close had none; 1006: the connection ended without a
+ * Close; 0: not closed yet). Since 0.1. */
+VEGA_API unsigned vega_websocket_get_close_code(const vega_websocket *ws);
+
+/* Why the connection failed (code 0 if it did not). Since 0.1. */
+VEGA_API void vega_websocket_get_error(const vega_websocket *ws, vega_ws_error *err);
+
+/* The selected subprotocol ("" when none). Borrowed from ws. Since 0.1. */
+VEGA_API const char *vega_websocket_get_subprotocol(const vega_websocket *ws);
+
+/* Whether permessage-deflate is in use. Since 0.1. */
+VEGA_API bool vega_websocket_is_compressed(const vega_websocket *ws);
+
+/* Frees ws (NULL is fine); closes its stream when it owns it. Context: a task. Since 0.1. */
+VEGA_API void vega_websocket_free(vega_websocket *ws);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
