@@ -14,6 +14,7 @@
 #include <vega/qpack.h>
 #include <vega/quic_ep.h>
 #include <vega/tls.h>
+#include <vega/ws.h>
 /* (each new module adds its header here, one line, alphabetical) */
 
 #include "base.h"
@@ -115,6 +116,10 @@ static const struct code lib_codes[] = {
     {VEGA_ERR_PROXY_REFUSED, "VEGA_ERR_PROXY_REFUSED", "the proxy refused to connect"},
     {VEGA_ERR_PROXY_UNSUPPORTED, "VEGA_ERR_PROXY_UNSUPPORTED",
      "the destination cannot be expressed in this proxy protocol"},
+    /* WebSocket (ws.h, -11500) */
+    {VEGA_ERR_WS_STATUS, "VEGA_ERR_WS_STATUS", "the server refused the WebSocket upgrade"},
+    {VEGA_ERR_WS_HANDSHAKE, "VEGA_ERR_WS_HANDSHAKE",
+     "the server's WebSocket handshake response is invalid"},
 };
 
 static const struct code *lib_code(int err)

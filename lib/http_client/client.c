@@ -258,7 +258,7 @@ static int build_target(vega_http_client *c, struct hc_req *rq, const vega_http_
     else
         snprintf(rq->authority, sizeof rq->authority, "%s%.*s%s", v6 ? "[" : "", (int)u->host.len,
                  u->host.ptr, v6 ? "]" : "");
-    if (vega__hc_forwarded(c, rq->key.tls)) {
+    if (vega__hc_forwarded(c, &rq->key)) {
         /* RFC 9112 §3.2.2: "When making a request to a proxy, other than a CONNECT or
          * server-wide OPTIONS request, a client MUST send the target URI in absolute-form". */
         size_t al = strlen(rq->authority), n = 7 + al + o + 1;
@@ -317,7 +317,7 @@ static int build_head(vega_http_client *c, struct hc_req *rq)
         ADD("Content-Length", cl, (size_t)n);
     }
     char pauth[2 * VEGA_PROXY_MAX_CRED + 16];
-    if (vega__hc_forwarded(c, rq->key.tls) && c->o.proxy->user &&
+    if (vega__hc_forwarded(c, &rq->key) && c->o.proxy->user &&
         !user_has(req, "proxy-authorization")) {
         /* RFC 9110 §11.7.2; Basic (RFC 7617) */
         vega_ssize pl =
@@ -365,7 +365,7 @@ static int pick_version(vega_http_client *c, const vega_http_client_request *req
         return 0;
     }
     /* Forwarded through an HTTP proxy: HTTP/1.1 to the proxy, which speaks to the origin. */
-    if (vega__hc_forwarded(c, rq->key.tls) && req->version != VEGA_HTTP_CLIENT_V3)
+    if (vega__hc_forwarded(c, &rq->key) && req->version != VEGA_HTTP_CLIENT_V3)
         return 0;
     if (req->version == VEGA_HTTP_CLIENT_V2 || req->version == VEGA_HTTP_CLIENT_V2_PRIOR) {
         /* https: ALPN h2 (HTTP/1.1 if the server picks it). http: h2c by prior knowledge
@@ -411,10 +411,11 @@ static int pick_version(vega_http_client *c, const vega_http_client_request *req
 /* Checks the request and fills rq: the origin, the method, the framing, the protocol, the
  * target and the HTTP/1.x head. u: storage for the parsed URL, which rq points into. */
 static int prepare(vega_http_client *c, const vega_http_client_request *req, struct hc_req *rq,
-                   vega_http_url *u)
+                   vega_http_url *u, bool ws)
 {
     memset(rq, 0, sizeof *rq);
     rq->req = req;
+    rq->ws = rq->key.tunnel = ws;
     rq->url = u;
     size_t ulen = strlen(req->url);
     if (vega_http_url_parse(u, req->url, ulen) < 0)
@@ -624,6 +625,7 @@ int vega__hc_attempt_h1(vega_http_client *c, const struct hc_req *rq, vega_tstam
         return rc;
     r->dl = dl;
     r->info.t_start = start;
+    r->upgrade_asked = r->ws_asked = rq->ws;
     *reused = false;
     struct hc_conn *conn = NULL;
     if (!fresh && vega__hc_pool_take(c, &rq->key, &conn) > 0) {
@@ -631,6 +633,10 @@ int vega__hc_attempt_h1(vega_http_client *c, const struct hc_req *rq, vega_tstam
     } else {
         vega_deadline cdl = hc_dl_min(dl, vega_deadline_in_ns(c->o.connect_timeout_ns));
         rc = vega__hc_connect(c, &rq->key, rq->host_for_tls, true, &r->info, cdl, &conn);
+        if (rc == 0 && rq->ws && !strcmp(conn->alpn, "h2")) {
+            vega__hc_conn_close(conn); /* RFC 8441 (WebSocket over HTTP/2) is not done */
+            rc = -ENOTSUP;
+        }
         if (rc == 0 && !strcmp(conn->alpn, "h2")) {
             /* a caller's TLS config offered h2 to an HTTP/1.x request, and the server took it:
              * what ALPN chose is spoken (RFC 7301 §3.2) */
@@ -678,7 +684,7 @@ int vega_http_client_send_versioned(vega_http_client *c, const vega_http_client_
     vega_tstamp start = vega_now();
     struct hc_req rq;
     vega_http_url u;
-    int rc = prepare(c, req, &rq, &u);
+    int rc = prepare(c, req, &rq, &u, false);
     vega_deadline dl = req->deadline;
     if (rc == 0 && rq.h3) {
         rc = vega__hc_send_h3(c, &rq, start, dl, out);
@@ -693,6 +699,24 @@ int vega_http_client_send_versioned(vega_http_client *c, const vega_http_client_
          * unless a body_fn already gave bytes that cannot be given again. */
         if (rc < 0 && reused && vega__hc_retryable(rc) && !used && !got_bytes)
             rc = vega__hc_attempt_h1(c, &rq, start, dl, true, &reused, &used, &got_bytes, out);
+    }
+    vega__mem_free(c->o.mem, rq.head);
+    vega__mem_free(c->o.mem, rq.target);
+    return rc;
+}
+
+int vega__hc_send_ws(vega_http_client *c, const vega_http_client_request *req,
+                     vega_http_client_response **out)
+{
+    *out = NULL;
+    vega_tstamp start = vega_now();
+    struct hc_req rq;
+    vega_http_url u;
+    int rc = prepare(c, req, &rq, &u, true);
+    if (rc == 0) {
+        bool reused = false, used = false, got_bytes = false;
+        rc = vega__hc_attempt_h1(c, &rq, start, req->deadline, true, &reused, &used, &got_bytes,
+                                 out);
     }
     vega__mem_free(c->o.mem, rq.head);
     vega__mem_free(c->o.mem, rq.target);

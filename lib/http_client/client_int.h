@@ -40,6 +40,8 @@
 /* Where a connection goes: scheme (TLS or not), host (lowercased), port. */
 struct hc_key {
     bool tls;
+    bool tunnel; /* never forwarded: through an HTTP proxy by CONNECT even for http:// (a
+                    WebSocket, which an HTTP forward proxy cannot carry) */
     uint16_t port;
     char host[HC_MAX_HOST + 1];
 };
@@ -288,6 +290,8 @@ struct vega_http_client_response {
     bool body_unsent;   /* the request body was not (fully) sent */
     bool upgrade_asked; /* the request said "Upgrade: h2c" */
     bool upgraded;      /* ... and a 101 came: the parser stopped after its head */
+    bool ws_asked;      /* the request asked for a WebSocket: its 101 is the final head, whose
+                           fields are kept (and what follows it is the WebSocket's) */
     int err;            /* sticky error of the body reader, 0 when none */
     vega_http1_framing framing;
     int cb_err; /* a callback's failure (-ENOMEM, VEGA_ERR_PROTO) */
@@ -384,10 +388,11 @@ vega_ssize vega__hc_take_queued(vega_http_client_response *r, uint8_t *buf, size
 /* client.c: what a prepared request carries between the files. */
 /* True when a request of an http:// (tls false) origin is forwarded to an HTTP proxy in
  * absolute-form rather than tunnelled (vega_http_client_opts.proxy). */
-static inline bool vega__hc_forwarded(const vega_http_client *c, bool tls)
+static inline bool vega__hc_forwarded(const vega_http_client *c, const struct hc_key *k)
 {
     const vega_proxy_opts *p = c->o.proxy;
-    return p && !tls && !p->tunnel && (p->kind == VEGA_PROXY_HTTP || p->kind == VEGA_PROXY_HTTPS);
+    return p && !k->tls && !k->tunnel && !p->tunnel &&
+           (p->kind == VEGA_PROXY_HTTP || p->kind == VEGA_PROXY_HTTPS);
 }
 
 struct hc_req {
@@ -403,6 +408,7 @@ struct hc_req {
     bool h2;         /* may go over HTTP/2: ALPN h2 offered on https, or h2c prior knowledge */
     bool h2_prior;   /* HTTP/2 without negotiation (h2c on http://) */
     bool h2_upgrade; /* http:// with version 20 and no body: "Upgrade: h2c" (RFC 7540 §3.2) */
+    bool ws;         /* a WebSocket opening handshake (vega__hc_send_ws) */
     struct hc_key key;
     char host_for_tls[HC_MAX_HOST + 1];
     char alt_host[HC_MAX_HOST + 1]; /* where QUIC goes (the origin's host when no Alt-Svc) */
@@ -421,6 +427,11 @@ int vega__hc_attempt_h1(vega_http_client *c, const struct hc_req *rq, vega_tstam
 int vega__hc_exchange_h1(vega_http_client *c, const struct hc_req *rq, vega_http_client_response *r,
                          struct hc_conn *conn, bool *used, bool *got_bytes);
 bool vega__hc_retryable(int rc);
+/* ws_connect.c: req (version 11, WebSocket fields given) on a fresh HTTP/1.1 connection,
+ * tunnelled through an HTTP proxy; a 101 ends the exchange with r->upgraded and the bytes
+ * after its head in r->rbuf[rpos..rend). -ENOTSUP when a caller's TLS config let ALPN pick h2. */
+int vega__hc_send_ws(vega_http_client *c, const vega_http_client_request *req,
+                     vega_http_client_response **out);
 
 /* h3_conn.c: connections */
 /* A usable pooled connection to rq's origin (or one being made, waited for): 1 with *out

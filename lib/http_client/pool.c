@@ -11,7 +11,8 @@
 
 static bool key_eq(const struct hc_key *a, const struct hc_key *b)
 {
-    return a->tls == b->tls && a->port == b->port && strcmp(a->host, b->host) == 0;
+    return a->tls == b->tls && a->tunnel == b->tunnel && a->port == b->port &&
+           strcmp(a->host, b->host) == 0;
 }
 
 void vega__hc_conn_close(struct hc_conn *conn)
@@ -208,7 +209,7 @@ static int proxy_connect(vega_http_client *c, struct hc_conn *conn, const char *
                          bool h1_only, vega_http_client_info *info, vega_deadline dl)
 {
     vega_stream *s = NULL;
-    int r = vega__hc_forwarded(c, conn->key.tls)
+    int r = vega__hc_forwarded(c, &conn->key)
                 ? vega_proxy_open(&s, c->o.proxy, dl)
                 : vega_proxy_connect(&s, c->o.proxy, conn->key.host, conn->key.port, NULL, dl);
     if (r < 0)

@@ -90,7 +90,8 @@ static int on_status(void *ud, int version, int status, vega_http1_span reason)
         r->cb_err = VEGA_ERR_PROTO;
         return 1;
     }
-    r->in_interim = status < 200;
+    /* A WebSocket's 101 is the final head: its fields are checked (RFC 6455 §4.1). */
+    r->in_interim = status < 200 && !(r->upgraded && r->ws_asked);
     if (r->in_interim) {
         if (++r->interim > HC_MAX_INTERIM) {
             r->cb_err = VEGA_ERR_PROTO;

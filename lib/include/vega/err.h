@@ -23,7 +23,7 @@ typedef ssize_t vega_ssize;
  * -10200 TLS (tls.h), -10300 crypto (crypto.h), -10400 compression (compress.h), -10500 HTTP
  * (http.h), -10600 DNS (dns.h), -10700 QUIC (quic.h), -10800 HPACK (hpack.h), -10900 HTTP/2
  * (h2.h), -11000 QPACK (qpack.h), -11100 HTTP/3 (h3.h), -11200 QUIC endpoint (quic_ep.h),
- * -11400 proxy clients (proxy.h).
+ * -11400 proxy clients (proxy.h), -11500 WebSocket (ws.h).
  * vega_strerror and friends know them all. */
 enum {
     VEGA_ERR_BASE = -10000,

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* WebSocket connections on the runtime: the core of <vega/ws.h> driven over a vega_stream, with
  * a small message API (receive whole messages, send, ping, close). A server handler accepts an
- * HTTP/1.1 Upgrade request (RFC 6455 §4.2) with vega_http_exchange_accept_websocket. */
+ * HTTP/1.1 Upgrade request (RFC 6455 §4.2) with vega_http_exchange_accept_websocket; a client
+ * opens one with vega_websocket_connect (§4.1), over an HTTP client's connection code. Both
+ * sides then use the same vega_websocket functions. */
 #ifndef VEGA_WEBSOCKET_H
 #define VEGA_WEBSOCKET_H
 
@@ -11,6 +13,7 @@
 
 #include <vega/err.h>
 #include <vega/export.h>
+#include <vega/http_client.h>
 #include <vega/http_server.h>
 #include <vega/mem.h>
 #include <vega/stream.h>
@@ -32,7 +35,8 @@ typedef struct vega_websocket_opts {
      * zero. */
     vega_ws_deflate_opts deflate;
     /* Server: the subprotocols it speaks, in its order of preference (borrowed for the call);
-     * the first the client offers is selected (vega_websocket_get_subprotocol). */
+     * the first the client offers is selected (vega_websocket_get_subprotocol). Client: the
+     * ones it offers (Sec-WebSocket-Protocol), tokens; the server may pick one or none. */
     const char *const *subprotocols;
     size_t nsubprotocols;
     /* Allocator for the connection and its messages, retained; NULL = libc. */
@@ -80,6 +84,59 @@ VEGA_API int vega_websocket_new_versioned(vega_websocket **out, vega_stream *s, 
                                           size_t pre_len, int opts_version);
 #define vega_websocket_new(...)                                                                    \
     vega_websocket_new_versioned(__VA_ARGS__, VEGA_WEBSOCKET_OPTS_VERSION)
+
+/* Client: the opening handshake's settings. Initialise with vega_websocket_connect_opts_init. */
+typedef struct vega_websocket_connect_opts {
+    /* The connection's settings: message limit, the permessage-deflate offer (all four
+     * parameters as set; client_max_window_bits is always offered), the subprotocols offered,
+     * the allocator. */
+    vega_websocket_opts ws;
+    /* Extra request fields (Origin, Authorization, Cookie, ...), borrowed for the call. Host,
+     * User-Agent and Accept replace the client's; the handshake's own fields (Upgrade,
+     * Connection, Sec-WebSocket-Key, -Version, -Extensions, -Protocol) may not be given. */
+    const vega_http_field *fields;
+    size_t nfields;
+    /* Every head as it goes out and comes in (vega_http_trace_fn); NULL: none. */
+    vega_http_trace_fn trace;
+    void *trace_user;
+    /* NULL, or where a refusal (VEGA_ERR_WS_STATUS) leaves the server's response, returned
+     * owned: its status, fields and body (vega_http_client_response_free). */
+    vega_http_client_response **refused;
+} vega_websocket_connect_opts;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
+#define VEGA_WEBSOCKET_CONNECT_OPTS_VERSION 1
+
+/* Fills o with the defaults (vega_websocket_opts_init's for o->ws). Context: any. Since 0.1. */
+VEGA_API void vega_websocket_connect_opts_init_versioned(vega_websocket_connect_opts *o,
+                                                         int opts_version);
+#define vega_websocket_connect_opts_init(...)                                                      \
+    vega_websocket_connect_opts_init_versioned(__VA_ARGS__, VEGA_WEBSOCKET_CONNECT_OPTS_VERSION)
+
+/*
+ * Client: opens a WebSocket to url (ws:// or wss://; http:// and https:// mean the same) with
+ * an HTTP/1.1 Upgrade request (RFC 6455 §4.1) on a fresh connection of c: its DNS, --resolve
+ * entries, connect hook, TLS config (ALPN http/1.1) and proxy (an HTTP proxy is passed by a
+ * CONNECT tunnel, ws:// too). The Sec-WebSocket-Key is 16 bytes of vega_crypto_random. The 101
+ * must say "Upgrade: websocket" and "Connection: Upgrade", carry the right
+ * Sec-WebSocket-Accept, and choose only an extension and a subprotocol that were offered;
+ * otherwise the connection is failed (closed). o: borrowed; NULL = defaults. *out: returns
+ * owned, the connection's vega_websocket (masking, role client; vega_websocket_free closes
+ * it). dl bounds the handshake (connect included; c's connect_timeout too).
+ * Returns 0; VEGA_ERR_WS_STATUS (another status: o->refused has the response);
+ * VEGA_ERR_WS_HANDSHAKE (an invalid 101); -ENOTSUP (a caller's TLS config let ALPN choose h2:
+ * RFC 8441 is not done); -EINVAL (NULL c, url or out, a handshake field in o->fields, a
+ * subprotocol that is not a token, window bits out of 8..15, options of an unknown layout
+ * version); VEGA_ERR_HTTP_URL, VEGA_ERR_HTTP_SCHEME (not ws, wss, http or https); -ENOMEM;
+ * VEGA_ERR_CRYPTO_LIBCRYPTO (no randomness); and vega_http_client_send's connect, TLS, proxy
+ * and response codes (VEGA_ERR_DNS_NOT_FOUND, -ECONNREFUSED, -ETIMEDOUT, VEGA_ERR_PROTO, ...).
+ * Context: inside a task. Suspends. Since 0.1.
+ */
+VEGA_API int vega_websocket_connect_versioned(vega_http_client *c, const char *url,
+                                              const vega_websocket_connect_opts *o,
+                                              vega_websocket **out, vega_deadline dl,
+                                              int opts_version);
+#define vega_websocket_connect(...)                                                                \
+    vega_websocket_connect_versioned(__VA_ARGS__, VEGA_WEBSOCKET_CONNECT_OPTS_VERSION)
 
 /* A received message. data is borrowed until the next vega_websocket_recv or free. */
 typedef struct vega_websocket_msg {

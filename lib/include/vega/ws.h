@@ -20,6 +20,17 @@
 extern "C" {
 #endif
 
+/* Error codes of the WebSocket client's opening handshake (range -11500, err.h;
+ * vega_websocket_connect in <vega/websocket.h>). */
+enum {
+    VEGA_ERR_WS_BASE = -11500,
+    VEGA_ERR_WS_STATUS = -11501,    /* the server answered the handshake with a status other
+                                       than 101 (the response: vega_websocket_connect_opts) */
+    VEGA_ERR_WS_HANDSHAKE = -11502, /* a 101 that fails RFC 6455 §4.1: Upgrade or Connection
+                                       missing, a wrong Sec-WebSocket-Accept, an extension or
+                                       subprotocol we did not offer */
+};
+
 /* The protocol version of RFC 6455 (Sec-WebSocket-Version, §4.1). */
 #define VEGA_WS_VERSION 13
 /* The longest payload of a control frame (§5.5). */
