@@ -18,7 +18,7 @@
 #   install  tests/install/check.sh: install build/ into a temporary prefix, build examples/
 #            against it with pkg-config and with find_package(vega), run them
 #   fuzz     build-fuzz/  clang + libFuzzer over an instrumented library: every target in
-#            tests/fuzz runs for VEGA_FUZZ_SECONDS (default 15; 6 when CI=true, which must fit
+#            tests/fuzz runs for VEGA_FUZZ_SECONDS (default 15; 4 when CI=true, which must fit
 #            the whole run in 40 minutes on two cores) on a copy of its corpus
 #
 # Usage: scripts/test.sh [STAGE...]     (no stage: all of them, in the order above)
@@ -184,11 +184,17 @@ do_install() {
 do_fuzz() {
     cmake -S "$ROOT" -B "$ROOT/build-fuzz" -DCMAKE_C_COMPILER=clang \
         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVEGA_FUZZ=ON -DVEGA_BUILD_BENCH=OFF -DVEGA_BUILD_CLI=OFF
-    local secs=${VEGA_FUZZ_SECONDS:-$([ "${CI:-}" = true ] && echo 6 || echo 15)} src name work rc=0 targets=()
+    local secs=${VEGA_FUZZ_SECONDS:-$([ "${CI:-}" = true ] && echo 4 || echo 15)} src name work rc=0 targets=()
     for src in tests/fuzz/*_fuzz.c; do
         targets+=("fuzz_$(basename "$src" _fuzz.c)")
     done
-    cmake --build "$ROOT/build-fuzz" -j"$JOBS" --target "${targets[@]}"
+    rm -f "$ROOT/build-fuzz/failed.txt"
+    if ! cmake --build "$ROOT/build-fuzz" -j"$JOBS" --target "${targets[@]}" \
+        >"$ROOT/build-fuzz/build.log" 2>&1; then
+        grep -E 'error|Error' "$ROOT/build-fuzz/build.log" | head -n 40
+        echo "build (see build-fuzz/build.log)" >>"$ROOT/build-fuzz/failed.txt"
+        return 1
+    fi
     for src in tests/fuzz/*_fuzz.c; do
         name=$(basename "$src" _fuzz.c)
         work=$(mktemp -d)
@@ -201,6 +207,7 @@ do_fuzz() {
             >"build-fuzz/$name.log" 2>&1; then
             tail -n 40 "build-fuzz/$name.log"
             echo "fuzz $name: FAILED (crash input in build-fuzz/, log build-fuzz/$name.log)"
+            echo "$name" >>"$ROOT/build-fuzz/failed.txt"
             rc=1
         else
             grep -E '^stat::number_of_executed_units' "build-fuzz/$name.log" || true
@@ -228,6 +235,16 @@ print_failures() {
             ' "$ROOT/$dir/Testing/Temporary/LastTest.log" | grep -v '^$' | tail -n 25
         done <"$log"
     done
+    log="$ROOT/build-fuzz/failed.txt"
+    if [ -s "$log" ] && [ "$log" -nt "$RUN_MARK" ]; then
+        while IFS= read -r name; do
+            echo "--- fuzz: $name"
+            if [ -f "$ROOT/build-fuzz/$name.log" ]; then
+                grep -E -A14 -m1 'ERROR|deadly signal|Timeout|out-of-memory|runtime error' \
+                    "$ROOT/build-fuzz/$name.log" | head -n 25 || true
+            fi
+        done <"$log"
+    fi
 }
 
 RUN_MARK=$(mktemp)
