@@ -121,7 +121,21 @@ struct curl_opts {
     bool proxy_insecure;        /* --proxy-insecure */
     vega_proxy_kind proxy_kind; /* --socks5 & co: the kind their HOST:PORT means */
     bool proxy_kind_from_flag;
+    /* WebSocket (ws.c) */
+    bool ws_any;              /* a ws:// or wss:// URL is given: TLS offers http/1.1 only */
+    bool ws_binary;           /* --binary: stdin in chunks as binary messages */
+    uint64_t ws_ping_ms;      /* --ws-ping SECS; 0 = none */
+    uint64_t ws_max_messages; /* --max-messages N; 0 = no limit */
 };
+
+/* ---- WebSocket (ws.c) -------------------------------------------------------------------------
+ */
+
+/* Whether url is ws:// or wss://. */
+bool curl_ws_url(const char *url);
+struct curl_ctx;
+/* Runs WebSocket URL number idx: stdin to messages, messages to stdout. Returns its exit code. */
+int curl_ws_transfer(struct curl_ctx *cx, size_t idx);
 
 /* ---- proxies (proxy.c) ------------------------------------------------------------------------
  */

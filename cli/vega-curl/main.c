@@ -123,6 +123,13 @@ static const char usage_text[] =
     "                           notes (* ) on stderr\n"
     "  -#, --progress-bar       a progress bar instead of the meter\n"
     "      --no-progress-meter  no progress meter\n"
+    "WebSocket (ws://, wss://): stdin lines go as text messages, each message received is\n"
+    "written to stdout with a newline; the end of stdin sends Close 1000 and waits for the\n"
+    "server's (-v: the close code). -H, -k, --cacert, -x, --compressed (permessage-deflate)\n"
+    "apply. Exit: 0 after the server's Close, 22 upgrade refused, 56 no Close or a protocol error\n"
+    "      --binary             stdin in chunks (up to 64 KiB) as binary messages\n"
+    "      --ws-ping SECS       send a ping every SECS seconds\n"
+    "      --max-messages N     close after N messages received\n"
     "  -h, --help               this help\n"
     "  -V, --version            the version\n"
     "\n"
@@ -184,6 +191,9 @@ enum {
     OPT_NOPROXY,
     OPT_PROXY_INSECURE,
     OPT_PROXY_CACERT,
+    OPT_WS_BINARY,
+    OPT_WS_PING,
+    OPT_WS_MAX_MESSAGES,
 };
 
 static const struct option long_opts[] = {
@@ -249,6 +259,9 @@ static const struct option long_opts[] = {
     {"noproxy", required_argument, NULL, OPT_NOPROXY},
     {"proxy-insecure", no_argument, NULL, OPT_PROXY_INSECURE},
     {"proxy-cacert", required_argument, NULL, OPT_PROXY_CACERT},
+    {"binary", no_argument, NULL, OPT_WS_BINARY},
+    {"ws-ping", required_argument, NULL, OPT_WS_PING},
+    {"max-messages", required_argument, NULL, OPT_WS_MAX_MESSAGES},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -286,6 +299,7 @@ static void add_url(struct curl_opts *o, const char *u)
         cli_usage_error("too many URLs (at most %d)", CURL_MAX_URLS);
     o->urls = grow(o->urls, o->nurls + 1, sizeof(*o->urls));
     o->urls[o->nurls++] = u;
+    o->ws_any |= curl_ws_url(u);
 }
 
 static void add_out(struct curl_opts *o, const char *file, bool remote)
@@ -600,6 +614,24 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
         case 'Z':
             o->parallel = true;
             break;
+        case OPT_WS_BINARY:
+            o->ws_binary = true;
+            break;
+        case OPT_WS_PING:
+        case OPT_WS_MAX_MESSAGES: {
+            char *end;
+            unsigned long long wv = strtoull(optarg, &end, 10);
+            /* --ws-ping: 1 s to a day; --max-messages: 1 to 2^32 */
+            unsigned long long max = c == OPT_WS_PING ? 86400 : 4294967296ull;
+            if (*optarg < '0' || *optarg > '9' || *end || wv < 1 || wv > max)
+                cli_usage_error("--%s: expected 1 to %llu, got '%s'",
+                                c == OPT_WS_PING ? "ws-ping" : "max-messages", max, optarg);
+            if (c == OPT_WS_PING)
+                o->ws_ping_ms = wv * 1000;
+            else
+                o->ws_max_messages = wv;
+            break;
+        }
         case OPT_PARALLEL_MAX: {
             char *end;
             unsigned long pm = strtoul(optarg, &end, 10);
@@ -659,7 +691,7 @@ static int make_tls(const struct curl_opts *o, vega_tls_config **out)
         return curl_fail(o, CE_FAILED_INIT, "TLS: %s", vega_tls_strerror(r));
     /* h2 first unless HTTP/1.x was asked for (curl's default), then http/1.1 */
     const char *alpn[] = {"h2", "http/1.1"};
-    bool h1 = o->http_version == 10 || o->http_version == 11;
+    bool h1 = o->http_version == 10 || o->http_version == 11 || o->ws_any; /* no RFC 8441 */
     if ((r = vega_tls_config_set_alpn(cfg, alpn + h1, 2 - h1)) < 0) {
         vega_tls_config_free(cfg);
         return curl_fail(o, CE_FAILED_INIT, "TLS ALPN: %s", vega_tls_strerror(r));
@@ -806,7 +838,7 @@ static void *main_task(void *arg)
         m->code = run_parallel(&cx);
     else
         for (size_t i = 0; i < o->nurls; i++)
-            m->code = curl_transfer(&cx, i);
+            m->code = curl_ws_url(o->urls[i]) ? curl_ws_transfer(&cx, i) : curl_transfer(&cx, i);
     curl_dump_close();
     curl_files_take(o, cx.client, &m->saved);
     vega_http_client_free(cx.client);
