@@ -72,6 +72,8 @@ static const char usage_text[] =
     "      --key FILE           the client certificate's private key (PEM)\n"
     "  SSLKEYLOGFILE=FILE       append TLS secrets to FILE (for Wireshark; TCP and QUIC;\n"
     "                           created with mode 0600)\n"
+    "  QLOGDIR=DIR              a qlog trace of each QUIC connection in DIR\n"
+    "                           (<ODCID>_client.sqlog, JSON-SEQ; for debugging)\n"
     "      --alt-svc FILE       learn Alt-Svc from https responses into FILE (curl's\n"
     "                           format) and go over HTTP/3 where it names an h3\n"
     "                           alternative, falling back to TCP; '' = in memory only\n"

@@ -128,6 +128,14 @@ int curl_quic_setup(const struct curl_opts *o, struct curl_quic *q, vega_http_cl
 {
     memset(q, 0, sizeof *q);
     keylog_setup(o, q, co);
+    /* QLOGDIR, as curl: a qlog trace of each QUIC connection in that directory, which must
+     * exist (curl creates none either; one that cannot be written to gets no trace). curl names
+     * a file <SCID>.sqlog after the client's own connection ID; ours is <ODCID>_client.sqlog,
+     * the endpoint's naming, ngtcp2's and quic-go's, which the server's trace of the same
+     * connection shares (vega-serve --qlog-dir: <ODCID>_server.sqlog). */
+    const char *qlog = getenv("QLOGDIR");
+    if (qlog && *qlog)
+        co->quic_qlog_dir = qlog;
     co->quic_insecure = o->insecure;
     co->quic_version = o->quic_version;
     co->alt_svc = o->alt_svc != NULL;

@@ -45,6 +45,7 @@ static int ensure_endpoint(vega_http_client *c)
     eo.cb.on_event = vega__hc_h3_on_event;
     eo.cb.on_closed = vega__hc_h3_on_closed;
     eo.mem = c->o.mem;
+    eo.qlog_dir = c->o.quic_qlog_dir;
     rc = vega_quic_endpoint_new(&c->ep, &eo);
 out:
     pthread_mutex_unlock(&c->mu);

@@ -5,7 +5,9 @@
 # transfer: ngtcp2's HTTP/3 client (gtlsclient --qlog-dir, Debian ngtcp2-client) downloads a
 # file; both traces parse (qlog-check.py), ours uses only the schema's event names, names the
 # ODCID ngtcp2 names as its group_id, and counts exactly the packets ngtcp2 counts the other
-# way. ngtcp2-client is in VEGA_APT_PACKAGES: a missing one fails here (CI), with the reason.
+# way; and vega-curl's own trace (QLOGDIR, as curl) of a download from vega-serve, checked the
+# same way against the server's. ngtcp2-client is in VEGA_APT_PACKAGES: a missing one fails here
+# (CI), with the reason.
 
 load helpers
 
@@ -65,6 +67,53 @@ assert oc["transport:packet_received"] == nc["transport:packet_sent"] > 5
 for e in ("transport:parameters_set", "connectivity:connection_started",
           "connectivity:connection_state_updated", "recovery:metrics_updated"):
     assert oc.get(e, 0) > 0, e
+PY
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
+@test "vega-curl QLOGDIR: its trace and vega-serve's of one HTTP/3 download agree" {
+    local serve curl log port
+    serve="$(vega_bin vega-serve)"
+    curl="$(vega_bin vega-curl)"
+    log="$T/serve.log"
+    mkdir -p "$T/cq"
+    start_bg "$log" "$serve" --tls -p 0 --qlog-dir "$T/sq" "$T/www"
+    local pid="$BG_PID"
+    wait_for_line "$log" 'HTTP/3 on udp' 10
+    port="$(sed -nE 's/.*listening on [0-9.]+:([0-9]+)$/\1/p' "$log" | head -n1)"
+    # as curl: the variable names an existing directory, one file per QUIC connection in it
+    QLOGDIR="$T/cq" run timeout 30 "$curl" -sS -k --http3-only -o "$T/dl/mid.bin" \
+        "https://127.0.0.1:$port/mid.bin"
+    [ "$status" -eq 0 ]
+    cmp "$T/dl/mid.bin" "$T/www/mid.bin"
+    kill -TERM "$pid"
+    wait_pid_exit "$pid" 15
+    local ours theirs
+    ours=("$T"/sq/*_server.sqlog)
+    theirs=("$T"/cq/*)
+    [ "${#ours[@]}" -eq 1 ] && [ -f "${ours[0]}" ]
+    [ "${#theirs[@]}" -eq 1 ] && [ -f "${theirs[0]}" ]
+    [[ "$(basename "${theirs[0]}")" =~ ^[0-9a-f]{16,40}_client\.sqlog$ ]]
+    [ "$(stat -c %a "${theirs[0]}")" = 600 ]
+    local check="$BATS_TEST_DIRNAME/qlog-check.py"
+    run command -p python3 "$check" --strict "${ours[0]}" "${theirs[0]}"
+    [ "$status" -eq 0 ]
+    run command -p python3 - "${lines[0]}" "${lines[1]}" "$(basename "${ours[0]}")" \
+        "$(basename "${theirs[0]}")" <<'PY'
+import json, sys
+s, c = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+sn, cn = sys.argv[3], sys.argv[4]
+sc, cc = s["counts"], c["counts"]
+print(sc, cc)
+assert s["type"] == "server" and c["type"] == "client"
+odcid = sn.split("_")[0]
+assert odcid == cn.split("_")[0] == s["group_id"] == c["group_id"], (sn, cn, s, c)
+assert sc["transport:packet_sent"] == cc["transport:packet_received"] > 200
+assert sc["transport:packet_received"] == cc["transport:packet_sent"] > 5
+for e in ("transport:parameters_set", "connectivity:connection_started",
+          "connectivity:connection_state_updated", "recovery:metrics_updated"):
+    assert sc.get(e, 0) > 0 and cc.get(e, 0) > 0, e
 PY
     echo "$output"
     [ "$status" -eq 0 ]

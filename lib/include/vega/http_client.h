@@ -130,11 +130,17 @@ typedef struct vega_http_client_opts {
      * VEGA_ERR_PROXY_UNSUPPORTED, one with h3_fallback goes over TCP, and Alt-Svc is not used.
      * Excluded with `connect` (both set: -EINVAL). */
     const vega_proxy_opts *proxy;
+    /* ---- qlog (layout version 4) ---- */
+    const char *quic_qlog_dir; /* a qlog trace of each QUIC connection in this directory
+                                  (retained; vega_quic_endpoint_opts.qlog_dir:
+                                  <ODCID>_client.sqlog, JSON-SEQ, 64 MiB at most each; a
+                                  directory that cannot be written to gets no trace, and requests
+                                  go on); NULL = none. For debugging: curl's QLOGDIR */
 } vega_http_client_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended the
- * HTTP/3 fields, version 3 the proxy; a program built with an older version still works (with
- * their defaults). */
-#define VEGA_HTTP_CLIENT_OPTS_VERSION 3
+ * HTTP/3 fields, version 3 the proxy, version 4 quic_qlog_dir; a program built with an older
+ * version still works (with their defaults). */
+#define VEGA_HTTP_CLIENT_OPTS_VERSION 4
 
 /* Fills o with the defaults. Since 0.1. */
 VEGA_API void vega_http_client_opts_init_versioned(vega_http_client_opts *o, int opts_version);

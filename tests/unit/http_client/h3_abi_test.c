@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* The HTTP/3 fields appended to vega_http_client_opts and vega_http_client_request (layout
- * version 2, docs/ARCHITECTURE.md "API rules: ABI"): a program built against layout 1 passes
- * the shorter structs, and the library reads only their prefix, keeps its defaults for the
- * rest, and writes nothing past them; a version it does not know is refused. */
+/* The fields appended to vega_http_client_opts (HTTP/3 in layout 2, the proxy in 3,
+ * quic_qlog_dir in 4) and vega_http_client_request (layout 2), docs/ARCHITECTURE.md "API rules:
+ * ABI": a program built against an older layout passes the shorter structs, and the library
+ * reads only their prefix, keeps its defaults for the rest, and writes nothing past them; a
+ * version it does not know is refused. */
 #include <errno.h>
 #include <stddef.h>
 
+#include "client_int.h"
 #include "hc_util.h"
 
 /* Layout 1 as 0.1 shipped it: what a program built then has. */
@@ -46,7 +48,7 @@ struct request_v1 {
 
 VTEST(v1_layouts_are_prefixes)
 {
-    VCHECK_EQ(VEGA_HTTP_CLIENT_OPTS_VERSION, 2);
+    VCHECK_EQ(VEGA_HTTP_CLIENT_OPTS_VERSION, 4);
     VCHECK_EQ(VEGA_HTTP_CLIENT_REQUEST_VERSION, 2);
     VCHECK_EQ(sizeof(struct opts_v1), offsetof(vega_http_client_opts, quic_ca));
     VCHECK_EQ(sizeof(struct request_v1), offsetof(vega_http_client_request, h3_fallback));
@@ -115,7 +117,8 @@ VTEST_CT(v1_client_and_request_work)
     /* layouts this library does not know */
     VCHECK_EQ(vega_http_client_send_versioned(c, (vega_http_client_request *)&b.r, &r, 3), -EINVAL);
     vega_http_client *c2 = NULL;
-    VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 3), -EINVAL);
+    VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 5), -EINVAL);
+    VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 0), -EINVAL);
     VCHECK(c2 == NULL);
     vega_http_client_free(c);
     hs_free(h);
@@ -133,5 +136,37 @@ VTEST(v2_options_checked)
     VCHECK_EQ(vega_http_client_new(&c, &o), -EINVAL);
     o.quic_version = VEGA_QUIC_V2;
     VCHECK_EQ(vega_http_client_new(&c, &o), 0);
+    vega_http_client_free(c);
+}
+
+/* Layout 3 (before quic_qlog_dir): its _init writes up to the qlog field and no further, and
+ * a client made from it, whatever bytes follow, has no qlog directory. */
+VTEST(v3_layout_stops_before_qlog)
+{
+    enum {
+        V3 = offsetof(vega_http_client_opts, quic_qlog_dir)
+    };
+    VCHECK_EQ(offsetof(vega_http_client_opts, proxy) + sizeof(void *), (size_t)V3);
+    union {
+        vega_http_client_opts o;
+        unsigned char b[sizeof(vega_http_client_opts) + 64];
+    } a;
+    memset(&a, 0xa5, sizeof a);
+    vega_http_client_opts_init_versioned(&a.o, 3);
+    VCHECK_EQ(a.o.max_idle_per_origin, 8);
+    VCHECK(a.o.proxy == NULL);
+    for (size_t i = V3; i < sizeof a.b; i++)
+        VCHECK_EQ(a.b[i], 0xa5);
+    vega_http_client *c = NULL;
+    VCHECK_EQ(vega_http_client_new_versioned(&c, &a.o, 3), 0);
+    VCHECK(c != NULL && c->o.quic_qlog_dir == NULL);
+    vega_http_client_free(c);
+    /* layout 4 keeps what the caller set */
+    vega_http_client_opts o;
+    vega_http_client_opts_init(&o);
+    VCHECK(o.quic_qlog_dir == NULL);
+    o.quic_qlog_dir = "/nonexistent/qlog";
+    VCHECK_EQ(vega_http_client_new(&c, &o), 0);
+    VCHECK(!strcmp(c->o.quic_qlog_dir, "/nonexistent/qlog"));
     vega_http_client_free(c);
 }
