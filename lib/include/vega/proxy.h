@@ -225,6 +225,149 @@ VEGA_API int vega_proxy_url_parse(vega_proxy_url *out, const char *url);
  */
 VEGA_API bool vega_proxy_noproxy_match(const char *list, const char *host);
 
+/* ---- the server side of the handshakes (sans I/O) ---------------------------------------------
+ *
+ * Stateless parsers over a caller's buffer: the caller keeps the bytes a client sent so far and
+ * calls the parser again when more arrive. Each returns the length of the whole message when it
+ * is complete (what follows it belongs to the next step or the tunnel), 0 when more bytes are
+ * needed (never when len reached the message's bound), or an error. Nothing is allocated.
+ */
+
+/* Bounds of the client messages: a buffer of VEGA_PROXY_SERVER_MAX_MSG bytes holds any SOCKS
+ * message whole. */
+#define VEGA_PROXY_SOCKS5_MAX_GREETING 257 /* VER NMETHODS METHODS[255] */
+#define VEGA_PROXY_SOCKS5_MAX_AUTH     513 /* VER ULEN UNAME[255] PLEN PASSWD[255] */
+#define VEGA_PROXY_SOCKS5_MAX_REQUEST  262 /* VER CMD RSV ATYP 1+255 PORT */
+#define VEGA_PROXY_SOCKS4_MAX_REQUEST  520 /* VN CD PORT IP USERID[255] NUL HOST[255] NUL */
+#define VEGA_PROXY_SERVER_MAX_MSG      520
+
+/* SOCKS5 methods (RFC 1928 §3). */
+#define VEGA_PROXY_METHOD_NONE         0x00
+#define VEGA_PROXY_METHOD_USERPASS     0x02
+#define VEGA_PROXY_METHOD_UNACCEPTABLE 0xFF
+
+/* Credentials as a client sent them (RFC 1929, or HTTP Basic), NUL-terminated (plain data). A
+ * credential holding a NUL byte is refused by the parsers. */
+typedef struct vega_proxy_credentials {
+    char user[VEGA_PROXY_MAX_CRED + 1];
+    char password[VEGA_PROXY_MAX_CRED + 1];
+} vega_proxy_credentials;
+
+/* A SOCKS request as a server receives it (plain data). */
+typedef struct vega_proxy_server_request {
+    int version;                          /* 4 or 5 */
+    int command;                          /* as sent: 1 CONNECT, 2 BIND, 3 UDP ASSOCIATE (SOCKS5) */
+    vega_proxy_addr dst;                  /* SOCKS4: IPv4, SOCKS4a: a name */
+    char userid[VEGA_PROXY_MAX_CRED + 1]; /* SOCKS4/4a USERID; "" for SOCKS5 */
+} vega_proxy_server_request;
+
+/*
+ * Parses a SOCKS5 greeting (RFC 1928 §3: VER NMETHODS METHODS). in: borrowed. *offered receives
+ * a bit per method offered among 0..31 (bit 0: no authentication, bit 2: username/password);
+ * methods above 31 are ignored. Returns the greeting's length, 0 (incomplete);
+ * VEGA_ERR_PROXY_HANDSHAKE (VER not 5, NMETHODS 0); -EINVAL (a NULL argument). Since 0.1.
+ */
+VEGA_API vega_ssize vega_proxy_socks5_greeting_parse(const uint8_t *in, size_t len,
+                                                     uint32_t *offered);
+
+/*
+ * Parses a username/password request (RFC 1929 §2: VER 1 ULEN UNAME PLEN PASSWD) into *cred.
+ * Returns its length, 0 (incomplete); VEGA_ERR_PROXY_HANDSHAKE (VER not 1, ULEN 0, a NUL byte
+ * in a field); -EINVAL. Since 0.1.
+ */
+VEGA_API vega_ssize vega_proxy_socks5_auth_parse(const uint8_t *in, size_t len,
+                                                 vega_proxy_credentials *cred);
+
+/*
+ * Parses a SOCKS5 request (RFC 1928 §4: VER CMD RSV ATYP DST.ADDR DST.PORT) into *req (any
+ * CMD: the caller answers 7 for one it does not serve). Returns its length, 0 (incomplete);
+ * VEGA_ERR_PROXY_UNSUPPORTED (an unknown ATYP: answer 8, then close, since the length is
+ * unknown); VEGA_ERR_PROXY_HANDSHAKE (VER not 5, RSV not 0, an empty name or one holding a
+ * NUL); -EINVAL. Since 0.1.
+ */
+VEGA_API vega_ssize vega_proxy_socks5_request_parse(const uint8_t *in, size_t len,
+                                                    vega_proxy_server_request *req);
+
+/*
+ * Parses a SOCKS4 or SOCKS4a request (VN 4 CD DSTPORT DSTIP USERID NUL; with DSTIP 0.0.0.x,
+ * x != 0, a host name and NUL follow: SOCKS4a) into *req. Returns its length, 0 (incomplete);
+ * VEGA_ERR_PROXY_HANDSHAKE (VN not 4, a USERID or host over 255 bytes, an empty host);
+ * -EINVAL. Since 0.1.
+ */
+VEGA_API vega_ssize vega_proxy_socks4_request_parse(const uint8_t *in, size_t len,
+                                                    vega_proxy_server_request *req);
+
+/* The 2-byte method selection (VER 5, METHOD) and RFC 1929 status reply (VER 1, STATUS).
+ * Return 2; VEGA_ERR_NOBUF; -EINVAL. Since 0.1. */
+VEGA_API vega_ssize vega_proxy_socks5_method_write(uint8_t *out, size_t cap, uint8_t method);
+VEGA_API vega_ssize vega_proxy_socks5_auth_reply_write(uint8_t *out, size_t cap, uint8_t status);
+
+/*
+ * A SOCKS5 reply (RFC 1928 §6: VER REP RSV ATYP BND.ADDR BND.PORT); bnd NULL = 0.0.0.0:0.
+ * Returns its length (at most 262); VEGA_ERR_NOBUF; -EINVAL (no address type, a bad name).
+ * Since 0.1.
+ */
+VEGA_API vega_ssize vega_proxy_socks5_reply_write(uint8_t *out, size_t cap, uint8_t rep,
+                                                  const vega_proxy_addr *bnd);
+
+/* A SOCKS4 reply (VN 0, CD, DSTPORT, DSTIP; 90 granted, 91 rejected); bnd NULL or not IPv4 =
+ * zeros. Returns 8; VEGA_ERR_NOBUF; -EINVAL. Since 0.1. */
+VEGA_API vega_ssize vega_proxy_socks4_reply_write(uint8_t *out, size_t cap, uint8_t cd,
+                                                  const vega_proxy_addr *bnd);
+
+/* Bounds of an HTTP proxy request head. */
+#define VEGA_PROXY_HTTP_DEFAULT_MAX_HEAD 16384
+#define VEGA_PROXY_HTTP_MAX_METHOD       31
+
+/* An HTTP proxy request head (plain data): offsets point into the parsed buffer. */
+typedef struct vega_proxy_http_request {
+    char method[VEGA_PROXY_HTTP_MAX_METHOD + 1];
+    bool connect;                       /* CONNECT host:port (authority-form) */
+    char host[VEGA_PROXY_MAX_NAME + 1]; /* without the brackets of an IPv6 literal */
+    bool host_ipv6;                     /* host is an IPv6 literal */
+    uint16_t port;                      /* absolute-form without a port: 80 */
+    size_t path_off, path_len;          /* absolute-form: the origin-form part (path and query);
+                                           path_len 0 means "/" */
+    int minor;                          /* HTTP/1.minor */
+    bool has_auth;                      /* a Proxy-Authorization field came */
+    bool auth_basic;                    /* ... with Basic credentials that decoded into cred */
+    vega_proxy_credentials cred;
+    size_t head_len; /* the head's length, CRLF CRLF included */
+} vega_proxy_http_request;
+
+/*
+ * Parses an HTTP/1.x proxy request head (RFC 9112 §3, §5): CONNECT with an authority-form
+ * target (RFC 9112 §3.2.3), or any method with an absolute-form http:// target (§3.2.2);
+ * Proxy-Authorization Basic (RFC 7617) decoded into req->cred. in: borrowed. max_head: the
+ * bound on the head (0 = 16 KiB). Returns the head's length, 0 (incomplete and under the
+ * bound); VEGA_ERR_NOBUF (no end of head within max_head: answer 431); VEGA_ERR_PROXY_UNSUPPORTED
+ * (a scheme other than http://: answer 501); VEGA_ERR_PROXY_HANDSHAKE (a malformed head, an
+ * origin-form target, a host over 255 bytes, a bad port, userinfo in the target, both
+ * Content-Length and Transfer-Encoding: answer 400); -EINVAL. Since 0.1.
+ */
+VEGA_API vega_ssize vega_proxy_http_request_parse(const char *in, size_t len, size_t max_head,
+                                                  vega_proxy_http_request *req);
+
+/*
+ * The head to send to the origin for a forwarded (non-CONNECT) request, from the client's head
+ * and its parse: the request line in origin-form, Host set to the target's authority (RFC 9112
+ * §3.2.2: a Host the client sent is replaced), the client's other fields without
+ * Proxy-Authorization, Proxy-Connection, Keep-Alive, Connection and the fields Connection names
+ * (RFC 9110 §7.6.1), then "Connection: close" (one request per tunnel). Returns its length;
+ * VEGA_ERR_NOBUF; -EINVAL (req is a CONNECT). Since 0.1.
+ */
+VEGA_API vega_ssize vega_proxy_http_forward_head_write(char *out, size_t cap, const char *head,
+                                                       const vega_proxy_http_request *req);
+
+/*
+ * A proxy's own reply head: "HTTP/1.1 <status> <reason>", for 407 a Proxy-Authenticate Basic
+ * challenge with realm (NULL = "proxy"; no '"' or control bytes), and for anything but a 2xx
+ * "Content-Length: 0" and "Connection: close". A 2xx to a CONNECT has no other field. Returns
+ * its length; VEGA_ERR_NOBUF; -EINVAL (status outside 100..599, a bad realm). Since 0.1.
+ */
+VEGA_API vega_ssize vega_proxy_http_reply_write(char *out, size_t cap, int status,
+                                                const char *realm);
+
 /* ---- the driver: connecting through a proxy on the runtime (lib/proxy_io) ---------------------
  */
 
