@@ -349,6 +349,8 @@ static void post_switch(struct vega__worker *w)
     if (!t)
         return;
     w->prev = NULL;
+    if ((char *)t->sp < (char *)t->stack->low)
+        t->stack->low = t->sp; /* the deepest it switched out at: stack.c trims on it */
     if (vega__unlikely(!vega__stack_canary_ok(t->stack)))
         VEGA_PANIC("stack overflow in task %llu (%s): raise vega_rt_opts.stack_size",
                    (unsigned long long)t->id, t->name ? t->name : "unnamed");

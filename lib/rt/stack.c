@@ -5,8 +5,11 @@
  * canary: the canary's write would commit the stack's lowest page, a second page for every live
  * task, and the guard already stops an overflow at that page. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "sched_int.h"
@@ -14,29 +17,45 @@
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102 /* Linux 6.13 */
 #endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+#ifndef SYS_process_madvise
+#define SYS_process_madvise 440
+#endif
+#define PIDFD_SELF_THREAD_ (-10000) /* Linux 6.15: process_madvise on our own address space */
 
 #define STACKS_PER_REGION 16u
+#define MADV_BATCH        64u /* ranges per vectored madvise */
+#define TRIM_EVERY        64u /* a free stack is probed for deep pages once in this many frees */
 #define CANARY            0x5ca1ab1ef00dfaceull
 
 /*
  * Where a free stack is:
  * - in its worker's cache (VEGA__STACK_CACHE, pages kept: the next spawn reuses them warm);
- * - on the shared warm list (VEGA__STACK_WARM, pages kept): what one worker's full cache gives
- *   back while another worker's is empty (work stealing makes stacks end on another worker
- *   than the one that took them), so that hand-over costs no page fault;
- * - on the shared cold list: its pages given back with MADV_DONTNEED but the descriptor's
- *   (the top page), canary included (written again when it is taken);
+ * - on the shared warm list (at most VEGA__STACK_WARM, pages kept): what one worker's full
+ *   cache gives back while another worker's is empty (work stealing makes stacks end on another
+ *   worker than the one that took them), and the tail of a burst, so that a next burst costs no
+ *   page fault and no madvise;
+ * - on the shared cold list: its pages given back with MADV_DONTNEED (all of them: descriptors
+ *   live in the region's header, not in the stacks) — when the warm list overflows, its older
+ *   half goes cold in one vectored madvise, so a burst's unwinding costs a call per
+ *   VEGA__STACK_WARM / 2 stacks, not one per stack (each call is a TLB flush, and an IPI for
+ *   every other CPU the process ran on);
  * - gone: once every stack of a region is cold and the cold list holds more than
- *   VEGA__STACK_COLD_KEEP, the region is unmapped, so a burst of tasks does not keep even one
- *   page per stack or its mapping for ever.
+ *   VEGA__STACK_COLD_KEEP, the region is unmapped, so a burst of tasks does not keep even its
+ *   mappings for ever.
  * Each list has its bound, so what is held is bounded by the peak of live stacks, and beyond
- * the caches and the warm list every stack costs at most its top page.
+ * the caches and the warm list a free stack costs no memory at all.
  */
 struct vega__region {
     struct vega__region *next, *prev;
     void *base;
     size_t len;
     unsigned ncold; /* its stacks on the cold list */
+    /* The descriptors: here, not at the top of each stack, so that pool lists are walked
+     * without touching stack pages and a cold stack has no page left at all. */
+    struct vega__stack stacks[STACKS_PER_REGION];
 };
 
 static inline size_t slot_size(const struct vega_rt *rt)
@@ -44,10 +63,36 @@ static inline size_t slot_size(const struct vega_rt *rt)
     return rt->stack_size + rt->page;
 }
 
-static struct vega__stack *slot_stack(const struct vega_rt *rt, struct vega__region *r, unsigned i)
+static inline struct vega__stack *slot_stack(struct vega__region *r, unsigned i)
 {
-    char *guard = (char *)r->base + i * slot_size(rt);
-    return (struct vega__stack *)(guard + slot_size(rt) - sizeof(struct vega__stack));
+    return &r->stacks[i];
+}
+
+/* The end of s's slot: the next slot's guard page, and the top of s's usable bytes. */
+static inline char *slot_end(const struct vega_rt *rt, const struct vega__stack *s)
+{
+    const struct vega__region *r = s->region;
+    return (char *)r->base + (size_t)(s - r->stacks + 1) * slot_size(rt);
+}
+
+/*
+ * madvise over n ranges: one process_madvise call per MADV_BATCH where the kernel takes our own
+ * address space that way (Linux 6.15), which also batches the TLB flushes of MADV_DONTNEED; a
+ * call per range elsewhere. Best effort: a failure leaves pages committed, never wrong.
+ */
+static void madvise_ranges(const struct vega_rt *rt, struct iovec *iov, size_t n, int advice)
+{
+    size_t done = 0;
+    if (rt->vec_madvise) {
+        while (done < n) {
+            size_t k = n - done < MADV_BATCH ? n - done : MADV_BATCH;
+            if (syscall(SYS_process_madvise, PIDFD_SELF_THREAD_, iov + done, k, advice, 0) < 0)
+                break;
+            done += k;
+        }
+    }
+    for (; done < n; done++)
+        (void)madvise(iov[done].iov_base, iov[done].iov_len, advice);
 }
 
 int vega__stack_pool_init(struct vega_rt *rt)
@@ -71,6 +116,11 @@ int vega__stack_pool_init(struct vega_rt *rt)
     if (p == MAP_FAILED)
         return -errno;
     rt->guard_madvise = madvise(p, rt->page, MADV_GUARD_INSTALL) == 0;
+    /* and process_madvise on our own address space, for the advice used in batches */
+    struct iovec v = {(char *)p + rt->page, rt->page};
+    long pop = syscall(SYS_process_madvise, PIDFD_SELF_THREAD_, &v, 1, MADV_POPULATE_WRITE, 0);
+    long drop = syscall(SYS_process_madvise, PIDFD_SELF_THREAD_, &v, 1, MADV_DONTNEED, 0);
+    rt->vec_madvise = pop == (long)rt->page && drop == (long)rt->page;
     munmap(p, 2 * rt->page);
     return 0;
 }
@@ -120,7 +170,7 @@ static void cold_unlink(struct vega_rt *rt, struct vega__stack *s)
 static void region_unmap(struct vega_rt *rt, struct vega__region *r)
 {
     for (unsigned i = 0; i < STACKS_PER_REGION; i++)
-        cold_unlink(rt, slot_stack(rt, r, i));
+        cold_unlink(rt, slot_stack(r, i));
     if (r->prev)
         r->prev->next = r->next;
     else
@@ -132,10 +182,12 @@ static void region_unmap(struct vega_rt *rt, struct vega__region *r)
     free(r);
 }
 
-/* Maps a region of STACKS_PER_REGION stacks onto the warm list. */
+/* Maps a region of STACKS_PER_REGION stacks onto the warm list, their guards installed and
+ * their top pages (where a task's first frames go) committed: two calls for the region, where
+ * a first touch of each stack would cost a page fault each. */
 static bool grow(struct vega_rt *rt)
 {
-    /* Each slot: [guard page][usable stack .... descriptor]. */
+    /* Each slot: [guard page][usable stack ....]. */
     size_t slot = slot_size(rt);
     size_t len = slot * STACKS_PER_REGION;
     struct vega__region *r = malloc(sizeof *r);
@@ -160,31 +212,41 @@ static bool grow(struct vega_rt *rt)
     rt->regions = r;
     rt->stack_nregions++;
 
+    bool all_guarded = false;
+    struct iovec iov[STACKS_PER_REGION];
+    if (rt->guard_madvise && rt->vec_madvise) {
+        for (unsigned i = 0; i < STACKS_PER_REGION; i++)
+            iov[i] = (struct iovec){base + i * slot, rt->page};
+        all_guarded = syscall(SYS_process_madvise, PIDFD_SELF_THREAD_, iov, STACKS_PER_REGION,
+                              MADV_GUARD_INSTALL, 0) == (long)(STACKS_PER_REGION * rt->page);
+    }
     for (unsigned i = 0; i < STACKS_PER_REGION; i++) {
         char *guard = base + i * slot;
-        bool guarded = false;
-        if (rt->guard_madvise)
-            guarded = madvise(guard, rt->page, MADV_GUARD_INSTALL) == 0;
-        else if (rt->opts.stack_guard) /* splits the VMA: see ARCHITECTURE.md */
-            guarded = mprotect(guard, rt->page, PROT_NONE) == 0;
-        struct vega__stack *s = slot_stack(rt, r, i);
+        bool g = all_guarded;
+        if (!g && rt->guard_madvise)
+            g = madvise(guard, rt->page, MADV_GUARD_INSTALL) == 0;
+        if (!g && !rt->guard_madvise && rt->opts.stack_guard) /* splits the VMA: ARCHITECTURE.md */
+            g = mprotect(guard, rt->page, PROT_NONE) == 0;
+        struct vega__stack *s = slot_stack(r, i);
+        memset(s, 0, sizeof *s);
         s->base = guard + rt->page;
-        /* Usable bytes end below the descriptor; vary the start by up to 7 cache lines so that
-         * the stacks do not all alias in the same L1 sets. */
-        s->size = ((size_t)((char *)s - (char *)s->base) - 64 * (i % 8)) & ~(size_t)15;
+        /* Usable bytes end at the slot's end; vary it by up to 7 cache lines so that the stacks'
+         * tops do not all alias in the same L1 sets. */
+        s->size = (slot - rt->page - 64 * (i % 8)) & ~(size_t)15;
         s->region = r;
-        s->cold = false;
-        s->canary = !guarded;
+        s->canary = !g;
         if (s->canary)
             *(volatile uint64_t *)s->base = CANARY;
         s->next = rt->stack_warm;
         rt->stack_warm = s;
         rt->stack_nwarm++;
+        iov[i] = (struct iovec){slot_end(rt, s) - rt->page, rt->page};
     }
+    madvise_ranges(rt, iov, STACKS_PER_REGION, MADV_POPULATE_WRITE);
     return true;
 }
 
-/* One stack off the shared lists, warm first, or NULL. */
+/* One stack off the shared lists, warm first, or NULL (stack_mu held). */
 static struct vega__stack *shared_take(struct vega_rt *rt)
 {
     struct vega__stack *s = rt->stack_warm;
@@ -214,6 +276,12 @@ static void set_cache_len(struct vega__worker *w, unsigned n)
     atomic_store_explicit(&w->stack_cache_len, n, memory_order_relaxed); /* metrics read it */
 }
 
+/* The top page of s, where a task's first frames go. */
+static struct iovec top_page(const struct vega_rt *rt, const struct vega__stack *s)
+{
+    return (struct iovec){slot_end(rt, s) - rt->page, rt->page};
+}
+
 struct vega__stack *vega__stack_get(struct vega__worker *w)
 {
     struct vega__stack *s = w->stack_cache;
@@ -228,41 +296,45 @@ struct vega__stack *vega__stack_get(struct vega__worker *w)
         pthread_mutex_unlock(&rt->stack_mu);
         return NULL;
     }
+    bool cold = !rt->stack_warm;
     s = shared_take(rt);
-    /* Take up to a quarter of a cache's worth more of the warm ones (cold ones are taken one
-     * at a time: each costs faults when used). */
+    /* Take up to a quarter of a cache's worth more: warm ones as they are, cold ones with their
+     * top pages committed in one call below (one fault each otherwise, when first used). */
+    struct iovec iov[VEGA__STACK_CACHE / 4 + 1];
+    size_t niov = 0;
+    if (cold)
+        iov[niov++] = top_page(rt, s);
     unsigned n = 0;
-    while (rt->stack_warm && n < VEGA__STACK_CACHE / 4) {
-        struct vega__stack *x = rt->stack_warm;
-        rt->stack_warm = x->next;
-        rt->stack_nwarm--;
+    while (n < VEGA__STACK_CACHE / 4 && (cold ? rt->stack_cold != NULL : rt->stack_warm != NULL)) {
+        struct vega__stack *x = shared_take(rt);
+        if (cold)
+            iov[niov++] = top_page(rt, x);
         x->next = w->stack_cache;
         w->stack_cache = x;
         n++;
     }
     pthread_mutex_unlock(&rt->stack_mu);
     set_cache_len(w, n);
+    if (niov)
+        madvise_ranges(rt, iov, niov, MADV_POPULATE_WRITE);
     return s;
-}
-
-/* Gives a stack's pages back but for the top one, which holds the descriptor. */
-static void drop_pages(struct vega_rt *rt, struct vega__stack *s)
-{
-    size_t drop = (size_t)((char *)s - (char *)s->base) & ~(rt->page - 1);
-    if (drop)
-        madvise(s->base, drop, MADV_DONTNEED);
 }
 
 /*
  * A free stack keeps at most its top VEGA__STACK_KEEP bytes committed. A task that went deeper
  * (a TLS handshake, a deep parser) leaves pages that no later shallow task would use: kept,
  * they would make the pool's memory creep up to (stacks pooled) x (stack size) as, one by one,
- * pooled stacks meet a deep task. Telling is cheap: the page just below the kept top reads as
- * zeros until a task writes there (an untouched page maps the shared zero page, which is not
- * resident memory) and reads as zeros again once given back, so a few word reads say whether
- * the task that just ended went that deep; only then is there a madvise. A deep frame that
- * writes none of the probed words is missed, which only means its pages stay until the next
- * check sees them. Under ASan the probe would read poisoned stack memory: no trimming there.
+ * pooled stacks meet a deep task. Two signs tell, neither a system call:
+ * - the lowest stack pointer the task switched out at (recorded at every switch, sched.c): a
+ *   task that waits while deep, as a handshake waits for its peer, is seen every time;
+ * - a probe, once in TRIM_EVERY frees of a stack, for a task that went deep and came back
+ *   without switching out: the page just below the kept top reads as zeros until a task writes
+ *   there (an untouched page maps the shared zero page, which is not resident memory) and
+ *   again once given back, so a few word reads say whether a task went that deep. Not at every
+ *   free: the first read of a never-touched page is a page fault, which every exit paid before.
+ * So a stack whose task went deep without waiting there keeps its pages for at most
+ * TRIM_EVERY - 1 more tasks (or until it goes cold), and the bound stays (stacks pooled) x
+ * (stack size). Under ASan the probe would read poisoned stack memory: no trimming there.
  */
 static void trim_deep(struct vega_rt *rt, struct vega__stack *s)
 {
@@ -270,21 +342,52 @@ static void trim_deep(struct vega_rt *rt, struct vega__stack *s)
     (void)rt;
     (void)s;
 #else
-    uintptr_t top = (uintptr_t)s->base + s->size;
+    uintptr_t top = (uintptr_t)slot_end(rt, s);
+    uintptr_t keep = (top - VEGA__STACK_KEEP) & ~(uintptr_t)(rt->page - 1);
+    bool deep = s->low && (uintptr_t)s->low < keep;
+    s->low = NULL;
     if (s->size < VEGA__STACK_KEEP + 3 * rt->page)
         return;
-    uintptr_t keep = (top - VEGA__STACK_KEEP) & ~(uintptr_t)(rt->page - 1);
-    const volatile uint64_t *probe = (const volatile uint64_t *)(keep - rt->page);
-    uint64_t any = 0;
-    for (size_t i = 0; i < rt->page / sizeof *probe; i += 32) /* every 256 bytes */
-        any |= probe[i];
-    if (!any)
-        return;
+    if (!deep) {
+        if (++s->frees % TRIM_EVERY != 0)
+            return;
+        const volatile uint64_t *probe = (const volatile uint64_t *)(keep - rt->page);
+        uint64_t any = 0;
+        for (size_t i = 0; i < rt->page / sizeof *probe; i += 32) /* every 256 bytes */
+            any |= probe[i];
+        if (!any)
+            return;
+    }
     /* The canary's page (the lowest), if any, stays; everything above it to the kept top goes. */
     char *from = (char *)s->base + (s->canary ? rt->page : 0);
     if ((uintptr_t)from < keep)
         madvise(from, keep - (uintptr_t)from, MADV_DONTNEED);
 #endif
+}
+
+/* Gives the pages of every stack on list back (one vectored call per MADV_BATCH), then puts
+ * them on the cold list, unmapping regions left wholly cold beyond VEGA__STACK_COLD_KEEP. */
+static void go_cold(struct vega_rt *rt, struct vega__stack *list)
+{
+    struct iovec iov[MADV_BATCH];
+    size_t n = 0;
+    for (struct vega__stack *x = list; x; x = x->next) {
+        iov[n++] = (struct iovec){x->base, (size_t)(slot_end(rt, x) - (char *)x->base)};
+        if (n == MADV_BATCH || !x->next) {
+            madvise_ranges(rt, iov, n, MADV_DONTNEED);
+            n = 0;
+        }
+    }
+    pthread_mutex_lock(&rt->stack_mu);
+    while (list) {
+        struct vega__stack *x = list;
+        list = x->next;
+        cold_push(rt, x);
+        struct vega__region *r = x->region;
+        if (r->ncold == STACKS_PER_REGION && rt->stack_ncold > VEGA__STACK_COLD_KEEP)
+            region_unmap(rt, r);
+    }
+    pthread_mutex_unlock(&rt->stack_mu);
 }
 
 void vega__stack_put(struct vega__worker *w, struct vega__stack *s)
@@ -297,7 +400,7 @@ void vega__stack_put(struct vega__worker *w, struct vega__stack *s)
         set_cache_len(w, n + 1);
         return;
     }
-    /* Full: keep the newest half, hand the rest to the shared lists in one go. */
+    /* Full: keep the newest half, hand the rest to the warm list in one go. */
     struct vega__stack *last = s;
     for (unsigned i = 1; i < VEGA__STACK_CACHE / 2; i++)
         last = last->next;
@@ -308,30 +411,25 @@ void vega__stack_put(struct vega__worker *w, struct vega__stack *s)
     struct vega_rt *rt = w->rt;
     struct vega__stack *cold = NULL;
     pthread_mutex_lock(&rt->stack_mu);
-    while (give && rt->stack_nwarm < VEGA__STACK_WARM) {
+    while (give) {
         struct vega__stack *x = give;
         give = x->next;
         x->next = rt->stack_warm;
         rt->stack_warm = x;
         rt->stack_nwarm++;
     }
-    pthread_mutex_unlock(&rt->stack_mu);
-    if (!give)
-        return;
-    /* The rest goes cold: the madvise calls are made outside the lock. */
-    for (struct vega__stack *x = give; x; x = x->next)
-        drop_pages(rt, x);
-    cold = give;
-    pthread_mutex_lock(&rt->stack_mu);
-    while (cold) {
-        struct vega__stack *x = cold;
-        cold = x->next;
-        cold_push(rt, x);
-        struct vega__region *r = x->region;
-        if (r->ncold == STACKS_PER_REGION && rt->stack_ncold > VEGA__STACK_COLD_KEEP)
-            region_unmap(rt, r);
+    if (rt->stack_nwarm > VEGA__STACK_WARM) {
+        /* Over its bound: the newest half stays (hot first), the older half goes cold. */
+        struct vega__stack *cut = rt->stack_warm;
+        for (unsigned i = 1; i < VEGA__STACK_WARM / 2; i++)
+            cut = cut->next;
+        cold = cut->next;
+        cut->next = NULL;
+        rt->stack_nwarm = VEGA__STACK_WARM / 2;
     }
     pthread_mutex_unlock(&rt->stack_mu);
+    if (cold)
+        go_cold(rt, cold); /* the madvise calls are made outside the lock */
 }
 
 void vega__stack_pool_stats(struct vega_rt *rt, uint64_t *regions, uint64_t *warm, uint64_t *cold,

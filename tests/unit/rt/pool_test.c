@@ -187,7 +187,7 @@ static void guard_xor_canary(bool stack_guard)
     bool guarded = stack_guard || rt->guard_madvise;
     struct vega__worker *a = &rt->workers[0], *b = &rt->workers[1];
     enum {
-        LIVE = 300 /* beyond the caches and the warm list: some come back cold */
+        LIVE = 2 * (VEGA__STACK_WARM + 2 * VEGA__STACK_CACHE) /* some come back cold */
     };
     struct vega__stack *s[LIVE];
     for (unsigned round = 0; round < 3; round++) {
@@ -220,7 +220,10 @@ static void *sleeper(void *arg)
 
 static void burst_body(void)
 {
-    const unsigned n = 20000u / scale();
+    /* enough that what the lists keep is a small part of it, also at a sanitizer's scale */
+    unsigned n = 20000u / scale();
+    if (n < 8 * (VEGA__STACK_CACHE + VEGA__STACK_WARM + VEGA__STACK_COLD_KEEP))
+        n = 8 * (VEGA__STACK_CACHE + VEGA__STACK_WARM + VEGA__STACK_COLD_KEEP);
     vega_task **t = malloc(n * sizeof *t);
     VCHECK(t != NULL);
     for (unsigned i = 0; i < n; i++)
