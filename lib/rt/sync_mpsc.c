@@ -18,7 +18,8 @@ struct block {
 struct vega_mpsc {
     unsigned lock;
     bool closed;
-    size_t cap; /* 0 = unbounded */
+    atomic_size_t senders; /* vega_mpsc_sender_add minus _done */
+    size_t cap;            /* 0 = unbounded */
     size_t len;
     vega_waitq rxq; /* receivers waiting for a message, FIFO (any number) */
     vega_waitq txq; /* bounded: senders waiting for room; each waiter's val is its message */
@@ -231,6 +232,19 @@ void vega_mpsc_close(vega_mpsc *c)
     vega__waitq_wake_all(&c->txq, VEGA_ERR_CLOSED);
     vega__waitq_wake_all(&c->rxq, VEGA_ERR_CLOSED);
     vega__sync_unlock(&c->lock);
+}
+
+void vega_mpsc_sender_add(vega_mpsc *c)
+{
+    atomic_fetch_add_explicit(&c->senders, 1, memory_order_relaxed);
+}
+
+void vega_mpsc_sender_done(vega_mpsc *c)
+{
+    size_t before = atomic_fetch_sub_explicit(&c->senders, 1, memory_order_acq_rel);
+    VEGA_ASSERT(before > 0);
+    if (before == 1)
+        vega_mpsc_close(c);
 }
 
 size_t vega_mpsc_len(vega_mpsc *c)

@@ -709,6 +709,20 @@ int vega_task_join(vega_task *t, void **result, vega_deadline dl)
     return 0;
 }
 
+int vega_task_join_all(vega_task *const *t, size_t n, void **results, size_t *joined,
+                       vega_deadline dl)
+{
+    size_t i = 0;
+    int r = 0;
+    for (; i < n && r == 0; i++)
+        r = vega_task_join(t[i], results ? &results[i] : NULL, dl);
+    if (r < 0)
+        i--; /* t[i] failed to join: still the caller's */
+    if (joined)
+        *joined = i;
+    return r;
+}
+
 void vega_task_detach(vega_task *t)
 {
     unsigned s = atomic_fetch_or_explicit(&t->jstate, VEGA__J_DETACHED, memory_order_acq_rel);

@@ -137,6 +137,15 @@ VEGA_API int vega_rt_spawn(vega_rt *rt, vega_task **out, vega_task_fn fn, void *
  */
 VEGA_API int vega_task_join(vega_task *t, void **result, vega_deadline dl);
 
+/*
+ * Joins t[0..n) in order, as vega_task_join each, writing t[i]'s return value to results[i]
+ * (results may be NULL). Returns 0 when all are joined; else the first failure's code
+ * (-ETIMEDOUT, -ECANCELED, -EDEADLK), and then t[0..*joined) are gone and the rest are still
+ * the caller's. joined may be NULL. Context: as vega_task_join. Since 0.1.
+ */
+VEGA_API int vega_task_join_all(vega_task *const *t, size_t n, void **results, size_t *joined,
+                                vega_deadline dl);
+
 /* Gives up the handle: the task's memory is released when it returns. Since 0.1. */
 VEGA_API void vega_task_detach(vega_task *t);
 
@@ -174,9 +183,11 @@ VEGA_API int vega_yield(void);
 VEGA_API int vega_coop(void);
 
 /*
- * Sleeps until dl (or for ms / ns). Returns 0 (dl passed); -ETIMEDOUT (a deadline scope or the
- * task's spawn deadline came first, see vega_deadline_push); -ECANCELED (the task was
- * cancelled); VEGA_ERR_NOTASK (not called from a task). Context: inside a task. Since 0.1.
+ * Sleeps until dl (or for ms / ns), at 1 ms resolution: it wakes at the first timer tick at or
+ * after dl (vega/time.h), so vega_sleep_ns(1) sleeps until the next millisecond. Returns 0
+ * (dl passed); -ETIMEDOUT (a deadline scope or the task's spawn deadline came first, see
+ * vega_deadline_push); -ECANCELED (the task was cancelled); VEGA_ERR_NOTASK (not called from a
+ * task). Context: inside a task. Since 0.1.
  */
 VEGA_API int vega_sleep_until(vega_deadline dl);
 VEGA_API int vega_sleep_ms(uint64_t ms);

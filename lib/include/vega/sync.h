@@ -252,6 +252,17 @@ VEGA_API int vega_mpsc_try_recv(vega_mpsc *c, void **v);
  * queued, then gets VEGA_ERR_CLOSED. Either side may close; closing twice is a no-op. */
 VEGA_API void vega_mpsc_close(vega_mpsc *c);
 
+/*
+ * Sender counting, for a receiver that must learn when every producer is gone (Tokio's recv()
+ * returning None once the last Sender is dropped): each producer calls vega_mpsc_sender_add
+ * before it starts (or its spawner does, before spawning it) and vega_mpsc_sender_done when it
+ * will send no more. When the count comes back to zero the channel closes as vega_mpsc_close
+ * does: the receiver drains what is queued, then gets VEGA_ERR_CLOSED. A channel on which
+ * sender_add was never called is never closed this way. Context: any thread. Since 0.1.
+ */
+VEGA_API void vega_mpsc_sender_add(vega_mpsc *c);
+VEGA_API void vega_mpsc_sender_done(vega_mpsc *c);
+
 /* Messages queued now (a snapshot). Since 0.1. */
 VEGA_API size_t vega_mpsc_len(vega_mpsc *c);
 

@@ -21,6 +21,9 @@ typedef uint64_t vega_tstamp;
  *   VEGA_DEADLINE_NEVER wait without limit
  * The same in every parameter and every struct field of this type (vega_spawn_opts.deadline,
  * vega_http_client_request.deadline): their _init functions set VEGA_DEADLINE_NEVER.
+ * Resolution: the runtime's timers run on a wheel of 1 ms ticks. A wait gives up at the first
+ * tick at or after its deadline (deadlines round up to the next millisecond of the runtime's
+ * clock), never before it; how much later depends on the load, as with any timer.
  */
 typedef uint64_t vega_deadline;
 

@@ -411,6 +411,46 @@ static void *mpsc_stress_body(void *arg)
     return NULL;
 }
 
+/* Sender counting: the consumer reads until VEGA_ERR_CLOSED, which comes once every producer
+ * said it was done and everything they sent was received. */
+static void *counted_producer(void *arg)
+{
+    struct mpsc_stress *s = arg;
+    mpsc_producer(s);
+    vega_mpsc_sender_done(s->c);
+    return NULL;
+}
+
+static void *mpsc_senders_body(void *arg)
+{
+    size_t cap = (size_t)(uintptr_t)arg;
+    struct mpsc_stress s = {.per = scaled(20000)};
+    vega_task *t[PRODUCERS];
+    atomic_init(&s.next_id, 0);
+    VCHECK_EQ(vega_mpsc_new(&s.c, cap), 0);
+    for (int i = 0; i < PRODUCERS; i++)
+        vega_mpsc_sender_add(s.c); /* before any producer runs: none can close it early */
+    spawn_n(t, PRODUCERS, counted_producer, &s);
+    long got = 0;
+    void *v;
+    int r;
+    while ((r = vega_mpsc_recv(s.c, &v, VEGA_DEADLINE_NEVER)) == 0)
+        got++;
+    VCHECK_EQ(r, VEGA_ERR_CLOSED);
+    VCHECK_EQ(got, PRODUCERS * s.per);
+    join_n(t, PRODUCERS);
+    VCHECK_EQ(vega_mpsc_send(s.c, NULL, VEGA_DEADLINE_NEVER), VEGA_ERR_CLOSED);
+    vega_mpsc_free(s.c);
+    return NULL;
+}
+
+VTEST(mpsc_sender_count_closes)
+{
+    VCHECK(run_rt(MT, 2, mpsc_senders_body, P(0)) == NULL);
+    VCHECK(run_rt(MT, 4, mpsc_senders_body, P(16)) == NULL);
+    VCHECK(run_rt(CT, 1, mpsc_senders_body, P(1)) == NULL);
+}
+
 VTEST(mpsc_unbounded_mt2)
 {
     VCHECK(run_rt(MT, 2, mpsc_stress_body, P(0)) == NULL);

@@ -168,6 +168,13 @@ VTEST(sleep)
     vega_rt_free(rt);
 }
 
+static void *long_sleeper_hour(void *arg)
+{
+    (void)arg;
+    VCHECK_EQ(vega_sleep_ms(3600 * 1000), 0);
+    return NULL;
+}
+
 /* Many sleepers with different deadlines wake in deadline order (timer wheel levels). On the
  * paused clock, so every deadline is taken at the same instant: on the real clock a slow spawn
  * loop (a sanitizer, a busy machine) can put the 1 ms sleeper's deadline after the 3 ms one's. */
@@ -205,6 +212,47 @@ VTEST(sleep_order)
     vega_rt *rt;
     VCHECK_EQ(vega_rt_new(&rt, &o), 0);
     VCHECK_EQ(vega_rt_block_on(rt, root_sleep_order, NULL, NULL), 0);
+    vega_rt_free(rt);
+}
+
+/* join_all hands back every result in order; on a timeout it says how many were joined and
+ * the rest stay joinable. */
+static void *root_join_all(void *arg)
+{
+    (void)arg;
+    vega_task *t[8];
+    void *res[8];
+    for (uintptr_t i = 0; i < 8; i++)
+        VCHECK_EQ(vega_task_spawn(&t[i], ret_arg, (void *)(i * 3)), 0);
+    size_t joined = 99;
+    VCHECK_EQ(vega_task_join_all(t, 8, res, &joined, VEGA_DEADLINE_NEVER), 0);
+    VCHECK_EQ(joined, 8);
+    for (uintptr_t i = 0; i < 8; i++)
+        VCHECK(res[i] == (void *)(i * 3));
+    VCHECK_EQ(vega_task_join_all(t, 0, NULL, &joined, VEGA_DEADLINE_NEVER), 0);
+    VCHECK_EQ(joined, 0);
+
+    /* two quick tasks, then one that sleeps an hour (paused clock: no real time) */
+    VCHECK_EQ(vega_task_spawn(&t[0], ret_arg, (void *)1), 0);
+    VCHECK_EQ(vega_task_spawn(&t[1], ret_arg, (void *)2), 0);
+    VCHECK_EQ(vega_task_spawn(&t[2], long_sleeper_hour, NULL), 0);
+    VCHECK_EQ(vega_task_join_all(t, 3, res, &joined, vega_deadline_in_ms(10)), -ETIMEDOUT);
+    VCHECK_EQ(joined, 2);
+    VCHECK(res[0] == (void *)1 && res[1] == (void *)2);
+    VCHECK_EQ(vega_task_join_all(t + 2, 1, NULL, NULL, VEGA_DEADLINE_NEVER), 0);
+    return NULL;
+}
+
+VTEST(join_all)
+{
+    vega_rt_opts o;
+    vega_rt_opts_init(&o);
+    o.flavor = VEGA_RT_CURRENT_THREAD;
+    o.driver = vtest_driver();
+    o.paused_clock = true;
+    vega_rt *rt;
+    VCHECK_EQ(vega_rt_new(&rt, &o), 0);
+    VCHECK_EQ(vega_rt_block_on(rt, root_join_all, NULL, NULL), 0);
     vega_rt_free(rt);
 }
 
