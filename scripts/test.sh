@@ -10,8 +10,9 @@
 #   asan     build-asan/  ASan+UBSan (gcc), then its CTest tests, then the range property test
 #            (tests/property/ranges_prop.py) against its vega-serve on both drivers
 #   tsan     build-tsan/  TSan (clang), then its CTest tests except those of the single-threaded
-#            sans-I/O cores, their fuzz replays and the purity checks (TSAN_SKIP: a race needs
-#            two threads; ASan runs them all)
+#            sans-I/O cores, their fuzz replays and the purity checks, and with the layers
+#            above io on the default driver only (TSAN_SKIP: a race needs two threads; ASan
+#            runs them all)
 #   bats     tests/bats/*.bats against build/ (skipped when there are none)
 #   soak     bench/soak/run.sh: vega-serve and vega-echo at their default worker count under
 #            load and a hostile client for VEGA_SOAK_SECONDS (default 60) each, on both drivers
@@ -149,8 +150,12 @@ tsan_wrapper() {
 }
 
 # The sans-I/O cores (tests/purity proves they use no thread, lock or runtime) and the checks
-# of the build itself: TSan can find nothing there, and they are half of the tests.
+# of the build itself: TSan can find nothing there, and they are half of the tests. The layers
+# above io (TLS, QUIC endpoint, HTTP server and client) run on the default driver only: their
+# threads are the runtime's whichever driver runs under them, and the runtime and io tests,
+# where the drivers differ, still run on both (the ctest and asan stages run everything twice).
 TSAN_SKIP='^(purity|fuzz|quic|h2|h3|qpack|hpack|http1|http|compress|crypto|base|docs)\.'
+TSAN_SKIP+='|^(tls|quic_ep|http_server|http_client)\..*\.epoll$'
 
 do_tsan() {
     configure_build build-tsan -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
