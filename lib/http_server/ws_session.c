@@ -4,7 +4,9 @@
  * touched by the receiver and by senders); a second mutex orders writes to the stream, so
  * frames never interleave. Memory: one message being assembled (at most max_message_size)
  * plus the whole messages that the last read completed, which the receiver takes before the
- * next read: at most one read buffer's worth of small messages. */
+ * next read: at most one read buffer's worth of small messages. The peer's Close is answered
+ * by the receiver (or by free) after the messages before it were taken, not by the core as it
+ * reads it, so that replies to those messages still go out (RFC 6455 §5.5.1, §7.1.2). */
 #include <string.h>
 
 #include <vega/crypto.h>
@@ -122,6 +124,9 @@ int vega_websocket_new_versioned(vega_websocket **out, vega_stream *s, bool own,
     co.max_frame_size = ws->max_msg;
     co.random = rand_mask;
     co.mem = o->mem;
+    /* The receiver answers the peer's Close once it has taken the messages before it, so that
+     * what it sends in reply to them goes out first (RFC 6455 §5.5.1, §7.1.2). */
+    co.owner_answers_close = true;
     if (params && params->enabled) {
         co.deflate = *params;
         ws->compressed = true;
@@ -167,6 +172,16 @@ static int flush(vega_websocket *ws, vega_deadline dl)
     return rc;
 }
 
+/* Queues our answer to the peer's Close (echoing its code, §5.5.1) unless ours went out. */
+static void answer_close(vega_websocket *ws)
+{
+    vega_mutex_lock(&ws->mu, VEGA_DEADLINE_NEVER);
+    unsigned code = 0;
+    if (vega_ws_conn_is_close_received(ws->core, &code) && !vega_ws_conn_is_close_sent(ws->core))
+        (void)vega_ws_submit_close(ws->core, code == VEGA_WS_CLOSE_NO_STATUS ? 0 : code, NULL, 0);
+    vega_mutex_unlock(&ws->mu);
+}
+
 static void free_msg(vega_websocket *ws, struct ws_msg *m)
 {
     vega__mem_free(ws->mem, m);
@@ -205,6 +220,8 @@ int vega_websocket_recv(vega_websocket *ws, vega_websocket_msg *msg, vega_deadli
             return 0;
         }
         if (closed || err || ws->eof) {
+            if (closed && !err)
+                answer_close(ws);
             (void)flush(ws, dl); /* our answer to the Close, or our failure's Close */
             if (err == VEGA_ERR_CALLBACK)
                 return -ENOMEM; /* on_data fails only for memory */
@@ -317,6 +334,12 @@ void vega_websocket_free(vega_websocket *ws)
 {
     if (!ws)
         return;
+    /* A peer's Close that was read but not answered (the application stopped receiving before
+     * recv returned VEGA_ERR_CLOSED): answered now, the write bounded by a second. */
+    if (!ws->err && !ws->eof && vega_ws_conn_is_close_received(ws->core, NULL)) {
+        answer_close(ws);
+        (void)flush(ws, vega_deadline_in_ms(1000));
+    }
     while (ws->head) {
         struct ws_msg *m = ws->head;
         ws->head = m->next;

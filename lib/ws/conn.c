@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The WebSocket connection object (RFC 6455): options, life, the send queue and what goes into
  * it (data fragments, ping, pong, close: §5.2, §5.4, §5.5), and the accessors. */
+#include <stddef.h>
 #include <string.h>
 
 #include "ws_int.h"
@@ -12,13 +13,23 @@ static bool mem_ok(const vega_mem *m)
     return !m || (m->malloc && m->calloc && m->realloc && m->free);
 }
 
+/* The size of a caller's options of layout v (0: a layout this library does not know). Layout
+ * 1 ends where owner_answers_close starts. */
+static size_t opts_size(int v)
+{
+    return v == 1                           ? offsetof(vega_ws_conn_opts, owner_answers_close)
+           : v == VEGA_WS_CONN_OPTS_VERSION ? sizeof(vega_ws_conn_opts)
+                                            : 0;
+}
+
 void vega_ws_conn_opts_init_versioned(vega_ws_conn_opts *o, int opts_version)
 {
-    if (opts_version != VEGA_WS_CONN_OPTS_VERSION)
+    size_t size = opts_size(opts_version);
+    if (!size)
         vega__panic(__FILE__, __LINE__,
                     "vega_ws_conn_opts_init: options of another libvega (version %d)",
                     opts_version);
-    memset(o, 0, sizeof *o);
+    memset(o, 0, size);
     o->max_frame_size = DEFAULT_MAX;
     o->max_message_size = DEFAULT_MAX;
     o->max_send_queue = DEFAULT_MAX + 1024;
@@ -36,8 +47,13 @@ static bool bits_ok(uint8_t *b)
 int vega_ws_conn_new_versioned(vega_ws_conn **out, const vega_ws_callbacks *cb,
                                const vega_ws_conn_opts *o, void *user_data, int opts_version)
 {
-    if (opts_version != VEGA_WS_CONN_OPTS_VERSION || !out || !o)
+    if (!opts_size(opts_version) || !out || !o)
         return -EINVAL;
+    /* The caller's layout copied over the defaults: nothing past it is read. */
+    vega_ws_conn_opts in;
+    memset(&in, 0, sizeof in);
+    memcpy(&in, o, opts_size(opts_version));
+    o = &in;
     vega_ws_conn_opts v;
     vega_ws_conn_opts_init(&v);
     v.role = o->role;
@@ -49,6 +65,7 @@ int vega_ws_conn_new_versioned(vega_ws_conn **out, const vega_ws_callbacks *cb,
     v.deflate_level = o->deflate_level ? o->deflate_level : v.deflate_level;
     v.random = o->random;
     v.mem = o->mem;
+    v.owner_answers_close = o->owner_answers_close;
     if ((v.role != VEGA_WS_CLIENT && v.role != VEGA_WS_SERVER) ||
         (v.role == VEGA_WS_CLIENT && !v.random) || !mem_ok(v.mem) ||
         v.send_fragment_size > ((size_t)1 << 31) || v.deflate_level < 1 || v.deflate_level > 9 ||

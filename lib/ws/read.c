@@ -105,8 +105,9 @@ static int on_close_frame(vega_ws_conn *c)
     c->rstate = VEGA__WS_R_DONE;
     /* §5.5.1: "If an endpoint receives a Close frame and did not previously send a Close
      * frame, the endpoint MUST send a Close frame in response. ... typically echos the status
-     * code it received." */
-    if (!c->close_sent) {
+     * code it received." With owner_answers_close the owner sends it, after the answers to
+     * the data before this Close (§7.1.2: until our Close, data may still go out). */
+    if (!c->close_sent && !c->o.owner_answers_close) {
         int rc = vega__ws_queue_close(c, code == VEGA_WS_CLOSE_NO_STATUS ? 0 : code, NULL, 0);
         if (rc < 0)
             return fail(c, VEGA_WS_CLOSE_INTERNAL, "out of memory", rc);

@@ -146,7 +146,10 @@ typedef struct vega_websocket_msg {
 } vega_websocket_msg;
 
 /*
- * Receives the next whole message (pings are answered inside). One receiver at a time.
+ * Receives the next whole message (pings are answered inside). One receiver at a time. The
+ * messages before the peer's Close are all returned first, and may still be answered: our
+ * answering Close (echoing its code, RFC 6455 §5.5.1) goes out when recv returns
+ * VEGA_ERR_CLOSED, after them (or from vega_websocket_free, if the application stops before).
  * Returns 0 (msg filled); -EINVAL (NULL ws or msg); VEGA_ERR_CLOSED (the peer's Close arrived, and
  * our answer went out, or the connection ended without one: vega_websocket_get_close_code tells
  * which); VEGA_ERR_PROTO (the peer broke the protocol or a limit: our Close went out with the code
@@ -185,7 +188,9 @@ VEGA_API const char *vega_websocket_get_subprotocol(const vega_websocket *ws);
 /* Whether permessage-deflate is in use. Since 0.1. */
 VEGA_API bool vega_websocket_is_compressed(const vega_websocket *ws);
 
-/* Frees ws (NULL is fine); closes its stream when it owns it. Context: a task. Since 0.1. */
+/* Frees ws (NULL is fine); closes its stream when it owns it. A peer's Close that was read but
+ * not yet answered is answered first (the write bounded by a second). Context: a task.
+ * Since 0.1. */
 VEGA_API void vega_websocket_free(vega_websocket *ws);
 
 #ifdef __cplusplus

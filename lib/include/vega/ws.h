@@ -112,11 +112,21 @@ typedef struct vega_ws_conn_opts {
     void (*random)(void *ud, uint8_t *out, size_t len);
     /* Allocator for the connection, its queue and the zlib states, retained; NULL = libc. */
     const vega_mem *mem;
+    /* Layout 2. true: the peer's Close is the owner's to answer (§5.5.1). on_close and
+     * vega_ws_conn_is_close_received tell it; data it submits afterwards still goes out
+     * (§5.5.1: an endpoint "MAY delay sending a Close frame until its current message is
+     * sent"), and its vega_ws_submit_close (typically echoing the peer's code) ends the
+     * handshake. For an owner that hands messages on later than it reads them (a driver's
+     * queue of whole messages), so that its answers to the messages before the Close go out
+     * before its Close. false (the default, and layout 1): the core queues the echo as soon
+     * as it reads the Close. */
+    bool owner_answers_close;
 } vega_ws_conn_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
-#define VEGA_WS_CONN_OPTS_VERSION 1
+#define VEGA_WS_CONN_OPTS_VERSION 2
 
-/* Fills o with the defaults (role 0: the caller sets it). Context: any. Since 0.1. */
+/* Fills o with the defaults (role 0: the caller sets it); o is of layout opts_version (1 or 2).
+ * Context: any. Since 0.1. */
 VEGA_API void vega_ws_conn_opts_init_versioned(vega_ws_conn_opts *o, int opts_version);
 #define vega_ws_conn_opts_init(...)                                                                \
     vega_ws_conn_opts_init_versioned(__VA_ARGS__, VEGA_WS_CONN_OPTS_VERSION)
@@ -136,8 +146,9 @@ typedef struct vega_ws_callbacks {
     int (*on_ping)(void *ud, const uint8_t *data, size_t len);
     /* A pong arrived (solicited or not, §5.5.3). */
     int (*on_pong)(void *ud, const uint8_t *data, size_t len);
-    /* The peer's Close frame: code (VEGA_WS_CLOSE_NO_STATUS when it had none) and its UTF-8
-     * reason. If we had not sent a Close, the core has queued one echoing the code. */
+    /* The peer's Close frame, after every event of the data before it: code
+     * (VEGA_WS_CLOSE_NO_STATUS when it had none) and its UTF-8 reason. If we had not sent a
+     * Close, the core has queued one echoing the code, unless owner_answers_close. */
     int (*on_close)(void *ud, unsigned code, const uint8_t *reason, size_t len);
 } vega_ws_callbacks;
 

@@ -420,6 +420,65 @@ VTEST(close_codes)
     wsrec_fini(&r);
 }
 
+/* on_close of owner_answers_close: every message before the Close has been handed over. */
+static int close_after_two(void *ud, unsigned code, const uint8_t *p, size_t n)
+{
+    struct wsrec *r = ud;
+    VCHECK_EQ(r->nmsg, 2);
+    return wsrec_on_close(ud, code, p, n);
+}
+
+/* Messages and the Close in one read (§5.5.1, §7.1.2): with owner_answers_close the Close
+ * comes after the messages, nothing is answered by the core, the owner's echoes of both go out
+ * and its Close after them; without it (and for layout 1, which has no such field) the core
+ * answers at once. */
+VTEST(owner_answers_close)
+{
+    struct wsrec r, rc;
+    wsrec_init(&r);
+    wsrec_init(&rc);
+    uint8_t f[256];
+    size_t n = ws_frame(f, 0x81, KEY, "hello", 5);
+    n += ws_frame(f + n, 0x82, KEY, "world", 5);
+    n += ws_frame(f + n, 0x88, KEY, "\x03\xe8", 2);
+    vega_ws_callbacks cb = wsrec_cb;
+    cb.on_close = close_after_two;
+    vega_ws_conn_opts o;
+    vega_ws_conn_opts_init(&o);
+    o.role = VEGA_WS_SERVER;
+    o.owner_answers_close = true;
+    vega_ws_conn *s, *c = wsrec_conn(VEGA_WS_CLIENT, &rc, NULL);
+    VCHECK_EQ(vega_ws_conn_new(&s, &cb, &o, &r), 0);
+    VCHECK_EQ(vega_ws_conn_read(s, f, n), 0);
+    unsigned code = 0;
+    VCHECK(r.nmsg == 2 && r.nclose == 1 && r.close_code == 1000);
+    VCHECK(vega_ws_conn_is_close_received(s, &code) && code == 1000);
+    VCHECK(!vega_ws_conn_is_close_sent(s));
+    VCHECK_EQ(vega_ws_conn_get_pending(s), 0);
+    VCHECK_EQ(vega_ws_submit_message(s, VEGA_WS_TEXT, "hello", 5), 0);
+    VCHECK_EQ(vega_ws_submit_message(s, VEGA_WS_BINARY, "world", 5), 0);
+    VCHECK_EQ(vega_ws_submit_close(s, code, NULL, 0), 0);
+    VCHECK_EQ(vega_ws_submit_message(s, VEGA_WS_TEXT, "late", 4), VEGA_ERR_CLOSED);
+    VCHECK_EQ(ws_pump(s, c), 0);
+    VCHECK(vega_ws_conn_is_done(s));
+    VCHECK(rc.nmsg == 2 && rc.last_type == VEGA_WS_BINARY && rc.last_len == 5);
+    VCHECK(rc.nclose == 1 && rc.close_code == 1000);
+    vega_ws_conn_free(s);
+    /* Layout 1 does not read the field: the core answers as it reads the Close. */
+    wsrec_fini(&r);
+    wsrec_init(&r);
+    VCHECK_EQ(vega_ws_conn_new_versioned(&s, &wsrec_cb, &o, &r, 1), 0);
+    VCHECK_EQ(vega_ws_conn_read(s, f, n), 0);
+    VCHECK(r.nmsg == 2 && r.nclose == 1 && vega_ws_conn_is_close_sent(s));
+    VCHECK_EQ(vega_ws_submit_message(s, VEGA_WS_TEXT, "hello", 5), VEGA_ERR_CLOSED);
+    vega_ws_conn_free(s);
+    VCHECK_EQ(vega_ws_conn_new_versioned(&s, &wsrec_cb, &o, &r, VEGA_WS_CONN_OPTS_VERSION + 1),
+              -EINVAL);
+    vega_ws_conn_free(c);
+    wsrec_fini(&rc);
+    wsrec_fini(&r);
+}
+
 VTEST(close_handshake)
 {
     struct wsrec r, rs;
