@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/* Client address ranges for --allow: CIDR parsing and matching (IPv4-mapped IPv6 clients match
+ * IPv4 ranges). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy.h"
+
+int cidr_parse(const char *s, struct cidr *out)
+{
+    char ip[INET6_ADDRSTRLEN + 1];
+    const char *slash = strchr(s, '/');
+    size_t n = slash ? (size_t)(slash - s) : strlen(s);
+    if (n == 0 || n >= sizeof ip)
+        return -EINVAL;
+    memcpy(ip, s, n);
+    ip[n] = '\0';
+    memset(out, 0, sizeof *out);
+    unsigned max;
+    if (inet_pton(AF_INET, ip, out->ip) == 1) {
+        out->family = AF_INET;
+        max = 32;
+    } else if (inet_pton(AF_INET6, ip, out->ip) == 1) {
+        out->family = AF_INET6;
+        max = 128;
+    } else {
+        return -EINVAL;
+    }
+    out->bits = max;
+    if (slash) {
+        char *end;
+        unsigned long b = strtoul(slash + 1, &end, 10);
+        if (!slash[1] || *end || b > max)
+            return -EINVAL;
+        out->bits = (unsigned)b;
+    }
+    return 0;
+}
+
+/* The address bytes of a (an IPv4-mapped IPv6 address as IPv4). */
+static int addr_bytes(const vega_addr *a, uint8_t ip[16])
+{
+    if (a->ss.ss_family == AF_INET) {
+        memcpy(ip, &((const struct sockaddr_in *)&a->ss)->sin_addr, 4);
+        return AF_INET;
+    }
+    if (a->ss.ss_family == AF_INET6) {
+        const uint8_t *b = ((const struct sockaddr_in6 *)&a->ss)->sin6_addr.s6_addr;
+        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (memcmp(b, mapped, 12) == 0) {
+            memcpy(ip, b + 12, 4);
+            return AF_INET;
+        }
+        memcpy(ip, b, 16);
+        return AF_INET6;
+    }
+    return AF_UNSPEC;
+}
+
+bool cidr_match(const struct cidr *c, const vega_addr *a)
+{
+    uint8_t ip[16];
+    if (addr_bytes(a, ip) != c->family)
+        return false;
+    unsigned full = c->bits / 8, rest = c->bits % 8;
+    if (memcmp(ip, c->ip, full) != 0)
+        return false;
+    if (rest == 0)
+        return true;
+    uint8_t mask = (uint8_t)(0xFF << (8 - rest));
+    return (ip[full] & mask) == (c->ip[full] & mask);
+}
+
+bool addr_is_loopback(const vega_addr *a)
+{
+    uint8_t ip[16];
+    int f = addr_bytes(a, ip);
+    if (f == AF_INET)
+        return ip[0] == 127;
+    static const uint8_t one[16] = {[15] = 1};
+    return f == AF_INET6 && memcmp(ip, one, 16) == 0;
+}

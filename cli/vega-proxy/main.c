@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: MIT */
+/* vega-proxy: command line, listeners, the accept loops, and SIGTERM's drain. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy.h"
+
+static const char usage_text[] =
+    "Usage: vega-proxy [options]\n"
+    "\n"
+    "A SOCKS5, SOCKS4/4a and HTTP proxy on one port: the first byte a client sends tells them\n"
+    "apart (0x05 SOCKS5, 0x04 SOCKS4, anything else HTTP). HTTP clients get CONNECT tunnels and\n"
+    "forwarding of http:// requests in absolute-form (one request per connection).\n"
+    "\n"
+    "Listening:\n"
+    "  -l, --listen ADDR:PORT  listen here (repeatable; default 127.0.0.1:1080; PORT alone is on\n"
+    "                          127.0.0.1; port 0 picks a free one and the listening line shows "
+    "it)\n"
+    "      --allow CIDR        clients allowed (repeatable, e.g. 10.0.0.0/8, ::1); default: all.\n"
+    "                          No open proxy: listening beyond loopback needs --allow or -u\n"
+    "\n"
+    "Authentication:\n"
+    "  -u, --user USER         require this user name: SOCKS5 username/password (RFC 1929),\n"
+    "                          HTTP Proxy-Authorization Basic (407 otherwise); SOCKS4 has no\n"
+    "                          password and is refused\n"
+    "  -P, --password PASS     its password (also $VEGA_PROXY_PASSWORD)\n"
+    "\n"
+    "Limits and timeouts (durations take ms, s, m, h; a bare number is seconds):\n"
+    "      --connect-timeout T connecting to a destination (default 10s)\n"
+    "  -i, --idle-timeout T    close a tunnel idle both ways for T, and a handshake slower\n"
+    "                          than T (default 5m; 0 = none)\n"
+    "  -m, --max-conns N       tunnels at once (default 1024); more are reset at accept\n"
+    "      --max-head SIZE     an HTTP request head (default 16K, at most 64K)\n"
+    "      --grace T           SIGTERM: how long open tunnels may finish (default 10s)\n"
+    "\n"
+    "Runtime and output:\n"
+    "      --workers N         worker threads (default: the CPUs)\n"
+    "      --driver NAME       I/O driver: uring or epoll\n"
+    "  -v, --verbose           log connect failures and more (-vv)\n"
+    "  -q, --quiet             no listening line\n"
+    "  -h, --help              this help\n"
+    "      --version           the version\n"
+    "\n"
+    "Each tunnel logs one line on stderr when it ends: client, user, protocol, method,\n"
+    "destination, bytes up (client to destination) and down, duration and result (ok, refused,\n"
+    "unreachable, unknown-host, timeout, auth-failed, bad-request, unsupported, idle-timeout,\n"
+    "reset, stopped). Connect failures get the matching reply: SOCKS5 REP 5 refused, 4 host\n"
+    "unreachable or unknown, 3 network unreachable; SOCKS4 91; HTTP 502, or 504 for a timeout.\n"
+    "SIGINT and SIGTERM stop accepting, let tunnels finish within --grace, and exit 0.\n"
+    "\n"
+    "Exit codes: 0 stopped by a signal, 1 cannot listen, 2 usage error.\n"
+    "\n"
+    "Examples:\n"
+    "  vega-proxy                                  SOCKS5 and HTTP on 127.0.0.1:1080\n"
+    "  curl --socks5-hostname 127.0.0.1:1080 http://example.com/\n"
+    "  curl -x http://127.0.0.1:1080 http://example.com/\n"
+    "  vega-proxy -l 0.0.0.0:1080 --allow 192.168.0.0/16\n"
+    "  vega-proxy -l [::]:3128 -u alice -P secret  needs credentials from everyone\n";
+
+enum {
+    OPT_VERSION = 256,
+    OPT_ALLOW,
+    OPT_CONNECT_TIMEOUT,
+    OPT_MAX_HEAD,
+    OPT_GRACE,
+    OPT_WORKERS,
+    OPT_DRIVER,
+};
+
+static const struct option long_opts[] = {
+    {"listen", required_argument, NULL, 'l'},
+    {"allow", required_argument, NULL, OPT_ALLOW},
+    {"user", required_argument, NULL, 'u'},
+    {"password", required_argument, NULL, 'P'},
+    {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+    {"idle-timeout", required_argument, NULL, 'i'},
+    {"max-conns", required_argument, NULL, 'm'},
+    {"max-head", required_argument, NULL, OPT_MAX_HEAD},
+    {"grace", required_argument, NULL, OPT_GRACE},
+    {"workers", required_argument, NULL, OPT_WORKERS},
+    {"driver", required_argument, NULL, OPT_DRIVER},
+    {"verbose", no_argument, NULL, 'v'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+static uint64_t duration_arg(const char *opt, const char *v)
+{
+    uint64_t ns;
+    if (cli_parse_duration(v, VEGA_NS_PER_S, &ns) < 0)
+        cli_usage_error("%s: invalid duration '%s' (try 5, 1.5s, 500ms)", opt, v);
+    return ns;
+}
+
+static void parse_args(struct proxy_opts *o, int argc, char **argv)
+{
+    int c;
+    while ((c = getopt_long(argc, argv, "l:u:P:i:m:vqh", long_opts, NULL)) != -1) {
+        uint64_t v;
+        switch (c) {
+        case 'l':
+            if (o->nlisten == PROXY_MAX_LISTEN)
+                cli_usage_error("-l: at most %d addresses", PROXY_MAX_LISTEN);
+            o->listen[o->nlisten++] = optarg;
+            break;
+        case OPT_ALLOW:
+            if (o->nallow == PROXY_MAX_ALLOW)
+                cli_usage_error("--allow: at most %d ranges", PROXY_MAX_ALLOW);
+            if (cidr_parse(optarg, &o->allow[o->nallow]) < 0)
+                cli_usage_error("--allow: not an address or CIDR range: '%s'", optarg);
+            o->nallow++;
+            break;
+        case 'u':
+            o->user = optarg;
+            break;
+        case 'P':
+            o->password = optarg;
+            break;
+        case OPT_CONNECT_TIMEOUT:
+            o->connect_ns = duration_arg("--connect-timeout", optarg);
+            break;
+        case 'i':
+            o->idle_ns = duration_arg("--idle-timeout", optarg);
+            break;
+        case OPT_GRACE:
+            o->grace_ns = duration_arg("--grace", optarg);
+            break;
+        case 'm':
+            if (cli_parse_uint(optarg, 1, 1000000, &v) < 0)
+                cli_usage_error("--max-conns: a number from 1 to 1000000, not '%s'", optarg);
+            o->max_conns = v;
+            break;
+        case OPT_MAX_HEAD:
+            if (cli_parse_size(optarg, &v) < 0 || v < 256 || v > 65536)
+                cli_usage_error("--max-head: a size from 256 to 64K, not '%s'", optarg);
+            o->max_head = (size_t)v;
+            break;
+        case OPT_WORKERS:
+            if (cli_parse_uint(optarg, 1, 1024, &v) < 0)
+                cli_usage_error("--workers: a number from 1 to 1024, not '%s'", optarg);
+            o->workers = (unsigned)v;
+            break;
+        case OPT_DRIVER:
+            if (strcmp(optarg, "uring") == 0)
+                o->driver = VEGA_DRIVER_URING;
+            else if (strcmp(optarg, "epoll") == 0)
+                o->driver = VEGA_DRIVER_EPOLL;
+            else
+                cli_usage_error("--driver: uring or epoll, not '%s'", optarg);
+            break;
+        case 'v':
+            cli_verbose++;
+            break;
+        case 'q':
+            o->quiet = true;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            exit(CLI_EXIT_OK);
+        case OPT_VERSION:
+            printf("vega-proxy %s (libvega %s)\n", VEGA_VERSION_STRING, vega_version());
+            exit(CLI_EXIT_OK);
+        default:
+            cli_usage_error("try --help");
+        }
+    }
+    if (optind < argc)
+        cli_usage_error("unexpected argument '%s' (listen with -l ADDR:PORT)", argv[optind]);
+    if (!o->password)
+        o->password = getenv("VEGA_PROXY_PASSWORD");
+    if (o->password && !o->user)
+        cli_usage_error("-P needs -u");
+    if (o->user && !o->password)
+        o->password = "";
+    if (o->user && (!o->user[0] || strlen(o->user) > VEGA_PROXY_MAX_CRED ||
+                    strlen(o->password) > VEGA_PROXY_MAX_CRED || strchr(o->user, ':')))
+        cli_usage_error("-u/-P: 1 to 255 bytes each, no ':' in the user name");
+    if (o->nlisten == 0)
+        o->listen[o->nlisten++] = "127.0.0.1:1080";
+}
+
+struct listener {
+    struct proxy_server *srv;
+    vega_sock *sock;
+};
+
+static void *accept_main(void *arg)
+{
+    struct listener *l = arg;
+    struct proxy_server *srv = l->srv;
+    const struct proxy_opts *o = srv->o;
+    for (;;) {
+        struct tunnel_arg *a = malloc(sizeof *a);
+        if (!a)
+            return NULL;
+        int r = vega_tcp_accept(l->sock, &a->sock, &a->peer, VEGA_DEADLINE_NEVER);
+        if (r == -EMFILE || r == -ENFILE || r == -ENOBUFS || r == -ENOMEM) {
+            free(a);
+            cli_err("accept", "%s (pausing 100 ms)", vega_strerror(r));
+            if (vega_sleep_ms(100) < 0)
+                return NULL;
+            continue;
+        }
+        if (r < 0) {
+            free(a);
+            if (r != -ECANCELED)
+                cli_err_code("accept", r);
+            return NULL;
+        }
+        char name[VEGA_ADDR_STRLEN];
+        bool allowed = o->nallow == 0;
+        for (size_t i = 0; i < o->nallow && !allowed; i++)
+            allowed = cidr_match(&o->allow[i], &a->peer);
+        if (!allowed || atomic_load(&srv->live) >= o->max_conns) {
+            vega_addr_format(&a->peer, name, sizeof name);
+            fprintf(stderr, "vega-proxy: %s user=- - - - up=0 down=0 time=0.000s result=%s\n", name,
+                    allowed ? "too-many" : "denied");
+            vega_sock_abort(a->sock);
+            free(a);
+            continue;
+        }
+        vega_sock_set_nodelay(a->sock, true);
+        a->srv = srv;
+        atomic_fetch_add(&srv->live, 1);
+        atomic_fetch_add(&srv->total, 1);
+        r = vega_group_spawn(srv->tunnels, tunnel_main, a);
+        if (r < 0) {
+            atomic_fetch_sub(&srv->live, 1);
+            vega_sock_abort(a->sock);
+            free(a);
+        }
+    }
+}
+
+struct main_arg {
+    struct proxy_opts *o;
+    int code;
+};
+
+static void *main_task(void *arg)
+{
+    struct main_arg *m = arg;
+    struct proxy_opts *o = m->o;
+    static struct proxy_server srv;
+    static struct listener ls[PROXY_MAX_LISTEN];
+    srv.o = o;
+    size_t n = 0;
+    for (; n < o->nlisten; n++) {
+        vega_addr addr;
+        int r = vega_addr_parse(&addr, o->listen[n], "127.0.0.1");
+        if (r < 0) {
+            cli_err(o->listen[n], "not ADDR:PORT: %s", vega_strerror(r));
+            goto fail;
+        }
+        /* no open proxy: beyond loopback, somebody must have said who may use it */
+        if (!addr_is_loopback(&addr) && o->nallow == 0 && !o->user) {
+            cli_err(o->listen[n],
+                    "refusing to listen beyond loopback as an open proxy: add --allow CIDR or "
+                    "-u USER -P PASS");
+            m->code = CLI_EXIT_USAGE;
+            goto fail;
+        }
+        r = vega_tcp_listen(&ls[n].sock, &addr, 0, 0);
+        if (r < 0) {
+            cli_err(o->listen[n], "listen: %s", vega_strerror(r));
+            goto fail;
+        }
+        ls[n].srv = &srv;
+        vega_addr bound;
+        char where[VEGA_ADDR_STRLEN];
+        if (vega_sock_local_addr(ls[n].sock, &bound) < 0)
+            bound = addr;
+        vega_addr_format(&bound, where, sizeof where);
+        if (!o->quiet)
+            fprintf(stderr, "vega-proxy: listening on %s (SOCKS5, SOCKS4a, HTTP%s)\n", where,
+                    o->user ? "; credentials required" : "");
+    }
+    fflush(stderr);
+    int r = vega_group_new(&srv.tunnels);
+    vega_group *acceptors = NULL;
+    if (r == 0)
+        r = vega_group_new(&acceptors);
+    for (size_t i = 0; r == 0 && i < n; i++)
+        r = vega_group_spawn(acceptors, accept_main, &ls[i]);
+    if (r < 0) {
+        cli_err_code("spawn", r);
+        if (acceptors)
+            vega_group_free(acceptors);
+        if (srv.tunnels)
+            vega_group_free(srv.tunnels);
+        goto fail;
+    }
+    int signo = 0;
+    r = vega_signal_wait(&o->stop_signals, &signo, VEGA_DEADLINE_NEVER);
+    cli_log(1, "SIG%s: stopping, %llu tunnels open",
+            sigabbrev_np(signo) ? sigabbrev_np(signo) : "?",
+            (unsigned long long)atomic_load(&srv.live));
+    /* stop accepting, then let the tunnels finish within the grace period */
+    vega_group_free(acceptors);
+    for (size_t i = 0; i < n; i++)
+        vega_sock_close(ls[i].sock);
+    if (vega_group_wait(srv.tunnels, vega_deadline_in_ns(o->grace_ns)) < 0)
+        vega_group_cancel(srv.tunnels);
+    vega_group_free(srv.tunnels);
+    cli_log(1, "stopped after %llu tunnels", (unsigned long long)atomic_load(&srv.total));
+    m->code = r == 0 ? CLI_EXIT_OK : CLI_EXIT_NET;
+    return NULL;
+fail:
+    for (size_t i = 0; i < n; i++)
+        vega_sock_close(ls[i].sock);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    struct proxy_opts o;
+    memset(&o, 0, sizeof o);
+    o.connect_ns = 10 * VEGA_NS_PER_S;
+    o.idle_ns = 300 * VEGA_NS_PER_S;
+    o.grace_ns = 10 * VEGA_NS_PER_S;
+    o.max_conns = 1024;
+    o.max_head = VEGA_PROXY_HTTP_DEFAULT_MAX_HEAD;
+    o.driver = VEGA_DRIVER_DEFAULT;
+    cli_set_prog("vega-proxy");
+    parse_args(&o, argc, argv);
+
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&o.stop_signals);
+    sigaddset(&o.stop_signals, SIGINT);
+    sigaddset(&o.stop_signals, SIGTERM);
+    int r = vega_signal_block(&o.stop_signals);
+    if (r < 0) {
+        cli_err_code("signals", r);
+        return CLI_EXIT_NET;
+    }
+    vega_rt_opts ro;
+    vega_rt_opts_init(&ro);
+    ro.flavor = VEGA_RT_MULTI_THREAD;
+    ro.workers = o.workers;
+    ro.driver = o.driver;
+    vega_rt *rt;
+    r = vega_rt_new(&rt, &ro);
+    if (r < 0) {
+        cli_err("runtime", "%s", vega_strerror(r));
+        return CLI_EXIT_NET;
+    }
+    struct main_arg m = {.o = &o, .code = CLI_EXIT_NET};
+    r = vega_rt_block_on(rt, main_task, &m, NULL);
+    if (r < 0) {
+        cli_err_code("runtime", r);
+        m.code = CLI_EXIT_NET;
+    }
+    vega_rt_free(rt);
+    return m.code;
+}

@@ -1,0 +1,489 @@
+/* SPDX-License-Identifier: MIT */
+/* One client of vega-proxy: the handshake its first byte names (0x05 SOCKS5, 0x04 SOCKS4/4a,
+ * else HTTP), the connect to the destination, the reply, the relay in both directions with
+ * half-closes passed on, and the access log line. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy.h"
+
+/* Room for a handshake: the largest SOCKS message or an HTTP head (--max-head, at most this). */
+#define HS_BUF (64 * 1024)
+/* Bytes per read while relaying. */
+#define RELAY_BUF (16 * 1024)
+
+struct tunnel {
+    struct proxy_server *srv;
+    const struct proxy_opts *o;
+    vega_sock *client, *dest;
+    char peer[VEGA_ADDR_STRLEN];
+    const char *proto; /* socks5, socks4, socks4a, http */
+    char method[32];   /* CONNECT, GET, ... */
+    char user[VEGA_PROXY_MAX_CRED + 1];
+    char dest_name[VEGA_PROXY_MAX_NAME + 8];
+    const char *result; /* for the log: ok, refused, ... */
+    uint64_t up, down;  /* bytes client -> destination, destination -> client */
+    vega_tstamp start;
+    _Atomic vega_tstamp last; /* the last time bytes moved either way (idle timeout) */
+    bool up_failed;           /* the client -> destination direction ended in an error */
+    uint8_t *hs;              /* HS_BUF bytes */
+    size_t hs_len;
+};
+
+static vega_deadline idle_dl(const struct tunnel *t)
+{
+    return t->o->idle_ns ? vega_deadline_in_ns(t->o->idle_ns) : VEGA_DEADLINE_NEVER;
+}
+
+/* Reads more handshake bytes. Returns > 0, 0 at EOF, or an error. */
+static vega_ssize hs_more(struct tunnel *t, size_t cap, vega_deadline dl)
+{
+    if (t->hs_len >= cap)
+        return VEGA_ERR_NOBUF;
+    vega_ssize n = vega_sock_read(t->client, t->hs + t->hs_len, cap - t->hs_len, dl);
+    if (n > 0)
+        t->hs_len += (size_t)n;
+    return n;
+}
+
+/* Drops the first n handshake bytes (a message that was handled). */
+static void hs_consume(struct tunnel *t, size_t n)
+{
+    memmove(t->hs, t->hs + n, t->hs_len - n);
+    t->hs_len -= n;
+}
+
+static int send_all(vega_sock *s, const void *buf, size_t n, vega_deadline dl)
+{
+    vega_ssize w = vega_sock_write(s, buf, n, NULL, dl);
+    return w < 0 ? (int)w : 0;
+}
+
+/* The words of the log for a connect error. */
+static const char *connect_result(int err)
+{
+    switch (err) {
+    case -ECONNREFUSED:
+        return "refused";
+    case -ETIMEDOUT:
+        return "timeout";
+    case -ENETUNREACH:
+    case -EHOSTUNREACH:
+        return "unreachable";
+    case VEGA_ERR_DNS_NOT_FOUND:
+    case VEGA_ERR_DNS_NO_ADDRESS:
+    case VEGA_ERR_DNS_SERVER:
+        return "unknown-host";
+    default:
+        return "error";
+    }
+}
+
+/* RFC 1928 §6's REP for a connect error. */
+static uint8_t socks5_rep(int err)
+{
+    switch (err) {
+    case -ENETUNREACH:
+        return 3; /* Network unreachable */
+    case -EHOSTUNREACH:
+    case -ETIMEDOUT:
+    case VEGA_ERR_DNS_NOT_FOUND:
+    case VEGA_ERR_DNS_NO_ADDRESS:
+    case VEGA_ERR_DNS_SERVER:
+        return 4; /* Host unreachable */
+    case -ECONNREFUSED:
+        return 5; /* Connection refused */
+    default:
+        return 1; /* general SOCKS server failure */
+    }
+}
+
+/* The HTTP status for a connect error: 504 for a timeout, 502 else. */
+static int http_status(int err)
+{
+    return err == -ETIMEDOUT ? 504 : 502;
+}
+
+/* Connects to host:port (Happy Eyeballs, the connect timeout). */
+static int dest_connect(struct tunnel *t, const char *host, uint16_t port, bool v6)
+{
+    snprintf(t->dest_name, sizeof t->dest_name, "%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "",
+             (unsigned)port);
+    vega_deadline dl =
+        t->o->connect_ns ? vega_deadline_in_ns(t->o->connect_ns) : VEGA_DEADLINE_NEVER;
+    int r = vega_tcp_connect_host(&t->dest, NULL, host, port, NULL, dl);
+    if (r < 0) {
+        t->dest = NULL;
+        t->result = connect_result(r);
+        cli_log(1, "%s: connect %s: %s", t->peer, t->dest_name, vega_strerror(r));
+        return r;
+    }
+    vega_sock_set_nodelay(t->dest, true);
+    return 0;
+}
+
+static bool creds_ok(const struct proxy_opts *o, const char *user, const char *pass)
+{
+    /* the comparison's time does not depend on where the strings differ */
+    size_t ul = strlen(o->user), pl = strlen(o->password);
+    unsigned diff = (unsigned)(strlen(user) ^ ul) | (unsigned)(strlen(pass) ^ pl);
+    for (size_t i = 0; i < ul; i++)
+        diff |= (unsigned char)(user[i] ^ o->user[i]);
+    for (size_t i = 0; i < pl; i++)
+        diff |= (unsigned char)(pass[i] ^ o->password[i]);
+    return diff == 0;
+}
+
+/* A SOCKS destination as a host string for the resolver. */
+static void socks_host(const vega_proxy_addr *a, char *out, size_t cap, bool *v6)
+{
+    *v6 = a->type == VEGA_PROXY_ATYP_IPV6;
+    if (a->type == VEGA_PROXY_ATYP_NAME)
+        snprintf(out, cap, "%s", a->name);
+    else
+        inet_ntop(*v6 ? AF_INET6 : AF_INET, a->ip, out, (socklen_t)cap);
+}
+
+/* Reads one message with parser fn (a SOCKS parser) into the handshake buffer. Returns its
+ * length, or an error (the client closed, timed out or sent a malformed message). */
+#define READ_MSG(t, call, bound, dl)                                                               \
+    ({                                                                                             \
+        vega_ssize n_;                                                                             \
+        for (;;) {                                                                                 \
+            n_ = (call);                                                                           \
+            if (n_ != 0)                                                                           \
+                break;                                                                             \
+            vega_ssize m_ = hs_more((t), (bound), (dl));                                           \
+            if (m_ <= 0) {                                                                         \
+                n_ = m_ == 0 ? VEGA_ERR_CLOSED : m_;                                               \
+                break;                                                                             \
+            }                                                                                      \
+        }                                                                                          \
+        n_;                                                                                        \
+    })
+
+/* The SOCKS5 handshake up to a connected destination and the success reply. */
+static int do_socks5(struct tunnel *t, vega_deadline dl)
+{
+    t->proto = "socks5";
+    uint8_t out[VEGA_PROXY_SOCKS5_MAX_REQUEST];
+    uint32_t offered;
+    vega_ssize n =
+        READ_MSG(t, vega_proxy_socks5_greeting_parse(t->hs, t->hs_len, &offered), HS_BUF, dl);
+    if (n < 0) {
+        t->result = "bad-request";
+        return (int)n;
+    }
+    hs_consume(t, (size_t)n);
+    /* RFC 1928 §3: choose one of the methods offered, or X'FF' */
+    uint8_t method = t->o->user                                        ? VEGA_PROXY_METHOD_USERPASS
+                     : (offered & (1u << VEGA_PROXY_METHOD_NONE)) != 0 ? VEGA_PROXY_METHOD_NONE
+                                                                       : 0xFF;
+    if (!(offered & (1u << method)))
+        method = VEGA_PROXY_METHOD_UNACCEPTABLE;
+    vega_proxy_socks5_method_write(out, sizeof out, method);
+    int r = send_all(t->client, out, 2, dl);
+    if (r < 0)
+        return r;
+    if (method == VEGA_PROXY_METHOD_UNACCEPTABLE) {
+        t->result = "auth-failed";
+        return -EACCES;
+    }
+    if (method == VEGA_PROXY_METHOD_USERPASS) {
+        vega_proxy_credentials c;
+        n = READ_MSG(t, vega_proxy_socks5_auth_parse(t->hs, t->hs_len, &c), HS_BUF, dl);
+        if (n < 0) {
+            t->result = "bad-request";
+            return (int)n;
+        }
+        hs_consume(t, (size_t)n);
+        snprintf(t->user, sizeof t->user, "%s", c.user);
+        bool ok = creds_ok(t->o, c.user, c.password);
+        /* RFC 1929 §2: a STATUS other than X'00' means failure, and the server closes */
+        vega_proxy_socks5_auth_reply_write(out, sizeof out, ok ? 0 : 1);
+        r = send_all(t->client, out, 2, dl);
+        if (r < 0)
+            return r;
+        if (!ok) {
+            t->result = "auth-failed";
+            return -EACCES;
+        }
+    }
+    vega_proxy_server_request req;
+    n = READ_MSG(t, vega_proxy_socks5_request_parse(t->hs, t->hs_len, &req), HS_BUF, dl);
+    if (n == VEGA_ERR_PROXY_UNSUPPORTED) {
+        /* X'08' Address type not supported */
+        vega_ssize w = vega_proxy_socks5_reply_write(out, sizeof out, 8, NULL);
+        send_all(t->client, out, (size_t)w, dl);
+        t->result = "bad-request";
+        return (int)n;
+    }
+    if (n < 0) {
+        t->result = "bad-request";
+        return (int)n;
+    }
+    hs_consume(t, (size_t)n);
+    snprintf(t->method, sizeof t->method, "%s",
+             req.command == 1   ? "CONNECT"
+             : req.command == 2 ? "BIND"
+                                : "UDP");
+    if (req.command != VEGA_PROXY_CMD_CONNECT) {
+        /* X'07' Command not supported (BIND and UDP ASSOCIATE are not served) */
+        vega_ssize w = vega_proxy_socks5_reply_write(out, sizeof out, 7, NULL);
+        send_all(t->client, out, (size_t)w, dl);
+        t->result = "unsupported";
+        return VEGA_ERR_PROXY_UNSUPPORTED;
+    }
+    char host[VEGA_PROXY_MAX_NAME + 1];
+    bool v6;
+    socks_host(&req.dst, host, sizeof host, &v6);
+    r = dest_connect(t, host, req.dst.port, v6);
+    vega_proxy_addr bnd = {.type = VEGA_PROXY_ATYP_IPV4};
+    vega_addr local;
+    if (r == 0 && vega_sock_local_addr(t->dest, &local) == 0) {
+        if (local.ss.ss_family == AF_INET) {
+            memcpy(bnd.ip, &((struct sockaddr_in *)&local.ss)->sin_addr, 4);
+        } else if (local.ss.ss_family == AF_INET6) {
+            bnd.type = VEGA_PROXY_ATYP_IPV6;
+            memcpy(bnd.ip, &((struct sockaddr_in6 *)&local.ss)->sin6_addr, 16);
+        }
+        bnd.port = vega_addr_port(&local);
+    }
+    vega_ssize w = vega_proxy_socks5_reply_write(out, sizeof out, r == 0 ? 0 : socks5_rep(r), &bnd);
+    int s = send_all(t->client, out, (size_t)w, dl);
+    return r < 0 ? r : s;
+}
+
+/* SOCKS4 and SOCKS4a: no password, so a proxy with credentials refuses them. */
+static int do_socks4(struct tunnel *t, vega_deadline dl)
+{
+    t->proto = "socks4";
+    uint8_t out[8];
+    vega_proxy_server_request req;
+    vega_ssize n = READ_MSG(t, vega_proxy_socks4_request_parse(t->hs, t->hs_len, &req), HS_BUF, dl);
+    if (n < 0) {
+        t->result = "bad-request";
+        return (int)n;
+    }
+    hs_consume(t, (size_t)n);
+    if (req.dst.type == VEGA_PROXY_ATYP_NAME)
+        t->proto = "socks4a";
+    snprintf(t->user, sizeof t->user, "%s", req.userid);
+    snprintf(t->method, sizeof t->method, "%s", req.command == 1 ? "CONNECT" : "BIND");
+    int r = 0;
+    if (t->o->user) {
+        t->result = "auth-failed";
+        r = -EACCES;
+    } else if (req.command != 1) {
+        t->result = "unsupported";
+        r = VEGA_ERR_PROXY_UNSUPPORTED;
+    } else {
+        char host[VEGA_PROXY_MAX_NAME + 1];
+        bool v6;
+        socks_host(&req.dst, host, sizeof host, &v6);
+        r = dest_connect(t, host, req.dst.port, false);
+    }
+    vega_proxy_socks4_reply_write(out, sizeof out, r == 0 ? 90 : 91, NULL);
+    int s = send_all(t->client, out, 8, dl);
+    return r < 0 ? r : s;
+}
+
+static void http_reply(struct tunnel *t, int status, vega_deadline dl)
+{
+    char out[256];
+    vega_ssize w = vega_proxy_http_reply_write(out, sizeof out, status, "vega-proxy");
+    if (w > 0)
+        send_all(t->client, out, (size_t)w, dl);
+}
+
+/* HTTP: CONNECT, or a request in absolute-form forwarded to its origin. */
+static int do_http(struct tunnel *t, vega_deadline dl)
+{
+    t->proto = "http";
+    size_t max = t->o->max_head;
+    vega_proxy_http_request req;
+    vega_ssize n = READ_MSG(
+        t, vega_proxy_http_request_parse((const char *)t->hs, t->hs_len, max, &req), max, dl);
+    if (n < 0) {
+        t->result = "bad-request";
+        if (n == VEGA_ERR_NOBUF)
+            http_reply(t, 431, dl);
+        else if (n == VEGA_ERR_PROXY_UNSUPPORTED)
+            http_reply(t, 501, dl);
+        else if (n == VEGA_ERR_PROXY_HANDSHAKE)
+            http_reply(t, 400, dl);
+        return (int)n;
+    }
+    snprintf(t->method, sizeof t->method, "%s", req.method);
+    if (req.auth_basic)
+        snprintf(t->user, sizeof t->user, "%s", req.cred.user);
+    if (t->o->user && (!req.auth_basic || !creds_ok(t->o, req.cred.user, req.cred.password))) {
+        /* RFC 9110 §15.5.8: 407 with a Proxy-Authenticate challenge */
+        http_reply(t, 407, dl);
+        t->result = "auth-failed";
+        return -EACCES;
+    }
+    int r = dest_connect(t, req.host, req.port, req.host_ipv6);
+    if (r < 0) {
+        http_reply(t, http_status(r), dl);
+        return r;
+    }
+    if (req.connect) {
+        hs_consume(t, (size_t)n);
+        char out[64];
+        vega_ssize w = vega_proxy_http_reply_write(out, sizeof out, 200, NULL);
+        return send_all(t->client, out, (size_t)w, dl);
+    }
+    /* forwarding: the origin gets the head in origin-form; the rest (a body) follows as is */
+    char *fwd = malloc(max + 1024);
+    if (!fwd) {
+        http_reply(t, 500, dl);
+        return -ENOMEM;
+    }
+    vega_ssize w = vega_proxy_http_forward_head_write(fwd, max + 1024, (const char *)t->hs, &req);
+    if (w < 0) {
+        free(fwd);
+        http_reply(t, w == VEGA_ERR_NOBUF ? 431 : 500, dl);
+        t->result = "bad-request";
+        return (int)w;
+    }
+    hs_consume(t, (size_t)n);
+    r = send_all(t->dest, fwd, (size_t)w, dl);
+    free(fwd);
+    if (r == 0)
+        t->up += (uint64_t)w;
+    return r;
+}
+
+/* Copies from one socket to the other until EOF (then half-closes the other's write side) or
+ * an error; a read that idles longer than the idle timeout ends it only when the other
+ * direction idled too. Returns 0 or the error. */
+static int relay(struct tunnel *t, vega_sock *from, vega_sock *to, uint64_t *count)
+{
+    char buf[RELAY_BUF];
+    for (;;) {
+        vega_ssize n = vega_sock_read(from, buf, sizeof buf, idle_dl(t));
+        if (n == -ETIMEDOUT) {
+            vega_tstamp last = atomic_load(&t->last);
+            if (vega_now() - last < t->o->idle_ns)
+                continue; /* the other direction moved meanwhile */
+            return (int)n;
+        }
+        if (n == 0) {
+            vega_sock_shutdown(to, SHUT_WR); /* the half-close reaches the other side */
+            return 0;
+        }
+        if (n < 0)
+            return (int)n;
+        vega_ssize w = vega_sock_write(to, buf, (size_t)n, NULL, idle_dl(t));
+        if (w < 0)
+            return (int)w;
+        *count += (uint64_t)n;
+        atomic_store(&t->last, vega_now());
+    }
+}
+
+static void *upstream_main(void *arg)
+{
+    struct tunnel *t = arg;
+    int r = relay(t, t->client, t->dest, &t->up);
+    if (r < 0) {
+        /* wake the other direction: both sockets end */
+        t->up_failed = true;
+        vega_sock_shutdown(t->dest, SHUT_RDWR);
+        vega_sock_shutdown(t->client, SHUT_RDWR);
+    }
+    return (void *)(intptr_t)r;
+}
+
+static void log_line(const struct tunnel *t)
+{
+    double secs = (double)(vega_now() - t->start) / 1e9;
+    fprintf(stderr, "vega-proxy: %s user=%s %s %s %s up=%llu down=%llu time=%.3fs result=%s\n",
+            t->peer, t->user[0] ? t->user : "-", t->proto ? t->proto : "-",
+            t->method[0] ? t->method : "-", t->dest_name[0] ? t->dest_name : "-",
+            (unsigned long long)t->up, (unsigned long long)t->down, secs,
+            t->result ? t->result : "ok");
+}
+
+static void run(struct tunnel *t)
+{
+    vega_deadline dl = idle_dl(t);
+    vega_ssize n = hs_more(t, 1, dl);
+    if (n <= 0) {
+        t->result = n == -ETIMEDOUT ? "idle-timeout" : n == -ECANCELED ? "stopped" : "closed";
+        return;
+    }
+    int r = t->hs[0] == 5 ? do_socks5(t, dl) : t->hs[0] == 4 ? do_socks4(t, dl) : do_http(t, dl);
+    if (r < 0) {
+        if (!t->result)
+            t->result = r == -ETIMEDOUT ? "idle-timeout" : r == -ECANCELED ? "stopped" : "error";
+        return;
+    }
+    /* bytes the client sent after its request belong to the tunnel */
+    if (t->hs_len) {
+        r = send_all(t->dest, t->hs, t->hs_len, dl);
+        if (r < 0) {
+            t->result = "error";
+            return;
+        }
+        t->up += t->hs_len;
+        t->hs_len = 0;
+    }
+    free(t->hs);
+    t->hs = NULL;
+    atomic_store(&t->last, vega_now());
+    vega_task *up;
+    r = vega_task_spawn(&up, upstream_main, t);
+    if (r < 0) {
+        t->result = "error";
+        return;
+    }
+    int down = relay(t, t->dest, t->client, &t->down);
+    if (down < 0)
+        vega_task_cancel(up);
+    void *res = NULL;
+    /* this join cannot be left early: the upstream task uses t */
+    while (vega_task_join(up, &res, VEGA_DEADLINE_NEVER) == -ECANCELED)
+        vega_task_cancel(up);
+    int upr = (int)(intptr_t)res;
+    int err = down < 0 ? down : upr;
+    t->result = err == 0            ? "ok"
+                : err == -ETIMEDOUT ? "idle-timeout"
+                : err == -ECANCELED ? "stopped"
+                                    : "reset";
+}
+
+void *tunnel_main(void *arg)
+{
+    struct tunnel_arg *a = arg;
+    struct tunnel *t = calloc(1, sizeof *t);
+    uint8_t *hs = malloc(HS_BUF);
+    if (!t || !hs) {
+        vega_sock_abort(a->sock);
+        atomic_fetch_sub(&a->srv->live, 1);
+        free(t);
+        free(hs);
+        free(a);
+        return NULL;
+    }
+    t->srv = a->srv;
+    t->o = a->srv->o;
+    t->client = a->sock;
+    t->hs = hs;
+    t->start = vega_now();
+    vega_addr_format(&a->peer, t->peer, sizeof t->peer);
+    free(a);
+    run(t);
+    log_line(t);
+    if (t->dest)
+        vega_sock_close(t->dest);
+    vega_sock_close(t->client);
+    atomic_fetch_sub(&t->srv->live, 1);
+    free(t->hs);
+    free(t);
+    return NULL;
+}

@@ -1,0 +1,192 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# vega-proxy as users run it: curl (--socks5-hostname, --socks5, --socks4a, -x http:// with and
+# without -p), vega-curl -x and ncat --proxy as clients, vega-serve and vega-echo as
+# destinations, all on loopback: bodies, credentials (SOCKS auth failure exit 97, 407), the
+# reply for a refused destination, a large body's sha256, half-closes, the access log, the no
+# open proxy rule and SIGTERM.
+
+load helpers
+
+setup_file() {
+    W="$BATS_FILE_TMPDIR/www"
+    mkdir -p "$W"
+    echo hello-proxy >"$W/index.html"
+    # the large download: 32 MiB (3 MiB under the sanitizers)
+    local mib=32
+    [ "${VEGA_TEST_SCALE:-1}" -gt 1 ] && mib=3
+    head -c $((mib * 1024 * 1024)) /dev/urandom >"$W/big.bin"
+    export W
+}
+
+setup() {
+    PROXY="$(vega_bin vega-proxy)"
+    SERVE="$(vega_bin vega-serve)"
+    T="$BATS_TEST_TMPDIR"
+}
+
+teardown() {
+    stop_bg_all
+}
+
+# proxy ARGS...: vega-proxy on a free loopback port; sets PX (its port) and PX_PID.
+proxy() {
+    start_bg "$T/proxy.log" "$PROXY" -l 127.0.0.1:0 "$@"
+    PX_PID=$BG_PID
+    wait_for_line "$T/proxy.log" 'listening on 127\.0\.0\.1:[0-9]+' 10
+    PX="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/proxy.log" | head -1)"
+}
+
+# origin: vega-serve over $W on a free port; sets OP.
+origin() {
+    "$SERVE" -p 0 --no-http3 "$W" >"$T/serve.log" 2>&1 3>&- </dev/null &
+    VEGA_BG_PIDS+=("$!")
+    wait_for_line "$T/serve.log" 'listening on 127\.0\.0\.1:[0-9]+' 10
+    OP="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/serve.log" | head -1)"
+}
+
+# A loopback port nothing listens on: one the kernel gave a listener that is gone.
+closed_port() {
+    command -p python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+@test "--help and --version" {
+    run "$PROXY" --help
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"--allow CIDR"* ]]
+    [[ "$output" == *"Examples:"* ]]
+    run "$PROXY" --version
+    [ "$status" -eq 0 ]
+    [[ "$output" == "vega-proxy "* ]]
+    run "$PROXY" --bogus
+    [ "$status" -eq 2 ]
+}
+
+@test "no open proxy: listening beyond loopback needs --allow or credentials" {
+    run "$PROXY" -l 0.0.0.0:0
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"open proxy"* ]]
+    start_bg "$T/p.log" "$PROXY" -l 0.0.0.0:0 --allow 127.0.0.0/8
+    wait_for_line "$T/p.log" 'listening on 0\.0\.0\.0:[0-9]+' 10
+}
+
+@test "curl through SOCKS5 (both name modes), SOCKS4a and HTTP (CONNECT and forwarding)" {
+    origin
+    proxy
+    local u="http://127.0.0.1:$OP/index.html"
+    run curl -sS --socks5-hostname "127.0.0.1:$PX" "http://localhost:$OP/index.html"
+    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    run curl -sS --socks5 "127.0.0.1:$PX" "$u"
+    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    run curl -sS --socks4a "127.0.0.1:$PX" "http://localhost:$OP/index.html"
+    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    run curl -sS --socks4 "127.0.0.1:$PX" "$u"
+    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    run curl -sS -p -x "http://127.0.0.1:$PX" "$u"
+    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    run curl -sS -x "http://127.0.0.1:$PX" "$u"
+    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    # one access log line per tunnel, with what each moved
+    wait_for_line "$T/proxy.log" 'http GET 127\.0\.0\.1:[0-9]+ up=[1-9][0-9]* down=[1-9][0-9]* .*result=ok' 5
+    grep -E 'socks5 CONNECT localhost:[0-9]+ up=[1-9][0-9]* down=[1-9][0-9]* .*result=ok' "$T/proxy.log"
+    grep -E 'socks4a CONNECT localhost:' "$T/proxy.log"
+    grep -E 'http CONNECT 127\.0\.0\.1:' "$T/proxy.log"
+}
+
+@test "credentials: SOCKS5 username/password and HTTP Basic; failures give 97 and 407" {
+    origin
+    proxy -u alice -P s3cret
+    local u="http://127.0.0.1:$OP/index.html"
+    run curl -sS --socks5-hostname "alice:s3cret@127.0.0.1:$PX" "$u"
+    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    run curl -sS --socks5-hostname "alice:wrong@127.0.0.1:$PX" "$u"
+    [ "$status" -eq 97 ]
+    run curl -sS --socks5-hostname "127.0.0.1:$PX" "$u"
+    [ "$status" -eq 97 ]
+    run curl -sS -x "http://127.0.0.1:$PX" -U alice:s3cret "$u"
+    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    run curl -sS -p -x "http://127.0.0.1:$PX" -U alice:s3cret "$u"
+    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    run curl -s -o /dev/null -w '%{http_code}' -x "http://127.0.0.1:$PX" -U alice:nope "$u"
+    [ "$output" = 407 ]
+    run curl -s -o /dev/null -w '%{http_connect}' -p -x "http://127.0.0.1:$PX" "$u"
+    [ "$output" = 407 ]
+    run curl -sSI -x "http://127.0.0.1:$PX" "$u"
+    [[ "$output" == *'Proxy-Authenticate: Basic realm="vega-proxy"'* ]]
+    grep -E 'user=alice socks5 .*result=auth-failed' "$T/proxy.log"
+    # SOCKS4 carries no password: refused when credentials are required
+    run curl -sS --socks4a "127.0.0.1:$PX" "$u"
+    [ "$status" -eq 97 ]
+}
+
+@test "a refused destination: SOCKS5 REP 5, SOCKS4 91, HTTP 502" {
+    proxy -v
+    local p
+    p="$(closed_port)"
+    run curl -sS --socks5 "127.0.0.1:$PX" "http://127.0.0.1:$p/"
+    [ "$status" -eq 97 ]
+    [[ "$output" == *"SOCKS5 connection to 127.0.0.1. (5)"* ]] # REP X'05' Connection refused
+    run curl -sS --socks4 "127.0.0.1:$PX" "http://127.0.0.1:$p/"
+    [ "$status" -eq 97 ]
+    run curl -s -o /dev/null -w '%{http_connect}' -p -x "http://127.0.0.1:$PX" "http://127.0.0.1:$p/"
+    [ "$status" -eq 56 ] && [ "$output" = 502 ]
+    run curl -s -o /dev/null -w '%{http_code}' -x "http://127.0.0.1:$PX" "http://127.0.0.1:$p/"
+    [ "$output" = 502 ]
+    grep -E "socks5 CONNECT 127\.0\.0\.1:$p .*result=refused" "$T/proxy.log"
+}
+
+@test "a malformed HTTP request gets 400, an https:// target 501, an oversized head 431" {
+    proxy --max-head 1K
+    run bash -c "printf 'GET /x HTTP/1.1\r\nHost: a\r\n\r\n' | timeout 10 ncat 127.0.0.1 $PX"
+    [[ "$output" == "HTTP/1.1 400 "* ]]
+    run bash -c "printf 'GET https://a/ HTTP/1.1\r\n\r\n' | timeout 10 ncat 127.0.0.1 $PX"
+    [[ "$output" == "HTTP/1.1 501 "* ]]
+    run bash -c "{ printf 'GET http://a/ HTTP/1.1\r\nX: '; head -c 2000 /dev/zero | tr '\\0' x; } | timeout 10 ncat 127.0.0.1 $PX"
+    [[ "$output" == "HTTP/1.1 431 "* ]]
+}
+
+@test "a large download through SOCKS5 and CONNECT tunnels keeps its sha256" {
+    origin
+    proxy
+    local want
+    want="$(sha256sum <"$W/big.bin" | cut -d' ' -f1)"
+    run bash -c "curl -sS --socks5-hostname 127.0.0.1:$PX http://127.0.0.1:$OP/big.bin | sha256sum"
+    [ "${output%% *}" = "$want" ]
+    run bash -c "curl -sS -p -x http://127.0.0.1:$PX http://127.0.0.1:$OP/big.bin | sha256sum"
+    [ "${output%% *}" = "$want" ]
+}
+
+@test "vega-curl -x and ncat --proxy as clients; half-closes reach the other side" {
+    origin
+    proxy
+    local VC ECHO
+    VC="$(vega_bin vega-curl)"
+    ECHO="$(vega_bin vega-echo)"
+    run timeout 20 "$VC" -sS -x "socks5h://127.0.0.1:$PX" "http://127.0.0.1:$OP/index.html"
+    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    run timeout 20 "$VC" -sS -x "http://127.0.0.1:$PX" "http://127.0.0.1:$OP/index.html"
+    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    run timeout 20 "$VC" -sS -p -x "http://127.0.0.1:$PX" "http://127.0.0.1:$OP/index.html"
+    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    command -v ncat >/dev/null || skip "ncat is not installed (apt-get install ncat)"
+    # vega-echo answers everything, then closes once the client's EOF reached it: ncat only
+    # exits with the echo when its half-close crossed the proxy and the echo's came back
+    start_bg "$T/echo.log" "$ECHO" -l 127.0.0.1:0
+    wait_for_line "$T/echo.log" 'listening on 127\.0\.0\.1:[0-9]+' 10
+    local EP
+    EP="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/echo.log" | head -1)"
+    run bash -c "echo half-close | timeout 10 ncat --proxy 127.0.0.1:$PX --proxy-type socks5 127.0.0.1 $EP"
+    [ "$status" -eq 0 ] && [ "$output" = half-close ]
+    run bash -c "echo via-http | timeout 10 ncat --proxy 127.0.0.1:$PX --proxy-type http 127.0.0.1 $EP"
+    [ "$status" -eq 0 ] && [ "$output" = via-http ]
+    grep -E 'socks5 CONNECT 127\.0\.0\.1:[0-9]+ up=11 down=11 .*result=ok' "$T/proxy.log"
+}
+
+@test "SIGTERM stops accepting and exits 0" {
+    proxy
+    kill -TERM "$PX_PID"
+    wait_pid_exit "$PX_PID" 15
+    [ "$BG_STATUS" -eq 0 ]
+    run curl -sS --socks5 "127.0.0.1:$PX" http://127.0.0.1:1/
+    [ "$status" -eq 7 ]
+}
