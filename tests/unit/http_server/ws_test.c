@@ -23,6 +23,54 @@
 
 #define DL(ms) vega_deadline_in_ms(ms)
 
+/* ---- a counting allocator (bytes live and their peak) -----------------------------------------
+ */
+
+struct cnt {
+    atomic_size_t live, peak;
+};
+
+static void cnt_add(struct cnt *c, size_t n)
+{
+    size_t now = atomic_fetch_add(&c->live, n) + n;
+    size_t p = atomic_load(&c->peak);
+    while (now > p && !atomic_compare_exchange_weak(&c->peak, &p, now)) {
+    }
+}
+
+static void *cnt_malloc(void *ud, size_t n)
+{
+    size_t *h = malloc(sizeof(max_align_t) + n);
+    VCHECK(h != NULL);
+    *h = n;
+    cnt_add(ud, n);
+    return (char *)h + sizeof(max_align_t);
+}
+
+static void *cnt_calloc(void *ud, size_t n, size_t size)
+{
+    void *p = cnt_malloc(ud, n * size);
+    memset(p, 0, n * size);
+    return p;
+}
+
+static void cnt_free(void *ud, void *p)
+{
+    struct cnt *c = ud;
+    size_t *h = (size_t *)((char *)p - sizeof(max_align_t));
+    atomic_fetch_sub(&c->live, *h);
+    free(h);
+}
+
+static void *cnt_realloc(void *ud, void *p, size_t n)
+{
+    void *q = cnt_malloc(ud, n);
+    size_t old = *(size_t *)((char *)p - sizeof(max_align_t));
+    memcpy(q, p, old < n ? old : n);
+    cnt_free(ud, p);
+    return q;
+}
+
 /* ---- frames ------------------------------------------------------------------------------------
  */
 
@@ -296,4 +344,82 @@ VTEST_CT(client_close_after_messages)
     VCHECK_EQ(close_code(&f), 1001);
     VCHECK_EQ(at, got);
     vega_stream_close(b, DL(1000));
+}
+
+/* ---- a misbehaving client ------------------------------------------------------------------- */
+
+/* Sends the handshake and in (n bytes); the server answers with one Close of code, its recv
+ * fails with VEGA_ERR_PROTO and the connection ends. */
+static void bad_input(const uint8_t *in, size_t n, unsigned code)
+{
+    struct srv v;
+    srv_start(&v, 0, NULL);
+    hs.max_message_size = 1000;
+    put(&v, (const uint8_t *)req, sizeof req - 1);
+    read_101(&v);
+    put(&v, in, n);
+    uint8_t out[4096];
+    size_t got = read_all(v.peer, out, sizeof out), at = 0;
+    struct parsed f;
+    VCHECK(parse(out, got, &at, &f));
+    VCHECK_EQ(close_code(&f), code);
+    VCHECK_EQ(at, got);
+    VCHECK_EQ(hs.end_rc, VEGA_ERR_PROTO);
+    VCHECK_EQ(hs.err.code, code);
+    VCHECK_EQ(hs.echoed, 0);
+    srv_stop(&v);
+}
+
+VTEST_CT(malformed_frames)
+{
+    static uint8_t in[4096], big[2000];
+    bad_input(in, frame(in, 0, 0xa1, true, "x", 1), 1002);  /* RSV2 */
+    bad_input(in, frame(in, 0, 0xc1, true, "x", 1), 1002);  /* RSV1 without permessage-deflate */
+    bad_input(in, frame(in, 0, 0x83, true, "x", 1), 1002);  /* reserved data opcode */
+    bad_input(in, frame(in, 0, 0x8b, true, NULL, 0), 1002); /* reserved control opcode */
+    bad_input(in, frame(in, 0, 0x81, false, "x", 1), 1002); /* unmasked from a client */
+    memset(big, 'p', sizeof big);
+    bad_input(in, frame(in, 0, 0x89, true, big, 126), 1002);  /* control frame over 125 */
+    bad_input(in, frame(in, 0, 0x09, true, "x", 1), 1002);    /* fragmented control frame */
+    bad_input(in, frame(in, 0, 0x82, true, big, 1001), 1009); /* past max_message_size */
+    /* UTF-8 broken across fragments: E2 82 is a valid start, 28 cannot continue it */
+    size_t n = frame(in, 0, 0x01, true, "\xe2\x82", 2);
+    bad_input(in, frame(in, n, 0x80, true, "\x28", 1), 1007);
+    n = frame(in, 0, 0x01, true, "ab\xe2", 3); /* a message ending inside a character */
+    bad_input(in, frame(in, n, 0x80, true, "\x82", 1), 1007);
+}
+
+/* A client that sends messages without end and never reads: the server's echoes fill the
+ * stream, its send waits, it reads no further, and its memory stays within a bound (one read's
+ * messages, the assembly buffer, the connection's fixed buffers) whatever the client sends. */
+VTEST_CT(flood_without_reading)
+{
+    static struct cnt c;
+    atomic_store(&c.live, 0);
+    atomic_store(&c.peak, 0);
+    const vega_mem mem = {cnt_malloc, cnt_calloc, cnt_realloc, cnt_free, &c};
+    struct srv v;
+    srv_start(&v, 65536, &mem);
+    put(&v, (const uint8_t *)req, sizeof req - 1);
+    read_101(&v);
+    static uint8_t msg[1000], batch[64 * 1100];
+    memset(msg, 'f', sizeof msg);
+    size_t n = 0;
+    for (int i = 0; i < 64; i++)
+        n = frame(batch, n, 0x82, true, msg, sizeof msg);
+    uint64_t sent = 0;
+    /* until the stream stops taking bytes (the server no longer reads), or 16 MiB */
+    while (sent < ((uint64_t)16 << 20)) {
+        vega_ssize w = vega_stream_write(v.peer, batch, n, NULL, DL(300));
+        if (w > 0)
+            sent += (uint64_t)w;
+        if (w != (vega_ssize)n)
+            break;
+    }
+    VCHECK(sent > 65536); /* more than the stream holds: the server read and echoed */
+    size_t peak = atomic_load(&c.peak);
+    printf("flood: %llu bytes sent, server peak %zu bytes\n", (unsigned long long)sent, peak);
+    VCHECK(peak < 512 * 1024);
+    srv_stop(&v);
+    VCHECK_EQ(atomic_load(&c.live), 0);
 }
