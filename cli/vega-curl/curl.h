@@ -95,6 +95,7 @@ struct curl_opts {
                                  or 30 (HTTP/3) */
     bool h3_fallback;         /* --http3: race TCP when QUIC is slow or fails (else --http3-only) */
     uint32_t quic_version;    /* --quic-version: 0 (v1), VEGA_QUIC_V1, VEGA_QUIC_V2 */
+    bool quic_key_update;     /* --quic-key-update */
     const char *alt_svc;      /* --alt-svc FILE ("" = in memory only) */
     const char *session_file; /* --tls-session-file FILE */
     const char *tls13_ciphers; /* --tls13-ciphers LIST (TCP and QUIC) */

@@ -80,6 +80,8 @@ static const char usage_text[] =
     "      --tls-session-file FILE  keep QUIC session tickets and tokens in FILE (mode\n"
     "                           0600) to resume next time, with 0-RTT for GET and HEAD\n"
     "      --quic-version 1|2   the QUIC version to start with (default 1; 2 = RFC 9369)\n"
+    "      --quic-key-update    start a QUIC key update once the handshake is confirmed\n"
+    "                           (a test of the server's; not a curl option)\n"
     "      --tls13-ciphers LIST  TLS 1.3 cipher suites to offer, in order, over TCP and QUIC\n"
     "                           (TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256 ...)\n"
     "      --tls-earlydata, --no-tls-earlydata  send GET and HEAD in 0-RTT when resuming\n"
@@ -181,6 +183,7 @@ enum {
     OPT_LOCATION_TRUSTED,
     OPT_ALT_SVC,
     OPT_QUIC_VERSION,
+    OPT_QUIC_KEY_UPDATE,
     OPT_SESSION_FILE,
     OPT_TLS13_CIPHERS,
     OPT_EARLYDATA,
@@ -240,6 +243,7 @@ static const struct option long_opts[] = {
     {"http3-only", no_argument, NULL, OPT_HTTP3_ONLY},
     {"alt-svc", required_argument, NULL, OPT_ALT_SVC},
     {"quic-version", required_argument, NULL, OPT_QUIC_VERSION},
+    {"quic-key-update", no_argument, NULL, OPT_QUIC_KEY_UPDATE},
     {"tls13-ciphers", required_argument, NULL, OPT_TLS13_CIPHERS},
     {"tls-earlydata", no_argument, NULL, OPT_EARLYDATA},
     {"no-tls-earlydata", no_argument, NULL, OPT_NO_EARLYDATA},
@@ -592,6 +596,9 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
                 o->quic_version = VEGA_QUIC_V2;
             else
                 cli_usage_error("--quic-version: expected 1 or 2, got '%s'", optarg);
+            break;
+        case OPT_QUIC_KEY_UPDATE:
+            o->quic_key_update = true;
             break;
         case OPT_HTTP2:
             o->http_version = 20;

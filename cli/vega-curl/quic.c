@@ -138,6 +138,7 @@ int curl_quic_setup(const struct curl_opts *o, struct curl_quic *q, vega_http_cl
         co->quic_qlog_dir = qlog;
     co->quic_insecure = o->insecure;
     co->quic_version = o->quic_version;
+    co->quic_key_update = o->quic_key_update;
     co->alt_svc = o->alt_svc != NULL;
     /* A session file is there to resume, and 0-RTT is what resuming buys: safe requests only
      * (the library sends GET and HEAD early, never a body). */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The HTTP client object and its options (layout versions 1 to 4), --resolve overrides, and
+/* The HTTP client object and its options (layout versions 1 to 5), --resolve overrides, and
  * vega_http_client_send: the request prepared, then HTTP/3 (h3_race.c) or one HTTP/1.x request
  * over a pooled or fresh connection, with one retry when a reused connection turns out to have
  * been closed by the server (RFC 9112 §9.3.1). */
@@ -21,6 +21,7 @@
 #define HC_OPTS_V1_SIZE offsetof(vega_http_client_opts, quic_ca)
 #define HC_OPTS_V2_SIZE offsetof(vega_http_client_opts, proxy)
 #define HC_OPTS_V3_SIZE offsetof(vega_http_client_opts, quic_qlog_dir)
+#define HC_OPTS_V4_SIZE offsetof(vega_http_client_opts, quic_key_update)
 #define HC_REQ_V1_SIZE  offsetof(vega_http_client_request, h3_fallback)
 
 static size_t hc_opts_size(int opts_version)
@@ -28,6 +29,7 @@ static size_t hc_opts_size(int opts_version)
     return opts_version == 1   ? HC_OPTS_V1_SIZE
            : opts_version == 2 ? HC_OPTS_V2_SIZE
            : opts_version == 3 ? HC_OPTS_V3_SIZE
+           : opts_version == 4 ? HC_OPTS_V4_SIZE
                                : sizeof(vega_http_client_opts);
 }
 

@@ -125,7 +125,8 @@ struct hc_h3 {
     struct hc_buf pend[3];
     bool goaway;
     uint64_t goaway_id;
-    bool dead; /* the connection ended or failed: err and werr say how */
+    bool key_updated; /* opts.quic_key_update: the one key update was started */
+    bool dead;        /* the connection ended or failed: err and werr say how */
     int err;
     vega_http_client_wire_error werr;
     /* facts of the handshake, for the responses' info */

@@ -232,6 +232,16 @@ static void on_readable(struct hc_h3 *h, uint64_t id)
         (void)vega_quic_stream_consume(h->qc, id, len);
 }
 
+/* opts.quic_key_update: one key update, started at the first event after the handshake is
+ * confirmed (the core refuses one before, and one while the last is unacknowledged). */
+static void maybe_key_update(struct hc_h3 *h, vega_quic_conn *qc)
+{
+    vega_quic_conn_info qi;
+    vega_quic_conn_get_info(qc, &qi);
+    if (qi.handshake_confirmed && vega_quic_conn_key_update(qc) == 0)
+        h->key_updated = true;
+}
+
 void vega__hc_h3_on_event(void *user, vega_quic_ep_conn *qe, vega_quic_conn *qc,
                           const vega_quic_event *ev)
 {
@@ -291,6 +301,8 @@ void vega__hc_h3_on_event(void *user, vega_quic_ep_conn *qe, vega_quic_conn *qc,
     default:
         break;
     }
+    if (h->c->o.quic_key_update && !h->key_updated && !h->dead)
+        maybe_key_update(h, qc);
     vega__hc_h3_flush_uni(h);
     h->qc = saved;
 }

@@ -136,11 +136,16 @@ typedef struct vega_http_client_opts {
                                   <ODCID>_client.sqlog, JSON-SEQ, 64 MiB at most each; a
                                   directory that cannot be written to gets no trace, and requests
                                   go on); NULL = none. For debugging: curl's QLOGDIR */
+    /* ---- testing aid (layout version 5) ---- */
+    bool quic_key_update; /* each HTTP/3 connection starts one 1-RTT key update (RFC 9001 §6) as
+                             soon as its handshake is confirmed, to test a peer's handling of
+                             it (the QUIC interop runner's keyupdate case); false = none, the
+                             default: QUIC needs no update before 2^23 packets */
 } vega_http_client_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended the
- * HTTP/3 fields, version 3 the proxy, version 4 quic_qlog_dir; a program built with an older
- * version still works (with their defaults). */
-#define VEGA_HTTP_CLIENT_OPTS_VERSION 4
+ * HTTP/3 fields, version 3 the proxy, version 4 quic_qlog_dir, version 5 quic_key_update; a
+ * program built with an older version still works (with their defaults). */
+#define VEGA_HTTP_CLIENT_OPTS_VERSION 5
 
 /* Fills o with the defaults. Since 0.1. */
 VEGA_API void vega_http_client_opts_init_versioned(vega_http_client_opts *o, int opts_version);

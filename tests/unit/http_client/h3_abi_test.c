@@ -48,7 +48,7 @@ struct request_v1 {
 
 VTEST(v1_layouts_are_prefixes)
 {
-    VCHECK_EQ(VEGA_HTTP_CLIENT_OPTS_VERSION, 4);
+    VCHECK_EQ(VEGA_HTTP_CLIENT_OPTS_VERSION, 5);
     VCHECK_EQ(VEGA_HTTP_CLIENT_REQUEST_VERSION, 2);
     VCHECK_EQ(sizeof(struct opts_v1), offsetof(vega_http_client_opts, quic_ca));
     VCHECK_EQ(sizeof(struct request_v1), offsetof(vega_http_client_request, h3_fallback));
@@ -117,7 +117,7 @@ VTEST_CT(v1_client_and_request_work)
     /* layouts this library does not know */
     VCHECK_EQ(vega_http_client_send_versioned(c, (vega_http_client_request *)&b.r, &r, 3), -EINVAL);
     vega_http_client *c2 = NULL;
-    VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 5), -EINVAL);
+    VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 6), -EINVAL);
     VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 0), -EINVAL);
     VCHECK(c2 == NULL);
     vega_http_client_free(c);
@@ -168,5 +168,34 @@ VTEST(v3_layout_stops_before_qlog)
     o.quic_qlog_dir = "/nonexistent/qlog";
     VCHECK_EQ(vega_http_client_new(&c, &o), 0);
     VCHECK(!strcmp(c->o.quic_qlog_dir, "/nonexistent/qlog"));
+    vega_http_client_free(c);
+}
+
+/* Layout 4 (before quic_key_update): the same, for the key-update switch. */
+VTEST(v4_layout_stops_before_key_update)
+{
+    enum {
+        V4 = offsetof(vega_http_client_opts, quic_key_update)
+    };
+    VCHECK_EQ(offsetof(vega_http_client_opts, quic_qlog_dir) + sizeof(void *), (size_t)V4);
+    union {
+        vega_http_client_opts o;
+        unsigned char b[sizeof(vega_http_client_opts) + 64];
+    } a;
+    memset(&a, 0xa5, sizeof a);
+    vega_http_client_opts_init_versioned(&a.o, 4);
+    VCHECK(a.o.quic_qlog_dir == NULL);
+    for (size_t i = V4; i < sizeof a.b; i++)
+        VCHECK_EQ(a.b[i], 0xa5);
+    vega_http_client *c = NULL;
+    VCHECK_EQ(vega_http_client_new_versioned(&c, &a.o, 4), 0);
+    VCHECK(c != NULL && !c->o.quic_key_update);
+    vega_http_client_free(c);
+    vega_http_client_opts o;
+    vega_http_client_opts_init(&o);
+    VCHECK(!o.quic_key_update);
+    o.quic_key_update = true;
+    VCHECK_EQ(vega_http_client_new(&c, &o), 0);
+    VCHECK(c->o.quic_key_update);
     vega_http_client_free(c);
 }
