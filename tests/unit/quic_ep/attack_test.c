@@ -383,7 +383,7 @@ VTEST_MT(client_never_reads, 2)
     for (int i = 0; i < N; i++)
         vega_stream_close(s[i], 0);
     VCHECK_EQ(vega_quic_ep_conn_close(c, VEGA_QUIC_CLOSE_APPLICATION, 0, NULL), 0);
-    VCHECK_EQ(vega_quic_ep_conn_wait_closed(c, DL(10000)), 0);
+    VCHECK_EQ(vega_quic_ep_conn_wait_closed(c, DL(CLOSE_WAIT_MS)), 0);
     vega_quic_ep_conn_release(c);
     vega_quic_endpoint_free(cep);
     victim_stop(&m);
@@ -420,7 +420,7 @@ VTEST_CT(stream_close_after_conn_end)
     uint8_t buf[16];
     VCHECK_EQ(vega_stream_read(s, buf, sizeof buf, DL(20000)), 6);
     VCHECK_EQ(vega_quic_ep_conn_close(c, VEGA_QUIC_CLOSE_APPLICATION, 0, NULL), 0);
-    VCHECK_EQ(vega_quic_ep_conn_wait_closed(c, DL(10000)), 0);
+    VCHECK_EQ(vega_quic_ep_conn_wait_closed(c, DL(CLOSE_WAIT_MS)), 0);
     /* the connection's socket and its tasks are gone */
     vega_deadline dl = DL(10000);
     while (atomic_load(&cep->client_socks) > 0 && vega_now() < dl)
@@ -594,7 +594,7 @@ VTEST_MT(reset_storm, 2)
     VCHECK(held <= held_early + 16 * 1024);
     victim_wait(&m, atomic_load(&m.rounds), 2);
     VCHECK_EQ(vega_quic_ep_conn_close(c, VEGA_QUIC_CLOSE_APPLICATION, 0, NULL), 0);
-    VCHECK_EQ(vega_quic_ep_conn_wait_closed(c, DL(10000)), 0);
+    VCHECK_EQ(vega_quic_ep_conn_wait_closed(c, DL(CLOSE_WAIT_MS)), 0);
     vega_quic_ep_conn_release(c);
     vega_quic_endpoint_free(cep);
     vega_notify_fini(&credit);
