@@ -120,7 +120,7 @@ struct vega__stack {
     struct vega__region *region;     /* the mapping it was carved from */
     bool cold;                       /* on the cold list: pages given back */
     bool canary;    /* no guard page below it: a canary at base is checked at every switch-out */
-    unsigned frees; /* times it was freed: the deep-page probe runs on some (stack.c) */
+    unsigned frees; /* frees since its pages were committed: no probe at the first (stack.c) */
     void *low;      /* the lowest stack pointer its task switched out at (NULL: none yet) */
     /* While attached to a started task: the task, its place on the live list of the worker that
      * started it (for cancel-all and dumps) and what it waits on. */

@@ -12,7 +12,7 @@
 #define VEGA__LIFO_MAX        3u   /* LIFO polls in a row before the queue gets a turn */
 #define VEGA__INJECT_INTERVAL 61u  /* ticks between looks at the inject queue (and driver) */
 #define VEGA__STACK_CACHE     16u  /* free stacks kept per worker */
-#define VEGA__STACK_WARM      256u /* free stacks kept with their pages on the shared list */
+#define VEGA__STACK_WARM      64u  /* free stacks kept with their pages on the shared list */
 #define VEGA__STACK_COLD_KEEP 256u /* cold stacks kept before fully free regions are unmapped */
 #define VEGA__STACK_KEEP      (16u * 1024u) /* a free stack keeps at most its top 16 KiB committed */
 #define VEGA__TASK_BATCH                                                                           \
