@@ -101,8 +101,8 @@ vega_ssize vega_proxy_udp_header_parse(const uint8_t *in, size_t len, uint8_t *f
         if (o + 1 > len)
             return VEGA_ERR_PROXY_HANDSHAKE;
         size_t n = in[o++];
-        if (n == 0 || o + n + 2 > len)
-            return VEGA_ERR_PROXY_HANDSHAKE;
+        if (n == 0 || o + n + 2 > len || memchr(in + o, 0, n))
+            return VEGA_ERR_PROXY_HANDSHAKE; /* a NUL cannot be in a host name (nor a C string) */
         memcpy(addr->name, in + o, n);
         addr->name[n] = '\0';
         o += n;
