@@ -375,10 +375,11 @@ vega_ssize vega_proxy_http_forward_head_write(char *out, size_t cap, const char 
     struct fwd f = {.out = out, .cap = cap};
     put(&f, req->method, strlen(req->method));
     put(&f, " ", 1);
+    /* origin-form (RFC 9112 §3.2.1): an empty path is sent as "/", also before a query */
+    if (!req->path_len || head[req->path_off] != '/')
+        put(&f, "/", 1);
     if (req->path_len)
         put(&f, head + req->path_off, req->path_len);
-    else
-        put(&f, "/", 1);
     put(&f, " HTTP/1.1\r\nHost: ", 17);
     if (req->host_ipv6)
         put(&f, "[", 1);

@@ -302,6 +302,14 @@ VTEST(http_forward_head)
     static const char want2[] = "HEAD / HTTP/1.1\r\nHost: [::1]\r\nConnection: close\r\n\r\n";
     VCHECK_EQ(w, (vega_ssize)sizeof want2 - 1);
     VCHECK(memcmp(out, want2, sizeof want2 - 1) == 0);
+    /* a query with an empty path: "/" before it (RFC 9112 §3.2.1; found by libFuzzer, whose
+     * check parsed the forwarded "?q=a://b" as a proxy request again) */
+    static const char query[] = "GET http://h?q=a://b HTTP/1.1\r\n\r\n";
+    VCHECK(vega_proxy_http_request_parse(query, sizeof query - 1, 0, &r) > 0);
+    w = vega_proxy_http_forward_head_write(out, sizeof out, query, &r);
+    static const char want3[] = "GET /?q=a://b HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n";
+    VCHECK_EQ(w, (vega_ssize)sizeof want3 - 1);
+    VCHECK(memcmp(out, want3, sizeof want3 - 1) == 0);
 }
 
 VTEST(http_replies)
