@@ -33,45 +33,60 @@ bool vega__proxy_parse_ip(const char *s, size_t len, vega_proxy_addr *a)
 /* ---- SOCKS5 UDP header ------------------------------------------------------------------------
  */
 
+size_t vega__proxy_addr_len(const vega_proxy_addr *a)
+{
+    switch (a->type) {
+    case VEGA_PROXY_ATYP_IPV4:
+        return 1 + 4 + 2;
+    case VEGA_PROXY_ATYP_IPV6:
+        return 1 + 16 + 2;
+    case VEGA_PROXY_ATYP_NAME: {
+        size_t n = strnlen(a->name, sizeof a->name);
+        return n == 0 || n > VEGA_PROXY_MAX_NAME ? 0 : 1 + 1 + n + 2;
+    }
+    default:
+        return 0;
+    }
+}
+
+size_t vega__proxy_addr_put(uint8_t *p, const vega_proxy_addr *a)
+{
+    size_t o = 0;
+    p[o++] = (uint8_t)a->type;
+    if (a->type == VEGA_PROXY_ATYP_IPV4) {
+        memcpy(p + o, a->ip, 4);
+        o += 4;
+    } else if (a->type == VEGA_PROXY_ATYP_IPV6) {
+        memcpy(p + o, a->ip, 16);
+        o += 16;
+    } else {
+        size_t n = strlen(a->name);
+        p[o++] = (uint8_t)n;
+        memcpy(p + o, a->name, n);
+        o += n;
+    }
+    p[o++] = (uint8_t)(a->port >> 8);
+    p[o++] = (uint8_t)a->port;
+    return o;
+}
+
 vega_ssize vega_proxy_udp_header_write(uint8_t *out, size_t cap, uint8_t frag,
                                        const vega_proxy_addr *dst)
 {
     if (!dst || (!out && cap))
         return -EINVAL;
-    size_t alen;
-    switch (dst->type) {
-    case VEGA_PROXY_ATYP_IPV4:
-        alen = 4;
-        break;
-    case VEGA_PROXY_ATYP_IPV6:
-        alen = 16;
-        break;
-    case VEGA_PROXY_ATYP_NAME:
-        alen = strnlen(dst->name, sizeof dst->name);
-        if (alen == 0 || alen > VEGA_PROXY_MAX_NAME)
-            return -EINVAL;
-        alen += 1;
-        break;
-    default:
+    size_t al = vega__proxy_addr_len(dst);
+    if (!al)
         return -EINVAL;
-    }
     /* +----+------+------+----------+----------+----------+
      * |RSV | FRAG | ATYP | DST.ADDR | DST.PORT |   DATA   |
      * | 2  |  1   |  1   | Variable |    2     | Variable |  (RFC 1928 §7) */
-    size_t n = 4 + alen + 2;
+    size_t n = 3 + al;
     if (n > cap)
         return VEGA_ERR_NOBUF;
     out[0] = out[1] = 0;
     out[2] = frag;
-    out[3] = (uint8_t)dst->type;
-    if (dst->type == VEGA_PROXY_ATYP_NAME) {
-        out[4] = (uint8_t)(alen - 1);
-        memcpy(out + 5, dst->name, alen - 1);
-    } else {
-        memcpy(out + 4, dst->ip, alen);
-    }
-    out[4 + alen] = (uint8_t)(dst->port >> 8);
-    out[5 + alen] = (uint8_t)dst->port;
+    vega__proxy_addr_put(out + 3, dst);
     return (vega_ssize)n;
 }
 

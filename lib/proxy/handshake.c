@@ -187,35 +187,6 @@ const vega_proxy_reply *vega_proxy_handshake_reply(const vega_proxy_handshake *h
  */
 
 /* DST.ADDR DST.PORT in SOCKS5 form (ATYP first). */
-static size_t put_addr(uint8_t *p, const vega_proxy_addr *a)
-{
-    size_t o = 0;
-    p[o++] = (uint8_t)a->type;
-    if (a->type == VEGA_PROXY_ATYP_IPV4) {
-        memcpy(p + o, a->ip, 4);
-        o += 4;
-    } else if (a->type == VEGA_PROXY_ATYP_IPV6) {
-        memcpy(p + o, a->ip, 16);
-        o += 16;
-    } else {
-        size_t n = strlen(a->name);
-        p[o++] = (uint8_t)n;
-        memcpy(p + o, a->name, n);
-        o += n;
-    }
-    p[o++] = (uint8_t)(a->port >> 8);
-    p[o++] = (uint8_t)a->port;
-    return o;
-}
-
-static size_t addr_len(const vega_proxy_addr *a)
-{
-    return 1 + 2 +
-           (a->type == VEGA_PROXY_ATYP_IPV4   ? 4
-            : a->type == VEGA_PROXY_ATYP_IPV6 ? 16
-                                              : 1 + strlen(a->name));
-}
-
 vega_ssize vega_proxy_handshake_write(vega_proxy_handshake *h, uint8_t *out, size_t cap)
 {
     if (!h || (!out && cap))
@@ -251,13 +222,13 @@ vega_ssize vega_proxy_handshake_write(vega_proxy_handshake *h, uint8_t *out, siz
     }
     case PH_S5_REQUEST:
         /* RFC 1928 §4: VER CMD RSV ATYP DST.ADDR DST.PORT */
-        n = 3 + addr_len(&h->dst);
+        n = 3 + vega__proxy_addr_len(&h->dst);
         if (n > cap)
             return VEGA_ERR_NOBUF;
         out[0] = 5;
         out[1] = (uint8_t)h->cmd;
         out[2] = 0;
-        put_addr(out + 3, &h->dst);
+        vega__proxy_addr_put(out + 3, &h->dst);
         h->st = PH_S5_REPLY;
         h->msg_len = 0;
         return (vega_ssize)n;

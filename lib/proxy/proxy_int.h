@@ -56,6 +56,10 @@ size_t vega__proxy_http_want(const vega_proxy_handshake *h);
 /* Parses an IPv4 or IPv6 literal (IPv6 with or without brackets) into a (type and ip).
  * Returns true when s is one. */
 bool vega__proxy_parse_ip(const char *s, size_t len, vega_proxy_addr *a);
+/* ATYP, address and port as SOCKS5 messages carry them (RFC 1928 §4, §6, §7): the length, 0
+ * when a is no address they can carry; _put writes that many bytes at p. */
+size_t vega__proxy_addr_len(const vega_proxy_addr *a);
+size_t vega__proxy_addr_put(uint8_t *p, const vega_proxy_addr *a);
 
 /* Fails h with err (sticky) and returns err. */
 int vega__proxy_fail(vega_proxy_handshake *h, int err);

@@ -197,39 +197,17 @@ vega_ssize vega_proxy_socks5_reply_write(uint8_t *out, size_t cap, uint8_t rep,
         return -EINVAL;
     if (!bnd)
         bnd = &zero;
-    size_t alen;
-    size_t nl = 0;
-    switch (bnd->type) {
-    case VEGA_PROXY_ATYP_IPV4:
-        alen = 4;
-        break;
-    case VEGA_PROXY_ATYP_IPV6:
-        alen = 16;
-        break;
-    case VEGA_PROXY_ATYP_NAME:
-        nl = strnlen(bnd->name, sizeof bnd->name);
-        if (nl == 0 || nl > VEGA_PROXY_MAX_NAME)
-            return -EINVAL;
-        alen = 1 + nl;
-        break;
-    default:
+    size_t al = vega__proxy_addr_len(bnd);
+    if (!al)
         return -EINVAL;
-    }
-    size_t n = 4 + alen + 2;
+    /* RFC 1928 §6: VER REP RSV ATYP BND.ADDR BND.PORT */
+    size_t n = 3 + al;
     if (n > cap)
         return VEGA_ERR_NOBUF;
     out[0] = 5;
     out[1] = rep;
     out[2] = 0;
-    out[3] = (uint8_t)bnd->type;
-    if (bnd->type == VEGA_PROXY_ATYP_NAME) {
-        out[4] = (uint8_t)nl;
-        memcpy(out + 5, bnd->name, nl);
-    } else {
-        memcpy(out + 4, bnd->ip, alen);
-    }
-    out[4 + alen] = (uint8_t)(bnd->port >> 8);
-    out[5 + alen] = (uint8_t)bnd->port;
+    vega__proxy_addr_put(out + 3, bnd);
     return (vega_ssize)n;
 }
 
