@@ -321,7 +321,7 @@ vega_ssize vega__hc_deliver(vega_http_client_response *r, vega_ssize n)
 
 vega_ssize vega__hc_take_queued(vega_http_client_response *r, uint8_t *buf, size_t len)
 {
-    size_t left = r->blen - r->bpos; /* callers hold bpos < blen */
+    size_t left = vega__room(r->bpos, r->blen);
     size_t n = left < len ? left : len;
     memcpy(buf, r->bq + r->bpos, n);
     r->bpos += n;

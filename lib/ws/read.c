@@ -165,7 +165,8 @@ static int check_data_header(vega_ws_conn *c, bool rsv1)
         c->utf8 = 0;
     }
     /* An uncompressed message's size is known from its headers: refuse it before reading. */
-    if (!c->msg_compressed && c->plen > c->o.max_message_size - c->msg_size)
+    if (!c->msg_compressed && (c->msg_size > c->o.max_message_size ||
+                               c->plen > c->o.max_message_size - c->msg_size)) /* no wrap */
         return fail(c, VEGA_WS_CLOSE_TOO_BIG, "message too big", VEGA_ERR_PROTO);
     return 0;
 }
