@@ -18,6 +18,20 @@ static unsigned scale(void)
     return v ? v : 1;
 }
 
+/* Runs root as the root task of a current-thread runtime on the paused clock. */
+static void run_paused(vega_task_fn root)
+{
+    vega_rt_opts o;
+    vega_rt_opts_init(&o);
+    o.flavor = VEGA_RT_CURRENT_THREAD;
+    o.driver = vtest_driver();
+    o.paused_clock = true;
+    vega_rt *rt;
+    VCHECK_EQ(vega_rt_new(&rt, &o), 0);
+    VCHECK_EQ(vega_rt_block_on(rt, root, NULL, NULL), 0);
+    vega_rt_free(rt);
+}
+
 static vega_rt *make_rt(vega_rt_flavor flavor, unsigned workers)
 {
     vega_rt_opts o;
@@ -204,15 +218,7 @@ static void *root_sleep_order(void *arg)
 
 VTEST(sleep_order)
 {
-    vega_rt_opts o;
-    vega_rt_opts_init(&o);
-    o.flavor = VEGA_RT_CURRENT_THREAD;
-    o.driver = vtest_driver();
-    o.paused_clock = true;
-    vega_rt *rt;
-    VCHECK_EQ(vega_rt_new(&rt, &o), 0);
-    VCHECK_EQ(vega_rt_block_on(rt, root_sleep_order, NULL, NULL), 0);
-    vega_rt_free(rt);
+    run_paused(root_sleep_order);
 }
 
 /* join_all hands back every result in order; on a timeout it says how many were joined and
@@ -245,15 +251,7 @@ static void *root_join_all(void *arg)
 
 VTEST(join_all)
 {
-    vega_rt_opts o;
-    vega_rt_opts_init(&o);
-    o.flavor = VEGA_RT_CURRENT_THREAD;
-    o.driver = vtest_driver();
-    o.paused_clock = true;
-    vega_rt *rt;
-    VCHECK_EQ(vega_rt_new(&rt, &o), 0);
-    VCHECK_EQ(vega_rt_block_on(rt, root_join_all, NULL, NULL), 0);
-    vega_rt_free(rt);
+    run_paused(root_join_all);
 }
 
 static void *long_sleeper(void *arg)
