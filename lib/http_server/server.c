@@ -173,9 +173,20 @@ void vega__srv_unregister(struct srv_conn *c)
     c->next = c->prev = NULL;
     c->task = NULL;
     pthread_mutex_unlock(&sh->lock);
-    uint64_t left = atomic_fetch_sub_explicit(&srv->conns_open, 1, memory_order_acq_rel) - 1;
-    if (left == 0 && atomic_load(&srv->stopping))
+    uint64_t n = atomic_load_explicit(&srv->conns_open, memory_order_relaxed);
+    while (n > 1 && !atomic_compare_exchange_weak_explicit(
+                        &srv->conns_open, &n, n - 1, memory_order_acq_rel, memory_order_relaxed))
+        ;
+    if (n > 1)
+        return;
+    /* Perhaps the last one out: the count reaches zero under srv->lock, and vega_http_server_run
+     * takes that lock before it returns, so the server cannot be freed while this wake is still
+     * touching it. */
+    pthread_mutex_lock(&srv->lock);
+    if (atomic_fetch_sub_explicit(&srv->conns_open, 1, memory_order_acq_rel) == 1 &&
+        atomic_load(&srv->stopping))
         vega_notify_one(&srv->wake);
+    pthread_mutex_unlock(&srv->lock);
 }
 
 /* One park callback per connection wake: the connection's task from here on. */
@@ -409,6 +420,9 @@ int vega_http_server_run(vega_http_server *srv)
         if (r == -ECANCELED)
             self_cancelled = true;
     }
+    /* the last connection's vega__srv_unregister may still be inside its wake */
+    pthread_mutex_lock(&srv->lock);
+    pthread_mutex_unlock(&srv->lock);
     atomic_store(&srv->running, false);
     return rc;
 }
