@@ -393,6 +393,8 @@ void vega_quic_endpoint_free(vega_quic_endpoint *ep)
             if (vega_notify_wait(&ep->idle_wake, vega_deadline_in_ms(100)) == -ECANCELED)
                 break;
         }
+        vega__spin_lock(&ep->conns_lock); /* the last client socket's wake is over (send.c) */
+        vega__spin_unlock(&ep->conns_lock);
         stop_server_socks(ep);
     }
     drop_rest(ep);

@@ -290,8 +290,12 @@ void vega__ep_sock_task_exit(struct ep_sock *s)
     vega_task_detach(s->rx_task);
     vega_quic_ep_conn_release(owner); /* the socket's */
     vega__ep_sock_free(s);
+    /* under conns_lock: vega_quic_endpoint_free takes it once the count is zero, so it cannot
+     * free ep while this wake still touches it */
+    vega__spin_lock(&ep->conns_lock);
     atomic_fetch_sub_explicit(&ep->client_socks, 1, memory_order_acq_rel);
     vega_notify_all(&ep->idle_wake);
+    vega__spin_unlock(&ep->conns_lock);
 }
 
 /* The runtime's timers tick in milliseconds: a pacer that asks for its next burst in 300 us
