@@ -200,6 +200,10 @@ pids+=("$chaos")
 xfer=$!
 pids+=("$xfer")
 
+# smaps at the end of warm-up and near the end of the load: which mappings grew, when one did
+snap() { cat "/proc/$S1/smaps" >"$out/smaps-plain-$1" 2>/dev/null; cat "/proc/$S2/smaps" >"$out/smaps-tls-$1" 2>/dev/null; }
+( sleep "$warm"; snap warm; sleep $((dur - warm > 3 ? dur - warm - 3 : 0)); snap end ) &
+pids+=("$!")
 sleep "$warm"
 echo "soak: after warm-up rss $(rss_kb "$S1")/$(rss_kb "$S2") KiB (anonymous $(anon_kb "$S1")/$(anon_kb "$S2"))"
 for l in "${loads[@]}"; do wait "${l%%:*}"; done
@@ -221,9 +225,9 @@ done
 sleep 3
 after_rss1=$(rss_kb "$S1") after_rss2=$(rss_kb "$S2")
 kill "$sampler" 2>/dev/null
-# The memory checks compare medians of 5 samples, 1 s apart (bench/soak/medians.py).
+# The memory checks compare floors: the smallest sample of 9 s windows (bench/soak/floors.py).
 read -r warm_rss1 warm_anon1 warm_rss2 warm_anon2 end_rss1 end_anon1 end_rss2 end_anon2 \
-  < <("$py" "$here/medians.py" "$trace" "$warm" "$dur")
+  < <("$py" "$here/floors.py" "$trace" "$warm" "$dur")
 
 echo "soak: results"
 for l in "${loads[@]}"; do
@@ -275,11 +279,15 @@ check "fds back to baseline" $([ "$fd1" -le "$base_fd1" ] && [ "$fd2" -le "$base
   "plain $base_fd1 -> $fd1, tls $base_fd2 -> $fd2"
 flat() { [ "$2" -le $(($1 + $1 / 10)) ] && echo 0 || echo 1; }
 anon_flat() { local d=$(($1 / 10)); [ $d -ge 1024 ] || d=1024; [ "$2" -le $(($1 + d)) ] && echo 0 || echo 1; }
-echo "        memory: medians of 5 samples at the end of warm-up (${warm}s) and of the load (${dur}s)"
+echo "        memory: floors of the 9 s after warm-up (${warm}s) and of the last 9 s of the load (${dur}s)"
 check "rss flat after warm-up (plain)" "$(flat "$warm_rss1" "$end_rss1")" "$warm_rss1 -> $end_rss1 KiB"
 check "rss flat after warm-up (tls)" "$(flat "$warm_rss2" "$end_rss2")" "$warm_rss2 -> $end_rss2 KiB"
-check "anonymous rss flat (plain)" "$(anon_flat "$warm_anon1" "$end_anon1")" "$warm_anon1 -> $end_anon1 KiB"
-check "anonymous rss flat (tls)" "$(anon_flat "$warm_anon2" "$end_anon2")" "$warm_anon2 -> $end_anon2 KiB"
+r=$(anon_flat "$warm_anon1" "$end_anon1")
+check "anonymous rss flat (plain)" "$r" "$warm_anon1 -> $end_anon1 KiB"
+[ "$r" = 0 ] || "$py" "$here/smaps_diff.py" "$out/smaps-plain-warm" "$out/smaps-plain-end" 2>&1
+r=$(anon_flat "$warm_anon2" "$end_anon2")
+check "anonymous rss flat (tls)" "$r" "$warm_anon2 -> $end_anon2 KiB"
+[ "$r" = 0 ] || "$py" "$here/smaps_diff.py" "$out/smaps-tls-warm" "$out/smaps-tls-end" 2>&1
 near() { [ "$2" -le $(($1 + after_slack)) ] && echo 0 || echo 1; }
 check "rss near baseline after (plain)" "$(near "$base_rss1" "$after_rss1")" \
   "baseline $base_rss1, after $after_rss1 KiB (slack $after_slack)"
