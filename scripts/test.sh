@@ -175,12 +175,18 @@ do_bats() {
 # well-behaved clients, byte-exact large transfers, memory and fds flat (bench/soak/run.sh).
 do_soak() {
     local rc=0 srv d secs
+    rm -f "$ROOT/build/soak-failed.txt"
     for srv in serve echo; do
         for d in uring epoll; do
             secs=${VEGA_SOAK_SECONDS:-60}
             # vega-echo (one protocol, no files) gets half: CI must fit in 40 minutes
             [ "$srv" = echo ] && [ -z "${VEGA_SOAK_SECONDS:-}" ] && secs=30
-            bench/soak/run.sh -s "$srv" -r "$d" -d "$secs" -B build || rc=1
+            bench/soak/run.sh -s "$srv" -r "$d" -d "$secs" -B build 2>&1 | tee "$ROOT/build/soak.log"
+            if [ "${PIPESTATUS[0]}" != 0 ]; then
+                rc=1
+                { echo "vega-$srv on $d:"; grep -E 'FAIL|did not start' "$ROOT/build/soak.log"; } \
+                    >>"$ROOT/build/soak-failed.txt"
+            fi
         done
     done
     return $rc
@@ -242,9 +248,22 @@ print_failures() {
                 on && /^<end of output>/ { exit }
                 on && out { print }
                 on && /^Output:/ { getline; out = 1 }
-            ' "$ROOT/$dir/Testing/Temporary/LastTest.log" | grep -v '^$' | tail -n 25
+            ' "$ROOT/$dir/Testing/Temporary/LastTest.log" | grep -v '^$' >"$RUN_MARK.out"
+            # a sanitizer's report from its first line (its end is only the shadow-byte legend)
+            if grep -q -E 'ERROR: (Address|Leak|Thread)Sanitizer|WARNING: ThreadSanitizer|runtime error' \
+                "$RUN_MARK.out"; then
+                grep -E -A30 -m1 'ERROR: (Address|Leak|Thread)Sanitizer|WARNING: ThreadSanitizer|runtime error' \
+                    "$RUN_MARK.out" | head -n 31
+            else
+                tail -n 25 "$RUN_MARK.out"
+            fi
         done <"$log"
     done
+    log="$ROOT/build/soak-failed.txt"
+    if [ -s "$log" ] && [ "$log" -nt "$RUN_MARK" ]; then
+        echo "--- soak"
+        cat "$log"
+    fi
     log="$ROOT/build-fuzz/failed.txt"
     if [ -s "$log" ] && [ "$log" -nt "$RUN_MARK" ]; then
         while IFS= read -r name; do
@@ -258,7 +277,7 @@ print_failures() {
 }
 
 RUN_MARK=$(mktemp)
-trap 'rm -f "$RUN_MARK"' EXIT
+trap 'rm -f "$RUN_MARK" "$RUN_MARK.out"' EXIT
 T0=$SECONDS
 for s in "${STAGES[@]}"; do
     case $s in
