@@ -196,11 +196,26 @@ do_install() {
     bash tests/install/check.sh "$ROOT/build"
 }
 
+# fuzz_one NAME SECS: a real fuzzing run of one target from a copy of its corpus.
+fuzz_one() {
+    local name=$1 secs=$2 work
+    work=$(mktemp -d)
+    if [ -d "tests/fuzz/corpus/$name" ]; then
+        cp -r "tests/fuzz/corpus/$name/." "$work/"
+    fi
+    if ! "build-fuzz/tests/fuzz_$name" -max_total_time="$secs" -max_len=65536 \
+        -print_final_stats=1 -artifact_prefix="$ROOT/build-fuzz/$name-" "$work" \
+        >"build-fuzz/$name.log" 2>&1; then
+        echo "$name" >>"$ROOT/build-fuzz/failed.txt"
+    fi
+    rm -rf "$work"
+}
+
 # A short real fuzzing run per target (the corpora are also replayed by ctest in every build).
 do_fuzz() {
     cmake -S "$ROOT" -B "$ROOT/build-fuzz" -DCMAKE_C_COMPILER=clang \
         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVEGA_FUZZ=ON -DVEGA_BUILD_BENCH=OFF -DVEGA_BUILD_CLI=OFF
-    local secs=${VEGA_FUZZ_SECONDS:-$([ "${CI:-}" = true ] && echo 4 || echo 15)} src name work rc=0 targets=()
+    local secs=${VEGA_FUZZ_SECONDS:-$([ "${CI:-}" = true ] && echo 4 || echo 15)} src name rc=0 targets=()
     for src in tests/fuzz/*_fuzz.c; do
         targets+=("fuzz_$(basename "$src" _fuzz.c)")
     done
@@ -211,24 +226,25 @@ do_fuzz() {
         echo "build (see build-fuzz/build.log)" >>"$ROOT/build-fuzz/failed.txt"
         return 1
     fi
+    # one target per core at a time, each with its own log; the results are printed in order
     for src in tests/fuzz/*_fuzz.c; do
         name=$(basename "$src" _fuzz.c)
-        work=$(mktemp -d)
-        if [ -d "tests/fuzz/corpus/$name" ]; then
-            cp -r "tests/fuzz/corpus/$name/." "$work/"
-        fi
-        echo "fuzz $name: ${secs}s"
-        if ! "build-fuzz/tests/fuzz_$name" -max_total_time="$secs" -max_len=65536 \
-            -print_final_stats=1 -artifact_prefix="$ROOT/build-fuzz/$name-" "$work" \
-            >"build-fuzz/$name.log" 2>&1; then
+        while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do
+            wait -n || true
+        done
+        fuzz_one "$name" "$secs" &
+    done
+    wait
+    for src in tests/fuzz/*_fuzz.c; do
+        name=$(basename "$src" _fuzz.c)
+        if grep -qx "$name" "$ROOT/build-fuzz/failed.txt" 2>/dev/null; then
             tail -n 40 "build-fuzz/$name.log"
             echo "fuzz $name: FAILED (crash input in build-fuzz/, log build-fuzz/$name.log)"
-            echo "$name" >>"$ROOT/build-fuzz/failed.txt"
             rc=1
         else
-            grep -E '^stat::number_of_executed_units' "build-fuzz/$name.log" || true
+            echo "fuzz $name: ${secs}s, $(grep -E '^stat::number_of_executed_units' \
+                "build-fuzz/$name.log" | sed 's/.*: //') runs"
         fi
-        rm -rf "$work"
     done
     return $rc
 }
