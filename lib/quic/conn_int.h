@@ -258,6 +258,7 @@ struct vega__quic_conn_streams {
     bool max_streams_queued[2];
     bool blocked_ev; /* an open hit the limit: STREAMS_AVAILABLE when it rises */
     struct vega__quic_stream *sendq_head, *sendq_tail;
+    struct vega__quic_sendpool pool; /* what the streams' send buffers hold together */
 };
 
 /* DATAGRAM frames (RFC 9221) waiting to be sent, and received ones waiting to be read. */
@@ -383,6 +384,9 @@ bool vega__quic_is_stateless_reset(const vega_quic_conn *c, const uint8_t *dgram
 
 /* conn_event.c: each returns 0 or -ENOMEM (the event is then not queued). */
 int vega__quic_ev_push(vega_quic_conn *c, const vega_quic_event *ev);
+/* After acknowledgements or resets gave the send pool room back: STREAM_WRITABLE for the
+ * streams whose writes the budget cut short (conn_stream.c). */
+void vega__quic_sendpool_wake(vega_quic_conn *c);
 int vega__quic_ev_push_latest(vega_quic_conn *c, const vega_quic_event *ev);
 int vega__quic_ev_simple(vega_quic_conn *c, vega_quic_event_type t, uint64_t id, uint64_t code);
 /* A SESSION or NEW_TOKEN event owning a copy of d (replacing a queued one of the same type). */

@@ -641,6 +641,7 @@ int vega_quic_conn_read(vega_quic_conn *c, const vega_quic_path *path, uint8_t e
                         size_t len, uint64_t now)
 {
     int rc = conn_read(c, path, ecn, dgram, len, now);
+    vega__quic_sendpool_wake(c); /* acknowledgements and STOP_SENDING gave room back */
     if (VEGA__QLOG(c))
         vega__quic_qlog_poll(c, true);
     return rc;

@@ -50,6 +50,7 @@ static struct vega__quic_stream *stream_new(vega_quic_conn *c, uint64_t id)
     s->can_send = !uni || local;
     s->can_recv = !uni || !local;
     vega__quic_sendbuf_init(&s->sb, c->cfg.stream_send_buffer, c->cfg.mem);
+    s->sb.pool = &c->streams.pool;
     vega__quic_recvbuf_init(&s->rb, c->cfg.max_stream_data_max, c->cfg.mem);
     vega__quic_fc_init(&s->fc, c->cfg.max_stream_data, c->cfg.max_stream_data_max);
     s->fc.limit = c->cfg.max_stream_data;
@@ -222,15 +223,71 @@ static struct vega__quic_stream *app_stream(vega_quic_conn *c, uint64_t id)
     return vega__quic_stream_get(c, id);
 }
 
+/* The stream's room is what the connection's send budget left it, not its own limit. */
+static bool pool_cut(const struct vega__quic_stream *s)
+{
+    const struct vega__quic_sendbuf *b = &s->sb;
+    uint64_t held = b->written - b->acked_base;
+    uint64_t own = b->limit ? (b->limit > held ? b->limit - held : 0) : UINT64_MAX;
+    return b->pool && b->pool->budget && vega__quic_sendbuf_room(b) < own;
+}
+
+void vega__quic_sendpool_wake(vega_quic_conn *c)
+{
+    struct vega__quic_sendpool *p = &c->streams.pool;
+    if (!p->blocked || !p->freed)
+        return; /* a peer that acknowledges nothing costs no walk */
+    p->blocked = p->freed = false;
+    size_t pos = 0;
+    struct vega__quic_stream *s;
+    while ((s = vega__quic_stream_map_next(&c->streams.map, &pos))) {
+        if (!s->want_writable || !pool_cut(s))
+            continue; /* its own limit: its acknowledgements wake it (conn_ack.c) */
+        if (vega__quic_sendbuf_room(&s->sb) == 0 || s->sb.nsegs >= VEGA__QUIC_SENDBUF_MAX_REFS) {
+            p->blocked = true;
+            continue;
+        }
+        vega_quic_event ev = {.type = VEGA_QUIC_EV_STREAM_WRITABLE, .stream_id = s->id};
+        if (vega__quic_ev_push(c, &ev) < 0) {
+            p->blocked = p->freed = true; /* no memory for the event: the next read tries again */
+            continue;
+        }
+        s->want_writable = false;
+    }
+}
+
+int vega_quic_conn_set_send_budget(vega_quic_conn *c, uint64_t bytes)
+{
+    c->streams.pool.budget = bytes;
+    return 0;
+}
+
+uint64_t vega_quic_conn_get_send_held(const vega_quic_conn *c)
+{
+    return c->streams.pool.held;
+}
+
+uint64_t vega_quic_stream_get_send_room(const vega_quic_conn *c, uint64_t id)
+{
+    const struct vega__quic_stream *s = vega__quic_stream_map_get(&c->streams.map, id);
+    if (!s || !s->can_send || s->sb.fin || s->reset_queued || c->state >= VEGA__QUIC_ST_CLOSING)
+        return 0;
+    if (s->sb.nsegs >= VEGA__QUIC_SENDBUF_MAX_REFS)
+        return 0;
+    return vega__quic_sendbuf_room(&s->sb);
+}
+
 /* The write calls' common part: n bytes of len taken (or an error) by the send buffer. */
 static vega_ssize after_write(vega_quic_conn *c, struct vega__quic_stream *s, vega_ssize n,
                               size_t len, bool fin)
 {
     if (n < 0)
         return n;
-    if ((size_t)n < len)
+    if ((size_t)n < len) {
         s->want_writable = true;
-    else if (fin)
+        if (pool_cut(s))
+            c->streams.pool.blocked = true;
+    } else if (fin)
         vega__quic_sendbuf_finish(&s->sb);
     if (vega__quic_sendbuf_has_pending(&s->sb))
         vega__quic_sendq_push(c, s);
@@ -359,6 +416,7 @@ int vega_quic_stream_reset(vega_quic_conn *c, uint64_t id, uint64_t app_error)
     s->reset_code = app_error;
     vega__quic_sendbuf_drop(&s->sb); /* nothing is sent again: referenced bytes go back now */
     vega__quic_sendq_push(c, s);     /* the send queue carries control frames too */
+    vega__quic_sendpool_wake(c);     /* what it held is the budget's again */
     return 0;
 }
 

@@ -150,6 +150,19 @@ void vega__quic_recvbuf_trim(struct vega__quic_recvbuf *b);
  */
 #define VEGA__QUIC_SENDBUF_MAX_REFS 1024 /* referenced pieces held per stream */
 
+/* The bytes a connection's stream send buffers hold together (vega_quic_conn_set_send_budget):
+ * each buffer adds what it takes and subtracts what acknowledgements or a drop free, so held
+ * is exact at every moment. With a budget, a buffer's room is also cut to what the pool has
+ * left, except that one holding less than VEGA_QUIC_SEND_BUDGET_FLOOR may always fill up to
+ * it: a stream never waits for others to drain, so the pool holds at most budget + streams x
+ * floor. */
+struct vega__quic_sendpool {
+    uint64_t held;   /* written - acked_base over the pool's buffers (a dropped one: 0) */
+    uint64_t budget; /* 0 = no limit */
+    bool blocked;    /* a write was cut short while the budget was set: wake writers once */
+    bool freed;      /* held went down since blocked was last looked at */
+};
+
 struct vega__quic_sendseg {
     uint64_t off, end;  /* the stream bytes [off, end) it holds */
     uint64_t rmark;     /* ring bytes written before off (ring positions, see below) */
@@ -179,6 +192,7 @@ struct vega__quic_sendbuf {
     struct vega__quic_sendseg *segs;
     size_t sfirst, nsegs, scap;
     const vega_quic_mem *mem; /* the allocator of the ring, segments and range sets (NULL = libc) */
+    struct vega__quic_sendpool *pool; /* the connection's, for stream buffers (NULL: none) */
     /* Bytes to send again that the range sets had no memory to record (a lost range, or an
      * acknowledged one whose record was dropped): one range, widened to cover every such
      * piece and what lies between (sending held bytes twice is harmless). Empty when
@@ -190,7 +204,8 @@ void vega__quic_sendbuf_init(struct vega__quic_sendbuf *b, uint64_t limit,
                              const vega_quic_mem *mem);
 void vega__quic_sendbuf_fini(struct vega__quic_sendbuf *b);
 
-/* Room left under limit (UINT64_MAX when unlimited). */
+/* Room left under limit and, with a pool that has a budget, under what the pool has left (at
+ * least the floor's rest; UINT64_MAX when unlimited). */
 uint64_t vega__quic_sendbuf_room(const struct vega__quic_sendbuf *b);
 
 /* Appends up to len bytes (as many as fit under limit), copied. Returns the bytes taken (0 after

@@ -29,10 +29,18 @@ void vega__quic_sendbuf_fini(struct vega__quic_sendbuf *b)
 
 uint64_t vega__quic_sendbuf_room(const struct vega__quic_sendbuf *b)
 {
-    if (b->limit == 0)
-        return UINT64_MAX;
     uint64_t held = b->written - b->acked_base;
-    return b->limit > held ? b->limit - held : 0;
+    uint64_t room = UINT64_MAX;
+    if (b->limit)
+        room = b->limit > held ? b->limit - held : 0;
+    const struct vega__quic_sendpool *p = b->pool;
+    if (p && p->budget) {
+        uint64_t left = p->budget > p->held ? p->budget - p->held : 0;
+        if (held < VEGA_QUIC_SEND_BUDGET_FLOOR)
+            left = VEGA__MAX(left, VEGA_QUIC_SEND_BUDGET_FLOOR - held);
+        room = VEGA__MIN(room, left);
+    }
+    return room;
 }
 
 void vega__quic_sendbuf_finish(struct vega__quic_sendbuf *b)

@@ -74,6 +74,8 @@ vega_ssize vega__quic_sendbuf_write(struct vega__quic_sendbuf *b, const uint8_t 
     memcpy(b->data, data + first, (size_t)take - first);
     b->rtail += take;
     b->written += take;
+    if (b->pool)
+        b->pool->held += take;
     return (vega_ssize)take;
 }
 
@@ -107,6 +109,8 @@ vega_ssize vega__quic_sendbuf_write_ref(struct vega__quic_sendbuf *b, const uint
                                      .release = release,
                                      .user = user};
     b->written += take;
+    if (b->pool)
+        b->pool->held += take;
     return (vega_ssize)take;
 }
 
@@ -175,6 +179,38 @@ void vega__quic_sendbuf_copy(const struct vega__quic_sendbuf *b, uint64_t off, s
     }
 }
 
+/* Under a connection's send budget a ring much larger than what it holds gives memory back: the
+ * budget counts bytes held, and a stream that once held much must not keep that memory while
+ * holding little (a peer acknowledging each stream in turn would grow every ring to
+ * stream_send_buffer). The ring then stays within 4 x held, or RING_KEEP; the new size is at
+ * least twice what it holds, so it does not shrink and grow back at every write. */
+#define RING_KEEP (32u * 1024u)
+static void ring_shrink(struct vega__quic_sendbuf *b)
+{
+    size_t held = (size_t)(b->rtail - b->rbase);
+    if (!b->pool || !b->pool->budget || b->cap <= RING_KEEP || held > b->cap / 4)
+        return;
+    if (held == 0) {
+        vega__quic_free(b->mem, b->data);
+        b->data = NULL;
+        b->cap = b->head = 0;
+        return;
+    }
+    size_t ncap = b->cap;
+    while (ncap / 2 >= 2 * held && ncap / 2 >= RING_MIN)
+        ncap /= 2;
+    uint8_t *nd = vega__quic_malloc(b->mem, ncap);
+    if (!nd)
+        return; /* the old ring still serves */
+    size_t first = VEGA__MIN(held, b->cap - b->head);
+    memcpy(nd, b->data + b->head, first);
+    memcpy(nd + first, b->data, held - first);
+    vega__quic_free(b->mem, b->data);
+    b->data = nd;
+    b->cap = ncap;
+    b->head = 0;
+}
+
 /* Calls a referenced piece's release, once. */
 static void release(struct vega__quic_sendseg *s)
 {
@@ -185,8 +221,12 @@ static void release(struct vega__quic_sendseg *s)
 void vega__quic_sendbuf_free_below(struct vega__quic_sendbuf *b, uint64_t base)
 {
     if (b->dropped) {
-        b->acked_base = base;
+        b->acked_base = base; /* the pool was given these bytes back at the drop */
         return;
+    }
+    if (b->pool && base > b->acked_base) {
+        b->pool->held -= base - b->acked_base;
+        b->pool->freed = true;
     }
     /* The first ring position still held: that of base, or of the first copied byte after the
      * referenced piece base lies in. */
@@ -206,10 +246,15 @@ void vega__quic_sendbuf_free_below(struct vega__quic_sendbuf *b, uint64_t base)
         b->head = ring_idx(b, rnew);
     b->rbase = rnew;
     b->acked_base = base;
+    ring_shrink(b);
 }
 
 void vega__quic_sendbuf_drop(struct vega__quic_sendbuf *b)
 {
+    if (b->pool && !b->dropped && b->written > b->acked_base) {
+        b->pool->held -= b->written - b->acked_base;
+        b->pool->freed = true;
+    }
     while (b->nsegs) {
         release(seg_at(b, 0));
         b->sfirst = (b->sfirst + 1) & (b->scap - 1);

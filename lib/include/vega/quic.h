@@ -436,6 +436,31 @@ VEGA_API vega_ssize vega_quic_stream_write_ref(vega_quic_conn *c, uint64_t id, c
                                                size_t len, bool fin, vega_quic_release_fn release,
                                                void *user);
 
+/* What a stream may always hold under a connection's send budget, whatever the others hold. */
+#define VEGA_QUIC_SEND_BUDGET_FLOOR (16u * 1024u)
+
+/*
+ * Bounds the bytes all of c's streams hold together in their send buffers (copied or
+ * referenced, from written until acknowledged or the stream reset): a write then takes no more
+ * than what the budget has left, except that a stream holding less than
+ * VEGA_QUIC_SEND_BUDGET_FLOOR may always fill up to it (so one stream never waits for the
+ * others to drain: c holds at most bytes + streams x floor). A write cut short by the budget is
+ * answered with STREAM_WRITABLE when acknowledgements or resets give room back, like one cut
+ * short by stream_send_buffer. bytes 0 = no budget (the default; each stream is still bounded
+ * by stream_send_buffer). Bytes already held are kept; a lower budget only stops new writes.
+ * Returns 0. Context: the connection's thread. Since 0.1.
+ */
+VEGA_API int vega_quic_conn_set_send_budget(vega_quic_conn *c, uint64_t bytes);
+
+/* Bytes the send buffers of c's streams hold together now (see vega_quic_conn_set_send_budget).
+ * Context: the connection's thread. Since 0.1. */
+VEGA_API uint64_t vega_quic_conn_get_send_held(const vega_quic_conn *c);
+
+/* Bytes a write to stream id would take now (its stream_send_buffer and the connection's
+ * budget); 0 also for no such stream or one that cannot be written. Context: the connection's
+ * thread. Since 0.1. */
+VEGA_API uint64_t vega_quic_stream_get_send_room(const vega_quic_conn *c, uint64_t id);
+
 /*
  * Reads up to cap in-order bytes from stream id. *fin: set when the stream's end was reached
  * (the stream is then done on the receive side).

@@ -554,3 +554,101 @@ VTEST(ref_mixed_random)
             VCHECK(l.data[i] > l.data[i - 1]);
     }
 }
+
+/* Sends and acknowledges everything written so far up to end (in one piece). */
+static void send_ack_to(struct vega__quic_sendbuf *b, uint64_t end)
+{
+    uint64_t from = b->next_off;
+    VCHECK_EQ(vega__quic_sendbuf_on_sent(b, from, (size_t)(end - from), false), 0);
+    VCHECK_EQ(vega__quic_sendbuf_on_acked(b, b->acked_base, (size_t)(end - b->acked_base), false),
+              0);
+}
+
+/* A connection's send pool (vega_quic_conn_set_send_budget): what two buffers hold, copied or
+ * referenced, is counted exactly as they write, are acknowledged and are dropped; a budget cuts
+ * writes to what it has left, but a buffer under the floor may always fill up to it. */
+VTEST(pool_counts_and_limits)
+{
+    struct vega__quic_sendpool p = {.budget = 64 * 1024};
+    struct vega__quic_sendbuf a, b;
+    struct rel_log l = {0};
+    vega__quic_sendbuf_init(&a, 1 << 20, NULL);
+    vega__quic_sendbuf_init(&b, 1 << 20, NULL);
+    a.pool = b.pool = &p;
+    VCHECK_EQ(wr(&a, 40000), 40000);
+    VCHECK_EQ(wr_ref(&a, 10000, &l), 10000);
+    VCHECK_EQ(p.held, 50000);
+    VCHECK_EQ(vega__quic_sendbuf_room(&a), 64 * 1024 - 50000);
+    VCHECK_EQ(wr(&a, 65536), 64 * 1024 - 50000); /* the budget, not the 1 MiB limit, cuts it */
+    VCHECK_EQ(p.held, 64 * 1024);
+    VCHECK_EQ(vega__quic_sendbuf_room(&a), 0);
+    /* b holds nothing: the floor is its own whatever a holds */
+    VCHECK_EQ(vega__quic_sendbuf_room(&b), VEGA_QUIC_SEND_BUDGET_FLOOR);
+    VCHECK_EQ(wr(&b, 5000), 5000);
+    VCHECK_EQ(wr(&b, 65536), VEGA_QUIC_SEND_BUDGET_FLOOR - 5000);
+    VCHECK_EQ(wr(&b, 1), 0);
+    VCHECK_EQ(p.held, 64 * 1024 + VEGA_QUIC_SEND_BUDGET_FLOOR);
+    /* acknowledgements give back exactly what they free, the referenced piece with them */
+    p.freed = false;
+    send_ack_to(&a, 45000);
+    VCHECK(p.freed);
+    VCHECK_EQ(p.held, 64 * 1024 + VEGA_QUIC_SEND_BUDGET_FLOOR - 45000);
+    VCHECK_EQ(l.n, 0); /* the piece ends at 50000 */
+    send_ack_to(&a, 50000);
+    VCHECK_EQ(l.n, 1);
+    VCHECK_EQ(p.held, 64 * 1024 + VEGA_QUIC_SEND_BUDGET_FLOOR - 50000);
+    /* a dropped buffer gives back all it holds, once (fini drops again) */
+    vega__quic_sendbuf_drop(&b);
+    VCHECK_EQ(p.held, 64 * 1024 - 50000);
+    vega__quic_sendbuf_fini(&b);
+    VCHECK_EQ(p.held, 64 * 1024 - 50000);
+    vega__quic_sendbuf_fini(&a);
+    VCHECK_EQ(p.held, 0);
+    /* no budget: the pool counts but cuts nothing */
+    p = (struct vega__quic_sendpool){0};
+    vega__quic_sendbuf_init(&a, 1 << 20, NULL);
+    a.pool = &p;
+    VCHECK_EQ(wr(&a, 65536), 65536);
+    VCHECK_EQ(p.held, 65536);
+    vega__quic_sendbuf_fini(&a);
+    VCHECK_EQ(p.held, 0);
+}
+
+/* Under a budget a ring that once held much gives its memory back when it holds little: empty,
+ * it is freed; holding a quarter or less, it moves to a smaller power of two, bytes intact. */
+VTEST(pool_ring_shrinks)
+{
+    struct vega__quic_sendpool p = {.budget = 1 << 20};
+    struct vega__quic_sendbuf b;
+    vega__quic_sendbuf_init(&b, 1 << 20, NULL);
+    b.pool = &p;
+    for (int i = 0; i < 4; i++)
+        VCHECK_EQ(wr(&b, 65536), 65536);
+    VCHECK_EQ(b.cap, 256 * 1024);
+    send_ack_to(&b, 200000); /* 62144 held: under a quarter */
+    VCHECK_EQ(b.cap, 128 * 1024);
+    VCHECK_EQ(wr(&b, 1000), 1000);
+    NEXT_IS(&b, UINT64_MAX, 70000, 200000, 63144, false); /* what is held, read back right */
+    for (uint64_t off = 200000; off < b.written; off += 50000) {
+        uint8_t out[50000];
+        size_t n = (size_t)VEGA__MIN(50000, b.written - off);
+        vega__quic_sendbuf_copy(&b, off, n, out);
+        for (size_t i = 0; i < n; i++)
+            VCHECK_EQ(out[i], ref(off + i));
+    }
+    send_ack_to(&b, b.written);
+    VCHECK(b.data == NULL && b.cap == 0); /* empty: freed */
+    VCHECK_EQ(p.held, 0);
+    VCHECK_EQ(wr(&b, 3000), 3000); /* and it starts again */
+    NEXT_IS(&b, UINT64_MAX, 60000, 263144, 3000, false);
+    vega__quic_sendbuf_fini(&b);
+    /* without a budget the ring keeps its size (steady bulk writes do not allocate) */
+    p.budget = 0;
+    vega__quic_sendbuf_init(&b, 1 << 20, NULL);
+    b.pool = &p;
+    for (int i = 0; i < 4; i++)
+        VCHECK_EQ(wr(&b, 65536), 65536);
+    send_ack_to(&b, b.written);
+    VCHECK_EQ(b.cap, 256 * 1024);
+    vega__quic_sendbuf_fini(&b);
+}
