@@ -390,6 +390,8 @@ static int on_conn(void *ep_user, vega_quic_ep_conn *c, vega_quic_conn *qc)
     for (size_t i = 0; i < 3; i++)
         hc->pend[i].sid = ids[i];
     hc->bound = true;
+    (void)vega_quic_conn_set_send_budget(qc, l->o.conn_send_budget ? l->o.conn_send_budget
+                                                                   : H3S_SEND_BUDGET);
     vega_quic_ep_conn_retain(c);
     vega_quic_ep_conn_set_user(c, hc);
     pthread_mutex_lock(&l->lock);
@@ -592,14 +594,23 @@ static const vega_h3_callbacks h3s_cb = {
 
 /* ---- listening and stopping ---------------------------------------------------------------- */
 
-/* Layout 1 ends where version 2's qlog_dir starts. */
+/* Layout 1 ends where version 2's qlog_dir starts, layout 2 where version 3's budget does. */
 #define H3S_OPTS_V1_SIZE offsetof(vega_http_server_h3_opts, qlog_dir)
+#define H3S_OPTS_V2_SIZE offsetof(vega_http_server_h3_opts, conn_send_budget)
+
+/* The size of a layout (a known version). */
+static size_t opts_size(int opts_version)
+{
+    return opts_version == 1   ? H3S_OPTS_V1_SIZE
+           : opts_version == 2 ? H3S_OPTS_V2_SIZE
+                               : sizeof(vega_http_server_h3_opts);
+}
 
 void vega_http_server_h3_opts_init_versioned(vega_http_server_h3_opts *o, int opts_version)
 {
     if (opts_version < 1 || opts_version > VEGA_HTTP_SERVER_H3_OPTS_VERSION)
         VEGA_PANIC("vega_http_server_h3_opts_init: unknown layout version %d", opts_version);
-    memset(o, 0, opts_version == 1 ? H3S_OPTS_V1_SIZE : sizeof *o);
+    memset(o, 0, opts_size(opts_version));
 }
 
 int vega__h3s_listen(vega_http_server *srv, const vega_addr *addr, unsigned flags,
@@ -674,9 +685,10 @@ int vega_http_server_listen_h3_versioned(vega_http_server *srv, const vega_addr 
     if (!srv || !addr || !o || opts_version < 1 || opts_version > VEGA_HTTP_SERVER_H3_OPTS_VERSION)
         return -EINVAL;
     vega_http_server_h3_opts latest;
-    if (opts_version == 1) { /* API rules: ABI: its prefix, the rest zero */
+    /* API rules: ABI: an older layout's prefix, the rest zero */
+    if (opts_version < VEGA_HTTP_SERVER_H3_OPTS_VERSION) {
         memset(&latest, 0, sizeof latest);
-        memcpy(&latest, o, H3S_OPTS_V1_SIZE);
+        memcpy(&latest, o, opts_size(opts_version));
         o = &latest;
     }
     if (!o->chain || !o->key || o->n_suites > 3)

@@ -532,6 +532,22 @@ static void chunk_drop(struct h3s_req *r, struct h3s_chunk *k)
     }
 }
 
+/* How much of a file is worth reading now for r, at most cap: what its stream would take (the
+ * connection's send budget included), and at least VEGA_QUIC_SEND_BUDGET_FLOOR (a stream may
+ * always hold that much). A chunk is held whole while any part of it is referenced, so a client
+ * that reads nothing on a hundred streams makes each hold 16 KiB of a file, not 256. */
+static size_t send_room(struct h3s_req *r, size_t cap)
+{
+    struct h3s_conn *hc = r->hc;
+    uint64_t room = VEGA_QUIC_SEND_BUDGET_FLOOR;
+    vega_quic_conn *qc = vega_quic_ep_conn_lock(hc->qc);
+    if (qc) {
+        room = VEGA__MAX(room, vega_quic_stream_get_send_room(qc, r->sid));
+        vega_quic_ep_conn_unlock(hc->qc);
+    }
+    return room < cap ? (size_t)room : cap;
+}
+
 static vega_ssize h3_sendfile(struct vega_http_exchange *x, int fd, uint64_t offset, size_t len,
                               vega_deadline dl)
 {
@@ -560,7 +576,7 @@ static vega_ssize h3_sendfile(struct vega_http_exchange *x, int fd, uint64_t off
         rc = flush_out(r, dl);
     }
     while (rc == 0 && done < len) {
-        size_t want = len - done < H3S_CHUNK ? len - done : H3S_CHUNK;
+        size_t want = send_room(r, len - done < H3S_CHUNK ? len - done : H3S_CHUNK);
         struct h3s_chunk *k = vega__mem_malloc(m, sizeof *k + want);
         if (!k) {
             rc = -ENOMEM;

@@ -23,6 +23,10 @@
  * a server: a block per request made and freed is most of the allocator's work on small
  * responses. Beyond, blocks go back to the allocator. */
 #define H3S_POOL_MAX 512
+/* Response bytes a connection holds until acknowledged (vega_http_server_h3_opts
+ * .conn_send_budget's default): without it each of 100 streams could hold its 1 MiB send
+ * buffer for a client that never reads. 4 MiB keeps four responses at full speed at once. */
+#define H3S_SEND_BUDGET (4u * 1024u * 1024u)
 
 struct h3s;
 struct h3s_req;

@@ -171,10 +171,17 @@ typedef struct vega_http_server_h3_opts {
     const char *qlog_dir; /* a qlog trace per QUIC connection in this directory (retained;
                              vega_quic_endpoint_opts.qlog_dir: <ODCID>_server.sqlog, JSON-SEQ,
                              64 MiB at most each); NULL = none. For debugging */
+    /* ---- layout version 3 ---- */
+    /* Response bytes a connection holds until the client acknowledges them, all its streams
+     * together (vega_quic_conn_set_send_budget): a handler writing beyond waits, with its write
+     * deadline, for acknowledgements to give room back; each stream may still hold 16 KiB
+     * (VEGA_QUIC_SEND_BUDGET_FLOOR), so one response never waits for the others. 0 = 4 MiB. */
+    uint64_t conn_send_budget;
 } vega_http_server_h3_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended
- * qlog_dir; a program built with version 1 still works (no qlog). */
-#define VEGA_HTTP_SERVER_H3_OPTS_VERSION 2
+ * qlog_dir, version 3 conn_send_budget; a program built with an older version still works (no
+ * qlog; the default budget). */
+#define VEGA_HTTP_SERVER_H3_OPTS_VERSION 3
 
 /* Fills o with the defaults. Since 0.1. */
 VEGA_API void vega_http_server_h3_opts_init_versioned(vega_http_server_h3_opts *o,
