@@ -390,8 +390,7 @@ static int on_conn(void *ep_user, vega_quic_ep_conn *c, vega_quic_conn *qc)
     for (size_t i = 0; i < 3; i++)
         hc->pend[i].sid = ids[i];
     hc->bound = true;
-    (void)vega_quic_conn_set_send_budget(qc, l->o.conn_send_budget ? l->o.conn_send_budget
-                                                                   : H3S_SEND_BUDGET);
+    (void)vega_quic_conn_set_send_budget(qc, l->send_budget);
     vega_quic_ep_conn_retain(c);
     vega_quic_ep_conn_set_user(c, hc);
     pthread_mutex_lock(&l->lock);
@@ -621,6 +620,7 @@ int vega__h3s_listen(vega_http_server *srv, const vega_addr *addr, unsigned flag
         return -ENOMEM;
     l->srv = srv;
     l->o = *o;
+    l->send_budget = o->conn_send_budget ? o->conn_send_budget : H3S_SEND_BUDGET;
     pthread_mutex_init(&l->lock, NULL);
     vega_notify_init(&l->idle);
     atomic_init(&l->refs, 1);

@@ -533,16 +533,21 @@ static void chunk_drop(struct h3s_req *r, struct h3s_chunk *k)
 }
 
 /* How much of a file is worth reading now for r, at most cap: what its stream would take (the
- * connection's send budget included), and at least VEGA_QUIC_SEND_BUDGET_FLOOR (a stream may
- * always hold that much). A chunk is held whole while any part of it is referenced, so a client
- * that reads nothing on a hundred streams makes each hold 16 KiB of a file, not 256. */
+ * connection's send budget included) and its share of the budget among the connection's
+ * requests, and at least VEGA_QUIC_SEND_BUDGET_FLOOR (a stream may always hold that much). A
+ * piece is held whole while any part of it is referenced, also once the rest is acknowledged
+ * (and no longer counted by the budget): shares keep what all the pieces of a connection hold
+ * near the budget. One download still reads 256 KiB pieces; a client that asks for a file on
+ * each of 100 streams and reads nothing makes each hold ~40 KiB of it, not 256. */
 static size_t send_room(struct h3s_req *r, size_t cap)
 {
     struct h3s_conn *hc = r->hc;
     uint64_t room = VEGA_QUIC_SEND_BUDGET_FLOOR;
     vega_quic_conn *qc = vega_quic_ep_conn_lock(hc->qc);
     if (qc) {
-        room = VEGA__MAX(room, vega_quic_stream_get_send_room(qc, r->sid));
+        uint64_t share = hc->l->send_budget / (hc->nreqs ? hc->nreqs : 1);
+        uint64_t take = vega_quic_stream_get_send_room(qc, r->sid);
+        room = VEGA__MAX(room, VEGA__MIN(take, share));
         vega_quic_ep_conn_unlock(hc->qc);
     }
     return room < cap ? (size_t)room : cap;

@@ -110,6 +110,7 @@ struct h3s {
     vega_quic_endpoint *ep;
     vega_http_server_h3_opts o;
     vega_h3_opts h3o;
+    uint64_t send_budget; /* each connection's (o.conn_send_budget or H3S_SEND_BUDGET) */
     vega_addr local;
     pthread_mutex_t lock; /* guards conns */
     struct h3s_conn *conns;

@@ -284,13 +284,13 @@ static uint64_t send_held(struct hsrv *v)
     return held;
 }
 
-/* A client opens 100 requests for /big, larger than a stream's send buffer, and never reads a
- * byte (QUIC still acknowledges, but grants no flow control): without a bound each stream
- * would hold its 1 MiB send buffer, 100 MiB for one connection. The connection's send budget
- * (conn_send_budget, here 2 MiB) stops its handlers instead: they wait in their writes, the
- * server holds the budget plus 16 KiB per stream (VEGA_QUIC_SEND_BUDGET_FLOOR) and the
- * requests' blocks, a normal client on another connection still gets every byte, and it all
- * goes when the client leaves. */
+/* A client opens 100 requests for /big and /file (half each: copied writes, file pieces by
+ * reference), larger than a stream's send buffer, and never reads a byte (QUIC still acknowledges,
+ * but grants no flow control): without a bound each stream would hold its 1 MiB send buffer, 100
+ * MiB for one connection. The connection's send budget (conn_send_budget, here 2 MiB) stops its
+ * handlers instead: they wait in their writes, the server holds the budget plus 16 KiB per stream
+ * (VEGA_QUIC_SEND_BUDGET_FLOOR) and the requests' blocks, a normal client on another connection
+ * still gets every byte, and it all goes when the client leaves. */
 VTEST_MT(client_never_reads, 2)
 {
     enum {
@@ -298,6 +298,7 @@ VTEST_MT(client_never_reads, 2)
         BUDGET = 2 * 1024 * 1024
     };
     big_len = (size_t)test_scaled(2 * 1024 * 1024, 256 * 1024);
+    big_file_make();
     struct hsrv v;
     vega_http_server_h3_opts ho;
     vega_http_server_h3_opts_init(&ho);
@@ -314,7 +315,7 @@ VTEST_MT(client_never_reads, 2)
     t.no_read = true;
     int entered = atomic_load(&h_entered);
     for (int i = 0; i < N; i++)
-        cli_send(&t, "GET", "/big", true);
+        cli_send(&t, "GET", i % 2 ? "/file" : "/big", true);
     /* every handler runs, and together they fill the budget (the victim holds nothing now) */
     vega_deadline dl = DL(30000);
     while ((atomic_load(&h_entered) - entered < N || send_held(&v) < BUDGET) && vega_now() < dl)
@@ -324,7 +325,7 @@ VTEST_MT(client_never_reads, 2)
     VCHECK(sheld >= BUDGET);
     /* the core's bound: the budget, plus what each stream (and our 3 own) may always hold */
     VCHECK(sheld <= BUDGET + (N + 3) * (uint64_t)VEGA_QUIC_SEND_BUDGET_FLOOR);
-    VCHECK_EQ(atomic_load(&h_left), entered); /* they wait: nothing is dropped */
+    VCHECK(atomic_load(&h_left) - entered < N / 2); /* the budget stops them: most wait */
     /* another connection is served in full meanwhile (byte for byte, victim_task) */
     victim_pause(&m, false);
     victim_more(&m, 2);
@@ -346,12 +347,13 @@ VTEST_MT(client_never_reads, 2)
     victim_stop(&m);
     hsrv_check_clean(&v);
     hsrv_stop(&v);
+    big_file_drop();
     big_len = 65536;
 }
 
-/* A normal client downloads eight large bodies at once on one connection whose send budget
- * (64 KiB) is far below what they add up to: every response arrives whole and byte for byte
- * (a stream always has VEGA_QUIC_SEND_BUDGET_FLOOR of its own, and acknowledgements wake the
+/* A normal client downloads eight large bodies at once (half from a file) on one connection whose
+ * send budget (64 KiB) is far below what they add up to: every response arrives whole and byte for
+ * byte (a stream always has VEGA_QUIC_SEND_BUDGET_FLOOR of its own, and acknowledgements wake the
  * writers the budget stopped: no stream waits for another for good). */
 VTEST_MT(budget_many_downloads, 2)
 {
@@ -359,6 +361,7 @@ VTEST_MT(budget_many_downloads, 2)
         N = 8
     };
     big_len = (size_t)test_scaled(1024 * 1024, 128 * 1024);
+    big_file_make();
     struct hsrv v;
     vega_http_server_h3_opts ho;
     vega_http_server_h3_opts_init(&ho);
@@ -368,7 +371,7 @@ VTEST_MT(budget_many_downloads, 2)
     cli_open(&t, &v);
     struct resp *r[N];
     for (int i = 0; i < N; i++)
-        r[i] = cli_send(&t, "GET", "/big", true);
+        r[i] = cli_send(&t, "GET", i % 2 ? "/file" : "/big", true);
     for (int i = 0; i < N; i++) {
         cli_wait(&t, r[i]);
         VCHECK(r[i]->done && !r[i]->reset && !t.closed);
@@ -381,6 +384,7 @@ VTEST_MT(budget_many_downloads, 2)
     cli_close(&t);
     hsrv_check_clean(&v);
     hsrv_stop(&v);
+    big_file_drop();
     big_len = 65536;
 }
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <vega/h3.h>
 #include <vega/http_server.h>
@@ -36,9 +37,42 @@ static inline uint8_t pattern(size_t i)
     return (uint8_t)(i * 7 + i / 251);
 }
 
+/* /file: big_len bytes of pattern sent from a file (vega_http_response_sendfile: pieces the
+ * QUIC stream references until acknowledged); big_file_make writes it. */
+static int big_fd = -1;
+
+static inline void big_file_make(void)
+{
+    if (big_fd >= 0)
+        close(big_fd);
+    char path[] = "/tmp/vega-h3-attack-XXXXXX";
+    big_fd = mkstemp(path);
+    VCHECK(big_fd >= 0);
+    unlink(path);
+    uint8_t *buf = malloc(big_len); /* not on a task's stack */
+    VCHECK(buf != NULL);
+    for (size_t i = 0; i < big_len; i++)
+        buf[i] = pattern(i);
+    VCHECK_EQ(write(big_fd, buf, big_len), (ssize_t)big_len);
+    free(buf);
+}
+
+static inline void big_file_drop(void)
+{
+    if (big_fd >= 0)
+        close(big_fd);
+    big_fd = -1;
+}
+
 static inline int serve(vega_http_exchange *x)
 {
     const vega_http_request *r = vega_http_exchange_request(x);
+    if (vega_http_str_eq(r->path, "/file") && big_fd >= 0) {
+        int rc = vega_http_response_start(x, 200, NULL, 0, big_len);
+        if (rc == 0 && vega_http_response_sendfile(x, big_fd, 0, big_len, DL(20000)) < 0)
+            rc = -EPIPE;
+        return rc == 0 ? vega_http_response_finish(x, NULL, 0, DL(20000)) : rc;
+    }
     if (vega_http_str_eq(r->path, "/hello"))
         return vega_http_respond(x, 200, NULL, 0, "hello h3", 8, DL(20000));
     if (vega_http_str_eq(r->path, "/big")) {
