@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Client address ranges for --allow: CIDR parsing and matching (IPv4-mapped IPv6 clients match
- * IPv4 ranges). */
+ * IPv4 ranges), and address comparisons that treat IPv4-mapped addresses as IPv4. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -81,4 +81,21 @@ bool addr_is_loopback(const vega_addr *a)
         return ip[0] == 127;
     static const uint8_t one[16] = {[15] = 1};
     return f == AF_INET6 && memcmp(ip, one, 16) == 0;
+}
+
+bool addr_same_ip(const vega_addr *a, const vega_addr *b)
+{
+    uint8_t x[16], y[16];
+    int f = addr_bytes(a, x);
+    if (f == AF_UNSPEC || f != addr_bytes(b, y))
+        return false;
+    return memcmp(x, y, f == AF_INET ? 4 : 16) == 0;
+}
+
+void proxy_addr_from(const vega_addr *a, vega_proxy_addr *out)
+{
+    memset(out, 0, sizeof *out);
+    int f = addr_bytes(a, out->ip);
+    out->type = f == AF_INET6 ? VEGA_PROXY_ATYP_IPV6 : VEGA_PROXY_ATYP_IPV4;
+    out->port = vega_addr_port(a);
 }

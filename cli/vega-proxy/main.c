@@ -14,6 +14,10 @@ static const char usage_text[] =
     "A SOCKS5, SOCKS4/4a and HTTP proxy on one port: the first byte a client sends tells them\n"
     "apart (0x05 SOCKS5, 0x04 SOCKS4, anything else HTTP). HTTP clients get CONNECT tunnels and\n"
     "forwarding of http:// requests in absolute-form (one request per connection).\n"
+    "SOCKS5 UDP ASSOCIATE (RFC 1928 section 7) relays datagrams through a UDP port on the\n"
+    "address the client connected to: only from the client's IP (and the port it declared),\n"
+    "fragments dropped, replies only from destinations the client sent to; the association ends\n"
+    "with its TCP connection or the idle timeout. BIND is refused (REP 7).\n"
     "\n"
     "Listening:\n"
     "  -l, --listen ADDR:PORT  listen here (repeatable; default 127.0.0.1:1080; PORT alone is on\n"
@@ -32,7 +36,8 @@ static const char usage_text[] =
     "      --connect-timeout T connecting to a destination (default 10s)\n"
     "  -i, --idle-timeout T    close a tunnel idle both ways for T, and a handshake slower\n"
     "                          than T (default 5m; 0 = none)\n"
-    "  -m, --max-conns N       tunnels at once (default 1024); more are reset at accept\n"
+    "  -m, --max-conns N       tunnels at once (default 1024); more are reset at accept. A UDP\n"
+    "                          association is one tunnel while its TCP connection lives\n"
     "      --max-head SIZE     an HTTP request head (default 16K, at most 64K)\n"
     "      --grace T           SIGTERM: how long open tunnels may finish (default 10s)\n"
     "\n"
@@ -250,6 +255,12 @@ static void *main_task(void *arg)
     static struct listener ls[PROXY_MAX_LISTEN];
     srv.o = o;
     size_t n = 0;
+    /* names in UDP datagrams: one resolver, so its cache serves every association */
+    int rr = vega_dns_resolver_new(&srv.dns, NULL);
+    if (rr < 0) {
+        cli_err("resolver", "%s", vega_strerror(rr));
+        return NULL;
+    }
     for (; n < o->nlisten; n++) {
         vega_addr addr;
         int r = vega_addr_parse(&addr, o->listen[n], "127.0.0.1");
@@ -308,11 +319,13 @@ static void *main_task(void *arg)
         vega_group_cancel(srv.tunnels);
     vega_group_free(srv.tunnels);
     cli_log(1, "stopped after %llu tunnels", (unsigned long long)atomic_load(&srv.total));
+    vega_dns_resolver_free(srv.dns);
     m->code = r == 0 ? CLI_EXIT_OK : CLI_EXIT_NET;
     return NULL;
 fail:
     for (size_t i = 0; i < n; i++)
         vega_sock_close(ls[i].sock);
+    vega_dns_resolver_free(srv.dns);
     return NULL;
 }
 

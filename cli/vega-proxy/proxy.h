@@ -43,6 +43,7 @@ struct proxy_opts {
 /* Shared by the acceptors and the tunnels. */
 struct proxy_server {
     const struct proxy_opts *o;
+    vega_dns_resolver *dns; /* names in UDP datagrams (one cache for all associations) */
     vega_group *tunnels;
     atomic_uint_fast64_t live, total;
 };
@@ -55,9 +56,29 @@ struct tunnel_arg {
 };
 void *tunnel_main(void *arg);
 
+/* What a UDP association did, for the log line. */
+struct udp_report {
+    char relay[VEGA_ADDR_STRLEN]; /* the relay's address given to the client */
+    uint64_t up, down;            /* payload bytes client -> destinations, and back */
+    uint64_t dropped;             /* datagrams dropped (wrong source, fragments, denied, ...) */
+    const char *result;           /* ok, idle-timeout, stopped, reset, error */
+};
+
+/* Serves a SOCKS5 UDP ASSOCIATE (udp.c) whose request arrived on control (borrowed): sends the
+ * reply (X'00' with the relay's address, or X'01'), relays datagrams until control closes,
+ * fails or idles out, and fills *rep. declared: the request's DST (the client's source port, if
+ * not 0). dl bounds the reply. Returns 0 or an error (no relay could be opened, the reply could
+ * not be sent). Context: the client's task. */
+int udp_associate(struct udp_report *rep, struct proxy_server *srv, vega_sock *control,
+                  const vega_proxy_addr *declared, vega_deadline dl);
+
 /* CIDR parsing and matching (acl.c). */
 int cidr_parse(const char *s, struct cidr *out);
 bool cidr_match(const struct cidr *c, const vega_addr *a);
 bool addr_is_loopback(const vega_addr *a);
+/* True when a and b have the same IP (an IPv4-mapped IPv6 address as IPv4); ports aside. */
+bool addr_same_ip(const vega_addr *a, const vega_addr *b);
+/* a as a SOCKS address (an IPv4-mapped IPv6 address as IPv4). */
+void proxy_addr_from(const vega_addr *a, vega_proxy_addr *out);
 
 #endif

@@ -29,6 +29,7 @@ struct tunnel {
     vega_tstamp start;
     _Atomic vega_tstamp last; /* the last time bytes moved either way (idle timeout) */
     bool up_failed;           /* the client -> destination direction ended in an error */
+    bool finished;            /* the handshake served the client wholly (UDP ASSOCIATE) */
     uint8_t *hs;              /* HS_BUF bytes */
     size_t hs_len;
 };
@@ -230,8 +231,20 @@ static int do_socks5(struct tunnel *t, vega_deadline dl)
              req.command == 1   ? "CONNECT"
              : req.command == 2 ? "BIND"
                                 : "UDP");
+    if (req.command == VEGA_PROXY_CMD_UDP_ASSOCIATE) {
+        struct udp_report rep = {.result = NULL};
+        r = udp_associate(&rep, t->srv, t->client, &req.dst, dl);
+        snprintf(t->dest_name, sizeof t->dest_name, "%s", rep.relay[0] ? rep.relay : "-");
+        t->up = rep.up;
+        t->down = rep.down;
+        t->result = rep.result;
+        if (rep.dropped)
+            cli_log(1, "%s: udp: %llu datagrams dropped", t->peer, (unsigned long long)rep.dropped);
+        t->finished = true;
+        return r;
+    }
     if (req.command != VEGA_PROXY_CMD_CONNECT) {
-        /* X'07' Command not supported (BIND and UDP ASSOCIATE are not served) */
+        /* X'07' Command not supported (BIND is not served) */
         vega_ssize w = vega_proxy_socks5_reply_write(out, sizeof out, 7, NULL);
         send_all(t->client, out, (size_t)w, dl);
         t->result = "unsupported";
@@ -423,6 +436,8 @@ static void run(struct tunnel *t)
             t->result = r == -ETIMEDOUT ? "idle-timeout" : r == -ECANCELED ? "stopped" : "error";
         return;
     }
+    if (t->finished)
+        return;
     /* bytes the client sent after its request belong to the tunnel */
     if (t->hs_len) {
         r = send_all(t->dest, t->hs, t->hs_len, dl);

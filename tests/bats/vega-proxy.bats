@@ -182,6 +182,25 @@ closed_port() {
     grep -E 'socks5 CONNECT 127\.0\.0\.1:[0-9]+ up=11 down=11 .*result=ok' "$T/proxy.log"
 }
 
+@test "SOCKS5 UDP ASSOCIATE relays datagrams to a UDP echo; strangers and fragments dropped" {
+    local ECHO PY EP
+    ECHO="$(vega_bin vega-echo)"
+    PY="$(command -p -v python3)"
+    start_bg "$T/echo.log" "$ECHO" -u -l 127.0.0.1:0
+    wait_for_line "$T/echo.log" 'listening on udp 127\.0\.0\.1:[0-9]+' 10
+    EP="$(sed -n 's/.*listening on udp 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/echo.log" | head -1)"
+    proxy -v -u alice -P s3cret
+    # the client: by IP and by name, 40 KiB, then a datagram from another port, one from
+    # another IP and a fragment (all dropped), then the control connection's close ends it
+    run timeout 30 "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" "$PX" "$EP" alice:s3cret
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = ok ]
+    wait_for_line "$T/proxy.log" 'user=alice socks5 UDP 127\.0\.0\.1:[0-9]+ up=40971 down=40971 .*result=ok' 5
+    # three dropped, and the probes for the closed relay may add more
+    grep -E 'udp: ([3-9]|[1-9][0-9]+) datagrams dropped' "$T/proxy.log"
+}
+
 @test "SIGTERM stops accepting and exits 0" {
     proxy
     kill -TERM "$PX_PID"
