@@ -25,6 +25,11 @@ static const char usage_text[] =
     "it)\n"
     "      --allow CIDR        clients allowed (repeatable, e.g. 10.0.0.0/8, ::1); default: all.\n"
     "                          No open proxy: listening beyond loopback needs --allow or -u\n"
+    "      --deny-dest CIDR[:PORTS]\n"
+    "                          refuse destinations in this range (repeatable; PORTS: N or N-M,\n"
+    "                          comma-separated; IPv6 with ports in brackets: [fd00::/8]:53).\n"
+    "                          A name is refused when any of its addresses is; refused: SOCKS5\n"
+    "                          REP 2, SOCKS4 91, HTTP 403, a UDP datagram dropped\n"
     "\n"
     "Authentication:\n"
     "  -u, --user USER         require this user name: SOCKS5 username/password (RFC 1929),\n"
@@ -50,10 +55,11 @@ static const char usage_text[] =
     "      --version           the version\n"
     "\n"
     "Each tunnel logs one line on stderr when it ends: client, user, protocol, method,\n"
-    "destination, bytes up (client to destination) and down, duration and result (ok, refused,\n"
-    "unreachable, unknown-host, timeout, auth-failed, bad-request, unsupported, idle-timeout,\n"
-    "reset, stopped). Connect failures get the matching reply: SOCKS5 REP 5 refused, 4 host\n"
-    "unreachable or unknown, 3 network unreachable; SOCKS4 91; HTTP 502, or 504 for a timeout.\n"
+    "destination (UDP: the relay), bytes up (client to destination) and down, duration and\n"
+    "result (ok, refused, unreachable, unknown-host, denied, timeout, auth-failed, bad-request,\n"
+    "unsupported, idle-timeout, reset, stopped). Connect failures get the matching reply:\n"
+    "SOCKS5 REP 5 refused, 4 host unreachable or unknown, 3 network unreachable, 2 denied;\n"
+    "SOCKS4 91; HTTP 502, 504 for a timeout, 403 denied.\n"
     "SIGINT and SIGTERM stop accepting, let tunnels finish within --grace, and exit 0.\n"
     "\n"
     "Exit codes: 0 stopped by a signal, 1 cannot listen, 2 usage error.\n"
@@ -68,6 +74,7 @@ static const char usage_text[] =
 enum {
     OPT_VERSION = 256,
     OPT_ALLOW,
+    OPT_DENY_DEST,
     OPT_CONNECT_TIMEOUT,
     OPT_MAX_HEAD,
     OPT_GRACE,
@@ -78,6 +85,7 @@ enum {
 static const struct option long_opts[] = {
     {"listen", required_argument, NULL, 'l'},
     {"allow", required_argument, NULL, OPT_ALLOW},
+    {"deny-dest", required_argument, NULL, OPT_DENY_DEST},
     {"user", required_argument, NULL, 'u'},
     {"password", required_argument, NULL, 'P'},
     {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
@@ -119,6 +127,15 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
             if (cidr_parse(optarg, &o->allow[o->nallow]) < 0)
                 cli_usage_error("--allow: not an address or CIDR range: '%s'", optarg);
             o->nallow++;
+            break;
+        case OPT_DENY_DEST:
+            if (o->ndeny == PROXY_MAX_DENY)
+                cli_usage_error("--deny-dest: at most %d rules", PROXY_MAX_DENY);
+            if (deny_parse(optarg, &o->deny[o->ndeny]) < 0)
+                cli_usage_error("--deny-dest: not CIDR[:PORTS] (e.g. 10.0.0.0/8, 127.0.0.1:22,"
+                                "8000-8999, [fd00::/8]:53): '%s'",
+                                optarg);
+            o->ndeny++;
             break;
         case 'u':
             o->user = optarg;

@@ -15,6 +15,8 @@
 
 #define PROXY_MAX_LISTEN 16 /* -l given at most this often */
 #define PROXY_MAX_ALLOW  64 /* --allow given at most this often */
+#define PROXY_MAX_DENY   64 /* --deny-dest given at most this often */
+#define PROXY_MAX_PORTS  16 /* port ranges in one --deny-dest */
 
 /* An address range (CIDR). */
 struct cidr {
@@ -23,11 +25,20 @@ struct cidr {
     unsigned bits;
 };
 
+/* A --deny-dest rule: an address range, and ports (none listed: all). */
+struct deny_rule {
+    struct cidr net;
+    uint16_t lo[PROXY_MAX_PORTS], hi[PROXY_MAX_PORTS];
+    size_t nports;
+};
+
 struct proxy_opts {
     const char *listen[PROXY_MAX_LISTEN];
     size_t nlisten;
     struct cidr allow[PROXY_MAX_ALLOW];
     size_t nallow;
+    struct deny_rule deny[PROXY_MAX_DENY]; /* --deny-dest: destinations refused */
+    size_t ndeny;
     const char *user, *password; /* -u/-P: required from every client when set */
     uint64_t connect_ns;         /* --connect-timeout */
     uint64_t idle_ns;            /* --idle-timeout (also bounds a handshake) */
@@ -76,6 +87,11 @@ int udp_associate(struct udp_report *rep, struct proxy_server *srv, vega_sock *c
 int cidr_parse(const char *s, struct cidr *out);
 bool cidr_match(const struct cidr *c, const vega_addr *a);
 bool addr_is_loopback(const vega_addr *a);
+/* Parses CIDR[:PORTS] ("10.0.0.0/8", "127.0.0.1:22,8000-8999", "[fd00::/8]:53", "::1").
+ * Returns 0 or -EINVAL. */
+int deny_parse(const char *s, struct deny_rule *out);
+/* False when a --deny-dest rule matches a (address and port). */
+bool dest_allowed(const struct proxy_opts *o, const vega_addr *a);
 /* True when a and b have the same IP (an IPv4-mapped IPv6 address as IPv4); ports aside. */
 bool addr_same_ip(const vega_addr *a, const vega_addr *b);
 /* a as a SOCKS address (an IPv4-mapped IPv6 address as IPv4). */

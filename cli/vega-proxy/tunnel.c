@@ -78,6 +78,8 @@ static const char *connect_result(int err)
     case VEGA_ERR_DNS_NO_ADDRESS:
     case VEGA_ERR_DNS_SERVER:
         return "unknown-host";
+    case -EACCES:
+        return "denied";
     default:
         return "error";
     }
@@ -97,15 +99,33 @@ static uint8_t socks5_rep(int err)
         return 4; /* Host unreachable */
     case -ECONNREFUSED:
         return 5; /* Connection refused */
+    case -EACCES:
+        return 2; /* connection not allowed by ruleset */
     default:
         return 1; /* general SOCKS server failure */
     }
 }
 
-/* The HTTP status for a connect error: 504 for a timeout, 502 else. */
+/* The HTTP status for a connect error: 504 for a timeout, 403 for --deny-dest, 502 else. */
 static int http_status(int err)
 {
-    return err == -ETIMEDOUT ? 504 : 502;
+    return err == -ETIMEDOUT ? 504 : err == -EACCES ? 403 : 502;
+}
+
+/* --deny-dest before connecting: host is refused when any of its addresses is (the first 16),
+ * so that a name cannot reach a denied address by Happy Eyeballs' choice. Returns 0, -EACCES or
+ * a resolver error. */
+static int dest_check(struct tunnel *t, const char *host, uint16_t port, vega_deadline dl)
+{
+    vega_addr addrs[16];
+    size_t n = 0;
+    int r = vega_dns_lookup(t->srv->dns, host, AF_UNSPEC, addrs, 16, &n, dl);
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        vega_addr_set_port(&addrs[i], port);
+        if (!dest_allowed(t->o, &addrs[i]))
+            r = -EACCES;
+    }
+    return r;
 }
 
 /* Connects to host:port (Happy Eyeballs, the connect timeout). */
@@ -115,7 +135,16 @@ static int dest_connect(struct tunnel *t, const char *host, uint16_t port, bool 
              (unsigned)port);
     vega_deadline dl =
         t->o->connect_ns ? vega_deadline_in_ns(t->o->connect_ns) : VEGA_DEADLINE_NEVER;
-    int r = vega_tcp_connect_host(&t->dest, NULL, host, port, NULL, dl);
+    int r = t->o->ndeny ? dest_check(t, host, port, dl) : 0;
+    if (r == 0)
+        r = vega_tcp_connect_host(&t->dest, t->srv->dns, host, port, NULL, dl);
+    /* the name may have resolved anew (its TTL ran out): the address connected to decides */
+    vega_addr peer;
+    if (r == 0 && t->o->ndeny && vega_sock_peer_addr(t->dest, &peer) == 0 &&
+        !dest_allowed(t->o, &peer)) {
+        vega_sock_abort(t->dest);
+        r = -EACCES;
+    }
     if (r < 0) {
         t->dest = NULL;
         t->result = connect_result(r);

@@ -183,7 +183,7 @@ static int resolve_dest(struct assoc *a, const vega_proxy_addr *dst, vega_addr *
     /* port 0 cannot be sent to */
     if (dst->port == 0)
         return -EINVAL;
-    return 0;
+    return dest_allowed(a->o, to) ? 0 : -EACCES;
 }
 
 /* Is this datagram the client's? Its IP must be the control connection's peer's; its port the
@@ -238,9 +238,16 @@ static void *up_main(void *arg)
         }
         vega_sock *far = r == 0 ? far_sock(a, vega_addr_family(&to)) : NULL;
         if (!far) {
-            cli_log(2, "udp: datagram to %s dropped: %s",
-                    dst.type == VEGA_PROXY_ATYP_NAME ? dst.name : "an address",
-                    r < 0 ? vega_strerror(r) : "no socket");
+            if (cli_verbose >= 2) {
+                char host[VEGA_PROXY_MAX_NAME + 1];
+                if (dst.type == VEGA_PROXY_ATYP_NAME)
+                    snprintf(host, sizeof host, "%s", dst.name);
+                else
+                    inet_ntop(dst.type == VEGA_PROXY_ATYP_IPV6 ? AF_INET6 : AF_INET, dst.ip, host,
+                              sizeof host);
+                cli_log(2, "udp: datagram to %s port %u dropped: %s", host, (unsigned)dst.port,
+                        r < 0 ? vega_strerror(r) : "no socket");
+            }
             atomic_fetch_add(&a->dropped, 1);
             continue;
         }

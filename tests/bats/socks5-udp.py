@@ -2,6 +2,9 @@
 # A SOCKS5 UDP ASSOCIATE client (RFC 1928 section 7) for vega-proxy.bats: stdlib only.
 #   socks5-udp.py PROXY_PORT ECHO_PORT [USER:PASS]   the exchange checks below; exits 0 when all
 #                                                    pass, else prints what failed and exits 1
+#   socks5-udp.py --deny PROXY_PORT ECHO_PORT IP     a datagram to IP:ECHO_PORT (refused by the
+#                                                    proxy's rules, which its log shows), then one
+#                                                    to the echo, whose answer must come back
 # Ordering, not time, proves a datagram was dropped: the relay handles the client's datagrams
 # one by one in order, and the echo answers in order, so when a dropped datagram goes first and
 # a good one second, the first answer the client gets must be the good one's.
@@ -127,7 +130,21 @@ def exchange(pport, eport, cred):
     fail("the relay still answers after the control connection closed")
 
 
+def deny(pport, eport, ip):
+    u = udp()
+    c, head = handshake(pport, None, u.getsockname()[1])
+    relay = read_bnd(c, head)
+    u.sendto(hdr_ip(ip, eport) + b"denied", relay)
+    u.sendto(hdr_ip("127.0.0.1", eport) + b"allowed", relay)
+    expect(u, b"allowed", eport, "allowed after denied")
+    c.close()
+    print("ok")
+
+
 def main():
+    if sys.argv[1] == "--deny":
+        deny(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+        return
     cred = sys.argv[3] if len(sys.argv) > 3 else None
     exchange(int(sys.argv[1]), int(sys.argv[2]), cred)
 

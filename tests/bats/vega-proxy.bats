@@ -201,6 +201,41 @@ closed_port() {
     grep -E 'udp: ([3-9]|[1-9][0-9]+) datagrams dropped' "$T/proxy.log"
 }
 
+@test "--deny-dest: SOCKS5 REP 2, SOCKS4 91, HTTP 403, UDP datagrams dropped; other ports pass" {
+    local ECHO PY EP
+    ECHO="$(vega_bin vega-echo)"
+    PY="$(command -p -v python3)"
+    run "$PROXY" --deny-dest 10.0.0.0/8:0
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"not CIDR[:PORTS]"* ]]
+    origin
+    start_bg "$T/echo.log" "$ECHO" -u -l 127.0.0.1:0
+    wait_for_line "$T/echo.log" 'listening on udp 127\.0\.0\.1:[0-9]+' 10
+    EP="$(sed -n 's/.*listening on udp 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/echo.log" | head -1)"
+    proxy -vv --deny-dest "127.0.0.0/8:1-2,$OP" --deny-dest 127.0.0.2 --deny-dest '[::1]'
+    local u="http://127.0.0.1:$OP/index.html"
+    run curl -sS --socks5 "127.0.0.1:$PX" "$u"
+    [ "$status" -eq 97 ]
+    [[ "$output" == *"(2)"* ]] # REP X'02' connection not allowed by ruleset
+    # a name is refused when one of its addresses is
+    run curl -sS --socks5-hostname "127.0.0.1:$PX" "http://localhost:$OP/index.html"
+    [ "$status" -eq 97 ]
+    run curl -sS --socks4 "127.0.0.1:$PX" "$u"
+    [ "$status" -eq 97 ]
+    run curl -s -o /dev/null -w '%{http_connect}' -p -x "http://127.0.0.1:$PX" "$u"
+    [ "$output" = 403 ]
+    run curl -s -o /dev/null -w '%{http_code}' -x "http://127.0.0.1:$PX" "$u"
+    [ "$output" = 403 ]
+    grep -E "socks5 CONNECT 127\.0\.0\.1:$OP .*result=denied" "$T/proxy.log"
+    grep -E "http GET 127\.0\.0\.1:$OP .*result=denied" "$T/proxy.log"
+    # UDP: 127.0.0.2 is refused, 127.0.0.1 on the echo's port is not
+    run timeout 30 "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" --deny "$PX" "$EP" 127.0.0.2
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = ok ]
+    grep -E "udp: datagram to 127\.0\.0\.2 port $EP dropped: " "$T/proxy.log"
+}
+
 @test "SIGTERM stops accepting and exits 0" {
     proxy
     kill -TERM "$PX_PID"
