@@ -24,7 +24,8 @@ static const char usage_text[] =
     "                          127.0.0.1; port 0 picks a free one and the listening line shows "
     "it)\n"
     "      --allow CIDR        clients allowed (repeatable, e.g. 10.0.0.0/8, ::1); default: all.\n"
-    "                          No open proxy: listening beyond loopback needs --allow or -u\n"
+    "                          No open proxy: listening beyond loopback needs --allow, -u or "
+    "--users\n"
     "      --deny-dest CIDR[:PORTS]\n"
     "                          refuse destinations in this range (repeatable; PORTS: N or N-M,\n"
     "                          comma-separated; IPv6 with ports in brackets: [fd00::/8]:53).\n"
@@ -36,6 +37,10 @@ static const char usage_text[] =
     "                          HTTP Proxy-Authorization Basic (407 otherwise); SOCKS4 has no\n"
     "                          password and is refused\n"
     "  -P, --password PASS     its password (also $VEGA_PROXY_PASSWORD)\n"
+    "      --users FILE        require one of these users instead: user:password lines (1 to\n"
+    "                          255 bytes each, the first ':' splits), '#' comments, blank\n"
+    "                          lines; a malformed line stops the start with its number, and a\n"
+    "                          file others may read gets a warning\n"
     "\n"
     "Limits and timeouts (durations take ms, s, m, h; a bare number is seconds):\n"
     "      --connect-timeout T connecting to a destination (default 10s)\n"
@@ -62,19 +67,21 @@ static const char usage_text[] =
     "SOCKS4 91; HTTP 502, 504 for a timeout, 403 denied.\n"
     "SIGINT and SIGTERM stop accepting, let tunnels finish within --grace, and exit 0.\n"
     "\n"
-    "Exit codes: 0 stopped by a signal, 1 cannot listen, 2 usage error.\n"
+    "Exit codes: 0 stopped by a signal, 1 cannot listen, 2 usage error (a bad --users file too).\n"
     "\n"
     "Examples:\n"
     "  vega-proxy                                  SOCKS5 and HTTP on 127.0.0.1:1080\n"
     "  curl --socks5-hostname 127.0.0.1:1080 http://example.com/\n"
     "  curl -x http://127.0.0.1:1080 http://example.com/\n"
     "  vega-proxy -l 0.0.0.0:1080 --allow 192.168.0.0/16\n"
-    "  vega-proxy -l [::]:3128 -u alice -P secret  needs credentials from everyone\n";
+    "  vega-proxy -l [::]:3128 -u alice -P secret  needs credentials from everyone\n"
+    "  vega-proxy -l 0.0.0.0:1080 --users /etc/vega-proxy.users\n";
 
 enum {
     OPT_VERSION = 256,
     OPT_ALLOW,
     OPT_DENY_DEST,
+    OPT_USERS,
     OPT_CONNECT_TIMEOUT,
     OPT_MAX_HEAD,
     OPT_GRACE,
@@ -88,6 +95,7 @@ static const struct option long_opts[] = {
     {"deny-dest", required_argument, NULL, OPT_DENY_DEST},
     {"user", required_argument, NULL, 'u'},
     {"password", required_argument, NULL, 'P'},
+    {"users", required_argument, NULL, OPT_USERS},
     {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
     {"idle-timeout", required_argument, NULL, 'i'},
     {"max-conns", required_argument, NULL, 'm'},
@@ -142,6 +150,9 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
             break;
         case 'P':
             o->password = optarg;
+            break;
+        case OPT_USERS:
+            o->users_file = optarg;
             break;
         case OPT_CONNECT_TIMEOUT:
             o->connect_ns = duration_arg("--connect-timeout", optarg);
@@ -202,6 +213,14 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
     if (o->user && (!o->user[0] || strlen(o->user) > VEGA_PROXY_MAX_CRED ||
                     strlen(o->password) > VEGA_PROXY_MAX_CRED || strchr(o->user, ':')))
         cli_usage_error("-u/-P: 1 to 255 bytes each, no ':' in the user name");
+    if (o->user && o->users_file)
+        cli_usage_error("-u and --users: one or the other");
+    if (o->user && users_single(o, o->user, o->password) < 0) {
+        cli_err("-u", "out of memory");
+        exit(CLI_EXIT_NET);
+    }
+    if (o->users_file && users_load(o, o->users_file) < 0)
+        exit(CLI_EXIT_USAGE);
     if (o->nlisten == 0)
         o->listen[o->nlisten++] = "127.0.0.1:1080";
 }
@@ -286,10 +305,10 @@ static void *main_task(void *arg)
             goto fail;
         }
         /* no open proxy: beyond loopback, somebody must have said who may use it */
-        if (!addr_is_loopback(&addr) && o->nallow == 0 && !o->user) {
+        if (!addr_is_loopback(&addr) && o->nallow == 0 && !o->nusers) {
             cli_err(o->listen[n],
                     "refusing to listen beyond loopback as an open proxy: add --allow CIDR or "
-                    "-u USER -P PASS");
+                    "-u USER -P PASS or --users FILE");
             m->code = CLI_EXIT_USAGE;
             goto fail;
         }
@@ -306,7 +325,7 @@ static void *main_task(void *arg)
         vega_addr_format(&bound, where, sizeof where);
         if (!o->quiet)
             fprintf(stderr, "vega-proxy: listening on %s (SOCKS5, SOCKS4a, HTTP%s)\n", where,
-                    o->user ? "; credentials required" : "");
+                    o->nusers ? "; credentials required" : "");
     }
     fflush(stderr);
     int r = vega_group_new(&srv.tunnels);

@@ -13,10 +13,12 @@
 
 #include "cli.h"
 
-#define PROXY_MAX_LISTEN 16 /* -l given at most this often */
-#define PROXY_MAX_ALLOW  64 /* --allow given at most this often */
-#define PROXY_MAX_DENY   64 /* --deny-dest given at most this often */
-#define PROXY_MAX_PORTS  16 /* port ranges in one --deny-dest */
+#define PROXY_MAX_LISTEN  16    /* -l given at most this often */
+#define PROXY_MAX_ALLOW   64    /* --allow given at most this often */
+#define PROXY_MAX_DENY    64    /* --deny-dest given at most this often */
+#define PROXY_MAX_PORTS   16    /* port ranges in one --deny-dest */
+#define PROXY_MAX_USERS   10000 /* lines of a --users file */
+#define PROXY_MAX_USERS_S "10000"
 
 /* An address range (CIDR). */
 struct cidr {
@@ -32,6 +34,11 @@ struct deny_rule {
     size_t nports;
 };
 
+/* One user who may use the proxy. */
+struct proxy_user {
+    char user[VEGA_PROXY_MAX_CRED + 1], password[VEGA_PROXY_MAX_CRED + 1];
+};
+
 struct proxy_opts {
     const char *listen[PROXY_MAX_LISTEN];
     size_t nlisten;
@@ -39,12 +46,15 @@ struct proxy_opts {
     size_t nallow;
     struct deny_rule deny[PROXY_MAX_DENY]; /* --deny-dest: destinations refused */
     size_t ndeny;
-    const char *user, *password; /* -u/-P: required from every client when set */
-    uint64_t connect_ns;         /* --connect-timeout */
-    uint64_t idle_ns;            /* --idle-timeout (also bounds a handshake) */
-    uint64_t grace_ns;           /* --grace: how long SIGTERM lets tunnels finish */
-    uint64_t max_conns;          /* --max-conns */
-    size_t max_head;             /* --max-head: an HTTP request head */
+    const char *user, *password; /* -u/-P: one user */
+    const char *users_file;      /* --users */
+    struct proxy_user *users;    /* -u/-P or --users: credentials required when nusers > 0 */
+    size_t nusers, users_cap;
+    uint64_t connect_ns; /* --connect-timeout */
+    uint64_t idle_ns;    /* --idle-timeout (also bounds a handshake) */
+    uint64_t grace_ns;   /* --grace: how long SIGTERM lets tunnels finish */
+    uint64_t max_conns;  /* --max-conns */
+    size_t max_head;     /* --max-head: an HTTP request head */
     unsigned workers;
     vega_driver_kind driver;
     bool quiet;
@@ -82,6 +92,14 @@ struct udp_report {
  * not be sent). Context: the client's task. */
 int udp_associate(struct udp_report *rep, struct proxy_server *srv, vega_sock *control,
                   const vega_proxy_addr *declared, vega_deadline dl);
+
+/* Reads a --users file (users.c) into o->users; errors go to stderr with the line number, a
+ * file others may read gets a warning. Returns 0 or an error. */
+int users_load(struct proxy_opts *o, const char *path);
+/* Makes -u/-P the only user. Returns 0 or -ENOMEM. */
+int users_single(struct proxy_opts *o, const char *user, const char *password);
+/* True when user and pass (NUL-terminated) are one of o->users. */
+bool creds_ok(const struct proxy_opts *o, const char *user, const char *pass);
 
 /* CIDR parsing and matching (acl.c). */
 int cidr_parse(const char *s, struct cidr *out);

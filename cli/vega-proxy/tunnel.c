@@ -155,18 +155,6 @@ static int dest_connect(struct tunnel *t, const char *host, uint16_t port, bool 
     return 0;
 }
 
-static bool creds_ok(const struct proxy_opts *o, const char *user, const char *pass)
-{
-    /* the comparison's time does not depend on where the strings differ */
-    size_t ul = strlen(o->user), pl = strlen(o->password);
-    unsigned diff = (unsigned)(strlen(user) ^ ul) | (unsigned)(strlen(pass) ^ pl);
-    for (size_t i = 0; i < ul; i++)
-        diff |= (unsigned char)(user[i] ^ o->user[i]);
-    for (size_t i = 0; i < pl; i++)
-        diff |= (unsigned char)(pass[i] ^ o->password[i]);
-    return diff == 0;
-}
-
 /* A SOCKS destination as a host string for the resolver. */
 static void socks_host(const vega_proxy_addr *a, char *out, size_t cap, bool *v6)
 {
@@ -209,7 +197,7 @@ static int do_socks5(struct tunnel *t, vega_deadline dl)
     }
     hs_consume(t, (size_t)n);
     /* RFC 1928 §3: choose one of the methods offered, or X'FF' */
-    uint8_t method = t->o->user                                        ? VEGA_PROXY_METHOD_USERPASS
+    uint8_t method = t->o->nusers                                      ? VEGA_PROXY_METHOD_USERPASS
                      : (offered & (1u << VEGA_PROXY_METHOD_NONE)) != 0 ? VEGA_PROXY_METHOD_NONE
                                                                        : 0xFF;
     if (!(offered & (1u << method)))
@@ -316,7 +304,7 @@ static int do_socks4(struct tunnel *t, vega_deadline dl)
     snprintf(t->user, sizeof t->user, "%s", req.userid);
     snprintf(t->method, sizeof t->method, "%s", req.command == 1 ? "CONNECT" : "BIND");
     int r = 0;
-    if (t->o->user) {
+    if (t->o->nusers) {
         t->result = "auth-failed";
         r = -EACCES;
     } else if (req.command != 1) {
@@ -362,7 +350,7 @@ static int do_http(struct tunnel *t, vega_deadline dl)
     snprintf(t->method, sizeof t->method, "%s", req.method);
     if (req.auth_basic)
         snprintf(t->user, sizeof t->user, "%s", req.cred.user);
-    if (t->o->user && (!req.auth_basic || !creds_ok(t->o, req.cred.user, req.cred.password))) {
+    if (t->o->nusers && (!req.auth_basic || !creds_ok(t->o, req.cred.user, req.cred.password))) {
         /* RFC 9110 §15.5.8: 407 with a Proxy-Authenticate challenge */
         http_reply(t, 407, dl);
         t->result = "auth-failed";

@@ -236,6 +236,42 @@ closed_port() {
     grep -E "udp: datagram to 127\.0\.0\.2 port $EP dropped: " "$T/proxy.log"
 }
 
+@test "--users FILE: each listed user gets through SOCKS5 and HTTP; bad files stop the start" {
+    printf 'alice:x\n# a comment\nbob\n' >"$T/bad.users"
+    chmod 600 "$T/bad.users"
+    run "$PROXY" --users "$T/bad.users"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"bad.users: line 3: not user:password"* ]]
+    printf 'alice:x\nalice:y\n' >"$T/dup.users"
+    run "$PROXY" --users "$T/dup.users"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"line 2: this user is listed twice"* ]]
+    run "$PROXY" --users "$T/dup.users" -u alice -P x
+    [ "$status" -eq 2 ]
+    origin
+    printf '# who may use the proxy\nalice:s3cret\n\nbob:pa:ss\n' >"$T/users"
+    chmod 644 "$T/users"
+    proxy --users "$T/users"
+    grep -E 'users: warning: readable by everyone \(mode 0644\)' "$T/proxy.log"
+    local u="http://127.0.0.1:$OP/index.html"
+    run curl -sS --socks5 "127.0.0.1:$PX" --proxy-user alice:s3cret "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+    # the password is what follows the first ':'
+    run curl -sS --socks5-hostname "127.0.0.1:$PX" --proxy-user bob:pa:ss "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+    run curl -sS -x "http://127.0.0.1:$PX" --proxy-user bob:pa:ss "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+    # one user's password does not open another's account
+    run curl -sS --socks5 "127.0.0.1:$PX" --proxy-user bob:s3cret "$u"
+    [ "$status" -eq 97 ]
+    run curl -s -o /dev/null -w '%{http_code}' -x "http://127.0.0.1:$PX" --proxy-user alice:pa:ss "$u"
+    [ "$output" = 407 ]
+    grep -E 'user=bob socks5 .*result=auth-failed' "$T/proxy.log"
+}
+
 @test "SIGTERM stops accepting and exits 0" {
     proxy
     kill -TERM "$PX_PID"
