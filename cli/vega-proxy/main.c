@@ -405,5 +405,6 @@ int main(int argc, char **argv)
         m.code = CLI_EXIT_NET;
     }
     vega_rt_free(rt);
+    free(o.users);
     return m.code;
 }

@@ -478,9 +478,13 @@ static void run(struct tunnel *t)
     if (down < 0)
         vega_task_cancel(up);
     void *res = NULL;
-    /* this join cannot be left early: the upstream task uses t */
-    while (vega_task_join(up, &res, VEGA_DEADLINE_NEVER) == -ECANCELED)
+    /* this join cannot be left early: the upstream task uses t. Once this task is cancelled
+     * every join returns at once; the yield lets the upstream task run meanwhile (a spinning
+     * join can keep it off this worker for good) */
+    while (vega_task_join(up, &res, VEGA_DEADLINE_NEVER) == -ECANCELED) {
         vega_task_cancel(up);
+        vega_yield();
+    }
     int upr = (int)(intptr_t)res;
     int err = down < 0 ? down : upr;
     t->result = err == 0            ? "ok"

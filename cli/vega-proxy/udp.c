@@ -276,14 +276,16 @@ static void *up_main(void *arg)
     return (void *)(intptr_t)ret;
 }
 
-/* Joins t, cancelling it first; the join cannot be left early (t uses the association). */
+/* Joins t, cancelling it first; the join cannot be left early (t uses the association). When
+ * the caller is cancelled too (SIGTERM's grace ran out), every join returns at once: the yield
+ * lets t run meanwhile, which a spinning join would keep off this worker. */
 static void stop_task(vega_task *t)
 {
     if (!t)
         return;
     vega_task_cancel(t);
     while (vega_task_join(t, NULL, VEGA_DEADLINE_NEVER) == -ECANCELED)
-        vega_task_cancel(t);
+        vega_yield();
 }
 
 /* The relay socket: on the control connection's local IP (same family and interface), a free

@@ -2,6 +2,8 @@
 # A SOCKS5 UDP ASSOCIATE client (RFC 1928 section 7) for vega-proxy.bats: stdlib only.
 #   socks5-udp.py PROXY_PORT ECHO_PORT [USER:PASS]   the exchange checks below; exits 0 when all
 #                                                    pass, else prints what failed and exits 1
+#   socks5-udp.py --hold PROXY_PORT ECHO_PORT        one exchange, "held" on stderr, then waits for the
+#                                                    proxy to close the control connection
 #   socks5-udp.py --deny PROXY_PORT ECHO_PORT IP     a datagram to IP:ECHO_PORT (refused by the
 #                                                    proxy's rules, which its log shows), then one
 #                                                    to the echo, whose answer must come back
@@ -141,7 +143,23 @@ def deny(pport, eport, ip):
     print("ok")
 
 
+def hold(pport, eport):
+    u = udp()
+    c, head = handshake(pport, None, u.getsockname()[1])
+    relay = read_bnd(c, head)
+    u.sendto(hdr_ip("127.0.0.1", eport) + b"hold", relay)
+    expect(u, b"hold", eport, "hold")
+    print("held", file=sys.stderr, flush=True)
+    c.settimeout(None)
+    while c.recv(100):
+        pass
+    print("closed", file=sys.stderr, flush=True)
+
+
 def main():
+    if sys.argv[1] == "--hold":
+        hold(int(sys.argv[2]), int(sys.argv[3]))
+        return
     if sys.argv[1] == "--deny":
         deny(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
         return

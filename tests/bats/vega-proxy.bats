@@ -272,11 +272,21 @@ closed_port() {
     grep -E 'user=bob socks5 .*result=auth-failed' "$T/proxy.log"
 }
 
-@test "SIGTERM stops accepting and exits 0" {
-    proxy
+@test "SIGTERM stops accepting and exits 0; --grace 0 stops an open UDP association" {
+    local ECHO PY EP
+    ECHO="$(vega_bin vega-echo)"
+    PY="$(command -p -v python3)"
+    start_bg "$T/echo.log" "$ECHO" -u -l 127.0.0.1:0
+    wait_for_line "$T/echo.log" 'listening on udp 127\.0\.0\.1:[0-9]+' 10
+    EP="$(sed -n 's/.*listening on udp 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/echo.log" | head -1)"
+    proxy --grace 0
+    start_bg "$T/hold.log" "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" --hold "$PX" "$EP"
+    wait_for_line "$T/hold.log" '^held$' 10
     kill -TERM "$PX_PID"
     wait_pid_exit "$PX_PID" 15
     [ "$BG_STATUS" -eq 0 ]
     run curl -sS --socks5 "127.0.0.1:$PX" http://127.0.0.1:1/
     [ "$status" -eq 7 ]
+    grep -E 'socks5 UDP 127\.0\.0\.1:[0-9]+ up=4 down=4 .*result=stopped' "$T/proxy.log"
+    wait_for_line "$T/hold.log" '^closed$' 10
 }
