@@ -29,6 +29,7 @@ struct assoc {
      * that of its first datagram. Set before any far task exists, then read-only. */
     vega_addr client;
     bool client_port_known;
+    int family; /* the relay's: AF_INET (also for an IPv4-mapped address) or AF_INET6 */
     /* Writes on near come from both far tasks: one at a time. */
     vega_mutex near_lock;
     /* Where the client sent datagrams: the only sources relayed back (dests_lock). */
@@ -165,10 +166,14 @@ static vega_sock *far_sock(struct assoc *a, int family)
 static int resolve_dest(struct assoc *a, const vega_proxy_addr *dst, vega_addr *to)
 {
     if (dst->type == VEGA_PROXY_ATYP_NAME) {
+        /* no Happy Eyeballs for a datagram: the family the client reached the relay over
+         * first, the other if the name has none of it */
         size_t n = 0;
         vega_deadline dl =
             a->o->connect_ns ? vega_deadline_in_ns(a->o->connect_ns) : VEGA_DEADLINE_NEVER;
-        int r = vega_dns_lookup(a->srv->dns, dst->name, AF_UNSPEC, to, 1, &n, dl);
+        int r = vega_dns_lookup(a->srv->dns, dst->name, a->family, to, 1, &n, dl);
+        if (r == VEGA_ERR_DNS_NO_ADDRESS)
+            r = vega_dns_lookup(a->srv->dns, dst->name, AF_UNSPEC, to, 1, &n, dl);
         if (r < 0)
             return r;
     } else {
@@ -342,6 +347,7 @@ int udp_associate(struct udp_report *rep, struct proxy_server *srv, vega_sock *c
         r = vega_sock_local_addr(a->near, &bound);
     if (r == 0) {
         proxy_addr_from(&bound, &bnd);
+        a->family = bnd.type == VEGA_PROXY_ATYP_IPV6 ? AF_INET6 : AF_INET;
         vega_addr_format(&bound, rep->relay, sizeof rep->relay);
     }
     /* RFC 1928 §7: DST.ADDR/DST.PORT are where the client will send from; zeros when it does
