@@ -4,6 +4,8 @@
 #                                                    pass, else prints what failed and exits 1
 #   socks5-udp.py --hold PROXY_PORT ECHO_PORT        one exchange, "held" on stderr, then waits for the
 #                                                    proxy to close the control connection
+#   socks5-udp.py --idle PROXY_PORT                  an association that sends nothing: prints
+#                                                    "closed" once the proxy closed it
 #   socks5-udp.py --deny PROXY_PORT ECHO_PORT IP     a datagram to IP:ECHO_PORT (refused by the
 #                                                    proxy's rules, which its log shows), then one
 #                                                    to the echo, whose answer must come back
@@ -156,7 +158,20 @@ def hold(pport, eport):
     print("closed", file=sys.stderr, flush=True)
 
 
+def idle(pport):
+    u = udp()
+    c, head = handshake(pport, None, u.getsockname()[1])
+    read_bnd(c, head)
+    c.settimeout(None)
+    while c.recv(100):
+        pass
+    print("closed")
+
+
 def main():
+    if sys.argv[1] == "--idle":
+        idle(int(sys.argv[2]))
+        return
     if sys.argv[1] == "--hold":
         hold(int(sys.argv[2]), int(sys.argv[3]))
         return

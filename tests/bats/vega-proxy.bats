@@ -201,6 +201,16 @@ closed_port() {
     grep -E 'udp: ([3-9]|[1-9][0-9]+) datagrams dropped' "$T/proxy.log"
 }
 
+@test "an idle UDP association ends after --idle-timeout" {
+    local PY
+    PY="$(command -p -v python3)"
+    proxy -i 200ms
+    run timeout 20 "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" --idle "$PX"
+    [ "$status" -eq 0 ]
+    [ "$output" = closed ]
+    wait_for_line "$T/proxy.log" 'socks5 UDP 127\.0\.0\.1:[0-9]+ up=0 down=0 .*result=idle-timeout' 5
+}
+
 @test "--deny-dest: SOCKS5 REP 2, SOCKS4 91, HTTP 403, UDP datagrams dropped; other ports pass" {
     local ECHO PY EP
     ECHO="$(vega_bin vega-echo)"
