@@ -215,9 +215,12 @@ closed_port() {
     local ECHO PY EP
     ECHO="$(vega_bin vega-echo)"
     PY="$(command -p -v python3)"
-    run "$PROXY" --deny-dest 10.0.0.0/8:0
-    [ "$status" -eq 2 ]
-    [[ "$output" == *"not CIDR[:PORTS]"* ]]
+    local bad
+    for bad in 10.0.0.0/8:0 10.0.0.0/8:9-1 10.0.0.0/8:80, '[::1]:' fd00::/8:53 10.0.0.0/33 host:80; do
+        run "$PROXY" --deny-dest "$bad"
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"not CIDR[:PORTS]"* ]]
+    done
     origin
     start_bg "$T/echo.log" "$ECHO" -u -l 127.0.0.1:0
     wait_for_line "$T/echo.log" 'listening on udp 127\.0\.0\.1:[0-9]+' 10
