@@ -54,6 +54,9 @@ closed_port() {
     run "$PROXY" --help
     [ "$status" -eq 0 ]
     [[ "$output" == *"--allow CIDR"* ]]
+    [[ "$output" == *"--deny-dest CIDR[:PORTS]"* ]]
+    [[ "$output" == *"--users FILE"* ]]
+    [[ "$output" == *"UDP ASSOCIATE"* ]]
     [[ "$output" == *"Examples:"* ]]
     run "$PROXY" --version
     [ "$status" -eq 0 ]
