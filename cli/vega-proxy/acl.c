@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Client address ranges for --allow: CIDR parsing and matching (IPv4-mapped IPv6 clients match
- * IPv4 ranges). */
+/* The access rules: client address ranges for --allow, destinations refused by --deny-dest
+ * (CIDR and ports), CIDR parsing and matching (IPv4-mapped IPv6 addresses match IPv4 ranges),
+ * and address comparisons that treat IPv4-mapped addresses as IPv4. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -81,4 +82,97 @@ bool addr_is_loopback(const vega_addr *a)
         return ip[0] == 127;
     static const uint8_t one[16] = {[15] = 1};
     return f == AF_INET6 && memcmp(ip, one, 16) == 0;
+}
+
+bool addr_same_ip(const vega_addr *a, const vega_addr *b)
+{
+    uint8_t x[16], y[16];
+    int f = addr_bytes(a, x);
+    if (f == AF_UNSPEC || f != addr_bytes(b, y))
+        return false;
+    return memcmp(x, y, f == AF_INET ? 4 : 16) == 0;
+}
+
+void proxy_addr_from(const vega_addr *a, vega_proxy_addr *out)
+{
+    memset(out, 0, sizeof *out);
+    int f = addr_bytes(a, out->ip);
+    out->type = f == AF_INET6 ? VEGA_PROXY_ATYP_IPV6 : VEGA_PROXY_ATYP_IPV4;
+    out->port = vega_addr_port(a);
+}
+
+/* PORTS: N or N-M (1..65535), comma-separated. */
+static int ports_parse(const char *s, struct deny_rule *out)
+{
+    while (*s) {
+        if (out->nports == PROXY_MAX_PORTS)
+            return -EINVAL;
+        char *end;
+        if (*s < '0' || *s > '9')
+            return -EINVAL;
+        unsigned long lo = strtoul(s, &end, 10), hi = lo;
+        if (*end == '-') {
+            if (end[1] < '0' || end[1] > '9')
+                return -EINVAL;
+            hi = strtoul(end + 1, &end, 10);
+        }
+        if (lo == 0 || hi > 65535 || lo > hi || (*end && *end != ','))
+            return -EINVAL;
+        out->lo[out->nports] = (uint16_t)lo;
+        out->hi[out->nports] = (uint16_t)hi;
+        out->nports++;
+        s = *end ? end + 1 : end;
+        if (*end && !*s)
+            return -EINVAL; /* a trailing comma */
+    }
+    return out->nports ? 0 : -EINVAL;
+}
+
+int deny_parse(const char *s, struct deny_rule *out)
+{
+    char net[INET6_ADDRSTRLEN + 8];
+    const char *ports = NULL;
+    size_t n;
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (!close || (close[1] && close[1] != ':'))
+            return -EINVAL;
+        n = (size_t)(close - s - 1);
+        s++;
+        ports = close[1] ? close + 2 : NULL;
+    } else {
+        const char *colon = strchr(s, ':');
+        /* more than one colon: an IPv6 range, which takes ports only in brackets */
+        if (colon && !strchr(colon + 1, ':')) {
+            n = (size_t)(colon - s);
+            ports = colon + 1;
+        } else {
+            n = strlen(s);
+        }
+    }
+    if (n == 0 || n >= sizeof net)
+        return -EINVAL;
+    memcpy(net, s, n);
+    net[n] = '\0';
+    memset(out, 0, sizeof *out);
+    int r = cidr_parse(net, &out->net);
+    if (r == 0 && ports)
+        r = ports_parse(ports, out);
+    return r;
+}
+
+bool dest_allowed(const struct proxy_opts *o, const vega_addr *a)
+{
+    uint16_t port = vega_addr_port(a);
+    for (size_t i = 0; i < o->ndeny; i++) {
+        const struct deny_rule *d = &o->deny[i];
+        if (!cidr_match(&d->net, a))
+            continue;
+        bool hit = d->nports == 0;
+        for (size_t j = 0; j < d->nports && !hit; j++)
+            hit = port >= d->lo[j] && port <= d->hi[j];
+        if (hit)
+            return false;
+    }
+    return true;
 }

@@ -14,25 +14,40 @@ static const char usage_text[] =
     "A SOCKS5, SOCKS4/4a and HTTP proxy on one port: the first byte a client sends tells them\n"
     "apart (0x05 SOCKS5, 0x04 SOCKS4, anything else HTTP). HTTP clients get CONNECT tunnels and\n"
     "forwarding of http:// requests in absolute-form (one request per connection).\n"
+    "SOCKS5 UDP ASSOCIATE (RFC 1928 section 7) relays datagrams through a UDP port on the\n"
+    "address the client connected to: only from the client's IP (and the port it declared),\n"
+    "fragments dropped, replies only from destinations the client sent to; the association ends\n"
+    "with its TCP connection or the idle timeout. BIND is refused (REP 7).\n"
     "\n"
     "Listening:\n"
     "  -l, --listen ADDR:PORT  listen here (repeatable; default 127.0.0.1:1080; PORT alone is on\n"
     "                          127.0.0.1; port 0 picks a free one and the listening line shows "
     "it)\n"
     "      --allow CIDR        clients allowed (repeatable, e.g. 10.0.0.0/8, ::1); default: all.\n"
-    "                          No open proxy: listening beyond loopback needs --allow or -u\n"
+    "                          No open proxy: listening beyond loopback needs --allow, -u or "
+    "--users\n"
+    "      --deny-dest CIDR[:PORTS]\n"
+    "                          refuse destinations in this range (repeatable; PORTS: N or N-M,\n"
+    "                          comma-separated; IPv6 with ports in brackets: [fd00::/8]:53).\n"
+    "                          A name is refused when any of its addresses is; refused: SOCKS5\n"
+    "                          REP 2, SOCKS4 91, HTTP 403, a UDP datagram dropped\n"
     "\n"
     "Authentication:\n"
     "  -u, --user USER         require this user name: SOCKS5 username/password (RFC 1929),\n"
     "                          HTTP Proxy-Authorization Basic (407 otherwise); SOCKS4 has no\n"
     "                          password and is refused\n"
     "  -P, --password PASS     its password (also $VEGA_PROXY_PASSWORD)\n"
+    "      --users FILE        require one of these users instead: user:password lines (1 to\n"
+    "                          255 bytes each, the first ':' splits), '#' comments, blank\n"
+    "                          lines; a malformed line stops the start with its number, and a\n"
+    "                          file others may read gets a warning\n"
     "\n"
     "Limits and timeouts (durations take ms, s, m, h; a bare number is seconds):\n"
     "      --connect-timeout T connecting to a destination (default 10s)\n"
     "  -i, --idle-timeout T    close a tunnel idle both ways for T, and a handshake slower\n"
     "                          than T (default 5m; 0 = none)\n"
-    "  -m, --max-conns N       tunnels at once (default 1024); more are reset at accept\n"
+    "  -m, --max-conns N       tunnels at once (default 1024); more are reset at accept. A UDP\n"
+    "                          association is one tunnel while its TCP connection lives\n"
     "      --max-head SIZE     an HTTP request head (default 16K, at most 64K)\n"
     "      --grace T           SIGTERM: how long open tunnels may finish (default 10s)\n"
     "\n"
@@ -45,24 +60,28 @@ static const char usage_text[] =
     "      --version           the version\n"
     "\n"
     "Each tunnel logs one line on stderr when it ends: client, user, protocol, method,\n"
-    "destination, bytes up (client to destination) and down, duration and result (ok, refused,\n"
-    "unreachable, unknown-host, timeout, auth-failed, bad-request, unsupported, idle-timeout,\n"
-    "reset, stopped). Connect failures get the matching reply: SOCKS5 REP 5 refused, 4 host\n"
-    "unreachable or unknown, 3 network unreachable; SOCKS4 91; HTTP 502, or 504 for a timeout.\n"
+    "destination (UDP: the relay), bytes up (client to destination) and down, duration and\n"
+    "result (ok, refused, unreachable, unknown-host, denied, timeout, auth-failed, bad-request,\n"
+    "unsupported, idle-timeout, reset, stopped). Connect failures get the matching reply:\n"
+    "SOCKS5 REP 5 refused, 4 host unreachable or unknown, 3 network unreachable, 2 denied;\n"
+    "SOCKS4 91; HTTP 502, 504 for a timeout, 403 denied.\n"
     "SIGINT and SIGTERM stop accepting, let tunnels finish within --grace, and exit 0.\n"
     "\n"
-    "Exit codes: 0 stopped by a signal, 1 cannot listen, 2 usage error.\n"
+    "Exit codes: 0 stopped by a signal, 1 cannot listen, 2 usage error (a bad --users file too).\n"
     "\n"
     "Examples:\n"
     "  vega-proxy                                  SOCKS5 and HTTP on 127.0.0.1:1080\n"
     "  curl --socks5-hostname 127.0.0.1:1080 http://example.com/\n"
     "  curl -x http://127.0.0.1:1080 http://example.com/\n"
     "  vega-proxy -l 0.0.0.0:1080 --allow 192.168.0.0/16\n"
-    "  vega-proxy -l [::]:3128 -u alice -P secret  needs credentials from everyone\n";
+    "  vega-proxy -l [::]:3128 -u alice -P secret  needs credentials from everyone\n"
+    "  vega-proxy -l 0.0.0.0:1080 --users /etc/vega-proxy.users\n";
 
 enum {
     OPT_VERSION = 256,
     OPT_ALLOW,
+    OPT_DENY_DEST,
+    OPT_USERS,
     OPT_CONNECT_TIMEOUT,
     OPT_MAX_HEAD,
     OPT_GRACE,
@@ -73,8 +92,10 @@ enum {
 static const struct option long_opts[] = {
     {"listen", required_argument, NULL, 'l'},
     {"allow", required_argument, NULL, OPT_ALLOW},
+    {"deny-dest", required_argument, NULL, OPT_DENY_DEST},
     {"user", required_argument, NULL, 'u'},
     {"password", required_argument, NULL, 'P'},
+    {"users", required_argument, NULL, OPT_USERS},
     {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
     {"idle-timeout", required_argument, NULL, 'i'},
     {"max-conns", required_argument, NULL, 'm'},
@@ -115,11 +136,23 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
                 cli_usage_error("--allow: not an address or CIDR range: '%s'", optarg);
             o->nallow++;
             break;
+        case OPT_DENY_DEST:
+            if (o->ndeny == PROXY_MAX_DENY)
+                cli_usage_error("--deny-dest: at most %d rules", PROXY_MAX_DENY);
+            if (deny_parse(optarg, &o->deny[o->ndeny]) < 0)
+                cli_usage_error("--deny-dest: not CIDR[:PORTS] (e.g. 10.0.0.0/8, 127.0.0.1:22,"
+                                "8000-8999, [fd00::/8]:53): '%s'",
+                                optarg);
+            o->ndeny++;
+            break;
         case 'u':
             o->user = optarg;
             break;
         case 'P':
             o->password = optarg;
+            break;
+        case OPT_USERS:
+            o->users_file = optarg;
             break;
         case OPT_CONNECT_TIMEOUT:
             o->connect_ns = duration_arg("--connect-timeout", optarg);
@@ -180,6 +213,14 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
     if (o->user && (!o->user[0] || strlen(o->user) > VEGA_PROXY_MAX_CRED ||
                     strlen(o->password) > VEGA_PROXY_MAX_CRED || strchr(o->user, ':')))
         cli_usage_error("-u/-P: 1 to 255 bytes each, no ':' in the user name");
+    if (o->user && o->users_file)
+        cli_usage_error("-u and --users: one or the other");
+    if (o->user && users_single(o, o->user, o->password) < 0) {
+        cli_err("-u", "out of memory");
+        exit(CLI_EXIT_NET);
+    }
+    if (o->users_file && users_load(o, o->users_file) < 0)
+        exit(CLI_EXIT_USAGE);
     if (o->nlisten == 0)
         o->listen[o->nlisten++] = "127.0.0.1:1080";
 }
@@ -250,6 +291,12 @@ static void *main_task(void *arg)
     static struct listener ls[PROXY_MAX_LISTEN];
     srv.o = o;
     size_t n = 0;
+    /* names in UDP datagrams: one resolver, so its cache serves every association */
+    int rr = vega_dns_resolver_new(&srv.dns, NULL);
+    if (rr < 0) {
+        cli_err("resolver", "%s", vega_strerror(rr));
+        return NULL;
+    }
     for (; n < o->nlisten; n++) {
         vega_addr addr;
         int r = vega_addr_parse(&addr, o->listen[n], "127.0.0.1");
@@ -258,10 +305,10 @@ static void *main_task(void *arg)
             goto fail;
         }
         /* no open proxy: beyond loopback, somebody must have said who may use it */
-        if (!addr_is_loopback(&addr) && o->nallow == 0 && !o->user) {
+        if (!addr_is_loopback(&addr) && o->nallow == 0 && !o->nusers) {
             cli_err(o->listen[n],
                     "refusing to listen beyond loopback as an open proxy: add --allow CIDR or "
-                    "-u USER -P PASS");
+                    "-u USER -P PASS or --users FILE");
             m->code = CLI_EXIT_USAGE;
             goto fail;
         }
@@ -278,7 +325,7 @@ static void *main_task(void *arg)
         vega_addr_format(&bound, where, sizeof where);
         if (!o->quiet)
             fprintf(stderr, "vega-proxy: listening on %s (SOCKS5, SOCKS4a, HTTP%s)\n", where,
-                    o->user ? "; credentials required" : "");
+                    o->nusers ? "; credentials required" : "");
     }
     fflush(stderr);
     int r = vega_group_new(&srv.tunnels);
@@ -308,11 +355,13 @@ static void *main_task(void *arg)
         vega_group_cancel(srv.tunnels);
     vega_group_free(srv.tunnels);
     cli_log(1, "stopped after %llu tunnels", (unsigned long long)atomic_load(&srv.total));
+    vega_dns_resolver_free(srv.dns);
     m->code = r == 0 ? CLI_EXIT_OK : CLI_EXIT_NET;
     return NULL;
 fail:
     for (size_t i = 0; i < n; i++)
         vega_sock_close(ls[i].sock);
+    vega_dns_resolver_free(srv.dns);
     return NULL;
 }
 
@@ -356,5 +405,6 @@ int main(int argc, char **argv)
         m.code = CLI_EXIT_NET;
     }
     vega_rt_free(rt);
+    free(o.users);
     return m.code;
 }

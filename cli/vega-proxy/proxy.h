@@ -13,8 +13,12 @@
 
 #include "cli.h"
 
-#define PROXY_MAX_LISTEN 16 /* -l given at most this often */
-#define PROXY_MAX_ALLOW  64 /* --allow given at most this often */
+#define PROXY_MAX_LISTEN  16    /* -l given at most this often */
+#define PROXY_MAX_ALLOW   64    /* --allow given at most this often */
+#define PROXY_MAX_DENY    64    /* --deny-dest given at most this often */
+#define PROXY_MAX_PORTS   16    /* port ranges in one --deny-dest */
+#define PROXY_MAX_USERS   10000 /* lines of a --users file */
+#define PROXY_MAX_USERS_S "10000"
 
 /* An address range (CIDR). */
 struct cidr {
@@ -23,17 +27,34 @@ struct cidr {
     unsigned bits;
 };
 
+/* A --deny-dest rule: an address range, and ports (none listed: all). */
+struct deny_rule {
+    struct cidr net;
+    uint16_t lo[PROXY_MAX_PORTS], hi[PROXY_MAX_PORTS];
+    size_t nports;
+};
+
+/* One user who may use the proxy. */
+struct proxy_user {
+    char user[VEGA_PROXY_MAX_CRED + 1], password[VEGA_PROXY_MAX_CRED + 1];
+};
+
 struct proxy_opts {
     const char *listen[PROXY_MAX_LISTEN];
     size_t nlisten;
     struct cidr allow[PROXY_MAX_ALLOW];
     size_t nallow;
-    const char *user, *password; /* -u/-P: required from every client when set */
-    uint64_t connect_ns;         /* --connect-timeout */
-    uint64_t idle_ns;            /* --idle-timeout (also bounds a handshake) */
-    uint64_t grace_ns;           /* --grace: how long SIGTERM lets tunnels finish */
-    uint64_t max_conns;          /* --max-conns */
-    size_t max_head;             /* --max-head: an HTTP request head */
+    struct deny_rule deny[PROXY_MAX_DENY]; /* --deny-dest: destinations refused */
+    size_t ndeny;
+    const char *user, *password; /* -u/-P: one user */
+    const char *users_file;      /* --users */
+    struct proxy_user *users;    /* -u/-P or --users: credentials required when nusers > 0 */
+    size_t nusers, users_cap;
+    uint64_t connect_ns; /* --connect-timeout */
+    uint64_t idle_ns;    /* --idle-timeout (also bounds a handshake) */
+    uint64_t grace_ns;   /* --grace: how long SIGTERM lets tunnels finish */
+    uint64_t max_conns;  /* --max-conns */
+    size_t max_head;     /* --max-head: an HTTP request head */
     unsigned workers;
     vega_driver_kind driver;
     bool quiet;
@@ -43,6 +64,7 @@ struct proxy_opts {
 /* Shared by the acceptors and the tunnels. */
 struct proxy_server {
     const struct proxy_opts *o;
+    vega_dns_resolver *dns; /* names in UDP datagrams (one cache for all associations) */
     vega_group *tunnels;
     atomic_uint_fast64_t live, total;
 };
@@ -55,9 +77,42 @@ struct tunnel_arg {
 };
 void *tunnel_main(void *arg);
 
+/* What a UDP association did, for the log line. */
+struct udp_report {
+    char relay[VEGA_ADDR_STRLEN]; /* the relay's address given to the client */
+    uint64_t up, down;            /* payload bytes client -> destinations, and back */
+    uint64_t dropped;             /* datagrams dropped (wrong source, fragments, denied, ...) */
+    const char *result;           /* ok, idle-timeout, stopped, reset, error */
+};
+
+/* Serves a SOCKS5 UDP ASSOCIATE (udp.c) whose request arrived on control (borrowed): sends the
+ * reply (X'00' with the relay's address, or X'01'), relays datagrams until control closes,
+ * fails or idles out, and fills *rep. declared: the request's DST (the client's source port, if
+ * not 0). dl bounds the reply. Returns 0 or an error (no relay could be opened, the reply could
+ * not be sent). Context: the client's task. */
+int udp_associate(struct udp_report *rep, struct proxy_server *srv, vega_sock *control,
+                  const vega_proxy_addr *declared, vega_deadline dl);
+
+/* Reads a --users file (users.c) into o->users; errors go to stderr with the line number, a
+ * file others may read gets a warning. Returns 0 or an error. */
+int users_load(struct proxy_opts *o, const char *path);
+/* Makes -u/-P the only user. Returns 0 or -ENOMEM. */
+int users_single(struct proxy_opts *o, const char *user, const char *password);
+/* True when user and pass (NUL-terminated) are one of o->users. */
+bool creds_ok(const struct proxy_opts *o, const char *user, const char *pass);
+
 /* CIDR parsing and matching (acl.c). */
 int cidr_parse(const char *s, struct cidr *out);
 bool cidr_match(const struct cidr *c, const vega_addr *a);
 bool addr_is_loopback(const vega_addr *a);
+/* Parses CIDR[:PORTS] ("10.0.0.0/8", "127.0.0.1:22,8000-8999", "[fd00::/8]:53", "::1").
+ * Returns 0 or -EINVAL. */
+int deny_parse(const char *s, struct deny_rule *out);
+/* False when a --deny-dest rule matches a (address and port). */
+bool dest_allowed(const struct proxy_opts *o, const vega_addr *a);
+/* True when a and b have the same IP (an IPv4-mapped IPv6 address as IPv4); ports aside. */
+bool addr_same_ip(const vega_addr *a, const vega_addr *b);
+/* a as a SOCKS address (an IPv4-mapped IPv6 address as IPv4). */
+void proxy_addr_from(const vega_addr *a, vega_proxy_addr *out);
 
 #endif

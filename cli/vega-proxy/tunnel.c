@@ -29,6 +29,7 @@ struct tunnel {
     vega_tstamp start;
     _Atomic vega_tstamp last; /* the last time bytes moved either way (idle timeout) */
     bool up_failed;           /* the client -> destination direction ended in an error */
+    bool finished;            /* the handshake served the client wholly (UDP ASSOCIATE) */
     uint8_t *hs;              /* HS_BUF bytes */
     size_t hs_len;
 };
@@ -77,6 +78,8 @@ static const char *connect_result(int err)
     case VEGA_ERR_DNS_NO_ADDRESS:
     case VEGA_ERR_DNS_SERVER:
         return "unknown-host";
+    case -EACCES:
+        return "denied";
     default:
         return "error";
     }
@@ -96,15 +99,33 @@ static uint8_t socks5_rep(int err)
         return 4; /* Host unreachable */
     case -ECONNREFUSED:
         return 5; /* Connection refused */
+    case -EACCES:
+        return 2; /* connection not allowed by ruleset */
     default:
         return 1; /* general SOCKS server failure */
     }
 }
 
-/* The HTTP status for a connect error: 504 for a timeout, 502 else. */
+/* The HTTP status for a connect error: 504 for a timeout, 403 for --deny-dest, 502 else. */
 static int http_status(int err)
 {
-    return err == -ETIMEDOUT ? 504 : 502;
+    return err == -ETIMEDOUT ? 504 : err == -EACCES ? 403 : 502;
+}
+
+/* --deny-dest before connecting: host is refused when any of its addresses is (the first 16),
+ * so that a name cannot reach a denied address by Happy Eyeballs' choice. Returns 0, -EACCES or
+ * a resolver error. */
+static int dest_check(struct tunnel *t, const char *host, uint16_t port, vega_deadline dl)
+{
+    vega_addr addrs[16];
+    size_t n = 0;
+    int r = vega_dns_lookup(t->srv->dns, host, AF_UNSPEC, addrs, 16, &n, dl);
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        vega_addr_set_port(&addrs[i], port);
+        if (!dest_allowed(t->o, &addrs[i]))
+            r = -EACCES;
+    }
+    return r;
 }
 
 /* Connects to host:port (Happy Eyeballs, the connect timeout). */
@@ -114,7 +135,16 @@ static int dest_connect(struct tunnel *t, const char *host, uint16_t port, bool 
              (unsigned)port);
     vega_deadline dl =
         t->o->connect_ns ? vega_deadline_in_ns(t->o->connect_ns) : VEGA_DEADLINE_NEVER;
-    int r = vega_tcp_connect_host(&t->dest, NULL, host, port, NULL, dl);
+    int r = t->o->ndeny ? dest_check(t, host, port, dl) : 0;
+    if (r == 0)
+        r = vega_tcp_connect_host(&t->dest, t->srv->dns, host, port, NULL, dl);
+    /* the name may have resolved anew (its TTL ran out): the address connected to decides */
+    vega_addr peer;
+    if (r == 0 && t->o->ndeny && vega_sock_peer_addr(t->dest, &peer) == 0 &&
+        !dest_allowed(t->o, &peer)) {
+        vega_sock_abort(t->dest);
+        r = -EACCES;
+    }
     if (r < 0) {
         t->dest = NULL;
         t->result = connect_result(r);
@@ -123,18 +153,6 @@ static int dest_connect(struct tunnel *t, const char *host, uint16_t port, bool 
     }
     vega_sock_set_nodelay(t->dest, true);
     return 0;
-}
-
-static bool creds_ok(const struct proxy_opts *o, const char *user, const char *pass)
-{
-    /* the comparison's time does not depend on where the strings differ */
-    size_t ul = strlen(o->user), pl = strlen(o->password);
-    unsigned diff = (unsigned)(strlen(user) ^ ul) | (unsigned)(strlen(pass) ^ pl);
-    for (size_t i = 0; i < ul; i++)
-        diff |= (unsigned char)(user[i] ^ o->user[i]);
-    for (size_t i = 0; i < pl; i++)
-        diff |= (unsigned char)(pass[i] ^ o->password[i]);
-    return diff == 0;
 }
 
 /* A SOCKS destination as a host string for the resolver. */
@@ -179,7 +197,7 @@ static int do_socks5(struct tunnel *t, vega_deadline dl)
     }
     hs_consume(t, (size_t)n);
     /* RFC 1928 §3: choose one of the methods offered, or X'FF' */
-    uint8_t method = t->o->user                                        ? VEGA_PROXY_METHOD_USERPASS
+    uint8_t method = t->o->nusers                                      ? VEGA_PROXY_METHOD_USERPASS
                      : (offered & (1u << VEGA_PROXY_METHOD_NONE)) != 0 ? VEGA_PROXY_METHOD_NONE
                                                                        : 0xFF;
     if (!(offered & (1u << method)))
@@ -230,8 +248,20 @@ static int do_socks5(struct tunnel *t, vega_deadline dl)
              req.command == 1   ? "CONNECT"
              : req.command == 2 ? "BIND"
                                 : "UDP");
+    if (req.command == VEGA_PROXY_CMD_UDP_ASSOCIATE) {
+        struct udp_report rep = {.result = NULL};
+        r = udp_associate(&rep, t->srv, t->client, &req.dst, dl);
+        snprintf(t->dest_name, sizeof t->dest_name, "%s", rep.relay[0] ? rep.relay : "-");
+        t->up = rep.up;
+        t->down = rep.down;
+        t->result = rep.result;
+        if (rep.dropped)
+            cli_log(1, "%s: udp: %llu datagrams dropped", t->peer, (unsigned long long)rep.dropped);
+        t->finished = true;
+        return r;
+    }
     if (req.command != VEGA_PROXY_CMD_CONNECT) {
-        /* X'07' Command not supported (BIND and UDP ASSOCIATE are not served) */
+        /* X'07' Command not supported (BIND is not served) */
         vega_ssize w = vega_proxy_socks5_reply_write(out, sizeof out, 7, NULL);
         send_all(t->client, out, (size_t)w, dl);
         t->result = "unsupported";
@@ -274,7 +304,7 @@ static int do_socks4(struct tunnel *t, vega_deadline dl)
     snprintf(t->user, sizeof t->user, "%s", req.userid);
     snprintf(t->method, sizeof t->method, "%s", req.command == 1 ? "CONNECT" : "BIND");
     int r = 0;
-    if (t->o->user) {
+    if (t->o->nusers) {
         t->result = "auth-failed";
         r = -EACCES;
     } else if (req.command != 1) {
@@ -320,7 +350,7 @@ static int do_http(struct tunnel *t, vega_deadline dl)
     snprintf(t->method, sizeof t->method, "%s", req.method);
     if (req.auth_basic)
         snprintf(t->user, sizeof t->user, "%s", req.cred.user);
-    if (t->o->user && (!req.auth_basic || !creds_ok(t->o, req.cred.user, req.cred.password))) {
+    if (t->o->nusers && (!req.auth_basic || !creds_ok(t->o, req.cred.user, req.cred.password))) {
         /* RFC 9110 §15.5.8: 407 with a Proxy-Authenticate challenge */
         http_reply(t, 407, dl);
         t->result = "auth-failed";
@@ -423,6 +453,8 @@ static void run(struct tunnel *t)
             t->result = r == -ETIMEDOUT ? "idle-timeout" : r == -ECANCELED ? "stopped" : "error";
         return;
     }
+    if (t->finished)
+        return;
     /* bytes the client sent after its request belong to the tunnel */
     if (t->hs_len) {
         r = send_all(t->dest, t->hs, t->hs_len, dl);
@@ -446,9 +478,13 @@ static void run(struct tunnel *t)
     if (down < 0)
         vega_task_cancel(up);
     void *res = NULL;
-    /* this join cannot be left early: the upstream task uses t */
-    while (vega_task_join(up, &res, VEGA_DEADLINE_NEVER) == -ECANCELED)
+    /* this join cannot be left early: the upstream task uses t. Once this task is cancelled
+     * every join returns at once; the yield lets the upstream task run meanwhile (a spinning
+     * join can keep it off this worker for good) */
+    while (vega_task_join(up, &res, VEGA_DEADLINE_NEVER) == -ECANCELED) {
         vega_task_cancel(up);
+        vega_yield();
+    }
     int upr = (int)(intptr_t)res;
     int err = down < 0 ? down : upr;
     t->result = err == 0            ? "ok"

@@ -54,6 +54,9 @@ closed_port() {
     run "$PROXY" --help
     [ "$status" -eq 0 ]
     [[ "$output" == *"--allow CIDR"* ]]
+    [[ "$output" == *"--deny-dest CIDR[:PORTS]"* ]]
+    [[ "$output" == *"--users FILE"* ]]
+    [[ "$output" == *"UDP ASSOCIATE"* ]]
     [[ "$output" == *"Examples:"* ]]
     run "$PROXY" --version
     [ "$status" -eq 0 ]
@@ -182,11 +185,124 @@ closed_port() {
     grep -E 'socks5 CONNECT 127\.0\.0\.1:[0-9]+ up=11 down=11 .*result=ok' "$T/proxy.log"
 }
 
-@test "SIGTERM stops accepting and exits 0" {
-    proxy
+@test "SOCKS5 UDP ASSOCIATE relays datagrams to a UDP echo; strangers and fragments dropped" {
+    local ECHO PY EP
+    ECHO="$(vega_bin vega-echo)"
+    PY="$(command -p -v python3)"
+    start_bg "$T/echo.log" "$ECHO" -u -l 127.0.0.1:0
+    wait_for_line "$T/echo.log" 'listening on udp 127\.0\.0\.1:[0-9]+' 10
+    EP="$(sed -n 's/.*listening on udp 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/echo.log" | head -1)"
+    proxy -v -u alice -P s3cret
+    # the client: by IP and by name, 40 KiB, then a datagram from another port, one from
+    # another IP and a fragment (all dropped), then the control connection's close ends it
+    run timeout 30 "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" "$PX" "$EP" alice:s3cret
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = ok ]
+    wait_for_line "$T/proxy.log" 'user=alice socks5 UDP 127\.0\.0\.1:[0-9]+ up=40971 down=40971 .*result=ok' 5
+    # three dropped, and the probes for the closed relay may add more
+    grep -E 'udp: ([3-9]|[1-9][0-9]+) datagrams dropped' "$T/proxy.log"
+}
+
+@test "an idle UDP association ends after --idle-timeout" {
+    local PY
+    PY="$(command -p -v python3)"
+    proxy -i 200ms
+    run timeout 20 "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" --idle "$PX"
+    [ "$status" -eq 0 ]
+    [ "$output" = closed ]
+    wait_for_line "$T/proxy.log" 'socks5 UDP 127\.0\.0\.1:[0-9]+ up=0 down=0 .*result=idle-timeout' 5
+}
+
+@test "--deny-dest: SOCKS5 REP 2, SOCKS4 91, HTTP 403, UDP datagrams dropped; other ports pass" {
+    local ECHO PY EP
+    ECHO="$(vega_bin vega-echo)"
+    PY="$(command -p -v python3)"
+    local bad
+    for bad in 10.0.0.0/8:0 10.0.0.0/8:9-1 10.0.0.0/8:80, '[::1]:' fd00::/8:53 10.0.0.0/33 host:80; do
+        run "$PROXY" --deny-dest "$bad"
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"not CIDR[:PORTS]"* ]]
+    done
+    origin
+    start_bg "$T/echo.log" "$ECHO" -u -l 127.0.0.1:0
+    wait_for_line "$T/echo.log" 'listening on udp 127\.0\.0\.1:[0-9]+' 10
+    EP="$(sed -n 's/.*listening on udp 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/echo.log" | head -1)"
+    proxy -vv --deny-dest "127.0.0.0/8:1-2,$OP" --deny-dest 127.0.0.2 --deny-dest '[::1]'
+    local u="http://127.0.0.1:$OP/index.html"
+    run curl -sS --socks5 "127.0.0.1:$PX" "$u"
+    [ "$status" -eq 97 ]
+    [[ "$output" == *"(2)"* ]] # REP X'02' connection not allowed by ruleset
+    # a name is refused when one of its addresses is
+    run curl -sS --socks5-hostname "127.0.0.1:$PX" "http://localhost:$OP/index.html"
+    [ "$status" -eq 97 ]
+    run curl -sS --socks4 "127.0.0.1:$PX" "$u"
+    [ "$status" -eq 97 ]
+    run curl -s -o /dev/null -w '%{http_connect}' -p -x "http://127.0.0.1:$PX" "$u"
+    [ "$output" = 403 ]
+    run curl -s -o /dev/null -w '%{http_code}' -x "http://127.0.0.1:$PX" "$u"
+    [ "$output" = 403 ]
+    grep -E "socks5 CONNECT 127\.0\.0\.1:$OP .*result=denied" "$T/proxy.log"
+    grep -E "http GET 127\.0\.0\.1:$OP .*result=denied" "$T/proxy.log"
+    # UDP: 127.0.0.2 is refused, 127.0.0.1 on the echo's port is not
+    run timeout 30 "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" --deny "$PX" "$EP" 127.0.0.2
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = ok ]
+    grep -E "udp: datagram to 127\.0\.0\.2 port $EP dropped: " "$T/proxy.log"
+}
+
+@test "--users FILE: each listed user gets through SOCKS5 and HTTP; bad files stop the start" {
+    printf 'alice:x\n# a comment\nbob\n' >"$T/bad.users"
+    chmod 600 "$T/bad.users"
+    run "$PROXY" --users "$T/bad.users"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"bad.users: line 3: not user:password"* ]]
+    printf 'alice:x\nalice:y\n' >"$T/dup.users"
+    run "$PROXY" --users "$T/dup.users"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"line 2: this user is listed twice"* ]]
+    run "$PROXY" --users "$T/dup.users" -u alice -P x
+    [ "$status" -eq 2 ]
+    origin
+    printf '# who may use the proxy\nalice:s3cret\n\nbob:pa:ss\n' >"$T/users"
+    chmod 644 "$T/users"
+    proxy --users "$T/users"
+    grep -E 'users: warning: readable by everyone \(mode 0644\)' "$T/proxy.log"
+    local u="http://127.0.0.1:$OP/index.html"
+    run curl -sS --socks5 "127.0.0.1:$PX" --proxy-user alice:s3cret "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+    # the password is what follows the first ':'
+    run curl -sS --socks5-hostname "127.0.0.1:$PX" --proxy-user bob:pa:ss "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+    run curl -sS -x "http://127.0.0.1:$PX" --proxy-user bob:pa:ss "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+    # one user's password does not open another's account
+    run curl -sS --socks5 "127.0.0.1:$PX" --proxy-user bob:s3cret "$u"
+    [ "$status" -eq 97 ]
+    run curl -s -o /dev/null -w '%{http_code}' -x "http://127.0.0.1:$PX" --proxy-user alice:pa:ss "$u"
+    [ "$output" = 407 ]
+    grep -E 'user=bob socks5 .*result=auth-failed' "$T/proxy.log"
+}
+
+@test "SIGTERM stops accepting and exits 0; --grace 0 stops an open UDP association" {
+    local ECHO PY EP
+    ECHO="$(vega_bin vega-echo)"
+    PY="$(command -p -v python3)"
+    start_bg "$T/echo.log" "$ECHO" -u -l 127.0.0.1:0
+    wait_for_line "$T/echo.log" 'listening on udp 127\.0\.0\.1:[0-9]+' 10
+    EP="$(sed -n 's/.*listening on udp 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/echo.log" | head -1)"
+    proxy --grace 0
+    start_bg "$T/hold.log" "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" --hold "$PX" "$EP"
+    wait_for_line "$T/hold.log" '^held$' 10
     kill -TERM "$PX_PID"
     wait_pid_exit "$PX_PID" 15
     [ "$BG_STATUS" -eq 0 ]
     run curl -sS --socks5 "127.0.0.1:$PX" http://127.0.0.1:1/
     [ "$status" -eq 7 ]
+    grep -E 'socks5 UDP 127\.0\.0\.1:[0-9]+ up=4 down=4 .*result=stopped' "$T/proxy.log"
+    wait_for_line "$T/hold.log" '^closed$' 10
 }
