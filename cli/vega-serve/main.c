@@ -73,6 +73,13 @@ static const char usage_text[] =
     "  -v, --verbose           more messages; without --access-log, the access log on stderr\n"
     "  -q, --quiet             no start-up lines\n"
     "\n"
+    "Metrics:\n"
+    "      --metrics ADDR:PORT  Prometheus metrics of the server and the runtime at\n"
+    "                          http://ADDR:PORT/metrics (plain HTTP, a listener of its own;\n"
+    "                          ':PORT' is 127.0.0.1; port 0 picks a free one, shown at start)\n"
+    "      --metrics-public    allow a --metrics address that is not loopback (by default\n"
+    "                          refused: the counters would be public)\n"
+    "\n"
     "Runtime:\n"
     "      --workers N         worker threads (default: the CPUs)\n"
     "      --driver NAME       I/O driver: uring or epoll (default: $VEGA_DRIVER, else uring\n"
@@ -84,7 +91,8 @@ static const char usage_text[] =
     "\n"
     "SIGINT and SIGTERM stop it gracefully (requests in progress get up to 5 s) with exit 0.\n"
     "Exit codes: 0 success, 1 cannot listen (or another network error), 2 usage error (also a\n"
-    "DIR that is not a directory, an unusable certificate, an access log that cannot be opened).\n"
+    "DIR that is not a directory, an unusable certificate, an access log that cannot be opened,\n"
+    "a --metrics address that is not loopback without --metrics-public).\n"
     "\n"
     "Examples:\n"
     "  vega-serve                          the current directory on http://127.0.0.1:8080/\n"
@@ -95,7 +103,8 @@ static const char usage_text[] =
     "                                      --http3 -k)\n"
     "  vega-serve --h2c .                  cleartext HTTP/2 too (h2load http://...)\n"
     "  vega-serve -p 0 --access-log - .    a free port, access log on stdout\n"
-    "  vega-serve -H 'Cache-Control: max-age=60' --no-listing dist\n";
+    "  vega-serve -H 'Cache-Control: max-age=60' --no-listing dist\n"
+    "  vega-serve --metrics :9100 .        Prometheus metrics on http://127.0.0.1:9100/metrics\n";
 
 enum {
     OPT_VERSION = 256,
@@ -124,6 +133,8 @@ enum {
     OPT_H2C,
     OPT_TLS_CIPHERS,
     OPT_WS_ECHO,
+    OPT_METRICS,
+    OPT_METRICS_PUBLIC,
 };
 
 static const struct option long_opts[] = {
@@ -160,6 +171,8 @@ static const struct option long_opts[] = {
     {"cache-size", required_argument, NULL, OPT_CACHE_SIZE},
     {"cache-max-file", required_argument, NULL, OPT_CACHE_MAX_FILE},
     {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+    {"metrics", required_argument, NULL, OPT_METRICS},
+    {"metrics-public", no_argument, NULL, OPT_METRICS_PUBLIC},
     {NULL, 0, NULL, 0},
 };
 
@@ -209,6 +222,26 @@ static void add_listen(const char *spec)
         snprintf(l->host, sizeof(l->host), "0.0.0.0");
     l->spec = spec;
     serve_o.nlisten++;
+}
+
+/* --metrics ADDR:PORT, where ":PORT" alone is loopback (the safe default). */
+static void set_metrics(const char *spec)
+{
+    char *host = serve_o.metrics_host, *port = serve_o.metrics_port;
+    size_t hcap = sizeof serve_o.metrics_host, pcap = sizeof serve_o.metrics_port;
+    int r;
+    if (spec[0] == ':') {
+        size_t pl = strlen(spec + 1);
+        r = cli_is_port(spec + 1) && pl < pcap ? 0 : -1;
+        snprintf(host, hcap, "127.0.0.1");
+        if (r == 0)
+            memcpy(port, spec + 1, pl + 1);
+    } else {
+        r = cli_split_hostport(spec, host, hcap, port, pcap);
+    }
+    if (r < 0)
+        cli_usage_error("--metrics: expected ADDR:PORT, got '%s'", spec);
+    serve_o.metrics = spec;
 }
 
 static void parse_args(int argc, char **argv)
@@ -347,6 +380,12 @@ static void parse_args(int argc, char **argv)
                 cli_usage_error("--max-conns: expected 1..10000000, got '%s'", optarg);
             max_conns = (size_t)v;
             break;
+        case OPT_METRICS:
+            set_metrics(optarg);
+            break;
+        case OPT_METRICS_PUBLIC:
+            serve_o.metrics_public = true;
+            break;
         case ':':
             cli_usage_error("option '%s' needs a value", argv[optind - 1]);
         default:
@@ -360,6 +399,8 @@ static void parse_args(int argc, char **argv)
         serve_o.http3 = false; /* QUIC is TLS: nothing to serve it with */
     if (serve_o.key && !serve_o.cert)
         cli_usage_error("--key needs --cert");
+    if (serve_o.metrics_public && !serve_o.metrics)
+        cli_usage_error("--metrics-public needs --metrics");
     int n = argc - optind;
     char **a = argv + optind;
     if (n > 2)
@@ -799,7 +840,11 @@ static void *main_task(void *arg)
         serve_cache_stop();
         return NULL;
     }
-    r = listen_all(srv);
+    /* the metrics address first: a refused one stops us before anything listens */
+    struct serve_metrics metrics;
+    r = serve_metrics_start(srv, &metrics);
+    if (r == 0 && (r = listen_all(srv)) != 0)
+        serve_metrics_stop(&metrics);
     if (r != 0) {
         *code = r;
         vega_http_server_free(srv);
@@ -811,6 +856,7 @@ static void *main_task(void *arg)
     r = vega_task_spawn(&stopper, stop_main, &st);
     if (r < 0) {
         cli_err_code("spawn", r);
+        serve_metrics_stop(&metrics);
         vega_http_server_free(srv);
         serve_cache_stop();
         return NULL;
@@ -818,6 +864,7 @@ static void *main_task(void *arg)
     r = vega_http_server_run(srv);
     vega_task_cancel(stopper);
     vega_task_join(stopper, NULL, VEGA_DEADLINE_NEVER);
+    serve_metrics_stop(&metrics); /* it reads srv: stopped before srv is freed */
     if (r < 0)
         cli_err_code("server", r);
     else

@@ -76,6 +76,9 @@ struct serve_opts {
     int log_fd;             /* -1: none */
     enum serve_log_format log_format;
     bool quiet;
+    const char *metrics; /* --metrics ADDR:PORT: the Prometheus listener; NULL: none */
+    char metrics_host[256], metrics_port[16]; /* its parts (":PORT" is 127.0.0.1) */
+    bool metrics_public; /* --metrics-public: a metrics address that is not loopback */
 
     sigset_t stop_signals;
 };
@@ -93,6 +96,22 @@ int serve_open_root(void);
 
 /* The server options for the handler (and the access log when serve_o.log_fd is open). */
 void serve_server_opts(vega_http_server_opts *so);
+
+/* ---- metrics.c ---------------------------------------------------------------------------- */
+
+struct serve_metrics {
+    vega_http_server *srv; /* the metrics listener's server, or NULL */
+    vega_task *task;       /* runs it */
+};
+
+/* --metrics: checks the address (loopback unless --metrics-public), listens, prints
+ * "vega-serve: metrics on http://ADDR:PORT/metrics" and serves srv's and the runtime's metrics
+ * in a task of its own. Without --metrics, m is left empty. Returns 0 or an exit code (after
+ * saying why). Context: inside a task. */
+int serve_metrics_start(vega_http_server *srv, struct serve_metrics *m);
+
+/* Stops and frees what serve_metrics_start made (nothing: a no-op). */
+void serve_metrics_stop(struct serve_metrics *m);
 
 /* ---- handler.c ---------------------------------------------------------------------------- */
 

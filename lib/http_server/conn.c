@@ -550,15 +550,7 @@ static int exchange(struct srv_conn *c)
     }
     if (!x->body.done && !x->broken && !x->want_close && x->keep_alive)
         drain_body(x);
-    if (srv->o.on_log) {
-        vega_http_log_entry e = {
-            .status = x->started ? x->status : 0,
-            .body_bytes = x->body_bytes,
-            .duration_ns = vega_now() - x->req.start,
-            .error = x->error,
-        };
-        srv->o.on_log(srv->o.user, &x->req, &e);
-    }
+    vega__srv_exchange_done(srv, x);
     if (x->broken)
         return x->error ? x->error : -EPIPE;
     if (!x->keep_alive || x->want_close || x->close_delimited || !x->body.done)

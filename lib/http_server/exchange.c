@@ -253,10 +253,8 @@ vega_ssize vega__srv_body_read(struct vega_http_exchange *x, void *buf, size_t l
     }
 }
 
-vega_ssize vega_http_request_read(vega_http_exchange *x, void *buf, size_t len, vega_deadline dl)
+static vega_ssize request_read(vega_http_exchange *x, void *buf, size_t len, vega_deadline dl)
 {
-    if (!x || (!buf && len))
-        return -EINVAL;
     if (x->ops)
         return len ? x->ops->read(x, buf, len, dl) : -EINVAL;
     if (x->body.done)
@@ -272,6 +270,16 @@ vega_ssize vega_http_request_read(vega_http_exchange *x, void *buf, size_t len, 
     }
     return vega__srv_body_read(x, buf, len,
                                dl_min(dl, vega_deadline_in_ns(c->srv->o.body_timeout_ns)));
+}
+
+vega_ssize vega_http_request_read(vega_http_exchange *x, void *buf, size_t len, vega_deadline dl)
+{
+    if (!x || (!buf && len))
+        return -EINVAL;
+    vega_ssize n = request_read(x, buf, len, dl);
+    if (n > 0)
+        x->rx_bytes += (uint64_t)n; /* for the metrics, once the exchange is done */
+    return n;
 }
 
 /* ---- response ------------------------------------------------------------------------------ */

@@ -577,21 +577,6 @@ const struct srv_xops vega__h2s_xops = {
 
 /* ---- the request's task ---------------------------------------------------------------------- */
 
-static void log_exchange(struct h2s_req *r)
-{
-    vega_http_server *srv = r->h->srv;
-    struct vega_http_exchange *x = &r->x;
-    if (!srv->o.on_log)
-        return;
-    vega_http_log_entry e = {
-        .status = x->started ? x->status : 0,
-        .body_bytes = x->body_bytes,
-        .duration_ns = vega_now() - x->req.start,
-        .error = x->error,
-    };
-    srv->o.on_log(srv->o.user, &x->req, &e);
-}
-
 /* The handler is done with the stream (h locked). */
 static void req_end(struct h2s_req *r)
 {
@@ -641,7 +626,7 @@ void *vega__h2s_req_task(void *arg)
     } else if (rc < 0 && !x->error) {
         x->error = rc;
     }
-    log_exchange(r);
+    vega__srv_exchange_done(srv, x);
     vega__h2s_lock(h);
     req_end(r);
     vega_task *self = r->task;

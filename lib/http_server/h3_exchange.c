@@ -707,21 +707,6 @@ vega_quic_ep_conn *vega_http_exchange_quic(const vega_http_exchange *x)
 
 /* ---- the request's task -------------------------------------------------------------------- */
 
-static void log_exchange(struct h3s_req *r)
-{
-    vega_http_server *srv = r->hc->l->srv;
-    struct vega_http_exchange *x = &r->x;
-    if (!srv->o.on_log)
-        return;
-    vega_http_log_entry e = {
-        .status = x->started ? x->status : 0,
-        .body_bytes = x->body_bytes,
-        .duration_ns = vega_now() - x->req.start,
-        .error = x->error,
-    };
-    srv->o.on_log(srv->o.user, &x->req, &e);
-}
-
 /* The end of a request: its stream is done both ways (c locked). */
 static void req_end(struct h3s_req *r)
 {
@@ -766,7 +751,7 @@ static void *req_task(void *arg)
     } else if (rc < 0 && !x->error) {
         x->error = rc;
     }
-    log_exchange(r);
+    vega__srv_exchange_done(srv, x);
     req_end(r);
     vega_task *self = r->task;
     vega__h3s_req_free(r);

@@ -53,6 +53,28 @@ struct srv_shard {
     struct srv_conn *conns;
 } __attribute__((aligned(64)));
 
+/* Per-request counters and the latency histogram (metrics.c), in stripes picked by the
+ * connection's id: workers finishing requests at once mostly touch different cache lines, with
+ * no lock. Each cell is a relaxed atomic; a scrape sums the stripes. */
+#define SRV_METRIC_STRIPES 16
+enum {
+    SRV_PROTO_H1,
+    SRV_PROTO_H2,
+    SRV_PROTO_H3,
+    SRV_NPROTO
+};
+#define SRV_NCLASS      6  /* status classes: none (no response sent), 1xx .. 5xx */
+#define SRV_LAT_BOUNDS  14 /* the histogram's finite bucket bounds; one more bucket is +Inf */
+#define SRV_LAT_BUCKETS (SRV_LAT_BOUNDS + 1)
+
+struct srv_stripe {
+    atomic_uint_fast64_t requests[SRV_NPROTO][SRV_NCLASS];
+    atomic_uint_fast64_t tx_body[SRV_NPROTO]; /* response body bytes */
+    atomic_uint_fast64_t rx_body[SRV_NPROTO]; /* request body bytes the handlers read */
+    atomic_uint_fast64_t lat[SRV_NPROTO][SRV_LAT_BUCKETS]; /* per bucket, not cumulative */
+    atomic_uint_fast64_t lat_sum_ns[SRV_NPROTO];
+} __attribute__((aligned(64)));
+
 struct vega_http_server {
     vega_http_server_opts o;
     void *alloc_base; /* what o.mem gave: the struct is aligned to 64 bytes inside it */
@@ -82,6 +104,8 @@ struct vega_http_server {
     atomic_uint_fast64_t next_id;
     atomic_uint_fast64_t conns_accepted, conns_refused, conns_open, conns_parked;
     atomic_uint_fast64_t requests, bad_requests, timeouts;
+    atomic_uint_fast64_t tls_ok, tls_failed; /* TLS handshakes on TCP (not QUIC's) */
+    struct srv_stripe stripes[SRV_METRIC_STRIPES];
 };
 
 struct srv_active;
@@ -110,6 +134,7 @@ struct srv_conn {
     vega_sock *sock;              /* NULL when served over a caller's stream */
     vega_stream *stream;          /* over sock (borrowed) or the caller's; TLS when tls */
     bool tls;
+    bool tls_counted;    /* the handshake's outcome went into the metrics */
     bool head_started;   /* a byte of the next head came (blank lines count) */
     uint8_t blank_lines; /* CR and LF bytes skipped before the next request line */
     uint64_t id;
@@ -176,6 +201,7 @@ struct vega_http_exchange {
     uint64_t length;     /* announced response length or VEGA_HTTP_LENGTH_UNKNOWN */
     uint64_t written;    /* response body bytes accepted from the handler */
     uint64_t body_bytes; /* for the log */
+    uint64_t rx_bytes;   /* request body bytes the handler read (metrics) */
     int error;
 };
 
@@ -197,12 +223,18 @@ struct srv_active {
     vega_http_field field_store[]; /* max_fields */
 };
 
+/* metrics.c: counts the TLS handshake of c as done or failed once a read tells (n: what the
+ * read returned). */
+void vega__srv_count_tls(struct srv_conn *c, vega_ssize n);
+
 /* Reads from the connection, noting whether the socket was left empty. A park's wake is an
  * edge: bytes that were already there when it armed would never wake it. */
 static inline vega_ssize vega__srv_read(struct srv_conn *c, void *buf, size_t len, vega_deadline dl)
 {
     vega_ssize n = vega_stream_read(c->stream, buf, len, dl);
     c->drained = (n > 0 && (size_t)n < len) || n == -ETIMEDOUT;
+    if (c->tls && !c->tls_counted)
+        vega__srv_count_tls(c, n);
     return n;
 }
 
@@ -223,6 +255,10 @@ int vega__srv_write_error(struct srv_conn *c, int status);
 vega_ssize vega__srv_body_read(struct vega_http_exchange *x, void *buf, size_t len,
                                vega_deadline dl);
 bool vega__srv_head_complete(const uint8_t *p, size_t len);
+
+/* metrics.c: counts the finished exchange x (status class, bytes, latency) and hands it to
+ * on_log. Called once per exchange that reached the handler, after its response ended. */
+void vega__srv_exchange_done(vega_http_server *srv, struct vega_http_exchange *x);
 
 /* date.c: "Date: <IMF-fixdate>\r\n" for this second, formatted once per second per thread. */
 const char *vega__srv_date_line(void);

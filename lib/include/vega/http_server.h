@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <vega/err.h>
 #include <vega/export.h>
@@ -300,6 +301,30 @@ typedef struct vega_http_server_stats {
 
 /* Fills st (a consistent-enough snapshot). Context: any thread. Since 0.1. */
 VEGA_API void vega_http_server_get_stats(const vega_http_server *srv, vega_http_server_stats *st);
+
+/*
+ * Writes the server's metrics to out in the Prometheus text exposition format 0.0.4 (serve it
+ * with "Content-Type: text/plain; version=0.0.4; charset=utf-8"), each family with its # HELP
+ * and # TYPE lines:
+ *   vega_http_server_requests_total{proto,code}          counter: requests that reached the
+ *       handler; proto "http1" (1.0 and 1.1), "h2" or "h3"; code "1xx".."5xx", or "none" when
+ *       no response could be sent
+ *   vega_http_server_response_body_bytes_total{proto}    counter
+ *   vega_http_server_request_body_bytes_total{proto}     counter: what the handlers read
+ *   vega_http_server_request_duration_seconds{proto}     histogram: from the complete request
+ *       head to the end of the response; buckets 0.5 ms, 1, 2.5, 5, 10, 25, 50, 100, 250,
+ *       500 ms, 1, 2.5, 5, 10 s, +Inf
+ *   vega_http_server_connections_{accepted,refused}_total, _connections_{open,parked},
+ *   vega_http_server_{bad_requests,timeouts}_total       as vega_http_server_stats (TCP)
+ *   vega_http_server_tls_handshakes_total{result}        counter: "ok" or "failed" (TCP's TLS)
+ * Requests are counted after their response ended, with relaxed atomics in stripes (no lock
+ * on the request path): each value is exact, the whole is not one snapshot. QUIC's own
+ * counters are vega_quic_endpoint_get_stats'. out: borrowed.
+ * Returns 0; -EINVAL (srv or out NULL); -EIO (writing to out failed).
+ * Context: any thread; never suspends itself (a FILE that blocks would: give it a memory
+ * stream). Since 0.1.
+ */
+VEGA_API int vega_http_server_metrics_prometheus(const vega_http_server *srv, FILE *out);
 
 /* Frees srv; it must not be running (shut down and vega_http_server_run returned). NULL: no-op. */
 VEGA_API void vega_http_server_free(vega_http_server *srv);

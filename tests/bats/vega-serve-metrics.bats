@@ -1,0 +1,105 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# vega-serve --metrics: the Prometheus listener. curl makes requests over HTTP/1.1 and
+# cleartext HTTP/2; the scrape is parsed by the real Prometheus parser (Debian's
+# python3-prometheus-client, in vega-serve-metrics.py), and the counters must move by exactly
+# the requests made, status classes and histograms included. A metrics address that is not
+# loopback is refused without --metrics-public. Loopback only, ephemeral ports.
+
+load helpers
+
+PY=/usr/bin/python3 # Debian's, with python3-prometheus-client (the first python3 on PATH may be another)
+
+setup() {
+    SERVE="$(vega_bin vega-serve)"
+    T="$BATS_TEST_TMPDIR"
+    mkdir -p "$T/root"
+    printf 'hello world\n' >"$T/root/hello.txt"
+    CHECK=("$PY" "$BATS_TEST_DIRNAME/vega-serve-metrics.py")
+}
+
+teardown() {
+    stop_bg_all
+}
+
+# serve ARGS...: vega-serve on free ports with --metrics; sets URL and MURL.
+serve() {
+    start_bg "$T/serve.log" "$SERVE" -p 0 --metrics 127.0.0.1:0 "$@" "$T/root"
+    wait_for_line "$T/serve.log" 'metrics on http://'
+    local p m
+    p="$(sed -nE 's/.*listening on [0-9.]+:([0-9]+)$/\1/p' "$T/serve.log" | head -n1)"
+    m="$(sed -nE 's|.*metrics on (http://[0-9.]+:[0-9]+/metrics)$|\1|p' "$T/serve.log" | head -n1)"
+    [ -n "$p" ] && [ -n "$m" ]
+    URL="http://127.0.0.1:$p" MURL="$m"
+}
+
+@test "counters move by exactly the requests made, over HTTP/1.1 and h2c" {
+    "$PY" -c 'from prometheus_client.parser import text_string_to_metric_families' 2>/dev/null ||
+        skip "python3-prometheus-client is not installed"
+    serve --h2c
+    run "${CHECK[@]}" snapshot "$MURL" "$T/before.json"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    for _ in 1 2 3; do
+        curl -sS -f -o /dev/null "$URL/hello.txt"
+    done
+    run curl -sS -o /dev/null -w '%{http_code}' "$URL/missing.txt"
+    [ "$output" = 404 ]
+    for _ in 1 2; do
+        curl -sS -f --http2-prior-knowledge -o /dev/null "$URL/hello.txt"
+    done
+    run "${CHECK[@]}" expect "$MURL" "$T/before.json" \
+        'vega_http_server_requests_total{code="2xx",proto="http1"}=3' \
+        'vega_http_server_requests_total{code="4xx",proto="http1"}=1' \
+        'vega_http_server_requests_total{code="2xx",proto="h2"}=2' \
+        'vega_http_server_request_duration_seconds_count{proto="http1"}=4' \
+        'vega_http_server_request_duration_seconds_bucket{le="+Inf",proto="http1"}=4' \
+        'vega_http_server_request_duration_seconds_count{proto="h2"}=2' \
+        'vega_http_server_response_body_bytes_total{proto="h2"}=24' \
+        'vega_http_server_connections_accepted_total=6' \
+        'vega_http_server_tls_handshakes_total{result="ok"}=0'
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+}
+
+@test "TLS handshakes: one done, one failed (plain HTTP to the TLS port)" {
+    "$PY" -c 'from prometheus_client.parser import text_string_to_metric_families' 2>/dev/null ||
+        skip "python3-prometheus-client is not installed"
+    serve --tls --no-http3
+    run "${CHECK[@]}" snapshot "$MURL" "$T/before.json"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    curl -sS -f -k -o /dev/null "https://${URL#http://}/hello.txt"
+    run curl -sS -o /dev/null "$URL/hello.txt"
+    [ "$status" -ne 0 ]
+    run "${CHECK[@]}" expect "$MURL" "$T/before.json" \
+        'vega_http_server_tls_handshakes_total{result="ok"}=1' \
+        'vega_http_server_tls_handshakes_total{result="failed"}=1' \
+        'vega_http_server_requests_total{code="2xx",proto="h2"}=1' \
+        'vega_http_server_request_duration_seconds_count{proto="h2"}=1'
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+}
+
+@test "only GET /metrics; the runtime's metrics are there too" {
+    serve
+    run curl -sS -o /dev/null -w '%{http_code}' "$MURL/x"
+    [ "$output" = 404 ]
+    run curl -sS -o /dev/null -w '%{http_code}' -X POST "$MURL"
+    [ "$output" = 405 ]
+    run curl -sS "$MURL"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *$'\n# TYPE vega_rt_workers gauge\n'* ]]
+    [[ "$output" == *$'\n# TYPE vega_http_server_request_duration_seconds histogram\n'* ]]
+}
+
+@test "a metrics address that is not loopback is refused without --metrics-public" {
+    run "$SERVE" -p 0 --metrics 0.0.0.0:0 "$T/root"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"0.0.0.0:0 is not a loopback address"*"--metrics-public"* ]]
+    run "$SERVE" -p 0 --metrics-public "$T/root"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--metrics-public needs --metrics"* ]]
+    run "$SERVE" -p 0 --metrics 127.0.0.1 "$T/root"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"expected ADDR:PORT"* ]]
+    # allowed when asked for
+    start_bg "$T/pub.log" "$SERVE" -p 0 --metrics 0.0.0.0:0 --metrics-public "$T/root"
+    wait_for_line "$T/pub.log" 'metrics on http://0\.0\.0\.0:[0-9]+/metrics'
+}
