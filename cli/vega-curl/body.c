@@ -72,10 +72,11 @@ static char *read_file(const struct curl_opts *o, const char *path, size_t *len)
     return buf;
 }
 
-/* Appends '&' (after the first part) and a. */
-static void data_append(struct curl_opts *o, const char *a, size_t alen)
+/* Appends '&' (after the first part, when sep) and a. */
+static void data_append(struct curl_opts *o, const char *a, size_t alen, bool sep)
 {
-    size_t need = o->data_len + (o->has_data ? 1 : 0) + alen;
+    sep = sep && o->has_data;
+    size_t need = o->data_len + (sep ? 1 : 0) + alen;
     if (need > CURL_MAX_DATA) {
         curl_fail(o, CE_READ_ERROR, "the request body would exceed 1 GiB (use -T to stream it)");
         exit(CE_READ_ERROR);
@@ -86,7 +87,7 @@ static void data_append(struct curl_opts *o, const char *a, size_t alen)
         exit(CE_OUT_OF_MEMORY);
     }
     o->data = nd;
-    if (o->has_data)
+    if (sep)
         o->data[o->data_len++] = '&';
     if (alen)
         memcpy(o->data + o->data_len, a, alen);
@@ -98,7 +99,7 @@ static void data_append(struct curl_opts *o, const char *a, size_t alen)
 void curl_data_add(struct curl_opts *o, const char *arg, bool at_file, bool strip_newlines)
 {
     if (!(at_file && arg[0] == '@')) {
-        data_append(o, arg, strlen(arg));
+        data_append(o, arg, strlen(arg), true);
         return;
     }
     size_t len;
@@ -111,7 +112,20 @@ void curl_data_add(struct curl_opts *o, const char *arg, bool at_file, bool stri
                 buf[w++] = buf[i];
         len = w;
     }
-    data_append(o, buf, len);
+    data_append(o, buf, len, true);
+    free(buf);
+}
+
+void curl_data_add_json(struct curl_opts *o, const char *arg)
+{
+    o->json = true;
+    if (arg[0] != '@') {
+        data_append(o, arg, strlen(arg), false);
+        return;
+    }
+    size_t len;
+    char *buf = read_file(o, arg + 1, &len);
+    data_append(o, buf, len, false);
     free(buf);
 }
 
@@ -160,7 +174,7 @@ void curl_data_add_urlencoded(struct curl_opts *o, const char *arg)
             enc[n++] = hex[c & 15];
         }
     }
-    data_append(o, enc, n);
+    data_append(o, enc, n, true);
     free(enc);
     free(file);
 }
