@@ -780,7 +780,7 @@ static int check_conditions(struct xfer *x, const vega_http_client_info *in, boo
         *keep = false; /* curl: "just proceed and pretend this is no error" */
         return 0;
     }
-    if (in->status == 416 || vega_http_fields_get(in->fields, "Content-Range", 13))
+    if (in->status == 416 || (in->fields && vega_http_fields_get(in->fields, "Content-Range", 13)))
         return 0;
     if (in->content_length == x->resume_at) {
         if (o->verbose)
