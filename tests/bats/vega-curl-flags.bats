@@ -16,11 +16,14 @@ setup_file() {
     printf '0123456789abcdefghij' >"$w/f.txt"
     touch -d '2020-01-02 03:04:05 UTC' "$w/f.txt"
     seq -f 'line %g of some very repetitive text' 1 2000 >"$w/text.txt"
+    # disown: their end in teardown_file is not a job's end to report
     "$(vega_bin vega-serve)" -p 0 --no-http3 "$w" >"$d/serve.log" 2>&1 3>&- </dev/null &
     echo "$!" >"$d/pids"
+    disown
     command -p python3 -u "$BATS_TEST_DIRNAME/vega-curl-flags.py" >"$d/echo.log" 2>&1 3>&- \
         </dev/null &
     echo "$!" >>"$d/pids"
+    disown
     wait_for_line "$d/serve.log" 'listening on 127\.0\.0\.1:[0-9]+' 10
     wait_for_line "$d/echo.log" 'port [0-9]+' 10
     SPORT="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$d/serve.log" | head -1)"
@@ -206,6 +209,11 @@ heads() {
     [ "$status" -eq 7 ]
     echo "$output" | grep -q 'Problem : connection refused. Will retry in 1 seconds. 1 retries left.'
     [ "$(echo "$output" | grep -c '(7)')" -eq 2 ]
+    # a 404 with -f is not transient, but --retry-all-errors retries anything
+    run vc -S -f --retry 1 --retry-all-errors "http://127.0.0.1:$EPORT/nope"
+    [ "$status" -eq 22 ]
+    echo "$output" | grep -q 'Problem (retrying all errors). Will retry in 1 seconds. 1 retries left.'
+    [ "$(echo "$output" | grep -c '(22)')" -eq 2 ]
 }
 
 @test "--fail-early stops at the first failed URL; --limit-rate, TCP flags keep the body intact" {
