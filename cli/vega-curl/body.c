@@ -230,6 +230,7 @@ int curl_upload_rewind(struct curl_upload *u)
     if (!u->seekable || lseek(u->fd, 0, SEEK_SET) != 0)
         return -ESPIPE;
     u->sent = 0;
+    u->started = 0;
     u->ra_pos = u->ra_len = 0;
     return 0;
 }
@@ -263,9 +264,29 @@ static vega_ssize upload_next(struct curl_upload *u, void *buf, size_t len, vega
     return (vega_ssize)n;
 }
 
+/* --limit-rate: waits until the bytes sent so far are not ahead of the average rate. */
+static void upload_pace(struct curl_upload *u)
+{
+    long double due = (long double)u->sent * VEGA_NS_PER_S / (long double)u->limit_rate;
+    vega_tstamp at =
+        u->started + (due > (long double)(UINT64_MAX / 2) ? UINT64_MAX / 2 : (uint64_t)due);
+    vega_deadline dl = u->dl ? u->dl : VEGA_DEADLINE_NEVER;
+    if (at > vega_now())
+        (void)vega_sleep_until(dl < at ? dl : at);
+}
+
 vega_ssize curl_upload_read(void *user, void *buf, size_t len)
 {
     struct curl_upload *u = user;
+    if (u->limit_rate) {
+        if (!u->started)
+            u->started = vega_now();
+        upload_pace(u);
+        /* pieces of a tenth of a second's worth keep the pace smooth */
+        uint64_t piece = u->limit_rate / 10 ? u->limit_rate / 10 : 1;
+        if (len > piece)
+            len = (size_t)piece;
+    }
     if (u->length != VEGA_HTTP_LENGTH_UNKNOWN) {
         /* Never more than the length announced, even if the file grew meanwhile. */
         uint64_t left = u->length - u->sent;

@@ -295,6 +295,8 @@ struct curl_upload {
     vega_deadline dl;
     uint8_t *ra; /* read ahead (CURL_SINK_BUF, made on first use): [ra_pos, ra_len) */
     size_t ra_pos, ra_len;
+    uint64_t limit_rate; /* --limit-rate: bytes a second on average, 0 = none */
+    vega_tstamp started; /* when the first byte was asked for (0 = not yet) */
 };
 
 /* Opens path ("-" or "." = stdin). 0 or a curl exit code after printing why. */

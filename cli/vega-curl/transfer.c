@@ -242,7 +242,7 @@ static int write_heads(struct xfer *x, const vega_http_client_info *in)
 static bool upload_by_sendfile(const struct xfer *x)
 {
     return x->up.length != VEGA_HTTP_LENGTH_UNKNOWN && !x->up.is_stdin && x->up.fd >= 0 &&
-           strncasecmp(x->url, "http://", 7) == 0;
+           strncasecmp(x->url, "http://", 7) == 0 && !x->o->limit_rate; /* no pacing there */
 }
 
 /* ---- the URL --------------------------------------------------------------------------------- */
@@ -846,6 +846,7 @@ static int run(struct xfer *x, struct curl_ctx *cx, size_t idx)
             return code;
         }
         x->up.dl = x->dl;
+        x->up.limit_rate = o->limit_rate;
         x->has_upload = true;
     }
     if (o->range)

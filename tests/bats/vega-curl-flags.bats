@@ -227,6 +227,9 @@ heads() {
     cmp "$W/text.txt" "$T/t"
     vc -s --limit-rate 10M --keepalive-time 5 --no-tcp-nodelay -o "$T/t2" "$u/text.txt"
     cmp "$W/text.txt" "$T/t2"
+    # an upload is paced too (read by the tool, not by sendfile): the echo server returns it
+    vc -s --limit-rate 10M -T "$W/text.txt" "http://127.0.0.1:$EPORT/echo" >"$T/up"
+    cmp "$W/text.txt" <(tail -c "$(stat -c %s "$W/text.txt")" "$T/up")
     run vc --limit-rate fast "$u/f.txt"
     [ "$status" -eq 2 ]
 }
