@@ -17,7 +17,8 @@ setup_file() {
     touch -d '2020-01-02 03:04:05 UTC' "$w/f.txt"
     seq -f 'line %g of some very repetitive text' 1 2000 >"$w/text.txt"
     # disown: their end in teardown_file is not a job's end to report
-    "$(vega_bin vega-serve)" -p 0 --no-http3 "$w" >"$d/serve.log" 2>&1 3>&- </dev/null &
+    "$(vega_bin vega-serve)" -p 0 --no-http3 --ws-echo /ws "$w" >"$d/serve.log" 2>&1 3>&- \
+        </dev/null &
     echo "$!" >"$d/pids"
     disown
     command -p python3 -u "$BATS_TEST_DIRNAME/vega-curl-flags.py" >"$d/echo.log" 2>&1 3>&- \
@@ -91,6 +92,12 @@ heads() {
     [ "$(tail -n 2 "$T/c")" = $'{"b":\n2}' ]
     run vc -r 'a-b' "$u"
     [ "$status" -eq 2 ] || echo "$output" | grep -q 'Invalid character'
+}
+
+@test "-u goes with a WebSocket upgrade too" {
+    echo hi | vc -v -u a:b "ws://127.0.0.1:$SPORT/ws" >"$T/out" 2>"$T/err"
+    grep -qx 'hi' "$T/out"
+    grep -q '^> Authorization: Basic YTpi' "$T/err"
 }
 
 @test "-u without a password: read from stdin when there is no terminal, as curl" {
