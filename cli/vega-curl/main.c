@@ -631,6 +631,8 @@ static void set_auth(struct curl_opts *o, const char *user_arg, const char *bear
         memset(pass, 0, sizeof pass);
     }
     o->auth = v;
+    /* as curl: the secret leaves the process listing (/proc/PID/cmdline) once copied */
+    memset((char *)(bearer ? bearer : user_arg), ' ', strlen(bearer ? bearer : user_arg));
 }
 
 static void parse_args(struct curl_opts *o, int argc, char **argv)
