@@ -223,11 +223,24 @@ void curl_upload_close(struct curl_upload *u)
     u->fd = -1;
 }
 
+int curl_upload_skip(struct curl_upload *u, uint64_t at)
+{
+    if (u->is_stdin || !u->seekable || u->length == VEGA_HTTP_LENGTH_UNKNOWN)
+        return -ESPIPE;
+    if (at >= u->length)
+        return -ERANGE;
+    if (lseek(u->fd, (off_t)at, SEEK_SET) != (off_t)at)
+        return -ESPIPE;
+    u->skip = at;
+    u->length -= at;
+    return 0;
+}
+
 int curl_upload_rewind(struct curl_upload *u)
 {
     if (u->sent == 0)
         return 0;
-    if (!u->seekable || lseek(u->fd, 0, SEEK_SET) != 0)
+    if (!u->seekable || lseek(u->fd, (off_t)u->skip, SEEK_SET) != (off_t)u->skip)
         return -ESPIPE;
     u->sent = 0;
     u->started = 0;

@@ -295,6 +295,7 @@ struct curl_upload {
     vega_deadline dl;
     uint8_t *ra; /* read ahead (CURL_SINK_BUF, made on first use): [ra_pos, ra_len) */
     size_t ra_pos, ra_len;
+    uint64_t skip;       /* -C: the bytes of the file before this offset are not sent */
     uint64_t limit_rate; /* --limit-rate: bytes a second on average, 0 = none */
     vega_tstamp started; /* when the first byte was asked for (0 = not yet) */
 };
@@ -302,6 +303,10 @@ struct curl_upload {
 /* Opens path ("-" or "." = stdin). 0 or a curl exit code after printing why. */
 int curl_upload_open(struct curl_upload *u, const struct curl_opts *o, const char *path);
 void curl_upload_close(struct curl_upload *u);
+
+/* -C with -T: the upload starts at byte at of the file (length becomes what is left). 0, or
+ * -ESPIPE (not a regular file: stdin, a pipe), -ERANGE (at is not before the file's end). */
+int curl_upload_skip(struct curl_upload *u, uint64_t at);
 
 /* Starts the body again (a 307/308 redirect): 0, or -ESPIPE for stdin. */
 int curl_upload_rewind(struct curl_upload *u);
@@ -407,6 +412,7 @@ struct xfer {
     char url_auth[704];                           /* Basic credentials of the URL's userinfo
                                                      ("" = none; -u wins) */
     char time_cond[64];                           /* -z: the If-(Un)Modified-Since value */
+    char content_range[600];                      /* -r or -C with a body ("" = none) */
     int64_t retry_after;                          /* the response's Retry-After in seconds,
                                                      -1 = none */
     int send_err;                                 /* vega_http_client_send's failure */

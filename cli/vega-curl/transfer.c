@@ -411,6 +411,10 @@ static void build_fields(struct xfer *x)
             (vega_http_field){{tc, strlen(tc)}, {x->time_cond, strlen(x->time_cond)}};
     /* curl sends Range with GET and HEAD only (a -r with a body becomes its Content-Range,
      * which vega-curl does not send) */
+    static const char crange[] = "Content-Range";
+    if (x->content_range[0] && (x->send_data || x->has_upload) && !user_has(o, crange))
+        x->fields[x->nfields++] = (vega_http_field){{crange, sizeof(crange) - 1},
+                                                    {x->content_range, strlen(x->content_range)}};
     static const char range[] = "Range";
     if (x->range[0] && !x->send_data && !x->has_upload && !user_has(o, range))
         x->fields[x->nfields++] =
@@ -593,7 +597,7 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
             /* A regular file over plain HTTP: the library hands it to sendfile(2). */
             req.body_file = true;
             req.body_fd = x->up.fd;
-            req.body_offset = 0;
+            req.body_offset = x->up.skip;
             req.body_length = x->up.length;
         } else if (x->has_upload) {
             req.body_fn = curl_upload_read;
@@ -723,6 +727,40 @@ static int prepare_resume(struct xfer *x, bool to_file)
     return 0;
 }
 
+/* curl's ranges for a request body: -C N with -T sends the file from byte N with
+ * "Content-Range: bytes N-LAST/SIZE" (-C -: from 0, the server's size is not asked for); -r
+ * RANGE with a body sends the whole body with "Content-Range: bytes RANGE/SIZE". */
+static int body_ranges(struct xfer *x)
+{
+    const struct curl_opts *o = x->o;
+    uint64_t size = x->has_upload ? x->up.length : o->data_len;
+    bool body = x->has_upload || (o->has_data && !o->get);
+    if (!body)
+        return 0;
+    if (o->resume && x->has_upload) {
+        uint64_t at = o->resume_auto ? 0 : o->resume_from;
+        if (size == VEGA_HTTP_LENGTH_UNKNOWN)
+            return curl_fail_msg(x, CE_READ_ERROR,
+                                 "-C needs a regular file to upload (not stdin or a pipe)");
+        if (at >= size && size)
+            return curl_fail_msg(x, CE_PARTIAL_FILE, "File already completely uploaded");
+        if (at && curl_upload_skip(&x->up, at) < 0)
+            return curl_fail_msg(x, CE_READ_ERROR, "Could not seek the upload file to %llu",
+                                 (unsigned long long)at);
+        if (size)
+            snprintf(x->content_range, sizeof x->content_range, "bytes %llu-%llu/%llu",
+                     (unsigned long long)at, (unsigned long long)(size - 1),
+                     (unsigned long long)size);
+    } else if (o->range && !o->resume) {
+        if (size == VEGA_HTTP_LENGTH_UNKNOWN)
+            snprintf(x->content_range, sizeof x->content_range, "bytes %s/*", o->range);
+        else
+            snprintf(x->content_range, sizeof x->content_range, "bytes %s/%llu", o->range,
+                     (unsigned long long)size);
+    }
+    return 0;
+}
+
 /* Retry-After (RFC 9110 §10.2.3) in seconds from now: delay-seconds or an HTTP-date; -1 when
  * absent or unreadable. */
 static int64_t retry_after(const vega_http_client_info *in)
@@ -849,6 +887,8 @@ static int run(struct xfer *x, struct curl_ctx *cx, size_t idx)
         x->up.limit_rate = o->limit_rate;
         x->has_upload = true;
     }
+    if ((code = body_ranges(x)) != 0)
+        return code;
     if (o->range)
         snprintf(x->range, sizeof x->range, "bytes=%s", o->range);
     x->send_data = o->has_data && !o->get;

@@ -92,6 +92,17 @@ heads() {
     [ "$(tail -n 2 "$T/c")" = $'{"b":\n2}' ]
     run vc -r 'a-b' "$u"
     [ "$status" -eq 2 ] || echo "$output" | grep -q 'Invalid character'
+    # with a body the range is its Content-Range; -C N -T sends the file from byte N
+    both up -s -T "$W/f.txt" -C 4 "$u"
+    grep -qx 'Content-Range: bytes 4-19/20' "$T/up.vega"
+    grep -q '^456789abcdefghijrc=0$' "$T/up.vega"
+    diff <(heads "$T/up.curl" | grep -v '^Expect:\|^Accept:' | sort) \
+        <(heads "$T/up.vega" | grep -v '^Expect:\|^Accept:' | sort)
+    both postr -s -d hello -r 0-3 "$u"
+    grep -qx 'Content-Range: bytes 0-3/5' "$T/postr.vega"
+    ! grep -q '^Range:' "$T/postr.vega"
+    run vc -sS -T "$W/f.txt" -C 20 "$u"
+    [ "$status" -eq 18 ]
 }
 
 @test "-u goes with a WebSocket upgrade too" {
