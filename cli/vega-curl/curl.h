@@ -404,21 +404,23 @@ struct xfer {
     struct curl_upload up;
     struct curl_sink sink;
     struct curl_progress prog;
-    struct tbuf trace;                            /* -v lines of the request in flight */
-    struct tbuf heads;                            /* raw response heads for -i */
-    vega_http_field fields[CURL_MAX_HEADERS + 6]; /* -H and what the options add */
-    char range[512];                              /* the Range value ("" = none) */
-    uint64_t resume_at;                           /* -C: the offset asked for (0 = none) */
-    char url_auth[704];                           /* Basic credentials of the URL's userinfo
-                                                     ("" = none; -u wins) */
-    char time_cond[64];                           /* -z: the If-(Un)Modified-Since value */
-    char content_range[600];                      /* -r or -C with a body ("" = none) */
-    int64_t retry_after;                          /* the response's Retry-After in seconds,
-                                                     -1 = none */
-    int send_err;                                 /* vega_http_client_send's failure */
-    int64_t last_modified;                        /* the final response's, -1 = none */
-    long attempt;                                 /* 0, then 1, 2 ... for --retry */
-    vega_tstamp body_start;                       /* --limit-rate counts from here */
+    struct tbuf trace; /* -v lines of the request in flight */
+    struct tbuf heads; /* raw response heads for -i */
+    /* -H and what the options add (build_fields: at most 6 of Content-Type, Accept,
+     * Authorization, If-(Un)Modified-Since, Content-Range or Range, Referer) */
+    vega_http_field fields[CURL_MAX_HEADERS + 8];
+    char range[512];         /* the Range value ("" = none) */
+    uint64_t resume_at;      /* -C: the offset asked for (0 = none) */
+    char url_auth[704];      /* Basic credentials of the URL's userinfo
+                                ("" = none; -u wins) */
+    char time_cond[64];      /* -z: the If-(Un)Modified-Since value */
+    char content_range[600]; /* -r or -C with a body ("" = none) */
+    int64_t retry_after;     /* the response's Retry-After in seconds,
+                                -1 = none */
+    int send_err;            /* vega_http_client_send's failure */
+    int64_t last_modified;   /* the final response's, -1 = none */
+    long attempt;            /* 0, then 1, 2 ... for --retry */
+    vega_tstamp body_start;  /* --limit-rate counts from here */
     size_t nfields;
     vega_deadline dl;
     uint8_t *buf;

@@ -409,8 +409,8 @@ static void build_fields(struct xfer *x)
     if (x->time_cond[0] && !user_has(o, tc))
         x->fields[x->nfields++] =
             (vega_http_field){{tc, strlen(tc)}, {x->time_cond, strlen(x->time_cond)}};
-    /* curl sends Range with GET and HEAD only (a -r with a body becomes its Content-Range,
-     * which vega-curl does not send) */
+    /* curl sends Range with a request without a body only: -r with a body (and -C with -T)
+     * becomes the body's Content-Range */
     static const char crange[] = "Content-Range";
     if (x->content_range[0] && (x->send_data || x->has_upload) && !user_has(o, crange))
         x->fields[x->nfields++] = (vega_http_field){{crange, sizeof(crange) - 1},
