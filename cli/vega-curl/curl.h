@@ -105,6 +105,8 @@ struct curl_opts {
     const char *time_cond;     /* -z DATE|FILE as given */
     int64_t time_cond_at;      /* its Unix time */
     bool time_cond_unmodified; /* a leading '-': If-Unmodified-Since */
+    bool time_cond_lastmod;    /* a leading '=': curl's TIMECOND_LASTMOD, a Last-Modified field
+                                  (checked on the answer as If-Modified-Since is) */
 
     const char **urls;
     size_t nurls;

@@ -508,11 +508,13 @@ static uint64_t count_arg(const char *opt, const char *v, uint64_t min, uint64_t
 }
 
 /* -z DATE|FILE: an existing file's mtime, else an HTTP date; a leading '-' asks for
- * If-Unmodified-Since. curl warns about a date it cannot read and sends no condition. */
+ * If-Unmodified-Since, '=' sends Last-Modified (as curl does), '+' is the default. curl warns about
+ * a date it cannot read and sends no condition. */
 static void set_time_cond(struct curl_opts *o, const char *arg)
 {
     o->time_cond = NULL;
     o->time_cond_unmodified = arg[0] == '-';
+    o->time_cond_lastmod = arg[0] == '=';
     const char *s = arg + (arg[0] == '-' || arg[0] == '+' || arg[0] == '=');
     struct stat st;
     if (stat(s, &st) == 0) {

@@ -404,8 +404,9 @@ static void build_fields(struct xfer *x)
     const char *cred = o->auth ? o->auth : x->url_auth;
     if (cred[0] && !strip && !user_has(o, auth))
         x->fields[x->nfields++] = (vega_http_field){{auth, sizeof(auth) - 1}, {cred, strlen(cred)}};
-    static const char ims[] = "If-Modified-Since", ius[] = "If-Unmodified-Since";
-    const char *tc = o->time_cond_unmodified ? ius : ims;
+    static const char ims[] = "If-Modified-Since", ius[] = "If-Unmodified-Since",
+                      lm[] = "Last-Modified";
+    const char *tc = o->time_cond_unmodified ? ius : o->time_cond_lastmod ? lm : ims;
     if (x->time_cond[0] && !user_has(o, tc))
         x->fields[x->nfields++] =
             (vega_http_field){{tc, strlen(tc)}, {x->time_cond, strlen(x->time_cond)}};
@@ -803,7 +804,7 @@ static int check_conditions(struct xfer *x, const vega_http_client_info *in, boo
         return 0;
     }
     if (o->time_cond && in->status / 100 == 2 && x->last_modified >= 0 &&
-        (o->time_cond_unmodified ? x->last_modified > o->time_cond_at
+        (o->time_cond_unmodified ? x->last_modified >= o->time_cond_at /* curl's test */
                                  : x->last_modified <= o->time_cond_at)) {
         if (o->verbose)
             info_line("The requested document is not %s enough",

@@ -197,6 +197,14 @@ heads() {
     both lm -s -z 'Sat, 01 Jan 2022 00:00:00 GMT' -w '%{http_code}' "http://127.0.0.1:$EPORT/lm"
     [ "$(cat "$T/lm.vega")" = "304rc=0" ]
     diff "$T/lm.curl" "$T/lm.vega"
+    # the document's own time: not modified since, and not unmodified since either (curl's >=)
+    local d='Thu, 02 Jan 2020 03:04:05 GMT' w='%{http_code} '
+    both edge -s -o /dev/null -w "$w" -z "$d" "http://127.0.0.1:$EPORT/lm"
+    vc -s -o /dev/null -w "$w" -z "-$d" "http://127.0.0.1:$EPORT/lm" >>"$T/edge.vega"
+    [ "$(cat "$T/edge.vega")" = $'304 rc=0\n304 ' ]
+    [ "$(cat "$T/edge.curl")" = '304 rc=0' ]
+    # -z =DATE sends it as Last-Modified, as curl does
+    vc -s -z "=$d" "http://127.0.0.1:$EPORT/echo" | grep -qx "Last-Modified: $d"
 }
 
 @test "--retry: 503 is tried again, 404 is not, a refused connect only with --retry-connrefused" {
