@@ -72,10 +72,11 @@ static char *read_file(const struct curl_opts *o, const char *path, size_t *len)
     return buf;
 }
 
-/* Appends '&' (after the first part) and a. */
-static void data_append(struct curl_opts *o, const char *a, size_t alen)
+/* Appends '&' (after the first part, when sep) and a. */
+static void data_append(struct curl_opts *o, const char *a, size_t alen, bool sep)
 {
-    size_t need = o->data_len + (o->has_data ? 1 : 0) + alen;
+    sep = sep && o->has_data;
+    size_t need = o->data_len + (sep ? 1 : 0) + alen;
     if (need > CURL_MAX_DATA) {
         curl_fail(o, CE_READ_ERROR, "the request body would exceed 1 GiB (use -T to stream it)");
         exit(CE_READ_ERROR);
@@ -86,7 +87,7 @@ static void data_append(struct curl_opts *o, const char *a, size_t alen)
         exit(CE_OUT_OF_MEMORY);
     }
     o->data = nd;
-    if (o->has_data)
+    if (sep)
         o->data[o->data_len++] = '&';
     if (alen)
         memcpy(o->data + o->data_len, a, alen);
@@ -98,7 +99,7 @@ static void data_append(struct curl_opts *o, const char *a, size_t alen)
 void curl_data_add(struct curl_opts *o, const char *arg, bool at_file, bool strip_newlines)
 {
     if (!(at_file && arg[0] == '@')) {
-        data_append(o, arg, strlen(arg));
+        data_append(o, arg, strlen(arg), true);
         return;
     }
     size_t len;
@@ -111,7 +112,20 @@ void curl_data_add(struct curl_opts *o, const char *arg, bool at_file, bool stri
                 buf[w++] = buf[i];
         len = w;
     }
-    data_append(o, buf, len);
+    data_append(o, buf, len, true);
+    free(buf);
+}
+
+void curl_data_add_json(struct curl_opts *o, const char *arg)
+{
+    o->json = true;
+    if (arg[0] != '@') {
+        data_append(o, arg, strlen(arg), false);
+        return;
+    }
+    size_t len;
+    char *buf = read_file(o, arg + 1, &len);
+    data_append(o, buf, len, false);
     free(buf);
 }
 
@@ -160,7 +174,7 @@ void curl_data_add_urlencoded(struct curl_opts *o, const char *arg)
             enc[n++] = hex[c & 15];
         }
     }
-    data_append(o, enc, n);
+    data_append(o, enc, n, true);
     free(enc);
     free(file);
 }
@@ -209,13 +223,27 @@ void curl_upload_close(struct curl_upload *u)
     u->fd = -1;
 }
 
+int curl_upload_skip(struct curl_upload *u, uint64_t at)
+{
+    if (u->is_stdin || !u->seekable || u->length == VEGA_HTTP_LENGTH_UNKNOWN)
+        return -ESPIPE;
+    if (at >= u->length)
+        return -ERANGE;
+    if (lseek(u->fd, (off_t)at, SEEK_SET) != (off_t)at)
+        return -ESPIPE;
+    u->skip = at;
+    u->length -= at;
+    return 0;
+}
+
 int curl_upload_rewind(struct curl_upload *u)
 {
     if (u->sent == 0)
         return 0;
-    if (!u->seekable || lseek(u->fd, 0, SEEK_SET) != 0)
+    if (!u->seekable || lseek(u->fd, (off_t)u->skip, SEEK_SET) != (off_t)u->skip)
         return -ESPIPE;
     u->sent = 0;
+    u->started = 0;
     u->ra_pos = u->ra_len = 0;
     return 0;
 }
@@ -249,9 +277,29 @@ static vega_ssize upload_next(struct curl_upload *u, void *buf, size_t len, vega
     return (vega_ssize)n;
 }
 
+/* --limit-rate: waits until the bytes sent so far are not ahead of the average rate. */
+static void upload_pace(struct curl_upload *u)
+{
+    long double due = (long double)u->sent * VEGA_NS_PER_S / (long double)u->limit_rate;
+    vega_tstamp at =
+        u->started + (due > (long double)(UINT64_MAX / 2) ? UINT64_MAX / 2 : (uint64_t)due);
+    vega_deadline dl = u->dl ? u->dl : VEGA_DEADLINE_NEVER;
+    if (at > vega_now())
+        (void)vega_sleep_until(dl < at ? dl : at);
+}
+
 vega_ssize curl_upload_read(void *user, void *buf, size_t len)
 {
     struct curl_upload *u = user;
+    if (u->limit_rate) {
+        if (!u->started)
+            u->started = vega_now();
+        upload_pace(u);
+        /* pieces of a tenth of a second's worth keep the pace smooth */
+        uint64_t piece = u->limit_rate / 10 ? u->limit_rate / 10 : 1;
+        if (len > piece)
+            len = (size_t)piece;
+    }
     if (u->length != VEGA_HTTP_LENGTH_UNKNOWN) {
         /* Never more than the length announced, even if the file grew meanwhile. */
         uint64_t left = u->length - u->sent;

@@ -27,6 +27,7 @@ enum {
     CE_READ_ERROR = 26,
     CE_OUT_OF_MEMORY = 27,
     CE_OPERATION_TIMEDOUT = 28,
+    CE_RANGE_ERROR = 33, /* -C: the server does not support byte ranges */
     CE_SSL_CONNECT_ERROR = 35,
     CE_TOO_MANY_REDIRECTS = 47,
     CE_GOT_NOTHING = 52,
@@ -76,7 +77,36 @@ struct curl_opts {
     char *data; /* -d / --data-binary, joined with '&'; owned */
     size_t data_len;
     bool has_data;
-    bool get; /* -G: the data goes in the query of a GET */
+    bool get;  /* -G: the data goes in the query of a GET */
+    bool json; /* --json: pieces joined with nothing between, JSON Content-Type and Accept */
+
+    const char *range;    /* -r: "bytes=" + this */
+    char *auth;           /* -u or --oauth2-bearer: the Authorization value (owned) */
+    int ip_family;        /* -4 AF_INET, -6 AF_INET6, else AF_UNSPEC */
+    unsigned keepalive_s; /* TCP keep-alive probes (curl: 60 s; --no-keepalive 0) */
+    bool tcp_nagle;       /* --no-tcp-nodelay */
+    bool fail_early;      /* --fail-early: stop after the first failed URL */
+    uint64_t limit_rate;  /* --limit-rate: body bytes per second on average; 0 = none */
+
+    /* --retry and its companions (curl's rules, transfer.c) */
+    long retry;              /* attempts after the first */
+    uint64_t retry_delay_ns; /* --retry-delay; 0 with !retry_delay_set = backoff */
+    bool retry_delay_set;
+    uint64_t retry_max_ns; /* --retry-max-time; 0 = no bound */
+    bool retry_all, retry_connrefused;
+
+    /* files */
+    bool create_dirs;          /* --create-dirs */
+    const char *output_dir;    /* --output-dir */
+    bool resume;               /* -C given */
+    bool resume_auto;          /* -C -: from the output file's size */
+    uint64_t resume_from;      /* -C OFFSET */
+    bool remote_time;          /* -R */
+    const char *time_cond;     /* -z DATE|FILE as given */
+    int64_t time_cond_at;      /* its Unix time */
+    bool time_cond_unmodified; /* a leading '-': If-Unmodified-Since */
+    bool time_cond_lastmod;    /* a leading '=': curl's TIMECOND_LASTMOD, a Last-Modified field
+                                  (checked on the answer as If-Modified-Since is) */
 
     const char **urls;
     size_t nurls;
@@ -171,6 +201,10 @@ struct curl_sink {
     bool tty;     /* stdout is a terminal: refuse binary bodies as curl does */
     bool checked; /* the first bytes were checked for binary data */
     char path[4096];
+    bool create_dirs; /* --create-dirs: make the missing directories of path */
+    bool append;      /* -C: the body is added after what the file holds */
+    bool trim;        /* a retry of -C: first cut the file back to append_at bytes */
+    uint64_t append_at;
     int err;      /* the first write or open failure (-errno) */
     uint8_t *buf; /* CURL_SINK_BUF bytes (made on first use), len of them not written */
     size_t len;
@@ -244,6 +278,10 @@ int curl_fail(const struct curl_opts *o, int code, const char *fmt, ...)
  * "@-" or the data itself; strip_newlines for -d's @file. Exits 2 or 26 on failure. */
 void curl_data_add(struct curl_opts *o, const char *arg, bool at_file, bool strip_newlines);
 
+/* --json: as --data-binary (@file, @- read as they are), but a piece follows the previous one
+ * with nothing between (curl 7.82+: "concatenated"); sets o->json. */
+void curl_data_add_json(struct curl_opts *o, const char *arg);
+
 /* --data-urlencode: "content", "=content", "name=content", "@file", "name@file"; the content
  * is percent-encoded (all but ALPHA DIGIT - . _ ~) as curl does. */
 void curl_data_add_urlencoded(struct curl_opts *o, const char *arg);
@@ -259,11 +297,18 @@ struct curl_upload {
     vega_deadline dl;
     uint8_t *ra; /* read ahead (CURL_SINK_BUF, made on first use): [ra_pos, ra_len) */
     size_t ra_pos, ra_len;
+    uint64_t skip;       /* -C: the bytes of the file before this offset are not sent */
+    uint64_t limit_rate; /* --limit-rate: bytes a second on average, 0 = none */
+    vega_tstamp started; /* when the first byte was asked for (0 = not yet) */
 };
 
 /* Opens path ("-" or "." = stdin). 0 or a curl exit code after printing why. */
 int curl_upload_open(struct curl_upload *u, const struct curl_opts *o, const char *path);
 void curl_upload_close(struct curl_upload *u);
+
+/* -C with -T: the upload starts at byte at of the file (length becomes what is left). 0, or
+ * -ESPIPE (not a regular file: stdin, a pipe), -ERANGE (at is not before the file's end). */
+int curl_upload_skip(struct curl_upload *u, uint64_t at);
 
 /* Starts the body again (a 307/308 redirect): 0, or -ESPIPE for stdin. */
 int curl_upload_rewind(struct curl_upload *u);
@@ -363,7 +408,21 @@ struct xfer {
     struct curl_progress prog;
     struct tbuf trace; /* -v lines of the request in flight */
     struct tbuf heads; /* raw response heads for -i */
-    vega_http_field fields[CURL_MAX_HEADERS + 2];
+    /* -H and what the options add (build_fields: at most 6 of Content-Type, Accept,
+     * Authorization, If-(Un)Modified-Since, Content-Range or Range, Referer) */
+    vega_http_field fields[CURL_MAX_HEADERS + 8];
+    char range[512];         /* the Range value ("" = none) */
+    uint64_t resume_at;      /* -C: the offset asked for (0 = none) */
+    char url_auth[704];      /* Basic credentials of the URL's userinfo
+                                ("" = none; -u wins) */
+    char time_cond[64];      /* -z: the If-(Un)Modified-Since value */
+    char content_range[600]; /* -r or -C with a body ("" = none) */
+    int64_t retry_after;     /* the response's Retry-After in seconds,
+                                -1 = none */
+    int send_err;            /* vega_http_client_send's failure */
+    int64_t last_modified;   /* the final response's, -1 = none */
+    long attempt;            /* 0, then 1, 2 ... for --retry */
+    vega_tstamp body_start;  /* --limit-rate counts from here */
     size_t nfields;
     vega_deadline dl;
     uint8_t *buf;

@@ -8,6 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "curl.h"
@@ -33,7 +37,16 @@ static const char usage_text[] =
     "  -T, --upload-file FILE   PUT FILE, streamed (- = stdin, chunked); with several URLs the\n"
     "                           n-th -T goes with the n-th URL; a URL ending in / gets FILE's\n"
     "                           name\n"
+    "      --json DATA          POST DATA as --data-binary, with Content-Type and Accept\n"
+    "                           application/json (repeatable, joined as they are)\n"
     "  -I, --head               HEAD: show the response header only\n"
+    "  -r, --range RANGE        ask for part of the document: Range: bytes=RANGE (0-9, 10-,\n"
+    "                           -500, 0-0,5-9)\n"
+    "  -u, --user U[:P]         Basic credentials; without :P the password is asked on the\n"
+    "                           terminal (or read as a line from stdin where there is none)\n"
+    "      --oauth2-bearer TOK  Authorization: Bearer TOK\n"
+    "  -z, --time-cond T        If-Modified-Since T (an HTTP date, or a file's mtime);\n"
+    "                           -T: If-Unmodified-Since; nothing written when not met\n"
     "  -A, --user-agent NAME    User-Agent (default vega-curl/VERSION; '' = none)\n"
     "  -e, --referer URL        Referer\n"
     "      --compressed         ask for gzip, deflate, br and zstd and decode the body\n"
@@ -53,6 +66,19 @@ static const char usage_text[] =
     "Connection:\n"
     "      --resolve H:P:ADDR   connect to ADDR for host H port P (repeatable)\n"
     "      --connect-timeout S  seconds for DNS + TCP + TLS (decimals allowed; default 30)\n"
+    "  -4, --ipv4 / -6, --ipv6  resolve names to IPv4 (IPv6) addresses only\n"
+    "      --no-tcp-nodelay     leave Nagle's algorithm on (--tcp-nodelay, the default: off)\n"
+    "      --keepalive-time S   TCP keep-alive probes after S idle seconds (default 60);\n"
+    "                           --no-keepalive: none\n"
+    "      --limit-rate SPEED   at most SPEED body bytes a second on average, down and up\n"
+    "                           (-T) (K, M, G)\n"
+    "      --retry N            try a transient failure N more times: a timeout, HTTP 408,\n"
+    "                           429, 500, 502, 503, 504; after 1 s doubling to 10 min, or\n"
+    "                           Retry-After when longer\n"
+    "      --retry-delay S      S seconds between retries instead (0: the doubling)\n"
+    "      --retry-max-time S   no retry after S seconds\n"
+    "      --retry-connrefused  a refused connection is transient too\n"
+    "      --retry-all-errors   every failure is\n"
     "  -x, --proxy URL          go through a proxy: http:// (default), https://, socks4://,\n"
     "                           socks4a://, socks5://, socks5h:// (the proxy resolves); port\n"
     "                           1080 unless given (443 for https://); \"\" = none\n"
@@ -88,9 +114,9 @@ static const char usage_text[] =
     "                           (default: on with --tls-session-file)\n"
     "\n"
     "Redirects:\n"
-    "  -L, --location           follow redirects (301, 302, 303, 307, 308); Authorization,\n"
-    "                           Cookie and Proxy-Authorization from -H go only to the\n"
-    "                           original scheme, host and port\n"
+    "  -L, --location           follow redirects (301, 302, 303, 307, 308); Authorization\n"
+    "                           (-u, --oauth2-bearer, -H), Cookie and Proxy-Authorization go\n"
+    "                           only to the original scheme, host and port\n"
     "      --location-trusted   -L that sends them to every host it is redirected to\n"
     "      --max-redirs N       at most N redirects (default 50; -1 = no limit; exit 47)\n"
     "\n"
@@ -104,6 +130,13 @@ static const char usage_text[] =
     "  -o, --output FILE        write the body to FILE (- = stdout); the n-th -o goes with\n"
     "                           the n-th URL\n"
     "  -O, --remote-name        write it to a file named like the URL's last path segment\n"
+    "      --output-dir DIR     put -o and -O files in DIR\n"
+    "      --create-dirs        make the missing directories of their paths\n"
+    "  -C, --continue-at N|-    resume: ask from byte N (-: the output file's size) and\n"
+    "                           append to the file (416 for a complete file: exit 0); with\n"
+    "                           -T, send the file from byte N with its Content-Range\n"
+    "  -R, --remote-time        give the file the document's Last-Modified time\n"
+    "      --fail-early         stop at the first URL that fails\n"
     "      --remote-name-all    -O for every URL\n"
     "  -i, --include            write the response header before the body\n"
     "  -D, --dump-header FILE   write the response headers to FILE (- = stdout), every\n"
@@ -129,8 +162,9 @@ static const char usage_text[] =
     "      --no-progress-meter  no progress meter\n"
     "WebSocket (ws://, wss://): stdin lines go as text messages, each message received is\n"
     "written to stdout with a newline; the end of stdin sends Close 1000 and waits for the\n"
-    "server's (-v: the close code). -H, -k, --cacert, -x, --compressed (permessage-deflate)\n"
-    "apply. Exit: 0 after the server's Close, 22 upgrade refused, 56 no Close or a protocol error\n"
+    "server's (-v: the close code). -H, -u, --oauth2-bearer, -k, --cacert, -x, --compressed\n"
+    "(permessage-deflate) apply. Exit: 0 after the server's Close, 22 upgrade refused, 56 no\n"
+    "Close or a protocol error\n"
     "      --binary             stdin in chunks (up to 64 KiB) as binary messages\n"
     "      --ws-ping SECS       send a ping every SECS seconds\n"
     "      --max-messages N     close after N messages received\n"
@@ -142,11 +176,12 @@ static const char usage_text[] =
     "\n"
     "Exit codes are curl's: 1 unsupported protocol (or HTTP version), 2 usage, 3 malformed\n"
     "URL, 6 host not found, 7 connection failed, 8 malformed reply, 18 body cut short, 22\n"
-    "HTTP error with -f, 23 write error, 26 read error, 28 timeout, 35 TLS or QUIC\n"
-    "handshake, 47 too many redirects, 52 empty reply, 55 send error, 56 receive error, 58\n"
-    "client certificate, 60 server certificate not trusted, 61 bad content encoding, 63 body\n"
-    "too large, 65 cannot resend the body, 77 CA file, 16 HTTP/2 connection error, 92\n"
-    "HTTP/2 stream reset, 95 HTTP/3 error (a stream reset, a connection error).\n"
+    "HTTP error with -f, 23 write error, 26 read error, 28 timeout, 33 -C without range\n"
+    "support, 35 TLS or QUIC handshake, 47 too many redirects, 52 empty reply, 55 send\n"
+    "error, 56 receive error, 58 client certificate, 60 server certificate not trusted,\n"
+    "61 bad content encoding, 63 body too large, 65 cannot resend the body, 77 CA file, 16\n"
+    "HTTP/2 connection error, 92 HTTP/2 stream reset, 95 HTTP/3 error (a stream reset, a\n"
+    "connection error).\n"
     "\n"
     "Examples:\n"
     "  vega-curl https://example.com/\n"
@@ -199,6 +234,27 @@ enum {
     OPT_WS_BINARY,
     OPT_WS_PING,
     OPT_WS_MAX_MESSAGES,
+    OPT_OAUTH2_BEARER,
+    OPT_JSON,
+    OPT_CREATE_DIRS,
+    OPT_NO_CREATE_DIRS,
+    OPT_OUTPUT_DIR,
+    OPT_NO_REMOTE_TIME,
+    OPT_RETRY,
+    OPT_RETRY_DELAY,
+    OPT_RETRY_MAX_TIME,
+    OPT_RETRY_ALL,
+    OPT_NO_RETRY_ALL,
+    OPT_RETRY_CONNREFUSED,
+    OPT_NO_RETRY_CONNREFUSED,
+    OPT_KEEPALIVE,
+    OPT_NO_KEEPALIVE,
+    OPT_KEEPALIVE_TIME,
+    OPT_TCP_NODELAY,
+    OPT_NO_TCP_NODELAY,
+    OPT_FAIL_EARLY,
+    OPT_NO_FAIL_EARLY,
+    OPT_LIMIT_RATE,
 };
 
 static const struct option long_opts[] = {
@@ -268,6 +324,34 @@ static const struct option long_opts[] = {
     {"binary", no_argument, NULL, OPT_WS_BINARY},
     {"ws-ping", required_argument, NULL, OPT_WS_PING},
     {"max-messages", required_argument, NULL, OPT_WS_MAX_MESSAGES},
+    {"range", required_argument, NULL, 'r'},
+    {"user", required_argument, NULL, 'u'},
+    {"oauth2-bearer", required_argument, NULL, OPT_OAUTH2_BEARER},
+    {"json", required_argument, NULL, OPT_JSON},
+    {"ipv4", no_argument, NULL, '4'},
+    {"ipv6", no_argument, NULL, '6'},
+    {"create-dirs", no_argument, NULL, OPT_CREATE_DIRS},
+    {"no-create-dirs", no_argument, NULL, OPT_NO_CREATE_DIRS},
+    {"output-dir", required_argument, NULL, OPT_OUTPUT_DIR},
+    {"continue-at", required_argument, NULL, 'C'},
+    {"remote-time", no_argument, NULL, 'R'},
+    {"no-remote-time", no_argument, NULL, OPT_NO_REMOTE_TIME},
+    {"time-cond", required_argument, NULL, 'z'},
+    {"retry", required_argument, NULL, OPT_RETRY},
+    {"retry-delay", required_argument, NULL, OPT_RETRY_DELAY},
+    {"retry-max-time", required_argument, NULL, OPT_RETRY_MAX_TIME},
+    {"retry-all-errors", no_argument, NULL, OPT_RETRY_ALL},
+    {"no-retry-all-errors", no_argument, NULL, OPT_NO_RETRY_ALL},
+    {"retry-connrefused", no_argument, NULL, OPT_RETRY_CONNREFUSED},
+    {"no-retry-connrefused", no_argument, NULL, OPT_NO_RETRY_CONNREFUSED},
+    {"keepalive", no_argument, NULL, OPT_KEEPALIVE},
+    {"no-keepalive", no_argument, NULL, OPT_NO_KEEPALIVE},
+    {"keepalive-time", required_argument, NULL, OPT_KEEPALIVE_TIME},
+    {"tcp-nodelay", no_argument, NULL, OPT_TCP_NODELAY},
+    {"no-tcp-nodelay", no_argument, NULL, OPT_NO_TCP_NODELAY},
+    {"fail-early", no_argument, NULL, OPT_FAIL_EARLY},
+    {"no-fail-early", no_argument, NULL, OPT_NO_FAIL_EARLY},
+    {"limit-rate", required_argument, NULL, OPT_LIMIT_RATE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -413,6 +497,41 @@ static uint64_t seconds_arg(const char *opt, const char *v)
     return ns;
 }
 
+/* A whole number of seconds or a count, curl's way for --retry and its companions. */
+static uint64_t count_arg(const char *opt, const char *v, uint64_t min, uint64_t max)
+{
+    uint64_t n;
+    if (cli_parse_uint(v, min, max, &n) < 0)
+        cli_usage_error("%s: expected a whole number from %llu to %llu, got '%s'", opt,
+                        (unsigned long long)min, (unsigned long long)max, v);
+    return n;
+}
+
+/* -z DATE|FILE: an existing file's mtime, else an HTTP date; a leading '-' asks for
+ * If-Unmodified-Since, '=' sends Last-Modified (as curl does), '+' is the default. curl warns about
+ * a date it cannot read and sends no condition. */
+static void set_time_cond(struct curl_opts *o, const char *arg)
+{
+    o->time_cond = NULL;
+    o->time_cond_unmodified = arg[0] == '-';
+    o->time_cond_lastmod = arg[0] == '=';
+    const char *s = arg + (arg[0] == '-' || arg[0] == '+' || arg[0] == '=');
+    struct stat st;
+    if (stat(s, &st) == 0) {
+        o->time_cond_at = (int64_t)st.st_mtime;
+        o->time_cond = s;
+        return;
+    }
+    int64_t t;
+    if (vega_http_date_parse(s, strlen(s), (int64_t)time(NULL), &t) < 0) {
+        cli_err(NULL, "Warning: Illegal date format for -z, --time-cond (and not a file name). "
+                      "Disabling time condition. See curl_getdate(3) for valid date syntax.");
+        return;
+    }
+    o->time_cond_at = t;
+    o->time_cond = s;
+}
+
 static void print_version(void)
 {
     printf("vega-curl %s (libvega %s)\n"
@@ -421,13 +540,112 @@ static void print_version(void)
            VEGA_VERSION_STRING, vega_version());
 }
 
+/* -r RANGE: "bytes=" + RANGE, as curl sends it. A lone number gets the dash curl appends for
+ * it; other odd characters are warned about and sent, as curl does (the server decides), but
+ * nothing that could end the field line. */
+static void set_range(struct curl_opts *o, const char *r)
+{
+    static char fixed[32];
+    if (!vega_http_field_value_is_valid(r, strlen(r)) || !*r || strlen(r) > 400)
+        cli_usage_error("-r: '%s' is not a range (expected START-END, START-, -SUFFIX, ...)", r);
+    if (r[0] >= '0' && r[0] <= '9' && !strchr(r, '-')) {
+        uint64_t n;
+        if (cli_parse_uint(r, 0, INT64_MAX, &n) < 0)
+            cli_usage_error("-r: '%s' is not a range", r);
+        cli_err(NULL, "Warning: A specified range MUST include at least one dash (-). Appending "
+                      "one for you");
+        snprintf(fixed, sizeof fixed, "%llu-", (unsigned long long)n);
+        o->range = fixed;
+        return;
+    }
+    if (r[strspn(r, "0123456789-,")])
+        cli_err(NULL, "Warning: Invalid character is found in given range. A specified range "
+                      "MUST have only digits in 'start'-'stop'. The server's response to this "
+                      "request is uncertain.");
+    o->range = r;
+}
+
+/* -u USER without ":PASSWORD": curl asks for the password on the terminal (/dev/tty, echo
+ * off) and, where the process has none, reads the line from stdin; the end of input gives an
+ * empty password. */
+static void ask_password(const char *user, char *out, size_t cap)
+{
+    int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
+    bool tty = fd >= 0;
+    if (!tty)
+        fd = STDIN_FILENO;
+    fprintf(stderr, "Enter host password for user '%s':", user);
+    struct termios old, quiet;
+    bool echo_off = isatty(fd) && tcgetattr(fd, &old) == 0;
+    if (echo_off) {
+        quiet = old;
+        quiet.c_lflag &= ~(tcflag_t)ECHO;
+        tcsetattr(fd, TCSANOW, &quiet);
+    }
+    size_t n = 0;
+    for (;;) {
+        char ch;
+        ssize_t r = read(fd, &ch, 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0 || ch == '\n' || ch == '\r')
+            break;
+        if (n + 1 < cap)
+            out[n++] = ch;
+    }
+    out[n] = '\0';
+    if (echo_off)
+        tcsetattr(fd, TCSANOW, &old);
+    fputc('\n', stderr);
+    if (tty)
+        close(fd);
+}
+
+/* The Authorization value of -u or --oauth2-bearer (the bearer wins, as curl's auth type then
+ * is Bearer alone). */
+static void set_auth(struct curl_opts *o, const char *user_arg, const char *bearer)
+{
+    if (!user_arg && !bearer)
+        return;
+    char *v;
+    if (bearer) {
+        if (!vega_http_field_value_is_valid(bearer, strlen(bearer)))
+            cli_usage_error("--oauth2-bearer: the token has characters a field may not hold");
+        size_t n = strlen(bearer) + sizeof("Bearer ");
+        v = grow(NULL, n, 1);
+        snprintf(v, n, "Bearer %s", bearer);
+    } else {
+        char user[1024], pass[1024];
+        const char *colon = strchr(user_arg, ':');
+        size_t ulen = colon ? (size_t)(colon - user_arg) : strlen(user_arg);
+        if (ulen >= sizeof user || (colon && strlen(colon + 1) >= sizeof pass))
+            cli_usage_error("-u: the user name or password is longer than %zu bytes",
+                            sizeof user - 1);
+        memcpy(user, user_arg, ulen);
+        user[ulen] = '\0';
+        if (colon)
+            snprintf(pass, sizeof pass, "%s", colon + 1);
+        else
+            ask_password(user, pass, sizeof pass);
+        size_t cap = 16 + (ulen + 1 + strlen(pass) + 2) / 3 * 4;
+        v = grow(NULL, cap, 1);
+        if (vega_proxy_basic_auth(v, cap, user, pass) < 0)
+            cli_usage_error("-u: cannot encode the credentials");
+        memset(pass, 0, sizeof pass);
+    }
+    o->auth = v;
+    /* as curl: the secret leaves the process listing (/proc/PID/cmdline) once copied */
+    memset((char *)(bearer ? bearer : user_arg), ' ', strlen(bearer ? bearer : user_arg));
+}
+
 static void parse_args(struct curl_opts *o, int argc, char **argv)
 {
     uint64_t v;
     int c;
+    const char *user_arg = NULL, *bearer = NULL;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":X:H:d:GT:o:OLiIsSvfkm:w:A:e:#ZD:hVx:U:p", long_opts,
-                            NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":X:H:d:GT:o:OLiIsSvfkm:w:A:e:#ZD:hVx:U:pr:u:46C:Rz:",
+                            long_opts, NULL)) != -1) {
         switch (c) {
         case 'X':
             if (!vega_http_token_is_valid(optarg, strlen(optarg)))
@@ -448,6 +666,86 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
             break;
         case OPT_DATA_URLENCODE:
             curl_data_add_urlencoded(o, optarg);
+            break;
+        case OPT_JSON:
+            curl_data_add_json(o, optarg);
+            break;
+        case 'r':
+            set_range(o, optarg);
+            break;
+        case 'u':
+            user_arg = optarg;
+            break;
+        case OPT_OAUTH2_BEARER:
+            bearer = optarg;
+            break;
+        case '4':
+            o->ip_family = AF_INET;
+            break;
+        case OPT_CREATE_DIRS:
+        case OPT_NO_CREATE_DIRS:
+            o->create_dirs = c == OPT_CREATE_DIRS;
+            break;
+        case OPT_OUTPUT_DIR:
+            o->output_dir = optarg;
+            break;
+        case 'C':
+            o->resume = true;
+            o->resume_auto = strcmp(optarg, "-") == 0;
+            if (!o->resume_auto && cli_parse_uint(optarg, 0, INT64_MAX, &o->resume_from) < 0)
+                cli_usage_error("-C: expected an offset in bytes or '-', got '%s'", optarg);
+            break;
+        case 'R':
+        case OPT_NO_REMOTE_TIME:
+            o->remote_time = c == 'R';
+            break;
+        case 'z':
+            set_time_cond(o, optarg);
+            break;
+        case OPT_RETRY:
+            o->retry = (long)count_arg("--retry", optarg, 0, 1000000);
+            break;
+        case OPT_RETRY_DELAY:
+            o->retry_delay_ns = count_arg("--retry-delay", optarg, 0, 86400 * 365) * VEGA_NS_PER_S;
+            /* curl takes 0 as "not given": the doubling backoff from 1 s */
+            o->retry_delay_set = o->retry_delay_ns != 0;
+            break;
+        case OPT_RETRY_MAX_TIME:
+            o->retry_max_ns = count_arg("--retry-max-time", optarg, 0, 86400 * 365) * VEGA_NS_PER_S;
+            break;
+        case OPT_RETRY_ALL:
+        case OPT_NO_RETRY_ALL:
+            o->retry_all = c == OPT_RETRY_ALL;
+            break;
+        case OPT_RETRY_CONNREFUSED:
+        case OPT_NO_RETRY_CONNREFUSED:
+            o->retry_connrefused = c == OPT_RETRY_CONNREFUSED;
+            break;
+        case OPT_KEEPALIVE:
+            o->keepalive_s = 60;
+            break;
+        case OPT_NO_KEEPALIVE:
+            o->keepalive_s = 0;
+            break;
+        case OPT_KEEPALIVE_TIME:
+            o->keepalive_s = (unsigned)count_arg("--keepalive-time", optarg, 1, 86400);
+            break;
+        case OPT_TCP_NODELAY:
+        case OPT_NO_TCP_NODELAY:
+            o->tcp_nagle = c == OPT_NO_TCP_NODELAY;
+            break;
+        case OPT_FAIL_EARLY:
+        case OPT_NO_FAIL_EARLY:
+            o->fail_early = c == OPT_FAIL_EARLY;
+            break;
+        case OPT_LIMIT_RATE:
+            if (cli_parse_size(optarg, &v) < 0)
+                cli_usage_error("--limit-rate: expected bytes per second (K, M, G), got '%s'",
+                                optarg);
+            o->limit_rate = v;
+            break;
+        case '6':
+            o->ip_family = AF_INET6;
             break;
         case 'G':
             o->get = true;
@@ -686,6 +984,7 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
         cli_usage_error("-d and -T cannot be combined (one request body only)");
     if (o->key && !o->cert)
         cli_usage_error("--key needs --cert");
+    set_auth(o, user_arg, bearer);
     if (o->nouts > o->nurls && !o->silent)
         cli_err(NULL, "warning: more -o/-O than URLs; the extra ones are ignored");
     curl_files_load(o);
@@ -749,6 +1048,9 @@ static int make_client(const struct curl_opts *o, vega_tls_config *tls, struct c
         return code;
     if (o->connect_timeout_ns)
         co.connect_timeout_ns = o->connect_timeout_ns;
+    co.ip_family = o->ip_family;
+    co.tcp_nagle = o->tcp_nagle;
+    co.tcp_keepalive_s = o->keepalive_s;
     /* curl sets no body limit: a download is as large as the user asks for. */
     co.max_body = o->max_filesize ? o->max_filesize : UINT64_MAX;
     snprintf(ua, sizeof(ua), "vega-curl/%s", VEGA_VERSION_STRING);
@@ -788,6 +1090,12 @@ static void *par_task(void *arg)
         int code = curl_transfer(p->cx, i);
         if (i + 1 == o->nurls)
             p->last_code = code;
+        if (code && o->fail_early) {
+            /* --fail-early: no URL starts after a failure; its code is the run's */
+            __atomic_store_n(&p->next, o->nurls, __ATOMIC_RELAXED);
+            p->last_code = code;
+            return NULL;
+        }
     }
 }
 
@@ -846,8 +1154,11 @@ static void *main_task(void *arg)
     if (o->parallel && o->nurls > 1)
         m->code = run_parallel(&cx);
     else
-        for (size_t i = 0; i < o->nurls; i++)
+        for (size_t i = 0; i < o->nurls; i++) {
             m->code = curl_ws_url(o->urls[i]) ? curl_ws_transfer(&cx, i) : curl_transfer(&cx, i);
+            if (m->code && o->fail_early)
+                break; /* curl: "Fail and exit on the first detected transfer error" */
+        }
     curl_dump_close();
     curl_files_take(o, cx.client, &m->saved);
     vega_http_client_free(cx.client);
@@ -882,6 +1193,7 @@ int main(int argc, char **argv)
     static struct curl_opts o;
     bool stdout_closed = guard_std_fds();
     o.max_redirs = 50;
+    o.keepalive_s = 60; /* curl's default: probes after 60 s idle, every 60 s */
     o.earlydata = -1;
     cli_set_prog("vega-curl");
     parse_args(&o, argc, argv);
@@ -909,6 +1221,7 @@ int main(int argc, char **argv)
     free(o.alt_svc_text);
     free(o.session_text);
     free(o.data);
+    free(o.auth);
     free(o.urls);
     free(o.outs);
     free(o.uploads);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "curl.h"
@@ -85,9 +86,35 @@ static const char *sink_name(const struct curl_sink *t)
     return t->is_stdout ? "stdout" : t->path;
 }
 
+/* --create-dirs: each missing directory above path, as curl makes them (mode 0750). */
+static void make_dirs(const char *path)
+{
+    char dir[sizeof(((struct curl_sink *)0)->path)];
+    snprintf(dir, sizeof dir, "%s", path);
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        (void)mkdir(dir, 0750); /* an existing one is fine; a real failure shows at open */
+        *p = '/';
+    }
+}
+
 static int sink_open(struct curl_sink *s, const struct curl_opts *o)
 {
-    int fd = open(s->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    /* -C appends to what is there (curl opens the file for appending); a retry first cuts it
+     * back to the size it had when the transfer began */
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (s->append ? 0 : O_TRUNC);
+    if (s->create_dirs)
+        make_dirs(s->path);
+    int fd = open(s->path, flags, 0666);
+    if (fd >= 0 && s->append &&
+        ((s->trim && ftruncate(fd, (off_t)s->append_at) < 0) || lseek(fd, 0, SEEK_END) < 0)) {
+        int e = errno;
+        close(fd);
+        fd = -1;
+        errno = e;
+    }
     if (fd < 0) {
         s->err = -errno;
         return curl_fail(o, CE_WRITE_ERROR, "Failed to open the file %s: %s", s->path,

@@ -2,11 +2,14 @@
 /* One URL: the request from the options, redirects (-L), -v's trace, the body to its sink, and
  * libvega's error codes turned into curl's exit codes and messages. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "curl.h"
@@ -239,10 +242,34 @@ static int write_heads(struct xfer *x, const vega_http_client_info *in)
 static bool upload_by_sendfile(const struct xfer *x)
 {
     return x->up.length != VEGA_HTTP_LENGTH_UNKNOWN && !x->up.is_stdin && x->up.fd >= 0 &&
-           strncasecmp(x->url, "http://", 7) == 0;
+           strncasecmp(x->url, "http://", 7) == 0 && !x->o->limit_rate; /* no pacing there */
 }
 
 /* ---- the URL --------------------------------------------------------------------------------- */
+
+/* "user:password@" in the URL: Basic credentials as -u's (which win when given), decoded
+ * from their percent-encoding, as curl sends them. */
+static int url_credentials(struct xfer *x, const vega_http_url *u)
+{
+    const char *ui = u->userinfo.ptr, *colon = memchr(ui, ':', u->userinfo.len);
+    size_t ulen = colon ? (size_t)(colon - ui) : u->userinfo.len;
+    char user[256], pass[256];
+    vega_ssize un = vega_http_pct_decode(ui, ulen, user, sizeof user - 1, VEGA_HTTP_PCT_REJECT_NUL);
+    vega_ssize pn = colon ? vega_http_pct_decode(colon + 1, u->userinfo.len - ulen - 1, pass,
+                                                 sizeof pass - 1, VEGA_HTTP_PCT_REJECT_NUL)
+                          : 0;
+    if (un < 0 || pn < 0)
+        return curl_fail_msg(x, CE_URL_MALFORMAT,
+                             "the URL's user name or password is badly "
+                             "encoded or longer than 255 bytes");
+    user[un] = '\0';
+    pass[pn] = '\0';
+    vega_ssize n = vega_proxy_basic_auth(x->url_auth, sizeof x->url_auth, user, pass);
+    memset(pass, 0, sizeof pass);
+    if (n < 0)
+        return curl_fail_msg(x, CE_URL_MALFORMAT, "the URL's credentials cannot be encoded");
+    return 0;
+}
 
 /* Copies the URL, guessing http:// when it has no scheme (as curl does), adds -G's query,
  * checks the scheme and the syntax, and notes host and port for messages. */
@@ -289,9 +316,8 @@ static int prepare_url(struct xfer *x, const char *raw, const char *upload)
     }
     snprintf(x->host, sizeof(x->host), "%.*s", (int)u.host.len, u.host.ptr);
     x->port = u.port;
-    if (u.userinfo.ptr && !o->silent)
-        cli_err(NULL, "warning: the credentials in the URL are not sent (authentication is not "
-                      "supported yet)");
+    if (u.userinfo.ptr && !o->auth)
+        return url_credentials(x, &u);
     return 0;
 }
 
@@ -365,8 +391,35 @@ static void build_fields(struct xfer *x)
         if (!strip || !is_credential(&o->headers[i]))
             x->fields[x->nfields++] = o->headers[i];
     static const char ct[] = "Content-Type", form[] = "application/x-www-form-urlencoded";
+    static const char json[] = "application/json", accept[] = "Accept";
     if (x->send_data && !o->no_content_type && !user_has(o, ct))
-        x->fields[x->nfields++] = (vega_http_field){{ct, sizeof(ct) - 1}, {form, sizeof(form) - 1}};
+        x->fields[x->nfields++] =
+            o->json ? (vega_http_field){{ct, sizeof(ct) - 1}, {json, sizeof(json) - 1}}
+                    : (vega_http_field){{ct, sizeof(ct) - 1}, {form, sizeof(form) - 1}};
+    /* curl adds the JSON Accept with --json whether or not the data goes (-G) */
+    if (o->json && !user_has(o, accept))
+        x->fields[x->nfields++] =
+            (vega_http_field){{accept, sizeof(accept) - 1}, {json, sizeof(json) - 1}};
+    static const char auth[] = "Authorization";
+    const char *cred = o->auth ? o->auth : x->url_auth;
+    if (cred[0] && !strip && !user_has(o, auth))
+        x->fields[x->nfields++] = (vega_http_field){{auth, sizeof(auth) - 1}, {cred, strlen(cred)}};
+    static const char ims[] = "If-Modified-Since", ius[] = "If-Unmodified-Since",
+                      lm[] = "Last-Modified";
+    const char *tc = o->time_cond_unmodified ? ius : o->time_cond_lastmod ? lm : ims;
+    if (x->time_cond[0] && !user_has(o, tc))
+        x->fields[x->nfields++] =
+            (vega_http_field){{tc, strlen(tc)}, {x->time_cond, strlen(x->time_cond)}};
+    /* curl sends Range with a request without a body only: -r with a body (and -C with -T)
+     * becomes the body's Content-Range */
+    static const char crange[] = "Content-Range";
+    if (x->content_range[0] && (x->send_data || x->has_upload) && !user_has(o, crange))
+        x->fields[x->nfields++] = (vega_http_field){{crange, sizeof(crange) - 1},
+                                                    {x->content_range, strlen(x->content_range)}};
+    static const char range[] = "Range";
+    if (x->range[0] && !x->send_data && !x->has_upload && !user_has(o, range))
+        x->fields[x->nfields++] =
+            (vega_http_field){{range, sizeof(range) - 1}, {x->range, strlen(x->range)}};
     static const char ref[] = "Referer";
     if (o->referer && *o->referer && !o->no_referer && !user_has(o, ref))
         x->fields[x->nfields++] =
@@ -443,6 +496,22 @@ static int body_write_failed(struct xfer *x, int code)
     return code;
 }
 
+/* --limit-rate: once the body is ahead of the average rate asked for, waits until it is not
+ * (what is buffered is written first, so the output keeps the pace too). */
+static void limit_rate(struct xfer *x, vega_deadline dl)
+{
+    const struct curl_opts *o = x->o;
+    uint64_t bytes = x->res.size_download;
+    /* the time the bytes so far may take at the rate, in ns (no overflow: 2^64 ns > 500 y) */
+    long double due = (long double)bytes * VEGA_NS_PER_S / (long double)o->limit_rate;
+    vega_tstamp at =
+        x->body_start + (due > (long double)(UINT64_MAX / 2) ? UINT64_MAX / 2 : (uint64_t)due);
+    if (at <= vega_now())
+        return;
+    (void)curl_sink_flush(&x->sink, o);
+    (void)vega_sleep_until(dl < at ? dl : at);
+}
+
 /* The body of the final response to the sink, with the progress meter. Each read lands in the
  * sink's buffer (the client copies out of its body queue once; nothing is copied again here).
  * While the buffer holds bytes, reads do not wait: when nothing more has come yet, what came
@@ -459,6 +528,7 @@ static int read_body(struct xfer *x, vega_http_client_response *resp,
     if (in->coding == VEGA_HTTP_CODING_IDENTITY && in->content_length != VEGA_HTTP_LENGTH_UNKNOWN)
         x->prog.total = in->content_length;
     vega_deadline dl = x->dl ? x->dl : VEGA_DEADLINE_NEVER;
+    x->body_start = vega_now();
     /* -Z to stdout: other transfers write there too, so the body lands in our buffer first */
     bool own = o->parallel && x->sink.is_stdout;
     for (;;) {
@@ -485,13 +555,20 @@ static int read_body(struct xfer *x, vega_http_client_response *resp,
             return curl_read_failed(x, in, (int)n);
         }
         x->res.size_download += (uint64_t)n;
+        if (in->coding != VEGA_HTTP_CODING_IDENTITY)
+            /* curl counts the bytes received, before --compressed decodes them */
+            x->res.size_download = in->body_wire_bytes;
         int code = own ? curl_sink_write(&x->sink, o, p, (size_t)n, true)
                        : curl_sink_commit(&x->sink, o, (size_t)n);
         if (code)
             return body_write_failed(x, code);
         x->prog.now = x->res.size_download;
         curl_progress_update(&x->prog, false);
+        if (o->limit_rate)
+            limit_rate(x, dl);
     }
+    if (in->coding != VEGA_HTTP_CODING_IDENTITY)
+        x->res.size_download = in->body_wire_bytes; /* the decoder's last input included */
     int code = curl_sink_flush(&x->sink, o);
     if (code)
         return body_write_failed(x, code);
@@ -521,7 +598,7 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
             /* A regular file over plain HTTP: the library hands it to sendfile(2). */
             req.body_file = true;
             req.body_fd = x->up.fd;
-            req.body_offset = 0;
+            req.body_offset = x->up.skip;
             req.body_length = x->up.length;
         } else if (x->has_upload) {
             req.body_fn = curl_upload_read;
@@ -548,6 +625,7 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
         }
         if (r < 0) {
             flush_trace(x);
+            x->send_err = r;
             return curl_send_failed(x, r);
         }
         const vega_http_client_info *in = vega_http_client_response_info(resp);
@@ -605,6 +683,11 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
         char here[CURL_MAX_URL_LEN];
         url_origin(x->url, here, sizeof here);
         x->foreign = !x->origin[0] || strcmp(here, x->origin) != 0;
+        if (x->foreign && o->verbose && !o->location_trusted && (o->auth || x->url_auth[0]) &&
+            !user_has(o, "Authorization"))
+            info_line("Not sending Authorization (-u, --oauth2-bearer) to %s: another origin "
+                      "than the first URL's (--location-trusted sends it)",
+                      here);
         if (x->foreign && o->verbose && !o->location_trusted)
             for (size_t i = 0; i < o->nheaders; i++)
                 if (is_credential(&o->headers[i]))
@@ -618,6 +701,145 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
             snprintf(x->res.scheme, sizeof(x->res.scheme), "%.*s",
                      (int)(u.scheme.len < 15 ? u.scheme.len : 15), u.scheme.ptr);
         }
+    }
+}
+
+/* -C: the offset to ask for (-C -: the output file's size; nothing for a file not there) and
+ * the file opened for appending. */
+static int prepare_resume(struct xfer *x, bool to_file)
+{
+    const struct curl_opts *o = x->o;
+    if (!o->resume)
+        return 0;
+    uint64_t at = o->resume_from;
+    if (o->resume_auto) {
+        struct stat st;
+        at = to_file && stat(x->sink.path, &st) == 0 && S_ISREG(st.st_mode) ? (uint64_t)st.st_size
+                                                                            : 0;
+    }
+    x->resume_at = at;
+    if (to_file) {
+        x->sink.append = true;
+        x->sink.append_at = at;
+        x->sink.trim = x->attempt > 0;
+    }
+    if (at && !o->range)
+        snprintf(x->range, sizeof x->range, "bytes=%llu-", (unsigned long long)at);
+    return 0;
+}
+
+/* curl's ranges for a request body: -C N with -T sends the file from byte N with
+ * "Content-Range: bytes N-LAST/SIZE" (-C -: from 0, the server's size is not asked for); -r
+ * RANGE with a body sends the whole body with "Content-Range: bytes RANGE/SIZE". */
+static int body_ranges(struct xfer *x)
+{
+    const struct curl_opts *o = x->o;
+    uint64_t size = x->has_upload ? x->up.length : o->data_len;
+    bool body = x->has_upload || (o->has_data && !o->get);
+    if (!body)
+        return 0;
+    if (o->resume && x->has_upload) {
+        uint64_t at = o->resume_auto ? 0 : o->resume_from;
+        if (size == VEGA_HTTP_LENGTH_UNKNOWN)
+            return curl_fail_msg(x, CE_READ_ERROR,
+                                 "-C needs a regular file to upload (not stdin or a pipe)");
+        if (at >= size && size)
+            return curl_fail_msg(x, CE_PARTIAL_FILE, "File already completely uploaded");
+        if (at && curl_upload_skip(&x->up, at) < 0)
+            return curl_fail_msg(x, CE_READ_ERROR, "Could not seek the upload file to %llu",
+                                 (unsigned long long)at);
+        if (size)
+            snprintf(x->content_range, sizeof x->content_range, "bytes %llu-%llu/%llu",
+                     (unsigned long long)at, (unsigned long long)(size - 1),
+                     (unsigned long long)size);
+    } else if (o->range && !o->resume) {
+        if (size == VEGA_HTTP_LENGTH_UNKNOWN)
+            snprintf(x->content_range, sizeof x->content_range, "bytes %s/*", o->range);
+        else
+            snprintf(x->content_range, sizeof x->content_range, "bytes %s/%llu", o->range,
+                     (unsigned long long)size);
+    }
+    return 0;
+}
+
+/* Retry-After (RFC 9110 §10.2.3) in seconds from now: delay-seconds or an HTTP-date; -1 when
+ * absent or unreadable. */
+static int64_t retry_after(const vega_http_client_info *in)
+{
+    const vega_http_field *f =
+        in->fields ? vega_http_fields_get(in->fields, "Retry-After", 11) : NULL;
+    if (!f || f->value.len == 0 || f->value.len > 64)
+        return -1;
+    char v[65];
+    memcpy(v, f->value.ptr, f->value.len);
+    v[f->value.len] = '\0';
+    uint64_t secs;
+    if (cli_parse_uint(v, 0, INT64_MAX, &secs) == 0)
+        return (int64_t)secs;
+    int64_t t, now = (int64_t)time(NULL);
+    if (vega_http_date_parse(v, f->value.len, now, &t) < 0)
+        return -1;
+    return t > now ? t - now : 0;
+}
+
+static int64_t last_modified(const vega_http_client_info *in)
+{
+    const vega_http_field *f =
+        in->fields ? vega_http_fields_get(in->fields, "Last-Modified", 13) : NULL;
+    int64_t t;
+    if (!f || vega_http_date_parse(f->value.ptr, f->value.len, (int64_t)time(NULL), &t) < 0)
+        return -1;
+    return t;
+}
+
+/* curl's checks of the final response against -z and -C: *keep false when its body is to be
+ * ignored (a 304, a document not newer or older than -z's time, a 416 for a resumed file,
+ * the whole document already there); 0 or a failure (33: the server ignored the range). */
+static int check_conditions(struct xfer *x, const vega_http_client_info *in, bool *keep)
+{
+    const struct curl_opts *o = x->o;
+    x->last_modified = last_modified(in);
+    if (o->time_cond && (in->status == 304 || in->status == 412)) {
+        *keep = false;
+        return 0;
+    }
+    if (o->time_cond && in->status / 100 == 2 && x->last_modified >= 0 &&
+        (o->time_cond_unmodified ? x->last_modified >= o->time_cond_at /* curl's test */
+                                 : x->last_modified <= o->time_cond_at)) {
+        if (o->verbose)
+            info_line("The requested document is not %s enough",
+                      o->time_cond_unmodified ? "old" : "new");
+        x->res.status = 304; /* curl reports the condition's answer, as a server would */
+        *keep = false;
+        return 0;
+    }
+    if (!x->resume_at || o->range || strcmp(x->method, "GET") != 0)
+        return 0;
+    if (in->status == 416 && !o->fail) {
+        *keep = false; /* curl: "just proceed and pretend this is no error" */
+        return 0;
+    }
+    if (in->status == 416 || (in->fields && vega_http_fields_get(in->fields, "Content-Range", 13)))
+        return 0;
+    if (in->content_length == x->resume_at) {
+        if (o->verbose)
+            info_line("The entire document is already downloaded");
+        *keep = false;
+        return 0;
+    }
+    return curl_fail_msg(x, CE_RANGE_ERROR,
+                         "HTTP server doesn't seem to support byte ranges. Cannot resume.");
+}
+
+/* Reads an ignored body to its end (counted in %{size_download}, as curl counts it). */
+static void drop_body(struct xfer *x, vega_http_client_response *resp)
+{
+    for (;;) {
+        vega_ssize n = vega_http_client_response_read(resp, x->buf, READ_BUF,
+                                                      x->dl ? x->dl : VEGA_DEADLINE_NEVER);
+        if (n <= 0)
+            return;
+        x->res.size_download += (uint64_t)n;
     }
 }
 
@@ -636,7 +858,25 @@ static int run(struct xfer *x, struct curl_ctx *cx, size_t idx)
         return code;
     if (spec.file)
         snprintf(x->res.filename, sizeof(x->res.filename), "%s", spec.file);
-    curl_sink_init(&x->sink, spec.remote_name ? x->res.filename : spec.file);
+    bool to_file = spec.remote_name || (spec.file && strcmp(spec.file, "-") != 0);
+    if (to_file && o->output_dir && *o->output_dir) {
+        /* --output-dir: curl puts every -o and -O file there, as DIR/NAME */
+        char name[sizeof x->res.filename];
+        memcpy(name, x->res.filename, sizeof name);
+        int n = snprintf(x->res.filename, sizeof x->res.filename, "%s/%s", o->output_dir, name);
+        if (n < 0 || (size_t)n >= sizeof x->res.filename)
+            return curl_fail_msg(x, CE_WRITE_ERROR, "the output file's path is too long");
+    }
+    curl_sink_init(&x->sink, to_file ? x->res.filename : spec.file);
+    if (to_file) {
+        x->sink.create_dirs = o->create_dirs;
+        if (o->create_dirs && o->output_dir && *o->output_dir)
+            (void)mkdir(o->output_dir, 0750); /* curl makes --output-dir itself too */
+    }
+    if ((code = prepare_resume(x, to_file)) != 0)
+        return code;
+    if (o->time_cond)
+        vega_http_date_format(o->time_cond_at, x->time_cond, sizeof x->time_cond);
 
     if (upload) {
         if ((code = curl_upload_open(&x->up, o, upload)) != 0) {
@@ -645,8 +885,13 @@ static int run(struct xfer *x, struct curl_ctx *cx, size_t idx)
             return code;
         }
         x->up.dl = x->dl;
+        x->up.limit_rate = o->limit_rate;
         x->has_upload = true;
     }
+    if ((code = body_ranges(x)) != 0)
+        return code;
+    if (o->range)
+        snprintf(x->range, sizeof x->range, "bytes=%s", o->range);
     x->send_data = o->has_data && !o->get;
     x->method = o->head        ? "HEAD"
                 : o->method    ? o->method
@@ -657,6 +902,19 @@ static int run(struct xfer *x, struct curl_ctx *cx, size_t idx)
     if ((code = exchange(x, cx->client, &resp)) != 0)
         return code;
     const vega_http_client_info *in = vega_http_client_response_info(resp);
+    x->retry_after = retry_after(in);
+    bool keep = true;
+    if ((code = check_conditions(x, in, &keep)) != 0) {
+        vega_http_client_response_free(resp);
+        return code;
+    }
+    if (!keep) {
+        /* nothing is written, no file is made (curl ignores the body) */
+        if (!o->head)
+            drop_body(x, resp);
+        vega_http_client_response_free(resp);
+        return 0;
+    }
     if (o->fail && in->status >= 400 && !o->fail_with_body) {
         vega_http_client_response_free(resp);
         return curl_fail_msg(x, CE_HTTP_RETURNED_ERROR, "The requested URL returned error: %d",
@@ -675,22 +933,109 @@ static int run(struct xfer *x, struct curl_ctx *cx, size_t idx)
         x->res.exit_code = code;
         return code;
     }
+    if (o->remote_time && to_file && x->last_modified >= 0) {
+        /* -R: the file's times are the document's (curl sets both) */
+        struct timespec ts[2] = {{.tv_sec = (time_t)x->last_modified},
+                                 {.tv_sec = (time_t)x->last_modified}};
+        if (utimensat(AT_FDCWD, x->sink.path, ts, 0) < 0 && o->verbose)
+            info_line("Failed to set filetime %lld on '%s': %s", (long long)x->last_modified,
+                      x->sink.path, strerror(errno));
+    }
     if (o->fail && x->res.status >= 400)
         return curl_fail_msg(x, CE_HTTP_RETURNED_ERROR, "The requested URL returned error: %d",
                              x->res.status);
     return 0;
 }
 
-int curl_transfer(struct curl_ctx *cx, size_t idx)
+/* ---- --retry ---------------------------------------------------------------------------- */
+
+#define RETRY_SLEEP_DEFAULT VEGA_NS_PER_S            /* curl's first backoff */
+#define RETRY_SLEEP_MAX     (600ull * VEGA_NS_PER_S) /* and its ceiling, 10 minutes */
+
+/* Why curl would try a finished transfer again: 0 = it would not, else the index of its
+ * message (as in curl's "Problem %s. Will retry..."). curl's transient failures: a timeout,
+ * a name that did not resolve, a refused connection with --retry-connrefused, HTTP 408, 429,
+ * 500, 502, 503, 504 (a success or -f's 22); anything with --retry-all-errors. */
+enum {
+    RETRY_NO,
+    RETRY_ALL,
+    RETRY_TIMEOUT,
+    RETRY_CONNREFUSED,
+    RETRY_HTTP
+};
+
+static int retry_reason(const struct xfer *x, int code)
+{
+    const struct curl_opts *o = x->o;
+    if (code == CE_OPERATION_TIMEDOUT || code == CE_COULDNT_RESOLVE_HOST ||
+        code == CE_COULDNT_RESOLVE_PROXY)
+        return RETRY_TIMEOUT;
+    if (code == CE_COULDNT_CONNECT && o->retry_connrefused && x->send_err == -ECONNREFUSED)
+        return RETRY_CONNREFUSED;
+    if (code == CE_OK || code == CE_HTTP_RETURNED_ERROR) {
+        switch (x->res.status) {
+        case 408:
+        case 429:
+        case 500:
+        case 502:
+        case 503:
+        case 504:
+            return RETRY_HTTP;
+        }
+    }
+    return code != CE_OK && o->retry_all ? RETRY_ALL : RETRY_NO;
+}
+
+struct retry {
+    long left;
+    uint64_t sleep_ns;
+    vega_tstamp start;
+};
+
+/* Whether to go again after this attempt, and after how long (*delay_ns); warns as curl does. */
+static bool should_retry(const struct xfer *x, int code, struct retry *rt, uint64_t *delay_ns)
+{
+    static const char *const why[] = {"", "(retrying all errors)", ": timeout",
+                                      ": connection refused", ": HTTP error"};
+    const struct curl_opts *o = x->o;
+    int reason = retry_reason(x, code);
+    if (reason == RETRY_NO || rt->left <= 0)
+        return false;
+    uint64_t spent = vega_now() - rt->start;
+    if (o->retry_max_ns && spent >= o->retry_max_ns)
+        return false;
+    uint64_t delay = rt->sleep_ns;
+    if (reason == RETRY_HTTP && x->retry_after >= 0) {
+        uint64_t ra = (uint64_t)x->retry_after > UINT64_MAX / VEGA_NS_PER_S / 2
+                          ? UINT64_MAX / 2
+                          : (uint64_t)x->retry_after * VEGA_NS_PER_S;
+        if (o->retry_max_ns && spent + ra > o->retry_max_ns) {
+            if (!o->silent)
+                cli_err(NULL, "Warning: The Retry-After: time would make this command line "
+                              "exceed the maximum allowed time for retries.");
+            return false;
+        }
+        if (ra > delay)
+            delay = ra;
+    }
+    if (!o->silent)
+        cli_err(NULL, "Warning: Problem %s. Will retry in %llu seconds. %ld retries left.",
+                why[reason], (unsigned long long)(delay / VEGA_NS_PER_S), rt->left);
+    rt->left--;
+    if (!o->retry_delay_set) {
+        rt->sleep_ns = rt->sleep_ns > RETRY_SLEEP_MAX / 2 ? RETRY_SLEEP_MAX : rt->sleep_ns * 2;
+    }
+    *delay_ns = delay;
+    return true;
+}
+
+/* ---- one URL ------------------------------------------------------------------------------ */
+
+/* One attempt at URL idx (x fresh, buf its read buffer, freed with it): its exit code, x's
+ * result for --write-out and the retry decision. */
+static int transfer_once(struct curl_ctx *cx, size_t idx, struct xfer *x, uint8_t *buf)
 {
     const struct curl_opts *o = cx->o;
-    struct xfer *x = calloc(1, sizeof(*x));
-    uint8_t *buf = malloc(READ_BUF);
-    if (!x || !buf) {
-        free(x);
-        free(buf);
-        return curl_fail(o, CE_OUT_OF_MEMORY, "out of memory");
-    }
     x->o = o;
     x->buf = buf;
     x->up.fd = -1;
@@ -700,6 +1045,8 @@ int curl_transfer(struct curl_ctx *cx, size_t idx)
     x->res.t_begin = vega_now();
     x->res.method = "GET";
     snprintf(x->res.url, sizeof(x->res.url), "%s", o->urls[idx]);
+    x->retry_after = -1;
+    x->last_modified = -1;
     if (o->max_time_ns)
         x->dl = vega_deadline_in_ns(o->max_time_ns);
     int code = run(x, cx, idx);
@@ -709,11 +1056,42 @@ int curl_transfer(struct curl_ctx *cx, size_t idx)
         curl_sink_abort(&x->sink);
     }
     curl_upload_close(&x->up);
-    if (o->write_out)
-        curl_write_out(o, &x->res);
-    tbuf_free(&x->trace);
-    tbuf_free(&x->heads);
-    free(buf);
-    free(x);
     return code;
+}
+
+int curl_transfer(struct curl_ctx *cx, size_t idx)
+{
+    const struct curl_opts *o = cx->o;
+    struct retry rt = {.left = o->retry,
+                       .sleep_ns = o->retry_delay_set ? o->retry_delay_ns : RETRY_SLEEP_DEFAULT,
+                       .start = vega_now()};
+    for (long n = 0;; n++) {
+        struct xfer *x = calloc(1, sizeof(*x));
+        uint8_t *buf = malloc(READ_BUF);
+        if (!x || !buf) {
+            free(x);
+            free(buf);
+            return curl_fail(o, CE_OUT_OF_MEMORY, "out of memory");
+        }
+        x->attempt = n;
+        int code = transfer_once(cx, idx, x, buf);
+        uint64_t delay = 0;
+        bool again = should_retry(x, code, &rt, &delay);
+        if (!again && o->write_out)
+            curl_write_out(o, &x->res);
+        if (again && !x->sink.is_stdout && x->sink.path[0] && x->res.size_download) {
+            /* what the failed attempt wrote goes, as curl cuts the file back */
+            if (!o->silent)
+                cli_err(NULL, "Throwing away %llu bytes", (unsigned long long)x->res.size_download);
+            (void)truncate(x->sink.path, x->sink.append ? (off_t)x->sink.append_at : 0);
+        }
+        tbuf_free(&x->trace);
+        tbuf_free(&x->heads);
+        free(x->buf);
+        free(x);
+        if (!again)
+            return code;
+        if (delay)
+            (void)vega_sleep_ns(delay);
+    }
 }

@@ -204,8 +204,19 @@ int curl_ws_transfer(struct curl_ctx *cx, size_t idx)
     vega_websocket_connect_opts wo;
     vega_websocket_connect_opts_init(&wo);
     wo.ws.deflate.enabled = o->compressed;
-    wo.fields = o->headers;
-    wo.nfields = o->nheaders;
+    /* -H, then -u or --oauth2-bearer as Authorization unless -H gave one (no redirects here) */
+    vega_http_field fields[CURL_MAX_HEADERS + 1];
+    size_t nf = 0;
+    bool has_auth = false;
+    for (size_t i = 0; i < o->nheaders; i++) {
+        has_auth |= o->headers[i].name.len == 13 &&
+                    strncasecmp(o->headers[i].name.ptr, "Authorization", 13) == 0;
+        fields[nf++] = o->headers[i];
+    }
+    if (o->auth && !has_auth)
+        fields[nf++] = (vega_http_field){{"Authorization", 13}, {o->auth, strlen(o->auth)}};
+    wo.fields = fields;
+    wo.nfields = nf;
     wo.trace = trace;
     wo.trace_user = (void *)o;
     vega_http_client_response *refused = NULL;

@@ -22,6 +22,7 @@
 #define HC_OPTS_V2_SIZE offsetof(vega_http_client_opts, proxy)
 #define HC_OPTS_V3_SIZE offsetof(vega_http_client_opts, quic_qlog_dir)
 #define HC_OPTS_V4_SIZE offsetof(vega_http_client_opts, quic_key_update)
+#define HC_OPTS_V5_SIZE offsetof(vega_http_client_opts, ip_family)
 #define HC_REQ_V1_SIZE  offsetof(vega_http_client_request, h3_fallback)
 
 static size_t hc_opts_size(int opts_version)
@@ -30,6 +31,7 @@ static size_t hc_opts_size(int opts_version)
            : opts_version == 2 ? HC_OPTS_V2_SIZE
            : opts_version == 3 ? HC_OPTS_V3_SIZE
            : opts_version == 4 ? HC_OPTS_V4_SIZE
+           : opts_version == 5 ? HC_OPTS_V5_SIZE
                                : sizeof(vega_http_client_opts);
 }
 
@@ -82,6 +84,8 @@ int vega_http_client_new_versioned(vega_http_client **out, const vega_http_clien
                     o.proxy->kind > VEGA_PROXY_SOCKS5H || !o.proxy->host || !o.proxy->port))
         return -EINVAL;
     if (o.quic_n_suites > 3)
+        return -EINVAL;
+    if (o.ip_family != AF_UNSPEC && o.ip_family != AF_INET && o.ip_family != AF_INET6)
         return -EINVAL;
     if (o.quic_version && !vega_quic_version_is_supported(o.quic_version))
         return -EINVAL;

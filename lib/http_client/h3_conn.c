@@ -392,12 +392,13 @@ static int addresses(vega_http_client *c, struct hc_h3 *h, vega_deadline dl, veg
 {
     struct hc_key k = {.tls = true, .port = h->dst_port};
     memcpy(k.host, h->dst_host, sizeof k.host);
+    int fam = c->o.ip_family;
     if (vega__hc_resolve_override(c, &k, &out[0])) {
         *n = 1;
-        return 0;
+        return fam != AF_UNSPEC && out[0].ss.ss_family != fam ? VEGA_ERR_DNS_NO_ADDRESS : 0;
     }
     vega_addr found[HC_H3_MAX_ADDRS];
-    int rc = vega_dns_lookup(c->dns, h->dst_host, AF_UNSPEC, found, HC_H3_MAX_ADDRS, n, dl);
+    int rc = vega_dns_lookup(c->dns, h->dst_host, fam, found, HC_H3_MAX_ADDRS, n, dl);
     if (rc < 0)
         return rc;
     *n = interleave(found, *n, out);

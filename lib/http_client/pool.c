@@ -234,18 +234,24 @@ static int tcp_open(vega_http_client *c, const struct hc_key *k, vega_http_clien
                     vega_deadline dl, vega_sock **sock)
 {
     vega_addr addr;
+    int fam = c->o.ip_family;
     if (vega__hc_resolve_override(c, k, &addr)) {
         info->t_dns = vega_now();
+        if (fam != AF_UNSPEC && addr.ss.ss_family != fam)
+            return VEGA_ERR_DNS_NO_ADDRESS; /* -4/-6: none of that family (as curl: 6) */
         return vega_tcp_connect(sock, &addr, dl);
     }
     /* The lookup alone gives the DNS time; the connect then finds the answers cached. */
     vega_addr tmp[1];
     size_t n = 0;
-    int r = vega_dns_lookup(c->dns, k->host, AF_UNSPEC, tmp, 1, &n, dl);
+    int r = vega_dns_lookup(c->dns, k->host, fam, tmp, 1, &n, dl);
     if (r < 0)
         return r;
     info->t_dns = vega_now();
-    return vega_tcp_connect_host(sock, c->dns, k->host, k->port, NULL, dl);
+    vega_tcp_connect_opts to;
+    vega_tcp_connect_opts_init(&to);
+    to.family = fam;
+    return vega_tcp_connect_host(sock, c->dns, k->host, k->port, &to, dl);
 }
 
 /* The stream of a connection opened by the client itself (plain or TLS over TCP). */
@@ -257,7 +263,9 @@ static int own_connect(vega_http_client *c, struct hc_conn *conn, const char *ho
     if (r < 0)
         return r;
     info->t_connect = vega_now();
-    vega_sock_set_nodelay(sock, true);
+    vega_sock_set_nodelay(sock, !c->o.tcp_nagle);
+    if (c->o.tcp_keepalive_s)
+        vega_sock_set_keepalive(sock, true, c->o.tcp_keepalive_s, c->o.tcp_keepalive_s, 0);
     vega_sock_peer_addr(sock, &conn->peer);
     if (conn->key.tls)
         return tls_connect(c, conn, sock, host_for_tls, h1_only, info, dl);

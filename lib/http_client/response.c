@@ -344,6 +344,7 @@ static vega_ssize read_decoded(vega_http_client_response *r, uint8_t *buf, size_
         if (n < 0)
             return n;
         r->bpos += consumed;
+        r->info.body_wire_bytes += consumed;
         if (n > 0)
             return vega__hc_deliver(r, n);
         if (rc == 0)
@@ -418,6 +419,8 @@ vega_ssize vega_http_client_response_read(vega_http_client_response *r, void *bu
             n = vega__hc_take_queued(r, buf, len);
         }
     }
+    if (n > 0 && !r->dec)
+        r->info.body_wire_bytes += (uint64_t)n; /* read_decoded counts what it consumes */
     if (n == 0)
         r->info.trailers = &r->trailers; /* the body was read to the end */
     /* A timeout or a cancellation consumed nothing: the caller may read again. */

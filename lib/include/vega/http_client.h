@@ -141,11 +141,23 @@ typedef struct vega_http_client_opts {
                              soon as its handshake is confirmed, to test a peer's handling of
                              it (the QUIC interop runner's keyupdate case); false = none, the
                              default: QUIC needs no update before 2^23 packets */
+    /* ---- TCP and addresses (layout version 6) ---- */
+    int ip_family;            /* AF_UNSPEC (the default): both; AF_INET or AF_INET6: the
+                                 client's own lookups (TCP and QUIC) ask for that family only:
+                                 a numeric host of the other fails the request with
+                                 -EAFNOSUPPORT, a --resolve entry of the other with
+                                 VEGA_ERR_DNS_NO_ADDRESS (curl's -4, -6). Neither a proxy's
+                                 nor a connect hook's connections are affected */
+    bool tcp_nagle;           /* leave Nagle's algorithm on (no TCP_NODELAY); false, the
+                                 default: TCP_NODELAY, as curl (--no-tcp-nodelay) */
+    unsigned tcp_keepalive_s; /* SO_KEEPALIVE with this idle time and probe interval on the
+                                 client's TCP connections; 0 (the default): none */
 } vega_http_client_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended the
- * HTTP/3 fields, version 3 the proxy, version 4 quic_qlog_dir, version 5 quic_key_update; a
- * program built with an older version still works (with their defaults). */
-#define VEGA_HTTP_CLIENT_OPTS_VERSION 5
+ * HTTP/3 fields, version 3 the proxy, version 4 quic_qlog_dir, version 5 quic_key_update,
+ * version 6 ip_family, tcp_nagle and tcp_keepalive_s; a program built with an older version
+ * still works (with their defaults). */
+#define VEGA_HTTP_CLIENT_OPTS_VERSION 6
 
 /* Fills o with the defaults. Since 0.1. */
 VEGA_API void vega_http_client_opts_init_versioned(vega_http_client_opts *o, int opts_version);
@@ -383,6 +395,11 @@ typedef struct vega_http_client_info {
     bool tls_resumed;                /* the QUIC handshake resumed a session */
     vega_quic_early_data early_data; /* what became of 0-RTT on the connection */
     uint64_t stream_id;              /* the request's QUIC stream (HTTP/2: its stream id) */
+    /* appended in 0.1 after the HTTP/3 fields: the body bytes read so far as they came on the
+     * wire, before decoding (the coded size when `coding` is not IDENTITY, else the bytes
+     * vega_http_client_response_read returned); framing (chunk lines) not counted. curl's
+     * %{size_download} */
+    uint64_t body_wire_bytes;
 } vega_http_client_info;
 
 /* Borrowed view of r. Since 0.1. */

@@ -1002,6 +1002,54 @@ VTEST(resolve_override)
     vtest_run(body_resolve, 0);
 }
 
+/* ip_family (curl's -4/-6): names and numeric hosts of the other family are refused before any
+ * connect; a --resolve entry of the other family fails as a name with no address of it. */
+static void body_ip_family(void)
+{
+    struct hs *h = hs_new(NULL);
+    hs_step(h, (struct hs_step){.resp = OK_HELLO});
+    hs_start(h);
+    vega_http_client_opts o;
+    vega_http_client_opts_init(&o);
+    VCHECK_EQ(o.ip_family, AF_UNSPEC);
+    VCHECK(!o.tcp_nagle);
+    VCHECK_EQ(o.tcp_keepalive_s, 0u);
+    o.ip_family = AF_INET6;
+    vega_http_client *c;
+    VCHECK_EQ(vega_http_client_new(&c, &o), 0);
+    vega_addr a;
+    VCHECK_EQ(vega_addr_from_ip(&a, "127.0.0.1", 0), 0);
+    VCHECK_EQ(vega_http_client_add_resolve(c, "four.test", h->port, &a), 0);
+    char url[128], body[64];
+    vega_http_client_request rq;
+    vega_http_client_request_init(&rq);
+    vega_http_client_response *r;
+    hs_url(h, url, sizeof url, "/x");
+    rq.url = url;
+    VCHECK_EQ(hc_fetch(c, &rq, &r, body, sizeof body), -EAFNOSUPPORT);
+    snprintf(url, sizeof url, "http://four.test:%u/x", h->port);
+    VCHECK_EQ(hc_fetch(c, &rq, &r, body, sizeof body), VEGA_ERR_DNS_NO_ADDRESS);
+    VCHECK_EQ(h->accepts, 0);
+    vega_http_client_free(c);
+    /* AF_INET takes the same entry, with Nagle left on and keep-alive probes */
+    o.ip_family = AF_INET;
+    o.tcp_nagle = true;
+    o.tcp_keepalive_s = 30;
+    VCHECK_EQ(vega_http_client_new(&c, &o), 0);
+    VCHECK_EQ(vega_http_client_add_resolve(c, "four.test", h->port, &a), 0);
+    VCHECK_EQ(hc_fetch(c, &rq, &r, body, sizeof body), 5);
+    vega_http_client_response_free(r);
+    vega_http_client_free(c);
+    o.ip_family = 12345;
+    VCHECK_EQ(vega_http_client_new(&c, &o), -EINVAL);
+    hs_free(h);
+}
+
+VTEST(ip_family)
+{
+    vtest_run(body_ip_family, 0);
+}
+
 /* ---- redirects and the trace hook ------------------------------------------------------------ */
 
 static void body_redirect(void)

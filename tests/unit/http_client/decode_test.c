@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The HTTP client's content decoding: Accept-Encoding, gzip/deflate/br/zstd bodies (also
- * chunked), unknown codings passed through, corrupt and truncated streams, and a
- * decompression bomb stopped by max_body. */
+ * chunked) with their coded size counted, unknown codings passed through, corrupt and
+ * truncated streams, and a decompression bomb stopped by max_body. */
 #include <errno.h>
 
 #include <vega/compress.h>
@@ -75,12 +75,14 @@ static void body_codings(void)
     char *plain = plain_text();
     struct hs *h = hs_new(NULL);
     char *resps[8];
+    size_t zlen[4];
     for (size_t i = 0; i < 4; i++) {
         uint8_t *z;
         size_t zn;
         VCHECK_EQ(vega_compress_buffer(kinds[i].kind, VEGA_COMPRESS_LEVEL_DEFAULT, plain, PLAIN_LEN,
                                        0, &z, &zn),
                   0);
+        zlen[i] = zn;
         for (int ch = 0; ch < 2; ch++) {
             size_t len;
             resps[i * 2 + (size_t)ch] = make_resp(kinds[i].name, z, zn, ch, &len);
@@ -99,6 +101,8 @@ static void body_codings(void)
         VCHECK_EQ(n, PLAIN_LEN);
         VCHECK(memcmp(body, plain, PLAIN_LEN) == 0);
         VCHECK_EQ(vega_http_client_response_info(r)->coding, kinds[i / 2].coding);
+        /* the coded bytes as they came (curl's size_download), chunk framing not counted */
+        VCHECK_EQ(vega_http_client_response_info(r)->body_wire_bytes, zlen[i / 2]);
         VCHECK(strstr(h->last_req, "\r\nAccept-Encoding: br, zstd, gzip, deflate\r\n"));
         vega_http_client_response_free(r);
         free(body);
@@ -142,6 +146,7 @@ static void body_passthrough(void)
         VCHECK_EQ(hc_fetch(c, &rq, &r, body, sizeof body), 4);
         VCHECK_STR(body, want[i]);
         VCHECK_EQ(vega_http_client_response_info(r)->coding, VEGA_HTTP_CODING_IDENTITY);
+        VCHECK_EQ(vega_http_client_response_info(r)->body_wire_bytes, 4u);
         vega_http_client_response_free(r);
     }
     rq.decompress = false;

@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: MIT
+# A small HTTP/1.1 server for vega-curl-flags.bats: /echo answers with the request head it got,
+# /away?to=URL redirects there (302), /flaky/N answers 503 with "Retry-After: 0" to its first N
+# requests and 200 "ok" after, /later answers 503 with "Retry-After: 100", /lm answers with a fixed Last-Modified whatever the conditions.
+import http.server, sys, threading
+
+counts = {}
+lock = threading.Lock()
+
+
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def send(self, code, body, extra=()):
+        self.send_response(code)
+        for k, v in extra:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def do_GET(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else b""
+        p = self.path
+        if p.startswith("/echo"):
+            head = "%s %s\n" % (self.command, p) + "".join(
+                "%s: %s\n" % (k, v) for k, v in self.headers.items())
+            self.send(200, head.encode() + body)
+        elif p.startswith("/away?to="):
+            self.send(302, b"", [("Location", p[len("/away?to="):])])
+        elif p.startswith("/flaky/"):
+            with lock:
+                counts[p] = counts.get(p, 0) + 1
+                seen = counts[p]
+            if seen <= int(p.split("/")[2]):
+                self.send(503, b"busy\n", [("Retry-After", "0")])
+            else:
+                self.send(200, b"ok\n")
+        elif p == "/later":
+            self.send(503, b"busy\n", [("Retry-After", "100")])
+        elif p == "/lm":
+            self.send(200, b"lm\n", [("Last-Modified", "Thu, 02 Jan 2020 03:04:05 GMT")])
+        else:
+            self.send(404, b"no\n")
+
+    do_POST = do_GET
+    do_PUT = do_GET
+    do_HEAD = do_GET
+
+
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print("port", s.server_address[1], flush=True)
+s.serve_forever()
