@@ -30,6 +30,7 @@ int cli_hist_init(struct cli_hist *h, uint64_t highest, unsigned sig_digits)
     }
     h->highest = highest;
     h->sub_bits = sub_bits;
+    h->digits = sig_digits;
     h->len = (size_t)(buckets + 1) << (sub_bits - 1);
     h->counts = calloc(h->len, sizeof(*h->counts));
     if (!h->counts)
@@ -46,6 +47,8 @@ void cli_hist_fini(struct cli_hist *h)
 
 static size_t index_of(const struct cli_hist *h, uint64_t v)
 {
+    if (v > h->highest)
+        v = h->highest;
     uint64_t mask = (1ull << h->sub_bits) - 1;
     unsigned bucket = (unsigned)(64 - __builtin_clzll(v | mask)) - h->sub_bits;
     return ((size_t)bucket << (h->sub_bits - 1)) + (size_t)(v >> bucket);
@@ -71,6 +74,66 @@ static uint64_t value_at(const struct cli_hist *h, size_t i)
 static uint64_t highest_equivalent(const struct cli_hist *h, size_t i)
 {
     return value_at(h, i) + (1ull << bucket_of(h, i)) - 1;
+}
+
+size_t cli_hist_index(const struct cli_hist *h, uint64_t v)
+{
+    return index_of(h, v);
+}
+
+uint64_t cli_hist_slot_low(const struct cli_hist *h, size_t i)
+{
+    return value_at(h, i);
+}
+
+uint64_t cli_hist_slot_high(const struct cli_hist *h, size_t i)
+{
+    return highest_equivalent(h, i);
+}
+
+void cli_hist_record_n(struct cli_hist *h, uint64_t v, uint64_t n)
+{
+    if (n == 0)
+        return;
+    if (v > h->highest) {
+        v = h->highest;
+        h->clamped += n;
+    }
+    h->counts[index_of(h, v)] += n;
+    h->total += n;
+    if (v < h->min)
+        h->min = v;
+    if (v > h->max)
+        h->max = v;
+}
+
+int cli_hist_recount(struct cli_hist *h)
+{
+    h->total = 0;
+    h->min = UINT64_MAX;
+    h->max = 0;
+    for (size_t i = 0; i < h->len; i++) {
+        uint64_t c = h->counts[i];
+        if (c == 0)
+            continue;
+        if (c > UINT64_MAX - h->total)
+            return -EOVERFLOW;
+        h->total += c;
+        if (h->min == UINT64_MAX)
+            h->min = value_at(h, i);
+        h->max = highest_equivalent(h, i);
+    }
+    if (h->max > h->highest)
+        h->max = h->highest;
+    return 0;
+}
+
+void cli_hist_reset(struct cli_hist *h)
+{
+    memset(h->counts, 0, h->len * sizeof(*h->counts));
+    h->total = h->clamped = 0;
+    h->min = UINT64_MAX;
+    h->max = 0;
 }
 
 void cli_hist_record(struct cli_hist *h, uint64_t v)

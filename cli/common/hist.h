@@ -11,6 +11,7 @@
 struct cli_hist {
     uint64_t highest;  /* largest trackable value; larger values are recorded as this */
     unsigned sub_bits; /* log2 of the sub-buckets per bucket */
+    unsigned digits;   /* significant decimal digits kept */
     size_t len;        /* slots in counts */
     uint64_t *counts;  /* owned */
     uint64_t total;    /* values recorded */
@@ -30,6 +31,23 @@ void cli_hist_fini(struct cli_hist *h);
 
 /* Records one value (clamped to highest). */
 void cli_hist_record(struct cli_hist *h, uint64_t v);
+
+/* The slot of counts that v (clamped to highest) falls in, and the lowest and highest value a
+ * slot stands for. */
+size_t cli_hist_index(const struct cli_hist *h, uint64_t v);
+uint64_t cli_hist_slot_low(const struct cli_hist *h, size_t i);
+uint64_t cli_hist_slot_high(const struct cli_hist *h, size_t i);
+
+/* Records n values of v (clamped to highest) at once. */
+void cli_hist_record_n(struct cli_hist *h, uint64_t v, uint64_t n);
+
+/* Recomputes total, min and max from the counts (min and max then stand for their slots:
+ * the lowest value of the lowest slot, the highest of the highest), after counts were
+ * written directly. Returns -EOVERFLOW when the counts add up past UINT64_MAX. */
+int cli_hist_recount(struct cli_hist *h);
+
+/* Zeroes every count and the totals; the shape stays. */
+void cli_hist_reset(struct cli_hist *h);
 
 /* Adds every count of src to dst. Returns 0, or -EINVAL when their shapes differ. */
 int cli_hist_merge(struct cli_hist *dst, const struct cli_hist *src);
