@@ -25,6 +25,7 @@ VEGA_APT_PACKAGES=(
     nghttp2-client python3-h2               # HTTP/2 interop and load: h2load, nghttp, a Python peer
     nghttp2-server                          # HTTP/2: nghttpd, a real peer for vega-curl's tests
     python3-prometheus-client               # vega-serve --metrics: the real exposition parser
+    default-jre-headless libhdrhistogram-java   # vega-load --latency-log: HdrHistogram's own HistogramLogProcessor reads it
     ngtcp2-client ngtcp2-server iproute2    # QUIC interop: real peers (interop/quic)
     libngtcp2-dev libngtcp2-crypto-gnutls-dev libgnutls28-dev   # QUIC bench peer (bench/quic-ngtcp2)
     golang-go golang-github-lucas-clemente-quic-go-dev golang-github-marten-seemann-qtls-go1-19-dev   # HTTP/3 interop: quic-go 0.29 peers built offline (interop/h3)

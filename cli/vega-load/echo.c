@@ -255,7 +255,7 @@ static void conn_loop(struct conn *c)
             c->ever = true;
             if (measured) {
                 struct load_worker *w = load_worker_self(r);
-                cli_hist_record(&w->hist, (t1 - t0 + VEGA_NS_PER_US / 2) / VEGA_NS_PER_US);
+                load_latency(w, (t1 - t0 + VEGA_NS_PER_US / 2) / VEGA_NS_PER_US);
                 load_bump(&w->round_trips, 1);
             }
             continue;

@@ -199,7 +199,7 @@ static void completed(struct h2conn *c, struct h2req *q)
     if (!q->measured || c->now > r->end)
         return;
     struct load_worker *w = c->w;
-    cli_hist_record(&w->hist, us_between(c->o->rate ? q->t_intended : q->t_sent, c->now));
+    load_latency(w, us_between(c->o->rate ? q->t_intended : q->t_sent, c->now));
     if (c->o->rate)
         cli_hist_record(&w->hist_unc, us_between(q->t_sent, c->now));
     load_bump(&w->round_trips, 1);

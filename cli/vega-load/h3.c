@@ -159,7 +159,7 @@ static int cb_end(void *ud, uint64_t sid)
     c->completed++;
     if (q->measured && c->now <= r->end) {
         struct load_worker *w = c->w;
-        cli_hist_record(&w->hist, us_between(c->o->rate ? q->t_intended : q->t_sent, c->now));
+        load_latency(w, us_between(c->o->rate ? q->t_intended : q->t_sent, c->now));
         if (c->o->rate)
             cli_hist_record(&w->hist_unc, us_between(q->t_sent, c->now));
         load_bump(&w->round_trips, 1);

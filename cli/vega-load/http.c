@@ -261,7 +261,7 @@ static int on_message_complete(void *ud)
         struct load_worker *w = c->w;
         vega_tstamp from = c->o->rate ? c->t_intended : c->t_sent;
         uint64_t us = (c->now - from + VEGA_NS_PER_US / 2) / VEGA_NS_PER_US;
-        cli_hist_record(&w->hist, us);
+        load_latency(w, us);
         if (c->o->rate)
             cli_hist_record(&w->hist_unc,
                             (c->now - c->t_sent + VEGA_NS_PER_US / 2) / VEGA_NS_PER_US);

@@ -10,31 +10,35 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <vega/quic_ep.h>
 #include <vega/vega.h>
 
 #include "cli.h"
+#include "hdrlog.h"
 #include "hist.h"
 
 /* Limits. */
-#define LOAD_MAX_SIZE      (16u << 20)  /* -s */
-#define LOAD_MAX_UDP_SIZE  65507u       /* -s with -u: the largest UDP/IPv4 payload */
-#define LOAD_MAX_CONNS     1000000u     /* -c */
-#define LOAD_MAX_BUFFERS   (1ull << 30) /* receive buffers of all connections together */
-#define LOAD_CHUNK         65536u       /* receive buffer per connection, at most */
-#define LOAD_HIST_MAX_US   60000000ull  /* latencies are kept from 1 us to 60 s ... */
-#define LOAD_HIST_DIGITS   3            /* ... to 3 significant digits */
-#define LOAD_MAX_ADDRS     8
-#define LOAD_MAX_HEADERS   64           /* -H */
-#define LOAD_MAX_HEAD      (64u << 10)  /* the serialized request head */
-#define LOAD_MAX_PIPELINE  256u         /* --pipeline */
-#define LOAD_MAX_REQ_BATCH (64u << 20)  /* a request times --pipeline */
-#define LOAD_MAX_RATE      100000000ull /* -R, requests per second */
-#define LOAD_HTTP_BUF_MIN  4096u        /* receive buffer per HTTP connection, at least */
-#define LOAD_STATUS_MAX    1000         /* status codes 100..999 are counted one by one */
-#define LOAD_MAX_STREAMS   1024u /* -m: HTTP/2 and HTTP/3 requests in flight per connection */
-#define LOAD_MAX_H3_CONNS  4096u /* -c with HTTP/3: a UDP socket and ~256 KiB each */
+#define LOAD_MAX_SIZE       (16u << 20)  /* -s */
+#define LOAD_MAX_UDP_SIZE   65507u       /* -s with -u: the largest UDP/IPv4 payload */
+#define LOAD_MAX_CONNS      1000000u     /* -c */
+#define LOAD_MAX_BUFFERS    (1ull << 30) /* receive buffers of all connections together */
+#define LOAD_CHUNK          65536u       /* receive buffer per connection, at most */
+#define LOAD_HIST_MAX_US    60000000ull  /* latencies are kept from 1 us to 60 s ... */
+#define LOAD_HIST_DIGITS    3            /* ... to 3 significant digits */
+#define LOAD_MAX_ADDRS      8
+#define LOAD_MAX_HEADERS    64           /* -H */
+#define LOAD_MAX_HEAD       (64u << 10)  /* the serialized request head */
+#define LOAD_MAX_PIPELINE   256u         /* --pipeline */
+#define LOAD_MAX_REQ_BATCH  (64u << 20)  /* a request times --pipeline */
+#define LOAD_MAX_RATE       100000000ull /* -R, requests per second */
+#define LOAD_HTTP_BUF_MIN   4096u        /* receive buffer per HTTP connection, at least */
+#define LOAD_STATUS_MAX     1000         /* status codes 100..999 are counted one by one */
+#define LOAD_MAX_STREAMS    1024u /* -m: HTTP/2 and HTTP/3 requests in flight per connection */
+#define LOAD_MAX_H3_CONNS   4096u /* -c with HTTP/3: a UDP socket and ~256 KiB each */
+#define LOAD_MAX_FAIL_IF    32    /* --fail-if conditions */
+#define LOAD_EXIT_THRESHOLD 3     /* exit code: a --fail-if condition failed */
 
 /* --alpn-list: the protocol its first entry picks. */
 enum load_alpn {
@@ -42,6 +46,36 @@ enum load_alpn {
     LOAD_ALPN_H3,
     LOAD_ALPN_H2,
     LOAD_ALPN_HTTP11,
+};
+
+/* One --fail-if condition: METRIC OP VALUE. */
+enum load_metric {
+    LOAD_M_PCT,      /* pNN: a latency percentile (arg) */
+    LOAD_M_MIN,      /* latency */
+    LOAD_M_MEAN,     /* latency */
+    LOAD_M_MAX,      /* latency */
+    LOAD_M_RPS,      /* requests per second */
+    LOAD_M_REQUESTS, /* requests (round trips) completed */
+    LOAD_M_ERRORS,   /* errors of every kind (connect, read, write, timeout, parse, mismatch) */
+    LOAD_M_NON2XX,   /* HTTP: responses whose status is not 2xx */
+    LOAD_M_ERROR_PCT /* errors and non-2xx responses, in percent of requests + errors */
+};
+
+enum load_cmp {
+    LOAD_LT,
+    LOAD_LE,
+    LOAD_GT,
+    LOAD_GE,
+    LOAD_EQ,
+    LOAD_NE
+};
+
+struct load_cond {
+    enum load_metric metric;
+    enum load_cmp cmp;
+    double arg;    /* the percentile of LOAD_M_PCT */
+    double value;  /* latency in microseconds; counts and rates as they are */
+    char text[64]; /* as written, for messages (cut at 63 characters) */
 };
 
 struct load_h2_req; /* h2_req.c: the HTTP/2 request's fields */
@@ -102,6 +136,11 @@ struct load_opts {
     bool h2;
     struct load_h2_req *h2_req; /* the request's fields (owned) */
     size_t h2_buf;              /* receive and send buffer per HTTP/2 connection, each */
+    /* Reports. */
+    const char *latency_log; /* --latency-log FILE: HdrHistogram interval log */
+    bool json_lines;         /* --json-lines: a JSON object per second on stdout */
+    struct load_cond fail_if[LOAD_MAX_FAIL_IF]; /* --fail-if */
+    unsigned nfail_if;
 };
 
 /* Error kinds, as wrk counts them (plus mismatch: the echo differs from what was sent). */
@@ -138,6 +177,23 @@ struct load_worker {
     atomic_uint_fast64_t h2_head_in, h2_head_in_decoded, h2_head_out, h2_head_out_decoded;
     atomic_uint_fast64_t h2_data_in, h2_refused, h2_reset, h2_goaway;
     uint64_t sample_last; /* run.c's Req/Sec sampler only */
+    /* --latency-log, --json-lines: the current interval's latencies, slot by slot as in hist
+     * (added to by this worker's tasks, taken by the interval task); NULL when neither */
+    _Atomic uint64_t *ivl;
+};
+
+/* --latency-log and --json-lines: the per-second intervals (ivl.c). */
+struct load_ivl {
+    bool on;
+    FILE *log; /* --latency-log, or NULL */
+    struct hdrlog_writer w;
+    struct cli_hist h;              /* the interval being taken */
+    vega_tstamp at;                 /* when the current interval began */
+    double wall_at;                 /* ... in seconds since the epoch */
+    int64_t wall_offset_ns;         /* CLOCK_REALTIME minus vega_now() */
+    uint64_t n;                     /* intervals taken */
+    uint64_t rt, errors, status[6]; /* the counters at the end of the previous interval */
+    int error;                      /* the first write error (the log stops there) */
 };
 
 /* Mean, standard deviation and maximum of a series of samples. */
@@ -168,6 +224,7 @@ struct load_run {
     char tls_info[128];            /* "TLSv1.3, TLS_AES_256_GCM_SHA384, ALPN h2" */
     struct load_series thread_rps; /* Req/Sec per worker, sampled every 100 ms ... */
     vega_tstamp sample_at;         /* ... the latest at this time */
+    struct load_ivl ivl;           /* --latency-log, --json-lines */
 };
 
 /* Totals after a run. */
@@ -235,6 +292,35 @@ void load_tls_seen(struct load_run *r, vega_stream *tls);
 
 /* min(now + --timeout, end); *at_end tells whether the end of the run is the nearer one. */
 vega_deadline load_step_deadline(const struct load_run *r, vega_tstamp now, bool *at_end);
+
+/* Records a measured latency (the corrected one with -R) of a round trip in w's histogram and,
+ * with --latency-log or --json-lines, in the current interval. */
+static inline void load_latency(struct load_worker *w, uint64_t us)
+{
+    cli_hist_record(&w->hist, us);
+    if (w->ivl)
+        atomic_fetch_add_explicit(&w->ivl[cli_hist_index(&w->hist, us)], 1, memory_order_relaxed);
+}
+
+/* ---- ivl.c ---------------------------------------------------------------------------------- */
+
+/* Sets up the intervals (the file, the workers' slots) before the run. Returns 0 or a negative
+ * code (reported). */
+int load_ivl_setup(struct load_run *r);
+/* Starts the first interval at the start of the measured period. */
+void load_ivl_start(struct load_run *r);
+/* Takes the interval when a second has passed since it began (or, with last, whatever there
+ * is: the end of the run), writing its log line and JSON line. */
+void load_ivl_tick(struct load_run *r, vega_tstamp now, bool last);
+void load_ivl_fini(struct load_run *r);
+
+/* --fail-if: parses the conditions of one argument into o (usage error on a bad one), and
+ * checks them against a run's totals: returns the failed count, each named on stderr. */
+void load_fail_if_parse(struct load_opts *o, const char *arg);
+unsigned load_fail_if_check(const struct load_opts *o, const struct load_totals *t);
+
+/* vega-load merge FILE...: the mode's main. */
+int load_merge_main(int argc, char **argv);
 
 /* ---- echo.c --------------------------------------------------------------------------------- */
 
@@ -337,9 +423,9 @@ void *load_h3_conn(void *arg);
 
 void load_report_header(const struct load_opts *o);
 void load_report_text(const struct load_opts *o, const struct load_totals *t);
-void load_report_json(const struct load_opts *o, const struct load_totals *t);
+void load_report_json(FILE *f, const struct load_opts *o, const struct load_totals *t);
 void load_report_http_text(const struct load_opts *o, const struct load_totals *t);
-void load_report_http_json(const struct load_opts *o, const struct load_totals *t);
+void load_report_http_json(FILE *f, const struct load_opts *o, const struct load_totals *t);
 
 /* "round trips" or "requests". */
 const char *load_noun(const struct load_opts *o);

@@ -20,6 +20,7 @@ static const char usage_text[] =
     "       vega-load --h2 [options] URL            load an HTTP/2 server (https://: ALPN h2;\n"
     "                                               http://: cleartext h2c, prior knowledge)\n"
     "       vega-load --h3 [options] URL            load an HTTP/3 server (https://, QUIC)\n"
+    "       vega-load merge [--json] LOG...          one report from --latency-log files\n"
     "\n"
     "HTTP: keep-alive connections each write the request (pre-serialized once; --pipeline\n"
     "copies at a time), read the responses and repeat (a closed loop), reconnecting when the\n"
@@ -101,6 +102,21 @@ static const char usage_text[] =
     "      --json              one JSON object on stdout instead of the summary (keys: rps,\n"
     "                          requests, latency_us{p50,p90,p99,p999,p9999,max,min,mean,\n"
     "                          stdev}, errors, status{\"200\": N}, connect_us, ...)\n"
+    "      --json-lines        a JSON object per second on stdout while running (type\n"
+    "                          \"interval\": requests, rps, errors, status_classes, latency_us\n"
+    "                          {count,min,p50,p90,p99,p999,max,mean}), then the --json report\n"
+    "                          as one line with type \"summary\"\n"
+    "      --latency-log FILE  write the latencies of every second of the measured period to\n"
+    "                          FILE as an HdrHistogram interval log (the format\n"
+    "                          HdrHistogram's HistogramLogProcessor reads; values in\n"
+    "                          microseconds, corrected with -R); combine the logs of several\n"
+    "                          runs or machines with 'vega-load merge'\n"
+    "      --fail-if LIST      conditions the run must meet, comma-separated, e.g.\n"
+    "                          'p99<5ms,errors=0,rps>10k': exit 3 naming each that failed.\n"
+    "                          Metrics: pNN (p50, p99, p99.9...), min, mean, max (us, ms, s;\n"
+    "                          a bare number is ms), rps, requests (k, M), errors, non2xx,\n"
+    "                          error% (errors and non-2xx in percent of requests + errors);\n"
+    "                          operators <, <=, >, >=, = (or ==), !=\n"
     "      --no-progress       no live line on stderr (shown only when stderr is a terminal)\n"
     "  -v, --verbose           report every error, not only the first of each kind\n"
     "  -h, --help              this help\n"
@@ -117,7 +133,8 @@ static const char usage_text[] =
     "measured so far.\n"
     "\n"
     "Exit codes: 0 success; 1 nothing completed, every connection failed, or fewer than -n\n"
-    "completed; 2 usage error; 128+N stopped by signal N (after the report).\n"
+    "completed; 2 usage error; 3 a --fail-if condition failed; 128+N stopped by signal N\n"
+    "(after the report).\n"
     "\n"
     "Examples:\n"
     "  vega-load -c 64 -d 5s http://127.0.0.1:8080/\n"
@@ -154,6 +171,9 @@ enum {
     OPT_ALPN,
     OPT_H2,
     OPT_H1,
+    OPT_LATENCY_LOG,
+    OPT_JSON_LINES,
+    OPT_FAIL_IF,
 };
 
 static const struct option long_opts[] = {
@@ -196,6 +216,9 @@ static const struct option long_opts[] = {
     {"alpn-list", required_argument, NULL, OPT_ALPN},
     {"npn-list", required_argument, NULL, OPT_ALPN},
     {"max-concurrent-streams", required_argument, NULL, 'm'},
+    {"latency-log", required_argument, NULL, OPT_LATENCY_LOG},
+    {"json-lines", no_argument, NULL, OPT_JSON_LINES},
+    {"fail-if", required_argument, NULL, OPT_FAIL_IF},
     {NULL, 0, NULL, 0},
 };
 
@@ -570,6 +593,17 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
         case OPT_JSON:
             o->json = true;
             break;
+        case OPT_JSON_LINES:
+            o->json_lines = true;
+            break;
+        case OPT_LATENCY_LOG:
+            if (!*optarg)
+                cli_usage_error("--latency-log: empty file name");
+            o->latency_log = optarg;
+            break;
+        case OPT_FAIL_IF:
+            load_fail_if_parse(o, optarg);
+            break;
         case OPT_TLS:
             o->tls = true;
             tls_flag = true;
@@ -671,6 +705,9 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
         cli_usage_error("-4/-6 cannot be used with -U");
     if (o->unix_path && !*o->unix_path)
         cli_usage_error("-U: empty path");
+    if (o->json && o->json_lines)
+        cli_usage_error("--json and --json-lines contradict each other (--json-lines ends with "
+                        "the --json report as its last line)");
     if (!o->duration_ns && !o->round_trips)
         o->duration_ns = 10 * VEGA_NS_PER_S;
     o->progress = !no_progress && isatty(STDERR_FILENO);
@@ -743,6 +780,8 @@ int main(int argc, char **argv)
     o.streams = 1;
     o.driver = VEGA_DRIVER_DEFAULT;
     cli_set_prog("vega-load");
+    if (argc > 1 && strcmp(argv[1], "merge") == 0)
+        return load_merge_main(argc - 1, argv + 1);
     parse_args(&o, argc, argv, hbuf, sizeof(hbuf), pbuf, sizeof(pbuf), tbuf, sizeof(tbuf));
     fd_limit(&o);
 

@@ -150,10 +150,9 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-void load_report_json(const struct load_opts *o, const struct load_totals *t)
+void load_report_json(FILE *f, const struct load_opts *o, const struct load_totals *t)
 {
     const struct cli_hist *h = &t->hist;
-    FILE *f = stdout;
     double bytes = (double)t->round_trips * (double)o->size;
     fputs("{\"mode\":", f);
     json_str(f, o->mode);
@@ -396,9 +395,8 @@ static void json_latency(FILE *f, const char *key, const struct cli_hist *h)
             (unsigned long long)h->total);
 }
 
-void load_report_http_json(const struct load_opts *o, const struct load_totals *t)
+void load_report_http_json(FILE *f, const struct load_opts *o, const struct load_totals *t)
 {
-    FILE *f = stdout;
     fputs("{\"mode\":\"http\",\"url\":", f);
     json_str(f, o->url);
     fputs(",\"target\":", f);

@@ -487,6 +487,7 @@ static int drive(struct load_run *r, struct load_totals *t)
     r->measure_start = r->start + o->warmup_ns;
     r->end = o->duration_ns ? r->measure_start + o->duration_ns : VEGA_DEADLINE_NEVER;
     atomic_store(&r->tickets, (int_fast64_t)o->round_trips);
+    load_ivl_start(r);
     for (uint64_t i = 0; i < o->conns; i++) {
         e = vega_group_spawn(g,
                              o->h3     ? load_h3_conn
@@ -504,14 +505,15 @@ static int drive(struct load_run *r, struct load_totals *t)
     uint64_t every_ms = o->http ? HTTP_PROGRESS_MS : PROGRESS_MS;
     vega_tstamp shown = r->start;
     for (;;) {
-        vega_deadline dl = o->http       ? vega_deadline_in_ms(SAMPLE_MS)
-                           : o->progress ? vega_deadline_in_ms(PROGRESS_MS)
-                                         : VEGA_DEADLINE_NEVER;
+        vega_deadline dl = o->http || r->ivl.on ? vega_deadline_in_ms(SAMPLE_MS)
+                           : o->progress        ? vega_deadline_in_ms(PROGRESS_MS)
+                                                : VEGA_DEADLINE_NEVER;
         int w = vega_group_wait(g, dl);
         if (w != -ETIMEDOUT)
             break;
         if (o->http)
             sample(r);
+        load_ivl_tick(r, vega_now(), false);
         if (o->progress && vega_now() - shown >= every_ms * VEGA_NS_PER_MS - VEGA_NS_PER_MS) {
             shown = vega_now();
             progress_line(r, &p);
@@ -526,8 +528,30 @@ static int drive(struct load_run *r, struct load_totals *t)
     t->signo = atomic_load(&st.signo);
     if (t->signo) /* stopped early: the measured time ends now */
         r->end = finish;
+    load_ivl_tick(r, finish < r->end ? finish : r->end, true);
     totals(r, t, finish);
     return e < 0 && t->round_trips == 0 ? e : 0;
+}
+
+/* --json-lines: the report as one more line, {"type":"summary", then the --json keys}. */
+static void summary_line(const struct load_opts *o, const struct load_totals *t)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m) {
+        cli_err_code("report", -ENOMEM);
+        return;
+    }
+    if (o->http)
+        load_report_http_json(m, o, t);
+    else
+        load_report_json(m, o, t);
+    if (fclose(m) == 0 && len > 1 && buf[0] == '{')
+        printf("{\"type\":\"summary\",%s", buf + 1);
+    else
+        cli_err_code("report", -ENOMEM);
+    free(buf);
 }
 
 int load_run_main(const struct load_opts *o)
@@ -566,24 +590,31 @@ int load_run_main(const struct load_opts *o)
         cli_err_code("setup", e);
         goto out;
     }
-    if (!o->json)
+    if (load_ivl_setup(&r) < 0)
+        goto out;
+    if (!o->json && !o->json_lines)
         load_report_header(o);
     e = drive(&r, &t);
     if (e < 0) {
         cli_err_code("run", e);
         goto out;
     }
-    if (o->http && o->json)
-        load_report_http_json(o, &t);
+    if (o->json_lines)
+        summary_line(o, &t);
+    else if (o->http && o->json)
+        load_report_http_json(stdout, o, &t);
     else if (o->http)
         load_report_http_text(o, &t);
     else if (o->json)
-        load_report_json(o, &t);
+        load_report_json(stdout, o, &t);
     else
         load_report_text(o, &t);
     code = exit_code(o, &t);
+    if (o->nfail_if && load_fail_if_check(o, &t) > 0 && code == CLI_EXIT_OK)
+        code = LOAD_EXIT_THRESHOLD;
 out:
     fflush(stdout);
+    load_ivl_fini(&r);
     load_h3_teardown(&r);
     cli_hist_fini(&t.hist);
     cli_hist_fini(&t.hist_unc);

@@ -1,0 +1,162 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# vega-load's reports over time, against vega-serve on loopback: --latency-log read back by
+# HdrHistogram's own HistogramLogProcessor (Debian's libhdrhistogram-java), `vega-load merge`
+# adding logs up, --json-lines, and --fail-if's exit code. Runs use -n (an exact count of
+# requests), so every count compared is exact; each run lasts a second or two.
+
+load helpers
+
+PY=/usr/bin/python3
+HDR_JAR=/usr/share/java/hdrhistogram.jar
+
+setup() {
+    LOAD="$(vega_bin vega-load)"
+    SERVE="$(vega_bin vega-serve)"
+    T="$BATS_TEST_TMPDIR"
+    mkdir -p "$T/www"
+    head -c 1024 /dev/zero | tr '\0' 'x' >"$T/www/1k.bin"
+}
+
+teardown() {
+    stop_bg_all
+}
+
+serve() {
+    start_bg "$T/serve.log" "$SERVE" -p 0 "$T/www"
+    wait_for_line "$T/serve.log" 'listening on'
+    local p
+    p="$(sed -nE 's/.*listening on [0-9.]+:([0-9]+)$/\1/p' "$T/serve.log" | head -n1)"
+    [ -n "$p" ]
+    URL="http://127.0.0.1:$p/1k.bin"
+}
+
+load_run() {
+    timeout 60 "$LOAD" "$@"
+}
+
+@test "--latency-log is an HdrHistogram interval log that HistogramLogProcessor reads, every request in it" {
+    command -v java >/dev/null && [ -f "$HDR_JAR" ] || skip "java or libhdrhistogram-java missing"
+    serve
+    run load_run -c 4 -n 3000 --latency-log "$T/a.hlog" --json "$URL"
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" >"$T/a.json"
+    head -n 1 "$T/a.hlog" | grep -qF '#[Histogram log format version 1.3]'
+    grep -q '^"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"$' "$T/a.hlog"
+    grep -qE '^[0-9]+\.[0-9]{3},[0-9]+\.[0-9]{3},[0-9]+\.[0-9]{3},HISTF' "$T/a.hlog"
+    java -cp "$HDR_JAR" org.HdrHistogram.HistogramLogProcessor -i "$T/a.hlog" -csv \
+        -outputValueUnitRatio 1 >"$T/a.csv"
+    # Every request, and the same distribution: the processor's median and maximum are
+    # vega-load's.
+    [ "$(tail -n 1 "$T/a.csv" | cut -d, -f3)" = 3000 ]
+    "$PY" - "$T/a.csv" "$T/a.json" <<'PYEOF'
+import csv, json, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if r and r[0][0].isdigit()]
+j = json.load(open(sys.argv[2]))
+lat = j["latency_us"]
+p50 = next(float(r[0]) for r in rows if float(r[1]) >= 0.5)
+mx = int(float(rows[-1][0]))
+assert int(p50) == lat["p50"], (p50, lat)
+# the processor reports the top of the slot of the maximum (3 significant digits)
+assert lat["max"] <= mx <= lat["max"] + lat["max"] // 1000 + 1, (mx, lat)
+PYEOF
+}
+
+@test "vega-load merge adds logs up: counts, and the distribution of the same log twice" {
+    serve
+    run load_run -c 2 -n 1000 --latency-log "$T/a.hlog" --json "$URL"
+    [ "$status" -eq 0 ]
+    run load_run -c 3 -n 1500 --latency-log "$T/b.hlog" --json "$URL"
+    [ "$status" -eq 0 ]
+    run "$LOAD" merge --json "$T/a.hlog" "$T/b.hlog"
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" >"$T/m.json"
+    "$PY" -c '
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["logs"] == 2 and m["requests"] == 2500, m
+assert sum(s["requests"] for s in m["per_second"]) == 2500, m["per_second"]' "$T/m.json"
+    run "$LOAD" merge --json "$T/a.hlog"
+    printf '%s\n' "$output" >"$T/one.json"
+    run "$LOAD" merge --json "$T/a.hlog" "$T/a.hlog"
+    printf '%s\n' "$output" >"$T/two.json"
+    "$PY" -c '
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert b["requests"] == 2 * a["requests"] == 2000
+for k in ("p50", "p90", "p99", "max", "min"):
+    assert a["latency_us"][k] == b["latency_us"][k], k' "$T/one.json" "$T/two.json"
+    run "$LOAD" merge "$T/a.hlog" "$T/b.hlog"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"Merged 2 logs"*"2500 requests"* ]]
+}
+
+@test "vega-load merge refuses a malformed log with its line, and a missing one" {
+    printf '#[StartTime: 1.000 (seconds since epoch), x]\n0.000,1.000,1.0,notbase64!\n' >"$T/bad.hlog"
+    run "$LOAD" merge "$T/bad.hlog"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"bad.hlog:2: the histogram is not base64"* ]]
+    # base64 of a histogram whose zero run claims more slots than it has
+    "$PY" -c '
+import base64, struct, sys, zlib
+def zz(v):
+    v = (v << 1) ^ (v >> 63)
+    out = b""
+    while v >> 7:
+        out += bytes([(v & 0x7f) | 0x80]); v >>= 7
+    return out + bytes([v])
+payload = zz(5) + zz(-(1 << 40))
+plain = struct.pack(">iiiiqqd", 0x1c849313, len(payload), 0, 3, 1, 60000000, 1.0) + payload
+z = zlib.compress(plain)
+blob = struct.pack(">ii", 0x1c849314, len(z)) + z
+print("0.000,1.000,1.0," + base64.b64encode(blob).decode())' >"$T/run.hlog"
+    run "$LOAD" merge "$T/run.hlog"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"run.hlog:1: histogram counts run past its last slot"* ]]
+    run "$LOAD" merge "$T/none.hlog"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"none.hlog: No such file"* ]]
+    run "$LOAD" merge
+    [ "$status" -eq 2 ]
+}
+
+@test "--json-lines: an object per second, then the summary; the intervals add up to it" {
+    serve
+    run load_run -c 2 -n 2000 -R 1500 --json-lines "$URL"
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" >"$T/lines"
+    "$PY" -c '
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+iv = [l for l in lines if l["type"] == "interval"]
+assert lines[-1]["type"] == "summary" and len(iv) == len(lines) - 1, lines
+s = lines[-1]
+assert len(iv) >= 2, len(iv)  # 2000 requests at 1500/s take more than a second
+assert sum(l["requests"] for l in iv) == s["requests"] == 2000, (iv, s)
+assert sum(l["latency_us"]["count"] for l in iv) == 2000
+assert [l["second"] for l in iv] == list(range(len(iv)))
+# an interval keeps 3 significant digits (the top of the slot of the maximum); the summary the exact one
+mx, smx = max(l["latency_us"]["max"] for l in iv), s["latency_us"]["max"]
+assert smx <= mx <= smx + smx // 1000 + 1, (mx, smx)
+assert sum(l["status_classes"]["2xx"] for l in iv) == 2000' "$T/lines"
+    run "$LOAD" --json --json-lines -n 1 "$URL"
+    [ "$status" -eq 2 ]
+}
+
+@test "--fail-if: exit 3 naming each failed condition; 0 when all hold; 2 for a bad one" {
+    serve
+    run load_run -c 2 -n 500 --fail-if 'p50<1us,requests=500,errors=0,rps<1' "$URL"
+    [ "$status" -eq 3 ]
+    [[ "$output" == *"'p50<1us' failed: it was "* ]]
+    [[ "$output" == *"'rps<1' failed: it was "* ]]
+    [[ "$output" != *"'requests=500' failed"* ]]
+    [[ "$output" != *"'errors=0' failed"* ]]
+    run load_run -c 2 -n 500 --fail-if 'p99<60s,max<=60s,requests>=500,non2xx=0,error%<1%' --fail-if 'rps>1' "$URL"
+    [ "$status" -eq 0 ]
+    run "$LOAD" -n 1 --fail-if 'p99<fast' "$URL"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"'fast' is not a duration"* ]]
+    run "$LOAD" -n 1 --fail-if 'latency<5ms' "$URL"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"unknown metric 'latency'"* ]]
+}
