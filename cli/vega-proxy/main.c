@@ -87,6 +87,7 @@ enum {
     OPT_GRACE,
     OPT_WORKERS,
     OPT_DRIVER,
+    OPT_NO_SPLICE,
 };
 
 static const struct option long_opts[] = {
@@ -103,6 +104,7 @@ static const struct option long_opts[] = {
     {"grace", required_argument, NULL, OPT_GRACE},
     {"workers", required_argument, NULL, OPT_WORKERS},
     {"driver", required_argument, NULL, OPT_DRIVER},
+    {"no-splice", no_argument, NULL, OPT_NO_SPLICE},
     {"verbose", no_argument, NULL, 'v'},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -162,6 +164,9 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
             break;
         case OPT_GRACE:
             o->grace_ns = duration_arg("--grace", optarg);
+            break;
+        case OPT_NO_SPLICE:
+            o->no_splice = true;
             break;
         case 'm':
             if (cli_parse_uint(optarg, 1, 1000000, &v) < 0)
@@ -351,8 +356,13 @@ static void *main_task(void *arg)
     vega_group_free(acceptors);
     for (size_t i = 0; i < n; i++)
         vega_sock_close(ls[i].sock);
-    if (vega_group_wait(srv.tunnels, vega_deadline_in_ns(o->grace_ns)) < 0)
+    vega_deadline grace = vega_deadline_in_ns(o->grace_ns);
+    if (vega_group_wait(srv.tunnels, grace) < 0)
         vega_group_cancel(srv.tunnels);
+    /* relaying tunnels belong to no group (an idle one has no task): wait for the count.
+     * Those still open when the grace ends close as the runtime stops (their parks fire). */
+    while (atomic_load(&srv.live) > 0 && vega_sleep_ms(10) == 0 && vega_now() < grace)
+        ;
     vega_group_free(srv.tunnels);
     cli_log(1, "stopped after %llu tunnels", (unsigned long long)atomic_load(&srv.total));
     vega_dns_resolver_free(srv.dns);

@@ -58,6 +58,7 @@ struct proxy_opts {
     unsigned workers;
     vega_driver_kind driver;
     bool quiet;
+    bool no_splice; /* --no-splice: relay by copy */
     sigset_t stop_signals;
 };
 
