@@ -225,7 +225,7 @@ static int do_socks5(struct tunnel *t, vega_deadline dl)
     }
     hs_consume(t, (size_t)n);
     /* RFC 1928 §3: choose one of the methods offered, or X'FF' */
-    uint8_t method = t->o->nusers                                      ? VEGA_PROXY_METHOD_USERPASS
+    uint8_t method = users_required(t->o)                              ? VEGA_PROXY_METHOD_USERPASS
                      : (offered & (1u << VEGA_PROXY_METHOD_NONE)) != 0 ? VEGA_PROXY_METHOD_NONE
                                                                        : 0xFF;
     if (!(offered & (1u << method)))
@@ -332,7 +332,7 @@ static int do_socks4(struct tunnel *t, vega_deadline dl)
     snprintf(t->user, sizeof t->user, "%s", req.userid);
     snprintf(t->method, sizeof t->method, "%s", req.command == 1 ? "CONNECT" : "BIND");
     int r = 0;
-    if (t->o->nusers) {
+    if (users_required(t->o)) {
         t->result = "auth-failed";
         r = -EACCES;
     } else if (req.command != 1) {
@@ -378,7 +378,8 @@ static int do_http(struct tunnel *t, vega_deadline dl)
     snprintf(t->method, sizeof t->method, "%s", req.method);
     if (req.auth_basic)
         snprintf(t->user, sizeof t->user, "%s", req.cred.user);
-    if (t->o->nusers && (!req.auth_basic || !creds_ok(t->o, req.cred.user, req.cred.password))) {
+    if (users_required(t->o) &&
+        (!req.auth_basic || !creds_ok(t->o, req.cred.user, req.cred.password))) {
         /* RFC 9110 §15.5.8: 407 with a Proxy-Authenticate challenge */
         http_reply(t, 407, dl);
         t->result = "auth-failed";
@@ -617,14 +618,60 @@ static void relay_start(struct tunnel *t)
     dir_pump(&t->dirs[0]);
 }
 
+/* s as the inside of a JSON string (RFC 8259 §7): quotes, backslashes and control bytes
+ * escaped; other bytes as they are (a user name is whatever the client sent). */
+static void json_str(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20 || c >= 0x7f)
+            fprintf(f, "\\u%04x", c); /* non-ASCII too: the line stays valid UTF-8 */
+        else
+            fputc(c, f);
+    }
+}
+
+/* The access log line: one per tunnel, when it ends (--log-format text or json). */
 static void log_line(const struct tunnel *t)
 {
     double secs = (double)(vega_now() - t->start) / 1e9;
-    fprintf(stderr, "vega-proxy: %s user=%s %s %s %s up=%llu down=%llu time=%.3fs result=%s\n",
-            t->peer, t->user[0] ? t->user : "-", t->proto ? t->proto : "-",
-            t->method[0] ? t->method : "-", t->dest_name[0] ? t->dest_name : "-",
-            (unsigned long long)t->up, (unsigned long long)t->down, secs,
-            t->result ? t->result : "ok");
+    const char *user = t->user[0] ? t->user : "-", *proto = t->proto ? t->proto : "-";
+    const char *method = t->method[0] ? t->method : "-";
+    const char *dest = t->dest_name[0] ? t->dest_name : "-", *res = t->result ? t->result : "ok";
+    if (!t->o->log_json) {
+        fprintf(stderr, "vega-proxy: %s user=%s %s %s %s up=%llu down=%llu time=%.3fs result=%s\n",
+                t->peer, user, proto, method, dest, (unsigned long long)t->up,
+                (unsigned long long)t->down, secs, res);
+        return;
+    }
+    /* built in memory and written at once: lines of concurrent tunnels never mix. Every field
+     * is bounded (names 255 bytes, escaped at most 6 per byte): 8 KiB holds the longest */
+    char buf[8192];
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    if (!f)
+        return;
+    fputs("{\"client\":\"", f);
+    json_str(f, t->peer);
+    fputs("\",\"user\":", f);
+    if (t->user[0]) {
+        fputc('"', f);
+        json_str(f, t->user);
+        fputc('"', f);
+    } else {
+        fputs("null", f);
+    }
+    fprintf(f, ",\"proto\":\"%s\",\"method\":\"", proto);
+    json_str(f, method);
+    fputs("\",\"dest\":\"", f);
+    json_str(f, dest);
+    fprintf(f, "\",\"up\":%llu,\"down\":%llu,\"duration\":%.3f,\"result\":\"%s\"}\n",
+            (unsigned long long)t->up, (unsigned long long)t->down, secs, res);
+    long len = ftell(f);
+    fclose(f);
+    if (len > 0 && (size_t)len < sizeof buf)
+        fwrite(buf, 1, (size_t)len, stderr);
 }
 
 /* Logs the tunnel, closes its sockets and frees it. */
