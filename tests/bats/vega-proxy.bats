@@ -368,3 +368,25 @@ print("json ok")' "$T/proxy.log" "$mib"
     [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
     kill -0 "$PX_PID"
 }
+
+@test "a relaying tunnel: idle both ways for --idle-timeout it ends; SIGTERM with --grace 0 stops an open one" {
+    local ECHO PY EP
+    ECHO="$(vega_bin vega-echo)"
+    PY="$(command -p -v python3)"
+    start_bg "$T/echo.log" "$ECHO" -l 127.0.0.1:0
+    wait_for_line "$T/echo.log" 'listening on 127\.0\.0\.1:[0-9]+' 10
+    EP="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/echo.log" | head -1)"
+    printf 'alice:one\n' >"$T/users"
+    chmod 600 "$T/users"
+    proxy --users "$T/users" -i 1s --grace 0
+    # the tunnel has no task while idle: its parked sockets' deadlines end it
+    start_bg "$T/hold.log" "$PY" "$BATS_TEST_DIRNAME/socks5-hold.py" "$PX" "$EP" alice one "$T/never"
+    wait_for_line "$T/hold.log" '^held$' 10
+    wait_for_line "$T/proxy.log" 'user=alice socks5 CONNECT .* up=3 down=3 .*result=idle-timeout' 10
+    start_bg "$T/hold2.log" "$PY" "$BATS_TEST_DIRNAME/socks5-hold.py" "$PX" "$EP" alice one "$T/never"
+    wait_for_line "$T/hold2.log" '^held$' 10
+    kill -TERM "$PX_PID"
+    wait_pid_exit "$PX_PID" 15
+    [ "$BG_STATUS" -eq 0 ]
+    grep -E 'user=alice socks5 CONNECT .*result=stopped' "$T/proxy.log"
+}
