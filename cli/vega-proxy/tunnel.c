@@ -228,7 +228,7 @@ static int do_socks5(struct tunnel *t, vega_deadline dl)
     uint8_t method = users_required(t->o)                              ? VEGA_PROXY_METHOD_USERPASS
                      : (offered & (1u << VEGA_PROXY_METHOD_NONE)) != 0 ? VEGA_PROXY_METHOD_NONE
                                                                        : 0xFF;
-    if (!(offered & (1u << method)))
+    if (method == 0xFF || !(offered & (1u << method)))
         method = VEGA_PROXY_METHOD_UNACCEPTABLE;
     vega_proxy_socks5_method_write(out, sizeof out, method);
     int r = send_all(t->client, out, 2, dl);
