@@ -66,6 +66,8 @@ static const char usage_text[] =
     "SOCKS5 REP 5 refused, 4 host unreachable or unknown, 3 network unreachable, 2 denied;\n"
     "SOCKS4 91; HTTP 502, 504 for a timeout, 403 denied.\n"
     "SIGINT and SIGTERM stop accepting, let tunnels finish within --grace, and exit 0.\n"
+    "SIGHUP reads the --users file again: established tunnels stay, new handshakes use the\n"
+    "new users; a bad file keeps the old ones (and the reason goes to stderr).\n"
     "\n"
     "Exit codes: 0 stopped by a signal, 1 cannot listen, 2 usage error (a bad --users file too).\n"
     "\n"
@@ -87,6 +89,8 @@ enum {
     OPT_GRACE,
     OPT_WORKERS,
     OPT_DRIVER,
+    OPT_NO_SPLICE,
+    OPT_LOG_FORMAT,
 };
 
 static const struct option long_opts[] = {
@@ -103,6 +107,8 @@ static const struct option long_opts[] = {
     {"grace", required_argument, NULL, OPT_GRACE},
     {"workers", required_argument, NULL, OPT_WORKERS},
     {"driver", required_argument, NULL, OPT_DRIVER},
+    {"no-splice", no_argument, NULL, OPT_NO_SPLICE},
+    {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
     {"verbose", no_argument, NULL, 'v'},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -162,6 +168,14 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
             break;
         case OPT_GRACE:
             o->grace_ns = duration_arg("--grace", optarg);
+            break;
+        case OPT_NO_SPLICE:
+            o->no_splice = true;
+            break;
+        case OPT_LOG_FORMAT:
+            if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0)
+                cli_usage_error("--log-format: text or json, not '%s'", optarg);
+            o->log_json = strcmp(optarg, "json") == 0;
             break;
         case 'm':
             if (cli_parse_uint(optarg, 1, 1000000, &v) < 0)
@@ -343,7 +357,15 @@ static void *main_task(void *arg)
         goto fail;
     }
     int signo = 0;
-    r = vega_signal_wait(&o->stop_signals, &signo, VEGA_DEADLINE_NEVER);
+    /* SIGHUP reloads --users (tunnels stay); SIGINT and SIGTERM stop */
+    sigset_t waited = o->stop_signals;
+    sigaddset(&waited, SIGHUP);
+    while ((r = vega_signal_wait(&waited, &signo, VEGA_DEADLINE_NEVER)) == 0 && signo == SIGHUP) {
+        if (o->users_file)
+            users_reload(o);
+        else
+            cli_log(1, "SIGHUP: nothing to reload (no --users file)");
+    }
     cli_log(1, "SIG%s: stopping, %llu tunnels open",
             sigabbrev_np(signo) ? sigabbrev_np(signo) : "?",
             (unsigned long long)atomic_load(&srv.live));
@@ -351,8 +373,13 @@ static void *main_task(void *arg)
     vega_group_free(acceptors);
     for (size_t i = 0; i < n; i++)
         vega_sock_close(ls[i].sock);
-    if (vega_group_wait(srv.tunnels, vega_deadline_in_ns(o->grace_ns)) < 0)
+    vega_deadline grace = vega_deadline_in_ns(o->grace_ns);
+    if (vega_group_wait(srv.tunnels, grace) < 0)
         vega_group_cancel(srv.tunnels);
+    /* relaying tunnels belong to no group (an idle one has no task): wait for the count.
+     * Those still open when the grace ends close as the runtime stops (their parks fire). */
+    while (atomic_load(&srv.live) > 0 && vega_sleep_ms(10) == 0 && vega_now() < grace)
+        ;
     vega_group_free(srv.tunnels);
     cli_log(1, "stopped after %llu tunnels", (unsigned long long)atomic_load(&srv.total));
     vega_dns_resolver_free(srv.dns);
@@ -382,7 +409,9 @@ int main(int argc, char **argv)
     sigemptyset(&o.stop_signals);
     sigaddset(&o.stop_signals, SIGINT);
     sigaddset(&o.stop_signals, SIGTERM);
-    int r = vega_signal_block(&o.stop_signals);
+    sigset_t blocked = o.stop_signals;
+    sigaddset(&blocked, SIGHUP);
+    int r = vega_signal_block(&blocked);
     if (r < 0) {
         cli_err_code("signals", r);
         return CLI_EXIT_NET;

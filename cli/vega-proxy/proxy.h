@@ -58,6 +58,8 @@ struct proxy_opts {
     unsigned workers;
     vega_driver_kind driver;
     bool quiet;
+    bool no_splice; /* --no-splice: relay by copy */
+    bool log_json;  /* --log-format json */
     sigset_t stop_signals;
 };
 
@@ -98,6 +100,11 @@ int udp_associate(struct udp_report *rep, struct proxy_server *srv, vega_sock *c
 int users_load(struct proxy_opts *o, const char *path);
 /* Makes -u/-P the only user. Returns 0 or -ENOMEM. */
 int users_single(struct proxy_opts *o, const char *user, const char *password);
+/* SIGHUP: reads o->users_file anew and swaps it in; a bad file keeps the old users and says
+ * why on stderr. Returns 0 or an error. */
+int users_reload(struct proxy_opts *o);
+/* True when credentials are required (safe against a concurrent reload). */
+bool users_required(const struct proxy_opts *o);
 /* True when user and pass (NUL-terminated) are one of o->users. */
 bool creds_ok(const struct proxy_opts *o, const char *user, const char *pass);
 

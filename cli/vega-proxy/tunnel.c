@@ -3,17 +3,39 @@
  * else HTTP), the connect to the destination, the reply, the relay in both directions with
  * half-closes passed on, and the access log line. */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "proxy.h"
 
 /* Room for a handshake: the largest SOCKS message or an HTTP head (--max-head, at most this). */
 #define HS_BUF (64 * 1024)
-/* Bytes per read while relaying. */
+/* Bytes per read while relaying by copy. */
 #define RELAY_BUF (16 * 1024)
+/* Bytes per splice into a direction's pipe (a default pipe holds 64 KiB). */
+#define RELAY_SPLICE (64 * 1024)
+/* Idle pipes kept for the next direction that moves bytes (each holds two descriptors). */
+#define PIPE_CACHE 64
+
+struct tunnel;
+
+/* One direction of a relay: bytes from `from` to `to`. While both directions wait for bytes
+ * the tunnel has no task: each source socket is parked (vega_sock_park) and its readiness
+ * starts a task that moves what came and parks again. */
+struct dir {
+    struct tunnel *t;
+    vega_sock *from, *to;
+    uint64_t *count; /* bytes written to `to` (only this direction writes it) */
+    int pr, pw;      /* the pipe splice moves through, while bytes move (-1: none) */
+    bool copy;       /* splice is not possible here: recv and write through a buffer */
+};
 
 struct tunnel {
     struct proxy_server *srv;
@@ -32,7 +54,13 @@ struct tunnel {
     bool finished;            /* the handshake served the client wholly (UDP ASSOCIATE) */
     uint8_t *hs;              /* HS_BUF bytes */
     size_t hs_len;
+    bool relaying;        /* the handshake succeeded: the relay takes over */
+    struct dir dirs[2];   /* client -> destination, destination -> client */
+    atomic_int live_dirs; /* directions not yet ended: the last one ends the tunnel */
+    atomic_int err;       /* the first error that ended a direction (0: none) */
 };
+
+static void tunnel_end(struct tunnel *t);
 
 static vega_deadline idle_dl(const struct tunnel *t)
 {
@@ -197,10 +225,10 @@ static int do_socks5(struct tunnel *t, vega_deadline dl)
     }
     hs_consume(t, (size_t)n);
     /* RFC 1928 §3: choose one of the methods offered, or X'FF' */
-    uint8_t method = t->o->nusers                                      ? VEGA_PROXY_METHOD_USERPASS
+    uint8_t method = users_required(t->o)                              ? VEGA_PROXY_METHOD_USERPASS
                      : (offered & (1u << VEGA_PROXY_METHOD_NONE)) != 0 ? VEGA_PROXY_METHOD_NONE
                                                                        : 0xFF;
-    if (!(offered & (1u << method)))
+    if (method == 0xFF || !(offered & (1u << method)))
         method = VEGA_PROXY_METHOD_UNACCEPTABLE;
     vega_proxy_socks5_method_write(out, sizeof out, method);
     int r = send_all(t->client, out, 2, dl);
@@ -304,7 +332,7 @@ static int do_socks4(struct tunnel *t, vega_deadline dl)
     snprintf(t->user, sizeof t->user, "%s", req.userid);
     snprintf(t->method, sizeof t->method, "%s", req.command == 1 ? "CONNECT" : "BIND");
     int r = 0;
-    if (t->o->nusers) {
+    if (users_required(t->o)) {
         t->result = "auth-failed";
         r = -EACCES;
     } else if (req.command != 1) {
@@ -350,7 +378,8 @@ static int do_http(struct tunnel *t, vega_deadline dl)
     snprintf(t->method, sizeof t->method, "%s", req.method);
     if (req.auth_basic)
         snprintf(t->user, sizeof t->user, "%s", req.cred.user);
-    if (t->o->nusers && (!req.auth_basic || !creds_ok(t->o, req.cred.user, req.cred.password))) {
+    if (users_required(t->o) &&
+        (!req.auth_basic || !creds_ok(t->o, req.cred.user, req.cred.password))) {
         /* RFC 9110 §15.5.8: 407 with a Proxy-Authenticate challenge */
         http_reply(t, 407, dl);
         t->result = "auth-failed";
@@ -388,55 +417,280 @@ static int do_http(struct tunnel *t, vega_deadline dl)
     return r;
 }
 
-/* Copies from one socket to the other until EOF (then half-closes the other's write side) or
- * an error; a read that idles longer than the idle timeout ends it only when the other
- * direction idled too. Returns 0 or the error. */
-static int relay(struct tunnel *t, vega_sock *from, vega_sock *to, uint64_t *count)
+/* The pipes of idle directions: an idle tunnel holds none, an active one takes one per
+ * direction from here (bounded: PIPE_CACHE, the rest are closed). */
+static struct {
+    pthread_mutex_t mu;
+    int fds[PIPE_CACHE][2];
+    size_t n;
+} pipes = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static int pipe_get(struct dir *d)
 {
+    int p[2] = {-1, -1};
+    pthread_mutex_lock(&pipes.mu);
+    if (pipes.n > 0) {
+        pipes.n--;
+        p[0] = pipes.fds[pipes.n][0];
+        p[1] = pipes.fds[pipes.n][1];
+    }
+    pthread_mutex_unlock(&pipes.mu);
+    if (p[0] < 0 && pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
+        return -errno;
+    d->pr = p[0];
+    d->pw = p[1];
+    return 0;
+}
+
+/* Gives d's pipe back: to the cache when empty (clean), else closed. */
+static void pipe_put(struct dir *d, bool clean)
+{
+    if (d->pr < 0)
+        return;
+    bool kept = false;
+    if (clean) {
+        pthread_mutex_lock(&pipes.mu);
+        if (pipes.n < PIPE_CACHE) {
+            pipes.fds[pipes.n][0] = d->pr;
+            pipes.fds[pipes.n][1] = d->pw;
+            pipes.n++;
+            kept = true;
+        }
+        pthread_mutex_unlock(&pipes.mu);
+    }
+    if (!kept) {
+        close(d->pr);
+        close(d->pw);
+    }
+    d->pr = d->pw = -1;
+}
+
+/* Writes the n bytes the pipe holds to `to`, waiting while its buffer is full. */
+static int splice_out(struct dir *d, int to, size_t n)
+{
+    while (n > 0) {
+        ssize_t m = splice(d->pr, NULL, to, NULL, n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (m > 0) {
+            n -= (size_t)m;
+            *d->count += (uint64_t)m;
+            continue;
+        }
+        int e = m < 0 ? errno : EIO;
+        if (e == EINTR)
+            continue;
+        if (e != EAGAIN)
+            return -e;
+        int r = vega_fd_poll(to, POLLOUT, idle_dl(d->t));
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* Moves what `from` has. Returns 1 (nothing more now: park), 0 (end of stream), or an error. */
+static int dir_move(struct dir *d)
+{
+    struct tunnel *t = d->t;
+    int from = vega_sock_fd(d->from), to = vega_sock_fd(d->to);
     char buf[RELAY_BUF];
     for (;;) {
-        vega_ssize n = vega_sock_read(from, buf, sizeof buf, idle_dl(t));
-        if (n == -ETIMEDOUT) {
-            vega_tstamp last = atomic_load(&t->last);
-            if (vega_now() - last < t->o->idle_ns)
-                continue; /* the other direction moved meanwhile */
-            return (int)n;
-        }
-        if (n == 0) {
-            vega_sock_shutdown(to, SHUT_WR); /* the half-close reaches the other side */
+        if (atomic_load(&t->err))
+            return VEGA_ERR_CLOSED; /* the other direction failed: both end */
+        int r = vega_coop();
+        if (r < 0)
+            return r;
+        if (!d->copy && d->pr < 0 && pipe_get(d) < 0)
+            d->copy = true; /* out of descriptors: copying still works */
+        ssize_t n;
+        if (d->copy)
+            n = recv(from, buf, sizeof buf, MSG_DONTWAIT);
+        else
+            n = splice(from, NULL, d->pw, NULL, RELAY_SPLICE, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n == 0)
             return 0;
+        if (n < 0) {
+            int e = errno;
+            if (e == EINTR)
+                continue;
+            if (e == EAGAIN || e == EWOULDBLOCK)
+                return 1;
+            if (e == EINVAL && !d->copy) {
+                /* a socket splice cannot read: copy from now on */
+                pipe_put(d, true);
+                d->copy = true;
+                continue;
+            }
+            return -e;
         }
-        if (n < 0)
-            return (int)n;
-        vega_ssize w = vega_sock_write(to, buf, (size_t)n, NULL, idle_dl(t));
-        if (w < 0)
-            return (int)w;
-        *count += (uint64_t)n;
+        if (d->copy) {
+            vega_ssize w = vega_sock_write(d->to, buf, (size_t)n, NULL, idle_dl(t));
+            if (w < 0)
+                return (int)w;
+            *d->count += (uint64_t)n;
+        } else if ((r = splice_out(d, to, (size_t)n)) < 0) {
+            return r;
+        }
         atomic_store(&t->last, vega_now());
     }
 }
 
-static void *upstream_main(void *arg)
+/* A direction is over: after its end of stream (passed on as a half-close) or an error (both
+ * sockets are shut down, which wakes the other direction wherever it waits). */
+static void dir_end(struct dir *d, int r)
 {
-    struct tunnel *t = arg;
-    int r = relay(t, t->client, t->dest, &t->up);
-    if (r < 0) {
-        /* wake the other direction: both sockets end */
-        t->up_failed = true;
-        vega_sock_shutdown(t->dest, SHUT_RDWR);
+    struct tunnel *t = d->t;
+    pipe_put(d, r == 0);
+    if (r == 0) {
+        vega_sock_shutdown(d->to, SHUT_WR); /* the half-close reaches the other side */
+    } else {
+        int none = 0;
+        atomic_compare_exchange_strong(&t->err, &none, r);
         vega_sock_shutdown(t->client, SHUT_RDWR);
+        vega_sock_shutdown(t->dest, SHUT_RDWR);
     }
-    return (void *)(intptr_t)r;
+    if (atomic_fetch_sub(&t->live_dirs, 1) == 1)
+        tunnel_end(t);
 }
 
+static void dir_ready(vega_sock *s, void *arg, int status);
+
+/* Parks d's source with no task; d and its tunnel may be gone once this returns. */
+static void dir_park(struct dir *d, vega_deadline dl)
+{
+    pipe_put(d, true); /* empty: the pipe is drained before each read */
+    int r = vega_sock_park(d->from, dir_ready, d, dl);
+    if (r < 0)
+        dir_end(d, r);
+}
+
+static void dir_pump(struct dir *d)
+{
+    int r = dir_move(d);
+    if (r == 1)
+        dir_park(d, idle_dl(d->t));
+    else
+        dir_end(d, r);
+}
+
+static void dir_ready(vega_sock *s, void *arg, int status)
+{
+    (void)s;
+    struct dir *d = arg;
+    struct tunnel *t = d->t;
+    if (status == -ETIMEDOUT) {
+        /* idle this long: the tunnel ends only when the other direction idled too */
+        uint64_t idle = vega_now() - atomic_load(&t->last);
+        if (idle < t->o->idle_ns && !atomic_load(&t->err))
+            dir_park(d, vega_deadline_in_ns(t->o->idle_ns - idle));
+        else
+            dir_end(d, -ETIMEDOUT);
+        return;
+    }
+    if (status < 0) {
+        dir_end(d, status);
+        return;
+    }
+    dir_pump(d);
+}
+
+static void *dir_task(void *arg)
+{
+    dir_pump(arg);
+    return NULL;
+}
+
+/* Starts relaying both directions of t, which the relay then owns (tunnel_end frees it). */
+static void relay_start(struct tunnel *t)
+{
+    /* splice and recv read the descriptors: their parks must not receive into the ring */
+    vega_sock_set_direct_read(t->client);
+    vega_sock_set_direct_read(t->dest);
+    atomic_store(&t->last, vega_now());
+    atomic_store(&t->live_dirs, 2);
+    t->dirs[0] = (struct dir){t, t->client, t->dest, &t->up, -1, -1, t->o->no_splice};
+    t->dirs[1] = (struct dir){t, t->dest, t->client, &t->down, -1, -1, t->o->no_splice};
+    vega_task *down;
+    int r = vega_task_spawn(&down, dir_task, &t->dirs[1]);
+    if (r == 0)
+        vega_task_detach(down);
+    else
+        dir_end(&t->dirs[1], r);
+    dir_pump(&t->dirs[0]);
+}
+
+/* s as the inside of a JSON string (RFC 8259 §7): quotes, backslashes and control bytes
+ * escaped; other bytes as they are (a user name is whatever the client sent). */
+static void json_str(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20 || c >= 0x7f)
+            fprintf(f, "\\u%04x", c); /* non-ASCII too: the line stays valid UTF-8 */
+        else
+            fputc(c, f);
+    }
+}
+
+/* The access log line: one per tunnel, when it ends (--log-format text or json). */
 static void log_line(const struct tunnel *t)
 {
     double secs = (double)(vega_now() - t->start) / 1e9;
-    fprintf(stderr, "vega-proxy: %s user=%s %s %s %s up=%llu down=%llu time=%.3fs result=%s\n",
-            t->peer, t->user[0] ? t->user : "-", t->proto ? t->proto : "-",
-            t->method[0] ? t->method : "-", t->dest_name[0] ? t->dest_name : "-",
-            (unsigned long long)t->up, (unsigned long long)t->down, secs,
-            t->result ? t->result : "ok");
+    const char *user = t->user[0] ? t->user : "-", *proto = t->proto ? t->proto : "-";
+    const char *method = t->method[0] ? t->method : "-";
+    const char *dest = t->dest_name[0] ? t->dest_name : "-", *res = t->result ? t->result : "ok";
+    if (!t->o->log_json) {
+        fprintf(stderr, "vega-proxy: %s user=%s %s %s %s up=%llu down=%llu time=%.3fs result=%s\n",
+                t->peer, user, proto, method, dest, (unsigned long long)t->up,
+                (unsigned long long)t->down, secs, res);
+        return;
+    }
+    /* built in memory and written at once: lines of concurrent tunnels never mix. Every field
+     * is bounded (names 255 bytes, escaped at most 6 per byte): 8 KiB holds the longest */
+    char buf[8192];
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    if (!f)
+        return;
+    fputs("{\"client\":\"", f);
+    json_str(f, t->peer);
+    fputs("\",\"user\":", f);
+    if (t->user[0]) {
+        fputc('"', f);
+        json_str(f, t->user);
+        fputc('"', f);
+    } else {
+        fputs("null", f);
+    }
+    fprintf(f, ",\"proto\":\"%s\",\"method\":\"", proto);
+    json_str(f, method);
+    fputs("\",\"dest\":\"", f);
+    json_str(f, dest);
+    fprintf(f, "\",\"up\":%llu,\"down\":%llu,\"duration\":%.3f,\"result\":\"%s\"}\n",
+            (unsigned long long)t->up, (unsigned long long)t->down, secs, res);
+    long len = ftell(f);
+    fclose(f);
+    if (len > 0 && (size_t)len < sizeof buf)
+        fwrite(buf, 1, (size_t)len, stderr);
+}
+
+/* Logs the tunnel, closes its sockets and frees it. */
+static void tunnel_end(struct tunnel *t)
+{
+    if (t->relaying) {
+        int err = atomic_load(&t->err);
+        t->result = err == 0            ? "ok"
+                    : err == -ETIMEDOUT ? "idle-timeout"
+                    : err == -ECANCELED ? "stopped"
+                                        : "reset";
+    }
+    log_line(t);
+    if (t->dest)
+        vega_sock_close(t->dest);
+    vega_sock_close(t->client);
+    atomic_fetch_sub(&t->srv->live, 1);
+    free(t->hs);
+    free(t);
 }
 
 static void run(struct tunnel *t)
@@ -467,30 +721,7 @@ static void run(struct tunnel *t)
     }
     free(t->hs);
     t->hs = NULL;
-    atomic_store(&t->last, vega_now());
-    vega_task *up;
-    r = vega_task_spawn(&up, upstream_main, t);
-    if (r < 0) {
-        t->result = "error";
-        return;
-    }
-    int down = relay(t, t->dest, t->client, &t->down);
-    if (down < 0)
-        vega_task_cancel(up);
-    void *res = NULL;
-    /* this join cannot be left early: the upstream task uses t. Once this task is cancelled
-     * every join returns at once; the yield lets the upstream task run meanwhile (a spinning
-     * join can keep it off this worker for good) */
-    while (vega_task_join(up, &res, VEGA_DEADLINE_NEVER) == -ECANCELED) {
-        vega_task_cancel(up);
-        vega_yield();
-    }
-    int upr = (int)(intptr_t)res;
-    int err = down < 0 ? down : upr;
-    t->result = err == 0            ? "ok"
-                : err == -ETIMEDOUT ? "idle-timeout"
-                : err == -ECANCELED ? "stopped"
-                                    : "reset";
+    t->relaying = true;
 }
 
 void *tunnel_main(void *arg)
@@ -514,12 +745,9 @@ void *tunnel_main(void *arg)
     vega_addr_format(&a->peer, t->peer, sizeof t->peer);
     free(a);
     run(t);
-    log_line(t);
-    if (t->dest)
-        vega_sock_close(t->dest);
-    vega_sock_close(t->client);
-    atomic_fetch_sub(&t->srv->live, 1);
-    free(t->hs);
-    free(t);
+    if (t->relaying)
+        relay_start(t);
+    else
+        tunnel_end(t);
     return NULL;
 }

@@ -2,6 +2,7 @@
 /* Who may use the proxy: the --users file (user:password lines, RFC 1929's 1..255 bytes each) or
  * the single -u/-P pair, and the credential check both handshakes use. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,8 +121,40 @@ int users_single(struct proxy_opts *o, const char *user, const char *password)
     return add_user(o, user, strlen(user), password, strlen(password));
 }
 
+/* Readers of the users take it shared; a SIGHUP reload swaps the list under it. */
+static pthread_rwlock_t users_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+bool users_required(const struct proxy_opts *o)
+{
+    pthread_rwlock_rdlock(&users_lock);
+    bool r = o->nusers > 0;
+    pthread_rwlock_unlock(&users_lock);
+    return r;
+}
+
+int users_reload(struct proxy_opts *o)
+{
+    struct proxy_opts fresh = {.users = NULL};
+    int r = users_load(&fresh, o->users_file);
+    if (r < 0) {
+        free(fresh.users);
+        cli_err(o->users_file, "not reloaded: the users stay as they were");
+        return r;
+    }
+    pthread_rwlock_wrlock(&users_lock);
+    struct proxy_user *old = o->users;
+    o->users = fresh.users;
+    o->nusers = fresh.nusers;
+    o->users_cap = fresh.users_cap;
+    pthread_rwlock_unlock(&users_lock);
+    free(old);
+    fprintf(stderr, "vega-proxy: %s: reloaded, %zu users\n", o->users_file, fresh.nusers);
+    return 0;
+}
+
 bool creds_ok(const struct proxy_opts *o, const char *user, const char *pass)
 {
+    pthread_rwlock_rdlock(&users_lock);
     /* every entry is compared, and each comparison's time does not depend on where the strings
      * differ: the time tells nothing about which user names exist */
     unsigned ok = 0;
@@ -136,5 +169,6 @@ bool creds_ok(const struct proxy_opts *o, const char *user, const char *pass)
             diff |= (unsigned char)(pass[i < pl ? i : 0] ^ u->password[i]);
         ok |= diff == 0;
     }
+    pthread_rwlock_unlock(&users_lock);
     return ok != 0;
 }

@@ -54,6 +54,12 @@ int vega_sock_park(vega_sock *s, vega_sock_ready_fn fn, void *arg, vega_deadline
     return r;
 }
 
+void vega_sock_set_direct_read(vega_sock *s)
+{
+    if (s)
+        vega__sock_park_no_ring(s);
+}
+
 /* The watch's home let go of it: now the fd may close and the memory go. */
 static void park_gone(struct vega__watch *w)
 {

@@ -306,3 +306,88 @@ closed_port() {
     grep -E 'socks5 UDP 127\.0\.0\.1:[0-9]+ up=4 down=4 .*result=stopped' "$T/proxy.log"
     wait_for_line "$T/hold.log" '^closed$' 10
 }
+
+@test "256 MiB each way through a SOCKS5 tunnel keeps its sha256 (splice; copy with --no-splice); JSON access log" {
+    # 1 GiB each way took 27 s here under load: bench/run-proxy-bulk.sh moves 1 GiB
+    local PY mib=256 small=64
+    PY="$(command -p -v python3)"
+    # the sanitizers are slow: a smaller load there
+    [ "${VEGA_TEST_SCALE:-1}" -gt 1 ] && mib=64 small=16
+    proxy --log-format json
+    run timeout 120 "$PY" "$BATS_TEST_DIRNAME/proxy-bulk.py" "$PX" "$mib" 100
+    [ "$status" -eq 0 ] && [[ "$output" == ok* ]]
+    kill -TERM "$PX_PID"
+    wait_pid_exit "$PX_PID" 15
+    # one valid JSON object per tunnel, with the bytes each way
+    run "$PY" -c '
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+assert len(lines) == 1, lines
+t = lines[0]
+assert t["proto"] == "socks5" and t["method"] == "CONNECT" and t["result"] == "ok", t
+assert t["up"] == t["down"] == int(sys.argv[2]) << 20, t
+assert t["user"] is None and t["client"].startswith("127.0.0.1:") and t["duration"] > 0, t
+print("json ok")' "$T/proxy.log" "$mib"
+    [ "$status" -eq 0 ] && [ "$output" = "json ok" ]
+    rm -f "$T/proxy.log"
+    proxy --no-splice --driver epoll
+    run timeout 60 "$PY" "$BATS_TEST_DIRNAME/proxy-bulk.py" "$PX" "$small" 50
+    [ "$status" -eq 0 ] && [[ "$output" == ok* ]]
+    run "$PROXY" --log-format xml
+    [ "$status" -eq 2 ]
+}
+
+@test "SIGHUP reloads --users: an open tunnel keeps working, an added user gets in, a removed one not" {
+    local ECHO PY EP u
+    ECHO="$(vega_bin vega-echo)"
+    PY="$(command -p -v python3)"
+    origin
+    u="http://127.0.0.1:$OP/index.html"
+    start_bg "$T/echo.log" "$ECHO" -l 127.0.0.1:0
+    wait_for_line "$T/echo.log" 'listening on 127\.0\.0\.1:[0-9]+' 10
+    EP="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/echo.log" | head -1)"
+    printf 'alice:one\n' >"$T/users"
+    chmod 600 "$T/users"
+    proxy --users "$T/users"
+    start_bg "$T/hold.log" "$PY" "$BATS_TEST_DIRNAME/socks5-hold.py" "$PX" "$EP" alice one "$T/go"
+    wait_for_line "$T/hold.log" '^held$' 10
+    printf 'bob:two\n' >"$T/users"
+    kill -HUP "$PX_PID"
+    wait_for_line "$T/proxy.log" 'users: reloaded, 1 users' 10
+    touch "$T/go"
+    wait_for_line "$T/hold.log" '^ok$' 10
+    run curl -sS --socks5 "127.0.0.1:$PX" --proxy-user bob:two "$u"
+    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    run curl -sS --socks5 "127.0.0.1:$PX" --proxy-user alice:one "$u"
+    [ "$status" -eq 97 ]
+    # a bad file keeps the users there were, and says why
+    printf 'carol\n' >"$T/users"
+    kill -HUP "$PX_PID"
+    wait_for_line "$T/proxy.log" 'not reloaded' 10
+    grep -E 'users: line 1: not user:password' "$T/proxy.log"
+    run curl -sS -x "http://127.0.0.1:$PX" -U bob:two "$u"
+    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    kill -0 "$PX_PID"
+}
+
+@test "a relaying tunnel: idle both ways for --idle-timeout it ends; SIGTERM with --grace 0 stops an open one" {
+    local ECHO PY EP
+    ECHO="$(vega_bin vega-echo)"
+    PY="$(command -p -v python3)"
+    start_bg "$T/echo.log" "$ECHO" -l 127.0.0.1:0
+    wait_for_line "$T/echo.log" 'listening on 127\.0\.0\.1:[0-9]+' 10
+    EP="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/echo.log" | head -1)"
+    printf 'alice:one\n' >"$T/users"
+    chmod 600 "$T/users"
+    proxy --users "$T/users" -i 1s --grace 0
+    # the tunnel has no task while idle: its parked sockets' deadlines end it
+    start_bg "$T/hold.log" "$PY" "$BATS_TEST_DIRNAME/socks5-hold.py" "$PX" "$EP" alice one "$T/never"
+    wait_for_line "$T/hold.log" '^held$' 10
+    wait_for_line "$T/proxy.log" 'user=alice socks5 CONNECT .* up=3 down=3 .*result=idle-timeout' 10
+    start_bg "$T/hold2.log" "$PY" "$BATS_TEST_DIRNAME/socks5-hold.py" "$PX" "$EP" alice one "$T/never"
+    wait_for_line "$T/hold2.log" '^held$' 10
+    kill -TERM "$PX_PID"
+    wait_pid_exit "$PX_PID" 15
+    [ "$BG_STATUS" -eq 0 ]
+    grep -E 'user=alice socks5 CONNECT .*result=stopped' "$T/proxy.log"
+}

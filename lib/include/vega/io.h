@@ -205,6 +205,15 @@ typedef void (*vega_sock_ready_fn)(vega_sock *s, void *arg, int status);
 VEGA_API int vega_sock_park(vega_sock *s, vega_sock_ready_fn fn, void *arg, vega_deadline idle_dl);
 
 /*
+ * Marks s as read through its descriptor by the owner (splice(2), recv(2), a foreign library):
+ * its parks then wait for readiness and never receive into the runtime's buffer ring, so no
+ * byte of s is ever held by the runtime and vega_sock_fd() may be read directly after a park
+ * fires. vega_sock_read keeps working. Call before the first vega_sock_park of s. Does not
+ * suspend. Since 0.1.
+ */
+VEGA_API void vega_sock_set_direct_read(vega_sock *s);
+
+/*
  * Sends count bytes of the file file_fd, starting at byte offset, to the stream socket s with
  * sendfile(2) (no copy through user memory); all-or-error like vega_sock_write. The file's own
  * position is not used or moved. file_fd: borrowed, a descriptor sendfile can read (a regular

@@ -4,8 +4,10 @@
  * the socket), EOF comes after them, more busy connections than ring buffers fall back to
  * readiness, and closing with unread bytes gives the buffer back. Runs on epoll too (plain
  * readiness there). */
+#include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <vega/io.h>
 #include <vega/rt.h>
@@ -359,4 +361,53 @@ VTEST(flood_while_handler_naps_two_workers)
 VTEST(bytes_in_order_current_thread)
 {
     vtest_run(body_order, 0);
+}
+
+/* vega_sock_set_direct_read: the park waits for readiness and receives nothing, so the bytes
+ * that woke the socket are still in the kernel and recv(2) on its fd reads them (what
+ * vega-proxy's splice relies on). Without the mark, io_uring would hold them in the ring. */
+static atomic_int direct_result;
+static char direct_bytes[16];
+
+static void on_direct(vega_sock *s, void *arg, int status)
+{
+    (void)arg;
+    int r = -1000;
+    if (status > 0 && !vega__sock_park_holds(s)) {
+        ssize_t n = recv(vega_sock_fd(s), direct_bytes, sizeof direct_bytes, MSG_DONTWAIT);
+        r = n < 0 ? -errno : (int)n;
+    }
+    atomic_store(&direct_result, r);
+    vega_sock_close(s);
+    atomic_fetch_add(&closed, 1);
+}
+
+static void body_direct_read(void)
+{
+    reset_counts();
+    vega_addr a;
+    VCHECK_EQ(vega_addr_parse(&a, "127.0.0.1:0", 0), 0);
+    vega_sock *l, *c, *s;
+    VCHECK_EQ(vega_tcp_listen(&l, &a, 16, 0), 0);
+    VCHECK_EQ(vega_sock_local_addr(l, &a), 0);
+    VCHECK_EQ(vega_tcp_connect(&c, &a, vega_deadline_in_ms(5000)), 0);
+    VCHECK_EQ(vega_tcp_accept(l, &s, NULL, vega_deadline_in_ms(5000)), 0);
+    vega_sock_set_direct_read(s);
+    VCHECK_EQ(vega_sock_park(s, on_direct, NULL, vega_deadline_in_ms(5000)), 0);
+    VCHECK_EQ(vega_sock_write(c, "direct", 6, NULL, vega_deadline_in_ms(5000)), 6);
+    wait_closed(1);
+    VCHECK_EQ(atomic_load(&direct_result), 6);
+    VCHECK(memcmp(direct_bytes, "direct", 6) == 0);
+    vega_sock_close(c);
+    vega_sock_close(l);
+}
+
+VTEST(direct_read_leaves_bytes_in_the_socket)
+{
+    vtest_run(body_direct_read, 1);
+}
+
+VTEST(direct_read_leaves_bytes_in_the_socket_two_workers)
+{
+    vtest_run(body_direct_read, 2);
 }
