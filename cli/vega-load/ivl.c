@@ -16,7 +16,7 @@ int load_ivl_setup(struct load_run *r)
 {
     const struct load_opts *o = r->o;
     struct load_ivl *v = &r->ivl;
-    if (!o->latency_log && !o->json_lines)
+    if (!o->latency_log && !o->json_lines && !o->html)
         return 0;
     v->on = true;
     int e = cli_hist_init(&v->h, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
@@ -81,37 +81,47 @@ static void take(struct load_run *r)
     cli_hist_recount(&v->h);
 }
 
-static void json_line(struct load_run *r, double start_s, double len_s)
+/* What the workers counted in the interval: requests, errors and responses by status class. */
+struct counts {
+    uint64_t rt, errors, status[6];
+};
+
+static void counted(struct load_run *r, struct counts *d)
 {
     struct load_ivl *v = &r->ivl;
-    const struct load_opts *o = r->o;
-    uint64_t rt = 0, errors = 0, status[6] = {0};
+    struct counts now = {0};
     for (unsigned i = 0; i < r->nworkers; i++) {
         struct load_worker *w = &r->w[i];
-        rt += atomic_load_explicit(&w->round_trips, memory_order_relaxed);
+        now.rt += atomic_load_explicit(&w->round_trips, memory_order_relaxed);
         for (int k = 0; k < LOAD_ERR_KINDS; k++)
-            errors += atomic_load_explicit(&w->errors[k], memory_order_relaxed);
-        if (o->http)
-            for (int s = 100; s < LOAD_STATUS_MAX; s++) {
-                uint64_t n = atomic_load_explicit(&w->status[s], memory_order_relaxed);
-                if (n && s / 100 <= 5)
-                    status[s / 100] += n;
-            }
+            now.errors += atomic_load_explicit(&w->errors[k], memory_order_relaxed);
+        if (r->o->http)
+            for (int s = 100; s < 600; s++)
+                now.status[s / 100] += atomic_load_explicit(&w->status[s], memory_order_relaxed);
     }
+    d->rt = now.rt - v->rt;
+    d->errors = now.errors - v->errors;
+    for (int c = 0; c < 6; c++)
+        d->status[c] = now.status[c] - v->status[c];
+    v->rt = now.rt;
+    v->errors = now.errors;
+    memcpy(v->status, now.status, sizeof(now.status));
+}
+
+static void json_line(struct load_run *r, const struct counts *d, double start_s, double len_s)
+{
+    struct load_ivl *v = &r->ivl;
     const struct cli_hist *h = &v->h;
     printf("{\"type\":\"interval\",\"second\":%llu,\"start\":%.3f,\"length_s\":%.3f,"
            "\"requests\":%llu,\"rps\":%.2f,\"errors\":%llu",
-           (unsigned long long)v->n, start_s, len_s, (unsigned long long)(rt - v->rt),
-           len_s > 0.0 ? (double)(rt - v->rt) / len_s : 0.0,
-           (unsigned long long)(errors - v->errors));
-    if (o->http)
+           (unsigned long long)v->n, start_s, len_s, (unsigned long long)d->rt,
+           len_s > 0.0 ? (double)d->rt / len_s : 0.0, (unsigned long long)d->errors);
+    if (r->o->http)
         printf(",\"status_classes\":{\"1xx\":%llu,\"2xx\":%llu,\"3xx\":%llu,\"4xx\":%llu,"
                "\"5xx\":%llu}",
-               (unsigned long long)(status[1] - v->status[1]),
-               (unsigned long long)(status[2] - v->status[2]),
-               (unsigned long long)(status[3] - v->status[3]),
-               (unsigned long long)(status[4] - v->status[4]),
-               (unsigned long long)(status[5] - v->status[5]));
+               (unsigned long long)d->status[1], (unsigned long long)d->status[2],
+               (unsigned long long)d->status[3], (unsigned long long)d->status[4],
+               (unsigned long long)d->status[5]);
     printf(",\"latency_us\":{\"count\":%llu,\"min\":%llu,\"p50\":%llu,\"p90\":%llu,\"p99\":%llu,"
            "\"p999\":%llu,\"max\":%llu,\"mean\":%.2f}}\n",
            (unsigned long long)h->total, (unsigned long long)(h->total ? h->min : 0),
@@ -121,9 +131,35 @@ static void json_line(struct load_run *r, double start_s, double len_s)
            (unsigned long long)cli_hist_percentile(h, 99.9),
            (unsigned long long)(h->total ? h->max : 0), cli_hist_mean(h));
     fflush(stdout);
-    v->rt = rt;
-    v->errors = errors;
-    memcpy(v->status, status, sizeof(status));
+}
+
+/* --html: keeps the interval. */
+static void keep_second(struct load_run *r, const struct counts *d, double start_s, double len_s)
+{
+    struct load_ivl *v = &r->ivl;
+    if (v->nsecs == v->secs_cap) {
+        size_t cap = v->secs_cap ? v->secs_cap * 2 : 64;
+        if (cap > LOAD_HTML_MAX_SECONDS)
+            cap = LOAD_HTML_MAX_SECONDS;
+        struct load_sec *s = cap > v->secs_cap ? realloc(v->secs, cap * sizeof(*s)) : NULL;
+        if (!s) {
+            v->secs_cut = true;
+            return;
+        }
+        v->secs = s;
+        v->secs_cap = cap;
+    }
+    const struct cli_hist *h = &v->h;
+    v->secs[v->nsecs++] = (struct load_sec){
+        .t = start_s,
+        .len = len_s,
+        .requests = d->rt,
+        .errors = d->errors,
+        .p50 = cli_hist_percentile(h, 50.0),
+        .p99 = cli_hist_percentile(h, 99.0),
+        .max = h->total ? h->max : 0,
+        .count = h->total,
+    };
 }
 
 void load_ivl_tick(struct load_run *r, vega_tstamp now, bool last)
@@ -142,8 +178,13 @@ void load_ivl_tick(struct load_run *r, vega_tstamp now, bool last)
             if (v->error < 0)
                 cli_err(r->o->latency_log, "cannot write: %s", vega_strerror(v->error));
         }
+        struct counts d;
+        counted(r, &d);
+        double rel_s = (double)(v->at - r->measure_start) / 1e9;
         if (r->o->json_lines)
-            json_line(r, (double)(v->at - r->measure_start) / 1e9, len_s);
+            json_line(r, &d, rel_s, len_s);
+        if (r->o->html)
+            keep_second(r, &d, rel_s, len_s);
         v->n++;
         /* Late wake-ups: the next interval starts where this one ended, so the intervals tile
          * the measured time (a wake-up seconds late makes one interval hold them, the rest
@@ -162,6 +203,8 @@ void load_ivl_fini(struct load_run *r)
         cli_err(r->o->latency_log, "cannot write: %s", strerror(errno));
     v->log = NULL;
     cli_hist_fini(&v->h);
+    free(v->secs);
+    v->secs = NULL;
     for (unsigned i = 0; r->w && i < r->nworkers; i++) {
         free(r->w[i].ivl);
         r->w[i].ivl = NULL;

@@ -138,6 +138,7 @@ struct load_opts {
     size_t h2_buf;              /* receive and send buffer per HTTP/2 connection, each */
     /* Reports. */
     const char *latency_log; /* --latency-log FILE: HdrHistogram interval log */
+    const char *html;        /* --html FILE: a self-contained HTML report */
     bool json_lines;         /* --json-lines: a JSON object per second on stdout */
     struct load_cond fail_if[LOAD_MAX_FAIL_IF]; /* --fail-if */
     unsigned nfail_if;
@@ -182,7 +183,16 @@ struct load_worker {
     _Atomic uint64_t *ivl;
 };
 
-/* --latency-log and --json-lines: the per-second intervals (ivl.c). */
+/* One second of the run, for --html. */
+struct load_sec {
+    double t, len;                 /* start (since the measured period began) and length, s */
+    uint64_t requests, errors;     /* in the interval */
+    uint64_t p50, p99, max, count; /* its latencies, us */
+};
+
+#define LOAD_HTML_MAX_SECONDS 86400u /* seconds kept for --html (a day; the rest is left out) */
+
+/* --latency-log, --json-lines and --html: the per-second intervals (ivl.c). */
 struct load_ivl {
     bool on;
     FILE *log; /* --latency-log, or NULL */
@@ -194,6 +204,9 @@ struct load_ivl {
     uint64_t n;                     /* intervals taken */
     uint64_t rt, errors, status[6]; /* the counters at the end of the previous interval */
     int error;                      /* the first write error (the log stops there) */
+    struct load_sec *secs;          /* --html: the intervals so far ... */
+    size_t nsecs, secs_cap;         /* ... (at most LOAD_HTML_MAX_SECONDS) */
+    bool secs_cut;                  /* more intervals than that, or no memory for them */
 };
 
 /* Mean, standard deviation and maximum of a series of samples. */
@@ -318,6 +331,9 @@ void load_ivl_fini(struct load_run *r);
  * checks them against a run's totals: returns the failed count, each named on stderr. */
 void load_fail_if_parse(struct load_opts *o, const char *arg);
 unsigned load_fail_if_check(const struct load_opts *o, const struct load_totals *t);
+
+/* --html: writes the report (html.c). Returns 0 or a negative code (reported). */
+int load_html_write(const struct load_run *r, const struct load_totals *t);
 
 /* vega-load merge FILE...: the mode's main. */
 int load_merge_main(int argc, char **argv);

@@ -111,6 +111,9 @@ static const char usage_text[] =
     "                          HdrHistogram's HistogramLogProcessor reads; values in\n"
     "                          microseconds, corrected with -R); combine the logs of several\n"
     "                          runs or machines with 'vega-load merge'\n"
+    "      --html FILE         write a self-contained HTML report (no network): the latency\n"
+    "                          percentile spectrum (corrected and uncorrected with -R),\n"
+    "                          requests, errors and latency per second, as inline SVG plots\n"
     "      --fail-if LIST      conditions the run must meet, comma-separated, e.g.\n"
     "                          'p99<5ms,errors=0,rps>10k': exit 3 naming each that failed.\n"
     "                          Metrics: pNN (p50, p99, p99.9...), min, mean, max (us, ms, s;\n"
@@ -174,6 +177,7 @@ enum {
     OPT_LATENCY_LOG,
     OPT_JSON_LINES,
     OPT_FAIL_IF,
+    OPT_HTML,
 };
 
 static const struct option long_opts[] = {
@@ -219,6 +223,7 @@ static const struct option long_opts[] = {
     {"latency-log", required_argument, NULL, OPT_LATENCY_LOG},
     {"json-lines", no_argument, NULL, OPT_JSON_LINES},
     {"fail-if", required_argument, NULL, OPT_FAIL_IF},
+    {"html", required_argument, NULL, OPT_HTML},
     {NULL, 0, NULL, 0},
 };
 
@@ -600,6 +605,11 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
             if (!*optarg)
                 cli_usage_error("--latency-log: empty file name");
             o->latency_log = optarg;
+            break;
+        case OPT_HTML:
+            if (!*optarg)
+                cli_usage_error("--html: empty file name");
+            o->html = optarg;
             break;
         case OPT_FAIL_IF:
             load_fail_if_parse(o, optarg);

@@ -610,6 +610,8 @@ int load_run_main(const struct load_opts *o)
     else
         load_report_text(o, &t);
     code = exit_code(o, &t);
+    if (o->html && load_html_write(&r, &t) < 0 && code == CLI_EXIT_OK)
+        code = CLI_EXIT_NET;
     if (o->nfail_if && load_fail_if_check(o, &t) > 0 && code == CLI_EXIT_OK)
         code = LOAD_EXIT_THRESHOLD;
 out:

@@ -160,3 +160,58 @@ assert sum(l["status_classes"]["2xx"] for l in iv) == 2000' "$T/lines"
     [ "$status" -eq 2 ]
     [[ "$output" == *"unknown metric 'latency'"* ]]
 }
+
+@test "--html: a self-contained page that headless Chromium renders, a plotted point per second" {
+    command -v chromium >/dev/null || skip "chromium missing"
+    serve
+    run load_run -c 2 -n 2500 -R 1000 --html "$T/r.html" --json-lines "$URL"
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" >"$T/lines"
+    # No network: nothing in the page loads from elsewhere.
+    ! grep -qiE '(src|href)=' "$T/r.html"
+    timeout 60 chromium --headless --no-sandbox --disable-gpu --no-first-run \
+        --user-data-dir="$T/profile" --window-size=800,1600 --dump-dom "file://$T/r.html" \
+        >"$T/dom.html" 2>"$T/chromium.log"
+    "$PY" - "$T/dom.html" "$T/lines" <<'PYEOF'
+import json, sys
+from html.parser import HTMLParser
+secs = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+iv = [s for s in secs if s["type"] == "interval"]
+class P(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.svg = {}
+        self.cur = None
+        self.pts = {}
+    def handle_starttag(self, tag, a):
+        a = dict(a)
+        if tag == "svg" and "id" in a:
+            self.cur = a["id"]
+            self.svg[self.cur] = int(a.get("data-points", -1))
+            self.pts[self.cur] = []
+        if tag == "circle" and "pt" in a.get("class", "").split():
+            self.pts[self.cur].append((a["data-series"], float(a["data-v"])))
+p = P()
+p.feed(open(sys.argv[1]).read())
+assert set(p.svg) == {"spectrum-svg", "rps-svg", "errors-svg", "lat-svg"}, p.svg
+# a point per second in the per-second plots, as many as --json-lines printed intervals
+assert len(iv) >= 2, iv
+assert p.svg["rps-svg"] == len(p.pts["rps-svg"]) == len(iv), (p.svg, len(iv))
+assert p.svg["errors-svg"] == len(iv)
+assert p.svg["lat-svg"] == 3 * len(iv)
+rps = [v for _, v in p.pts["rps-svg"]]
+want = [s["requests"] / s["length_s"] for s in iv]
+assert all(abs(a - b) <= 0.01 * b + 1 for a, b in zip(rps, want)), (rps, want)
+# -R: the spectrum has corrected and uncorrected series, each ending at its maximum
+series = {s for s, _ in p.pts["spectrum-svg"]}
+assert series == {"corrected", "uncorrected"}, series
+summary = secs[-1]
+corr = [v for s, v in p.pts["spectrum-svg"] if s == "corrected"]
+assert corr[-1] == summary["latency_us"]["max"], (corr[-1], summary["latency_us"])
+assert corr == sorted(corr)
+PYEOF
+    timeout 60 chromium --headless --no-sandbox --disable-gpu --no-first-run \
+        --user-data-dir="$T/profile" --window-size=800,1600 --screenshot="$T/r.png" \
+        "file://$T/r.html" >/dev/null 2>>"$T/chromium.log"
+    [ -s "$T/r.png" ]
+}
