@@ -119,15 +119,17 @@ struct curl_opts {
     bool location, include, head, silent, show_error, verbose, fail, fail_with_body;
     bool location_trusted; /* credentials follow redirects to other origins */
     bool insecure, compressed, progress_bar, no_progress;
-    long max_redirs;          /* -1 = unlimited */
-    int http_version;         /* 0 (HTTP/2 on https by ALPN, else HTTP/1.1; or HTTP/3 by
-                                 --alt-svc), 10, 11, 20 (--http2), 21 (--http2-prior-knowledge),
-                                 or 30 (HTTP/3) */
-    bool h3_fallback;         /* --http3: race TCP when QUIC is slow or fails (else --http3-only) */
-    uint32_t quic_version;    /* --quic-version: 0 (v1), VEGA_QUIC_V1, VEGA_QUIC_V2 */
-    bool quic_key_update;     /* --quic-key-update */
-    const char *alt_svc;      /* --alt-svc FILE ("" = in memory only) */
-    const char *session_file; /* --tls-session-file FILE */
+    long max_redirs;       /* -1 = unlimited */
+    int http_version;      /* 0 (HTTP/2 on https by ALPN, else HTTP/1.1; or HTTP/3 by
+                              --alt-svc), 10, 11, 20 (--http2), 21 (--http2-prior-knowledge),
+                              or 30 (HTTP/3) */
+    bool h3_fallback;      /* --http3: race TCP when QUIC is slow or fails (else --http3-only) */
+    uint32_t quic_version; /* --quic-version: 0 (v1), VEGA_QUIC_V1, VEGA_QUIC_V2 */
+    bool quic_key_update;  /* --quic-key-update */
+    bool quic_migrate;     /* --quic-migrate */
+    uint64_t quic_migrate_after_ms;
+    const char *alt_svc;       /* --alt-svc FILE ("" = in memory only) */
+    const char *session_file;  /* --tls-session-file FILE */
     const char *tls13_ciphers; /* --tls13-ciphers LIST (TCP and QUIC) */
     int earlydata;             /* --tls-earlydata 1, --no-tls-earlydata 0, -1 unset (0-RTT
                                   with a session file) */

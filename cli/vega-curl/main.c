@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* vega-curl: the command line (curl's options and habits), the client's settings, and the
  * transfers run one after the other on one client so that they share its connection pool. */
+#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
@@ -108,6 +109,10 @@ static const char usage_text[] =
     "      --quic-version 1|2   the QUIC version to start with (default 1; 2 = RFC 9369)\n"
     "      --quic-key-update    start a QUIC key update once the handshake is confirmed\n"
     "                           (a test of the server's; not a curl option)\n"
+    "      --quic-migrate[=MS]  move the HTTP/3 connection to a new local port MS ms\n"
+    "                           (default 0) after the handshake, once it is confirmed;\n"
+    "                           -v says whether the new path validated (a test of the\n"
+    "                           server's; ngtcp2's --change-local-addr; not a curl option)\n"
     "      --tls13-ciphers LIST  TLS 1.3 cipher suites to offer, in order, over TCP and QUIC\n"
     "                           (TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256 ...)\n"
     "      --tls-earlydata, --no-tls-earlydata  send GET and HEAD in 0-RTT when resuming\n"
@@ -219,6 +224,7 @@ enum {
     OPT_ALT_SVC,
     OPT_QUIC_VERSION,
     OPT_QUIC_KEY_UPDATE,
+    OPT_QUIC_MIGRATE,
     OPT_SESSION_FILE,
     OPT_TLS13_CIPHERS,
     OPT_EARLYDATA,
@@ -300,6 +306,7 @@ static const struct option long_opts[] = {
     {"alt-svc", required_argument, NULL, OPT_ALT_SVC},
     {"quic-version", required_argument, NULL, OPT_QUIC_VERSION},
     {"quic-key-update", no_argument, NULL, OPT_QUIC_KEY_UPDATE},
+    {"quic-migrate", optional_argument, NULL, OPT_QUIC_MIGRATE},
     {"tls13-ciphers", required_argument, NULL, OPT_TLS13_CIPHERS},
     {"tls-earlydata", no_argument, NULL, OPT_EARLYDATA},
     {"no-tls-earlydata", no_argument, NULL, OPT_NO_EARLYDATA},
@@ -898,6 +905,22 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
         case OPT_QUIC_KEY_UPDATE:
             o->quic_key_update = true;
             break;
+        case OPT_QUIC_MIGRATE: {
+            o->quic_migrate = true;
+            o->quic_migrate_after_ms = 0;
+            if (optarg) {
+                char *end;
+                errno = 0;
+                unsigned long long ms = strtoull(optarg, &end, 10);
+                /* an hour at most: a delay beyond any transfer's is a typo */
+                if (!*optarg || *end || errno || optarg[0] == '-' || ms > 3600000)
+                    cli_usage_error("--quic-migrate: expected milliseconds (0..3600000), got "
+                                    "'%s'",
+                                    optarg);
+                o->quic_migrate_after_ms = ms;
+            }
+            break;
+        }
         case OPT_HTTP2:
             o->http_version = 20;
             break;

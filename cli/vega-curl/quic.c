@@ -139,6 +139,8 @@ int curl_quic_setup(const struct curl_opts *o, struct curl_quic *q, vega_http_cl
     co->quic_insecure = o->insecure;
     co->quic_version = o->quic_version;
     co->quic_key_update = o->quic_key_update;
+    co->quic_migrate = o->quic_migrate;
+    co->quic_migrate_after_ns = o->quic_migrate_after_ms * VEGA_NS_PER_MS;
     co->alt_svc = o->alt_svc != NULL;
     /* A session file is there to resume, and 0-RTT is what resuming buys: safe requests only
      * (the library sends GET and HEAD early, never a body). */

@@ -147,6 +147,33 @@ static void verbose_quic(struct xfer *x, const vega_http_client_info *in)
     info_line("using HTTP/3, stream %llu", (unsigned long long)in->stream_id);
 }
 
+/* -v with --quic-migrate over HTTP/3: what became of the migration by the end of the body. */
+static void verbose_migration(const vega_http_client_info *in)
+{
+    char local[80] = "?";
+    (void)vega_addr_format(&in->quic_local, local, sizeof local);
+    switch (in->quic_migration) {
+    case 0:
+        info_line("QUIC: no migration: the transfer ended before it was due");
+        break;
+    case 1:
+        info_line("QUIC: migrated to local %s; the new path is not validated yet", local);
+        break;
+    case 2:
+        info_line("QUIC: migrated to local %s; the new path validated", local);
+        break;
+    case -1:
+        info_line("QUIC: migration failed: the new path did not validate; back on local %s", local);
+        break;
+    default:
+        info_line("QUIC: could not migrate: %s", in->quic_migration_err == -EINVAL
+                                                     ? "the server does not allow it (or the "
+                                                       "handshake was not confirmed)"
+                                                     : vega_strerror(in->quic_migration_err));
+        break;
+    }
+}
+
 static void verbose_connection(struct xfer *x, const vega_http_client_info *in)
 {
     if (!x->o->verbose)
@@ -926,6 +953,8 @@ static int run(struct xfer *x, struct curl_ctx *cx, size_t idx)
     }
     if (!o->head)
         code = read_body(x, resp, in);
+    if (o->verbose && o->quic_migrate && in->version == 30)
+        verbose_migration(in);
     vega_http_client_response_free(resp);
     if (code)
         return code;

@@ -319,6 +319,8 @@ client_vega() {
     [ "$FAM" = 6 ] && a+=(--resolve "localhost:$CPORT:[::1]") || a+=(--resolve "localhost:$CPORT:127.0.0.1")
     [ "${C_V2:-0}" = 1 ] && a+=(--quic-version 2)
     [ "${C_KEYUPDATE:-0}" = 1 ] && a+=(--quic-key-update)
+    # as ngtcp2's client is told (--change-local-addr=300ms); -v says whether the path validated
+    [ "${C_MIGRATE:-0}" = 1 ] && a+=(-v --quic-migrate=300)
     # -v: vega-curl then says which suite it negotiated ("* QUIC: ... cipher ...")
     [ "${C_CHACHA:-0}" = 1 ] && a+=(-v --tls13-ciphers TLS_CHACHA20_POLY1305_SHA256)
     export SSLKEYLOGFILE="$RUN_DIR/client.keys"

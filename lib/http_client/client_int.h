@@ -125,8 +125,11 @@ struct hc_h3 {
     struct hc_buf pend[3];
     bool goaway;
     uint64_t goaway_id;
-    bool key_updated; /* opts.quic_key_update: the one key update was started */
-    bool dead;        /* the connection ended or failed: err and werr say how */
+    bool key_updated;  /* opts.quic_key_update: the one key update was started */
+    int migration;     /* opts.quic_migrate: vega_http_client_info.quic_migration's values */
+    int migration_err; /* when it could not start */
+    vega_tstamp t_hs;  /* when the handshake was done (HANDSHAKE_DONE), for quic_migrate */
+    bool dead;         /* the connection ended or failed: err and werr say how */
     int err;
     vega_http_client_wire_error werr;
     /* facts of the handshake, for the responses' info */

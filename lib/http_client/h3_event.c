@@ -242,10 +242,27 @@ static void maybe_key_update(struct hc_h3 *h, vega_quic_conn *qc)
         h->key_updated = true;
 }
 
+/* opts.quic_migrate: one migration to a new local port, at the first event after the delay
+ * once the handshake is confirmed; a missing spare connection ID of the server's (VEGA_ERR_FULL)
+ * is waited for, any other refusal ends the attempt. */
+static void maybe_migrate(struct hc_h3 *h, vega_quic_ep_conn *qe, vega_quic_conn *qc)
+{
+    vega_quic_conn_info qi;
+    vega_quic_conn_get_info(qc, &qi);
+    if (!qi.handshake_confirmed || !h->t_hs || vega_now() < h->t_hs + h->c->o.quic_migrate_after_ns)
+        return;
+    int rc = vega_quic_ep_conn_migrate(qe, NULL);
+    if (rc == 0) {
+        h->migration = 1;
+    } else if (rc != VEGA_ERR_FULL) {
+        h->migration = -2;
+        h->migration_err = rc;
+    }
+}
+
 void vega__hc_h3_on_event(void *user, vega_quic_ep_conn *qe, vega_quic_conn *qc,
                           const vega_quic_event *ev)
 {
-    (void)qe;
     struct hc_h3 *h = user;
     if (!h)
         return; /* a raced attempt that lost, or a connection the pool let go */
@@ -286,6 +303,8 @@ void vega__hc_h3_on_event(void *user, vega_quic_ep_conn *qe, vega_quic_conn *qc,
         break;
     case VEGA_QUIC_EV_HANDSHAKE_DONE:
     case VEGA_QUIC_EV_EARLY_REJECTED: {
+        if (ev->type == VEGA_QUIC_EV_HANDSHAKE_DONE && !h->t_hs)
+            h->t_hs = vega_now();
         vega_quic_conn_info qi;
         vega_quic_conn_get_info(qc, &qi);
         h->early = qi.early_data;
@@ -295,6 +314,10 @@ void vega__hc_h3_on_event(void *user, vega_quic_ep_conn *qe, vega_quic_conn *qc,
         wake_all(h);
         break;
     }
+    case VEGA_QUIC_EV_PATH_CHANGED:
+        if (h->migration == 1)
+            h->migration = ev->error_code ? 2 : -1;
+        break;
     case VEGA_QUIC_EV_CLOSED:
         on_closed_ev(h, ev);
         break;
@@ -303,6 +326,8 @@ void vega__hc_h3_on_event(void *user, vega_quic_ep_conn *qe, vega_quic_conn *qc,
     }
     if (h->c->o.quic_key_update && !h->key_updated && !h->dead)
         maybe_key_update(h, qc);
+    if (h->c->o.quic_migrate && h->migration == 0 && !h->dead && qe)
+        maybe_migrate(h, qe, qc);
     vega__hc_h3_flush_uni(h);
     h->qc = saved;
 }

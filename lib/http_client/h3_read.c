@@ -135,6 +135,14 @@ static vega_ssize pump(vega_http_client_response *r, uint8_t *dst, size_t cap, b
             r->info.early_data = h->early;
             r->info.quic_version = h->quic_version;
         }
+        if (h->c->o.quic_migrate) {
+            vega_quic_path p;
+            vega_quic_conn_get_path(qc, &p);
+            memcpy(&r->info.quic_local.ss, &p.local, p.local_len);
+            r->info.quic_local.len = p.local_len;
+            r->info.quic_migration = h->migration;
+            r->info.quic_migration_err = h->migration_err;
+        }
         vega__hc_h3_flush_uni(h);
         h->qc = NULL;
         vega_quic_ep_conn_unlock(h->qe);

@@ -282,6 +282,9 @@ static void own_event(struct vega_quic_ep_conn *c, const vega_quic_event *ev)
         memcpy(&c->peer.ss, &p.remote, p.remote_len);
         c->peer.len = p.remote_len;
         vega__spin_unlock(&c->peer_lock);
+        /* our migration's outcome: the home's send task acts on it (send.c) */
+        if (!c->server && c->mig)
+            c->mig_outcome = ev->error_code ? 1 : -1;
         break;
     }
     case VEGA_QUIC_EV_CLOSED:

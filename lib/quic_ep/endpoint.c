@@ -330,14 +330,24 @@ static bool closes_sent(vega_quic_endpoint *ep)
 
 static void stop_server_socks(vega_quic_endpoint *ep)
 {
+    /* Every socket's tasks first: a datagram that reaches another socket than its connection's
+     * home (the client migrated, or a NAT rebound it, to a 4-tuple the kernel hashes to another
+     * SO_REUSEPORT socket) queues the connection on its home's dirty list, which must not have
+     * been emptied already (its reference would be lost). */
     for (size_t i = 0; i < ep->nsocks; i++) {
         struct ep_sock *s = ep->socks[i];
         atomic_store(&s->stop, true);
         vega_task_cancel(s->rx_task);
         vega_task_cancel(s->tx_task);
+    }
+    for (size_t i = 0; i < ep->nsocks; i++) {
+        struct ep_sock *s = ep->socks[i];
         vega__ep_join(s->rx_task);
         vega__ep_join(s->tx_task);
         s->rx_task = s->tx_task = NULL;
+    }
+    for (size_t i = 0; i < ep->nsocks; i++) {
+        struct ep_sock *s = ep->socks[i];
         /* connections queued for a flush that will not come: the list's references */
         vega__spin_lock(&s->dirty_lock);
         struct vega_quic_ep_conn *c = s->dirty_head;

@@ -67,6 +67,8 @@ struct ep_sock {
     size_t rx_n, tx_n; /* messages per receive / send call */
     uint8_t *rx_buf, *tx_buf;
     vega_udp_msg *rx_msgs, *tx_msgs;
+    vega_sock **tx_via; /* the socket each queued message leaves by: this one, or the new
+                           socket of the owner's migration while its path is validated */
 };
 
 /* A stream of a connection that the endpoint runs as a vega_stream (quic_ep/stream.c). */
@@ -134,6 +136,11 @@ struct vega_quic_ep_conn {
     uint8_t *token;
     size_t token_len;
     struct ep_qlog *qlog; /* the qlog file's state (qlog.c); NULL without qlog_dir */
+    /* client migration (migrate.c): the new socket while its path is validated; its outcome
+     * (1 validated, -1 failed), noted by the PATH_CHANGED event and settled by the home's
+     * send task, which moves c to the new socket or closes it. Guarded by the lock. */
+    struct ep_sock *mig;
+    int mig_outcome;
     /* the endpoint's list of connections */
     struct vega_quic_ep_conn *next, *prev;
 };
@@ -257,6 +264,18 @@ void vega__ep_fuzz_input(struct ep_sock *s, uint8_t *dgram, size_t len, const ve
                          uint64_t now);
 /* send.c: the send task's body and its heap. */
 void *vega__ep_tx_task(void *arg);
+
+/* migrate.c: the send task's part of a client migration (c locked, from flush_conn): when the
+ * new path's outcome is known, moves c to the new socket (validated; returns true: the home's
+ * tasks then end, and c must be scheduled on its new home once unlocked) or closes the new
+ * socket (failed). The caller has sent what it queued for c's paths before. */
+bool vega__ep_migrate_settle(struct ep_sock *home, struct vega_quic_ep_conn *c);
+/* The socket a datagram of c from local address `local` leaves by (NULL: no socket of c has
+ * that address: the datagram is dropped). */
+vega_sock *vega__ep_migrate_via(struct ep_sock *home, struct vega_quic_ep_conn *c,
+                                const vega_quic_path *p);
+/* c ended during a migration: its new socket is closed. */
+void vega__ep_migrate_abort(struct vega_quic_ep_conn *c);
 
 /* token.c */
 size_t vega__ep_retry_token(const struct vega_quic_endpoint *ep, const vega_addr *peer,

@@ -112,7 +112,11 @@ static void txq_send(struct txq *q)
     struct ep_sock *s = q->s;
     size_t done = 0;
     while (done < q->n) {
-        int r = vega_udp_send_batch(s->sock, s->tx_msgs + done, q->n - done, VEGA_DEADLINE_NEVER);
+        /* a run of messages that leave by the same socket (two during a migration) */
+        size_t run = 1;
+        while (done + run < q->n && s->tx_via[done + run] == s->tx_via[done])
+            run++;
+        int r = vega_udp_send_batch(s->tx_via[done], s->tx_msgs + done, run, VEGA_DEADLINE_NEVER);
         if (r <= 0) {
             if (r == -ECANCELED)
                 break;
@@ -156,6 +160,7 @@ static bool write_conn(struct txq *q, struct vega_quic_ep_conn *c, uint64_t now)
                 return false;
         }
         memset(m, 0, sizeof *m);
+        s->tx_via[q->n] = c->mig ? vega__ep_migrate_via(s, c, &p) : s->sock;
         m->buf = buf;
         m->len = (size_t)w;
         memcpy(&m->addr.ss, &p.remote, p.remote_len);
@@ -177,9 +182,58 @@ static bool write_conn(struct txq *q, struct vega_quic_ep_conn *c, uint64_t now)
 static void end_conn(struct ep_sock *s, struct vega_quic_ep_conn *c)
 {
     heap_remove(s, c);
+    vega__ep_migrate_abort(c);
     vega__ep_conn_teardown(c);
     if (s->owner == c)
         atomic_store(&s->stop, true);
+}
+
+/* Takes c off s's dirty list if it is there (c locked; s's send task). */
+static void dirty_unlink(struct ep_sock *s, struct vega_quic_ep_conn *c)
+{
+    bool found = false;
+    vega__spin_lock(&s->dirty_lock);
+    struct vega_quic_ep_conn **pp = &s->dirty_head, *prev = NULL;
+    while (*pp && *pp != c) {
+        prev = *pp;
+        pp = &(*pp)->dirty_next;
+    }
+    if (*pp) {
+        *pp = c->dirty_next;
+        if (s->dirty_tail == c)
+            s->dirty_tail = prev;
+        found = true;
+    }
+    vega__spin_unlock(&s->dirty_lock);
+    if (found) {
+        atomic_store(&c->dirty, false);
+        vega_quic_ep_conn_release(c); /* the list's: the caller holds another */
+    }
+}
+
+/* Our migration's outcome is known (RFC 9000 §9): validated, c moves to the new socket, whose
+ * send task runs it from now on, and this socket (the old path) closes as its tasks end;
+ * failed, the core is back on the old path and the new socket closes. What was queued for c,
+ * on either socket, goes first. Returns true when c moved. */
+static bool settle_migration(struct txq *q, struct vega_quic_ep_conn *c)
+{
+    struct ep_sock *s = q->s, *m = c->mig;
+    if (!m || c->mig_outcome == 0)
+        return false;
+    if (q->n > 0)
+        txq_send(q);
+    c->mig = NULL;
+    if (c->mig_outcome < 0) {
+        atomic_store(&m->stop, true);
+        vega_notify_one(&m->tx_wake);
+        return false;
+    }
+    heap_remove(s, c);
+    dirty_unlink(s, c);
+    c->home = m;
+    atomic_store(&s->stop, true); /* this send task ends after this turn, then its receive task */
+    vega__ep_conn_schedule(c);    /* on the new home: its send task re-arms c's timer */
+    return true;
 }
 
 /* Runs c's timers if due, writes what it has, re-arms its timer. Returns true when c must be
@@ -205,6 +259,10 @@ static bool flush_conn(struct txq *q, struct vega_quic_ep_conn *c, bool *ended)
         if (c->expiry <= now) {
             (void)vega_quic_conn_handle_expiry(c->qc, now);
             vega__ep_conn_after(c);
+        }
+        if (!c->ended && settle_migration(q, c)) {
+            vega_mutex_unlock(&c->mu); /* c is its new home's now */
+            return false;
         }
         if (!c->ended)
             more = write_conn(q, c, now);
@@ -276,7 +334,9 @@ void vega__ep_sock_task_exit(struct ep_sock *s)
     struct vega_quic_endpoint *ep = s->ep;
     struct vega_quic_ep_conn *owner = s->owner, *c;
     if (vega_mutex_trylock(&owner->mu)) {
-        bool end = !owner->freed;
+        /* not when the connection lives on another socket: this one was the old path or the
+         * new one of a migration that failed */
+        bool end = !owner->freed && owner->home == s;
         if (end)
             end_conn(s, owner);
         vega_mutex_unlock(&owner->mu);

@@ -46,7 +46,8 @@ int vega__ep_sock_open(struct vega_quic_endpoint *ep, const vega_addr *addr, uns
     s->tx_buf = vega__mem_malloc(ep->mem, s->tx_n * EP_TX_CAP);
     s->rx_msgs = vega__mem_calloc(ep->mem, s->rx_n, sizeof *s->rx_msgs);
     s->tx_msgs = vega__mem_calloc(ep->mem, s->tx_n, sizeof *s->tx_msgs);
-    if (!s->rx_buf || !s->tx_buf || !s->rx_msgs || !s->tx_msgs)
+    s->tx_via = vega__mem_calloc(ep->mem, s->tx_n, sizeof *s->tx_via);
+    if (!s->rx_buf || !s->tx_buf || !s->rx_msgs || !s->tx_msgs || !s->tx_via)
         goto fail;
     rc = vega_udp_bind(&s->sock, addr, flags | (server ? VEGA_LISTEN_REUSEPORT : 0));
     if (rc < 0)
@@ -105,6 +106,8 @@ void vega__ep_sock_free(struct ep_sock *s)
         vega__mem_free(mem, s->rx_msgs);
     if (s->tx_msgs)
         vega__mem_free(mem, s->tx_msgs);
+    if (s->tx_via)
+        vega__mem_free(mem, s->tx_via);
     if (s->heap)
         vega__mem_free(mem, s->heap);
     if (s->timer_fd >= 0)

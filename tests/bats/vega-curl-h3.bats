@@ -269,3 +269,16 @@ start_serve() {
     [ "$status" -eq 35 ]
     [[ "$output" == *"VERSION_NEGOTIATION_ERROR"* ]]
 }
+
+@test "--quic-migrate: the connection moves to a new local port mid-download and the new path validates (sha256 intact); a bad delay exits 2" {
+    start_gtls
+    run vc -sSv --http3-only --cacert "$T/ca.pem" --quic-migrate -o "$T/big.out" \
+        "https://localhost:$GPORT/big.bin"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(sha256sum <"$T/big.out")" = "$(sha256sum <"$T/www/big.bin")" ]
+    grep -qE '^\* QUIC: migrated to local 127\.0\.0\.1:[0-9]+; the new path validated$' <<<"$output"
+    run vc -sS --http3-only --cacert "$T/ca.pem" --quic-migrate=abc "https://localhost:$GPORT/"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--quic-migrate: expected milliseconds"* ]]
+}

@@ -152,12 +152,23 @@ typedef struct vega_http_client_opts {
                                  default: TCP_NODELAY, as curl (--no-tcp-nodelay) */
     unsigned tcp_keepalive_s; /* SO_KEEPALIVE with this idle time and probe interval on the
                                  client's TCP connections; 0 (the default): none */
+    /* ---- testing aid (layout version 7) ---- */
+    bool quic_migrate; /* each HTTP/3 connection migrates once to a new local port of the same
+                          family (active migration, RFC 9000 §9; vega_quic_ep_conn_migrate):
+                          at its first event quic_migrate_after_ns or more after the handshake,
+                          once the handshake is confirmed and the server gave a spare
+                          connection ID; to test a peer's handling of it (the QUIC interop
+                          runner's connectionmigration case, ngtcp2's --change-local-addr).
+                          The response's info says how it went (quic_migration). false = none,
+                          the default */
+    uint64_t quic_migrate_after_ns;
 } vega_http_client_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended the
  * HTTP/3 fields, version 3 the proxy, version 4 quic_qlog_dir, version 5 quic_key_update,
- * version 6 ip_family, tcp_nagle and tcp_keepalive_s; a program built with an older version
- * still works (with their defaults). */
-#define VEGA_HTTP_CLIENT_OPTS_VERSION 6
+ * version 6 ip_family, tcp_nagle and tcp_keepalive_s, version 7 quic_migrate and
+ * quic_migrate_after_ns; a program built with an older version still works (with their
+ * defaults). */
+#define VEGA_HTTP_CLIENT_OPTS_VERSION 7
 
 /* Fills o with the defaults. Since 0.1. */
 VEGA_API void vega_http_client_opts_init_versioned(vega_http_client_opts *o, int opts_version);
@@ -400,6 +411,15 @@ typedef struct vega_http_client_info {
      * vega_http_client_response_read returned); framing (chunk lines) not counted. curl's
      * %{size_download} */
     uint64_t body_wire_bytes;
+    /* appended after body_wire_bytes: HTTP/3 with opts.quic_migrate, what became of the
+     * connection's migration so far: 0 not started (yet); 1 started, the new path not
+     * validated yet; 2 the new path validated (the connection moved there); -1 validation
+     * failed (the connection went back to its first path); -2 it could not start
+     * (quic_migration_err says why: the server sent disable_active_migration, -EINVAL, or
+     * a socket error). quic_local: the local address of the connection's path now */
+    int quic_migration;
+    int quic_migration_err;
+    vega_addr quic_local;
 } vega_http_client_info;
 
 /* Borrowed view of r. Since 0.1. */

@@ -55,8 +55,8 @@ typedef struct vega_quic_ep_conn vega_quic_ep_conn;
  * Callbacks of an endpoint's connections. Each runs with the connection locked (see
  * vega_quic_ep_conn_lock): it may use the core connection for stream calls
  * (vega_quic_stream_read/peek/consume/write/open/reset/stop, vega_quic_datagram_send,
- * vega_quic_conn_close, get_info), never vega_quic_conn_read, _write, _handle_expiry or _free,
- * and never suspends (wake tasks instead). Any may be NULL.
+ * vega_quic_conn_close, get_info) and vega_quic_ep_conn_migrate, never vega_quic_conn_read, _write,
+ * _handle_expiry or _free, and never suspends (wake tasks instead). Any may be NULL.
  */
 typedef struct vega_quic_ep_callbacks {
     /* Server: a new connection, once its handshake is done, or earlier when the client's 0-RTT
@@ -326,6 +326,27 @@ VEGA_API void vega_quic_ep_conn_get_info(vega_quic_ep_conn *c, vega_quic_conn_in
 
 /* The peer's address now (it changes with migration). Context: any thread. Since 0.1. */
 VEGA_API void vega_quic_ep_conn_peer(const vega_quic_ep_conn *c, vega_addr *out);
+
+/*
+ * Client: migrates c to a new local address (active migration, RFC 9000 §9): opens a new UDP
+ * socket on local (NULL = a new ephemeral port of the peer's family), whose datagrams reach c
+ * as the first socket's do, and moves the core there (vega_quic_conn_migrate: a spare
+ * connection ID of the peer's, PATH_CHALLENGE on the new path, data carried on there). The old
+ * socket stays open, and keeps receiving, until the new path is validated; then it is closed.
+ * When validation fails (no PATH_RESPONSE within 3 PTO) the core goes back to the old path and
+ * the new socket is closed. The outcome comes as VEGA_QUIC_EV_PATH_CHANGED through on_event
+ * (error_code 1: validated, 0: failed); vega_quic_conn_get_path tells the addresses. local:
+ * borrowed.
+ * Returns 0 (started); -EINVAL (a server connection, local of another family than the peer,
+ * or what vega_quic_conn_migrate refuses: the handshake is not confirmed, the peer sent
+ * disable_active_migration); -EBUSY (a migration of c is still being validated);
+ * VEGA_ERR_FULL (the peer has given no spare connection ID yet: try again later);
+ * VEGA_ERR_QUIC_EP_CLOSED (c is closing or gone); VEGA_ERR_CLOSED (the endpoint is shutting
+ * down); the codes of vega_udp_bind (-EADDRINUSE, -EADDRNOTAVAIL ...) and of connect(2);
+ * -ENOMEM. Context: with c locked: inside one of its callbacks, or between
+ * vega_quic_ep_conn_lock and _unlock; never suspends. Since 0.1.
+ */
+VEGA_API int vega_quic_ep_conn_migrate(vega_quic_ep_conn *c, const vega_addr *local);
 
 /*
  * Client: the latest session ticket (for vega_quic_connect_opts.session: resumption and 0-RTT

@@ -48,7 +48,7 @@ struct request_v1 {
 
 VTEST(v1_layouts_are_prefixes)
 {
-    VCHECK_EQ(VEGA_HTTP_CLIENT_OPTS_VERSION, 6);
+    VCHECK_EQ(VEGA_HTTP_CLIENT_OPTS_VERSION, 7);
     VCHECK_EQ(VEGA_HTTP_CLIENT_REQUEST_VERSION, 2);
     VCHECK_EQ(sizeof(struct opts_v1), offsetof(vega_http_client_opts, quic_ca));
     VCHECK_EQ(sizeof(struct request_v1), offsetof(vega_http_client_request, h3_fallback));
@@ -117,7 +117,7 @@ VTEST_CT(v1_client_and_request_work)
     /* layouts this library does not know */
     VCHECK_EQ(vega_http_client_send_versioned(c, (vega_http_client_request *)&b.r, &r, 3), -EINVAL);
     vega_http_client *c2 = NULL;
-    VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 7), -EINVAL);
+    VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 8), -EINVAL);
     VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 0), -EINVAL);
     VCHECK(c2 == NULL);
     vega_http_client_free(c);
@@ -223,5 +223,30 @@ VTEST(v5_layout_stops_before_ip_family)
     VCHECK_EQ(c->o.ip_family, AF_UNSPEC);
     VCHECK(!c->o.tcp_nagle);
     VCHECK_EQ(c->o.tcp_keepalive_s, 0u);
+    vega_http_client_free(c);
+}
+
+/* Layout 6 (before quic_migrate): its _init and _new leave layout 7's migration fields alone
+ * and at their defaults (no migration). */
+VTEST(v6_layout_stops_before_quic_migrate)
+{
+    enum {
+        V6 = offsetof(vega_http_client_opts, quic_migrate)
+    };
+    VCHECK(offsetof(vega_http_client_opts, tcp_keepalive_s) < (size_t)V6);
+    union {
+        vega_http_client_opts o;
+        unsigned char b[sizeof(vega_http_client_opts) + 64];
+    } a;
+    memset(&a, 0xa5, sizeof a);
+    vega_http_client_opts_init_versioned(&a.o, 6);
+    VCHECK_EQ(a.o.tcp_keepalive_s, 0u);
+    for (size_t i = V6; i < sizeof a.b; i++)
+        VCHECK_EQ(a.b[i], 0xa5);
+    vega_http_client *c = NULL;
+    VCHECK_EQ(vega_http_client_new_versioned(&c, &a.o, 6), 0);
+    VCHECK(c != NULL);
+    VCHECK(!c->o.quic_migrate);
+    VCHECK_EQ(c->o.quic_migrate_after_ns, 0u);
     vega_http_client_free(c);
 }

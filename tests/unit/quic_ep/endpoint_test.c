@@ -10,6 +10,7 @@
 #include <vega/quic_wire.h>
 #include <vega/rt.h>
 #include <vega/stream.h>
+#include <vega/sync.h>
 
 #include "../quic/qtls_certs.h"
 #include "vtest.h"
@@ -80,6 +81,7 @@ struct echo_srv {
     vega_addr addr;
     vega_task *acceptor;
     size_t conns, streams;
+    vega_quic_ep_conn *first; /* the first connection accepted (retained) */
 };
 
 static void *echo_stream_task(void *arg)
@@ -119,6 +121,10 @@ static void *echo_accept_task(void *arg)
         if (vega_quic_endpoint_accept(e->ep, &c, VEGA_DEADLINE_NEVER) < 0)
             break;
         e->conns++;
+        if (!e->first) {
+            vega_quic_ep_conn_retain(c);
+            e->first = c;
+        }
         VCHECK_EQ(vega_task_spawn(NULL, echo_conn_task, c), 0);
     }
     return NULL;
@@ -139,10 +145,13 @@ static void echo_stop(struct echo_srv *e)
     vega_quic_endpoint_shutdown(e->ep, vega_deadline_in_ms(2000));
     VCHECK_EQ(vega_task_join(e->acceptor, NULL, vega_deadline_in_ms(10000)), 0);
     vega_quic_endpoint_free(e->ep);
+    vega_quic_ep_conn_release(e->first);
 }
 
-/* Sends len pseudo-random bytes on a new stream of c and checks they come back. */
-static void roundtrip(vega_quic_ep_conn *c, size_t len, uint32_t seed)
+/* Sends len pseudo-random bytes on a new stream of c and checks they come back; mid (may be
+ * NULL) runs once when half of them went out. */
+static void roundtrip_mid(vega_quic_ep_conn *c, size_t len, uint32_t seed,
+                          void (*mid)(vega_quic_ep_conn *c, void *arg), void *arg)
 {
     vega_stream *s;
     VCHECK_EQ(vega_quic_ep_stream_open(c, true, &s, NULL, vega_deadline_in_ms(10000)), 0);
@@ -159,6 +168,8 @@ static void roundtrip(vega_quic_ep_conn *c, size_t len, uint32_t seed)
             size_t n = len - sent < 4096 ? len - sent : 4096;
             VCHECK_EQ(vega_stream_write(s, out + sent, n, NULL, vega_deadline_in_ms(20000)),
                       (vega_ssize)n);
+            if (mid && sent < len / 2 && sent + n >= len / 2)
+                mid(c, arg);
             sent += n;
             if (sent == len)
                 VCHECK_EQ(vega_stream_shutdown(s, SHUT_WR, 0), 0);
@@ -178,6 +189,11 @@ static void roundtrip(vega_quic_ep_conn *c, size_t len, uint32_t seed)
     vega_stream_close(s, 0);
     free(out);
     free(in);
+}
+
+static void roundtrip(vega_quic_ep_conn *c, size_t len, uint32_t seed)
+{
+    roundtrip_mid(c, len, seed, NULL, NULL);
 }
 
 /* ---- cases ------------------------------------------------------------------------------------
@@ -741,5 +757,148 @@ VTEST_CT(handshake_failure_says_why)
     VCHECK(ci.code >= VEGA_QUIC_CRYPTO_ERROR && ci.code <= 0x1ff); /* unknown_ca: 0x130 */
     vega_quic_endpoint_free(cep);
     echo_stop(&e);
+    creds_free(&k);
+}
+
+/* ---- client migration (RFC 9000 §9) ------------------------------------------------------- */
+
+struct mig {
+    vega_notify wake;
+    atomic_int outcome; /* 0 none yet; 1 validated; -1 failed */
+    int rc, rc_again;   /* vega_quic_ep_conn_migrate's, then a second call's at once */
+    const vega_addr *local;
+};
+
+static void mig_on_event(void *user, vega_quic_ep_conn *c, vega_quic_conn *qc,
+                         const vega_quic_event *ev)
+{
+    (void)c;
+    (void)qc;
+    struct mig *m = user;
+    if (m && ev->type == VEGA_QUIC_EV_PATH_CHANGED) {
+        atomic_store(&m->outcome, ev->error_code ? 1 : -1);
+        vega_notify_one(&m->wake);
+    }
+}
+
+/* Half-way through a transfer: move to a new local address. */
+static void mig_now(vega_quic_ep_conn *c, void *arg)
+{
+    struct mig *m = arg;
+    VCHECK(vega_quic_ep_conn_lock(c) != NULL);
+    m->rc = vega_quic_ep_conn_migrate(c, m->local);
+    m->rc_again = vega_quic_ep_conn_migrate(c, m->local);
+    vega_quic_ep_conn_unlock(c);
+}
+
+static void mig_wait(struct mig *m)
+{
+    vega_deadline dl = vega_deadline_in_ms(20000);
+    while (atomic_load(&m->outcome) == 0)
+        if (vega_notify_wait(&m->wake, dl) == -ETIMEDOUT)
+            break;
+}
+
+static uint16_t path_local_port(vega_quic_ep_conn *c, vega_addr *local)
+{
+    vega_quic_conn *qc = vega_quic_ep_conn_lock(c);
+    VCHECK(qc != NULL);
+    vega_quic_path p;
+    vega_quic_conn_get_path(qc, &p);
+    vega_quic_ep_conn_unlock(c);
+    memset(local, 0, sizeof *local);
+    memcpy(&local->ss, &p.local, p.local_len);
+    local->len = p.local_len;
+    return vega_addr_port(local);
+}
+
+/* The old socket is closed once the new path is validated: its port can be bound again (waits
+ * for it, the socket's tasks end on their own, at most 10 s). */
+static bool port_freed(const vega_addr *a)
+{
+    vega_deadline dl = vega_deadline_in_ms(10000);
+    for (;;) {
+        vega_sock *u;
+        if (vega_udp_bind(&u, a, 0) == 0) {
+            vega_sock_close(u);
+            return true;
+        }
+        if (vega_now() >= dl)
+            return false;
+        vega_sleep_ms(5);
+    }
+}
+
+/* A client migrates twice in the middle of transfers, to a new port and then to another
+ * address (127.0.0.2): each new path validates, the data comes back whole, the server follows
+ * to the new address, and the old socket is closed. */
+VTEST_MT(client_migrates_mid_transfer, 2)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_quic_endpoint_opts so, co;
+    server_opts(&so, &k);
+    struct echo_srv e;
+    echo_start(&e, &so);
+    client_opts(&co, &k);
+    co.cb.on_event = mig_on_event;
+    vega_quic_endpoint *cep;
+    VCHECK_EQ(vega_quic_endpoint_new(&cep, &co), 0);
+    struct mig m;
+    memset(&m, 0, sizeof m);
+    vega_notify_init(&m.wake);
+    vega_quic_connect_opts cc = {.server_name = "localhost", .user = &m};
+    vega_quic_ep_conn *c;
+    VCHECK_EQ(vega_quic_endpoint_connect(cep, &e.addr, &cc, &c, vega_deadline_in_ms(10000)), 0);
+    roundtrip(c, 1000, 1); /* the handshake is confirmed (HANDSHAKE_DONE) by now */
+    vega_addr before, after, seen;
+    uint16_t port0 = path_local_port(c, &before);
+
+    /* 1: a new ephemeral port, half-way through 2 MB */
+    roundtrip_mid(c, 2 * 1024 * 1024, 7, mig_now, &m);
+    VCHECK_EQ(m.rc, 0);
+    VCHECK_EQ(m.rc_again, -EBUSY); /* one migration at a time */
+    mig_wait(&m);
+    VCHECK_EQ(atomic_load(&m.outcome), 1);
+    uint16_t port1 = path_local_port(c, &after);
+    VCHECK(port1 != 0 && port1 != port0);
+    vega_quic_ep_conn_peer(e.first, &seen);
+    VCHECK_EQ(vega_addr_port(&seen), port1); /* the server follows */
+    VCHECK(port_freed(&before));
+    roundtrip(c, 100000, 8); /* the new path carries on alone */
+    /* a server connection cannot migrate */
+    VCHECK(vega_quic_ep_conn_lock(e.first) != NULL);
+    VCHECK_EQ(vega_quic_ep_conn_migrate(e.first, NULL), -EINVAL);
+    vega_quic_ep_conn_unlock(e.first);
+
+    /* 2: another local address of the same family, given */
+    vega_addr two;
+    VCHECK_EQ(vega_addr_from_ip(&two, "127.0.0.2", 0), 0);
+    atomic_store(&m.outcome, 0);
+    m.local = &two;
+    roundtrip_mid(c, 1024 * 1024, 9, mig_now, &m);
+    VCHECK_EQ(m.rc, 0);
+    mig_wait(&m);
+    VCHECK_EQ(atomic_load(&m.outcome), 1);
+    vega_quic_ep_conn_peer(e.first, &seen);
+    char ip[64];
+    VCHECK(vega_addr_format(&seen, ip, sizeof ip) > 0);
+    VCHECK(strncmp(ip, "127.0.0.2:", 10) == 0);
+    VCHECK(port_freed(&after));
+    roundtrip(c, 1000, 10);
+
+    vega_quic_conn_info info;
+    vega_quic_ep_conn_get_info(c, &info);
+    VCHECK_EQ(info.migrations, 2);
+    /* an address of the other family is refused */
+    vega_addr six;
+    VCHECK_EQ(vega_addr_from_ip(&six, "::1", 0), 0);
+    VCHECK(vega_quic_ep_conn_lock(c) != NULL);
+    VCHECK_EQ(vega_quic_ep_conn_migrate(c, &six), -EINVAL);
+    vega_quic_ep_conn_unlock(c);
+
+    hangup(cep, c);
+    echo_stop(&e);
+    vega_notify_fini(&m.wake);
     creds_free(&k);
 }
