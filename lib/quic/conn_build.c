@@ -123,13 +123,14 @@ void vega__quic_put_crypto(vega_quic_conn *c, uint8_t *out, struct vega__quic_pk
  * nothing is left to send (or blocked on its own limit), -1 when the packet is full, -2 when
  * blocked by the connection's limit. */
 /* The stream bytes [off, off + len) into the packet: as spans sealed from the send buffer
- * (vega__quic_packet_protect_ext), or copied when the packet has no span left or qlog reads
- * the packet before it is sealed. */
+ * (vega__quic_packet_protect_ext), or copied when the packet has no span left, qlog reads the
+ * packet before it is sealed, or the suite seals faster in place (ChaCha20-Poly1305). */
 static void put_stream_data(const vega_quic_conn *c, uint8_t *out, struct vega__quic_pkt *k,
                             const struct vega__quic_sendbuf *b, uint64_t off, size_t len)
 {
     while (len > 0) {
-        if (k->next == VEGA__QUIC_EXT_MAX || VEGA__QLOG(c)) {
+        if (k->next == VEGA__QUIC_EXT_MAX || VEGA__QLOG(c) ||
+            !vega__quic_keys_seal_from_source(k->keys)) {
             vega__quic_sendbuf_copy(b, off, len, pay(out, k));
             k->len += len;
             return;

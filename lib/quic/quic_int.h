@@ -150,6 +150,9 @@ struct vega__quic_ext {
  * within payload_len) are still at their src: the same bytes as copying them in, then
  * protecting in place, without the copy. Returns what vega_quic_packet_protect does (-EINVAL
  * too for spans out of order or out of the payload, or n above VEGA__QUIC_EXT_MAX). */
+/* Whether sealing stream bytes from their source (vega__quic_packet_protect_ext) is cheaper
+ * than copying them into the packet with k's suite. */
+bool vega__quic_keys_seal_from_source(const vega_quic_keys *k);
 vega_ssize vega__quic_packet_protect_ext(vega_quic_keys *k, uint8_t *pkt, size_t cap,
                                          size_t hdr_len, uint64_t pn, size_t payload_len,
                                          const struct vega__quic_ext *ext, size_t n);
