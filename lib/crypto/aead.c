@@ -95,6 +95,38 @@ vega_ssize vega_crypto_aead_seal(vega_crypto_aead *a, const uint8_t *nonce, cons
     return (vega_ssize)(len + VEGA_CRYPTO_AEAD_TAG_LEN);
 }
 
+vega_ssize vega_crypto_aead_seal_gather(vega_crypto_aead *a, const uint8_t *nonce, const void *aad,
+                                        size_t aad_len, uint8_t *out, size_t cap,
+                                        const vega_crypto_piece *pieces, size_t n)
+{
+    if (n > 0 && !pieces)
+        return -EINVAL;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (pieces[i].len > INT_MAX || total + pieces[i].len > INT_MAX - VEGA_CRYPTO_AEAD_TAG_LEN)
+            return -EINVAL;
+        total += pieces[i].len;
+    }
+    if (aad_len > INT_MAX - VEGA_CRYPTO_AEAD_TAG_LEN)
+        return -EINVAL;
+    if (cap < total + VEGA_CRYPTO_AEAD_TAG_LEN)
+        return VEGA_ERR_NOBUF;
+    if (!start(a, nonce, 1, aad, aad_len))
+        return vega__crypto_fail(VEGA_ERR_CRYPTO_LIBCRYPTO);
+    size_t pos = 0;
+    for (size_t i = 0; i < n; i++) {
+        const vega_crypto_piece *p = &pieces[i];
+        if (p->len &&
+            !vega__crypto_cipher_update(&a->c, out + pos, p->src ? p->src : out + pos, p->len))
+            return vega__crypto_fail(VEGA_ERR_CRYPTO_LIBCRYPTO);
+        pos += p->len;
+    }
+    if (!vega__crypto_cipher_final(&a->c, out + total) ||
+        !vega__crypto_cipher_tag(&a->c, out + total, VEGA_CRYPTO_AEAD_TAG_LEN, true))
+        return vega__crypto_fail(VEGA_ERR_CRYPTO_LIBCRYPTO);
+    return (vega_ssize)(total + VEGA_CRYPTO_AEAD_TAG_LEN);
+}
+
 vega_ssize vega_crypto_aead_open(vega_crypto_aead *a, const uint8_t *nonce, const void *aad,
                                  size_t aad_len, uint8_t *buf, size_t len)
 {

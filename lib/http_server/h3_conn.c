@@ -625,6 +625,7 @@ int vega__h3s_listen(vega_http_server *srv, const vega_addr *addr, unsigned flag
     vega_notify_init(&l->idle);
     atomic_init(&l->refs, 1);
     vega__spin_init(&l->pool_lock);
+    vega__spin_init(&l->chunk_lock);
     vega_h3_opts_init(&l->h3o);
     l->h3o.max_field_section_size = srv->o.limits.max_field_section;
     l->h3o.max_fields = srv->o.limits.max_fields;
@@ -795,6 +796,7 @@ void vega__h3s_stop(struct h3s *l, bool cancelled)
             (void)vega_yield();
     srv->h3 = NULL;
     vega__h3s_pool_free(l);
+    vega__h3s_chunks_free(l);
     pthread_mutex_destroy(&l->lock);
     vega_notify_fini(&l->idle);
     vega__mem_free(srv->o.mem, l);

@@ -475,18 +475,72 @@ static vega_ssize h3_write(struct vega_http_exchange *x, const void *buf, size_t
  * which hold it). */
 #define H3S_CHUNK (256u * 1024u)
 struct h3s_chunk {
-    const vega_mem *mem;
+    struct h3s *l;
+    struct h3s_chunk *next; /* in l's pool */
+    size_t cap;             /* data's size: H3S_CHUNK for the pieces the pool keeps */
     unsigned refs;
     uint8_t data[];
 };
+
+/* A piece of cap bytes at least: one from l's pool when it takes a whole H3S_CHUNK (a pooled
+ * piece is never more than twice what is asked, see send_room), else a fresh one. */
+static struct h3s_chunk *chunk_get(struct h3s *l, size_t want)
+{
+    struct h3s_chunk *k = NULL;
+    bool pooled = want > H3S_CHUNK / 2 && want <= H3S_CHUNK;
+    if (pooled) {
+        vega__spin_lock(&l->chunk_lock);
+        k = l->chunks;
+        if (k) {
+            l->chunks = k->next;
+            l->nchunks--;
+        }
+        vega__spin_unlock(&l->chunk_lock);
+    }
+    if (!k) {
+        size_t cap = pooled ? H3S_CHUNK : want;
+        k = vega__mem_malloc(l->srv->o.mem, sizeof *k + cap);
+        if (!k)
+            return NULL;
+        k->cap = cap;
+    }
+    k->l = l;
+    k->next = NULL;
+    k->refs = 1;
+    return k;
+}
 
 static void chunk_release(void *user, const void *data, size_t len)
 {
     (void)data;
     (void)len;
     struct h3s_chunk *k = user;
-    if (--k->refs == 0)
-        vega__mem_free(k->mem, k);
+    if (--k->refs != 0)
+        return;
+    struct h3s *l = k->l;
+    bool kept = false;
+    if (k->cap == H3S_CHUNK) {
+        vega__spin_lock(&l->chunk_lock);
+        if (l->nchunks < H3S_CHUNK_POOL_MAX) {
+            k->next = l->chunks;
+            l->chunks = k;
+            l->nchunks++;
+            kept = true;
+        }
+        vega__spin_unlock(&l->chunk_lock);
+    }
+    if (!kept)
+        vega__mem_free(l->srv->o.mem, k);
+}
+
+void vega__h3s_chunks_free(struct h3s *l)
+{
+    while (l->chunks) {
+        struct h3s_chunk *k = l->chunks;
+        l->chunks = k->next;
+        vega__mem_free(l->srv->o.mem, k);
+    }
+    l->nchunks = 0;
 }
 
 /* Sends k->data[0..n) by reference, waiting for flow control. */
@@ -557,7 +611,6 @@ static vega_ssize h3_sendfile(struct vega_http_exchange *x, int fd, uint64_t off
                               vega_deadline dl)
 {
     struct h3s_req *r = x->impl;
-    const vega_mem *m = r->hc->l->srv->o.mem;
     x->written += len;
     if (x->no_body || len == 0)
         return (vega_ssize)len;
@@ -582,13 +635,11 @@ static vega_ssize h3_sendfile(struct vega_http_exchange *x, int fd, uint64_t off
     }
     while (rc == 0 && done < len) {
         size_t want = send_room(r, len - done < H3S_CHUNK ? len - done : H3S_CHUNK);
-        struct h3s_chunk *k = vega__mem_malloc(m, sizeof *k + want);
+        struct h3s_chunk *k = chunk_get(r->hc->l, want);
         if (!k) {
             rc = -ENOMEM;
             break;
         }
-        k->mem = m;
-        k->refs = 1;
         size_t got = 0;
         while (got < want) {
             ssize_t n = pread(fd, k->data + got, want - got, (off_t)(offset + done + got));

@@ -122,6 +122,28 @@ void vega__quic_put_crypto(vega_quic_conn *c, uint8_t *out, struct vega__quic_pk
 /* Control frames of a stream, then its data. Returns 1 when it sent data and has more, 0 when
  * nothing is left to send (or blocked on its own limit), -1 when the packet is full, -2 when
  * blocked by the connection's limit. */
+/* The stream bytes [off, off + len) into the packet: as spans sealed from the send buffer
+ * (vega__quic_packet_protect_ext), or copied when the packet has no span left, qlog reads the
+ * packet before it is sealed, or the suite seals faster in place (ChaCha20-Poly1305). */
+static void put_stream_data(const vega_quic_conn *c, uint8_t *out, struct vega__quic_pkt *k,
+                            const struct vega__quic_sendbuf *b, uint64_t off, size_t len)
+{
+    while (len > 0) {
+        if (k->next == VEGA__QUIC_EXT_MAX || VEGA__QLOG(c) ||
+            !vega__quic_keys_seal_from_source(k->keys)) {
+            vega__quic_sendbuf_copy(b, off, len, pay(out, k));
+            k->len += len;
+            return;
+        }
+        const uint8_t *p;
+        size_t n = vega__quic_sendbuf_peek(b, off, len, &p);
+        k->ext[k->next++] = (struct vega__quic_ext){p, (uint32_t)k->len, (uint32_t)n};
+        k->len += n;
+        off += n;
+        len -= n;
+    }
+}
+
 static int put_stream(vega_quic_conn *c, uint8_t *out, struct vega__quic_pkt *k,
                       struct vega__quic_stream *s, bool early)
 {
@@ -220,8 +242,7 @@ static int put_stream(vega_quic_conn *c, uint8_t *out, struct vega__quic_pkt *k,
             put_varint(out, k, off);
         vega_quic_varint_write_n(pay(out, k), left(k), len, 2);
         k->len += 2;
-        vega__quic_sendbuf_copy(&s->sb, off, len, pay(out, k));
-        k->len += len;
+        put_stream_data(c, out, k, &s->sb, off, len);
         k->eliciting = true;
         if (off + len > s->sb.next_off)
             c->flow.data_sent += off + len - s->sb.next_off;

@@ -351,6 +351,10 @@ struct vega__quic_pkt {
     bool eliciting, has_ack;
     bool path_probe; /* carries PATH_CHALLENGE/RESPONSE: the datagram is padded (§8.2) */
     struct vega__quic_pktrec *rec;
+    /* stream bytes left in their send buffers until the seal (seal_dgram) reads them there: the
+     * buffers do not change between building and sealing a datagram */
+    struct vega__quic_ext ext[VEGA__QUIC_EXT_MAX];
+    size_t next;
 };
 
 static inline bool vega__quic_cid_eq(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)

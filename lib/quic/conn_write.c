@@ -290,9 +290,9 @@ static void after_send(vega_quic_conn *c, size_t len, bool sent_handshake)
     cc->app_limited = !vega__quic_app_has_data(c) && !c->streams.sendq_head;
 }
 
-/* Protects each packet in place and records it, marking the datagram ECT(0) while the path
- * passes ECN validation (RFC 9000 §13.4.2). Returns the datagram length, or an error (the
- * records of the packets not sent go back). */
+/* Protects each packet (in place, its stream bytes from their send buffers) and records it, marking
+ * the datagram ECT(0) while the path passes ECN validation (RFC 9000 §13.4.2). Returns the datagram
+ * length, or an error (the records of the packets not sent go back). */
 static vega_ssize seal_dgram(vega_quic_conn *c, uint8_t *out, size_t cap, struct dgram *d,
                              uint8_t *ecn, uint64_t now)
 {
@@ -304,8 +304,8 @@ static vega_ssize seal_dgram(vega_quic_conn *c, uint8_t *out, size_t cap, struct
         struct vega__quic_pkt *k = &d->ks[i];
         if (VEGA__QLOG(c))
             vega__quic_qlog_sent(c, k, out + k->start);
-        vega_ssize n = vega_quic_packet_protect(k->keys, out + k->start, cap - k->start, k->hdr_len,
-                                                k->pn, k->len);
+        vega_ssize n = vega__quic_packet_protect_ext(k->keys, out + k->start, cap - k->start,
+                                                     k->hdr_len, k->pn, k->len, k->ext, k->next);
         if (n < 0) {
             for (size_t j = i; j < d->nk; j++)
                 vega__quic_rec_put(c, d->ks[j].rec);

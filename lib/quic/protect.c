@@ -255,8 +255,10 @@ static uint8_t first_mask(uint8_t first)
     return (first & 0x80) ? 0x0f : 0x1f;
 }
 
-vega_ssize vega_quic_packet_protect(vega_quic_keys *k, uint8_t *pkt, size_t cap, size_t hdr_len,
-                                    uint64_t pn, size_t payload_len)
+/* Seals and protects the header; the payload is pieces[0..np) (NULL: the bytes in place), np
+ * 0 for all of it in place. */
+static vega_ssize protect(vega_quic_keys *k, uint8_t *pkt, size_t cap, size_t hdr_len, uint64_t pn,
+                          size_t payload_len, const vega_crypto_piece *pieces, size_t np)
 {
     if (hdr_len == 0 || hdr_len > cap)
         return -EINVAL;
@@ -269,8 +271,10 @@ vega_ssize vega_quic_packet_protect(vega_quic_keys *k, uint8_t *pkt, size_t cap,
         return VEGA_ERR_NOBUF;
     uint8_t nonce[VEGA_CRYPTO_AEAD_NONCE_LEN], mask[VEGA_CRYPTO_HP_MASK_LEN];
     packet_nonce(k->iv, pn, nonce);
-    vega_ssize n = vega_crypto_aead_seal(k->aead, nonce, pkt, hdr_len, pkt + hdr_len, payload_len,
-                                         cap - hdr_len);
+    vega_ssize n = np ? vega_crypto_aead_seal_gather(k->aead, nonce, pkt, hdr_len, pkt + hdr_len,
+                                                     cap - hdr_len, pieces, np)
+                      : vega_crypto_aead_seal(k->aead, nonce, pkt, hdr_len, pkt + hdr_len,
+                                              payload_len, cap - hdr_len);
     if (n < 0)
         return n;
     size_t pn_off = hdr_len - pn_len;
@@ -281,6 +285,45 @@ vega_ssize vega_quic_packet_protect(vega_quic_keys *k, uint8_t *pkt, size_t cap,
     for (size_t i = 0; i < pn_len; i++)
         pkt[pn_off + i] ^= mask[1 + i];
     return (vega_ssize)hdr_len + n;
+}
+
+vega_ssize vega_quic_packet_protect(vega_quic_keys *k, uint8_t *pkt, size_t cap, size_t hdr_len,
+                                    uint64_t pn, size_t payload_len)
+{
+    return protect(k, pkt, cap, hdr_len, pn, payload_len, NULL, 0);
+}
+
+bool vega__quic_keys_seal_from_source(const vega_quic_keys *k)
+{
+    /* Measured in memory (bench/quic vega-quic-bulk, 256 MiB, paired runs): AES-128-GCM 0-7%
+     * faster sealing stream bytes from their source, ChaCha20-Poly1305 1-11% slower: each extra
+     * update call into libcrypto's ChaCha20/Poly1305 code (the frame header, then the bytes)
+     * costs more than the copy it saves. */
+    return k->alg != VEGA_CRYPTO_CHACHA20_POLY1305;
+}
+
+vega_ssize vega__quic_packet_protect_ext(vega_quic_keys *k, uint8_t *pkt, size_t cap,
+                                         size_t hdr_len, uint64_t pn, size_t payload_len,
+                                         const struct vega__quic_ext *ext, size_t n)
+{
+    if (n == 0)
+        return protect(k, pkt, cap, hdr_len, pn, payload_len, NULL, 0);
+    if (n > VEGA__QUIC_EXT_MAX)
+        return -EINVAL;
+    /* in place up to each span, the span from its source, and in place after the last */
+    vega_crypto_piece pieces[2 * VEGA__QUIC_EXT_MAX + 1];
+    size_t np = 0, pos = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ext[i].at < pos || (size_t)ext[i].at + ext[i].len > payload_len || !ext[i].src)
+            return -EINVAL;
+        if (ext[i].at > pos)
+            pieces[np++] = (vega_crypto_piece){NULL, ext[i].at - pos};
+        pieces[np++] = (vega_crypto_piece){ext[i].src, ext[i].len};
+        pos = (size_t)ext[i].at + ext[i].len;
+    }
+    if (pos < payload_len)
+        pieces[np++] = (vega_crypto_piece){NULL, payload_len - pos};
+    return protect(k, pkt, cap, hdr_len, pn, payload_len, pieces, np);
 }
 
 int vega_quic_packet_unprotect(vega_quic_keys *k, uint8_t *pkt, size_t pkt_len, size_t pn_offset,

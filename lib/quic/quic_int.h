@@ -138,4 +138,23 @@ int vega__quic_packet_unprotect_mask(vega_quic_keys *k, uint8_t *pkt, size_t pkt
                                      size_t pn_offset, int64_t largest_pn, const uint8_t *mask,
                                      vega_quic_unprotected *out, uint64_t *wire_err);
 
+/* Payload bytes of a packet that are not in the packet yet: len bytes of the payload at offset
+ * at come from src (a stream's send buffer), sealed from there straight into the packet. */
+struct vega__quic_ext {
+    const uint8_t *src;
+    uint32_t at, len;
+};
+#define VEGA__QUIC_EXT_MAX 4 /* per packet; more pieces are copied into it */
+
+/* vega_quic_packet_protect for a payload whose ext[0..n) spans (in increasing order, apart and
+ * within payload_len) are still at their src: the same bytes as copying them in, then
+ * protecting in place, without the copy. Returns what vega_quic_packet_protect does (-EINVAL
+ * too for spans out of order or out of the payload, or n above VEGA__QUIC_EXT_MAX). */
+/* Whether sealing stream bytes from their source (vega__quic_packet_protect_ext) is cheaper
+ * than copying them into the packet with k's suite. */
+bool vega__quic_keys_seal_from_source(const vega_quic_keys *k);
+vega_ssize vega__quic_packet_protect_ext(vega_quic_keys *k, uint8_t *pkt, size_t cap,
+                                         size_t hdr_len, uint64_t pn, size_t payload_len,
+                                         const struct vega__quic_ext *ext, size_t n);
+
 #endif

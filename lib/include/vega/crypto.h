@@ -236,6 +236,29 @@ VEGA_API vega_ssize vega_crypto_aead_seal(vega_crypto_aead *a, const uint8_t *no
                                           const void *aad, size_t aad_len, uint8_t *buf, size_t len,
                                           size_t cap);
 
+/* One piece of the plaintext vega_crypto_aead_seal_gather seals: len bytes at src, or, when src
+ * is NULL, the len bytes already at that place in the output. Since 0.1. */
+typedef struct vega_crypto_piece {
+    const uint8_t *src;
+    size_t len;
+} vega_crypto_piece;
+
+/*
+ * vega_crypto_aead_seal with the plaintext gathered from n pieces: the ciphertext of the pieces
+ * in order goes to out, followed by the 16-byte tag; a piece with a src is encrypted from there
+ * (no copy into out first), one without is encrypted in place. The result is byte for byte
+ * vega_crypto_aead_seal's on the pieces' concatenation. nonce, aad: as for vega_crypto_aead_seal;
+ * pieces: borrowed; a src must not overlap out unless it is exactly its place there; out:
+ * borrowed, cap bytes.
+ * Returns the pieces' total length + VEGA_CRYPTO_AEAD_TAG_LEN; VEGA_ERR_NOBUF (cap too small,
+ * out untouched); -EINVAL (the total or aad_len above INT_MAX - 16, or pieces NULL with n
+ * above 0); VEGA_ERR_CRYPTO_LIBCRYPTO. Context: one thread at a time per a. Since 0.1.
+ */
+VEGA_API vega_ssize vega_crypto_aead_seal_gather(vega_crypto_aead *a, const uint8_t *nonce,
+                                                 const void *aad, size_t aad_len, uint8_t *out,
+                                                 size_t cap, const vega_crypto_piece *pieces,
+                                                 size_t n);
+
 /*
  * Verifies and decrypts in place len bytes at buf (ciphertext followed by the 16-byte tag).
  * nonce, aad (may be empty): borrowed; buf: borrowed.

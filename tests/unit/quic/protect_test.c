@@ -5,6 +5,7 @@
 
 #include <vega/quic_wire.h>
 
+#include "quic_int.h"
 #include "vtest.h"
 
 static void check_hex(const uint8_t *got, size_t n, const char *want, int line)
@@ -188,6 +189,34 @@ VTEST(rfc9369_a1_keys)
     keys_vec(&VECS[1]);
 }
 
+/* The packet of hl header bytes (already protected: want, n bytes) protected again with
+ * vega__quic_packet_protect_ext, the spans' bytes left at their source (as a stream's are) and
+ * the packet's payload bytes there garbage: the same bytes, byte for byte. */
+static void ext_matches(vega_quic_keys *k, const uint8_t *hdr, size_t hl, uint64_t pn,
+                        const uint8_t *payload, size_t payload_len,
+                        const struct vega__quic_ext *ext, size_t next, const uint8_t *want,
+                        vega_ssize n)
+{
+    static uint8_t pkt[1500];
+    memcpy(pkt, hdr, hl);
+    memcpy(pkt + hl, payload, payload_len);
+    for (size_t i = 0; i < next; i++)
+        memset(pkt + hl + ext[i].at, 0xee, ext[i].len);
+    VCHECK_EQ(vega__quic_packet_protect_ext(k, pkt, sizeof pkt, hl, pn, payload_len, ext, next), n);
+    VCHECK(memcmp(pkt, want, (size_t)n) == 0);
+}
+
+/* Spans at the start, inside and at the end of a payload of len bytes (some empty when it is
+ * short), in place between them. */
+static size_t three_spans(const uint8_t *payload, size_t len, struct vega__quic_ext *ext)
+{
+    size_t a = len / 5, b = len / 3, c = len / 2, d = len - len / 7;
+    ext[0] = (struct vega__quic_ext){payload, 0, (uint32_t)a};
+    ext[1] = (struct vega__quic_ext){payload + b, (uint32_t)b, (uint32_t)(c - b)};
+    ext[2] = (struct vega__quic_ext){payload + d, (uint32_t)d, (uint32_t)(len - d)};
+    return 3;
+}
+
 /* Builds, protects and compares a packet, then parses and unprotects it back. */
 static void packet_vec(uint32_t version, bool server, const vega_quic_hdr *h, size_t pn_len,
                        uint64_t pn, const uint8_t *payload, size_t payload_len, const char *hdr_hex,
@@ -204,6 +233,15 @@ static void packet_vec(uint32_t version, bool server, const vega_quic_hdr *h, si
     vega_ssize n = vega_quic_packet_protect(k, pkt, sizeof pkt, (size_t)hl, pn, payload_len);
     VCHECK_EQ(n, hl + (vega_ssize)payload_len + 16);
     CHECK_HEX(pkt, (size_t)n, packet_hex);
+    {
+        static uint8_t hdr[64];
+        VCHECK_EQ(vega_quic_hdr_write(hdr, sizeof hdr, h, pn_len, pn), hl);
+        struct vega__quic_ext ext[VEGA__QUIC_EXT_MAX];
+        size_t ne = three_spans(payload, payload_len, ext);
+        ext_matches(k, hdr, (size_t)hl, pn, payload, payload_len, ext, ne, pkt, n);
+        ext[0] = (struct vega__quic_ext){payload, 0, (uint32_t)payload_len}; /* all of it */
+        ext_matches(k, hdr, (size_t)hl, pn, payload, payload_len, ext, 1, pkt, n);
+    }
 
     /* The receiving side: parse, then remove protection with the same keys. */
     vega_quic_hdr ph;
@@ -353,6 +391,13 @@ static void chacha_vec(uint32_t version, const char *key, const char *iv, const 
     vega_ssize n = vega_quic_packet_protect(k, pkt, sizeof pkt, 4, pn, 1);
     VCHECK_EQ(n, 21);
     CHECK_HEX(pkt, 21, packet);
+    {
+        static const uint8_t ping = 0x01;
+        uint8_t hdr[4];
+        VCHECK_EQ(vega_quic_hdr_write(hdr, sizeof hdr, &h, 3, pn), 4);
+        struct vega__quic_ext ext = {&ping, 0, 1};
+        ext_matches(k, hdr, 4, pn, &ping, 1, &ext, 1, pkt, n);
+    }
 
     vega_quic_hdr ph;
     VCHECK_EQ(vega_quic_hdr_parse(&ph, pkt, 21, 0), 0);
@@ -480,4 +525,28 @@ VTEST(bad_arguments)
     VCHECK_EQ(vega_quic_retry_tag(VEGA_QUIC_V1, DCID, 8, big, sizeof big, tag), -EINVAL);
     vega_quic_hdr h = {.type = VEGA_QUIC_PKT_RETRY, .version = VEGA_QUIC_V1};
     VCHECK_EQ(vega_quic_retry_write(big, sizeof big, &h, 0, DCID, 8), -EINVAL);
+}
+
+/* Spans that overlap, run past the payload, have no source or are too many are refused before
+ * anything is sealed. */
+VTEST(protect_ext_bad_spans)
+{
+    vega_quic_keys *k;
+    VCHECK_EQ(vega_quic_keys_new_initial(&k, VEGA_QUIC_V1, DCID, 8, false), 0);
+    uint8_t pkt[200] = {0x40, 0, 0, 0}, src[100] = {1};
+    const struct vega__quic_ext overlap[2] = {{src, 0, 10}, {src, 5, 10}};
+    const struct vega__quic_ext past[1] = {{src, 30, 11}};
+    const struct vega__quic_ext nosrc[1] = {{NULL, 0, 10}};
+    struct vega__quic_ext many[VEGA__QUIC_EXT_MAX + 1];
+    for (size_t i = 0; i <= VEGA__QUIC_EXT_MAX; i++)
+        many[i] = (struct vega__quic_ext){src, (uint32_t)i, 1};
+    VCHECK_EQ(vega__quic_packet_protect_ext(k, pkt, sizeof pkt, 4, 1, 40, overlap, 2), -EINVAL);
+    VCHECK_EQ(vega__quic_packet_protect_ext(k, pkt, sizeof pkt, 4, 1, 40, past, 1), -EINVAL);
+    VCHECK_EQ(vega__quic_packet_protect_ext(k, pkt, sizeof pkt, 4, 1, 40, nosrc, 1), -EINVAL);
+    VCHECK_EQ(
+        vega__quic_packet_protect_ext(k, pkt, sizeof pkt, 4, 1, 40, many, VEGA__QUIC_EXT_MAX + 1),
+        -EINVAL);
+    VCHECK_EQ(pkt[4], 0); /* untouched */
+    VCHECK_EQ(vega__quic_packet_protect_ext(k, pkt, sizeof pkt, 4, 1, 40, past, 0), 4 + 40 + 16);
+    vega_quic_keys_free(k);
 }
