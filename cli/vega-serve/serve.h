@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include <vega/http_server.h>
+#include <vega/shard.h>
 
 #include "cli.h"
 
@@ -57,6 +58,7 @@ struct serve_opts {
     bool h2c;                  /* --h2c: cleartext HTTP/2 (prior knowledge, Upgrade: h2c) */
     const char *tls13_ciphers; /* --tls-ciphers: TLS 1.3 suites, over TCP and QUIC */
     unsigned workers;
+    unsigned shards; /* --shards N: processes under a supervisor; 0: one process, no supervisor */
     vega_driver_kind driver;
 
     bool listing;            /* --no-listing turns off */
@@ -229,5 +231,19 @@ const char *serve_req_list(const vega_http_request *req, const char *name, char 
 /* ---- log.c -------------------------------------------------------------------------------- */
 
 void serve_on_log(void *user, const vega_http_request *req, const vega_http_log_entry *e);
+
+/* ---- shards.c ----------------------------------------------------------------------------- */
+
+/* Set in a shard process (--shards): the shard and the listening sockets it inherited. */
+extern vega_shard *serve_shard;
+extern int serve_shard_fds[];
+extern size_t serve_shard_nfds;
+
+/* The server in this process: runtime, listeners, serving until SIGTERM. Returns the exit code. */
+int serve_run(void);
+
+/* --shards: makes the listening sockets, prints them, and supervises the shards (each runs
+ * serve_run). Returns the exit code. */
+int serve_shards_run(void);
 
 #endif
