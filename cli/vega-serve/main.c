@@ -86,6 +86,8 @@ static const char usage_text[] =
     "                          or stuck one, reloads them without refusing a connection on\n"
     "                          SIGHUP and drains them on SIGTERM (0: one process, the default;\n"
     "                          not with --metrics or HTTP/3 yet)\n"
+    "      --shard-watchdog MS a shard that sends no heartbeat (a timer task, every\n"
+    "                          second or MS/4) for MS is killed and replaced (default 10000)\n"
     "      --driver NAME       I/O driver: uring or epoll (default: $VEGA_DRIVER, else uring\n"
     "                          where the kernel allows it)\n"
     "  -h, --help              this help\n"
@@ -119,6 +121,7 @@ enum {
     OPT_KEY,
     OPT_WORKERS,
     OPT_SHARDS,
+    OPT_SHARD_WATCHDOG,
     OPT_DRIVER,
     OPT_NO_LISTING,
     OPT_HIDDEN,
@@ -166,6 +169,7 @@ static const struct option long_opts[] = {
     {"tls-ciphers", required_argument, NULL, OPT_TLS_CIPHERS},
     {"workers", required_argument, NULL, OPT_WORKERS},
     {"shards", required_argument, NULL, OPT_SHARDS},
+    {"shard-watchdog", required_argument, NULL, OPT_SHARD_WATCHDOG},
     {"driver", required_argument, NULL, OPT_DRIVER},
     {"no-listing", no_argument, NULL, OPT_NO_LISTING},
     {"hidden", no_argument, NULL, OPT_HIDDEN},
@@ -335,6 +339,11 @@ static void parse_args(int argc, char **argv)
             if (cli_parse_uint(optarg, 0, 1024, &v) < 0)
                 cli_usage_error("--shards: expected 0..1024, got '%s'", optarg);
             serve_o.shards = (unsigned)v;
+            break;
+        case OPT_SHARD_WATCHDOG:
+            if (cli_parse_uint(optarg, 400, 3600000, &v) < 0)
+                cli_usage_error("--shard-watchdog: expected 400..3600000 (ms), got '%s'", optarg);
+            serve_o.shard_watchdog_ms = (unsigned)v;
             break;
         case OPT_DRIVER:
             if (strcmp(optarg, "uring") == 0 || strcmp(optarg, "io_uring") == 0)
@@ -891,7 +900,8 @@ static void *main_task(void *arg)
         return NULL;
     }
     if (serve_shard) {
-        r = vega_shard_heartbeat_start(serve_shard, 1000);
+        unsigned wd = serve_o.shard_watchdog_ms;
+        r = vega_shard_heartbeat_start(serve_shard, wd && wd < 4000 ? wd / 4 : 1000);
         if (r < 0)
             cli_err_code("heartbeat", r);
         vega_shard_ready(serve_shard);

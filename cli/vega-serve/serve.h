@@ -58,6 +58,7 @@ struct serve_opts {
     bool h2c;                  /* --h2c: cleartext HTTP/2 (prior knowledge, Upgrade: h2c) */
     const char *tls13_ciphers; /* --tls-ciphers: TLS 1.3 suites, over TCP and QUIC */
     unsigned workers;
+    unsigned shard_watchdog_ms; /* --shard-watchdog: 0 = the library's default (10 s) */
     unsigned shards; /* --shards N: processes under a supervisor; 0: one process, no supervisor */
     vega_driver_kind driver;
 

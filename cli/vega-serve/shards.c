@@ -155,6 +155,7 @@ int serve_shards_run(void)
     so.n_listen_fds = serve_shard_nfds;
     so.shard_main = shard_main;
     so.on_event = on_event;
+    so.heartbeat_timeout_ms = serve_o.shard_watchdog_ms;
     so.grace_ms = 7000; /* a shard's own grace for requests in progress is 5 s */
     r = vega_shard_run(&so);
     for (size_t i = 0; i < serve_shard_nfds; i++)
