@@ -120,7 +120,8 @@ VEGA_API void vega_shard_heartbeat(vega_shard *s);
  * Spawns a detached task in the current runtime that calls vega_shard_heartbeat every
  * interval_ms (0 = 1000) until the runtime ends: a runtime whose workers are all stuck stops
  * beating and the supervisor replaces the shard.
- * Returns 0; VEGA_ERR_NOTASK (not called from a task); the codes of vega_task_spawn.
+ * Returns 0; -EINVAL (s is NULL); VEGA_ERR_NOTASK (not called from a task); the codes of
+ * vega_task_spawn.
  * Context: inside a task. Since 0.1.
  */
 VEGA_API int vega_shard_heartbeat_start(vega_shard *s, unsigned interval_ms);
