@@ -169,13 +169,21 @@ static void on_exit_status(struct sup *s, struct proc *p, int st)
     ev.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     ev.signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
     bool asked = p->state == P_DRAINING;
+    /* A shard that became ready and ended before the next tick looked: it was ready (a crash
+     * to restart, not a configuration that cannot start). */
+    size_t k = (size_t)(p - s->procs);
+    if (!p->ready && atomic_load_explicit(&s->shm[k].ready, memory_order_acquire)) {
+        p->ready = true;
+        emit(s, VEGA_SHARD_EV_READY, p);
+    }
     p->state = P_FREE;
     ev.kind = asked ? VEGA_SHARD_EV_DRAINED : VEGA_SHARD_EV_EXITED;
     if (s->o.on_event)
         s->o.on_event(&ev, s->o.user_data);
     if (asked || s->stopping)
         return;
-    if (!s->first_ready) { /* the first generation cannot start: report, do not retry */
+    if (!s->first_ready && !p->ready) { /* the first generation cannot start: report, do not
+                                         * retry */
         s->fail_code = ev.signal ? 128 + ev.signal : (ev.code ? ev.code : 1);
         stop_all(s);
         return;
