@@ -76,7 +76,8 @@ static const char usage_text[] =
     "Metrics:\n"
     "      --metrics ADDR:PORT  Prometheus metrics of the server and the runtime at\n"
     "                          http://ADDR:PORT/metrics (plain HTTP, a listener of its own;\n"
-    "                          ':PORT' is 127.0.0.1; port 0 picks a free one, shown at start)\n"
+    "                          ':PORT' is 127.0.0.1; port 0 picks a free one, shown at start;\n"
+    "                          with --shards, any shard answers with the sum over all shards)\n"
     "      --metrics-public    allow a --metrics address that is not loopback (by default\n"
     "                          refused: the counters would be public)\n"
     "\n"
@@ -85,7 +86,7 @@ static const char usage_text[] =
     "      --shards N          N server processes under a supervisor that restarts a crashed\n"
     "                          or stuck one, reloads them without refusing a connection on\n"
     "                          SIGHUP and drains them on SIGTERM (0: one process, the default;\n"
-    "                          not with --metrics or HTTP/3 yet)\n"
+    "                          not with HTTP/3 yet)\n"
     "      --shard-watchdog MS a shard that sends no heartbeat (a timer task, every\n"
     "                          second or MS/4) for MS is killed and replaced (default 10000)\n"
     "      --driver NAME       I/O driver: uring or epoll (default: $VEGA_DRIVER, else uring\n"
@@ -423,9 +424,6 @@ static void parse_args(int argc, char **argv)
         cli_usage_error("--key needs --cert");
     if (serve_o.metrics_public && !serve_o.metrics)
         cli_usage_error("--metrics-public needs --metrics");
-    if (serve_o.shards && serve_o.metrics)
-        cli_usage_error("--metrics with --shards is not supported yet (one process per metrics "
-                        "listener: use --shards 0)");
     if (serve_o.shards)
         serve_o.http3 = false; /* one UDP socket per shard needs its own routing: not yet */
     int n = argc - optind;

@@ -65,6 +65,10 @@ static void *make_listeners(void *arg)
 {
     struct made *m = arg;
     m->code = CLI_EXIT_NET;
+    /* the metrics address first: a refused one stops us before anything listens */
+    if (serve_o.metrics && (m->code = serve_metrics_listen_shared()) != 0)
+        return NULL;
+    m->code = CLI_EXIT_NET;
     if (serve_o.nlisten == 0 || serve_o.bind_host || serve_o.port) {
         struct serve_listen *d = &serve_o.listen[serve_o.nlisten];
         if (serve_o.nlisten == SERVE_MAX_LISTEN)
@@ -130,7 +134,11 @@ int serve_shards_run(void)
     r = vega_rt_block_on(rt, make_listeners, &m, NULL);
     vega_rt_free(rt);
     if (r < 0 || m.code != 0)
+        return m.code ? m.code : CLI_EXIT_NET;
+    if (serve_o.metrics && (r = serve_shard_metrics_init(serve_o.shards)) < 0) {
+        cli_err_code("metrics", r);
         return CLI_EXIT_NET;
+    }
     if (!serve_o.quiet) {
         char line[4096];
         size_t len = (size_t)snprintf(line, sizeof line, "vega-serve: serving %s on", serve_o.root);
@@ -160,6 +168,8 @@ int serve_shards_run(void)
     r = vega_shard_run(&so);
     for (size_t i = 0; i < serve_shard_nfds; i++)
         close(serve_shard_fds[i]);
+    for (size_t i = 0; i < serve_shard_metrics_nfds; i++)
+        close(serve_shard_metrics_fds[i]);
     if (r < 0) {
         cli_err_code("shards", r);
         return CLI_EXIT_NET;

@@ -132,9 +132,3 @@ start_load() {
     run "$SERVE" --shards 2 -p 0 --tls --cert /nonexistent.pem --key /nonexistent.pem "$ROOT"
     [ "$status" -ne 0 ]
 }
-
-@test "--shards with --metrics says it is not supported yet" {
-    run "$SERVE" --shards 2 --metrics :0 "$ROOT"
-    [ "$status" -eq 2 ]
-    [[ "$output" == *"not supported yet"* ]]
-}
