@@ -148,6 +148,13 @@ static void reload_failed(struct sup *s)
 
 static void start_reload(struct sup *s)
 {
+    /* Older generations still draining may hold every slot of a place: the reload waits (at
+     * most grace_ms, after which they are killed) rather than fail. */
+    unsigned free_slots = 0;
+    for (size_t k = 0; k < s->nslots; k++)
+        free_slots += s->procs[k].state == P_FREE;
+    if (free_slots < s->n)
+        return;
     s->reload_pending = false;
     s->new_gen = s->gen + 1;
     s->reload_deadline = now_ms() + s->o.ready_timeout_ms;

@@ -88,7 +88,8 @@ VEGA_API void vega_shard_opts_init_versioned(vega_shard_opts *o, int opts_versio
  * forwards SIGTERM, waits up to grace_ms for every shard to exit (SIGKILL after) and returns.
  * SIGHUP reloads: a new generation is forked; once all of it called vega_shard_ready, the old
  * generation gets SIGTERM and drains; if a new shard exits or is not ready within
- * ready_timeout_ms the new generation is killed and the old one keeps serving. A shard that
+ * ready_timeout_ms the new generation is killed and the old one keeps serving (a reload waits
+ * while older generations still draining hold every process slot, 3 per shard). A shard that
  * exits unasked is forked again after a backoff; one whose heartbeat stops is SIGKILLed and
  * forked again. The supervisor serves nothing and touches no connection.
  * Call it before any thread exists (no runtime yet): it forks without exec. It blocks SIGTERM,

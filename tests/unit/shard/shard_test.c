@@ -488,6 +488,40 @@ VTEST(reload_not_ready_in_time_keeps_old)
     check_old_generation_kept();
 }
 
+/* Every generation ignores SIGTERM: each drains for the whole grace_ms and is then killed. */
+static unsigned hups;
+
+static void hook_reload_thrice(const vega_shard_event *ev)
+{
+    bool first_ready = ev->kind == VEGA_SHARD_EV_READY && ev->generation == 1;
+    if ((first_ready || ev->kind == VEGA_SHARD_EV_RELOADED) && hups < 3) {
+        hups++;
+        raise(SIGHUP);
+    }
+    if ((ev->kind == VEGA_SHARD_EV_RELOADED && ev->generation == 4) ||
+        ev->kind == VEGA_SHARD_EV_RELOAD_FAILED)
+        send_term();
+}
+
+VTEST(reload_waits_for_a_free_slot)
+{
+    vega_shard_opts o;
+    vega_shard_opts_init(&o);
+    o.shards = 1;
+    o.grace_ms = 1000;
+    o.shard_main = main_stubborn;
+    VCHECK_EQ(run(&o, hook_reload_thrice), 0);
+    /* Three slots per place: generation 4 cannot start while generation 1 still drains. It
+     * waited for generation 1's SIGKILL instead of failing. */
+    VCHECK_EQ(count(VEGA_SHARD_EV_RELOAD_FAILED), 0);
+    VCHECK_EQ(count(VEGA_SHARD_EV_RELOADED), 3);
+    unsigned start4 = first(VEGA_SHARD_EV_RELOAD, 4), gone1 = nev;
+    for (unsigned i = 0; i < nev && gone1 == nev; i++)
+        if (evs[i].kind == VEGA_SHARD_EV_DRAINED && evs[i].generation == 1)
+            gone1 = i;
+    VCHECK(start4 < nev && gone1 < start4);
+}
+
 /* ---- a first generation that cannot start is reported, not retried --------------------------- */
 
 static int main_bad_config(vega_shard *s, void *u)
