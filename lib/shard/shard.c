@@ -113,6 +113,18 @@ int vega_shard_event_format(const vega_shard_event *ev, char *buf, size_t cap)
                         how);
     case VEGA_SHARD_EV_STOPPING:
         return snprintf(buf, cap, "SIG%s: stopping every shard", sig_name(ev->signal));
+    case VEGA_SHARD_EV_UPGRADE:
+        return snprintf(buf, cap, "upgrade: new supervisor pid %d started", ev->pid);
+    case VEGA_SHARD_EV_UPGRADED:
+        return snprintf(buf, cap,
+                        "upgrade: new supervisor pid %d ready; this one drains its shards and "
+                        "exits",
+                        ev->pid);
+    case VEGA_SHARD_EV_UPGRADE_FAILED:
+        return snprintf(buf, cap,
+                        "upgrade failed: new supervisor pid %d did not start; nothing "
+                        "changes",
+                        ev->pid);
     case VEGA_SHARD_EV_KILLED:
         return snprintf(buf, cap, "shard %u pid %d still running after the grace: SIGKILL", i,
                         ev->pid);

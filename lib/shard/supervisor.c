@@ -3,6 +3,7 @@
  * backoff, kills shards whose heartbeat stopped, reloads on SIGHUP and drains on SIGTERM/SIGINT.
  * It never serves: the shards inherit the listening sockets and accept on them themselves. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,7 +58,17 @@ struct sup {
     int64_t reload_deadline;
     bool reload_pending, first_ready, stopping;
     int fail_code; /* the first generation could not start */
+    /* Binary upgrade, the old side: the new supervisor, the pipe it says "ready" on, until when */
+    int up_pid, up_fd;
+    int64_t up_deadline;
+    /* the new side: the pipe to tell the old supervisor that the first generation is ready */
+    int announce_fd;
 };
+
+#define ENV_LISTEN_FDS "VEGA_SHARD_LISTEN_FDS"
+#define ENV_UPGRADE_FD "VEGA_SHARD_UPGRADE_FD"
+/* The layouts of vega_shard_opts: 1 ended before exec_argv. */
+#define SHARD_OPTS_V1_SIZE offsetof(vega_shard_opts, exec_argv)
 
 static int64_t now_ms(void)
 {
@@ -84,6 +96,10 @@ static _Noreturn void child_main(struct sup *s, struct proc *p, size_t slot)
     if (getppid() == 1)
         _exit(1); /* the supervisor died before the line above */
     close(s->sfd);
+    if (s->announce_fd >= 0)
+        close(s->announce_fd); /* the old supervisor must see EOF if ours dies */
+    if (s->up_fd >= 0)
+        close(s->up_fd);
     (void)sigprocmask(SIG_SETMASK, &s->old_mask, NULL);
     static struct vega_shard me;
     me = (struct vega_shard){p->index, p->gen, &s->shm[slot]};
@@ -169,6 +185,92 @@ static void start_reload(struct sup *s)
     }
 }
 
+static void emit_pid(struct sup *s, vega_shard_event_kind kind, int pid)
+{
+    vega_shard_event ev = {.kind = kind, .generation = s->gen, .pid = pid};
+    if (s->o.on_event)
+        s->o.on_event(&ev, s->o.user_data);
+}
+
+/* The new supervisor failed (or we stop first): it is killed, we go on as before. */
+static void upgrade_failed(struct sup *s)
+{
+    emit_pid(s, VEGA_SHARD_EV_UPGRADE_FAILED, s->up_pid);
+    close(s->up_fd);
+    s->up_fd = -1;
+    if (s->up_pid)
+        (void)kill(s->up_pid, SIGKILL); /* not reaped yet: the pid is still ours */
+}
+
+/* In the forked child: keep the listeners and the pipe across the exec, name them, exec. */
+static _Noreturn void exec_upgrade(struct sup *s, int wfd)
+{
+    (void)sigprocmask(SIG_SETMASK, &s->old_mask, NULL);
+    char fds[16 * 64] = "", one[16];
+    size_t len = 0;
+    for (size_t i = 0; i < s->o.n_listen_fds; i++) {
+        int fd = s->o.listen_fds[i];
+        int n = snprintf(one, sizeof one, "%s%d", i ? "," : "", fd);
+        if (n < 0 || len + (size_t)n >= sizeof fds || fcntl(fd, F_SETFD, 0) < 0)
+            _exit(127);
+        memcpy(fds + len, one, (size_t)n + 1);
+        len += (size_t)n;
+    }
+    snprintf(one, sizeof one, "%d", wfd);
+    if (fcntl(wfd, F_SETFD, 0) < 0 || setenv(ENV_LISTEN_FDS, fds, 1) < 0 ||
+        setenv(ENV_UPGRADE_FD, one, 1) < 0)
+        _exit(127);
+    execvp(s->o.exec_argv[0], s->o.exec_argv);
+    fprintf(stderr, "vega_shard: upgrade: cannot run %s: %s\n", s->o.exec_argv[0], strerror(errno));
+    _exit(127);
+}
+
+/* SIGUSR2: start the new binary beside us. */
+static void start_upgrade(struct sup *s)
+{
+    if (!s->o.exec_argv || !s->o.exec_argv[0] || s->up_fd >= 0 || s->up_pid || s->stopping)
+        return; /* one at a time; none while stopping */
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        emit_pid(s, VEGA_SHARD_EV_UPGRADE_FAILED, 0);
+        return;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        exec_upgrade(s, p[1]);
+    }
+    close(p[1]);
+    if (pid < 0) {
+        close(p[0]);
+        emit_pid(s, VEGA_SHARD_EV_UPGRADE_FAILED, 0);
+        return;
+    }
+    s->up_pid = pid;
+    s->up_fd = p[0];
+    s->up_deadline = now_ms() + s->o.ready_timeout_ms;
+    emit_pid(s, VEGA_SHARD_EV_UPGRADE, pid);
+}
+
+/* The pipe from the new supervisor is readable: "R" = ready, EOF = it ended. */
+static void upgrade_answer(struct sup *s)
+{
+    char c;
+    ssize_t n = read(s->up_fd, &c, 1);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (n == 1 && c == 'R') {
+        emit_pid(s, VEGA_SHARD_EV_UPGRADED, s->up_pid);
+        close(s->up_fd);
+        s->up_fd = -1;
+        s->up_pid = 0; /* no longer ours to kill: it outlives us */
+        stop_all(s);
+        return;
+    }
+    upgrade_failed(s);
+}
+
 /* A shard ended: decide what follows. */
 static void on_exit_status(struct sup *s, struct proc *p, int st)
 {
@@ -218,6 +320,12 @@ static void on_exit_status(struct sup *s, struct proc *p, int st)
 
 static void reap(struct sup *s)
 {
+    if (s->up_pid) { /* the new supervisor, while it is on trial */
+        int st;
+        pid_t r = waitpid(s->up_pid, &st, WNOHANG);
+        if (r == s->up_pid || (r < 0 && errno == ECHILD))
+            s->up_pid = 0;
+    }
     for (size_t k = 0; k < s->nslots; k++) {
         struct proc *p = &s->procs[k];
         if (p->state == P_FREE)
@@ -273,8 +381,16 @@ static void tick(struct sup *s)
             first_all_ready = first_all_ready && p->ready;
         }
     }
-    if (first_all_ready && nfirst == s->n)
+    if (first_all_ready && nfirst == s->n) {
         s->first_ready = true;
+        if (s->announce_fd >= 0) { /* we are an upgrade: the old supervisor may drain now */
+            (void)!write(s->announce_fd, "R", 1);
+            close(s->announce_fd);
+            s->announce_fd = -1;
+        }
+    }
+    if (s->up_fd >= 0 && t >= s->up_deadline)
+        upgrade_failed(s);
     if (s->new_gen && all_new_ready && nnew == s->n) {
         vega_shard_event ev = {.kind = VEGA_SHARD_EV_RELOADED, .generation = s->new_gen};
         if (s->o.on_event)
@@ -317,19 +433,26 @@ static int loop(struct sup *s)
         }
     }
     while (!s->stopping || any_alive(s)) {
-        struct pollfd pfd = {.fd = s->sfd, .events = POLLIN};
-        int r = poll(&pfd, 1, TICK_MS);
+        struct pollfd pfd[2] = {{.fd = s->sfd, .events = POLLIN},
+                                {.fd = s->up_fd, .events = POLLIN}};
+        int r = poll(pfd, s->up_fd >= 0 ? 2 : 1, TICK_MS);
         if (r < 0 && errno != EINTR)
             return -errno;
+        if (r > 0 && s->up_fd >= 0 && pfd[1].revents)
+            upgrade_answer(s);
         struct signalfd_siginfo si;
         while (read(s->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
             int sig = (int)si.ssi_signo;
             if (sig == SIGHUP && !s->stopping) {
                 s->reload_pending = true;
+            } else if (sig == SIGUSR2) {
+                start_upgrade(s);
             } else if ((sig == SIGTERM || sig == SIGINT) && !s->stopping) {
                 vega_shard_event ev = {.kind = VEGA_SHARD_EV_STOPPING, .signal = sig};
                 if (s->o.on_event)
                     s->o.on_event(&ev, s->o.user_data);
+                if (s->up_fd >= 0)
+                    upgrade_failed(s); /* a stop wins over an upgrade under way */
                 stop_all(s);
             }
         }
@@ -349,9 +472,49 @@ static unsigned cpus(void)
 
 void vega_shard_opts_init_versioned(vega_shard_opts *o, int opts_version)
 {
-    if (opts_version != VEGA_SHARD_OPTS_VERSION)
+    if (opts_version != 1 && opts_version != VEGA_SHARD_OPTS_VERSION)
         abort(); /* API rules: an _init of an unknown layout panics */
-    memset(o, 0, sizeof *o);
+    memset(o, 0, opts_version == 1 ? SHARD_OPTS_V1_SIZE : sizeof *o);
+}
+
+/* We are a binary upgrade's new supervisor: the pipe to the old one (removed from the
+ * environment), or -1. */
+static int announce_fd(void)
+{
+    const char *v = getenv(ENV_UPGRADE_FD);
+    if (!v)
+        return -1;
+    char *end;
+    long fd = strtol(v, &end, 10);
+    (void)unsetenv(ENV_UPGRADE_FD);
+    if (*end || end == v || fd < 3 || fd > INT32_MAX || fcntl((int)fd, F_SETFD, FD_CLOEXEC) < 0)
+        return -1;
+    return (int)fd;
+}
+
+int vega_shard_inherited_fds(int *fds, size_t cap)
+{
+    const char *v = getenv(ENV_LISTEN_FDS);
+    if (!v)
+        return 0;
+    size_t n = 0;
+    int r = 0;
+    while (*v && r == 0) {
+        char *end;
+        long fd = strtol(v, &end, 10);
+        int acc = 0;
+        socklen_t alen = sizeof acc;
+        if (end == v || (*end && *end != ',') || fd < 0 || fd > INT32_MAX || n == cap ||
+            getsockopt((int)fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &alen) < 0 || !acc ||
+            fcntl((int)fd, F_SETFD, FD_CLOEXEC) < 0) {
+            r = -EINVAL;
+            break;
+        }
+        fds[n++] = (int)fd;
+        v = *end ? end + 1 : end;
+    }
+    (void)unsetenv(ENV_LISTEN_FDS);
+    return r < 0 ? r : (int)n;
 }
 
 static void defaults(vega_shard_opts *o)
@@ -376,9 +539,10 @@ static void defaults(vega_shard_opts *o)
 
 int vega_shard_run_versioned(const vega_shard_opts *o, int opts_version)
 {
-    if (!o || opts_version != VEGA_SHARD_OPTS_VERSION || !o->shard_main)
+    if (!o || (opts_version != 1 && opts_version != VEGA_SHARD_OPTS_VERSION) || !o->shard_main)
         return -EINVAL;
-    struct sup s = {.o = *o, .gen = 1, .sfd = -1};
+    struct sup s = {.gen = 1, .sfd = -1, .up_fd = -1, .announce_fd = -1};
+    memcpy(&s.o, o, opts_version == 1 ? SHARD_OPTS_V1_SIZE : sizeof s.o); /* the rest stays 0 */
     defaults(&s.o);
     if (s.o.shards > MAX_SHARDS)
         return -EINVAL;
@@ -399,6 +563,8 @@ int vega_shard_run_versioned(const vega_shard_opts *o, int opts_version)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGCHLD);
+    if (s.o.exec_argv)
+        sigaddset(&set, SIGUSR2);
     if (sigprocmask(SIG_BLOCK, &set, &s.old_mask) < 0) {
         r = -errno;
         goto out;
@@ -409,7 +575,10 @@ int vega_shard_run_versioned(const vega_shard_opts *o, int opts_version)
         (void)sigprocmask(SIG_SETMASK, &s.old_mask, NULL);
         goto out;
     }
+    s.announce_fd = announce_fd();
     r = loop(&s);
+    if (s.announce_fd >= 0)
+        close(s.announce_fd); /* never ready: the old supervisor sees EOF and stays */
     close(s.sfd);
     (void)sigprocmask(SIG_SETMASK, &s.old_mask, NULL);
 out:

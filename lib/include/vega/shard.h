@@ -32,6 +32,10 @@ typedef enum vega_shard_event_kind {
     VEGA_SHARD_EV_DRAINED,       /* a shard asked to stop has exited (code or signal) */
     VEGA_SHARD_EV_STOPPING,      /* SIGTERM/SIGINT (signal): every shard is draining */
     VEGA_SHARD_EV_KILLED,        /* a draining shard outlived grace_ms: SIGKILL sent */
+    /* Binary upgrade (SIGUSR2, opts layout 2): */
+    VEGA_SHARD_EV_UPGRADE,        /* a new supervisor (pid) was started from exec_argv */
+    VEGA_SHARD_EV_UPGRADED,       /* it is serving (pid): this supervisor drains and returns */
+    VEGA_SHARD_EV_UPGRADE_FAILED, /* it ended or was not ready in time (pid): nothing changes */
 } vega_shard_event_kind;
 
 typedef struct vega_shard_event {
@@ -74,9 +78,18 @@ typedef struct vega_shard_opts {
     unsigned backoff_min_ms;       /* 0 = 100: first restart delay, doubling per crash ... */
     unsigned backoff_max_ms;       /* 0 = 5000: ... up to this */
     unsigned healthy_ms;           /* 0 = 10000: a shard up this long resets its backoff */
+    /* Layout 2. SIGUSR2 upgrades the binary, as nginx does: the supervisor forks and execs
+     * exec_argv (execvp: exec_argv[0] is the program, NULL-terminated; borrowed for the call),
+     * with listen_fds kept open across the exec and named in $VEGA_SHARD_LISTEN_FDS (read them
+     * with vega_shard_inherited_fds). When the new supervisor's first generation is all ready
+     * (it says so on a pipe named in $VEGA_SHARD_UPGRADE_FD), this one drains its shards as on
+     * SIGTERM and vega_shard_run returns 0; the new one, its child, keeps running. If the new
+     * one exits or is not ready within ready_timeout_ms, it is killed and nothing changes.
+     * NULL: SIGUSR2 is left alone. */
+    char *const *exec_argv;
 } vega_shard_opts;
-/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
-#define VEGA_SHARD_OPTS_VERSION 1
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI): 2 added exec_argv. */
+#define VEGA_SHARD_OPTS_VERSION 2
 
 /* Sets the defaults (every field zero). Since 0.1. */
 VEGA_API void vega_shard_opts_init_versioned(vega_shard_opts *o, int opts_version);
@@ -93,17 +106,27 @@ VEGA_API void vega_shard_opts_init_versioned(vega_shard_opts *o, int opts_versio
  * exits unasked is forked again after a backoff; one whose heartbeat stops is SIGKILLed and
  * forked again. The supervisor serves nothing and touches no connection.
  * Call it before any thread exists (no runtime yet): it forks without exec. It blocks SIGTERM,
- * SIGINT, SIGHUP and SIGCHLD while it runs and restores the mask before returning; it reaps
- * only its own shards. Shards get SIGTERM when the supervisor dies (PR_SET_PDEATHSIG).
- * In a shard this function never returns: the shard exits with shard_main's value.
- * Returns 0 after a stop by signal; a shard's exit status (1..255, or 128 + signal) when one of
- * the first generation ended before it was ready (nothing is restarted then: a configuration
- * that cannot start is reported, not retried); -EINVAL (no shard_main, more than 1024 shards,
- * options of a layout this library does not know); -errno of signalfd, fork, mmap.
- * Context: the main thread of a process with no other threads; blocks. Since 0.1.
+ * SIGINT, SIGHUP, SIGCHLD (and SIGUSR2 with exec_argv) while it runs and restores the mask before
+ * returning; it reaps only its own shards. Shards get SIGTERM when the supervisor dies
+ * (PR_SET_PDEATHSIG). In a shard this function never returns: the shard exits with shard_main's
+ * value. Returns 0 after a stop by signal or a binary upgrade; a shard's exit status (1..255, or
+ * 128 + signal) when one of the first generation ended before it was ready (nothing is restarted
+ * then: a configuration that cannot start is reported, not retried); -EINVAL (no shard_main, more
+ * than 1024 shards, options of a layout this library does not know); -errno of signalfd, fork,
+ * mmap, pipe2. Context: the main thread of a process with no other threads; blocks. Since 0.1.
  */
 VEGA_API int vega_shard_run_versioned(const vega_shard_opts *o, int opts_version);
 #define vega_shard_run(o) vega_shard_run_versioned(o, VEGA_SHARD_OPTS_VERSION)
+
+/*
+ * The listening sockets a binary upgrade handed to this process ($VEGA_SHARD_LISTEN_FDS, in the
+ * order of the old supervisor's listen_fds): up to cap of them into fds. Each is checked to be
+ * an open listening socket. The variable is removed, so shards and later upgrades do not see it.
+ * Returns how many (0: not started by an upgrade); -EINVAL (a malformed value, more than cap, or
+ * a descriptor that is not a listening socket).
+ * Context: before vega_shard_run, with no other threads (it changes the environment). Since 0.2.
+ */
+VEGA_API int vega_shard_inherited_fds(int *fds, size_t cap);
 
 /* The shard's place (0 .. shards-1) and generation (1 at start, +1 per reload). Since 0.1. */
 VEGA_API unsigned vega_shard_index(const vega_shard *s);

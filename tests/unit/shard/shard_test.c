@@ -2,10 +2,12 @@
 /* lib/shard: the supervisor run with tiny shard functions (no runtime, no sockets). The test
  * process is the supervisor; what it decided is read from its events (the restart delays it
  * chose, who it killed, what it reaped), never from how long anything took. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -522,6 +524,111 @@ VTEST(reload_waits_for_a_free_slot)
     VCHECK(start4 < nev && gone1 < start4);
 }
 
+/* ---- binary upgrade (SIGUSR2) ------------------------------------------------------------- */
+
+static void hook_usr2_when_2_ready(const vega_shard_event *ev)
+{
+    if (ev->kind == VEGA_SHARD_EV_READY && count(VEGA_SHARD_EV_READY) == 2)
+        raise(SIGUSR2);
+    if (ev->kind == VEGA_SHARD_EV_UPGRADE_FAILED || ev->kind == VEGA_SHARD_EV_UPGRADED)
+        send_term();
+}
+
+VTEST(upgrade_that_cannot_start_changes_nothing)
+{
+    char *argv[] = {"/nonexistent/vega-shard-upgrade", NULL};
+    vega_shard_opts o;
+    vega_shard_opts_init(&o);
+    o.shards = 2;
+    o.shard_main = main_serve;
+    o.exec_argv = argv;
+    VCHECK_EQ(run(&o, hook_usr2_when_2_ready), 0);
+    unsigned up = first(VEGA_SHARD_EV_UPGRADE, 0), failed = first(VEGA_SHARD_EV_UPGRADE_FAILED, 0);
+    unsigned stop = first(VEGA_SHARD_EV_STOPPING, 0);
+    VCHECK(up < failed && failed < stop && stop < nev);
+    VCHECK(evs[up].pid > 0);
+    VCHECK_EQ(evs[failed].pid, evs[up].pid);
+    VCHECK_EQ(count(VEGA_SHARD_EV_UPGRADED), 0);
+    /* the shards served on and drained only on SIGTERM */
+    VCHECK_EQ(count(VEGA_SHARD_EV_DRAINED), 2);
+    for (unsigned i = 0; i < nev; i++)
+        if (evs[i].kind == VEGA_SHARD_EV_DRAINED)
+            VCHECK(i > stop && evs[i].code == 0);
+    int st;
+    errno = 0;
+    VCHECK_EQ(waitpid(evs[up].pid, &st, WNOHANG), -1); /* the failed one was reaped */
+    VCHECK_EQ(errno, ECHILD);
+}
+
+/* The new supervisor of upgrade_hands_over: this same test program, run with this case's name
+ * (registered by hand, not with VTEST, so that CTest does not run it on its own). It checks what
+ * it inherited, serves with one shard until SIGTERM, and exits 0. */
+static void upgrade_new_side(void)
+{
+    if (!getenv("VEGA_SHARD_UPGRADE_FD"))
+        vtest_skip("run by upgrade_hands_over, as the upgraded binary");
+    int fds[4];
+    VCHECK_EQ(vega_shard_inherited_fds(fds, 4), 1);
+    VCHECK(getenv("VEGA_SHARD_LISTEN_FDS") == NULL);
+    struct sockaddr_in a;
+    socklen_t alen = sizeof a;
+    VCHECK_EQ(getsockname(fds[0], (struct sockaddr *)&a, &alen), 0);
+    VCHECK_EQ(a.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+    vega_shard_opts o;
+    vega_shard_opts_init(&o);
+    o.shards = 1;
+    o.listen_fds = fds;
+    o.n_listen_fds = 1;
+    o.shard_main = main_serve;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    VCHECK_EQ(sigprocmask(SIG_BLOCK, &set, NULL), 0);
+    alarm(60);
+    VCHECK_EQ(vega_shard_run(&o), 0);
+}
+
+__attribute__((constructor)) static void register_upgrade_new_side(void)
+{
+    vtest_register("upgrade_new_side", upgrade_new_side);
+}
+
+VTEST(upgrade_hands_over)
+{
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    VCHECK(l >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    VCHECK_EQ(bind(l, (struct sockaddr *)&a, sizeof a), 0);
+    VCHECK_EQ(listen(l, 16), 0);
+    char *argv[] = {"/proc/self/exe", "upgrade_new_side", NULL};
+    vega_shard_opts o;
+    vega_shard_opts_init(&o);
+    o.shards = 2;
+    o.listen_fds = &l;
+    o.n_listen_fds = 1;
+    o.shard_main = main_serve;
+    o.exec_argv = argv;
+    VCHECK_EQ(run(&o, hook_usr2_when_2_ready), 0);
+    unsigned up = first(VEGA_SHARD_EV_UPGRADE, 0), done = first(VEGA_SHARD_EV_UPGRADED, 0);
+    VCHECK(up < done && done < nev);
+    int pid = evs[up].pid;
+    VCHECK(pid > 0 && evs[done].pid == pid);
+    /* our shards drained after the new supervisor was ready; it runs on, still our child */
+    VCHECK_EQ(count(VEGA_SHARD_EV_DRAINED), 2);
+    for (unsigned i = 0; i < nev; i++)
+        if (evs[i].kind == VEGA_SHARD_EV_DRAINED)
+            VCHECK(i > done && evs[i].code == 0);
+    VCHECK_EQ(kill(pid, 0), 0);
+    VCHECK_EQ(kill(pid, SIGTERM), 0);
+    int st;
+    alarm(60);
+    VCHECK_EQ(waitpid(pid, &st, 0), pid);
+    alarm(0);
+    VCHECK(WIFEXITED(st));
+    VCHECK_EQ(WEXITSTATUS(st), 0); /* its checks passed and it stopped cleanly */
+    close(l);
+}
+
 /* ---- a first generation that cannot start is reported, not retried --------------------------- */
 
 static int main_bad_config(vega_shard *s, void *u)
@@ -551,4 +658,5 @@ VTEST(bad_options)
     o.shards = 1025;
     VCHECK_EQ(vega_shard_run(&o), -EINVAL);
     VCHECK_EQ(vega_shard_run_versioned(&o, VEGA_SHARD_OPTS_VERSION + 1), -EINVAL);
+    VCHECK_EQ(vega_shard_run_versioned(&o, 0), -EINVAL);
 }
