@@ -97,7 +97,8 @@ static const char usage_text[] =
     "                          (for Wireshark; created with mode 0600)\n"
     "\n"
     "With --shards, SIGHUP starts new shards (re-reading the certificate and the tree) and drains\n"
-    "the old ones once the new ones serve.\n"
+    "the old ones once the new ones serve; SIGUSR2 runs the binary again (the file now at the\n"
+    "path it was started by) on the same sockets and, once its shards serve, drains and exits.\n"
     "SIGINT and SIGTERM stop it gracefully (requests in progress get up to 5 s) with exit 0.\n"
     "Exit codes: 0 success, 1 cannot listen (or another network error), 2 usage error (also a\n"
     "DIR that is not a directory, an unusable certificate, an access log that cannot be opened,\n"
@@ -934,6 +935,12 @@ int main(int argc, char **argv)
 {
     cli_set_prog("vega-serve");
     serve_defaults();
+    /* --shards: SIGUSR2 runs the program again with the arguments it was given (getopt may
+     * reorder argv) */
+    static char *argv0[256];
+    for (int i = 0; i < argc && i + 1 < (int)(sizeof argv0 / sizeof argv0[0]); i++)
+        argv0[i] = argv[i];
+    serve_argv = argc < 255 ? argv0 : NULL;
     parse_args(argc, argv);
     if (serve_open_root() < 0)
         exit(CLI_EXIT_USAGE);

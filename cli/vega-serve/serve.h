@@ -267,6 +267,8 @@ void serve_on_log(void *user, const vega_http_request *req, const vega_http_log_
 
 /* Set in a shard process (--shards): the shard and the listening sockets it inherited. */
 extern vega_shard *serve_shard;
+/* The command line, for a binary upgrade (SIGUSR2); NULL: too long, no upgrade. */
+extern char **serve_argv;
 extern int serve_shard_fds[];
 extern size_t serve_shard_nfds;
 

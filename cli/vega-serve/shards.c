@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <vega/io.h>
@@ -16,6 +18,7 @@
 #define MAX_FDS (SERVE_MAX_LISTEN * 4)
 
 vega_shard *serve_shard;
+char **serve_argv;
 int serve_shard_fds[MAX_FDS];
 size_t serve_shard_nfds;
 
@@ -96,6 +99,64 @@ static void *make_listeners(void *arg)
     return NULL;
 }
 
+/* How many of the sockets handed over by a binary upgrade are served ones (the rest are
+ * --metrics'), from the old vega-serve. */
+#define ENV_SERVED "VEGA_SERVE_SERVED_FDS"
+
+/* Prints an inherited socket as listen_one does a new one. */
+static int adopt_one(int fd, bool metrics, struct made *m)
+{
+    vega_addr a = {.len = sizeof a.ss};
+    if (getsockname(fd, (struct sockaddr *)&a.ss, &a.len) < 0) {
+        cli_err(NULL, "upgrade: inherited socket %d: %s", fd, strerror(errno));
+        return CLI_EXIT_NET;
+    }
+    char where[VEGA_ADDR_STRLEN];
+    vega_addr_format(&a, where, sizeof where);
+    if (metrics) {
+        if (serve_shard_metrics_nfds == SERVE_SHARD_METRICS_MAX_FDS)
+            return CLI_EXIT_NET;
+        serve_shard_metrics_fds[serve_shard_metrics_nfds++] = fd;
+        if (!serve_o.quiet)
+            fprintf(stderr, "vega-serve: metrics on http://%s/metrics\n", where);
+        return 0;
+    }
+    if (serve_shard_nfds == MAX_FDS)
+        return CLI_EXIT_NET;
+    if (!serve_o.quiet)
+        fprintf(stderr, "vega-serve: listening on %s (inherited)\n", where);
+    const char *scheme = serve_o.tls ? "https" : "http";
+    if (strncmp(where, "0.0.0.0:", 8) == 0)
+        snprintf(m->urls[serve_shard_nfds], sizeof m->urls[0], "%s://127.0.0.1:%s/", scheme,
+                 where + 8);
+    else
+        snprintf(m->urls[serve_shard_nfds], sizeof m->urls[0], "%s://%s/", scheme, where);
+    serve_shard_fds[serve_shard_nfds++] = fd;
+    return 0;
+}
+
+/* A binary upgrade's new vega-serve: the sockets come from the old one, in its order (served
+ * ones, then --metrics'). Returns 1 (adopted), 0 (not an upgrade) or minus an exit code. */
+static int adopt(struct made *m)
+{
+    int fds[MAX_FDS + SERVE_SHARD_METRICS_MAX_FDS];
+    int n = vega_shard_inherited_fds(fds, sizeof fds / sizeof fds[0]);
+    const char *sv = getenv(ENV_SERVED);
+    long served = sv ? strtol(sv, NULL, 10) : -1;
+    unsetenv(ENV_SERVED);
+    if (n == 0)
+        return 0;
+    if (n < 0 || served < 1 || served > n) {
+        cli_err(NULL, "upgrade: the inherited sockets are not usable (%s)",
+                n < 0 ? vega_strerror(n) : "their layout is unknown");
+        return -CLI_EXIT_NET;
+    }
+    for (int i = 0; i < n; i++)
+        if (adopt_one(fds[i], i >= served, m) != 0)
+            return -CLI_EXIT_NET;
+    return 1;
+}
+
 static int shard_main(vega_shard *s, void *arg)
 {
     (void)arg;
@@ -130,11 +191,21 @@ int serve_shards_run(void)
         return CLI_EXIT_NET;
     }
     static struct made m;
-    m.code = CLI_EXIT_NET;
-    r = vega_rt_block_on(rt, make_listeners, &m, NULL);
+    int up = adopt(&m);
+    if (up < 0) {
+        vega_rt_free(rt);
+        return -up;
+    }
+    m.code = 0;
+    if (!up)
+        r = vega_rt_block_on(rt, make_listeners, &m, NULL);
     vega_rt_free(rt);
     if (r < 0 || m.code != 0)
         return m.code ? m.code : CLI_EXIT_NET;
+    if (serve_o.metrics && !serve_shard_metrics_nfds) {
+        cli_err(NULL, "upgrade: --metrics, but the old vega-serve handed over no metrics socket");
+        return CLI_EXIT_NET;
+    }
     if (serve_o.metrics && (r = serve_shard_metrics_init(serve_o.shards)) < 0) {
         cli_err_code("metrics", r);
         return CLI_EXIT_NET;
@@ -146,8 +217,9 @@ int serve_shards_run(void)
             len += (size_t)snprintf(line + len, sizeof line - len, " %s", m.urls[i]);
         if (len < sizeof line)
             snprintf(line + len, sizeof line - len,
-                     " (%u shards, supervisor pid %d; SIGHUP reloads%s)\n", serve_o.shards,
-                     (int)getpid(), serve_o.tls ? "; HTTP/3 not with --shards yet" : "");
+                     " (%u shards, supervisor pid %d; SIGHUP reloads, SIGUSR2 upgrades%s)\n",
+                     serve_o.shards, (int)getpid(),
+                     serve_o.tls ? "; HTTP/3 not with --shards yet" : "");
         fputs(line, stderr);
         fflush(stderr);
     }
@@ -159,8 +231,17 @@ int serve_shards_run(void)
     vega_shard_opts so;
     vega_shard_opts_init(&so);
     so.shards = serve_o.shards;
-    so.listen_fds = serve_shard_fds;
-    so.n_listen_fds = serve_shard_nfds;
+    /* served sockets, then --metrics', all handed to a binary upgrade */
+    static int all[MAX_FDS + SERVE_SHARD_METRICS_MAX_FDS];
+    memcpy(all, serve_shard_fds, serve_shard_nfds * sizeof all[0]);
+    memcpy(all + serve_shard_nfds, serve_shard_metrics_fds,
+           serve_shard_metrics_nfds * sizeof all[0]);
+    so.listen_fds = all;
+    so.n_listen_fds = serve_shard_nfds + serve_shard_metrics_nfds;
+    so.exec_argv = serve_argv;
+    char served[16];
+    snprintf(served, sizeof served, "%zu", serve_shard_nfds);
+    setenv(ENV_SERVED, served, 1); /* read by the upgrade's vega-serve */
     so.shard_main = shard_main;
     so.on_event = on_event;
     so.heartbeat_timeout_ms = serve_o.shard_watchdog_ms;

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # vega-serve --shards under vega-load: a shard killed with SIGKILL is replaced and no connection
 # is refused; ten SIGHUP reloads fail no request; a stopped (SIGSTOP) shard is found by the
-# watchdog and replaced; SIGTERM exits 0 with every shard gone. Loopback, ephemeral ports.
+# watchdog and replaced; SIGTERM exits 0 with every shard gone; SIGUSR2 hands the sockets to a
+# new vega-serve with no failed request. Loopback, ephemeral ports.
 
 load helpers
 
@@ -126,6 +127,44 @@ start_load() {
         ! kill -0 "$k" 2>/dev/null
     done
     grep -q 'SIGTERM: stopping every shard' "$log"
+}
+
+@test "--shards: SIGUSR2 upgrades the binary under load: no failed request, the new one serves" {
+    local log="$BATS_TEST_TMPDIR/serve.log" out="$BATS_TEST_TMPDIR/load.json"
+    start_shards "$log"
+    local old_kids
+    old_kids="$(children "$SUP")"
+    start_load "$out" 4
+    kill -USR2 "$SUP"
+    wait_for_line "$log" 'upgrade: new supervisor pid [0-9]+ ready' 15
+    local new
+    new="$(sed -nE 's/.*upgrade: new supervisor pid ([0-9]+) ready.*/\1/p' "$log")"
+    [ -n "$new" ]
+    VEGA_BG_PIDS+=("$new") # killed by teardown if the test fails
+    # the upgrade happened while the load ran; the old supervisor drains and exits 0
+    kill -0 "$LOAD_PID"
+    wait_pid_exit "$SUP" 15
+    [ "$BG_STATUS" -eq 0 ]
+    wait_pid_exit "$LOAD_PID" 20
+    [ "$BG_STATUS" -eq 0 ] || { cat "$out" "$out.err"; false; }
+    [ "$(json_num "$out" errors)" -eq 0 ]
+    [ "$(json_num "$out" connect_errors)" -eq 0 ]
+    [ "$(json_num "$out" requests)" -gt 0 ]
+    # the old shards are gone; the new supervisor serves on the same port with its own shards
+    local k
+    for k in $old_kids; do
+        ! kill -0 "$k" 2>/dev/null
+    done
+    [ "$(children "$new" | wc -l)" -eq 2 ]
+    grep -q "listening on .* (inherited)" "$log"
+    curl -sf "$U" | grep -q 'hello shards'
+    kill -TERM "$new"
+    local i
+    for ((i = 0; i < 300; i++)); do
+        kill -0 "$new" 2>/dev/null || break
+        sleep 0.05
+    done
+    ! kill -0 "$new" 2>/dev/null
 }
 
 @test "--shards: a first generation that cannot start is reported, not retried" {
