@@ -59,7 +59,8 @@ struct sup {
     bool reload_pending, first_ready, stopping;
     int fail_code; /* the first generation could not start */
     /* Binary upgrade, the old side: the new supervisor, the pipe it says "ready" on, until when */
-    int up_pid, up_fd;
+    int up_pid, up_fd; /* up_pid: 0 once reaped (or no longer ours) */
+    int up_named;      /* its pid, for the events */
     int64_t up_deadline;
     /* the new side: the pipe to tell the old supervisor that the first generation is ready */
     int announce_fd;
@@ -195,7 +196,7 @@ static void emit_pid(struct sup *s, vega_shard_event_kind kind, int pid)
 /* The new supervisor failed (or we stop first): it is killed, we go on as before. */
 static void upgrade_failed(struct sup *s)
 {
-    emit_pid(s, VEGA_SHARD_EV_UPGRADE_FAILED, s->up_pid);
+    emit_pid(s, VEGA_SHARD_EV_UPGRADE_FAILED, s->up_named);
     close(s->up_fd);
     s->up_fd = -1;
     if (s->up_pid)
@@ -247,7 +248,7 @@ static void start_upgrade(struct sup *s)
         emit_pid(s, VEGA_SHARD_EV_UPGRADE_FAILED, 0);
         return;
     }
-    s->up_pid = pid;
+    s->up_pid = s->up_named = pid;
     s->up_fd = p[0];
     s->up_deadline = now_ms() + s->o.ready_timeout_ms;
     emit_pid(s, VEGA_SHARD_EV_UPGRADE, pid);
@@ -261,7 +262,7 @@ static void upgrade_answer(struct sup *s)
     if (n < 0 && (errno == EINTR || errno == EAGAIN))
         return;
     if (n == 1 && c == 'R') {
-        emit_pid(s, VEGA_SHARD_EV_UPGRADED, s->up_pid);
+        emit_pid(s, VEGA_SHARD_EV_UPGRADED, s->up_named);
         close(s->up_fd);
         s->up_fd = -1;
         s->up_pid = 0; /* no longer ours to kill: it outlives us */
@@ -432,7 +433,8 @@ static int loop(struct sup *s)
             break;
         }
     }
-    while (!s->stopping || any_alive(s)) {
+    /* a failed upgrade's supervisor (SIGKILLed) is reaped too before we return */
+    while (!s->stopping || any_alive(s) || s->up_pid) {
         struct pollfd pfd[2] = {{.fd = s->sfd, .events = POLLIN},
                                 {.fd = s->up_fd, .events = POLLIN}};
         int r = poll(pfd, s->up_fd >= 0 ? 2 : 1, TICK_MS);
