@@ -629,6 +629,37 @@ VTEST(upgrade_hands_over)
     close(l);
 }
 
+VTEST(inherited_fds_are_checked)
+{
+    int fds[2];
+    unsetenv("VEGA_SHARD_LISTEN_FDS");
+    VCHECK_EQ(vega_shard_inherited_fds(fds, 2), 0); /* not an upgrade */
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    VCHECK(l >= 0 && c >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    VCHECK_EQ(bind(l, (struct sockaddr *)&a, sizeof a), 0);
+    VCHECK_EQ(listen(l, 4), 0);
+    char v[64];
+    snprintf(v, sizeof v, "%d,%d", l, l);
+    setenv("VEGA_SHARD_LISTEN_FDS", v, 1);
+    VCHECK_EQ(vega_shard_inherited_fds(fds, 2), 2);
+    VCHECK(fds[0] == l && fds[1] == l);
+    VCHECK(getenv("VEGA_SHARD_LISTEN_FDS") == NULL); /* shards and later upgrades do not see it */
+    setenv("VEGA_SHARD_LISTEN_FDS", v, 1);
+    VCHECK_EQ(vega_shard_inherited_fds(fds, 1), -EINVAL); /* more than cap */
+    snprintf(v, sizeof v, "%d", c);                       /* a socket that does not listen */
+    setenv("VEGA_SHARD_LISTEN_FDS", v, 1);
+    VCHECK_EQ(vega_shard_inherited_fds(fds, 2), -EINVAL);
+    static const char *const bad[] = {"x", "3x", "-1", ",", "99999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("VEGA_SHARD_LISTEN_FDS", bad[i], 1);
+        VCHECK_EQ(vega_shard_inherited_fds(fds, 2), -EINVAL);
+    }
+    close(l);
+    close(c);
+}
+
 /* ---- a first generation that cannot start is reported, not retried --------------------------- */
 
 static int main_bad_config(vega_shard *s, void *u)
