@@ -131,7 +131,8 @@ extern int serve_shard_metrics_fds[SERVE_SHARD_METRICS_MAX_FDS];
 extern size_t serve_shard_metrics_nfds;
 
 /* Supervisor, before the first fork: maps the region where the shards publish their metrics
- * (a slot each, and a retired total). Returns 0 or -errno. */
+ * (a slot each, and a retired total), or the one a binary upgrade handed over ($VEGA_SERVE_
+ * METRICS_FD), and names it for the next upgrade. Returns 0 or -errno. */
 int serve_shard_metrics_init(unsigned shards);
 /* Whether that region exists (in a shard: --metrics with --shards). */
 bool serve_shard_metrics_on(void);

@@ -6,6 +6,7 @@
  * that takes its slot, so the sums do not go back on a reload or a crash (gauges of a process
  * that is gone are dropped). The supervisor serves nothing. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "serve.h"
@@ -48,15 +50,67 @@ bool serve_shard_metrics_on(void)
     return R != NULL;
 }
 
+/* A binary upgrade's new vega-serve maps the old one's region (a memfd kept across the exec,
+ * named here), so the sums go on across an upgrade. */
+#define ENV_METRICS_FD "VEGA_SERVE_METRICS_FD"
+
+/* The region handed over by the old vega-serve, or NULL. */
+static struct sm_region *adopt_region(void)
+{
+    const char *v = getenv(ENV_METRICS_FD);
+    if (!v)
+        return NULL;
+    char *end;
+    long fd = strtol(v, &end, 10);
+    unsetenv(ENV_METRICS_FD);
+    struct stat st;
+    if (*end || end == v || fd < 3 || fd > INT32_MAX || fstat((int)fd, &st) < 0 ||
+        (size_t)st.st_size < sizeof(struct sm_region))
+        return NULL;
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
+                   (int)fd, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    struct sm_region *r = p;
+    /* its own slot count, checked against its size */
+    if (r->nslots > (size_t)st.st_size / sizeof(struct sm_slot) ||
+        sizeof *r + ((size_t)r->nslots + 1) * sizeof(struct sm_slot) > (size_t)st.st_size) {
+        munmap(p, (size_t)st.st_size);
+        return NULL;
+    }
+    R_len = (size_t)st.st_size;
+    (void)fcntl((int)fd, F_SETFD, 0); /* kept for the next upgrade */
+    char name[16];
+    snprintf(name, sizeof name, "%ld", fd);
+    setenv(ENV_METRICS_FD, name, 1);
+    return r;
+}
+
 int serve_shard_metrics_init(unsigned shards)
 {
+    R = adopt_region();
+    if (R) {
+        cli_log(1, "metrics: the sums go on from the previous vega-serve");
+        return 0;
+    }
     unsigned nslots = shards * SM_SLOTS_PER_SHARD;
     R_len = sizeof *R + ((size_t)nslots + 1) * sizeof(struct sm_slot);
-    /* pages are committed only where a shard writes */
-    void *p = mmap(NULL, R_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
-    if (p == MAP_FAILED)
+    /* a memfd (not close-on-exec, named in the environment) so that a binary upgrade maps the
+     * same region; pages are committed only where a shard writes */
+    int fd = memfd_create("vega-serve-metrics", 0);
+    if (fd < 0)
         return -errno;
+    if (ftruncate(fd, (off_t)R_len) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    void *p = mmap(NULL, R_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+    if (p == MAP_FAILED) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
     struct sm_region *r = p;
     pthread_mutexattr_t a;
     pthread_mutexattr_init(&a);
@@ -66,11 +120,15 @@ int serve_shard_metrics_init(unsigned shards)
     pthread_mutexattr_destroy(&a);
     if (e != 0) {
         munmap(p, R_len);
+        close(fd);
         return -e;
     }
     r->writing = -1;
     r->nslots = nslots;
     R = r;
+    char name[16];
+    snprintf(name, sizeof name, "%d", fd);
+    setenv(ENV_METRICS_FD, name, 1);
     return 0;
 }
 

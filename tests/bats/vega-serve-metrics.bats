@@ -118,7 +118,7 @@ curls() {
     done
 }
 
-@test "--shards 2: summed over the shards, kept across a reload and a killed shard" {
+@test "--shards 2: summed over the shards, kept across a reload, a killed shard and an upgrade" {
     "$PY" -c 'from prometheus_client.parser import text_string_to_metric_families' 2>/dev/null ||
         skip "python3-prometheus-client is not installed"
     local log="$T/serve.log"
@@ -172,4 +172,21 @@ curls() {
     [ "$status" -eq 0 ] || { echo "$output"; false; }
     run "${CHECK[@]}" snapshot "$MURL" "$T/after.json"
     workers_are 2 "$T/after.json"
+    # a binary upgrade (SIGUSR2): the new vega-serve maps the same region, the sums go on
+    kill -USR2 "$sup"
+    wait_for_line "$log" 'upgrade: new supervisor pid [0-9]+ ready' 15
+    local new
+    new="$(sed -nE 's/.*upgrade: new supervisor pid ([0-9]+) ready.*/\1/p' "$log")"
+    [ -n "$new" ]
+    VEGA_BG_PIDS+=("$new") # killed by teardown
+    wait_pid_exit "$sup" 15
+    [ "$BG_STATUS" -eq 0 ]
+    curls 3 "$URL"
+    run "${CHECK[@]}" expect "$MURL" "$T/before.json" \
+        'vega_http_server_requests_total{code="2xx",proto="http1"}=15' \
+        'vega_http_server_request_duration_seconds_count{proto="http1"}=15' \
+        'vega_http_server_connections_accepted_total=15'
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    run "${CHECK[@]}" snapshot "$MURL" "$T/upgraded.json"
+    workers_are 2 "$T/upgraded.json"
 }
