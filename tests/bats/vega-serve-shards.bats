@@ -3,7 +3,8 @@
 # vega-serve --shards under vega-load: a shard killed with SIGKILL is replaced and no connection
 # is refused; ten SIGHUP reloads fail no request; a stopped (SIGSTOP) shard is found by the
 # watchdog and replaced; SIGTERM exits 0 with every shard gone; SIGUSR2 hands the sockets to a
-# new vega-serve with no failed request. Loopback, ephemeral ports.
+# new vega-serve with no failed request, and one that cannot start changes nothing. Loopback,
+# ephemeral ports.
 
 load helpers
 
@@ -165,6 +166,28 @@ start_load() {
         sleep 0.05
     done
     ! kill -0 "$new" 2>/dev/null
+}
+
+@test "--shards: an upgrade whose new vega-serve cannot start changes nothing" {
+    local log="$BATS_TEST_TMPDIR/serve.log" root="$BATS_TEST_TMPDIR/root"
+    cp -r "$ROOT" "$root"
+    start_bg "$log" "$SERVE" --shards 2 -p 0 "$root"
+    SUP=$BG_PID
+    wait_for_line "$log" 'shard 1 ready' 10
+    wait_for_line "$log" 'shard 0 ready' 10
+    local port kids
+    port="$(sed -nE 's/.*listening on [0-9.]+:([0-9]+)$/\1/p' "$log" | head -n1)"
+    kids="$(children "$SUP" | sort)"
+    # the new one will find no DIR (the running shards hold theirs open)
+    mv "$root" "$root.moved"
+    kill -USR2 "$SUP"
+    wait_for_line "$log" 'upgrade failed: new supervisor pid [0-9]+ did not start' 15
+    kill -0 "$SUP"
+    [ "$(children "$SUP" | sort)" = "$kids" ]
+    curl -sf "http://127.0.0.1:$port/index.html" | grep -q 'hello shards'
+    kill -TERM "$SUP"
+    wait_pid_exit "$SUP" 15
+    [ "$BG_STATUS" -eq 0 ]
 }
 
 @test "--shards: a first generation that cannot start is reported, not retried" {
