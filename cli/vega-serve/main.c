@@ -76,12 +76,19 @@ static const char usage_text[] =
     "Metrics:\n"
     "      --metrics ADDR:PORT  Prometheus metrics of the server and the runtime at\n"
     "                          http://ADDR:PORT/metrics (plain HTTP, a listener of its own;\n"
-    "                          ':PORT' is 127.0.0.1; port 0 picks a free one, shown at start)\n"
+    "                          ':PORT' is 127.0.0.1; port 0 picks a free one, shown at start;\n"
+    "                          with --shards, any shard answers with the sum over all shards)\n"
     "      --metrics-public    allow a --metrics address that is not loopback (by default\n"
     "                          refused: the counters would be public)\n"
     "\n"
     "Runtime:\n"
-    "      --workers N         worker threads (default: the CPUs)\n"
+    "      --workers N         worker threads (per shard with --shards; default: the CPUs)\n"
+    "      --shards N          N server processes under a supervisor that restarts a crashed\n"
+    "                          or stuck one, reloads them without refusing a connection on\n"
+    "                          SIGHUP and drains them on SIGTERM (0: one process, the default;\n"
+    "                          not with HTTP/3 yet)\n"
+    "      --shard-watchdog MS a shard that sends no heartbeat (a timer task, every\n"
+    "                          second or MS/4) for MS is killed and replaced (default 10000)\n"
     "      --driver NAME       I/O driver: uring or epoll (default: $VEGA_DRIVER, else uring\n"
     "                          where the kernel allows it)\n"
     "  -h, --help              this help\n"
@@ -89,6 +96,9 @@ static const char usage_text[] =
     "  SSLKEYLOGFILE=FILE      append the TLS secrets of HTTPS and HTTP/3 connections to FILE\n"
     "                          (for Wireshark; created with mode 0600)\n"
     "\n"
+    "With --shards, SIGHUP starts new shards (re-reading the certificate and the tree) and drains\n"
+    "the old ones once the new ones serve; SIGUSR2 runs the binary again (the file now at the\n"
+    "path it was started by) on the same sockets and, once its shards serve, drains and exits.\n"
     "SIGINT and SIGTERM stop it gracefully (requests in progress get up to 5 s) with exit 0.\n"
     "Exit codes: 0 success, 1 cannot listen (or another network error), 2 usage error (also a\n"
     "DIR that is not a directory, an unusable certificate, an access log that cannot be opened,\n"
@@ -112,6 +122,8 @@ enum {
     OPT_CERT,
     OPT_KEY,
     OPT_WORKERS,
+    OPT_SHARDS,
+    OPT_SHARD_WATCHDOG,
     OPT_DRIVER,
     OPT_NO_LISTING,
     OPT_HIDDEN,
@@ -158,6 +170,8 @@ static const struct option long_opts[] = {
     {"h2c", no_argument, NULL, OPT_H2C},
     {"tls-ciphers", required_argument, NULL, OPT_TLS_CIPHERS},
     {"workers", required_argument, NULL, OPT_WORKERS},
+    {"shards", required_argument, NULL, OPT_SHARDS},
+    {"shard-watchdog", required_argument, NULL, OPT_SHARD_WATCHDOG},
     {"driver", required_argument, NULL, OPT_DRIVER},
     {"no-listing", no_argument, NULL, OPT_NO_LISTING},
     {"hidden", no_argument, NULL, OPT_HIDDEN},
@@ -323,6 +337,16 @@ static void parse_args(int argc, char **argv)
                 cli_usage_error("--workers: expected 1..1024, got '%s'", optarg);
             serve_o.workers = (unsigned)v;
             break;
+        case OPT_SHARDS:
+            if (cli_parse_uint(optarg, 0, 1024, &v) < 0)
+                cli_usage_error("--shards: expected 0..1024, got '%s'", optarg);
+            serve_o.shards = (unsigned)v;
+            break;
+        case OPT_SHARD_WATCHDOG:
+            if (cli_parse_uint(optarg, 400, 3600000, &v) < 0)
+                cli_usage_error("--shard-watchdog: expected 400..3600000 (ms), got '%s'", optarg);
+            serve_o.shard_watchdog_ms = (unsigned)v;
+            break;
         case OPT_DRIVER:
             if (strcmp(optarg, "uring") == 0 || strcmp(optarg, "io_uring") == 0)
                 serve_o.driver = VEGA_DRIVER_URING;
@@ -401,6 +425,8 @@ static void parse_args(int argc, char **argv)
         cli_usage_error("--key needs --cert");
     if (serve_o.metrics_public && !serve_o.metrics)
         cli_usage_error("--metrics-public needs --metrics");
+    if (serve_o.shards)
+        serve_o.http3 = false; /* one UDP socket per shard needs its own routing: not yet */
     int n = argc - optind;
     char **a = argv + optind;
     if (n > 2)
@@ -724,6 +750,17 @@ static void url_of(const vega_addr *a, char *out, size_t cap)
 /* Listens on every configured address; prints the lines. Returns 0 or an exit code. */
 static int listen_all(vega_http_server *srv)
 {
+    if (serve_shard) { /* the supervisor made the sockets and printed where */
+        for (size_t i = 0; i < serve_shard_nfds; i++) {
+            int r = vega_http_server_listen_fd(srv, serve_shard_fds[i], VEGA_LISTEN_SHARED, NULL);
+            if (r < 0) {
+                cli_err(NULL, "shard %u: inherited listener: %s", vega_shard_index(serve_shard),
+                        vega_strerror(r));
+                return CLI_EXIT_NET;
+            }
+        }
+        return 0;
+    }
     struct serve_listen def;
     if (serve_o.nlisten == 0 || serve_o.bind_host || serve_o.port) {
         memset(&def, 0, sizeof(def));
@@ -861,6 +898,13 @@ static void *main_task(void *arg)
         serve_cache_stop();
         return NULL;
     }
+    if (serve_shard) {
+        unsigned wd = serve_o.shard_watchdog_ms;
+        r = vega_shard_heartbeat_start(serve_shard, wd && wd < 4000 ? wd / 4 : 1000);
+        if (r < 0)
+            cli_err_code("heartbeat", r);
+        vega_shard_ready(serve_shard);
+    }
     r = vega_http_server_run(srv);
     vega_task_cancel(stopper);
     vega_task_join(stopper, NULL, VEGA_DEADLINE_NEVER);
@@ -891,6 +935,12 @@ int main(int argc, char **argv)
 {
     cli_set_prog("vega-serve");
     serve_defaults();
+    /* --shards: SIGUSR2 runs the program again with the arguments it was given (getopt may
+     * reorder argv) */
+    static char *argv0[256];
+    for (int i = 0; i < argc && i + 1 < (int)(sizeof argv0 / sizeof argv0[0]); i++)
+        argv0[i] = argv[i];
+    serve_argv = argc < 255 ? argv0 : NULL;
     parse_args(argc, argv);
     if (serve_open_root() < 0)
         exit(CLI_EXIT_USAGE);
@@ -905,13 +955,20 @@ int main(int argc, char **argv)
         cli_err_code("signals", r);
         return CLI_EXIT_NET;
     }
+    if (serve_o.shards)
+        return serve_shards_run();
+    return serve_run();
+}
+
+int serve_run(void)
+{
     vega_rt_opts ro;
     vega_rt_opts_init(&ro);
     ro.flavor = VEGA_RT_MULTI_THREAD;
     ro.workers = serve_o.workers;
     ro.driver = serve_o.driver;
     vega_rt *rt;
-    r = vega_rt_new(&rt, &ro);
+    int r = vega_rt_new(&rt, &ro);
     if (r < 0) {
         cli_err("runtime", "%s%s", vega_strerror(r),
                 serve_o.driver == VEGA_DRIVER_URING

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include <vega/http_server.h>
+#include <vega/shard.h>
 
 #include "cli.h"
 
@@ -57,6 +58,8 @@ struct serve_opts {
     bool h2c;                  /* --h2c: cleartext HTTP/2 (prior knowledge, Upgrade: h2c) */
     const char *tls13_ciphers; /* --tls-ciphers: TLS 1.3 suites, over TCP and QUIC */
     unsigned workers;
+    unsigned shard_watchdog_ms; /* --shard-watchdog: 0 = the library's default (10 s) */
+    unsigned shards; /* --shards N: processes under a supervisor; 0: one process, no supervisor */
     vega_driver_kind driver;
 
     bool listing;            /* --no-listing turns off */
@@ -100,8 +103,10 @@ void serve_server_opts(vega_http_server_opts *so);
 /* ---- metrics.c ---------------------------------------------------------------------------- */
 
 struct serve_metrics {
-    vega_http_server *srv; /* the metrics listener's server, or NULL */
-    vega_task *task;       /* runs it */
+    vega_http_server *srv;         /* the metrics listener's server, or NULL */
+    vega_task *task;               /* runs it */
+    const vega_http_server *files; /* whose counters it shows */
+    vega_task *publisher;          /* --shards: publishes them for the other shards' sums */
 };
 
 /* --metrics: checks the address (loopback unless --metrics-public), listens, prints
@@ -110,8 +115,37 @@ struct serve_metrics {
  * saying why). Context: inside a task. */
 int serve_metrics_start(vega_http_server *srv, struct serve_metrics *m);
 
-/* Stops and frees what serve_metrics_start made (nothing: a no-op). */
+/* Stops and frees what serve_metrics_start made (nothing: a no-op). In a shard, also hands
+ * this shard's final counters to the others' sums (serve_shard_metrics_detach). */
 void serve_metrics_stop(struct serve_metrics *m);
+
+/* --metrics with --shards, in the supervisor (inside a task, before the first fork): checks the
+ * address as serve_metrics_start does, makes the shared listening sockets
+ * (serve_shard_metrics_fds), prints where. Returns 0 or an exit code (after saying why). */
+int serve_metrics_listen_shared(void);
+
+/* ---- shard_metrics.c ---------------------------------------------------------------------- */
+
+#define SERVE_SHARD_METRICS_MAX_FDS 4
+extern int serve_shard_metrics_fds[SERVE_SHARD_METRICS_MAX_FDS];
+extern size_t serve_shard_metrics_nfds;
+
+/* Supervisor, before the first fork: maps the region where the shards publish their metrics
+ * (a slot each, and a retired total), or the one a binary upgrade handed over ($VEGA_SERVE_
+ * METRICS_FD), and names it for the next upgrade. Returns 0 or -errno. */
+int serve_shard_metrics_init(unsigned shards);
+/* Whether that region exists (in a shard: --metrics with --shards). */
+bool serve_shard_metrics_on(void);
+/* A shard takes a slot (folding the counters of a dead shard's slot into the retired total). */
+void serve_shard_metrics_attach(void);
+/* Replaces this shard's text in its slot. */
+void serve_shard_metrics_publish(const char *text, size_t len);
+/* A shard that ends cleanly: its final text's counters go to the retired total; slot freed. */
+void serve_shard_metrics_detach(const char *text, size_t len);
+/* Writes to out the sum, sample by sample, of own (this shard's fresh text), every other slot
+ * (only counters and histograms of shards that are gone) and the retired total. Returns 0,
+ * -ENOMEM or -EIO. */
+int serve_shard_metrics_sum(const char *own, size_t len, FILE *out);
 
 /* ---- handler.c ---------------------------------------------------------------------------- */
 
@@ -229,5 +263,21 @@ const char *serve_req_list(const vega_http_request *req, const char *name, char 
 /* ---- log.c -------------------------------------------------------------------------------- */
 
 void serve_on_log(void *user, const vega_http_request *req, const vega_http_log_entry *e);
+
+/* ---- shards.c ----------------------------------------------------------------------------- */
+
+/* Set in a shard process (--shards): the shard and the listening sockets it inherited. */
+extern vega_shard *serve_shard;
+/* The command line, for a binary upgrade (SIGUSR2); NULL: too long, no upgrade. */
+extern char **serve_argv;
+extern int serve_shard_fds[];
+extern size_t serve_shard_nfds;
+
+/* The server in this process: runtime, listeners, serving until SIGTERM. Returns the exit code. */
+int serve_run(void);
+
+/* --shards: makes the listening sockets, prints them, and supervises the shards (each runs
+ * serve_run). Returns the exit code. */
+int serve_shards_run(void);
 
 #endif

@@ -379,7 +379,9 @@ static int wait_idle(struct srv_conn *c, struct srv_active *a, bool *woke)
         if (r < 0)
             return r;
     }
-    if (atomic_load_explicit(&srv->stopping, memory_order_relaxed))
+    /* Stopping: a keep-alive connection closes between requests; a fresh one still gets its
+     * first request read and answered (the client sent it before it could know). */
+    if (atomic_load_explicit(&srv->stopping, memory_order_relaxed) && c->nreq > 0)
         return HEAD_CLOSE;
     if (!c->idle_dl)
         c->idle_dl =

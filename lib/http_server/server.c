@@ -104,6 +104,8 @@ int vega_http_server_new_versioned(vega_http_server **out, const vega_http_serve
     return 0;
 }
 
+static int add_listener(vega_http_server *srv, vega_sock *l, vega_addr *bound);
+
 int vega_http_server_listen(vega_http_server *srv, const vega_addr *addr, unsigned flags,
                             vega_addr *bound)
 {
@@ -121,6 +123,32 @@ int vega_http_server_listen(vega_http_server *srv, const vega_addr *addr, unsign
     int r = vega_tcp_listen(&l, addr, 0, flags);
     if (r < 0)
         return r;
+    return add_listener(srv, l, bound);
+}
+
+int vega_http_server_listen_fd(vega_http_server *srv, int fd, unsigned flags, vega_addr *bound)
+{
+    if (!srv || fd < 0)
+        return -EINVAL;
+    pthread_mutex_lock(&srv->lock);
+    bool full = srv->nlisteners >= SRV_MAX_LISTENERS;
+    bool busy = atomic_load(&srv->running);
+    pthread_mutex_unlock(&srv->lock);
+    if (full)
+        return VEGA_ERR_FULL;
+    if (busy)
+        return -EBUSY;
+    vega_sock *l;
+    int r = vega_tcp_listen_fd(&l, fd, flags);
+    if (r < 0)
+        return r;
+    return add_listener(srv, l, bound);
+}
+
+/* Adds listener l (taken: closed on failure). */
+static int add_listener(vega_http_server *srv, vega_sock *l, vega_addr *bound)
+{
+    int r;
     if (bound && (r = vega_sock_local_addr(l, bound)) < 0) {
         vega_sock_close(l);
         return r;
@@ -217,7 +245,7 @@ bool vega__srv_park(struct srv_conn *c, vega_deadline idle_dl)
 {
     vega_http_server *srv = c->srv;
     pthread_mutex_lock(&c->shard->lock);
-    if (atomic_load(&srv->stopping)) {
+    if (atomic_load(&srv->stopping) && c->nreq > 0) {
         pthread_mutex_unlock(&c->shard->lock);
         return false;
     }
@@ -262,10 +290,10 @@ static void *accept_task(void *arg)
         }
         if (r < 0)
             break;
-        if (atomic_load(&srv->stopping)) {
-            vega_sock_close(cs);
-            break;
-        }
+        /* Accepted as the stop began: served (its response says Connection: close), not
+         * dropped, since on a listener shared with other processes (a shard draining in a
+         * reload) the client could not have known. */
+        bool last = atomic_load(&srv->stopping);
         struct srv_conn *c = vega__mem_calloc(srv->o.mem, 1, sizeof *c);
         if (!c) {
             vega_sock_abort(cs);
@@ -304,6 +332,8 @@ static void *accept_task(void *arg)
         c->idle_dl = vega_deadline_in_ns(srv->o.header_timeout_ns);
         if (!vega__srv_park(c, c->idle_dl))
             vega__srv_conn_free(c);
+        if (last)
+            break;
     }
     return NULL;
 }
@@ -316,8 +346,12 @@ static void wake_parked(vega_http_server *srv)
         struct srv_shard *sh = &srv->shards[i];
         pthread_mutex_lock(&sh->lock);
         for (struct srv_conn *c = sh->conns; c; c = c->next) {
-            if (c->state == SRV_PARKED && c->sock)
+            if (c->state == SRV_PARKED && c->sock && (c->nreq > 0 || c->h2 || c->tls))
                 shutdown(vega_sock_fd(c->sock), SHUT_RD);
+            else if (c->state == SRV_PARKED)
+                continue; /* accepted, first request not here yet: the client has sent it or
+                           * is about to and cannot know we stop; it is served (with
+                           * Connection: close) when it comes, or the grace ends it */
             else if (c->h2)
                 vega__h2s_kick(c); /* an active HTTP/2 connection: GOAWAY */
         }

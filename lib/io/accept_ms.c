@@ -126,6 +126,8 @@ static void start(struct vega__accept_ms *a)
 
 int vega__accept_ms_take(vega_sock *l, vega_deadline dl)
 {
+    if (l->flags & VEGA__SOCK_SHARED)
+        return -EAGAIN; /* accept4 and readiness: hold nothing a close would drop */
     struct vega__accept_ms *a = __atomic_load_n(&l->ams, __ATOMIC_ACQUIRE);
     if (!a) {
         if (!vega__driver_has_ops())

@@ -13,6 +13,7 @@
 enum {
     VEGA__SOCK_LISTENER = 1u << 0,
     VEGA__SOCK_NO_RING = 1u << 1, /* parks wait for readiness, never receive (see below) */
+    VEGA__SOCK_SHARED = 1u << 2,  /* listener shared with other processes: no multishot accept */
 };
 
 struct vega_sock {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Stream sockets: TCP and Unix listen, accept and connect. */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -78,7 +79,7 @@ int vega_tcp_listen(vega_sock **out, const vega_addr *addr, int backlog, unsigne
             unlink(path);
         return -ENOMEM;
     }
-    s->flags |= VEGA__SOCK_LISTENER;
+    s->flags |= VEGA__SOCK_LISTENER | ((flags & VEGA_LISTEN_SHARED) ? VEGA__SOCK_SHARED : 0);
     if (path && (flags & VEGA_LISTEN_UNLINK_STALE)) {
         s->unlink_path = strdup(path);
         if (!s->unlink_path) {
@@ -94,6 +95,33 @@ fail:
     r = -errno;
     close(fd);
     return r;
+}
+
+int vega_tcp_listen_fd(vega_sock **out, int fd, unsigned flags)
+{
+    if (!out || fd < 0)
+        return -EINVAL;
+    *out = NULL;
+    int on = 0, type = 0;
+    socklen_t len = sizeof on;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) < 0)
+        return errno == ENOTSOCK ? -EINVAL : -errno;
+    len = sizeof type;
+    if (!on || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_STREAM)
+        return -EINVAL;
+    struct sockaddr_storage ss;
+    len = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+        return -errno;
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+        return -errno;
+    vega_sock *s = vega__sock_wrap(fd, ss.ss_family, SOCK_STREAM);
+    if (!s)
+        return -ENOMEM; /* fd was closed: taken */
+    s->flags |= VEGA__SOCK_LISTENER | ((flags & VEGA_LISTEN_SHARED) ? VEGA__SOCK_SHARED : 0);
+    *out = s;
+    return 0;
 }
 
 int vega_unix_listen(vega_sock **out, const char *path, int backlog, unsigned flags)

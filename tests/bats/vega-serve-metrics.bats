@@ -103,3 +103,90 @@ serve() {
     start_bg "$T/pub.log" "$SERVE" -p 0 --metrics 0.0.0.0:0 --metrics-public "$T/root"
     wait_for_line "$T/pub.log" 'metrics on http://0\.0\.0\.0:[0-9]+/metrics'
 }
+
+# workers_are N FILE: the snapshot's vega_rt_workers (summed over live shards) is N.
+workers_are() {
+    "$PY" -c 'import json, sys; v = json.load(open(sys.argv[2]))["vega_rt_workers"]
+sys.exit(0 if v == float(sys.argv[1]) else "vega_rt_workers %s" % v)' "$1" "$2"
+}
+
+# curls N URL: N requests, each on a connection of its own (the shards share the accept queue).
+curls() {
+    local i
+    for ((i = 0; i < $1; i++)); do
+        curl -sS -f -o /dev/null "$2"
+    done
+}
+
+@test "--shards 2: summed over the shards, kept across a reload, a killed shard and an upgrade" {
+    "$PY" -c 'from prometheus_client.parser import text_string_to_metric_families' 2>/dev/null ||
+        skip "python3-prometheus-client is not installed"
+    local log="$T/serve.log"
+    start_bg "$log" "$SERVE" --shards 2 --workers 1 -p 0 --metrics 127.0.0.1:0 "$T/root"
+    local sup=$BG_PID
+    wait_for_line "$log" 'shard 0 ready' 10
+    wait_for_line "$log" 'shard 1 ready' 10
+    local p
+    p="$(sed -nE 's/.*listening on [0-9.]+:([0-9]+)$/\1/p' "$log" | head -n1)"
+    MURL="$(sed -nE 's|.*metrics on (http://[0-9.]+:[0-9]+/metrics)$|\1|p' "$log" | head -n1)"
+    [ -n "$p" ] && [ -n "$MURL" ]
+    URL="http://127.0.0.1:$p/hello.txt"
+    run "${CHECK[@]}" snapshot "$MURL" "$T/before.json"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    # both shards' runtimes are in the sum (a gauge of live processes)
+    workers_are 2 "$T/before.json"
+    curls 6 "$URL"
+    run "${CHECK[@]}" expect "$MURL" "$T/before.json" \
+        'vega_http_server_requests_total{code="2xx",proto="http1"}=6' \
+        'vega_http_server_request_duration_seconds_count{proto="http1"}=6' \
+        'vega_http_server_connections_accepted_total=6'
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    # a reload: generation 1 drains and exits; what it counted stays in the sum
+    kill -HUP "$sup"
+    wait_for_line "$log" 'generation 2 ready' 10
+    wait_for_line "$log" 'shard 0 pid [0-9]+ \(generation 1\) stopped' 10
+    wait_for_line "$log" 'shard 1 pid [0-9]+ \(generation 1\) stopped' 10
+    curls 4 "$URL"
+    run "${CHECK[@]}" expect "$MURL" "$T/before.json" \
+        'vega_http_server_requests_total{code="2xx",proto="http1"}=10' \
+        'vega_http_server_request_duration_seconds_count{proto="http1"}=10' \
+        'vega_http_server_connections_accepted_total=10'
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    # a shard killed with SIGKILL: its counters stay, its gauges go with it
+    local victim
+    victim="$(sed -nE 's/.*shard 0 started: pid ([0-9]+) \(generation 2\).*/\1/p' "$log" | head -n1)"
+    [ -n "$victim" ]
+    kill -KILL "$victim"
+    wait_for_line "$log" "shard 0 pid $victim .*killed by SIGKILL" 5
+    local i # the replacement is the second generation-2 shard 0 to be ready
+    for ((i = 0; i < 100; i++)); do
+        [ "$(grep -cE 'shard 0 ready: pid [0-9]+ \(generation 2\)' "$log")" -ge 2 ] && break
+        sleep 0.05
+    done
+    [ "$(grep -cE 'shard 0 ready: pid [0-9]+ \(generation 2\)' "$log")" -ge 2 ]
+    curls 2 "$URL"
+    run "${CHECK[@]}" expect "$MURL" "$T/before.json" \
+        'vega_http_server_requests_total{code="2xx",proto="http1"}=12' \
+        'vega_http_server_request_duration_seconds_count{proto="http1"}=12' \
+        'vega_http_server_connections_accepted_total=12'
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    run "${CHECK[@]}" snapshot "$MURL" "$T/after.json"
+    workers_are 2 "$T/after.json"
+    # a binary upgrade (SIGUSR2): the new vega-serve maps the same region, the sums go on
+    kill -USR2 "$sup"
+    wait_for_line "$log" 'upgrade: new supervisor pid [0-9]+ ready' 15
+    local new
+    new="$(sed -nE 's/.*upgrade: new supervisor pid ([0-9]+) ready.*/\1/p' "$log")"
+    [ -n "$new" ]
+    VEGA_BG_PIDS+=("$new") # killed by teardown
+    wait_pid_exit "$sup" 15
+    [ "$BG_STATUS" -eq 0 ]
+    curls 3 "$URL"
+    run "${CHECK[@]}" expect "$MURL" "$T/before.json" \
+        'vega_http_server_requests_total{code="2xx",proto="http1"}=15' \
+        'vega_http_server_request_duration_seconds_count{proto="http1"}=15' \
+        'vega_http_server_connections_accepted_total=15'
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    run "${CHECK[@]}" snapshot "$MURL" "$T/upgraded.json"
+    workers_are 2 "$T/upgraded.json"
+}

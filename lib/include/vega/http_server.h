@@ -136,6 +136,17 @@ VEGA_API int vega_http_server_new_versioned(vega_http_server **out,
 VEGA_API int vega_http_server_listen(vega_http_server *srv, const vega_addr *addr, unsigned flags,
                                      vega_addr *bound);
 
+/*
+ * Adds fd, a socket already listening (e.g. inherited by a shard of <vega/shard.h>), as a
+ * listener, as vega_tcp_listen_fd does (flags: VEGA_LISTEN_SHARED when other processes accept
+ * on it too). fd: taken on success and on the errors of vega_tcp_listen_fd other than -EINVAL.
+ * bound (may be NULL) receives its address.
+ * Returns 0 or the codes of vega_tcp_listen_fd; -EBUSY (the server is running); -EINVAL;
+ * VEGA_ERR_FULL (the server has its most listeners already). Context: any thread. Since 0.1.
+ */
+VEGA_API int vega_http_server_listen_fd(vega_http_server *srv, int fd, unsigned flags,
+                                        vega_addr *bound);
+
 /* HTTP/3 settings of a server (vega_http_server_listen_h3): plain data, borrowed for the call
  * (copied; pointers retained for the server's life). vega_http_server_h3_opts_init sets the
  * defaults. */

@@ -104,6 +104,10 @@ enum {
     VEGA_LISTEN_V6ONLY = 1u << 1,       /* IPV6_V6ONLY on an AF_INET6 socket */
     VEGA_LISTEN_UNLINK_STALE = 1u << 2, /* Unix: remove a socket file nobody listens on before
                                            binding, and remove the path at close */
+    VEGA_LISTEN_SHARED = 1u << 3,       /* other processes accept on the same socket: take one
+                                           connection per accept, never hold any ahead (no
+                                           io_uring multishot accept), so closing the listener
+                                           drops nothing the others could have served */
 };
 
 /*
@@ -115,6 +119,16 @@ enum {
  * thread. Since 0.1.
  */
 VEGA_API int vega_tcp_listen(vega_sock **out, const vega_addr *addr, int backlog, unsigned flags);
+
+/*
+ * Wraps fd, a stream socket already listening (inherited from a parent, e.g. a shard of
+ * <vega/shard.h>), as a listener; it is made non-blocking and close-on-exec. flags: only
+ * VEGA_LISTEN_SHARED counts. fd: taken on success and on -ENOMEM (closed; other copies of
+ * it in other processes keep the socket open).
+ * Returns 0; -EINVAL (fd < 0, or not a listening stream socket); -ENOMEM; -errno of fcntl or
+ * getsockopt. Does not suspend. Context: any thread. Since 0.1.
+ */
+VEGA_API int vega_tcp_listen_fd(vega_sock **out, int fd, unsigned flags);
 
 /* vega_tcp_listen on a Unix path ('@' prefix = abstract namespace). Since 0.1. */
 VEGA_API int vega_unix_listen(vega_sock **out, const char *path, int backlog, unsigned flags);

@@ -23,6 +23,7 @@
 #include <vega/quic.h>
 #include <vega/quic_wire.h>
 #include <vega/rt.h>
+#include <vega/shard.h>
 #include <vega/stream.h>
 #include <vega/sync.h>
 #include <vega/time.h>
