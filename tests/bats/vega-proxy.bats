@@ -494,6 +494,11 @@ proxy_at() {
     [ "$status" -eq 0 ]
     [ "$output" = hello-proxy ]
     wait_for_line "$T/up.log" "user=bob socks5 CONNECT localhost:$OP up=[1-9][0-9]* down=[1-9][0-9]* .*result=ok" 10
+    # the relay splices over the upstream's socket: 32 MiB keep their sha256 through both
+    local want
+    want="$(sha256sum <"$W/big.bin" | cut -d' ' -f1)"
+    run bash -c "curl -sS --socks5-hostname 127.0.0.1:$P1 http://localhost:$OP/big.bin | sha256sum"
+    [ "${output%% *}" = "$want" ]
     run curl -sS -p -x "http://127.0.0.1:$P1" "$u"
     [ "$status" -eq 0 ]
     [ "$output" = hello-proxy ]
@@ -515,13 +520,14 @@ proxy_at() {
     [ "$status" -eq 97 ]
     [[ "$output" == *"(2)"* ]]
     wait_for_line "$T/p4.log" "socks5 CONNECT localhost:$OP .*result=denied" 10
+    wait_for_line "$T/up.log" "CONNECT localhost:$OP up=[0-9]+ down=[0-9]{7,} " 10
     # the upstream's own refusal (REP 5 for a closed port) reaches the client as such
     run curl -sS --socks5-hostname "127.0.0.1:$P1" "http://127.0.0.1:$(closed_port)/"
     [ "$status" -eq 97 ]
     [[ "$output" == *"(5)"* ]]
     wait_for_line "$T/up.log" 'result=refused' 10
-    # four tunnels and the refused one: the denied request never reached the upstream
-    [ "$(grep -c 'result=' "$T/up.log")" -eq 5 ]
+    # five tunnels and the refused one: the denied request never reached the upstream
+    [ "$(grep -c 'result=' "$T/up.log")" -eq 6 ]
     # bad credentials at the upstream: SOCKS5 REP 1, HTTP 502
     stop_bg_all
     origin
