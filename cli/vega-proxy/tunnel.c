@@ -583,8 +583,10 @@ static int dir_move(struct dir *d)
         int r = vega_coop();
         if (r < 0)
             return r;
-        if (!d->copy && d->pr < 0 && pipe_get(d) < 0)
+        if (!d->copy && d->pr < 0 && (r = pipe_get(d)) < 0) {
             d->copy = true; /* out of descriptors: copying still works */
+            cli_log(2, "%s: no pipe for splice (%s): copying", t->peer, vega_strerror(r));
+        }
         ssize_t n;
         if (d->copy)
             n = recv(from, buf, sizeof buf, MSG_DONTWAIT);

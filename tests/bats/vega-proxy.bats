@@ -569,3 +569,21 @@ print(s.recv(10)[1])' "$P1"
     run "$PROXY" --upstream "127.0.0.1:1"
     [ "$status" -eq 2 ]
 }
+
+@test "out of descriptors for a splice pipe, the relay copies: 32 MiB keep their sha256" {
+    local want free lim fd
+    origin
+    proxy -vv --workers 1 --driver epoll
+    # the soft limit where exactly two descriptor numbers stay free: the client's and the
+    # destination's sockets fit, a pipe (two more) does not
+    free=0
+    for ((lim = 0; lim < 1024 && free < 2; lim++)); do
+        [ -e "/proc/$PX_PID/fd/$lim" ] || free=$((free + 1))
+    done
+    prlimit --pid "$PX_PID" --nofile="$lim":
+    want="$(sha256sum <"$W/big.bin" | cut -d' ' -f1)"
+    run bash -c "curl -sS --socks5 127.0.0.1:$PX http://127.0.0.1:$OP/big.bin | sha256sum"
+    [ "${output%% *}" = "$want" ]
+    grep -q 'no pipe for splice (Too many open files): copying' "$T/proxy.log"
+    wait_for_line "$T/proxy.log" "CONNECT 127\.0\.0\.1:$OP up=[0-9]+ down=[0-9]{7,} .*result=ok" 10
+}
