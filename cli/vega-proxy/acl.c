@@ -161,18 +161,13 @@ int deny_parse(const char *s, struct deny_rule *out)
     return r;
 }
 
-bool dest_allowed(const struct proxy_opts *o, const vega_addr *a)
+bool deny_match(const struct deny_rule *d, const vega_addr *a)
 {
+    if (!cidr_match(&d->net, a))
+        return false;
     uint16_t port = vega_addr_port(a);
-    for (size_t i = 0; i < o->ndeny; i++) {
-        const struct deny_rule *d = &o->deny[i];
-        if (!cidr_match(&d->net, a))
-            continue;
-        bool hit = d->nports == 0;
-        for (size_t j = 0; j < d->nports && !hit; j++)
-            hit = port >= d->lo[j] && port <= d->hi[j];
-        if (hit)
-            return false;
-    }
-    return true;
+    bool hit = d->nports == 0;
+    for (size_t j = 0; j < d->nports && !hit; j++)
+        hit = port >= d->lo[j] && port <= d->hi[j];
+    return hit;
 }

@@ -31,6 +31,14 @@ static const char usage_text[] =
     "                          comma-separated; IPv6 with ports in brackets: [fd00::/8]:53).\n"
     "                          A name is refused when any of its addresses is; refused: SOCKS5\n"
     "                          REP 2, SOCKS4 91, HTTP 403, a UDP datagram dropped\n"
+    "      --deny CIDR         clients refused (repeatable); a deny beats an allow\n"
+    "      --rules FILE        more rules, one a line: allow CIDR, deny CIDR, deny-dest\n"
+    "                          CIDR[:PORTS] (as the options; '#' comments; at most 4096 rules,\n"
+    "                          512 bytes a line). They add to the options' rules, and SIGHUP\n"
+    "                          replaces them as a whole; a bad file stops the start (exit 2)\n"
+    "                          or, on SIGHUP, keeps the old rules and says why with the line\n"
+    "                          number. Beyond loopback with no --allow nor users, the file's\n"
+    "                          allow rules are what keeps it closed: a reload must keep one\n"
     "\n"
     "Authentication:\n"
     "  -u, --user USER         require this user name: SOCKS5 username/password (RFC 1929),\n"
@@ -41,6 +49,19 @@ static const char usage_text[] =
     "                          255 bytes each, the first ':' splits), '#' comments, blank\n"
     "                          lines; a malformed line stops the start with its number, and a\n"
     "                          file others may read gets a warning\n"
+    "\n"
+    "Chaining:\n"
+    "      --upstream URL      every outgoing TCP connection goes through this proxy:\n"
+    "                          socks5://[USER:PASS@]HOST:PORT (destinations resolved here),\n"
+    "                          socks5h:// (the upstream resolves names), http:// (CONNECT).\n"
+    "                          --deny-dest still applies: IP destinations exactly, names by the\n"
+    "                          addresses they resolve to here; with socks5h:// and http:// a\n"
+    "                          name that does not resolve here goes to the upstream, and the\n"
+    "                          address rules cannot see what the upstream resolves. The\n"
+    "                          upstream's refusal reaches the client as REP 2-6 / 403 / 504\n"
+    "                          when it says why, else REP 1 / 502 (bad credentials, upstream\n"
+    "                          down: result upstream-auth, upstream-unreachable). UDP ASSOCIATE\n"
+    "                          is refused with REP 7 (datagrams would bypass the upstream)\n"
     "\n"
     "Limits and timeouts (durations take ms, s, m, h; a bare number is seconds):\n"
     "      --connect-timeout T connecting to a destination (default 10s)\n"
@@ -62,12 +83,14 @@ static const char usage_text[] =
     "Each tunnel logs one line on stderr when it ends: client, user, protocol, method,\n"
     "destination (UDP: the relay), bytes up (client to destination) and down, duration and\n"
     "result (ok, refused, unreachable, unknown-host, denied, timeout, auth-failed, bad-request,\n"
-    "unsupported, idle-timeout, reset, stopped). Connect failures get the matching reply:\n"
+    "unsupported, idle-timeout, reset, stopped, upstream-auth, upstream-error,\n"
+    "upstream-unreachable). Connect failures get the matching reply:\n"
     "SOCKS5 REP 5 refused, 4 host unreachable or unknown, 3 network unreachable, 2 denied;\n"
     "SOCKS4 91; HTTP 502, 504 for a timeout, 403 denied.\n"
     "SIGINT and SIGTERM stop accepting, let tunnels finish within --grace, and exit 0.\n"
-    "SIGHUP reads the --users file again: established tunnels stay, new handshakes use the\n"
-    "new users; a bad file keeps the old ones (and the reason goes to stderr).\n"
+    "SIGHUP reads the --users and --rules files again: established tunnels stay, new\n"
+    "connections see the new users and rules; a bad file keeps the old ones (and the reason\n"
+    "goes to stderr).\n"
     "\n"
     "Exit codes: 0 stopped by a signal, 1 cannot listen, 2 usage error (a bad --users file too).\n"
     "\n"
@@ -77,12 +100,17 @@ static const char usage_text[] =
     "  curl -x http://127.0.0.1:1080 http://example.com/\n"
     "  vega-proxy -l 0.0.0.0:1080 --allow 192.168.0.0/16\n"
     "  vega-proxy -l [::]:3128 -u alice -P secret  needs credentials from everyone\n"
-    "  vega-proxy -l 0.0.0.0:1080 --users /etc/vega-proxy.users\n";
+    "  vega-proxy -l 0.0.0.0:1080 --users /etc/vega-proxy.users\n"
+    "  vega-proxy --rules /etc/vega-proxy.rules   kill -HUP to apply an edited file\n"
+    "  vega-proxy --upstream socks5h://u:p@gw.example:1080  chain through another proxy\n";
 
 enum {
     OPT_VERSION = 256,
     OPT_ALLOW,
     OPT_DENY_DEST,
+    OPT_DENY,
+    OPT_RULES,
+    OPT_UPSTREAM,
     OPT_USERS,
     OPT_CONNECT_TIMEOUT,
     OPT_MAX_HEAD,
@@ -97,6 +125,9 @@ static const struct option long_opts[] = {
     {"listen", required_argument, NULL, 'l'},
     {"allow", required_argument, NULL, OPT_ALLOW},
     {"deny-dest", required_argument, NULL, OPT_DENY_DEST},
+    {"deny", required_argument, NULL, OPT_DENY},
+    {"rules", required_argument, NULL, OPT_RULES},
+    {"upstream", required_argument, NULL, OPT_UPSTREAM},
     {"user", required_argument, NULL, 'u'},
     {"password", required_argument, NULL, 'P'},
     {"users", required_argument, NULL, OPT_USERS},
@@ -124,6 +155,30 @@ static uint64_t duration_arg(const char *opt, const char *v)
     return ns;
 }
 
+/* --upstream URL: socks5://, socks5h:// or http://, with user:password@ if the upstream wants
+ * them. */
+static void upstream_parse(struct proxy_opts *o)
+{
+    if (vega_proxy_url_parse(&o->up_url, o->upstream) < 0)
+        cli_usage_error("--upstream: not a proxy URL (socks5://HOST:PORT, socks5h://, "
+                        "http://): '%s'",
+                        o->upstream);
+    vega_proxy_kind k = o->up_url.kind;
+    if (k != VEGA_PROXY_SOCKS5 && k != VEGA_PROXY_SOCKS5H && k != VEGA_PROXY_HTTP)
+        cli_usage_error("--upstream: socks5://, socks5h:// or http:// only, not '%s'", o->upstream);
+    if (!strstr(o->upstream, "://"))
+        cli_usage_error("--upstream: say the scheme (socks5://, socks5h://, http://): '%s'",
+                        o->upstream);
+    vega_proxy_opts_init(&o->up);
+    o->up.kind = k;
+    o->up.host = o->up_url.host;
+    o->up.port = o->up_url.port;
+    if (o->up_url.has_user) {
+        o->up.user = o->up_url.user;
+        o->up.password = o->up_url.password;
+    }
+}
+
 static void parse_args(struct proxy_opts *o, int argc, char **argv)
 {
     int c;
@@ -141,6 +196,19 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
             if (cidr_parse(optarg, &o->allow[o->nallow]) < 0)
                 cli_usage_error("--allow: not an address or CIDR range: '%s'", optarg);
             o->nallow++;
+            break;
+        case OPT_DENY:
+            if (o->ndeny_clients == PROXY_MAX_ALLOW)
+                cli_usage_error("--deny: at most %d ranges", PROXY_MAX_ALLOW);
+            if (cidr_parse(optarg, &o->deny_clients[o->ndeny_clients]) < 0)
+                cli_usage_error("--deny: not an address or CIDR range: '%s'", optarg);
+            o->ndeny_clients++;
+            break;
+        case OPT_RULES:
+            o->rules_file = optarg;
+            break;
+        case OPT_UPSTREAM:
+            o->upstream = optarg;
             break;
         case OPT_DENY_DEST:
             if (o->ndeny == PROXY_MAX_DENY)
@@ -235,6 +303,10 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
     }
     if (o->users_file && users_load(o, o->users_file) < 0)
         exit(CLI_EXIT_USAGE);
+    if (o->rules_file && rules_load(o) < 0)
+        exit(CLI_EXIT_USAGE);
+    if (o->upstream)
+        upstream_parse(o);
     if (o->nlisten == 0)
         o->listen[o->nlisten++] = "127.0.0.1:1080";
 }
@@ -268,9 +340,7 @@ static void *accept_main(void *arg)
             return NULL;
         }
         char name[VEGA_ADDR_STRLEN];
-        bool allowed = o->nallow == 0;
-        for (size_t i = 0; i < o->nallow && !allowed; i++)
-            allowed = cidr_match(&o->allow[i], &a->peer);
+        bool allowed = client_allowed(o, &a->peer);
         if (!allowed || atomic_load(&srv->live) >= o->max_conns) {
             vega_addr_format(&a->peer, name, sizeof name);
             fprintf(stderr, "vega-proxy: %s user=- - - - up=0 down=0 time=0.000s result=%s\n", name,
@@ -311,6 +381,7 @@ static void *main_task(void *arg)
         cli_err("resolver", "%s", vega_strerror(rr));
         return NULL;
     }
+    o->up.dns = srv.dns; /* --upstream's name, and destinations it wants resolved here */
     for (; n < o->nlisten; n++) {
         vega_addr addr;
         int r = vega_addr_parse(&addr, o->listen[n], "127.0.0.1");
@@ -320,11 +391,14 @@ static void *main_task(void *arg)
         }
         /* no open proxy: beyond loopback, somebody must have said who may use it */
         if (!addr_is_loopback(&addr) && o->nallow == 0 && !o->nusers) {
-            cli_err(o->listen[n],
-                    "refusing to listen beyond loopback as an open proxy: add --allow CIDR or "
-                    "-u USER -P PASS or --users FILE");
-            m->code = CLI_EXIT_USAGE;
-            goto fail;
+            if (rules_file_allows(o) == 0) {
+                cli_err(o->listen[n],
+                        "refusing to listen beyond loopback as an open proxy: add --allow CIDR "
+                        "or -u USER -P PASS or --users FILE (or allow rules in --rules FILE)");
+                m->code = CLI_EXIT_USAGE;
+                goto fail;
+            }
+            o->rules_need_allow = true; /* a reload must keep some allow rule */
         }
         r = vega_tcp_listen(&ls[n].sock, &addr, 0, 0);
         if (r < 0) {
@@ -363,8 +437,10 @@ static void *main_task(void *arg)
     while ((r = vega_signal_wait(&waited, &signo, VEGA_DEADLINE_NEVER)) == 0 && signo == SIGHUP) {
         if (o->users_file)
             users_reload(o);
-        else
-            cli_log(1, "SIGHUP: nothing to reload (no --users file)");
+        if (o->rules_file)
+            rules_reload(o);
+        if (!o->users_file && !o->rules_file)
+            cli_log(1, "SIGHUP: nothing to reload (no --users or --rules file)");
     }
     cli_log(1, "SIG%s: stopping, %llu tunnels open",
             sigabbrev_np(signo) ? sigabbrev_np(signo) : "?",
@@ -435,5 +511,6 @@ int main(int argc, char **argv)
     }
     vega_rt_free(rt);
     free(o.users);
+    rules_free(&o);
     return m.code;
 }

@@ -9,16 +9,20 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <vega/proxy.h>
 #include <vega/vega.h>
 
 #include "cli.h"
 
-#define PROXY_MAX_LISTEN  16    /* -l given at most this often */
-#define PROXY_MAX_ALLOW   64    /* --allow given at most this often */
-#define PROXY_MAX_DENY    64    /* --deny-dest given at most this often */
-#define PROXY_MAX_PORTS   16    /* port ranges in one --deny-dest */
-#define PROXY_MAX_USERS   10000 /* lines of a --users file */
-#define PROXY_MAX_USERS_S "10000"
+#define PROXY_MAX_LISTEN   16    /* -l given at most this often */
+#define PROXY_MAX_ALLOW    64    /* --allow given at most this often */
+#define PROXY_MAX_DENY     64    /* --deny-dest given at most this often */
+#define PROXY_MAX_PORTS    16    /* port ranges in one --deny-dest */
+#define PROXY_MAX_USERS    10000 /* lines of a --users file */
+#define PROXY_MAX_USERS_S  "10000"
+#define PROXY_MAX_RULES    4096 /* lines of a --rules file that are rules */
+#define PROXY_MAX_RULES_S  "4096"
+#define PROXY_RULES_LINE_S "512"
 
 /* An address range (CIDR). */
 struct cidr {
@@ -44,8 +48,17 @@ struct proxy_opts {
     size_t nlisten;
     struct cidr allow[PROXY_MAX_ALLOW];
     size_t nallow;
+    struct cidr deny_clients[PROXY_MAX_ALLOW]; /* --deny: clients refused */
+    size_t ndeny_clients;
     struct deny_rule deny[PROXY_MAX_DENY]; /* --deny-dest: destinations refused */
     size_t ndeny;
+    const char *rules_file;      /* --rules */
+    struct rule_set *rules;      /* its rules (NULL: none); SIGHUP swaps them (rules.c) */
+    bool rules_need_allow;       /* beyond loopback with no --allow nor users: the file's allow
+                                    rules are what keeps this from being an open proxy */
+    const char *upstream;        /* --upstream URL, as given */
+    vega_proxy_opts up;          /* --upstream: every outgoing TCP connection goes through it */
+    vega_proxy_url up_url;       /* its parts (up borrows host, user, password from here) */
     const char *user, *password; /* -u/-P: one user */
     const char *users_file;      /* --users */
     struct proxy_user *users;    /* -u/-P or --users: credentials required when nusers > 0 */
@@ -115,7 +128,26 @@ bool addr_is_loopback(const vega_addr *a);
 /* Parses CIDR[:PORTS] ("10.0.0.0/8", "127.0.0.1:22,8000-8999", "[fd00::/8]:53", "::1").
  * Returns 0 or -EINVAL. */
 int deny_parse(const char *s, struct deny_rule *out);
-/* False when a --deny-dest rule matches a (address and port). */
+/* True when d matches a (address and port). */
+bool deny_match(const struct deny_rule *d, const vega_addr *a);
+
+/* The rules of the command line and the --rules file together (rules.c). */
+struct rule_set;
+/* Reads o->rules_file at the start. Errors go to stderr with the line number. Returns 0 or an
+ * error. */
+int rules_load(struct proxy_opts *o);
+/* SIGHUP: reads o->rules_file anew and swaps it in as a whole; a bad file keeps the old rules
+ * and says why on stderr (also a file without allow rules when o->rules_need_allow). */
+int rules_reload(struct proxy_opts *o);
+void rules_free(struct proxy_opts *o);
+/* How many allow rules the file has now. */
+size_t rules_file_allows(const struct proxy_opts *o);
+/* True when client a may use the proxy: no allow rule at all, or one matches; and no deny rule
+ * matches (deny wins). Safe against a concurrent reload, as are the two below. */
+bool client_allowed(const struct proxy_opts *o, const vega_addr *a);
+/* True when any destination rule exists (else nothing need be resolved to check). */
+bool dest_rules_any(const struct proxy_opts *o);
+/* False when a --deny-dest rule or a deny-dest rule of the file matches a (address and port). */
 bool dest_allowed(const struct proxy_opts *o, const vega_addr *a);
 /* True when a and b have the same IP (an IPv4-mapped IPv6 address as IPv4); ports aside. */
 bool addr_same_ip(const vega_addr *a, const vega_addr *b);

@@ -41,6 +41,7 @@ struct tunnel {
     struct proxy_server *srv;
     const struct proxy_opts *o;
     vega_sock *client, *dest;
+    vega_stream *up_stream; /* --upstream: the tunnel through it (owns dest) */
     char peer[VEGA_ADDR_STRLEN];
     const char *proto; /* socks5, socks4, socks4a, http */
     char method[32];   /* CONNECT, GET, ... */
@@ -108,6 +109,13 @@ static const char *connect_result(int err)
         return "unknown-host";
     case -EACCES:
         return "denied";
+    case VEGA_ERR_PROXY_AUTH:
+        return "upstream-auth";
+    case VEGA_ERR_PROXY_REFUSED:
+    case VEGA_ERR_PROXY_HANDSHAKE:
+    case VEGA_ERR_PROXY_UNSUPPORTED:
+    case VEGA_ERR_PROXY_RESOLVE:
+        return "upstream-error";
     default:
         return "error";
     }
@@ -156,26 +164,94 @@ static int dest_check(struct tunnel *t, const char *host, uint16_t port, vega_de
     return r;
 }
 
-/* Connects to host:port (Happy Eyeballs, the connect timeout). */
+static bool is_dns_error(int r)
+{
+    return r == VEGA_ERR_DNS_NOT_FOUND || r == VEGA_ERR_DNS_NO_ADDRESS || r == VEGA_ERR_DNS_SERVER;
+}
+
+/* The upstream's refusal as the connect error it reports, so that the client gets the same
+ * answer (SOCKS5 REP, HTTP status) it would get from a direct connect. */
+static int upstream_error(int r, const vega_proxy_reply *rep)
+{
+    if (r != VEGA_ERR_PROXY_REFUSED)
+        return r;
+    if (rep->kind == VEGA_PROXY_HTTP)
+        return rep->code == 403 ? -EACCES : rep->code == 504 ? -ETIMEDOUT : r;
+    switch (rep->code) {
+    case 2:
+        return -EACCES;
+    case 3:
+        return -ENETUNREACH;
+    case 4:
+        return -EHOSTUNREACH;
+    case 5:
+        return -ECONNREFUSED;
+    case 6:
+        return -ETIMEDOUT; /* TTL expired */
+    default:
+        return r;
+    }
+}
+
+/* Connects to host:port through --upstream: dest is the socket to the upstream, under the
+ * stream the proxy driver returned (no byte of the tunnel is read by the handshake). */
+static int upstream_connect(struct tunnel *t, const char *host, uint16_t port, vega_deadline dl)
+{
+    vega_proxy_reply rep;
+    int r = vega_proxy_connect(&t->up_stream, &t->o->up, host, port, &rep, dl);
+    if (r == 0) {
+        t->dest = vega_stream_sock(t->up_stream);
+        if (t->dest)
+            return 0;
+        /* only plain upstreams are taken (socks5, socks5h, http): their stream is a socket's */
+        vega_stream_close(t->up_stream, 0);
+        t->up_stream = NULL;
+        return VEGA_ERR_INTERNAL;
+    }
+    t->up_stream = NULL;
+    if (rep.kind == VEGA_PROXY_NONE && !is_dns_error(r) && r != -ETIMEDOUT && r != -ECANCELED) {
+        /* the upstream itself could not be reached: no word about the destination, so a
+         * general failure (REP 1, 502) rather than the destination's "refused" */
+        cli_log(1, "%s: upstream %s:%u: %s", t->peer, t->o->up.host, (unsigned)t->o->up.port,
+                vega_strerror(r));
+        t->result = "upstream-unreachable";
+        return VEGA_ERR_PROXY_HANDSHAKE;
+    }
+    if (rep.code > 0 || rep.auth_method == 0xFF || rep.auth_status > 0)
+        cli_log(1, "%s: upstream refused %s: %d %s", t->peer, t->dest_name, rep.code, rep.reason);
+    return upstream_error(r, &rep);
+}
+
+/* Connects to host:port (Happy Eyeballs, the connect timeout), through --upstream if given. */
 static int dest_connect(struct tunnel *t, const char *host, uint16_t port, bool v6)
 {
     snprintf(t->dest_name, sizeof t->dest_name, "%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "",
              (unsigned)port);
     vega_deadline dl =
         t->o->connect_ns ? vega_deadline_in_ns(t->o->connect_ns) : VEGA_DEADLINE_NEVER;
-    int r = t->o->ndeny ? dest_check(t, host, port, dl) : 0;
-    if (r == 0)
+    const struct proxy_opts *o = t->o;
+    bool rules = dest_rules_any(o);
+    int r = rules ? dest_check(t, host, port, dl) : 0;
+    /* socks5h and http upstreams resolve the name themselves: one we cannot resolve here is
+     * theirs to judge (the address rules see only what resolves here) */
+    if (o->upstream && o->up.kind != VEGA_PROXY_SOCKS5 && is_dns_error(r))
+        r = 0;
+    if (r == 0 && o->upstream) {
+        r = upstream_connect(t, host, port, dl);
+    } else if (r == 0) {
         r = vega_tcp_connect_host(&t->dest, t->srv->dns, host, port, NULL, dl);
-    /* the name may have resolved anew (its TTL ran out): the address connected to decides */
-    vega_addr peer;
-    if (r == 0 && t->o->ndeny && vega_sock_peer_addr(t->dest, &peer) == 0 &&
-        !dest_allowed(t->o, &peer)) {
-        vega_sock_abort(t->dest);
-        r = -EACCES;
+        /* the name may have resolved anew (its TTL ran out): the address connected to decides */
+        vega_addr peer;
+        if (r == 0 && rules && vega_sock_peer_addr(t->dest, &peer) == 0 &&
+            !dest_allowed(o, &peer)) {
+            vega_sock_abort(t->dest);
+            r = -EACCES;
+        }
     }
     if (r < 0) {
         t->dest = NULL;
-        t->result = connect_result(r);
+        if (!t->result)
+            t->result = connect_result(r);
         cli_log(1, "%s: connect %s: %s", t->peer, t->dest_name, vega_strerror(r));
         return r;
     }
@@ -276,6 +352,14 @@ static int do_socks5(struct tunnel *t, vega_deadline dl)
              req.command == 1   ? "CONNECT"
              : req.command == 2 ? "BIND"
                                 : "UDP");
+    if (req.command == VEGA_PROXY_CMD_UDP_ASSOCIATE && t->o->upstream) {
+        /* datagrams would leave from here, not through the upstream: X'07' rather than a
+         * relay that bypasses it */
+        vega_ssize w = vega_proxy_socks5_reply_write(out, sizeof out, 7, NULL);
+        send_all(t->client, out, (size_t)w, dl);
+        t->result = "unsupported";
+        return VEGA_ERR_PROXY_UNSUPPORTED;
+    }
     if (req.command == VEGA_PROXY_CMD_UDP_ASSOCIATE) {
         struct udp_report rep = {.result = NULL};
         r = udp_associate(&rep, t->srv, t->client, &req.dst, dl);
@@ -499,8 +583,10 @@ static int dir_move(struct dir *d)
         int r = vega_coop();
         if (r < 0)
             return r;
-        if (!d->copy && d->pr < 0 && pipe_get(d) < 0)
+        if (!d->copy && d->pr < 0 && (r = pipe_get(d)) < 0) {
             d->copy = true; /* out of descriptors: copying still works */
+            cli_log(2, "%s: no pipe for splice (%s): copying", t->peer, vega_strerror(r));
+        }
         ssize_t n;
         if (d->copy)
             n = recv(from, buf, sizeof buf, MSG_DONTWAIT);
@@ -685,7 +771,9 @@ static void tunnel_end(struct tunnel *t)
                                         : "reset";
     }
     log_line(t);
-    if (t->dest)
+    if (t->up_stream)
+        vega_stream_close(t->up_stream, 0); /* closes dest */
+    else if (t->dest)
         vega_sock_close(t->dest);
     vega_sock_close(t->client);
     atomic_fetch_sub(&t->srv->live, 1);

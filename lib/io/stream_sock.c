@@ -85,6 +85,14 @@ int vega_stream_from_sock(vega_stream **out, vega_sock *sock, unsigned flags)
     return r;
 }
 
+vega_sock *vega_stream_sock(const vega_stream *s)
+{
+    if (!s || vega_stream_get_ops(s) != &sock_ops)
+        return NULL;
+    const struct sock_stream *ss = vega_stream_user(s);
+    return ss->sock;
+}
+
 /* ---- descriptors ----------------------------------------------------------------------------- */
 
 struct fd_stream {

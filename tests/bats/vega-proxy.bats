@@ -56,6 +56,8 @@ closed_port() {
     [[ "$output" == *"--allow CIDR"* ]]
     [[ "$output" == *"--deny-dest CIDR[:PORTS]"* ]]
     [[ "$output" == *"--users FILE"* ]]
+    [[ "$output" == *"--rules FILE"* ]]
+    [[ "$output" == *"--upstream URL"* ]]
     [[ "$output" == *"UDP ASSOCIATE"* ]]
     [[ "$output" == *"Examples:"* ]]
     run "$PROXY" --version
@@ -390,4 +392,198 @@ print("json ok")' "$T/proxy.log" "$mib"
     wait_pid_exit "$PX_PID" 15
     [ "$BG_STATUS" -eq 0 ]
     grep -E 'user=alice socks5 CONNECT .*result=stopped' "$T/proxy.log"
+}
+
+# proxy_at LOG ARGS...: another vega-proxy on a free loopback port; sets AT (its port).
+proxy_at() {
+    local log="$1"
+    shift
+    start_bg "$log" "$PROXY" -l 127.0.0.1:0 "$@"
+    wait_for_line "$log" 'listening on 127\.0\.0\.1:[0-9]+' 10
+    AT="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)"
+}
+
+@test "--rules FILE: SIGHUP replaces its rules (an open tunnel stays, new ones are refused); a bad file keeps them" {
+    local ECHO PY EP u i
+    ECHO="$(vega_bin vega-echo)"
+    PY="$(command -p -v python3)"
+    # bad files stop the start with the line's number; the count of rules is bounded
+    printf 'allow 127.0.0.0/8\ndeny-dest 10.0.0.0/8:0\n' >"$T/bad"
+    run "$PROXY" --rules "$T/bad"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"bad: line 2: not CIDR[:PORTS]"* ]]
+    printf '# c\n\nallow\n' >"$T/bad"
+    run "$PROXY" --rules "$T/bad"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"line 3: not an address"* ]]
+    printf 'permit 10.0.0.1\n' >"$T/bad"
+    run "$PROXY" --rules "$T/bad"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"line 1: not a rule"* ]]
+    printf 'deny 10.0.0.1 10.0.0.2\n' >"$T/bad"
+    run "$PROXY" --rules "$T/bad"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"line 1: one rule per line"* ]]
+    for ((i = 0; i < 4097; i++)); do echo "deny 10.0.0.1"; done >"$T/bad"
+    run "$PROXY" --rules "$T/bad"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"line 4097: too many rules (at most 4096)"* ]]
+    head -c 600 /dev/zero | tr '\0' ' ' >"$T/bad"
+    run "$PROXY" --rules "$T/bad"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"line 1: line too long"* ]]
+    # beyond loopback the file's allow rules close the proxy, and a reload must keep one
+    printf 'allow 127.0.0.0/8 # loopback\n' >"$T/open"
+    start_bg "$T/open.log" "$PROXY" -l 0.0.0.0:0 --rules "$T/open"
+    wait_for_line "$T/open.log" 'listening on 0\.0\.0\.0:[0-9]+' 10
+    printf 'deny 10.0.0.1\n' >"$T/open"
+    kill -HUP "$BG_PID"
+    wait_for_line "$T/open.log" 'not reloaded' 10
+    grep -q 'no allow rule' "$T/open.log"
+
+    origin
+    u="http://127.0.0.1:$OP/index.html"
+    start_bg "$T/echo.log" "$ECHO" -l 127.0.0.1:0
+    wait_for_line "$T/echo.log" 'listening on 127\.0\.0\.1:[0-9]+' 10
+    EP="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/echo.log" | head -1)"
+    printf '# nothing refused yet\nallow 127.0.0.0/8\n' >"$T/rules"
+    proxy -u alice -P one --rules "$T/rules"
+    run curl -sS --socks5 "127.0.0.1:$PX" -U alice:one "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+    start_bg "$T/hold.log" "$PY" "$BATS_TEST_DIRNAME/socks5-hold.py" "$PX" "$EP" alice one "$T/go"
+    wait_for_line "$T/hold.log" '^held$' 10
+    printf 'allow 127.0.0.0/8\ndeny-dest 127.0.0.1:%s,%s\n' "$OP" "$EP" >"$T/rules"
+    kill -HUP "$PX_PID"
+    wait_for_line "$T/proxy.log" 'rules: reloaded, 2 rules' 10
+    # the tunnel to the echo was open before: it stays; new connections see the new rules
+    touch "$T/go"
+    wait_for_line "$T/hold.log" '^ok$' 10
+    run curl -sS --socks5 "127.0.0.1:$PX" -U alice:one "$u"
+    [ "$status" -eq 97 ]
+    [[ "$output" == *"(2)"* ]]
+    run curl -s -o /dev/null -w '%{http_connect}' -p -x "http://127.0.0.1:$PX" -U alice:one "$u"
+    [ "$status" -eq 56 ]
+    [ "$output" = 403 ]
+    # a bad file keeps the rules there were, and says why
+    printf 'allow 127.0.0.0/8\nallow 300.1.1.1\n' >"$T/rules"
+    kill -HUP "$PX_PID"
+    wait_for_line "$T/proxy.log" 'not reloaded: the rules stay' 10
+    grep -q 'rules: line 2: not an address or CIDR range' "$T/proxy.log"
+    run curl -sS --socks5 "127.0.0.1:$PX" -U alice:one "$u"
+    [ "$status" -eq 97 ]
+    # a client deny rule: the connection is dropped at accept and logged as denied
+    printf 'deny 127.0.0.1\n' >"$T/rules"
+    kill -HUP "$PX_PID"
+    wait_for_line "$T/proxy.log" 'rules: reloaded, 1 rules' 10
+    run curl -sS --socks5 "127.0.0.1:$PX" -U alice:one "$u"
+    [ "$status" -ne 0 ]
+    grep -qE 'user=- - - - up=0 down=0 time=0\.000s result=denied' "$T/proxy.log"
+}
+
+@test "--upstream: SOCKS5h and HTTP chains reach the origin, the upstream logs the tunnel; its refusals reach the client" {
+    local P1 P2 P3 P4 u
+    origin
+    u="http://localhost:$OP/index.html"
+    proxy_at "$T/up.log" -u bob -P two
+    P2=$AT
+    # socks5h upstream: the client's name goes through both proxies
+    proxy_at "$T/p1.log" --upstream "socks5h://bob:two@127.0.0.1:$P2"
+    P1=$AT
+    run curl -sS --socks5-hostname "127.0.0.1:$P1" "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+    wait_for_line "$T/up.log" "user=bob socks5 CONNECT localhost:$OP up=[1-9][0-9]* down=[1-9][0-9]* .*result=ok" 10
+    # the relay splices over the upstream's socket: 32 MiB keep their sha256 through both
+    local want
+    want="$(sha256sum <"$W/big.bin" | cut -d' ' -f1)"
+    run bash -c "curl -sS --socks5-hostname 127.0.0.1:$P1 http://localhost:$OP/big.bin | sha256sum"
+    [ "${output%% *}" = "$want" ]
+    run curl -sS -p -x "http://127.0.0.1:$P1" "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+    # forwarding (absolute-form) goes through the upstream's tunnel too
+    run curl -sS -x "http://127.0.0.1:$P1" "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+    # http upstream: CONNECT with Basic credentials
+    proxy_at "$T/p3.log" --upstream "http://bob:two@127.0.0.1:$P2"
+    P3=$AT
+    run curl -sS --socks5-hostname "127.0.0.1:$P3" "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+    wait_for_line "$T/up.log" "user=bob http CONNECT localhost:$OP .*result=ok" 10
+    # --deny-dest applies before the upstream: refused here, nothing reaches it
+    proxy_at "$T/p4.log" --deny-dest "127.0.0.1:$OP" --upstream "socks5://bob:two@127.0.0.1:$P2"
+    P4=$AT
+    run curl -sS --socks5-hostname "127.0.0.1:$P4" "$u"
+    [ "$status" -eq 97 ]
+    [[ "$output" == *"(2)"* ]]
+    wait_for_line "$T/p4.log" "socks5 CONNECT localhost:$OP .*result=denied" 10
+    wait_for_line "$T/up.log" "CONNECT localhost:$OP up=[0-9]+ down=[0-9]{7,} " 10
+    # the upstream's own refusal (REP 5 for a closed port) reaches the client as such
+    run curl -sS --socks5-hostname "127.0.0.1:$P1" "http://127.0.0.1:$(closed_port)/"
+    [ "$status" -eq 97 ]
+    [[ "$output" == *"(5)"* ]]
+    wait_for_line "$T/up.log" 'result=refused' 10
+    # five tunnels and the refused one: the denied request never reached the upstream
+    [ "$(grep -c 'result=' "$T/up.log")" -eq 6 ]
+    # bad credentials at the upstream: SOCKS5 REP 1, HTTP 502
+    stop_bg_all
+    origin
+    proxy_at "$T/up2.log" -u bob -P two
+    P2=$AT
+    proxy_at "$T/s.log" --upstream "socks5h://bob:wrong@127.0.0.1:$P2"
+    P1=$AT
+    proxy_at "$T/h.log" --upstream "http://bob:wrong@127.0.0.1:$P2"
+    P3=$AT
+    run curl -sS --socks5-hostname "127.0.0.1:$P1" "http://localhost:$OP/index.html"
+    [ "$status" -eq 97 ]
+    [[ "$output" == *"(1)"* ]]
+    run curl -s -o /dev/null -w '%{http_connect}' -p -x "http://127.0.0.1:$P3" "http://localhost:$OP/"
+    [ "$status" -eq 56 ]
+    [ "$output" = 502 ]
+    wait_for_line "$T/s.log" 'result=upstream-auth' 10
+    wait_for_line "$T/h.log" 'result=upstream-auth' 10
+    # an upstream that is not there: REP 1, 502
+    proxy_at "$T/d.log" --upstream "socks5://127.0.0.1:$(closed_port)"
+    P1=$AT
+    run curl -s -o /dev/null -w '%{http_connect}' -p -x "http://127.0.0.1:$P1" "http://localhost:$OP/"
+    [ "$status" -eq 56 ]
+    [ "$output" = 502 ]
+    wait_for_line "$T/d.log" 'result=upstream-unreachable' 10
+    # UDP ASSOCIATE would bypass the upstream: REP 7
+    run timeout 20 "$(command -p -v python3)" -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"\x05\x01\x00")
+assert s.recv(2) == b"\x05\x00"
+s.sendall(b"\x05\x03\x00\x01\x00\x00\x00\x00\x00\x00")
+print(s.recv(10)[1])' "$P1"
+    [ "$status" -eq 0 ]
+    [ "$output" = 7 ]
+    # only socks5, socks5h and http upstreams
+    run "$PROXY" --upstream "https://127.0.0.1:1"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"socks5://, socks5h:// or http:// only"* ]]
+    run "$PROXY" --upstream "127.0.0.1:1"
+    [ "$status" -eq 2 ]
+}
+
+@test "out of descriptors for a splice pipe, the relay copies: 32 MiB keep their sha256" {
+    local want free lim fd
+    origin
+    proxy -vv --workers 1 --driver epoll
+    # the soft limit where exactly two descriptor numbers stay free: the client's and the
+    # destination's sockets fit, a pipe (two more) does not
+    free=0
+    for ((lim = 0; lim < 1024 && free < 2; lim++)); do
+        [ -e "/proc/$PX_PID/fd/$lim" ] || free=$((free + 1))
+    done
+    prlimit --pid "$PX_PID" --nofile="$lim":
+    want="$(sha256sum <"$W/big.bin" | cut -d' ' -f1)"
+    run bash -c "curl -sS --socks5 127.0.0.1:$PX http://127.0.0.1:$OP/big.bin | sha256sum"
+    [ "${output%% *}" = "$want" ]
+    grep -q 'no pipe for splice (Too many open files): copying' "$T/proxy.log"
+    wait_for_line "$T/proxy.log" "CONNECT 127\.0\.0\.1:$OP up=[0-9]+ down=[0-9]{7,} .*result=ok" 10
 }

@@ -84,6 +84,15 @@ VEGA_API int vega_stream_new(vega_stream **out, const vega_stream_ops *ops, void
 VEGA_API int vega_stream_from_sock(vega_stream **out, vega_sock *sock, unsigned flags);
 
 /*
+ * The socket under s when s was made by vega_stream_from_sock, else NULL (a TLS stream, a
+ * descriptor stream, any other implementation). Borrowed: the stream keeps owning (or
+ * retaining) it. Lets a caller that needs the socket itself (splice, parking) use it; reading or
+ * writing it directly bypasses nothing, as the sock stream holds no buffer.
+ * Context: any thread; never suspends. Since 0.1.
+ */
+VEGA_API vega_sock *vega_stream_sock(const vega_stream *s);
+
+/*
  * A stream over pollable descriptors (pipes, FIFOs, ttys, socketpairs): reads go to rfd and
  * writes to wfd through vega_fd_read/vega_fd_write; either may be -1 (that direction then
  * fails with -EBADF), and both may be the same descriptor. The descriptors are put in

@@ -803,6 +803,10 @@ static void body_tcp(void)
     VCHECK_EQ(vega_stream_from_sock(&sc, c, 0), 0); /* takes c */
     VCHECK_EQ(vega_stream_from_sock(&ss, s, VEGA_STREAM_BORROW), 0);
     VCHECK_STR(vega_stream_get_ops(sc)->name, "sock");
+    /* the socket under a sock stream, owned or borrowed; none under other streams */
+    VCHECK(vega_stream_sock(sc) == c);
+    VCHECK(vega_stream_sock(ss) == s);
+    VCHECK(vega_stream_sock(NULL) == NULL);
 
     size_t total = (size_t)scaled(4L << 20);
     struct pump out = {.s = sc, .total = total, .max = 4096, .seed = 3, .shutdown = true};
@@ -835,6 +839,7 @@ static void body_tcp(void)
     /* The fallback through a buffer, over a duplex. */
     vega_stream *a, *b;
     VCHECK_EQ(vega_duplex_new(&a, &b, 1 << 17), 0);
+    VCHECK(vega_stream_sock(a) == NULL);
     VCHECK_EQ(vega_stream_sendfile(a, fd, 10, 70000, &w, DL(5000)), 70000);
     read_all(b, got, 70000, DL(5000));
     VCHECK(memcmp(got, file + 10, 70000) == 0);
