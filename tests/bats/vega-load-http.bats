@@ -153,43 +153,62 @@ EOF
 @test "usage errors exit 2 with a clear message" {
     local u="http://127.0.0.1:1/"
     run "$LOAD" -c 0 -n 1 "$u"
-    [ "$status" -eq 2 ] && [[ "$output" == *"-c: expected"* ]]
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"-c: expected"* ]]
     run "$LOAD" --pipeline 0 -n 1 "$u"
-    [ "$status" -eq 2 ] && [[ "$output" == *"--pipeline: expected 1..256"* ]]
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--pipeline: expected 1..256"* ]]
     run "$LOAD" --pipeline 300 -n 1 "$u"
-    [ "$status" -eq 2 ] && [[ "$output" == *"--pipeline: expected 1..256"* ]]
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--pipeline: expected 1..256"* ]]
     run "$LOAD" -R 100 --pipeline 2 -n 1 "$u"
-    [ "$status" -eq 2 ] && [[ "$output" == *"-R and --pipeline cannot be combined"* ]]
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"-R and --pipeline cannot be combined"* ]]
     run "$LOAD" -R 0 -n 1 "$u"
-    [ "$status" -eq 2 ] && [[ "$output" == *"-R: expected"* ]]
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"-R: expected"* ]]
     run "$LOAD" -H "NoColon" -n 1 "$u"
-    [ "$status" -eq 2 ] && [[ "$output" == *"-H: expected 'Name: value'"* ]]
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"-H: expected 'Name: value'"* ]]
     run "$LOAD" -H "Content-Length: 5" -n 1 "$u"
-    [ "$status" -eq 2 ] && [[ "$output" == *"Content-Length"* ]]
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"Content-Length"* ]]
     run "$LOAD" --method "BAD METHOD" -n 1 "$u"
-    [ "$status" -eq 2 ] && [[ "$output" == *"invalid request"* ]]
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"invalid request"* ]]
     run "$LOAD" --body "$T/missing" -n 1 "$u"
-    [ "$status" -eq 2 ] && [[ "$output" == *"--body: cannot open"* ]]
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--body: cannot open"* ]]
     run "$LOAD" -s 64 -n 1 "$u"
-    [ "$status" -eq 2 ] && [[ "$output" == *"-s is for echo mode"* ]]
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"-s is for echo mode"* ]]
     run "$LOAD" -k -n 1 "$u"
-    [ "$status" -eq 2 ] && [[ "$output" == *"-k needs an https:// URL"* ]]
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"-k needs an https:// URL"* ]]
     run "$LOAD" -n 1 ftp://127.0.0.1/
-    [ "$status" -eq 2 ] && [[ "$output" == *"expected an http:// or https:// URL"* ]]
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"expected an http:// or https:// URL"* ]]
     run "$LOAD" -n 1 "http://user@127.0.0.1/"
-    [ "$status" -eq 2 ] && [[ "$output" == *"user names in URLs"* ]]
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"user names in URLs"* ]]
     run "$LOAD" -n 1 "http://127.0.0.1:99999/"
-    [ "$status" -eq 2 ] && [[ "$output" == *"invalid port"* ]]
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"invalid port"* ]]
     run "$LOAD" -n 1 http
-    [ "$status" -eq 2 ] && [[ "$output" == *"no URL"* ]]
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"no URL"* ]]
     run "$LOAD" -n 1 h2 --pipeline 2 "$u"
-    [ "$status" -eq 2 ] && [[ "$output" == *"--pipeline is for HTTP/1.1"* ]]
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--pipeline is for HTTP/1.1"* ]]
     run "$LOAD" -n 1 "$u" extra
-    [ "$status" -eq 2 ] && [[ "$output" == *"unexpected argument 'extra'"* ]]
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"unexpected argument 'extra'"* ]]
     run "$LOAD" echo -n 1 "$u"
-    [ "$status" -eq 2 ] && [[ "$output" == *"'echo' takes HOST:PORT, not a URL"* ]]
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"'echo' takes HOST:PORT, not a URL"* ]]
     run "$LOAD" echo -H "A: b" -n 1 127.0.0.1:1
-    [ "$status" -eq 2 ] && [[ "$output" == *"are for HTTP mode"* ]]
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"are for HTTP mode"* ]]
     [[ "$output" == *"Try 'vega-load --help'"* ]]
 }
 
@@ -243,7 +262,8 @@ EOF
     [[ "$output" == *"(uncorr.)"* ]]
     local n
     n="$(sed -nE 's/^ +([0-9]+) requests in .*/\1/p' <<<"$output")"
-    [ "$n" -ge 80 ] && [ "$n" -le 101 ]
+    [ "$n" -ge 80 ]
+    [ "$n" -le 101 ]
     load_run -c 2 -R 100 -d 500ms --json "http://127.0.0.1:$PY_PORT/" >"$T/r.json"
     json_check "$T/r.json" 'j["rate"] == 100 and "latency_uncorrected_us" in j'
     json_check "$T/r.json" 'j["latency_uncorrected_us"]["p50"] <= j["latency_us"]["max"]'

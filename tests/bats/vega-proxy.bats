@@ -80,17 +80,23 @@ closed_port() {
     proxy
     local u="http://127.0.0.1:$OP/index.html"
     run curl -sS --socks5-hostname "127.0.0.1:$PX" "http://localhost:$OP/index.html"
-    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
     run curl -sS --socks5 "127.0.0.1:$PX" "$u"
-    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
     run curl -sS --socks4a "127.0.0.1:$PX" "http://localhost:$OP/index.html"
-    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
     run curl -sS --socks4 "127.0.0.1:$PX" "$u"
-    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
     run curl -sS -p -x "http://127.0.0.1:$PX" "$u"
-    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
     run curl -sS -x "http://127.0.0.1:$PX" "$u"
-    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
     # one access log line per tunnel, with what each moved
     wait_for_line "$T/proxy.log" 'http GET 127\.0\.0\.1:[0-9]+ up=[1-9][0-9]* down=[1-9][0-9]* .*result=ok' 5
     grep -E 'socks5 CONNECT localhost:[0-9]+ up=[1-9][0-9]* down=[1-9][0-9]* .*result=ok' "$T/proxy.log"
@@ -103,15 +109,18 @@ closed_port() {
     proxy -u alice -P s3cret
     local u="http://127.0.0.1:$OP/index.html"
     run curl -sS --socks5-hostname "alice:s3cret@127.0.0.1:$PX" "$u"
-    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
     run curl -sS --socks5-hostname "alice:wrong@127.0.0.1:$PX" "$u"
     [ "$status" -eq 97 ]
     run curl -sS --socks5-hostname "127.0.0.1:$PX" "$u"
     [ "$status" -eq 97 ]
     run curl -sS -x "http://127.0.0.1:$PX" -U alice:s3cret "$u"
-    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
     run curl -sS -p -x "http://127.0.0.1:$PX" -U alice:s3cret "$u"
-    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
     run curl -s -o /dev/null -w '%{http_code}' -x "http://127.0.0.1:$PX" -U alice:nope "$u"
     [ "$output" = 407 ]
     run curl -s -o /dev/null -w '%{http_connect}' -p -x "http://127.0.0.1:$PX" "$u"
@@ -134,7 +143,8 @@ closed_port() {
     run curl -sS --socks4 "127.0.0.1:$PX" "http://127.0.0.1:$p/"
     [ "$status" -eq 97 ]
     run curl -s -o /dev/null -w '%{http_connect}' -p -x "http://127.0.0.1:$PX" "http://127.0.0.1:$p/"
-    [ "$status" -eq 56 ] && [ "$output" = 502 ]
+    [ "$status" -eq 56 ]
+    [ "$output" = 502 ]
     run curl -s -o /dev/null -w '%{http_code}' -x "http://127.0.0.1:$PX" "http://127.0.0.1:$p/"
     [ "$output" = 502 ]
     grep -E "socks5 CONNECT 127\.0\.0\.1:$p .*result=refused" "$T/proxy.log"
@@ -168,11 +178,14 @@ closed_port() {
     VC="$(vega_bin vega-curl)"
     ECHO="$(vega_bin vega-echo)"
     run timeout 20 "$VC" -sS -x "socks5h://127.0.0.1:$PX" "http://127.0.0.1:$OP/index.html"
-    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
     run timeout 20 "$VC" -sS -x "http://127.0.0.1:$PX" "http://127.0.0.1:$OP/index.html"
-    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
     run timeout 20 "$VC" -sS -p -x "http://127.0.0.1:$PX" "http://127.0.0.1:$OP/index.html"
-    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
     command -v ncat >/dev/null || skip "ncat is not installed (apt-get install ncat)"
     # vega-echo answers everything, then closes once the client's EOF reached it: ncat only
     # exits with the echo when its half-close crossed the proxy and the echo's came back
@@ -181,9 +194,11 @@ closed_port() {
     local EP
     EP="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/echo.log" | head -1)"
     run bash -c "echo half-close | timeout 10 ncat --proxy 127.0.0.1:$PX --proxy-type socks5 127.0.0.1 $EP"
-    [ "$status" -eq 0 ] && [ "$output" = half-close ]
+    [ "$status" -eq 0 ]
+    [ "$output" = half-close ]
     run bash -c "echo via-http | timeout 10 ncat --proxy 127.0.0.1:$PX --proxy-type http 127.0.0.1 $EP"
-    [ "$status" -eq 0 ] && [ "$output" = via-http ]
+    [ "$status" -eq 0 ]
+    [ "$output" = via-http ]
     grep -E 'socks5 CONNECT 127\.0\.0\.1:[0-9]+ up=11 down=11 .*result=ok' "$T/proxy.log"
 }
 
@@ -317,7 +332,8 @@ closed_port() {
     [ "${VEGA_TEST_SCALE:-1}" -gt 1 ] && mib=64 small=16
     proxy --log-format json
     run timeout 120 "$PY" "$BATS_TEST_DIRNAME/proxy-bulk.py" "$PX" "$mib" 100
-    [ "$status" -eq 0 ] && [[ "$output" == ok* ]]
+    [ "$status" -eq 0 ]
+    [[ "$output" == ok* ]]
     kill -TERM "$PX_PID"
     wait_pid_exit "$PX_PID" 15
     # one valid JSON object per tunnel, with the bytes each way
@@ -330,11 +346,13 @@ assert t["proto"] == "socks5" and t["method"] == "CONNECT" and t["result"] == "o
 assert t["up"] == t["down"] == int(sys.argv[2]) << 20, t
 assert t["user"] is None and t["client"].startswith("127.0.0.1:") and t["duration"] > 0, t
 print("json ok")' "$T/proxy.log" "$mib"
-    [ "$status" -eq 0 ] && [ "$output" = "json ok" ]
+    [ "$status" -eq 0 ]
+    [ "$output" = "json ok" ]
     rm -f "$T/proxy.log"
     proxy --no-splice --driver epoll
     run timeout 60 "$PY" "$BATS_TEST_DIRNAME/proxy-bulk.py" "$PX" "$small" 50
-    [ "$status" -eq 0 ] && [[ "$output" == ok* ]]
+    [ "$status" -eq 0 ]
+    [[ "$output" == ok* ]]
     run "$PROXY" --log-format xml
     [ "$status" -eq 2 ]
 }
@@ -359,7 +377,8 @@ print("json ok")' "$T/proxy.log" "$mib"
     touch "$T/go"
     wait_for_line "$T/hold.log" '^ok$' 10
     run curl -sS --socks5 "127.0.0.1:$PX" --proxy-user bob:two "$u"
-    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
     run curl -sS --socks5 "127.0.0.1:$PX" --proxy-user alice:one "$u"
     [ "$status" -eq 97 ]
     # a bad file keeps the users there were, and says why
@@ -368,7 +387,8 @@ print("json ok")' "$T/proxy.log" "$mib"
     wait_for_line "$T/proxy.log" 'not reloaded' 10
     grep -E 'users: line 1: not user:password' "$T/proxy.log"
     run curl -sS -x "http://127.0.0.1:$PX" -U bob:two "$u"
-    [ "$status" -eq 0 ] && [ "$output" = hello-proxy ]
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
     kill -0 "$PX_PID"
 }
 

@@ -158,7 +158,8 @@ start_own() {
     local etag lm
     etag="$(sed -nE 's/^etag: (.*)\r$/\1/p' "$T/h")"
     lm="$(sed -nE 's/^last-modified: (.*)\r$/\1/p' "$T/h")"
-    [ -n "$etag" ] && [ -n "$lm" ]
+    [ -n "$etag" ]
+    [ -n "$lm" ]
     [ "$(ct -o /dev/null -w '%{http_code}' -H "If-None-Match: $etag" "$UT/hello.txt")" = 304 ]
     [ "$(cc -o /dev/null -w '%{http_code}' -H "If-Modified-Since: $lm" "$UC/hello.txt")" = 304 ]
     [ "$(ct -o /dev/null -w '%{http_code}' -H 'If-Match: "other"' "$UT/hello.txt")" = 412 ]

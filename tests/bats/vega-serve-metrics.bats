@@ -29,7 +29,8 @@ serve() {
     local p m
     p="$(sed -nE 's/.*listening on [0-9.]+:([0-9]+)$/\1/p' "$T/serve.log" | head -n1)"
     m="$(sed -nE 's|.*metrics on (http://[0-9.]+:[0-9]+/metrics)$|\1|p' "$T/serve.log" | head -n1)"
-    [ -n "$p" ] && [ -n "$m" ]
+    [ -n "$p" ]
+    [ -n "$m" ]
     URL="http://127.0.0.1:$p" MURL="$m"
 }
 
@@ -129,7 +130,8 @@ curls() {
     local p
     p="$(sed -nE 's/.*listening on [0-9.]+:([0-9]+)$/\1/p' "$log" | head -n1)"
     MURL="$(sed -nE 's|.*metrics on (http://[0-9.]+:[0-9]+/metrics)$|\1|p' "$log" | head -n1)"
-    [ -n "$p" ] && [ -n "$MURL" ]
+    [ -n "$p" ]
+    [ -n "$MURL" ]
     URL="http://127.0.0.1:$p/hello.txt"
     run "${CHECK[@]}" snapshot "$MURL" "$T/before.json"
     [ "$status" -eq 0 ] || { echo "$output"; false; }

@@ -44,8 +44,10 @@ teardown() {
     local ours theirs
     ours=("$T"/sq/*_server.sqlog)
     theirs=("$T"/nq/*.sqlog)
-    [ "${#ours[@]}" -eq 1 ] && [ -f "${ours[0]}" ]
-    [ "${#theirs[@]}" -eq 1 ] && [ -f "${theirs[0]}" ]
+    [ "${#ours[@]}" -eq 1 ]
+    [ -f "${ours[0]}" ]
+    [ "${#theirs[@]}" -eq 1 ]
+    [ -f "${theirs[0]}" ]
     [[ "$(basename "${ours[0]}")" =~ ^[0-9a-f]{16,40}_server\.sqlog$ ]]
     [ "$(stat -c %a "${ours[0]}")" = 600 ]
     local check="$BATS_TEST_DIRNAME/qlog-check.py"
@@ -92,8 +94,10 @@ PY
     local ours theirs
     ours=("$T"/sq/*_server.sqlog)
     theirs=("$T"/cq/*)
-    [ "${#ours[@]}" -eq 1 ] && [ -f "${ours[0]}" ]
-    [ "${#theirs[@]}" -eq 1 ] && [ -f "${theirs[0]}" ]
+    [ "${#ours[@]}" -eq 1 ]
+    [ -f "${ours[0]}" ]
+    [ "${#theirs[@]}" -eq 1 ]
+    [ -f "${theirs[0]}" ]
     [[ "$(basename "${theirs[0]}")" =~ ^[0-9a-f]{16,40}_client\.sqlog$ ]]
     [ "$(stat -c %a "${theirs[0]}")" = 600 ]
     local check="$BATS_TEST_DIRNAME/qlog-check.py"
