@@ -341,6 +341,60 @@ static int remote_name(struct xfer *x)
     return 0;
 }
 
+/* -J: the filename parameter of the final response's Content-Disposition, as curl 7.88 reads
+ * it (quoted or up to ';'; filename* is not read), cut to what follows its last '/' or '\\'.
+ * Returns 1 with the name in out, 0 when there is none (-O's URL name stays), or 23 for a
+ * name that cannot be a file (empty, ".", "..", too long). */
+static int disposition_name(struct xfer *x, const vega_http_client_info *in, char *out, size_t cap)
+{
+    const vega_http_field *f =
+        in->fields ? vega_http_fields_get(in->fields, "Content-Disposition", 19) : NULL;
+    if (!f)
+        return 0;
+    const char *p = f->value.ptr, *end = p + f->value.len;
+    for (;;) {
+        while (p < end && (*p == ' ' || *p == '\t' || *p == ';'))
+            p++;
+        if (p >= end)
+            return 0;
+        if ((size_t)(end - p) > 9 && strncasecmp(p, "filename=", 9) == 0)
+            break;
+        const char *semi = memchr(p, ';', (size_t)(end - p));
+        if (!semi)
+            return 0;
+        p = semi + 1;
+    }
+    p += 9;
+    const char *e;
+    if (p < end && (*p == '"' || *p == '\'')) {
+        e = memchr(p + 1, *p, (size_t)(end - p - 1));
+        p++;
+        if (!e)
+            e = end;
+    } else {
+        e = memchr(p, ';', (size_t)(end - p));
+        if (!e)
+            e = end;
+        while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+    }
+    for (const char *q = p; q < e; q++)
+        if (*q == '/' || *q == '\\')
+            p = q + 1;
+    size_t len = (size_t)(e - p);
+    if (len == 0 || (len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.') ||
+        len >= cap)
+        return curl_fail_msg(x, CE_WRITE_ERROR, "Content-Disposition names no usable file ('%.*s')",
+                             (int)len, p);
+    for (const char *q = p; q < e; q++)
+        if ((unsigned char)*q < 0x20 || *q == 0x7f)
+            return curl_fail_msg(x, CE_WRITE_ERROR,
+                                 "Content-Disposition's file name has control characters");
+    memcpy(out, p, len);
+    out[len] = '\0';
+    return 1;
+}
+
 static bool user_has(const struct curl_opts *o, const char *name)
 {
     size_t n = strlen(name);
@@ -387,6 +441,16 @@ static void build_fields(struct xfer *x)
     const struct curl_opts *o = x->o;
     x->nfields = 0;
     bool strip = x->foreign && !o->location_trusted;
+    /* curl's Cookie field: the jar's cookies for this URL, then -b's strings (not when -H
+     * gives Cookie; the jar's then go in a field of their own) */
+    static const char ck[] = "Cookie";
+    size_t cl = curl_cookie_header(x->url, x->cookie, 8191);
+    bool own = user_has(o, ck);
+    if (o->cookie_str && !own)
+        snprintf(x->cookie + cl, sizeof x->cookie - cl, "%s%s", cl ? "; " : "", o->cookie_str);
+    if (x->cookie[0]) /* before -H's fields, as curl sends it */
+        x->fields[x->nfields++] =
+            (vega_http_field){{ck, sizeof(ck) - 1}, {x->cookie, strlen(x->cookie)}};
     for (size_t i = 0; i < o->nheaders; i++)
         if (!strip || !is_credential(&o->headers[i]))
             x->fields[x->nfields++] = o->headers[i];
@@ -636,6 +700,7 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
             x->res.size_upload += x->up.sent;
         verbose_connection(x, in);
         flush_trace(x);
+        curl_cookie_take(x->url, in->fields); /* a redirect's cookies go with the next hop */
 
         bool to_get = false;
         vega_ssize n = vega_http_client_redirect(resp, x->url, x->next, sizeof(x->next), &to_get);
@@ -914,6 +979,26 @@ static int run(struct xfer *x, struct curl_ctx *cx, size_t idx)
             drop_body(x, resp);
         vega_http_client_response_free(resp);
         return 0;
+    }
+    if (o->remote_header_name && spec.remote_name && !o->head) {
+        char name[sizeof x->res.filename];
+        int got = disposition_name(x, in, name, sizeof name);
+        if (got == 1) {
+            int n = o->output_dir && *o->output_dir
+                        ? snprintf(x->res.filename, sizeof x->res.filename, "%s/%s", o->output_dir,
+                                   name)
+                        : snprintf(x->res.filename, sizeof x->res.filename, "%s", name);
+            if (n < 0 || (size_t)n >= sizeof x->res.filename)
+                got = curl_fail_msg(x, CE_WRITE_ERROR, "the output file's path is too long");
+            else {
+                snprintf(x->sink.path, sizeof x->sink.path, "%s", x->res.filename);
+                x->sink.exclusive = true; /* curl opens the server's name with "wx" */
+            }
+        }
+        if (got > 1) {
+            vega_http_client_response_free(resp);
+            return got;
+        }
     }
     if (o->fail && in->status >= 400 && !o->fail_with_body) {
         vega_http_client_response_free(resp);
