@@ -229,7 +229,7 @@ static bool clean(const char *s, size_t n)
 }
 
 /* One Set-Cookie value from host for request path; secure = a secure context (https, or
- * localhost as curl counts it). */
+ * localhost as curl counts it). host NULL: a line of a cookie file. */
 static void take_one(const char *v, size_t len, const char *host, const char *rpath, size_t rplen,
                      bool secure, int64_t now)
 {
@@ -301,6 +301,16 @@ static void take_one(const char *v, size_t len, const char *host, const char *rp
         c.expires = max_age < 0 ? 1 : max_age; /* Max-Age wins over Expires (§5.3 step 3) */
     if (c.secure && !secure)
         return; /* RFC 6265bis §5.7 step 8, and curl: no secure cookie from an insecure origin */
+    char fh[256];
+    if (!host) {
+        /* a Set-Cookie line of a cookie file: its Domain is its host (no Domain: no host to
+         * bind it to, refused) */
+        if (!has_domain || doml >= sizeof fh)
+            return;
+        memcpy(fh, dom, doml);
+        fh[doml] = '\0';
+        host = fh;
+    }
     if (has_domain) {
         char d[256];
         if (doml >= sizeof d)
@@ -468,6 +478,10 @@ static void load_line(char *line, int64_t now, bool junk_session)
     }
     if (line[0] == '#' || line[0] == '\0')
         return;
+    if (strncasecmp(line, "Set-Cookie:", 11) == 0) { /* curl reads header lines too */
+        take_one(line + 11, strlen(line + 11), NULL, "/", 1, true, now);
+        return;
+    }
     char *f[7];
     int n = 0;
     for (char *s = line; n < 7; n++) {
@@ -570,6 +584,13 @@ static int write_order(const void *a, const void *b)
     return x->order < y->order ? 1 : -1; /* curl writes the newest first */
 }
 
+static mode_t current_umask(void)
+{
+    mode_t m = umask(0);
+    umask(m);
+    return m;
+}
+
 int curl_cookie_save(const struct curl_opts *o)
 {
     if (!o->cookie_jar) {
@@ -578,9 +599,22 @@ int curl_cookie_save(const struct curl_opts *o)
         free(jar.c);
         return 0;
     }
+    /* a temporary file next to it, renamed over it: a jar is never left half written */
     bool out = strcmp(o->cookie_jar, "-") == 0;
-    FILE *fp = out ? stdout : fopen(o->cookie_jar, "w");
+    char tmp[4096 + 16];
+    FILE *fp = stdout;
     int code = 0;
+    if (!out) {
+        int n = snprintf(tmp, sizeof tmp, "%s.XXXXXX", o->cookie_jar);
+        int fd = n > 0 && (size_t)n < sizeof tmp ? mkstemp(tmp) : -1;
+        fp = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (fd >= 0 && !fp) {
+            close(fd);
+            unlink(tmp);
+        }
+        if (fp)
+            (void)fchmod(fd, 0644 & ~current_umask());
+    }
     if (!fp) {
         fprintf(stderr, "vega-curl: warning: failed to save cookies in %s: %s\n", o->cookie_jar,
                 strerror(errno));
@@ -605,8 +639,11 @@ int curl_cookie_save(const struct curl_opts *o)
                     c->tailmatch ? "." : "", c->domain, c->tailmatch ? "TRUE" : "FALSE", c->path,
                     c->secure ? "TRUE" : "FALSE", (long long)c->expires, c->name, c->value);
         }
-        if ((out ? fflush(fp) : fclose(fp)) != 0) {
-            fprintf(stderr, "vega-curl: warning: failed to save cookies in %s\n", o->cookie_jar);
+        if ((out ? fflush(fp) : fclose(fp)) != 0 || (!out && rename(tmp, o->cookie_jar) < 0)) {
+            fprintf(stderr, "vega-curl: warning: failed to save cookies in %s: %s\n", o->cookie_jar,
+                    strerror(errno));
+            if (!out)
+                unlink(tmp);
             code = -1;
         }
     }

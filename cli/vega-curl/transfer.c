@@ -351,33 +351,31 @@ static int disposition_name(struct xfer *x, const vega_http_client_info *in, cha
         in->fields ? vega_http_fields_get(in->fields, "Content-Disposition", 19) : NULL;
     if (!f)
         return 0;
-    const char *p = f->value.ptr, *end = p + f->value.len;
+    const char *v = f->value.ptr;
+    size_t n = f->value.len, i = 0;
     for (;;) {
-        while (p < end && (*p == ' ' || *p == '\t' || *p == ';'))
-            p++;
-        if (p >= end)
+        while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ';'))
+            i++;
+        if (i >= n)
             return 0;
-        if ((size_t)(end - p) > 9 && strncasecmp(p, "filename=", 9) == 0)
+        if (i + 9 < n && strncasecmp(v + i, "filename=", 9) == 0)
             break;
-        const char *semi = memchr(p, ';', (size_t)(end - p));
-        if (!semi)
-            return 0;
-        p = semi + 1;
+        while (i < n && v[i] != ';')
+            i++;
     }
-    p += 9;
-    const char *e;
-    if (p < end && (*p == '"' || *p == '\'')) {
-        e = memchr(p + 1, *p, (size_t)(end - p - 1));
-        p++;
-        if (!e)
-            e = end;
+    i += 9;
+    size_t j; /* the name is v[i, j) */
+    if (v[i] == '"' || v[i] == '\'') {
+        char quote = v[i++];
+        for (j = i; j < n && v[j] != quote; j++)
+            ;
     } else {
-        e = memchr(p, ';', (size_t)(end - p));
-        if (!e)
-            e = end;
-        while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
-            e--;
+        for (j = i; j < n && v[j] != ';'; j++)
+            ;
+        while (j > i && (v[j - 1] == ' ' || v[j - 1] == '\t'))
+            j--;
     }
+    const char *p = v + i, *e = v + j;
     for (const char *q = p; q < e; q++)
         if (*q == '/' || *q == '\\')
             p = q + 1;

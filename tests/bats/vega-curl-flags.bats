@@ -414,6 +414,16 @@ names() {
     grep -qx 'cookie: keep=2' "$T/j.vega"
     diff "$T/j.curl" "$T/j.vega"
     diff "$T/j.jar.curl" "$T/j.jar.vega"
+    # curl reads Set-Cookie lines in a cookie file too (with a Domain: the cookie's host)
+    printf 'Set-Cookie: hdr=1; Domain=127.0.0.1; Path=/c\n' >"$T/h.jar"
+    bothjar hl -s -b "$T/h.jar" "http://127.0.0.1:$EPORT/c/"
+    grep -qx 'cookie: hdr=1' "$T/hl.vega"
+    diff "$T/hl.curl" "$T/hl.vega"
+    # one without Domain is refused (curl 7.88 keeps it with no domain and sends it to IP
+    # hosts: a cookie bound to no origin, which vega-curl does not keep)
+    printf 'Set-Cookie: nodomain=1\n' >"$T/nd.jar"
+    vc -s -b "$T/nd.jar" "http://127.0.0.1:$EPORT/c/" >"$T/nd.out"
+    grep -qx 'no cookie' "$T/nd.out"
     # a new value replaces (keeping its place), Max-Age=0 deletes; the newer first on a tie
     bothjar rep -s -b "$T/in.jar" -c JAR \
         "http://127.0.0.1:$EPORT/c/?$(sc 'sess=new; Path=/')&$(sc 'gone=; Max-Age=0; Path=/')"
@@ -454,6 +464,11 @@ names() {
     vc -s -b "$T/huge.jar" "http://127.0.0.1:$EPORT/c/" >"$T/huge.out" 2>"$T/huge.err"
     grep -qx 'cookie: first=1' "$T/huge.out"
     grep -q 'over 16777216 bytes' "$T/huge.err"
+    # 3000 cookies in all (vega-curl's bound; RFC 6265 §6.1's minimum): a file of 3100
+    awk 'BEGIN { for (i = 0; i < 3100; i++) printf "h%d.ex.com\tFALSE\t/\tFALSE\t0\tn\t1\n", i }' \
+        >"$T/wide.jar"
+    vc -s -b "$T/wide.jar" -c "$T/wide.out.jar" "http://127.0.0.1:$EPORT/c/" >/dev/null
+    [ "$(grep -c $'\tn\t1$' "$T/wide.out.jar")" -eq 3000 ]
     # 8190 bytes of -b strings at most
     run vc -s -b "a=$(head -c 8200 /dev/zero | tr '\0' x)" "http://127.0.0.1:$EPORT/c/"
     [ "$status" -eq 2 ]
