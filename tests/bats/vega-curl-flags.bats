@@ -112,6 +112,12 @@ heads() {
     echo hi | vc -v -u a:b "ws://127.0.0.1:$SPORT/ws" >"$T/out" 2>"$T/err"
     grep -qx 'hi' "$T/out"
     grep -q '^> Authorization: Basic YTpi' "$T/err"
+    # and cookies: the jar's for that host and path (ws: as http:), then -b's string
+    printf '127.0.0.1\tFALSE\t/ws\tFALSE\t0\tj\t1\n127.0.0.1\tFALSE\t/x\tFALSE\t0\tno\t1\n' \
+        >"$T/ws.jar"
+    echo hi | vc -v -b "$T/ws.jar" -b 's=2' "ws://127.0.0.1:$SPORT/ws" >"$T/out" 2>"$T/err"
+    grep -qx 'hi' "$T/out"
+    grep -q '^> Cookie: j=1; s=2' "$T/err"
 }
 
 @test "-u without a password: read from stdin when there is no terminal, as curl" {
