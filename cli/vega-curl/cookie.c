@@ -37,7 +37,8 @@ static struct {
     uint64_t next_order;
 } jar;
 
-static bool engine; /* -c, or -b with a file: Set-Cookie is taken and the jar sent */
+static bool engine;  /* -c, or -b with a file: Set-Cookie is taken and the jar sent */
+static bool verbose; /* -v: curl's "Added cookie" lines for the cookies responses set */
 
 static void cookie_free(struct cookie *c)
 {
@@ -173,8 +174,9 @@ static size_t domain_count(const char *domain)
 }
 
 /* Stores c (taking its strings), replacing the cookie of the same name, domain and path
- * (RFC 6265 §5.3 step 11). An expired c only removes. Returns false when it was dropped. */
-static bool jar_store(struct cookie *c, int64_t now)
+ * (RFC 6265 §5.3 step 11). An expired c only removes. Returns 0 when it was dropped, 1 when
+ * added, 2 when it replaced one. */
+static int jar_store(struct cookie *c, int64_t now)
 {
     for (size_t i = 0; i < jar.n; i++) {
         struct cookie *o = &jar.c[i];
@@ -183,32 +185,32 @@ static bool jar_store(struct cookie *c, int64_t now)
             if (c->expires && c->expires <= now) {
                 jar_remove(i);
                 cookie_free(c);
-                return false;
+                return 0;
             }
             c->order = o->order; /* kept: the creation time of the old cookie (§5.3 11.3) */
             cookie_free(o);
             *o = *c;
-            return true;
+            return 2;
         }
     }
     if ((c->expires && c->expires <= now) || jar.n >= COOKIE_MAX_TOTAL ||
         domain_count(c->domain) >= COOKIE_MAX_PER_DOMAIN) {
         cookie_free(c);
-        return false;
+        return 0;
     }
     if (jar.n == jar.cap) {
         size_t cap = jar.cap ? jar.cap * 2 : 16;
         struct cookie *p = realloc(jar.c, cap * sizeof *p);
         if (!p) {
             cookie_free(c);
-            return false;
+            return 0;
         }
         jar.c = p;
         jar.cap = cap;
     }
     c->order = jar.next_order++;
     jar.c[jar.n++] = *c;
-    return true;
+    return 1;
 }
 
 static void trim(const char **s, const char **e)
@@ -302,6 +304,7 @@ static void take_one(const char *v, size_t len, const char *host, const char *rp
     if (c.secure && !secure)
         return; /* RFC 6265bis §5.7 step 8, and curl: no secure cookie from an insecure origin */
     char fh[256];
+    bool from_response = host != NULL;
     if (!host) {
         /* a Set-Cookie line of a cookie file: its Domain is its host (no Domain: no host to
          * bind it to, refused) */
@@ -342,7 +345,15 @@ static void take_one(const char *v, size_t len, const char *host, const char *rp
         cookie_free(&c);
         return;
     }
-    jar_store(&c, now); /* the domain as given: curl writes it so, and compares ignoring case */
+    /* the domain as given: curl writes it so, and compares ignoring case */
+    char line[300];
+    if (verbose)
+        snprintf(line, sizeof line, "for domain %s, path %s, expire %lld", c.domain, c.path,
+                 (long long)c.expires);
+    int r = jar_store(&c, now);
+    if (verbose && r && from_response)
+        fprintf(stderr, "* %s cookie %.*s=\"%.*s\" %s\n", r == 2 ? "Replaced" : "Added", (int)nl,
+                ns, (int)vl, vs, line);
 }
 
 /* "localhost", 127.0.0.1 and ::1 count as secure, as curl counts them. */
@@ -573,6 +584,7 @@ static void load_file(const struct curl_opts *o, const char *path)
 void curl_cookie_init(const struct curl_opts *o)
 {
     engine = o->cookie_jar != NULL || o->ncookie_files > 0;
+    verbose = o->verbose;
     for (size_t i = 0; i < o->ncookie_files; i++)
         load_file(o, o->cookie_files[i]);
 }

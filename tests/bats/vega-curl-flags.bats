@@ -408,6 +408,12 @@ names() {
     grep -qx 'cookie: r=1' "$T/hop.vega"
     diff "$T/hop.curl" "$T/hop.vega"
     diff "$T/hop.jar.curl" "$T/hop.jar.vega"
+    # -v tells what was kept, in curl's words (after the response's head, where curl writes
+    # them between its lines)
+    vc -s -v -c "$T/v.jar" "http://127.0.0.1:$EPORT/c/?$(sc 'r=1; Path=/')&$(sc 'r=2; Path=/')" \
+        2>"$T/v.err" >/dev/null
+    grep -qx '\* Added cookie r="1" for domain 127.0.0.1, path /, expire 0' "$T/v.err"
+    grep -qx '\* Replaced cookie r="2" for domain 127.0.0.1, path /, expire 0' "$T/v.err"
     # without -b FILE or -c the engine is off: nothing is kept, nothing sent
     bothjar off -s -L "http://127.0.0.1:$EPORT/c/?$(sc 'r=1; Path=/')&to=$next"
     grep -qx 'no cookie' "$T/off.vega"
