@@ -213,6 +213,23 @@ static int jar_store(struct cookie *c, int64_t now)
     return 1;
 }
 
+/* RFC 6265bis §5.7 step 16 as curl 7.88 applies it: from an insecure origin, a cookie may not
+ * shadow a Secure one of the same name and domain whose path's first segment starts its path
+ * (an old "/login" refuses "/login/en" and "/loginx" alike). */
+static bool overlays_secure(const struct cookie *c)
+{
+    for (size_t i = 0; i < jar.n; i++) {
+        const struct cookie *o = &jar.c[i];
+        if (!o->secure || strcmp(o->name, c->name) != 0 || strcasecmp(o->domain, c->domain) != 0)
+            continue;
+        const char *sep = strchr(o->path + 1, '/');
+        size_t n = sep ? (size_t)(sep - o->path) : strlen(o->path);
+        if (strncasecmp(o->path, c->path, n) == 0)
+            return true;
+    }
+    return false;
+}
+
 static void trim(const char **s, const char **e)
 {
     while (*s < *e && (**s == ' ' || **s == '\t'))
@@ -342,6 +359,10 @@ static void take_one(const char *v, size_t len, const char *host, const char *rp
     c.domain = has_domain ? dupn(dom, doml) : dupn(host, strlen(host));
     c.path = path && pathl && path[0] == '/' ? dupn(path, pathl) : default_path(rpath, rplen);
     if (!c.name || !c.value || !c.domain || !c.path || !clean(c.path, strlen(c.path))) {
+        cookie_free(&c);
+        return;
+    }
+    if (!secure && overlays_secure(&c)) {
         cookie_free(&c);
         return;
     }

@@ -393,6 +393,16 @@ names() {
     bothjar rh -s -L "${R[@]}" -b 'str=1' -H 'Cookie: mine=1' "http://a.ex.com:$EPORT/c/?to=$to"
     grep -qx 'no cookie' "$T/rh.vega"
     diff "$T/rh.curl" "$T/rh.vega"
+    # over http, no cookie may shadow a Secure one of the same name and domain (curl's rule:
+    # the old path's first segment starting the new path)
+    printf 'a.ex.com\tFALSE\t/login\tTRUE\t0\ts\told\n' >"$T/sec.jar"
+    for p in %2Floginx %2Flogin%2Fen %2Flogi; do
+        bothjar sec -s "${R[@]}" -b "$T/sec.jar" -c JAR "http://a.ex.com:$EPORT/c/?set=s%3Dn%3B%20path%3D$p"
+        diff "$T/sec.jar.curl" "$T/sec.jar.vega"
+        cp "$T/sec.jar.vega" "$T/sec.$p"
+    done
+    ! grep -qP '\t/login(x|/en)\t' "$T"/sec.%2Flogin*
+    grep -qP '^a.ex.com\tFALSE\t/logi\tFALSE\t0\ts\tn$' "$T/sec.%2Flogi"
     # the jar's field comes first, -H's after it; -b's string is left out when -H gives Cookie
     bothjar h -s "${R[@]}" -b "$T/in.jar" -b 'str=1' -H 'Cookie: mine=1' \
         "http://a.ex.com:$EPORT/c/"
