@@ -456,9 +456,10 @@ static int send_order(const void *a, const void *b)
     return x->order < y->order ? 1 : -1;
 }
 
-size_t curl_cookie_header(const char *url, char *out, size_t cap)
+size_t curl_cookie_header(const char *url, char *out, size_t cap, bool *capped)
 {
     out[0] = '\0';
+    *capped = false;
     if (!engine || jar.n == 0 || cap == 0)
         return 0;
     char scheme[16], host[256], path[CURL_MAX_URL_LEN];
@@ -491,8 +492,10 @@ size_t curl_cookie_header(const char *url, char *out, size_t cap)
     size_t len = 0;
     for (size_t i = 0; i < nm && i < COOKIE_MAX_SEND; i++) {
         size_t nl = strlen(m[i]->name), vl = strlen(m[i]->value), sep = len ? 2 : 0;
-        if (len + sep + nl + 1 + vl + 1 > cap)
-            break; /* the field's cap: the rest are not sent (curl stops at 8190 bytes) */
+        if (len + sep + nl + 1 + vl + 1 > cap) {
+            *capped = true; /* the field's cap: the rest are not sent (curl stops at 8190) */
+            break;
+        }
         len += (size_t)snprintf(out + len, cap - len, "%s%s=%s", sep ? "; " : "", m[i]->name,
                                 m[i]->value);
     }

@@ -393,8 +393,9 @@ int curl_files_store(const struct curl_opts *o, struct curl_saved *s);
 /* Loads the -b files; the engine is on with -c or any -b file (even one not there). */
 void curl_cookie_init(const struct curl_opts *o);
 /* The jar's cookies for a request to url, "n=v; n2=v2" into out (at most cap bytes with the
- * NUL); returns the length, 0 when none (or the engine is off). */
-size_t curl_cookie_header(const char *url, char *out, size_t cap);
+ * NUL); returns the length, 0 when none (or the engine is off). *capped: some did not fit
+ * (curl then sends no -b string either). */
+size_t curl_cookie_header(const char *url, char *out, size_t cap, bool *capped);
 /* The Set-Cookie fields of a response to a request for url. */
 void curl_cookie_take(const char *url, const vega_http_fields *f);
 /* Writes the -c jar (at the end of the run) and frees the jar. Returns 0, or -1 after a

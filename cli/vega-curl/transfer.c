@@ -442,9 +442,10 @@ static void build_fields(struct xfer *x)
     /* curl's Cookie field: the jar's cookies for this URL, then -b's strings (not when -H
      * gives Cookie; the jar's then go in a field of their own) */
     static const char ck[] = "Cookie";
-    size_t cl = curl_cookie_header(x->url, x->cookie, 8191);
+    bool capped;
+    size_t cl = curl_cookie_header(x->url, x->cookie, 8191, &capped);
     bool own = user_has(o, ck);
-    if (o->cookie_str && !own)
+    if (o->cookie_str && !own && !capped)
         snprintf(x->cookie + cl, sizeof x->cookie - cl, "%s%s", cl ? "; " : "", o->cookie_str);
     if (x->cookie[0]) /* before -H's fields, as curl sends it */
         x->fields[x->nfields++] =

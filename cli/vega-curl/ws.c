@@ -222,12 +222,14 @@ int curl_ws_transfer(struct curl_ctx *cx, size_t idx)
     char hurl[CURL_MAX_URL_LEN];
     bool wss = strncasecmp(url, "wss:", 4) == 0;
     int hn = snprintf(hurl, sizeof hurl, "%s%s", wss ? "https" : "http", url + (wss ? 3 : 2));
-    size_t cl = hn > 0 && (size_t)hn < sizeof hurl ? curl_cookie_header(hurl, cookie, 8191) : 0;
+    bool capped = false;
+    size_t cl =
+        hn > 0 && (size_t)hn < sizeof hurl ? curl_cookie_header(hurl, cookie, 8191, &capped) : 0;
     bool has_cookie = false;
     for (size_t i = 0; i < o->nheaders; i++)
         has_cookie |=
             o->headers[i].name.len == 6 && strncasecmp(o->headers[i].name.ptr, "Cookie", 6) == 0;
-    if (o->cookie_str && !has_cookie)
+    if (o->cookie_str && !has_cookie && !capped)
         snprintf(cookie + cl, sizeof cookie - cl, "%s%s", cl ? "; " : "", o->cookie_str);
     else
         cookie[cl] = '\0';

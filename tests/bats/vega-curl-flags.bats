@@ -491,6 +491,16 @@ names() {
         >"$T/wide.jar"
     vc -s -b "$T/wide.jar" -c "$T/wide.out.jar" "http://127.0.0.1:$EPORT/c/" >/dev/null
     [ "$(grep -c $'\tn\t1$' "$T/wide.out.jar")" -eq 3000 ]
+    # a Cookie field of at most 8190 bytes (curl's): the cookies past it, and -b's string,
+    # are not sent
+    local v
+    v="$(head -c 4000 /dev/zero | tr '\0' v)"
+    for i in a b c; do printf '127.0.0.1\tFALSE\t/\tFALSE\t0\t%s\t%s\n' "$i" "$v"; done >"$T/cap.jar"
+    printf '127.0.0.1\tFALSE\t/\tFALSE\t0\ts\t1\n' >>"$T/cap.jar"
+    bothjar cap -s -b "$T/cap.jar" -b 'x=1' "http://127.0.0.1:$EPORT/c/"
+    [ "$(head -1 "$T/cap.vega" | wc -c)" -le $((8 + 8190 + 1)) ]
+    grep -q '^cookie: s=1; c=v*; b=v*$' "$T/cap.vega"
+    diff "$T/cap.curl" "$T/cap.vega"
     # 8190 bytes of -b strings at most
     run vc -s -b "a=$(head -c 8200 /dev/zero | tr '\0' x)" "http://127.0.0.1:$EPORT/c/"
     [ "$status" -eq 2 ]
