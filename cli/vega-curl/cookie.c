@@ -83,9 +83,11 @@ static bool domain_match(const char *host, const char *domain)
 }
 
 /* RFC 6265 §5.1.4, with curl's reading of the cookie's path: a trailing '/' is not part of it
- * ("/a/" matches "/a" as "/a" does). */
+ * ("/a/" matches "/a" as "/a" does), and one not starting with '/' is "/". */
 static bool path_match(const char *req, const char *cpath)
 {
+    if (cpath[0] != '/')
+        return true; /* a file's path without its '/' is "/" to curl */
     size_t cl = strlen(cpath);
     if (cl > 1 && cpath[cl - 1] == '/')
         cl--;
@@ -529,6 +531,13 @@ static void load_line(char *line, int64_t now, bool junk_session)
         *t = '\0';
         s = t + 1;
     }
+    if (n == 6 && (strcmp(f[2], "TRUE") == 0 || strcmp(f[2], "FALSE") == 0)) {
+        /* an old file without the path field: curl makes it "/" */
+        for (int i = 6; i > 2; i--)
+            f[i] = f[i - 1];
+        f[2] = "/";
+        n = 7;
+    }
     if (n == 6) { /* curl accepts a line without a value */
         f[6] = "";
         n = 7;
@@ -546,7 +555,7 @@ static void load_line(char *line, int64_t now, bool junk_session)
         nl + vl > COOKIE_MAX_NAMEVALUE)
         return;
     const char *dom = f[0][0] == '.' ? f[0] + 1 : f[0];
-    if (!dom[0] || f[2][0] != '/')
+    if (!dom[0] || !f[2][0])
         return;
     struct cookie c = {
         .name = dupn(f[5], nl),

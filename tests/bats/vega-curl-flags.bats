@@ -441,6 +441,18 @@ names() {
     bothjar hl -s -b "$T/h.jar" "http://127.0.0.1:$EPORT/c/"
     grep -qx 'cookie: hdr=1' "$T/hl.vega"
     diff "$T/hl.curl" "$T/hl.vega"
+    # old and odd file lines as curl reads them: no path field ("/"), no value, a path
+    # without '/' (sent as "/", written back as it was), #HttpOnly_ kept
+    {
+        printf '127.0.0.1\tFALSE\tFALSE\t0\tnp\t1\n127.0.0.1\tFALSE\t/\tFALSE\t0\tnov\n'
+        printf '#HttpOnly_127.0.0.1\tFALSE\t/\tFALSE\t0\thttp\t1\n'
+        printf '127.0.0.1\tFALSE\tc\tFALSE\t0\tbadpath\t1\n'
+    } >"$T/old.jar"
+    bothjar old -s -b "$T/old.jar" -c JAR "http://127.0.0.1:$EPORT/c/"
+    grep -qx 'cookie: badpath=1; http=1; nov=; np=1' "$T/old.vega"
+    grep -qP '^#HttpOnly_127.0.0.1\t' "$T/old.jar.vega"
+    diff "$T/old.curl" "$T/old.vega"
+    diff "$T/old.jar.curl" "$T/old.jar.vega"
     # one without Domain is refused (curl 7.88 keeps it with no domain and sends it to IP
     # hosts: a cookie bound to no origin, which vega-curl does not keep)
     printf 'Set-Cookie: nodomain=1\n' >"$T/nd.jar"
