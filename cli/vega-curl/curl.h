@@ -103,6 +103,12 @@ struct curl_opts {
     uint64_t resume_from;      /* -C OFFSET */
     bool remote_time;          /* -R */
     const char *time_cond;     /* -z DATE|FILE as given */
+    char *cookie_str;          /* -b NAME=VALUE strings, joined with "; " (owned) */
+    const char **cookie_files; /* -b FILE (owned array) */
+    size_t ncookie_files;
+    const char *cookie_jar;    /* -c FILE ("-" = stdout) */
+    bool junk_session;         /* -j: session cookies of -b files are not loaded */
+    bool remote_header_name;   /* -J: -O takes Content-Disposition's filename */
     int64_t time_cond_at;      /* its Unix time */
     bool time_cond_unmodified; /* a leading '-': If-Unmodified-Since */
     bool time_cond_lastmod;    /* a leading '=': curl's TIMECOND_LASTMOD, a Last-Modified field
@@ -205,6 +211,7 @@ struct curl_sink {
     char path[4096];
     bool create_dirs; /* --create-dirs: make the missing directories of path */
     bool append;      /* -C: the body is added after what the file holds */
+    bool exclusive;   /* -J: never over an existing file (O_EXCL) */
     bool trim;        /* a retry of -C: first cut the file back to append_at bytes */
     uint64_t append_at;
     int err;      /* the first write or open failure (-errno) */
@@ -383,6 +390,20 @@ void curl_files_take(const struct curl_opts *o, vega_http_client *c, struct curl
  * old one, the session file private). Returns 0, or 23 after printing why. */
 int curl_files_store(const struct curl_opts *o, struct curl_saved *s);
 
+/* ---- cookies (cookie.c) ------------------------------------------------------------------- */
+
+/* Loads the -b files; the engine is on with -c or any -b file (even one not there). */
+void curl_cookie_init(const struct curl_opts *o);
+/* The jar's cookies for a request to url, "n=v; n2=v2" into out (at most cap bytes with the
+ * NUL); returns the length, 0 when none (or the engine is off). *capped: some did not fit
+ * (curl then sends no -b string either). */
+size_t curl_cookie_header(const char *url, char *out, size_t cap, bool *capped);
+/* The Set-Cookie fields of a response to a request for url. */
+void curl_cookie_take(const char *url, const vega_http_fields *f);
+/* Writes the -c jar (at the end of the run) and frees the jar. Returns 0, or -1 after a
+ * warning (curl's exit code does not change). */
+int curl_cookie_save(const struct curl_opts *o);
+
 /* Runs URL number idx (its -o/-O, -T) and prints --write-out. Returns its exit code. */
 int curl_transfer(struct curl_ctx *cx, size_t idx);
 /* Closes the -D file (at the end of the run). */
@@ -410,14 +431,17 @@ struct xfer {
     struct curl_progress prog;
     struct tbuf trace; /* -v lines of the request in flight */
     struct tbuf heads; /* raw response heads for -i */
-    /* -H and what the options add (build_fields: at most 6 of Content-Type, Accept,
-     * Authorization, If-(Un)Modified-Since, Content-Range or Range, Referer) */
-    vega_http_field fields[CURL_MAX_HEADERS + 8];
+    /* -H and what the options add (build_fields: at most 8 of Content-Type, Accept,
+     * Authorization, If-(Un)Modified-Since, Content-Range or Range, Referer, Cookie twice:
+     * the jar's and -b's string) */
+    vega_http_field fields[CURL_MAX_HEADERS + 10];
     char range[512];         /* the Range value ("" = none) */
     uint64_t resume_at;      /* -C: the offset asked for (0 = none) */
     char url_auth[704];      /* Basic credentials of the URL's userinfo
                                 ("" = none; -u wins) */
     char time_cond[64];      /* -z: the If-(Un)Modified-Since value */
+    char cookie[16384];      /* the Cookie value: the jar's (up to 8190 bytes, curl's cap)
+                                and -b's strings (up to 8190) */
     char content_range[600]; /* -r or -C with a body ("" = none) */
     int64_t retry_after;     /* the response's Retry-After in seconds,
                                 -1 = none */

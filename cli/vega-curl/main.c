@@ -46,6 +46,12 @@ static const char usage_text[] =
     "  -u, --user U[:P]         Basic credentials; without :P the password is asked on the\n"
     "                           terminal (or read as a line from stdin where there is none)\n"
     "      --oauth2-bearer TOK  Authorization: Bearer TOK\n"
+    "  -b, --cookie DATA|FILE   'N=V; N2=V2' sent as it is (to every host, as curl does), or\n"
+    "                           a cookie file (Netscape format, as curl writes it) whose\n"
+    "                           cookies go where RFC 6265 lets them; a FILE (even one not\n"
+    "                           there) also keeps the Set-Cookie cookies for the next hops\n"
+    "  -c, --cookie-jar FILE    write every cookie at the end, in curl's format (- = stdout)\n"
+    "  -j, --junk-session-cookies  leave out the -b file's session cookies\n"
     "  -z, --time-cond T        If-Modified-Since T (an HTTP date, or a file's mtime);\n"
     "                           -T: If-Unmodified-Since; nothing written when not met\n"
     "  -A, --user-agent NAME    User-Agent (default vega-curl/VERSION; '' = none)\n"
@@ -135,6 +141,8 @@ static const char usage_text[] =
     "  -o, --output FILE        write the body to FILE (- = stdout); the n-th -o goes with\n"
     "                           the n-th URL\n"
     "  -O, --remote-name        write it to a file named like the URL's last path segment\n"
+    "  -J, --remote-header-name  -O takes the name from Content-Disposition (its last path\n"
+    "                           segment) and never overwrites a file (exit 23)\n"
     "      --output-dir DIR     put -o and -O files in DIR\n"
     "      --create-dirs        make the missing directories of their paths\n"
     "  -C, --continue-at N|-    resume: ask from byte N (-: the output file's size) and\n"
@@ -261,6 +269,8 @@ enum {
     OPT_FAIL_EARLY,
     OPT_NO_FAIL_EARLY,
     OPT_LIMIT_RATE,
+    OPT_NO_JUNK_SESSION,
+    OPT_NO_REMOTE_HEADER_NAME,
 };
 
 static const struct option long_opts[] = {
@@ -359,6 +369,12 @@ static const struct option long_opts[] = {
     {"fail-early", no_argument, NULL, OPT_FAIL_EARLY},
     {"no-fail-early", no_argument, NULL, OPT_NO_FAIL_EARLY},
     {"limit-rate", required_argument, NULL, OPT_LIMIT_RATE},
+    {"cookie", required_argument, NULL, 'b'},
+    {"cookie-jar", required_argument, NULL, 'c'},
+    {"junk-session-cookies", no_argument, NULL, 'j'},
+    {"no-junk-session-cookies", no_argument, NULL, OPT_NO_JUNK_SESSION},
+    {"remote-header-name", no_argument, NULL, 'J'},
+    {"no-remote-header-name", no_argument, NULL, OPT_NO_REMOTE_HEADER_NAME},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -645,13 +661,41 @@ static void set_auth(struct curl_opts *o, const char *user_arg, const char *bear
     memset((char *)(bearer ? bearer : user_arg), ' ', strlen(bearer ? bearer : user_arg));
 }
 
+/* -b: curl's rule, a string with '=' is cookies to send as they are (';' between several, as
+ * curl 7.88 joins them);
+ * anything else (or "@FILE") is a cookie file, which also turns the cookie engine on. */
+static void add_cookie(struct curl_opts *o, const char *arg)
+{
+    if (arg[0] != '@' && strchr(arg, '=')) {
+        size_t have = o->cookie_str ? strlen(o->cookie_str) : 0, add = strlen(arg);
+        if (have + 1 + add > 8190)
+            cli_usage_error("-b: the cookie strings are longer than 8190 bytes in all");
+        for (const char *p = arg; *p; p++)
+            if ((unsigned char)*p < 0x20 && *p != '\t')
+                cli_usage_error("-b: the cookie string has characters a field may not hold");
+        char *s = realloc(o->cookie_str, have + 1 + add + 1);
+        if (!s)
+            cli_usage_error("out of memory");
+        snprintf(s + have, 1 + add + 1, "%s%s", have ? ";" : "", arg);
+        o->cookie_str = s;
+        return;
+    }
+    if (arg[0] == '@')
+        arg++;
+    const char **f = realloc(o->cookie_files, (o->ncookie_files + 1) * sizeof *f);
+    if (!f)
+        cli_usage_error("out of memory");
+    f[o->ncookie_files++] = arg;
+    o->cookie_files = f;
+}
+
 static void parse_args(struct curl_opts *o, int argc, char **argv)
 {
     uint64_t v;
     int c;
     const char *user_arg = NULL, *bearer = NULL;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":X:H:d:GT:o:OLiIsSvfkm:w:A:e:#ZD:hVx:U:pr:u:46C:Rz:",
+    while ((c = getopt_long(argc, argv, ":X:H:d:GT:o:OLiIsSvfkm:w:A:e:#ZD:hVx:U:pr:u:46C:Rz:b:c:jJ",
                             long_opts, NULL)) != -1) {
         switch (c) {
         case 'X':
@@ -744,6 +788,24 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
         case OPT_FAIL_EARLY:
         case OPT_NO_FAIL_EARLY:
             o->fail_early = c == OPT_FAIL_EARLY;
+            break;
+        case 'b':
+            add_cookie(o, optarg);
+            break;
+        case 'c':
+            o->cookie_jar = optarg;
+            break;
+        case 'j':
+            o->junk_session = true;
+            break;
+        case OPT_NO_JUNK_SESSION:
+            o->junk_session = false;
+            break;
+        case 'J':
+            o->remote_header_name = true;
+            break;
+        case OPT_NO_REMOTE_HEADER_NAME:
+            o->remote_header_name = false;
             break;
         case OPT_LIMIT_RATE:
             if (cli_parse_size(optarg, &v) < 0)
@@ -1005,6 +1067,11 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
         cli_usage_error("-I cannot be combined with -d or -T (one request method only)");
     if (o->has_data && o->nuploads)
         cli_usage_error("-d and -T cannot be combined (one request body only)");
+    /* curl's two refusals for -J (exit 2); -J without -O is ignored, as curl ignores it */
+    if (o->remote_header_name && o->include)
+        cli_usage_error("showing headers and --remote-header-name cannot be combined");
+    if (o->remote_header_name && o->resume)
+        cli_usage_error("--continue-at and --remote-header-name cannot be combined");
     if (o->key && !o->cert)
         cli_usage_error("--key needs --cert");
     set_auth(o, user_arg, bearer);
@@ -1222,6 +1289,8 @@ int main(int argc, char **argv)
     parse_args(&o, argc, argv);
     signal(SIGPIPE, SIG_IGN);
 
+    curl_cookie_init(&o);
+
     vega_rt_opts ro;
     vega_rt_opts_init(&ro);
     ro.flavor = VEGA_RT_MULTI_THREAD;
@@ -1238,6 +1307,7 @@ int main(int argc, char **argv)
     if (r < 0)
         m.code = curl_fail(&o, CE_FAILED_INIT, "runtime: %s", vega_strerror(r));
     vega_rt_free(rt);
+    (void)curl_cookie_save(&o); /* curl only warns when the jar cannot be written */
     int fcode = curl_files_store(&o, &m.saved);
     if (fcode && m.code == CE_OK)
         m.code = fcode;
@@ -1248,5 +1318,7 @@ int main(int argc, char **argv)
     free(o.urls);
     free(o.outs);
     free(o.uploads);
+    free(o.cookie_str);
+    free(o.cookie_files);
     return m.code;
 }

@@ -105,6 +105,8 @@ static int sink_open(struct curl_sink *s, const struct curl_opts *o)
     /* -C appends to what is there (curl opens the file for appending); a retry first cuts it
      * back to the size it had when the transfer began */
     int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (s->append ? 0 : O_TRUNC);
+    if (s->exclusive)
+        flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
     if (s->create_dirs)
         make_dirs(s->path);
     int fd = open(s->path, flags, 0666);
@@ -114,6 +116,11 @@ static int sink_open(struct curl_sink *s, const struct curl_opts *o)
         close(fd);
         fd = -1;
         errno = e;
+    }
+    if (fd < 0 && s->exclusive && errno == EEXIST) {
+        s->err = -errno;
+        return curl_fail(o, CE_WRITE_ERROR, "Refusing to overwrite %s: %s", s->path,
+                         strerror(errno));
     }
     if (fd < 0) {
         s->err = -errno;

@@ -368,6 +368,58 @@ static int remote_name(struct xfer *x)
     return 0;
 }
 
+/* -J: the filename parameter of the final response's Content-Disposition, as curl 7.88 reads
+ * it (quoted or up to ';'; filename* is not read), cut to what follows its last '/' or '\\'.
+ * Returns 1 with the name in out, 0 when there is none (-O's URL name stays), or 23 for a
+ * name that cannot be a file (empty, ".", "..", too long). */
+static int disposition_name(struct xfer *x, const vega_http_client_info *in, char *out, size_t cap)
+{
+    const vega_http_field *f =
+        in->fields ? vega_http_fields_get(in->fields, "Content-Disposition", 19) : NULL;
+    if (!f)
+        return 0;
+    const char *v = f->value.ptr;
+    size_t n = f->value.len, i = 0;
+    for (;;) {
+        while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ';'))
+            i++;
+        if (i >= n)
+            return 0;
+        if (i + 9 < n && strncasecmp(v + i, "filename=", 9) == 0)
+            break;
+        while (i < n && v[i] != ';')
+            i++;
+    }
+    i += 9;
+    size_t j; /* the name is v[i, j) */
+    if (v[i] == '"' || v[i] == '\'') {
+        char quote = v[i++];
+        for (j = i; j < n && v[j] != quote; j++)
+            ;
+    } else {
+        for (j = i; j < n && v[j] != ';'; j++)
+            ;
+        while (j > i && (v[j - 1] == ' ' || v[j - 1] == '\t'))
+            j--;
+    }
+    const char *p = v + i, *e = v + j;
+    for (const char *q = p; q < e; q++)
+        if (*q == '/' || *q == '\\')
+            p = q + 1;
+    size_t len = (size_t)(e - p);
+    if (len == 0 || (len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.') ||
+        len >= cap)
+        return curl_fail_msg(x, CE_WRITE_ERROR, "Content-Disposition names no usable file ('%.*s')",
+                             (int)len, p);
+    for (const char *q = p; q < e; q++)
+        if ((unsigned char)*q < 0x20 || *q == 0x7f)
+            return curl_fail_msg(x, CE_WRITE_ERROR,
+                                 "Content-Disposition's file name has control characters");
+    memcpy(out, p, len);
+    out[len] = '\0';
+    return 1;
+}
+
 static bool user_has(const struct curl_opts *o, const char *name)
 {
     size_t n = strlen(name);
@@ -414,6 +466,17 @@ static void build_fields(struct xfer *x)
     const struct curl_opts *o = x->o;
     x->nfields = 0;
     bool strip = x->foreign && !o->location_trusted;
+    /* curl's Cookie field: the jar's cookies for this URL, then -b's strings (not when -H
+     * gives Cookie; the jar's then go in a field of their own) */
+    static const char ck[] = "Cookie";
+    bool capped;
+    size_t cl = curl_cookie_header(x->url, x->cookie, 8191, &capped);
+    bool own = user_has(o, ck);
+    if (o->cookie_str && !own && !capped)
+        snprintf(x->cookie + cl, sizeof x->cookie - cl, "%s%s", cl ? "; " : "", o->cookie_str);
+    if (x->cookie[0]) /* before -H's fields, as curl sends it */
+        x->fields[x->nfields++] =
+            (vega_http_field){{ck, sizeof(ck) - 1}, {x->cookie, strlen(x->cookie)}};
     for (size_t i = 0; i < o->nheaders; i++)
         if (!strip || !is_credential(&o->headers[i]))
             x->fields[x->nfields++] = o->headers[i];
@@ -663,6 +726,7 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
             x->res.size_upload += x->up.sent;
         verbose_connection(x, in);
         flush_trace(x);
+        curl_cookie_take(x->url, in->fields); /* a redirect's cookies go with the next hop */
 
         bool to_get = false;
         vega_ssize n = vega_http_client_redirect(resp, x->url, x->next, sizeof(x->next), &to_get);
@@ -941,6 +1005,26 @@ static int run(struct xfer *x, struct curl_ctx *cx, size_t idx)
             drop_body(x, resp);
         vega_http_client_response_free(resp);
         return 0;
+    }
+    if (o->remote_header_name && spec.remote_name && !o->head) {
+        char name[sizeof x->res.filename];
+        int got = disposition_name(x, in, name, sizeof name);
+        if (got == 1) {
+            int n = o->output_dir && *o->output_dir
+                        ? snprintf(x->res.filename, sizeof x->res.filename, "%s/%s", o->output_dir,
+                                   name)
+                        : snprintf(x->res.filename, sizeof x->res.filename, "%s", name);
+            if (n < 0 || (size_t)n >= sizeof x->res.filename)
+                got = curl_fail_msg(x, CE_WRITE_ERROR, "the output file's path is too long");
+            else {
+                snprintf(x->sink.path, sizeof x->sink.path, "%s", x->res.filename);
+                x->sink.exclusive = true; /* curl opens the server's name with "wx" */
+            }
+        }
+        if (got > 1) {
+            vega_http_client_response_free(resp);
+            return got;
+        }
     }
     if (o->fail && in->status >= 400 && !o->fail_with_body) {
         vega_http_client_response_free(resp);

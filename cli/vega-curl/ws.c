@@ -204,8 +204,9 @@ int curl_ws_transfer(struct curl_ctx *cx, size_t idx)
     vega_websocket_connect_opts wo;
     vega_websocket_connect_opts_init(&wo);
     wo.ws.deflate.enabled = o->compressed;
-    /* -H, then -u or --oauth2-bearer as Authorization unless -H gave one (no redirects here) */
-    vega_http_field fields[CURL_MAX_HEADERS + 1];
+    /* -H, then -u or --oauth2-bearer as Authorization unless -H gave one (no redirects here),
+     * then Cookie */
+    vega_http_field fields[CURL_MAX_HEADERS + 2];
     size_t nf = 0;
     bool has_auth = false;
     for (size_t i = 0; i < o->nheaders; i++) {
@@ -215,6 +216,25 @@ int curl_ws_transfer(struct curl_ctx *cx, size_t idx)
     }
     if (o->auth && !has_auth)
         fields[nf++] = (vega_http_field){{"Authorization", 13}, {o->auth, strlen(o->auth)}};
+    /* cookies go with the upgrade as with an http(s) request to the same place (ws: is http:,
+     * wss: https: for Secure); the 101's own Set-Cookie is not read */
+    static char cookie[16384];
+    char hurl[CURL_MAX_URL_LEN];
+    bool wss = strncasecmp(url, "wss:", 4) == 0;
+    int hn = snprintf(hurl, sizeof hurl, "%s%s", wss ? "https" : "http", url + (wss ? 3 : 2));
+    bool capped = false;
+    size_t cl =
+        hn > 0 && (size_t)hn < sizeof hurl ? curl_cookie_header(hurl, cookie, 8191, &capped) : 0;
+    bool has_cookie = false;
+    for (size_t i = 0; i < o->nheaders; i++)
+        has_cookie |=
+            o->headers[i].name.len == 6 && strncasecmp(o->headers[i].name.ptr, "Cookie", 6) == 0;
+    if (o->cookie_str && !has_cookie && !capped)
+        snprintf(cookie + cl, sizeof cookie - cl, "%s%s", cl ? "; " : "", o->cookie_str);
+    else
+        cookie[cl] = '\0';
+    if (cookie[0])
+        fields[nf++] = (vega_http_field){{"Cookie", 6}, {cookie, strlen(cookie)}};
     wo.fields = fields;
     wo.nfields = nf;
     wo.trace = trace;

@@ -2,10 +2,13 @@
 # SPDX-License-Identifier: MIT
 # vega-curl's everyday curl flags (issue 18): -r, -u, --oauth2-bearer, --json, -4/-6, -C, -z,
 # -R, --output-dir, --create-dirs, --retry and its companions, --fail-early, --limit-rate, the
-# TCP flags, and %{size_download} with --compressed. Each is run with the real curl too, on the
+# TCP flags, %{size_download} with --compressed, cookies (-b, -c, -j) and -J. Each is run with the real curl too, on the
 # same server, where curl is installed: what the server got, the files and the exit codes must
 # be the same. Servers: vega-serve (files, ranges, conditions, compression) and
-# vega-curl-flags.py (echoes request heads, redirects, 503 then 200).
+# vega-curl-flags.py (echoes request heads, redirects, 503 then 200, sets cookies and echoes the
+# Cookie fields, Content-Disposition). The cookie files are compared whole, comment lines too
+# (vega-curl writes curl's three), except a Max-Age expiry, which depends on the second each
+# tool ran in.
 
 load helpers
 
@@ -109,6 +112,12 @@ heads() {
     echo hi | vc -v -u a:b "ws://127.0.0.1:$SPORT/ws" >"$T/out" 2>"$T/err"
     grep -qx 'hi' "$T/out"
     grep -q '^> Authorization: Basic YTpi' "$T/err"
+    # and cookies: the jar's for that host and path (ws: as http:), then -b's string
+    printf '127.0.0.1\tFALSE\t/ws\tFALSE\t0\tj\t1\n127.0.0.1\tFALSE\t/x\tFALSE\t0\tno\t1\n' \
+        >"$T/ws.jar"
+    echo hi | vc -v -b "$T/ws.jar" -b 's=2' "ws://127.0.0.1:$SPORT/ws" >"$T/out" 2>"$T/err"
+    grep -qx 'hi' "$T/out"
+    grep -q '^> Cookie: j=1; s=2' "$T/err"
 }
 
 @test "-u without a password: read from stdin when there is no terminal, as curl" {
@@ -270,4 +279,295 @@ heads() {
     diff "$T/gz.curl" "$T/gz.vega"
     diff "$T/gzonly.curl" "$T/gzonly.vega"
     diff "$T/plain.curl" "$T/plain.vega"
+}
+
+# ---- cookies (-b, -c, -j) and -J ----------------------------------------------------------------
+
+# bothjar NAME ARGS...: both, with each JAR in ARGS standing for that tool's own $T/NAME.jar.vega
+# or $T/NAME.jar.curl (a missing curl: the vega jar is copied, as both copies the output).
+bothjar() {
+    local name="$1" rc a
+    shift
+    local va=() ca=()
+    for a in "$@"; do
+        va+=("${a//JAR/$T/$name.jar.vega}")
+        ca+=("${a//JAR/$T/$name.jar.curl}")
+    done
+    vc "${va[@]}" >"$T/$name.vega" 2>/dev/null && rc=0 || rc=$?
+    echo "rc=$rc" >>"$T/$name.vega"
+    if command -v curl >/dev/null; then
+        timeout 30 curl "${ca[@]}" >"$T/$name.curl" 2>/dev/null && rc=0 || rc=$?
+        echo "rc=$rc" >>"$T/$name.curl"
+    else
+        cp "$T/$name.vega" "$T/$name.curl"
+        [ ! -e "$T/$name.jar.vega" ] || cp "$T/$name.jar.vega" "$T/$name.jar.curl"
+    fi
+}
+
+# A set= parameter for /c/: the Set-Cookie value (ASCII) percent-encoded, in the shell (a
+# Python per call cost a second over a test).
+sc() {
+    local s="$1" o="" c i
+    for ((i = 0; i < ${#s}; i++)); do
+        c="${s:i:1}"
+        case "$c" in
+        [a-zA-Z0-9._~-]) o+="$c" ;;
+        *)
+            printf -v c '%%%02X' "'$c"
+            o+="$c"
+            ;;
+        esac
+    done
+    printf 'set=%s' "$o"
+}
+
+# --resolve for the names the cookie tests use (domain matching needs names, not 127.0.0.1)
+names() {
+    local n
+    for n in a.ex.com b.ex.com ex.com other.org; do
+        printf -- '--resolve\n%s:%s:127.0.0.1\n' "$n" "$EPORT"
+    done
+}
+
+@test "-c writes curl's cookie file: Domain, Path, Secure, Expires, Max-Age, HttpOnly, prefixes" {
+    mapfile -t R < <(names)
+    local far='Expires=Wed, 09 Jun 2100 10:18:14 GMT' past='Expires=Wed, 09 Jun 2001 10:18:14 GMT'
+    local q
+    q="$(sc 'host=1')&$(sc 'dom=2; Domain=ex.com')&$(sc 'dot=3; domain=.A.EX.com; path=/c/')"
+    q+="&$(sc 'tld=4; Domain=com')&$(sc 'foreign=5; Domain=other.org')&$(sc 'sec=6; Secure')"
+    q+="&$(sc "far=7; $far; HttpOnly")&$(sc "both=8; $far; Max-Age=0")&$(sc "old=9; $past")"
+    q+="&$(sc 'bad=10; Max-Age=abc')&$(sc 'q=" quoted "; Path=/c/x')&$(sc 'novalue')&$(sc '=v')"
+    bothjar set -s "${R[@]}" -c JAR "http://a.ex.com:$EPORT/c/dir/page?$q"
+    grep -qx 'no cookie' "$T/set.vega"
+    # host-only without Domain, the request's directory as Path, expiry 0 for a session cookie
+    grep -qxF "$(printf 'a.ex.com\tFALSE\t/c/dir/\tFALSE\t0\thost\t1')" "$T/set.jar.vega"
+    grep -qxF "$(printf '.ex.com\tTRUE\t/c/dir/\tFALSE\t0\tdom\t2')" "$T/set.jar.vega"
+    grep -qxF "$(printf '.A.EX.com\tTRUE\t/c/\tFALSE\t0\tdot\t3')" "$T/set.jar.vega"
+    grep -qxF "$(printf '#HttpOnly_a.ex.com\tFALSE\t/c/dir/\tFALSE\t4116219494\tfar\t7')" \
+        "$T/set.jar.vega"
+    # refused: a bare TLD, a domain the host is not in, Secure over http, expired, Max-Age=0
+    # winning over a later Expires, an invalid Max-Age (curl expires it), no '=' or no name
+    ! grep -qP '\t(tld|foreign|sec|both|old|bad|novalue)\t' "$T/set.jar.vega"
+    ! grep -qP '\t\tv$' "$T/set.jar.vega"
+    grep -qx '# Netscape HTTP Cookie File' "$T/set.jar.vega"
+    diff "$T/set.curl" "$T/set.vega"
+    diff "$T/set.jar.curl" "$T/set.jar.vega" # the same lines, comments and order
+    # localhost counts as secure (curl's rule): Secure and the __Host-/__Secure- prefixes
+    q="$(sc 's=1; Secure')&$(sc '__Host-ok=1; Secure; Path=/')&$(sc '__Host-no=1; Secure; Path=/c')"
+    q+="&$(sc '__Secure-no=1')&$(sc '__Secure-ok=1; Secure')&$(sc 'ma=1; Max-Age=1000')"
+    bothjar loc -s -c JAR "http://localhost:$EPORT/c/?$q"
+    grep -qP '^localhost\tFALSE\t/c/\tTRUE\t0\ts\t1$' "$T/loc.jar.vega"
+    grep -qP '\t__Host-ok\t' "$T/loc.jar.vega"
+    grep -qP '\t__Secure-ok\t' "$T/loc.jar.vega"
+    ! grep -qP '\t__(Host|Secure)-no\t' "$T/loc.jar.vega"
+    # Max-Age is from now: only the expiry differs by the seconds between the two runs
+    local exp now
+    exp="$(awk -F'\t' '$6 == "ma" {print $5}' "$T/loc.jar.vega")"
+    now="$(date +%s)"
+    [ "$exp" -ge $((now + 990)) ] && [ "$exp" -le $((now + 1000)) ]
+    diff <(awk -F'\t' -v OFS='\t' '$6 == "ma" {$5 = "N"} 1' "$T/loc.jar.curl") \
+        <(awk -F'\t' -v OFS='\t' '$6 == "ma" {$5 = "N"} 1' "$T/loc.jar.vega")
+}
+
+@test "-b FILE sends cookies by domain, path and Secure, and never to another host on -L" {
+    mapfile -t R < <(names)
+    {
+        printf '.ex.com\tTRUE\t/\tFALSE\t0\tdom\t1\n'
+        printf 'a.ex.com\tFALSE\t/c/\tFALSE\t4116219494\thost\t2\n'
+        printf '#HttpOnly_a.ex.com\tFALSE\t/c/deep/\tFALSE\t0\tdeep\t3\n'
+        printf 'a.ex.com\tFALSE\t/\tTRUE\t0\tsec\t4\n'
+        printf 'a.ex.com\tFALSE\t/\tFALSE\t1000000000\texpired\t5\n'
+        printf 'localhost\tFALSE\t/\tTRUE\t0\tlsec\t6\n'
+    } >"$T/in.jar"
+    bothjar a -s "${R[@]}" -b "$T/in.jar" "http://a.ex.com:$EPORT/c/deep/x"
+    grep -qx 'cookie: deep=3; host=2; dom=1' "$T/a.vega" # the longest path first, as curl
+    diff "$T/a.curl" "$T/a.vega"
+    bothjar b -s "${R[@]}" -b "$T/in.jar" "http://b.ex.com:$EPORT/c/deepx"
+    grep -qx 'cookie: dom=1' "$T/b.vega"
+    diff "$T/b.curl" "$T/b.vega"
+    bothjar o -s "${R[@]}" -b "$T/in.jar" "http://other.org:$EPORT/c/"
+    grep -qx 'no cookie' "$T/o.vega"
+    diff "$T/o.curl" "$T/o.vega"
+    bothjar l -s -b "$T/in.jar" "http://localhost:$EPORT/c/"
+    grep -qx 'cookie: lsec=6' "$T/l.vega"
+    diff "$T/l.curl" "$T/l.vega"
+    # -L from a.ex.com to other.org: the jar's cookies stay home; -b's string goes along
+    # (curl sends it to every host); -H Cookie is dropped there (another origin), and as it
+    # was given, -b's string is not sent either (curl's rule)
+    local to="http%3A%2F%2Fother.org%3A$EPORT%2Fc%2F"
+    bothjar r -s -L "${R[@]}" -b "$T/in.jar" "http://a.ex.com:$EPORT/c/deep/?to=$to"
+    grep -qx 'no cookie' "$T/r.vega"
+    diff "$T/r.curl" "$T/r.vega"
+    bothjar rs -s -L "${R[@]}" -b 'str=1; s2=2' -b 's3=3' "http://a.ex.com:$EPORT/c/?to=$to"
+    grep -qx 'cookie: str=1; s2=2;s3=3' "$T/rs.vega"
+    diff "$T/rs.curl" "$T/rs.vega"
+    bothjar rh -s -L "${R[@]}" -b 'str=1' -H 'Cookie: mine=1' "http://a.ex.com:$EPORT/c/?to=$to"
+    grep -qx 'no cookie' "$T/rh.vega"
+    diff "$T/rh.curl" "$T/rh.vega"
+    # over http, no cookie may shadow a Secure one of the same name and domain (curl's rule:
+    # the old path's first segment starting the new path)
+    printf 'a.ex.com\tFALSE\t/login\tTRUE\t0\ts\told\n' >"$T/sec.jar"
+    for p in %2Floginx %2Flogin%2Fen %2Flogi; do
+        bothjar sec -s "${R[@]}" -b "$T/sec.jar" -c JAR "http://a.ex.com:$EPORT/c/?set=s%3Dn%3B%20path%3D$p"
+        diff "$T/sec.jar.curl" "$T/sec.jar.vega"
+        cp "$T/sec.jar.vega" "$T/sec.$p"
+    done
+    ! grep -qP '\t/login(x|/en)\t' "$T"/sec.%2Flogin*
+    grep -qP '^a.ex.com\tFALSE\t/logi\tFALSE\t0\ts\tn$' "$T/sec.%2Flogi"
+    # the jar's field comes first, -H's after it; -b's string is left out when -H gives Cookie
+    bothjar h -s "${R[@]}" -b "$T/in.jar" -b 'str=1' -H 'Cookie: mine=1' \
+        "http://a.ex.com:$EPORT/c/"
+    [ "$(head -2 "$T/h.vega")" = $'cookie: host=2; dom=1\ncookie: mine=1' ]
+    diff "$T/h.curl" "$T/h.vega"
+}
+
+@test "cookies of a redirect go with the next hop; -j; replacing and deleting" {
+    local next="%2Fc%2Fnext"
+    # -b with a file that is not there turns the engine on, as in curl
+    bothjar hop -s -L -b "$T/none" -c JAR \
+        "http://127.0.0.1:$EPORT/c/?$(sc 'r=1; Path=/')&$(sc 'n=2; Path=/nowhere')&to=$next"
+    grep -qx 'cookie: r=1' "$T/hop.vega"
+    diff "$T/hop.curl" "$T/hop.vega"
+    diff "$T/hop.jar.curl" "$T/hop.jar.vega"
+    # -v tells what was kept, in curl's words (after the response's head, where curl writes
+    # them between its lines)
+    vc -s -v -c "$T/v.jar" "http://127.0.0.1:$EPORT/c/?$(sc 'r=1; Path=/')&$(sc 'r=2; Path=/')" \
+        2>"$T/v.err" >/dev/null
+    grep -qx '\* Added cookie r="1" for domain 127.0.0.1, path /, expire 0' "$T/v.err"
+    grep -qx '\* Replaced cookie r="2" for domain 127.0.0.1, path /, expire 0' "$T/v.err"
+    # without -b FILE or -c the engine is off: nothing is kept, nothing sent
+    bothjar off -s -L "http://127.0.0.1:$EPORT/c/?$(sc 'r=1; Path=/')&to=$next"
+    grep -qx 'no cookie' "$T/off.vega"
+    {
+        printf '127.0.0.1\tFALSE\t/\tFALSE\t0\tsess\t1\n'
+        printf '127.0.0.1\tFALSE\t/\tFALSE\t4116219494\tkeep\t2\n'
+        printf '127.0.0.1\tFALSE\t/\tFALSE\t0\tgone\t3\n'
+    } >"$T/in.jar"
+    bothjar j -s -j -b "$T/in.jar" -c JAR "http://127.0.0.1:$EPORT/c/"
+    grep -qx 'cookie: keep=2' "$T/j.vega"
+    diff "$T/j.curl" "$T/j.vega"
+    diff "$T/j.jar.curl" "$T/j.jar.vega"
+    # curl reads Set-Cookie lines in a cookie file too (with a Domain: the cookie's host)
+    printf 'Set-Cookie: hdr=1; Domain=127.0.0.1; Path=/c\n' >"$T/h.jar"
+    bothjar hl -s -b "$T/h.jar" "http://127.0.0.1:$EPORT/c/"
+    grep -qx 'cookie: hdr=1' "$T/hl.vega"
+    diff "$T/hl.curl" "$T/hl.vega"
+    # old and odd file lines as curl reads them: no path field ("/"), no value, a path
+    # without '/' (sent as "/", written back as it was), #HttpOnly_ kept
+    {
+        printf '127.0.0.1\tFALSE\tFALSE\t0\tnp\t1\n127.0.0.1\tFALSE\t/\tFALSE\t0\tnov\n'
+        printf '#HttpOnly_127.0.0.1\tFALSE\t/\tFALSE\t0\thttp\t1\n'
+        printf '127.0.0.1\tFALSE\tc\tFALSE\t0\tbadpath\t1\n'
+    } >"$T/old.jar"
+    bothjar old -s -b "$T/old.jar" -c JAR "http://127.0.0.1:$EPORT/c/"
+    grep -qx 'cookie: badpath=1; http=1; nov=; np=1' "$T/old.vega"
+    grep -qP '^#HttpOnly_127.0.0.1\t' "$T/old.jar.vega"
+    diff "$T/old.curl" "$T/old.vega"
+    diff "$T/old.jar.curl" "$T/old.jar.vega"
+    # one without Domain is refused (curl 7.88 keeps it with no domain and sends it to IP
+    # hosts: a cookie bound to no origin, which vega-curl does not keep)
+    printf 'Set-Cookie: nodomain=1\n' >"$T/nd.jar"
+    vc -s -b "$T/nd.jar" "http://127.0.0.1:$EPORT/c/" >"$T/nd.out"
+    grep -qx 'no cookie' "$T/nd.out"
+    # a new value replaces (keeping its place), Max-Age=0 deletes; the newer first on a tie
+    bothjar rep -s -b "$T/in.jar" -c JAR \
+        "http://127.0.0.1:$EPORT/c/?$(sc 'sess=new; Path=/')&$(sc 'gone=; Max-Age=0; Path=/')"
+    grep -qx 'cookie: gone=3; keep=2; sess=1' "$T/rep.vega"
+    ! grep -qP '\tgone\t' "$T/rep.jar.vega"
+    grep -qP '\tsess\tnew$' "$T/rep.jar.vega"
+    diff "$T/rep.curl" "$T/rep.vega"
+    diff "$T/rep.jar.curl" "$T/rep.jar.vega"
+}
+
+@test "cookie bounds: 4096 bytes, 50 per response, 150 per domain, 16 MiB of file" {
+    # name + value: each under 4095 bytes, 4096 together (curl's); "@N@" is N bytes of v
+    bothjar big -s -c JAR "http://127.0.0.1:$EPORT/c/?set=ok%3D@4094@&set=no%3D@4095@&set=n2%3D@4094@x&set=n3%3D@4093@"
+    grep -qP '\tok\tv{4094}$' "$T/big.jar.vega"
+    grep -qP '\tn3\tv{4093}$' "$T/big.jar.vega"
+    ! grep -qP '\t(no|n2)\t' "$T/big.jar.vega"
+    diff "$T/big.jar.curl" "$T/big.jar.vega"
+    # at most 50 Set-Cookie fields of one response are read (curl's MAX_SET_COOKIE_AMOUNT)
+    local q="" i u=()
+    for i in $(seq 1 60); do q+="set=k$i%3D1&"; done
+    bothjar many -s -c JAR "http://127.0.0.1:$EPORT/c/?$q"
+    [ "$(grep -c $'\tk[0-9]*\t1$' "$T/many.jar.vega")" -eq 50 ]
+    diff "$T/many.jar.curl" "$T/many.jar.vega"
+    # 150 cookies per domain: vega-curl's own bound (curl 7.88 has none, so no comparison)
+    for i in 1 2 3 4; do
+        q=""
+        for j in $(seq 1 50); do q+="set=d${i}x$j%3D1&"; done
+        u+=("http://127.0.0.1:$EPORT/c/?$q")
+    done
+    vc -s -c "$T/dom.jar" "${u[@]}" >/dev/null
+    [ "$(grep -c $'\td[0-9]*x[0-9]*\t1$' "$T/dom.jar")" -eq 150 ]
+    # a cookie file is read up to 16 MiB: a cookie past that is not loaded
+    {
+        printf '127.0.0.1\tFALSE\t/\tFALSE\t0\tfirst\t1\n'
+        head -c $((17 << 20)) /dev/zero | tr '\0' '#'
+        printf '\n127.0.0.1\tFALSE\t/\tFALSE\t0\tlate\t1\n'
+    } >"$T/huge.jar"
+    vc -s -b "$T/huge.jar" "http://127.0.0.1:$EPORT/c/" >"$T/huge.out" 2>"$T/huge.err"
+    grep -qx 'cookie: first=1' "$T/huge.out"
+    grep -q 'over 16777216 bytes' "$T/huge.err"
+    # 3000 cookies in all (vega-curl's bound; RFC 6265 §6.1's minimum): a file of 3100
+    awk 'BEGIN { for (i = 0; i < 3100; i++) printf "h%d.ex.com\tFALSE\t/\tFALSE\t0\tn\t1\n", i }' \
+        >"$T/wide.jar"
+    vc -s -b "$T/wide.jar" -c "$T/wide.out.jar" "http://127.0.0.1:$EPORT/c/" >/dev/null
+    [ "$(grep -c $'\tn\t1$' "$T/wide.out.jar")" -eq 3000 ]
+    # a Cookie field of at most 8190 bytes (curl's): the cookies past it, and -b's string,
+    # are not sent
+    local v
+    v="$(head -c 4000 /dev/zero | tr '\0' v)"
+    for i in a b c; do printf '127.0.0.1\tFALSE\t/\tFALSE\t0\t%s\t%s\n' "$i" "$v"; done >"$T/cap.jar"
+    printf '127.0.0.1\tFALSE\t/\tFALSE\t0\ts\t1\n' >>"$T/cap.jar"
+    bothjar cap -s -b "$T/cap.jar" -b 'x=1' "http://127.0.0.1:$EPORT/c/"
+    [ "$(head -1 "$T/cap.vega" | wc -c)" -le $((8 + 8190 + 1)) ]
+    grep -q '^cookie: s=1; c=v*; b=v*$' "$T/cap.vega"
+    diff "$T/cap.curl" "$T/cap.vega"
+    # 8190 bytes of -b strings at most
+    run vc -s -b "a=$(head -c 8200 /dev/zero | tr '\0' x)" "http://127.0.0.1:$EPORT/c/"
+    [ "$status" -eq 2 ]
+}
+
+@test "-J names the file by Content-Disposition, safely, as curl" {
+    local u="http://127.0.0.1:$EPORT/cd?v=" tool d
+    for tool in vega curl; do
+        command -v curl >/dev/null || [ "$tool" = vega ] || continue
+        d="$T/J.$tool"
+        mkdir "$d"
+        (
+            cd "$d"
+            run1() {
+                local rc
+                if [ "$tool" = vega ]; then
+                    vc -s "$@" && rc=0 || rc=$?
+                else
+                    timeout 30 curl -s "$@" && rc=0 || rc=$?
+                fi
+                echo "rc=$rc"
+            }
+            run1 -JO "${u}attachment%3B%20filename%3D%22a.txt%22"
+            run1 -JO "${u}attachment%3B%20filename%3D%22a.txt%22" # exists: 23
+            run1 -JO "${u}attachment%3B%20filename%3D%22..%2F..%2Fx%2Fb.txt%22"
+            run1 -JO "${u}attachment%3B%20filename%3Dc.txt%3B%20size%3D3"
+            run1 -JO "${u}attachment%3B%20filename%3Dg%5Ch.txt"
+            run1 -JO "${u}attachment%3B%20filename%3D%22..%22"
+            run1 -JO "${u}attachment%3B%20filename%3D%22%22"
+            run1 -JO "${u}inline" # no filename: -O's name from the URL ("cd")
+            run1 -JO --output-dir sub --create-dirs "${u}attachment%3B%20filename%3Do.txt"
+            run1 -J "${u}attachment%3B%20filename%3Dstdout.txt" # no -O: ignored
+            run1 -JOi "${u}attachment%3B%20filename%3Di.txt"
+            run1 -JO -C - "${u}attachment%3B%20filename%3Dc.txt"
+            find . -type f | sort | while read -r f; do echo "$f: $(cat "$f")"; done
+        ) >"$T/J.$tool.out" 2>/dev/null
+    done
+    grep -qx './a.txt: cd body' "$T/J.vega.out"
+    grep -qx './b.txt: cd body' "$T/J.vega.out"
+    grep -qx './h.txt: cd body' "$T/J.vega.out"
+    grep -qx './sub/o.txt: cd body' "$T/J.vega.out"
+    [ "$(grep -c '^rc=23$' "$T/J.vega.out")" -eq 3 ]
+    [ "$(grep -c '^rc=2$' "$T/J.vega.out")" -eq 2 ]
+    ! grep -q 'stdout.txt:' "$T/J.vega.out"
+    [ ! -e "$T/x" ]
+    if command -v curl >/dev/null; then diff "$T/J.curl.out" "$T/J.vega.out"; fi
 }

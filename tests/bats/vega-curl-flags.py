@@ -2,7 +2,10 @@
 # A small HTTP/1.1 server for vega-curl-flags.bats: /echo answers with the request head it got,
 # /away?to=URL redirects there (302), /flaky/N answers 503 with "Retry-After: 0" to its first N
 # requests and 200 "ok" after, /later answers 503 with "Retry-After: 100", /lm answers with a fixed Last-Modified whatever the conditions.
-import http.server, sys, threading
+# /c/ANY/PATH?set=SET-COOKIE&set=...&to=URL answers with one Set-Cookie per set= (and a 302 to
+# URL with to=; "@N@" in a set= value stands for N bytes of "v"), the body the Cookie fields it got; /cd?name=NAME answers with a
+# Content-Disposition naming NAME (percent-decoded, sent as given).
+import http.server, re, sys, threading, urllib.parse
 
 counts = {}
 lock = threading.Lock()
@@ -43,6 +46,19 @@ class H(http.server.BaseHTTPRequestHandler):
                 self.send(200, b"ok\n")
         elif p == "/later":
             self.send(503, b"busy\n", [("Retry-After", "100")])
+        elif p.startswith("/c/"):
+            q = urllib.parse.parse_qs(urllib.parse.urlsplit(p).query)
+            extra = [("Set-Cookie", re.sub(r"@(\d+)@", lambda m: "v" * int(m.group(1)), v))
+                     for v in q.get("set", [])]
+            got = "".join("cookie: %s\n" % v for v in self.headers.get_all("Cookie") or [])
+            if "to" in q:
+                self.send(302, b"", extra + [("Location", q["to"][0])])
+            else:
+                self.send(200, (got or "no cookie\n").encode(), extra)
+        elif p.startswith("/cd?"):
+            q = urllib.parse.parse_qs(urllib.parse.urlsplit(p).query)
+            self.send(200, b"cd body\n",
+                      [("Content-Disposition", q["v"][0])] if "v" in q else [])
         elif p == "/lm":
             self.send(200, b"lm\n", [("Last-Modified", "Thu, 02 Jan 2020 03:04:05 GMT")])
         else:
