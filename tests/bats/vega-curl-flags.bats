@@ -364,7 +364,8 @@ names() {
     local exp now
     exp="$(awk -F'\t' '$6 == "ma" {print $5}' "$T/loc.jar.vega")"
     now="$(date +%s)"
-    [ "$exp" -ge $((now + 990)) ] && [ "$exp" -le $((now + 1000)) ]
+    [ "$exp" -ge $((now + 990)) ]
+    [ "$exp" -le $((now + 1000)) ]
     diff <(awk -F'\t' -v OFS='\t' '$6 == "ma" {$5 = "N"} 1' "$T/loc.jar.curl") \
         <(awk -F'\t' -v OFS='\t' '$6 == "ma" {$5 = "N"} 1' "$T/loc.jar.vega")
 }
