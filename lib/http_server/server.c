@@ -106,21 +106,26 @@ int vega_http_server_new_versioned(vega_http_server **out, const vega_http_serve
 
 static int add_listener(vega_http_server *srv, vega_sock *l, vega_addr *bound);
 
+/* Whether another listener may be added: VEGA_ERR_FULL, -EBUSY once running, or 0. */
+static int may_listen(vega_http_server *srv)
+{
+    pthread_mutex_lock(&srv->lock);
+    bool full = srv->nlisteners >= SRV_MAX_LISTENERS;
+    bool busy = atomic_load(&srv->running);
+    pthread_mutex_unlock(&srv->lock);
+    return full ? VEGA_ERR_FULL : busy ? -EBUSY : 0;
+}
+
 int vega_http_server_listen(vega_http_server *srv, const vega_addr *addr, unsigned flags,
                             vega_addr *bound)
 {
     if (!srv || !addr)
         return -EINVAL;
-    pthread_mutex_lock(&srv->lock);
-    bool full = srv->nlisteners >= SRV_MAX_LISTENERS;
-    bool busy = atomic_load(&srv->running);
-    pthread_mutex_unlock(&srv->lock);
-    if (full)
-        return VEGA_ERR_FULL;
-    if (busy)
-        return -EBUSY;
+    int r = may_listen(srv);
+    if (r < 0)
+        return r;
     vega_sock *l;
-    int r = vega_tcp_listen(&l, addr, 0, flags);
+    r = vega_tcp_listen(&l, addr, 0, flags);
     if (r < 0)
         return r;
     return add_listener(srv, l, bound);
@@ -130,16 +135,11 @@ int vega_http_server_listen_fd(vega_http_server *srv, int fd, unsigned flags, ve
 {
     if (!srv || fd < 0)
         return -EINVAL;
-    pthread_mutex_lock(&srv->lock);
-    bool full = srv->nlisteners >= SRV_MAX_LISTENERS;
-    bool busy = atomic_load(&srv->running);
-    pthread_mutex_unlock(&srv->lock);
-    if (full)
-        return VEGA_ERR_FULL;
-    if (busy)
-        return -EBUSY;
+    int r = may_listen(srv);
+    if (r < 0)
+        return r;
     vega_sock *l;
-    int r = vega_tcp_listen_fd(&l, fd, flags);
+    r = vega_tcp_listen_fd(&l, fd, flags);
     if (r < 0)
         return r;
     return add_listener(srv, l, bound);
