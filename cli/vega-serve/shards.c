@@ -28,6 +28,18 @@ struct made {
 };
 
 /* One listener per resolved address, kept as a plain descriptor; prints where. */
+/* Keeps a served listener (fd) and the URL it is reached at (where: its bound address). */
+static void keep_listener(struct made *m, const char *where, int fd)
+{
+    const char *scheme = serve_o.tls ? "https" : "http";
+    if (strncmp(where, "0.0.0.0:", 8) == 0)
+        snprintf(m->urls[serve_shard_nfds], sizeof m->urls[0], "%s://127.0.0.1:%s/", scheme,
+                 where + 8);
+    else
+        snprintf(m->urls[serve_shard_nfds], sizeof m->urls[0], "%s://%s/", scheme, where);
+    serve_shard_fds[serve_shard_nfds++] = fd;
+}
+
 static int listen_one(const vega_addr *a, struct made *m)
 {
     char where[VEGA_ADDR_STRLEN];
@@ -54,13 +66,7 @@ static int listen_one(const vega_addr *a, struct made *m)
     vega_addr_format(&bound, where, sizeof where);
     if (!serve_o.quiet)
         fprintf(stderr, "vega-serve: listening on %s\n", where);
-    const char *scheme = serve_o.tls ? "https" : "http";
-    if (strncmp(where, "0.0.0.0:", 8) == 0)
-        snprintf(m->urls[serve_shard_nfds], sizeof m->urls[0], "%s://127.0.0.1:%s/", scheme,
-                 where + 8);
-    else
-        snprintf(m->urls[serve_shard_nfds], sizeof m->urls[0], "%s://%s/", scheme, where);
-    serve_shard_fds[serve_shard_nfds++] = fd;
+    keep_listener(m, where, fd);
     return 0;
 }
 
@@ -125,13 +131,7 @@ static int adopt_one(int fd, bool metrics, struct made *m)
         return CLI_EXIT_NET;
     if (!serve_o.quiet)
         fprintf(stderr, "vega-serve: listening on %s (inherited)\n", where);
-    const char *scheme = serve_o.tls ? "https" : "http";
-    if (strncmp(where, "0.0.0.0:", 8) == 0)
-        snprintf(m->urls[serve_shard_nfds], sizeof m->urls[0], "%s://127.0.0.1:%s/", scheme,
-                 where + 8);
-    else
-        snprintf(m->urls[serve_shard_nfds], sizeof m->urls[0], "%s://%s/", scheme, where);
-    serve_shard_fds[serve_shard_nfds++] = fd;
+    keep_listener(m, where, fd);
     return 0;
 }
 
