@@ -215,3 +215,37 @@ PYEOF
         "file://$T/r.html" >/dev/null 2>>"$T/chromium.log"
     [ -s "$T/r.png" ]
 }
+
+@test "vega-load merge: the reader's limits (a histogram of another unit, an inflate bomb, an overlong line) and 33 --fail-if conditions" {
+    # hist LOWEST HIGHEST PAYLOAD_REPEAT: one interval line of a crafted compressed histogram
+    hist() {
+        "$PY" -c '
+import base64, struct, sys, zlib
+lowest, highest, rep = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+payload = bytes([10]) * rep  # count 5 (ZigZag), rep slots
+plain = struct.pack(">iiiiqqd", 0x1c849313, len(payload), 0, 3, lowest, highest, 1.0) + payload
+z = zlib.compress(plain, 9)
+blob = struct.pack(">ii", 0x1c849314, len(z)) + z
+print("0.000,1.000,1.0," + base64.b64encode(blob).decode())' "$@"
+    }
+    hist 1000 60000000 1 >"$T/unit.hlog"
+    run "$LOAD" merge "$T/unit.hlog"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"unit.hlog:1: histogram with a lowest discernible value other than 1"* ]]
+    hist 1 "$((1 << 60))" 1 >"$T/high.hlog"
+    run "$LOAD" merge "$T/high.hlog"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"highest trackable value out of range"* ]]
+    hist 1 60000000 $((9 << 20)) >"$T/bomb.hlog"
+    run "$LOAD" merge "$T/bomb.hlog"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"bomb.hlog:1: compressed histogram inflates past 8 MiB"* ]]
+    "$PY" -c 'print("0.000,1.000,1.0," + "A" * (1 << 20))' >"$T/long.hlog"
+    run "$LOAD" merge "$T/long.hlog"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"long.hlog:1: line longer than 1 MiB"* ]]
+    conds="$(printf 'errors=0,%.0s' $(seq 33))"
+    run "$LOAD" -n 1 --fail-if "${conds%,}" http://127.0.0.1:1/
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--fail-if: at most 32 conditions"* ]]
+}
