@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <vega/proxy.h>
 #include <vega/vega.h>
@@ -110,6 +111,13 @@ int udp_associate(struct udp_report *rep, struct proxy_server *srv, vega_sock *c
 
 /* Reads a --users file (users.c) into o->users; errors go to stderr with the line number, a
  * file others may read gets a warning. Returns 0 or an error. */
+/* Reads f into line (cap bytes) a line at a time, each handed to parse without its CR/LF,
+ * and stops at the first that is too long (too_long says why), holds a NUL byte or is refused,
+ * naming path and the line number on stderr. Returns 0, -EINVAL or -EIO (users.c; --users and
+ * --rules files). */
+int proxy_read_lines(FILE *f, const char *path, char *line, size_t cap, const char *too_long,
+                     int (*parse)(void *ctx, char *line, const char **why), void *ctx);
+
 int users_load(struct proxy_opts *o, const char *path);
 /* Makes -u/-P the only user. Returns 0 or -ENOMEM. */
 int users_single(struct proxy_opts *o, const char *user, const char *password);

@@ -99,6 +99,11 @@ static int parse_line(struct rule_set *s, char *line, const char **why)
     return 0;
 }
 
+static int rules_line(void *s, char *line, const char **why)
+{
+    return parse_line(s, line, why);
+}
+
 /* Reads path into a new set. Errors go to stderr with the line number. */
 static int set_load(const char *path, struct rule_set **out)
 {
@@ -115,29 +120,8 @@ static int set_load(const char *path, struct rule_set **out)
         return -ENOMEM;
     }
     char line[RULES_LINE_MAX + 2];
-    unsigned long lineno = 0;
-    int r = 0;
-    while (r == 0 && fgets(line, sizeof line, f)) {
-        lineno++;
-        size_t n = strlen(line);
-        const char *why = NULL;
-        if (n > 0 && line[n - 1] == '\n')
-            line[--n] = '\0';
-        else if (!feof(f))
-            why = "line too long (at most " PROXY_RULES_LINE_S " bytes)";
-        if (n > 0 && line[n - 1] == '\r')
-            line[--n] = '\0';
-        if (!why && strlen(line) != n)
-            why = "a NUL byte in the line";
-        if (why || parse_line(s, line, &why) < 0) {
-            cli_err(path, "line %lu: %s", lineno, why);
-            r = -EINVAL;
-        }
-    }
-    if (r == 0 && ferror(f)) {
-        cli_err(path, "read error");
-        r = -EIO;
-    }
+    int r = proxy_read_lines(f, path, line, sizeof line,
+                             "line too long (at most " PROXY_RULES_LINE_S " bytes)", rules_line, s);
     fclose(f);
     if (r < 0) {
         set_free(s);

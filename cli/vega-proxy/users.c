@@ -71,6 +71,39 @@ static int parse_line(struct proxy_opts *o, char *line, const char **why)
     return 0;
 }
 
+static int users_line(void *o, char *line, const char **why)
+{
+    return parse_line(o, line, why);
+}
+
+int proxy_read_lines(FILE *f, const char *path, char *line, size_t cap, const char *too_long,
+                     int (*parse)(void *ctx, char *line, const char **why), void *ctx)
+{
+    unsigned long lineno = 0;
+    while (fgets(line, (int)cap, f)) {
+        lineno++;
+        size_t n = strlen(line);
+        const char *why = NULL;
+        if (n > 0 && line[n - 1] == '\n')
+            line[--n] = '\0';
+        else if (!feof(f))
+            why = too_long;
+        if (n > 0 && line[n - 1] == '\r')
+            line[--n] = '\0';
+        if (!why && strlen(line) != n)
+            why = "a NUL byte in the line";
+        if (why || parse(ctx, line, &why) < 0) {
+            cli_err(path, "line %lu: %s", lineno, why);
+            return -EINVAL;
+        }
+    }
+    if (ferror(f)) {
+        cli_err(path, "read error");
+        return -EIO;
+    }
+    return 0;
+}
+
 int users_load(struct proxy_opts *o, const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -85,29 +118,9 @@ int users_load(struct proxy_opts *o, const char *path)
         cli_err(path, "warning: readable by %s (mode %04o); chmod 600 it",
                 (st.st_mode & S_IROTH) ? "everyone" : "its group", (unsigned)(st.st_mode & 07777));
     char line[USERS_LINE_MAX + 2];
-    unsigned long lineno = 0;
-    int r = 0;
-    while (r == 0 && fgets(line, sizeof line, f)) {
-        lineno++;
-        size_t n = strlen(line);
-        const char *why = NULL;
-        if (n > 0 && line[n - 1] == '\n')
-            line[--n] = '\0';
-        else if (!feof(f))
-            why = "line too long (user and password have at most 255 bytes each)";
-        if (n > 0 && line[n - 1] == '\r')
-            line[--n] = '\0';
-        if (!why && strlen(line) != n)
-            why = "a NUL byte in the line";
-        if (why || parse_line(o, line, &why) < 0) {
-            cli_err(path, "line %lu: %s", lineno, why);
-            r = -EINVAL;
-        }
-    }
-    if (r == 0 && ferror(f)) {
-        cli_err(path, "read error");
-        r = -EIO;
-    }
+    int r = proxy_read_lines(f, path, line, sizeof line,
+                             "line too long (user and password have at most 255 bytes each)",
+                             users_line, o);
     fclose(f);
     if (r == 0 && o->nusers == 0) {
         cli_err(path, "no user:password line");
