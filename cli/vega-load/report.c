@@ -128,6 +128,8 @@ counts:;
            (unsigned long long)t->errors[LOAD_ERR_WRITE],
            (unsigned long long)t->errors[LOAD_ERR_TIMEOUT],
            (unsigned long long)t->errors[LOAD_ERR_MISMATCH]);
+    if (o->ws) /* a refused or invalid handshake, a protocol error */
+        printf("  Parse errors: %llu\n", (unsigned long long)t->errors[LOAD_ERR_PARSE]);
     if (t->signo)
         printf("  Stopped early by SIG%s\n", sigabbrev_np(t->signo) ? sigabbrev_np(t->signo) : "?");
     printf("Round trips/sec: %10.2f\n", per_sec(t->round_trips, t->elapsed_s));

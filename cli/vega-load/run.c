@@ -452,7 +452,7 @@ static int tls_setup(struct load_run *r)
     const char *what = "TLS";
     if (e == 0 && o->insecure)
         e = vega_tls_config_set_verify(r->tls, VEGA_TLS_VERIFY_NONE);
-    if (e == 0 && o->http) {
+    if (e == 0 && (o->http || o->ws)) {
         /* HTTP/2: h2 alone (RFC 9113 §3.2); a server that cannot is told apart by its
          * answer. */
         static const char *const h1[] = {"http/1.1"}, *const h2[] = {"h2"};
@@ -493,6 +493,7 @@ static int drive(struct load_run *r, struct load_totals *t)
                              o->h3     ? load_h3_conn
                              : o->h2   ? load_h2_conn
                              : o->http ? load_http_conn
+                             : o->ws   ? load_ws_conn
                                        : load_echo_conn,
                              r);
         if (e < 0) {
