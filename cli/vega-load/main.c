@@ -90,7 +90,8 @@ static const char usage_text[] =
     "\n"
     "WebSocket:\n"
     "      --binary            send binary messages (default: text)\n"
-    "  -R, --rate N            as in HTTP mode; -k, --cacert, --sni with wss:// URLs\n"
+    "  -R, --rate N            as in HTTP mode (corrected latency, the uncorrected beside it)\n"
+    "  -k, --cacert, --sni     with wss:// URLs, as for https://\n"
     "\n"
     "Echo transport:\n"
     "  -u, --udp               UDP: one datagram per round trip, no reconnects\n"
@@ -160,6 +161,8 @@ static const char usage_text[] =
     "  vega-load h2 -c 4 -m 100 -n 100k --json http://127.0.0.1:8080/   (h2c)\n"
     "  vega-load --h3 -c 64 -m 10 -d 5s -k https://127.0.0.1:8443/1k.bin\n"
     "  vega-load --alpn-list=h3 -c 4 -m 16 -n 100k --json https://localhost:4433/\n"
+    "  vega-load -c 32 -d 5s -s 1k --binary ws://127.0.0.1:8080/ws\n"
+    "  vega-load -c 8 -R 5k -d 10s -k wss://localhost:8443/ws\n"
     "  vega-echo -l 7000 &   then:\n"
     "  vega-load echo -c 64 -d 5s 127.0.0.1:7000\n"
     "  vega-load echo -c 100 -t 2 -s 1K --warm-up 1s -d 10s --json 127.0.0.1:7000\n"
@@ -790,8 +793,12 @@ static void finish_ws(struct load_opts *o, bool tls_flag, bool http_opt)
         cli_usage_error("%s needs a wss:// URL", o->insecure ? "-k"
                                                  : o->cacert ? "--cacert"
                                                              : "--sni");
-    if (o->size > LOAD_MAX_SIZE)
-        cli_usage_error("-s: messages are at most 16M");
+    /* Each connection holds its received message whole. */
+    if (o->conns * o->size > LOAD_MAX_BUFFERS)
+        cli_usage_error("-c %llu with -s %zu needs %llu MiB of message buffers; the limit is "
+                        "%llu MiB",
+                        (unsigned long long)o->conns, o->size,
+                        (unsigned long long)(o->conns * o->size >> 20), LOAD_MAX_BUFFERS >> 20);
 }
 
 /* Each connection needs a descriptor: raise the soft limit to what -c needs if the hard limit

@@ -312,6 +312,8 @@ static void conn_loop(struct wconn *c, unsigned index)
             if (measured) {
                 struct load_worker *w = load_worker_self(r);
                 load_latency(w, (t1 - from + VEGA_NS_PER_US / 2) / VEGA_NS_PER_US);
+                if (o->rate) /* -R: also from the actual send, as HTTP mode reports it */
+                    cli_hist_record(&w->hist_unc, (t1 - t0 + VEGA_NS_PER_US / 2) / VEGA_NS_PER_US);
                 load_bump(&w->round_trips, 1);
             }
             continue;

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # vega-load with ws:// URLs (WebSocket echo round trips) against vega-serve --ws-echo and
 # python3-websockets' echo server on ephemeral loopback ports: exact -n counts, text and binary
-# messages, --json, -R, a wrong echo counted as mismatch, a refused handshake, usage errors.
+# messages, --json, -R (corrected and uncorrected latency), wss, the close handshake, a wrong
+# echo counted as mismatch, a refused handshake, usage errors.
 # Every run is bounded by -n or a -d of a second.
 
 load helpers
@@ -87,6 +88,14 @@ sys.exit(0 if ok else 1)' "$1" "$2"
     # 200/s for a second: about 200, bounded both ways (the schedule, not the machine's speed).
     json_check "$T/out.json" 'j["round_trips"] >= 100'
     json_check "$T/out.json" 'j["round_trips"] <= 202'
+    # Corrected latency in latency_us, uncorrected (from the actual send) beside it.
+    json_check "$T/out.json" 'j["rate"] == 200'
+    json_check "$T/out.json" 'j["latency_uncorrected_us"]["count"] == j["round_trips"]'
+    run load_run -c 2 -n 20 -R 100 "$WS"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"Constant rate: 100 round trips/s"* ]]
+    [[ "$output" == *"uncorrected, from the actual send: p50"* ]]
 }
 
 @test "ws: exactly -n round trips against python3-websockets' echo server, text and binary" {
@@ -179,6 +188,9 @@ wait_closed() {
     [ "$status" -eq 2 ]
     run "$LOAD" -H 'A: b' ws://127.0.0.1:1/
     [ "$status" -eq 2 ]
+    run "$LOAD" -c 1000 -s 16M ws://127.0.0.1:1/
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"MiB of message buffers"* ]]
     run "$LOAD" --binary http://127.0.0.1:1/
     [ "$status" -eq 2 ]
     [[ "$output" == *"--binary is for WebSocket"* ]]
