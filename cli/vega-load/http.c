@@ -31,8 +31,16 @@ int load_url_parse(struct load_opts *o, const char *url, char *hbuf, size_t hcap
     } else if (strncasecmp(url, "https://", 8) == 0) {
         p = url + 8;
         tls = true;
+    } else if (strncasecmp(url, "ws://", 5) == 0) {
+        p = url + 5;
+        tls = false;
+        o->ws = true;
+    } else if (strncasecmp(url, "wss://", 6) == 0) {
+        p = url + 6;
+        tls = true;
+        o->ws = true;
     } else {
-        snprintf(err, ecap, "'%s': expected an http:// or https:// URL", url);
+        snprintf(err, ecap, "'%s': expected an http://, https://, ws:// or wss:// URL", url);
         return -EINVAL;
     }
     size_t alen = strcspn(p, "/?#");

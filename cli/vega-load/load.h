@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* vega-load: a load generator. One session file per protocol (echo.c, http.c for HTTP/1.1,
  * h2.c for HTTP/2 with h2_req.c building its request, h3.c for HTTP/3 with h3_run.c setting up
- * its request and endpoint); run.c drives a run, report.c prints the result. */
+ * its request and endpoint, ws.c for WebSocket); run.c drives a run, report.c prints the result. */
 #ifndef VEGA_LOAD_H
 #define VEGA_LOAD_H
 
@@ -127,6 +127,10 @@ struct load_opts {
     unsigned char *req; /* the serialized request, repeated --pipeline times (owned) */
     size_t req_len;     /* one request */
     size_t http_buf;    /* receive buffer per connection */
+    /* WebSocket (a ws:// or wss:// URL; url, path, host_header, rate as in HTTP mode, size and
+     * the report as in echo mode). */
+    bool ws;
+    bool ws_binary; /* --binary: binary messages (default: text) */
     /* HTTP/3 (--h3, --alpn-list h3, mode h3). */
     bool h3;
     unsigned streams;           /* -m: requests in flight per connection (HTTP/2 and HTTP/3) */
@@ -345,8 +349,9 @@ void *load_echo_conn(void *arg);
 
 /* ---- http.c --------------------------------------------------------------------------------- */
 
-/* Parses an http:// or https:// URL into o (host, port, path, Host field, tls) with host and
- * port copied into hbuf / pbuf. Returns 0, or -EINVAL / -ENOMEM with a message in err. */
+/* Parses an http://, https://, ws:// or wss:// URL into o (host, port, path, Host field, tls;
+ * ws for the last two) with host and port copied into hbuf / pbuf. Returns 0, or -EINVAL / -ENOMEM
+ * with a message in err. */
 int load_url_parse(struct load_opts *o, const char *url, char *hbuf, size_t hcap, char *pbuf,
                    size_t pcap, char *err, size_t ecap);
 
@@ -376,6 +381,11 @@ void load_h2_opts_free(struct load_opts *o);
 
 /* One connection of the HTTP/2 mode; arg is a struct load_run. Returns NULL. */
 void *load_h2_conn(void *arg);
+
+/* ---- ws.c ----------------------------------------------------------------------------------- */
+
+/* One connection of the WebSocket mode; arg is a struct load_run. Returns NULL. */
+void *load_ws_conn(void *arg);
 
 /* ---- h3_run.c, h3.c ------------------------------------------------------------------------ */
 

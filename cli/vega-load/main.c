@@ -20,6 +20,7 @@ static const char usage_text[] =
     "       vega-load --h2 [options] URL            load an HTTP/2 server (https://: ALPN h2;\n"
     "                                               http://: cleartext h2c, prior knowledge)\n"
     "       vega-load --h3 [options] URL            load an HTTP/3 server (https://, QUIC)\n"
+    "       vega-load [options] ws://HOST:PORT/PATH load a WebSocket echo server (also wss://)\n"
     "       vega-load merge [--json] LOG...          one report from --latency-log files\n"
     "\n"
     "HTTP: keep-alive connections each write the request (pre-serialized once; --pipeline\n"
@@ -32,6 +33,10 @@ static const char usage_text[] =
     "HTTP/3: each connection is a QUIC connection to the URL's UDP port that keeps -m\n"
     "requests in flight, each on a stream of its own, and starts the next one as a response\n"
     "ends (with -R: when it is due and a stream is free).\n"
+    "WebSocket: each connection does the HTTP/1.1 Upgrade, sends a message of -s bytes (text,\n"
+    "or binary with --binary), waits for its echo, checks it (a different one is a mismatch\n"
+    "error), and repeats (with -R: when it is due); at the end it closes with the close\n"
+    "handshake. The report is echo mode's (round trips).\n"
     "Echo: each connection sends a message, waits until all of it came back, checks it, and\n"
     "repeats. The result: requests (round trips) per second, bytes per second, latency\n"
     "percentiles (HdrHistogram, 1 us to 60 s, 3 significant digits) and errors.\n"
@@ -75,12 +80,18 @@ static const char usage_text[] =
     "                          and -D as h2load)\n"
     "  -n, --requests N        stop after exactly N measured requests or round trips (also\n"
     "                          --round-trips); with -d too, whichever comes first\n"
-    "  -s, --size SIZE         echo: bytes per message (default 64; K, M suffixes; at most 16M,\n"
+    "  -s, --size SIZE         echo, WebSocket: bytes per message (default 64; K, M suffixes; at "
+    "most 16M,\n"
     "                          and 65507 with -u)\n"
     "      --warm-up TIME      run this long first without counting (also --warm-up-time)\n"
     "      --timeout TIME      per connect and per request (default 2s); a request that\n"
     "                          takes longer counts as a timeout error and its connection\n"
     "                          reconnects\n"
+    "\n"
+    "WebSocket:\n"
+    "      --binary            send binary messages (default: text)\n"
+    "  -R, --rate N            as in HTTP mode (corrected latency, the uncorrected beside it)\n"
+    "  -k, --cacert, --sni     with wss:// URLs, as for https://\n"
     "\n"
     "Echo transport:\n"
     "  -u, --udp               UDP: one datagram per round trip, no reconnects\n"
@@ -129,7 +140,9 @@ static const char usage_text[] =
     "of -d: requests still in flight then are dropped, not counted as errors. Responses of\n"
     "any status count as requests (4xx/5xx are not errors; they are listed by code). Errors:\n"
     "connect (TLS or QUIC handshake included), read (HTTP/2 and HTTP/3: also a stream the\n"
-    "server reset), write, timeout, parse (a malformed response). A connection that cannot\n"
+    "server reset), write, timeout, parse (a malformed response; WebSocket: a refused or\n"
+    "invalid handshake, or a protocol error), mismatch (echo, WebSocket). A connection that "
+    "cannot\n"
     "connect at the start gives up; one that fails later reconnects (backing off after failed\n"
     "connects); without -d it gives up after 20 failures in a row. Errors are counted over the\n"
     "whole run, warm-up included. SIGINT or SIGTERM stops the run early and prints what was\n"
@@ -148,6 +161,8 @@ static const char usage_text[] =
     "  vega-load h2 -c 4 -m 100 -n 100k --json http://127.0.0.1:8080/   (h2c)\n"
     "  vega-load --h3 -c 64 -m 10 -d 5s -k https://127.0.0.1:8443/1k.bin\n"
     "  vega-load --alpn-list=h3 -c 4 -m 16 -n 100k --json https://localhost:4433/\n"
+    "  vega-load -c 32 -d 5s -s 1k --binary ws://127.0.0.1:8080/ws\n"
+    "  vega-load -c 8 -R 5k -d 10s -k wss://localhost:8443/ws\n"
     "  vega-echo -l 7000 &   then:\n"
     "  vega-load echo -c 64 -d 5s 127.0.0.1:7000\n"
     "  vega-load echo -c 100 -t 2 -s 1K --warm-up 1s -d 10s --json 127.0.0.1:7000\n"
@@ -178,6 +193,7 @@ enum {
     OPT_JSON_LINES,
     OPT_FAIL_IF,
     OPT_HTML,
+    OPT_BINARY,
 };
 
 static const struct option long_opts[] = {
@@ -224,6 +240,7 @@ static const struct option long_opts[] = {
     {"json-lines", no_argument, NULL, OPT_JSON_LINES},
     {"fail-if", required_argument, NULL, OPT_FAIL_IF},
     {"html", required_argument, NULL, OPT_HTML},
+    {"binary", no_argument, NULL, OPT_BINARY},
     {NULL, 0, NULL, 0},
 };
 
@@ -256,6 +273,7 @@ static bool is_http(const char *a)
 static void positional_http(struct load_opts *o, int n, char **a, char *hbuf, size_t hcap,
                             char *pbuf, size_t pcap)
 {
+    char **argv0 = a;
     if (strcmp(a[0], "h2") == 0)
         o->h2 = true;
     if (strcmp(a[0], "h3") == 0)
@@ -276,9 +294,15 @@ static void positional_http(struct load_opts *o, int n, char **a, char *hbuf, si
     }
     if (e < 0)
         cli_usage_error("%s", err);
+    o->target = a[0];
+    if (o->ws) {
+        if (o->h2 || o->h3 || a != argv0)
+            cli_usage_error("a ws:// or wss:// URL takes no mode (WebSocket runs over HTTP/1.1)");
+        o->mode = "ws";
+        return;
+    }
     o->mode = "http";
     o->http = true;
-    o->target = a[0];
 }
 
 /* Mode and target from the positional arguments. */
@@ -465,6 +489,8 @@ static void finish_h2(struct load_opts *o)
     if (e < 0)
         cli_usage_error("%s", err);
 }
+
+static void finish_ws(struct load_opts *o, bool tls_flag, bool http_opt);
 
 /* The HTTP mode's checks and the request, once the mode is known. */
 static void finish_http(struct load_opts *o, bool size_set, bool tls_flag)
@@ -654,8 +680,7 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
                 cli_usage_error("-R: expected 1..%llu requests per second (500, 10k, 1M), got "
                                 "'%s'",
                                 LOAD_MAX_RATE, optarg);
-            o->rate = v;
-            http_opt = true;
+            o->rate = v; /* HTTP and WebSocket */
             break;
         case OPT_H3:
             h3_flag = true;
@@ -679,6 +704,9 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
                                 optarg);
             o->streams = (unsigned)v;
             http_opt = true;
+            break;
+        case OPT_BINARY:
+            o->ws_binary = true;
             break;
         case OPT_NO_PROGRESS:
             no_progress = true;
@@ -721,11 +749,17 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
     if (!o->duration_ns && !o->round_trips)
         o->duration_ns = 10 * VEGA_NS_PER_S;
     o->progress = !no_progress && isatty(STDERR_FILENO);
+    if (o->ws_binary && !o->ws)
+        cli_usage_error("--binary is for WebSocket (a ws:// or wss:// URL)");
     if (o->http) {
         finish_http(o, size_set, tls_flag);
         return;
     }
-    if (http_opt)
+    if (o->ws) {
+        finish_ws(o, tls_flag, http_opt);
+        return;
+    }
+    if (http_opt || o->rate)
         cli_usage_error("-H, --method, --body, --pipeline, -R, -m, --h1, --h2, --h3 and "
                         "--alpn-list are for HTTP mode (a URL)");
     if (o->unix_path && o->udp)
@@ -743,6 +777,28 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
                         "%llu MiB",
                         (unsigned long long)o->conns, o->size,
                         (unsigned long long)(o->conns * cap >> 20), LOAD_MAX_BUFFERS >> 20);
+}
+
+/* The WebSocket mode's checks, once the mode is known. */
+static void finish_ws(struct load_opts *o, bool tls_flag, bool http_opt)
+{
+    if (http_opt)
+        cli_usage_error("-H, --method, --body, --pipeline, -m, --h1, --h2, --h3 and "
+                        "--alpn-list are for HTTP mode");
+    if (o->udp)
+        cli_usage_error("-u is for echo mode (WebSocket runs over TCP or -U)");
+    if (tls_flag)
+        cli_usage_error("--tls is for echo mode: use a wss:// URL");
+    if (!o->tls && (o->insecure || o->cacert || o->sni))
+        cli_usage_error("%s needs a wss:// URL", o->insecure ? "-k"
+                                                 : o->cacert ? "--cacert"
+                                                             : "--sni");
+    /* Each connection holds its received message whole. */
+    if (o->conns * o->size > LOAD_MAX_BUFFERS)
+        cli_usage_error("-c %llu with -s %zu needs %llu MiB of message buffers; the limit is "
+                        "%llu MiB",
+                        (unsigned long long)o->conns, o->size,
+                        (unsigned long long)(o->conns * o->size >> 20), LOAD_MAX_BUFFERS >> 20);
 }
 
 /* Each connection needs a descriptor: raise the soft limit to what -c needs if the hard limit

@@ -128,6 +128,18 @@ counts:;
            (unsigned long long)t->errors[LOAD_ERR_WRITE],
            (unsigned long long)t->errors[LOAD_ERR_TIMEOUT],
            (unsigned long long)t->errors[LOAD_ERR_MISMATCH]);
+    if (o->ws && o->rate && t->hist_unc.total) {
+        char p50[32], p99[32], mx[32];
+        const struct cli_hist *u = &t->hist_unc;
+        load_fmt_duration(p50, sizeof(p50), (double)cli_hist_percentile(u, 50.0));
+        load_fmt_duration(p99, sizeof(p99), (double)cli_hist_percentile(u, 99.0));
+        load_fmt_duration(mx, sizeof(mx), (double)u->max);
+        printf("  Constant rate: %llu round trips/s over all connections (latency from the "
+               "intended send;\n  uncorrected, from the actual send: p50 %s, p99 %s, max %s)\n",
+               (unsigned long long)o->rate, p50, p99, mx);
+    }
+    if (o->ws) /* a refused or invalid handshake, a protocol error */
+        printf("  Parse errors: %llu\n", (unsigned long long)t->errors[LOAD_ERR_PARSE]);
     if (t->signo)
         printf("  Stopped early by SIG%s\n", sigabbrev_np(t->signo) ? sigabbrev_np(t->signo) : "?");
     printf("Round trips/sec: %10.2f\n", per_sec(t->round_trips, t->elapsed_s));
@@ -149,6 +161,8 @@ static void json_str(FILE *f, const char *s)
     }
     fputc('"', f);
 }
+
+static void json_latency(FILE *f, const char *key, const struct cli_hist *h);
 
 void load_report_json(FILE *f, const struct load_opts *o, const struct load_totals *t)
 {
@@ -181,6 +195,10 @@ void load_report_json(FILE *f, const struct load_opts *o, const struct load_tota
     fprintf(f, ",\"connects\":%llu,\"connections_failed\":%llu,\"connections_gave_up\":%llu",
             (unsigned long long)t->connects, (unsigned long long)t->never_connected,
             (unsigned long long)t->gave_up);
+    if (o->ws && o->rate) {
+        fprintf(f, ",\"rate\":%llu", (unsigned long long)o->rate);
+        json_latency(f, "latency_uncorrected_us", &t->hist_unc);
+    }
     fprintf(f, ",\"interrupted\":%s", t->signo ? "true" : "false");
     fputs("}\n", f);
 }

@@ -215,10 +215,10 @@ static int workers_init(struct load_run *r)
     for (unsigned i = 0; i < r->nworkers; i++) {
         struct load_worker *w = &r->w[i];
         int e = cli_hist_init(&w->hist, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
-        if (e == 0 && r->o->http) {
+        if (e == 0 && (r->o->http || r->o->ws))
             e = cli_hist_init(&w->hist_unc, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
-            if (e == 0)
-                e = cli_hist_init(&w->connect_hist, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
+        if (e == 0 && r->o->http) {
+            e = cli_hist_init(&w->connect_hist, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
             if (e == 0)
                 e = cli_hist_init(&w->tls_hist, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
             if (e == 0)
@@ -376,6 +376,8 @@ static void totals(struct load_run *r, struct load_totals *t, vega_tstamp finish
             t->error_sum += atomic_load(&w->errors[k]);
         }
         cli_hist_merge(&t->hist, &w->hist);
+        if (r->o->ws)
+            cli_hist_merge(&t->hist_unc, &w->hist_unc);
         if (r->o->http) {
             t->bytes += atomic_load(&w->bytes);
             t->reconnects += atomic_load(&w->reconnects);
@@ -452,7 +454,7 @@ static int tls_setup(struct load_run *r)
     const char *what = "TLS";
     if (e == 0 && o->insecure)
         e = vega_tls_config_set_verify(r->tls, VEGA_TLS_VERIFY_NONE);
-    if (e == 0 && o->http) {
+    if (e == 0 && (o->http || o->ws)) {
         /* HTTP/2: h2 alone (RFC 9113 §3.2); a server that cannot is told apart by its
          * answer. */
         static const char *const h1[] = {"http/1.1"}, *const h2[] = {"h2"};
@@ -493,6 +495,7 @@ static int drive(struct load_run *r, struct load_totals *t)
                              o->h3     ? load_h3_conn
                              : o->h2   ? load_h2_conn
                              : o->http ? load_http_conn
+                             : o->ws   ? load_ws_conn
                                        : load_echo_conn,
                              r);
         if (e < 0) {
@@ -577,10 +580,10 @@ int load_run_main(const struct load_opts *o)
     int e = payload || o->http ? workers_init(&r) : -ENOMEM;
     if (e == 0)
         e = cli_hist_init(&t.hist, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
-    if (e == 0 && o->http) {
+    if (e == 0 && (o->http || o->ws))
         e = cli_hist_init(&t.hist_unc, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
-        if (e == 0)
-            e = cli_hist_init(&t.connect_hist, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
+    if (e == 0 && o->http) {
+        e = cli_hist_init(&t.connect_hist, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
         if (e == 0)
             e = cli_hist_init(&t.tls_hist, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
         if (e == 0)

@@ -187,7 +187,7 @@ EOF
     [[ "$output" == *"-k needs an https:// URL"* ]]
     run "$LOAD" -n 1 ftp://127.0.0.1/
     [ "$status" -eq 2 ]
-    [[ "$output" == *"expected an http:// or https:// URL"* ]]
+    [[ "$output" == *"expected an http://, https://, ws:// or wss:// URL"* ]]
     run "$LOAD" -n 1 "http://user@127.0.0.1/"
     [ "$status" -eq 2 ]
     [[ "$output" == *"user names in URLs"* ]]

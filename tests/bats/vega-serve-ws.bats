@@ -1,7 +1,9 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
 # vega-serve --ws-echo against real WebSocket clients (RFC 6455, RFC 7692): python3-websockets
-# and node-ws, with and without permessage-deflate; a plain HTTP request gets 426. Loopback.
+# and node-ws, with and without permessage-deflate, and headless Chromium (a page served by
+# vega-serve: text, non-ASCII text and binary up to 1 MiB); a plain HTTP request gets 426.
+# Loopback.
 
 load helpers
 
@@ -91,4 +93,22 @@ need_node_ws() {
     echo "$output"
     [[ "$output" == *"426"* ]]
     [[ "$output" != *"101"* ]]
+}
+
+@test "headless Chromium echoes text and binary messages (one of 1 MiB) through --ws-echo" {
+    need_python_websockets
+    if ! command -v chromium >/dev/null; then
+        [ -z "${CI:-}" ] || { echo "chromium missing" >&2; return 1; }
+        skip "chromium is not installed"
+    fi
+    cp "$BATS_TEST_DIRNAME/ws/chromium_page.html" "$BATS_FILE_TMPDIR/root/ws.html"
+    # The page (ws/chromium_page.html) opens ws://HOST/ws itself, checks every echo and writes
+    # its verdict into #result, which chromium_result.py reads over the DevTools protocol.
+    run timeout 60 /usr/bin/python3 "$BATS_TEST_DIRNAME/ws/chromium_result.py" \
+        "http://127.0.0.1:${WS#ws://127.0.0.1:}.html" "$BATS_TEST_TMPDIR/profile"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"RESULT: ok echoed 6/6 bad [] close 1000 clean true"* ]]
+    # Chromium offers permessage-deflate and --ws-echo accepts it: the messages were compressed.
+    [[ "$output" == *"extensions [permessage-deflate"* ]]
 }

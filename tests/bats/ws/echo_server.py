@@ -1,16 +1,25 @@
 # SPDX-License-Identifier: MIT
 # python3-websockets as an echo server for vega-curl's tests: listens on 127.0.0.1 (a free
-# port, printed as "listening PORT"), echoes every message until killed.
-# usage: python3 echo_server.py none|deflate
+# port, printed as "listening PORT"), echoes every message until killed. With "alter" it
+# changes the first byte of every echo (vega-load's mismatch test); with "closes" it prints
+# "closed CODE" as each connection ends (1000: the client closed with the close handshake).
+# usage: python3 echo_server.py none|deflate [alter|closes]
 import asyncio
 import sys
 
 import websockets
 
 
+ALTER = len(sys.argv) > 2 and sys.argv[2] == "alter"
+
+
 async def echo(ws, path=None):
     async for m in ws:
+        if ALTER and m:
+            m = ("#" + m[1:]) if isinstance(m, str) else (bytes([m[0] ^ 1]) + m[1:])
         await ws.send(m)
+    if len(sys.argv) > 2 and sys.argv[2] == "closes":
+        print("closed", ws.close_code, flush=True)
 
 
 async def main():
