@@ -46,11 +46,12 @@ enum {
 };
 
 /* Limits on what the command line may ask for. */
-#define CURL_MAX_HEADERS 256
-#define CURL_MAX_URLS    4096
-#define CURL_MAX_RESOLVE 64
-#define CURL_MAX_URL_LEN 8192
-#define CURL_MAX_DATA    (1024ull * 1024 * 1024) /* -d / --data-binary held in memory */
+#define CURL_MAX_HEADERS    256
+#define CURL_MAX_URLS       4096
+#define CURL_MAX_RESOLVE    64
+#define CURL_MAX_URL_LEN    8192
+#define CURL_MAX_DATA       (1024ull * 1024 * 1024) /* -d / --data-binary held in memory */
+#define CURL_MAX_FORM_PARTS 1000                    /* -F / --form-string parts */
 
 /* Where the body of one URL goes: the n-th -o/-O belongs to the n-th URL, as in curl. */
 struct curl_outspec {
@@ -77,8 +78,12 @@ struct curl_opts {
     char *data; /* -d / --data-binary, joined with '&'; owned */
     size_t data_len;
     bool has_data;
-    bool get;  /* -G: the data goes in the query of a GET */
-    bool json; /* --json: pieces joined with nothing between, JSON Content-Type and Accept */
+    bool get;   /* -G: the data goes in the query of a GET */
+    bool json;  /* --json: pieces joined with nothing between, JSON Content-Type and Accept */
+    char *form; /* -F: the multipart body being built (owned; moved to data at the end) */
+    size_t form_len, form_parts;
+    char form_boundary[48];
+    char form_type[96]; /* "multipart/form-data; boundary=..." once a -F is given */
 
     const char *range;    /* -r: "bytes=" + this */
     char *auth;           /* -u or --oauth2-bearer: the Authorization value (owned) */
@@ -294,6 +299,14 @@ void curl_data_add_json(struct curl_opts *o, const char *arg);
 /* --data-urlencode: "content", "=content", "name=content", "@file", "name@file"; the content
  * is percent-encoded (all but ALPHA DIGIT - . _ ~) as curl does. */
 void curl_data_add_urlencoded(struct curl_opts *o, const char *arg);
+
+/* The contents of path ("-" = stdin), at most 1 GiB; exits 26 when it cannot be read. */
+char *curl_read_file(const struct curl_opts *o, const char *path, size_t *len);
+
+/* -F (literal false) / --form-string (true): appends a part (form.c). Exits 2 or 26. */
+void curl_form_add(struct curl_opts *o, const char *arg, bool literal);
+/* After the command line: closes the form and makes it the request body (-d and -F: exit 2). */
+void curl_form_finish(struct curl_opts *o);
 
 /* -T FILE as a streamed body. */
 struct curl_upload {

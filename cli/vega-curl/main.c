@@ -40,6 +40,10 @@ static const char usage_text[] =
     "                           name\n"
     "      --json DATA          POST DATA as --data-binary, with Content-Type and Accept\n"
     "                           application/json (repeatable, joined as they are)\n"
+    "  -F, --form NAME=CONTENT  POST multipart/form-data (repeatable): NAME=value, NAME=@FILE\n"
+    "                           (upload), NAME=<FILE (its content as the value); ;type=T,\n"
+    "                           ;filename=F; \"quoted\" words\n"
+    "      --form-string N=S    a -F part whose value S is taken as it is\n"
     "  -I, --head               HEAD: show the response header only\n"
     "  -r, --range RANGE        ask for part of the document: Range: bytes=RANGE (0-9, 10-,\n"
     "                           -500, 0-0,5-9)\n"
@@ -271,6 +275,7 @@ enum {
     OPT_LIMIT_RATE,
     OPT_NO_JUNK_SESSION,
     OPT_NO_REMOTE_HEADER_NAME,
+    OPT_FORM_STRING,
 };
 
 static const struct option long_opts[] = {
@@ -345,6 +350,8 @@ static const struct option long_opts[] = {
     {"user", required_argument, NULL, 'u'},
     {"oauth2-bearer", required_argument, NULL, OPT_OAUTH2_BEARER},
     {"json", required_argument, NULL, OPT_JSON},
+    {"form", required_argument, NULL, 'F'},
+    {"form-string", required_argument, NULL, OPT_FORM_STRING},
     {"ipv4", no_argument, NULL, '4'},
     {"ipv6", no_argument, NULL, '6'},
     {"create-dirs", no_argument, NULL, OPT_CREATE_DIRS},
@@ -695,8 +702,9 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
     int c;
     const char *user_arg = NULL, *bearer = NULL;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":X:H:d:GT:o:OLiIsSvfkm:w:A:e:#ZD:hVx:U:pr:u:46C:Rz:b:c:jJ",
-                            long_opts, NULL)) != -1) {
+    while (
+        (c = getopt_long(argc, argv, ":X:H:d:GT:o:OLiIsSvfkm:w:A:e:#ZD:hVx:U:pr:u:46C:Rz:b:c:jJF:",
+                         long_opts, NULL)) != -1) {
         switch (c) {
         case 'X':
             if (!vega_http_token_is_valid(optarg, strlen(optarg)))
@@ -720,6 +728,10 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
             break;
         case OPT_JSON:
             curl_data_add_json(o, optarg);
+            break;
+        case 'F':
+        case OPT_FORM_STRING:
+            curl_form_add(o, optarg, c == OPT_FORM_STRING);
             break;
         case 'r':
             set_range(o, optarg);
@@ -1063,6 +1075,7 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
         add_url(o, argv[i]);
     if (o->nurls == 0)
         cli_usage_error("no URL specified");
+    curl_form_finish(o);
     if (o->head && ((o->has_data && !o->get) || o->nuploads))
         cli_usage_error("-I cannot be combined with -d or -T (one request method only)");
     if (o->has_data && o->nuploads)
@@ -1314,6 +1327,7 @@ int main(int argc, char **argv)
     free(o.alt_svc_text);
     free(o.session_text);
     free(o.data);
+    free(o.form);
     free(o.auth);
     free(o.urls);
     free(o.outs);

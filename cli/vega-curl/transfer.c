@@ -484,8 +484,10 @@ static void build_fields(struct xfer *x)
     static const char json[] = "application/json", accept[] = "Accept";
     if (x->send_data && !o->no_content_type && !user_has(o, ct))
         x->fields[x->nfields++] =
-            o->json ? (vega_http_field){{ct, sizeof(ct) - 1}, {json, sizeof(json) - 1}}
-                    : (vega_http_field){{ct, sizeof(ct) - 1}, {form, sizeof(form) - 1}};
+            o->form_type[0]
+                ? (vega_http_field){{ct, sizeof(ct) - 1}, {o->form_type, strlen(o->form_type)}}
+            : o->json ? (vega_http_field){{ct, sizeof(ct) - 1}, {json, sizeof(json) - 1}}
+                      : (vega_http_field){{ct, sizeof(ct) - 1}, {form, sizeof(form) - 1}};
     /* curl adds the JSON Accept with --json whether or not the data goes (-G) */
     if (o->json && !user_has(o, accept))
         x->fields[x->nfields++] =

@@ -572,3 +572,43 @@ names() {
     [ ! -e "$T/x" ]
     if command -v curl >/dev/null; then diff "$T/J.curl.out" "$T/J.vega.out"; fi
 }
+
+@test "-F and --form-string send the parts curl sends (parsed back by the server)" {
+    local u="http://127.0.0.1:$EPORT/form"
+    printf 'hello\nfile\n' >"$T/a.txt"
+    printf '\000\001bin' >"$T/b.bin"
+    printf 'x' >"$T/noext"
+    both form -s "$u" -F a=1 -F "b=@$T/a.txt" -F "c=<$T/a.txt" \
+        -F "d=@$T/b.bin;type=image/x-foo;filename=x\"y.dat" -F "n=@$T/noext" \
+        --form-string 'e=@lit;type=x' -F 'f="q;u\"o";type=text/plain' \
+        -F 'g=v;filename=n.txt' -F 'i=  sp  '
+    diff "$T/form.curl" "$T/form.vega"
+    grep -qx 'type multipart/form-data' "$T/form.vega"
+    grep -qx 'ends-ok True' "$T/form.vega"
+    grep -qxF "part cd='form-data; name=\"b\"; filename=\"a.txt\"' ct='text/plain' data=b'hello\\nfile\\n'" "$T/form.vega"
+    grep -qxF "part cd='form-data; name=\"n\"; filename=\"noext\"' ct='application/octet-stream' data=b'x'" "$T/form.vega"
+    grep -qxF "part cd='form-data; name=\"c\"' ct=None data=b'hello\\nfile\\n'" "$T/form.vega"
+    grep -qxF "part cd='form-data; name=\"e\"' ct=None data=b'@lit;type=x'" "$T/form.vega"
+    # a random boundary: two runs differ
+    vc -s "http://127.0.0.1:$EPORT/echo" -F a=1 | grep '^Content-Type:' >"$T/ct1"
+    vc -s "http://127.0.0.1:$EPORT/echo" -F a=1 | grep '^Content-Type:' >"$T/ct2"
+    grep -q 'multipart/form-data; boundary=-\{24\}[0-9a-f]\{16\}' "$T/ct1"
+    ! diff -q "$T/ct1" "$T/ct2"
+    # failures as curl's: an unreadable file 26, -d with -F 2, no '=' 2
+    both miss -s "$u" -F "a=@$T/none"
+    grep -qx 'rc=26' "$T/miss.vega"
+    diff "$T/miss.curl" "$T/miss.vega"
+    both dF -s "$u" -F a=1 -d x
+    grep -qx 'rc=2' "$T/dF.vega"
+    diff "$T/dF.curl" "$T/dF.vega"
+    run vc -s "$u" -F noeq
+    [ "$status" -eq 2 ]
+    # at most 1000 parts
+    local args=()
+    for i in $(seq 1001); do args+=(-F a=1); done
+    run vc -s "$u" "${args[@]}"
+    [ "$status" -eq 2 ]
+    echo "$output" | grep -q 'too many -F parts'
+    run vc -s -o /dev/null -w '%{http_code}' "$u" "${args[@]:2}"
+    [ "$output" = 200 ]
+}

@@ -5,9 +5,24 @@
 # /c/ANY/PATH?set=SET-COOKIE&set=...&to=URL answers with one Set-Cookie per set= (and a 302 to
 # URL with to=; "@N@" in a set= value stands for N bytes of "v"), the body the Cookie fields it got; /cd?name=NAME answers with a
 # Content-Disposition naming NAME (percent-decoded, sent as given).
-import http.server, re, sys, threading, urllib.parse
+import email.parser, email.policy, http.server, re, sys, threading, urllib.parse
 
 counts = {}
+
+
+def form_parts(ctype, body):
+    # The parts of a multipart/form-data body, parsed back with the email parser, boundary left
+    # out: the request's type, then per part its Content-Disposition parameters, its
+    # Content-Type and its bytes.
+    msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + body)
+    out = ["type %s" % msg.get_content_type(),
+           "ends-ok %s" % body.endswith(b"--" + msg.get_boundary().encode() + b"--\r\n")]
+    for part in msg.iter_parts():
+        out.append("part cd=%r ct=%r data=%r" % (
+            part.get("Content-Disposition"), part.get("Content-Type"),
+            part.get_payload(decode=True)))
+    return ("\n".join(out) + "\n").encode()
 lock = threading.Lock()
 
 
@@ -59,6 +74,8 @@ class H(http.server.BaseHTTPRequestHandler):
             q = urllib.parse.parse_qs(urllib.parse.urlsplit(p).query)
             self.send(200, b"cd body\n",
                       [("Content-Disposition", q["v"][0])] if "v" in q else [])
+        elif p == "/form":
+            self.send(200, form_parts(self.headers.get("Content-Type", ""), body))
         elif p == "/lm":
             self.send(200, b"lm\n", [("Last-Modified", "Thu, 02 Jan 2020 03:04:05 GMT")])
         else:
