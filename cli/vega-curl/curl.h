@@ -51,6 +51,7 @@ enum {
 #define CURL_MAX_RESOLVE    64
 #define CURL_MAX_URL_LEN    8192
 #define CURL_MAX_DATA       (1024ull * 1024 * 1024) /* -d / --data-binary held in memory */
+#define CURL_MAX_NETRC      (64 * 1024)             /* bytes of a .netrc file (curl 8's bound) */
 #define CURL_MAX_FORM_PARTS 1000                    /* -F / --form-string parts */
 
 /* Where the body of one URL goes: the n-th -o/-O belongs to the n-th URL, as in curl. */
@@ -83,7 +84,9 @@ struct curl_opts {
     char *form; /* -F: the multipart body being built (owned; moved to data at the end) */
     size_t form_len, form_parts;
     char form_boundary[48];
-    char form_type[96]; /* "multipart/form-data; boundary=..." once a -F is given */
+    char form_type[96];     /* "multipart/form-data; boundary=..." once a -F is given */
+    int netrc;              /* 0, CURL_NETRC_OPTIONAL or CURL_NETRC_REQUIRED */
+    const char *netrc_file; /* --netrc-file (else ~/.netrc) */
 
     const char *range;    /* -r: "bytes=" + this */
     char *auth;           /* -u or --oauth2-bearer: the Authorization value (owned) */
@@ -308,6 +311,21 @@ void curl_form_add(struct curl_opts *o, const char *arg, bool literal);
 /* After the command line: closes the form and makes it the request body (-d and -F: exit 2). */
 void curl_form_finish(struct curl_opts *o);
 
+/* ---- .netrc (netrc.c) ---------------------------------------------------------------------- */
+
+enum {
+    CURL_NETRC_OPTIONAL = 1,
+    CURL_NETRC_REQUIRED = 2
+};
+/* Reads the netrc file when o->netrc asks for one (missing: no credentials; not a regular file
+ * or over CURL_MAX_NETRC bytes: exit 26). */
+void curl_netrc_load(struct curl_opts *o);
+void curl_netrc_free(void);
+/* The login and password of host's machine entry (or of default), with want_login (not NULL)
+ * only an entry of that login. Returns whether one was found. */
+bool curl_netrc_find(const char *host, const char *want_login, char *login, size_t lcap, char *pass,
+                     size_t pcap);
+
 /* -T FILE as a streamed body. */
 struct curl_upload {
     cli_stdio io;
@@ -452,6 +470,7 @@ struct xfer {
     uint64_t resume_at;      /* -C: the offset asked for (0 = none) */
     char url_auth[704];      /* Basic credentials of the URL's userinfo
                                 ("" = none; -u wins) */
+    char hop_auth[704];      /* -n: the netrc credentials of a redirect's other host */
     char time_cond[64];      /* -z: the If-(Un)Modified-Since value */
     char cookie[16384];      /* the Cookie value: the jar's (up to 8190 bytes, curl's cap)
                                 and -b's strings (up to 8190) */

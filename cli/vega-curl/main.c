@@ -44,6 +44,10 @@ static const char usage_text[] =
     "                           (upload), NAME=<FILE (its content as the value); ;type=T,\n"
     "                           ;filename=F; \"quoted\" words\n"
     "      --form-string N=S    a -F part whose value S is taken as it is\n"
+    "  -n, --netrc              credentials for the URL's host from ~/.netrc (those in the URL\n"
+    "                           are ignored)\n"
+    "      --netrc-file FILE    as -n with FILE (at most 64 KiB)\n"
+    "      --netrc-optional     as -n, but credentials in the URL win\n"
     "  -I, --head               HEAD: show the response header only\n"
     "  -r, --range RANGE        ask for part of the document: Range: bytes=RANGE (0-9, 10-,\n"
     "                           -500, 0-0,5-9)\n"
@@ -276,6 +280,10 @@ enum {
     OPT_NO_JUNK_SESSION,
     OPT_NO_REMOTE_HEADER_NAME,
     OPT_FORM_STRING,
+    OPT_NO_NETRC,
+    OPT_NETRC_FILE,
+    OPT_NETRC_OPTIONAL,
+    OPT_NO_NETRC_OPTIONAL,
 };
 
 static const struct option long_opts[] = {
@@ -352,6 +360,11 @@ static const struct option long_opts[] = {
     {"json", required_argument, NULL, OPT_JSON},
     {"form", required_argument, NULL, 'F'},
     {"form-string", required_argument, NULL, OPT_FORM_STRING},
+    {"netrc", no_argument, NULL, 'n'},
+    {"no-netrc", no_argument, NULL, OPT_NO_NETRC},
+    {"netrc-file", required_argument, NULL, OPT_NETRC_FILE},
+    {"netrc-optional", no_argument, NULL, OPT_NETRC_OPTIONAL},
+    {"no-netrc-optional", no_argument, NULL, OPT_NO_NETRC_OPTIONAL},
     {"ipv4", no_argument, NULL, '4'},
     {"ipv6", no_argument, NULL, '6'},
     {"create-dirs", no_argument, NULL, OPT_CREATE_DIRS},
@@ -701,9 +714,10 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
     uint64_t v;
     int c;
     const char *user_arg = NULL, *bearer = NULL;
+    bool netrc_req = false, netrc_opt = false;
     opterr = 0;
     while (
-        (c = getopt_long(argc, argv, ":X:H:d:GT:o:OLiIsSvfkm:w:A:e:#ZD:hVx:U:pr:u:46C:Rz:b:c:jJF:",
+        (c = getopt_long(argc, argv, ":X:H:d:GT:o:OLiIsSvfkm:w:A:e:#ZD:hVx:U:pr:u:46C:Rz:b:c:jJF:n",
                          long_opts, NULL)) != -1) {
         switch (c) {
         case 'X':
@@ -728,6 +742,17 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
             break;
         case OPT_JSON:
             curl_data_add_json(o, optarg);
+            break;
+        case 'n':
+        case OPT_NO_NETRC:
+            netrc_req = c == 'n';
+            break;
+        case OPT_NETRC_OPTIONAL:
+        case OPT_NO_NETRC_OPTIONAL:
+            netrc_opt = c == OPT_NETRC_OPTIONAL;
+            break;
+        case OPT_NETRC_FILE:
+            o->netrc_file = optarg;
             break;
         case 'F':
         case OPT_FORM_STRING:
@@ -1076,6 +1101,11 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
     if (o->nurls == 0)
         cli_usage_error("no URL specified");
     curl_form_finish(o);
+    /* curl's modes: --netrc-optional wins; -n or --netrc-file alone make it required */
+    o->netrc = netrc_opt                    ? CURL_NETRC_OPTIONAL
+               : netrc_req || o->netrc_file ? CURL_NETRC_REQUIRED
+                                            : 0;
+    curl_netrc_load(o);
     if (o->head && ((o->has_data && !o->get) || o->nuploads))
         cli_usage_error("-I cannot be combined with -d or -T (one request method only)");
     if (o->has_data && o->nuploads)
@@ -1328,6 +1358,7 @@ int main(int argc, char **argv)
     free(o.session_text);
     free(o.data);
     free(o.form);
+    curl_netrc_free();
     free(o.auth);
     free(o.urls);
     free(o.outs);
