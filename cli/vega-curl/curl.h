@@ -46,13 +46,16 @@ enum {
 };
 
 /* Limits on what the command line may ask for. */
-#define CURL_MAX_HEADERS    256
-#define CURL_MAX_URLS       4096
-#define CURL_MAX_RESOLVE    64
-#define CURL_MAX_URL_LEN    8192
-#define CURL_MAX_DATA       (1024ull * 1024 * 1024) /* -d / --data-binary held in memory */
-#define CURL_MAX_NETRC      (64 * 1024)             /* bytes of a .netrc file (curl 8's bound) */
-#define CURL_MAX_FORM_PARTS 1000                    /* -F / --form-string parts */
+#define CURL_MAX_HEADERS      256
+#define CURL_MAX_URLS         4096
+#define CURL_MAX_RESOLVE      64
+#define CURL_MAX_URL_LEN      8192
+#define CURL_MAX_DATA         (1024ull * 1024 * 1024) /* -d / --data-binary held in memory */
+#define CURL_MAX_NETRC        (64 * 1024)             /* bytes of a .netrc file (curl 8's bound) */
+#define CURL_MAX_CONFIG       (1024 * 1024)           /* bytes of one -K file or ~/.curlrc */
+#define CURL_MAX_CONFIG_DEPTH 16                      /* -K inside -K files */
+#define CURL_MAX_CONFIG_WORDS 100000 /* words of the command line and its -K files */
+#define CURL_MAX_FORM_PARTS   1000   /* -F / --form-string parts */
 
 /* Where the body of one URL goes: the n-th -o/-O belongs to the n-th URL, as in curl. */
 struct curl_outspec {
@@ -310,6 +313,14 @@ char *curl_read_file(const struct curl_opts *o, const char *path, size_t *len);
 void curl_form_add(struct curl_opts *o, const char *arg, bool literal);
 /* After the command line: closes the form and makes it the request body (-d and -F: exit 2). */
 void curl_form_finish(struct curl_opts *o);
+
+/* ---- -K and ~/.curlrc (config.c) ------------------------------------------------------------ */
+
+struct option;
+/* Replaces *argv by the words of ~/.curlrc (unless the first argument is -q) followed by the
+ * command line, each -K FILE in it replaced by that file's options. Exits 26 for a file that
+ * cannot be read, is over CURL_MAX_CONFIG bytes or nests over CURL_MAX_CONFIG_DEPTH. */
+void curl_config_expand(int *argc, char ***argv, const struct option *longs, const char *shorts);
 
 /* ---- .netrc (netrc.c) ---------------------------------------------------------------------- */
 

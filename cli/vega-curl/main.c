@@ -44,6 +44,10 @@ static const char usage_text[] =
     "                           (upload), NAME=<FILE (its content as the value); ;type=T,\n"
     "                           ;filename=F; \"quoted\" words\n"
     "      --form-string N=S    a -F part whose value S is taken as it is\n"
+    "  -K, --config FILE        read options from FILE (curl's syntax: one a line, \"--opt\n"
+    "                           value\", \"opt = value\", quoted values, # comments; \"-\" =\n"
+    "                           stdin); ~/.curlrc is read first unless -q comes first\n"
+    "  -q, --disable            as the first argument: do not read ~/.curlrc\n"
     "  -n, --netrc              credentials for the URL's host from ~/.netrc (those in the URL\n"
     "                           are ignored)\n"
     "      --netrc-file FILE    as -n with FILE (at most 64 KiB)\n"
@@ -361,6 +365,8 @@ static const struct option long_opts[] = {
     {"form", required_argument, NULL, 'F'},
     {"form-string", required_argument, NULL, OPT_FORM_STRING},
     {"netrc", no_argument, NULL, 'n'},
+    {"config", required_argument, NULL, 'K'},
+    {"disable", no_argument, NULL, 'q'},
     {"no-netrc", no_argument, NULL, OPT_NO_NETRC},
     {"netrc-file", required_argument, NULL, OPT_NETRC_FILE},
     {"netrc-optional", no_argument, NULL, OPT_NETRC_OPTIONAL},
@@ -709,6 +715,8 @@ static void add_cookie(struct curl_opts *o, const char *arg)
     o->cookie_files = f;
 }
 
+static const char short_opts[] = ":X:H:d:GT:o:OLiIsSvfkm:w:A:e:#ZD:hVx:U:pr:u:46C:Rz:b:c:jJF:nqK:";
+
 static void parse_args(struct curl_opts *o, int argc, char **argv)
 {
     uint64_t v;
@@ -716,9 +724,7 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
     const char *user_arg = NULL, *bearer = NULL;
     bool netrc_req = false, netrc_opt = false;
     opterr = 0;
-    while (
-        (c = getopt_long(argc, argv, ":X:H:d:GT:o:OLiIsSvfkm:w:A:e:#ZD:hVx:U:pr:u:46C:Rz:b:c:jJF:n",
-                         long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1) {
         switch (c) {
         case 'X':
             if (!vega_http_token_is_valid(optarg, strlen(optarg)))
@@ -742,6 +748,8 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
             break;
         case OPT_JSON:
             curl_data_add_json(o, optarg);
+            break;
+        case 'q': /* only as the first argument (config.c); ignored elsewhere, as curl */
             break;
         case 'n':
         case OPT_NO_NETRC:
@@ -1329,6 +1337,7 @@ int main(int argc, char **argv)
     o.keepalive_s = 60; /* curl's default: probes after 60 s idle, every 60 s */
     o.earlydata = -1;
     cli_set_prog("vega-curl");
+    curl_config_expand(&argc, &argv, long_opts, short_opts);
     parse_args(&o, argc, argv);
     signal(SIGPIPE, SIG_IGN);
 

@@ -593,7 +593,8 @@ names() {
     vc -s "http://127.0.0.1:$EPORT/echo" -F a=1 | grep '^Content-Type:' >"$T/ct1"
     vc -s "http://127.0.0.1:$EPORT/echo" -F a=1 | grep '^Content-Type:' >"$T/ct2"
     grep -q 'multipart/form-data; boundary=-\{24\}[0-9a-f]\{16\}' "$T/ct1"
-    ! diff -q "$T/ct1" "$T/ct2"
+    run diff -q "$T/ct1" "$T/ct2"
+    [ "$status" -eq 1 ]
     # failures as curl's: an unreadable file 26, -d with -F 2, no '=' 2
     both miss -s "$u" -F "a=@$T/none"
     grep -qx 'rc=26' "$T/miss.vega"
@@ -677,4 +678,50 @@ NETRC
     [ "$output" = 200 ]
     run vc -sS --netrc-file "$T" "$u"
     [ "$status" -eq 26 ]
+}
+
+@test "-K and ~/.curlrc: curl's config syntax, -q, nesting and size bounds" {
+    local u="http://127.0.0.1:$EPORT/echo"
+    printf '%s\n' 'silent fail' "url = \"$u\"" '-H "X-A: 1\tb"' 'header: X-B: 2' \
+        '  header="X-C: 3"  # trailing' '# a comment' 'user-agent = "a \"q\" z"' \
+        "--header X-D:\\ 4" >"$T/cfg"
+    both k -K "$T/cfg"
+    diff "$T/k.curl" "$T/k.vega"
+    grep -qx 'User-Agent: a "q" z' "$T/k.vega"
+    grep -qxF "$(printf 'X-A: 1\tb')" "$T/k.vega"
+    grep -qx 'X-C: 3' "$T/k.vega"
+    # the command line around it, nesting and -sK clusters; -K - reads stdin
+    printf 'header = "X-N: nested"\n' >"$T/inner"
+    printf 'header = "X-O: outer"\nconfig = "%s"\n' "$T/inner" >"$T/outer"
+    both n -H "X-Before: 1" --config "$T/outer" -sK "$T/inner" "$u"
+    diff "$T/n.curl" <(sed 's/^User-Agent: vega-curl.*/User-Agent: curl\/7.88.1/' "$T/n.vega")
+    [ "$(grep -c '^X-N: nested$' "$T/n.vega")" -eq 2 ]
+    grep -qx 'X-O: outer' "$T/n.vega"
+    echo 'header = "X-S: stdin"' | vc -s -K - "$u" >"$T/s"
+    grep -qx 'X-S: stdin' "$T/s"
+    # ~/.curlrc is read first, and not when -q is the first argument
+    mkdir -p "$T/home"
+    printf 'header = "X-RC: 1"\n' >"$T/home/.curlrc"
+    HOME="$T/home" both rc -s "$u"
+    grep -qx 'X-RC: 1' "$T/rc.vega"
+    grep -qx 'X-RC: 1' "$T/rc.curl"
+    HOME="$T/home" both q -q -s "$u"
+    run grep -c '^X-RC' "$T/q.vega" "$T/q.curl"
+    [ "$output" = "$T/q.vega:0"$'\n'"$T/q.curl:0" ]
+    # an unreadable file: 26, as curl
+    both miss -s -K "$T/none" "$u"
+    grep -qx 'rc=26' "$T/miss.vega"
+    grep -qx 'rc=26' "$T/miss.curl"
+    # bounds: a file including itself stops at 16 levels; 1 MiB of file
+    printf 'config = "%s"\n' "$T/self" >"$T/self"
+    run vc -s -K "$T/self" "$u"
+    [ "$status" -eq 26 ]
+    echo "$output" | grep -q 'nested more than 16 deep'
+    { echo '-s'; head -c 1048577 /dev/zero | tr '\0' '#'; } >"$T/big"
+    run vc -K "$T/big" "$u"
+    [ "$status" -eq 26 ]
+    echo "$output" | grep -q 'larger than 1048576 bytes'
+    { head -c 1048573 /dev/zero | tr '\0' '#'; printf '\n-s'; } >"$T/big"
+    run vc -K "$T/big" -o /dev/null -w '%{http_code}' "$u"
+    [ "$output" = 200 ]
 }
