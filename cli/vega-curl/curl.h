@@ -89,6 +89,7 @@ struct curl_opts {
     char form_boundary[48];
     char form_type[96];     /* "multipart/form-data; boundary=..." once a -F is given */
     int netrc;              /* 0, CURL_NETRC_OPTIONAL or CURL_NETRC_REQUIRED */
+    char unix_path[110];    /* --unix-socket PATH, --abstract-unix-socket NAME ("@NAME") */
     const char *netrc_file; /* --netrc-file (else ~/.netrc) */
 
     const char *range;    /* -r: "bytes=" + this */

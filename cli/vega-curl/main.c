@@ -47,6 +47,8 @@ static const char usage_text[] =
     "  -K, --config FILE        read options from FILE (curl's syntax: one a line, \"--opt\n"
     "                           value\", \"opt = value\", quoted values, # comments; \"-\" =\n"
     "                           stdin); ~/.curlrc is read first unless -q comes first\n"
+    "      --unix-socket PATH   connect to the Unix socket PATH instead of the URL's host\n"
+    "      --abstract-unix-socket NAME  the same, NAME in the abstract namespace\n"
     "  -q, --disable            as the first argument: do not read ~/.curlrc\n"
     "  -n, --netrc              credentials for the URL's host from ~/.netrc (those in the URL\n"
     "                           are ignored)\n"
@@ -288,6 +290,8 @@ enum {
     OPT_NETRC_FILE,
     OPT_NETRC_OPTIONAL,
     OPT_NO_NETRC_OPTIONAL,
+    OPT_UNIX_SOCKET,
+    OPT_ABSTRACT_UNIX_SOCKET,
 };
 
 static const struct option long_opts[] = {
@@ -366,6 +370,8 @@ static const struct option long_opts[] = {
     {"form-string", required_argument, NULL, OPT_FORM_STRING},
     {"netrc", no_argument, NULL, 'n'},
     {"config", required_argument, NULL, 'K'},
+    {"unix-socket", required_argument, NULL, OPT_UNIX_SOCKET},
+    {"abstract-unix-socket", required_argument, NULL, OPT_ABSTRACT_UNIX_SOCKET},
     {"disable", no_argument, NULL, 'q'},
     {"no-netrc", no_argument, NULL, OPT_NO_NETRC},
     {"netrc-file", required_argument, NULL, OPT_NETRC_FILE},
@@ -749,6 +755,18 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
         case OPT_JSON:
             curl_data_add_json(o, optarg);
             break;
+        case OPT_UNIX_SOCKET:
+        case OPT_ABSTRACT_UNIX_SOCKET: {
+            /* sun_path's 108 bytes: a path and its NUL, or the abstract name after its NUL */
+            size_t max = 107;
+            if (!*optarg || strlen(optarg) > max)
+                cli_usage_error("--%s: expected 1 to %zu bytes, got %zu",
+                                c == OPT_UNIX_SOCKET ? "unix-socket" : "abstract-unix-socket", max,
+                                strlen(optarg));
+            snprintf(o->unix_path, sizeof o->unix_path, "%s%s", c == OPT_UNIX_SOCKET ? "" : "@",
+                     optarg);
+            break;
+        }
         case 'q': /* only as the first argument (config.c); ignored elsewhere, as curl */
             break;
         case 'n':
@@ -1177,6 +1195,24 @@ static int make_tls(const struct curl_opts *o, vega_tls_config **out)
     return 0;
 }
 
+/* --unix-socket / --abstract-unix-socket: the connect hook; the URL's host still names the
+ * server (Host, TLS's SNI and certificate check). */
+static int unix_connect(void *user, const char *host, uint16_t port, bool tls, vega_stream **out,
+                        vega_deadline dl)
+{
+    (void)host, (void)port, (void)tls;
+    vega_addr a;
+    vega_sock *s;
+    int r = vega_addr_from_unix(&a, user);
+    if (r < 0)
+        return r;
+    if ((r = vega_tcp_connect(&s, &a, dl)) < 0)
+        return r;
+    if ((r = vega_stream_from_sock(out, s, 0)) < 0)
+        vega_sock_close(s);
+    return r;
+}
+
 static int make_client(const struct curl_opts *o, vega_tls_config *tls, struct curl_quic *q,
                        vega_http_client **out)
 {
@@ -1198,6 +1234,11 @@ static int make_client(const struct curl_opts *o, vega_tls_config *tls, struct c
     co.user_agent = o->user_agent ? o->user_agent : ua;
     if ((code = curl_proxy_setup(o, &co)) != 0)
         return code;
+    if (o->unix_path[0]) {
+        /* every connection goes to the socket, whatever the URL's host (proxies too) */
+        co.connect = unix_connect;
+        co.connect_user = (void *)o->unix_path;
+    }
     int r = vega_http_client_new(out, &co);
     if (r < 0)
         return curl_fail(o, CE_FAILED_INIT, "HTTP client: %s", vega_tls_strerror(r));

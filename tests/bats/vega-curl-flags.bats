@@ -24,7 +24,10 @@ setup_file() {
         </dev/null &
     echo "$!" >"$d/pids"
     disown
-    command -p python3 -u "$BATS_TEST_DIRNAME/vega-curl-flags.py" >"$d/echo.log" 2>&1 3>&- \
+    ABSTRACT="vega-curl-flags-$$-$RANDOM"
+    echo "$ABSTRACT" >"$d/abstract"
+    command -p python3 -u "$BATS_TEST_DIRNAME/vega-curl-flags.py" "$d/echo.sock" "@$ABSTRACT" \
+        >"$d/echo.log" 2>&1 3>&- \
         </dev/null &
     echo "$!" >>"$d/pids"
     disown
@@ -724,4 +727,28 @@ NETRC
     { head -c 1048573 /dev/zero | tr '\0' '#'; printf '\n-s'; } >"$T/big"
     run vc -K "$T/big" -o /dev/null -w '%{http_code}' "$u"
     [ "$output" = 200 ]
+}
+
+@test "--unix-socket and --abstract-unix-socket: HTTP over a Unix socket, as curl" {
+    local sock="$BATS_FILE_TMPDIR/echo.sock" abs
+    abs="$(cat "$BATS_FILE_TMPDIR/abstract")"
+    both p -s --unix-socket "$sock" 'http://foo.example/echo?y'
+    diff <(heads "$T/p.curl" | sort) <(heads "$T/p.vega" | sort)
+    grep -qx 'GET /echo?y' "$T/p.vega"
+    grep -qx 'Host: foo.example' "$T/p.vega"
+    both a -s --abstract-unix-socket "$abs" 'http://bar:81/echo' -d hi
+    diff <(heads "$T/a.curl" | sort) <(heads "$T/a.vega" | sort)
+    grep -qx 'Host: bar:81' "$T/a.vega"
+    grep -q '^hirc=0$' "$T/a.vega"
+    # -L and several URLs: every connection goes to the socket
+    both l -s -L --unix-socket "$sock" 'http://h1/away?to=http://h2/echo' 'http://h3/echo'
+    diff <(heads "$T/l.curl" | sort) <(heads "$T/l.vega" | sort)
+    grep -qx 'Host: h2' "$T/l.vega"
+    grep -qx 'Host: h3' "$T/l.vega"
+    # no such socket: 7, as curl
+    both miss -s --unix-socket "$BATS_FILE_TMPDIR/none.sock" http://foo/
+    grep -qx 'rc=7' "$T/miss.vega"
+    diff "$T/miss.curl" "$T/miss.vega"
+    run vc -s --unix-socket "$(printf 'x%.0s' $(seq 108))" http://foo/
+    [ "$status" -eq 2 ]
 }

@@ -4,8 +4,9 @@
 # requests and 200 "ok" after, /later answers 503 with "Retry-After: 100", /lm answers with a fixed Last-Modified whatever the conditions.
 # /c/ANY/PATH?set=SET-COOKIE&set=...&to=URL answers with one Set-Cookie per set= (and a 302 to
 # URL with to=; "@N@" in a set= value stands for N bytes of "v"), the body the Cookie fields it got; /cd?name=NAME answers with a
-# Content-Disposition naming NAME (percent-decoded, sent as given).
-import email.parser, email.policy, http.server, re, sys, threading, urllib.parse
+# Content-Disposition naming NAME (percent-decoded, sent as given); /form answers with the parts
+# of a multipart/form-data body. Each argument is a Unix socket ("@NAME": abstract) served too.
+import email.parser, email.policy, http.server, re, socketserver, sys, threading, urllib.parse
 
 counts = {}
 
@@ -86,6 +87,15 @@ class H(http.server.BaseHTTPRequestHandler):
     do_HEAD = do_GET
 
 
+class UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+
+# The same handler on each Unix socket named in argv ("@NAME": the abstract namespace), for
+# --unix-socket and --abstract-unix-socket.
+for path in sys.argv[1:]:
+    u = UnixServer("\0" + path[1:] if path.startswith("@") else path, H)
+    threading.Thread(target=u.serve_forever, daemon=True).start()
 s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
 print("port", s.server_address[1], flush=True)
 s.serve_forever()
