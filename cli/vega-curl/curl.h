@@ -87,7 +87,7 @@ struct curl_opts {
     char *form; /* -F: the multipart body being built (owned; moved to data at the end) */
     size_t form_len, form_parts;
     char form_boundary[48];
-    char form_type[96];     /* "multipart/form-data; boundary=..." once a -F is given */
+    char form_type[320];    /* "multipart/form-data; boundary=..." once a -F is given */
     int netrc;              /* 0, CURL_NETRC_OPTIONAL or CURL_NETRC_REQUIRED */
     char unix_path[110];    /* --unix-socket PATH, --abstract-unix-socket NAME ("@NAME") */
     const char *netrc_file; /* --netrc-file (else ~/.netrc) */

@@ -140,6 +140,7 @@ void curl_form_add(struct curl_opts *o, const char *arg, bool literal)
     const char *p = eq + 1;
     char *value = NULL, *type = NULL, *filename = NULL;
     int kind = 0; /* 0 text, '@' file upload, '<' file content as a value */
+    bool stdin_file = false;
     if (literal) {
         value = strdup(p);
     } else {
@@ -193,13 +194,17 @@ void curl_form_add(struct curl_opts *o, const char *arg, bool literal)
                             "supported; give one -F per file",
                             arg);
         content = curl_read_file(o, value, &vlen);
-        if (kind == '@' && !filename && strcmp(value, "-") != 0) {
+        if (kind == '@' && !filename && strcmp(value, "-") == 0) {
+            filename = strdup("-"); /* curl's name for stdin, with no type guessed */
+            stdin_file = true;
+        } else if (kind == '@' && !filename) {
             const char *base = strrchr(value, '/');
             filename = strdup(base ? base + 1 : value);
         }
     }
     const char *ctype =
-        type ? type : type_for(filename, kind == '@' ? "application/octet-stream" : NULL);
+        type ? type
+             : type_for(filename, kind == '@' && !stdin_file ? "application/octet-stream" : NULL);
     form_puts(o, "--");
     form_puts(o, o->form_boundary);
     form_puts(o, "\r\nContent-Disposition: form-data; name=");
@@ -222,6 +227,30 @@ void curl_form_add(struct curl_opts *o, const char *arg, bool literal)
     free(filename);
 }
 
+/* curl's disposition for the parts of another multipart type (-H Content-Type): "attachment"
+ * in place of "form-data", after each boundary line (the boundary is random: the content does
+ * not hold it, which is what multipart relies on anyway). */
+static void attachments(struct curl_opts *o)
+{
+    char pat[128];
+    int pl = snprintf(pat, sizeof pat, "--%s\r\nContent-Disposition: form-data", o->form_boundary);
+    char *old = o->form;
+    size_t len = o->form_len;
+    o->form = NULL;
+    o->form_len = 0;
+    for (size_t i = 0; i < len;) {
+        char *hit = memmem(old + i, len - i, pat, (size_t)pl);
+        size_t upto = hit ? (size_t)(hit - old) : len;
+        form_append(o, old + i, upto - i);
+        if (!hit)
+            break;
+        form_append(o, pat, (size_t)pl - 9);
+        form_puts(o, "attachment");
+        i = upto + (size_t)pl;
+    }
+    free(old);
+}
+
 void curl_form_finish(struct curl_opts *o)
 {
     if (!o->form_parts)
@@ -232,8 +261,24 @@ void curl_form_finish(struct curl_opts *o)
     form_puts(o, "--");
     form_puts(o, o->form_boundary);
     form_puts(o, "--\r\n");
-    snprintf(o->form_type, sizeof o->form_type, "multipart/form-data; boundary=%s",
-             o->form_boundary);
+    /* a -H Content-Type with a value gets the boundary added, as curl does; -G is ignored */
+    const char *mime = "multipart/form-data";
+    int mlen = (int)strlen(mime);
+    for (size_t i = 0; i < o->nheaders; i++) {
+        vega_http_field *f = &o->headers[i];
+        if (f->name.len == 12 && strncasecmp(f->name.ptr, "Content-Type", 12) == 0 &&
+            f->value.len) {
+            mime = f->value.ptr;
+            mlen = f->value.len > 256 ? 256 : (int)f->value.len;
+            memmove(f, f + 1, (o->nheaders - i - 1) * sizeof *f);
+            o->nheaders--;
+            break;
+        }
+    }
+    snprintf(o->form_type, sizeof o->form_type, "%.*s; boundary=%s", mlen, mime, o->form_boundary);
+    if (mlen != 19 || strncasecmp(mime, "multipart/form-data", 19) != 0)
+        attachments(o);
+    o->get = false;
     free(o->data);
     o->data = o->form;
     o->data_len = o->form_len;

@@ -592,6 +592,28 @@ names() {
     grep -qxF "part cd='form-data; name=\"n\"; filename=\"noext\"' ct='application/octet-stream' data=b'x'" "$T/form.vega"
     grep -qxF "part cd='form-data; name=\"c\"' ct=None data=b'hello\\nfile\\n'" "$T/form.vega"
     grep -qxF "part cd='form-data; name=\"e\"' ct=None data=b'@lit;type=x'" "$T/form.vega"
+    # stdin as a file ("-", no type) and as a value; -H Content-Type keeps the boundary; -G is
+    # ignored with -F
+    echo abc >"$T/in"
+    local f
+    for f in 'a=@-' 'b=<-'; do
+        vc -s "$u" -F "$f" <"$T/in" >"$T/stdin.vega"
+        if command -v curl >/dev/null; then
+            timeout 10 curl -s "$u" -F "$f" <"$T/in" >"$T/stdin.curl"
+            diff "$T/stdin.curl" "$T/stdin.vega"
+        fi
+        grep -qF "data=b'abc\\n'" "$T/stdin.vega"
+    done
+    vc -s "$u" -F 'a=@-' <"$T/in" >"$T/stdin.vega"
+    grep -qxF "part cd='form-data; name=\"a\"; filename=\"-\"' ct=None data=b'abc\\n'" "$T/stdin.vega"
+    both rel -s "$u" -F a=1 -H 'Content-Type: multipart/related'
+    diff "$T/rel.curl" "$T/rel.vega"
+    grep -qx 'type multipart/related' "$T/rel.vega"
+    grep -qx 'ends-ok True' "$T/rel.vega"
+    both g -s "http://127.0.0.1:$EPORT/echo" -F a=1 -G
+    diff <(heads "$T/g.curl" | grep -v '^Content-Type\|^--' | sort) \
+        <(heads "$T/g.vega" | grep -v '^Content-Type\|^--' | sort)
+    grep -qx 'POST /echo' "$T/g.vega"
     # a random boundary: two runs differ
     vc -s "http://127.0.0.1:$EPORT/echo" -F a=1 | grep '^Content-Type:' >"$T/ct1"
     vc -s "http://127.0.0.1:$EPORT/echo" -F a=1 | grep '^Content-Type:' >"$T/ct2"
