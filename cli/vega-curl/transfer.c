@@ -326,8 +326,8 @@ static int netrc_credentials(struct xfer *x, const vega_http_url *u)
     return 0;
 }
 
-/* -n on a redirect to another origin: that host's own entry (as curl 8.11.1+ does; the first
- * URL's credentials never follow, CVE-2024-11053), or none. */
+/* -n on a redirect to another origin: that host's own entry, as curl looks it up again (the
+ * first URL's credentials never follow: CVE-2024-11053), or none. */
 static void netrc_hop(struct xfer *x)
 {
     const struct curl_opts *o = x->o;

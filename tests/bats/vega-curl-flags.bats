@@ -683,12 +683,12 @@ NETRC
     grep -qx 'Authorization: Basic aDpocA==' "$T/h"
     HOME="$T/home" vc -s "$u" >"$T/h0"
     [ "$(auth "$T/h0")" = none ]
-    # a redirect to another host gets that host's entry, never the first one's (curl 8.11.1+)
+    # a redirect to another host gets that host's entry, never the first one's, as curl
     both r -s -L --netrc-file "$T/netrc" "http://127.0.0.1:$EPORT/away?to=$l"
     same_auth r
     grep -qx 'Authorization: Basic Ym9iOmIx' "$T/r.vega"
     # Differs from curl 7.88 on purpose: it gives the default entry's password to a URL user
-    # (or to -n's URL user) that no entry has (CVE-2025-0167's family); vega-curl sends none of
+    # (or to -n's URL user) that no entry has (a password for another login); vega-curl sends none of
     # it: -n ignores the URL's credentials, and a user without an entry gets no password.
     vc -s --netrc-file "$T/netrc" "http://u:p@127.0.0.1:$EPORT/echo" >"$T/req"
     grep -qx 'Authorization: Basic YWwgaWNlOnAidwl4' "$T/req"
