@@ -50,12 +50,13 @@ static void push(struct words *w, char *s)
     w->v[w->n] = NULL;
 }
 
-/* Whether a long option (name of len bytes) takes a value; -1 when there is no such option. */
+/* A long option's has_arg (no_argument, required_argument, optional_argument); -1 when there is
+ * no such option. */
 static int long_arg(const struct words *w, const char *name, size_t len)
 {
     for (const struct option *o = w->longs; o->name; o++)
         if (strlen(o->name) == len && memcmp(o->name, name, len) == 0)
-            return o->has_arg != no_argument;
+            return o->has_arg;
     return -1;
 }
 
@@ -135,7 +136,8 @@ static void read_config(struct words *w, const char *path, int depth, bool must)
             snprintf(opt, nlen + 3, "%.*s", (int)nlen, name);
         else
             snprintf(opt, nlen + 3, "--%.*s", (int)nlen, name);
-        bool takes = opt[1] == '-' ? long_arg(w, opt + 2, strlen(opt + 2)) == 1
+        int has = opt[1] == '-' ? long_arg(w, opt + 2, strlen(opt + 2)) : -1;
+        bool takes = opt[1] == '-' ? has == required_argument || has == optional_argument
                                    : strlen(opt) == 2 && short_arg(w, opt[1]);
         char *val = NULL;
         if (takes) {
@@ -171,6 +173,17 @@ static void read_config(struct words *w, const char *path, int depth, bool must)
         }
         /* the option and its value as one word each: "--opt=value" would let a value that
          * starts with '-' be taken as it is, but curl's -K gives the value verbatim anyway */
+        if (has == optional_argument) {
+            /* --opt[=VALUE]: one word, "--opt=VALUE" only when the line gives a value */
+            if (val && *val) {
+                char *joined = xmalloc(strlen(opt) + strlen(val) + 2);
+                sprintf(joined, "%s=%s", opt, val);
+                free(opt);
+                opt = joined;
+            }
+            free(val);
+            val = NULL;
+        }
         args[nargs++] = opt;
         if (val)
             args[nargs++] = val;
@@ -207,7 +220,7 @@ static void expand(struct words *w, char **args, size_t nargs, int depth)
                 continue;
             }
             push(w, a);
-            if (!eq && long_arg(w, a + 2, len) == 1 && i + 1 < nargs)
+            if (!eq && long_arg(w, a + 2, len) == required_argument && i + 1 < nargs)
                 push(w, args[++i]);
             continue;
         }

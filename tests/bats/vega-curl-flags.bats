@@ -724,6 +724,11 @@ NETRC
     grep -qx 'X-O: outer' "$T/n.vega"
     echo 'header = "X-S: stdin"' | vc -s -K - "$u" >"$T/s"
     grep -qx 'X-S: stdin' "$T/s"
+    # an option whose value is optional takes one only as --opt=VALUE (no stray empty URL)
+    printf 'quic-migrate\nsilent\n' >"$T/opt"
+    run vc -K "$T/opt" -o /dev/null -w '%{http_code}\n' "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = 200 ]
     # ~/.curlrc is read first, and not when -q is the first argument
     mkdir -p "$T/home"
     printf 'header = "X-RC: 1"\n' >"$T/home/.curlrc"
