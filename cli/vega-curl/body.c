@@ -52,7 +52,7 @@ static char *slurp(int fd, size_t *len, int *err)
 }
 
 /* The contents of path ("-" = stdin); exits 26 when it cannot be read. */
-static char *read_file(const struct curl_opts *o, const char *path, size_t *len)
+char *curl_read_file(const struct curl_opts *o, const char *path, size_t *len)
 {
     int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
     int err = 0;
@@ -103,7 +103,7 @@ void curl_data_add(struct curl_opts *o, const char *arg, bool at_file, bool stri
         return;
     }
     size_t len;
-    char *buf = read_file(o, arg + 1, &len);
+    char *buf = curl_read_file(o, arg + 1, &len);
     if (strip_newlines) {
         /* -d @file: carriage returns and newlines are dropped, as curl does. */
         size_t w = 0;
@@ -124,7 +124,7 @@ void curl_data_add_json(struct curl_opts *o, const char *arg)
         return;
     }
     size_t len;
-    char *buf = read_file(o, arg + 1, &len);
+    char *buf = curl_read_file(o, arg + 1, &len);
     data_append(o, buf, len, false);
     free(buf);
 }
@@ -142,7 +142,7 @@ void curl_data_add_urlencoded(struct curl_opts *o, const char *arg)
     } else if (arg[span] == '@') {
         name = arg;
         nlen = span;
-        file = read_file(o, arg + span + 1, &clen);
+        file = curl_read_file(o, arg + span + 1, &clen);
         content = file;
     }
     if (!file)

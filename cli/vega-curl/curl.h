@@ -46,11 +46,16 @@ enum {
 };
 
 /* Limits on what the command line may ask for. */
-#define CURL_MAX_HEADERS 256
-#define CURL_MAX_URLS    4096
-#define CURL_MAX_RESOLVE 64
-#define CURL_MAX_URL_LEN 8192
-#define CURL_MAX_DATA    (1024ull * 1024 * 1024) /* -d / --data-binary held in memory */
+#define CURL_MAX_HEADERS      256
+#define CURL_MAX_URLS         4096
+#define CURL_MAX_RESOLVE      64
+#define CURL_MAX_URL_LEN      8192
+#define CURL_MAX_DATA         (1024ull * 1024 * 1024) /* -d / --data-binary held in memory */
+#define CURL_MAX_NETRC        (64 * 1024)             /* bytes of a .netrc file (curl 8's bound) */
+#define CURL_MAX_CONFIG       (1024 * 1024)           /* bytes of one -K file or ~/.curlrc */
+#define CURL_MAX_CONFIG_DEPTH 16                      /* -K inside -K files */
+#define CURL_MAX_CONFIG_WORDS 100000 /* words of the command line and its -K files */
+#define CURL_MAX_FORM_PARTS   1000   /* -F / --form-string parts */
 
 /* Where the body of one URL goes: the n-th -o/-O belongs to the n-th URL, as in curl. */
 struct curl_outspec {
@@ -77,8 +82,15 @@ struct curl_opts {
     char *data; /* -d / --data-binary, joined with '&'; owned */
     size_t data_len;
     bool has_data;
-    bool get;  /* -G: the data goes in the query of a GET */
-    bool json; /* --json: pieces joined with nothing between, JSON Content-Type and Accept */
+    bool get;   /* -G: the data goes in the query of a GET */
+    bool json;  /* --json: pieces joined with nothing between, JSON Content-Type and Accept */
+    char *form; /* -F: the multipart body being built (owned; moved to data at the end) */
+    size_t form_len, form_parts;
+    char form_boundary[48];
+    char form_type[320];    /* "multipart/form-data; boundary=..." once a -F is given */
+    int netrc;              /* 0, CURL_NETRC_OPTIONAL or CURL_NETRC_REQUIRED */
+    char unix_path[110];    /* --unix-socket PATH, --abstract-unix-socket NAME ("@NAME") */
+    const char *netrc_file; /* --netrc-file (else ~/.netrc) */
 
     const char *range;    /* -r: "bytes=" + this */
     char *auth;           /* -u or --oauth2-bearer: the Authorization value (owned) */
@@ -295,6 +307,37 @@ void curl_data_add_json(struct curl_opts *o, const char *arg);
  * is percent-encoded (all but ALPHA DIGIT - . _ ~) as curl does. */
 void curl_data_add_urlencoded(struct curl_opts *o, const char *arg);
 
+/* The contents of path ("-" = stdin), at most 1 GiB; exits 26 when it cannot be read. */
+char *curl_read_file(const struct curl_opts *o, const char *path, size_t *len);
+
+/* -F (literal false) / --form-string (true): appends a part (form.c). Exits 2 or 26. */
+void curl_form_add(struct curl_opts *o, const char *arg, bool literal);
+/* After the command line: closes the form and makes it the request body (-d and -F: exit 2). */
+void curl_form_finish(struct curl_opts *o);
+
+/* ---- -K and ~/.curlrc (config.c) ------------------------------------------------------------ */
+
+struct option;
+/* Replaces *argv by the words of ~/.curlrc (unless the first argument is -q) followed by the
+ * command line, each -K FILE in it replaced by that file's options. Exits 26 for a file that
+ * cannot be read, is over CURL_MAX_CONFIG bytes or nests over CURL_MAX_CONFIG_DEPTH. */
+void curl_config_expand(int *argc, char ***argv, const struct option *longs, const char *shorts);
+
+/* ---- .netrc (netrc.c) ---------------------------------------------------------------------- */
+
+enum {
+    CURL_NETRC_OPTIONAL = 1,
+    CURL_NETRC_REQUIRED = 2
+};
+/* Reads the netrc file when o->netrc asks for one (missing: no credentials; not a regular file
+ * or over CURL_MAX_NETRC bytes: exit 26). */
+void curl_netrc_load(struct curl_opts *o);
+void curl_netrc_free(void);
+/* The login and password of host's machine entry (or of default), with want_login (not NULL)
+ * only an entry of that login. Returns whether one was found. */
+bool curl_netrc_find(const char *host, const char *want_login, char *login, size_t lcap, char *pass,
+                     size_t pcap);
+
 /* -T FILE as a streamed body. */
 struct curl_upload {
     cli_stdio io;
@@ -439,6 +482,7 @@ struct xfer {
     uint64_t resume_at;      /* -C: the offset asked for (0 = none) */
     char url_auth[704];      /* Basic credentials of the URL's userinfo
                                 ("" = none; -u wins) */
+    char hop_auth[704];      /* -n: the netrc credentials of a redirect's other host */
     char time_cond[64];      /* -z: the If-(Un)Modified-Since value */
     char cookie[16384];      /* the Cookie value: the jar's (up to 8190 bytes, curl's cap)
                                 and -b's strings (up to 8190) */

@@ -103,7 +103,10 @@ int curl_send_failed(struct xfer *x, int e)
         code = CE_COULDNT_RESOLVE_HOST;
         snprintf(r->errmsg, sizeof(r->errmsg), "Could not resolve host: %s", x->host);
     } else if (e == -ECONNREFUSED || e == -EHOSTUNREACH || e == -ENETUNREACH ||
-               e == -EADDRNOTAVAIL || e == -EAFNOSUPPORT || e == -ENETDOWN) {
+               e == -EADDRNOTAVAIL || e == -EAFNOSUPPORT || e == -ENETDOWN ||
+               (x->o->unix_path[0] && (e == -ENOENT || e == -EACCES || e == -ENOTSOCK ||
+                                       e == -ENOTDIR || e == -EPROTOTYPE))) {
+        /* (--unix-socket: no such socket, or one that is not a stream socket's) */
         code = CE_COULDNT_CONNECT;
         snprintf(r->errmsg, sizeof(r->errmsg),
                  "Failed to connect to %s port %u after %llu ms: Couldn't connect to server (%s)",

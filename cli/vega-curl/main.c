@@ -40,6 +40,20 @@ static const char usage_text[] =
     "                           name\n"
     "      --json DATA          POST DATA as --data-binary, with Content-Type and Accept\n"
     "                           application/json (repeatable, joined as they are)\n"
+    "  -F, --form NAME=CONTENT  POST multipart/form-data (repeatable): NAME=value, NAME=@FILE\n"
+    "                           (upload), NAME=<FILE (its content as the value); ;type=T,\n"
+    "                           ;filename=F; \"quoted\" words\n"
+    "      --form-string N=S    a -F part whose value S is taken as it is\n"
+    "  -K, --config FILE        read options from FILE (curl's syntax: one a line, \"--opt\n"
+    "                           value\", \"opt = value\", quoted values, # comments; \"-\" =\n"
+    "                           stdin); ~/.curlrc is read first unless -q comes first\n"
+    "      --unix-socket PATH   connect to the Unix socket PATH instead of the URL's host\n"
+    "      --abstract-unix-socket NAME  the same, NAME in the abstract namespace\n"
+    "  -q, --disable            as the first argument: do not read ~/.curlrc\n"
+    "  -n, --netrc              credentials for the URL's host from ~/.netrc (those in the URL\n"
+    "                           are ignored)\n"
+    "      --netrc-file FILE    as -n with FILE (at most 64 KiB)\n"
+    "      --netrc-optional     as -n, but credentials in the URL win\n"
     "  -I, --head               HEAD: show the response header only\n"
     "  -r, --range RANGE        ask for part of the document: Range: bytes=RANGE (0-9, 10-,\n"
     "                           -500, 0-0,5-9)\n"
@@ -271,6 +285,13 @@ enum {
     OPT_LIMIT_RATE,
     OPT_NO_JUNK_SESSION,
     OPT_NO_REMOTE_HEADER_NAME,
+    OPT_FORM_STRING,
+    OPT_NO_NETRC,
+    OPT_NETRC_FILE,
+    OPT_NETRC_OPTIONAL,
+    OPT_NO_NETRC_OPTIONAL,
+    OPT_UNIX_SOCKET,
+    OPT_ABSTRACT_UNIX_SOCKET,
 };
 
 static const struct option long_opts[] = {
@@ -345,6 +366,17 @@ static const struct option long_opts[] = {
     {"user", required_argument, NULL, 'u'},
     {"oauth2-bearer", required_argument, NULL, OPT_OAUTH2_BEARER},
     {"json", required_argument, NULL, OPT_JSON},
+    {"form", required_argument, NULL, 'F'},
+    {"form-string", required_argument, NULL, OPT_FORM_STRING},
+    {"netrc", no_argument, NULL, 'n'},
+    {"config", required_argument, NULL, 'K'},
+    {"unix-socket", required_argument, NULL, OPT_UNIX_SOCKET},
+    {"abstract-unix-socket", required_argument, NULL, OPT_ABSTRACT_UNIX_SOCKET},
+    {"disable", no_argument, NULL, 'q'},
+    {"no-netrc", no_argument, NULL, OPT_NO_NETRC},
+    {"netrc-file", required_argument, NULL, OPT_NETRC_FILE},
+    {"netrc-optional", no_argument, NULL, OPT_NETRC_OPTIONAL},
+    {"no-netrc-optional", no_argument, NULL, OPT_NO_NETRC_OPTIONAL},
     {"ipv4", no_argument, NULL, '4'},
     {"ipv6", no_argument, NULL, '6'},
     {"create-dirs", no_argument, NULL, OPT_CREATE_DIRS},
@@ -689,14 +721,16 @@ static void add_cookie(struct curl_opts *o, const char *arg)
     o->cookie_files = f;
 }
 
+static const char short_opts[] = ":X:H:d:GT:o:OLiIsSvfkm:w:A:e:#ZD:hVx:U:pr:u:46C:Rz:b:c:jJF:nqK:";
+
 static void parse_args(struct curl_opts *o, int argc, char **argv)
 {
     uint64_t v;
     int c;
     const char *user_arg = NULL, *bearer = NULL;
+    bool netrc_req = false, netrc_opt = false;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":X:H:d:GT:o:OLiIsSvfkm:w:A:e:#ZD:hVx:U:pr:u:46C:Rz:b:c:jJ",
-                            long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1) {
         switch (c) {
         case 'X':
             if (!vega_http_token_is_valid(optarg, strlen(optarg)))
@@ -720,6 +754,35 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
             break;
         case OPT_JSON:
             curl_data_add_json(o, optarg);
+            break;
+        case OPT_UNIX_SOCKET:
+        case OPT_ABSTRACT_UNIX_SOCKET: {
+            /* sun_path's 108 bytes: a path and its NUL, or the abstract name after its NUL */
+            size_t max = 107;
+            if (!*optarg || strlen(optarg) > max)
+                cli_usage_error("--%s: expected 1 to %zu bytes, got %zu",
+                                c == OPT_UNIX_SOCKET ? "unix-socket" : "abstract-unix-socket", max,
+                                strlen(optarg));
+            snprintf(o->unix_path, sizeof o->unix_path, "%s%s", c == OPT_UNIX_SOCKET ? "" : "@",
+                     optarg);
+            break;
+        }
+        case 'q': /* only as the first argument (config.c); ignored elsewhere, as curl */
+            break;
+        case 'n':
+        case OPT_NO_NETRC:
+            netrc_req = c == 'n';
+            break;
+        case OPT_NETRC_OPTIONAL:
+        case OPT_NO_NETRC_OPTIONAL:
+            netrc_opt = c == OPT_NETRC_OPTIONAL;
+            break;
+        case OPT_NETRC_FILE:
+            o->netrc_file = optarg;
+            break;
+        case 'F':
+        case OPT_FORM_STRING:
+            curl_form_add(o, optarg, c == OPT_FORM_STRING);
             break;
         case 'r':
             set_range(o, optarg);
@@ -1063,6 +1126,12 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
         add_url(o, argv[i]);
     if (o->nurls == 0)
         cli_usage_error("no URL specified");
+    curl_form_finish(o);
+    /* curl's modes: --netrc-optional wins; -n or --netrc-file alone make it required */
+    o->netrc = netrc_opt                    ? CURL_NETRC_OPTIONAL
+               : netrc_req || o->netrc_file ? CURL_NETRC_REQUIRED
+                                            : 0;
+    curl_netrc_load(o);
     if (o->head && ((o->has_data && !o->get) || o->nuploads))
         cli_usage_error("-I cannot be combined with -d or -T (one request method only)");
     if (o->has_data && o->nuploads)
@@ -1126,6 +1195,24 @@ static int make_tls(const struct curl_opts *o, vega_tls_config **out)
     return 0;
 }
 
+/* --unix-socket / --abstract-unix-socket: the connect hook; the URL's host still names the
+ * server (Host, TLS's SNI and certificate check). */
+static int unix_connect(void *user, const char *host, uint16_t port, bool tls, vega_stream **out,
+                        vega_deadline dl)
+{
+    (void)host, (void)port, (void)tls;
+    vega_addr a;
+    vega_sock *s;
+    int r = vega_addr_from_unix(&a, user);
+    if (r < 0)
+        return r;
+    if ((r = vega_tcp_connect(&s, &a, dl)) < 0)
+        return r;
+    if ((r = vega_stream_from_sock(out, s, 0)) < 0)
+        vega_sock_close(s);
+    return r;
+}
+
 static int make_client(const struct curl_opts *o, vega_tls_config *tls, struct curl_quic *q,
                        vega_http_client **out)
 {
@@ -1147,6 +1234,11 @@ static int make_client(const struct curl_opts *o, vega_tls_config *tls, struct c
     co.user_agent = o->user_agent ? o->user_agent : ua;
     if ((code = curl_proxy_setup(o, &co)) != 0)
         return code;
+    if (o->unix_path[0]) {
+        /* every connection goes to the socket, whatever the URL's host (proxies too) */
+        co.connect = unix_connect;
+        co.connect_user = (void *)o->unix_path;
+    }
     int r = vega_http_client_new(out, &co);
     if (r < 0)
         return curl_fail(o, CE_FAILED_INIT, "HTTP client: %s", vega_tls_strerror(r));
@@ -1286,6 +1378,7 @@ int main(int argc, char **argv)
     o.keepalive_s = 60; /* curl's default: probes after 60 s idle, every 60 s */
     o.earlydata = -1;
     cli_set_prog("vega-curl");
+    curl_config_expand(&argc, &argv, long_opts, short_opts);
     parse_args(&o, argc, argv);
     signal(SIGPIPE, SIG_IGN);
 
@@ -1314,6 +1407,8 @@ int main(int argc, char **argv)
     free(o.alt_svc_text);
     free(o.session_text);
     free(o.data);
+    free(o.form);
+    curl_netrc_free();
     free(o.auth);
     free(o.urls);
     free(o.outs);

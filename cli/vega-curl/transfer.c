@@ -298,6 +298,49 @@ static int url_credentials(struct xfer *x, const vega_http_url *u)
     return 0;
 }
 
+/* -n / --netrc-optional: the host's entry of the netrc file. Required (-n, --netrc-file): the
+ * URL's credentials are ignored, as curl ignores them. Optional: a URL with a password keeps its
+ * own; a URL with a user name only takes the password of that login's entry. */
+static int netrc_credentials(struct xfer *x, const vega_http_url *u)
+{
+    const struct curl_opts *o = x->o;
+    char want[256] = "", login[256], pass[256];
+    bool url_user = o->netrc == CURL_NETRC_OPTIONAL && u->userinfo.ptr;
+    if (url_user) {
+        const char *ui = u->userinfo.ptr;
+        if (memchr(ui, ':', u->userinfo.len))
+            return url_credentials(x, u);
+        vega_ssize un = vega_http_pct_decode(ui, u->userinfo.len, want, sizeof want - 1,
+                                             VEGA_HTTP_PCT_REJECT_NUL);
+        if (un < 0)
+            return curl_fail_msg(x, CE_URL_MALFORMAT,
+                                 "the URL's user name is badly encoded or longer than 255 bytes");
+        want[un] = '\0';
+    }
+    if (!curl_netrc_find(x->host, url_user ? want : NULL, login, sizeof login, pass, sizeof pass))
+        return url_user ? url_credentials(x, u) : 0;
+    vega_ssize n = vega_proxy_basic_auth(x->url_auth, sizeof x->url_auth, login, pass);
+    memset(pass, 0, sizeof pass);
+    if (n < 0)
+        return curl_fail_msg(x, CE_URL_MALFORMAT, "the .netrc credentials cannot be encoded");
+    return 0;
+}
+
+/* -n on a redirect to another origin: that host's own entry, as curl looks it up again (the
+ * first URL's credentials never follow: CVE-2024-11053), or none. */
+static void netrc_hop(struct xfer *x)
+{
+    const struct curl_opts *o = x->o;
+    char login[256], pass[256];
+    x->hop_auth[0] = '\0';
+    if (!x->foreign || !o->netrc || o->auth || o->location_trusted)
+        return;
+    if (curl_netrc_find(x->host, NULL, login, sizeof login, pass, sizeof pass) &&
+        vega_proxy_basic_auth(x->hop_auth, sizeof x->hop_auth, login, pass) < 0)
+        x->hop_auth[0] = '\0';
+    memset(pass, 0, sizeof pass);
+}
+
 /* Copies the URL, guessing http:// when it has no scheme (as curl does), adds -G's query,
  * checks the scheme and the syntax, and notes host and port for messages. */
 static int prepare_url(struct xfer *x, const char *raw, const char *upload)
@@ -343,7 +386,11 @@ static int prepare_url(struct xfer *x, const char *raw, const char *upload)
     }
     snprintf(x->host, sizeof(x->host), "%.*s", (int)u.host.len, u.host.ptr);
     x->port = u.port;
-    if (u.userinfo.ptr && !o->auth)
+    if (o->auth)
+        return 0;
+    if (o->netrc)
+        return netrc_credentials(x, &u);
+    if (u.userinfo.ptr)
         return url_credentials(x, &u);
     return 0;
 }
@@ -484,14 +531,18 @@ static void build_fields(struct xfer *x)
     static const char json[] = "application/json", accept[] = "Accept";
     if (x->send_data && !o->no_content_type && !user_has(o, ct))
         x->fields[x->nfields++] =
-            o->json ? (vega_http_field){{ct, sizeof(ct) - 1}, {json, sizeof(json) - 1}}
-                    : (vega_http_field){{ct, sizeof(ct) - 1}, {form, sizeof(form) - 1}};
+            o->form_type[0]
+                ? (vega_http_field){{ct, sizeof(ct) - 1}, {o->form_type, strlen(o->form_type)}}
+            : o->json ? (vega_http_field){{ct, sizeof(ct) - 1}, {json, sizeof(json) - 1}}
+                      : (vega_http_field){{ct, sizeof(ct) - 1}, {form, sizeof(form) - 1}};
     /* curl adds the JSON Accept with --json whether or not the data goes (-G) */
     if (o->json && !user_has(o, accept))
         x->fields[x->nfields++] =
             (vega_http_field){{accept, sizeof(accept) - 1}, {json, sizeof(json) - 1}};
     static const char auth[] = "Authorization";
     const char *cred = o->auth ? o->auth : x->url_auth;
+    if (strip && x->hop_auth[0]) /* -n: the entry of the host this hop goes to */
+        cred = x->hop_auth, strip = false;
     if (cred[0] && !strip && !user_has(o, auth))
         x->fields[x->nfields++] = (vega_http_field){{auth, sizeof(auth) - 1}, {cred, strlen(cred)}};
     static const char ims[] = "If-Modified-Since", ius[] = "If-Unmodified-Since",
@@ -673,6 +724,7 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
     const struct curl_opts *o = x->o;
     url_origin(x->url, x->origin, sizeof x->origin);
     x->foreign = false;
+    x->hop_auth[0] = '\0';
     for (;;) {
         build_fields(x);
         vega_http_client_request req;
@@ -789,6 +841,7 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
         if (vega_http_url_parse(&u, x->url, (size_t)n) == 0) {
             snprintf(x->host, sizeof(x->host), "%.*s", (int)u.host.len, u.host.ptr);
             x->port = u.port;
+            netrc_hop(x);
             snprintf(x->res.scheme, sizeof(x->res.scheme), "%.*s",
                      (int)(u.scheme.len < 15 ? u.scheme.len : 15), u.scheme.ptr);
         }

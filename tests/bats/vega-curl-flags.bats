@@ -24,7 +24,10 @@ setup_file() {
         </dev/null &
     echo "$!" >"$d/pids"
     disown
-    command -p python3 -u "$BATS_TEST_DIRNAME/vega-curl-flags.py" >"$d/echo.log" 2>&1 3>&- \
+    ABSTRACT="vega-curl-flags-$$-$RANDOM"
+    echo "$ABSTRACT" >"$d/abstract"
+    command -p python3 -u "$BATS_TEST_DIRNAME/vega-curl-flags.py" "$d/echo.sock" "@$ABSTRACT" \
+        >"$d/echo.log" 2>&1 3>&- \
         </dev/null &
     echo "$!" >>"$d/pids"
     disown
@@ -571,4 +574,208 @@ names() {
     ! grep -q 'stdout.txt:' "$T/J.vega.out"
     [ ! -e "$T/x" ]
     if command -v curl >/dev/null; then diff "$T/J.curl.out" "$T/J.vega.out"; fi
+}
+
+@test "-F and --form-string send the parts curl sends (parsed back by the server)" {
+    local u="http://127.0.0.1:$EPORT/form"
+    printf 'hello\nfile\n' >"$T/a.txt"
+    printf '\000\001bin' >"$T/b.bin"
+    printf 'x' >"$T/noext"
+    both form -s "$u" -F a=1 -F "b=@$T/a.txt" -F "c=<$T/a.txt" \
+        -F "d=@$T/b.bin;type=image/x-foo;filename=x\"y.dat" -F "n=@$T/noext" \
+        --form-string 'e=@lit;type=x' -F 'f="q;u\"o";type=text/plain' \
+        -F 'g=v;filename=n.txt' -F 'i=  sp  '
+    diff "$T/form.curl" "$T/form.vega"
+    grep -qx 'type multipart/form-data' "$T/form.vega"
+    grep -qx 'ends-ok True' "$T/form.vega"
+    grep -qxF "part cd='form-data; name=\"b\"; filename=\"a.txt\"' ct='text/plain' data=b'hello\\nfile\\n'" "$T/form.vega"
+    grep -qxF "part cd='form-data; name=\"n\"; filename=\"noext\"' ct='application/octet-stream' data=b'x'" "$T/form.vega"
+    grep -qxF "part cd='form-data; name=\"c\"' ct=None data=b'hello\\nfile\\n'" "$T/form.vega"
+    grep -qxF "part cd='form-data; name=\"e\"' ct=None data=b'@lit;type=x'" "$T/form.vega"
+    # stdin as a file ("-", no type) and as a value; -H Content-Type keeps the boundary; -G is
+    # ignored with -F
+    echo abc >"$T/in"
+    local f
+    for f in 'a=@-' 'b=<-'; do
+        vc -s "$u" -F "$f" <"$T/in" >"$T/stdin.vega"
+        if command -v curl >/dev/null; then
+            timeout 10 curl -s "$u" -F "$f" <"$T/in" >"$T/stdin.curl"
+            diff "$T/stdin.curl" "$T/stdin.vega"
+        fi
+        grep -qF "data=b'abc\\n'" "$T/stdin.vega"
+    done
+    vc -s "$u" -F 'a=@-' <"$T/in" >"$T/stdin.vega"
+    grep -qxF "part cd='form-data; name=\"a\"; filename=\"-\"' ct=None data=b'abc\\n'" "$T/stdin.vega"
+    both rel -s "$u" -F a=1 -H 'Content-Type: multipart/related'
+    diff "$T/rel.curl" "$T/rel.vega"
+    grep -qx 'type multipart/related' "$T/rel.vega"
+    grep -qx 'ends-ok True' "$T/rel.vega"
+    both g -s "http://127.0.0.1:$EPORT/echo" -F a=1 -G
+    diff <(heads "$T/g.curl" | grep -v '^Content-Type\|^--' | sort) \
+        <(heads "$T/g.vega" | grep -v '^Content-Type\|^--' | sort)
+    grep -qx 'POST /echo' "$T/g.vega"
+    # a random boundary: two runs differ
+    vc -s "http://127.0.0.1:$EPORT/echo" -F a=1 | grep '^Content-Type:' >"$T/ct1"
+    vc -s "http://127.0.0.1:$EPORT/echo" -F a=1 | grep '^Content-Type:' >"$T/ct2"
+    grep -q 'multipart/form-data; boundary=-\{24\}[0-9a-f]\{16\}' "$T/ct1"
+    run diff -q "$T/ct1" "$T/ct2"
+    [ "$status" -eq 1 ]
+    # failures as curl's: an unreadable file 26, -d with -F 2, no '=' 2
+    both miss -s "$u" -F "a=@$T/none"
+    grep -qx 'rc=26' "$T/miss.vega"
+    diff "$T/miss.curl" "$T/miss.vega"
+    both dF -s "$u" -F a=1 -d x
+    grep -qx 'rc=2' "$T/dF.vega"
+    diff "$T/dF.curl" "$T/dF.vega"
+    run vc -s "$u" -F noeq
+    [ "$status" -eq 2 ]
+    # at most 1000 parts
+    local args=()
+    for i in $(seq 1001); do args+=(-F a=1); done
+    run vc -s "$u" "${args[@]}"
+    [ "$status" -eq 2 ]
+    echo "$output" | grep -q 'too many -F parts'
+    run vc -s -o /dev/null -w '%{http_code}' "$u" "${args[@]:2}"
+    [ "$output" = 200 ]
+}
+
+@test "-n, --netrc-file, --netrc-optional: curl's .netrc rules, credentials only for their host" {
+    local u="http://127.0.0.1:$EPORT/echo" l="http://localhost:$EPORT/echo"
+    cat >"$T/netrc" <<'NETRC'
+# a comment line
+machine other.example login no password nope
+machine 127.0.0.1
+  login "al ice" password "p\"w\tx"
+macdef init
+  machine 127.0.0.1 login mac password mac
+
+machine localhost login bob password b1
+machine localhost login carol password c2
+default login dflt password dpw
+NETRC
+    auth() { grep -i '^Authorization' "$1" || echo none; }
+    # same_auth NAME: both tools sent the same Authorization (or none) and exited alike
+    same_auth() { diff <(auth "$T/$1.curl"; tail -n 1 "$T/$1.curl") <(auth "$T/$1.vega"; tail -n 1 "$T/$1.vega"); }
+    # quoted tokens with escapes; the first entry of the host; default for any other host
+    both q -s --netrc-file "$T/netrc" "$u"
+    same_auth q
+    grep -qx 'Authorization: Basic YWwgaWNlOnAidwl4' "$T/q.vega"
+    both l -s --netrc-file "$T/netrc" "$l"
+    same_auth l
+    grep -qx 'Authorization: Basic Ym9iOmIx' "$T/l.vega"
+    # --netrc-optional: the URL's password wins; its user name picks that login's entry
+    both o -s --netrc-optional --netrc-file "$T/netrc" "http://u:p@127.0.0.1:$EPORT/echo"
+    same_auth o
+    grep -qx 'Authorization: Basic dTpw' "$T/o.vega"
+    both c -s --netrc-optional --netrc-file "$T/netrc" "http://carol@localhost:$EPORT/echo"
+    same_auth c
+    grep -qx 'Authorization: Basic Y2Fyb2w6YzI=' "$T/c.vega"
+    # -u wins; a missing file is no credentials
+    both uw -s -u x:y --netrc-file "$T/netrc" "$u"
+    same_auth uw
+    both none -s --netrc-file "$T/nonexistent" "$u"
+    same_auth none
+    [ "$(auth "$T/none.vega")" = none ]
+    # ~/.netrc with -n, and not without it
+    mkdir -p "$T/home"
+    printf 'machine 127.0.0.1 login h password hp\n' >"$T/home/.netrc"
+    HOME="$T/home" vc -s -n "$u" >"$T/h"
+    grep -qx 'Authorization: Basic aDpocA==' "$T/h"
+    HOME="$T/home" vc -s "$u" >"$T/h0"
+    [ "$(auth "$T/h0")" = none ]
+    # a redirect to another host gets that host's entry, never the first one's, as curl
+    both r -s -L --netrc-file "$T/netrc" "http://127.0.0.1:$EPORT/away?to=$l"
+    same_auth r
+    grep -qx 'Authorization: Basic Ym9iOmIx' "$T/r.vega"
+    # Differs from curl 7.88 on purpose: it gives the default entry's password to a URL user
+    # (or to -n's URL user) that no entry has (a password for another login); vega-curl sends none of
+    # it: -n ignores the URL's credentials, and a user without an entry gets no password.
+    vc -s --netrc-file "$T/netrc" "http://u:p@127.0.0.1:$EPORT/echo" >"$T/req"
+    grep -qx 'Authorization: Basic YWwgaWNlOnAidwl4' "$T/req"
+    vc -s --netrc-optional --netrc-file "$T/netrc" "http://zed@localhost:$EPORT/echo" >"$T/z"
+    grep -qx 'Authorization: Basic emVkOg==' "$T/z"
+    # at most 64 KiB of file; not a directory
+    head -c 65537 /dev/zero | tr '\0' ' ' >"$T/big"
+    run vc -sS --netrc-file "$T/big" "$u"
+    [ "$status" -eq 26 ]
+    head -c 65536 /dev/zero | tr '\0' ' ' >"$T/big"
+    run vc -sS --netrc-file "$T/big" -o /dev/null -w '%{http_code}' "$u"
+    [ "$output" = 200 ]
+    run vc -sS --netrc-file "$T" "$u"
+    [ "$status" -eq 26 ]
+}
+
+@test "-K and ~/.curlrc: curl's config syntax, -q, nesting and size bounds" {
+    local u="http://127.0.0.1:$EPORT/echo"
+    printf '%s\n' 'silent fail' "url = \"$u\"" '-H "X-A: 1\tb"' 'header: X-B: 2' \
+        '  header="X-C: 3"  # trailing' '# a comment' 'user-agent = "a \"q\" z"' \
+        "--header X-D:\\ 4" >"$T/cfg"
+    both k -K "$T/cfg"
+    diff "$T/k.curl" "$T/k.vega"
+    grep -qx 'User-Agent: a "q" z' "$T/k.vega"
+    grep -qxF "$(printf 'X-A: 1\tb')" "$T/k.vega"
+    grep -qx 'X-C: 3' "$T/k.vega"
+    # the command line around it, nesting and -sK clusters; -K - reads stdin
+    printf 'header = "X-N: nested"\n' >"$T/inner"
+    printf 'header = "X-O: outer"\nconfig = "%s"\n' "$T/inner" >"$T/outer"
+    both n -H "X-Before: 1" --config "$T/outer" -sK "$T/inner" "$u"
+    diff "$T/n.curl" <(sed 's/^User-Agent: vega-curl.*/User-Agent: curl\/7.88.1/' "$T/n.vega")
+    [ "$(grep -c '^X-N: nested$' "$T/n.vega")" -eq 2 ]
+    grep -qx 'X-O: outer' "$T/n.vega"
+    echo 'header = "X-S: stdin"' | vc -s -K - "$u" >"$T/s"
+    grep -qx 'X-S: stdin' "$T/s"
+    # an option whose value is optional takes one only as --opt=VALUE (no stray empty URL)
+    printf 'quic-migrate\nsilent\n' >"$T/opt"
+    run vc -K "$T/opt" -o /dev/null -w '%{http_code}\n' "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = 200 ]
+    # ~/.curlrc is read first, and not when -q is the first argument
+    mkdir -p "$T/home"
+    printf 'header = "X-RC: 1"\n' >"$T/home/.curlrc"
+    HOME="$T/home" both rc -s "$u"
+    grep -qx 'X-RC: 1' "$T/rc.vega"
+    grep -qx 'X-RC: 1' "$T/rc.curl"
+    HOME="$T/home" both q -q -s "$u"
+    run grep -c '^X-RC' "$T/q.vega" "$T/q.curl"
+    [ "$output" = "$T/q.vega:0"$'\n'"$T/q.curl:0" ]
+    # an unreadable file: 26, as curl
+    both miss -s -K "$T/none" "$u"
+    grep -qx 'rc=26' "$T/miss.vega"
+    grep -qx 'rc=26' "$T/miss.curl"
+    # bounds: a file including itself stops at 16 levels; 1 MiB of file
+    printf 'config = "%s"\n' "$T/self" >"$T/self"
+    run vc -s -K "$T/self" "$u"
+    [ "$status" -eq 26 ]
+    echo "$output" | grep -q 'nested more than 16 deep'
+    { echo '-s'; head -c 1048577 /dev/zero | tr '\0' '#'; } >"$T/big"
+    run vc -K "$T/big" "$u"
+    [ "$status" -eq 26 ]
+    echo "$output" | grep -q 'larger than 1048576 bytes'
+    { head -c 1048573 /dev/zero | tr '\0' '#'; printf '\n-s'; } >"$T/big"
+    run vc -K "$T/big" -o /dev/null -w '%{http_code}' "$u"
+    [ "$output" = 200 ]
+}
+
+@test "--unix-socket and --abstract-unix-socket: HTTP over a Unix socket, as curl" {
+    local sock="$BATS_FILE_TMPDIR/echo.sock" abs
+    abs="$(cat "$BATS_FILE_TMPDIR/abstract")"
+    both p -s --unix-socket "$sock" 'http://foo.example/echo?y'
+    diff <(heads "$T/p.curl" | sort) <(heads "$T/p.vega" | sort)
+    grep -qx 'GET /echo?y' "$T/p.vega"
+    grep -qx 'Host: foo.example' "$T/p.vega"
+    both a -s --abstract-unix-socket "$abs" 'http://bar:81/echo' -d hi
+    diff <(heads "$T/a.curl" | sort) <(heads "$T/a.vega" | sort)
+    grep -qx 'Host: bar:81' "$T/a.vega"
+    grep -q '^hirc=0$' "$T/a.vega"
+    # -L and several URLs: every connection goes to the socket
+    both l -s -L --unix-socket "$sock" 'http://h1/away?to=http://h2/echo' 'http://h3/echo'
+    diff <(heads "$T/l.curl" | sort) <(heads "$T/l.vega" | sort)
+    grep -qx 'Host: h2' "$T/l.vega"
+    grep -qx 'Host: h3' "$T/l.vega"
+    # no such socket: 7, as curl
+    both miss -s --unix-socket "$BATS_FILE_TMPDIR/none.sock" http://foo/
+    grep -qx 'rc=7' "$T/miss.vega"
+    diff "$T/miss.curl" "$T/miss.vega"
+    run vc -s --unix-socket "$(printf 'x%.0s' $(seq 108))" http://foo/
+    [ "$status" -eq 2 ]
 }

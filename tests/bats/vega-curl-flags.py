@@ -4,10 +4,26 @@
 # requests and 200 "ok" after, /later answers 503 with "Retry-After: 100", /lm answers with a fixed Last-Modified whatever the conditions.
 # /c/ANY/PATH?set=SET-COOKIE&set=...&to=URL answers with one Set-Cookie per set= (and a 302 to
 # URL with to=; "@N@" in a set= value stands for N bytes of "v"), the body the Cookie fields it got; /cd?name=NAME answers with a
-# Content-Disposition naming NAME (percent-decoded, sent as given).
-import http.server, re, sys, threading, urllib.parse
+# Content-Disposition naming NAME (percent-decoded, sent as given); /form answers with the parts
+# of a multipart/form-data body. Each argument is a Unix socket ("@NAME": abstract) served too.
+import email.parser, email.policy, http.server, re, socketserver, sys, threading, urllib.parse
 
 counts = {}
+
+
+def form_parts(ctype, body):
+    # The parts of a multipart/form-data body, parsed back with the email parser, boundary left
+    # out: the request's type, then per part its Content-Disposition parameters, its
+    # Content-Type and its bytes.
+    msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + body)
+    out = ["type %s" % msg.get_content_type(),
+           "ends-ok %s" % body.endswith(b"--" + msg.get_boundary().encode() + b"--\r\n")]
+    for part in msg.iter_parts():
+        out.append("part cd=%r ct=%r data=%r" % (
+            part.get("Content-Disposition"), part.get("Content-Type"),
+            part.get_payload(decode=True)))
+    return ("\n".join(out) + "\n").encode()
 lock = threading.Lock()
 
 
@@ -59,6 +75,8 @@ class H(http.server.BaseHTTPRequestHandler):
             q = urllib.parse.parse_qs(urllib.parse.urlsplit(p).query)
             self.send(200, b"cd body\n",
                       [("Content-Disposition", q["v"][0])] if "v" in q else [])
+        elif p == "/form":
+            self.send(200, form_parts(self.headers.get("Content-Type", ""), body))
         elif p == "/lm":
             self.send(200, b"lm\n", [("Last-Modified", "Thu, 02 Jan 2020 03:04:05 GMT")])
         else:
@@ -69,6 +87,15 @@ class H(http.server.BaseHTTPRequestHandler):
     do_HEAD = do_GET
 
 
+class UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+
+# The same handler on each Unix socket named in argv ("@NAME": the abstract namespace), for
+# --unix-socket and --abstract-unix-socket.
+for path in sys.argv[1:]:
+    u = UnixServer("\0" + path[1:] if path.startswith("@") else path, H)
+    threading.Thread(target=u.serve_forever, daemon=True).start()
 s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
 print("port", s.server_address[1], flush=True)
 s.serve_forever()
