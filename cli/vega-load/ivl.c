@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* vega-load's reports over time: --latency-log (HdrHistogram's interval log, one interval a
- * second), --json-lines (a JSON object a second on stdout) and --fail-if (thresholds checked
- * after the run). */
+ * second), --json-lines (a JSON object a second on stdout), the terminal dashboard's seconds
+ * (dash.c) and --fail-if (thresholds checked after the run). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,18 +16,18 @@ int load_ivl_setup(struct load_run *r)
 {
     const struct load_opts *o = r->o;
     struct load_ivl *v = &r->ivl;
-    if (!o->latency_log && !o->json_lines && !o->html)
+    if (!o->latency_log && !o->json_lines && !o->html && !o->progress)
         return 0;
     v->on = true;
     int e = cli_hist_init(&v->h, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
     if (e < 0) {
-        cli_err_code("--latency-log", e);
+        cli_err_code("intervals", e);
         return e;
     }
     for (unsigned i = 0; i < r->nworkers; i++) {
         r->w[i].ivl = calloc(v->h.len, sizeof(*r->w[i].ivl));
         if (!r->w[i].ivl) {
-            cli_err_code("--latency-log", -ENOMEM);
+            cli_err_code("intervals", -ENOMEM);
             return -ENOMEM;
         }
     }
@@ -185,6 +185,9 @@ void load_ivl_tick(struct load_run *r, vega_tstamp now, bool last)
             json_line(r, &d, rel_s, len_s);
         if (r->o->html)
             keep_second(r, &d, rel_s, len_s);
+        if (r->o->progress)
+            load_dash_keep(&v->dash, len_s > 0.0 ? (double)d.rt / len_s : 0.0, &v->h, d.errors,
+                           d.status);
         v->n++;
         /* Late wake-ups: the next interval starts where this one ended, so the intervals tile
          * the measured time (a wake-up seconds late makes one interval hold them, the rest

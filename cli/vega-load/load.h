@@ -196,7 +196,21 @@ struct load_sec {
 
 #define LOAD_HTML_MAX_SECONDS 86400u /* seconds kept for --html (a day; the rest is left out) */
 
-/* --latency-log, --json-lines and --html: the per-second intervals (ivl.c). */
+#define LOAD_DASH_SECONDS 60u /* seconds of requests/s the terminal dashboard plots */
+
+/* The terminal dashboard's view of the run (dash.c): the last whole interval and the rates of
+ * the latest seconds. Written by the interval tick, read by the progress line; both run in the
+ * run's main task. */
+struct load_dash {
+    bool have; /* an interval has ended */
+    double rps;
+    uint64_t p50, p99, max, count, errors; /* the last interval's */
+    uint64_t status[6];                    /* ... responses by status class (HTTP) */
+    double rates[LOAD_DASH_SECONDS];       /* ring of requests/s, oldest at head */
+    unsigned nrates, head;
+};
+
+/* --latency-log, --json-lines, --html and the dashboard: the per-second intervals (ivl.c). */
 struct load_ivl {
     bool on;
     FILE *log; /* --latency-log, or NULL */
@@ -211,6 +225,7 @@ struct load_ivl {
     struct load_sec *secs;          /* --html: the intervals so far ... */
     size_t nsecs, secs_cap;         /* ... (at most LOAD_HTML_MAX_SECONDS) */
     bool secs_cut;                  /* more intervals than that, or no memory for them */
+    struct load_dash dash;          /* the dashboard (a terminal, no --no-progress) */
 };
 
 /* Mean, standard deviation and maximum of a series of samples. */
@@ -318,6 +333,18 @@ static inline void load_latency(struct load_worker *w, uint64_t us)
     if (w->ivl)
         atomic_fetch_add_explicit(&w->ivl[cli_hist_index(&w->hist, us)], 1, memory_order_relaxed);
 }
+
+/* ---- dash.c --------------------------------------------------------------------------------- */
+
+/* Keeps an interval that ended for the dashboard: its requests/s, latency percentiles from h,
+ * errors and responses by status class. */
+void load_dash_keep(struct load_dash *d, double rps, const struct cli_hist *h, uint64_t errors,
+                    const uint64_t status[6]);
+/* Appends the dashboard's lines below the progress line to buf (each as "\n" + erase line +
+ * text, at most cols - 1 columns wide). Returns how many lines it appended (0 before the first
+ * interval ends, or when the terminal is too narrow). */
+unsigned load_dash_lines(const struct load_run *r, char *buf, size_t cap, size_t *len,
+                         unsigned cols);
 
 /* ---- ivl.c ---------------------------------------------------------------------------------- */
 

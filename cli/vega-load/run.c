@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -286,14 +287,28 @@ static uint64_t sum_errors(const struct load_run *r)
 struct progress {
     vega_tstamp last_t;
     uint64_t last_n;
+    unsigned below; /* dashboard lines drawn below the progress line */
 };
 
+/* The terminal's width in columns (80 when it cannot be read). */
+static unsigned term_cols(void)
+{
+    struct winsize ws;
+    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    return 80;
+}
+
+/* Draws the progress line and, once a second has been measured, the dashboard below it; each
+ * draw first moves back up over the lines the previous one drew, and erases what is left
+ * below (lines are cut to the terminal's width, so none wraps and the count stays true). */
 static void progress_line(const struct load_run *r, struct progress *p)
 {
     vega_tstamp now = vega_now();
     uint64_t n = sum_round_trips(r), errs = sum_errors(r);
     char line[160], rate[32];
     size_t len = 0;
+    unsigned cols = term_cols();
     bool ok; /* a line that does not fit whole is not shown */
     if (now < r->measure_start) {
         ok =
@@ -324,16 +339,30 @@ static void progress_line(const struct load_run *r, struct progress *p)
         p->last_t = now;
         p->last_n = n;
     }
-    if (ok && len > 0) {
-        ssize_t w = write(STDERR_FILENO, line, len);
-        (void)w;
-    }
+    if (!ok || len == 0)
+        return;
+    static const size_t lead = 4; /* "\r\033[K" */
+    if (len > lead + cols - 1)
+        len = lead + cols - 1; /* the line is ASCII: a byte a column */
+    char out[2048];
+    size_t olen = 0;
+    if (p->below)
+        cli_appendf(out, sizeof(out), &olen, "\033[%uA", p->below);
+    cli_appendf(out, sizeof(out), &olen, "%.*s", (int)len, line);
+    p->below = load_dash_lines(r, out, sizeof(out), &olen, cols);
+    cli_appendf(out, sizeof(out), &olen, "\033[J");
+    ssize_t w = write(STDERR_FILENO, out, olen);
+    (void)w;
 }
 
-static void progress_clear(void)
+static void progress_clear(const struct progress *p)
 {
-    static const char clear[] = "\r\033[K";
-    ssize_t w = write(STDERR_FILENO, clear, sizeof(clear) - 1);
+    char out[32];
+    size_t olen = 0;
+    if (p->below)
+        cli_appendf(out, sizeof(out), &olen, "\033[%uA", p->below);
+    cli_appendf(out, sizeof(out), &olen, "\r\033[J");
+    ssize_t w = write(STDERR_FILENO, out, olen);
     (void)w;
 }
 
@@ -524,7 +553,7 @@ static int drive(struct load_run *r, struct load_totals *t)
     }
     vega_tstamp finish = vega_now();
     if (o->progress)
-        progress_clear();
+        progress_clear(&p);
     vega_task_cancel(stopper);
     vega_task_join(stopper, NULL, VEGA_DEADLINE_NEVER);
     vega_group_free(g);

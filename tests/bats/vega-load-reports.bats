@@ -249,3 +249,50 @@ print("0.000,1.000,1.0," + base64.b64encode(blob).decode())' "$@"
     [ "$status" -eq 2 ]
     [[ "$output" == *"--fail-if: at most 32 conditions"* ]]
 }
+
+# The dashboard is drawn on stderr only when it is a terminal: `script` gives the run a
+# pseudo-terminal (a fixed width, so lines are cut to it).
+in_pty() {
+    local cmd
+    printf -v cmd '%q ' "$@"
+    LANG=C.UTF-8 timeout 60 script -qfec "stty cols 90; $cmd" /dev/null
+}
+
+@test "on a terminal a dashboard below the progress line: last second's rate and latency, status classes, a sparkline; each redraw moves up exactly the lines drawn" {
+    serve
+    in_pty "$LOAD" -c 2 -d 4s "$URL" >"$T/pty.out" 2>&1
+    grep -q 'last second: .*latency p50 .*, p99 .*, max ' "$T/pty.out"
+    grep -qE 'so far: 2xx [1-9][0-9]*; no errors' "$T/pty.out"
+    grep -q 'requests/s: .* max ' "$T/pty.out"
+    "$PY" - "$T/pty.out" <<'PYEOF'
+import re, sys
+out = open(sys.argv[1], "rb").read().decode()
+# frames: from the erase of the progress line to the erase below the last line drawn
+starts = [m.start() for m in re.finditer(r"\r\x1b\[K[0-9.]+s of", out)]
+assert len(starts) >= 2, starts
+frames = [out[a:out.index("\x1b[J", a)] for a in starts]
+ups = [int(m.group(1)) for m in re.finditer(r"\x1b\[(\d+)A", out)]
+drawn = [f.count("\n") for f in frames]
+# every move up (the redraws and the final clear) is the number of lines the frame before drew
+assert ups == [d for d in drawn if d] , (ups, drawn)
+assert drawn[-1] == 3, drawn
+# no line wider than the terminal (90 columns): the cursor arithmetic relies on it
+for f in frames:
+    for line in re.sub(r"\x1b\[[0-9]*[A-Z]", "", f).replace("\r", "").split("\n"):
+        assert len(line) <= 89, line
+# the report comes after the dashboard was erased
+assert out.rindex("\x1b[J") < out.index("Requests/sec:"), "report before the clear"
+PYEOF
+}
+
+@test "--no-progress, or stderr not a terminal: no progress line and no dashboard" {
+    serve
+    in_pty "$LOAD" -c 2 -d 1500ms --no-progress "$URL" >"$T/pty.out" 2>&1
+    grep -q 'Requests/sec:' "$T/pty.out"
+    run grep -c $'\e' "$T/pty.out"
+    [ "$output" = 0 ]
+    load_run -c 2 -d 1500ms "$URL" >"$T/plain.out" 2>&1
+    grep -q 'Requests/sec:' "$T/plain.out"
+    run grep -c $'\e' "$T/plain.out"
+    [ "$output" = 0 ]
+}
