@@ -29,7 +29,8 @@
 #define LOAD_HIST_DIGITS    3            /* ... to 3 significant digits */
 #define LOAD_MAX_ADDRS      8
 #define LOAD_MAX_HEADERS    64           /* -H */
-#define LOAD_MAX_HEAD       (64u << 10)  /* the serialized request head */
+#define LOAD_MAX_HEAD       (64u << 10)  /* the serialized request head; also -H @FILE */
+#define LOAD_MAX_CONNECT_TO 16u          /* --connect-to options */
 #define LOAD_MAX_PIPELINE   256u         /* --pipeline */
 #define LOAD_MAX_REQ_BATCH  (64u << 20)  /* a request times --pipeline */
 #define LOAD_MAX_RATE       100000000ull /* -R, requests per second */
@@ -92,16 +93,17 @@ struct load_opts {
     const char *mode;        /* "echo" or "http" */
     const char *target;      /* as the user wrote it, for messages: HOST:PORT or the -U path */
     const char *host, *port; /* TCP/UDP */
-    const char *unix_path;   /* -U */
-    bool udp;                /* -u */
-    int family;              /* AF_UNSPEC, AF_INET (-4), AF_INET6 (-6) */
-    uint64_t conns;          /* -c */
-    uint64_t duration_ns;    /* -d: 0 = bounded by -n alone */
-    uint64_t round_trips;    /* -n: 0 = bounded by -d alone */
-    uint64_t warmup_ns;      /* --warm-up */
-    uint64_t timeout_ns;     /* --timeout: per connect and per round trip */
-    size_t size;             /* -s */
-    unsigned workers;        /* -t */
+    const char *connect_host, *connect_port; /* --connect-to: where to connect (NULL: host) */
+    const char *unix_path;                   /* -U */
+    bool udp;                                /* -u */
+    int family;                              /* AF_UNSPEC, AF_INET (-4), AF_INET6 (-6) */
+    uint64_t conns;                          /* -c */
+    uint64_t duration_ns;                    /* -d: 0 = bounded by -n alone */
+    uint64_t round_trips;                    /* -n: 0 = bounded by -d alone */
+    uint64_t warmup_ns;                      /* --warm-up */
+    uint64_t timeout_ns;                     /* --timeout: per connect and per round trip */
+    size_t size;                             /* -s */
+    unsigned workers;                        /* -t */
     vega_driver_kind driver;
     bool json;
     bool progress;         /* a live line on stderr (a terminal, no --no-progress) */

@@ -42,7 +42,8 @@ static const char usage_text[] =
     "percentiles (HdrHistogram, 1 us to 60 s, 3 significant digits) and errors.\n"
     "\n"
     "HTTP:\n"
-    "  -H, --header 'Name: value'  add a request header (up to 64; Host replaces the URL's)\n"
+    "  -H, --header 'Name: value'  add a request header (up to 64; Host replaces the URL's);\n"
+    "                          -H @FILE: a header per line from FILE (- for stdin)\n"
     "      --method METHOD     the request method (default GET, or POST with --body)\n"
     "      --body FILE         send FILE's content as the request body (at most 16M)\n"
     "      --pipeline N        requests written at once per connection, 1..256 (default 1)\n"
@@ -63,6 +64,9 @@ static const char usage_text[] =
     "      --cacert FILE       https: CAs to verify the server with (default: the system's)\n"
     "      --sni NAME          https: the name to send and verify (default: the URL's host)\n"
     "  -U, --unix-socket PATH  connect to this Unix socket instead of the URL's host\n"
+    "      --connect-to H1:P1:H2:P2  connect to H2:P2 when the URL's host and port are H1:P1\n"
+    "                          (an empty part matches any, or keeps the URL's); the URL\n"
+    "                          still names the server (Host, TLS); the first match applies\n"
     "The summary adds status codes, reconnects (not errors: servers close keep-alive\n"
     "connections), and connection times over the whole run: connect, TLS handshake (HTTP/3:\n"
     "the QUIC handshake, which is also its connect), and first byte (from the start of the\n"
@@ -80,9 +84,8 @@ static const char usage_text[] =
     "                          and -D as h2load)\n"
     "  -n, --requests N        stop after exactly N measured requests or round trips (also\n"
     "                          --round-trips); with -d too, whichever comes first\n"
-    "  -s, --size SIZE         echo, WebSocket: bytes per message (default 64; K, M suffixes; at "
-    "most 16M,\n"
-    "                          and 65507 with -u)\n"
+    "  -s, --size SIZE         echo, WebSocket: bytes per message (default 64; K, M\n"
+    "                          suffixes; at most 16M, and 65507 with -u)\n"
     "      --warm-up TIME      run this long first without counting (also --warm-up-time)\n"
     "      --timeout TIME      per connect and per request (default 2s); a request that\n"
     "                          takes longer counts as a timeout error and its connection\n"
@@ -142,12 +145,11 @@ static const char usage_text[] =
     "any status count as requests (4xx/5xx are not errors; they are listed by code). Errors:\n"
     "connect (TLS or QUIC handshake included), read (HTTP/2 and HTTP/3: also a stream the\n"
     "server reset), write, timeout, parse (a malformed response; WebSocket: a refused or\n"
-    "invalid handshake, or a protocol error), mismatch (echo, WebSocket). A connection that "
-    "cannot\n"
-    "connect at the start gives up; one that fails later reconnects (backing off after failed\n"
-    "connects); without -d it gives up after 20 failures in a row. Errors are counted over the\n"
-    "whole run, warm-up included. SIGINT or SIGTERM stops the run early and prints what was\n"
-    "measured so far.\n"
+    "invalid handshake, or a protocol error), mismatch (echo, WebSocket). A connection\n"
+    "that cannot connect at the start gives up; one that fails later reconnects (backing\n"
+    "off after failed connects); without -d it gives up after 20 failures in a row. Errors\n"
+    "are counted over the whole run, warm-up included. SIGINT or SIGTERM stops the run early\n"
+    "and prints what was measured so far.\n"
     "\n"
     "Exit codes: 0 success; 1 nothing completed, every connection failed, or fewer than -n\n"
     "completed; 2 usage error; 3 a --fail-if condition failed; 128+N stopped by signal N\n"
@@ -195,6 +197,7 @@ enum {
     OPT_FAIL_IF,
     OPT_HTML,
     OPT_BINARY,
+    OPT_CONNECT_TO,
 };
 
 static const struct option long_opts[] = {
@@ -214,6 +217,7 @@ static const struct option long_opts[] = {
     {"driver", required_argument, NULL, OPT_DRIVER},
     {"json", no_argument, NULL, OPT_JSON},
     {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
+    {"connect-to", required_argument, NULL, OPT_CONNECT_TO},
     {"no-tui", no_argument, NULL, OPT_NO_PROGRESS},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
@@ -381,6 +385,103 @@ static void header_arg(struct load_opts *o, const char *v)
     h->name_len = (size_t)(colon - v);
     h->value = val;
     h->value_len = (size_t)(end - val);
+}
+
+/* The -H @FILE contents, kept for the whole process (the headers point into them). */
+#define HEADER_FILES_MAX 8u
+static char *header_bufs[HEADER_FILES_MAX];
+static unsigned nheader_bufs;
+
+static void header_buf_keep(char *buf)
+{
+    if (nheader_bufs >= HEADER_FILES_MAX)
+        cli_usage_error("-H @FILE: at most %u files", HEADER_FILES_MAX);
+    header_bufs[nheader_bufs++] = buf;
+}
+
+/* -H @FILE: a header per line, as curl reads them (line ends LF or CRLF; empty lines are
+ * skipped). The file is read whole, at most LOAD_MAX_HEAD bytes, and kept for the run. */
+static void header_file_arg(struct load_opts *o, const char *path)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    if (!f)
+        cli_usage_error("-H @%s: %s", path, strerror(errno));
+    char *buf = malloc(LOAD_MAX_HEAD + 1);
+    if (!buf)
+        cli_usage_error("-H @%s: %s", path, strerror(ENOMEM));
+    size_t n = fread(buf, 1, LOAD_MAX_HEAD + 1, f);
+    bool failed = ferror(f);
+    if (f != stdin)
+        fclose(f);
+    if (failed)
+        cli_usage_error("-H @%s: cannot read", path);
+    if (n > LOAD_MAX_HEAD)
+        cli_usage_error("-H @%s: over %u KiB (the limit of a request head)", path,
+                        LOAD_MAX_HEAD >> 10);
+    if (memchr(buf, '\0', n))
+        cli_usage_error("-H @%s: a NUL byte", path);
+    buf[n] = '\0';
+    header_buf_keep(buf);
+    for (char *line = buf, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        size_t len = strlen(line);
+        if (len > 0 && line[len - 1] == '\r')
+            line[--len] = '\0';
+        if (len > 0)
+            header_arg(o, line);
+    }
+}
+
+/* --connect-to HOST1:PORT1:HOST2:PORT2 (curl's): when the URL's host and port are HOST1 and
+ * PORT1 (either empty: any), connect to HOST2:PORT2 instead (either empty: the URL's); the URL
+ * still names the server (Host, SNI, certificate). The first that matches applies. IPv6
+ * addresses go in brackets. */
+static void connect_to_arg(struct load_opts *o, const char *arg)
+{
+    static char host[256], port[256];
+    char part[4][256];
+    const char *p = arg;
+    for (int i = 0; i < 4; i++) {
+        const char *end;
+        if (*p == '[' && (i == 0 || i == 2)) {
+            end = strchr(p, ']');
+            if (!end)
+                cli_usage_error("--connect-to: an unclosed '[' in '%s'", arg);
+            p++;
+        } else {
+            end = i == 3 ? p + strlen(p) : strchr(p, ':');
+            if (!end)
+                cli_usage_error("--connect-to: expected HOST1:PORT1:HOST2:PORT2, got '%s'", arg);
+        }
+        size_t len = (size_t)(end - p);
+        if (len + 1 > sizeof(part[i]))
+            cli_usage_error("--connect-to: a part over %zu bytes in '%s'", sizeof(part[i]) - 1,
+                            arg);
+        memcpy(part[i], p, len);
+        part[i][len] = '\0';
+        p = end + (*end == ']');
+        if (i < 3) {
+            if (*p != ':')
+                cli_usage_error("--connect-to: expected HOST1:PORT1:HOST2:PORT2, got '%s'", arg);
+            p++;
+        } else if (*p) {
+            cli_usage_error("--connect-to: expected HOST1:PORT1:HOST2:PORT2, got '%s'", arg);
+        }
+    }
+    for (int i = 1; i < 4; i += 2)
+        if (part[i][0] && (!cli_is_port(part[i]) || strcmp(part[i], "0") == 0))
+            cli_usage_error("--connect-to: invalid port '%s' in '%s'", part[i], arg);
+    if (!o->host || !o->port)
+        return;
+    if ((part[0][0] && strcasecmp(part[0], o->host) != 0) ||
+        (part[1][0] && strcmp(part[1], o->port) != 0))
+        return;
+    snprintf(host, sizeof(host), "%s", part[2][0] ? part[2] : o->host);
+    snprintf(port, sizeof(port), "%s", part[3][0] ? part[3] : o->port);
+    o->connect_host = host;
+    o->connect_port = port;
 }
 
 /* --body FILE: read whole before the run (a usage error when it cannot be). */
@@ -560,6 +661,8 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
                        char *pbuf, size_t pcap, char *tbuf, size_t tcap)
 {
     bool no_progress = false, size_set = false, tls_flag = false, http_opt = false;
+    const char *connect_to[LOAD_MAX_CONNECT_TO];
+    unsigned nconnect_to = 0;
     bool h3_flag = false, h2_flag = false, h1_flag = false;
     enum load_alpn alpn = LOAD_ALPN_NONE;
     uint64_t v;
@@ -657,7 +760,10 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
             o->sni = optarg;
             break;
         case 'H':
-            header_arg(o, optarg);
+            if (optarg[0] == '@')
+                header_file_arg(o, optarg + 1);
+            else
+                header_arg(o, optarg);
             http_opt = true;
             break;
         case OPT_METHOD:
@@ -712,6 +818,11 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
         case OPT_NO_PROGRESS:
             no_progress = true;
             break;
+        case OPT_CONNECT_TO:
+            if (nconnect_to >= LOAD_MAX_CONNECT_TO)
+                cli_usage_error("--connect-to: at most %u", LOAD_MAX_CONNECT_TO);
+            connect_to[nconnect_to++] = optarg;
+            break;
         case 'v':
             cli_verbose++;
             break;
@@ -732,6 +843,10 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
     o->h3 = h3_flag || alpn == LOAD_ALPN_H3;
     o->h2 = h2_flag || alpn == LOAD_ALPN_H2;
     positional(o, argc, argv, hbuf, hcap, pbuf, pcap, tbuf, tcap);
+    for (unsigned i = 0; i < nconnect_to && !o->connect_host; i++)
+        connect_to_arg(o, connect_to[i]);
+    if (o->connect_host && o->unix_path)
+        cli_usage_error("--connect-to cannot be used with -U");
     if (o->h3 && o->h2)
         cli_usage_error("HTTP/2 (--h2, --alpn-list h2 or the mode 'h2') and HTTP/3 (--h3, "
                         "--alpn-list h3 or the mode 'h3') contradict each other");

@@ -176,7 +176,8 @@ static int resolve(struct load_run *r)
         if (n == 0)
             n = 1;
     } else {
-        n = vega_addr_resolve(r->addrs, LOAD_MAX_ADDRS, o->host, o->port, o->family,
+        n = vega_addr_resolve(r->addrs, LOAD_MAX_ADDRS, o->connect_host ? o->connect_host : o->host,
+                              o->connect_port ? o->connect_port : o->port, o->family,
                               VEGA_DEADLINE_NEVER);
     }
     if (n == VEGA_ERR_DNS_NOT_FOUND || n == VEGA_ERR_DNS_NO_ADDRESS)

@@ -296,6 +296,57 @@ EOF
     [[ "$output" != *"Host: 127.0.0.1"* ]]
 }
 
+@test "-H @FILE reads a header per line (CRLF or LF, empty lines skipped), beside -H" {
+    start_raw record "$T/req.txt"
+    printf 'X-One: 1\r\n\r\nX-Two:  two words  \n' >"$T/h.txt"
+    run load_run -c 1 -n 1 -H @"$T/h.txt" -H "X-Three: 3" "http://127.0.0.1:$RAW_PORT/"
+    [ "$status" -eq 0 ]
+    run cat "$T/req.txt"
+    [[ "$output" == *$'X-One: 1\r\n'* ]]
+    [[ "$output" == *$'X-Two: two words\r\n'* ]]
+    [[ "$output" == *$'X-Three: 3\r\n'* ]]
+    # a missing file, a line that is not a header, a file over the head limit: usage errors
+    run "$LOAD" -n 1 -H @"$T/missing" "http://127.0.0.1:$RAW_PORT/"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"-H @$T/missing: No such file"* ]]
+    printf 'X-A: 1\nnot a header\n' >"$T/bad.txt"
+    run "$LOAD" -n 1 -H @"$T/bad.txt" "http://127.0.0.1:$RAW_PORT/"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"-H: expected 'Name: value', got 'not a header'"* ]]
+    head -c 70000 /dev/zero | tr '\0' 'a' >"$T/big.txt"
+    run "$LOAD" -n 1 -H @"$T/big.txt" "http://127.0.0.1:$RAW_PORT/"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"over 64 KiB"* ]]
+}
+
+@test "--connect-to HOST1:PORT1:HOST2:PORT2 connects elsewhere; Host stays the URL's; the first match wins" {
+    start_raw record "$T/req.txt"
+    run load_run -c 1 -n 2 --connect-to other.test:80:127.0.0.2:1 \
+        --connect-to example.test:80:127.0.0.1:"$RAW_PORT" --connect-to ::127.0.0.1:1 \
+        "http://example.test/p"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"Status: 200 x 2"* ]]
+    run cat "$T/req.txt"
+    [[ "$output" == *$'Host: example.test\r\n'* ]]
+    # empty parts: any host and port, the URL's host
+    : >"$T/req.txt"
+    run load_run -c 1 -n 1 --connect-to "::127.0.0.1:$RAW_PORT" "http://example.test:8/"
+    [ "$status" -eq 0 ]
+    grep -q $'Host: example.test:8\r' "$T/req.txt"
+    run load_run -c 1 -n 1 --connect-to ":1:127.0.0.1:$RAW_PORT" "http://127.0.0.1:1/"
+    [ "$status" -eq 0 ]
+    # no match: the URL's own address (nothing listens on port 1)
+    run load_run -c 1 -n 1 --connect-to "other.test::127.0.0.1:$RAW_PORT" "http://127.0.0.1:1/"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"refused"* ]]
+    run "$LOAD" -n 1 --connect-to "a:b" "http://127.0.0.1:1/"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--connect-to: expected HOST1:PORT1:HOST2:PORT2, got 'a:b'"* ]]
+    run "$LOAD" -n 1 --connect-to "a:1:b:99999" "http://127.0.0.1:1/"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"invalid port '99999'"* ]]
+}
+
 @test "--timeout: a server that never answers counts timeouts; exit 1 when nothing completed" {
     start_raw silent
     run load_run -c 2 -d 700ms --timeout 200ms --json "http://127.0.0.1:$RAW_PORT/"
