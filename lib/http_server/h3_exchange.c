@@ -469,19 +469,6 @@ static vega_ssize h3_write(struct vega_http_exchange *x, const void *buf, size_t
     return (vega_ssize)len;
 }
 
-/* A piece of a file read for the response: referenced by the QUIC stream (no copy into its
- * send buffer) until acknowledged. refs: one per write that took some of it, one for the
- * writer; every change is made under the connection's lock (the release runs inside core calls,
- * which hold it). */
-#define H3S_CHUNK (256u * 1024u)
-struct h3s_chunk {
-    struct h3s *l;
-    struct h3s_chunk *next; /* in l's pool */
-    size_t cap;             /* data's size: H3S_CHUNK for the pieces the pool keeps */
-    unsigned refs;
-    uint8_t data[];
-};
-
 /* A piece of cap bytes at least: one from l's pool when it takes a whole H3S_CHUNK (a pooled
  * piece is never more than twice what is asked, see send_room), else a fresh one. */
 static struct h3s_chunk *chunk_get(struct h3s *l, size_t want)

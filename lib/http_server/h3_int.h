@@ -28,6 +28,18 @@
  * during the next pread (measured: page faults, madvise and TLB flushes were about 5 % of a
  * download's server CPU). Beyond, pieces go back to the allocator. */
 #define H3S_CHUNK_POOL_MAX 8
+/* A piece of a file read for the response (h3_exchange.c): referenced by the QUIC stream (no
+ * copy into its send buffer) until acknowledged. refs: one per write that took some of it, one
+ * for the writer; every change is made under the connection's lock (the release runs inside
+ * core calls, which hold it). */
+#define H3S_CHUNK (256u * 1024u)
+struct h3s_chunk {
+    struct h3s *l;
+    struct h3s_chunk *next; /* in l's pool */
+    size_t cap;             /* data's size: H3S_CHUNK for the pieces the pool keeps */
+    unsigned refs;
+    uint8_t data[];
+};
 /* Response bytes a connection holds until acknowledged (vega_http_server_h3_opts
  * .conn_send_budget's default): without it each of 100 streams could hold its 1 MiB send
  * buffer for a client that never reads. 4 MiB keeps four responses at full speed at once. */

@@ -186,16 +186,23 @@ static inline vega_quic_endpoint_stats hsrv_stats(struct hsrv *v)
     return st;
 }
 
-/* The bytes of the request blocks the server keeps for reuse (at most H3S_POOL_MAX: a bounded
- * cache, lib/http_server/h3_conn.c). */
+/* The bytes of the request blocks and file pieces the server keeps for reuse (at most
+ * H3S_POOL_MAX and H3S_CHUNK_POOL_MAX: bounded caches, lib/http_server/h3_conn.c and
+ * h3_exchange.c). Whether a download's pieces were pooled depends on how the connection's send
+ * budget was shared out at the time (a piece is pooled only when it is over H3S_CHUNK / 2), so
+ * a check of what the server holds after a run counts them. */
 static inline size_t hsrv_pooled(struct hsrv *v)
 {
     struct h3s *l = hsrv_h3(v);
     vega__spin_lock(&l->pool_lock);
     size_t n = l->npool;
     vega__spin_unlock(&l->pool_lock);
+    vega__spin_lock(&l->chunk_lock);
+    size_t nk = l->nchunks;
+    vega__spin_unlock(&l->chunk_lock);
     VCHECK(n <= H3S_POOL_MAX);
-    return n * (sizeof(struct h3s_req) + H3S_OUT_CAP);
+    VCHECK(nk <= H3S_CHUNK_POOL_MAX);
+    return n * (sizeof(struct h3s_req) + H3S_OUT_CAP) + nk * (sizeof(struct h3s_chunk) + H3S_CHUNK);
 }
 
 /* What the server holds beyond its memory once listening and its request block cache. */
