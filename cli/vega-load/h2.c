@@ -88,8 +88,10 @@ struct h2conn {
     /* the whole run */
     bool ever;
     unsigned fails;
-    /* -R: this connection's schedule; pending requests are due at pend_first, + interval ... */
-    uint64_t interval;
+    /* -R, --stages: this connection's schedule (load_pace); its requests pend_seq .. due_seq - 1
+     * are due and wait for a stream, the first at pend_first; the next is due at next_due */
+    uint64_t pend_seq, due_seq;
+    unsigned index;
     vega_tstamp next_due, pend_first;
     uint64_t npending;
     /* -R: a reader task per attempt, the lock it and this task share, and the timer this task
@@ -451,8 +453,10 @@ static void start_requests(struct h2conn *c)
         if (!start_one(c, o->rate ? c->pend_first : c->now))
             return;
         if (o->rate) {
-            c->pend_first += c->interval;
+            c->pend_seq++;
             c->npending--;
+            if (c->npending)
+                c->pend_first = load_pace(c->r, c->pend_seq, c->index);
         }
     }
 }
@@ -475,10 +479,12 @@ static bool more_to_do(const struct h2conn *c)
 static void schedule(struct h2conn *c)
 {
     while (c->next_due <= c->now && c->next_due < c->r->end) {
-        if (c->npending == 0)
+        if (c->npending == 0) {
             c->pend_first = c->next_due;
+            c->pend_seq = c->due_seq;
+        }
         c->npending++;
-        c->next_due += c->interval;
+        c->next_due = load_pace(c->r, ++c->due_seq, c->index);
     }
 }
 
@@ -952,10 +958,9 @@ void *load_h2_conn(void *arg)
     }
     c->w = load_worker_self(r);
     if (o->rate) {
-        /* This connection's share of the rate, its requests staggered over one interval. */
-        double iv = (double)o->conns * 1e9 / (double)o->rate;
-        c->interval = iv < 1.0 ? 1 : (uint64_t)iv;
-        c->next_due = r->start + (vega_tstamp)((double)c->interval * index / (double)o->conns);
+        /* This connection's share of the schedule (load_pace). */
+        c->index = index;
+        c->next_due = load_pace(r, 0, index);
         c->tfd = load_timer_open(&c->mono_offset); /* -1: the one-task loop, 1 ms timers */
     }
     conn_loop(c);

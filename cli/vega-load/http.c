@@ -526,14 +526,9 @@ static void conn_loop(struct hconn *c, unsigned index)
 {
     struct load_run *r = c->r;
     const struct load_opts *o = c->o;
-    /* -R: this connection's share of the rate, its sends staggered over one interval. */
-    uint64_t interval = 0;
-    vega_tstamp next = 0;
-    if (o->rate) {
-        double iv = (double)o->conns * 1e9 / (double)o->rate;
-        interval = iv < 1.0 ? 1 : (uint64_t)iv;
-        next = r->start + (vega_tstamp)((double)interval * index / (double)o->conns);
-    }
+    /* -R, --stages: this connection's share of the schedule (load_pace). */
+    uint64_t sent = 0;
+    vega_tstamp next = o->rate ? load_pace(r, 0, index) : 0;
     for (;;) {
         if (o->rate) {
             if (next >= r->end)
@@ -541,7 +536,7 @@ static void conn_loop(struct hconn *c, unsigned index)
             if (vega_now() < next && wait_until(c, next) < 0)
                 return;
             c->t_intended = next;
-            next += interval;
+            next = load_pace(r, ++sent, index);
         }
         vega_tstamp t0 = vega_now();
         if (t0 >= r->end)

@@ -31,6 +31,7 @@
 #define LOAD_MAX_HEADERS    64           /* -H */
 #define LOAD_MAX_HEAD       (64u << 10)  /* the serialized request head; also -H @FILE */
 #define LOAD_MAX_CONNECT_TO 16u          /* --connect-to options */
+#define LOAD_MAX_STAGES     64u          /* --stages */
 #define LOAD_MAX_PIPELINE   256u         /* --pipeline */
 #define LOAD_MAX_REQ_BATCH  (64u << 20)  /* a request times --pipeline */
 #define LOAD_MAX_RATE       100000000ull /* -R, requests per second */
@@ -123,8 +124,16 @@ struct load_opts {
     const char *body_file; /* --body */
     unsigned char *body;   /* its content (owned) */
     size_t body_len;
-    unsigned pipeline;  /* --pipeline: requests in flight per connection */
-    uint64_t rate;      /* -R: requests per second over all connections; 0 = closed loop */
+    unsigned pipeline; /* --pipeline: requests in flight per connection */
+    uint64_t rate;     /* -R: requests per second over all connections (--stages: the highest
+                        * stage's); 0 = closed loop */
+    /* --stages: the rate ramps linearly from the previous stage's (the first: from 0) to each
+     * stage's over its duration; the stages add up to the run (warm-up included) */
+    struct load_stage {
+        uint64_t ns;
+        double rate;
+    } stages[LOAD_MAX_STAGES];
+    unsigned nstages;
     bool head_method;   /* HEAD: responses have no body */
     unsigned char *req; /* the serialized request, repeated --pipeline times (owned) */
     size_t req_len;     /* one request */
@@ -326,6 +335,12 @@ void load_tls_seen(struct load_run *r, vega_stream *tls);
 
 /* min(now + --timeout, end); *at_end tells whether the end of the run is the nearer one. */
 vega_deadline load_step_deadline(const struct load_run *r, vega_tstamp now, bool *at_end);
+
+/* -R and --stages: when the k-th request of the connection with this index (0..conns-1) is
+ * due. The schedule interleaves the connections: the run's n-th request, n = k * conns +
+ * index, is due when n requests have been asked for by the rate since the start.
+ * VEGA_DEADLINE_NEVER when the stages end before it. */
+vega_tstamp load_pace(const struct load_run *r, uint64_t k, unsigned index);
 
 /* Records a measured latency (the corrected one with -R) of a round trip in w's histogram and,
  * with --latency-log or --json-lines, in the current interval. */

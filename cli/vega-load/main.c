@@ -60,6 +60,10 @@ static const char usage_text[] =
     "                          h3 or http/1.1\n"
     "  -R, --rate N            constant rate: N requests/s over all connections (k, M\n"
     "                          suffixes); reports corrected and uncorrected latency\n"
+    "      --stages LIST       a rate that changes (k6's ramping arrival rate): DUR:RATE,...\n"
+    "                          each stage ramps linearly from the previous stage's rate (the\n"
+    "                          first from 0) to RATE over DUR, e.g. 10s:1k,30s:1k,10s:0;\n"
+    "                          the stages add up to the run (instead of -d and -R)\n"
     "  -k, --insecure          https: do not verify the server's certificate\n"
     "      --cacert FILE       https: CAs to verify the server with (default: the system's)\n"
     "      --sni NAME          https: the name to send and verify (default: the URL's host)\n"
@@ -198,6 +202,7 @@ enum {
     OPT_HTML,
     OPT_BINARY,
     OPT_CONNECT_TO,
+    OPT_STAGES,
 };
 
 static const struct option long_opts[] = {
@@ -218,6 +223,7 @@ static const struct option long_opts[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
     {"connect-to", required_argument, NULL, OPT_CONNECT_TO},
+    {"stages", required_argument, NULL, OPT_STAGES},
     {"no-tui", no_argument, NULL, OPT_NO_PROGRESS},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
@@ -484,6 +490,44 @@ static void connect_to_arg(struct load_opts *o, const char *arg)
     o->connect_port = port;
 }
 
+/* --stages DUR:RATE,...: k6's ramping arrival rate (each stage ramps linearly from the
+ * previous stage's rate, the first from 0, to its own over DUR). */
+static void stages_arg(struct load_opts *o, const char *arg)
+{
+    char buf[4096];
+    if (strlen(arg) + 1 > sizeof(buf))
+        cli_usage_error("--stages: over %zu bytes", sizeof(buf) - 1);
+    memcpy(buf, arg, strlen(arg) + 1);
+    o->nstages = 0;
+    uint64_t total = 0;
+    for (char *st = buf, *next; st; st = next) {
+        next = strchr(st, ',');
+        if (next)
+            *next++ = '\0';
+        char *colon = strchr(st, ':');
+        if (!colon)
+            cli_usage_error("--stages: expected DURATION:RATE, got '%s' (e.g. 10s:1k,30s:1k,5s:0)",
+                            st);
+        *colon = '\0';
+        if (o->nstages >= LOAD_MAX_STAGES)
+            cli_usage_error("--stages: at most %u stages", LOAD_MAX_STAGES);
+        uint64_t ns = duration_arg("--stages", st, false), v;
+        if (cli_parse_count(colon + 1, &v) < 0 || v > LOAD_MAX_RATE)
+            cli_usage_error("--stages: expected a rate of 0..%llu requests per second, got '%s'",
+                            LOAD_MAX_RATE, colon + 1);
+        if (ns > 365 * 24 * 3600 * VEGA_NS_PER_S - total)
+            cli_usage_error("--stages: longer than a year in all");
+        total += ns;
+        o->stages[o->nstages++] = (struct load_stage){.ns = ns, .rate = (double)v};
+        if (v > o->rate)
+            o->rate = v;
+    }
+    if (o->nstages == 0)
+        cli_usage_error("--stages: no stage in '%s'", arg);
+    if (o->rate == 0)
+        cli_usage_error("--stages: every stage has rate 0");
+}
+
 /* --body FILE: read whole before the run (a usage error when it cannot be). */
 static void read_body(struct load_opts *o)
 {
@@ -661,6 +705,7 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
                        char *pbuf, size_t pcap, char *tbuf, size_t tcap)
 {
     bool no_progress = false, size_set = false, tls_flag = false, http_opt = false;
+    bool rate_flag = false;
     const char *connect_to[LOAD_MAX_CONNECT_TO];
     unsigned nconnect_to = 0;
     bool h3_flag = false, h2_flag = false, h1_flag = false;
@@ -788,6 +833,7 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
                                 "'%s'",
                                 LOAD_MAX_RATE, optarg);
             o->rate = v; /* HTTP and WebSocket */
+            rate_flag = true;
             break;
         case OPT_H3:
             h3_flag = true;
@@ -817,6 +863,9 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
             break;
         case OPT_NO_PROGRESS:
             no_progress = true;
+            break;
+        case OPT_STAGES:
+            stages_arg(o, optarg);
             break;
         case OPT_CONNECT_TO:
             if (nconnect_to >= LOAD_MAX_CONNECT_TO)
@@ -862,6 +911,18 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
     if (o->json && o->json_lines)
         cli_usage_error("--json and --json-lines contradict each other (--json-lines ends with "
                         "the --json report as its last line)");
+    if (o->nstages) {
+        if (rate_flag)
+            cli_usage_error("--stages and -R contradict each other (the stages give the rate)");
+        if (o->duration_ns)
+            cli_usage_error("--stages and -d contradict each other (the stages add up to the run)");
+        uint64_t total = 0;
+        for (unsigned i = 0; i < o->nstages; i++)
+            total += o->stages[i].ns;
+        if (o->warmup_ns >= total)
+            cli_usage_error("--warm-up is as long as the stages or longer: nothing to measure");
+        o->duration_ns = total - o->warmup_ns;
+    }
     if (!o->duration_ns && !o->round_trips)
         o->duration_ns = 10 * VEGA_NS_PER_S;
     o->progress = !no_progress && isatty(STDERR_FILENO);

@@ -230,10 +230,18 @@ static void http_header(const struct load_opts *o)
     if (o->unix_path)
         printf(", over %s", o->unix_path);
     putchar('\n');
-    if (o->rate)
+    if (o->nstages) {
+        printf("  Stages (rate ramped linearly, from 0):");
+        for (unsigned i = 0; i < o->nstages; i++) {
+            fmt_span(d, sizeof(d), o->stages[i].ns);
+            printf("%s %s to %.0f/s", i ? "," : "", d, o->stages[i].rate);
+        }
+        printf("\n  (latency from the intended send time; uncorrected: from the actual send)\n");
+    } else if (o->rate) {
         printf("  Constant rate: %llu requests/s over all connections (latency from the intended "
                "send time;\n  uncorrected: from the actual send)\n",
                (unsigned long long)o->rate);
+    }
     if (o->warmup_ns) {
         fmt_span(d, sizeof(d), o->warmup_ns);
         printf("  %s warm-up first, not counted\n", d);

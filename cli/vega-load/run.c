@@ -52,6 +52,38 @@ void load_tls_seen(struct load_run *r, vega_stream *tls)
              a ? ", ALPN " : "", a ? a : "");
 }
 
+/* Seconds from the start at which the rate has asked for n requests, with --stages: in a
+ * stage that ramps from a to b requests/s over d seconds, the count after t seconds is
+ * a t + (b - a) t^2 / 2d; solved for t in the form that stays exact when b is near a. */
+static double stages_time_of(const struct load_opts *o, double n)
+{
+    double at = 0.0, a = 0.0;
+    for (unsigned i = 0; i < o->nstages; i++) {
+        double d = (double)o->stages[i].ns / 1e9, b = o->stages[i].rate;
+        double in_stage = (a + b) / 2.0 * d;
+        if (n < in_stage) {
+            double disc = a * a + 2.0 * (b - a) * n / d;
+            double root = disc > 0.0 ? cli_sqrt(disc) : 0.0;
+            double t = a + root > 0.0 ? 2.0 * n / (a + root) : 0.0;
+            return at + (t < d ? t : d);
+        }
+        n -= in_stage;
+        at += d;
+        a = b;
+    }
+    return -1.0; /* past the last stage */
+}
+
+vega_tstamp load_pace(const struct load_run *r, uint64_t k, unsigned index)
+{
+    const struct load_opts *o = r->o;
+    double n = (double)k * (double)o->conns + (double)index;
+    double s = o->nstages ? stages_time_of(o, n) : n / (double)o->rate;
+    if (s < 0.0 || s * 1e9 >= (double)(VEGA_DEADLINE_NEVER - r->start))
+        return VEGA_DEADLINE_NEVER;
+    return r->start + (vega_tstamp)(s * 1e9);
+}
+
 vega_deadline load_step_deadline(const struct load_run *r, vega_tstamp now, bool *at_end)
 {
     uint64_t t = r->o->timeout_ns;

@@ -296,3 +296,40 @@ PYEOF
     run grep -c $'\e' "$T/plain.out"
     [ "$output" = 0 ]
 }
+
+@test "--stages ramps the rate: exactly the requests the stages add up to, over HTTP/1.1, HTTP/2 and WebSocket" {
+    start_bg "$T/serve.log" "$SERVE" -p 0 --h2c --ws-echo /ws "$T/www"
+    wait_for_line "$T/serve.log" 'listening on'
+    local p
+    p="$(sed -nE 's/.*listening on [0-9.]+:([0-9]+)$/\1/p' "$T/serve.log" | head -n1)"
+    # 0 to 100/s over 1 s (50), 100 to 300/s over 0.5 s (100), 300 to 0 over 1 s (150)
+    for mode in "" "--h2 -m 4" ; do
+        # shellcheck disable=SC2086
+        load_run -c 3 $mode --stages 1s:100,500ms:300,1s:0 --json "http://127.0.0.1:$p/1k.bin" >"$T/s.json"
+        "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["requests"] == 300 and j["errors"] == 0, j' "$T/s.json"
+    done
+    load_run -c 3 --stages 1s:100,500ms:300,1s:0 --json "ws://127.0.0.1:$p/ws" >"$T/w.json"
+    "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["round_trips"] == 300 and j["errors"] == 0, j' "$T/w.json"
+    # the text report names the stages
+    run load_run -c 2 --stages 200ms:50,200ms:0 "http://127.0.0.1:$p/1k.bin"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"Stages (rate ramped linearly, from 0): 200ms to 50/s, 200ms to 0/s"* ]]
+    [[ "$output" == *"uncorrected"* ]]
+}
+
+@test "--stages: malformed stages, -R or -d beside it, all rates 0: usage errors" {
+    for bad in "1s" "1s:x" "x:10" "1s:10," "0s:10" "1s:0,2s:0" "1s:200000000"; do
+        run "$LOAD" --stages "$bad" http://127.0.0.1:1/
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"--stages"* ]]
+    done
+    run "$LOAD" --stages 1s:10 -R 5 http://127.0.0.1:1/
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--stages and -R contradict"* ]]
+    run "$LOAD" --stages 1s:10 -d 2s http://127.0.0.1:1/
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--stages and -d contradict"* ]]
+    run "$LOAD" --stages 1s:10 --warm-up 1s http://127.0.0.1:1/
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"nothing to measure"* ]]
+}
