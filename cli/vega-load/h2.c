@@ -64,6 +64,10 @@ struct h2conn {
     struct load_run *r;
     const struct load_opts *o;
     const struct load_h2_req *q;
+    /* -i, --random-query: q's fields with this request's :path, kept in path */
+    vega_hpack_field *fields;
+    char *path;
+    struct load_pathgen pg;
     struct load_worker *w;
     vega_sock *sock;
     vega_stream *tls;
@@ -397,7 +401,21 @@ static bool start_one(struct h2conn *c, vega_tstamp intended)
     struct h2req *q = &c->req[c->free_slots[c->nfree - 1]];
     bool body = o->body_len > 0;
     int32_t sid = 0;
-    int e = vega_h2_submit_request(c->h2, c->q->fields, c->q->nfields,
+    const vega_hpack_field *fields = c->q->fields;
+    uint64_t decoded = c->q->decoded_bytes;
+    if (c->fields) {
+        const char *p = o->paths[load_paths_pick(&c->pg, o)];
+        size_t len = strlen(p);
+        memcpy(c->path, p, len);
+        if (o->random_query)
+            load_random_digits(&c->pg, c->path + len - LOAD_RANDOM_DIGITS);
+        /* :path is field 3 (h2_req.c); random values are never sent twice: not indexed */
+        c->fields[3].value = (vega_http_str){c->path, len};
+        c->fields[3].index = o->random_query ? VEGA_HPACK_INDEX_NO : VEGA_HPACK_INDEX_AUTO;
+        fields = c->fields;
+        decoded = decoded - strlen(o->path_longest) + len; /* built with the longest */
+    }
+    int e = vega_h2_submit_request(c->h2, fields, c->q->nfields,
                                    body ? VEGA_H2_FLAG_NONE : VEGA_H2_FLAG_END_STREAM, q, &sid);
     if (e == 0 && body) {
         /* The body is one read-only span shared by every stream (retained by the core until the
@@ -436,7 +454,7 @@ static bool start_one(struct h2conn *c, vega_tstamp intended)
                         .ticket = ticket};
     if (c->now + c->o->timeout_ns < c->expire_at)
         c->expire_at = c->now + c->o->timeout_ns;
-    load_bump(&c->w->h2_head_out_decoded, c->q->decoded_bytes);
+    load_bump(&c->w->h2_head_out_decoded, decoded);
     return true;
 }
 
@@ -916,6 +934,8 @@ static void conn_free(struct h2conn *c)
     free(c->free_slots);
     free(c->in);
     free(c->out);
+    free(c->fields);
+    free(c->path);
     free(c);
 }
 
@@ -935,7 +955,14 @@ static struct h2conn *conn_new(struct load_run *r)
     c->free_slots = calloc(o->streams, sizeof(*c->free_slots));
     c->in = malloc(c->cap);
     c->out = malloc(c->cap);
-    if (!c->req || !c->free_slots || !c->in || !c->out) {
+    if (o->paths_vary) {
+        c->fields = malloc(c->q->nfields * sizeof(*c->fields));
+        c->path = malloc(LOAD_MAX_PATH);
+        if (c->fields)
+            memcpy(c->fields, c->q->fields, c->q->nfields * sizeof(*c->fields));
+    }
+    if (!c->req || !c->free_slots || !c->in || !c->out ||
+        (o->paths_vary && (!c->fields || !c->path))) {
         conn_free(c);
         return NULL;
     }
@@ -957,6 +984,7 @@ void *load_h2_conn(void *arg)
         return NULL;
     }
     c->w = load_worker_self(r);
+    load_paths_start(&c->pg, o, index);
     if (o->rate) {
         /* This connection's share of the schedule (load_pace). */
         c->index = index;

@@ -9,6 +9,12 @@
 
 #include "load.h"
 
+/* The path the request is built and checked with: the longest of -i and --random-query's. */
+static const char *build_path(const struct load_opts *o)
+{
+    return o->paths_vary ? o->path_longest : o->path;
+}
+
 static bool has_header(const struct load_opts *o, const char *name, size_t *at)
 {
     for (unsigned i = 0; i < o->nheaders; i++)
@@ -115,7 +121,8 @@ int load_h2_build(struct load_opts *o, char *err, size_t ecap)
     f[n++] = (vega_hpack_field){
         {":scheme", 7}, {o->tls ? "https" : "http", o->tls ? 5u : 4u}, VEGA_HPACK_INDEX_AUTO};
     f[n++] = (vega_hpack_field){{":authority", 10}, auth, VEGA_HPACK_INDEX_YES};
-    f[n++] = (vega_hpack_field){{":path", 5}, {o->path, strlen(o->path)}, VEGA_HPACK_INDEX_YES};
+    f[n++] = (vega_hpack_field){
+        {":path", 5}, {build_path(o), strlen(build_path(o))}, VEGA_HPACK_INDEX_YES};
     char *nm = q->names;
     for (unsigned i = 0; i < o->nheaders; i++) {
         const struct load_header *h = &o->headers[i];

@@ -58,6 +58,10 @@ struct h3conn {
     struct load_run *r;
     const struct load_opts *o;
     const struct load_h3_req *q;
+    /* -i, --random-query: q's request with this one's path, kept in path */
+    vega_h3_request rq;
+    char *path;
+    struct load_pathgen pg;
     struct load_h3 *g;
     vega_quic_ep_conn *qe; /* the connection now; NULL between attempts */
     vega_h3_conn *h3;
@@ -353,8 +357,19 @@ static enum start start_one(struct h3conn *c, struct h3req *q, vega_tstamp inten
     int e = vega_quic_stream_open(c->qc, true, &sid);
     vega_ssize n = 0;
     if (e == 0) {
-        n = vega_h3_conn_write_request_head(c->h3, sid, &c->q->rq, c->q->fields, c->q->nfields,
-                                            c->head, c->q->head_cap);
+        const vega_h3_request *rq = &c->q->rq;
+        if (c->path) {
+            const char *p = o->paths[load_paths_pick(&c->pg, o)];
+            size_t len = strlen(p);
+            memcpy(c->path, p, len);
+            if (o->random_query)
+                load_random_digits(&c->pg, c->path + len - LOAD_RANDOM_DIGITS);
+            c->rq = c->q->rq;
+            c->rq.path = (vega_http_str){c->path, len};
+            rq = &c->rq; /* head_cap was sized with the longest path */
+        }
+        n = vega_h3_conn_write_request_head(c->h3, sid, rq, c->q->fields, c->q->nfields, c->head,
+                                            c->q->head_cap);
         if (n < 0)
             (void)vega_quic_stream_reset(c->qc, sid, VEGA_H3_REQUEST_CANCELLED);
     }
@@ -888,6 +903,7 @@ static void conn_free(struct h3conn *c)
     free(c->req);
     free(c->ops);
     free(c->head);
+    free(c->path);
     free(c);
 }
 
@@ -908,7 +924,9 @@ static struct h3conn *conn_new(struct load_run *r)
     c->req = calloc(o->streams, sizeof(*c->req));
     c->ops = calloc(c->op_cap, sizeof(*c->ops));
     c->head = malloc(c->q->head_cap);
-    if (!c->req || !c->ops || !c->head) {
+    if (o->paths_vary)
+        c->path = malloc(LOAD_MAX_PATH);
+    if (!c->req || !c->ops || !c->head || (o->paths_vary && !c->path)) {
         conn_free(c);
         return NULL;
     }
@@ -927,6 +945,7 @@ void *load_h3_conn(void *arg)
         atomic_fetch_add(&r->never_connected, 1);
         return NULL;
     }
+    load_paths_start(&c->pg, o, index);
     if (o->rate) {
         /* This connection's share of the schedule (load_pace). */
         c->index = index;

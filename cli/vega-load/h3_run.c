@@ -13,6 +13,12 @@
 
 #include "load.h"
 
+/* The path the request is built and checked with: the longest of -i and --random-query's. */
+static const char *build_path(const struct load_opts *o)
+{
+    return o->paths_vary ? o->path_longest : o->path;
+}
+
 /* At the end the endpoint gives its connections this long to send their CONNECTION_CLOSE. */
 #define CLOSE_GRACE_MS 100
 
@@ -130,7 +136,7 @@ int load_h3_build(struct load_opts *o, char *err, size_t ecap)
     q->rq = (vega_h3_request){.method = {method, strlen(method)},
                               .scheme = {"https", 5},
                               .authority = auth,
-                              .path = {o->path, strlen(o->path)}};
+                              .path = {build_path(o), strlen(build_path(o))}};
     int e = h3_trial(q, err, ecap);
     if (e < 0)
         load_h3_opts_free(o);

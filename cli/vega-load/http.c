@@ -143,6 +143,55 @@ static bool has_header(const struct load_opts *o, const char *name)
     return false;
 }
 
+/* -i, --random-query: a request per path, each with its head and body, none batched (a
+ * connection writes them in turn); all of them together at most LOAD_MAX_REQ_BATCH. */
+static int build_variants(struct load_opts *o, const char *method, const vega_http1_field *f,
+                          size_t n, uint8_t *head, char *err, size_t ecap)
+{
+    o->variants = calloc(o->npaths, sizeof(*o->variants));
+    if (!o->variants) {
+        snprintf(err, ecap, "out of memory");
+        return -ENOMEM;
+    }
+    size_t total = 0;
+    for (unsigned i = 0; i < o->npaths; i++) {
+        vega_ssize hl =
+            vega_http1_write_request_head(head, LOAD_MAX_HEAD, method, o->paths[i], 11, f, n);
+        if (hl < 0) {
+            snprintf(err, ecap, "%s (path '%s')",
+                     hl == VEGA_ERR_NOBUF ? "the request head is over the limit"
+                                          : "invalid request: check --method and -H",
+                     o->paths[i]);
+            return -EINVAL;
+        }
+        size_t one = (size_t)hl + o->body_len;
+        if (one > LOAD_MAX_REQ_BATCH / o->pipeline || total + one > LOAD_MAX_REQ_BATCH) {
+            snprintf(err, ecap,
+                     "the requests of %u paths (with their bodies, and one of them times "
+                     "--pipeline %u) are over %u MiB",
+                     o->npaths, o->pipeline, LOAD_MAX_REQ_BATCH >> 20);
+            return -EINVAL;
+        }
+        total += one;
+        struct load_variant *v = &o->variants[i];
+        v->req = malloc(one);
+        if (!v->req) {
+            snprintf(err, ecap, "out of memory");
+            return -ENOMEM;
+        }
+        memcpy(v->req, head, (size_t)hl);
+        if (o->body_len)
+            memcpy(v->req + hl, o->body, o->body_len);
+        v->len = one;
+        /* "METHOD SP target": the digits end the target */
+        v->rand_at = strlen(method) + 1 + strlen(o->paths[i]) - LOAD_RANDOM_DIGITS;
+        if (o->variant_max < one)
+            o->variant_max = one;
+    }
+    o->req_len = o->variants[0].len;
+    return 0;
+}
+
 int load_http_build(struct load_opts *o, char *err, size_t ecap)
 {
     const char *method = o->method ? o->method : o->body ? "POST" : "GET";
@@ -169,6 +218,11 @@ int load_http_build(struct load_opts *o, char *err, size_t ecap)
     if (!head) {
         snprintf(err, ecap, "out of memory");
         return -ENOMEM;
+    }
+    if (o->paths_vary) {
+        int e = build_variants(o, method, f, n, head, err, ecap);
+        free(head);
+        return e;
     }
     vega_ssize hl = vega_http1_write_request_head(head, LOAD_MAX_HEAD, method, o->path, 11, f, n);
     if (hl < 0) {
@@ -238,6 +292,9 @@ struct hconn {
     uint64_t served;       /* responses on it */
     bool ever;
     unsigned fails;
+    /* -i, --random-query: the batch being written, and the walk over the paths */
+    unsigned char *out;
+    struct load_pathgen pg;
     /* -R: a timer with the kernel's resolution (the runtime's timers tick in milliseconds,
      * which would add up to 1 ms of send lateness to every corrected latency) */
     int tfd;
@@ -443,7 +500,21 @@ static enum step batch(struct hconn *c, unsigned k)
     c->sent = k;
     c->done = 0;
     c->extra = false;
-    vega_ssize n = conn_write(c, c->o->req, c->o->req_len * k, dl);
+    vega_ssize n;
+    if (c->out) {
+        const struct load_opts *o = c->o;
+        size_t len = 0;
+        for (unsigned i = 0; i < k; i++) {
+            const struct load_variant *v = &o->variants[load_paths_pick(&c->pg, o)];
+            memcpy(c->out + len, v->req, v->len);
+            if (o->random_query)
+                load_random_digits(&c->pg, (char *)c->out + len + v->rand_at);
+            len += v->len;
+        }
+        n = conn_write(c, c->out, len, dl);
+    } else {
+        n = conn_write(c, c->o->req, c->o->req_len * k, dl);
+    }
     if (n < 0)
         return failed(c, LOAD_ERR_WRITE, (int)n, at_end);
     bool got_bytes = false;
@@ -597,6 +668,18 @@ void *load_http_conn(void *arg)
         free(buf);
         return NULL;
     }
+    if (r->o->paths_vary) {
+        c->out = malloc(r->o->variant_max * r->o->pipeline);
+        if (!c->out) {
+            load_error(r, LOAD_ERR_CONNECT, -ENOMEM);
+            atomic_fetch_add(&r->gave_up, 1);
+            atomic_fetch_add(&r->never_connected, 1);
+            free(c);
+            free(buf);
+            return NULL;
+        }
+        load_paths_start(&c->pg, r->o, index);
+    }
     c->r = r;
     c->o = r->o;
     c->buf = buf;
@@ -610,6 +693,7 @@ void *load_http_conn(void *arg)
         conn_close(c);
     if (c->tfd >= 0)
         close(c->tfd);
+    free(c->out);
     free(c->buf);
     free(c);
     return NULL;

@@ -32,6 +32,10 @@
 #define LOAD_MAX_HEAD       (64u << 10)  /* the serialized request head; also -H @FILE */
 #define LOAD_MAX_CONNECT_TO 16u          /* --connect-to options */
 #define LOAD_MAX_STAGES     64u          /* --stages */
+#define LOAD_MAX_PATHS      100000u      /* -i: URLs */
+#define LOAD_MAX_PATH       8192u        /* -i, --random-query: one request-target */
+#define LOAD_MAX_INPUT_FILE (16u << 20)  /* -i: the file */
+#define LOAD_RANDOM_DIGITS  16           /* --random-query: hex digits of the value */
 #define LOAD_MAX_PIPELINE   256u         /* --pipeline */
 #define LOAD_MAX_REQ_BATCH  (64u << 20)  /* a request times --pipeline */
 #define LOAD_MAX_RATE       100000000ull /* -R, requests per second */
@@ -115,10 +119,18 @@ struct load_opts {
     sigset_t stop_signals; /* SIGINT, SIGTERM: stop early, report what was done */
     /* HTTP mode. */
     bool http;
-    const char *url;    /* as given */
-    char *path;         /* the request-target: path and query (owned) */
-    char *host_header;  /* the Host field from the URL (owned) */
-    const char *method; /* --method; NULL = GET, or POST with --body */
+    const char *url; /* as given */
+    char *path;      /* the request-target: path and query (owned) */
+    /* -i FILE and --random-query NAME (paths.c): the request-targets each connection takes in
+     * turn, with --random-query's placeholder digits at their end (owned) */
+    const char *input_file, *random_query;
+    char *input_buf, *input_rest; /* -i: the file's text; the lines after the first */
+    char **paths;
+    unsigned npaths, paths_cap;
+    const char *path_longest; /* the one the builders check and size requests with */
+    bool paths_vary;          /* npaths > 1 or --random-query */
+    char *host_header;        /* the Host field from the URL (owned) */
+    const char *method;       /* --method; NULL = GET, or POST with --body */
     struct load_header headers[LOAD_MAX_HEADERS];
     unsigned nheaders;
     const char *body_file; /* --body */
@@ -136,8 +148,15 @@ struct load_opts {
     unsigned nstages;
     bool head_method;   /* HEAD: responses have no body */
     unsigned char *req; /* the serialized request, repeated --pipeline times (owned) */
-    size_t req_len;     /* one request */
-    size_t http_buf;    /* receive buffer per connection */
+    /* paths_vary: a serialized request per path (--random-query's digits at rand_at), the
+     * longest's length (owned) */
+    struct load_variant {
+        unsigned char *req;
+        size_t len, rand_at;
+    } * variants;
+    size_t variant_max;
+    size_t req_len;  /* one request */
+    size_t http_buf; /* receive buffer per connection */
     /* WebSocket (a ws:// or wss:// URL; url, path, host_header, rate as in HTTP mode, size and
      * the report as in echo mode). */
     bool ws;
@@ -350,6 +369,25 @@ static inline void load_latency(struct load_worker *w, uint64_t us)
     if (w->ivl)
         atomic_fetch_add_explicit(&w->ivl[cli_hist_index(&w->hist, us)], 1, memory_order_relaxed);
 }
+
+/* ---- paths.c -------------------------------------------------------------------------------- */
+
+/* A connection's walk over o->paths and its random digits. */
+struct load_pathgen {
+    uint64_t next, rng;
+};
+
+/* -i FILE: reads the file (at most LOAD_MAX_INPUT_FILE) and returns its first URL; the other
+ * lines are kept for load_paths_setup. Usage errors exit. */
+char *load_input_file(struct load_opts *o, const char *file);
+/* Once the URL is parsed: the paths of -i and --random-query (nothing to do without them),
+ * each checked; usage errors exit. */
+void load_paths_setup(struct load_opts *o);
+void load_paths_start(struct load_pathgen *g, const struct load_opts *o, unsigned index);
+/* The index in o->paths of the next request's path. */
+unsigned load_paths_pick(struct load_pathgen *g, const struct load_opts *o);
+/* Writes LOAD_RANDOM_DIGITS fresh hex digits at at. */
+void load_random_digits(struct load_pathgen *g, char *at);
 
 /* ---- dash.c --------------------------------------------------------------------------------- */
 

@@ -44,6 +44,12 @@ static const char usage_text[] =
     "HTTP:\n"
     "  -H, --header 'Name: value'  add a request header (up to 64; Host replaces the URL's);\n"
     "                          -H @FILE: a header per line from FILE (- for stdin)\n"
+    "  -i, --input-file FILE   the URLs from FILE, one per line, instead of a URL argument\n"
+    "                          (h2load's): the first a whole URL, the others paths or URLs\n"
+    "                          of the same scheme, host and port; each connection takes\n"
+    "                          them in turn\n"
+    "      --random-query NAME add NAME=<16 random hex digits> to every request's query (a\n"
+    "                          fresh value each time: no cache answers)\n"
     "      --method METHOD     the request method (default GET, or POST with --body)\n"
     "      --body FILE         send FILE's content as the request body (at most 16M)\n"
     "      --pipeline N        requests written at once per connection, 1..256 (default 1)\n"
@@ -203,6 +209,7 @@ enum {
     OPT_BINARY,
     OPT_CONNECT_TO,
     OPT_STAGES,
+    OPT_RANDOM_QUERY,
 };
 
 static const struct option long_opts[] = {
@@ -224,6 +231,8 @@ static const struct option long_opts[] = {
     {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
     {"connect-to", required_argument, NULL, OPT_CONNECT_TO},
     {"stages", required_argument, NULL, OPT_STAGES},
+    {"input-file", required_argument, NULL, 'i'},
+    {"random-query", required_argument, NULL, OPT_RANDOM_QUERY},
     {"no-tui", no_argument, NULL, OPT_NO_PROGRESS},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
@@ -322,6 +331,26 @@ static void positional(struct load_opts *o, int argc, char **argv, char *hbuf, s
 {
     int n = argc - optind;
     char **a = argv + optind;
+    if (o->input_file) {
+        /* -i gives the URLs: at most a mode word beside it (h2load takes none) */
+        if (n > 1 || (n == 1 && (strstr(a[0], "://") || !is_http(a[0]))))
+            cli_usage_error("-i gives the URLs: no URL or mode other than http, h1, h2 or h3 "
+                            "beside it (got '%s')",
+                            a[0]);
+        char *args[2];
+        int k = 0;
+        if (n == 1)
+            args[k++] = a[0];
+        args[k++] = load_input_file(o, o->input_file);
+        if (!strstr(args[k - 1], "://"))
+            cli_usage_error("-i %s: the first line must be a whole URL (http:// or https://), "
+                            "got '%s'",
+                            o->input_file, args[k - 1]);
+        positional_http(o, k, args, hbuf, hcap, pbuf, pcap);
+        if (o->ws)
+            cli_usage_error("-i is for HTTP URLs, not WebSocket");
+        return;
+    }
     if (n == 0)
         cli_usage_error("no mode: try 'vega-load -c 10 -d 5s http://HOST:PORT/' or "
                         "'vega-load echo -c 10 -d 5s HOST:PORT'");
@@ -713,7 +742,8 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
     uint64_t v;
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":c:d:D:z:n:s:t:uU:46kvhH:R:m:", long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":c:d:D:z:n:s:t:uU:46kvhH:R:m:i:", long_opts, NULL)) !=
+           -1) {
         switch (c) {
         case 'c':
             if (cli_parse_count(optarg, &v) < 0 || v < 1 || v > LOAD_MAX_CONNS)
@@ -864,6 +894,22 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
         case OPT_NO_PROGRESS:
             no_progress = true;
             break;
+        case 'i':
+            o->input_file = optarg;
+            http_opt = true;
+            break;
+        case OPT_RANDOM_QUERY: {
+            size_t len = strlen(optarg);
+            if (len == 0 || len > 64 ||
+                strspn(optarg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                               "0123456789-._~") != len)
+                cli_usage_error("--random-query: expected a name of 1..64 letters, digits, "
+                                "'-', '.', '_' or '~', got '%s'",
+                                optarg);
+            o->random_query = optarg;
+            http_opt = true;
+            break;
+        }
         case OPT_STAGES:
             stages_arg(o, optarg);
             break;
@@ -892,6 +938,10 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
     o->h3 = h3_flag || alpn == LOAD_ALPN_H3;
     o->h2 = h2_flag || alpn == LOAD_ALPN_H2;
     positional(o, argc, argv, hbuf, hcap, pbuf, pcap, tbuf, tcap);
+    if (o->random_query && !o->http)
+        cli_usage_error("--random-query is for HTTP URLs");
+    if (o->http)
+        load_paths_setup(o);
     for (unsigned i = 0; i < nconnect_to && !o->connect_host; i++)
         connect_to_arg(o, connect_to[i]);
     if (o->connect_host && o->unix_path)

@@ -71,7 +71,8 @@ start_gtls() {
     URL="https://127.0.0.1:$PORT"
 }
 
-# start_vega_h3: vega-serve with HTTPS and HTTP/3 on one port (self-signed); sets PORT and URL.
+# start_vega_h3 [ARG...]: vega-serve with HTTPS and HTTP/3 on one port (self-signed), the ARGs
+# added to its command line; sets PORT and URL.
 start_vega_h3() {
     local serve
     serve="$(vega_bin vega-serve 2>/dev/null)" || skip "vega-serve is not built"
@@ -79,7 +80,7 @@ start_vega_h3() {
         skip "vega-serve does not serve HTTP/3 yet (no --no-http3 in its --help)"
     make_cert
     PORT="$(free_udp_port)"
-    start_bg "$T/serve.log" "$serve" --cert "$T/cert.pem" --key "$T/key.pem" -p "$PORT" "$T/www"
+    start_bg "$T/serve.log" "$serve" --cert "$T/cert.pem" --key "$T/key.pem" -p "$PORT" "$@" "$T/www"
     wait_udp "$PORT"
     URL="https://127.0.0.1:$PORT"
 }
@@ -313,4 +314,21 @@ start_vega_h3() {
     cat "$T/out.json" "$T/err"
     json_check "$T/out.json" 'j["requests"] > 0 and j["read_errors"] == 0 and j["parse_errors"] == 0'
     json_check "$T/out.json" 'j["timeout_errors"] == 0 and j["write_errors"] == 0'
+}
+
+@test "vega-load --h3 -i FILE and --random-query: each request's path as the file and a fresh value give it" {
+    start_vega_h3 --access-log "$T/access.log"
+    printf 'x\n' >"$T/www/b.txt"
+    printf '%s\n' "$URL/1k.bin" /b.txt >"$T/urls"
+    run load_run --h3 -c 1 -m 1 -n 4 --cacert "$T/cert.pem" -i "$T/urls" --random-query v --json
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" >"$T/out.json"
+    json_check "$T/out.json" 'j["requests"] == 4 and j["status"] == {"200": 4}'
+    wait_for_line "$T/access.log" 'b.txt.*HTTP/3' 10
+    run grep -cE '"GET /1k.bin\?v=[0-9a-f]{16} HTTP/3' "$T/access.log"
+    [ "$output" = 2 ]
+    run grep -cE '"GET /b.txt\?v=[0-9a-f]{16} HTTP/3' "$T/access.log"
+    [ "$output" = 2 ]
+    run sh -c "grep -oE 'v=[0-9a-f]{16}' '$T/access.log' | sort -u | wc -l"
+    [ "$output" = 4 ]
 }

@@ -333,3 +333,81 @@ PYEOF
     [ "$status" -eq 2 ]
     [[ "$output" == *"nothing to measure"* ]]
 }
+
+# serve_logged: vega-serve (HTTP/1.1 and h2c) with an access log in $T/access.log; sets PORT.
+serve_logged() {
+    start_bg "$T/serve.log" "$SERVE" -p 0 --h2c --access-log "$T/access.log" "$T/www"
+    wait_for_line "$T/serve.log" 'listening on'
+    PORT="$(sed -nE 's/.*listening on [0-9.]+:([0-9]+)$/\1/p' "$T/serve.log" | head -n1)"
+    [ -n "$PORT" ]
+}
+
+# requests_logged N: waits until the access log has N lines, then prints the request lines.
+requests_logged() {
+    local i
+    for i in $(seq 1 100); do
+        [ "$(wc -l <"$T/access.log")" -ge "$1" ] && break
+        sleep 0.1
+    done
+    sed -nE 's/.*"(GET [^"]*)".*/\1/p' "$T/access.log"
+}
+
+@test "-i FILE: each connection takes the file's URLs in turn (paths, whole URLs, fragments dropped), HTTP/1.1 pipelined and HTTP/2" {
+    serve_logged
+    printf 'x\n' >"$T/www/b.txt"
+    printf 'http://127.0.0.1:%s/1k.bin\n/b.txt?q=1\n\nhttp://127.0.0.1:%s/missing#frag\r\n' "$PORT" "$PORT" >"$T/urls"
+    run load_run -c 1 -n 7 --pipeline 2 -i "$T/urls" --json
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" >"$T/a.json"
+    "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["requests"] == 7 and j["status"] == {"200": 5, "404": 2}, j' "$T/a.json"
+    run requests_logged 7
+    [ "$output" = "$(printf 'GET /1k.bin HTTP/1.1\nGET /b.txt?q=1 HTTP/1.1\nGET /missing HTTP/1.1\nGET /1k.bin HTTP/1.1\nGET /b.txt?q=1 HTTP/1.1\nGET /missing HTTP/1.1\nGET /1k.bin HTTP/1.1')" ]
+    : >"$T/access.log"
+    run load_run h2 -c 1 -m 1 -n 4 -i "$T/urls" --json
+    [ "$status" -eq 0 ]
+    run requests_logged 4
+    [ "$output" = "$(printf 'GET /1k.bin HTTP/2.0\nGET /b.txt?q=1 HTTP/2.0\nGET /missing HTTP/2.0\nGET /1k.bin HTTP/2.0')" ]
+}
+
+@test "--random-query NAME: a fresh 16-digit value on every request, after ? or &, HTTP/1.1 and HTTP/2" {
+    serve_logged
+    run load_run -c 2 -n 40 --pipeline 4 --random-query cb --json "http://127.0.0.1:$PORT/1k.bin?a=b"
+    [ "$status" -eq 0 ]
+    run load_run --h2 -c 2 -m 4 -n 40 --random-query cb --json "http://127.0.0.1:$PORT/1k.bin"
+    [ "$status" -eq 0 ]
+    run requests_logged 80
+    [ "$(printf '%s\n' "$output" | grep -cE '^GET /1k.bin\?a=b&cb=[0-9a-f]{16} HTTP/1.1$')" = 40 ]
+    [ "$(printf '%s\n' "$output" | grep -cE '^GET /1k.bin\?cb=[0-9a-f]{16} HTTP/2.0$')" = 40 ]
+    [ "$(printf '%s\n' "$output" | grep -oE 'cb=[0-9a-f]{16}' | sort -u | wc -l)" = 80 ]
+}
+
+@test "-i and --random-query: usage errors" {
+    printf '/only-a-path\n' >"$T/paths"
+    printf 'http://127.0.0.1:1/\nhttp://127.0.0.2:1/x\n' >"$T/two-hosts"
+    printf 'http://127.0.0.1:1/\nnot a path\n' >"$T/bad-line"
+    : >"$T/empty"
+    run "$LOAD" -i "$T/urls-missing"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"-i $T/urls-missing: No such file"* ]]
+    run "$LOAD" -i "$T/paths"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"the first line must be a whole URL"* ]]
+    run "$LOAD" -i "$T/two-hosts"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"every URL in the file must have the first one's scheme, host and port"* ]]
+    run "$LOAD" -i "$T/bad-line"
+    [ "$status" -eq 2 ]
+    run "$LOAD" -i "$T/empty"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"no URL in it"* ]]
+    run "$LOAD" -i "$T/paths" http://127.0.0.1:1/
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"-i gives the URLs"* ]]
+    run "$LOAD" --random-query 'a b' http://127.0.0.1:1/
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--random-query: expected a name"* ]]
+    run "$LOAD" --random-query cb ws://127.0.0.1:1/
+    [ "$status" -eq 2 ]
+    run "$LOAD" --random-query cb echo 127.0.0.1:1
+    [ "$status" -eq 2 ]
+}
