@@ -384,6 +384,8 @@ char *load_input_file(struct load_opts *o, const char *file);
  * each checked; usage errors exit. */
 void load_paths_setup(struct load_opts *o);
 void load_paths_start(struct load_pathgen *g, const struct load_opts *o, unsigned index);
+/* Frees the paths, the -i file's text and the requests built per path. */
+void load_paths_free(struct load_opts *o);
 /* The index in o->paths of the next request's path. */
 unsigned load_paths_pick(struct load_pathgen *g, const struct load_opts *o);
 /* Writes LOAD_RANDOM_DIGITS fresh hex digits at at. */

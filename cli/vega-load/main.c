@@ -1114,5 +1114,6 @@ int main(int argc, char **argv)
     free(o.body);
     free(o.path);
     free(o.host_header);
+    load_paths_free(&o);
     return m.code;
 }

@@ -66,10 +66,23 @@ char *load_input_file(struct load_opts *o, const char *file)
     FILE *f = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
     if (!f)
         cli_usage_error("-i %s: %s", file, strerror(errno));
-    char *buf = malloc(LOAD_MAX_INPUT_FILE + 1);
-    if (!buf)
+    /* Read in growing steps: the limit is a bound, not what a short list costs. */
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    while (!feof(f) && !ferror(f) && n <= LOAD_MAX_INPUT_FILE) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 4096;
+            if (cap > LOAD_MAX_INPUT_FILE + 1)
+                cap = LOAD_MAX_INPUT_FILE + 1;
+            char *nb = realloc(buf, cap + 1);
+            if (!nb)
+                cli_usage_error("-i %s: %s", file, strerror(ENOMEM));
+            buf = nb;
+        }
+        n += fread(buf + n, 1, cap - n, f);
+    }
+    if (!buf && !(buf = malloc(1)))
         cli_usage_error("-i %s: %s", file, strerror(ENOMEM));
-    size_t n = fread(buf, 1, LOAD_MAX_INPUT_FILE + 1, f);
     bool failed = ferror(f);
     if (f != stdin)
         fclose(f);
@@ -179,4 +192,20 @@ unsigned load_paths_pick(struct load_pathgen *g, const struct load_opts *o)
     unsigned i = (unsigned)(g->next % o->npaths);
     g->next++;
     return i;
+}
+
+void load_paths_free(struct load_opts *o)
+{
+    for (unsigned i = 0; i < o->npaths; i++) {
+        free(o->paths[i]);
+        if (o->variants)
+            free(o->variants[i].req);
+    }
+    free(o->paths);
+    free(o->variants);
+    free(o->input_buf);
+    o->paths = NULL;
+    o->variants = NULL;
+    o->input_buf = NULL;
+    o->npaths = 0;
 }
