@@ -35,6 +35,7 @@ struct dir {
     uint64_t *count; /* bytes written to `to` (only this direction writes it) */
     int pr, pw;      /* the pipe splice moves through, while bytes move (-1: none) */
     bool copy;       /* splice is not possible here: recv and write through a buffer */
+    char *buf;       /* that buffer (RELAY_BUF bytes), while bytes move by copy (NULL: none) */
 };
 
 struct tunnel {
@@ -576,7 +577,6 @@ static int dir_move(struct dir *d)
 {
     struct tunnel *t = d->t;
     int from = vega_sock_fd(d->from), to = vega_sock_fd(d->to);
-    char buf[RELAY_BUF];
     for (;;) {
         if (atomic_load(&t->err))
             return VEGA_ERR_CLOSED; /* the other direction failed: both end */
@@ -587,9 +587,14 @@ static int dir_move(struct dir *d)
             d->copy = true; /* out of descriptors: copying still works */
             cli_log(2, "%s: no pipe for splice (%s): copying", t->peer, vega_strerror(r));
         }
+        /* the copy buffer is on the heap, not the stack: a task that went below its stack's
+         * kept top 16 KiB has its pages given back when it ends (a madvise, a TLB flush on
+         * every CPU), which cost each tunnel and each relay wakeup a third of its CPU */
+        if (d->copy && !d->buf && !(d->buf = malloc(RELAY_BUF)))
+            return -ENOMEM;
         ssize_t n;
         if (d->copy)
-            n = recv(from, buf, sizeof buf, MSG_DONTWAIT);
+            n = recv(from, d->buf, RELAY_BUF, MSG_DONTWAIT);
         else
             n = splice(from, NULL, d->pw, NULL, RELAY_SPLICE, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (n == 0)
@@ -609,7 +614,7 @@ static int dir_move(struct dir *d)
             return -e;
         }
         if (d->copy) {
-            vega_ssize w = vega_sock_write(d->to, buf, (size_t)n, NULL, idle_dl(t));
+            vega_ssize w = vega_sock_write(d->to, d->buf, (size_t)n, NULL, idle_dl(t));
             if (w < 0)
                 return (int)w;
             *d->count += (uint64_t)n;
@@ -626,6 +631,8 @@ static void dir_end(struct dir *d, int r)
 {
     struct tunnel *t = d->t;
     pipe_put(d, r == 0);
+    free(d->buf);
+    d->buf = NULL;
     if (r == 0) {
         vega_sock_shutdown(d->to, SHUT_WR); /* the half-close reaches the other side */
     } else {
@@ -644,6 +651,8 @@ static void dir_ready(vega_sock *s, void *arg, int status);
 static void dir_park(struct dir *d, vega_deadline dl)
 {
     pipe_put(d, true); /* empty: the pipe is drained before each read */
+    free(d->buf);      /* an idle direction holds no buffer either */
+    d->buf = NULL;
     int r = vega_sock_park(d->from, dir_ready, d, dl);
     if (r < 0)
         dir_end(d, r);
@@ -693,8 +702,20 @@ static void relay_start(struct tunnel *t)
     vega_sock_set_direct_read(t->dest);
     atomic_store(&t->last, vega_now());
     atomic_store(&t->live_dirs, 2);
-    t->dirs[0] = (struct dir){t, t->client, t->dest, &t->up, -1, -1, t->o->no_splice};
-    t->dirs[1] = (struct dir){t, t->dest, t->client, &t->down, -1, -1, t->o->no_splice};
+    t->dirs[0] = (struct dir){.t = t,
+                              .from = t->client,
+                              .to = t->dest,
+                              .count = &t->up,
+                              .pr = -1,
+                              .pw = -1,
+                              .copy = t->o->no_splice};
+    t->dirs[1] = (struct dir){.t = t,
+                              .from = t->dest,
+                              .to = t->client,
+                              .count = &t->down,
+                              .pr = -1,
+                              .pw = -1,
+                              .copy = t->o->no_splice};
     vega_task *down;
     int r = vega_task_spawn(&down, dir_task, &t->dirs[1]);
     if (r == 0)
@@ -733,11 +754,18 @@ static void log_line(const struct tunnel *t)
         return;
     }
     /* built in memory and written at once: lines of concurrent tunnels never mix. Every field
-     * is bounded (names 255 bytes, escaped at most 6 per byte): 8 KiB holds the longest */
-    char buf[8192];
-    FILE *f = fmemopen(buf, sizeof buf, "w");
-    if (!f)
+     * is bounded (names 255 bytes, escaped at most 6 per byte): 8 KiB holds the longest. On
+     * the heap: on the stack, with stdio's own 8 KiB below it, the task would go deeper than
+     * the 16 KiB its stack keeps, and its pages would be given back at its end (a TLB flush) */
+    enum {
+        LINE_MAX_ = 8192
+    };
+    char *buf = malloc(LINE_MAX_);
+    FILE *f = buf ? fmemopen(buf, LINE_MAX_, "w") : NULL;
+    if (!f) {
+        free(buf);
         return;
+    }
     fputs("{\"client\":\"", f);
     json_str(f, t->peer);
     fputs("\",\"user\":", f);
@@ -756,8 +784,9 @@ static void log_line(const struct tunnel *t)
             (unsigned long long)t->up, (unsigned long long)t->down, secs, res);
     long len = ftell(f);
     fclose(f);
-    if (len > 0 && (size_t)len < sizeof buf)
+    if (len > 0 && (size_t)len < LINE_MAX_)
         fwrite(buf, 1, (size_t)len, stderr);
+    free(buf);
 }
 
 /* Logs the tunnel, closes its sockets and frees it. */
