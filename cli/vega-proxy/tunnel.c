@@ -32,10 +32,11 @@ struct tunnel;
 struct dir {
     struct tunnel *t;
     vega_sock *from, *to;
-    uint64_t *count; /* bytes written to `to` (only this direction writes it) */
-    int pr, pw;      /* the pipe splice moves through, while bytes move (-1: none) */
-    bool copy;       /* splice is not possible here: recv and write through a buffer */
-    char *buf;       /* that buffer (RELAY_BUF bytes), while bytes move by copy (NULL: none) */
+    uint64_t *count;              /* bytes written to `to` (only this direction writes it) */
+    atomic_uint_fast64_t *metric; /* the same bytes in the metrics */
+    int pr, pw;                   /* the pipe splice moves through, while bytes move (-1: none) */
+    bool copy;                    /* splice is not possible here: recv and write through a buffer */
+    char *buf; /* that buffer (RELAY_BUF bytes), while bytes move by copy (NULL: none) */
 };
 
 struct tunnel {
@@ -49,6 +50,7 @@ struct tunnel {
     char user[VEGA_PROXY_MAX_CRED + 1];
     char dest_name[VEGA_PROXY_MAX_NAME + 8];
     const char *result; /* for the log: ok, refused, ... */
+    int kind;           /* enum proxy_kind once the request is parsed, else -1 (metrics) */
     uint64_t up, down;  /* bytes client -> destination, destination -> client */
     vega_tstamp start;
     _Atomic vega_tstamp last; /* the last time bytes moved either way (idle timeout) */
@@ -63,6 +65,14 @@ struct tunnel {
 };
 
 static void tunnel_end(struct tunnel *t);
+
+/* The request is parsed: t is a tunnel of this kind in the metrics until it ends. */
+static void set_kind(struct tunnel *t, enum proxy_kind k)
+{
+    t->kind = (int)k;
+    metric_add(&proxy_metrics.active[k], 1);
+    metric_add(&proxy_metrics.total[k], 1);
+}
 
 static vega_deadline idle_dl(const struct tunnel *t)
 {
@@ -253,6 +263,10 @@ static int dest_connect(struct tunnel *t, const char *host, uint16_t port, bool 
         t->dest = NULL;
         if (!t->result)
             t->result = connect_result(r);
+        if (r == -EACCES)
+            metric_add(&proxy_metrics.denied_dest, 1);
+        else
+            metrics_connect_failed(t->result);
         cli_log(1, "%s: connect %s: %s", t->peer, t->dest_name, vega_strerror(r));
         return r;
     }
@@ -349,6 +363,7 @@ static int do_socks5(struct tunnel *t, vega_deadline dl)
         return (int)n;
     }
     hs_consume(t, (size_t)n);
+    set_kind(t, req.command == VEGA_PROXY_CMD_UDP_ASSOCIATE ? PROXY_KIND_UDP : PROXY_KIND_SOCKS5);
     snprintf(t->method, sizeof t->method, "%s",
              req.command == 1   ? "CONNECT"
              : req.command == 2 ? "BIND"
@@ -367,6 +382,8 @@ static int do_socks5(struct tunnel *t, vega_deadline dl)
         snprintf(t->dest_name, sizeof t->dest_name, "%s", rep.relay[0] ? rep.relay : "-");
         t->up = rep.up;
         t->down = rep.down;
+        metric_add(&proxy_metrics.bytes_up, rep.up);
+        metric_add(&proxy_metrics.bytes_down, rep.down);
         t->result = rep.result;
         if (rep.dropped)
             cli_log(1, "%s: udp: %llu datagrams dropped", t->peer, (unsigned long long)rep.dropped);
@@ -412,6 +429,7 @@ static int do_socks4(struct tunnel *t, vega_deadline dl)
         return (int)n;
     }
     hs_consume(t, (size_t)n);
+    set_kind(t, PROXY_KIND_SOCKS4);
     if (req.dst.type == VEGA_PROXY_ATYP_NAME)
         t->proto = "socks4a";
     snprintf(t->user, sizeof t->user, "%s", req.userid);
@@ -461,6 +479,7 @@ static int do_http(struct tunnel *t, vega_deadline dl)
         return (int)n;
     }
     snprintf(t->method, sizeof t->method, "%s", req.method);
+    set_kind(t, req.connect ? PROXY_KIND_CONNECT : PROXY_KIND_FORWARD);
     if (req.auth_basic)
         snprintf(t->user, sizeof t->user, "%s", req.cred.user);
     if (users_required(t->o) &&
@@ -497,8 +516,10 @@ static int do_http(struct tunnel *t, vega_deadline dl)
     hs_consume(t, (size_t)n);
     r = send_all(t->dest, fwd, (size_t)w, dl);
     free(fwd);
-    if (r == 0)
+    if (r == 0) {
         t->up += (uint64_t)w;
+        metric_add(&proxy_metrics.bytes_up, (uint64_t)w);
+    }
     return r;
 }
 
@@ -558,6 +579,7 @@ static int splice_out(struct dir *d, int to, size_t n)
         if (m > 0) {
             n -= (size_t)m;
             *d->count += (uint64_t)m;
+            metric_add(d->metric, (uint64_t)m);
             continue;
         }
         int e = m < 0 ? errno : EIO;
@@ -618,6 +640,7 @@ static int dir_move(struct dir *d)
             if (w < 0)
                 return (int)w;
             *d->count += (uint64_t)n;
+            metric_add(d->metric, (uint64_t)n);
         } else if ((r = splice_out(d, to, (size_t)n)) < 0) {
             return r;
         }
@@ -706,6 +729,7 @@ static void relay_start(struct tunnel *t)
                               .from = t->client,
                               .to = t->dest,
                               .count = &t->up,
+                              .metric = &proxy_metrics.bytes_up,
                               .pr = -1,
                               .pw = -1,
                               .copy = t->o->no_splice};
@@ -713,6 +737,7 @@ static void relay_start(struct tunnel *t)
                               .from = t->dest,
                               .to = t->client,
                               .count = &t->down,
+                              .metric = &proxy_metrics.bytes_down,
                               .pr = -1,
                               .pw = -1,
                               .copy = t->o->no_splice};
@@ -800,6 +825,10 @@ static void tunnel_end(struct tunnel *t)
                                         : "reset";
     }
     log_line(t);
+    if (t->kind >= 0)
+        atomic_fetch_sub_explicit(&proxy_metrics.active[t->kind], 1, memory_order_relaxed);
+    if (t->result && strcmp(t->result, "auth-failed") == 0)
+        metric_add(&proxy_metrics.auth_failures, 1);
     if (t->up_stream)
         vega_stream_close(t->up_stream, 0); /* closes dest */
     else if (t->dest)
@@ -834,11 +863,13 @@ static void run(struct tunnel *t)
             return;
         }
         t->up += t->hs_len;
+        metric_add(&proxy_metrics.bytes_up, t->hs_len);
         t->hs_len = 0;
     }
     free(t->hs);
     t->hs = NULL;
     t->relaying = true;
+    metrics_handshake(vega_now() - t->start);
 }
 
 void *tunnel_main(void *arg)
@@ -859,6 +890,7 @@ void *tunnel_main(void *arg)
     t->client = a->sock;
     t->hs = hs;
     t->start = vega_now();
+    t->kind = -1;
     vega_addr_format(&a->peer, t->peer, sizeof t->peer);
     free(a);
     run(t);
