@@ -18,7 +18,7 @@ mib="${2:-1024}"
 secs="${3:-5}"
 threads="${4:-8}"
 client="$build/bench/proxy/proxy-client"
-[ -x "$build/cli/vega-proxy" ] && [ -x "$build/cli/vega-echo" ] && [ -x "$client" ] || usage
+if [ ! -x "$build/cli/vega-proxy" ] || [ ! -x "$build/cli/vega-echo" ] || [ ! -x "$client" ]; then usage; fi
 for p in tinyproxy danted; do
   command -v "$p" >/dev/null || PATH="$PATH:/usr/sbin"
   command -v "$p" >/dev/null || { echo "$p is not installed (apt-get install tinyproxy dante-server)" >&2; exit 2; }
