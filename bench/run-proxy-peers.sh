@@ -7,16 +7,19 @@
 #         and the proxy's CPU (utime + stime of its whole process tree: danted forks) per GiB
 #   rate: THREADS client threads for SECS seconds, each a loop of short tunnels (connect,
 #         handshake, 16 bytes echoed, close); tunnels per second, and CPU per 1000 tunnels
+#   idle: IDLE_N tunnels (default 1000; 0: none) opened and left idle (bench/proxy_idle.py), the
+#         proxy's memory before and after as Pss summed over its process tree; bytes per tunnel
 # Each proxy logs one line per tunnel (vega-proxy's access log, tinyproxy LogLevel Connect,
 # danted "log: disconnect") to a file, and is started afresh for each row. Ratios are
 # peer CPU / vega CPU and vega rate / peer rate (above 1: vega-proxy is better).
-# usage: bench/run-proxy-peers.sh [BUILD_DIR] [MIB] [SECS] [THREADS]
+# usage: bench/run-proxy-peers.sh [BUILD_DIR] [MIB] [SECS] [THREADS] [IDLE_N]
 set -u -o pipefail
 source "$(dirname "$0")/lib.sh"
 build="${1:-build}"
 mib="${2:-1024}"
 secs="${3:-5}"
 threads="${4:-8}"
+idle_n="${5:-1000}"
 client="$build/bench/proxy/proxy-client"
 if [ ! -x "$build/cli/vega-proxy" ] || [ ! -x "$build/cli/vega-echo" ] || [ ! -x "$client" ]; then usage; fi
 for p in tinyproxy danted; do
@@ -85,7 +88,7 @@ Listen 127.0.0.1
 Timeout 600
 LogFile "$tmp/tinyproxy.log"
 LogLevel Connect
-MaxClients 1024
+MaxClients $((idle_n + 1024))
 DisableViaHeader Yes
 CONF
     touch "$tmp/tinyproxy.log"
@@ -147,6 +150,15 @@ row rate connect vega-proxy
 row rate connect tinyproxy
 row rate socks5 vega-proxy
 row rate socks5 danted
+if [ "$idle_n" -gt 0 ]; then
+  for pk in "vega-proxy socks5" "danted socks5" "vega-proxy connect" "tinyproxy connect"; do
+    start "${pk% *}"
+    echo -n "${pk% *} ${pk#* } idle: "
+    "$py" "$(dirname "$0")/proxy_idle.py" "$root" "$port" "$eport" "$idle_n" 120 "${pk#* }" tree ||
+      echo "failed"
+    stop
+  done
+fi
 echo "# load after $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # the table: CPU per GiB for bulk rows, tunnels/s and CPU per 1000 tunnels for rate rows
