@@ -90,7 +90,7 @@ static void render_proxy(FILE *f)
     fprintf(f, "vega_proxy_auth_failures_total %llu\n", get(&p->auth_failures));
     head(f, "vega_proxy_denied_total", "counter",
          "Refused by a rule: client (--allow, --deny, the rules file's allow and deny) or "
-         "destination (--deny-dest, deny-dest rules).");
+         "destination (--deny-dest, deny-dest rules; a UDP datagram each).");
     fprintf(f, "vega_proxy_denied_total{rule=\"client\"} %llu\n", get(&p->denied_client));
     fprintf(f, "vega_proxy_denied_total{rule=\"destination\"} %llu\n", get(&p->denied_dest));
     head(f, "vega_proxy_max_conns_rejected_total", "counter",

@@ -101,6 +101,27 @@ need_parser() {
     [ "$status" -eq 0 ] || { echo "$output"; false; }
 }
 
+@test "a UDP datagram refused by --deny-dest counts as a destination denial" {
+    need_parser
+    start_bg "$T/echo.log" "$ECHO" -u -l 127.0.0.1:0
+    wait_for_line "$T/echo.log" 'listening on udp 127\.0\.0\.1:[0-9]+' 10
+    EP="$(sed -n 's/.*listening on udp 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/echo.log" | head -1)"
+    proxy --deny-dest 127.0.0.2
+    run "${C[@]}" snapshot "$MURL" "$T/before.json"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    # one datagram to 127.0.0.2 (dropped), then one to the echo (answered)
+    run timeout 30 "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" --deny "$PX" "$EP" 127.0.0.2
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    run "${C[@]}" expect "$MURL" "$T/before.json" \
+        'vega_proxy_tunnels_total{kind="udp"}=1' \
+        'vega_proxy_tunnels_active{kind="udp"}==0' \
+        'vega_proxy_connections_total=1' \
+        'vega_proxy_denied_total{rule="destination"}=1' \
+        'vega_proxy_bytes_total{direction="up"}=7' \
+        'vega_proxy_bytes_total{direction="down"}=7'
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+}
+
 @test "the active gauge shows a held tunnel, and drops when it closes" {
     need_parser
     echo_server
