@@ -77,6 +77,12 @@ static const char usage_text[] =
     "      --driver NAME       I/O driver: uring or epoll\n"
     "  -v, --verbose           log connect failures and more (-vv)\n"
     "  -q, --quiet             no listening line\n"
+    "      --metrics ADDR:PORT Prometheus metrics at http://ADDR:PORT/metrics (plain HTTP, a\n"
+    "                          listener of its own; :PORT alone is 127.0.0.1): tunnels active\n"
+    "                          and total by kind (socks5, socks4, connect, forward, udp), bytes\n"
+    "                          each way, auth failures, rule denials, connect failures by\n"
+    "                          reason, handshake durations, and the runtime's counters\n"
+    "      --metrics-public    allow a --metrics address that is not loopback\n"
     "  -h, --help              this help\n"
     "      --version           the version\n"
     "\n"
@@ -119,6 +125,8 @@ enum {
     OPT_DRIVER,
     OPT_NO_SPLICE,
     OPT_LOG_FORMAT,
+    OPT_METRICS,
+    OPT_METRICS_PUBLIC,
 };
 
 static const struct option long_opts[] = {
@@ -140,6 +148,8 @@ static const struct option long_opts[] = {
     {"driver", required_argument, NULL, OPT_DRIVER},
     {"no-splice", no_argument, NULL, OPT_NO_SPLICE},
     {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
+    {"metrics", required_argument, NULL, OPT_METRICS},
+    {"metrics-public", no_argument, NULL, OPT_METRICS_PUBLIC},
     {"verbose", no_argument, NULL, 'v'},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -177,6 +187,26 @@ static void upstream_parse(struct proxy_opts *o)
         o->up.user = o->up_url.user;
         o->up.password = o->up_url.password;
     }
+}
+
+/* --metrics ADDR:PORT, where ":PORT" alone is loopback (the safe default). */
+static void set_metrics(struct proxy_opts *o, const char *spec)
+{
+    char *host = o->metrics_host, *port = o->metrics_port;
+    size_t hcap = sizeof o->metrics_host, pcap = sizeof o->metrics_port;
+    int r;
+    if (spec[0] == ':') {
+        size_t pl = strlen(spec + 1);
+        r = cli_is_port(spec + 1) && pl < pcap ? 0 : -1;
+        snprintf(host, hcap, "127.0.0.1");
+        if (r == 0)
+            memcpy(port, spec + 1, pl + 1);
+    } else {
+        r = cli_split_hostport(spec, host, hcap, port, pcap);
+    }
+    if (r < 0)
+        cli_usage_error("--metrics: expected ADDR:PORT, got '%s'", spec);
+    o->metrics = spec;
 }
 
 static void parse_args(struct proxy_opts *o, int argc, char **argv)
@@ -277,6 +307,12 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
         case 'h':
             fputs(usage_text, stdout);
             exit(CLI_EXIT_OK);
+        case OPT_METRICS:
+            set_metrics(o, optarg);
+            break;
+        case OPT_METRICS_PUBLIC:
+            o->metrics_public = true;
+            break;
         case OPT_VERSION:
             printf("vega-proxy %s (libvega %s)\n", VEGA_VERSION_STRING, vega_version());
             exit(CLI_EXIT_OK);
@@ -284,6 +320,8 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
             cli_usage_error("try --help");
         }
     }
+    if (o->metrics_public && !o->metrics)
+        cli_usage_error("--metrics-public needs --metrics");
     if (optind < argc)
         cli_usage_error("unexpected argument '%s' (listen with -l ADDR:PORT)", argv[optind]);
     if (!o->password)
@@ -343,6 +381,7 @@ static void *accept_main(void *arg)
         bool allowed = client_allowed(o, &a->peer);
         if (!allowed || atomic_load(&srv->live) >= o->max_conns) {
             vega_addr_format(&a->peer, name, sizeof name);
+            metric_add(allowed ? &proxy_metrics.too_many : &proxy_metrics.denied_client, 1);
             fprintf(stderr, "vega-proxy: %s user=- - - - up=0 down=0 time=0.000s result=%s\n", name,
                     allowed ? "too-many" : "denied");
             vega_sock_abort(a->sock);
@@ -382,6 +421,12 @@ static void *main_task(void *arg)
         return NULL;
     }
     o->up.dns = srv.dns; /* --upstream's name, and destinations it wants resolved here */
+    /* the metrics address first: a refused one stops us before anything listens */
+    int mr = metrics_start(&srv);
+    if (mr != 0) {
+        m->code = mr;
+        goto fail;
+    }
     for (; n < o->nlisten; n++) {
         vega_addr addr;
         int r = vega_addr_parse(&addr, o->listen[n], "127.0.0.1");
@@ -457,11 +502,13 @@ static void *main_task(void *arg)
     while (atomic_load(&srv.live) > 0 && vega_sleep_ms(10) == 0 && vega_now() < grace)
         ;
     vega_group_free(srv.tunnels);
+    metrics_stop();
     cli_log(1, "stopped after %llu tunnels", (unsigned long long)atomic_load(&srv.total));
     vega_dns_resolver_free(srv.dns);
     m->code = r == 0 ? CLI_EXIT_OK : CLI_EXIT_NET;
     return NULL;
 fail:
+    metrics_stop();
     for (size_t i = 0; i < n; i++)
         vega_sock_close(ls[i].sock);
     vega_dns_resolver_free(srv.dns);

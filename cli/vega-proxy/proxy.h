@@ -72,8 +72,12 @@ struct proxy_opts {
     unsigned workers;
     vega_driver_kind driver;
     bool quiet;
-    bool no_splice; /* --no-splice: relay by copy */
-    bool log_json;  /* --log-format json */
+    bool no_splice;         /* --no-splice: relay by copy */
+    bool log_json;          /* --log-format json */
+    const char *metrics;    /* --metrics ADDR:PORT (NULL: none) */
+    char metrics_host[256]; /* its parts */
+    char metrics_port[8];
+    bool metrics_public; /* --metrics-public: an address beyond loopback allowed */
     sigset_t stop_signals;
 };
 
@@ -84,6 +88,60 @@ struct proxy_server {
     vega_group *tunnels;
     atomic_uint_fast64_t live, total;
 };
+
+/* The kinds of tunnel the metrics count apart. */
+enum proxy_kind {
+    PROXY_KIND_SOCKS5,  /* SOCKS5 CONNECT (and a refused BIND) */
+    PROXY_KIND_SOCKS4,  /* SOCKS4 and SOCKS4a */
+    PROXY_KIND_CONNECT, /* HTTP CONNECT */
+    PROXY_KIND_FORWARD, /* HTTP request forwarded in absolute-form */
+    PROXY_KIND_UDP,     /* SOCKS5 UDP ASSOCIATE */
+    PROXY_KIND_N,
+};
+
+/* Why a connect to a destination failed (the access log's result words). */
+enum proxy_fail {
+    PROXY_FAIL_REFUSED,
+    PROXY_FAIL_TIMEOUT,
+    PROXY_FAIL_UNREACHABLE,
+    PROXY_FAIL_UNKNOWN_HOST,
+    PROXY_FAIL_UPSTREAM_AUTH,
+    PROXY_FAIL_UPSTREAM_ERROR,
+    PROXY_FAIL_UPSTREAM_UNREACHABLE,
+    PROXY_FAIL_OTHER,
+    PROXY_FAIL_N,
+};
+
+/* Upper bounds of the handshake duration histogram's buckets (seconds; +Inf follows). */
+#define PROXY_HS_BUCKETS 12
+
+/* The counters --metrics shows (metrics.c); every field is updated with relaxed atomics. */
+struct proxy_metrics {
+    atomic_uint_fast64_t active[PROXY_KIND_N], total[PROXY_KIND_N];
+    atomic_uint_fast64_t bytes_up, bytes_down; /* client -> destination, and back */
+    atomic_uint_fast64_t auth_failures;
+    atomic_uint_fast64_t denied_client, denied_dest; /* --allow/--deny, --deny-dest (+ rules) */
+    atomic_uint_fast64_t too_many;                   /* reset at accept: --max-conns */
+    atomic_uint_fast64_t connect_failures[PROXY_FAIL_N];
+    atomic_uint_fast64_t hs_buckets[PROXY_HS_BUCKETS + 1]; /* counts per bucket, not cumulative */
+    atomic_uint_fast64_t hs_count, hs_sum_ns;
+};
+extern struct proxy_metrics proxy_metrics;
+
+static inline void metric_add(atomic_uint_fast64_t *c, uint64_t n)
+{
+    atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+/* A connect failure counted by its result word (connect_result's, or upstream-unreachable). */
+void metrics_connect_failed(const char *result);
+/* A handshake that ended in a working tunnel, ns after the client connected. */
+void metrics_handshake(uint64_t ns);
+/* --metrics: starts the listener and its task (nothing without --metrics). srv is read by the
+ * scrapes. Returns 0 or an exit code (the error said on stderr). Context: a task. */
+int metrics_start(struct proxy_server *srv);
+/* Stops what metrics_start started. */
+void metrics_stop(void);
 
 /* The task of one accepted client (tunnel.c): arg is a struct tunnel_arg (taken). */
 struct tunnel_arg {

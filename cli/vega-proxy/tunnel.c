@@ -32,9 +32,11 @@ struct tunnel;
 struct dir {
     struct tunnel *t;
     vega_sock *from, *to;
-    uint64_t *count; /* bytes written to `to` (only this direction writes it) */
-    int pr, pw;      /* the pipe splice moves through, while bytes move (-1: none) */
-    bool copy;       /* splice is not possible here: recv and write through a buffer */
+    uint64_t *count;              /* bytes written to `to` (only this direction writes it) */
+    atomic_uint_fast64_t *metric; /* the same bytes in the metrics */
+    int pr, pw;                   /* the pipe splice moves through, while bytes move (-1: none) */
+    bool copy;                    /* splice is not possible here: recv and write through a buffer */
+    char *buf; /* that buffer (RELAY_BUF bytes), while bytes move by copy (NULL: none) */
 };
 
 struct tunnel {
@@ -48,6 +50,7 @@ struct tunnel {
     char user[VEGA_PROXY_MAX_CRED + 1];
     char dest_name[VEGA_PROXY_MAX_NAME + 8];
     const char *result; /* for the log: ok, refused, ... */
+    int kind;           /* enum proxy_kind once the request is parsed, else -1 (metrics) */
     uint64_t up, down;  /* bytes client -> destination, destination -> client */
     vega_tstamp start;
     _Atomic vega_tstamp last; /* the last time bytes moved either way (idle timeout) */
@@ -62,6 +65,14 @@ struct tunnel {
 };
 
 static void tunnel_end(struct tunnel *t);
+
+/* The request is parsed: t is a tunnel of this kind in the metrics until it ends. */
+static void set_kind(struct tunnel *t, enum proxy_kind k)
+{
+    t->kind = (int)k;
+    metric_add(&proxy_metrics.active[k], 1);
+    metric_add(&proxy_metrics.total[k], 1);
+}
 
 static vega_deadline idle_dl(const struct tunnel *t)
 {
@@ -252,6 +263,10 @@ static int dest_connect(struct tunnel *t, const char *host, uint16_t port, bool 
         t->dest = NULL;
         if (!t->result)
             t->result = connect_result(r);
+        if (r == -EACCES)
+            metric_add(&proxy_metrics.denied_dest, 1);
+        else
+            metrics_connect_failed(t->result);
         cli_log(1, "%s: connect %s: %s", t->peer, t->dest_name, vega_strerror(r));
         return r;
     }
@@ -348,6 +363,7 @@ static int do_socks5(struct tunnel *t, vega_deadline dl)
         return (int)n;
     }
     hs_consume(t, (size_t)n);
+    set_kind(t, req.command == VEGA_PROXY_CMD_UDP_ASSOCIATE ? PROXY_KIND_UDP : PROXY_KIND_SOCKS5);
     snprintf(t->method, sizeof t->method, "%s",
              req.command == 1   ? "CONNECT"
              : req.command == 2 ? "BIND"
@@ -366,6 +382,8 @@ static int do_socks5(struct tunnel *t, vega_deadline dl)
         snprintf(t->dest_name, sizeof t->dest_name, "%s", rep.relay[0] ? rep.relay : "-");
         t->up = rep.up;
         t->down = rep.down;
+        metric_add(&proxy_metrics.bytes_up, rep.up);
+        metric_add(&proxy_metrics.bytes_down, rep.down);
         t->result = rep.result;
         if (rep.dropped)
             cli_log(1, "%s: udp: %llu datagrams dropped", t->peer, (unsigned long long)rep.dropped);
@@ -411,6 +429,7 @@ static int do_socks4(struct tunnel *t, vega_deadline dl)
         return (int)n;
     }
     hs_consume(t, (size_t)n);
+    set_kind(t, PROXY_KIND_SOCKS4);
     if (req.dst.type == VEGA_PROXY_ATYP_NAME)
         t->proto = "socks4a";
     snprintf(t->user, sizeof t->user, "%s", req.userid);
@@ -460,6 +479,7 @@ static int do_http(struct tunnel *t, vega_deadline dl)
         return (int)n;
     }
     snprintf(t->method, sizeof t->method, "%s", req.method);
+    set_kind(t, req.connect ? PROXY_KIND_CONNECT : PROXY_KIND_FORWARD);
     if (req.auth_basic)
         snprintf(t->user, sizeof t->user, "%s", req.cred.user);
     if (users_required(t->o) &&
@@ -496,8 +516,10 @@ static int do_http(struct tunnel *t, vega_deadline dl)
     hs_consume(t, (size_t)n);
     r = send_all(t->dest, fwd, (size_t)w, dl);
     free(fwd);
-    if (r == 0)
+    if (r == 0) {
         t->up += (uint64_t)w;
+        metric_add(&proxy_metrics.bytes_up, (uint64_t)w);
+    }
     return r;
 }
 
@@ -557,6 +579,7 @@ static int splice_out(struct dir *d, int to, size_t n)
         if (m > 0) {
             n -= (size_t)m;
             *d->count += (uint64_t)m;
+            metric_add(d->metric, (uint64_t)m);
             continue;
         }
         int e = m < 0 ? errno : EIO;
@@ -576,7 +599,6 @@ static int dir_move(struct dir *d)
 {
     struct tunnel *t = d->t;
     int from = vega_sock_fd(d->from), to = vega_sock_fd(d->to);
-    char buf[RELAY_BUF];
     for (;;) {
         if (atomic_load(&t->err))
             return VEGA_ERR_CLOSED; /* the other direction failed: both end */
@@ -587,9 +609,14 @@ static int dir_move(struct dir *d)
             d->copy = true; /* out of descriptors: copying still works */
             cli_log(2, "%s: no pipe for splice (%s): copying", t->peer, vega_strerror(r));
         }
+        /* the copy buffer is on the heap, not the stack: a task that went below its stack's
+         * kept top 16 KiB has its pages given back when it ends (a madvise, a TLB flush on
+         * every CPU), which cost each tunnel and each relay wakeup a third of its CPU */
+        if (d->copy && !d->buf && !(d->buf = malloc(RELAY_BUF)))
+            return -ENOMEM;
         ssize_t n;
         if (d->copy)
-            n = recv(from, buf, sizeof buf, MSG_DONTWAIT);
+            n = recv(from, d->buf, RELAY_BUF, MSG_DONTWAIT);
         else
             n = splice(from, NULL, d->pw, NULL, RELAY_SPLICE, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (n == 0)
@@ -609,10 +636,11 @@ static int dir_move(struct dir *d)
             return -e;
         }
         if (d->copy) {
-            vega_ssize w = vega_sock_write(d->to, buf, (size_t)n, NULL, idle_dl(t));
+            vega_ssize w = vega_sock_write(d->to, d->buf, (size_t)n, NULL, idle_dl(t));
             if (w < 0)
                 return (int)w;
             *d->count += (uint64_t)n;
+            metric_add(d->metric, (uint64_t)n);
         } else if ((r = splice_out(d, to, (size_t)n)) < 0) {
             return r;
         }
@@ -626,6 +654,8 @@ static void dir_end(struct dir *d, int r)
 {
     struct tunnel *t = d->t;
     pipe_put(d, r == 0);
+    free(d->buf);
+    d->buf = NULL;
     if (r == 0) {
         vega_sock_shutdown(d->to, SHUT_WR); /* the half-close reaches the other side */
     } else {
@@ -644,6 +674,8 @@ static void dir_ready(vega_sock *s, void *arg, int status);
 static void dir_park(struct dir *d, vega_deadline dl)
 {
     pipe_put(d, true); /* empty: the pipe is drained before each read */
+    free(d->buf);      /* an idle direction holds no buffer either */
+    d->buf = NULL;
     int r = vega_sock_park(d->from, dir_ready, d, dl);
     if (r < 0)
         dir_end(d, r);
@@ -693,8 +725,22 @@ static void relay_start(struct tunnel *t)
     vega_sock_set_direct_read(t->dest);
     atomic_store(&t->last, vega_now());
     atomic_store(&t->live_dirs, 2);
-    t->dirs[0] = (struct dir){t, t->client, t->dest, &t->up, -1, -1, t->o->no_splice};
-    t->dirs[1] = (struct dir){t, t->dest, t->client, &t->down, -1, -1, t->o->no_splice};
+    t->dirs[0] = (struct dir){.t = t,
+                              .from = t->client,
+                              .to = t->dest,
+                              .count = &t->up,
+                              .metric = &proxy_metrics.bytes_up,
+                              .pr = -1,
+                              .pw = -1,
+                              .copy = t->o->no_splice};
+    t->dirs[1] = (struct dir){.t = t,
+                              .from = t->dest,
+                              .to = t->client,
+                              .count = &t->down,
+                              .metric = &proxy_metrics.bytes_down,
+                              .pr = -1,
+                              .pw = -1,
+                              .copy = t->o->no_splice};
     vega_task *down;
     int r = vega_task_spawn(&down, dir_task, &t->dirs[1]);
     if (r == 0)
@@ -733,11 +779,18 @@ static void log_line(const struct tunnel *t)
         return;
     }
     /* built in memory and written at once: lines of concurrent tunnels never mix. Every field
-     * is bounded (names 255 bytes, escaped at most 6 per byte): 8 KiB holds the longest */
-    char buf[8192];
-    FILE *f = fmemopen(buf, sizeof buf, "w");
-    if (!f)
+     * is bounded (names 255 bytes, escaped at most 6 per byte): 8 KiB holds the longest. On
+     * the heap: on the stack, with stdio's own 8 KiB below it, the task would go deeper than
+     * the 16 KiB its stack keeps, and its pages would be given back at its end (a TLB flush) */
+    enum {
+        LINE_MAX_ = 8192
+    };
+    char *buf = malloc(LINE_MAX_);
+    FILE *f = buf ? fmemopen(buf, LINE_MAX_, "w") : NULL;
+    if (!f) {
+        free(buf);
         return;
+    }
     fputs("{\"client\":\"", f);
     json_str(f, t->peer);
     fputs("\",\"user\":", f);
@@ -756,8 +809,9 @@ static void log_line(const struct tunnel *t)
             (unsigned long long)t->up, (unsigned long long)t->down, secs, res);
     long len = ftell(f);
     fclose(f);
-    if (len > 0 && (size_t)len < sizeof buf)
+    if (len > 0 && (size_t)len < LINE_MAX_)
         fwrite(buf, 1, (size_t)len, stderr);
+    free(buf);
 }
 
 /* Logs the tunnel, closes its sockets and frees it. */
@@ -771,6 +825,10 @@ static void tunnel_end(struct tunnel *t)
                                         : "reset";
     }
     log_line(t);
+    if (t->kind >= 0)
+        atomic_fetch_sub_explicit(&proxy_metrics.active[t->kind], 1, memory_order_relaxed);
+    if (t->result && strcmp(t->result, "auth-failed") == 0)
+        metric_add(&proxy_metrics.auth_failures, 1);
     if (t->up_stream)
         vega_stream_close(t->up_stream, 0); /* closes dest */
     else if (t->dest)
@@ -805,11 +863,13 @@ static void run(struct tunnel *t)
             return;
         }
         t->up += t->hs_len;
+        metric_add(&proxy_metrics.bytes_up, t->hs_len);
         t->hs_len = 0;
     }
     free(t->hs);
     t->hs = NULL;
     t->relaying = true;
+    metrics_handshake(vega_now() - t->start);
 }
 
 void *tunnel_main(void *arg)
@@ -830,6 +890,7 @@ void *tunnel_main(void *arg)
     t->client = a->sock;
     t->hs = hs;
     t->start = vega_now();
+    t->kind = -1;
     vega_addr_format(&a->peer, t->peer, sizeof t->peer);
     free(a);
     run(t);

@@ -237,6 +237,8 @@ static void *up_main(void *arg)
         }
         vega_addr to;
         int r = resolve_dest(a, &dst, &to);
+        if (r == -EACCES)
+            metric_add(&proxy_metrics.denied_dest, 1); /* a rule, as for TCP */
         if (r == -ECANCELED) {
             ret = r;
             break;
