@@ -1,0 +1,300 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# vega-serve's miniserve/Caddy-like flags with the real curl as the client: Basic auth (-a,
+# --auth-file, --realm) on files, listings and --ws-echo; --spa, --index, --cors, --no-etag,
+# --no-last-modified, --random-route; and the bad inputs around them. Loopback only, port 0.
+
+load helpers
+
+# started: LOG -> the port of its first listener (after waiting for the serving line).
+port_of() {
+    wait_for_line "$1" 'serving' 10
+    sed -nE 's/.*listening on [0-9.]+:([0-9]+)$/\1/p' "$1" | head -n1
+}
+
+# Three servers on one tree serve every test but the usage ones.
+setup_file() {
+    SERVE="$(vega_bin vega-serve)"
+    export SERVE
+    export ROOT="$BATS_FILE_TMPDIR/root"
+    mkdir -p "$ROOT/app/assets" "$ROOT/docs" "$ROOT/plain"
+    printf 'hello world\n' >"$ROOT/hello.txt"
+    printf '<h1>root index</h1>\n' >"$ROOT/index.html"
+    printf 'main page\n' >"$ROOT/docs/main.htm"
+    printf 'docs index\n' >"$ROOT/docs/index.html"
+    printf 'only index\n' >"$ROOT/app/index.html"
+    printf 'js\n' >"$ROOT/app/assets/app.js"
+    printf 'x\n' >"$ROOT/plain/a.txt"
+
+    local hash
+    hash="$(printf %s 'carol pw' | sha256sum | cut -d' ' -f1)"
+    export USERS="$BATS_FILE_TMPDIR/users"
+    printf '# users\n\ncarol:sha256:%s\n' "$hash" >"$USERS"
+    local bobhash
+    bobhash="$(printf %s 'bob-pw' | sha256sum | cut -d' ' -f1)"
+
+    local d="$BATS_FILE_TMPDIR"
+    ("$SERVE" -p 0 --workers 1 -a alice:secret -a "bob:sha256:$bobhash" --auth-file "$USERS" \
+        --realm 'Private files' --ws-echo /ws "$ROOT" 2>"$d/auth.log" 3>&- </dev/null &
+        echo $! >"$d/auth.pid")
+    ("$SERVE" -p 0 --workers 1 --spa --index main.htm --index index.html --cors --no-etag \
+        --no-last-modified "$ROOT" 2>"$d/spa.log" 3>&- </dev/null &
+        echo $! >"$d/spa.pid")
+    ("$SERVE" -p 0 --workers 1 --random-route "$ROOT" 2>"$d/route.log" 3>&- </dev/null &
+        echo $! >"$d/route.pid")
+    local p
+    p="$(port_of "$d/auth.log")"
+    [ -n "$p" ] || return 1
+    export A="http://127.0.0.1:$p"
+    p="$(port_of "$d/spa.log")"
+    [ -n "$p" ] || return 1
+    export S="http://127.0.0.1:$p"
+    p="$(port_of "$d/route.log")"
+    [ -n "$p" ] || return 1
+    export R="http://127.0.0.1:$p"
+    export ROUTE
+    ROUTE="$(sed -nE 's|.*random route (/[a-z0-9]+)/ .*|\1|p' "$d/route.log")"
+    [ -n "$ROUTE" ] || return 1
+}
+
+teardown_file() {
+    local f pid
+    for f in auth spa route; do
+        pid="$(cat "$BATS_FILE_TMPDIR/$f.pid" 2>/dev/null)" || continue
+        kill -KILL "$pid" 2>/dev/null || true
+    done
+}
+
+setup() {
+    T="$BATS_TEST_TMPDIR"
+}
+
+teardown() {
+    stop_bg_all
+}
+
+c() {
+    curl -sS --max-time 20 "$@"
+}
+
+# status URL [CURL ARGS...]: prints the status code.
+status() {
+    local u="$1"
+    shift
+    curl -sS --max-time 20 -o /dev/null -w '%{http_code}' "$@" "$u"
+}
+
+# ---- Basic auth ----------------------------------------------------------------------------
+
+@test "auth: without credentials, 401 with the realm's challenge" {
+    run curl -sS --max-time 20 -D - -o /dev/null "$A/hello.txt"
+    [ "$status" -eq 0 ]
+    [[ "$output" == "HTTP/1.1 401"* ]]
+    grep -qiF 'WWW-Authenticate: Basic realm="Private files", charset="UTF-8"' <<<"$output"
+}
+
+@test "auth: each way of giving a user lets it in" {
+    [ "$(c -u alice:secret "$A/hello.txt")" = "hello world" ]
+    [ "$(c -u bob:bob-pw "$A/hello.txt")" = "hello world" ]
+    [ "$(c -u 'carol:carol pw' "$A/hello.txt")" = "hello world" ]
+}
+
+@test "auth: a wrong password, an unknown user, another user's password: 401" {
+    [ "$(status "$A/hello.txt" -u alice:secreT)" = 401 ]
+    [ "$(status "$A/hello.txt" -u alice:secret2)" = 401 ]
+    [ "$(status "$A/hello.txt" -u mallory:secret)" = 401 ]
+    [ "$(status "$A/hello.txt" -u alice:bob-pw)" = 401 ]
+    [ "$(status "$A/hello.txt" -u bob:sha256:x)" = 401 ]
+}
+
+@test "auth: listings, directories, errors and the WebSocket path are behind it too" {
+    [ "$(status "$A/plain/")" = 401 ]
+    [ "$(status "$A/missing")" = 401 ]
+    [ "$(status "$A/../etc/passwd" --path-as-is)" = 401 ]
+    c -u alice:secret "$A/plain/" | grep -qF 'a.txt'
+    [ "$(status "$A/missing" -u alice:secret)" = 404 ]
+}
+
+# ws_head URL AUTH: the status line of a WebSocket handshake (python3: curl 7.88 has no ws://).
+ws_head() {
+    command -p python3 - "$1" "$2" <<'PY'
+import socket, sys, urllib.parse
+u = urllib.parse.urlsplit(sys.argv[1])
+s = socket.create_connection((u.hostname, u.port), timeout=10)
+auth = "Authorization: Basic %s\r\n" % sys.argv[2] if sys.argv[2] else ""
+s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+           "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n%s\r\n"
+           % (u.path, auth)).encode())
+buf = b""
+while b"\r\n" not in buf:
+    d = s.recv(4096)
+    if not d:
+        break
+    buf += d
+print(buf.split(b"\r\n")[0].decode())
+PY
+}
+
+@test "auth: the WebSocket echo needs credentials, and answers 101 with them" {
+    [ "$(ws_head "$A/ws" '')" = "HTTP/1.1 401 Unauthorized" ]
+    # base64 of alice:secret
+    [ "$(ws_head "$A/ws" 'YWxpY2U6c2VjcmV0')" = "HTTP/1.1 101 Switching Protocols" ]
+}
+
+@test "auth: malformed Authorization fields get 401, never a crash" {
+    [ "$(status "$A/hello.txt" -H 'Authorization: Basic')" = 401 ]
+    [ "$(status "$A/hello.txt" -H 'Authorization: Basic !!!!')" = 401 ]
+    [ "$(status "$A/hello.txt" -H 'Authorization: Basic YWxpY2U=')" = 401 ]         # no ':'
+    [ "$(status "$A/hello.txt" -H 'Authorization: Basic Ym9iOmJvYi1wdw==')" = 200 ] # bob:bob-pw
+    [ "$(status "$A/hello.txt" -H 'Authorization: Basic Ym9iOmJvYi1wdw')" = 401 ]   # unpadded
+    [ "$(status "$A/hello.txt" -H 'Authorization: Basic Ym9iOmJvYi1wdw=a')" = 401 ]
+    [ "$(status "$A/hello.txt" -H 'Authorization: Basic YW=jZTpzZWNyZXQ=')" = 401 ]
+    [ "$(status "$A/hello.txt" -H 'Authorization: Bearer YWxpY2U6c2VjcmV0')" = 401 ]
+    # the scheme is case-insensitive (RFC 9110 §11.1)
+    [ "$(status "$A/hello.txt" -H 'Authorization: basic YWxpY2U6c2VjcmV0')" = 200 ]
+    # longer than any user:password could be (files: no long words through bash)
+    { printf 'Authorization: Basic '; head -c 3000 /dev/zero | tr '\0' 'A'; echo; } >"$T/h1"
+    [ "$(status "$A/hello.txt" -H "@$T/h1")" = 401 ]
+    # a field line beyond the server's limit (8 KiB): 431, and the server goes on
+    { printf 'Authorization: Basic '; head -c 10000 /dev/zero | tr '\0' 'A'; echo; } >"$T/h2"
+    [ "$(status "$A/hello.txt" -H "@$T/h2")" = 431 ]
+    [ "$(status "$A/hello.txt" -u alice:secret)" = 200 ]
+}
+
+@test "auth: a plain-HTTP start warns about clear-text passwords" {
+    grep -qF 'warning: Basic auth over plain HTTP' "$BATS_FILE_TMPDIR/auth.log"
+}
+
+@test "auth: plain passwords and bcrypt in --auth-file are refused, with the line" {
+    printf 'dave:hunter2\n' >"$T/plain"
+    run "$SERVE" --auth-file "$T/plain" -p 0 "$ROOT"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"plain:1:"*"plain password is refused"* ]]
+    printf '# c\ndave:$2y$10$abcdefghijklmnopqrstuu\n' >"$T/bcrypt"
+    run "$SERVE" --auth-file "$T/bcrypt" -p 0 "$ROOT"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"bcrypt:2:"*"bcrypt hashes are not supported"* ]]
+    printf 'dave:sha256:abcd\n' >"$T/short"
+    run "$SERVE" --auth-file "$T/short" -p 0 "$ROOT"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"64 hex digits"* ]]
+    printf '# nobody\n' >"$T/empty"
+    run "$SERVE" --auth-file "$T/empty" -p 0 "$ROOT"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"no user"* ]]
+    head -c 2000 /dev/zero | tr '\0' 'a' >"$T/longline"
+    run "$SERVE" --auth-file "$T/longline" -p 0 "$ROOT"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"longer than 1024 bytes"* ]]
+    run "$SERVE" --auth-file "$T/nonexistent" -p 0 "$ROOT"
+    [ "$status" -eq 2 ]
+}
+
+@test "auth: bad -a and --realm values are usage errors" {
+    run "$SERVE" -a nocolon -p 0 "$ROOT"
+    [ "$status" -eq 2 ]
+    run "$SERVE" -a ':pw' -p 0 "$ROOT"
+    [ "$status" -eq 2 ]
+    run "$SERVE" -a 'u:' -p 0 "$ROOT"
+    [ "$status" -eq 2 ]
+    run "$SERVE" -a u:a -a u:b -p 0 "$ROOT"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"given twice"* ]]
+    run "$SERVE" --realm 'a"b' -p 0 "$ROOT"
+    [ "$status" -eq 2 ]
+}
+
+# ---- --spa, --index, --cors, --no-etag, --no-last-modified --------------------------------
+
+@test "--spa: a missing route answers the root's index with 200; a missing asset stays 404" {
+    run curl -sS --max-time 20 -w '\n%{http_code}' "$S/users/42/edit"
+    [ "${lines[0]}" = "<h1>root index</h1>" ]
+    [ "${lines[1]}" = 200 ]
+    [ "$(status "$S/app/assets/missing.js")" = 404 ]
+    [ "$(c "$S/app/assets/app.js")" = "js" ]
+    [ "$(status "$S/hello.txt/x.y")" = 404 ]
+    [ "$(status "$S/.hidden")" = 404 ]
+}
+
+@test "--index: the names are tried in order, then the listing" {
+    [ "$(c "$S/docs/")" = "main page" ]
+    [ "$(c "$S/app/")" = "only index" ]
+    c "$S/plain/" | grep -qF 'a.txt'
+}
+
+@test "--index: bad names are usage errors" {
+    run "$SERVE" --index a/b -p 0 "$ROOT"
+    [ "$status" -eq 2 ]
+    run "$SERVE" --index .. -p 0 "$ROOT"
+    [ "$status" -eq 2 ]
+    run "$SERVE" --index '' -p 0 "$ROOT"
+    [ "$status" -eq 2 ]
+}
+
+@test "--cors: every answer allows any origin; a preflight gets 204 with methods and max-age" {
+    run curl -sS --max-time 20 -D - -o /dev/null -H 'Origin: http://a.example' "$S/hello.txt"
+    grep -qiF 'Access-Control-Allow-Origin: *' <<<"$output"
+    run curl -sS --max-time 20 -D - -o /dev/null "$S/nothing.js"
+    grep -qiF 'Access-Control-Allow-Origin: *' <<<"$output"
+    run curl -sS --max-time 20 -D - -o /dev/null -X OPTIONS -H 'Origin: http://a.example' \
+        -H 'Access-Control-Request-Method: GET' \
+        -H 'Access-Control-Request-Headers: range, x-custom' "$S/hello.txt"
+    [[ "$output" == "HTTP/1.1 204"* ]]
+    grep -qiE '^Access-Control-Allow-Methods: GET, HEAD, OPTIONS' <<<"$output"
+    grep -qiE '^Access-Control-Allow-Headers: range, x-custom' <<<"$output"
+    grep -qiE '^Access-Control-Max-Age: 86400' <<<"$output"
+    grep -qiF 'Access-Control-Allow-Origin: *' <<<"$output"
+}
+
+@test "--cors with -H Access-Control-*: refused" {
+    run "$SERVE" --cors -H 'Access-Control-Allow-Origin: x' -p 0 "$ROOT"
+    [ "$status" -eq 2 ]
+}
+
+@test "--no-etag, --no-last-modified: no validators, and their conditions do not match" {
+    run curl -sS --max-time 20 -D - -o /dev/null "$S/hello.txt"
+    [[ "$output" == "HTTP/1.1 200"* ]]
+    refute_grep -i '^ETag:' <<<"$output"
+    refute_grep -i '^Last-Modified:' <<<"$output"
+    [ "$(status "$S/hello.txt" -H 'If-None-Match: ""')" = 200 ]
+    [ "$(status "$S/hello.txt" -H 'If-Modified-Since: Fri, 01 Jan 2100 00:00:00 GMT')" = 200 ]
+    [ "$(status "$S/hello.txt" -H 'If-None-Match: *')" = 304 ]
+}
+
+# refute_grep ARGS...: fails when grep finds a match in stdin.
+refute_grep() {
+    if grep -q "$@"; then
+        echo "unexpected match: $*" >&2
+        return 1
+    fi
+}
+
+@test "validators are on by default (the other server has both)" {
+    run curl -sS --max-time 20 -D - -o /dev/null -u alice:secret "$A/hello.txt"
+    grep -qi '^ETag: "' <<<"$output"
+    grep -qi '^Last-Modified: ' <<<"$output"
+}
+
+# ---- --random-route ------------------------------------------------------------------------
+
+@test "--random-route: served only below the printed prefix" {
+    grep -qF "serving $ROOT on $R$ROUTE/ " "$BATS_FILE_TMPDIR/route.log"
+    [[ "$ROUTE" =~ ^/[a-z0-9]{6}$ ]]
+    [ "$(c "$R$ROUTE/hello.txt")" = "hello world" ]
+    [ "$(status "$R/hello.txt")" = 404 ]
+    [ "$(status "$R/")" = 404 ]
+    [ "$(status "$R${ROUTE}x/hello.txt")" = 404 ]
+    run curl -sS --max-time 20 -D - -o /dev/null "$R$ROUTE"
+    [[ "$output" == "HTTP/1.1 301"* ]]
+    grep -qiE "^Location: $ROUTE/" <<<"$output"
+    run curl -sS --max-time 20 -D - -o /dev/null "$R$ROUTE/plain"
+    grep -qiE "^Location: $ROUTE/plain/" <<<"$output"
+    c "$R$ROUTE/plain/" | grep -qF 'href="./a.txt"'
+}
+
+@test "--random-route: the prefix is printed even with -q, and differs per start" {
+    start_bg "$T/q.log" "$SERVE" -q -p 0 --random-route "$ROOT"
+    wait_for_line "$T/q.log" 'random route /[a-z0-9]{6}/' 10
+    refute_grep -F "$ROUTE/" "$T/q.log"
+    refute_grep 'listening' "$T/q.log"
+}
