@@ -168,14 +168,15 @@ static int answer_options(vega_http_exchange *x)
     const vega_http_request *req = vega_http_exchange_request(x);
     vega_http_field f[5];
     size_t n = 0;
-    static const char methods[] = "GET, HEAD, OPTIONS";
-    f[n++] = (vega_http_field){{"Allow", 5}, {methods, sizeof methods - 1}};
-    size_t ml;
-    if (serve_req_field(req, "Access-Control-Request-Method", &ml)) {
-        static const char hdrs[] = "Authorization, Range, If-Match, If-None-Match, "
+    const char *methods = serve_o.upload  ? "GET, HEAD, OPTIONS, PUT, POST"
+                          : serve_o.mkdir ? "GET, HEAD, OPTIONS, POST"
+                                          : "GET, HEAD, OPTIONS";
+    size_t ml = strlen(methods);
+    f[n++] = (vega_http_field){{"Allow", 5}, {methods, ml}};
+    if (serve_req_field(req, "Access-Control-Request-Method", &(size_t){0})) {
+        static const char hdrs[] = "Authorization, Content-Type, Range, If-Match, If-None-Match, "
                                    "If-Modified-Since, If-Unmodified-Since, If-Range";
-        f[n++] =
-            (vega_http_field){{"Access-Control-Allow-Methods", 28}, {methods, sizeof methods - 1}};
+        f[n++] = (vega_http_field){{"Access-Control-Allow-Methods", 28}, {methods, ml}};
         /* The fields the client asks for are allowed when they are a valid list (no request
          * field reaches anything but the file's answer). */
         size_t hl;
@@ -242,8 +243,14 @@ int serve_handle(vega_http_exchange *x, void *user)
                 (unsigned)qi.version, qi.alpn, (unsigned)qi.suite, qi.resumed ? "yes" : "no",
                 (int)qi.early_data);
     }
-    if (req->method != VEGA_HTTP_METHOD_GET && req->method != VEGA_HTTP_METHOD_HEAD) {
-        vega_http_field allow = {{"Allow", 5}, {"GET, HEAD", 9}};
+    bool put = req->method == VEGA_HTTP_METHOD_PUT && serve_o.upload;
+    bool post = req->method == VEGA_HTTP_METHOD_POST && (serve_o.upload || serve_o.mkdir);
+    if (req->method != VEGA_HTTP_METHOD_GET && req->method != VEGA_HTTP_METHOD_HEAD && !put &&
+        !post) {
+        const char *a = serve_o.upload  ? "GET, HEAD, PUT, POST"
+                        : serve_o.mkdir ? "GET, HEAD, POST"
+                                        : "GET, HEAD";
+        vega_http_field allow = {{"Allow", 5}, {a, strlen(a)}};
         return serve_simple(x, 405, &allow, 1);
     }
     if (plen > SERVE_PATH_MAX)
@@ -256,6 +263,10 @@ int serve_handle(vega_http_exchange *x, void *user)
         return serve_simple(x, 400, NULL, 0);
     if (!serve_o.hidden && serve_path_is_hidden(norm, (size_t)n))
         return serve_simple(x, 404, NULL, 0);
+    if (put)
+        return serve_put(x, norm, (size_t)n);
+    if (post)
+        return serve_post(x, norm, (size_t)n);
     if (serve_o.cache) {
         const struct serve_cache_entry *ce = serve_cache_get(norm, (size_t)n, req->start);
         if (ce && entry_fits(x, ce)) {

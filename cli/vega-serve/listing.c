@@ -227,6 +227,15 @@ static void html(struct sbuf *b, const char *rel, size_t rel_len, const struct e
         sbuf_addf(b, "</td><td class=\"s\">%s</td><td>%s</td></tr>\n", size, date);
     }
     sbuf_adds(b, "</table>\n");
+    /* Relative actions: the form posts to this folder (under --random-route too). */
+    if (serve_o.upload)
+        sbuf_adds(b, "<form method=\"post\" action=\"./\" enctype=\"multipart/form-data\">"
+                     "<input type=\"file\" name=\"file\" multiple required> "
+                     "<button>Upload</button></form>\n");
+    if (serve_o.mkdir)
+        sbuf_adds(b, "<form method=\"post\" action=\"./\">"
+                     "<input name=\"mkdir\" placeholder=\"new folder\" required> "
+                     "<button>Create folder</button></form>\n");
     if (cut)
         sbuf_addf(b, "<p>Only the first %d entries are shown.</p>\n", n);
     sbuf_adds(b, "<hr><p><small>vega-serve</small></p></body></html>\n");

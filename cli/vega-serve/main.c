@@ -87,6 +87,18 @@ static const char usage_text[] =
     "                          them, else 401; not the --metrics listener. Over plain HTTP the\n"
     "                          password travels in clear: a warning at start (use --tls).\n"
     "\n"
+    "Uploads (off by default):\n"
+    "      --upload            PUT /PATH/NAME writes a file, and listings get an upload form\n"
+    "                          (a multipart/form-data POST to the folder); 201 new, 409 when\n"
+    "                          NAME exists; written to a hidden temporary file in the same\n"
+    "                          folder and renamed into place once complete\n"
+    "      --upload-max SIZE   the largest request body (default 1G; beyond: 413)\n"
+    "      --overwrite         an upload may replace an existing file (200)\n"
+    "      --mkdir             listings get a create-folder form (a POST of mkdir=NAME)\n"
+    "                          Names: no dotfiles, no '/', '\\' or control characters, at most\n"
+    "                          255 bytes; the folder is found as for reads (symlinks never\n"
+    "                          leave DIR). A form from another origin is refused (403).\n"
+    "\n"
     "WebSocket:\n"
     "      --ws-echo PATH      a WebSocket echo endpoint at PATH (e.g. /ws): every message comes\n"
     "                          back as it was sent (permessage-deflate when the client offers it)\n"
@@ -179,6 +191,10 @@ enum {
     OPT_NO_ETAG,
     OPT_NO_LAST_MODIFIED,
     OPT_RANDOM_ROUTE,
+    OPT_UPLOAD,
+    OPT_UPLOAD_MAX,
+    OPT_OVERWRITE,
+    OPT_MKDIR,
 };
 
 static const struct option long_opts[] = {
@@ -229,6 +245,10 @@ static const struct option long_opts[] = {
     {"no-etag", no_argument, NULL, OPT_NO_ETAG},
     {"no-last-modified", no_argument, NULL, OPT_NO_LAST_MODIFIED},
     {"random-route", no_argument, NULL, OPT_RANDOM_ROUTE},
+    {"upload", no_argument, NULL, OPT_UPLOAD},
+    {"upload-max", required_argument, NULL, OPT_UPLOAD_MAX},
+    {"overwrite", no_argument, NULL, OPT_OVERWRITE},
+    {"mkdir", no_argument, NULL, OPT_MKDIR},
     {NULL, 0, NULL, 0},
 };
 
@@ -542,6 +562,20 @@ static void parse_args(int argc, char **argv)
         case OPT_RANDOM_ROUTE:
             make_route();
             break;
+        case OPT_UPLOAD:
+            serve_o.upload = true;
+            break;
+        case OPT_UPLOAD_MAX:
+            if (cli_parse_size(optarg, &v) < 0 || v == 0)
+                cli_usage_error("--upload-max: invalid size '%s'", optarg);
+            serve_o.upload_max = v;
+            break;
+        case OPT_OVERWRITE:
+            serve_o.overwrite = true;
+            break;
+        case OPT_MKDIR:
+            serve_o.mkdir = true;
+            break;
         case ':':
             cli_usage_error("option '%s' needs a value", argv[optind - 1]);
         default:
@@ -557,6 +591,8 @@ static void parse_args(int argc, char **argv)
         cli_usage_error("--key needs --cert");
     if (serve_o.metrics_public && !serve_o.metrics)
         cli_usage_error("--metrics-public needs --metrics");
+    if (serve_o.overwrite && !serve_o.upload)
+        cli_usage_error("--overwrite needs --upload");
     if (serve_o.cors)
         add_cors_headers();
     if (serve_auth_users() && !serve_o.tls)

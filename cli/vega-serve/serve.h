@@ -88,6 +88,10 @@ struct serve_opts {
     const char *realm;               /* --realm for Basic auth (users: auth.c) */
     char route[SERVE_ROUTE_LEN + 2]; /* --random-route: "/XXXXXX"; "" when off */
     size_t route_len;
+    bool upload;             /* --upload: PUT and multipart POST write files */
+    bool mkdir;              /* --mkdir: a POST makes a folder */
+    bool overwrite;          /* --overwrite: an upload may replace a file */
+    uint64_t upload_max;     /* --upload-max: one request body at most */
     bool cache;              /* --no-cache turns off */
     uint64_t cache_size;     /* --cache-size: all entries together */
     uint64_t cache_max_file; /* --cache-max-file: the largest file cached */
@@ -186,6 +190,15 @@ size_t serve_auth_users(void);
 bool serve_auth_ok(const vega_http_request *req);
 /* Answers 401 with WWW-Authenticate: Basic realm="--realm". */
 int serve_auth_challenge(vega_http_exchange *x);
+
+/* ---- upload.c ----------------------------------------------------------------------------- */
+
+/* --upload: a PUT to norm (normalised, n bytes): 201 (new), 200 (replaced), 409 (exists, no
+ * --overwrite), 413 (over --upload-max), 400 (a bad name), 404 (no such folder). */
+int serve_put(vega_http_exchange *x, const char *norm, size_t n);
+/* --upload/--mkdir: a POST to the folder norm: a multipart/form-data form's files, or
+ * "mkdir=NAME"; 303 to the listing when done. */
+int serve_post(vega_http_exchange *x, const char *norm, size_t n);
 
 /* ---- ws_echo.c ---------------------------------------------------------------------------- */
 

@@ -17,7 +17,10 @@ setup_file() {
     SERVE="$(vega_bin vega-serve)"
     export SERVE
     export ROOT="$BATS_FILE_TMPDIR/root"
-    mkdir -p "$ROOT/app/assets" "$ROOT/docs" "$ROOT/plain"
+    mkdir -p "$ROOT/app/assets" "$ROOT/docs" "$ROOT/plain" "$ROOT/w"
+    export UROOT="$BATS_FILE_TMPDIR/uroot" OUTSIDE="$BATS_FILE_TMPDIR/outside"
+    mkdir -p "$UROOT/d" "$OUTSIDE"
+    ln -s "$OUTSIDE" "$UROOT/out"
     printf 'hello world\n' >"$ROOT/hello.txt"
     printf '<h1>root index</h1>\n' >"$ROOT/index.html"
     printf 'main page\n' >"$ROOT/docs/main.htm"
@@ -38,11 +41,18 @@ setup_file() {
         --realm 'Private files' --ws-echo /ws "$ROOT" 2>"$d/auth.log" 3>&- </dev/null &
         echo $! >"$d/auth.pid")
     ("$SERVE" -p 0 --workers 1 --spa --index main.htm --index index.html --cors --no-etag \
-        --no-last-modified "$ROOT" 2>"$d/spa.log" 3>&- </dev/null &
+        --no-last-modified --upload --overwrite "$ROOT" 2>"$d/spa.log" 3>&- </dev/null &
         echo $! >"$d/spa.pid")
     ("$SERVE" -p 0 --workers 1 --random-route "$ROOT" 2>"$d/route.log" 3>&- </dev/null &
         echo $! >"$d/route.pid")
+    ("$SERVE" -p 0 --workers 1 --upload --mkdir --upload-max 100K --access-log "$d/up.access" \
+        "$UROOT" 2>"$d/up.log" 3>&- \
+        </dev/null &
+        echo $! >"$d/up.pid")
     local p
+    p="$(port_of "$d/up.log")"
+    [ -n "$p" ] || return 1
+    export UP="http://127.0.0.1:$p"
     p="$(port_of "$d/auth.log")"
     [ -n "$p" ] || return 1
     export A="http://127.0.0.1:$p"
@@ -59,7 +69,7 @@ setup_file() {
 
 teardown_file() {
     local f pid
-    for f in auth spa route; do
+    for f in auth spa route up; do
         pid="$(cat "$BATS_FILE_TMPDIR/$f.pid" 2>/dev/null)" || continue
         kill -KILL "$pid" 2>/dev/null || true
     done
@@ -84,6 +94,20 @@ status() {
     curl -sS --max-time 20 -o /dev/null -w '%{http_code}' "$@" "$u"
 }
 
+# codes URL [CURL ARGS...] [:: URL [CURL ARGS...]]...: the status codes, one a line, of
+# several requests made by one curl (--next), for speed.
+codes() {
+    local args=(-sS --max-time 20 -o /dev/null -w '%{http_code}\n') a
+    for a in "$@"; do
+        if [ "$a" = "::" ]; then
+            args+=(--next -sS --max-time 20 -o /dev/null -w '%{http_code}\n')
+        else
+            args+=("$a")
+        fi
+    done
+    curl "${args[@]}"
+}
+
 # ---- Basic auth ----------------------------------------------------------------------------
 
 @test "auth: without credentials, 401 with the realm's challenge" {
@@ -100,17 +124,23 @@ status() {
 }
 
 @test "auth: a wrong password, an unknown user, another user's password: 401" {
-    [ "$(status "$A/hello.txt" -u alice:secreT)" = 401 ]
-    [ "$(status "$A/hello.txt" -u alice:secret2)" = 401 ]
-    [ "$(status "$A/hello.txt" -u mallory:secret)" = 401 ]
-    [ "$(status "$A/hello.txt" -u alice:bob-pw)" = 401 ]
-    [ "$(status "$A/hello.txt" -u bob:sha256:x)" = 401 ]
+    got=($(codes "$A/hello.txt" -u alice:secreT \
+        :: "$A/hello.txt" -u alice:secret2 \
+        :: "$A/hello.txt" -u mallory:secret \
+        :: "$A/hello.txt" -u alice:bob-pw \
+        :: "$A/hello.txt" -u bob:sha256:x))
+    [ "${got[0]}" = 401 ]
+    [ "${got[1]}" = 401 ]
+    [ "${got[2]}" = 401 ]
+    [ "${got[3]}" = 401 ]
+    [ "${got[4]}" = 401 ]
 }
 
 @test "auth: listings, directories, errors and the WebSocket path are behind it too" {
-    [ "$(status "$A/plain/")" = 401 ]
-    [ "$(status "$A/missing")" = 401 ]
-    [ "$(status "$A/../etc/passwd" --path-as-is)" = 401 ]
+    got=($(codes "$A/plain/" :: "$A/missing" :: "$A/../etc/passwd" --path-as-is))
+    [ "${got[0]}" = 401 ]
+    [ "${got[1]}" = 401 ]
+    [ "${got[2]}" = 401 ]
     c -u alice:secret "$A/plain/" | grep -qF 'a.txt'
     [ "$(status "$A/missing" -u alice:secret)" = 404 ]
 }
@@ -142,14 +172,22 @@ PY
 }
 
 @test "auth: malformed Authorization fields get 401, never a crash" {
-    [ "$(status "$A/hello.txt" -H 'Authorization: Basic')" = 401 ]
-    [ "$(status "$A/hello.txt" -H 'Authorization: Basic !!!!')" = 401 ]
-    [ "$(status "$A/hello.txt" -H 'Authorization: Basic YWxpY2U=')" = 401 ]         # no ':'
-    [ "$(status "$A/hello.txt" -H 'Authorization: Basic Ym9iOmJvYi1wdw==')" = 200 ] # bob:bob-pw
-    [ "$(status "$A/hello.txt" -H 'Authorization: Basic Ym9iOmJvYi1wdw')" = 401 ]   # unpadded
-    [ "$(status "$A/hello.txt" -H 'Authorization: Basic Ym9iOmJvYi1wdw=a')" = 401 ]
-    [ "$(status "$A/hello.txt" -H 'Authorization: Basic YW=jZTpzZWNyZXQ=')" = 401 ]
-    [ "$(status "$A/hello.txt" -H 'Authorization: Bearer YWxpY2U6c2VjcmV0')" = 401 ]
+    got=($(codes "$A/hello.txt" -H 'Authorization: Basic' \
+        :: "$A/hello.txt" -H 'Authorization: Basic !!!!' \
+        :: "$A/hello.txt" -H 'Authorization: Basic YWxpY2U=' \
+        :: "$A/hello.txt" -H 'Authorization: Basic Ym9iOmJvYi1wdw==' \
+        :: "$A/hello.txt" -H 'Authorization: Basic Ym9iOmJvYi1wdw' \
+        :: "$A/hello.txt" -H 'Authorization: Basic Ym9iOmJvYi1wdw=a' \
+        :: "$A/hello.txt" -H 'Authorization: Basic YW=jZTpzZWNyZXQ=' \
+        :: "$A/hello.txt" -H 'Authorization: Bearer YWxpY2U6c2VjcmV0'))
+    [ "${got[0]}" = 401 ]
+    [ "${got[1]}" = 401 ]
+    [ "${got[2]}" = 401 ]         # no ':'
+    [ "${got[3]}" = 200 ] # bob:bob-pw
+    [ "${got[4]}" = 401 ]   # unpadded
+    [ "${got[5]}" = 401 ]
+    [ "${got[6]}" = 401 ]
+    [ "${got[7]}" = 401 ]
     # the scheme is case-insensitive (RFC 9110 §11.1)
     [ "$(status "$A/hello.txt" -H 'Authorization: basic YWxpY2U6c2VjcmV0')" = 200 ]
     # longer than any user:password could be (files: no long words through bash)
@@ -157,8 +195,9 @@ PY
     [ "$(status "$A/hello.txt" -H "@$T/h1")" = 401 ]
     # a field line beyond the server's limit (8 KiB): 431, and the server goes on
     { printf 'Authorization: Basic '; head -c 10000 /dev/zero | tr '\0' 'A'; echo; } >"$T/h2"
-    [ "$(status "$A/hello.txt" -H "@$T/h2")" = 431 ]
-    [ "$(status "$A/hello.txt" -u alice:secret)" = 200 ]
+    got=($(codes "$A/hello.txt" -H "@$T/h2" :: "$A/hello.txt" -u alice:secret))
+    [ "${got[0]}" = 431 ]
+    [ "${got[1]}" = 200 ]
 }
 
 @test "auth: a plain-HTTP start warns about clear-text passwords" {
@@ -212,8 +251,9 @@ PY
     [ "${lines[1]}" = 200 ]
     [ "$(status "$S/app/assets/missing.js")" = 404 ]
     [ "$(c "$S/app/assets/app.js")" = "js" ]
-    [ "$(status "$S/hello.txt/x.y")" = 404 ]
-    [ "$(status "$S/.hidden")" = 404 ]
+    got=($(codes "$S/hello.txt/x.y" :: "$S/.hidden"))
+    [ "${got[0]}" = 404 ]
+    [ "${got[1]}" = 404 ]
 }
 
 @test "--index: the names are tried in order, then the listing" {
@@ -240,7 +280,7 @@ PY
         -H 'Access-Control-Request-Method: GET' \
         -H 'Access-Control-Request-Headers: range, x-custom' "$S/hello.txt"
     [[ "$output" == "HTTP/1.1 204"* ]]
-    grep -qiE '^Access-Control-Allow-Methods: GET, HEAD, OPTIONS' <<<"$output"
+    grep -qiE '^Access-Control-Allow-Methods: GET, HEAD, OPTIONS, PUT, POST' <<<"$output"
     grep -qiE '^Access-Control-Allow-Headers: range, x-custom' <<<"$output"
     grep -qiE '^Access-Control-Max-Age: 86400' <<<"$output"
     grep -qiF 'Access-Control-Allow-Origin: *' <<<"$output"
@@ -256,9 +296,12 @@ PY
     [[ "$output" == "HTTP/1.1 200"* ]]
     refute_grep -i '^ETag:' <<<"$output"
     refute_grep -i '^Last-Modified:' <<<"$output"
-    [ "$(status "$S/hello.txt" -H 'If-None-Match: ""')" = 200 ]
-    [ "$(status "$S/hello.txt" -H 'If-Modified-Since: Fri, 01 Jan 2100 00:00:00 GMT')" = 200 ]
-    [ "$(status "$S/hello.txt" -H 'If-None-Match: *')" = 304 ]
+    got=($(codes "$S/hello.txt" -H 'If-None-Match: ""' \
+        :: "$S/hello.txt" -H 'If-Modified-Since: Fri, 01 Jan 2100 00:00:00 GMT' \
+        :: "$S/hello.txt" -H 'If-None-Match: *'))
+    [ "${got[0]}" = 200 ]
+    [ "${got[1]}" = 200 ]
+    [ "${got[2]}" = 304 ]
 }
 
 # refute_grep ARGS...: fails when grep finds a match in stdin.
@@ -281,9 +324,10 @@ refute_grep() {
     grep -qF "serving $ROOT on $R$ROUTE/ " "$BATS_FILE_TMPDIR/route.log"
     [[ "$ROUTE" =~ ^/[a-z0-9]{6}$ ]]
     [ "$(c "$R$ROUTE/hello.txt")" = "hello world" ]
-    [ "$(status "$R/hello.txt")" = 404 ]
-    [ "$(status "$R/")" = 404 ]
-    [ "$(status "$R${ROUTE}x/hello.txt")" = 404 ]
+    got=($(codes "$R/hello.txt" :: "$R/" :: "$R${ROUTE}x/hello.txt"))
+    [ "${got[0]}" = 404 ]
+    [ "${got[1]}" = 404 ]
+    [ "${got[2]}" = 404 ]
     run curl -sS --max-time 20 -D - -o /dev/null "$R$ROUTE"
     [[ "$output" == "HTTP/1.1 301"* ]]
     grep -qiE "^Location: $ROUTE/" <<<"$output"
@@ -297,4 +341,160 @@ refute_grep() {
     wait_for_line "$T/q.log" 'random route /[a-z0-9]{6}/' 10
     refute_grep -F "$ROUTE/" "$T/q.log"
     refute_grep 'listening' "$T/q.log"
+}
+
+# ---- --upload, --mkdir ---------------------------------------------------------------------
+
+# no_temp DIR: no temporary upload file is left in DIR.
+no_temp() {
+    local left
+    left="$(find "$1" -name '.vega-upload-*')"
+    [ -z "$left" ] || { echo "left: $left" >&2; return 1; }
+}
+
+@test "upload: PUT makes a file (201), never replaces one without --overwrite (409)" {
+    printf 'first\n' >"$T/f1"
+    printf 'second\n' >"$T/f2"
+    [ "$(status "$UP/d/put.txt" -T "$T/f1")" = 201 ]
+    [ "$(cat "$UROOT/d/put.txt")" = first ]
+    [ "$(status "$UP/d/put.txt" -T "$T/f2")" = 409 ]
+    [ "$(cat "$UROOT/d/put.txt")" = first ]
+    # read back at once (the cache sees the new file)
+    [ "$(c "$UP/d/put.txt")" = first ]
+    no_temp "$UROOT"
+}
+
+@test "upload: --overwrite replaces (200), a folder is never replaced (409)" {
+    printf 'one\n' >"$T/f1"
+    printf 'two\n' >"$T/f2"
+    [ "$(status "$S/w/o.txt" -T "$T/f1")" = 201 ]
+    [ "$(c "$S/w/o.txt")" = one ]
+    [ "$(status "$S/w/o.txt" -T "$T/f2")" = 200 ]
+    [ "$(c "$S/w/o.txt")" = two ]
+    [ "$(status "$S/w" -T "$T/f2")" = 409 ]
+    no_temp "$ROOT"
+}
+
+@test "upload: over --upload-max is 413 with no file left, by length or chunked" {
+    head -c 102401 /dev/zero >"$T/big"
+    got=($(codes "$UP/d/big.bin" -T "$T/big" \
+        :: "$UP/d/big2.bin" -T "$T/big" -H 'Transfer-Encoding: chunked' \
+        :: "$UP/d/" -F "file=@$T/big;filename=big3.bin"))
+    [ "${got[0]}" = 413 ]
+    [ "${got[1]}" = 413 ]
+    [ "${got[2]}" = 413 ]
+    [ ! -e "$UROOT/d/big.bin" ]
+    [ ! -e "$UROOT/d/big2.bin" ]
+    [ ! -e "$UROOT/d/big3.bin" ]
+    head -c 102400 /dev/zero >"$T/fits"
+    [ "$(status "$UP/d/fits.bin" -T "$T/fits")" = 201 ]
+    [ "$(stat -c %s "$UROOT/d/fits.bin")" = 102400 ]
+    no_temp "$UROOT"
+}
+
+@test "upload: a dropped connection leaves no file and no temporary file" {
+    command -p python3 - "$UP" <<'PY'
+import socket, sys, urllib.parse
+u = urllib.parse.urlsplit(sys.argv[1])
+s = socket.create_connection((u.hostname, u.port), timeout=10)
+s.sendall(b"PUT /d/dropped.bin HTTP/1.1\r\nHost: x\r\nContent-Length: 50000\r\n\r\n" + b"x" * 20000)
+s.close()
+PY
+    # the exchange is logged once the server has seen the close and cleaned up
+    wait_for_line "$BATS_FILE_TMPDIR/up.access" '"PUT /d/dropped.bin ' 10
+    no_temp "$UROOT"
+    [ ! -e "$UROOT/d/dropped.bin" ]
+    [ "$(status "$UP/d/put.txt")" = 200 ]
+}
+
+@test "upload: names and paths as strict as for reads" {
+    printf 'x\n' >"$T/f"
+    got=($(codes "$UP/d/.hidden" -T "$T/f" \
+        :: "$UP/%2e%2e/escape" -T "$T/f" --path-as-is \
+        :: "$UP/d%2Fx" -T "$T/f" --path-as-is \
+        :: "$UP/d/a%00b" -T "$T/f" --path-as-is \
+        :: "$UP/d/a%5Cb" -T "$T/f" --path-as-is \
+        :: "$UP/out/x" -T "$T/f" \
+        :: "$UP/missing/x" -T "$T/f"))
+    [ "${got[0]}" = 404 ]
+    [ "${got[1]}" = 400 ]
+    [ "${got[2]}" = 400 ]
+    [ "${got[3]}" = 400 ]
+    [ "${got[4]}" = 400 ]
+    [ "${got[5]}" = 404 ]
+    [ "${got[6]}" = 404 ]
+    [ -z "$(ls -A "$OUTSIDE")" ]
+    no_temp "$UROOT"
+}
+
+@test "upload: a multipart form from the listing saves each file and answers 303" {
+    c "$UP/d/" | grep -qF 'enctype="multipart/form-data"'
+    c "$UP/d/" | grep -qF 'name="mkdir"'
+    printf 'A\n' >"$T/a"
+    printf 'B\n' >"$T/b"
+    run curl -sS --max-time 20 -D - -o /dev/null -F "file=@$T/a;filename=m1.txt" \
+        -F "file=@$T/b;filename=m2.txt" -F 'note=not a file' "$UP/d/"
+    [[ "$output" == "HTTP/1.1 303"* ]]
+    grep -qiE '^Location: /d/' <<<"$output"
+    [ "$(cat "$UROOT/d/m1.txt")" = A ]
+    [ "$(cat "$UROOT/d/m2.txt")" = B ]
+    # a client path is cut to its base name
+    [ "$(status "$UP/d/" -F "file=@$T/a;filename=../../m3.txt")" = 303 ]
+    [ "$(cat "$UROOT/d/m3.txt")" = A ]
+    [ "$(status "$UP/d/" -F "file=@$T/a;filename=m1.txt")" = 409 ]
+    no_temp "$UROOT"
+}
+
+@test "upload: bad multipart bodies get 400 or 415, never a crash" {
+    printf 'x\n' >"$T/f"
+    [ "$(status "$UP/d/" -F "file=@$T/f;filename=.dot")" = 400 ]
+    [ "$(status "$UP/d/" -H 'Content-Type: multipart/form-data; boundary=zz' \
+        --data-binary 'no delimiter at all')" = 400 ]
+    [ "$(status "$UP/d/" -H 'Content-Type: multipart/form-data; boundary=zz' \
+        --data-binary $'--zz\r\nContent-Disposition: form-data; name="f"; filename="t.txt"\r\n\r\nno end')" = 400 ]
+    got=($(codes "$UP/d/" -H 'Content-Type: multipart/form-data' --data-binary 'x' \
+        :: "$UP/d/" -H 'Content-Type: text/plain' --data-binary 'x'))
+    [ "${got[0]}" = 415 ]
+    [ "${got[1]}" = 415 ]
+    [ ! -e "$UROOT/d/t.txt" ]
+    [ ! -e "$UROOT/d/.dot" ]
+    no_temp "$UROOT"
+    [ "$(status "$UP/d/put.txt")" = 200 ]
+}
+
+@test "upload: another origin's form is refused (403)" {
+    printf 'x\n' >"$T/f"
+    got=($(codes "$UP/d/" -H 'Origin: http://evil.example' -F "file=@$T/f;filename=o.txt" \
+        :: "$UP/d/o2.txt" -H 'Origin: http://evil.example' -T "$T/f"))
+    [ "${got[0]}" = 403 ]
+    [ "${got[1]}" = 403 ]
+    [ ! -e "$UROOT/d/o.txt" ]
+    [ ! -e "$UROOT/d/o2.txt" ]
+    [ "$(status "$UP/d/" -H "Origin: $UP" -F "file=@$T/f;filename=o3.txt")" = 303 ]
+}
+
+@test "--mkdir: a POST makes a folder; bad names 400, an existing one 409" {
+    [ "$(status "$UP/d/" -d 'mkdir=new+folder')" = 303 ]
+    [ -d "$UROOT/d/new folder" ]
+    got=($(codes "$UP/d/" -d 'mkdir=new+folder' \
+        :: "$UP/d/" -d 'mkdir=..' \
+        :: "$UP/d/" -d 'mkdir=a%2Fb' \
+        :: "$UP/d/" -d 'mkdir=a%00b' \
+        :: "$UP/d/" -d 'mkdir=.git' \
+        :: "$UP/d/" -d 'mkdir=%zz' \
+        :: "$UP/d/" -d 'mkdir=a&x=1'))
+    [ "${got[0]}" = 409 ]
+    [ "${got[1]}" = 400 ]
+    [ "${got[2]}" = 400 ]
+    [ "${got[3]}" = 400 ]
+    [ "${got[4]}" = 400 ]
+    [ "${got[5]}" = 400 ]
+    [ "${got[6]}" = 400 ]
+}
+
+@test "without --upload, PUT and POST are 405 with Allow" {
+    run curl -sS --max-time 20 -D - -o /dev/null -u alice:secret -T /dev/null "$A/x.txt"
+    [[ "$output" == "HTTP/1.1 405"* ]]
+    grep -qiE '^Allow: GET, HEAD' <<<"$output"
+    [ ! -e "$ROOT/x.txt" ]
 }
