@@ -498,3 +498,16 @@ PY
     grep -qiE '^Allow: GET, HEAD' <<<"$output"
     [ ! -e "$ROOT/x.txt" ]
 }
+
+# ---- listing page --------------------------------------------------------------------------
+
+@test "listing: breadcrumbs link each folder relatively, a parent link, dark mode" {
+    mkdir -p "$UROOT/d/e"
+    run c "$UP/d/e/"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *'<h1>Index of <a href="../../">/</a><a href="../">d/</a>e/</h1>'* ]]
+    [[ "$output" == *'<a href="../">../</a>'* ]]
+    [[ "$output" == *'@media(prefers-color-scheme:dark)'* ]]
+    run c "$UP/"
+    [[ "$output" == *'<h1>Index of /</h1>'* ]]
+}
