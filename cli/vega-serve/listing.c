@@ -257,6 +257,9 @@ static void html(struct sbuf *b, const char *rel, size_t rel_len, const struct e
         sbuf_addf(b, "</td><td class=\"s\">%s</td><td>%s</td></tr>\n", size, date);
     }
     sbuf_adds(b, "</table>\n");
+    if (serve_o.tar)
+        sbuf_adds(b,
+                  "<p><a href=\"?download=tar\" download>Download this folder as .tar</a></p>\n");
     /* Relative actions: the form posts to this folder (under --random-route too). */
     if (serve_o.upload)
         sbuf_adds(b, "<form method=\"post\" action=\"./\" enctype=\"multipart/form-data\">"

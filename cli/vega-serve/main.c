@@ -66,6 +66,9 @@ static const char usage_text[] =
     "day)\n"
     "      --no-etag           send no ETag (If-None-Match/If-Match then match only '*')\n"
     "      --no-last-modified  send no Last-Modified (date conditions are then ignored)\n"
+    "      --tar               a folder's ?download=tar is the folder as a tar archive,\n"
+    "                          streamed (regular files and folders; no symlinks; dotfiles\n"
+    "                          only with --hidden); listings link to it\n"
     "      --random-route      serve only under a random /XXXXXX/ prefix (printed at start;\n"
     "                          everything else 404)\n"
     "  -H, --header 'NAME: VALUE'  add this field to every response (repeatable)\n"
@@ -195,6 +198,7 @@ enum {
     OPT_UPLOAD_MAX,
     OPT_OVERWRITE,
     OPT_MKDIR,
+    OPT_TAR,
 };
 
 static const struct option long_opts[] = {
@@ -249,6 +253,7 @@ static const struct option long_opts[] = {
     {"upload-max", required_argument, NULL, OPT_UPLOAD_MAX},
     {"overwrite", no_argument, NULL, OPT_OVERWRITE},
     {"mkdir", no_argument, NULL, OPT_MKDIR},
+    {"tar", no_argument, NULL, OPT_TAR},
     {NULL, 0, NULL, 0},
 };
 
@@ -575,6 +580,9 @@ static void parse_args(int argc, char **argv)
             break;
         case OPT_MKDIR:
             serve_o.mkdir = true;
+            break;
+        case OPT_TAR:
+            serve_o.tar = true;
             break;
         case ':':
             cli_usage_error("option '%s' needs a value", argv[optind - 1]);

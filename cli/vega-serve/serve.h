@@ -92,6 +92,7 @@ struct serve_opts {
     bool mkdir;              /* --mkdir: a POST makes a folder */
     bool overwrite;          /* --overwrite: an upload may replace a file */
     uint64_t upload_max;     /* --upload-max: one request body at most */
+    bool tar;                /* --tar: ?download=tar on a folder streams it as a tar */
     bool cache;              /* --no-cache turns off */
     uint64_t cache_size;     /* --cache-size: all entries together */
     uint64_t cache_max_file; /* --cache-max-file: the largest file cached */
@@ -199,6 +200,14 @@ int serve_put(vega_http_exchange *x, const char *norm, size_t n);
 /* --upload/--mkdir: a POST to the folder norm: a multipart/form-data form's files, or
  * "mkdir=NAME"; 303 to the listing when done. */
 int serve_post(vega_http_exchange *x, const char *norm, size_t n);
+
+/* ---- tar.c -------------------------------------------------------------------------------- */
+
+/* --tar: whether the request asks for its folder as a tar ("download=tar" in the query). */
+bool serve_tar_wanted(const vega_http_request *req);
+/* Answers with the folder fd (taken: closed here), rel its path ("/.../"), as a tar archive
+ * streamed chunked. */
+int serve_tar(vega_http_exchange *x, int fd, const char *rel, size_t rel_len);
 
 /* ---- ws_echo.c ---------------------------------------------------------------------------- */
 

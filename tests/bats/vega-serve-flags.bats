@@ -21,6 +21,18 @@ setup_file() {
     export UROOT="$BATS_FILE_TMPDIR/uroot" OUTSIDE="$BATS_FILE_TMPDIR/outside"
     mkdir -p "$UROOT/d" "$OUTSIDE"
     ln -s "$OUTSIDE" "$UROOT/out"
+    printf 'not to be archived\n' >"$OUTSIDE/secret.txt"
+    # a tree for --tar: a path past ustar's 255 bytes (pax), a file over a block, a dotfile,
+    # symlinks out of DIR and inside it
+    local long
+    long="$(printf 'segment-%.0s' {1..12})"
+    mkdir -p "$UROOT/t/sub/$long/$long"
+    printf 'top\n' >"$UROOT/t/a.txt"
+    printf 'deep\n' >"$UROOT/t/sub/$long/$long/$long.txt"
+    head -c 70001 /dev/urandom >"$UROOT/t/sub/blob.bin"
+    printf 'hidden\n' >"$UROOT/t/.dot"
+    ln -s "$OUTSIDE" "$UROOT/t/sub/escape"
+    ln -s ../a.txt "$UROOT/t/sub/inside"
     printf 'hello world\n' >"$ROOT/hello.txt"
     printf '<h1>root index</h1>\n' >"$ROOT/index.html"
     printf 'main page\n' >"$ROOT/docs/main.htm"
@@ -45,7 +57,7 @@ setup_file() {
         echo $! >"$d/spa.pid")
     ("$SERVE" -p 0 --workers 1 --random-route "$ROOT" 2>"$d/route.log" 3>&- </dev/null &
         echo $! >"$d/route.pid")
-    ("$SERVE" -p 0 --workers 1 --upload --mkdir --upload-max 100K --access-log "$d/up.access" \
+    ("$SERVE" -p 0 --workers 1 --upload --mkdir --tar --upload-max 100K --access-log "$d/up.access" \
         "$UROOT" 2>"$d/up.log" 3>&- \
         </dev/null &
         echo $! >"$d/up.pid")
@@ -423,7 +435,7 @@ PY
     [ "${got[4]}" = 400 ]
     [ "${got[5]}" = 404 ]
     [ "${got[6]}" = 404 ]
-    [ -z "$(ls -A "$OUTSIDE")" ]
+    [ ! -e "$OUTSIDE/x" ]
     no_temp "$UROOT"
 }
 
@@ -510,4 +522,44 @@ PY
     [[ "$output" == *'@media(prefers-color-scheme:dark)'* ]]
     run c "$UP/"
     [[ "$output" == *'<h1>Index of /</h1>'* ]]
+}
+
+# ---- --tar ---------------------------------------------------------------------------------
+
+@test "--tar: a folder as a tar of its regular files and folders, no dotfiles, no symlinks" {
+    run curl -sS --max-time 20 -D "$T/head" -o "$T/t.tar" "$UP/t/?download=tar"
+    [ "$status" -eq 0 ]
+    grep -qiF 'Content-Type: application/x-tar' "$T/head"
+    grep -qiF 'Content-Disposition: attachment; filename="t.tar"' "$T/head"
+    # python's tarfile reads the pax header and checks every header's checksum
+    command -p python3 -c '
+import sys, tarfile
+with tarfile.open(sys.argv[1]) as t:
+    for m in t.getmembers():
+        print(m.type.decode() if isinstance(m.type, bytes) else m.type, m.name)
+' "$T/t.tar" | sort >"$T/names"
+    grep -qxF '5 t' "$T/names"
+    grep -qxF '0 t/a.txt' "$T/names"
+    grep -qxF '0 t/sub/blob.bin' "$T/names"
+    grep -qE '^0 t/sub/(segment-){12}/(segment-){12}/(segment-){12}\.txt$' "$T/names"
+    refute_grep -F '.dot' "$T/names"
+    refute_grep -F 'escape' "$T/names"
+    refute_grep -F 'inside' "$T/names"
+    refute_grep -F 'secret' "$T/names"
+    mkdir "$T/x"
+    tar -xf "$T/t.tar" -C "$T/x"
+    cmp "$UROOT/t/sub/blob.bin" "$T/x/t/sub/blob.bin"
+    [ "$(cat "$T/x/t/sub/"segment-*/segment-*/segment-*.txt)" = deep ]
+    [ -z "$(ls -A "$T/x/t/sub/" | grep -E 'escape|inside' || true)" ]
+}
+
+@test "--tar: the listing links to it; the root is root.tar; without the query, a listing" {
+    c "$UP/t/" | grep -qF 'href="?download=tar"'
+    run curl -sS --max-time 20 -D - -o /dev/null "$UP/?download=tar"
+    grep -qiF 'filename="root.tar"' <<<"$output"
+    run curl -sS --max-time 20 -D - -o /dev/null "$UP/t/?download=tarx"
+    grep -qiF 'Content-Type: text/html' <<<"$output"
+    # the other servers have no --tar: a listing
+    run curl -sS --max-time 20 -D - -o /dev/null "$S/plain/?download=tar"
+    grep -qiF 'Content-Type: text/html' <<<"$output"
 }
