@@ -474,6 +474,40 @@ PY
     [ "$(status "$UP/d/put.txt")" = 200 ]
 }
 
+@test "upload: the form's limits: part head 8 KiB, 1000 parts, a 70-byte boundary, 1 KiB mkdir" {
+    command -p python3 - "$T" <<'PY'
+import sys
+d = sys.argv[1]
+part = b'--zz\r\nContent-Disposition: form-data; name="a"\r\n\r\nx\r\n'
+open(d + "/parts1000", "wb").write(part * 1000 + b"--zz--\r\n")
+open(d + "/parts1001", "wb").write(part * 1001 + b"--zz--\r\n")
+big = (b'--zz\r\nContent-Disposition: form-data; name="a"; filename="h.txt"\r\nX-Pad: '
+       + b"p" * 8200 + b"\r\n\r\nx\r\n--zz--\r\n")
+open(d + "/bighead", "wb").write(big)
+PY
+    local mp='Content-Type: multipart/form-data; boundary=zz'
+    local b70 b71
+    b70="$(printf 'b%.0s' {1..70})"
+    b71="${b70}b"
+    printf -- '--%s\r\nContent-Disposition: form-data; name="f"; filename="b70.txt"\r\n\r\nok\r\n--%s--\r\n' \
+        "$b70" "$b70" >"$T/b70"
+    got=($(codes "$UP/d/" -H "$mp" --data-binary "@$T/parts1000" \
+        :: "$UP/d/" -H "$mp" --data-binary "@$T/parts1001" \
+        :: "$UP/d/" -H "$mp" --data-binary "@$T/bighead" \
+        :: "$UP/d/" -H "Content-Type: multipart/form-data; boundary=$b70" --data-binary "@$T/b70" \
+        :: "$UP/d/" -H "Content-Type: multipart/form-data; boundary=$b71" --data-binary "@$T/b70" \
+        :: "$UP/d/" -d "mkdir=$(printf 'm%.0s' {1..1100})"))
+    [ "${got[0]}" = 303 ]
+    [ "${got[1]}" = 400 ]
+    [ "${got[2]}" = 400 ]
+    [ "${got[3]}" = 303 ]
+    [ "${got[4]}" = 415 ]
+    [ "${got[5]}" = 413 ]
+    [ "$(cat "$UROOT/d/b70.txt")" = ok ]
+    [ ! -e "$UROOT/d/h.txt" ]
+    no_temp "$UROOT"
+}
+
 @test "upload: another origin's form is refused (403)" {
     printf 'x\n' >"$T/f"
     got=($(codes "$UP/d/" -H 'Origin: http://evil.example' -F "file=@$T/f;filename=o.txt" \
