@@ -333,6 +333,15 @@ static void set_realm(const char *realm)
 static void make_route(void)
 {
     static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    /* A binary upgrade (SIGUSR2, --shards) runs us again: the route it had is handed over in
+     * the environment, so that the URL stays. */
+    const char *env = getenv("VEGA_SERVE_ROUTE");
+    if (env && strlen(env) == SERVE_ROUTE_LEN + 1 && env[0] == '/' &&
+        strspn(env + 1, alphabet) == SERVE_ROUTE_LEN) {
+        memcpy(serve_o.route, env, SERVE_ROUTE_LEN + 2);
+        serve_o.route_len = SERVE_ROUTE_LEN + 1;
+        return;
+    }
     size_t k = 0;
     serve_o.route[k++] = '/';
     while (k < SERVE_ROUTE_LEN + 1) {
@@ -347,6 +356,7 @@ static void make_route(void)
     }
     serve_o.route[k] = '\0';
     serve_o.route_len = k;
+    setenv("VEGA_SERVE_ROUTE", serve_o.route, 1);
 }
 
 /* --cors: the fields of every answer (after the --header ones). */

@@ -355,6 +355,15 @@ refute_grep() {
     refute_grep 'listening' "$T/q.log"
 }
 
+@test "--random-route: a valid \$VEGA_SERVE_ROUTE (a binary upgrade's) is kept, another is not" {
+    VEGA_SERVE_ROUTE=/zz9zz9 start_bg "$T/e1.log" "$SERVE" -p 0 --random-route "$ROOT"
+    wait_for_line "$T/e1.log" 'random route ' 10
+    grep -qF 'random route /zz9zz9/ ' "$T/e1.log"
+    VEGA_SERVE_ROUTE=/../etc start_bg "$T/e2.log" "$SERVE" -p 0 --random-route "$ROOT"
+    wait_for_line "$T/e2.log" 'random route ' 10
+    grep -qE 'random route /[a-z0-9]{6}/ ' "$T/e2.log"
+}
+
 # ---- --upload, --mkdir ---------------------------------------------------------------------
 
 # no_temp DIR: no temporary upload file is left in DIR.
