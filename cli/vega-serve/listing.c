@@ -309,7 +309,8 @@ int serve_listing(vega_http_exchange *x, int fd, const char *rel, size_t rel_len
         return serve_simple(x, n == -EACCES ? 403 : 404, NULL, 0);
     struct list_opts lo = parse_query(req);
     sort_by = lo;
-    qsort(v, (size_t)n, sizeof(*v), cmp_entries);
+    if (n > 1) /* an empty folder has no array at all (qsort wants one) */
+        qsort(v, (size_t)n, sizeof(*v), cmp_entries);
     bool js = wants_json(req);
     struct sbuf b;
     sbuf_init(&b, LIST_BYTES_MAX);
