@@ -120,6 +120,18 @@ codes() {
     curl "${args[@]}"
 }
 
+@test "--help lists every new flag, and its auth-file recipe has no printf escapes left" {
+    run "$SERVE" --help
+    [ "$status" -eq 0 ]
+    local f
+    for f in '-a, --auth USER:PASS' '--auth-file FILE' '--realm TEXT' '--index NAME' \
+        '--spa, --try-files' '--cors' '--no-etag' '--no-last-modified' '--random-route' \
+        '--tar' '--upload ' '--upload-max SIZE' '--overwrite' '--mkdir'; do
+        grep -qF -- "$f" <<<"$output"
+    done
+    refute_grep -F '%%' <<<"$output"
+}
+
 # ---- Basic auth ----------------------------------------------------------------------------
 
 @test "auth: without credentials, 401 with the realm's challenge" {
