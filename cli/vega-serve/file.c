@@ -165,19 +165,26 @@ static void make_validators(struct rep *r)
                      (uint64_t)r->st.st_ino, (uint64_t)r->st.st_size,
                      (uint64_t)r->st.st_mtim.tv_sec * 1000000000u + (uint64_t)r->st.st_mtim.tv_nsec,
                      c ? "-" : "", c ? vega_http_coding_name(c) : "");
-    r->etag_len = n > 0 && (size_t)n < sizeof(r->etag) ? (size_t)n : 0;
-    if (vega_http_date_format(r->st.st_mtim.tv_sec, r->lastmod, sizeof(r->lastmod)) < 0)
+    r->etag_len = n > 0 && (size_t)n < sizeof(r->etag) && serve_o.etag ? (size_t)n : 0;
+    if (!serve_o.last_modified ||
+        vega_http_date_format(r->st.st_mtim.tv_sec, r->lastmod, sizeof(r->lastmod)) < 0)
         r->lastmod[0] = '\0';
 }
 
 static vega_http_etag current_tag(const struct rep *r)
 {
     vega_http_etag t = {{r->etag + 1, r->etag_len >= 2 ? r->etag_len - 2 : 0}, false};
+    /* --no-etag: a tag no request can hold (a control byte), so that only "*" matches */
+    if (r->etag_len == 0)
+        t.opaque.ptr = "\x01", t.opaque.len = 1;
     return t;
 }
 
+/* A date condition, ignored with --no-last-modified (the client cannot know the date). */
 static bool date_field(const vega_http_request *req, const char *name, int64_t *t)
 {
+    if (!serve_o.last_modified)
+        return false;
     size_t len;
     const char *v = serve_req_field(req, name, &len);
     return v && vega_http_date_parse(v, len, (int64_t)time(NULL), t) == 0;
@@ -220,7 +227,8 @@ static bool if_range_ok(const vega_http_request *req, const struct rep *r)
         return vega_http_etag_parse(v, len, &tag) == 0 && vega_http_etag_eq_strong(&tag, &cur);
     }
     int64_t t;
-    return vega_http_date_parse(v, len, (int64_t)time(NULL), &t) == 0 && t == r->st.st_mtim.tv_sec;
+    return serve_o.last_modified && vega_http_date_parse(v, len, (int64_t)time(NULL), &t) == 0 &&
+           t == r->st.st_mtim.tv_sec;
 }
 
 /* The fields every answer about this representation carries. */

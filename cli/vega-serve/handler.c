@@ -31,7 +31,8 @@ static int redirect_slash(vega_http_exchange *x, const char *norm, size_t n)
 {
     const vega_http_request *req = vega_http_exchange_request(x);
     struct sbuf b;
-    sbuf_init(&b, 3 * SERVE_PATH_MAX + 16);
+    sbuf_init(&b, 3 * SERVE_PATH_MAX + 32);
+    sbuf_add(&b, serve_o.route, serve_o.route_len);
     sbuf_url(&b, norm, n);
     sbuf_adds(&b, "/");
     if (req->query.ptr && req->query.len) {
@@ -90,28 +91,52 @@ static int answer_file(vega_http_exchange *x, int fd, const struct stat *st, boo
     return e;
 }
 
+/* Opens the first --index name (index.html by default) found in the directory norm (n bytes,
+ * ending with "/"; room for a name after it) as a regular file. Returns its fd, with *in the
+ * length of its path (written after norm) and *iplain as open_path sets it; or -1. */
+static int open_index(char *norm, size_t n, size_t *in, bool *iplain, struct stat *st)
+{
+    static const char *const def[] = {"index.html"};
+    const char *const *names = serve_o.nindex ? serve_o.index : def;
+    size_t count = serve_o.nindex ? serve_o.nindex : 1;
+    for (size_t i = 0; i < count; i++) {
+        size_t nl = strlen(names[i]);
+        if (n + nl >= SERVE_PATH_MAX + 16)
+            continue;
+        memcpy(norm + n, names[i], nl);
+        *in = n + nl;
+        int ifd = open_path(norm, *in, iplain);
+        if (ifd >= 0 && fstat(ifd, st) == 0 && S_ISREG(st->st_mode))
+            return ifd;
+        if (ifd >= 0)
+            close(ifd);
+    }
+    return -1;
+}
+
 static int serve_dir(vega_http_exchange *x, int fd, bool plain, char *norm, size_t n)
 {
     if (n == 0 || norm[n - 1] != '/') {
         close(fd);
         return redirect_slash(x, norm, n);
     }
-    static const char index_name[] = "index.html";
-    if (n + sizeof(index_name) <= SERVE_PATH_MAX + 16) {
-        /* The directory's path is kept as the key: norm itself becomes the file's path. */
-        char key[SERVE_PATH_MAX + 16];
-        memcpy(key, norm, n);
-        memcpy(norm + n, index_name, sizeof(index_name) - 1);
-        size_t in = n + sizeof(index_name) - 1;
-        bool iplain;
-        int ifd = open_path(norm, in, &iplain);
-        struct stat st;
-        if (ifd >= 0 && fstat(ifd, &st) == 0 && S_ISREG(st.st_mode)) {
+    if (serve_tar_wanted(vega_http_exchange_request(x))) {
+        if (!serve_o.listing) { /* an archive shows what a listing would */
             close(fd);
-            return answer_file(x, ifd, &st, plain && iplain, key, n, norm, in);
+            return serve_simple(x, 403, NULL, 0);
         }
-        if (ifd >= 0)
-            close(ifd);
+        return serve_tar(x, fd, norm, n);
+    }
+    /* The directory's path is kept as the key: norm itself becomes the file's path. */
+    char key[SERVE_PATH_MAX + 16];
+    memcpy(key, norm, n);
+    size_t in;
+    bool iplain;
+    struct stat st;
+    int ifd = open_index(norm, n, &in, &iplain, &st);
+    if (ifd >= 0) {
+        close(fd);
+        return answer_file(x, ifd, &st, plain && iplain, key, n, norm, in);
     }
     if (!serve_o.listing) {
         close(fd);
@@ -120,12 +145,100 @@ static int serve_dir(vega_http_exchange *x, int fd, bool plain, char *norm, size
     return serve_listing(x, fd, norm, n);
 }
 
+/* --spa: a path whose last segment has no "." (a client-side route, not a missing asset) is
+ * answered with the root's index file. */
+static bool looks_like_route(const char *norm, size_t n)
+{
+    size_t i = n;
+    while (i > 0 && norm[i - 1] != '/')
+        i--;
+    return memchr(norm + i, '.', n - i) == NULL;
+}
+
+static int serve_spa(vega_http_exchange *x)
+{
+    char norm[SERVE_PATH_MAX + 16] = "/";
+    size_t in;
+    bool iplain;
+    struct stat st;
+    int ifd = open_index(norm, 1, &in, &iplain, &st);
+    if (ifd < 0)
+        return serve_simple(x, 404, NULL, 0);
+    /* Never cached under the route's key: the key is the root's. */
+    return answer_file(x, ifd, &st, iplain, "/", 1, norm, in);
+}
+
+/* --cors: the answer to a preflight (an OPTIONS with Access-Control-Request-Method; Fetch
+ * standard, CORS protocol) or to a plain OPTIONS. */
+static int answer_options(vega_http_exchange *x)
+{
+    const vega_http_request *req = vega_http_exchange_request(x);
+    vega_http_field f[5];
+    size_t n = 0;
+    const char *methods = serve_o.upload  ? "GET, HEAD, OPTIONS, PUT, POST"
+                          : serve_o.mkdir ? "GET, HEAD, OPTIONS, POST"
+                                          : "GET, HEAD, OPTIONS";
+    size_t ml = strlen(methods);
+    f[n++] = (vega_http_field){{"Allow", 5}, {methods, ml}};
+    if (serve_req_field(req, "Access-Control-Request-Method", &(size_t){0})) {
+        static const char hdrs[] = "Authorization, Content-Type, Range, If-Match, If-None-Match, "
+                                   "If-Modified-Since, If-Unmodified-Since, If-Range";
+        f[n++] = (vega_http_field){{"Access-Control-Allow-Methods", 28}, {methods, ml}};
+        /* The fields the client asks for are allowed when they are a valid list (no request
+         * field reaches anything but the file's answer). */
+        size_t hl;
+        const char *h = serve_req_field(req, "Access-Control-Request-Headers", &hl);
+        if (h && hl && hl <= 1024 && vega_http_field_value_is_valid(h, hl))
+            f[n++] = (vega_http_field){{"Access-Control-Allow-Headers", 28}, {h, hl}};
+        else
+            f[n++] =
+                (vega_http_field){{"Access-Control-Allow-Headers", 28}, {hdrs, sizeof hdrs - 1}};
+        f[n++] = (vega_http_field){{"Access-Control-Max-Age", 22}, {"86400", 5}};
+    }
+    return serve_simple(x, 204, f, n);
+}
+
+/* --random-route: the path below the prefix, or NULL (404) when it is not under it; a path
+ * that is the prefix itself redirects to its "/" form (*redirect). */
+static const char *strip_route(const char *path, size_t *plen, bool *redirect)
+{
+    size_t rl = serve_o.route_len;
+    *redirect = false;
+    if (*plen < rl || memcmp(path, serve_o.route, rl) != 0)
+        return NULL;
+    if (*plen == rl) {
+        *redirect = true;
+        return path;
+    }
+    if (path[rl] != '/')
+        return NULL;
+    *plen -= rl;
+    return path + rl;
+}
+
 int serve_handle(vega_http_exchange *x, void *user)
 {
     (void)user;
     const vega_http_request *req = vega_http_exchange_request(x);
-    if (serve_o.ws_echo && req->path.len == strlen(serve_o.ws_echo) &&
-        memcmp(req->path.ptr, serve_o.ws_echo, req->path.len) == 0)
+    const char *path = req->path.ptr;
+    size_t plen = req->path.len;
+    if (!path || plen == 0)
+        path = "/", plen = 1;
+    if (serve_o.route_len) {
+        bool redirect;
+        path = strip_route(path, &plen, &redirect);
+        if (!path)
+            return serve_simple(x, 404, NULL, 0);
+        if (redirect)
+            return redirect_slash(x, "", 0);
+    }
+    /* A preflight carries no credentials (Fetch standard): answered before the check. */
+    if (serve_o.cors && req->method == VEGA_HTTP_METHOD_OPTIONS)
+        return answer_options(x);
+    if (!serve_auth_ok(req))
+        return serve_auth_challenge(x);
+    if (serve_o.ws_echo && plen == strlen(serve_o.ws_echo) &&
+        memcmp(path, serve_o.ws_echo, plen) == 0)
         return serve_ws_echo(x);
     vega_quic_ep_conn *qc = vega_http_exchange_quic(x);
     if (qc && req->conn_seq == 0 && cli_verbose) {
@@ -137,14 +250,16 @@ int serve_handle(vega_http_exchange *x, void *user)
                 (unsigned)qi.version, qi.alpn, (unsigned)qi.suite, qi.resumed ? "yes" : "no",
                 (int)qi.early_data);
     }
-    if (req->method != VEGA_HTTP_METHOD_GET && req->method != VEGA_HTTP_METHOD_HEAD) {
-        vega_http_field allow = {{"Allow", 5}, {"GET, HEAD", 9}};
+    bool put = req->method == VEGA_HTTP_METHOD_PUT && serve_o.upload;
+    bool post = req->method == VEGA_HTTP_METHOD_POST && (serve_o.upload || serve_o.mkdir);
+    if (req->method != VEGA_HTTP_METHOD_GET && req->method != VEGA_HTTP_METHOD_HEAD && !put &&
+        !post) {
+        const char *a = serve_o.upload  ? "GET, HEAD, PUT, POST"
+                        : serve_o.mkdir ? "GET, HEAD, POST"
+                                        : "GET, HEAD";
+        vega_http_field allow = {{"Allow", 5}, {a, strlen(a)}};
         return serve_simple(x, 405, &allow, 1);
     }
-    const char *path = req->path.ptr;
-    size_t plen = req->path.len;
-    if (!path || plen == 0)
-        path = "/", plen = 1;
     if (plen > SERVE_PATH_MAX)
         return serve_simple(x, 414, NULL, 0);
     /* Room for "index.html" after the path. */
@@ -155,7 +270,11 @@ int serve_handle(vega_http_exchange *x, void *user)
         return serve_simple(x, 400, NULL, 0);
     if (!serve_o.hidden && serve_path_is_hidden(norm, (size_t)n))
         return serve_simple(x, 404, NULL, 0);
-    if (serve_o.cache) {
+    if (put)
+        return serve_put(x, norm, (size_t)n);
+    if (post)
+        return serve_post(x, norm, (size_t)n);
+    if (serve_o.cache && !serve_tar_wanted(req)) {
         const struct serve_cache_entry *ce = serve_cache_get(norm, (size_t)n, req->start);
         if (ce && entry_fits(x, ce)) {
             int e = serve_file_cached(x, ce);
@@ -166,6 +285,8 @@ int serve_handle(vega_http_exchange *x, void *user)
     }
     bool plain;
     int fd = open_path(norm, (size_t)n, &plain);
+    if (fd == -ENOENT && serve_o.spa && looks_like_route(norm, (size_t)n))
+        return serve_spa(x);
     if (fd < 0)
         return answer_error(x, fd);
     struct stat st;

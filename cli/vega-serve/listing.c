@@ -189,6 +189,34 @@ static void sort_link(struct sbuf *b, const struct list_opts *cur, enum sort_key
                             : " &#9650;");
 }
 
+/* "Index of /a/b/" with each folder a link, relative ("../../" for "/" from "/a/b/"), so that
+ * it holds under --random-route too. */
+static void breadcrumbs(struct sbuf *b, const char *rel, size_t rel_len)
+{
+    size_t depth = 0;
+    for (size_t i = 1; i < rel_len; i++)
+        depth += rel[i] == '/';
+    size_t i = 0;
+    while (i < rel_len) {
+        size_t j = i + 1;
+        while (j < rel_len && rel[j - 1] != '/')
+            j++;
+        /* the segment rel[i, j) ends with "/"; depth counts the folders still below it */
+        if (depth == 0) {
+            sbuf_html(b, rel + i, j - i);
+        } else {
+            sbuf_adds(b, "<a href=\"");
+            for (size_t k = 0; k < depth; k++)
+                sbuf_adds(b, "../");
+            sbuf_adds(b, "\">");
+            sbuf_html(b, rel + i, j - i);
+            sbuf_adds(b, "</a>");
+            depth--;
+        }
+        i = j;
+    }
+}
+
 static void html(struct sbuf *b, const char *rel, size_t rel_len, const struct entry *v, int n,
                  bool cut, const struct list_opts *lo)
 {
@@ -198,8 +226,10 @@ static void html(struct sbuf *b, const char *rel, size_t rel_len, const struct e
     sbuf_adds(b, "</title>\n<style>body{font-family:system-ui,sans-serif;margin:2em}"
                  "table{border-collapse:collapse}td,th{padding:.2em 1em;text-align:left}"
                  "td.s{text-align:right}tr:nth-child(even){background:#f4f4f4}"
-                 "a{text-decoration:none}</style></head>\n<body><h1>Index of ");
-    sbuf_html(b, rel, rel_len);
+                 "a{text-decoration:none}@media(prefers-color-scheme:dark){body{background:#16161"
+                 "a;color:#ddd}a{color:#8ab4f8}tr:nth-child(even){background:#24242a}}"
+                 "</style></head>\n<body><h1>Index of ");
+    breadcrumbs(b, rel, rel_len);
     sbuf_adds(b, "</h1>\n<table>\n<tr>");
     sort_link(b, lo, SORT_NAME, "Name", "name");
     sort_link(b, lo, SORT_SIZE, "Size", "size");
@@ -227,6 +257,18 @@ static void html(struct sbuf *b, const char *rel, size_t rel_len, const struct e
         sbuf_addf(b, "</td><td class=\"s\">%s</td><td>%s</td></tr>\n", size, date);
     }
     sbuf_adds(b, "</table>\n");
+    if (serve_o.tar)
+        sbuf_adds(b,
+                  "<p><a href=\"?download=tar\" download>Download this folder as .tar</a></p>\n");
+    /* Relative actions: the form posts to this folder (under --random-route too). */
+    if (serve_o.upload)
+        sbuf_adds(b, "<form method=\"post\" action=\"./\" enctype=\"multipart/form-data\">"
+                     "<input type=\"file\" name=\"file\" multiple required> "
+                     "<button>Upload</button></form>\n");
+    if (serve_o.mkdir)
+        sbuf_adds(b, "<form method=\"post\" action=\"./\">"
+                     "<input name=\"mkdir\" placeholder=\"new folder\" required> "
+                     "<button>Create folder</button></form>\n");
     if (cut)
         sbuf_addf(b, "<p>Only the first %d entries are shown.</p>\n", n);
     sbuf_adds(b, "<hr><p><small>vega-serve</small></p></body></html>\n");
@@ -267,7 +309,8 @@ int serve_listing(vega_http_exchange *x, int fd, const char *rel, size_t rel_len
         return serve_simple(x, n == -EACCES ? 403 : 404, NULL, 0);
     struct list_opts lo = parse_query(req);
     sort_by = lo;
-    qsort(v, (size_t)n, sizeof(*v), cmp_entries);
+    if (n > 1) /* an empty folder has no array at all (qsort wants one) */
+        qsort(v, (size_t)n, sizeof(*v), cmp_entries);
     bool js = wants_json(req);
     struct sbuf b;
     sbuf_init(&b, LIST_BYTES_MAX);

@@ -56,12 +56,51 @@ static const char usage_text[] =
     "                          once and then answered from memory, kept exact by inotify\n"
     "      --cache-max-file SIZE  the largest file cached (default 64K)\n"
     "      --no-cache          no file cache\n"
+    "      --index NAME        a directory's index file (repeatable, tried in order; default\n"
+    "                          index.html)\n"
+    "      --spa, --try-files  single-page apps: a missing path whose last segment has no '.'\n"
+    "                          (a client-side route) is answered with the root's index file,\n"
+    "                          200; a missing /x.js stays 404\n"
+    "      --cors              Access-Control-Allow-Origin: * on every answer, and OPTIONS\n"
+    "                          preflights answered 204 (methods, the asked headers, max-age 1 "
+    "day)\n"
+    "      --no-etag           send no ETag (If-None-Match/If-Match then match only '*')\n"
+    "      --no-last-modified  send no Last-Modified (date conditions are then ignored)\n"
+    "      --tar               a folder's ?download=tar is the folder as a tar archive,\n"
+    "                          streamed (regular files and folders; no symlinks; dotfiles\n"
+    "                          only with --hidden); listings link to it\n"
+    "      --random-route      serve only under a random /XXXXXX/ prefix (printed at start;\n"
+    "                          everything else 404)\n"
     "  -H, --header 'NAME: VALUE'  add this field to every response (repeatable)\n"
     "      --max-conns N       open connections at most (default 10000)\n"
     "\n"
     "Precompressed siblings FILE.br, FILE.zst and FILE.gz are sent instead of FILE when the\n"
     "client accepts them (with Content-Encoding and Vary: Accept-Encoding). Directories answer\n"
     "with their index.html, else a listing: HTML, or JSON for \"Accept: application/json\".\n"
+    "\n"
+    "Access:\n"
+    "  -a, --auth USER:PASS    HTTP Basic auth: this user may (repeatable); PASS may also be\n"
+    "                          sha256:HEX, the hex SHA-256 of the password\n"
+    "      --auth-file FILE    users from FILE, one 'USER:sha256:HEX' a line ('#' comments);\n"
+    "                          plain passwords are refused, bcrypt is not supported (libcrypto\n"
+    "                          has none). Make a line: printf 'USER:sha256:%s\\n' \\\n"
+    "                          \"$(printf %s PASS | sha256sum | cut -d' ' -f1)\"\n"
+    "      --realm TEXT        the realm of the 401 challenge (default vega-serve)\n"
+    "                          With users, every request (files, listings, --ws-echo) needs\n"
+    "                          them, else 401; not the --metrics listener. Over plain HTTP the\n"
+    "                          password travels in clear: a warning at start (use --tls).\n"
+    "\n"
+    "Uploads (off by default):\n"
+    "      --upload            PUT /PATH/NAME writes a file, and listings get an upload form\n"
+    "                          (a multipart/form-data POST to the folder); 201 new, 409 when\n"
+    "                          NAME exists; written to a hidden temporary file in the same\n"
+    "                          folder and renamed into place once complete\n"
+    "      --upload-max SIZE   the largest request body (default 1G; beyond: 413)\n"
+    "      --overwrite         an upload may replace an existing file (200)\n"
+    "      --mkdir             listings get a create-folder form (a POST of mkdir=NAME)\n"
+    "                          Names: no dotfiles, no '/', '\\' or control characters, at most\n"
+    "                          255 bytes; the folder is found as for reads (symlinks never\n"
+    "                          leave DIR). A form from another origin is refused (403).\n"
     "\n"
     "WebSocket:\n"
     "      --ws-echo PATH      a WebSocket echo endpoint at PATH (e.g. /ws): every message comes\n"
@@ -147,6 +186,19 @@ enum {
     OPT_WS_ECHO,
     OPT_METRICS,
     OPT_METRICS_PUBLIC,
+    OPT_AUTH_FILE,
+    OPT_REALM,
+    OPT_INDEX,
+    OPT_SPA,
+    OPT_CORS,
+    OPT_NO_ETAG,
+    OPT_NO_LAST_MODIFIED,
+    OPT_RANDOM_ROUTE,
+    OPT_UPLOAD,
+    OPT_UPLOAD_MAX,
+    OPT_OVERWRITE,
+    OPT_MKDIR,
+    OPT_TAR,
 };
 
 static const struct option long_opts[] = {
@@ -187,6 +239,21 @@ static const struct option long_opts[] = {
     {"no-cache", no_argument, NULL, OPT_NO_CACHE},
     {"metrics", required_argument, NULL, OPT_METRICS},
     {"metrics-public", no_argument, NULL, OPT_METRICS_PUBLIC},
+    {"auth", required_argument, NULL, 'a'},
+    {"auth-file", required_argument, NULL, OPT_AUTH_FILE},
+    {"realm", required_argument, NULL, OPT_REALM},
+    {"index", required_argument, NULL, OPT_INDEX},
+    {"spa", no_argument, NULL, OPT_SPA},
+    {"try-files", no_argument, NULL, OPT_SPA},
+    {"cors", no_argument, NULL, OPT_CORS},
+    {"no-etag", no_argument, NULL, OPT_NO_ETAG},
+    {"no-last-modified", no_argument, NULL, OPT_NO_LAST_MODIFIED},
+    {"random-route", no_argument, NULL, OPT_RANDOM_ROUTE},
+    {"upload", no_argument, NULL, OPT_UPLOAD},
+    {"upload-max", required_argument, NULL, OPT_UPLOAD_MAX},
+    {"overwrite", no_argument, NULL, OPT_OVERWRITE},
+    {"mkdir", no_argument, NULL, OPT_MKDIR},
+    {"tar", no_argument, NULL, OPT_TAR},
     {NULL, 0, NULL, 0},
 };
 
@@ -238,6 +305,77 @@ static void add_listen(const char *spec)
     serve_o.nlisten++;
 }
 
+static void add_index(const char *name)
+{
+    size_t nl = strlen(name);
+    if (nl == 0 || nl > 255 || strchr(name, '/') || strcmp(name, ".") == 0 ||
+        strcmp(name, "..") == 0)
+        cli_usage_error("--index: expected a file name (no '/', 1 to 255 bytes), got '%s'", name);
+    if (serve_o.nindex == SERVE_INDEX_MAX)
+        cli_usage_error("--index: at most %d names", SERVE_INDEX_MAX);
+    serve_o.index[serve_o.nindex++] = name;
+}
+
+static void set_realm(const char *realm)
+{
+    size_t n = strlen(realm);
+    if (n == 0 || n > SERVE_REALM_MAX)
+        cli_usage_error("--realm: 1 to %d bytes", SERVE_REALM_MAX);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)realm[i] < 0x20 || realm[i] == 0x7f || realm[i] == '"' ||
+            realm[i] == '\\')
+            cli_usage_error("--realm: no quotes, backslashes or control characters");
+    serve_o.realm = realm;
+}
+
+/* --random-route: "/" and SERVE_ROUTE_LEN letters and digits from the CSPRNG (36^6: about
+ * 2 * 10^9 prefixes to guess). */
+static void make_route(void)
+{
+    static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    /* A binary upgrade (SIGUSR2, --shards) runs us again: the route it had is handed over in
+     * the environment, so that the URL stays. */
+    const char *env = getenv("VEGA_SERVE_ROUTE");
+    if (env && strlen(env) == SERVE_ROUTE_LEN + 1 && env[0] == '/' &&
+        strspn(env + 1, alphabet) == SERVE_ROUTE_LEN) {
+        memcpy(serve_o.route, env, SERVE_ROUTE_LEN + 2);
+        serve_o.route_len = SERVE_ROUTE_LEN + 1;
+        return;
+    }
+    size_t k = 0;
+    serve_o.route[k++] = '/';
+    while (k < SERVE_ROUTE_LEN + 1) {
+        uint8_t b[16];
+        if (vega_crypto_random(b, sizeof b) < 0) {
+            cli_err("--random-route", "no random bytes");
+            exit(CLI_EXIT_USAGE);
+        }
+        for (size_t i = 0; i < sizeof b && k < SERVE_ROUTE_LEN + 1; i++)
+            if (b[i] < 252) /* 7 * 36: no bias */
+                serve_o.route[k++] = alphabet[b[i] % 36];
+    }
+    serve_o.route[k] = '\0';
+    serve_o.route_len = k;
+    setenv("VEGA_SERVE_ROUTE", serve_o.route, 1);
+}
+
+/* --cors: the fields of every answer (after the --header ones). */
+static void add_cors_headers(void)
+{
+    static vega_http_field cors[] = {
+        {{"Access-Control-Allow-Origin", 27}, {"*", 1}},
+        {{"Access-Control-Expose-Headers", 29},
+         {"Content-Range, Content-Encoding, ETag, Last-Modified, Accept-Ranges", 67}},
+    };
+    for (size_t i = 0; i < serve_o.nheaders; i++)
+        if (strncasecmp(serve_o.headers[i].name.ptr, "access-control-", 15) == 0)
+            cli_usage_error("--cors: the Access-Control fields are set by --cors, not -H");
+    if (serve_o.nheaders + 2 > SERVE_MAX_HEADERS)
+        cli_usage_error("--header: at most %d with --cors", SERVE_MAX_HEADERS - 2);
+    serve_o.headers[serve_o.nheaders++] = cors[0];
+    serve_o.headers[serve_o.nheaders++] = cors[1];
+}
+
 /* --metrics ADDR:PORT, where ":PORT" alone is loopback (the safe default). */
 static void set_metrics(const char *spec)
 {
@@ -264,7 +402,7 @@ static void parse_args(int argc, char **argv)
     int c;
     bool want_tls = false;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":p:b:l:H:vqh", long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":p:b:l:H:a:vqh", long_opts, NULL)) != -1) {
         switch (c) {
         case 'p':
             if (!cli_is_port(optarg))
@@ -410,6 +548,52 @@ static void parse_args(int argc, char **argv)
         case OPT_METRICS_PUBLIC:
             serve_o.metrics_public = true;
             break;
+        case 'a':
+            if (serve_auth_add(optarg) < 0)
+                exit(CLI_EXIT_USAGE);
+            break;
+        case OPT_AUTH_FILE:
+            if (serve_auth_load_file(optarg) < 0)
+                exit(CLI_EXIT_USAGE);
+            break;
+        case OPT_REALM:
+            set_realm(optarg);
+            break;
+        case OPT_INDEX:
+            add_index(optarg);
+            break;
+        case OPT_SPA:
+            serve_o.spa = true;
+            break;
+        case OPT_CORS:
+            serve_o.cors = true;
+            break;
+        case OPT_NO_ETAG:
+            serve_o.etag = false;
+            break;
+        case OPT_NO_LAST_MODIFIED:
+            serve_o.last_modified = false;
+            break;
+        case OPT_RANDOM_ROUTE:
+            make_route();
+            break;
+        case OPT_UPLOAD:
+            serve_o.upload = true;
+            break;
+        case OPT_UPLOAD_MAX:
+            if (cli_parse_size(optarg, &v) < 0 || v == 0)
+                cli_usage_error("--upload-max: invalid size '%s'", optarg);
+            serve_o.upload_max = v;
+            break;
+        case OPT_OVERWRITE:
+            serve_o.overwrite = true;
+            break;
+        case OPT_MKDIR:
+            serve_o.mkdir = true;
+            break;
+        case OPT_TAR:
+            serve_o.tar = true;
+            break;
         case ':':
             cli_usage_error("option '%s' needs a value", argv[optind - 1]);
         default:
@@ -425,6 +609,13 @@ static void parse_args(int argc, char **argv)
         cli_usage_error("--key needs --cert");
     if (serve_o.metrics_public && !serve_o.metrics)
         cli_usage_error("--metrics-public needs --metrics");
+    if (serve_o.overwrite && !serve_o.upload)
+        cli_usage_error("--overwrite needs --upload");
+    if (serve_o.cors)
+        add_cors_headers();
+    if (serve_auth_users() && !serve_o.tls)
+        fprintf(stderr, "vega-serve: warning: Basic auth over plain HTTP: passwords cross the "
+                        "network in clear text (--tls encrypts them)\n");
     if (serve_o.shards)
         serve_o.http3 = false; /* one UDP socket per shard needs its own routing: not yet */
     int n = argc - optind;
@@ -739,12 +930,16 @@ static void url_of(const vega_addr *a, char *out, size_t cap)
     char where[VEGA_ADDR_STRLEN];
     vega_addr_format(a, where, sizeof(where));
     const char *scheme = serve_o.tls ? "https" : "http";
+    /* --random-route: the prefix is part of every URL (with its "/") */
+    char rt[SERVE_ROUTE_LEN + 2] = "";
+    if (serve_o.route_len)
+        snprintf(rt, sizeof rt, "%.*s/", SERVE_ROUTE_LEN, serve_o.route + 1);
     if (strncmp(where, "0.0.0.0:", 8) == 0)
-        snprintf(out, cap, "%s://127.0.0.1:%s/", scheme, where + 8);
+        snprintf(out, cap, "%s://127.0.0.1:%s/%s", scheme, where + 8, rt);
     else if (strncmp(where, "[::]:", 5) == 0)
-        snprintf(out, cap, "%s://[::1]:%s/", scheme, where + 5);
+        snprintf(out, cap, "%s://[::1]:%s/%s", scheme, where + 5, rt);
     else
-        snprintf(out, cap, "%s://%s/", scheme, where);
+        snprintf(out, cap, "%s://%s/%s", scheme, where, rt);
 }
 
 /* Listens on every configured address; prints the lines. Returns 0 or an exit code. */
@@ -770,7 +965,7 @@ static int listen_all(vega_http_server *srv)
         if (serve_o.nlisten < SERVE_MAX_LISTEN)
             serve_o.listen[serve_o.nlisten++] = def;
     }
-    char urls[SERVE_MAX_LISTEN * 4][VEGA_ADDR_STRLEN + 16];
+    char urls[SERVE_MAX_LISTEN * 4][VEGA_ADDR_STRLEN + 32];
     size_t nurls = 0;
     vega_addr first;
     bool have_first = false;
@@ -945,6 +1140,9 @@ int main(int argc, char **argv)
     if (serve_open_root() < 0)
         exit(CLI_EXIT_USAGE);
     open_log();
+    /* printed even with -q: without it the files cannot be reached */
+    if (serve_o.route_len)
+        fprintf(stderr, "vega-serve: random route %s/ (everything else is 404)\n", serve_o.route);
 
     signal(SIGPIPE, SIG_IGN);
     sigemptyset(&serve_o.stop_signals);

@@ -23,6 +23,18 @@
 #define SERVE_SMALL_FILE (16 * 1024)
 /* Entries shown in one directory listing at most (the rest is reported as cut). */
 #define SERVE_LIST_MAX 20000
+/* --index names at most, and the longest. */
+#define SERVE_INDEX_MAX 16
+/* Basic auth: users, a user name, a password (bytes), an --auth-file (bytes, one line), the
+ * --realm. */
+#define SERVE_AUTH_USERS_MAX 10000
+#define SERVE_AUTH_NAME_MAX  64
+#define SERVE_AUTH_PASS_MAX  256
+#define SERVE_AUTH_FILE_MAX  (1 << 20)
+#define SERVE_AUTH_LINE_MAX  1024
+#define SERVE_REALM_MAX      128
+/* --random-route: the length of the random prefix's segment. */
+#define SERVE_ROUTE_LEN 6
 
 enum serve_log_format {
     SERVE_LOG_COMBINED,
@@ -62,11 +74,25 @@ struct serve_opts {
     unsigned shards; /* --shards N: processes under a supervisor; 0: one process, no supervisor */
     vega_driver_kind driver;
 
-    bool listing;            /* --no-listing turns off */
-    bool hidden;             /* --hidden: serve and list dotfiles */
-    bool symlinks;           /* --no-symlinks turns off */
-    bool compress;           /* on-the-fly compression of text types */
-    uint64_t compress_min;   /* smallest file compressed on the fly */
+    bool listing;          /* --no-listing turns off */
+    bool hidden;           /* --hidden: serve and list dotfiles */
+    bool symlinks;         /* --no-symlinks turns off */
+    bool compress;         /* on-the-fly compression of text types */
+    uint64_t compress_min; /* smallest file compressed on the fly */
+    bool etag;             /* --no-etag turns off */
+    bool last_modified;    /* --no-last-modified turns off (and date conditions with it) */
+    const char *index[SERVE_INDEX_MAX]; /* --index names, in order (default: index.html) */
+    size_t nindex;
+    bool spa;                        /* --spa: a missing route answers the root's index with 200 */
+    bool cors;                       /* --cors: Access-Control-Allow-Origin: * and preflights */
+    const char *realm;               /* --realm for Basic auth (users: auth.c) */
+    char route[SERVE_ROUTE_LEN + 2]; /* --random-route: "/XXXXXX"; "" when off */
+    size_t route_len;
+    bool upload;             /* --upload: PUT and multipart POST write files */
+    bool mkdir;              /* --mkdir: a POST makes a folder */
+    bool overwrite;          /* --overwrite: an upload may replace a file */
+    uint64_t upload_max;     /* --upload-max: one request body at most */
+    bool tar;                /* --tar: ?download=tar on a folder streams it as a tar */
     bool cache;              /* --no-cache turns off */
     uint64_t cache_size;     /* --cache-size: all entries together */
     uint64_t cache_max_file; /* --cache-max-file: the largest file cached */
@@ -151,6 +177,37 @@ int serve_shard_metrics_sum(const char *own, size_t len, FILE *out);
 
 /* The vega_http_server handler. */
 int serve_handle(vega_http_exchange *x, void *user);
+
+/* ---- auth.c ------------------------------------------------------------------------------- */
+
+/* -a USER:PASSWORD or USER:sha256:HEX. Returns 0, or -1 after saying why. */
+int serve_auth_add(const char *spec);
+/* --auth-file: lines USER:sha256:HEX ('#' comments, blank lines); plain passwords and bcrypt
+ * refused. Returns 0, or -1 after saying why (with the line). */
+int serve_auth_load_file(const char *path);
+/* How many users there are (0: no auth). */
+size_t serve_auth_users(void);
+/* Whether the request carries the Basic credentials of a user (always true without users). */
+bool serve_auth_ok(const vega_http_request *req);
+/* Answers 401 with WWW-Authenticate: Basic realm="--realm". */
+int serve_auth_challenge(vega_http_exchange *x);
+
+/* ---- upload.c ----------------------------------------------------------------------------- */
+
+/* --upload: a PUT to norm (normalised, n bytes): 201 (new), 200 (replaced), 409 (exists, no
+ * --overwrite), 413 (over --upload-max), 400 (a bad name), 404 (no such folder). */
+int serve_put(vega_http_exchange *x, const char *norm, size_t n);
+/* --upload/--mkdir: a POST to the folder norm: a multipart/form-data form's files, or
+ * "mkdir=NAME"; 303 to the listing when done. */
+int serve_post(vega_http_exchange *x, const char *norm, size_t n);
+
+/* ---- tar.c -------------------------------------------------------------------------------- */
+
+/* --tar: whether the request asks for its folder as a tar ("download=tar" in the query). */
+bool serve_tar_wanted(const vega_http_request *req);
+/* Answers with the folder fd (taken: closed here), rel its path ("/.../"), as a tar archive
+ * streamed chunked. */
+int serve_tar(vega_http_exchange *x, int fd, const char *rel, size_t rel_len);
 
 /* ---- ws_echo.c ---------------------------------------------------------------------------- */
 

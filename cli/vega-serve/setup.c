@@ -21,6 +21,10 @@ void serve_defaults(void)
     serve_o.compress = true;
     serve_o.compress_min = 1024;
     serve_o.cache = true;
+    serve_o.etag = true;
+    serve_o.last_modified = true;
+    serve_o.realm = "vega-serve";
+    serve_o.upload_max = (uint64_t)1 << 30;
     serve_o.cache_size = 64u << 20;
     serve_o.cache_max_file = 64u << 10;
     serve_o.driver = VEGA_DRIVER_DEFAULT;
