@@ -909,7 +909,7 @@ PY
     start_raw bodylen
     local d
     for d in uring epoll; do
-        VEGA_DRIVER=$d timeout 60 strace -f -qq -e trace=sendfile,read,pread64 -o "$T/up-$d.trace" \
+        VEGA_DRIVER=$d timeout 300 strace -f -qq -e trace=sendfile,read,pread64 -o "$T/up-$d.trace" \
             "$CURL" -sS -o "$T/up-$d.out" -T "$T/www/huge.bin" "http://127.0.0.1:$RPORT/up"
         [ "$(cat "$T/up-$d.out")" = "$HUGE_LEN $HUGE_SHA" ]
         grep -q '^[0-9]* *sendfile(' "$T/up-$d.trace"
