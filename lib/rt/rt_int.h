@@ -94,6 +94,7 @@ enum vega__task_state {
     VEGA__T_NOTIFIED,     /* on a worker, and woken while running: its next park returns at once */
     VEGA__T_PARKED,       /* suspended; a wake moves it to RUNNABLE and queues it */
     VEGA__T_DONE,
+    VEGA__T_NEW, /* in a run queue, never run, no stack: a joiner may claim it (task.c) */
 };
 
 enum {
@@ -106,6 +107,11 @@ enum {
     VEGA__J_DETACHED = 1u << 1, /* nobody will join: whoever sees both bits frees the task */
     VEGA__J_JOINER = 1u << 2,   /* `joiner` is set */
     VEGA__J_THREAD = 1u << 3,   /* ... and is a thread waiter, not a task */
+    /* A joiner claimed the task before it ever ran and ran it inline on its own stack (task.c,
+     * "work-first join"); the queue entry that still points at it is stale. STALE: that entry
+     * has not been popped yet; RELEASED: the join is done. Whoever sets the second frees. */
+    VEGA__J_STALE = 1u << 4,
+    VEGA__J_RELEASED = 1u << 5,
 };
 
 /* Flags for vega__park. */

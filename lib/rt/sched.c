@@ -134,7 +134,42 @@ void vega__schedule(struct vega_rt *rt, struct vega_task *t, bool yielded)
     vega__notify_parked(rt);
 }
 
+/*
+ * Takes a popped queue entry for running. False when the entry is stale: its task was claimed
+ * by a joiner before it ever ran and runs (or ran) inline on the joiner's stack (task.c,
+ * "work-first join"); the entry is then let go. A task has at most one live entry, which is
+ * there exactly while its state is NEW or RUNNABLE, plus at most one stale one (J_STALE); so an
+ * entry whose task is in neither state is the stale one, and when both entries point at a
+ * runnable task either may run it (the other becomes the stale one).
+ */
+static inline bool take_entry(struct vega__worker *w, struct vega_task *t)
+{
+    unsigned s = atomic_load_explicit(&t->state, memory_order_acquire);
+    /* A started task is claimed never again: without J_STALE its entry is the live one. */
+    if (vega__likely(s == VEGA__T_RUNNABLE) &&
+        !(atomic_load_explicit(&t->jstate, memory_order_acquire) & VEGA__J_STALE))
+        return true;
+    /* NEW: races a joiner's claim; RUNNABLE with a stale entry about: races the other entry. */
+    if ((s == VEGA__T_NEW || s == VEGA__T_RUNNABLE) &&
+        atomic_compare_exchange_strong_explicit(&t->state, &s, VEGA__T_RUNNING,
+                                                memory_order_acq_rel, memory_order_acquire))
+        return true;
+    vega__task_stale_drop(w, t);
+    return false;
+}
+
+static struct vega_task *next_entry(struct vega__worker *w);
+
 static struct vega_task *next_task(struct vega__worker *w)
+{
+    struct vega_task *t;
+    /* Bounded: each stale entry is dropped once. */
+    while ((t = next_entry(w)) && !take_entry(w, t)) {
+    }
+    return t;
+}
+
+static struct vega_task *next_entry(struct vega__worker *w)
 {
     struct vega_rt *rt = w->rt;
     if (w->lifo) {
@@ -445,6 +480,32 @@ void vega__task_switch_out(struct vega__worker *w, struct vega_task *cur, enum v
     post_switch(vega__worker_self());
 }
 
+void vega__task_run_inline(struct vega__worker *w, struct vega_task *cur, struct vega_task *t)
+{
+    /* t was claimed (NEW -> RUNNING): it never ran, so it has no stack, no timer, no waiter.
+     * It borrows cur's stack and fiber, and is the worker's current task while it runs: its
+     * own identity, cancellation, deadline and budget checks. If it parks, cur's stack (with
+     * cur's frames under t's) parks with it and resumes wherever t is resumed. */
+    struct vega__stack *s = cur->stack;
+    t->stack = s;
+    /* Dumps and cancel-all at shutdown reach the innermost task (they read it under the live
+     * list's lock while the stack may be listed: an atomic store). */
+    __atomic_store_n(&s->task, t, __ATOMIC_RELEASE);
+#if defined(VEGA_TSAN)
+    t->tsan_fiber = cur->tsan_fiber;
+#endif
+    bump(&w->m.polls, 1);
+    if (vega__unlikely(w->rt->opts.seeded))
+        w->rt->trace_hash = (w->rt->trace_hash ^ t->id) * 0x100000001b3ull;
+    w->current = t;
+    void *res = t->fn(t->arg_result);
+    w = vega__worker_self(); /* it may have parked and resumed on another worker */
+    t->arg_result = res;
+    __atomic_store_n(&s->task, cur, __ATOMIC_RELEASE);
+    w->current = cur;
+    vega__task_finish_inline(w, t);
+}
+
 static void task_entry(void *arg)
 {
     struct vega_task *t = arg;
@@ -513,8 +574,8 @@ static void worker_loop(struct vega__worker *w, struct vega_task *until)
         }
         w->tick++;
         struct vega_task *t = next_task(w);
-        if (!t)
-            t = steal_work(w);
+        if (!t && (t = steal_work(w)) && !take_entry(w, t))
+            continue; /* a stale entry; what came with it is in the local queue now */
         if (t) {
             leave_searching(w);
             run_task(w, t);
@@ -740,7 +801,7 @@ static void cancel_everything(struct vega_rt *rt)
         struct vega__worker *w = &rt->workers[i];
         vega__spin_lock(&w->live_lock);
         for (struct vega__stack *s = w->live_head; s; s = s->live_next)
-            vega__task_wake(s->task);
+            vega__task_wake(__atomic_load_n(&s->task, __ATOMIC_ACQUIRE));
         vega__spin_unlock(&w->live_lock);
     }
 }
