@@ -94,7 +94,7 @@ enum vega__task_state {
     VEGA__T_NOTIFIED,     /* on a worker, and woken while running: its next park returns at once */
     VEGA__T_PARKED,       /* suspended; a wake moves it to RUNNABLE and queues it */
     VEGA__T_DONE,
-    VEGA__T_NEW, /* in a run queue, never run, no stack: a joiner may claim it (task.c) */
+    VEGA__T_NEW, /* queued, never run, no stack: a joiner may claim it (task.c) */
 };
 
 enum {
@@ -107,11 +107,6 @@ enum {
     VEGA__J_DETACHED = 1u << 1, /* nobody will join: whoever sees both bits frees the task */
     VEGA__J_JOINER = 1u << 2,   /* `joiner` is set */
     VEGA__J_THREAD = 1u << 3,   /* ... and is a thread waiter, not a task */
-    /* A joiner claimed the task before it ever ran and ran it inline on its own stack (task.c,
-     * "work-first join"); the queue entry that still points at it is stale. STALE: that entry
-     * has not been popped yet; RELEASED: the join is done. Whoever sets the second frees. */
-    VEGA__J_STALE = 1u << 4,
-    VEGA__J_RELEASED = 1u << 5,
 };
 
 /* Flags for vega__park. */
@@ -154,6 +149,11 @@ struct vega_task {
 
     /* join/detach handshake (task.c): VEGA__J_* bits, and who waits for the task */
     atomic_uint jstate;
+    /* Run-queue entries that point at this struct beyond the one a NEW or RUNNABLE task has:
+     * left by joiners that claimed a task and ran it inline (task.c, "work-first join"). It
+     * belongs to the struct, not to one task: it survives free and reuse, so the struct can be
+     * reused at once while such an entry waits in a queue (sched.c, take_entry). */
+    atomic_uint stale;
     void *joiner; /* the joining task, or a struct vega__thread_waiter (VEGA__J_THREAD) */
 
     struct vega__group_node *group; /* task group membership, NULL if none */

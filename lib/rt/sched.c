@@ -137,24 +137,27 @@ void vega__schedule(struct vega_rt *rt, struct vega_task *t, bool yielded)
 /*
  * Takes a popped queue entry for running. False when the entry is stale: its task was claimed
  * by a joiner before it ever ran and runs (or ran) inline on the joiner's stack (task.c,
- * "work-first join"); the entry is then let go. A task has at most one live entry, which is
- * there exactly while its state is NEW or RUNNABLE, plus at most one stale one (J_STALE); so an
- * entry whose task is in neither state is the stale one, and when both entries point at a
- * runnable task either may run it (the other becomes the stale one).
+ * "work-first join"); the entry is then let go. The entries pointing at a struct number one
+ * while its task is NEW or RUNNABLE (none otherwise) plus its `stale` count, pushes still to
+ * come included; so an entry whose task is in neither state is a stale one, and when a stale
+ * and a live entry point at a runnable task either may run it (the other becomes the stale
+ * one). Entries are interchangeable because the count is the struct's: a stale entry may even
+ * run the next task made in the same struct.
  */
-static inline bool take_entry(struct vega__worker *w, struct vega_task *t)
+static inline bool take_entry(struct vega_task *t)
 {
     unsigned s = atomic_load_explicit(&t->state, memory_order_acquire);
-    /* A started task is claimed never again: without J_STALE its entry is the live one. */
+    /* Only a NEW task is ever claimed: a RUNNABLE one with no stale entry has the one entry. */
     if (vega__likely(s == VEGA__T_RUNNABLE) &&
-        !(atomic_load_explicit(&t->jstate, memory_order_acquire) & VEGA__J_STALE))
+        atomic_load_explicit(&t->stale, memory_order_acquire) == 0)
         return true;
     /* NEW: races a joiner's claim; RUNNABLE with a stale entry about: races the other entry. */
     if ((s == VEGA__T_NEW || s == VEGA__T_RUNNABLE) &&
         atomic_compare_exchange_strong_explicit(&t->state, &s, VEGA__T_RUNNING,
                                                 memory_order_acq_rel, memory_order_acquire))
         return true;
-    vega__task_stale_drop(w, t);
+    if (vega__unlikely(atomic_fetch_sub_explicit(&t->stale, 1, memory_order_acq_rel) == 0))
+        VEGA_PANIC("run queue entry of task %llu counted nowhere", (unsigned long long)t->id);
     return false;
 }
 
@@ -164,7 +167,7 @@ static struct vega_task *next_task(struct vega__worker *w)
 {
     struct vega_task *t;
     /* Bounded: each stale entry is dropped once. */
-    while ((t = next_entry(w)) && !take_entry(w, t)) {
+    while ((t = next_entry(w)) && !take_entry(t)) {
     }
     return t;
 }
@@ -574,7 +577,7 @@ static void worker_loop(struct vega__worker *w, struct vega_task *until)
         }
         w->tick++;
         struct vega_task *t = next_task(w);
-        if (!t && (t = steal_work(w)) && !take_entry(w, t))
+        if (!t && (t = steal_work(w)) && !take_entry(t))
             continue; /* a stale entry; what came with it is in the local queue now */
         if (t) {
             leave_searching(w);
@@ -779,10 +782,12 @@ int vega_rt_block_on(vega_rt *rt, vega_task_fn fn, void *arg, void **result)
     if (rt->opts.flavor == VEGA_RT_CURRENT_THREAD) {
         struct vega__worker *w = &rt->workers[0];
         vega__worker_set_self(w);
+        vega__task_publish(t);
         vega__lqueue_push(w, t);
         vega__worker_set_self(NULL);
         worker_loop(w, t);
     } else {
+        vega__task_publish(t);
         vega__inject_push(&rt->inject, &t, 1);
         vega__notify_parked(rt);
     }

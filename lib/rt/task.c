@@ -323,7 +323,9 @@ struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, 
     t->sp = NULL;
     /* Plain atomic stores: a stale waker may still read a recycled struct (see task.c's join
      * notes), which is harmless but must not be a data race. */
-    atomic_store_explicit(&t->state, VEGA__T_NEW, memory_order_relaxed);
+    /* DONE (as a freed struct is) until vega__task_publish: a stale queue entry's pop must not
+     * run it before all is written (t->stale is left alone: see rt_int.h). */
+    atomic_store_explicit(&t->state, VEGA__T_DONE, memory_order_relaxed);
     atomic_store_explicit(&t->flags, 0, memory_order_relaxed);
     t->next = NULL;
     t->rt = rt;
@@ -381,6 +383,7 @@ int vega_task_spawn_ex_versioned(vega_task **out, vega_task_fn fn, void *arg,
         return -ENOMEM;
     if (out)
         *out = t;
+    vega__task_publish(t);
     vega__schedule(w->rt, t, false);
     return 0;
 }
@@ -402,6 +405,7 @@ int vega_rt_spawn(vega_rt *rt, vega_task **out, vega_task_fn fn, void *arg)
         return -ENOMEM;
     if (out)
         *out = t;
+    vega__task_publish(t);
     vega__schedule(rt, t, false);
     return 0;
 }
@@ -705,9 +709,9 @@ static int join_from_thread(struct vega_task *t, vega_deadline dl)
  * no switch and no wake-up. The child keeps its own identity (it is the current task while it
  * runs: cancellation, deadline scopes, groups, dumps), and if it parks, the joiner's stack
  * parks with it: the joiner waits for that very child anyway.
- * - The queue entry still pointing at the child is stale: J_STALE counts it, the pop that finds
- *   it lets it go (sched.c, take_entry), and the struct is freed by the later of that pop and
- *   the end of the join (J_RELEASED), so it is not recycled while an entry points at it.
+ * - The queue entry still pointing at the child is stale: the struct's `stale` count holds it,
+ *   and the pop that finds it lets it go (sched.c, take_entry). The count stays with the struct
+ *   when it is freed and reused, so the join frees the child at once, as any join does.
  * - Only while the joiner has used at most an eighth of its stack: the child then has at least
  *   7/8 of stack_size, and nested inline joins stop at that depth (then the child runs on its
  *   own stack as before).
@@ -726,32 +730,16 @@ static bool join_inline(struct vega__worker *w, struct vega_task *cur, struct ve
     uintptr_t top = (uintptr_t)s->base + s->size;
     if (sp + s->size / 8 < top || is_cancelled(cur))
         return false;
-    /* STALE before the claim: a pop that loses the race to the claim must find it. */
-    atomic_fetch_or_explicit(&t->jstate, VEGA__J_STALE, memory_order_acq_rel);
+    /* Counted before the claim: a pop that loses the race to the claim must find it. */
+    atomic_fetch_add_explicit(&t->stale, 1, memory_order_acq_rel);
     unsigned expect = VEGA__T_NEW;
     if (!atomic_compare_exchange_strong_explicit(&t->state, &expect, VEGA__T_RUNNING,
                                                  memory_order_acq_rel, memory_order_acquire)) {
-        atomic_fetch_and_explicit(&t->jstate, ~(unsigned)VEGA__J_STALE, memory_order_acq_rel);
+        atomic_fetch_sub_explicit(&t->stale, 1, memory_order_acq_rel);
         return false; /* a worker took it first */
     }
     vega__task_run_inline(w, cur, t);
     return true;
-}
-
-void vega__task_stale_drop(struct vega__worker *w, struct vega_task *t)
-{
-    unsigned s =
-        atomic_fetch_and_explicit(&t->jstate, ~(unsigned)VEGA__J_STALE, memory_order_acq_rel);
-    if (s & VEGA__J_RELEASED)
-        vega__task_free(w, t);
-}
-
-/* The end of a join that ran t inline: t is freed now, or by the pop of its stale entry. */
-static void release_claimed(struct vega__worker *w, struct vega_task *t)
-{
-    unsigned s = atomic_fetch_or_explicit(&t->jstate, VEGA__J_RELEASED, memory_order_acq_rel);
-    if (!(s & VEGA__J_STALE))
-        vega__task_free(w, t);
 }
 
 int vega_task_join(vega_task *t, void **result, vega_deadline dl)
@@ -759,13 +747,12 @@ int vega_task_join(vega_task *t, void **result, vega_deadline dl)
     struct vega_task *cur = vega__task_self();
     if (cur == t)
         return -EDEADLK;
-    bool claimed = false;
     if (!cur || cur->rt != t->rt) {
         int r = join_from_thread(t, dl);
         if (r < 0)
             return r;
     } else if (dl == VEGA_DEADLINE_NEVER && join_inline(vega__worker_self(), cur, t)) {
-        claimed = true;
+        /* ran inline to its end */
     } else if (!finished(t) && register_joiner(t, cur, VEGA__J_JOINER)) {
         for (;;) {
             int r = vega__park(dl, 0, "join");
@@ -780,10 +767,7 @@ int vega_task_join(vega_task *t, void **result, vega_deadline dl)
     }
     if (result)
         *result = t->arg_result;
-    if (claimed)
-        release_claimed(vega__worker_self(), t);
-    else
-        vega__task_free(vega__worker_self(), t);
+    vega__task_free(vega__worker_self(), t);
     return 0;
 }
 
