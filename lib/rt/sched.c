@@ -393,8 +393,10 @@ static void post_switch(struct vega__worker *w)
         VEGA_PANIC("stack overflow in task %llu (%s): raise vega_rt_opts.stack_size",
                    (unsigned long long)t->id, t->name ? t->name : "unnamed");
     switch (w->after) {
+    /* RUNNABLE with release: besides the queue push, a stale entry's pop (take_entry) may
+     * see it and run the task, and must see its saved stack pointer and stack. */
     case VEGA__AFTER_YIELD:
-        atomic_store_explicit(&t->state, VEGA__T_RUNNABLE, memory_order_relaxed);
+        atomic_store_explicit(&t->state, VEGA__T_RUNNABLE, memory_order_release);
         vega__lqueue_push(w, t);
         break;
     case VEGA__AFTER_PARK: {
@@ -402,7 +404,7 @@ static void post_switch(struct vega__worker *w)
         if (!atomic_compare_exchange_strong_explicit(&t->state, &expect, VEGA__T_PARKED,
                                                      memory_order_acq_rel, memory_order_acquire)) {
             /* Woken while it was still running: run it again soon. */
-            atomic_store_explicit(&t->state, VEGA__T_RUNNABLE, memory_order_relaxed);
+            atomic_store_explicit(&t->state, VEGA__T_RUNNABLE, memory_order_release);
             vega__lqueue_push(w, t);
         }
         break;

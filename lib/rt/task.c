@@ -328,7 +328,7 @@ struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, 
     atomic_store_explicit(&t->state, VEGA__T_DONE, memory_order_relaxed);
     atomic_store_explicit(&t->flags, 0, memory_order_relaxed);
     t->next = NULL;
-    t->rt = rt;
+    /* t->rt is not written: it was set when the chunk was mapped, and a stale waker may read it. */
     t->stack = NULL;
     t->fn = fn;
     t->arg_result = arg;
