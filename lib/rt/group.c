@@ -57,6 +57,7 @@ int vega_group_spawn(vega_group *g, vega_task_fn fn, void *arg)
     t->group = n;
     g->live++;
     vega__spin_unlock(&g->lock);
+    vega__task_publish(t);
     vega__schedule(w->rt, t, false);
     return 0;
 }

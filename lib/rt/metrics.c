@@ -123,16 +123,16 @@ int vega_rt_metrics_prometheus(const vega_rt *rt, FILE *out)
 
 void vega_rt_dump_tasks(const vega_rt *rt, FILE *out)
 {
-    static const char *states[] = {"runnable", "running", "notified", "parked", "done"};
+    static const char *states[] = {"runnable", "running", "notified", "parked", "done", "new"};
     for (unsigned i = 0; i < rt->nworkers; i++) {
         struct vega__worker *w = &rt->workers[i];
         vega__spin_lock(&w->live_lock);
         for (struct vega__stack *st = w->live_head; st; st = st->live_next) {
-            struct vega_task *t = st->task;
+            struct vega_task *t = __atomic_load_n(&st->task, __ATOMIC_ACQUIRE);
             unsigned s = atomic_load_explicit(&t->state, memory_order_relaxed);
             const char *reason = __atomic_load_n(&st->wait_reason, __ATOMIC_RELAXED);
             fprintf(out, "task %" PRIu64 " %-16s %-9s %s%s\n", t->id, t->name ? t->name : "-",
-                    s < 5 ? states[s] : "?", reason ? "waiting on " : "", reason ? reason : "");
+                    s < 6 ? states[s] : "?", reason ? "waiting on " : "", reason ? reason : "");
         }
         vega__spin_unlock(&w->live_lock);
     }

@@ -94,6 +94,7 @@ enum vega__task_state {
     VEGA__T_NOTIFIED,     /* on a worker, and woken while running: its next park returns at once */
     VEGA__T_PARKED,       /* suspended; a wake moves it to RUNNABLE and queues it */
     VEGA__T_DONE,
+    VEGA__T_NEW, /* queued, never run, no stack: a joiner may claim it (task.c) */
 };
 
 enum {
@@ -148,6 +149,11 @@ struct vega_task {
 
     /* join/detach handshake (task.c): VEGA__J_* bits, and who waits for the task */
     atomic_uint jstate;
+    /* Run-queue entries that point at this struct beyond the one a NEW or RUNNABLE task has:
+     * left by joiners that claimed a task and ran it inline (task.c, "work-first join"). It
+     * belongs to the struct, not to one task: it survives free and reuse, so the struct can be
+     * reused at once while such an entry waits in a queue (sched.c, take_entry). */
+    atomic_uint stale;
     void *joiner; /* the joining task, or a struct vega__thread_waiter (VEGA__J_THREAD) */
 
     struct vega__group_node *group; /* task group membership, NULL if none */

@@ -134,7 +134,45 @@ void vega__schedule(struct vega_rt *rt, struct vega_task *t, bool yielded)
     vega__notify_parked(rt);
 }
 
+/*
+ * Takes a popped queue entry for running. False when the entry is stale: its task was claimed
+ * by a joiner before it ever ran and runs (or ran) inline on the joiner's stack (task.c,
+ * "work-first join"); the entry is then let go. The entries pointing at a struct number one
+ * while its task is NEW or RUNNABLE (none otherwise) plus its `stale` count, pushes still to
+ * come included; so an entry whose task is in neither state is a stale one, and when a stale
+ * and a live entry point at a runnable task either may run it (the other becomes the stale
+ * one). Entries are interchangeable because the count is the struct's: a stale entry may even
+ * run the next task made in the same struct.
+ */
+static inline bool take_entry(struct vega_task *t)
+{
+    unsigned s = atomic_load_explicit(&t->state, memory_order_acquire);
+    /* Only a NEW task is ever claimed: a RUNNABLE one with no stale entry has the one entry. */
+    if (vega__likely(s == VEGA__T_RUNNABLE) &&
+        atomic_load_explicit(&t->stale, memory_order_acquire) == 0)
+        return true;
+    /* NEW: races a joiner's claim; RUNNABLE with a stale entry about: races the other entry. */
+    if ((s == VEGA__T_NEW || s == VEGA__T_RUNNABLE) &&
+        atomic_compare_exchange_strong_explicit(&t->state, &s, VEGA__T_RUNNING,
+                                                memory_order_acq_rel, memory_order_acquire))
+        return true;
+    if (vega__unlikely(atomic_fetch_sub_explicit(&t->stale, 1, memory_order_acq_rel) == 0))
+        VEGA_PANIC("run queue entry of task %llu counted nowhere", (unsigned long long)t->id);
+    return false;
+}
+
+static struct vega_task *next_entry(struct vega__worker *w);
+
 static struct vega_task *next_task(struct vega__worker *w)
+{
+    struct vega_task *t;
+    /* Bounded: each stale entry is dropped once. */
+    while ((t = next_entry(w)) && !take_entry(t)) {
+    }
+    return t;
+}
+
+static struct vega_task *next_entry(struct vega__worker *w)
 {
     struct vega_rt *rt = w->rt;
     if (w->lifo) {
@@ -355,8 +393,10 @@ static void post_switch(struct vega__worker *w)
         VEGA_PANIC("stack overflow in task %llu (%s): raise vega_rt_opts.stack_size",
                    (unsigned long long)t->id, t->name ? t->name : "unnamed");
     switch (w->after) {
+    /* RUNNABLE with release: besides the queue push, a stale entry's pop (take_entry) may
+     * see it and run the task, and must see its saved stack pointer and stack. */
     case VEGA__AFTER_YIELD:
-        atomic_store_explicit(&t->state, VEGA__T_RUNNABLE, memory_order_relaxed);
+        atomic_store_explicit(&t->state, VEGA__T_RUNNABLE, memory_order_release);
         vega__lqueue_push(w, t);
         break;
     case VEGA__AFTER_PARK: {
@@ -364,7 +404,7 @@ static void post_switch(struct vega__worker *w)
         if (!atomic_compare_exchange_strong_explicit(&t->state, &expect, VEGA__T_PARKED,
                                                      memory_order_acq_rel, memory_order_acquire)) {
             /* Woken while it was still running: run it again soon. */
-            atomic_store_explicit(&t->state, VEGA__T_RUNNABLE, memory_order_relaxed);
+            atomic_store_explicit(&t->state, VEGA__T_RUNNABLE, memory_order_release);
             vega__lqueue_push(w, t);
         }
         break;
@@ -445,6 +485,32 @@ void vega__task_switch_out(struct vega__worker *w, struct vega_task *cur, enum v
     post_switch(vega__worker_self());
 }
 
+void vega__task_run_inline(struct vega__worker *w, struct vega_task *cur, struct vega_task *t)
+{
+    /* t was claimed (NEW -> RUNNING): it never ran, so it has no stack, no timer, no waiter.
+     * It borrows cur's stack and fiber, and is the worker's current task while it runs: its
+     * own identity, cancellation, deadline and budget checks. If it parks, cur's stack (with
+     * cur's frames under t's) parks with it and resumes wherever t is resumed. */
+    struct vega__stack *s = cur->stack;
+    t->stack = s;
+    /* Dumps and cancel-all at shutdown reach the innermost task (they read it under the live
+     * list's lock while the stack may be listed: an atomic store). */
+    __atomic_store_n(&s->task, t, __ATOMIC_RELEASE);
+#if defined(VEGA_TSAN)
+    t->tsan_fiber = cur->tsan_fiber;
+#endif
+    bump(&w->m.polls, 1);
+    if (vega__unlikely(w->rt->opts.seeded))
+        w->rt->trace_hash = (w->rt->trace_hash ^ t->id) * 0x100000001b3ull;
+    w->current = t;
+    void *res = t->fn(t->arg_result);
+    w = vega__worker_self(); /* it may have parked and resumed on another worker */
+    t->arg_result = res;
+    __atomic_store_n(&s->task, cur, __ATOMIC_RELEASE);
+    w->current = cur;
+    vega__task_finish_inline(w, t);
+}
+
 static void task_entry(void *arg)
 {
     struct vega_task *t = arg;
@@ -513,8 +579,8 @@ static void worker_loop(struct vega__worker *w, struct vega_task *until)
         }
         w->tick++;
         struct vega_task *t = next_task(w);
-        if (!t)
-            t = steal_work(w);
+        if (!t && (t = steal_work(w)) && !take_entry(t))
+            continue; /* a stale entry; what came with it is in the local queue now */
         if (t) {
             leave_searching(w);
             run_task(w, t);
@@ -718,10 +784,12 @@ int vega_rt_block_on(vega_rt *rt, vega_task_fn fn, void *arg, void **result)
     if (rt->opts.flavor == VEGA_RT_CURRENT_THREAD) {
         struct vega__worker *w = &rt->workers[0];
         vega__worker_set_self(w);
+        vega__task_publish(t);
         vega__lqueue_push(w, t);
         vega__worker_set_self(NULL);
         worker_loop(w, t);
     } else {
+        vega__task_publish(t);
         vega__inject_push(&rt->inject, &t, 1);
         vega__notify_parked(rt);
     }
@@ -740,7 +808,7 @@ static void cancel_everything(struct vega_rt *rt)
         struct vega__worker *w = &rt->workers[i];
         vega__spin_lock(&w->live_lock);
         for (struct vega__stack *s = w->live_head; s; s = s->live_next)
-            vega__task_wake(s->task);
+            vega__task_wake(__atomic_load_n(&s->task, __ATOMIC_ACQUIRE));
         vega__spin_unlock(&w->live_lock);
     }
 }

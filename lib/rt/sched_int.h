@@ -257,6 +257,17 @@ void vega__task_switch_out(struct vega__worker *w, struct vega_task *cur, enum v
 struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, vega_task_fn fn,
                                     void *arg, const vega_spawn_opts *opts, bool detached);
 void vega__task_finish(struct vega__worker *w, struct vega_task *t);
+/* Runs t, which the calling task cur claimed before t ever ran, to its end on cur's stack
+ * (task.c, "work-first join"); returns on whatever worker t finished on, with cur current. */
+void vega__task_run_inline(struct vega__worker *w, struct vega_task *cur, struct vega_task *t);
+/* The end of a task run by vega__task_run_inline: vega__task_finish without the stack. */
+void vega__task_finish_inline(struct vega__worker *w, struct vega_task *t);
+/* Makes a created task NEW, right before it is queued: its fields are all written by then, for
+ * a stale entry's pop (see take_entry in sched.c) may run it from that moment on. */
+static inline void vega__task_publish(struct vega_task *t)
+{
+    atomic_store_explicit(&t->state, VEGA__T_NEW, memory_order_release);
+}
 /* A task struct from w's cache (w: the calling worker, or NULL from outside), or NULL. */
 struct vega_task *vega__task_alloc(struct vega_rt *rt, struct vega__worker *w);
 /* Gives a struct back to w's cache (w: the calling worker, or NULL), which overflows into the

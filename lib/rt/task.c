@@ -323,10 +323,12 @@ struct vega_task *vega__task_create(struct vega_rt *rt, struct vega__worker *w, 
     t->sp = NULL;
     /* Plain atomic stores: a stale waker may still read a recycled struct (see task.c's join
      * notes), which is harmless but must not be a data race. */
-    atomic_store_explicit(&t->state, VEGA__T_RUNNABLE, memory_order_relaxed);
+    /* DONE (as a freed struct is) until vega__task_publish: a stale queue entry's pop must not
+     * run it before all is written (t->stale is left alone: see rt_int.h). */
+    atomic_store_explicit(&t->state, VEGA__T_DONE, memory_order_relaxed);
     atomic_store_explicit(&t->flags, 0, memory_order_relaxed);
     t->next = NULL;
-    t->rt = rt;
+    /* t->rt is not written: it was set when the chunk was mapped, and a stale waker may read it. */
     t->stack = NULL;
     t->fn = fn;
     t->arg_result = arg;
@@ -381,6 +383,7 @@ int vega_task_spawn_ex_versioned(vega_task **out, vega_task_fn fn, void *arg,
         return -ENOMEM;
     if (out)
         *out = t;
+    vega__task_publish(t);
     vega__schedule(w->rt, t, false);
     return 0;
 }
@@ -402,6 +405,7 @@ int vega_rt_spawn(vega_rt *rt, vega_task **out, vega_task_fn fn, void *arg)
         return -ENOMEM;
     if (out)
         *out = t;
+    vega__task_publish(t);
     vega__schedule(rt, t, false);
     return 0;
 }
@@ -564,9 +568,10 @@ struct vega__thread_waiter {
  *   thread waiter lives on a stack, so it does not leave before the finisher said `done`;
  * - exactly one of detach and finish sees the other's bit and frees the task.
  */
+static void finish_common(struct vega__worker *w, struct vega_task *t);
+
 void vega__task_finish(struct vega__worker *w, struct vega_task *t)
 {
-    struct vega_rt *rt = t->rt;
     if (t->stack->live_owner)
         live_remove(t->stack);
     vega__stack_put(w, t->stack);
@@ -575,6 +580,21 @@ void vega__task_finish(struct vega__worker *w, struct vega_task *t)
     __tsan_destroy_fiber(t->tsan_fiber);
     t->tsan_fiber = NULL;
 #endif
+    finish_common(w, t);
+}
+
+void vega__task_finish_inline(struct vega__worker *w, struct vega_task *t)
+{
+    t->stack = NULL; /* the joiner's: it stays with the joiner */
+#if defined(VEGA_TSAN)
+    t->tsan_fiber = NULL; /* likewise */
+#endif
+    finish_common(w, t);
+}
+
+static void finish_common(struct vega__worker *w, struct vega_task *t)
+{
+    struct vega_rt *rt = t->rt;
     if (t->group)
         vega__group_member_done(t);
     atomic_store_explicit(&t->state, VEGA__T_DONE, memory_order_release);
@@ -682,6 +702,46 @@ static int join_from_thread(struct vega_task *t, vega_deadline dl)
     return r;
 }
 
+/*
+ * Work-first join (Cilk, rayon): a task that joins, with no deadline, a child that has not
+ * started yet claims it (NEW -> RUNNING, a CAS that the child's queue entry's pop also tries,
+ * so exactly one of them runs it) and runs it inline on its own stack, which costs no stack,
+ * no switch and no wake-up. The child keeps its own identity (it is the current task while it
+ * runs: cancellation, deadline scopes, groups, dumps), and if it parks, the joiner's stack
+ * parks with it: the joiner waits for that very child anyway.
+ * - The queue entry still pointing at the child is stale: the struct's `stale` count holds it,
+ *   and the pop that finds it lets it go (sched.c, take_entry). The count stays with the struct
+ *   when it is freed and reused, so the join frees the child at once, as any join does.
+ * - Only while the joiner has used at most an eighth of its stack: the child then has at least
+ *   7/8 of stack_size, and nested inline joins stop at that depth (then the child runs on its
+ *   own stack as before).
+ * - Not when the joiner is already cancelled (its join returns -ECANCELED as before), nor for a
+ *   join with a deadline (it must return at the deadline). A cancel of the joiner while the
+ *   child runs inline takes effect after the child returned: the join cannot return while
+ *   the child's frames sit on its stack; it returns 0 with the result, and the joiner's next
+ *   wait sees the cancel.
+ */
+static bool join_inline(struct vega__worker *w, struct vega_task *cur, struct vega_task *t)
+{
+    if (atomic_load_explicit(&t->state, memory_order_relaxed) != VEGA__T_NEW)
+        return false;
+    const struct vega__stack *s = cur->stack;
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    uintptr_t top = (uintptr_t)s->base + s->size;
+    if (sp + s->size / 8 < top || is_cancelled(cur))
+        return false;
+    /* Counted before the claim: a pop that loses the race to the claim must find it. */
+    atomic_fetch_add_explicit(&t->stale, 1, memory_order_acq_rel);
+    unsigned expect = VEGA__T_NEW;
+    if (!atomic_compare_exchange_strong_explicit(&t->state, &expect, VEGA__T_RUNNING,
+                                                 memory_order_acq_rel, memory_order_acquire)) {
+        atomic_fetch_sub_explicit(&t->stale, 1, memory_order_acq_rel);
+        return false; /* a worker took it first */
+    }
+    vega__task_run_inline(w, cur, t);
+    return true;
+}
+
 int vega_task_join(vega_task *t, void **result, vega_deadline dl)
 {
     struct vega_task *cur = vega__task_self();
@@ -691,6 +751,8 @@ int vega_task_join(vega_task *t, void **result, vega_deadline dl)
         int r = join_from_thread(t, dl);
         if (r < 0)
             return r;
+    } else if (dl == VEGA_DEADLINE_NEVER && join_inline(vega__worker_self(), cur, t)) {
+        /* ran inline to its end */
     } else if (!finished(t) && register_joiner(t, cur, VEGA__J_JOINER)) {
         for (;;) {
             int r = vega__park(dl, 0, "join");

@@ -20,6 +20,7 @@ static void fire(struct vega__worker *on, struct vega__watch *w, int status)
     struct vega_task *t = vega__task_create(on->rt, on, watch_task, w, NULL, true);
     if (vega__unlikely(!t))
         VEGA_PANIC("out of memory for a watch's task");
+    vega__task_publish(t);
     vega__schedule(on->rt, t, false);
 }
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <vega/rt.h>
+#include <vega/sync.h>
 #include <vega/test.h>
 
 #include "vtest.h"
@@ -852,5 +853,233 @@ VTEST(block_on_from_task_refused)
     void *res;
     VCHECK_EQ(vega_rt_block_on(rt, root_block_on_nested, rt, &res), 0);
     VCHECK_EQ((intptr_t)res, -EDEADLK);
+    vega_rt_free(rt);
+}
+
+/* ---- work-first join: a child joined before it ever ran runs inline on the joiner's stack ---- */
+
+struct probe {
+    uintptr_t frame; /* the child's frame address */
+    vega_task *self; /* what the child saw as the current task */
+    atomic_int ran;
+};
+
+static void *frame_probe(void *arg)
+{
+    struct probe *p = arg;
+    p->frame = (uintptr_t)__builtin_frame_address(0);
+    p->self = vega_task_current();
+    atomic_store(&p->ran, 1);
+    return (void *)7;
+}
+
+/* A frame within 16 KiB below `me` is on the same stack: another task's stack is a whole
+ * stack (64 KiB by default, plus a guard) away. */
+static bool on_my_stack(uintptr_t me, uintptr_t frame)
+{
+    return frame < me && frame + 16384 > me;
+}
+
+static void *root_inline(void *arg)
+{
+    (void)arg;
+    uintptr_t me = (uintptr_t)__builtin_frame_address(0);
+    struct probe a = {0}, b = {0};
+    vega_task *ta, *tb;
+    void *res = NULL;
+    VCHECK_EQ(vega_task_spawn(&ta, frame_probe, &a), 0);
+    VCHECK_EQ(vega_task_join(ta, &res, VEGA_DEADLINE_NEVER), 0);
+    VCHECK_EQ((uintptr_t)res, 7);
+    VCHECK(a.self == ta); /* its own identity, not the joiner's */
+    VCHECK(on_my_stack(me, a.frame));
+    /* Started before the join: it ran on its own stack. */
+    VCHECK_EQ(vega_task_spawn(&tb, frame_probe, &b), 0);
+    while (!vega_task_is_finished(tb))
+        vega_yield();
+    VCHECK_EQ(vega_task_join(tb, &res, VEGA_DEADLINE_NEVER), 0);
+    VCHECK_EQ((uintptr_t)res, 7);
+    VCHECK(b.self == tb);
+    VCHECK(!on_my_stack(me, b.frame));
+    return NULL;
+}
+
+VTEST(join_runs_unstarted_child_inline)
+{
+    vega_rt *rt = make_rt(VEGA_RT_CURRENT_THREAD, 1);
+    VCHECK_EQ(vega_rt_block_on(rt, root_inline, NULL, NULL), 0);
+    vega_rt_free(rt);
+}
+
+/* The struct of a child run inline is freed by its join while its stale queue entry still
+ * points at it (the entry's count stays with the struct): the next spawn reuses the struct, so
+ * two entries point at it and the second child runs inline too; 3,000 of them in a row fit in
+ * the first chunk of task structs (1,169) only if each is freed. */
+static void *root_inline_frees(void *arg)
+{
+    vega_rt *rt = arg;
+    for (int i = 0; i < 3000; i++) {
+        struct probe p = {0};
+        vega_task *t;
+        VCHECK_EQ(vega_task_spawn(&t, frame_probe, &p), 0);
+        VCHECK_EQ(vega_task_join(t, NULL, VEGA_DEADLINE_NEVER), 0);
+        VCHECK(atomic_load(&p.ran));
+        vega_yield(); /* the worker pops the stale entry */
+    }
+    vega_rt_metrics m;
+    vega_rt_get_metrics(rt, &m);
+    VCHECK_EQ(m.task_chunks, 1);
+    return NULL;
+}
+
+VTEST(inline_children_are_freed)
+{
+    vega_rt *rt = make_rt(VEGA_RT_CURRENT_THREAD, 1);
+    VCHECK_EQ(vega_rt_block_on(rt, root_inline_frees, rt, NULL), 0);
+    vega_rt_free(rt);
+}
+
+/* An inline child that parks parks the joiner's stack with it; a cancel of the joiner while it
+ * is parked takes effect after the child returned. */
+static vega_notify inline_n;
+
+static void *inline_parker(void *arg)
+{
+    struct probe *p = arg;
+    p->frame = (uintptr_t)__builtin_frame_address(0);
+    return (void *)(intptr_t)(vega_notify_wait(&inline_n, VEGA_DEADLINE_NEVER) == 0 ? 11 : -1);
+}
+
+static void *inline_canceller(void *arg)
+{
+    vega_task_cancel(arg); /* the joiner, inside its join */
+    vega_notify_one(&inline_n);
+    return NULL;
+}
+
+static void *root_inline_park(void *arg)
+{
+    (void)arg;
+    uintptr_t me = (uintptr_t)__builtin_frame_address(0);
+    vega_notify_init(&inline_n);
+    struct probe p = {0};
+    vega_task *c, *h;
+    void *res = NULL;
+    VCHECK_EQ(vega_task_spawn(&c, inline_parker, &p), 0);
+    VCHECK_EQ(vega_task_spawn(&h, inline_canceller, vega_task_current()), 0);
+    /* c runs inline, parks; h runs, cancels this task and wakes c; c returns. */
+    VCHECK_EQ(vega_task_join(c, &res, VEGA_DEADLINE_NEVER), 0);
+    VCHECK_EQ((intptr_t)res, 11);
+    VCHECK(on_my_stack(me, p.frame));
+    VCHECK(vega_task_is_cancelled());
+    VCHECK(vega_task_is_finished(h));
+    VCHECK_EQ(vega_task_join(h, NULL, VEGA_DEADLINE_NEVER), 0);
+    VCHECK_EQ(vega_yield(), -ECANCELED);
+    vega_notify_fini(&inline_n);
+    return NULL;
+}
+
+VTEST(inline_child_parks_and_cancel_waits_for_it)
+{
+    vega_rt *rt = make_rt(VEGA_RT_CURRENT_THREAD, 1);
+    VCHECK_EQ(vega_rt_block_on(rt, root_inline_park, NULL, NULL), 0);
+    vega_rt_free(rt);
+}
+
+/* A cancelled joiner does not run the child: its join returns -ECANCELED as before. */
+static struct probe cancelled_probe; /* the child runs after this root returned */
+
+static void *root_cancelled_joiner(void *arg)
+{
+    (void)arg;
+    vega_task *c;
+    vega_task_cancel(vega_task_current());
+    VCHECK_EQ(vega_task_spawn(&c, frame_probe, &cancelled_probe), 0);
+    VCHECK_EQ(vega_task_join(c, NULL, VEGA_DEADLINE_NEVER), -ECANCELED);
+    VCHECK_EQ(atomic_load(&cancelled_probe.ran), 0);
+    vega_task_detach(c);
+    return NULL;
+}
+
+VTEST(cancelled_joiner_does_not_run_child)
+{
+    vega_rt *rt = make_rt(VEGA_RT_CURRENT_THREAD, 1);
+    VCHECK_EQ(vega_rt_block_on(rt, root_cancelled_joiner, NULL, NULL), 0);
+    vega_rt_free(rt);
+}
+
+/* A joiner that has used more than an eighth of its stack leaves the child its own stack. */
+static __attribute__((noinline)) void join_probe(uintptr_t *me, struct probe *p)
+{
+    *me = (uintptr_t)__builtin_frame_address(0);
+    vega_task *c;
+    VCHECK_EQ(vega_task_spawn(&c, frame_probe, p), 0);
+    VCHECK_EQ(vega_task_join(c, NULL, VEGA_DEADLINE_NEVER), 0);
+}
+
+static __attribute__((noinline)) void deep_join(uintptr_t *me, struct probe *p)
+{
+    /* 40 KiB on the task's real stack (alloca: never on a sanitizer's fake stack): more than
+     * an eighth of the default 64 KiB, and of the sanitizers' 256 KiB. */
+    volatile char *pad = __builtin_alloca(40 * 1024);
+    __asm__ __volatile__("" : : "r"(pad) : "memory"); /* escapes: all 40 KiB are allocated */
+    pad[0] = 1;
+    pad[40 * 1024 - 1] = 1;
+    join_probe(me, p);
+    VCHECK(pad[0] == 1);
+}
+
+static void *root_deep_joiner(void *arg)
+{
+    (void)arg;
+    uintptr_t me = 0;
+    struct probe p = {0};
+    deep_join(&me, &p);
+    VCHECK(atomic_load(&p.ran));
+    VCHECK(!on_my_stack(me, p.frame));
+    return NULL;
+}
+
+VTEST(deep_joiner_leaves_child_its_own_stack)
+{
+    vega_rt *rt = make_rt(VEGA_RT_CURRENT_THREAD, 1);
+    VCHECK_EQ(vega_rt_block_on(rt, root_deep_joiner, NULL, NULL), 0);
+    vega_rt_free(rt);
+}
+
+/* Spawn trees on two workers: claims race the other worker's steals, and the leaves yield, so
+ * inline children (and the joiners' stacks under them) move between workers. */
+static void *yield_tree(void *arg)
+{
+    uintptr_t depth = (uintptr_t)arg;
+    if (depth <= 1) {
+        vega_yield();
+        return (void *)(uintptr_t)1;
+    }
+    vega_task *l, *r;
+    VCHECK_EQ(vega_task_spawn(&l, yield_tree, (void *)(depth - 1)), 0);
+    VCHECK_EQ(vega_task_spawn(&r, yield_tree, (void *)(depth - 1)), 0);
+    void *a = NULL, *b = NULL;
+    VCHECK_EQ(vega_task_join(l, &a, VEGA_DEADLINE_NEVER), 0);
+    VCHECK_EQ(vega_task_join(r, &b, VEGA_DEADLINE_NEVER), 0);
+    return (void *)(1 + (uintptr_t)a + (uintptr_t)b);
+}
+
+static void *root_yield_trees(void *arg)
+{
+    vega_rt *rt = arg;
+    for (int i = 0; i < 4; i++) {
+        void *n = yield_tree((void *)(uintptr_t)12);
+        VCHECK_EQ((uintptr_t)n, 4095);
+    }
+    vega_rt_metrics m;
+    vega_rt_get_metrics(rt, &m);
+    VCHECK_EQ(m.live_tasks, 1); /* this one */
+    return NULL;
+}
+
+VTEST(inline_join_trees_multi)
+{
+    vega_rt *rt = make_rt(VEGA_RT_MULTI_THREAD, 2);
+    VCHECK_EQ(vega_rt_block_on(rt, root_yield_trees, rt, NULL), 0);
     vega_rt_free(rt);
 }
