@@ -47,6 +47,7 @@ enum {
 
 /* Limits on what the command line may ask for. */
 #define CURL_MAX_HEADERS      256
+#define CURL_MAX_HEADER_FILE  (1 << 20) /* -H @FILE */
 #define CURL_MAX_URLS         4096
 #define CURL_MAX_RESOLVE      64
 #define CURL_MAX_URL_LEN      8192
