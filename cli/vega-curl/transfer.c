@@ -747,6 +747,12 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
             req.body_user = &x->up;
             req.body_length = x->up.length;
         }
+        /* curl 7.88 asks first ("Expect: 100-continue", waiting up to 1 s for 100) before a -T
+         * upload that is not empty and before a -d/-F body over 1 MiB (EXPECT_100_THRESHOLD),
+         * unless -H names Expect (-H 'Expect:' is curl's way to turn it off). */
+        req.expect_continue =
+            !user_has(o, "Expect") &&
+            (x->has_upload ? x->up.length != 0 : x->send_data && o->data_len > (size_t)1 << 20);
         req.decompress = o->compressed;
         req.version = o->http_version;
         req.h3_fallback = o->h3_fallback;
