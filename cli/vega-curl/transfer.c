@@ -1059,11 +1059,16 @@ static int run(struct xfer *x, struct curl_ctx *cx, size_t idx)
         return code;
     }
     if (!keep) {
-        /* nothing is written, no file is made (curl ignores the body) */
+        /* The body is ignored and makes no file; the head still goes out with -i, -I and -D,
+         * as curl writes heads as they come. */
+        if (wants_heads(o))
+            code = write_heads(x, in);
         if (!o->head)
             drop_body(x, resp);
         vega_http_client_response_free(resp);
-        return 0;
+        if (code == 0 && (x->sink.opened || x->sink.is_stdout))
+            code = curl_sink_finish(&x->sink, o);
+        return code;
     }
     if (o->remote_header_name && spec.remote_name && !o->head) {
         char name[sizeof x->res.filename];
