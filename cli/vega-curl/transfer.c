@@ -1090,14 +1090,17 @@ static int run(struct xfer *x, struct curl_ctx *cx, size_t idx)
             return got;
         }
     }
-    if (o->fail && in->status >= 400 && !o->fail_with_body) {
-        vega_http_client_response_free(resp);
-        return curl_fail_msg(x, CE_HTTP_RETURNED_ERROR, "The requested URL returned error: %d",
-                             x->res.status);
-    }
     if (wants_heads(o) && (code = write_heads(x, in)) != 0) {
         vega_http_client_response_free(resp);
         return code;
+    }
+    if (o->fail && in->status >= 400 && !o->fail_with_body) {
+        /* the body is dropped; a head asked for (-i, -I, -D) is out already, as curl's is */
+        vega_http_client_response_free(resp);
+        if (x->sink.opened || x->sink.is_stdout)
+            curl_sink_finish(&x->sink, o);
+        return curl_fail_msg(x, CE_HTTP_RETURNED_ERROR, "The requested URL returned error: %d",
+                             x->res.status);
     }
     if (!o->head)
         code = read_body(x, resp, in);
