@@ -267,6 +267,9 @@ def run_one(row, exe, label, subst, data_dir, base):
     argv = [exe] + shlex.split(args)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "LC_ALL": "C",
            "TZ": "UTC"}
+    for k in ("ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS"):  # a sanitizer build's settings
+        if k in os.environ:
+            env[k] = os.environ[k]
     # stdin is a pipe (as in `cat FILE | curl ...`), else /dev/null.
     feed = None
     if row.stdin:
