@@ -168,6 +168,8 @@ void curl_data_add_urlencoded(struct curl_opts *o, const char *arg)
         if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
             c == '-' || c == '.' || c == '_' || c == '~') {
             enc[n++] = (char)c;
+        } else if (c == ' ') {
+            enc[n++] = '+'; /* curl 7.88's form encoding: "a b" is "a+b" */
         } else {
             enc[n++] = '%';
             enc[n++] = hex[c >> 4];

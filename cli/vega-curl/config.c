@@ -253,6 +253,8 @@ static void expand(struct words *w, char **args, size_t nargs, int depth)
     }
 }
 
+char **curl_config_argv;
+
 void curl_config_expand(int *argc, char ***argv, const struct option *longs, const char *shorts)
 {
     struct words w = {.longs = longs, .shorts = shorts};
@@ -277,6 +279,9 @@ void curl_config_expand(int *argc, char ***argv, const struct option *longs, con
         }
     }
     expand(&w, args, nargs, 0);
+    /* Kept to the end: the options point into its words. A global holds it too, so that it
+     * stays reachable (LeakSanitizer reported it at every exit once main's argv was gone). */
+    curl_config_argv = w.v;
     *argc = (int)w.n;
-    *argv = w.v; /* kept to the end: the options point into its words */
+    *argv = w.v;
 }

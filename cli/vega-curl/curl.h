@@ -47,6 +47,7 @@ enum {
 
 /* Limits on what the command line may ask for. */
 #define CURL_MAX_HEADERS      256
+#define CURL_MAX_HEADER_FILE  (1 << 20) /* -H @FILE */
 #define CURL_MAX_URLS         4096
 #define CURL_MAX_RESOLVE      64
 #define CURL_MAX_URL_LEN      8192
@@ -322,6 +323,8 @@ struct option;
  * command line, each -K FILE in it replaced by that file's options. Exits 26 for a file that
  * cannot be read, is over CURL_MAX_CONFIG bytes or nests over CURL_MAX_CONFIG_DEPTH. */
 void curl_config_expand(int *argc, char ***argv, const struct option *longs, const char *shorts);
+/* The expanded argv, held for the process's life (the options point into it). */
+extern char **curl_config_argv;
 
 /* ---- .netrc (netrc.c) ---------------------------------------------------------------------- */
 

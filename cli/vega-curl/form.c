@@ -194,17 +194,24 @@ void curl_form_add(struct curl_opts *o, const char *arg, bool literal)
                             "supported; give one -F per file",
                             arg);
         content = curl_read_file(o, value, &vlen);
-        if (kind == '@' && !filename && strcmp(value, "-") == 0) {
-            filename = strdup("-"); /* curl's name for stdin, with no type guessed */
-            stdin_file = true;
-        } else if (kind == '@' && !filename) {
-            const char *base = strrchr(value, '/');
+        stdin_file = kind == '@' && strcmp(value, "-") == 0;
+        if (kind == '@' && !filename) {
+            /* curl's name for stdin is "-" */
+            const char *base = stdin_file ? NULL : strrchr(value, '/');
             filename = strdup(base ? base + 1 : value);
+        } else if (kind == '<') {
+            free(filename); /* curl 7.88 sends no file name for <FILE, even with ;filename= */
+            filename = NULL;
         }
     }
-    const char *ctype =
-        type ? type
-             : type_for(filename, kind == '@' && !stdin_file ? "application/octet-stream" : NULL);
+    /* curl's guess (lib/mime.c): from the part's file name, else from the path of the file read
+     * (stdin has none), else application/octet-stream for an @FILE upload; a guessed text/plain
+     * for a part without a file name is not sent. */
+    const char *ctype = type ? type : type_for(filename, NULL);
+    if (!ctype && (kind == '<' || (kind == '@' && !stdin_file)))
+        ctype = type_for(value, kind == '@' ? "application/octet-stream" : NULL);
+    if (!type && !filename && ctype && strcmp(ctype, "text/plain") == 0)
+        ctype = NULL; /* a part's default type (RFC 7578 §4.4): curl leaves a guessed one out */
     form_puts(o, "--");
     form_puts(o, o->form_boundary);
     form_puts(o, "\r\nContent-Disposition: form-data; name=");

@@ -26,7 +26,7 @@ static const char usage_text[] =
     "  -X, --request METHOD     the method (default GET; POST with -d; PUT with -T)\n"
     "  -H, --header 'N: V'      an extra header field (repeatable); 'N:' removes a field the\n"
     "                           tool would send (Host, Accept, User-Agent, ...), 'N;' sends\n"
-    "                           N with an empty value\n"
+    "                           N with an empty value; @FILE: one field a line\n"
     "  -d, --data DATA          POST DATA as application/x-www-form-urlencoded (repeatable,\n"
     "                           joined with '&'); @FILE reads FILE without its newlines,\n"
     "                           @- reads stdin\n"
@@ -506,6 +506,37 @@ static void add_header(struct curl_opts *o, const char *h)
     o->headers[o->nheaders++] = (vega_http_field){{h, nlen}, {v, vlen}};
 }
 
+/* -H @FILE (curl 7.55+): one field a line (LF or CRLF), empty lines skipped; FILE is at most
+ * CURL_MAX_HEADER_FILE bytes (26 past it, or unreadable: curl ignores a file it cannot read). The
+ * buffer is kept for the process's life, as argv is. */
+static void add_header_file(struct curl_opts *o, const char *path)
+{
+    size_t len;
+    char *buf = curl_read_file(o, path, &len);
+    if (len > CURL_MAX_HEADER_FILE) {
+        curl_fail(o, CE_READ_ERROR, "-H @%s: larger than %d bytes", path, CURL_MAX_HEADER_FILE);
+        exit(CE_READ_ERROR);
+    }
+    if (memchr(buf, '\0', len))
+        cli_usage_error("-H @%s: the file holds a NUL byte", path);
+    char *nb = realloc(buf, len + 1); /* room for the last line's end */
+    if (!nb) {
+        cli_err(NULL, "out of memory");
+        exit(CE_OUT_OF_MEMORY);
+    }
+    buf = nb;
+    for (char *line = buf, *end; line < buf + len; line = end + 1) {
+        end = memchr(line, '\n', (size_t)(buf + len - line));
+        if (!end)
+            end = buf + len;
+        *end = '\0';
+        if (end > line && end[-1] == '\r')
+            end[-1] = '\0';
+        if (*line)
+            add_header(o, line);
+    }
+}
+
 /* --resolve HOST:PORT:ADDR[,ADDR...]; the first address is used. */
 static void add_resolve(struct curl_opts *o, const char *arg)
 {
@@ -738,7 +769,10 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
             o->method = optarg;
             break;
         case 'H':
-            add_header(o, optarg);
+            if (optarg[0] == '@')
+                add_header_file(o, optarg + 1);
+            else
+                add_header(o, optarg);
             break;
         case 'd':
             curl_data_add(o, optarg, true, true);

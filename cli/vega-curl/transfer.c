@@ -747,6 +747,12 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
             req.body_user = &x->up;
             req.body_length = x->up.length;
         }
+        /* curl 7.88 asks first ("Expect: 100-continue", waiting up to 1 s for 100) before a -T
+         * upload that is not empty and before a -d/-F body over 1 MiB (EXPECT_100_THRESHOLD),
+         * unless -H names Expect (-H 'Expect:' is curl's way to turn it off). */
+        req.expect_continue =
+            !user_has(o, "Expect") &&
+            (x->has_upload ? x->up.length != 0 : x->send_data && o->data_len > (size_t)1 << 20);
         req.decompress = o->compressed;
         req.version = o->http_version;
         req.h3_fallback = o->h3_fallback;
@@ -943,7 +949,7 @@ static int check_conditions(struct xfer *x, const vega_http_client_info *in, boo
 {
     const struct curl_opts *o = x->o;
     x->last_modified = last_modified(in);
-    if (o->time_cond && (in->status == 304 || in->status == 412)) {
+    if (o->time_cond && in->status == 304) { /* a 412 body is written, as curl does */
         *keep = false;
         return 0;
     }
@@ -1053,11 +1059,16 @@ static int run(struct xfer *x, struct curl_ctx *cx, size_t idx)
         return code;
     }
     if (!keep) {
-        /* nothing is written, no file is made (curl ignores the body) */
+        /* The body is ignored and makes no file; the head still goes out with -i, -I and -D,
+         * as curl writes heads as they come. */
+        if (wants_heads(o))
+            code = write_heads(x, in);
         if (!o->head)
             drop_body(x, resp);
         vega_http_client_response_free(resp);
-        return 0;
+        if (code == 0 && (x->sink.opened || x->sink.is_stdout))
+            code = curl_sink_finish(&x->sink, o);
+        return code;
     }
     if (o->remote_header_name && spec.remote_name && !o->head) {
         char name[sizeof x->res.filename];
@@ -1079,14 +1090,17 @@ static int run(struct xfer *x, struct curl_ctx *cx, size_t idx)
             return got;
         }
     }
-    if (o->fail && in->status >= 400 && !o->fail_with_body) {
-        vega_http_client_response_free(resp);
-        return curl_fail_msg(x, CE_HTTP_RETURNED_ERROR, "The requested URL returned error: %d",
-                             x->res.status);
-    }
     if (wants_heads(o) && (code = write_heads(x, in)) != 0) {
         vega_http_client_response_free(resp);
         return code;
+    }
+    if (o->fail && in->status >= 400 && !o->fail_with_body) {
+        /* the body is dropped; a head asked for (-i, -I, -D) is out already, as curl's is */
+        vega_http_client_response_free(resp);
+        if (x->sink.opened || x->sink.is_stdout)
+            curl_sink_finish(&x->sink, o);
+        return curl_fail_msg(x, CE_HTTP_RETURNED_ERROR, "The requested URL returned error: %d",
+                             x->res.status);
     }
     if (!o->head)
         code = read_body(x, resp, in);

@@ -779,3 +779,15 @@ NETRC
     run vc -s --unix-socket "$(printf 'x%.0s' $(seq 108))" http://foo/
     [ "$status" -eq 2 ]
 }
+
+@test "-H @FILE sends one field a line as curl; a file over 1 MiB exits 26" {
+    local u="http://127.0.0.1:$EPORT/echo"
+    printf 'X-A: 1\r\n\nX-B: two words\nX-C;' >"$T/h"
+    both h -s -H @"$T/h" "$u"
+    diff <(heads "$T/h.curl") <(heads "$T/h.vega")
+    grep -qx 'X-B: two words' "$T/h.vega"
+    grep -qx 'X-C: ' "$T/h.vega"
+    head -c $((1024 * 1024 + 1)) /dev/zero | tr '\0' 'a' >"$T/big"
+    run vc -s -H @"$T/big" "$u"
+    [ "$status" -eq 26 ]
+}

@@ -5,8 +5,15 @@
 # /c/ANY/PATH?set=SET-COOKIE&set=...&to=URL answers with one Set-Cookie per set= (and a 302 to
 # URL with to=; "@N@" in a set= value stands for N bytes of "v"), the body the Cookie fields it got; /cd?name=NAME answers with a
 # Content-Disposition naming NAME (percent-decoded, sent as given); /form answers with the parts
-# of a multipart/form-data body. Each argument is a Unix socket ("@NAME": abstract) served too.
-import email.parser, email.policy, http.server, re, socketserver, sys, threading, urllib.parse
+# of a multipart/form-data body. For interop/curl-diff: /r/CODE?to=URL redirects with CODE,
+# /chain/N redirects (302) to /chain/N-1 down to /echo, /status/CODE answers CODE with a body,
+# /auth answers 401 with a Basic challenge unless an Authorization field came (then echoes it),
+# /echolen is /echo with an X-Echo-Body field (the body's length and SHA-256) for the body,
+# /stall waits 5 s before answering, /deflate answers a zlib "deflate" body, /ct answers
+# Content-Type: text/x-curl-diff; charset=utf-8. Each argument is a Unix socket ("@NAME":
+# abstract) served too.
+import email.parser, email.policy, hashlib, http.server, re, socketserver, sys, threading, time
+import urllib.parse, zlib
 
 counts = {}
 
@@ -42,13 +49,39 @@ class H(http.server.BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
+    def read_body(self):
+        # A Content-Length body, or a chunked one (at most 1 MiB in all, 64 KiB a chunk).
+        if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
+            n = int(self.headers.get("Content-Length") or 0)
+            return self.rfile.read(n) if n else b""
+        body = b""
+        while True:
+            size = int(self.rfile.readline(100).split(b";")[0].strip() or b"0", 16)
+            if size > 65536 or len(body) + size > 1 << 20:
+                raise ValueError("chunk too large")
+            if size == 0:
+                while self.rfile.readline(1000) not in (b"\r\n", b"\n", b""):
+                    pass
+                return body
+            body += self.rfile.read(size)
+            self.rfile.readline(10)
+
     def do_GET(self):
-        n = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(n) if n else b""
+        self.answer(self.read_body())
+
+    def answer(self, body):
         p = self.path
+        if p.startswith("/echolen"):
+            # the head as /echo writes it, then the body's length and SHA-256 (large bodies)
+            self.path = "/echo" + p[len("/echolen"):]
+            self.headers["X-Echo-Body"] = "%d %s" % (len(body), hashlib.sha256(body).hexdigest())
+            return self.answer(b"")
         if p.startswith("/echo"):
+            # The tools' own User-Agent (their names and versions differ) reads "TOOL".
             head = "%s %s\n" % (self.command, p) + "".join(
-                "%s: %s\n" % (k, v) for k, v in self.headers.items())
+                "%s: %s\n" % (k, re.sub(r"^(curl|vega-curl)/\S+$", "TOOL", v)
+                               if k.lower() == "user-agent" else v)
+                for k, v in self.headers.items())
             self.send(200, head.encode() + body)
         elif p.startswith("/away?to="):
             self.send(302, b"", [("Location", p[len("/away?to="):])])
@@ -77,6 +110,28 @@ class H(http.server.BaseHTTPRequestHandler):
                       [("Content-Disposition", q["v"][0])] if "v" in q else [])
         elif p == "/form":
             self.send(200, form_parts(self.headers.get("Content-Type", ""), body))
+        elif p.startswith("/r/"):
+            code, _, to = p[len("/r/"):].partition("?to=")
+            self.send(int(code), b"moved\n", [("Location", urllib.parse.unquote(to))])
+        elif p.startswith("/chain/"):
+            n = int(p.split("/")[2])
+            self.send(302, b"", [("Location", "/chain/%d" % (n - 1) if n > 1 else "/echo")])
+        elif p.startswith("/status/"):
+            code = int(p.split("/")[2])
+            self.send(code, b"" if code in (204, 304) else b"status %d\n" % code)
+        elif p == "/auth":
+            if "Authorization" in self.headers:
+                self.send(200, ("auth %s\n" % self.headers["Authorization"]).encode())
+            else:
+                self.send(401, b"who?\n", [("WWW-Authenticate", 'Basic realm="diff"')])
+        elif p == "/stall":
+            time.sleep(5)
+            self.send(200, b"late\n")
+        elif p == "/deflate":
+            self.send(200, zlib.compress(b"deflated text\n" * 50),
+                      [("Content-Encoding", "deflate"), ("Content-Type", "text/plain")])
+        elif p == "/ct":
+            self.send(200, b"typed\n", [("Content-Type", "text/x-curl-diff; charset=utf-8")])
         elif p == "/lm":
             self.send(200, b"lm\n", [("Last-Modified", "Thu, 02 Jan 2020 03:04:05 GMT")])
         else:
@@ -85,6 +140,9 @@ class H(http.server.BaseHTTPRequestHandler):
     do_POST = do_GET
     do_PUT = do_GET
     do_HEAD = do_GET
+    do_DELETE = do_GET
+    do_PATCH = do_GET
+    do_OPTIONS = do_GET
 
 
 class UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):

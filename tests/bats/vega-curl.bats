@@ -408,9 +408,9 @@ have_curl() {
     [[ "$output" != *"Accept"* ]]
     # --data-urlencode encodes as curl does; -G moves the data into the query of a GET.
     run vc -s --data-urlencode 'a=b c&d' --data-urlencode '=x/y' "http://127.0.0.1:$RPORT/u"
-    [ "${lines[${#lines[@]} - 1]}" = "a=b%20c%26d&x%2Fy" ]
+    [ "${lines[${#lines[@]} - 1]}" = "a=b+c%26d&x%2Fy" ]
     run vc -s -G -d q=1 --data-urlencode 'w=a b' "http://127.0.0.1:$RPORT/s?x=0#frag"
-    [[ "${lines[0]}" == "GET /s?x=0&q=1&w=a%20b HTTP/1.1"* ]]
+    [[ "${lines[0]}" == "GET /s?x=0&q=1&w=a+b HTTP/1.1"* ]]
 }
 
 @test "-T uploads a file with its length (PUT), and stdin chunked" {
