@@ -630,6 +630,10 @@ VTEST_MT(peer_never_acks, 2)
     vega_deadline dl = DL(20000);
     while (srv_stats(&v).handshakes > 0 && vega_now() < dl)
         vega_sleep_ms(2);
+    /* t0 before the request leaves: the server's idle timer starts when it gets the request
+     * (or answers it), never earlier, so the close comes at least 1.5 s after t0; taken after,
+     * a slow (sanitized, loaded) client thread could read the clock after the server had it */
+    uint64_t t0 = vega_now();
     vega_quic_conn *qc = rawc_lock(&r);
     uint64_t id;
     VCHECK_EQ(vega_quic_stream_open(qc, true, &id), 0);
@@ -639,7 +643,6 @@ VTEST_MT(peer_never_acks, 2)
     atomic_store(&r.silent, true);
     atomic_store(&r.deaf, true);
     size_t d0 = atomic_load(&r.rx_dgrams);
-    uint64_t t0 = vega_now();
     int ended0 = atomic_load(&v.conns_ended);
     /* the victim's connection stays: the raw client's is the one that ends */
     dl = DL(30000);
