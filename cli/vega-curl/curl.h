@@ -40,9 +40,10 @@ enum {
     CE_FILESIZE_EXCEEDED = 63,
     CE_SEND_FAIL_REWIND = 65,
     CE_SSL_CACERT_BADFILE = 77,
-    CE_HTTP2_STREAM = 92, /* an HTTP/2 stream reset */
-    CE_HTTP3 = 95,        /* a problem in the HTTP/3 layer (a stream reset, a connection error) */
-    CE_PROXY = 97,        /* a proxy handshake failed (SOCKS replies, a malformed answer) */
+    CE_SSL_PINNEDPUBKEYNOTMATCH = 90, /* --pinnedpubkey: the server's key is not pinned */
+    CE_HTTP2_STREAM = 92,             /* an HTTP/2 stream reset */
+    CE_HTTP3 = 95, /* a problem in the HTTP/3 layer (a stream reset, a connection error) */
+    CE_PROXY = 97, /* a proxy handshake failed (SOCKS replies, a malformed answer) */
 };
 
 /* Limits on what the command line may ask for. */
@@ -178,7 +179,44 @@ struct curl_opts {
     bool ws_binary;           /* --binary: stdin in chunks as binary messages */
     uint64_t ws_ping_ms;      /* --ws-ping SECS; 0 = none */
     uint64_t ws_max_messages; /* --max-messages N; 0 = no limit */
+    /* TLS versions, ciphers, groups, pinning (tlsopts.c) */
+    int tls_min, tls_max;     /* --tlsv1.x / --tls-max: 0x0301..0x0304, 0 = default */
+    const char *ciphers;      /* --ciphers LIST (TLS 1.2, OpenSSL syntax) */
+    const char *curves;       /* --curves LIST (key-exchange groups) */
+    const char *pinnedpubkey; /* --pinnedpubkey sha256//B64[;sha256//...] or FILE */
 };
+
+/* ---- TLS options (tlsopts.c) ------------------------------------------------------------------
+ */
+
+/* The options tlsopts.c parses: main.c's getopt values for them (above main.c's own OPT_*), and
+ * the short -1 (--tlsv1), -2 (--sslv2), -3 (--sslv3). */
+enum {
+    CURL_OPT_TLS_FIRST = 1000,
+    CURL_OPT_TLSV10 = CURL_OPT_TLS_FIRST,
+    CURL_OPT_TLSV11,
+    CURL_OPT_TLSV12,
+    CURL_OPT_TLSV13,
+    CURL_OPT_TLS_MAX,
+    CURL_OPT_CIPHERS,
+    CURL_OPT_CURVES,
+    CURL_OPT_PINNEDPUBKEY,
+    CURL_OPT_TLS_LAST = CURL_OPT_PINNEDPUBKEY,
+};
+
+/* Whether c (a getopt value) is one of tlsopts.c's options. */
+static inline bool curl_tls_opt(int c)
+{
+    return (c >= CURL_OPT_TLS_FIRST && c <= CURL_OPT_TLS_LAST) || c == '1' || c == '2' || c == '3';
+}
+
+/* Parses one of those options (c: its getopt value); exits 2 on a bad value. */
+void curl_tls_option(struct curl_opts *o, int c, const char *arg);
+/* Refuses combinations it cannot honour (exits 2). Call after all options. */
+void curl_tls_check(const struct curl_opts *o);
+/* Sets the versions, ciphers, groups and pins on cfg. Returns 0 or curl's exit code (35 no
+ * version left, 59 a list OpenSSL rejects) after saying why. */
+int curl_tls_apply(const struct curl_opts *o, vega_tls_config *cfg);
 
 /* ---- WebSocket (ws.c) -------------------------------------------------------------------------
  */
