@@ -251,6 +251,7 @@ static int tcp_open(vega_http_client *c, const struct hc_key *k, vega_http_clien
     vega_tcp_connect_opts to;
     vega_tcp_connect_opts_init(&to);
     to.family = fam;
+    to.attempt_delay_ms = c->o.happy_eyeballs_delay_ms;
     return vega_tcp_connect_host(sock, c->dns, k->host, k->port, &to, dl);
 }
 
