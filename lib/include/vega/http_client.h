@@ -338,7 +338,8 @@ VEGA_API void vega_http_client_request_init_versioned(vega_http_client_request *
  * Returns 0 (any status, 4xx and 5xx included); VEGA_ERR_HTTP_URL (malformed URL);
  * VEGA_ERR_HTTP_SCHEME (not http/https, or http with HTTP/3 only); VEGA_ERR_DNS_NOT_FOUND,
  * VEGA_ERR_DNS_NO_ADDRESS, VEGA_ERR_DNS_SERVER (the host did not resolve, <vega/dns.h>:
- * vega_strerror says "Could not resolve host: ...");
+ * vega_strerror says "Could not resolve host: ..."; over TCP also when no name server
+ * listens);
  * -ECONNREFUSED and other connect codes; -ETIMEDOUT (connect timeout or deadline); a TLS
  * code (vega/tls.h); VEGA_ERR_HTTP_EMPTY_REPLY (the server closed without a response);
  * VEGA_ERR_PROTO (malformed response; over HTTP/3 also a connection error: wire_error says

@@ -363,6 +363,20 @@ VTEST_CT(dns_servers_are_asked)
     VCHECK(f.asked >= 1);
     vega_http_client_response_free(r);
     vega_http_client_free(c);
+    /* a name server port where nobody listens: the host did not resolve (curl's 6, not a
+     * refused connection to the host) */
+    vega_sock *gone;
+    vega_addr gone_addr;
+    VCHECK_EQ(vega_addr_parse(&gone_addr, "127.0.0.1:0", NULL), 0);
+    VCHECK_EQ(vega_udp_bind(&gone, &gone_addr, 0), 0);
+    VCHECK_EQ(vega_sock_local_addr(gone, &gone_addr), 0);
+    vega_sock_close(gone);
+    o.dns_servers = &gone_addr;
+    VCHECK_EQ(vega_http_client_new(&c, &o), 0);
+    r = NULL;
+    VCHECK_EQ(vega_http_client_send(c, &rq, &r), VEGA_ERR_DNS_SERVER);
+    VCHECK(r == NULL);
+    vega_http_client_free(c);
     hs_free(h);
     vega_task_cancel(ft);
     VCHECK_EQ(vega_task_join(ft, NULL, VEGA_DEADLINE_NEVER), 0);
