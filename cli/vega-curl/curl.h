@@ -179,17 +179,21 @@ struct curl_opts {
     bool ws_binary;           /* --binary: stdin in chunks as binary messages */
     uint64_t ws_ping_ms;      /* --ws-ping SECS; 0 = none */
     uint64_t ws_max_messages; /* --max-messages N; 0 = no limit */
-    /* TLS versions, ciphers, groups, pinning (tlsopts.c) */
+    /* TLS versions, ciphers, groups, pinning; DNS servers, Happy Eyeballs (netopts.c) */
     int tls_min, tls_max;     /* --tlsv1.x / --tls-max: 0x0301..0x0304, 0 = default */
     const char *ciphers;      /* --ciphers LIST (TLS 1.2, OpenSSL syntax) */
     const char *curves;       /* --curves LIST (key-exchange groups) */
     const char *pinnedpubkey; /* --pinnedpubkey sha256//B64[;sha256//...] or FILE */
+    vega_addr dns_servers[VEGA_DNS_MAX_NAMESERVERS]; /* --dns-servers (netopts.c) */
+    size_t ndns_servers;
+    unsigned happy_eyeballs_ms; /* --happy-eyeballs-timeout-ms; 0 = libvega's 250 */
 };
 
-/* ---- TLS options (tlsopts.c) ------------------------------------------------------------------
+/* ---- TLS and name resolution options (netopts.c)
+ * ------------------------------------------------------------------
  */
 
-/* The options tlsopts.c parses: main.c's getopt values for them (above main.c's own OPT_*), and
+/* The options netopts.c parses: main.c's getopt values for them (above main.c's own OPT_*), and
  * the short -1 (--tlsv1), -2 (--sslv2), -3 (--sslv3). */
 enum {
     CURL_OPT_TLS_FIRST = 1000,
@@ -201,10 +205,12 @@ enum {
     CURL_OPT_CIPHERS,
     CURL_OPT_CURVES,
     CURL_OPT_PINNEDPUBKEY,
-    CURL_OPT_TLS_LAST = CURL_OPT_PINNEDPUBKEY,
+    CURL_OPT_DNS_SERVERS,
+    CURL_OPT_HAPPY_EYEBALLS,
+    CURL_OPT_TLS_LAST = CURL_OPT_HAPPY_EYEBALLS,
 };
 
-/* Whether c (a getopt value) is one of tlsopts.c's options. */
+/* Whether c (a getopt value) is one of netopts.c's options. */
 static inline bool curl_tls_opt(int c)
 {
     return (c >= CURL_OPT_TLS_FIRST && c <= CURL_OPT_TLS_LAST) || c == '1' || c == '2' || c == '3';
@@ -217,6 +223,9 @@ void curl_tls_check(const struct curl_opts *o);
 /* Sets the versions, ciphers, groups and pins on cfg. Returns 0 or curl's exit code (35 no
  * version left, 59 a list OpenSSL rejects) after saying why. */
 int curl_tls_apply(const struct curl_opts *o, vega_tls_config *cfg);
+/* --dns-servers and --happy-eyeballs-timeout-ms into the client's options (co borrows o's
+ * servers for vega_http_client_new). */
+void curl_net_apply(const struct curl_opts *o, vega_http_client_opts *co);
 
 /* ---- WebSocket (ws.c) -------------------------------------------------------------------------
  */

@@ -147,6 +147,12 @@ static const char usage_text[] =
     "      --pinnedpubkey PINS  the server's public key must be one of sha256//BASE64[;\n"
     "                           sha256//...] or the key in a PEM or DER FILE (exit 90;\n"
     "                           checked with -k too; not over HTTP/3)\n"
+    "      --dns-servers LIST   name servers to ask instead of the system's: ADDR[:PORT] or\n"
+    "                           [IPv6]:PORT, comma-separated (port 53 unless given; at\n"
+    "                           most 8); the hosts file still comes first\n"
+    "      --happy-eyeballs-timeout-ms MS  how long one connection attempt runs before the\n"
+    "                           next address (the other IP family first) is tried (default\n"
+    "                           250; at least 10)\n"
     "\n"
     "Redirects:\n"
     "  -L, --location           follow redirects (301, 302, 303, 307, 308); Authorization\n"
@@ -429,6 +435,8 @@ static const struct option long_opts[] = {
     {"ciphers", required_argument, NULL, CURL_OPT_CIPHERS},
     {"curves", required_argument, NULL, CURL_OPT_CURVES},
     {"pinnedpubkey", required_argument, NULL, CURL_OPT_PINNEDPUBKEY},
+    {"dns-servers", required_argument, NULL, CURL_OPT_DNS_SERVERS},
+    {"happy-eyeballs-timeout-ms", required_argument, NULL, CURL_OPT_HAPPY_EYEBALLS},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -1292,6 +1300,7 @@ static int make_client(const struct curl_opts *o, vega_tls_config *tls, struct c
     if (o->connect_timeout_ns)
         co.connect_timeout_ns = o->connect_timeout_ns;
     co.ip_family = o->ip_family;
+    curl_net_apply(o, &co);
     co.tcp_nagle = o->tcp_nagle;
     co.tcp_keepalive_s = o->keepalive_s;
     /* curl sets no body limit: a download is as large as the user asks for. */

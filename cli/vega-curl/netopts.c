@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* curl's TLS knobs over libvega's TLS configuration: --tlsv1.x (the lowest version),
  * --tls-max, --ciphers (TLS 1.2, OpenSSL syntax), --curves (key-exchange groups) and
- * --pinnedpubkey (sha256//BASE64 list or a PEM/DER public key file; exit 90 on a mismatch). */
+ * --pinnedpubkey (sha256//BASE64 list or a PEM/DER public key file; exit 90 on a mismatch);
+ * and its name resolution knobs over the HTTP client's: --dns-servers (libvega's own resolver
+ * asks them) and --happy-eyeballs-timeout-ms. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +14,41 @@
 #include <unistd.h>
 
 #include <vega/crypto.h>
+#include <vega/dns.h>
 
 #include "curl.h"
 
 #define PIN_FILE_MAX (1024 * 1024) /* curl's MAX_PINNED_PUBKEY_SIZE: a larger file matches none */
 #define PIN_LEN      32            /* SHA-256 */
+
+/* --dns-servers ADDR[:PORT][,ADDR[:PORT]...] (IPv6 as [ADDR]:PORT or a bare ADDR), c-ares's
+ * syntax as curl takes it; port 53 unless given. Exits 2 on a bad list. */
+static void dns_servers(struct curl_opts *o, const char *arg)
+{
+    o->ndns_servers = 0;
+    const char *p = arg;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char one[VEGA_ADDR_STRLEN];
+        if (!len || len + 1 > sizeof(one))
+            cli_usage_error("option --dns-servers: '%s' is not a list of IP addresses", arg);
+        memcpy(one, p, len);
+        one[len] = 0;
+        vega_addr a;
+        /* "1.2.3.4:53", "[::1]:53"; else a bare address with port 53 */
+        if (vega_addr_parse(&a, one, NULL) < 0 && vega_addr_parse(&a, "53", one) < 0)
+            cli_usage_error("option --dns-servers: '%s' is not an IP address", one);
+        if (a.ss.ss_family != AF_INET && a.ss.ss_family != AF_INET6)
+            cli_usage_error("option --dns-servers: '%s' is not an IP address", one);
+        if (o->ndns_servers + 1 > VEGA_DNS_MAX_NAMESERVERS)
+            cli_usage_error("option --dns-servers: more than %d servers", VEGA_DNS_MAX_NAMESERVERS);
+        o->dns_servers[o->ndns_servers++] = a;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+}
 
 void curl_tls_option(struct curl_opts *o, int c, const char *arg)
 {
@@ -61,6 +94,25 @@ void curl_tls_option(struct curl_opts *o, int c, const char *arg)
     case CURL_OPT_PINNEDPUBKEY:
         o->pinnedpubkey = arg;
         break;
+    case CURL_OPT_DNS_SERVERS:
+        dns_servers(o, arg);
+        break;
+    case CURL_OPT_HAPPY_EYEBALLS: {
+        /* curl: a whole number of milliseconds, 0 or more (libvega's floor is 10 ms) */
+        char *end;
+        errno = 0;
+        long long v = strtoll(arg, &end, 10);
+        if (end == arg || *end)
+            cli_usage_error("option --happy-eyeballs-timeout-ms: expected a proper numerical "
+                            "parameter");
+        if (v < 0)
+            cli_usage_error("option --happy-eyeballs-timeout-ms: expected a positive numerical "
+                            "parameter");
+        o->happy_eyeballs_ms = errno == ERANGE || v > UINT_MAX ? UINT_MAX : (unsigned)v;
+        if (!o->happy_eyeballs_ms)
+            o->happy_eyeballs_ms = 10; /* "at once": libvega's smallest delay */
+        break;
+    }
     default:
         break;
     }
@@ -232,4 +284,11 @@ int curl_tls_apply(const struct curl_opts *o, vega_tls_config *cfg)
             return curl_fail(o, CE_FAILED_INIT, "--pinnedpubkey: %s", vega_tls_strerror(r));
     }
     return 0;
+}
+
+void curl_net_apply(const struct curl_opts *o, vega_http_client_opts *co)
+{
+    co->dns_servers = o->ndns_servers ? o->dns_servers : NULL;
+    co->dns_servers_len = o->ndns_servers;
+    co->happy_eyeballs_delay_ms = o->happy_eyeballs_ms;
 }

@@ -212,6 +212,7 @@ class Servers:
         self.s_port = wait_line(s_log, pat).group(1)
         self.t_port = wait_line(t_log, pat).group(1)
         self.p_port = wait_line(p_log, r"port (\d+)").group(1)
+        self.dns_port = wait_line(p_log, r"dns port (\d+)").group(1)
         self.refused = free_port()
         for port in (self.o12_port, self.o13_port):
             wait_port(port)
@@ -369,6 +370,7 @@ def main():
             "REFUSED": "http://127.0.0.1:%d" % servers.refused,
             "SOCK": servers.sock,
             "CA": servers.cert,
+            "DNSP": servers.dns_port,
             "O12": "https://localhost:%d" % servers.o12_port,
             "O13": "https://localhost:%d" % servers.o13_port,
             "PIN": servers.pin,

@@ -11,8 +11,10 @@
 # /echolen is /echo with an X-Echo-Body field (the body's length and SHA-256) for the body,
 # /stall waits 5 s before answering, /deflate answers a zlib "deflate" body, /ct answers
 # Content-Type: text/x-curl-diff; charset=utf-8. Each argument is a Unix socket ("@NAME":
-# abstract) served too.
-import email.parser, email.policy, hashlib, http.server, re, socketserver, sys, threading, time
+# abstract) served too. A name server on a UDP port ("dns port N", printed after "port N")
+# answers names under "vega-test" with 127.0.0.1, others with NXDOMAIN (--dns-servers).
+import email.parser, email.policy, hashlib, http.server, re, socket, socketserver, sys, threading
+import time
 import urllib.parse, zlib
 
 counts = {}
@@ -154,6 +156,44 @@ class UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 for path in sys.argv[1:]:
     u = UnixServer("\0" + path[1:] if path.startswith("@") else path, H)
     threading.Thread(target=u.serve_forever, daemon=True).start()
+
+
+def dns_answer(q):
+    """A name server for --dns-servers: names under "vega-test" have the A record 127.0.0.1
+    (and no AAAA); every other name is NXDOMAIN. None for a query it cannot read."""
+    if len(q) < 12:
+        return None
+    at, labels = 12, []
+    while at < len(q) and q[at] != 0:
+        n = q[at]
+        if n > 63 or at + 1 + n > len(q):
+            return None
+        labels.append(q[at + 1:at + 1 + n].decode("ascii", "replace").lower())
+        at += 1 + n
+    if at + 5 > len(q):
+        return None
+    qtype = int.from_bytes(q[at + 1:at + 3], "big")
+    ours = bool(labels) and labels[-1] == "vega-test"
+    head = q[:2] + bytes([0x81, 0x80 if ours else 0x83]) + q[4:6]  # QR RD, RA; NXDOMAIN
+    question = q[12:at + 5]
+    if ours and qtype == 1:
+        return head + b"\0\1\0\0\0\0" + question + bytes(
+            [0xC0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 127, 0, 0, 1])
+    return head + b"\0\0\0\0\0\0" + question
+
+
+def dns_serve(sock):
+    while True:
+        q, peer = sock.recvfrom(512)
+        a = dns_answer(q)
+        if a:
+            sock.sendto(a, peer)
+
+
 s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
 print("port", s.server_address[1], flush=True)
+dns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+dns.bind(("127.0.0.1", 0))
+threading.Thread(target=dns_serve, args=(dns,), daemon=True).start()
+print("dns port", dns.getsockname()[1], flush=True)
 s.serve_forever()
