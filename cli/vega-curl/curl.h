@@ -186,7 +186,9 @@ struct curl_opts {
     const char *pinnedpubkey; /* --pinnedpubkey sha256//B64[;sha256//...] or FILE */
     vega_addr dns_servers[VEGA_DNS_MAX_NAMESERVERS]; /* --dns-servers (netopts.c) */
     size_t ndns_servers;
-    unsigned happy_eyeballs_ms; /* --happy-eyeballs-timeout-ms; 0 = libvega's 250 */
+    unsigned happy_eyeballs_ms;  /* --happy-eyeballs-timeout-ms; 0 = libvega's 250 */
+    int authmode;                /* --basic (0), --digest, --anyauth: CURL_AUTH_* */
+    char *auth_user, *auth_pass; /* -u's, kept for --digest/--anyauth (owned) */
 };
 
 /* ---- TLS and name resolution options (netopts.c)
@@ -207,8 +209,23 @@ enum {
     CURL_OPT_PINNEDPUBKEY,
     CURL_OPT_DNS_SERVERS,
     CURL_OPT_HAPPY_EYEBALLS,
-    CURL_OPT_TLS_LAST = CURL_OPT_HAPPY_EYEBALLS,
+    CURL_OPT_BASIC,
+    CURL_OPT_DIGEST,
+    CURL_OPT_ANYAUTH,
+    CURL_OPT_TLS_LAST = CURL_OPT_ANYAUTH,
 };
+
+enum {
+    CURL_AUTH_BASIC = 0,
+    CURL_AUTH_DIGEST,
+    CURL_AUTH_ANY
+};
+
+/* --digest/--anyauth (auth.c): the Authorization value answering a 401's WWW-Authenticate
+ * fields f for method and target (the request-target, path and query), into out. Returns 0, or
+ * -1 when no challenge can be answered (none offered, an algorithm or value it cannot use). */
+int curl_auth_answer(const struct curl_opts *o, const vega_http_fields *f, const char *method,
+                     const char *target, char *out, size_t cap);
 
 /* Whether c (a getopt value) is one of netopts.c's options. */
 static inline bool curl_tls_opt(int c)
@@ -533,6 +550,8 @@ struct xfer {
     char url_auth[704];      /* Basic credentials of the URL's userinfo
                                 ("" = none; -u wins) */
     char hop_auth[704];      /* -n: the netrc credentials of a redirect's other host */
+    char auth_answer[2048];  /* --digest/--anyauth: the answer to this hop's 401 ("" = none) */
+    bool auth_tried;         /* this hop was answered once (a second 401 is final) */
     char time_cond[64];      /* -z: the If-(Un)Modified-Since value */
     char cookie[16384];      /* the Cookie value: the jar's (up to 8190 bytes, curl's cap)
                                 and -b's strings (up to 8190) */

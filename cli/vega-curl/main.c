@@ -147,6 +147,10 @@ static const char usage_text[] =
     "      --pinnedpubkey PINS  the server's public key must be one of sha256//BASE64[;\n"
     "                           sha256//...] or the key in a PEM or DER FILE (exit 90;\n"
     "                           checked with -k too; not over HTTP/3)\n"
+    "      --digest             -u goes as HTTP Digest (RFC 7616: MD5, SHA-256, -sess) in\n"
+    "                           answer to the server's 401 challenge\n"
+    "      --anyauth            Digest or Basic, whichever the server's 401 offers\n"
+    "      --basic              -u goes as Basic, at once (the default)\n"
     "      --dns-servers LIST   name servers to ask instead of the system's: ADDR[:PORT] or\n"
     "                           [IPv6]:PORT, comma-separated (port 53 unless given; at\n"
     "                           most 8); the hosts file still comes first\n"
@@ -437,6 +441,9 @@ static const struct option long_opts[] = {
     {"pinnedpubkey", required_argument, NULL, CURL_OPT_PINNEDPUBKEY},
     {"dns-servers", required_argument, NULL, CURL_OPT_DNS_SERVERS},
     {"happy-eyeballs-timeout-ms", required_argument, NULL, CURL_OPT_HAPPY_EYEBALLS},
+    {"basic", no_argument, NULL, CURL_OPT_BASIC},
+    {"digest", no_argument, NULL, CURL_OPT_DIGEST},
+    {"anyauth", no_argument, NULL, CURL_OPT_ANYAUTH},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -743,6 +750,17 @@ static void set_auth(struct curl_opts *o, const char *user_arg, const char *bear
             snprintf(pass, sizeof pass, "%s", colon + 1);
         else
             ask_password(user, pass, sizeof pass);
+        if (o->authmode != CURL_AUTH_BASIC) {
+            /* --digest/--anyauth: nothing goes before the server's challenge (auth.c) */
+            o->auth_user = grow(NULL, ulen + 1, 1);
+            memcpy(o->auth_user, user, ulen + 1);
+            size_t plen = strlen(pass);
+            o->auth_pass = grow(NULL, plen + 1, 1);
+            memcpy(o->auth_pass, pass, plen + 1);
+            memset(pass, 0, sizeof pass);
+            memset((char *)user_arg, ' ', strlen(user_arg));
+            return;
+        }
         size_t cap = 16 + (ulen + 1 + strlen(pass) + 2) / 3 * 4;
         v = grow(NULL, cap, 1);
         if (vega_proxy_basic_auth(v, cap, user, pass) < 0)

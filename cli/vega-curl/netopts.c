@@ -94,6 +94,15 @@ void curl_tls_option(struct curl_opts *o, int c, const char *arg)
     case CURL_OPT_PINNEDPUBKEY:
         o->pinnedpubkey = arg;
         break;
+    case CURL_OPT_BASIC: /* the last of the three wins, as in curl */
+        o->authmode = CURL_AUTH_BASIC;
+        break;
+    case CURL_OPT_DIGEST:
+        o->authmode = CURL_AUTH_DIGEST;
+        break;
+    case CURL_OPT_ANYAUTH:
+        o->authmode = CURL_AUTH_ANY;
+        break;
     case CURL_OPT_DNS_SERVERS:
         dns_servers(o, arg);
         break;

@@ -8,6 +8,7 @@
 # of a multipart/form-data body. For interop/curl-diff: /r/CODE?to=URL redirects with CODE,
 # /chain/N redirects (302) to /chain/N-1 down to /echo, /status/CODE answers CODE with a body,
 # /auth answers 401 with a Basic challenge unless an Authorization field came (then echoes it),
+# /digest/ALGS/QOP checks HTTP Digest answers (see digest()),
 # /echolen is /echo with an X-Echo-Body field (the body's length and SHA-256) for the body,
 # /stall waits 5 s before answering, /deflate answers a zlib "deflate" body, /ct answers
 # Content-Type: text/x-curl-diff; charset=utf-8. Each argument is a Unix socket ("@NAME":
@@ -126,6 +127,8 @@ class H(http.server.BaseHTTPRequestHandler):
                 self.send(200, ("auth %s\n" % self.headers["Authorization"]).encode())
             else:
                 self.send(401, b"who?\n", [("WWW-Authenticate", 'Basic realm="diff"')])
+        elif p.startswith("/digest/"):
+            self.digest(p, body)
         elif p == "/stall":
             time.sleep(5)
             self.send(200, b"late\n")
@@ -138,6 +141,50 @@ class H(http.server.BaseHTTPRequestHandler):
             self.send(200, b"lm\n", [("Last-Modified", "Thu, 02 Jan 2020 03:04:05 GMT")])
         else:
             self.send(404, b"no\n")
+
+    def digest(self, p, body):
+        """/digest/ALGS/QOP[?...]: HTTP Digest (RFC 7616) with the password "Circle of Life",
+        one challenge per algorithm in ALGS ("+"-separated, "basic" for a Basic one), qop
+        QOP ("none": RFC 2069's form); "long=1" in the query: a 630-byte nonce. Answers 200
+        with what it checked, else 401 again."""
+        algs, qop = p.split("?")[0].split("/")[2:4]
+        nonce, opaque, realm = "7ypf/xlj9XXwfDPEoM4URrv/xwf94BcCAzFZH4GiTo0v", "FQhe/qaU925k", \
+            "http-auth@example.org"
+        if "long=1" in p:  # a nonce over vega-curl's 512-byte bound
+            nonce = (nonce + "A") * 14
+        auth = self.headers.get("Authorization", "")
+        if auth.startswith("Digest "):
+            f = dict((m.group(1).lower(), m.group(2) if m.group(2) is not None else m.group(3))
+                     for m in re.finditer(r'([\w-]+)=(?:"((?:[^"\\]|\\.)*)"|([^\s,]*))',
+                                          auth[7:]))
+            alg = f.get("algorithm", "MD5")
+            hname = "sha256" if alg.upper().startswith("SHA-256") else "md5"
+            h = lambda t: hashlib.new(hname, t.encode()).hexdigest()
+            ha1 = h("%s:%s:%s" % (f.get("username"), realm, "Circle of Life"))
+            if alg.lower().endswith("-sess"):
+                ha1 = h("%s:%s:%s" % (ha1, nonce, f.get("cnonce")))
+            ha2 = h("%s:%s" % (self.command, f.get("uri")))
+            if "qop" in f:
+                want = h(":".join([ha1, nonce, f.get("nc", ""), f.get("cnonce", ""), f["qop"], ha2]))
+            else:
+                want = h("%s:%s:%s" % (ha1, nonce, ha2))
+            ok = (f.get("response") == want and f.get("uri") == p and f.get("nonce") == nonce
+                  and f.get("opaque") == opaque and (qop == "none") == ("qop" not in f))
+            if ok:
+                return self.send(200, b"digest ok %s %s %s %s [%s]\n" % (
+                    f["username"].encode(), alg.encode(), self.command.encode(),
+                    f.get("qop", "-").encode(), body))
+        elif auth.startswith("Basic ") and "basic" in algs:
+            return self.send(200, b"basic ok %s [%s]\n" % (auth[6:].encode(), body))
+        ch = []
+        for a in algs.split("+"):
+            if a == "basic":
+                ch.append(("WWW-Authenticate", 'Basic realm="%s"' % realm))
+                continue
+            ch.append(("WWW-Authenticate", 'Digest realm="%s", %snonce="%s", %sopaque="%s"' % (
+                realm, "" if qop == "none" else 'qop="%s", ' % qop, nonce,
+                "" if a == "default" else "algorithm=%s, " % a, opaque)))
+        self.send(401, b"who? (%d bytes came)\n" % len(body), ch)
 
     do_POST = do_GET
     do_PUT = do_GET
