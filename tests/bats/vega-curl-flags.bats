@@ -832,3 +832,25 @@ NETRC
     [ "$status" -eq 2 ]
     [[ "$output" == *"expected a positive numerical parameter"* ]]
 }
+
+@test "TLS flags: --sslv3/--sslv2 warn as curl 7.88; --pinnedpubkey is refused over HTTP/3" {
+    run vc --sslv3 -o /dev/null "http://127.0.0.1:$EPORT/echo"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"Warning: Ignores instruction to use SSLv3"* ]]
+    run vc -2 -o /dev/null "http://127.0.0.1:$EPORT/echo"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"Warning: Ignores instruction to use SSLv2"* ]]
+    run vc -s --sslv3 -o /dev/null "http://127.0.0.1:$EPORT/echo"
+    [ "$status" -eq 0 ]
+    [ -z "$output" ]
+    # QUIC's handshake does not take the TCP side's TLS settings: a pin there would go unchecked
+    run vc -sS --http3-only --pinnedpubkey sha256//AAAA "https://127.0.0.1:$EPORT/"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--pinnedpubkey is not supported over HTTP/3"* ]]
+    run vc -sS --alt-svc '' --pinnedpubkey sha256//AAAA "https://127.0.0.1:$EPORT/"
+    [ "$status" -eq 2 ]
+    # versions below 1.2 cannot be spoken: said plainly, curl's 35
+    run vc -sS --tls-max 1.1 "https://127.0.0.1:$EPORT/"
+    [ "$status" -eq 35 ]
+    [[ "$output" == *"TLS 1.1 and older are not supported"* ]]
+}
