@@ -40,9 +40,10 @@ enum {
     CE_FILESIZE_EXCEEDED = 63,
     CE_SEND_FAIL_REWIND = 65,
     CE_SSL_CACERT_BADFILE = 77,
-    CE_HTTP2_STREAM = 92, /* an HTTP/2 stream reset */
-    CE_HTTP3 = 95,        /* a problem in the HTTP/3 layer (a stream reset, a connection error) */
-    CE_PROXY = 97,        /* a proxy handshake failed (SOCKS replies, a malformed answer) */
+    CE_SSL_PINNEDPUBKEYNOTMATCH = 90, /* --pinnedpubkey: the server's key is not pinned */
+    CE_HTTP2_STREAM = 92,             /* an HTTP/2 stream reset */
+    CE_HTTP3 = 95, /* a problem in the HTTP/3 layer (a stream reset, a connection error) */
+    CE_PROXY = 97, /* a proxy handshake failed (SOCKS replies, a malformed answer) */
 };
 
 /* Limits on what the command line may ask for. */
@@ -178,7 +179,70 @@ struct curl_opts {
     bool ws_binary;           /* --binary: stdin in chunks as binary messages */
     uint64_t ws_ping_ms;      /* --ws-ping SECS; 0 = none */
     uint64_t ws_max_messages; /* --max-messages N; 0 = no limit */
+    /* TLS versions, ciphers, groups, pinning; DNS servers, Happy Eyeballs (netopts.c) */
+    int tls_min, tls_max;     /* --tlsv1.x / --tls-max: 0x0301..0x0304, 0 = default */
+    const char *ciphers;      /* --ciphers LIST (TLS 1.2, OpenSSL syntax) */
+    const char *curves;       /* --curves LIST (key-exchange groups) */
+    const char *pinnedpubkey; /* --pinnedpubkey sha256//B64[;sha256//...] or FILE */
+    vega_addr dns_servers[VEGA_DNS_MAX_NAMESERVERS]; /* --dns-servers (netopts.c) */
+    size_t ndns_servers;
+    unsigned happy_eyeballs_ms;  /* --happy-eyeballs-timeout-ms; 0 = libvega's 250 */
+    int authmode;                /* --basic (0), --digest, --anyauth: CURL_AUTH_* */
+    char *auth_user, *auth_pass; /* -u's, kept for --digest/--anyauth (owned) */
 };
+
+/* ---- TLS and name resolution options (netopts.c)
+ * ------------------------------------------------------------------
+ */
+
+/* The options netopts.c parses: main.c's getopt values for them (above main.c's own OPT_*), and
+ * the short -1 (--tlsv1), -2 (--sslv2), -3 (--sslv3). */
+enum {
+    CURL_OPT_TLS_FIRST = 1000,
+    CURL_OPT_TLSV10 = CURL_OPT_TLS_FIRST,
+    CURL_OPT_TLSV11,
+    CURL_OPT_TLSV12,
+    CURL_OPT_TLSV13,
+    CURL_OPT_TLS_MAX,
+    CURL_OPT_CIPHERS,
+    CURL_OPT_CURVES,
+    CURL_OPT_PINNEDPUBKEY,
+    CURL_OPT_DNS_SERVERS,
+    CURL_OPT_HAPPY_EYEBALLS,
+    CURL_OPT_BASIC,
+    CURL_OPT_DIGEST,
+    CURL_OPT_ANYAUTH,
+    CURL_OPT_TLS_LAST = CURL_OPT_ANYAUTH,
+};
+
+enum {
+    CURL_AUTH_BASIC = 0,
+    CURL_AUTH_DIGEST,
+    CURL_AUTH_ANY
+};
+
+/* --digest/--anyauth (auth.c): the Authorization value answering a 401's WWW-Authenticate
+ * fields f for method and target (the request-target, path and query), into out. Returns 0, or
+ * -1 when no challenge can be answered (none offered, an algorithm or value it cannot use). */
+int curl_auth_answer(const struct curl_opts *o, const vega_http_fields *f, const char *method,
+                     const char *target, char *out, size_t cap);
+
+/* Whether c (a getopt value) is one of netopts.c's options. */
+static inline bool curl_tls_opt(int c)
+{
+    return (c >= CURL_OPT_TLS_FIRST && c <= CURL_OPT_TLS_LAST) || c == '1' || c == '2' || c == '3';
+}
+
+/* Parses one of those options (c: its getopt value); exits 2 on a bad value. */
+void curl_tls_option(struct curl_opts *o, int c, const char *arg);
+/* Refuses combinations it cannot honour (exits 2). Call after all options. */
+void curl_tls_check(const struct curl_opts *o);
+/* Sets the versions, ciphers, groups and pins on cfg. Returns 0 or curl's exit code (35 no
+ * version left, 59 a list OpenSSL rejects) after saying why. */
+int curl_tls_apply(const struct curl_opts *o, vega_tls_config *cfg);
+/* --dns-servers and --happy-eyeballs-timeout-ms into the client's options (co borrows o's
+ * servers for vega_http_client_new). */
+void curl_net_apply(const struct curl_opts *o, vega_http_client_opts *co);
 
 /* ---- WebSocket (ws.c) -------------------------------------------------------------------------
  */
@@ -486,6 +550,8 @@ struct xfer {
     char url_auth[704];      /* Basic credentials of the URL's userinfo
                                 ("" = none; -u wins) */
     char hop_auth[704];      /* -n: the netrc credentials of a redirect's other host */
+    char auth_answer[2048];  /* --digest/--anyauth: the answer to this hop's 401 ("" = none) */
+    bool auth_tried;         /* this hop was answered once (a second 401 is final) */
     char time_cond[64];      /* -z: the If-(Un)Modified-Since value */
     char cookie[16384];      /* the Cookie value: the jar's (up to 8190 bytes, curl's cap)
                                 and -b's strings (up to 8190) */

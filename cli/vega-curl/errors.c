@@ -127,6 +127,9 @@ int curl_send_failed(struct xfer *x, int e)
                  "SSL certificate problem: %s (use -k to skip verification, --cacert to trust "
                  "a CA)",
                  vega_tls_strerror(e));
+    } else if (e == VEGA_ERR_TLS_PINNED) {
+        code = CE_SSL_PINNEDPUBKEYNOTMATCH;
+        snprintf(r->errmsg, sizeof(r->errmsg), "SSL: public key does not match pinned public key");
     } else if (e == VEGA_ERR_TLS_HANDSHAKE || e == VEGA_ERR_TLS_ALERT ||
                e == VEGA_ERR_TLS_NO_CERT || e == VEGA_ERR_TLS_CONFIG) {
         code = CE_SSL_CONNECT_ERROR;

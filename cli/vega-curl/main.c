@@ -137,6 +137,26 @@ static const char usage_text[] =
     "                           (TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256 ...)\n"
     "      --tls-earlydata, --no-tls-earlydata  send GET and HEAD in 0-RTT when resuming\n"
     "                           (default: on with --tls-session-file)\n"
+    "  -1, --tlsv1              TLS 1.0 or later (libvega speaks 1.2 and 1.3: the default;\n"
+    "                           also --tlsv1.0, --tlsv1.1)\n"
+    "      --tlsv1.2, --tlsv1.3  the lowest TLS version to use\n"
+    "      --tls-max VERSION    the highest: 1.2, 1.3 or default (1.0, 1.1: exit 35)\n"
+    "  -2, --sslv2, -3, --sslv3  ignored with a warning, as curl 7.88 does\n"
+    "      --ciphers LIST       TLS 1.2 cipher suites, OpenSSL syntax (ECDHE+AESGCM:...)\n"
+    "      --curves LIST        key-exchange groups, most preferred first (X25519:P-256)\n"
+    "      --pinnedpubkey PINS  the server's public key must be one of sha256//BASE64[;\n"
+    "                           sha256//...] or the key in a PEM or DER FILE (exit 90;\n"
+    "                           checked with -k too; not over HTTP/3)\n"
+    "      --digest             -u goes as HTTP Digest (RFC 7616: MD5, SHA-256, -sess) in\n"
+    "                           answer to the server's 401 challenge\n"
+    "      --anyauth            Digest or Basic, whichever the server's 401 offers\n"
+    "      --basic              -u goes as Basic, at once (the default)\n"
+    "      --dns-servers LIST   name servers to ask instead of the system's: ADDR[:PORT] or\n"
+    "                           [IPv6]:PORT, comma-separated (port 53 unless given; at\n"
+    "                           most 8); the hosts file still comes first\n"
+    "      --happy-eyeballs-timeout-ms MS  how long one connection attempt runs before the\n"
+    "                           next address (the other IP family first) is tried (default\n"
+    "                           250; at least 10)\n"
     "\n"
     "Redirects:\n"
     "  -L, --location           follow redirects (301, 302, 303, 307, 308); Authorization\n"
@@ -206,7 +226,8 @@ static const char usage_text[] =
     "HTTP error with -f, 23 write error, 26 read error, 28 timeout, 33 -C without range\n"
     "support, 35 TLS or QUIC handshake, 47 too many redirects, 52 empty reply, 55 send\n"
     "error, 56 receive error, 58 client certificate, 60 server certificate not trusted,\n"
-    "61 bad content encoding, 63 body too large, 65 cannot resend the body, 77 CA file, 16\n"
+    "59 --ciphers or --curves list refused, 61 bad content encoding, 63 body too large, 65\n"
+    "cannot resend the body, 77 CA file, 90 --pinnedpubkey mismatch, 16\n"
     "HTTP/2 connection error, 92 HTTP/2 stream reset, 95 HTTP/3 error (a stream reset, a\n"
     "connection error).\n"
     "\n"
@@ -407,6 +428,22 @@ static const struct option long_opts[] = {
     {"no-junk-session-cookies", no_argument, NULL, OPT_NO_JUNK_SESSION},
     {"remote-header-name", no_argument, NULL, 'J'},
     {"no-remote-header-name", no_argument, NULL, OPT_NO_REMOTE_HEADER_NAME},
+    {"tlsv1", no_argument, NULL, '1'},
+    {"tlsv1.0", no_argument, NULL, CURL_OPT_TLSV10},
+    {"tlsv1.1", no_argument, NULL, CURL_OPT_TLSV11},
+    {"tlsv1.2", no_argument, NULL, CURL_OPT_TLSV12},
+    {"tlsv1.3", no_argument, NULL, CURL_OPT_TLSV13},
+    {"sslv2", no_argument, NULL, '2'},
+    {"sslv3", no_argument, NULL, '3'},
+    {"tls-max", required_argument, NULL, CURL_OPT_TLS_MAX},
+    {"ciphers", required_argument, NULL, CURL_OPT_CIPHERS},
+    {"curves", required_argument, NULL, CURL_OPT_CURVES},
+    {"pinnedpubkey", required_argument, NULL, CURL_OPT_PINNEDPUBKEY},
+    {"dns-servers", required_argument, NULL, CURL_OPT_DNS_SERVERS},
+    {"happy-eyeballs-timeout-ms", required_argument, NULL, CURL_OPT_HAPPY_EYEBALLS},
+    {"basic", no_argument, NULL, CURL_OPT_BASIC},
+    {"digest", no_argument, NULL, CURL_OPT_DIGEST},
+    {"anyauth", no_argument, NULL, CURL_OPT_ANYAUTH},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -713,6 +750,17 @@ static void set_auth(struct curl_opts *o, const char *user_arg, const char *bear
             snprintf(pass, sizeof pass, "%s", colon + 1);
         else
             ask_password(user, pass, sizeof pass);
+        if (o->authmode != CURL_AUTH_BASIC) {
+            /* --digest/--anyauth: nothing goes before the server's challenge (auth.c) */
+            o->auth_user = grow(NULL, ulen + 1, 1);
+            memcpy(o->auth_user, user, ulen + 1);
+            size_t plen = strlen(pass);
+            o->auth_pass = grow(NULL, plen + 1, 1);
+            memcpy(o->auth_pass, pass, plen + 1);
+            memset(pass, 0, sizeof pass);
+            memset((char *)user_arg, ' ', strlen(user_arg));
+            return;
+        }
         size_t cap = 16 + (ulen + 1 + strlen(pass) + 2) / 3 * 4;
         v = grow(NULL, cap, 1);
         if (vega_proxy_basic_auth(v, cap, user, pass) < 0)
@@ -752,7 +800,8 @@ static void add_cookie(struct curl_opts *o, const char *arg)
     o->cookie_files = f;
 }
 
-static const char short_opts[] = ":X:H:d:GT:o:OLiIsSvfkm:w:A:e:#ZD:hVx:U:pr:u:46C:Rz:b:c:jJF:nqK:";
+static const char short_opts[] =
+    ":X:H:d:GT:o:OLiIsSvfkm:w:A:e:#ZD:hVx:U:pr:u:46C:Rz:b:c:jJF:nqK:123";
 
 static void parse_args(struct curl_opts *o, int argc, char **argv)
 {
@@ -1151,6 +1200,10 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
         case ':':
             cli_usage_error("option '%s' needs a value", argv[optind - 1]);
         default:
+            if (curl_tls_opt(c)) {
+                curl_tls_option(o, c, optarg);
+                break;
+            }
             if (optopt)
                 cli_usage_error("unknown option '-%c'", optopt);
             cli_usage_error("unknown option '%s'", argv[optind - 1]);
@@ -1177,6 +1230,7 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
         cli_usage_error("--continue-at and --remote-header-name cannot be combined");
     if (o->key && !o->cert)
         cli_usage_error("--key needs --cert");
+    curl_tls_check(o);
     set_auth(o, user_arg, bearer);
     if (o->nouts > o->nurls && !o->silent)
         cli_err(NULL, "warning: more -o/-O than URLs; the extra ones are ignored");
@@ -1205,6 +1259,10 @@ static int make_tls(const struct curl_opts *o, vega_tls_config **out)
     if (o->tls13_ciphers && vega_tls_config_set_ciphers(cfg, NULL, o->tls13_ciphers) < 0) {
         vega_tls_config_free(cfg);
         return curl_fail(o, CE_SSL_CIPHER, "failed setting cipher list: %s", o->tls13_ciphers);
+    }
+    if ((r = curl_tls_apply(o, cfg)) != 0) {
+        vega_tls_config_free(cfg);
+        return r;
     }
     if (o->insecure && (r = vega_tls_config_set_verify(cfg, VEGA_TLS_VERIFY_NONE)) < 0) {
         vega_tls_config_free(cfg);
@@ -1260,6 +1318,7 @@ static int make_client(const struct curl_opts *o, vega_tls_config *tls, struct c
     if (o->connect_timeout_ns)
         co.connect_timeout_ns = o->connect_timeout_ns;
     co.ip_family = o->ip_family;
+    curl_net_apply(o, &co);
     co.tcp_nagle = o->tcp_nagle;
     co.tcp_keepalive_s = o->keepalive_s;
     /* curl sets no body limit: a download is as large as the user asks for. */

@@ -541,6 +541,8 @@ static void build_fields(struct xfer *x)
             (vega_http_field){{accept, sizeof(accept) - 1}, {json, sizeof(json) - 1}};
     static const char auth[] = "Authorization";
     const char *cred = o->auth ? o->auth : x->url_auth;
+    if (x->auth_answer[0] && !strip) /* --digest/--anyauth: this hop's answer */
+        cred = x->auth_answer;
     if (strip && x->hop_auth[0]) /* -n: the entry of the host this hop goes to */
         cred = x->hop_auth, strip = false;
     if (cred[0] && !strip && !user_has(o, auth))
@@ -725,6 +727,8 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
     url_origin(x->url, x->origin, sizeof x->origin);
     x->foreign = false;
     x->hop_auth[0] = '\0';
+    x->auth_answer[0] = '\0';
+    x->auth_tried = false;
     for (;;) {
         build_fields(x);
         vega_http_client_request req;
@@ -747,11 +751,22 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
             req.body_user = &x->up;
             req.body_length = x->up.length;
         }
+        /* --digest/--anyauth before the challenge: curl's "auth negotiation" sends the method
+         * with an empty body; the body goes with the answer */
+        bool may_auth = o->auth_user && (!x->foreign || o->location_trusted);
+        bool auth_neg = may_auth && !x->auth_tried && (x->send_data || x->has_upload);
+        if (auth_neg) {
+            req.body = "";
+            req.body_len = 0;
+            req.body_file = false;
+            req.body_fn = NULL;
+            req.body_length = 0;
+        }
         /* curl 7.88 asks first ("Expect: 100-continue", waiting up to 1 s for 100) before a -T
          * upload that is not empty and before a -d/-F body over 1 MiB (EXPECT_100_THRESHOLD),
          * unless -H names Expect (-H 'Expect:' is curl's way to turn it off). */
         req.expect_continue =
-            !user_has(o, "Expect") &&
+            !user_has(o, "Expect") && !auth_neg &&
             (x->has_upload ? x->up.length != 0 : x->send_data && o->data_len > (size_t)1 << 20);
         req.decompress = o->compressed;
         req.version = o->http_version;
@@ -765,7 +780,7 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
 
         vega_http_client_response *resp = NULL;
         int r = vega_http_client_send(client, &req, &resp);
-        if (req.body_file) {
+        if (req.body_file && !auth_neg) {
             if (r == -ENODATA)
                 x->up.err = r; /* the file shrank below the length announced: exit 26 */
             else if (r == 0)
@@ -778,13 +793,35 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
         }
         const vega_http_client_info *in = vega_http_client_response_info(resp);
         note_response(x, in);
-        if (x->send_data)
+        if (x->send_data && !auth_neg)
             x->res.size_upload += o->data_len;
-        else if (x->has_upload)
+        else if (x->has_upload && !auth_neg)
             x->res.size_upload += x->up.sent;
         verbose_connection(x, in);
         flush_trace(x);
         curl_cookie_take(x->url, in->fields); /* a redirect's cookies go with the next hop */
+
+        /* --digest/--anyauth: a 401 with a challenge we can answer is asked again, once */
+        if (in->status == 401 && may_auth && !x->auth_tried) {
+            x->auth_tried = true;
+            char target[CURL_MAX_URL_LEN];
+            vega_http_url u;
+            if (vega_http_url_parse(&u, x->url, strlen(x->url)) == 0 &&
+                snprintf(target, sizeof target, "%.*s%s%.*s", (int)(u.path.len ? u.path.len : 1),
+                         u.path.len ? u.path.ptr : "/", u.query.ptr ? "?" : "", (int)u.query.len,
+                         u.query.ptr ? u.query.ptr : "") < (int)sizeof target &&
+                curl_auth_answer(o, in->fields, x->method, target, x->auth_answer,
+                                 sizeof x->auth_answer) == 0) {
+                if (o->verbose)
+                    info_line("Issue another request to this URL with the server's challenge "
+                              "answered");
+                /* (the body has not gone yet: the first try sent it empty) */
+                drain(x, resp);
+                vega_http_client_response_free(resp);
+                continue;
+            }
+            x->auth_answer[0] = '\0';
+        }
 
         bool to_get = false;
         vega_ssize n = vega_http_client_redirect(resp, x->url, x->next, sizeof(x->next), &to_get);
@@ -829,6 +866,8 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
                 "necessary data rewind wasn't possible (the upload came from stdin)");
         }
         memcpy(x->url, x->next, (size_t)n + 1);
+        x->auth_answer[0] = '\0'; /* a new hop is challenged (and answered) anew */
+        x->auth_tried = false;
         char here[CURL_MAX_URL_LEN];
         url_origin(x->url, here, sizeof here);
         x->foreign = !x->origin[0] || strcmp(here, x->origin) != 0;

@@ -10,7 +10,7 @@ fails, 77 if curl is not installed.
 
     command -p python3 interop/curl-diff/run.py [BUILD_DIR] [-j N] [-k REGEX] [-v]
 """
-import argparse, concurrent.futures, os, re, shlex, shutil, socket, subprocess, sys, tempfile
+import argparse, base64, concurrent.futures, hashlib, os, re, shlex, shutil, socket, subprocess, sys, tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -75,6 +75,17 @@ def wait_line(proc_log, pattern, secs=15):
         time.sleep(0.05)
     with open(proc_log, errors="replace") as f:
         raise RuntimeError("no %r in %s after %ds:\n%s" % (pattern, proc_log, secs, f.read()))
+
+
+def wait_port(port, secs=15):
+    deadline = time.monotonic() + secs
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("nothing listens on port %d after %ds" % (port, secs))
 
 
 def tool(build, name):
@@ -178,11 +189,33 @@ class Servers:
                        "--key", key, www], os.path.join(work, "serve-tls.log"))
         p_log = start([sys.executable, "-u", PY_SERVER, self.sock],
                       os.path.join(work, "py.log"))
+        # OpenSSL's own server held to one TLS version (-WWW: GET /NAME answers the file
+        # www/NAME over HTTP/1.0), for the version, cipher and group rows.
+        self.o12_port, self.o13_port = free_port(), free_port()
+        for port, flag in ((self.o12_port, "-tls1_2"), (self.o13_port, "-tls1_3")):
+            f = open(os.path.join(work, "s_server%s.log" % flag), "w")
+            self.procs.append(subprocess.Popen(
+                ["openssl", "s_server", "-accept", "127.0.0.1:%d" % port, flag, "-WWW",
+                 "-cert", cert, "-key", key, "-quiet"], cwd=www, stdout=f,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
+        # --pinnedpubkey: the certificate's public key, as a sha256// pin and as files
+        self.pub_pem, self.pub_der = os.path.join(work, "pub.pem"), os.path.join(work, "pub.der")
+        pem = subprocess.run(["openssl", "x509", "-in", cert, "-pubkey", "-noout"], check=True,
+                             capture_output=True).stdout
+        with open(self.pub_pem, "wb") as f:
+            f.write(pem)
+        subprocess.run(["openssl", "pkey", "-pubin", "-in", self.pub_pem, "-outform", "der",
+                        "-out", self.pub_der], check=True)
+        with open(self.pub_der, "rb") as f:
+            self.pin = "sha256//" + base64.b64encode(hashlib.sha256(f.read()).digest()).decode()
         pat = r"listening on 127\.0\.0\.1:(\d+)"
         self.s_port = wait_line(s_log, pat).group(1)
         self.t_port = wait_line(t_log, pat).group(1)
         self.p_port = wait_line(p_log, r"port (\d+)").group(1)
+        self.dns_port = wait_line(p_log, r"dns port (\d+)").group(1)
         self.refused = free_port()
+        for port in (self.o12_port, self.o13_port):
+            wait_port(port)
 
     def stop(self):
         for p in self.procs:
@@ -337,6 +370,12 @@ def main():
             "REFUSED": "http://127.0.0.1:%d" % servers.refused,
             "SOCK": servers.sock,
             "CA": servers.cert,
+            "DNSP": servers.dns_port,
+            "O12": "https://localhost:%d" % servers.o12_port,
+            "O13": "https://localhost:%d" % servers.o13_port,
+            "PIN": servers.pin,
+            "PUBPEM": servers.pub_pem,
+            "PUBDER": servers.pub_der,
             "D": data_dir,
         }
         # The fixtures may name the servers too (-K files with url =).

@@ -63,6 +63,8 @@ static const struct code lib_codes[] = {
     {VEGA_ERR_TLS_PROTOCOL, "VEGA_ERR_TLS_PROTOCOL", "TLS protocol error"},
     {VEGA_ERR_TLS_CONFIG, "VEGA_ERR_TLS_CONFIG",
      "bad TLS configuration (certificate, key, CA or list)"},
+    {VEGA_ERR_TLS_PINNED, "VEGA_ERR_TLS_PINNED",
+     "the peer's public key does not match the pinned public key"},
     /* crypto.h */
     {VEGA_ERR_CRYPTO_LIBCRYPTO, "VEGA_ERR_CRYPTO_LIBCRYPTO", "libcrypto failed unexpectedly"},
     {VEGA_ERR_CRYPTO_UNSUPPORTED, "VEGA_ERR_CRYPTO_UNSUPPORTED",

@@ -24,6 +24,8 @@ const char *vega__crypto_md_name(vega_crypto_hash_alg alg)
         return "SHA384";
     case VEGA_CRYPTO_SHA512:
         return "SHA512";
+    case VEGA_CRYPTO_MD5:
+        return "MD5";
     }
     return NULL;
 }
@@ -39,6 +41,8 @@ size_t vega_crypto_hash_len(vega_crypto_hash_alg alg)
         return 48;
     case VEGA_CRYPTO_SHA512:
         return 64;
+    case VEGA_CRYPTO_MD5:
+        return 16;
     }
     return 0;
 }

@@ -24,6 +24,7 @@
 #define HC_OPTS_V4_SIZE offsetof(vega_http_client_opts, quic_key_update)
 #define HC_OPTS_V5_SIZE offsetof(vega_http_client_opts, ip_family)
 #define HC_OPTS_V6_SIZE offsetof(vega_http_client_opts, quic_migrate)
+#define HC_OPTS_V7_SIZE offsetof(vega_http_client_opts, dns_servers)
 #define HC_REQ_V1_SIZE  offsetof(vega_http_client_request, h3_fallback)
 
 static size_t hc_opts_size(int opts_version)
@@ -34,6 +35,7 @@ static size_t hc_opts_size(int opts_version)
            : opts_version == 4 ? HC_OPTS_V4_SIZE
            : opts_version == 5 ? HC_OPTS_V5_SIZE
            : opts_version == 6 ? HC_OPTS_V6_SIZE
+           : opts_version == 7 ? HC_OPTS_V7_SIZE
                                : sizeof(vega_http_client_opts);
 }
 
@@ -87,6 +89,8 @@ int vega_http_client_new_versioned(vega_http_client **out, const vega_http_clien
         return -EINVAL;
     if (o.quic_n_suites > 3)
         return -EINVAL;
+    if (o.dns_servers_len > VEGA_DNS_MAX_NAMESERVERS || (o.dns_servers_len && !o.dns_servers))
+        return -EINVAL;
     if (o.ip_family != AF_UNSPEC && o.ip_family != AF_INET && o.ip_family != AF_INET6)
         return -EINVAL;
     if (o.quic_version && !vega_quic_version_is_supported(o.quic_version))
@@ -120,8 +124,14 @@ int vega_http_client_new_versioned(vega_http_client **out, const vega_http_clien
         if (rc == 0)
             rc = vega_tls_config_set_alpn(c->tls_h1, alpn + 1, 1);
     }
-    if (rc == 0)
-        rc = vega_dns_resolver_new(&c->dns, NULL);
+    if (rc == 0) {
+        vega_dns_opts dno;
+        vega_dns_opts_init(&dno);
+        dno.nameservers = o.dns_servers;
+        dno.nameservers_len = o.dns_servers_len;
+        rc = vega_dns_resolver_new(&c->dns, &dno);
+    }
+    c->o.dns_servers = NULL; /* borrowed for the call only: the resolver has its copy */
     if (rc < 0) {
         if (c->tls && !c->o.tls)
             vega_tls_config_free(c->tls);

@@ -245,12 +245,15 @@ static int tcp_open(vega_http_client *c, const struct hc_key *k, vega_http_clien
     vega_addr tmp[1];
     size_t n = 0;
     int r = vega_dns_lookup(c->dns, k->host, fam, tmp, 1, &n, dl);
+    if (r == -ECONNREFUSED)
+        return VEGA_ERR_DNS_SERVER; /* no name server listens: the host did not resolve */
     if (r < 0)
         return r;
     info->t_dns = vega_now();
     vega_tcp_connect_opts to;
     vega_tcp_connect_opts_init(&to);
     to.family = fam;
+    to.attempt_delay_ms = c->o.happy_eyeballs_delay_ms;
     return vega_tcp_connect_host(sock, c->dns, k->host, k->port, &to, dl);
 }
 

@@ -8,8 +8,10 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
+#include <openssl/sha.h>
 
 #include "tls_int.h"
 
@@ -32,6 +34,7 @@ void vega_tls_config_free(vega_tls_config *cfg)
     }
     free(cfg->sni);
     free(cfg->alpn);
+    free(cfg->pins);
     if (cfg->keylog)
         fclose(cfg->keylog);
     pthread_mutex_destroy(&cfg->mu);
@@ -364,6 +367,46 @@ int vega_tls_config_set_groups(vega_tls_config *cfg, const char *groups)
     long ok = SSL_CTX_set1_groups_list(cfg->ctx, groups);
     ERR_clear_error();
     return ok ? 0 : VEGA_ERR_TLS_CONFIG;
+}
+
+int vega_tls_config_set_pinned_keys(vega_tls_config *cfg, const uint8_t *sha256, size_t n)
+{
+    if (!cfg || cfg->role != VEGA_TLS_CLIENT || (n && !sha256) || n > VEGA_TLS_MAX_PINNED_KEYS)
+        return -EINVAL;
+    uint8_t *p = NULL;
+    if (n) {
+        p = malloc(n * SHA256_DIGEST_LENGTH);
+        if (!p)
+            return -ENOMEM;
+        memcpy(p, sha256, n * SHA256_DIGEST_LENGTH);
+    }
+    free(cfg->pins);
+    cfg->pins = p;
+    cfg->npins = n;
+    return 0;
+}
+
+bool vega__tls_pin_ok(const vega_tls_config *cfg, X509 *peer)
+{
+    if (!cfg->npins)
+        return true;
+    if (!peer)
+        return false;
+    unsigned char *der = NULL;
+    int len = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(peer), &der);
+    if (len <= 0) {
+        ERR_clear_error();
+        return false;
+    }
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    bool ok = SHA256(der, (size_t)len, md) != NULL;
+    OPENSSL_free(der);
+    if (!ok)
+        return false;
+    for (size_t i = 0; i < cfg->npins; i++)
+        if (CRYPTO_memcmp(md, cfg->pins + i * SHA256_DIGEST_LENGTH, SHA256_DIGEST_LENGTH) == 0)
+            return true;
+    return false;
 }
 
 int vega_tls_config_set_session_cache(vega_tls_config *cfg, size_t max)

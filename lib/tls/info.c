@@ -3,6 +3,7 @@
  * last error and its kernel TLS status. */
 #include <string.h>
 
+#include <openssl/err.h>
 #include <openssl/x509.h>
 
 #include "tls_int.h"
@@ -97,6 +98,30 @@ vega_ssize vega_tls_peer_cert_der(vega_stream *s, void *buf, size_t cap)
             i2d_X509(x, &p);
         }
     } else if (r < 0) {
+        r = -ENOMEM;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return r;
+}
+
+vega_ssize vega_tls_peer_pubkey_der(vega_stream *s, void *buf, size_t cap)
+{
+    struct vega_tls *t = vega__tls_of(s);
+    if (!t || (!buf && cap))
+        return -EINVAL;
+    pthread_mutex_lock(&t->mu);
+    X509 *x = SSL_get0_peer_certificate(t->ssl);
+    X509_PUBKEY *k = x ? X509_get_X509_PUBKEY(x) : NULL;
+    vega_ssize r = k ? i2d_X509_PUBKEY(k, NULL) : 0;
+    if (r > 0 && buf) {
+        if ((size_t)r > cap) {
+            r = VEGA_ERR_NOBUF;
+        } else {
+            unsigned char *p = buf;
+            i2d_X509_PUBKEY(k, &p);
+        }
+    } else if (r < 0) {
+        ERR_clear_error();
         r = -ENOMEM;
     }
     pthread_mutex_unlock(&t->mu);

@@ -380,9 +380,16 @@ static int handshake_locked(struct vega_tls *t, vega_deadline dl)
         ERR_clear_error();
         int ret = SSL_do_handshake(t->ssl);
         int e = ret == 1 ? SSL_ERROR_NONE : SSL_get_error(t->ssl, ret);
-        if (ret == 1)
+        if (ret == 1) {
             handshake_done_locked(t);
-        else if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+            if (!vega__tls_pin_ok(t->cfg, SSL_get0_peer_certificate(t->ssl))) {
+                t->err.alert = -1;
+                t->err.alert_received = false;
+                t->hs_err = vega__tls_set_error(t, VEGA_ERR_TLS_PINNED,
+                                                "TLS: the server's public key does not match "
+                                                "the pinned public key");
+            }
+        } else if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
             t->hs_err = vega__tls_fail(t, e);
         ERR_clear_error();
         int err = t->hs_err;

@@ -56,6 +56,8 @@ struct vega_tls_config {
     void *sni_user;
     unsigned char *alpn; /* wire format: length-prefixed names */
     size_t alpn_len;
+    uint8_t *pins; /* client: npins SHA-256 digests of acceptable SubjectPublicKeyInfos */
+    size_t npins;
     vega_tls_ktls_mode ktls;
     pthread_mutex_t mu; /* guards system_ca_loaded, the key log and the session cache */
     FILE *keylog;
@@ -66,6 +68,8 @@ struct vega_tls_config {
 };
 
 vega_tls_config *vega__tls_config_ref(vega_tls_config *cfg);
+/* Whether the SHA-256 of peer's SubjectPublicKeyInfo is one of cfg's pins (true without pins). */
+bool vega__tls_pin_ok(const vega_tls_config *cfg, X509 *peer);
 /* Loads the system CA store once, for clients that set no CA. Returns 0 or an error code. */
 int vega__tls_config_prepare(vega_tls_config *cfg);
 

@@ -35,7 +35,9 @@ setup_file() {
     wait_for_line "$d/echo.log" 'port [0-9]+' 10
     SPORT="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$d/serve.log" | head -1)"
     EPORT="$(sed -n 's/^port \([0-9]*\)/\1/p' "$d/echo.log" | head -1)"
-    export SPORT EPORT
+    wait_for_line "$d/echo.log" '^dns port [0-9]+' 10
+    DPORT="$(sed -n 's/^dns port \([0-9]*\)/\1/p' "$d/echo.log" | head -1)"
+    export SPORT EPORT DPORT
 }
 
 teardown_file() {
@@ -790,4 +792,65 @@ NETRC
     head -c $((1024 * 1024 + 1)) /dev/zero | tr '\0' 'a' >"$T/big"
     run vc -s -H @"$T/big" "$u"
     [ "$status" -eq 26 ]
+}
+
+@test "--dns-servers: names go to the given name server (libvega's resolver); --happy-eyeballs-timeout-ms" {
+    # web.vega-test exists only in vega-curl-flags.py's name server
+    run vc -s --dns-servers "127.0.0.1:$DPORT" "http://web.vega-test:$EPORT/echo"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"Host: web.vega-test:$EPORT"* ]]
+    # the server's NXDOMAIN; a list whose first server answers; port 53 by default
+    run vc -sS --dns-servers "127.0.0.1:$DPORT" "http://nope.example:$EPORT/echo"
+    [ "$status" -eq 6 ]
+    [[ "$output" == *"Could not resolve host: nope.example"* ]]
+    run vc -s -o /dev/null -w '%{remote_ip} %{http_code}' \
+        --dns-servers "127.0.0.1:$DPORT,[::1]:53,::1" "http://web.vega-test:$EPORT/echo"
+    [ "$status" -eq 0 ]
+    [ "$output" = "127.0.0.1 200" ]
+    # a name server port nobody listens on: not resolved (6), as curl's c-ares build says
+    run vc -sS --dns-servers 127.0.0.1:1 "http://web.vega-test:$EPORT/echo"
+    [ "$status" -eq 6 ]
+    # bad lists: usage (2)
+    run vc -sS --dns-servers 'web.vega-test' "http://127.0.0.1:$EPORT/echo"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"is not an IP address"* ]]
+    run vc -sS --dns-servers "127.0.0.1,,::1" "http://127.0.0.1:$EPORT/echo"
+    [ "$status" -eq 2 ]
+    run vc -sS --dns-servers "1.1.1.1,1.1.1.2,1.1.1.3,1.1.1.4,1.1.1.5,1.1.1.6,1.1.1.7,1.1.1.8,1.1.1.9" \
+        "http://127.0.0.1:$EPORT/echo"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"more than 8 servers"* ]]
+    # --happy-eyeballs-timeout-ms: curl's number checks; a name resolved through the server
+    run vc -s -o /dev/null -w '%{http_code}' --happy-eyeballs-timeout-ms 50 \
+        --dns-servers "127.0.0.1:$DPORT" "http://web.vega-test:$EPORT/echo"
+    [ "$status" -eq 0 ]
+    [ "$output" = "200" ]
+    run vc -sS --happy-eyeballs-timeout-ms 1.5 "http://127.0.0.1:$EPORT/echo"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"expected a proper numerical parameter"* ]]
+    run vc -sS --happy-eyeballs-timeout-ms -1 "http://127.0.0.1:$EPORT/echo"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"expected a positive numerical parameter"* ]]
+}
+
+@test "TLS flags: --sslv3/--sslv2 warn as curl 7.88; --pinnedpubkey is refused over HTTP/3" {
+    run vc --sslv3 -o /dev/null "http://127.0.0.1:$EPORT/echo"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"Warning: Ignores instruction to use SSLv3"* ]]
+    run vc -2 -o /dev/null "http://127.0.0.1:$EPORT/echo"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"Warning: Ignores instruction to use SSLv2"* ]]
+    run vc -s --sslv3 -o /dev/null "http://127.0.0.1:$EPORT/echo"
+    [ "$status" -eq 0 ]
+    [ -z "$output" ]
+    # QUIC's handshake does not take the TCP side's TLS settings: a pin there would go unchecked
+    run vc -sS --http3-only --pinnedpubkey sha256//AAAA "https://127.0.0.1:$EPORT/"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--pinnedpubkey is not supported over HTTP/3"* ]]
+    run vc -sS --alt-svc '' --pinnedpubkey sha256//AAAA "https://127.0.0.1:$EPORT/"
+    [ "$status" -eq 2 ]
+    # versions below 1.2 cannot be spoken: said plainly, curl's 35
+    run vc -sS --tls-max 1.1 "https://127.0.0.1:$EPORT/"
+    [ "$status" -eq 35 ]
+    [[ "$output" == *"TLS 1.1 and older are not supported"* ]]
 }

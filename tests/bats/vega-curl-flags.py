@@ -8,11 +8,14 @@
 # of a multipart/form-data body. For interop/curl-diff: /r/CODE?to=URL redirects with CODE,
 # /chain/N redirects (302) to /chain/N-1 down to /echo, /status/CODE answers CODE with a body,
 # /auth answers 401 with a Basic challenge unless an Authorization field came (then echoes it),
+# /digest/ALGS/QOP checks HTTP Digest answers (see digest()),
 # /echolen is /echo with an X-Echo-Body field (the body's length and SHA-256) for the body,
 # /stall waits 5 s before answering, /deflate answers a zlib "deflate" body, /ct answers
 # Content-Type: text/x-curl-diff; charset=utf-8. Each argument is a Unix socket ("@NAME":
-# abstract) served too.
-import email.parser, email.policy, hashlib, http.server, re, socketserver, sys, threading, time
+# abstract) served too. A name server on a UDP port ("dns port N", printed after "port N")
+# answers names under "vega-test" with 127.0.0.1, others with NXDOMAIN (--dns-servers).
+import email.parser, email.policy, hashlib, http.server, re, socket, socketserver, sys, threading
+import time
 import urllib.parse, zlib
 
 counts = {}
@@ -124,6 +127,8 @@ class H(http.server.BaseHTTPRequestHandler):
                 self.send(200, ("auth %s\n" % self.headers["Authorization"]).encode())
             else:
                 self.send(401, b"who?\n", [("WWW-Authenticate", 'Basic realm="diff"')])
+        elif p.startswith("/digest/"):
+            self.digest(p, body)
         elif p == "/stall":
             time.sleep(5)
             self.send(200, b"late\n")
@@ -136,6 +141,50 @@ class H(http.server.BaseHTTPRequestHandler):
             self.send(200, b"lm\n", [("Last-Modified", "Thu, 02 Jan 2020 03:04:05 GMT")])
         else:
             self.send(404, b"no\n")
+
+    def digest(self, p, body):
+        """/digest/ALGS/QOP[?...]: HTTP Digest (RFC 7616) with the password "Circle of Life",
+        one challenge per algorithm in ALGS ("+"-separated, "basic" for a Basic one), qop
+        QOP ("none": RFC 2069's form); "long=1" in the query: a 630-byte nonce. Answers 200
+        with what it checked, else 401 again."""
+        algs, qop = p.split("?")[0].split("/")[2:4]
+        nonce, opaque, realm = "7ypf/xlj9XXwfDPEoM4URrv/xwf94BcCAzFZH4GiTo0v", "FQhe/qaU925k", \
+            "http-auth@example.org"
+        if "long=1" in p:  # a nonce over vega-curl's 512-byte bound
+            nonce = (nonce + "A") * 14
+        auth = self.headers.get("Authorization", "")
+        if auth.startswith("Digest "):
+            f = dict((m.group(1).lower(), m.group(2) if m.group(2) is not None else m.group(3))
+                     for m in re.finditer(r'([\w-]+)=(?:"((?:[^"\\]|\\.)*)"|([^\s,]*))',
+                                          auth[7:]))
+            alg = f.get("algorithm", "MD5")
+            hname = "sha256" if alg.upper().startswith("SHA-256") else "md5"
+            h = lambda t: hashlib.new(hname, t.encode()).hexdigest()
+            ha1 = h("%s:%s:%s" % (f.get("username"), realm, "Circle of Life"))
+            if alg.lower().endswith("-sess"):
+                ha1 = h("%s:%s:%s" % (ha1, nonce, f.get("cnonce")))
+            ha2 = h("%s:%s" % (self.command, f.get("uri")))
+            if "qop" in f:
+                want = h(":".join([ha1, nonce, f.get("nc", ""), f.get("cnonce", ""), f["qop"], ha2]))
+            else:
+                want = h("%s:%s:%s" % (ha1, nonce, ha2))
+            ok = (f.get("response") == want and f.get("uri") == p and f.get("nonce") == nonce
+                  and f.get("opaque") == opaque and (qop == "none") == ("qop" not in f))
+            if ok:
+                return self.send(200, b"digest ok %s %s %s %s [%s]\n" % (
+                    f["username"].encode(), alg.encode(), self.command.encode(),
+                    f.get("qop", "-").encode(), body))
+        elif auth.startswith("Basic ") and "basic" in algs:
+            return self.send(200, b"basic ok %s [%s]\n" % (auth[6:].encode(), body))
+        ch = []
+        for a in algs.split("+"):
+            if a == "basic":
+                ch.append(("WWW-Authenticate", 'Basic realm="%s"' % realm))
+                continue
+            ch.append(("WWW-Authenticate", 'Digest realm="%s", %snonce="%s", %sopaque="%s"' % (
+                realm, "" if qop == "none" else 'qop="%s", ' % qop, nonce,
+                "" if a == "default" else "algorithm=%s, " % a, opaque)))
+        self.send(401, b"who? (%d bytes came)\n" % len(body), ch)
 
     do_POST = do_GET
     do_PUT = do_GET
@@ -154,6 +203,44 @@ class UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 for path in sys.argv[1:]:
     u = UnixServer("\0" + path[1:] if path.startswith("@") else path, H)
     threading.Thread(target=u.serve_forever, daemon=True).start()
+
+
+def dns_answer(q):
+    """A name server for --dns-servers: names under "vega-test" have the A record 127.0.0.1
+    (and no AAAA); every other name is NXDOMAIN. None for a query it cannot read."""
+    if len(q) < 12:
+        return None
+    at, labels = 12, []
+    while at < len(q) and q[at] != 0:
+        n = q[at]
+        if n > 63 or at + 1 + n > len(q):
+            return None
+        labels.append(q[at + 1:at + 1 + n].decode("ascii", "replace").lower())
+        at += 1 + n
+    if at + 5 > len(q):
+        return None
+    qtype = int.from_bytes(q[at + 1:at + 3], "big")
+    ours = bool(labels) and labels[-1] == "vega-test"
+    head = q[:2] + bytes([0x81, 0x80 if ours else 0x83]) + q[4:6]  # QR RD, RA; NXDOMAIN
+    question = q[12:at + 5]
+    if ours and qtype == 1:
+        return head + b"\0\1\0\0\0\0" + question + bytes(
+            [0xC0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 127, 0, 0, 1])
+    return head + b"\0\0\0\0\0\0" + question
+
+
+def dns_serve(sock):
+    while True:
+        q, peer = sock.recvfrom(512)
+        a = dns_answer(q)
+        if a:
+            sock.sendto(a, peer)
+
+
 s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
 print("port", s.server_address[1], flush=True)
+dns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+dns.bind(("127.0.0.1", 0))
+threading.Thread(target=dns_serve, args=(dns,), daemon=True).start()
+print("dns port", dns.getsockname()[1], flush=True)
 s.serve_forever()

@@ -82,11 +82,13 @@ typedef enum vega_crypto_hash_alg {
     VEGA_CRYPTO_SHA256,
     VEGA_CRYPTO_SHA384,
     VEGA_CRYPTO_SHA512,
+    VEGA_CRYPTO_MD5, /* legacy, broken: only where a protocol still names it (HTTP Digest
+                        authentication's MD5, RFC 7616); never for new designs */
 } vega_crypto_hash_alg;
 
 #define VEGA_CRYPTO_HASH_MAX_LEN 64 /* the largest digest (SHA-512) */
 
-/* Digest length of alg in bytes (20, 32, 48, 64); 0 for an unknown alg.
+/* Digest length of alg in bytes (20, 32, 48, 64; MD5 16); 0 for an unknown alg.
  * Context: any thread. Since 0.1. */
 VEGA_API size_t vega_crypto_hash_len(vega_crypto_hash_alg alg);
 

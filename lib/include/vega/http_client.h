@@ -162,13 +162,28 @@ typedef struct vega_http_client_opts {
                           The response's info says how it went (quic_migration). false = none,
                           the default */
     uint64_t quic_migrate_after_ns;
+    /* ---- DNS and Happy Eyeballs (layout version 8) ---- */
+    const vega_addr *dns_servers; /* the client's own lookups (TCP and QUIC) ask these name
+                                     servers, in order (a port of 0 means 53), instead of
+                                     resolv.conf's; the hosts file and "localhost" still come
+                                     first (vega_dns_lookup). Borrowed during
+                                     vega_http_client_new (copied); at most
+                                     VEGA_DNS_MAX_NAMESERVERS; 0 entries (the default): the
+                                     system's. curl's --dns-servers */
+    size_t dns_servers_len;
+    unsigned happy_eyeballs_delay_ms; /* the client's TCP connects (vega_tcp_connect_host): how
+                                         long one attempt runs before the next address, of the
+                                         other family first, is tried (RFC 8305 §5 Connection
+                                         Attempt Delay); 0 = 250, below 10 = 10. curl's
+                                         --happy-eyeballs-timeout-ms */
 } vega_http_client_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended the
  * HTTP/3 fields, version 3 the proxy, version 4 quic_qlog_dir, version 5 quic_key_update,
  * version 6 ip_family, tcp_nagle and tcp_keepalive_s, version 7 quic_migrate and
- * quic_migrate_after_ns; a program built with an older version still works (with their
+ * quic_migrate_after_ns, version 8 dns_servers, dns_servers_len and
+ * happy_eyeballs_delay_ms; a program built with an older version still works (with their
  * defaults). */
-#define VEGA_HTTP_CLIENT_OPTS_VERSION 7
+#define VEGA_HTTP_CLIENT_OPTS_VERSION 8
 
 /* Fills o with the defaults. Since 0.1. */
 VEGA_API void vega_http_client_opts_init_versioned(vega_http_client_opts *o, int opts_version);
@@ -323,7 +338,8 @@ VEGA_API void vega_http_client_request_init_versioned(vega_http_client_request *
  * Returns 0 (any status, 4xx and 5xx included); VEGA_ERR_HTTP_URL (malformed URL);
  * VEGA_ERR_HTTP_SCHEME (not http/https, or http with HTTP/3 only); VEGA_ERR_DNS_NOT_FOUND,
  * VEGA_ERR_DNS_NO_ADDRESS, VEGA_ERR_DNS_SERVER (the host did not resolve, <vega/dns.h>:
- * vega_strerror says "Could not resolve host: ...");
+ * vega_strerror says "Could not resolve host: ..."; over TCP also when no name server
+ * listens);
  * -ECONNREFUSED and other connect codes; -ETIMEDOUT (connect timeout or deadline); a TLS
  * code (vega/tls.h); VEGA_ERR_HTTP_EMPTY_REPLY (the server closed without a response);
  * VEGA_ERR_PROTO (malformed response; over HTTP/3 also a connection error: wire_error says

@@ -52,7 +52,9 @@ enum {
     VEGA_ERR_TLS_CONFIG = -10210,         /* a certificate, key or CA that does not parse, a key
                                              that does not match its certificate, a cipher or
                                              group list OpenSSL rejects */
-    VEGA_ERR_TLS_LAST = -10211,
+    VEGA_ERR_TLS_PINNED = -10211,         /* the peer's public key matches none of the keys
+                                             pinned with vega_tls_config_set_pinned_keys */
+    VEGA_ERR_TLS_LAST = -10212,
 };
 
 /* Deprecated (0.1) spellings of the codes above, until 1.0: module codes are
@@ -276,6 +278,21 @@ VEGA_API int vega_tls_config_set_ciphers(vega_tls_config *cfg, const char *tls12
  * VEGA_ERR_TLS_CONFIG. Since 0.1. */
 VEGA_API int vega_tls_config_set_groups(vega_tls_config *cfg, const char *groups);
 
+/* At most this many keys for vega_tls_config_set_pinned_keys. */
+#define VEGA_TLS_MAX_PINNED_KEYS 64
+
+/*
+ * Client: public key pinning (curl's --pinnedpubkey). Once the handshake has ended, the SHA-256
+ * of the server certificate's SubjectPublicKeyInfo (DER; what vega_tls_peer_pubkey_der gives)
+ * must equal one of the n digests in sha256 (n * 32 bytes, borrowed: copied), or the handshake
+ * fails with VEGA_ERR_TLS_PINNED before any application data goes either way. This is checked
+ * in addition to verification, and also with VEGA_TLS_VERIFY_NONE. n == 0 turns pinning off
+ * (the default).
+ * Returns 0, -ENOMEM, -EINVAL (not a client, sha256 NULL with n > 0, n above
+ * VEGA_TLS_MAX_PINNED_KEYS). Since 0.1.
+ */
+VEGA_API int vega_tls_config_set_pinned_keys(vega_tls_config *cfg, const uint8_t *sha256, size_t n);
+
 /*
  * Client: keep up to max host:port entries of resumable sessions (least recently used
  * dropped first; a TLS 1.3 ticket is used once); 0 turns resumption off. Server: TLS 1.3
@@ -413,6 +430,11 @@ VEGA_API vega_ssize vega_tls_peer_subject(vega_stream *s, char *buf, size_t cap)
 /* The peer certificate in DER into buf (NULL with cap 0 asks for the length). Returns the
  * length, 0 when there is none, VEGA_ERR_NOBUF, -EINVAL. Since 0.1. */
 VEGA_API vega_ssize vega_tls_peer_cert_der(vega_stream *s, void *buf, size_t cap);
+
+/* The peer certificate's public key, its SubjectPublicKeyInfo in DER, into buf (NULL with cap
+ * 0 asks for the length). Returns the length, 0 when there is no peer certificate,
+ * VEGA_ERR_NOBUF, -ENOMEM, -EINVAL. Since 0.1. */
+VEGA_API vega_ssize vega_tls_peer_pubkey_der(vega_stream *s, void *buf, size_t cap);
 
 /* ---- errors ---------------------------------------------------------------------------------- */
 

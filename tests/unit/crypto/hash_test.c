@@ -54,6 +54,8 @@ static const struct {
      "2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f",
      "204a8fc6dda82f0a0ced7beb8e08a41657c16ef468b228a8279be331a703c335"
      "96fd15c13b1b07f9aa1d3bea57789ca031ad85c7a71dd70354ec631238ca3445"},
+    /* RFC 1321 A.5 ("abc"); the 448-bit message by coreutils' md5sum */
+    {VEGA_CRYPTO_MD5, "900150983cd24fb0d6963f7d28e17f72", "8215ef0796a20bcaaae116d3876c664a"},
 };
 
 /* FIPS 180-4 examples ("abc", the 448-bit message), as published in the NIST example files. */

@@ -48,7 +48,7 @@ struct request_v1 {
 
 VTEST(v1_layouts_are_prefixes)
 {
-    VCHECK_EQ(VEGA_HTTP_CLIENT_OPTS_VERSION, 7);
+    VCHECK_EQ(VEGA_HTTP_CLIENT_OPTS_VERSION, 8);
     VCHECK_EQ(VEGA_HTTP_CLIENT_REQUEST_VERSION, 2);
     VCHECK_EQ(sizeof(struct opts_v1), offsetof(vega_http_client_opts, quic_ca));
     VCHECK_EQ(sizeof(struct request_v1), offsetof(vega_http_client_request, h3_fallback));
@@ -117,7 +117,7 @@ VTEST_CT(v1_client_and_request_work)
     /* layouts this library does not know */
     VCHECK_EQ(vega_http_client_send_versioned(c, (vega_http_client_request *)&b.r, &r, 3), -EINVAL);
     vega_http_client *c2 = NULL;
-    VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 8), -EINVAL);
+    VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 9), -EINVAL);
     VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 0), -EINVAL);
     VCHECK(c2 == NULL);
     vega_http_client_free(c);
@@ -249,4 +249,136 @@ VTEST(v6_layout_stops_before_quic_migrate)
     VCHECK(!c->o.quic_migrate);
     VCHECK_EQ(c->o.quic_migrate_after_ns, 0u);
     vega_http_client_free(c);
+}
+
+/* Layout 7 (before dns_servers): its _init and _new leave layout 8's DNS and Happy Eyeballs
+ * fields alone and at their defaults (the system's name servers, 250 ms). */
+VTEST(v7_layout_stops_before_dns_servers)
+{
+    enum {
+        V7 = offsetof(vega_http_client_opts, dns_servers)
+    };
+    VCHECK(offsetof(vega_http_client_opts, quic_migrate_after_ns) < (size_t)V7);
+    union {
+        vega_http_client_opts o;
+        unsigned char b[sizeof(vega_http_client_opts) + 64];
+    } a;
+    memset(&a, 0xa5, sizeof a);
+    vega_http_client_opts_init_versioned(&a.o, 7);
+    VCHECK_EQ(a.o.quic_migrate_after_ns, 0u);
+    for (size_t i = V7; i < sizeof a.b; i++)
+        VCHECK_EQ(a.b[i], 0xa5);
+    vega_http_client *c = NULL;
+    VCHECK_EQ(vega_http_client_new_versioned(&c, &a.o, 7), 0);
+    VCHECK(c != NULL);
+    VCHECK(c->o.dns_servers == NULL);
+    VCHECK_EQ(c->o.dns_servers_len, 0u);
+    VCHECK_EQ(c->o.happy_eyeballs_delay_ms, 0u);
+    vega_http_client_free(c);
+    /* layout 8: more servers than a resolver keeps, or a count without servers, are refused */
+    vega_http_client_opts o;
+    vega_http_client_opts_init(&o);
+    vega_addr many[VEGA_DNS_MAX_NAMESERVERS + 1];
+    memset(many, 0, sizeof many);
+    o.dns_servers = many;
+    o.dns_servers_len = VEGA_DNS_MAX_NAMESERVERS + 1;
+    VCHECK_EQ(vega_http_client_new(&c, &o), -EINVAL);
+    o.dns_servers = NULL;
+    o.dns_servers_len = 1;
+    VCHECK_EQ(vega_http_client_new(&c, &o), -EINVAL);
+}
+
+/* A name server on a loopback port: A queries get 127.0.0.1, others no answer (NODATA). Counts
+ * the queries that name "vega-dns". */
+struct dns_fake {
+    vega_sock *udp;
+    vega_addr addr;
+    int asked;
+};
+
+static void *dns_fake_task(void *arg)
+{
+    struct dns_fake *f = arg;
+    for (;;) {
+        uint8_t q[512];
+        vega_addr from;
+        vega_ssize n = vega_udp_recv_from(f->udp, q, sizeof q, &from, VEGA_DEADLINE_NEVER);
+        if (n < 0)
+            break;
+        size_t at = 12;
+        while (at < (size_t)n && q[at] != 0 && at + 1 + q[at] < (size_t)n)
+            at += 1 + q[at];
+        if (n < 12 || at + 5 > (size_t)n || q[at] != 0)
+            continue;
+        size_t qend = at + 5; /* the root label, QTYPE, QCLASS */
+        if (memmem(q + 12, at - 12, "\x08vega-dns", 9))
+            f->asked++;
+        uint8_t r[600];
+        memcpy(r, q, qend);
+        size_t rn = qend;
+        r[2] = 0x81;                                   /* QR, RD */
+        r[3] = 0x80;                                   /* RA, NOERROR */
+        r[6] = r[7] = r[8] = r[9] = r[10] = r[11] = 0; /* no answers yet, no OPT */
+        if (q[at + 1] == 0 && q[at + 2] == 1) {
+            static const uint8_t rr_a[] = {0xC0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 127, 0, 0, 1};
+            memcpy(r + rn, rr_a, sizeof rr_a);
+            rn += sizeof rr_a;
+            r[7] = 1;
+        }
+        vega_udp_send_to(f->udp, r, rn, &from, vega_deadline_in_ms(1000));
+    }
+    return NULL;
+}
+
+/* dns_servers: the client's lookups go to those servers (a name only the fake server knows
+ * reaches the HTTP server through its answer). */
+VTEST_CT(dns_servers_are_asked)
+{
+    struct dns_fake f = {0};
+    VCHECK_EQ(vega_addr_parse(&f.addr, "127.0.0.1:0", NULL), 0);
+    VCHECK_EQ(vega_udp_bind(&f.udp, &f.addr, 0), 0);
+    VCHECK_EQ(vega_sock_local_addr(f.udp, &f.addr), 0);
+    vega_task *ft;
+    VCHECK_EQ(vega_task_spawn(&ft, dns_fake_task, &f), 0);
+    struct hs *h = hs_new(NULL);
+    hs_step(h, (struct hs_step){.resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"});
+    hs_start(h);
+    vega_http_client_opts o;
+    vega_http_client_opts_init(&o);
+    o.dns_servers = &f.addr;
+    o.dns_servers_len = 1;
+    o.happy_eyeballs_delay_ms = 100;
+    o.ip_family = AF_INET;
+    vega_http_client *c;
+    VCHECK_EQ(vega_http_client_new(&c, &o), 0);
+    char url[128], body[16];
+    snprintf(url, sizeof url, "http://vega-dns.example:%u/", h->port);
+    vega_http_client_request rq;
+    vega_http_client_request_init(&rq);
+    rq.url = url;
+    rq.deadline = vega_deadline_in_ms(10000);
+    vega_http_client_response *r = NULL;
+    VCHECK_EQ(hc_fetch(c, &rq, &r, body, sizeof body), 2);
+    VCHECK_STR(body, "ok");
+    VCHECK(f.asked >= 1);
+    vega_http_client_response_free(r);
+    vega_http_client_free(c);
+    /* a name server port where nobody listens: the host did not resolve (curl's 6, not a
+     * refused connection to the host) */
+    vega_sock *gone;
+    vega_addr gone_addr;
+    VCHECK_EQ(vega_addr_parse(&gone_addr, "127.0.0.1:0", NULL), 0);
+    VCHECK_EQ(vega_udp_bind(&gone, &gone_addr, 0), 0);
+    VCHECK_EQ(vega_sock_local_addr(gone, &gone_addr), 0);
+    vega_sock_close(gone);
+    o.dns_servers = &gone_addr;
+    VCHECK_EQ(vega_http_client_new(&c, &o), 0);
+    r = NULL;
+    VCHECK_EQ(vega_http_client_send(c, &rq, &r), VEGA_ERR_DNS_SERVER);
+    VCHECK(r == NULL);
+    vega_http_client_free(c);
+    hs_free(h);
+    vega_task_cancel(ft);
+    VCHECK_EQ(vega_task_join(ft, NULL, VEGA_DEADLINE_NEVER), 0);
+    vega_sock_close(f.udp);
 }

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include <openssl/pem.h>
+#include <openssl/sha.h>
 #include <openssl/ssl.h>
 
 #include "tls_int.h"
@@ -385,6 +387,94 @@ static void body_ciphers(void)
 VTEST(cipher_group_and_version_preferences)
 {
     tu_run(body_ciphers, 0);
+}
+
+/* ---- public key pinning -------------------------------------------------------------------- */
+
+/* The SHA-256 of the SubjectPublicKeyInfo of a PEM certificate, by OpenSSL directly. */
+static void spki_sha256(const char *cert_pem, uint8_t out[32])
+{
+    BIO *b = BIO_new_mem_buf(cert_pem, -1);
+    X509 *x = PEM_read_bio_X509(b, NULL, NULL, NULL);
+    VCHECK(x != NULL);
+    unsigned char *der = NULL;
+    int len = i2d_PUBKEY(X509_get0_pubkey(x), &der);
+    VCHECK(len > 0);
+    SHA256(der, (size_t)len, out);
+    OPENSSL_free(der);
+    X509_free(x);
+    BIO_free(b);
+}
+
+static void body_pinned(void)
+{
+    struct tu_pem pem = tu_default_cert(), other = tu_default_cert();
+    vega_tls_config *scfg = tu_server_cfg(&pem), *ccfg = tu_client_cfg(pem.cert);
+    uint8_t pins[2][32];
+    spki_sha256(other.cert, pins[0]); /* another key first: any one of the list may match */
+    spki_sha256(pem.cert, pins[1]);
+    VCHECK_EQ(vega_tls_config_set_pinned_keys(ccfg, pins[0], 2), 0);
+    struct tu_pair p = tu_pair_new(ccfg, scfg, "localhost", 0);
+    tu_handshake_ok(&p);
+    /* the key the pin is taken over, as the client sees it */
+    uint8_t der[512], md[32];
+    vega_ssize n = vega_tls_peer_pubkey_der(p.c, NULL, 0);
+    VCHECK(n > 50 && (size_t)n <= sizeof(der));
+    VCHECK_EQ(vega_tls_peer_pubkey_der(p.c, der, sizeof(der)), n);
+    VCHECK_EQ(vega_tls_peer_pubkey_der(p.c, der, 8), VEGA_ERR_NOBUF);
+    VCHECK_EQ(vega_tls_peer_pubkey_der(p.c, NULL, 8), -EINVAL);
+    VCHECK_EQ(vega_tls_peer_pubkey_der(p.s, NULL, 0), 0); /* the client sent no certificate */
+    SHA256(der, (size_t)n, md);
+    VCHECK(memcmp(md, pins[1], 32) == 0);
+    tu_pair_close(&p);
+
+    /* Only a key the server does not have: the handshake fails on the client, and so does
+     * every later call; nothing is sent. */
+    VCHECK_EQ(vega_tls_config_set_pinned_keys(ccfg, pins[0], 1), 0);
+    p = tu_pair_new(ccfg, scfg, "localhost", 0);
+    int rc, rs;
+    tu_handshake(p.c, p.s, &rc, &rs);
+    VCHECK_EQ(rc, VEGA_ERR_TLS_PINNED);
+    VCHECK(strstr(vega_tls_last_error(p.c), "pinned public key") != NULL);
+    vega_tls_error e;
+    VCHECK_EQ(vega_tls_get_error(p.c, &e), 0);
+    VCHECK_EQ(e.code, VEGA_ERR_TLS_PINNED);
+    VCHECK_EQ(vega_stream_write(p.c, "x", 1, NULL, DL(1000)), VEGA_ERR_TLS_PINNED);
+    VCHECK_STR(vega_tls_strerror(VEGA_ERR_TLS_PINNED),
+               "the peer's public key does not match the pinned public key");
+    tu_pair_close(&p);
+
+    /* Pinning holds without verification too (curl's -k --pinnedpubkey). */
+    vega_tls_config *insecure = tu_client_cfg(other.cert);
+    VCHECK_EQ(vega_tls_config_set_verify(insecure, VEGA_TLS_VERIFY_NONE), 0);
+    VCHECK_EQ(vega_tls_config_set_pinned_keys(insecure, pins[0], 1), 0);
+    p = tu_pair_new(insecure, scfg, "localhost", 0);
+    tu_handshake(p.c, p.s, &rc, &rs);
+    VCHECK_EQ(rc, VEGA_ERR_TLS_PINNED);
+    tu_pair_close(&p);
+
+    /* n == 0 turns it off. */
+    VCHECK_EQ(vega_tls_config_set_pinned_keys(ccfg, NULL, 0), 0);
+    p = tu_pair_new(ccfg, scfg, "localhost", 0);
+    tu_handshake_ok(&p);
+    tu_pair_close(&p);
+
+    VCHECK_EQ(vega_tls_config_set_pinned_keys(scfg, pins[0], 1), -EINVAL); /* clients only */
+    VCHECK_EQ(vega_tls_config_set_pinned_keys(ccfg, NULL, 1), -EINVAL);
+    static uint8_t many[VEGA_TLS_MAX_PINNED_KEYS + 1][32];
+    VCHECK_EQ(vega_tls_config_set_pinned_keys(ccfg, many[0], VEGA_TLS_MAX_PINNED_KEYS + 1),
+              -EINVAL);
+    VCHECK_EQ(vega_tls_config_set_pinned_keys(ccfg, many[0], VEGA_TLS_MAX_PINNED_KEYS), 0);
+    vega_tls_config_free(insecure);
+    vega_tls_config_free(scfg);
+    vega_tls_config_free(ccfg);
+    tu_pem_free(&pem);
+    tu_pem_free(&other);
+}
+
+VTEST(pinned_public_keys)
+{
+    tu_run(body_pinned, 0);
 }
 
 /* ---- key log --------------------------------------------------------------------------------- */
