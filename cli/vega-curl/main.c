@@ -165,6 +165,9 @@ static const char usage_text[] =
     "  -R, --remote-time        give the file the document's Last-Modified time\n"
     "      --fail-early         stop at the first URL that fails\n"
     "      --remote-name-all    -O for every URL\n"
+    "      --etag-save FILE     write the response's ETag to FILE (- = stdout)\n"
+    "      --etag-compare FILE  send If-None-Match with the ETag FILE holds (missing: exit\n"
+    "                           26, unless --etag-save is given too)\n"
     "  -i, --include            write the response header before the body\n"
     "  -D, --dump-header FILE   write the response headers to FILE (- = stdout), every\n"
     "                           transfer's and every redirect's in order\n"
@@ -185,6 +188,10 @@ static const char usage_text[] =
     "  -S, --show-error         error messages even with -s\n"
     "  -v, --verbose            the request (> ) and response (< ) headers and connection\n"
     "                           notes (* ) on stderr\n"
+    "      --trace FILE         write what is sent and received to FILE (- = stdout) as\n"
+    "                           curl's hex and text dump, with the -v notes as \"== Info:\"\n"
+    "      --trace-ascii FILE   the same as text only\n"
+    "      --trace-time         prefix -v and --trace lines with the time of day\n"
     "  -#, --progress-bar       a progress bar instead of the meter\n"
     "      --no-progress-meter  no progress meter\n"
     "WebSocket (ws://, wss://): stdin lines go as text messages, each message received is\n"
@@ -292,6 +299,11 @@ enum {
     OPT_NO_NETRC_OPTIONAL,
     OPT_UNIX_SOCKET,
     OPT_ABSTRACT_UNIX_SOCKET,
+    OPT_TRACE,
+    OPT_TRACE_ASCII,
+    OPT_TRACE_TIME,
+    OPT_ETAG_SAVE,
+    OPT_ETAG_COMPARE,
 };
 
 static const struct option long_opts[] = {
@@ -407,6 +419,11 @@ static const struct option long_opts[] = {
     {"no-junk-session-cookies", no_argument, NULL, OPT_NO_JUNK_SESSION},
     {"remote-header-name", no_argument, NULL, 'J'},
     {"no-remote-header-name", no_argument, NULL, OPT_NO_REMOTE_HEADER_NAME},
+    {"trace", required_argument, NULL, OPT_TRACE},
+    {"trace-ascii", required_argument, NULL, OPT_TRACE_ASCII},
+    {"trace-time", no_argument, NULL, OPT_TRACE_TIME},
+    {"etag-save", required_argument, NULL, OPT_ETAG_SAVE},
+    {"etag-compare", required_argument, NULL, OPT_ETAG_COMPARE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -958,7 +975,30 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
             o->show_error = true;
             break;
         case 'v':
+            if (o->trace_file && !o->silent) /* curl: the last of -v, --trace* wins */
+                cli_err(NULL, "Warning: -v, --verbose overrides an earlier trace/verbose option");
             o->verbose = true;
+            o->trace_file = NULL;
+            break;
+        case OPT_TRACE:
+        case OPT_TRACE_ASCII: {
+            bool ascii = c == OPT_TRACE_ASCII;
+            if ((o->verbose || (o->trace_file && o->trace_ascii != ascii)) && !o->silent)
+                cli_err(NULL, "Warning: %s overrides an earlier trace/verbose option",
+                        ascii ? "--trace-ascii" : "--trace");
+            o->verbose = false;
+            o->trace_file = optarg;
+            o->trace_ascii = ascii;
+            break;
+        }
+        case OPT_TRACE_TIME:
+            o->trace_time = true;
+            break;
+        case OPT_ETAG_SAVE:
+            o->etag_save = optarg;
+            break;
+        case OPT_ETAG_COMPARE:
+            o->etag_compare = optarg;
             break;
         case 'f':
             o->fail = true;
@@ -1417,6 +1457,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     curl_cookie_init(&o);
+    curl_trace_open(&o);
 
     vega_rt_opts ro;
     vega_rt_opts_init(&ro);
@@ -1434,6 +1475,7 @@ int main(int argc, char **argv)
     if (r < 0)
         m.code = curl_fail(&o, CE_FAILED_INIT, "runtime: %s", vega_strerror(r));
     vega_rt_free(rt);
+    curl_trace_close();
     (void)curl_cookie_save(&o); /* curl only warns when the jar cannot be written */
     int fcode = curl_files_store(&o, &m.saved);
     if (fcode && m.code == CE_OK)

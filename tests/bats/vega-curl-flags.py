@@ -10,7 +10,9 @@
 # /auth answers 401 with a Basic challenge unless an Authorization field came (then echoes it),
 # /echolen is /echo with an X-Echo-Body field (the body's length and SHA-256) for the body,
 # /stall waits 5 s before answering, /deflate answers a zlib "deflate" body, /ct answers
-# Content-Type: text/x-curl-diff; charset=utf-8. Each argument is a Unix socket ("@NAME":
+# Content-Type: text/x-curl-diff; charset=utf-8, /etag?e=TAG answers 200 with "ETag: TAG" (304
+# when an If-None-Match field names it; without e= no ETag), /peer answers with the client's
+# address and port. Each argument is a Unix socket ("@NAME":
 # abstract) served too.
 import email.parser, email.policy, hashlib, http.server, re, socketserver, sys, threading, time
 import urllib.parse, zlib
@@ -132,6 +134,17 @@ class H(http.server.BaseHTTPRequestHandler):
                       [("Content-Encoding", "deflate"), ("Content-Type", "text/plain")])
         elif p == "/ct":
             self.send(200, b"typed\n", [("Content-Type", "text/x-curl-diff; charset=utf-8")])
+        elif p.startswith("/etag"):
+            q = urllib.parse.parse_qs(urllib.parse.urlsplit(p).query, keep_blank_values=True)
+            tag = q["e"][0] if "e" in q else None
+            inm = self.headers.get("If-None-Match")
+            if tag is not None and inm is not None and tag in [t.strip() for t in inm.split(",")]:
+                self.send(304, b"", [("ETag", tag)])
+            else:
+                self.send(200, ("etag body; if-none-match: %s\n" % inm).encode(),
+                          [("ETag", tag)] if tag is not None else [])
+        elif p == "/peer":
+            self.send(200, ("peer %s %d\n" % self.client_address[:2]).encode())
         elif p == "/lm":
             self.send(200, b"lm\n", [("Last-Modified", "Thu, 02 Jan 2020 03:04:05 GMT")])
         else:
