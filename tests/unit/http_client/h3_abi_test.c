@@ -48,7 +48,10 @@ struct request_v1 {
 
 VTEST(v1_layouts_are_prefixes)
 {
-    VCHECK_EQ(VEGA_HTTP_CLIENT_OPTS_VERSION, 7);
+    VCHECK_EQ(VEGA_HTTP_CLIENT_OPTS_VERSION, 8);
+    /* layout 8 appended local right after layout 7's last field */
+    VCHECK_EQ(offsetof(vega_http_client_opts, local),
+              offsetof(vega_http_client_opts, quic_migrate_after_ns) + sizeof(uint64_t));
     VCHECK_EQ(VEGA_HTTP_CLIENT_REQUEST_VERSION, 2);
     VCHECK_EQ(sizeof(struct opts_v1), offsetof(vega_http_client_opts, quic_ca));
     VCHECK_EQ(sizeof(struct request_v1), offsetof(vega_http_client_request, h3_fallback));
@@ -117,7 +120,7 @@ VTEST_CT(v1_client_and_request_work)
     /* layouts this library does not know */
     VCHECK_EQ(vega_http_client_send_versioned(c, (vega_http_client_request *)&b.r, &r, 3), -EINVAL);
     vega_http_client *c2 = NULL;
-    VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 8), -EINVAL);
+    VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 9), -EINVAL);
     VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 0), -EINVAL);
     VCHECK(c2 == NULL);
     vega_http_client_free(c);
