@@ -30,6 +30,7 @@ enum {
     CE_OPERATION_TIMEDOUT = 28,
     CE_RANGE_ERROR = 33, /* -C: the server does not support byte ranges */
     CE_SSL_CONNECT_ERROR = 35,
+    CE_INTERFACE_FAILED = 45, /* --interface or --local-port could not be bound */
     CE_TOO_MANY_REDIRECTS = 47,
     CE_GOT_NOTHING = 52,
     CE_SEND_ERROR = 55,
@@ -185,7 +186,21 @@ struct curl_opts {
     bool trace_time;
     const char *etag_save;    /* --etag-save FILE ("-" = stdout) */
     const char *etag_compare; /* --etag-compare FILE */
+    /* --interface, --local-port (bound in make_client: local.c) */
+    const char *interface;   /* as given: NAME, ADDR, host!NAME or if!NAME */
+    uint16_t local_port_min; /* --local-port N[-M]; 0 = none */
+    uint16_t local_port_max;
 };
+
+/* ---- --interface, --local-port (local.c) ------------------------------------------------------
+ */
+
+/* --local-port N[-M]: 0..65535 (0: any), M >= N; exits 2 ("is badly used here") otherwise. */
+void curl_local_port_parse(struct curl_opts *o, const char *arg);
+/* The client's local side from --interface and --local-port (an interface name by
+ * SO_BINDTODEVICE, an address resolved now). Returns 0, or 45 after printing why (an unknown
+ * interface or host, as curl); 2 with a proxy, --unix-socket or HTTP/3, where nothing is bound. */
+int curl_local_setup(const struct curl_opts *o, vega_tcp_local *out);
 
 /* ---- --trace, --etag-* (trace.c) -------------------------------------------------------------
  */

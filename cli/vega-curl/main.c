@@ -91,6 +91,11 @@ static const char usage_text[] =
     "      --no-tcp-nodelay     leave Nagle's algorithm on (--tcp-nodelay, the default: off)\n"
     "      --keepalive-time S   TCP keep-alive probes after S idle seconds (default 60);\n"
     "                           --no-keepalive: none\n"
+    "      --interface NAME     connect from interface NAME (SO_BINDTODEVICE) or address\n"
+    "                           NAME; if!NAME an interface only, host!NAME an address or host\n"
+    "                           only (not through a proxy or over HTTP/3; unknown: exit 45)\n"
+    "      --local-port N[-M]   connect from local port N, or the first free one of N-M\n"
+    "                           (none free: exit 45)\n"
     "      --limit-rate SPEED   at most SPEED body bytes a second on average, down and up\n"
     "                           (-T) (K, M, G)\n"
     "      --retry N            try a transient failure N more times: a timeout, HTTP 408,\n"
@@ -304,6 +309,8 @@ enum {
     OPT_TRACE_TIME,
     OPT_ETAG_SAVE,
     OPT_ETAG_COMPARE,
+    OPT_INTERFACE,
+    OPT_LOCAL_PORT,
 };
 
 static const struct option long_opts[] = {
@@ -424,6 +431,8 @@ static const struct option long_opts[] = {
     {"trace-time", no_argument, NULL, OPT_TRACE_TIME},
     {"etag-save", required_argument, NULL, OPT_ETAG_SAVE},
     {"etag-compare", required_argument, NULL, OPT_ETAG_COMPARE},
+    {"interface", required_argument, NULL, OPT_INTERFACE},
+    {"local-port", required_argument, NULL, OPT_LOCAL_PORT},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -1000,6 +1009,12 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
         case OPT_ETAG_COMPARE:
             o->etag_compare = optarg;
             break;
+        case OPT_INTERFACE:
+            o->interface = optarg;
+            break;
+        case OPT_LOCAL_PORT:
+            curl_local_port_parse(o, optarg);
+            break;
         case 'f':
             o->fail = true;
             break;
@@ -1308,6 +1323,13 @@ static int make_client(const struct curl_opts *o, vega_tls_config *tls, struct c
     co.user_agent = o->user_agent ? o->user_agent : ua;
     if ((code = curl_proxy_setup(o, &co)) != 0)
         return code;
+    if ((code = curl_local_setup(o, &co.local)) != 0)
+        return code;
+    if (o->interface || o->local_port_min)
+        co.alt_svc = false; /* HTTP/3's connections are not bound: no Alt-Svc switch to them */
+    if (co.proxy && (o->interface || o->local_port_min))
+        return curl_fail(o, CE_FAILED_INIT,
+                         "--interface and --local-port are not supported through a proxy");
     if (o->unix_path[0]) {
         /* every connection goes to the socket, whatever the URL's host (proxies too) */
         co.connect = unix_connect;

@@ -878,3 +878,45 @@ NETRC
     run vc -s --etag-compare "$T/long" "$u/echo"
     [ "$status" -eq 26 ]
 }
+
+@test "--interface and --local-port: the server sees the source asked for; curl's exit codes" {
+    local u="http://127.0.0.1:$EPORT/peer"
+    run vc -s --interface 127.0.0.2 "$u"
+    [ "$status" -eq 0 ]
+    [[ "$output" == "peer 127.0.0.2 "* ]]
+    run vc -s --interface host!127.0.0.3 "$u"
+    [ "$status" -eq 0 ]
+    [[ "$output" == "peer 127.0.0.3 "* ]]
+    # an interface by name (SO_BINDTODEVICE), with a port range
+    run vc -s --interface 'if!lo' --local-port 45000-45999 "$u?in=45000-45999"
+    [ "$status" -eq 0 ]
+    [ "$output" = "peer 127.0.0.1, port in 45000-45999" ]
+    run vc -s --interface 127.0.0.2 --local-port 46000-46999 "$u?in=46000-46999"
+    [ "$status" -eq 0 ]
+    [ "$output" = "peer 127.0.0.2, port in 46000-46999" ]
+    # several URLs: every new connection is bound
+    run vc -s -H 'Connection: close' --interface 127.0.0.4 "$u" "$u"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c '^peer 127\.0\.0\.4 ' <<<"$output")" -eq 2 ]
+    # curl's 45: no such interface, an address not of this host, no free port
+    run vc -s --interface nosuchif0 "$u"
+    [ "$status" -eq 45 ]
+    run vc -S -s --interface 'if!nosuchif0' "$u"
+    [ "$status" -eq 45 ]
+    grep -q "Couldn't bind to interface 'nosuchif0'" <<<"$output"
+    run vc -s --interface 192.0.2.1 "$u"
+    [ "$status" -eq 45 ]
+    run vc -S -s --local-port "$EPORT-$EPORT" "$u"
+    [ "$status" -eq 45 ]
+    grep -q 'bind failed with errno 98' <<<"$output"
+    # usage: a bad range (2); through a proxy or over HTTP/3 nothing would be bound (2)
+    run vc -s --local-port 9-8 "$u"
+    [ "$status" -eq 2 ]
+    run vc -s --local-port 65536 "$u"
+    [ "$status" -eq 2 ]
+    run vc -S -s --interface lo -x "127.0.0.1:$EPORT" "$u"
+    [ "$status" -eq 2 ]
+    grep -q 'not supported through a proxy' <<<"$output"
+    run vc -s --local-port 47000 --http3-only "https://127.0.0.1:$EPORT/"
+    [ "$status" -eq 2 ]
+}

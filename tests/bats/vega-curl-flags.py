@@ -12,7 +12,7 @@
 # /stall waits 5 s before answering, /deflate answers a zlib "deflate" body, /ct answers
 # Content-Type: text/x-curl-diff; charset=utf-8, /etag?e=TAG answers 200 with "ETag: TAG" (304
 # when an If-None-Match field names it; without e= no ETag), /peer answers with the client's
-# address and port. Each argument is a Unix socket ("@NAME":
+# address and port, /peer?in=LO-HI with its address and whether its port is in LO-HI. Each argument is a Unix socket ("@NAME":
 # abstract) served too.
 import email.parser, email.policy, hashlib, http.server, re, socketserver, sys, threading, time
 import urllib.parse, zlib
@@ -145,6 +145,12 @@ class H(http.server.BaseHTTPRequestHandler):
                           [("ETag", tag)] if tag is not None else [])
         elif p == "/peer":
             self.send(200, ("peer %s %d\n" % self.client_address[:2]).encode())
+        elif p.startswith("/peer?in="):
+            lo, _, hi = p[len("/peer?in="):].partition("-")
+            port = self.client_address[1]
+            self.send(200, ("peer %s, port %s %s-%s\n" % (
+                self.client_address[0], "in" if int(lo) <= port <= int(hi) else "NOT in", lo,
+                hi)).encode())
         elif p == "/lm":
             self.send(200, b"lm\n", [("Last-Modified", "Thu, 02 Jan 2020 03:04:05 GMT")])
         else:
