@@ -3,6 +3,7 @@
  * deadlines, cancellation, and the cooperative budget. */
 #include <poll.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -732,4 +733,42 @@ static void body_connect_host_bound(void)
 VTEST(connect_host_bound)
 {
     vtest_run(body_connect_host_bound, 0);
+}
+
+/* A program built with vega_tcp_connect_opts layout 1 (before local): its init writes the
+ * prefix only, and its options connect unbound. */
+struct tcp_connect_opts_v1 {
+    int family;
+    unsigned attempt_delay_ms;
+    unsigned resolution_delay_ms;
+    size_t max_per_family;
+};
+
+static void body_connect_opts_v1(void)
+{
+    VCHECK_EQ(sizeof(struct tcp_connect_opts_v1), offsetof(vega_tcp_connect_opts, local));
+    struct {
+        struct tcp_connect_opts_v1 o;
+        unsigned char canary[32];
+    } v;
+    memset(&v, 0xa5, sizeof v);
+    vega_tcp_connect_opts_init_versioned((vega_tcp_connect_opts *)&v.o, 1);
+    VCHECK_EQ(v.o.family, AF_UNSPEC);
+    for (size_t i = 0; i < sizeof v.canary; i++)
+        VCHECK_EQ(v.canary[i], 0xa5);
+    vega_addr a, peer;
+    vega_sock *l = listen_local(&a), *c, *s;
+    VCHECK_EQ(vega_tcp_connect_host_versioned(&c, NULL, "127.0.0.1", vega_addr_port(&a),
+                                              (const vega_tcp_connect_opts *)&v.o,
+                                              vega_deadline_in_ms(5000), 1),
+              0);
+    VCHECK_EQ(vega_tcp_accept(l, &s, &peer, vega_deadline_in_ms(5000)), 0);
+    vega_sock_close(c);
+    vega_sock_close(s);
+    vega_sock_close(l);
+}
+
+VTEST(connect_opts_v1)
+{
+    vtest_run(body_connect_opts_v1, 0);
 }
