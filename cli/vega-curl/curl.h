@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cli.h"
 
@@ -29,6 +30,7 @@ enum {
     CE_OPERATION_TIMEDOUT = 28,
     CE_RANGE_ERROR = 33, /* -C: the server does not support byte ranges */
     CE_SSL_CONNECT_ERROR = 35,
+    CE_INTERFACE_FAILED = 45, /* --interface or --local-port could not be bound */
     CE_TOO_MANY_REDIRECTS = 47,
     CE_GOT_NOTHING = 52,
     CE_SEND_ERROR = 55,
@@ -189,6 +191,16 @@ struct curl_opts {
     unsigned happy_eyeballs_ms;  /* --happy-eyeballs-timeout-ms; 0 = libvega's 250 */
     int authmode;                /* --basic (0), --digest, --anyauth: CURL_AUTH_* */
     char *auth_user, *auth_pass; /* -u's, kept for --digest/--anyauth (owned) */
+    /* --trace, --trace-ascii, --trace-time (trace.c) */
+    const char *trace_file; /* "-" = stdout; NULL = none (-v after it wins, as in curl) */
+    bool trace_ascii;
+    bool trace_time;
+    const char *etag_save;    /* --etag-save FILE ("-" = stdout) */
+    const char *etag_compare; /* --etag-compare FILE */
+    /* --interface, --local-port (bound in make_client: local.c) */
+    const char *interface;   /* as given: NAME, ADDR, host!NAME or if!NAME */
+    uint16_t local_port_min; /* --local-port N[-M]; 0 = none */
+    uint16_t local_port_max;
 };
 
 /* ---- TLS and name resolution options (netopts.c)
@@ -243,6 +255,49 @@ int curl_tls_apply(const struct curl_opts *o, vega_tls_config *cfg);
 /* --dns-servers and --happy-eyeballs-timeout-ms into the client's options (co borrows o's
  * servers for vega_http_client_new). */
 void curl_net_apply(const struct curl_opts *o, vega_http_client_opts *co);
+
+/* ---- --interface, --local-port (local.c) ------------------------------------------------------
+ */
+
+/* --local-port N[-M]: 0..65535 (0: any), M >= N; exits 2 ("is badly used here") otherwise. */
+void curl_local_port_parse(struct curl_opts *o, const char *arg);
+/* The client's local side from --interface and --local-port (an interface name by
+ * SO_BINDTODEVICE, an address resolved now). Returns 0, or 45 after printing why (an unknown
+ * interface or host, as curl); 2 with a proxy, --unix-socket or HTTP/3, where nothing is bound. */
+int curl_local_setup(const struct curl_opts *o, vega_tcp_local *out);
+
+/* ---- --trace, --etag-* (trace.c) -------------------------------------------------------------
+ */
+
+enum curl_trace_kind {
+    CURL_TRACE_HEADER_OUT,
+    CURL_TRACE_HEADER_IN,
+    CURL_TRACE_DATA_OUT,
+    CURL_TRACE_DATA_IN,
+};
+/* Opens --trace's file ("%" = stderr; one that cannot be made: stderr, as curl 7.88). */
+int curl_trace_open(const struct curl_opts *o);
+void curl_trace_close(void);
+/* Whether a --trace file is being written. */
+bool curl_trace_on(void);
+/* --trace-time's "HH:MM:SS.uuuuuu " (or "") into buf. */
+void curl_trace_stamp(char *buf, size_t cap);
+/* A record: "=> Send header, N bytes (0xN)" and its dump. */
+void curl_trace_data(enum curl_trace_kind k, const void *p, size_t len);
+/* A head: sent as one record, a received one a record per line (as curl's). */
+void curl_trace_head(enum curl_trace_kind k, const void *head, size_t len);
+/* "== Info: TEXT". */
+void curl_trace_info(const char *text, size_t len);
+void curl_trace_infof(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* --etag-compare's If-None-Match value into out (the file's lines joined; '""' when empty, or
+ * missing with --etag-save). 0, or 26 after printing why (missing without --etag-save; over
+ * cap - 1 bytes). */
+int curl_etag_compare_value(const struct curl_opts *o, char *out, size_t cap);
+/* Opens (empties) --etag-save's file for a transfer: *out NULL without the option. 0, or 26
+ * after printing why. */
+int curl_etag_save_open(const struct curl_opts *o, FILE **out);
+/* Appends each ETag field's value of a response head, a line each (curl writes every hop's). */
+void curl_etag_save_fields(FILE *f, const vega_http_fields *fields);
 
 /* ---- WebSocket (ws.c) -------------------------------------------------------------------------
  */
@@ -541,9 +596,9 @@ struct xfer {
     struct curl_progress prog;
     struct tbuf trace; /* -v lines of the request in flight */
     struct tbuf heads; /* raw response heads for -i */
-    /* -H and what the options add (build_fields: at most 8 of Content-Type, Accept,
-     * Authorization, If-(Un)Modified-Since, Content-Range or Range, Referer, Cookie twice:
-     * the jar's and -b's string) */
+    /* -H and what the options add (build_fields: at most 9 of Content-Type, Accept,
+     * Authorization, If-(Un)Modified-Since, Content-Range or Range, If-None-Match, Referer,
+     * Cookie twice: the jar's and -b's string) */
     vega_http_field fields[CURL_MAX_HEADERS + 10];
     char range[512];         /* the Range value ("" = none) */
     uint64_t resume_at;      /* -C: the offset asked for (0 = none) */
@@ -568,6 +623,8 @@ struct xfer {
     char origin[CURL_MAX_URL_LEN];    /* scheme://host:port of the URL the user gave */
     bool foreign;                     /* this hop's origin is another one */
     vega_http_client_wire_error werr; /* what an HTTP/3 failure was on the wire */
+    char inm[1024];                   /* --etag-compare's If-None-Match value ("" = none) */
+    FILE *etag_fp;                    /* --etag-save's file for this transfer (or stdout) */
 };
 
 /* ---- failures (errors.c) ------------------------------------------------------------------- */

@@ -102,6 +102,16 @@ int curl_send_failed(struct xfer *x, int e)
                e == VEGA_ERR_DNS_SERVER) {
         code = CE_COULDNT_RESOLVE_HOST;
         snprintf(r->errmsg, sizeof(r->errmsg), "Could not resolve host: %s", x->host);
+    } else if ((o->interface || o->local_port_min) &&
+               (e == -EADDRNOTAVAIL || e == -EADDRINUSE || e == -ENODEV || e == -EPERM)) {
+        /* the local side could not be bound (curl's wording) */
+        code = CE_INTERFACE_FAILED;
+        if (e == -ENODEV)
+            snprintf(r->errmsg, sizeof(r->errmsg), "Couldn't bind to interface '%s'",
+                     o->interface ? o->interface : "");
+        else
+            snprintf(r->errmsg, sizeof(r->errmsg), "bind failed with errno %d: %s", -e,
+                     strerror(-e));
     } else if (e == -ECONNREFUSED || e == -EHOSTUNREACH || e == -ENETUNREACH ||
                e == -EADDRNOTAVAIL || e == -EAFNOSUPPORT || e == -ENETDOWN ||
                (x->o->unix_path[0] && (e == -ENOENT || e == -EACCES || e == -ENOTSOCK ||

@@ -91,6 +91,11 @@ static const char usage_text[] =
     "      --no-tcp-nodelay     leave Nagle's algorithm on (--tcp-nodelay, the default: off)\n"
     "      --keepalive-time S   TCP keep-alive probes after S idle seconds (default 60);\n"
     "                           --no-keepalive: none\n"
+    "      --interface NAME     connect from interface NAME (SO_BINDTODEVICE) or address\n"
+    "                           NAME; if!NAME an interface only, host!NAME an address or host\n"
+    "                           only (not through a proxy or over HTTP/3; unknown: exit 45)\n"
+    "      --local-port N[-M]   connect from local port N, or the first free one of N-M\n"
+    "                           (none free: exit 45)\n"
     "      --limit-rate SPEED   at most SPEED body bytes a second on average, down and up\n"
     "                           (-T) (K, M, G)\n"
     "      --retry N            try a transient failure N more times: a timeout, HTTP 408,\n"
@@ -185,6 +190,9 @@ static const char usage_text[] =
     "  -R, --remote-time        give the file the document's Last-Modified time\n"
     "      --fail-early         stop at the first URL that fails\n"
     "      --remote-name-all    -O for every URL\n"
+    "      --etag-save FILE     write the response's ETag to FILE (- = stdout)\n"
+    "      --etag-compare FILE  send If-None-Match with the ETag FILE holds (missing: exit\n"
+    "                           26, unless --etag-save is given too)\n"
     "  -i, --include            write the response header before the body\n"
     "  -D, --dump-header FILE   write the response headers to FILE (- = stdout), every\n"
     "                           transfer's and every redirect's in order\n"
@@ -205,6 +213,10 @@ static const char usage_text[] =
     "  -S, --show-error         error messages even with -s\n"
     "  -v, --verbose            the request (> ) and response (< ) headers and connection\n"
     "                           notes (* ) on stderr\n"
+    "      --trace FILE         write what is sent and received to FILE (- = stdout) as\n"
+    "                           curl's hex and text dump, with the -v notes as \"== Info:\"\n"
+    "      --trace-ascii FILE   the same as text only\n"
+    "      --trace-time         prefix -v and --trace lines with the time of day\n"
     "  -#, --progress-bar       a progress bar instead of the meter\n"
     "      --no-progress-meter  no progress meter\n"
     "WebSocket (ws://, wss://): stdin lines go as text messages, each message received is\n"
@@ -313,6 +325,13 @@ enum {
     OPT_NO_NETRC_OPTIONAL,
     OPT_UNIX_SOCKET,
     OPT_ABSTRACT_UNIX_SOCKET,
+    OPT_TRACE,
+    OPT_TRACE_ASCII,
+    OPT_TRACE_TIME,
+    OPT_ETAG_SAVE,
+    OPT_ETAG_COMPARE,
+    OPT_INTERFACE,
+    OPT_LOCAL_PORT,
 };
 
 static const struct option long_opts[] = {
@@ -444,6 +463,13 @@ static const struct option long_opts[] = {
     {"basic", no_argument, NULL, CURL_OPT_BASIC},
     {"digest", no_argument, NULL, CURL_OPT_DIGEST},
     {"anyauth", no_argument, NULL, CURL_OPT_ANYAUTH},
+    {"trace", required_argument, NULL, OPT_TRACE},
+    {"trace-ascii", required_argument, NULL, OPT_TRACE_ASCII},
+    {"trace-time", no_argument, NULL, OPT_TRACE_TIME},
+    {"etag-save", required_argument, NULL, OPT_ETAG_SAVE},
+    {"etag-compare", required_argument, NULL, OPT_ETAG_COMPARE},
+    {"interface", required_argument, NULL, OPT_INTERFACE},
+    {"local-port", required_argument, NULL, OPT_LOCAL_PORT},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -1007,7 +1033,36 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
             o->show_error = true;
             break;
         case 'v':
+            if (o->trace_file && !o->silent) /* curl: the last of -v, --trace* wins */
+                cli_err(NULL, "Warning: -v, --verbose overrides an earlier trace/verbose option");
             o->verbose = true;
+            o->trace_file = NULL;
+            break;
+        case OPT_TRACE:
+        case OPT_TRACE_ASCII: {
+            bool ascii = c == OPT_TRACE_ASCII;
+            if ((o->verbose || (o->trace_file && o->trace_ascii != ascii)) && !o->silent)
+                cli_err(NULL, "Warning: %s overrides an earlier trace/verbose option",
+                        ascii ? "--trace-ascii" : "--trace");
+            o->verbose = false;
+            o->trace_file = optarg;
+            o->trace_ascii = ascii;
+            break;
+        }
+        case OPT_TRACE_TIME:
+            o->trace_time = true;
+            break;
+        case OPT_ETAG_SAVE:
+            o->etag_save = optarg;
+            break;
+        case OPT_ETAG_COMPARE:
+            o->etag_compare = optarg;
+            break;
+        case OPT_INTERFACE:
+            o->interface = optarg;
+            break;
+        case OPT_LOCAL_PORT:
+            curl_local_port_parse(o, optarg);
             break;
         case 'f':
             o->fail = true;
@@ -1327,6 +1382,13 @@ static int make_client(const struct curl_opts *o, vega_tls_config *tls, struct c
     co.user_agent = o->user_agent ? o->user_agent : ua;
     if ((code = curl_proxy_setup(o, &co)) != 0)
         return code;
+    if ((code = curl_local_setup(o, &co.local)) != 0)
+        return code;
+    if (o->interface || o->local_port_min)
+        co.alt_svc = false; /* HTTP/3's connections are not bound: no Alt-Svc switch to them */
+    if (co.proxy && (o->interface || o->local_port_min))
+        return curl_fail(o, CE_FAILED_INIT,
+                         "--interface and --local-port are not supported through a proxy");
     if (o->unix_path[0]) {
         /* every connection goes to the socket, whatever the URL's host (proxies too) */
         co.connect = unix_connect;
@@ -1476,6 +1538,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     curl_cookie_init(&o);
+    curl_trace_open(&o);
 
     vega_rt_opts ro;
     vega_rt_opts_init(&ro);
@@ -1493,6 +1556,7 @@ int main(int argc, char **argv)
     if (r < 0)
         m.code = curl_fail(&o, CE_FAILED_INIT, "runtime: %s", vega_strerror(r));
     vega_rt_free(rt);
+    curl_trace_close();
     (void)curl_cookie_save(&o); /* curl only warns when the jar cannot be written */
     int fcode = curl_files_store(&o, &m.saved);
     if (fcode && m.code == CE_OK)

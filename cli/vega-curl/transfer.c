@@ -49,12 +49,21 @@ static void tbuf_free(struct tbuf *b)
 
 /* ---- trace (-v) and heads (-i) ------------------------------------------------------------ */
 
+/* Whether the connection notes are wanted: -v's "* " lines, or --trace's "== Info:". */
+static bool notes(const struct curl_opts *o)
+{
+    return o->verbose || curl_trace_on();
+}
+
 static void trace_lines(struct tbuf *b, const char *prefix, const char *s, size_t len)
 {
+    char ts[32];
+    curl_trace_stamp(ts, sizeof ts);
     while (len) {
         const char *nl = memchr(s, '\n', len);
         size_t n = nl ? (size_t)(nl - s) : len;
         size_t shown = n && s[n - 1] == '\r' ? n - 1 : n;
+        tbuf_put(b, ts, strlen(ts));
         tbuf_put(b, prefix, 2);
         tbuf_put(b, s, shown);
         tbuf_put(b, "\n", 1);
@@ -71,6 +80,22 @@ static bool wants_heads(const struct curl_opts *o)
     return o->include || o->head || o->dump_header;
 }
 
+/* The status code of a response head ("HTTP/1.1 404 ..."), 0 when it has none. */
+static int head_status(const void *head, size_t len)
+{
+    const char *sp = memchr(head, ' ', len < 16 ? len : 16);
+    const char *end = (const char *)head + len;
+    if (!sp || sp + 4 > end)
+        return 0;
+    int code = 0;
+    for (int i = 1; i <= 3; i++) {
+        if (sp[i] < '0' || sp[i] > '9')
+            return 0;
+        code = code * 10 + (sp[i] - '0');
+    }
+    return code;
+}
+
 static void on_trace(void *user, bool is_request, const void *head, size_t len)
 {
     struct xfer *x = user;
@@ -83,6 +108,21 @@ static void on_trace(void *user, bool is_request, const void *head, size_t len)
     }
     if (x->o->verbose)
         trace_lines(&x->trace, is_request ? "> " : "< ", head, len);
+    if (curl_trace_on()) {
+        /* curl -f stops at a failing status before the head's empty line reaches its trace */
+        const char *h = head;
+        if (!is_request && x->o->fail && !x->o->fail_with_body && head_status(head, len) >= 400) {
+            if (len >= 4 && memcmp(h + len - 4, "\r\n\r\n", 4) == 0)
+                len -= 2;
+            else if (len >= 2 && memcmp(h + len - 2, "\n\n", 2) == 0)
+                len -= 1;
+        }
+        curl_trace_head(is_request ? CURL_TRACE_HEADER_OUT : CURL_TRACE_HEADER_IN, head, len);
+        /* a -d/-F body is sent from memory whole: traced after its head (a -T body as it is
+         * read, traced_upload_read) */
+        if (is_request && x->send_data && x->o->data)
+            curl_trace_data(CURL_TRACE_DATA_OUT, x->o->data, x->o->data_len);
+    }
 }
 
 static void info_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -97,9 +137,19 @@ static void info_line(const char *fmt, ...)
         return;
     if ((size_t)n > sizeof(line) - 4)
         n = (int)sizeof(line) - 4;
+    if (curl_trace_on()) {
+        curl_trace_info(line + 2, (size_t)n);
+        return;
+    }
     line[0] = '*';
     line[1] = ' ';
     line[2 + n] = '\n';
+    char ts[32];
+    curl_trace_stamp(ts, sizeof ts);
+    if (ts[0]) {
+        ssize_t w = write(STDERR_FILENO, ts, strlen(ts));
+        (void)w;
+    }
     ssize_t w = write(STDERR_FILENO, line, (size_t)n + 3);
     (void)w;
 }
@@ -176,7 +226,7 @@ static void verbose_migration(const vega_http_client_info *in)
 
 static void verbose_connection(struct xfer *x, const vega_http_client_info *in)
 {
-    if (!x->o->verbose)
+    if (!notes(x->o))
         return;
     if (in->version == 30) {
         verbose_quic(x, in);
@@ -269,7 +319,8 @@ static int write_heads(struct xfer *x, const vega_http_client_info *in)
 static bool upload_by_sendfile(const struct xfer *x)
 {
     return x->up.length != VEGA_HTTP_LENGTH_UNKNOWN && !x->up.is_stdin && x->up.fd >= 0 &&
-           strncasecmp(x->url, "http://", 7) == 0 && !x->o->limit_rate; /* no pacing there */
+           strncasecmp(x->url, "http://", 7) == 0 && !x->o->limit_rate && /* no pacing there */
+           !curl_trace_on(); /* nor a trace: the bytes never pass through the tool */
 }
 
 /* ---- the URL --------------------------------------------------------------------------------- */
@@ -563,6 +614,11 @@ static void build_fields(struct xfer *x)
     if (x->range[0] && !x->send_data && !x->has_upload && !user_has(o, range))
         x->fields[x->nfields++] =
             (vega_http_field){{range, sizeof(range) - 1}, {x->range, strlen(x->range)}};
+    /* --etag-compare: sent beside any -H If-None-Match, as curl adds it to the -H list */
+    static const char inm[] = "If-None-Match";
+    if (x->inm[0])
+        x->fields[x->nfields++] =
+            (vega_http_field){{inm, sizeof(inm) - 1}, {x->inm, strlen(x->inm)}};
     static const char ref[] = "Referer";
     if (o->referer && *o->referer && !o->no_referer && !user_has(o, ref))
         x->fields[x->nfields++] =
@@ -626,6 +682,7 @@ static void drain(struct xfer *x, vega_http_client_response *resp)
                                                       x->dl ? x->dl : VEGA_DEADLINE_NEVER);
         if (n <= 0)
             return;
+        curl_trace_data(CURL_TRACE_DATA_IN, x->buf, (size_t)n);
         total += (size_t)n;
     }
 }
@@ -697,6 +754,7 @@ static int read_body(struct xfer *x, vega_http_client_response *resp,
             vega_http_client_response_get_error(resp, &x->werr);
             return curl_read_failed(x, in, (int)n);
         }
+        curl_trace_data(CURL_TRACE_DATA_IN, p, (size_t)n);
         x->res.size_download += (uint64_t)n;
         if (in->coding != VEGA_HTTP_CODING_IDENTITY)
             /* curl counts the bytes received, before --compressed decodes them */
@@ -718,6 +776,15 @@ static int read_body(struct xfer *x, vega_http_client_response *resp,
     x->prog.now = x->res.size_download;
     curl_progress_end(&x->prog);
     return 0;
+}
+
+/* A -T body read for --trace: what is read goes in the trace as "=> Send data". */
+static vega_ssize traced_upload_read(void *user, void *buf, size_t len)
+{
+    vega_ssize n = curl_upload_read(user, buf, len);
+    if (n > 0)
+        curl_trace_data(CURL_TRACE_DATA_OUT, buf, (size_t)n);
+    return n;
 }
 
 /* Sends the request, following redirects with -L; leaves the final response in *out. */
@@ -747,7 +814,7 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
             req.body_offset = x->up.skip;
             req.body_length = x->up.length;
         } else if (x->has_upload) {
-            req.body_fn = curl_upload_read;
+            req.body_fn = curl_trace_on() ? traced_upload_read : curl_upload_read;
             req.body_user = &x->up;
             req.body_length = x->up.length;
         }
@@ -793,6 +860,7 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
         }
         const vega_http_client_info *in = vega_http_client_response_info(resp);
         note_response(x, in);
+        curl_etag_save_fields(x->etag_fp, in->fields);
         if (x->send_data && !auth_neg)
             x->res.size_upload += o->data_len;
         else if (x->has_upload && !auth_neg)
@@ -853,7 +921,7 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
         vega_http_client_response_free(resp);
         x->res.num_redirects++;
         x->res.t_redirect = vega_now();
-        if (o->verbose)
+        if (notes(o))
             info_line("Issue another request to this URL: '%s'", x->next);
         if (to_get) {
             if (!o->head)
@@ -871,12 +939,12 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
         char here[CURL_MAX_URL_LEN];
         url_origin(x->url, here, sizeof here);
         x->foreign = !x->origin[0] || strcmp(here, x->origin) != 0;
-        if (x->foreign && o->verbose && !o->location_trusted && (o->auth || x->url_auth[0]) &&
+        if (x->foreign && notes(o) && !o->location_trusted && (o->auth || x->url_auth[0]) &&
             !user_has(o, "Authorization"))
             info_line("Not sending Authorization (-u, --oauth2-bearer) to %s: another origin "
                       "than the first URL's (--location-trusted sends it)",
                       here);
-        if (x->foreign && o->verbose && !o->location_trusted)
+        if (x->foreign && notes(o) && !o->location_trusted)
             for (size_t i = 0; i < o->nheaders; i++)
                 if (is_credential(&o->headers[i]))
                     info_line("Not sending %.*s to %s: another origin than the first URL's "
@@ -995,7 +1063,7 @@ static int check_conditions(struct xfer *x, const vega_http_client_info *in, boo
     if (o->time_cond && in->status / 100 == 2 && x->last_modified >= 0 &&
         (o->time_cond_unmodified ? x->last_modified >= o->time_cond_at /* curl's test */
                                  : x->last_modified <= o->time_cond_at)) {
-        if (o->verbose)
+        if (notes(o))
             info_line("The requested document is not %s enough",
                       o->time_cond_unmodified ? "old" : "new");
         x->res.status = 304; /* curl reports the condition's answer, as a server would */
@@ -1011,7 +1079,7 @@ static int check_conditions(struct xfer *x, const vega_http_client_info *in, boo
     if (in->status == 416 || (in->fields && vega_http_fields_get(in->fields, "Content-Range", 13)))
         return 0;
     if (in->content_length == x->resume_at) {
-        if (o->verbose)
+        if (notes(o))
             info_line("The entire document is already downloaded");
         *keep = false;
         return 0;
@@ -1028,6 +1096,7 @@ static void drop_body(struct xfer *x, vega_http_client_response *resp)
                                                       x->dl ? x->dl : VEGA_DEADLINE_NEVER);
         if (n <= 0)
             return;
+        curl_trace_data(CURL_TRACE_DATA_IN, x->buf, (size_t)n);
         x->res.size_download += (uint64_t)n;
     }
 }
@@ -1066,6 +1135,10 @@ static int run(struct xfer *x, struct curl_ctx *cx, size_t idx)
         return code;
     if (o->time_cond)
         vega_http_date_format(o->time_cond_at, x->time_cond, sizeof x->time_cond);
+    if (o->etag_compare && (code = curl_etag_compare_value(o, x->inm, sizeof x->inm)) != 0)
+        return x->res.exit_code = code;
+    if ((code = curl_etag_save_open(o, &x->etag_fp)) != 0)
+        return x->res.exit_code = code;
 
     if (upload) {
         if ((code = curl_upload_open(&x->up, o, upload)) != 0) {
@@ -1143,7 +1216,7 @@ static int run(struct xfer *x, struct curl_ctx *cx, size_t idx)
     }
     if (!o->head)
         code = read_body(x, resp, in);
-    if (o->verbose && o->quic_migrate && in->version == 30)
+    if (notes(o) && o->quic_migrate && in->version == 30)
         verbose_migration(in);
     vega_http_client_response_free(resp);
     if (code)
@@ -1156,7 +1229,7 @@ static int run(struct xfer *x, struct curl_ctx *cx, size_t idx)
         /* -R: the file's times are the document's (curl sets both) */
         struct timespec ts[2] = {{.tv_sec = (time_t)x->last_modified},
                                  {.tv_sec = (time_t)x->last_modified}};
-        if (utimensat(AT_FDCWD, x->sink.path, ts, 0) < 0 && o->verbose)
+        if (utimensat(AT_FDCWD, x->sink.path, ts, 0) < 0 && notes(o))
             info_line("Failed to set filetime %lld on '%s': %s", (long long)x->last_modified,
                       x->sink.path, strerror(errno));
     }
@@ -1275,6 +1348,9 @@ static int transfer_once(struct curl_ctx *cx, size_t idx, struct xfer *x, uint8_
         curl_sink_abort(&x->sink);
     }
     curl_upload_close(&x->up);
+    if (x->etag_fp && x->etag_fp != stdout)
+        fclose(x->etag_fp);
+    x->etag_fp = NULL;
     return code;
 }
 

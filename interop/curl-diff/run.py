@@ -144,6 +144,8 @@ def make_fixtures(work):
         "hdr.txt": "X-From-File: 1\n",
         "empty.txt": "",
         "big-post.txt": "0123456789abcde\n" * 70000,  # over curl's 1 MiB Expect threshold
+        "etag.txt": '"abc"\n',
+        "etag-lines.txt": '"x1"\r\n"x2"\n',
     }
     for name, body in files.items():
         with open(os.path.join(d, name), "w", newline="") as f:
@@ -263,6 +265,45 @@ def normalise_out(b):
     return sort_fields(DATE.sub(rb"\1DATE", b))
 
 
+TRACE_START = re.compile(rb"^(\d\d:\d\d:\d\d\.\d{6} )?(== Info: |=> Send |<= Recv )")
+TRACE_TITLE = re.compile(rb"^(?:\d\d:\d\d:\d\d\.\d{6} )?(=> Send|<= Recv) (header|data|SSL data), "
+                         rb"\d+ bytes \(0x[0-9a-f]+\)$")
+TRACE_INFO = re.compile(rb"^(\d\d:\d\d:\d\d\.\d{6} )?== Info: ")
+TRACE_LINE = re.compile(rb"^[0-9a-f]{4}: (.*)$")
+TRACE_HEX = re.compile(rb"^((?:[0-9a-f]{2} |   ){16})")
+
+
+def normalise_trace(b):
+    """A --trace or --trace-ascii file, as far as it is deterministic: the records' kinds and
+    contents without the "== Info:" notes (each tool has its own) and TLS records (random; and
+    vega-curl does not trace them), the byte counts and offsets
+    (the User-Agent's length moves them) and the times; consecutive records of one kind are
+    joined (how a body is cut into reads differs), and the heads normalised as stdout is."""
+    records = []
+    for line in b.split(b"\n"):
+        m = TRACE_TITLE.match(line)
+        if m:
+            title = m.group(1) + b" " + m.group(2)
+            if not records or records[-1][0] != title:
+                records.append([title, [], b""])
+            continue
+        if TRACE_INFO.match(line):
+            records.append([b"info", [], b""])
+            continue
+        d = TRACE_LINE.match(line)
+        if d and records:
+            h = TRACE_HEX.match(d.group(1))
+            if h:  # --trace: the bytes, exactly
+                records[-1][2] += bytes.fromhex(h.group(1).decode().replace(" ", ""))
+            else:  # --trace-ascii: the text lines
+                records[-1][1].append(d.group(1))
+    out = []
+    for title, lines, raw in records:
+        if title != b"info" and not title.endswith(b"SSL data"):  # TLS records are random
+            out.append(title + b"\n" + normalise_out(raw + b"\n".join(lines)))
+    return b"\n".join(out) + b"\n"
+
+
 def snapshot(folder, mtime):
     """Every file under folder: relative path -> bytes (cookie jars normalised, the User-Agent
     and Date lines of -D files too), with its modification time in seconds when mtime."""
@@ -276,6 +317,8 @@ def snapshot(folder, mtime):
                 data = f.read()
             if data.startswith(b"# Netscape HTTP Cookie File"):
                 data = normalise_jar(data.decode("utf-8", "replace")).encode()
+            elif TRACE_START.match(data):
+                data = normalise_trace(data)
             else:
                 data = normalise_out(data)
             if mtime:

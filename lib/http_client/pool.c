@@ -239,7 +239,7 @@ static int tcp_open(vega_http_client *c, const struct hc_key *k, vega_http_clien
         info->t_dns = vega_now();
         if (fam != AF_UNSPEC && addr.ss.ss_family != fam)
             return VEGA_ERR_DNS_NO_ADDRESS; /* -4/-6: none of that family (as curl: 6) */
-        return vega_tcp_connect(sock, &addr, dl);
+        return vega_tcp_connect_bound(sock, &addr, &c->o.local, dl);
     }
     /* The lookup alone gives the DNS time; the connect then finds the answers cached. */
     vega_addr tmp[1];
@@ -254,6 +254,7 @@ static int tcp_open(vega_http_client *c, const struct hc_key *k, vega_http_clien
     vega_tcp_connect_opts_init(&to);
     to.family = fam;
     to.attempt_delay_ms = c->o.happy_eyeballs_delay_ms;
+    to.local = &c->o.local;
     return vega_tcp_connect_host(sock, c->dns, k->host, k->port, &to, dl);
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Happy Eyeballs v2 (RFC 8305): parallel AAAA/A resolution (§3), interleaved addresses (§4),
  * staggered connection attempts (§5); the first connection wins, the rest are cancelled. */
+#include <stddef.h>
 #include <string.h>
 
 #include <vega/sync.h>
@@ -13,13 +14,17 @@
 #define DEFAULT_PER_FAMILY          8
 #define MAX_PER_FAMILY              32
 
+/* Version 1's layout ends where local starts (after a size_t: no tail padding differs). */
+#define OPTS_V1_SIZE offsetof(vega_tcp_connect_opts, local)
+
 void vega_tcp_connect_opts_init_versioned(vega_tcp_connect_opts *o, int opts_version)
 {
-    if (opts_version != VEGA_TCP_CONNECT_OPTS_VERSION)
+    if (opts_version != 1 && opts_version != VEGA_TCP_CONNECT_OPTS_VERSION)
         vega__panic(__FILE__, __LINE__,
                     "vega_tcp_connect_opts_init: options of another libvega (version %d)",
                     opts_version);
-    memset(o, 0, sizeof(*o));
+    /* A caller built with layout 1 has storage for that layout only. */
+    memset(o, 0, opts_version == 1 ? OPTS_V1_SIZE : sizeof(*o));
     o->family = AF_UNSPEC;
     o->attempt_delay_ms = DEFAULT_ATTEMPT_DELAY_MS;
     o->resolution_delay_ms = DEFAULT_RESOLUTION_DELAY_MS;
@@ -78,6 +83,7 @@ struct he {
     const char *host;
     uint16_t port;
     size_t per_family;
+    const vega_tcp_local *local; /* borrowed from the caller's options for the call */
     vega_deadline dl;
     struct he_res res[2]; /* [0] IPv6, [1] IPv4 */
     struct he_attempt att[2 * MAX_PER_FAMILY];
@@ -106,7 +112,7 @@ static void *attempt_task(void *arg)
     struct he_attempt *a = arg;
     struct he *he = a->he;
     vega_sock *s = NULL;
-    int e = vega_tcp_connect(&s, &a->addr, he->dl);
+    int e = vega_tcp_connect_bound(&s, &a->addr, he->local, he->dl);
     vega__spin_lock(&he->lock);
     a->sock = e == 0 ? s : NULL;
     a->err = e;
@@ -288,16 +294,15 @@ int vega_tcp_connect_host_versioned(vega_sock **out, vega_dns_resolver *r, const
                                     uint16_t port, const vega_tcp_connect_opts *opts,
                                     vega_deadline dl, int opts_version)
 {
-    if (opts_version != VEGA_TCP_CONNECT_OPTS_VERSION)
+    if (opts_version != 1 && opts_version != VEGA_TCP_CONNECT_OPTS_VERSION)
         return -EINVAL; /* a program built against another libvega's headers */
     if (!out)
         return -EINVAL;
     *out = NULL;
     vega_tcp_connect_opts o;
-    if (opts)
-        o = *opts;
-    else
-        vega_tcp_connect_opts_init(&o);
+    vega_tcp_connect_opts_init(&o);
+    if (opts) /* a layout 1 caller gives its prefix; local stays NULL */
+        memcpy(&o, opts, opts_version == 1 ? OPTS_V1_SIZE : sizeof o);
     if (!host || !*host || (o.family != AF_UNSPEC && o.family != AF_INET && o.family != AF_INET6))
         return -EINVAL;
     if (o.attempt_delay_ms == 0)
@@ -323,6 +328,7 @@ int vega_tcp_connect_host_versioned(vega_sock **out, vega_dns_resolver *r, const
     he->host = host;
     he->port = port;
     he->per_family = o.max_per_family;
+    he->local = o.local;
     he->dl = vega__deadline_eff(dl);
     vega_group *g = NULL;
     if ((e = vega_group_new(&g)) < 0)

@@ -212,7 +212,49 @@ static int connect_wait(int fd, vega_deadline dl)
     return -err;
 }
 
+static bool local_is_set(const vega_tcp_local *l)
+{
+    return l && (l->addr.len || l->device[0] || l->port_min || l->port_max);
+}
+
+/* Binds fd's local side as l asks (vega_tcp_connect_bound). 0 or -errno. */
+static int bind_local(int fd, int family, const vega_tcp_local *l)
+{
+    if (l->device[0] &&
+        setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, l->device, (socklen_t)strlen(l->device)) < 0)
+        return errno == ENODEV || errno == EPERM ? -errno : -ENODEV;
+    if (!l->addr.len && !l->port_min)
+        return 0;
+    vega_addr a;
+    memset(&a, 0, sizeof a);
+    if (l->addr.len) {
+        a = l->addr;
+    } else {
+        a.ss.ss_family = (sa_family_t)family;
+        a.len = family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    }
+    /* The range is walked upwards in a 32-bit counter: port_max 65535 ends the loop too. */
+    uint32_t first = l->port_min, last = l->port_max ? l->port_max : l->port_min;
+    for (uint32_t p = first; p <= last; p++) {
+        if (family == AF_INET6)
+            ((struct sockaddr_in6 *)&a.ss)->sin6_port = htons((uint16_t)p);
+        else
+            ((struct sockaddr_in *)&a.ss)->sin_port = htons((uint16_t)p);
+        if (bind(fd, (const struct sockaddr *)&a.ss, a.len) == 0)
+            return 0;
+        if (errno != EADDRINUSE || p == last)
+            return -errno;
+    }
+    return -EADDRINUSE;
+}
+
 int vega_tcp_connect(vega_sock **out, const vega_addr *addr, vega_deadline dl)
+{
+    return vega_tcp_connect_bound(out, addr, NULL, dl);
+}
+
+int vega_tcp_connect_bound(vega_sock **out, const vega_addr *addr, const vega_tcp_local *local,
+                           vega_deadline dl)
 {
     if (!out || !addr)
         return -EINVAL;
@@ -220,12 +262,26 @@ int vega_tcp_connect(vega_sock **out, const vega_addr *addr, vega_deadline dl)
     int family = vega_addr_family(addr);
     if (!family_ok(family))
         return -EAFNOSUPPORT;
+    bool bound = local_is_set(local);
+    if (bound) {
+        int lf = local->addr.len ? vega_addr_family(&local->addr) : family;
+        if (family == AF_UNIX || (lf != AF_INET && lf != AF_INET6) ||
+            memchr(local->device, '\0', sizeof local->device) == NULL ||
+            (local->port_max && local->port_max < local->port_min))
+            return -EINVAL;
+        if (lf != family)
+            return -EAFNOSUPPORT;
+    }
     int r = vega__io_check_cancel();
     if (r < 0)
         return r;
     int fd = vega__sock_open(family, SOCK_STREAM);
     if (fd < 0)
         return fd;
+    if (bound && (r = bind_local(fd, family, local)) < 0) {
+        close(fd);
+        return r;
+    }
 
     bool waited = false;
     for (;;) {

@@ -854,3 +854,132 @@ NETRC
     [ "$status" -eq 35 ]
     [[ "$output" == *"TLS 1.1 and older are not supported"* ]]
 }
+
+@test "--trace, --trace-ascii, --trace-time: curl's records and dumps, - for stdout" {
+    local f="http://127.0.0.1:$SPORT/f.txt"
+    vc -s --trace - "$f" >"$T/hex" 2>"$T/hex.err"
+    [ ! -s "$T/hex.err" ]
+    grep -qx '=> Send header, [0-9]* bytes (0x[0-9a-f]*)' "$T/hex"
+    grep -qx '0000: 47 45 54 20 2f 66 2e 74 78 74 20 48 54 54 50 2f GET /f.txt HTTP/' "$T/hex"
+    # a received head goes a line a record, as curl's
+    grep -qx '<= Recv header, 17 bytes (0x11)' "$T/hex"
+    grep -qx '0000: 48 54 54 50 2f 31 2e 31 20 32 30 30 20 4f 4b 0d HTTP/1.1 200 OK.' "$T/hex"
+    grep -qx '<= Recv header, 2 bytes (0x2)' "$T/hex"
+    grep -qx '<= Recv data, 20 bytes (0x14)' "$T/hex"
+    grep -qx '0000: 30 31 32 33 34 35 36 37 38 39 61 62 63 64 65 66 0123456789abcdef' "$T/hex"
+    grep -q "^0010: 67 68 69 6a $(printf ' %.0s' $(seq 36))ghij" "$T/hex"
+    grep -qx "== Info: Connected to 127.0.0.1 (127.0.0.1) port $SPORT" "$T/hex"
+    # text only, a line per CR LF, 64 bytes a line; the request body as "=> Send data"
+    vc -s --trace-ascii "$T/a.txt" -d "$(printf 'x%.0s' $(seq 70))" \
+        "http://127.0.0.1:$EPORT/ct" >/dev/null
+    grep -qx '0000: POST /ct HTTP/1.1' "$T/a.txt"
+    grep -qx '=> Send data, 70 bytes (0x46)' "$T/a.txt"
+    grep -qx "0000: $(printf 'x%.0s' $(seq 64))" "$T/a.txt"
+    grep -qx '0040: xxxxxx' "$T/a.txt"
+    grep -qx '0000: HTTP/1.1 200 OK' "$T/a.txt"
+    # a -T file is traced as it is read (never by sendfile then)
+    printf 'upload me\n' >"$T/up"
+    vc -s --trace-ascii "$T/u.txt" -T "$T/up" "http://127.0.0.1:$EPORT/echo" >/dev/null
+    grep -qx '=> Send data, 10 bytes (0xa)' "$T/u.txt"
+    grep -qx '0000: upload me.' "$T/u.txt"
+    # --trace-time: every record and -v line starts with the time of day
+    vc -s --trace-ascii "$T/t.txt" --trace-time "$f" >/dev/null
+    grep -Eq '^[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6} => Send header, ' "$T/t.txt"
+    grep -Eq '^[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6} == Info: Connected to ' "$T/t.txt"
+    ! grep -Eq '^(=>|<=|==) ' "$T/t.txt"
+    vc -s -v --trace-time "$f" -o /dev/null 2>"$T/v.err"
+    grep -Eq '^[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6} > GET /f.txt HTTP/1.1$' "$T/v.err"
+    grep -Eq '^[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6} < HTTP/1.1 200 OK$' "$T/v.err"
+    # a file that cannot be made: the trace goes to stderr, exit 0 (curl 7.88)
+    run vc -s --trace "$T/no/such/dir" "$f"
+    [ "$status" -eq 0 ]
+    grep -q '^<= Recv data, 20 bytes' <<<"$output"
+}
+
+@test "-v and --trace*: the last one wins, with curl's warning" {
+    local f="http://127.0.0.1:$SPORT/f.txt"
+    vc --no-progress-meter -v --trace-ascii "$T/a.txt" "$f" -o /dev/null 2>"$T/a.err"
+    grep -q 'Warning: --trace-ascii overrides an earlier trace/verbose option$' "$T/a.err"
+    ! grep -q '^> ' "$T/a.err"
+    grep -q '^=> Send header' "$T/a.txt"
+    vc --no-progress-meter --trace "$T/b.txt" -v "$f" -o /dev/null 2>"$T/b.err"
+    grep -q 'Warning: -v, --verbose overrides an earlier trace/verbose option$' "$T/b.err"
+    grep -qx '> GET /f.txt HTTP/1.1' "$T/b.err"
+    [ ! -e "$T/b.txt" ]
+    if command -v curl >/dev/null; then
+        curl --no-progress-meter -v --trace-ascii "$T/c.txt" "$f" -o /dev/null 2>"$T/c.err"
+        grep -qx 'Warning: --trace-ascii overrides an earlier trace/verbose option' "$T/c.err"
+    fi
+}
+
+@test "--etag-save and --etag-compare: curl 7.88's files, If-None-Match and exit codes" {
+    local u="http://127.0.0.1:$EPORT"
+    both s -s --etag-save "$T/e" "$u/etag?e=%22abc%22"
+    [ "$(cat "$T/e")" = '"abc"' ]
+    grep -qx 'rc=0' "$T/s.vega"
+    # the saved tag comes back as If-None-Match: 304, no body
+    both c -s --etag-compare "$T/e" -w '%{http_code}' "$u/etag?e=%22abc%22"
+    grep -qx '304rc=0' "$T/c.vega"
+    diff "$T/c.curl" "$T/c.vega"
+    vc -s --etag-compare "$T/e" "$u/echo" >"$T/echo"
+    grep -qx 'If-None-Match: "abc"' "$T/echo"
+    # no ETag in the answer: the file is emptied
+    vc -s --etag-save "$T/e" "$u/etag" >/dev/null
+    [ -e "$T/e" ]
+    [ ! -s "$T/e" ]
+    # a missing compare file: 26, unless --etag-save names a file too (then If-None-Match: "")
+    both m -s --etag-compare "$T/none" "$u/echo"
+    grep -qx 'rc=26' "$T/m.vega"
+    diff "$T/m.curl" "$T/m.vega"
+    vc -s --etag-compare "$T/none" --etag-save "$T/none" "$u/echo" >"$T/ms"
+    grep -qx 'If-None-Match: ""' "$T/ms"
+    # a save file that cannot be made: 26
+    run vc -s --etag-save "$T/no/dir/e" "$u/echo"
+    [ "$status" -eq 26 ]
+    # a compare file over the bound: 26
+    head -c 2000 /dev/zero | tr '\0' 'a' >"$T/long"
+    run vc -s --etag-compare "$T/long" "$u/echo"
+    [ "$status" -eq 26 ]
+}
+
+@test "--interface and --local-port: the server sees the source asked for; curl's exit codes" {
+    local u="http://127.0.0.1:$EPORT/peer"
+    run vc -s --interface 127.0.0.2 "$u"
+    [ "$status" -eq 0 ]
+    [[ "$output" == "peer 127.0.0.2 "* ]]
+    run vc -s --interface host!127.0.0.3 "$u"
+    [ "$status" -eq 0 ]
+    [[ "$output" == "peer 127.0.0.3 "* ]]
+    # an interface by name (SO_BINDTODEVICE), with a port range
+    run vc -s --interface 'if!lo' --local-port 45000-45999 "$u?in=45000-45999"
+    [ "$status" -eq 0 ]
+    [ "$output" = "peer 127.0.0.1, port in 45000-45999" ]
+    run vc -s --interface 127.0.0.2 --local-port 46000-46999 "$u?in=46000-46999"
+    [ "$status" -eq 0 ]
+    [ "$output" = "peer 127.0.0.2, port in 46000-46999" ]
+    # several URLs: every new connection is bound
+    run vc -s -H 'Connection: close' --interface 127.0.0.4 "$u" "$u"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c '^peer 127\.0\.0\.4 ' <<<"$output")" -eq 2 ]
+    # curl's 45: no such interface, an address not of this host, no free port
+    run vc -s --interface nosuchif0 "$u"
+    [ "$status" -eq 45 ]
+    run vc -S -s --interface 'if!nosuchif0' "$u"
+    [ "$status" -eq 45 ]
+    grep -q "Couldn't bind to interface 'nosuchif0'" <<<"$output"
+    run vc -s --interface 192.0.2.1 "$u"
+    [ "$status" -eq 45 ]
+    run vc -S -s --local-port "$EPORT-$EPORT" "$u"
+    [ "$status" -eq 45 ]
+    grep -q 'bind failed with errno 98' <<<"$output"
+    # usage: a bad range (2); through a proxy or over HTTP/3 nothing would be bound (2)
+    run vc -s --local-port 9-8 "$u"
+    [ "$status" -eq 2 ]
+    run vc -s --local-port 65536 "$u"
+    [ "$status" -eq 2 ]
+    run vc -S -s --interface lo -x "127.0.0.1:$EPORT" "$u"
+    [ "$status" -eq 2 ]
+    grep -q 'not supported through a proxy' <<<"$output"
+    run vc -s --local-port 47000 --http3-only "https://127.0.0.1:$EPORT/"
+    [ "$status" -eq 2 ]
+}

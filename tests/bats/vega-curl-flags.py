@@ -11,9 +11,12 @@
 # /digest/ALGS/QOP checks HTTP Digest answers (see digest()),
 # /echolen is /echo with an X-Echo-Body field (the body's length and SHA-256) for the body,
 # /stall waits 5 s before answering, /deflate answers a zlib "deflate" body, /ct answers
-# Content-Type: text/x-curl-diff; charset=utf-8. Each argument is a Unix socket ("@NAME":
-# abstract) served too. A name server on a UDP port ("dns port N", printed after "port N")
-# answers names under "vega-test" with 127.0.0.1, others with NXDOMAIN (--dns-servers).
+# Content-Type: text/x-curl-diff; charset=utf-8, /etag?e=TAG answers 200 with "ETag: TAG" (304
+# when an If-None-Match field names it; without e= no ETag), /peer answers with the client's
+# address and port, /peer?in=LO-HI with its address and whether its port is in LO-HI. Each
+# argument is a Unix socket ("@NAME": abstract) served too. A name server on a UDP port ("dns
+# port N", printed after "port N") answers names under "vega-test" with 127.0.0.1, others with
+# NXDOMAIN (--dns-servers).
 import email.parser, email.policy, hashlib, http.server, re, socket, socketserver, sys, threading
 import time
 import urllib.parse, zlib
@@ -137,6 +140,23 @@ class H(http.server.BaseHTTPRequestHandler):
                       [("Content-Encoding", "deflate"), ("Content-Type", "text/plain")])
         elif p == "/ct":
             self.send(200, b"typed\n", [("Content-Type", "text/x-curl-diff; charset=utf-8")])
+        elif p.startswith("/etag"):
+            q = urllib.parse.parse_qs(urllib.parse.urlsplit(p).query, keep_blank_values=True)
+            tag = q["e"][0] if "e" in q else None
+            inm = self.headers.get("If-None-Match")
+            if tag is not None and inm is not None and tag in [t.strip() for t in inm.split(",")]:
+                self.send(304, b"", [("ETag", tag)])
+            else:
+                self.send(200, ("etag body; if-none-match: %s\n" % inm).encode(),
+                          [("ETag", tag)] if tag is not None else [])
+        elif p == "/peer":
+            self.send(200, ("peer %s %d\n" % self.client_address[:2]).encode())
+        elif p.startswith("/peer?in="):
+            lo, _, hi = p[len("/peer?in="):].partition("-")
+            port = self.client_address[1]
+            self.send(200, ("peer %s, port %s %s-%s\n" % (
+                self.client_address[0], "in" if int(lo) <= port <= int(hi) else "NOT in", lo,
+                hi)).encode())
         elif p == "/lm":
             self.send(200, b"lm\n", [("Last-Modified", "Thu, 02 Jan 2020 03:04:05 GMT")])
         else:

@@ -124,9 +124,15 @@ typedef struct vega_tcp_connect_opts {
     unsigned attempt_delay_ms;    /* §5 Connection Attempt Delay; 0 = 250; at least 10 */
     unsigned resolution_delay_ms; /* §3 Resolution Delay after A before AAAA; 0 = 50 */
     size_t max_per_family;        /* addresses tried per family; 0 = 8; at most 32 */
+    /* ---- layout version 2 ---- */
+    const vega_tcp_local *local; /* each attempt's local side (vega_tcp_connect_bound;
+                                    borrowed for the call); NULL = not bound. An address of
+                                    the other family than local->addr fails its attempt with
+                                    -EAFNOSUPPORT */
 } vega_tcp_connect_opts;
-/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
-#define VEGA_TCP_CONNECT_OPTS_VERSION 1
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended
+ * local; a program built with version 1 still works (nothing bound). */
+#define VEGA_TCP_CONNECT_OPTS_VERSION 2
 
 /* Fills o with the RFC's recommended values. Since 0.1. */
 VEGA_API void vega_tcp_connect_opts_init_versioned(vega_tcp_connect_opts *o, int opts_version);

@@ -176,14 +176,22 @@ typedef struct vega_http_client_opts {
                                          other family first, is tried (RFC 8305 §5 Connection
                                          Attempt Delay); 0 = 250, below 10 = 10. curl's
                                          --happy-eyeballs-timeout-ms */
+    /* ---- the local side (layout version 9) ---- */
+    vega_tcp_local local; /* where the client's own TCP connections are bound before they
+                             connect (vega_tcp_connect_bound: an interface, an address, a port
+                             range; curl's --interface and --local-port; copied). All zero,
+                             the default: not bound. A connection that cannot be bound fails
+                             its request with that code (-ENODEV, -EADDRNOTAVAIL,
+                             -EADDRINUSE, -EAFNOSUPPORT, -EPERM). Neither a proxy's, a
+                             connect hook's nor HTTP/3's connections are bound */
 } vega_http_client_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended the
  * HTTP/3 fields, version 3 the proxy, version 4 quic_qlog_dir, version 5 quic_key_update,
  * version 6 ip_family, tcp_nagle and tcp_keepalive_s, version 7 quic_migrate and
  * quic_migrate_after_ns, version 8 dns_servers, dns_servers_len and
- * happy_eyeballs_delay_ms; a program built with an older version still works (with their
- * defaults). */
-#define VEGA_HTTP_CLIENT_OPTS_VERSION 8
+ * happy_eyeballs_delay_ms, version 9 local; a program built with an older version still works
+ * (with their defaults). */
+#define VEGA_HTTP_CLIENT_OPTS_VERSION 9
 
 /* Fills o with the defaults. Since 0.1. */
 VEGA_API void vega_http_client_opts_init_versioned(vega_http_client_opts *o, int opts_version);

@@ -153,6 +153,30 @@ VEGA_API int vega_tcp_accept(vega_sock *listener, vega_sock **conn, vega_addr *p
  */
 VEGA_API int vega_tcp_connect(vega_sock **out, const vega_addr *addr, vega_deadline dl);
 
+/* Where a connection's local side is bound before it connects (curl's --interface and
+ * --local-port). Zero-initialised: nothing is bound, the kernel picks as for vega_tcp_connect. */
+typedef struct vega_tcp_local {
+    vega_addr addr;    /* the local address (its port is ignored); len 0 = any */
+    char device[16];   /* an interface name for SO_BINDTODEVICE (IFNAMSIZ, with the NUL);
+                          "" = none */
+    uint16_t port_min; /* the local port: the first free one of [port_min, port_max], tried in
+                          order; 0 = any (the kernel's pick) */
+    uint16_t port_max; /* 0 = port_min alone */
+} vega_tcp_local;
+
+/*
+ * vega_tcp_connect with the local side bound first: to local->device (SO_BINDTODEVICE), then
+ * to local->addr and the first free port of local's range. local: borrowed; NULL or all zero =
+ * vega_tcp_connect. Returns what vega_tcp_connect returns (-ENOMEM among them), and -ENODEV (no
+ * interface of that name), -EPERM (binding to the device is not allowed), -EADDRNOTAVAIL
+ * (local->addr is not an address of this host), -EAFNOSUPPORT (local->addr is of another family
+ * than addr), -EADDRINUSE (no port of the range is free), -EINVAL (port_max below port_min, a
+ * device name of 16 bytes or more, a local address of a family other than IPv4 or IPv6, or addr a
+ * Unix address). Context: inside a task. Since 0.2.
+ */
+VEGA_API int vega_tcp_connect_bound(vega_sock **out, const vega_addr *addr,
+                                    const vega_tcp_local *local, vega_deadline dl);
+
 /* vega_tcp_connect to a Unix path. Since 0.1. */
 VEGA_API int vega_unix_connect(vega_sock **out, const char *path, vega_deadline dl);
 

@@ -48,7 +48,16 @@ struct request_v1 {
 
 VTEST(v1_layouts_are_prefixes)
 {
-    VCHECK_EQ(VEGA_HTTP_CLIENT_OPTS_VERSION, 8);
+    VCHECK_EQ(VEGA_HTTP_CLIENT_OPTS_VERSION, 9);
+    /* layout 8 appended dns_servers right after layout 7's last field, layout 9 local after
+     * layout 8's (past happy_eyeballs_delay_ms and what aligns local) */
+    VCHECK_EQ(offsetof(vega_http_client_opts, dns_servers),
+              offsetof(vega_http_client_opts, quic_migrate_after_ns) + sizeof(uint64_t));
+    VCHECK(offsetof(vega_http_client_opts, local) >=
+           offsetof(vega_http_client_opts, happy_eyeballs_delay_ms) + sizeof(unsigned));
+    VCHECK(offsetof(vega_http_client_opts, local) <
+           offsetof(vega_http_client_opts, happy_eyeballs_delay_ms) + sizeof(unsigned) +
+               _Alignof(vega_tcp_local));
     VCHECK_EQ(VEGA_HTTP_CLIENT_REQUEST_VERSION, 2);
     VCHECK_EQ(sizeof(struct opts_v1), offsetof(vega_http_client_opts, quic_ca));
     VCHECK_EQ(sizeof(struct request_v1), offsetof(vega_http_client_request, h3_fallback));
@@ -117,7 +126,7 @@ VTEST_CT(v1_client_and_request_work)
     /* layouts this library does not know */
     VCHECK_EQ(vega_http_client_send_versioned(c, (vega_http_client_request *)&b.r, &r, 3), -EINVAL);
     vega_http_client *c2 = NULL;
-    VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 9), -EINVAL);
+    VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 10), -EINVAL);
     VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 0), -EINVAL);
     VCHECK(c2 == NULL);
     vega_http_client_free(c);
@@ -286,6 +295,30 @@ VTEST(v7_layout_stops_before_dns_servers)
     o.dns_servers = NULL;
     o.dns_servers_len = 1;
     VCHECK_EQ(vega_http_client_new(&c, &o), -EINVAL);
+}
+
+/* Layout 8 (before local): its _init and _new leave layout 9's local side alone and unbound. */
+VTEST(v8_layout_stops_before_local)
+{
+    enum {
+        V8 = offsetof(vega_http_client_opts, local)
+    };
+    union {
+        vega_http_client_opts o;
+        unsigned char b[sizeof(vega_http_client_opts) + 64];
+    } a;
+    memset(&a, 0xa5, sizeof a);
+    vega_http_client_opts_init_versioned(&a.o, 8);
+    VCHECK_EQ(a.o.happy_eyeballs_delay_ms, 0u);
+    for (size_t i = V8; i < sizeof a.b; i++)
+        VCHECK_EQ(a.b[i], 0xa5);
+    vega_http_client *c = NULL;
+    VCHECK_EQ(vega_http_client_new_versioned(&c, &a.o, 8), 0);
+    VCHECK(c != NULL);
+    vega_tcp_local zero;
+    memset(&zero, 0, sizeof zero);
+    VCHECK(memcmp(&c->o.local, &zero, sizeof zero) == 0);
+    vega_http_client_free(c);
 }
 
 /* A name server on a loopback port: A queries get 127.0.0.1, others no answer (NODATA). Counts

@@ -3,12 +3,14 @@
  * deadlines, cancellation, and the cooperative budget. */
 #include <poll.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <vega/dns.h>
 #include <vega/io.h>
 #include <vega/rt.h>
 
@@ -614,4 +616,159 @@ static void body_unix_stale(void)
 VTEST(unix_stale_and_abstract)
 {
     vtest_run(body_unix_stale, 0);
+}
+
+/* ---- vega_tcp_connect_bound: the local side bound first (curl's --interface, --local-port) -- */
+
+/* Connects to l's address with local, accepts, and returns the peer address the server saw. */
+static vega_addr bound_peer(vega_sock *l, const vega_addr *to, const vega_tcp_local *local)
+{
+    vega_sock *c, *s;
+    vega_addr peer;
+    VCHECK_EQ(vega_tcp_connect_bound(&c, to, local, vega_deadline_in_ms(5000)), 0);
+    VCHECK_EQ(vega_tcp_accept(l, &s, &peer, vega_deadline_in_ms(5000)), 0);
+    vega_sock_close(c);
+    vega_sock_close(s);
+    return peer;
+}
+
+static void body_connect_bound(void)
+{
+    vega_addr a, peer;
+    vega_sock *l = listen_local(&a);
+    char text[VEGA_ADDR_STRLEN];
+
+    /* an address: the server sees it as the source */
+    vega_tcp_local loc = {0};
+    VCHECK_EQ(vega_addr_parse(&loc.addr, "127.0.0.2:0", NULL), 0);
+    peer = bound_peer(l, &a, &loc);
+    VCHECK(vega_addr_format(&peer, text, sizeof text) > 0);
+    VCHECK(strncmp(text, "127.0.0.2:", 10) == 0);
+
+    /* a port: a free one is taken; the same port held by a listener: -EADDRINUSE */
+    vega_addr p;
+    vega_sock *hold = listen_local(&p);
+    memset(&loc, 0, sizeof loc);
+    loc.port_min = vega_addr_port(&p);
+    vega_sock *c = (vega_sock *)1;
+    VCHECK_EQ(vega_tcp_connect_bound(&c, &a, &loc, vega_deadline_in_ms(5000)), -EADDRINUSE);
+    VCHECK(c == NULL);
+    vega_sock_close(hold); /* free again: now it is the one */
+    peer = bound_peer(l, &a, &loc);
+    VCHECK_EQ(vega_addr_port(&peer), vega_addr_port(&p));
+
+    /* a range whose first port is taken: the next free one of it */
+    hold = listen_local(&p);
+    loc.port_min = vega_addr_port(&p);
+    loc.port_max = (uint16_t)(loc.port_min + 64 < 65535 ? loc.port_min + 64 : 65535);
+    VCHECK(loc.port_max > loc.port_min);
+    peer = bound_peer(l, &a, &loc);
+    VCHECK(vega_addr_port(&peer) > loc.port_min);
+    VCHECK(vega_addr_port(&peer) <= loc.port_max);
+    vega_sock_close(hold);
+
+    /* an interface by name (SO_BINDTODEVICE) */
+    memset(&loc, 0, sizeof loc);
+    strcpy(loc.device, "lo");
+    peer = bound_peer(l, &a, &loc);
+    VCHECK(vega_addr_port(&peer) != 0);
+    strcpy(loc.device, "nosuchif0");
+    VCHECK_EQ(vega_tcp_connect_bound(&c, &a, &loc, vega_deadline_in_ms(5000)), -ENODEV);
+
+    /* an address that is not this host's, one of the other family, bad arguments */
+    memset(&loc, 0, sizeof loc);
+    VCHECK_EQ(vega_addr_parse(&loc.addr, "192.0.2.1:0", NULL), 0); /* TEST-NET-1 */
+    VCHECK_EQ(vega_tcp_connect_bound(&c, &a, &loc, vega_deadline_in_ms(5000)), -EADDRNOTAVAIL);
+    VCHECK_EQ(vega_addr_parse(&loc.addr, "[::1]:0", NULL), 0);
+    VCHECK_EQ(vega_tcp_connect_bound(&c, &a, &loc, vega_deadline_in_ms(5000)), -EAFNOSUPPORT);
+    memset(&loc, 0, sizeof loc);
+    loc.port_min = 2000;
+    loc.port_max = 1999;
+    VCHECK_EQ(vega_tcp_connect_bound(&c, &a, &loc, vega_deadline_in_ms(5000)), -EINVAL);
+    memset(&loc, 0, sizeof loc);
+    memset(loc.device, 'x', sizeof loc.device); /* no NUL */
+    VCHECK_EQ(vega_tcp_connect_bound(&c, &a, &loc, vega_deadline_in_ms(5000)), -EINVAL);
+
+    /* all zero: a plain connect */
+    memset(&loc, 0, sizeof loc);
+    peer = bound_peer(l, &a, &loc);
+    VCHECK(vega_addr_port(&peer) != 0);
+    vega_sock_close(l);
+}
+
+VTEST(connect_bound)
+{
+    vtest_run(body_connect_bound, 0);
+}
+
+/* Happy Eyeballs binds each attempt as vega_tcp_connect_opts.local says. */
+static void body_connect_host_bound(void)
+{
+    vega_addr a, peer;
+    vega_sock *l = listen_local(&a);
+    vega_tcp_local loc = {0};
+    VCHECK_EQ(vega_addr_parse(&loc.addr, "127.0.0.3:0", NULL), 0);
+    vega_tcp_connect_opts o;
+    vega_tcp_connect_opts_init(&o);
+    o.local = &loc;
+    vega_sock *c, *s;
+    VCHECK_EQ(vega_tcp_connect_host(&c, NULL, "127.0.0.1", vega_addr_port(&a), &o,
+                                    vega_deadline_in_ms(5000)),
+              0);
+    VCHECK_EQ(vega_tcp_accept(l, &s, &peer, vega_deadline_in_ms(5000)), 0);
+    char text[VEGA_ADDR_STRLEN];
+    VCHECK(vega_addr_format(&peer, text, sizeof text) > 0);
+    VCHECK(strncmp(text, "127.0.0.3:", 10) == 0);
+    vega_sock_close(c);
+    vega_sock_close(s);
+    /* a device that does not exist fails every attempt */
+    memset(&loc, 0, sizeof loc);
+    strcpy(loc.device, "nosuchif0");
+    VCHECK_EQ(vega_tcp_connect_host(&c, NULL, "127.0.0.1", vega_addr_port(&a), &o,
+                                    vega_deadline_in_ms(5000)),
+              -ENODEV);
+    vega_sock_close(l);
+}
+
+VTEST(connect_host_bound)
+{
+    vtest_run(body_connect_host_bound, 0);
+}
+
+/* A program built with vega_tcp_connect_opts layout 1 (before local): its init writes the
+ * prefix only, and its options connect unbound. */
+struct tcp_connect_opts_v1 {
+    int family;
+    unsigned attempt_delay_ms;
+    unsigned resolution_delay_ms;
+    size_t max_per_family;
+};
+
+static void body_connect_opts_v1(void)
+{
+    VCHECK_EQ(sizeof(struct tcp_connect_opts_v1), offsetof(vega_tcp_connect_opts, local));
+    struct {
+        struct tcp_connect_opts_v1 o;
+        unsigned char canary[32];
+    } v;
+    memset(&v, 0xa5, sizeof v);
+    vega_tcp_connect_opts_init_versioned((vega_tcp_connect_opts *)&v.o, 1);
+    VCHECK_EQ(v.o.family, AF_UNSPEC);
+    for (size_t i = 0; i < sizeof v.canary; i++)
+        VCHECK_EQ(v.canary[i], 0xa5);
+    vega_addr a, peer;
+    vega_sock *l = listen_local(&a), *c, *s;
+    VCHECK_EQ(vega_tcp_connect_host_versioned(&c, NULL, "127.0.0.1", vega_addr_port(&a),
+                                              (const vega_tcp_connect_opts *)&v.o,
+                                              vega_deadline_in_ms(5000), 1),
+              0);
+    VCHECK_EQ(vega_tcp_accept(l, &s, &peer, vega_deadline_in_ms(5000)), 0);
+    vega_sock_close(c);
+    vega_sock_close(s);
+    vega_sock_close(l);
+}
+
+VTEST(connect_opts_v1)
+{
+    vtest_run(body_connect_opts_v1, 0);
 }

@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT */
+/* --trace and --trace-ascii: curl's dump of what a transfer sends and receives ("== Info:",
+ * "=> Send header", "<= Recv data" ... with a hex and text dump, or text only), --trace-time's
+ * time prefix, and --etag-save / --etag-compare. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "curl.h"
+
+/* One trace for the whole run; -Z transfers write to it together, a record at a time. */
+static FILE *trace_fp;
+static bool trace_ascii, trace_time;
+static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int curl_trace_open(const struct curl_opts *o)
+{
+    trace_time = o->trace_time;
+    if (!o->trace_file)
+        return 0;
+    trace_ascii = o->trace_ascii;
+    if (strcmp(o->trace_file, "-") == 0)
+        trace_fp = stdout;
+    else if (strcmp(o->trace_file, "%") == 0)
+        trace_fp = stderr;
+    else if (!(trace_fp = fopen(o->trace_file, "w")))
+        trace_fp = stderr; /* curl 7.88 traces to stderr then, saying nothing */
+    return 0;
+}
+
+void curl_trace_close(void)
+{
+    if (trace_fp && trace_fp != stdout && trace_fp != stderr)
+        fclose(trace_fp);
+    else if (trace_fp)
+        fflush(trace_fp);
+    trace_fp = NULL;
+}
+
+bool curl_trace_on(void)
+{
+    return trace_fp != NULL;
+}
+
+/* "HH:MM:SS.uuuuuu " (local time, as curl's --trace-time) into buf, or "" without it. */
+void curl_trace_stamp(char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    if (!trace_time)
+        return;
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    struct tm tm;
+    time_t secs = tv.tv_sec;
+    localtime_r(&secs, &tm);
+    snprintf(buf, cap, "%02d:%02d:%02d.%06ld ", tm.tm_hour, tm.tm_min, tm.tm_sec, (long)tv.tv_usec);
+}
+
+/* curl's dump (tool_cb_dbg.c): 16 bytes a line as hex and text, or 64 of text where a CR LF
+ * also ends the line. */
+static void dump(FILE *f, const unsigned char *p, size_t size)
+{
+    size_t width = trace_ascii ? 0x40 : 0x10;
+    for (size_t i = 0; i < size; i += width) {
+        fprintf(f, "%04zx: ", i);
+        if (!trace_ascii) {
+            for (size_t c = 0; c < width; c++) {
+                if (i + c < size)
+                    fprintf(f, "%02x ", p[i + c]);
+                else
+                    fputs("   ", f);
+            }
+        }
+        for (size_t c = 0; c < width && i + c < size; c++) {
+            if (trace_ascii && i + c + 1 < size && p[i + c] == '\r' && p[i + c + 1] == '\n') {
+                i += c + 2 - width; /* the next line starts after the CR LF */
+                break;
+            }
+            fputc(p[i + c] >= 0x20 && p[i + c] < 0x80 ? p[i + c] : '.', f);
+            if (trace_ascii && i + c + 2 < size && p[i + c + 1] == '\r' && p[i + c + 2] == '\n') {
+                i += c + 3 - width;
+                break;
+            }
+        }
+        fputc('\n', f);
+    }
+}
+
+void curl_trace_data(enum curl_trace_kind k, const void *p, size_t len)
+{
+    static const char *const what[] = {"=> Send header", "<= Recv header", "=> Send data",
+                                       "<= Recv data"};
+    if (!trace_fp || len == 0)
+        return;
+    char ts[32];
+    curl_trace_stamp(ts, sizeof ts);
+    pthread_mutex_lock(&trace_lock);
+    fprintf(trace_fp, "%s%s, %zu bytes (0x%zx)\n", ts, what[k], len, len);
+    dump(trace_fp, p, len);
+    fflush(trace_fp);
+    pthread_mutex_unlock(&trace_lock);
+}
+
+void curl_trace_head(enum curl_trace_kind k, const void *head, size_t len)
+{
+    if (k == CURL_TRACE_HEADER_OUT) {
+        curl_trace_data(k, head, len);
+        return;
+    }
+    /* curl hands a received head to its trace a line at a time */
+    const char *s = head;
+    while (len) {
+        const char *nl = memchr(s, '\n', len);
+        size_t n = nl ? (size_t)(nl - s) + 1 : len;
+        curl_trace_data(k, s, n);
+        s += n;
+        len -= n;
+    }
+}
+
+void curl_trace_info(const char *text, size_t len)
+{
+    if (!trace_fp)
+        return;
+    char ts[32];
+    curl_trace_stamp(ts, sizeof ts);
+    pthread_mutex_lock(&trace_lock);
+    fprintf(trace_fp, "%s== Info: %.*s\n", ts, (int)len, text);
+    fflush(trace_fp);
+    pthread_mutex_unlock(&trace_lock);
+}
+
+void curl_trace_infof(const char *fmt, ...)
+{
+    if (!trace_fp)
+        return;
+    char line[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    curl_trace_info(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+/* ---- --etag-compare, --etag-save ------------------------------------------------------------- */
+
+int curl_etag_compare_value(const struct curl_opts *o, char *out, size_t cap)
+{
+    FILE *f = fopen(o->etag_compare, "r");
+    if (!f) {
+        if (o->etag_save)
+            goto empty; /* curl 7.88: no file yet is fine when it is also the one saved to */
+        return curl_fail(o, CE_READ_ERROR, "Failed to open %s", o->etag_compare);
+    }
+    /* curl's file2string: every line up to its first CR or LF, joined */
+    size_t used = 0;
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+        size_t n = strcspn(line, "\r\n");
+        if (used + n + 1 > cap) {
+            fclose(f);
+            return curl_fail(o, CE_READ_ERROR, "%s: an ETag over %zu bytes", o->etag_compare,
+                             cap - 1);
+        }
+        memcpy(out + used, line, n);
+        used += n;
+    }
+    fclose(f);
+    out[used] = '\0';
+    if (used)
+        return 0;
+empty:
+    snprintf(out, cap, "\"\"");
+    return 0;
+}
+
+int curl_etag_save_open(const struct curl_opts *o, FILE **out)
+{
+    *out = NULL;
+    if (!o->etag_save)
+        return 0;
+    if (strcmp(o->etag_save, "-") == 0) {
+        *out = stdout;
+        return 0;
+    }
+    if (!(*out = fopen(o->etag_save, "w")))
+        return curl_fail(o, CE_READ_ERROR,
+                         "Failed creating file for saving etags: \"%s\". Skip this transfer",
+                         o->etag_save);
+    return 0;
+}
+
+void curl_etag_save_fields(FILE *f, const vega_http_fields *fields)
+{
+    if (!f || !fields)
+        return;
+    for (size_t i = 0; i < fields->count; i++) {
+        const vega_http_field *fl = &fields->items[i];
+        if (fl->name.len != 4 || strncasecmp(fl->name.ptr, "ETag", 4) != 0)
+            continue;
+        const char *v = fl->value.ptr;
+        size_t n = fl->value.len;
+        while (n && (*v == ' ' || *v == '\t'))
+            v++, n--;
+        while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+            n--;
+        if (!n)
+            continue;
+        fwrite(v, 1, n, f);
+        fputc('\n', f);
+        fflush(f);
+    }
+}
