@@ -751,11 +751,15 @@ static void cancel_reqs(struct h3s_conn *hc, vega_quic_conn *qc)
             vega_task_cancel(r->task);
 }
 
-/* Counts the connections with responses not all acknowledged (c locked). */
+/* Counts the connections with responses not all acknowledged, or with requests that have no
+ * task yet (c locked): one still reading its head, or a 0-RTT one deferred until the handshake
+ * is done. Their ids are below the GOAWAY's, so the client rightly waits for their responses;
+ * closing now would lose them (a client reconnecting as the stop began sends its first
+ * requests in 0-RTT). */
 static void count_unacked(struct h3s_conn *hc, vega_quic_conn *qc)
 {
     (void)qc;
-    if (!hc->closed && hc->unacked)
+    if (!hc->closed && (hc->unacked || hc->nreqs))
         hc->l->scan_count++;
 }
 
@@ -771,8 +775,8 @@ void vega__h3s_stop(struct h3s *l, bool cancelled)
         if (vega_now() >= g || vega_notify_wait(&l->idle, g) == -ECANCELED)
             break;
     }
-    /* §5.2: close once the responses reached the client (their streams all acknowledged), or
-     * at grace */
+    /* §5.2: close once every request below the GOAWAY's id was answered and the responses
+     * reached the client (their streams all acknowledged), or at grace */
     while (!cancelled) {
         l->scan_count = 0;
         each_conn(l, count_unacked);
