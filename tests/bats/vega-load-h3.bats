@@ -35,9 +35,22 @@ load_run() {
     timeout 60 "$LOAD" "$@"
 }
 
-# free_udp_port: a UDP port of 127.0.0.1 nobody had bound a moment ago.
+# free_udp_port: a port of 127.0.0.1 nobody had bound a moment ago, for UDP and for TCP (a
+# vega-serve started on it listens on both: a port free for UDP alone can be taken for TCP).
 free_udp_port() {
-    /usr/bin/python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+    /usr/bin/python3 -c '
+import socket
+for _ in range(100):
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind(("127.0.0.1", 0))
+    p = u.getsockname()[1]
+    t = socket.socket()
+    try:
+        t.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    print(p)
+    break'
 }
 
 # wait_udp PORT: waits until something is bound to UDP port PORT (10 s at most).
