@@ -64,8 +64,14 @@ oc, nc = o["counts"], n["counts"]
 print(oc, nc)
 assert o["type"] == "server" and n["type"] == "client"
 assert name.split("_")[0] == o["group_id"] == n["group_id"], (name, o["group_id"], n["group_id"])
-assert oc["transport:packet_sent"] == nc["transport:packet_received"] > 200
-assert oc["transport:packet_received"] == nc["transport:packet_sent"] > 5
+# UDP on loopback may drop (a receive buffer full): every packet one side logs as received
+# the other logged as sent, and the sender declared lost at least those that never arrived
+# (a loss it declared may still arrive late: received may exceed sent - lost)
+ol, nl = oc.get("recovery:packet_lost", 0), nc.get("recovery:packet_lost", 0)
+assert oc["transport:packet_sent"] - ol <= nc["transport:packet_received"] <= oc["transport:packet_sent"]
+assert nc["transport:packet_received"] > 200
+assert nc["transport:packet_sent"] - nl <= oc["transport:packet_received"] <= nc["transport:packet_sent"]
+assert oc["transport:packet_received"] > 5
 for e in ("transport:parameters_set", "connectivity:connection_started",
           "connectivity:connection_state_updated", "recovery:metrics_updated"):
     assert oc.get(e, 0) > 0, e
