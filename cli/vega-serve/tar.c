@@ -90,7 +90,7 @@ static int entry_header(struct tar *t, size_t len, char type, const struct stat 
         return header(t, p, len, "", 0, type, st->st_mode, size, st->st_mtim.tv_sec);
     /* a split at a "/" with at most 155 bytes before it and 100 after */
     for (size_t i = len - 1; i > 0; i--) {
-        if (p[i] != '/' || i > 155 || len - i - 1 > 100 || i == len - 1)
+        if (p[i] != '/' || i > 155 || i + 1 + 100 < len || i == len - 1)
             continue;
         return header(t, p + i + 1, len - i - 1, p, i, type, st->st_mode, size, st->st_mtim.tv_sec);
     }
@@ -119,7 +119,7 @@ static int add_file(struct tar *t, int fd, size_t len, const struct stat *st)
     int e = entry_header(t, len, '0', st, size);
     uint64_t off = 0;
     while (e == 0 && off < size) {
-        size_t want = size - off < TAR_BUF ? (size_t)(size - off) : TAR_BUF;
+        size_t want = off + TAR_BUF > size ? (size_t)(size - off) : TAR_BUF; /* off < size */
         ssize_t r = pread(fd, t->buf, want, (off_t)off);
         if (r < 0 && errno == EINTR)
             continue;
