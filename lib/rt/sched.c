@@ -274,6 +274,7 @@ static void maintenance(struct vega__worker *w)
     vega__worker_process_cancels(w);
     vega__watch_process_closes(w);
     fire_timers(w);
+    vega__stack_decay(w->rt);
 }
 
 /* No work found: park in the driver until a wake-up, an I/O event or the next timer. */
@@ -320,6 +321,15 @@ static void park_worker(struct vega__worker *w)
                 timeout = at > now ? (int64_t)(at - now) : 0;
             }
         }
+        /* A warm stack list above its floor shrinks when the window of demand turns: wake for
+         * it (on the real clock; the paused one turns it when time jumps). */
+        uint64_t decay = atomic_load_explicit(&rt->stack_decay_at, memory_order_relaxed);
+        if (decay && !rt->paused) {
+            uint64_t now = vega__rt_now_ns(rt);
+            int64_t left = decay > now ? (int64_t)(decay - now) : 0;
+            if (timeout < 0 || left < timeout)
+                timeout = left;
+        }
         bump(&w->m.parks, 1);
         atomic_store_explicit(&w->parked, true, memory_order_release);
         rt->driver->park(w, timeout);
@@ -344,6 +354,7 @@ static void park_worker(struct vega__worker *w)
     vega__worker_process_cancels(w);
     vega__watch_process_closes(w);
     fire_timers(w);
+    vega__stack_decay(rt);
 }
 
 /* ---- switching ------------------------------------------------------------------------------ */

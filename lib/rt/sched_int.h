@@ -12,7 +12,9 @@
 #define VEGA__LIFO_MAX        3u   /* LIFO polls in a row before the queue gets a turn */
 #define VEGA__INJECT_INTERVAL 61u  /* ticks between looks at the inject queue (and driver) */
 #define VEGA__STACK_CACHE     16u  /* free stacks kept per worker */
-#define VEGA__STACK_WARM      64u  /* free stacks kept with their pages on the shared list */
+#define VEGA__STACK_WARM      64u /* free stacks the shared list keeps with their pages, at least */
+#define VEGA__STACK_WARM_MAX  (1u << 17) /* ... and at most, however high the recent demand */
+#define VEGA__STACK_DECAY_NS  (500u * 1000000u) /* a window of demand for the warm list */
 #define VEGA__STACK_COLD_KEEP 256u /* cold stacks kept before fully free regions are unmapped */
 #define VEGA__STACK_KEEP      (16u * 1024u) /* a free stack keeps at most its top 16 KiB committed */
 #define VEGA__TASK_BATCH                                                                           \
@@ -165,6 +167,8 @@ struct vega_rt {
     struct vega__stack *stack_warm; /* pages kept */
     struct vega__stack *stack_cold; /* pages given back; doubly linked */
     size_t stack_nwarm, stack_ncold, stack_nregions;
+    size_t stack_peak, stack_peak_prev; /* most stacks in use this window and the one before */
+    _Atomic uint64_t stack_decay_at;    /* when the window turns (0: the warm list is small) */
     struct vega__region *regions;
     size_t stack_size; /* usable size */
     size_t page;
@@ -221,6 +225,7 @@ int vega__stack_pool_init(struct vega_rt *rt);
 void vega__stack_pool_fini(struct vega_rt *rt);
 struct vega__stack *vega__stack_get(struct vega__worker *w);
 void vega__stack_put(struct vega__worker *w, struct vega__stack *s);
+void vega__stack_decay(struct vega_rt *rt);
 bool vega__stack_canary_ok(const struct vega__stack *s);
 /* What the stack pool holds now: regions mapped, warm and cold stacks on the shared lists,
  * stacks in the workers' caches. Any thread. */

@@ -32,10 +32,18 @@
 /*
  * Where a free stack is:
  * - in its worker's cache (VEGA__STACK_CACHE, pages kept: the next spawn reuses them warm);
- * - on the shared warm list (at most VEGA__STACK_WARM, pages kept): what one worker's full
- *   cache gives back while another worker's is empty (work stealing makes stacks end on another
- *   worker than the one that took them), and the tail of a burst, so that a next burst costs no
- *   page fault and no madvise;
+ * - on the shared warm list (pages kept): what one worker's full cache gives back while another
+ *   worker's is empty (work stealing makes stacks end on another worker than the one that took
+ *   them), and what a burst leaves, so that the next burst costs no page fault and no madvise.
+ *   Its bound follows demand (see warm_bound): VEGA__STACK_WARM, or as many stacks as were in
+ *   use at the peak of the last window or two (VEGA__STACK_DECAY_NS each) beyond those in use
+ *   now, at most VEGA__STACK_WARM_MAX. Under churn (tasks ending while as many start) the
+ *   stacks go round warm instead of being given back and faulted in again, which cost most of
+ *   the time of 100,000 sleepers on this project's VM, where installing a page table entry is
+ *   expensive; the warm list keeps about what was in use at the recent peak and is not in use
+ *   now (stacks are only ever carved for use, so it never passes the peak). Once demand drops, the
+ * bound follows within two windows (the workers turn the window in their maintenance and park no
+ * longer than its end), and the rest goes cold;
  * - on the shared cold list: its pages given back with MADV_DONTNEED (all of them: descriptors
  *   live in the region's header, not in the stacks) — when the warm list overflows, its older
  *   half goes cold in one vectored madvise, so a burst's unwinding costs a call per
@@ -47,6 +55,46 @@
  * Each list has its bound, so what is held is bounded by the peak of live stacks, and beyond
  * the caches and the warm list a free stack costs no memory at all.
  */
+
+/* Stacks carved and not on a shared list: running, parked, or in a worker's cache. */
+static size_t in_use(const struct vega_rt *rt)
+{
+    return rt->stack_nregions * STACKS_PER_REGION - rt->stack_nwarm - rt->stack_ncold;
+}
+
+/* What the warm list may hold now (stack_mu held): the recent peak's excess over the stacks in
+ * use, so that in use + warm stays within the peak, between VEGA__STACK_WARM and _MAX. */
+static size_t warm_bound(const struct vega_rt *rt)
+{
+    size_t peak = rt->stack_peak > rt->stack_peak_prev ? rt->stack_peak : rt->stack_peak_prev;
+    size_t used = in_use(rt);
+    if (peak <= used + VEGA__STACK_WARM)
+        return VEGA__STACK_WARM;
+    return peak - used < VEGA__STACK_WARM_MAX ? peak - used : VEGA__STACK_WARM_MAX;
+}
+
+/* Cuts the warm list to its newest keep stacks and returns the older rest (stack_mu held). */
+static struct vega__stack *warm_cut(struct vega_rt *rt, size_t keep)
+{
+    if (rt->stack_nwarm <= keep)
+        return NULL;
+    struct vega__stack **pp = &rt->stack_warm;
+    for (size_t i = 0; i < keep; i++)
+        pp = &(*pp)->next;
+    struct vega__stack *rest = *pp;
+    *pp = NULL;
+    rt->stack_nwarm = keep;
+    return rest;
+}
+
+/* Arms the window's end once the warm list holds more than its floor (stack_mu held). */
+static void arm_decay(struct vega_rt *rt)
+{
+    if (rt->stack_nwarm > VEGA__STACK_WARM &&
+        atomic_load_explicit(&rt->stack_decay_at, memory_order_relaxed) == 0)
+        atomic_store_explicit(&rt->stack_decay_at, vega__rt_now_ns(rt) + VEGA__STACK_DECAY_NS,
+                              memory_order_relaxed);
+}
 struct vega__region {
     struct vega__region *next, *prev;
     void *base;
@@ -107,6 +155,8 @@ int vega__stack_pool_init(struct vega_rt *rt)
     rt->stack_size = sz;
     rt->stack_warm = rt->stack_cold = NULL;
     rt->stack_nwarm = rt->stack_ncold = rt->stack_nregions = 0;
+    rt->stack_peak = rt->stack_peak_prev = 0;
+    atomic_store_explicit(&rt->stack_decay_at, 0, memory_order_relaxed);
     rt->regions = NULL;
     pthread_mutex_init(&rt->stack_mu, NULL);
 
@@ -312,6 +362,8 @@ struct vega__stack *vega__stack_get(struct vega__worker *w)
         w->stack_cache = x;
         n++;
     }
+    if (in_use(rt) > rt->stack_peak)
+        rt->stack_peak = in_use(rt);
     pthread_mutex_unlock(&rt->stack_mu);
     set_cache_len(w, n);
     if (niov)
@@ -421,18 +473,37 @@ void vega__stack_put(struct vega__worker *w, struct vega__stack *s)
         rt->stack_warm = x;
         rt->stack_nwarm++;
     }
-    if (rt->stack_nwarm > VEGA__STACK_WARM) {
-        /* Over its bound: the newest half stays (hot first), the older half goes cold. */
-        struct vega__stack *cut = rt->stack_warm;
-        for (unsigned i = 1; i < VEGA__STACK_WARM / 2; i++)
-            cut = cut->next;
-        cold = cut->next;
-        cut->next = NULL;
-        rt->stack_nwarm = VEGA__STACK_WARM / 2;
-    }
+    /* Over its bound by half: the newest (hot first) up to the bound stay, the older ones go
+     * cold, in one vectored call per VEGA__STACK_WARM / 2 or more. */
+    size_t bound = warm_bound(rt);
+    if (rt->stack_nwarm > bound + bound / 2)
+        cold = warm_cut(rt, bound);
+    arm_decay(rt);
     pthread_mutex_unlock(&rt->stack_mu);
     if (cold)
         go_cold(rt, cold); /* the madvise calls are made outside the lock */
+}
+
+/* Turns the window of demand when its end has passed: the peak seen becomes the previous one,
+ * the stacks in use now start the new one, and the warm list is cut to the new bound. Called
+ * by every worker in its maintenance and after it parks; a relaxed load when nothing is due. */
+void vega__stack_decay(struct vega_rt *rt)
+{
+    uint64_t at = atomic_load_explicit(&rt->stack_decay_at, memory_order_relaxed);
+    if (vega__likely(at == 0) || vega__rt_now_ns(rt) < at)
+        return;
+    pthread_mutex_lock(&rt->stack_mu);
+    struct vega__stack *cold = NULL;
+    if (atomic_load_explicit(&rt->stack_decay_at, memory_order_relaxed) == at) {
+        rt->stack_peak_prev = rt->stack_peak;
+        rt->stack_peak = in_use(rt);
+        cold = warm_cut(rt, warm_bound(rt));
+        atomic_store_explicit(&rt->stack_decay_at, 0, memory_order_relaxed);
+        arm_decay(rt);
+    }
+    pthread_mutex_unlock(&rt->stack_mu);
+    if (cold)
+        go_cold(rt, cold);
 }
 
 void vega__stack_pool_stats(struct vega_rt *rt, uint64_t *regions, uint64_t *warm, uint64_t *cold,
