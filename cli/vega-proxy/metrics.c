@@ -1,20 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* --metrics: a plain HTTP/1.1 listener of its own that answers GET /metrics with the proxy's
- * counters and the runtime's in the Prometheus text exposition format 0.0.4 (as vega-serve
- * --metrics). Loopback only unless --metrics-public. */
-#include <errno.h>
+/* --metrics: the proxy's counters and the runtime's in the Prometheus text exposition format
+ * 0.0.4, on the tools' scrape listener (cli/common/prom.c; loopback only unless
+ * --metrics-public). */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include <vega/http_server.h>
-
+#include "prom.h"
 #include "proxy.h"
-
-/* Scrapers are few: a small bound, so that the metrics port cannot hold many descriptors. */
-#define METRICS_MAX_CONNS 64
-/* Each metrics response write. */
-#define METRICS_WRITE_MS 10000
 
 struct proxy_metrics proxy_metrics;
 
@@ -32,8 +24,7 @@ static const char *const hs_le[PROXY_HS_BUCKETS] = {
 
 static struct {
     struct proxy_server *srv;
-    vega_http_server *http;
-    vega_task *task;
+    struct cli_prom prom;
 } m;
 
 void metrics_connect_failed(const char *result)
@@ -64,8 +55,9 @@ static void head(FILE *f, const char *name, const char *type, const char *help)
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void render_proxy(FILE *f)
+static int render_proxy(void *user, FILE *f)
 {
+    (void)user;
     struct proxy_metrics *p = &proxy_metrics;
     head(f, "vega_proxy_connections_active", "gauge",
          "Client connections open (handshaking, relaying or in a UDP association).");
@@ -114,68 +106,13 @@ static void render_proxy(FILE *f)
     fprintf(f, "vega_proxy_handshake_seconds_bucket{le=\"+Inf\"} %llu\n", cum);
     fprintf(f, "vega_proxy_handshake_seconds_sum %.9f\n", (double)get(&p->hs_sum_ns) / 1e9);
     fprintf(f, "vega_proxy_handshake_seconds_count %llu\n", cum);
+    return 0;
 }
 
 /* The runtime's and the proxy's metrics, as one text. Returns 0 or -errno. */
-static int render(char **buf, size_t *len)
+static int render(void *user, char **buf, size_t *len)
 {
-    *buf = NULL;
-    *len = 0;
-    FILE *f = open_memstream(buf, len);
-    if (!f)
-        return -errno;
-    int r = vega_rt_metrics_prometheus(vega_rt_current(), f);
-    if (r == 0)
-        render_proxy(f);
-    if (fclose(f) != 0 && r == 0)
-        r = -EIO;
-    if (r != 0) {
-        free(*buf);
-        *buf = NULL;
-    }
-    return r;
-}
-
-static int respond_text(vega_http_exchange *x, int status, const vega_http_field *extra,
-                        const char *body)
-{
-    static const char text_type[] = "text/plain; charset=utf-8";
-    vega_http_field f[2] = {{{"Content-Type", 12}, {text_type, sizeof text_type - 1}}};
-    size_t n = 1;
-    if (extra)
-        f[n++] = *extra;
-    return vega_http_respond(x, status, f, n, body, strlen(body),
-                             vega_deadline_in_ms(METRICS_WRITE_MS));
-}
-
-static int metrics_handle(vega_http_exchange *x, void *user)
-{
-    (void)user;
-    const vega_http_request *req = vega_http_exchange_request(x);
-    if (req->path.len != 8 || memcmp(req->path.ptr, "/metrics", 8) != 0)
-        return respond_text(x, 404, NULL, "Not found: the metrics are at /metrics\n");
-    if (req->method != VEGA_HTTP_METHOD_GET && req->method != VEGA_HTTP_METHOD_HEAD) {
-        static const vega_http_field allow = {{"Allow", 5}, {"GET, HEAD", 9}};
-        return respond_text(x, 405, &allow, "Method not allowed: GET /metrics\n");
-    }
-    char *buf;
-    size_t len;
-    int r = render(&buf, &len);
-    if (r != 0)
-        return r; /* the server answers 500 */
-    static const char prom_type[] = "text/plain; version=0.0.4; charset=utf-8";
-    const vega_http_field ct = {{"Content-Type", 12}, {prom_type, sizeof prom_type - 1}};
-    r = vega_http_respond(x, 200, &ct, 1, buf, len, vega_deadline_in_ms(METRICS_WRITE_MS));
-    free(buf);
-    return r;
-}
-
-static void *run_task(void *arg)
-{
-    int r = vega_http_server_run(arg);
-    if (r < 0)
-        cli_err_code("metrics server", r);
-    return NULL;
+    return cli_prom_render_with(render_proxy, user, buf, len);
 }
 
 int metrics_start(struct proxy_server *srv)
@@ -185,62 +122,15 @@ int metrics_start(struct proxy_server *srv)
         return 0;
     m.srv = srv;
     vega_addr addrs[4];
-    int n = vega_addr_resolve(addrs, 4, o->metrics_host, o->metrics_port, AF_UNSPEC,
-                              VEGA_DEADLINE_NEVER);
-    if (n < 0) {
-        cli_err(o->metrics, "--metrics: cannot resolve: %s", vega_strerror(n));
-        return CLI_EXIT_NET;
-    }
-    for (int k = 0; k < n && !o->metrics_public; k++) {
-        if (!addr_is_loopback(&addrs[k])) {
-            char where[VEGA_ADDR_STRLEN];
-            vega_addr_format(&addrs[k], where, sizeof where);
-            cli_err("--metrics",
-                    "%s is not a loopback address: the metrics would be public "
-                    "(--metrics-public allows it)",
-                    where);
-            return CLI_EXIT_USAGE;
-        }
-    }
-    vega_http_server_opts ho;
-    vega_http_server_opts_init(&ho);
-    ho.handler = metrics_handle;
-    ho.max_conns = METRICS_MAX_CONNS;
-    int r = vega_http_server_new(&m.http, &ho);
-    if (r < 0) {
-        cli_err_code("metrics server", r);
-        return CLI_EXIT_NET;
-    }
-    for (int k = 0; k < n; k++) {
-        vega_addr bound;
-        char where[VEGA_ADDR_STRLEN];
-        vega_addr_format(&addrs[k], where, sizeof where);
-        r = vega_http_server_listen(m.http, &addrs[k], 0, &bound);
-        if (r < 0) {
-            cli_err(NULL, "--metrics: cannot listen on %s: %s", where, vega_strerror(r));
-            metrics_stop();
-            return CLI_EXIT_NET;
-        }
-        vega_addr_format(&bound, where, sizeof where);
-        if (!o->quiet)
-            fprintf(stderr, "vega-proxy: metrics on http://%s/metrics\n", where);
-    }
-    r = vega_task_spawn(&m.task, run_task, m.http);
-    if (r < 0) {
-        cli_err_code("spawn", r);
-        metrics_stop();
-        return CLI_EXIT_NET;
-    }
-    return 0;
+    int n =
+        cli_prom_resolve(o->metrics, o->metrics_host, o->metrics_port, o->metrics_public, addrs, 4);
+    if (n < 0)
+        return -n;
+    m.prom.render = render;
+    return cli_prom_start(&m.prom, "vega-proxy", addrs, n, NULL, 0, o->quiet);
 }
 
 void metrics_stop(void)
 {
-    if (m.task) {
-        vega_http_server_shutdown(m.http, vega_deadline_in_ms(1000));
-        vega_task_join(m.task, NULL, VEGA_DEADLINE_NEVER);
-        m.task = NULL;
-    }
-    vega_http_server_free(m.http);
-    m.http = NULL;
+    cli_prom_stop(&m.prom);
 }

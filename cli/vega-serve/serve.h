@@ -14,6 +14,7 @@
 #include <vega/shard.h>
 
 #include "cli.h"
+#include "prom.h"
 
 #define SERVE_MAX_LISTEN  16
 #define SERVE_MAX_HEADERS 32
@@ -129,8 +130,7 @@ void serve_server_opts(vega_http_server_opts *so);
 /* ---- metrics.c ---------------------------------------------------------------------------- */
 
 struct serve_metrics {
-    vega_http_server *srv;         /* the metrics listener's server, or NULL */
-    vega_task *task;               /* runs it */
+    struct cli_prom prom;          /* the metrics listener (cli/common/prom.h) */
     const vega_http_server *files; /* whose counters it shows */
     vega_task *publisher;          /* --shards: publishes them for the other shards' sums */
 };
