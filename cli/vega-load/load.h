@@ -426,6 +426,52 @@ int load_html_write(const struct load_run *r, const struct load_totals *t);
 /* vega-load merge FILE...: the mode's main. */
 int load_merge_main(int argc, char **argv);
 
+/* ---- conn.c --------------------------------------------------------------------------------- */
+
+/* What a step of a stream session's connection came to. */
+enum load_step {
+    LOAD_STEP_OK,
+    LOAD_STEP_FAIL,  /* counted as an error; reconnect */
+    LOAD_STEP_CLOSE, /* HTTP: the server closed the connection as it may: reconnect, no error */
+    LOAD_STEP_STOP,  /* the run is over (end of -d, or cancelled) */
+};
+
+/* A connection's history for the retry rules. */
+struct load_retry {
+    bool ever;      /* connected at least once (UDP: a round trip completed) */
+    unsigned fails; /* failures in a row */
+};
+
+/* Opens with open(conn) until it works, pausing between tries (load_backoff). A connection
+ * that never connected gives up after its first failure; without -d one gives up after 20
+ * failures in a row. Returns true when open; false when the connection is done for good: the
+ * run is over, or it gave up (counted in r->gave_up and r->never_connected). */
+bool load_conn_open_retry(struct load_run *r, struct load_retry *rt,
+                          enum load_step (*open)(void *conn), void *conn);
+/* Counts a failed round trip: false when the connection gives up (without -d, 20 failures in a
+ * row; counted in r->gave_up). */
+bool load_conn_failed(struct load_run *r, struct load_retry *rt);
+/* Waits before the next try after fails failures in a row (10 ms doubling up to 1 s): false when
+ * the run ends meanwhile. */
+bool load_backoff(struct load_run *r, unsigned fails);
+
+/* -R, --stages: a connection's share of the schedule (load_pace) and its timer. */
+struct load_pacer {
+    struct load_run *r;
+    unsigned index;
+    uint64_t sent;
+    vega_tstamp next;
+    int tfd;             /* the timer (load_timer_open), or -1 */
+    int64_t mono_offset; /* CLOCK_MONOTONIC minus vega_now() */
+};
+
+/* Sets p up for the connection with this index (without -R: no timer, nothing due). */
+void load_pacer_init(struct load_pacer *p, struct load_run *r, unsigned index);
+/* Waits until the next send is due: true with its *intended time, false when the schedule
+ * ends before the run (or the task is cancelled). */
+bool load_pacer_wait(struct load_pacer *p, vega_tstamp *intended);
+void load_pacer_fini(struct load_pacer *p);
+
 /* ---- echo.c --------------------------------------------------------------------------------- */
 
 /* One connection of the echo mode; arg is a struct load_run. Returns NULL. */

@@ -17,17 +17,8 @@
 
 #include "load.h"
 
-#define GIVE_UP_AFTER  20
-#define BACKOFF_MIN_MS 10
-#define BACKOFF_MAX_MS 1000
-#define HEAD_MAX       8192 /* the 101 response's head, at most */
-#define CLOSE_WAIT_MS  1000 /* the close handshake at the end, at most */
-
-enum step {
-    STEP_OK,
-    STEP_FAIL, /* counted as an error; try again */
-    STEP_STOP, /* the run is over (end of -d, or cancelled) */
-};
+#define HEAD_MAX      8192 /* the 101 response's head, at most */
+#define CLOSE_WAIT_MS 1000 /* the close handshake at the end, at most */
 
 struct wconn {
     struct load_run *r;
@@ -36,10 +27,8 @@ struct wconn {
     vega_stream *tls; /* wss: over sock (borrowed) */
     vega_stream *raw; /* ws: the stream over sock (borrowed) */
     vega_websocket *ws;
-    bool ever;
-    unsigned fails;
-    int tfd; /* -R: the timer, or -1 */
-    int64_t mono_offset;
+    struct load_retry rt;
+    struct load_pacer pacer; /* -R */
 };
 
 static void conn_close(struct wconn *c, bool handshake)
@@ -66,21 +55,21 @@ static void conn_close(struct wconn *c, bool handshake)
 }
 
 /* A failed call: STOP when the run is over, else count the error. */
-static enum step failed(struct wconn *c, enum load_kind kind, int code, bool at_end,
-                        const char *msg)
+static enum load_step failed(struct wconn *c, enum load_kind kind, int code, bool at_end,
+                             const char *msg)
 {
     if (code == -ECANCELED)
-        return STEP_STOP;
+        return LOAD_STEP_STOP;
     if (code == -ETIMEDOUT) {
         if (at_end)
-            return STEP_STOP;
+            return LOAD_STEP_STOP;
         if (kind != LOAD_ERR_CONNECT)
             kind = LOAD_ERR_TIMEOUT;
     }
     if (!msg && c->tls && code <= VEGA_ERR_TLS_BASE)
         msg = vega_tls_last_error(c->tls);
     load_error_msg(c->r, kind, code, msg);
-    return STEP_FAIL;
+    return LOAD_STEP_FAIL;
 }
 
 /* The value of field name in a response head (lines after the status line), or NULL. */
@@ -104,7 +93,7 @@ static const char *field(const char *head, const char *name, size_t *len)
 
 /* The opening handshake over stream s: the Upgrade request, then the 101's head, checked.
  * Bytes read past the head start the WebSocket. */
-static enum step upgrade(struct wconn *c, vega_stream *s, vega_deadline dl, bool at_end)
+static enum load_step upgrade(struct wconn *c, vega_stream *s, vega_deadline dl, bool at_end)
 {
     const struct load_opts *o = c->o;
     uint8_t nonce[16];
@@ -124,7 +113,7 @@ static enum step upgrade(struct wconn *c, vega_stream *s, vega_deadline dl, bool
                      "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n"
                      "User-Agent: vega-load/" VEGA_VERSION_STRING "\r\n\r\n",
                      o->path, o->host_header, key);
-    enum step st = STEP_OK;
+    enum load_step st = LOAD_STEP_OK;
     vega_ssize k = n > 0 && n < HEAD_MAX ? vega_stream_write(s, buf, (size_t)n, NULL, dl) : -E2BIG;
     if (k < 0) {
         st = failed(c, LOAD_ERR_WRITE, (int)k, at_end, NULL);
@@ -178,12 +167,13 @@ out:
     return st;
 }
 
-static enum step conn_open(struct wconn *c)
+static enum load_step conn_open(void *arg)
 {
+    struct wconn *c = arg;
     struct load_run *r = c->r;
     bool at_end;
     vega_deadline dl = load_step_deadline(r, vega_now(), &at_end);
-    int e = load_connect(r, &c->sock, c->ever, dl);
+    int e = load_connect(r, &c->sock, c->rt.ever, dl);
     if (e < 0)
         return failed(c, LOAD_ERR_CONNECT, e, at_end, NULL);
     if (!c->o->unix_path)
@@ -204,17 +194,18 @@ static enum step conn_open(struct wconn *c)
         e = vega_stream_from_sock(&c->raw, c->sock, VEGA_STREAM_BORROW);
         s = c->raw;
     }
-    enum step st = e < 0 ? failed(c, LOAD_ERR_CONNECT, e, at_end, NULL) : upgrade(c, s, dl, at_end);
-    if (st != STEP_OK) {
+    enum load_step st =
+        e < 0 ? failed(c, LOAD_ERR_CONNECT, e, at_end, NULL) : upgrade(c, s, dl, at_end);
+    if (st != LOAD_STEP_OK) {
         conn_close(c, false);
         return st;
     }
-    c->ever = true;
+    c->rt.ever = true;
     load_bump(&load_worker_self(r)->connects, 1);
-    return STEP_OK;
+    return LOAD_STEP_OK;
 }
 
-static enum step round_trip(struct wconn *c, vega_deadline dl, bool at_end)
+static enum load_step round_trip(struct wconn *c, vega_deadline dl, bool at_end)
 {
     const struct load_opts *o = c->o;
     vega_ws_msg_type type = o->ws_binary ? VEGA_WS_BINARY : VEGA_WS_TEXT;
@@ -229,67 +220,19 @@ static enum step round_trip(struct wconn *c, vega_deadline dl, bool at_end)
         return failed(c, LOAD_ERR_READ, e, at_end, NULL);
     if (m.type != type || m.len != o->size || memcmp(m.data, c->r->payload, m.len) != 0)
         return failed(c, LOAD_ERR_MISMATCH, 0, at_end, NULL);
-    return STEP_OK;
+    return LOAD_STEP_OK;
 }
 
-static bool backoff(struct wconn *c)
-{
-    unsigned shift = c->fails < 8 ? c->fails : 7;
-    uint64_t ms = (uint64_t)BACKOFF_MIN_MS << shift;
-    if (ms > BACKOFF_MAX_MS)
-        ms = BACKOFF_MAX_MS;
-    vega_deadline dl = vega_deadline_in_ms(ms);
-    if (dl > c->r->end)
-        return false;
-    return vega_sleep_until(dl) == 0;
-}
-
-/* Waits until t (a vega_now() time): 0, or -ECANCELED. */
-static int wait_until(struct wconn *c, vega_tstamp t)
-{
-    if (c->tfd < 0 || load_timer_arm(c->tfd, c->mono_offset, t) < 0)
-        return vega_sleep_until(t);
-    uint64_t ticks;
-    vega_ssize n = vega_fd_read(c->tfd, &ticks, sizeof(ticks), c->r->end);
-    if (n == -ECANCELED)
-        return -ECANCELED;
-    return n == (vega_ssize)sizeof(ticks) ? 0 : vega_sleep_until(t);
-}
-
-static void conn_loop(struct wconn *c, unsigned index)
+static void conn_loop(struct wconn *c)
 {
     struct load_run *r = c->r;
     const struct load_opts *o = c->o;
-    /* -R, --stages: this connection's share of the schedule (load_pace). */
-    uint64_t sent = 0;
-    vega_tstamp next = o->rate ? load_pace(r, 0, index) : 0;
     for (;;) {
-        if (!c->ws) {
-            enum step s = conn_open(c);
-            if (s == STEP_STOP)
-                return;
-            if (s == STEP_FAIL) {
-                c->fails++;
-                if (!c->ever || (r->end == VEGA_DEADLINE_NEVER && c->fails >= GIVE_UP_AFTER)) {
-                    atomic_fetch_add(&r->gave_up, 1);
-                    if (!c->ever)
-                        atomic_fetch_add(&r->never_connected, 1);
-                    return;
-                }
-                if (!backoff(c))
-                    return;
-                continue;
-            }
-        }
+        if (!c->ws && !load_conn_open_retry(r, &c->rt, conn_open, c))
+            return;
         vega_tstamp intended = 0;
-        if (o->rate) {
-            if (next >= r->end)
-                return;
-            if (vega_now() < next && wait_until(c, next) < 0)
-                return;
-            intended = next;
-            next = load_pace(r, ++sent, index);
-        }
+        if (o->rate && !load_pacer_wait(&c->pacer, &intended))
+            return;
         vega_tstamp t0 = vega_now();
         if (t0 >= r->end)
             return;
@@ -300,10 +243,10 @@ static void conn_loop(struct wconn *c, unsigned index)
             return;
         bool at_end;
         vega_deadline dl = load_step_deadline(r, t0, &at_end);
-        enum step s = round_trip(c, dl, at_end);
-        if (s == STEP_OK) {
+        enum load_step s = round_trip(c, dl, at_end);
+        if (s == LOAD_STEP_OK) {
             vega_tstamp t1 = vega_now();
-            c->fails = 0;
+            c->rt.fails = 0;
             if (measured) {
                 struct load_worker *w = load_worker_self(r);
                 load_latency(w, (t1 - from + VEGA_NS_PER_US / 2) / VEGA_NS_PER_US);
@@ -319,27 +262,21 @@ static void conn_loop(struct wconn *c, unsigned index)
          * still (the echo in flight is read and dropped; a message cut in the middle of its
          * write has failed the connection, which then just closes). A failed one just
          * closes. */
-        conn_close(c, s == STEP_STOP);
-        if (s == STEP_STOP)
+        conn_close(c, s == LOAD_STEP_STOP);
+        if (s == LOAD_STEP_STOP)
             return;
-        c->fails++;
-        if (r->end == VEGA_DEADLINE_NEVER && c->fails >= GIVE_UP_AFTER) {
-            atomic_fetch_add(&r->gave_up, 1);
+        if (!load_conn_failed(r, &c->rt))
             return;
-        }
     }
 }
 
 void *load_ws_conn(void *arg)
 {
-    struct wconn c = {.r = arg, .o = ((struct load_run *)arg)->o, .tfd = -1};
-    unsigned index = atomic_fetch_add(&c.r->next_index, 1);
-    if (c.o->rate)
-        c.tfd = load_timer_open(&c.mono_offset);
-    conn_loop(&c, index);
+    struct wconn c = {.r = arg, .o = ((struct load_run *)arg)->o};
+    load_pacer_init(&c.pacer, c.r, atomic_fetch_add(&c.r->next_index, 1));
+    conn_loop(&c);
     if (c.sock)
         conn_close(&c, true);
-    if (c.tfd >= 0)
-        close(c.tfd);
+    load_pacer_fini(&c.pacer);
     return NULL;
 }
