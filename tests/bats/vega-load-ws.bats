@@ -111,6 +111,17 @@ sys.exit(0 if ok else 1)' "$1" "$2"
     json_check "$T/out.json" 'j["bytes_sent"] == 200 * 102400'
     json_check "$T/out.json" 'j["errors"] == 0'
     json_check "$T/out.json" 'j["connects"] == 2'
+    # --ws-compress, --ws-protocol and -H against vega-serve: deflate accepted (no
+    # subprotocol: --ws-echo speaks none), both directions compressed on the wire.
+    load_run -c 2 -n 100 --ws-compress --ws-protocol chat -H 'Origin: http://x' --json "$WS" \
+        >"$T/z.json"
+    cat "$T/z.json"
+    json_check "$T/z.json" 'j["round_trips"] == 100'
+    json_check "$T/z.json" 'j["errors"] == 0'
+    json_check "$T/z.json" 'j["ws_extensions"] == "permessage-deflate"'
+    json_check "$T/z.json" 'j["ws_subprotocol"] is None'
+    json_check "$T/z.json" 'j["ws_wire_bytes_sent"] < j["ws_message_bytes_sent"]'
+    json_check "$T/z.json" 'j["ws_wire_bytes_received"] < j["ws_message_bytes_received"]'
 }
 
 @test "ws: -d with -R paces the sends" {
