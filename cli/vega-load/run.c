@@ -186,9 +186,10 @@ void load_error_msg(struct load_run *r, enum load_kind kind, int code, const cha
                 limit, r->o->udp ? "" : "; reconnecting");
         break;
     case LOAD_ERR_PARSE:
-        /* HTTP/3's messages say what follows (a stream reset, or a reconnect). */
+        /* HTTP/2, HTTP/3 and WebSocket messages say what follows (a stream reset, or a
+         * reconnect). */
         cli_err(t, "%s%s", msg && *msg ? msg : "malformed response",
-                r->o->h3 || r->o->h2 ? "" : "; reconnecting");
+                r->o->h3 || r->o->h2 || r->o->ws ? "" : "; reconnecting");
         break;
     case LOAD_ERR_MISMATCH:
         cli_err(t, "the echo differs from what was sent%s", r->o->udp ? "" : "; reconnecting");

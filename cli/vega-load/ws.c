@@ -238,6 +238,22 @@ static enum load_step failed(struct wconn *c, enum load_kind kind, int code, boo
     }
     if (!msg && c->tls && code <= VEGA_ERR_TLS_BASE)
         msg = vega_tls_last_error(c->tls);
+    char buf[256];
+    if (kind == LOAD_ERR_PARSE) {
+        /* A handshake that failed, or the server broke the protocol (our Close went out with
+         * the code); what follows depends on whether this connection ever got through. */
+        vega_ws_error we = {0};
+        if (!msg && c->ws)
+            vega_websocket_get_error(c->ws, &we);
+        if (!msg && we.code)
+            snprintf(buf, sizeof(buf), "WebSocket protocol error: %s (we closed with %u)",
+                     we.reason ? we.reason : "?", we.code);
+        else
+            snprintf(buf, sizeof(buf), "%s", msg ? msg : "WebSocket protocol error");
+        snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s",
+                 c->rt.ever ? "; reconnecting" : "");
+        msg = buf;
+    }
     load_error_msg(c->r, kind, code, msg);
     return LOAD_STEP_FAIL;
 }

@@ -340,15 +340,34 @@ wait_closed() {
     [ "$status" -eq 1 ]
     [[ "$output" == *"handshake: the server chose subprotocol 'evil', which was not offered"* ]]
     [[ "$output" == *"Parse errors: 1"* ]]
-    local out="$T/bad.out"
-    command -p python3 "$BATS_TEST_DIRNAME/ws/bad_upgrade.py" >"$out" 2>"$out.err" 3>&- &
-    VEGA_BG_PIDS+=("$!")
-    wait_for_line "$out" '^listening [0-9]+$' 10
-    run load_run -c 1 -n 5 "ws://127.0.0.1:$(awk '{print $2}' "$out")/"
+    start_bad ext
+    run load_run -c 1 -n 5 "$BAD"
     echo "$output"
     [ "$status" -eq 1 ]
     [[ "$output" == *"handshake: the server answered with extensions that were not offered ('permessage-deflate')"* ]]
+    [[ "$output" != *"reconnecting"* ]]
+    [[ "$output" == *"all 1 connection failed"* ]]
     [[ "$output" == *"Parse errors: 1"* ]]
+}
+
+# start_bad MODE: ws/bad_upgrade.py MODE; sets BAD (the URL).
+start_bad() {
+    local out="$T/bad.$1.out"
+    command -p python3 "$BATS_TEST_DIRNAME/ws/bad_upgrade.py" "$1" >"$out" 2>"$out.err" 3>&- &
+    VEGA_BG_PIDS+=("$!")
+    wait_for_line "$out" '^listening [0-9]+$' 10
+    BAD="ws://127.0.0.1:$(awk '{print $2}' "$out")/"
+}
+
+@test "ws: a server that breaks the protocol (a text echo not UTF-8) is a parse error that says why" {
+    start_bad badutf8
+    run load_run -c 1 -n 1 --timeout 1s "$BAD"
+    echo "$output"
+    [[ "$output" == *"WebSocket protocol error: "*"(we closed with 1007); reconnecting"* ]]
+    # Without -d a connection gives up after 20 failures in a row (each one a reconnect that
+    # got through the handshake and then the bad echo).
+    [[ "$output" == *"Parse errors: 20"* ]]
+    [ "$status" -eq 1 ]
 }
 
 # sigint_run URL ARGS...: vega-load -c 3 -d 20s in the background, SIGINT once the server
