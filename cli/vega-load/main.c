@@ -105,6 +105,8 @@ static const char usage_text[] =
     "\n"
     "WebSocket:\n"
     "      --binary            send binary messages (default: text)\n"
+    "      --body FILE         the message: FILE's bytes (at most 16M; UTF-8 unless --binary)\n"
+    "                          instead of -s bytes of a repeated pattern\n"
     "  -H, --header 'Name: value'  add a field to the Upgrade request (-H @FILE too, as in\n"
     "                          HTTP mode; Host and User-Agent replace vega-load's; the\n"
     "                          handshake's own fields may not be given)\n"
@@ -718,7 +720,7 @@ static void finish_h2(struct load_opts *o)
         cli_usage_error("%s", err);
 }
 
-static void finish_ws(struct load_opts *o, bool tls_flag, bool http_opt);
+static void finish_ws(struct load_opts *o, bool tls_flag, bool http_opt, bool size_set);
 
 /* The HTTP mode's checks and the request, once the mode is known. */
 static void finish_http(struct load_opts *o, bool size_set, bool tls_flag)
@@ -899,9 +901,8 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
             o->method = optarg;
             http_opt = true;
             break;
-        case OPT_BODY:
+        case OPT_BODY: /* HTTP and WebSocket */
             o->body_file = optarg;
-            http_opt = true;
             break;
         case OPT_PIPELINE:
             if (cli_parse_uint(optarg, 1, LOAD_MAX_PIPELINE, &v) < 0)
@@ -1044,10 +1045,10 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
         return;
     }
     if (o->ws) {
-        finish_ws(o, tls_flag, http_opt);
+        finish_ws(o, tls_flag, http_opt, size_set);
         return;
     }
-    if (http_opt || o->rate || o->nheaders)
+    if (http_opt || o->rate || o->nheaders || o->body_file)
         cli_usage_error("-H, --method, --body, --pipeline, -R, -m, --h1, --h2, --h3 and "
                         "--alpn-list are for HTTP mode (a URL)");
     if (o->unix_path && o->udp)
@@ -1068,11 +1069,63 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
 }
 
 /* The WebSocket mode's checks, once the mode is known. */
-static void finish_ws(struct load_opts *o, bool tls_flag, bool http_opt)
+/* Whether p[0..n) is UTF-8 as RFC 3629 defines it (no overlong forms, no surrogates, nothing
+ * above U+10FFFF): what a text message must be (RFC 6455 §8.1). */
+static bool is_utf8(const unsigned char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = p[i];
+        size_t k;
+        uint32_t cp;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if (c >= 0xc2 && c <= 0xdf) {
+            k = 1;
+            cp = c & 0x1f;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            k = 2;
+            cp = c & 0x0f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            k = 3;
+            cp = c & 0x07;
+        } else {
+            return false;
+        }
+        if (i + k >= n) /* the sequence's last byte is past the end */
+            return false;
+        for (size_t j = 1; j <= k; j++) {
+            if ((p[i + j] & 0xc0) != 0x80)
+                return false;
+            cp = cp << 6 | (p[i + j] & 0x3f);
+        }
+        if ((k == 2 && cp < 0x800) || (k == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        i += k + 1;
+    }
+    return true;
+}
+
+static void finish_ws(struct load_opts *o, bool tls_flag, bool http_opt, bool size_set)
 {
     if (http_opt)
-        cli_usage_error("--method, --body, --pipeline, -m, -i, --random-query, --h1, --h2, "
-                        "--h3 and --alpn-list are for HTTP mode");
+        cli_usage_error("--method, --pipeline, -m, -i, --random-query, --h1, --h2, --h3 and "
+                        "--alpn-list are for HTTP mode");
+    if (o->body_file) {
+        /* --body FILE: the message is the file's bytes instead of -s bytes of a pattern. */
+        if (size_set)
+            cli_usage_error("-s and --body contradict each other (the message is the file)");
+        read_body(o);
+        if (o->body_len == 0)
+            cli_usage_error("--body: '%s' is empty", o->body_file);
+        if (!o->ws_binary && !is_utf8(o->body, o->body_len))
+            cli_usage_error("--body: '%s' is not UTF-8, which a text message must be (RFC 6455 "
+                            "§8.1): send it with --binary",
+                            o->body_file);
+        o->size = o->body_len;
+    }
     if (o->udp)
         cli_usage_error("-u is for echo mode (WebSocket runs over TCP or -U)");
     if (tls_flag)

@@ -660,11 +660,13 @@ int load_run_main(const struct load_opts *o)
         goto out;
     if (o->h3 ? load_h3_setup(&r) < 0 : o->tls && tls_setup(&r) < 0)
         goto out;
-    if (!o->http) {
+    if (o->ws && o->body) { /* --body FILE: the message (o->size is its length) */
+        r.payload = o->body;
+    } else if (!o->http) {
         payload = make_payload(o->size);
         r.payload = payload;
     }
-    int e = payload || o->http ? workers_init(&r) : -ENOMEM;
+    int e = r.payload || o->http ? workers_init(&r) : -ENOMEM;
     if (e == 0)
         e = cli_hist_init(&t.hist, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
     if (e == 0 && (o->http || o->ws))

@@ -124,6 +124,34 @@ sys.exit(0 if ok else 1)' "$1" "$2"
     json_check "$T/z.json" 'j["ws_wire_bytes_received"] < j["ws_message_bytes_received"]'
 }
 
+@test "ws: --body FILE is the message, text or binary, checked byte for byte" {
+    start_serve
+    # Random base64 text: 6 bits of entropy per byte, so deflate makes it smaller on the wire
+    # whatever the bytes are; random binary does not compress, but echoes exactly.
+    head -c 6000 /dev/urandom | base64 -w0 >"$T/msg.txt"
+    head -c 20000 /dev/urandom >"$T/msg.bin"
+    load_run -c 2 -n 20 --body "$T/msg.txt" --ws-compress --json "$WS" >"$T/t.json"
+    cat "$T/t.json"
+    json_check "$T/t.json" 'j["round_trips"] == 20'
+    json_check "$T/t.json" 'j["errors"] == 0'
+    json_check "$T/t.json" 'j["size"] == 8000'
+    json_check "$T/t.json" 'j["ws_message_bytes_sent"] == 20 * 8000'
+    json_check "$T/t.json" 'j["ws_wire_bytes_sent"] < j["ws_message_bytes_sent"]'
+    json_check "$T/t.json" 'j["ws_wire_bytes_received"] < j["ws_message_bytes_received"]'
+    load_run -c 2 -n 20 --body "$T/msg.bin" --binary --json "$WS" >"$T/b.json"
+    cat "$T/b.json"
+    json_check "$T/b.json" 'j["round_trips"] == 20'
+    json_check "$T/b.json" 'j["errors"] == 0'
+    json_check "$T/b.json" 'j["ws_message_bytes_received"] == 20 * 20000'
+    # Not UTF-8 as a text message: refused before the run.
+    run "$LOAD" --body "$T/msg.bin" "$WS"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"is not UTF-8, which a text message must be (RFC 6455 §8.1): send it with --binary"* ]]
+    run "$LOAD" -s 10 --body "$T/msg.txt" "$WS"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"-s and --body contradict each other"* ]]
+}
+
 @test "ws: -d with -R paces the sends" {
     start_serve
     load_run -c 2 -d 1s -R 200 --json "$WS" >"$T/out.json"
@@ -232,7 +260,7 @@ wait_closed() {
     [ "$status" -eq 2 ]
     run "$LOAD" --method POST ws://127.0.0.1:1/
     [ "$status" -eq 2 ]
-    [[ "$output" == *"--method, --body"*"are for HTTP mode"* ]]
+    [[ "$output" == *"--method, --pipeline"*"are for HTTP mode"* ]]
     run "$LOAD" -H 'Sec-WebSocket-Protocol: x' ws://127.0.0.1:1/
     [ "$status" -eq 2 ]
     [[ "$output" == *"-H: Sec-WebSocket-Protocol is set by vega-load (use --ws-protocol)"* ]]
