@@ -2,9 +2,12 @@
 # SPDX-License-Identifier: MIT
 # WebSocket echo servers under `vega-load ws://`: vega-serve --ws-echo (1 worker, then the
 # default of one per CPU) against python3-websockets (tests/bats/ws/echo_server.py, one
-# thread, no compression, as vega-load offers none). For each server and message shape
-# (64-byte text, 16 KiB binary) one run of -c CONNS for SECONDS; prints round trips per second,
-# p50/p99 latency, errors, and the server's CPU time (utime + stime from /proc) per message.
+# thread) and node-ws (tests/bats/ws/load_peer.js, one thread), without compression. For each
+# server and message shape (64-byte text, 16 KiB binary) one run of -c CONNS for SECONDS; then
+# 16 KiB binary with --ws-compress against each server with permessage-deflate on (node-ws with
+# threshold 0, so that it compresses every message). Prints round trips per second, p50/p99
+# latency, errors, the server's CPU time (utime + stime from /proc) per message, and the bytes
+# on the wire per message each way (vega-load's count, after the handshakes).
 # vega-load runs on the same machine (1 worker thread): on few cores the figures are the pair's.
 # usage: bench/run-ws-echo.sh [BUILD_DIR] [SECONDS] [CONNS]
 set -u -o pipefail
@@ -15,6 +18,9 @@ conns="${3:-16}"
 [ -x "$build/cli/vega-load" ] && [ -x "$build/cli/vega-serve" ] || usage
 py="$(command -p -v python3)"
 "$py" -c 'import websockets' 2>/dev/null || { echo "python3-websockets is not installed" >&2; exit 1; }
+export NODE_PATH="${NODE_PATH:-/usr/share/nodejs}" # Debian's node modules
+node -e 'require("ws")' 2>/dev/null || { echo "node-ws is not installed" >&2; exit 1; }
+peers="$(dirname "$0")/../tests/bats/ws"
 bench_tmp
 hz=$(getconf CLK_TCK)
 mkdir -p "$tmp/root"
@@ -56,21 +62,33 @@ n = j["round_trips"]
 cpu = (c1 - c0) / hz
 per = cpu / n * 1e6 if n else float("nan")
 l = j["latency_us"]
-print("| %s | %s | %.0f | %d | %d | %d | %.2f | %.1f |"
-      % (name, shape, j["rps"], l["p50"], l["p99"], j["errors"], cpu, per))
+msgs = j["ws_message_bytes_sent"] / j["size"] if j["size"] else 0
+wire = "%.0f / %.0f" % (j["ws_wire_bytes_sent"] / msgs, j["ws_wire_bytes_received"] / msgs) if msgs else "-"
+print("| %s | %s | %.0f | %d | %d | %d | %.2f | %.1f | %s |"
+      % (name, shape, j["rps"], l["p50"], l["p99"], j["errors"], cpu, per, wire))
 PY
 }
 
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min) on $(nproc) CPUs; $conns connections, ${secs}s each"
-echo "| server | messages | round trips/s | p50 (us) | p99 (us) | errors | server CPU (s) | server CPU per message (us) |"
-echo "|---|---|---|---|---|---|---|---|"
-for server in vega-1 vega python; do
-  case $server in
+echo "| server | messages | round trips/s | p50 (us) | p99 (us) | errors | server CPU (s) | server CPU per message (us) | wire bytes per message, sent / received |"
+echo "|---|---|---|---|---|---|---|---|---|"
+# start_server NAME [deflate]: vega-serve always accepts permessage-deflate when offered.
+start_server() {
+  case $1 in
   vega-1) start vega-1 "$build/cli/vega-serve" -l 127.0.0.1:0 --workers 1 --ws-echo /ws "$tmp/root" ;;
   vega) start vega "$build/cli/vega-serve" -l 127.0.0.1:0 --ws-echo /ws "$tmp/root" ;;
-  python) start python "$py" "$(dirname "$0")/../tests/bats/ws/echo_server.py" none ;;
+  python) start python "$py" "$peers/echo_server.py" "${2:-none}" ;;
+  node) start node node "$peers/load_peer.js" quiet ${2:+"$2"} ;;
   esac
+}
+for server in vega-1 vega python node; do
+  start_server "$server"
   measure "$server" -s 64
   measure "$server" -s 16k --binary
+  stop_server
+done
+for server in vega-1 python node; do
+  start_server "$server" deflate
+  measure "$server" -s 16k --binary --ws-compress
   stop_server
 done

@@ -7,19 +7,6 @@
 
 #include "load.h"
 
-/* Without -d nothing else bounds a connection that keeps failing: it stops after this many
- * failures in a row. */
-#define GIVE_UP_AFTER 20
-/* Pause after a failed connect (UDP: after a refused datagram), doubling up to the maximum. */
-#define BACKOFF_MIN_MS 10
-#define BACKOFF_MAX_MS 1000
-
-enum step {
-    STEP_OK,
-    STEP_FAIL, /* counted as an error; try again */
-    STEP_STOP, /* the run is over (end of -d, or cancelled) */
-};
-
 struct conn {
     struct load_run *r;
     const struct load_opts *o;
@@ -29,20 +16,19 @@ struct conn {
     size_t cap;
     unsigned char *dgram; /* UDP: the datagram sent, with a sequence number in front */
     uint64_t seq;
-    bool ever;      /* connected (UDP: a round trip completed) at least once */
-    unsigned fails; /* failures in a row */
-    int last_err;   /* the code of the latest failure */
+    struct load_retry rt; /* ever: connected (UDP: a round trip completed) at least once */
+    int last_err;         /* the code of the latest failure */
     enum load_kind last_kind;
 };
 
 /* A failed call: STOP when the run is over, else count the error. */
-static enum step failed(struct conn *c, enum load_kind kind, int code, bool at_end)
+static enum load_step failed(struct conn *c, enum load_kind kind, int code, bool at_end)
 {
     if (code == -ECANCELED)
-        return STEP_STOP;
+        return LOAD_STEP_STOP;
     if (code == -ETIMEDOUT) {
         if (at_end)
-            return STEP_STOP;
+            return LOAD_STEP_STOP;
         if (kind != LOAD_ERR_CONNECT)
             kind = LOAD_ERR_TIMEOUT;
     }
@@ -50,7 +36,7 @@ static enum step failed(struct conn *c, enum load_kind kind, int code, bool at_e
     c->last_kind = kind;
     load_error_msg(c->r, kind, code,
                    c->tls && code <= VEGA_ERR_TLS_BASE ? vega_tls_last_error(c->tls) : NULL);
-    return STEP_FAIL;
+    return LOAD_STEP_FAIL;
 }
 
 static void conn_close(struct conn *c);
@@ -68,7 +54,7 @@ static vega_ssize conn_write(struct conn *c, const void *buf, size_t n, vega_dea
 }
 
 /* --tls: the handshake over the connected socket, within the connect's deadline. */
-static enum step tls_open(struct conn *c, vega_deadline dl, bool at_end)
+static enum load_step tls_open(struct conn *c, vega_deadline dl, bool at_end)
 {
     const struct load_opts *o = c->o;
     vega_tls_opts to;
@@ -79,47 +65,48 @@ static enum step tls_open(struct conn *c, vega_deadline dl, bool at_end)
     if (e == 0)
         e = vega_tls_handshake(c->tls, dl);
     if (e == 0)
-        return STEP_OK;
-    enum step s;
+        return LOAD_STEP_OK;
+    enum load_step s;
     if (e == -ECANCELED || (e == -ETIMEDOUT && at_end)) {
-        s = STEP_STOP;
+        s = LOAD_STEP_STOP;
     } else {
         c->last_err = e;
         c->last_kind = LOAD_ERR_CONNECT;
         load_error_msg(c->r, LOAD_ERR_CONNECT, e, c->tls ? vega_tls_last_error(c->tls) : NULL);
-        s = STEP_FAIL;
+        s = LOAD_STEP_FAIL;
     }
     conn_close(c);
     return s;
 }
 
-static enum step conn_open(struct conn *c)
+static enum load_step conn_open(void *arg)
 {
+    struct conn *c = arg;
     struct load_run *r = c->r;
     bool at_end;
     vega_deadline dl = load_step_deadline(r, vega_now(), &at_end);
     if (c->o->udp) {
         unsigned i = atomic_load_explicit(&r->good_addr, memory_order_relaxed);
         int e = vega_udp_connect(&c->sock, &r->addrs[i]);
-        return e < 0 ? failed(c, LOAD_ERR_CONNECT, e, false) : STEP_OK;
+        return e < 0 ? failed(c, LOAD_ERR_CONNECT, e, false) : LOAD_STEP_OK;
     }
-    int e = load_connect(r, &c->sock, c->ever, dl);
+    int e = load_connect(r, &c->sock, c->rt.ever, dl);
     if (e < 0)
         return failed(c, LOAD_ERR_CONNECT, e, at_end);
     if (!c->o->unix_path)
         vega_sock_set_nodelay(c->sock, true);
     if (r->tls) {
-        enum step s = tls_open(c, dl, at_end);
-        if (s != STEP_OK)
+        enum load_step s = tls_open(c, dl, at_end);
+        if (s != LOAD_STEP_OK)
             return s;
     }
-    c->ever = true;
+    c->rt.ever = true;
     load_bump(&load_worker_self(r)->connects, 1);
-    return STEP_OK;
+    return LOAD_STEP_OK;
 }
 
 /* Reads the echo of payload[0..size) in chunks of at most c->cap bytes, comparing as it goes. */
-static enum step read_echo(struct conn *c, vega_deadline dl, bool at_end)
+static enum load_step read_echo(struct conn *c, vega_deadline dl, bool at_end)
 {
     const unsigned char *want = c->r->payload;
     size_t size = c->o->size, got = 0;
@@ -132,7 +119,7 @@ static enum step read_echo(struct conn *c, vega_deadline dl, bool at_end)
             return failed(c, LOAD_ERR_MISMATCH, 0, at_end);
         got += (size_t)k;
     }
-    return STEP_OK;
+    return LOAD_STEP_OK;
 }
 
 /* A message larger than the receive buffer is written by a helper task while this one reads:
@@ -151,7 +138,7 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-static enum step stream_round_trip(struct conn *c, vega_deadline dl, bool at_end)
+static enum load_step stream_round_trip(struct conn *c, vega_deadline dl, bool at_end)
 {
     if (c->o->size <= c->cap) {
         vega_ssize n = conn_write(c, c->r->payload, c->o->size, dl);
@@ -164,18 +151,18 @@ static enum step stream_round_trip(struct conn *c, vega_deadline dl, bool at_end
     int e = vega_task_spawn(&t, writer_main, &w);
     if (e < 0)
         return failed(c, LOAD_ERR_WRITE, e, at_end);
-    enum step s = read_echo(c, dl, at_end);
-    if (s != STEP_OK)
+    enum load_step s = read_echo(c, dl, at_end);
+    if (s != LOAD_STEP_OK)
         vega_task_cancel(t);
     /* The writer must be gone before the socket is closed: this join cannot be skipped. */
     while (vega_task_join(t, NULL, VEGA_DEADLINE_NEVER) < 0)
         vega_task_cancel(t);
-    if (s == STEP_OK && w.err < 0)
+    if (s == LOAD_STEP_OK && w.err < 0)
         return failed(c, LOAD_ERR_WRITE, w.err, at_end);
     return s;
 }
 
-static enum step udp_round_trip(struct conn *c, vega_deadline dl, bool at_end)
+static enum load_step udp_round_trip(struct conn *c, vega_deadline dl, bool at_end)
 {
     size_t size = c->o->size;
     uint64_t seq = ++c->seq;
@@ -189,7 +176,7 @@ static enum step udp_round_trip(struct conn *c, vega_deadline dl, bool at_end)
         if (n < 0)
             return failed(c, LOAD_ERR_READ, (int)n, at_end);
         if ((size_t)n == size && memcmp(c->buf, c->dgram, size) == 0)
-            return STEP_OK;
+            return LOAD_STEP_OK;
         /* A late echo of an earlier datagram, or garbage: keep waiting for ours. */
     }
 }
@@ -203,42 +190,12 @@ static void conn_close(struct conn *c)
     c->sock = NULL;
 }
 
-/* Waits before the next try after a failed connect: false when the run ends meanwhile. */
-static bool backoff(struct conn *c)
-{
-    unsigned shift = c->fails < 8 ? c->fails : 7;
-    uint64_t ms = (uint64_t)BACKOFF_MIN_MS << shift;
-    if (ms > BACKOFF_MAX_MS)
-        ms = BACKOFF_MAX_MS;
-    vega_deadline dl = vega_deadline_in_ms(ms);
-    if (dl > c->r->end)
-        return false;
-    return vega_sleep_until(dl) == 0;
-}
-
 static void conn_loop(struct conn *c)
 {
     struct load_run *r = c->r;
     for (;;) {
-        if (!c->sock) {
-            enum step s = conn_open(c);
-            if (s == STEP_STOP)
-                return;
-            if (s == STEP_FAIL) {
-                c->fails++;
-                /* A connection that never connected gives up at once: the target is wrong
-                 * or down, and every other connection will say the same. */
-                if (!c->ever || (r->end == VEGA_DEADLINE_NEVER && c->fails >= GIVE_UP_AFTER)) {
-                    atomic_fetch_add(&r->gave_up, 1);
-                    if (!c->ever)
-                        atomic_fetch_add(&r->never_connected, 1);
-                    return;
-                }
-                if (!backoff(c))
-                    return;
-                continue;
-            }
-        }
+        if (!c->sock && !load_conn_open_retry(r, &c->rt, conn_open, c))
+            return;
         vega_tstamp t0 = vega_now();
         if (t0 >= r->end)
             return;
@@ -248,11 +205,12 @@ static void conn_loop(struct conn *c)
             return;
         bool at_end;
         vega_deadline dl = load_step_deadline(r, t0, &at_end);
-        enum step s = c->o->udp ? udp_round_trip(c, dl, at_end) : stream_round_trip(c, dl, at_end);
-        if (s == STEP_OK) {
+        enum load_step s =
+            c->o->udp ? udp_round_trip(c, dl, at_end) : stream_round_trip(c, dl, at_end);
+        if (s == LOAD_STEP_OK) {
             vega_tstamp t1 = vega_now();
-            c->fails = 0;
-            c->ever = true;
+            c->rt.fails = 0;
+            c->rt.ever = true;
             if (measured) {
                 struct load_worker *w = load_worker_self(r);
                 load_latency(w, (t1 - t0 + VEGA_NS_PER_US / 2) / VEGA_NS_PER_US);
@@ -262,13 +220,12 @@ static void conn_loop(struct conn *c)
         }
         if (ticket)
             load_ticket_return(r);
-        if (s == STEP_STOP)
+        if (s == LOAD_STEP_STOP)
             return;
-        c->fails++;
         if (c->o->udp) {
             /* UDP has no connection to lose. A datagram refused before any came back means
              * nothing listens there: give up like a refused TCP connect. */
-            if (!c->ever && c->last_err == -ECONNREFUSED) {
+            if (!c->rt.ever && c->last_err == -ECONNREFUSED) {
                 atomic_fetch_add(&r->gave_up, 1);
                 atomic_fetch_add(&r->never_connected, 1);
                 return;
@@ -276,13 +233,11 @@ static void conn_loop(struct conn *c)
         } else {
             conn_close(c);
         }
-        if (r->end == VEGA_DEADLINE_NEVER && c->fails >= GIVE_UP_AFTER) {
-            atomic_fetch_add(&r->gave_up, 1);
+        if (!load_conn_failed(r, &c->rt))
             return;
-        }
         /* A refused datagram comes back at once: pause before the next. A lost one already
          * waited for its timeout. */
-        if (c->o->udp && c->last_kind != LOAD_ERR_TIMEOUT && !backoff(c))
+        if (c->o->udp && c->last_kind != LOAD_ERR_TIMEOUT && !load_backoff(r, c->rt.fails))
             return;
     }
 }

@@ -11,13 +11,6 @@
 
 #include "load.h"
 
-/* Without -d nothing else bounds a connection that keeps failing: it stops after this many
- * failures in a row. */
-#define GIVE_UP_AFTER 20
-/* Pause after a failed connect, doubling up to the maximum. */
-#define BACKOFF_MIN_MS 10
-#define BACKOFF_MAX_MS 1000
-
 /* ---- URL and request ------------------------------------------------------------------------ */
 
 int load_url_parse(struct load_opts *o, const char *url, char *hbuf, size_t hcap, char *pbuf,
@@ -261,13 +254,6 @@ int load_http_build(struct load_opts *o, char *err, size_t ecap)
 
 /* ---- a connection ---------------------------------------------------------------------------- */
 
-enum step {
-    STEP_OK,
-    STEP_FAIL,  /* counted as an error; reconnect */
-    STEP_CLOSE, /* the server closed the connection as it may: reconnect, not an error */
-    STEP_STOP,  /* the run is over (end of -d, or cancelled) */
-};
-
 struct hconn {
     struct load_run *r;
     const struct load_opts *o;
@@ -290,15 +276,11 @@ struct hconn {
     vega_tstamp t_connect; /* when its connect started: first byte is measured from there */
     bool first_byte;       /* its first response byte is still to come */
     uint64_t served;       /* responses on it */
-    bool ever;
-    unsigned fails;
+    struct load_retry rt;
     /* -i, --random-query: the batch being written, and the walk over the paths */
     unsigned char *out;
     struct load_pathgen pg;
-    /* -R: a timer with the kernel's resolution (the runtime's timers tick in milliseconds,
-     * which would add up to 1 ms of send lateness to every corrected latency) */
-    int tfd;
-    int64_t mono_offset; /* CLOCK_MONOTONIC minus vega_now() */
+    struct load_pacer pacer; /* -R */
 };
 
 static int on_headers_complete(void *ud, const vega_http1_head *h)
@@ -367,19 +349,19 @@ static void conn_close(struct hconn *c)
 }
 
 /* A failed call: STOP when the run is over, else count the error. */
-static enum step failed(struct hconn *c, enum load_kind kind, int code, bool at_end)
+static enum load_step failed(struct hconn *c, enum load_kind kind, int code, bool at_end)
 {
     if (code == -ECANCELED)
-        return STEP_STOP;
+        return LOAD_STEP_STOP;
     if (code == -ETIMEDOUT) {
         if (at_end)
-            return STEP_STOP;
+            return LOAD_STEP_STOP;
         if (kind != LOAD_ERR_CONNECT)
             kind = LOAD_ERR_TIMEOUT;
     }
     load_error_msg(c->r, kind, code,
                    c->tls && code <= VEGA_ERR_TLS_BASE ? vega_tls_last_error(c->tls) : NULL);
-    return STEP_FAIL;
+    return LOAD_STEP_FAIL;
 }
 
 static uint64_t us_since(vega_tstamp t0, vega_tstamp t1)
@@ -387,7 +369,7 @@ static uint64_t us_since(vega_tstamp t0, vega_tstamp t1)
     return (t1 - t0 + VEGA_NS_PER_US / 2) / VEGA_NS_PER_US;
 }
 
-static enum step tls_open(struct hconn *c, vega_deadline dl, bool at_end)
+static enum load_step tls_open(struct hconn *c, vega_deadline dl, bool at_end)
 {
     const struct load_opts *o = c->o;
     vega_tls_opts to;
@@ -402,26 +384,27 @@ static enum step tls_open(struct hconn *c, vega_deadline dl, bool at_end)
         c->w = load_worker_self(c->r);
         cli_hist_record(&c->w->tls_hist, us_since(t0, vega_now()));
         load_tls_seen(c->r, c->tls);
-        return STEP_OK;
+        return LOAD_STEP_OK;
     }
-    enum step s;
+    enum load_step s;
     if (e == -ECANCELED || (e == -ETIMEDOUT && at_end)) {
-        s = STEP_STOP;
+        s = LOAD_STEP_STOP;
     } else {
         load_error_msg(c->r, LOAD_ERR_CONNECT, e, c->tls ? vega_tls_last_error(c->tls) : NULL);
-        s = STEP_FAIL;
+        s = LOAD_STEP_FAIL;
     }
     conn_close(c);
     return s;
 }
 
-static enum step conn_open(struct hconn *c)
+static enum load_step conn_open(void *arg)
 {
+    struct hconn *c = arg;
     struct load_run *r = c->r;
     bool at_end;
     vega_tstamp t0 = vega_now();
     vega_deadline dl = load_step_deadline(r, t0, &at_end);
-    int e = load_connect(r, &c->sock, c->ever, dl);
+    int e = load_connect(r, &c->sock, c->rt.ever, dl);
     if (e < 0)
         return failed(c, LOAD_ERR_CONNECT, e, at_end);
     c->w = load_worker_self(r);
@@ -429,8 +412,8 @@ static enum step conn_open(struct hconn *c)
     if (!c->o->unix_path)
         vega_sock_set_nodelay(c->sock, true);
     if (r->tls) {
-        enum step s = tls_open(c, dl, at_end);
-        if (s != STEP_OK)
+        enum load_step s = tls_open(c, dl, at_end);
+        if (s != LOAD_STEP_OK)
             return s;
     }
     vega_http1_parser_init(&c->parser, VEGA_HTTP1_RESPONSE, NULL, &callbacks, c);
@@ -443,19 +426,19 @@ static enum step conn_open(struct hconn *c)
     c->served = 0;
     c->w = load_worker_self(r);
     load_bump(&c->w->connects, 1);
-    if (c->ever)
+    if (c->rt.ever)
         load_bump(&c->w->reconnects, 1);
-    c->ever = true;
-    return STEP_OK;
+    c->rt.ever = true;
+    return LOAD_STEP_OK;
 }
 
 /* Feeds n bytes to the parser. */
-static enum step parse(struct hconn *c, size_t n, bool at_end)
+static enum load_step parse(struct hconn *c, size_t n, bool at_end)
 {
     size_t used;
     int e = vega_http1_parser_read(&c->parser, c->buf, n, &used);
     if (e == 0 && (used == n || c->must_close))
-        return STEP_OK;
+        return LOAD_STEP_OK;
     char msg[96];
     if (c->extra)
         snprintf(msg, sizeof(msg), "a response that was not asked for");
@@ -466,33 +449,33 @@ static enum step parse(struct hconn *c, size_t n, bool at_end)
                  vega_http1_error_name(vega_http1_parser_get_error(&c->parser)));
     (void)at_end;
     load_error_msg(c->r, LOAD_ERR_PARSE, VEGA_ERR_PROTO, msg);
-    return STEP_FAIL;
+    return LOAD_STEP_FAIL;
 }
 
 /* The end of the stream: completes a response delimited by close, else the server closed
  * the connection with requests in flight. */
-static enum step end_of_stream(struct hconn *c, bool got_bytes, bool at_end)
+static enum load_step end_of_stream(struct hconn *c, bool got_bytes, bool at_end)
 {
     unsigned before = c->done;
     int e = vega_http1_parser_finish(&c->parser);
     if (e < 0 && !c->extra) {
         load_error_msg(c->r, LOAD_ERR_READ, 0, NULL);
-        return STEP_FAIL;
+        return LOAD_STEP_FAIL;
     }
     if (e < 0)
         return parse(c, 0, at_end);
     if (c->done > before || c->done == c->sent)
-        return STEP_CLOSE;
+        return LOAD_STEP_CLOSE;
     /* A keep-alive connection the server closed before it read the next request (its idle
      * timeout or request limit): reconnect and send again, as browsers do. */
     if (!got_bytes && c->served > 0)
-        return STEP_CLOSE;
+        return LOAD_STEP_CLOSE;
     load_error_msg(c->r, LOAD_ERR_READ, 0, NULL);
-    return STEP_FAIL;
+    return LOAD_STEP_FAIL;
 }
 
 /* Writes k requests and reads until all k responses completed. */
-static enum step batch(struct hconn *c, unsigned k)
+static enum load_step batch(struct hconn *c, unsigned k)
 {
     struct load_run *r = c->r;
     bool at_end;
@@ -533,82 +516,22 @@ static enum step batch(struct hconn *c, unsigned k)
         }
         if (c->now >= r->measure_start)
             load_bump(&c->w->bytes, (uint64_t)n);
-        enum step s = parse(c, (size_t)n, at_end);
-        if (s != STEP_OK)
+        enum load_step s = parse(c, (size_t)n, at_end);
+        if (s != LOAD_STEP_OK)
             return s;
         if (c->must_close)
-            return STEP_CLOSE;
+            return LOAD_STEP_CLOSE;
     }
-    return STEP_OK;
+    return LOAD_STEP_OK;
 }
 
-/* Waits before the next try after a failed connect: false when the run ends meanwhile. */
-static bool backoff(struct hconn *c)
-{
-    unsigned shift = c->fails < 8 ? c->fails : 7;
-    uint64_t ms = (uint64_t)BACKOFF_MIN_MS << shift;
-    if (ms > BACKOFF_MAX_MS)
-        ms = BACKOFF_MAX_MS;
-    vega_deadline dl = vega_deadline_in_ms(ms);
-    if (dl > c->r->end)
-        return false;
-    return vega_sleep_until(dl) == 0;
-}
-
-/* Connects when needed: false when the connection is done for good. */
-static bool ensure_open(struct hconn *c)
-{
-    struct load_run *r = c->r;
-    while (!c->sock) {
-        enum step s = conn_open(c);
-        if (s == STEP_OK)
-            return true;
-        if (s == STEP_STOP)
-            return false;
-        c->fails++;
-        /* A connection that never connected gives up at once: the target is wrong or down,
-         * and every other connection will say the same. */
-        if (!c->ever || (r->end == VEGA_DEADLINE_NEVER && c->fails >= GIVE_UP_AFTER)) {
-            atomic_fetch_add(&r->gave_up, 1);
-            if (!c->ever)
-                atomic_fetch_add(&r->never_connected, 1);
-            return false;
-        }
-        if (!backoff(c))
-            return false;
-    }
-    return true;
-}
-
-/* Waits until t (a vega_now() time): 0, or -ECANCELED. */
-static int wait_until(struct hconn *c, vega_tstamp t)
-{
-    if (c->tfd < 0 || load_timer_arm(c->tfd, c->mono_offset, t) < 0)
-        return vega_sleep_until(t);
-    uint64_t ticks;
-    vega_ssize n = vega_fd_read(c->tfd, &ticks, sizeof(ticks), c->r->end);
-    if (n == -ECANCELED)
-        return -ECANCELED;
-    /* Past the end of the run, or a failed read: the runtime's timer instead. */
-    return n == (vega_ssize)sizeof(ticks) ? 0 : vega_sleep_until(t);
-}
-
-static void conn_loop(struct hconn *c, unsigned index)
+static void conn_loop(struct hconn *c)
 {
     struct load_run *r = c->r;
     const struct load_opts *o = c->o;
-    /* -R, --stages: this connection's share of the schedule (load_pace). */
-    uint64_t sent = 0;
-    vega_tstamp next = o->rate ? load_pace(r, 0, index) : 0;
     for (;;) {
-        if (o->rate) {
-            if (next >= r->end)
-                return;
-            if (vega_now() < next && wait_until(c, next) < 0)
-                return;
-            c->t_intended = next;
-            next = load_pace(r, ++sent, index);
-        }
+        if (o->rate && !load_pacer_wait(&c->pacer, &c->t_intended))
+            return;
         vega_tstamp t0 = vega_now();
         if (t0 >= r->end)
             return;
@@ -624,31 +547,28 @@ static void conn_loop(struct hconn *c, unsigned index)
             k = c->tickets;
         }
         c->done = 0;
-        enum step s = STEP_STOP; /* also when the connection gave up */
-        if (ensure_open(c)) {
+        enum load_step s = LOAD_STEP_STOP; /* also when the connection gave up */
+        if (c->sock || load_conn_open_retry(r, &c->rt, conn_open, c)) {
             c->t_sent = vega_now();
             c->w = load_worker_self(r);
-            s = c->t_sent < r->end ? batch(c, k) : STEP_STOP;
+            s = c->t_sent < r->end ? batch(c, k) : LOAD_STEP_STOP;
         }
         for (unsigned i = c->done; i < c->tickets; i++)
             load_ticket_return(r);
-        if (s == STEP_OK) {
-            c->fails = 0;
+        if (s == LOAD_STEP_OK) {
+            c->rt.fails = 0;
             continue;
         }
         if (c->sock)
             conn_close(c);
-        if (s == STEP_STOP)
+        if (s == LOAD_STEP_STOP)
             return;
-        if (s == STEP_CLOSE) {
-            c->fails = 0;
+        if (s == LOAD_STEP_CLOSE) {
+            c->rt.fails = 0;
             continue;
         }
-        c->fails++;
-        if (r->end == VEGA_DEADLINE_NEVER && c->fails >= GIVE_UP_AFTER) {
-            atomic_fetch_add(&r->gave_up, 1);
+        if (!load_conn_failed(r, &c->rt))
             return;
-        }
     }
 }
 
@@ -685,14 +605,11 @@ void *load_http_conn(void *arg)
     c->buf = buf;
     c->cap = r->o->http_buf;
     c->w = load_worker_self(r);
-    c->tfd = -1;
-    if (r->o->rate)
-        c->tfd = load_timer_open(&c->mono_offset);
-    conn_loop(c, index);
+    load_pacer_init(&c->pacer, r, index);
+    conn_loop(c);
     if (c->sock)
         conn_close(c);
-    if (c->tfd >= 0)
-        close(c->tfd);
+    load_pacer_fini(&c->pacer);
     free(c->out);
     free(c->buf);
     free(c);

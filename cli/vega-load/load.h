@@ -45,6 +45,8 @@
 #define LOAD_MAX_H3_CONNS   4096u /* -c with HTTP/3: a UDP socket and ~256 KiB each */
 #define LOAD_MAX_FAIL_IF    32    /* --fail-if conditions */
 #define LOAD_EXIT_THRESHOLD 3     /* exit code: a --fail-if condition failed */
+#define LOAD_MAX_WS_PROTOS  16    /* --ws-protocol names */
+#define LOAD_MAX_WS_PROTO   128   /* ... each at most this long */
 
 /* --alpn-list: the protocol its first entry picks. */
 enum load_alpn {
@@ -161,6 +163,11 @@ struct load_opts {
      * the report as in echo mode). */
     bool ws;
     bool ws_binary; /* --binary: binary messages (default: text) */
+    /* --ws-protocol: the subprotocols offered, in order (owned) */
+    char *ws_protocols[LOAD_MAX_WS_PROTOS];
+    unsigned nws_protocols;
+    bool ws_compress; /* --ws-compress: offer permessage-deflate (RFC 7692) */
+    size_t ws_key_at; /* req is the Upgrade request; its Sec-WebSocket-Key value is here */
     /* HTTP/3 (--h3, --alpn-list h3, mode h3). */
     bool h3;
     unsigned streams;           /* -m: requests in flight per connection (HTTP/2 and HTTP/3) */
@@ -211,6 +218,10 @@ struct load_worker {
      * above a GOAWAY's last id: retried) or reset otherwise (errors) */
     atomic_uint_fast64_t h2_head_in, h2_head_in_decoded, h2_head_out, h2_head_out_decoded;
     atomic_uint_fast64_t h2_data_in, h2_refused, h2_reset, h2_goaway;
+    /* WebSocket, over the whole run: bytes on the wire after the handshakes (frames, masks,
+     * control frames, compressed payloads; TLS records not), and message payload bytes sent and
+     * received (before compression) */
+    atomic_uint_fast64_t ws_wire_out, ws_wire_in, ws_msg_out, ws_msg_in;
     uint64_t sample_last; /* run.c's Req/Sec sampler only */
     /* --latency-log, --json-lines: the current interval's latencies, slot by slot as in hist
      * (added to by this worker's tasks, taken by the interval task); NULL when neither */
@@ -287,6 +298,15 @@ struct load_run {
     struct load_series thread_rps; /* Req/Sec per worker, sampled every 100 ms ... */
     vega_tstamp sample_at;         /* ... the latest at this time */
     struct load_ivl ivl;           /* --latency-log, --json-lines */
+    /* WebSocket: the tasks that do the close handshake of connections a signal cancelled */
+    vega_group *closers;
+    /* ... and what the first handshake negotiated (--ws-protocol, --ws-compress): the
+     * subprotocol and the Sec-WebSocket-Extensions answer, "" when none */
+    atomic_flag ws_seen;
+    bool ws_negotiated;
+    char ws_proto[LOAD_MAX_WS_PROTO + 2];
+    char ws_ext[192];
+    vega_ws_deflate_params ws_deflate;
 };
 
 /* Totals after a run. */
@@ -306,6 +326,10 @@ struct load_totals {
     uint64_t quic_sent, quic_recv, quic_lost;                                  /* HTTP/3 */
     uint64_t h2_head_in, h2_head_in_decoded, h2_head_out, h2_head_out_decoded; /* HTTP/2 */
     uint64_t h2_data_in, h2_refused, h2_reset, h2_goaway;
+    uint64_t ws_wire_out, ws_wire_in, ws_msg_out, ws_msg_in; /* WebSocket */
+    /* ... negotiated (NULL: nothing asked, or no connection) */
+    const char *ws_proto, *ws_ext;
+    const vega_ws_deflate_params *ws_deflate;
 };
 
 /* ---- run.c ---------------------------------------------------------------------------------- */
@@ -426,6 +450,52 @@ int load_html_write(const struct load_run *r, const struct load_totals *t);
 /* vega-load merge FILE...: the mode's main. */
 int load_merge_main(int argc, char **argv);
 
+/* ---- conn.c --------------------------------------------------------------------------------- */
+
+/* What a step of a stream session's connection came to. */
+enum load_step {
+    LOAD_STEP_OK,
+    LOAD_STEP_FAIL,  /* counted as an error; reconnect */
+    LOAD_STEP_CLOSE, /* HTTP: the server closed the connection as it may: reconnect, no error */
+    LOAD_STEP_STOP,  /* the run is over (end of -d, or cancelled) */
+};
+
+/* A connection's history for the retry rules. */
+struct load_retry {
+    bool ever;      /* connected at least once (UDP: a round trip completed) */
+    unsigned fails; /* failures in a row */
+};
+
+/* Opens with open(conn) until it works, pausing between tries (load_backoff). A connection
+ * that never connected gives up after its first failure; without -d one gives up after 20
+ * failures in a row. Returns true when open; false when the connection is done for good: the
+ * run is over, or it gave up (counted in r->gave_up and r->never_connected). */
+bool load_conn_open_retry(struct load_run *r, struct load_retry *rt,
+                          enum load_step (*open)(void *conn), void *conn);
+/* Counts a failed round trip: false when the connection gives up (without -d, 20 failures in a
+ * row; counted in r->gave_up). */
+bool load_conn_failed(struct load_run *r, struct load_retry *rt);
+/* Waits before the next try after fails failures in a row (10 ms doubling up to 1 s): false when
+ * the run ends meanwhile. */
+bool load_backoff(struct load_run *r, unsigned fails);
+
+/* -R, --stages: a connection's share of the schedule (load_pace) and its timer. */
+struct load_pacer {
+    struct load_run *r;
+    unsigned index;
+    uint64_t sent;
+    vega_tstamp next;
+    int tfd;             /* the timer (load_timer_open), or -1 */
+    int64_t mono_offset; /* CLOCK_MONOTONIC minus vega_now() */
+};
+
+/* Sets p up for the connection with this index (without -R: no timer, nothing due). */
+void load_pacer_init(struct load_pacer *p, struct load_run *r, unsigned index);
+/* Waits until the next send is due: true with its *intended time, false when the schedule
+ * ends before the run (or the task is cancelled). */
+bool load_pacer_wait(struct load_pacer *p, vega_tstamp *intended);
+void load_pacer_fini(struct load_pacer *p);
+
 /* ---- echo.c --------------------------------------------------------------------------------- */
 
 /* One connection of the echo mode; arg is a struct load_run. Returns NULL. */
@@ -468,7 +538,14 @@ void *load_h2_conn(void *arg);
 
 /* ---- ws.c ----------------------------------------------------------------------------------- */
 
-/* One connection of the WebSocket mode; arg is a struct load_run. Returns NULL. */
+/* Builds o->req, the Upgrade request (GET, Host, the handshake's fields, --ws-protocol's
+ * Sec-WebSocket-Protocol, --ws-compress's offer, User-Agent, -H), with a placeholder key at
+ * o->ws_key_at that each connection overwrites. Returns 0, or -EINVAL (a handshake field in -H,
+ * an invalid field, the head over LOAD_MAX_HEAD) / -ENOMEM with a message in err. */
+int load_ws_build(struct load_opts *o, char *err, size_t ecap);
+
+/* One connection of the WebSocket mode; arg is a struct load_run. Returns NULL. SIGINT or
+ * SIGTERM (the task cancelled) leaves its open connection to a task of r->closers. */
 void *load_ws_conn(void *arg);
 
 /* ---- h3_run.c, h3.c ------------------------------------------------------------------------ */

@@ -36,7 +36,9 @@ static const char usage_text[] =
     "WebSocket: each connection does the HTTP/1.1 Upgrade, sends a message of -s bytes (text,\n"
     "or binary with --binary), waits for its echo, checks it (a different one is a mismatch\n"
     "error), and repeats (with -R: when it is due); at the end it closes with the close\n"
-    "handshake. The report is echo mode's (round trips).\n"
+    "handshake (1000; 1001, going away, when SIGINT or SIGTERM stops the run: each connection\n"
+    "waits at most 1s for the server's answer before the report). The report is echo mode's\n"
+    "(round trips), with the bytes on the wire after the handshakes against the messages'.\n"
     "Echo: each connection sends a message, waits until all of it came back, checks it, and\n"
     "repeats. The result: requests (round trips) per second, bytes per second, latency\n"
     "percentiles (HdrHistogram, 1 us to 60 s, 3 significant digits) and errors.\n"
@@ -103,6 +105,17 @@ static const char usage_text[] =
     "\n"
     "WebSocket:\n"
     "      --binary            send binary messages (default: text)\n"
+    "      --body FILE         the message: FILE's bytes (at most 16M; UTF-8 unless --binary)\n"
+    "                          instead of -s bytes of a repeated pattern\n"
+    "  -H, --header 'Name: value'  add a field to the Upgrade request (-H @FILE too, as in\n"
+    "                          HTTP mode; Host and User-Agent replace vega-load's; the\n"
+    "                          handshake's own fields may not be given)\n"
+    "      --ws-protocol A[,B] offer these subprotocols (Sec-WebSocket-Protocol, in order; may\n"
+    "                          be repeated, at most 16); the server's choice is reported, and\n"
+    "                          one that was not offered fails the handshake (a parse error)\n"
+    "      --ws-compress       offer permessage-deflate (RFC 7692; client_max_window_bits):\n"
+    "                          messages are compressed both ways when the server accepts; the\n"
+    "                          parameters are reported, and the wire bytes show the ratio\n"
     "  -R, --rate N            as in HTTP mode (corrected latency, the uncorrected beside it)\n"
     "  -k, --cacert, --sni     with wss:// URLs, as for https://\n"
     "\n"
@@ -176,6 +189,7 @@ static const char usage_text[] =
     "  vega-load --alpn-list=h3 -c 4 -m 16 -n 100k --json https://localhost:4433/\n"
     "  vega-load -c 32 -d 5s -s 1k --binary ws://127.0.0.1:8080/ws\n"
     "  vega-load -c 8 -R 5k -d 10s -k wss://localhost:8443/ws\n"
+    "  vega-load -c 16 -d 5s --ws-compress --ws-protocol chat -H @hdrs ws://127.0.0.1:8080/\n"
     "  vega-echo -l 7000 &   then:\n"
     "  vega-load echo -c 64 -d 5s 127.0.0.1:7000\n"
     "  vega-load echo -c 100 -t 2 -s 1K --warm-up 1s -d 10s --json 127.0.0.1:7000\n"
@@ -210,6 +224,8 @@ enum {
     OPT_CONNECT_TO,
     OPT_STAGES,
     OPT_RANDOM_QUERY,
+    OPT_WS_PROTOCOL,
+    OPT_WS_COMPRESS,
 };
 
 static const struct option long_opts[] = {
@@ -261,6 +277,8 @@ static const struct option long_opts[] = {
     {"fail-if", required_argument, NULL, OPT_FAIL_IF},
     {"html", required_argument, NULL, OPT_HTML},
     {"binary", no_argument, NULL, OPT_BINARY},
+    {"ws-protocol", required_argument, NULL, OPT_WS_PROTOCOL},
+    {"ws-compress", no_argument, NULL, OPT_WS_COMPRESS},
     {NULL, 0, NULL, 0},
 };
 
@@ -420,6 +438,43 @@ static void header_arg(struct load_opts *o, const char *v)
     h->name_len = (size_t)(colon - v);
     h->value = val;
     h->value_len = (size_t)(end - val);
+}
+
+/* --ws-protocol A[,B...]: subprotocol names (RFC 6455 §4.1: tokens, no repeats), each kept in
+ * order; the option may be given again. */
+static void ws_protocol_arg(struct load_opts *o, const char *v)
+{
+    const char *p = v;
+    for (;;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        size_t n = strcspn(p, ",");
+        size_t len = n;
+        while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
+        if (len == 0)
+            cli_usage_error("--ws-protocol: an empty name in '%s'", v);
+        if (len > LOAD_MAX_WS_PROTO)
+            cli_usage_error("--ws-protocol: a name over %u bytes", LOAD_MAX_WS_PROTO);
+        for (size_t i = 0; i < len; i++) {
+            unsigned char ch = (unsigned char)p[i];
+            if (ch <= 0x20 || ch >= 0x7f || strchr("()<>@,;:\\\"/[]?={}", ch))
+                cli_usage_error("--ws-protocol: '%.*s' is not a token (RFC 6455 §4.1)", (int)len,
+                                p);
+        }
+        for (unsigned i = 0; i < o->nws_protocols; i++)
+            if (strlen(o->ws_protocols[i]) == len && memcmp(o->ws_protocols[i], p, len) == 0)
+                cli_usage_error("--ws-protocol: '%.*s' is offered twice", (int)len, p);
+        if (o->nws_protocols >= LOAD_MAX_WS_PROTOS)
+            cli_usage_error("--ws-protocol: at most %u names", LOAD_MAX_WS_PROTOS);
+        char *name = strndup(p, len);
+        if (!name)
+            cli_usage_error("--ws-protocol: %s", strerror(ENOMEM));
+        o->ws_protocols[o->nws_protocols++] = name;
+        if (!p[n])
+            break;
+        p += n + 1;
+    }
 }
 
 /* The -H @FILE contents, kept for the whole process (the headers point into them). */
@@ -665,7 +720,7 @@ static void finish_h2(struct load_opts *o)
         cli_usage_error("%s", err);
 }
 
-static void finish_ws(struct load_opts *o, bool tls_flag, bool http_opt);
+static void finish_ws(struct load_opts *o, bool tls_flag, bool http_opt, bool size_set);
 
 /* The HTTP mode's checks and the request, once the mode is known. */
 static void finish_http(struct load_opts *o, bool size_set, bool tls_flag)
@@ -834,12 +889,11 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
                 cli_usage_error("--sni: empty name");
             o->sni = optarg;
             break;
-        case 'H':
+        case 'H': /* HTTP and WebSocket */
             if (optarg[0] == '@')
                 header_file_arg(o, optarg + 1);
             else
                 header_arg(o, optarg);
-            http_opt = true;
             break;
         case OPT_METHOD:
             if (!*optarg)
@@ -847,9 +901,8 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
             o->method = optarg;
             http_opt = true;
             break;
-        case OPT_BODY:
+        case OPT_BODY: /* HTTP and WebSocket */
             o->body_file = optarg;
-            http_opt = true;
             break;
         case OPT_PIPELINE:
             if (cli_parse_uint(optarg, 1, LOAD_MAX_PIPELINE, &v) < 0)
@@ -890,6 +943,12 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
             break;
         case OPT_BINARY:
             o->ws_binary = true;
+            break;
+        case OPT_WS_PROTOCOL:
+            ws_protocol_arg(o, optarg);
+            break;
+        case OPT_WS_COMPRESS:
+            o->ws_compress = true;
             break;
         case OPT_NO_PROGRESS:
             no_progress = true;
@@ -976,17 +1035,20 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
     if (!o->duration_ns && !o->round_trips)
         o->duration_ns = 10 * VEGA_NS_PER_S;
     o->progress = !no_progress && isatty(STDERR_FILENO);
-    if (o->ws_binary && !o->ws)
-        cli_usage_error("--binary is for WebSocket (a ws:// or wss:// URL)");
+    if (!o->ws && (o->ws_binary || o->nws_protocols || o->ws_compress))
+        cli_usage_error("%s is for WebSocket (a ws:// or wss:// URL)", o->ws_binary ? "--binary"
+                                                                       : o->nws_protocols
+                                                                           ? "--ws-protocol"
+                                                                           : "--ws-compress");
     if (o->http) {
         finish_http(o, size_set, tls_flag);
         return;
     }
     if (o->ws) {
-        finish_ws(o, tls_flag, http_opt);
+        finish_ws(o, tls_flag, http_opt, size_set);
         return;
     }
-    if (http_opt || o->rate)
+    if (http_opt || o->rate || o->nheaders || o->body_file)
         cli_usage_error("-H, --method, --body, --pipeline, -R, -m, --h1, --h2, --h3 and "
                         "--alpn-list are for HTTP mode (a URL)");
     if (o->unix_path && o->udp)
@@ -1007,11 +1069,63 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
 }
 
 /* The WebSocket mode's checks, once the mode is known. */
-static void finish_ws(struct load_opts *o, bool tls_flag, bool http_opt)
+/* Whether p[0..n) is UTF-8 as RFC 3629 defines it (no overlong forms, no surrogates, nothing
+ * above U+10FFFF): what a text message must be (RFC 6455 §8.1). */
+static bool is_utf8(const unsigned char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = p[i];
+        size_t k;
+        uint32_t cp;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if (c >= 0xc2 && c <= 0xdf) {
+            k = 1;
+            cp = c & 0x1f;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            k = 2;
+            cp = c & 0x0f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            k = 3;
+            cp = c & 0x07;
+        } else {
+            return false;
+        }
+        if (i + k >= n) /* the sequence's last byte is past the end */
+            return false;
+        for (size_t j = 1; j <= k; j++) {
+            if ((p[i + j] & 0xc0) != 0x80)
+                return false;
+            cp = cp << 6 | (p[i + j] & 0x3f);
+        }
+        if ((k == 2 && cp < 0x800) || (k == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        i += k + 1;
+    }
+    return true;
+}
+
+static void finish_ws(struct load_opts *o, bool tls_flag, bool http_opt, bool size_set)
 {
     if (http_opt)
-        cli_usage_error("-H, --method, --body, --pipeline, -m, --h1, --h2, --h3 and "
+        cli_usage_error("--method, --pipeline, -m, -i, --random-query, --h1, --h2, --h3 and "
                         "--alpn-list are for HTTP mode");
+    if (o->body_file) {
+        /* --body FILE: the message is the file's bytes instead of -s bytes of a pattern. */
+        if (size_set)
+            cli_usage_error("-s and --body contradict each other (the message is the file)");
+        read_body(o);
+        if (o->body_len == 0)
+            cli_usage_error("--body: '%s' is empty", o->body_file);
+        if (!o->ws_binary && !is_utf8(o->body, o->body_len))
+            cli_usage_error("--body: '%s' is not UTF-8, which a text message must be (RFC 6455 "
+                            "§8.1): send it with --binary",
+                            o->body_file);
+        o->size = o->body_len;
+    }
     if (o->udp)
         cli_usage_error("-u is for echo mode (WebSocket runs over TCP or -U)");
     if (tls_flag)
@@ -1026,6 +1140,14 @@ static void finish_ws(struct load_opts *o, bool tls_flag, bool http_opt)
                         "%llu MiB",
                         (unsigned long long)o->conns, o->size,
                         (unsigned long long)(o->conns * o->size >> 20), LOAD_MAX_BUFFERS >> 20);
+    char err[512];
+    int e = load_ws_build(o, err, sizeof(err));
+    if (e == -ENOMEM) {
+        cli_err(NULL, "%s", err);
+        exit(CLI_EXIT_NET);
+    }
+    if (e < 0)
+        cli_usage_error("%s", err);
 }
 
 /* Each connection needs a descriptor: raise the soft limit to what -c needs if the hard limit
@@ -1109,6 +1231,8 @@ int main(int argc, char **argv)
     }
     vega_rt_free(rt);
     free(o.req);
+    for (unsigned i = 0; i < o.nws_protocols; i++)
+        free(o.ws_protocols[i]);
     load_h3_opts_free(&o);
     load_h2_opts_free(&o);
     free(o.body);

@@ -93,6 +93,43 @@ static double per_sec(uint64_t n, double s)
     return s > 0.0 ? (double)n / s : 0.0;
 }
 
+/* WebSocket: what the first handshake negotiated (with --ws-protocol, --ws-compress), and the
+ * bytes on the wire against the messages' (the compression of --ws-compress shows there). */
+static void ws_text(const struct load_opts *o, const struct load_totals *t)
+{
+    if (t->ws_proto) {
+        printf("  WebSocket:");
+        if (o->nws_protocols)
+            printf(" %s%s%s",
+                   *t->ws_proto ? "subprotocol " : "no subprotocol (the server chose none)",
+                   t->ws_proto, o->ws_compress ? ";" : "");
+        if (o->ws_compress && t->ws_deflate->enabled) {
+            const vega_ws_deflate_params *p = t->ws_deflate;
+            printf(" permessage-deflate, the server answered '%s' (windows: server %u, client %u "
+                   "bits; context takeover: server %s, client %s)",
+                   t->ws_ext, p->server_max_window_bits ? p->server_max_window_bits : 15u,
+                   p->client_max_window_bits ? p->client_max_window_bits : 15u,
+                   p->server_no_context_takeover ? "no" : "yes",
+                   p->client_no_context_takeover ? "no" : "yes");
+        } else if (o->ws_compress) {
+            printf(" permessage-deflate declined by the server");
+        }
+        printf("\n");
+    }
+    char a[32], b[32], c[32], d[32];
+    fmt_bytes(a, sizeof(a), (double)t->ws_wire_out);
+    fmt_bytes(b, sizeof(b), (double)t->ws_wire_in);
+    fmt_bytes(c, sizeof(c), (double)t->ws_msg_out);
+    fmt_bytes(d, sizeof(d), (double)t->ws_msg_in);
+    printf("  On the wire after the handshakes: %s sent, %s received, for messages of %s sent, %s "
+           "received",
+           a, b, c, d);
+    if (t->ws_msg_out && t->ws_msg_in)
+        printf(" (%.1f%%, %.1f%%)", 100.0 * (double)t->ws_wire_out / (double)t->ws_msg_out,
+               100.0 * (double)t->ws_wire_in / (double)t->ws_msg_in);
+    printf("\n");
+}
+
 void load_report_text(const struct load_opts *o, const struct load_totals *t)
 {
     const struct cli_hist *h = &t->hist;
@@ -138,8 +175,10 @@ counts:;
                "intended send;\n  uncorrected, from the actual send: p50 %s, p99 %s, max %s)\n",
                (unsigned long long)o->rate, p50, p99, mx);
     }
-    if (o->ws) /* a refused or invalid handshake, a protocol error */
+    if (o->ws) { /* a refused or invalid handshake, a protocol error */
         printf("  Parse errors: %llu\n", (unsigned long long)t->errors[LOAD_ERR_PARSE]);
+        ws_text(o, t);
+    }
     if (t->signo)
         printf("  Stopped early by SIG%s\n", sigabbrev_np(t->signo) ? sigabbrev_np(t->signo) : "?");
     printf("Round trips/sec: %10.2f\n", per_sec(t->round_trips, t->elapsed_s));
@@ -198,6 +237,39 @@ void load_report_json(FILE *f, const struct load_opts *o, const struct load_tota
     if (o->ws && o->rate) {
         fprintf(f, ",\"rate\":%llu", (unsigned long long)o->rate);
         json_latency(f, "latency_uncorrected_us", &t->hist_unc);
+    }
+    if (o->ws) {
+        fprintf(f,
+                ",\"ws_wire_bytes_sent\":%llu,\"ws_wire_bytes_received\":%llu,"
+                "\"ws_message_bytes_sent\":%llu,\"ws_message_bytes_received\":%llu",
+                (unsigned long long)t->ws_wire_out, (unsigned long long)t->ws_wire_in,
+                (unsigned long long)t->ws_msg_out, (unsigned long long)t->ws_msg_in);
+        if (o->nws_protocols) {
+            fputs(",\"ws_subprotocol\":", f);
+            if (t->ws_proto && *t->ws_proto)
+                json_str(f, t->ws_proto);
+            else
+                fputs("null", f);
+        }
+        if (o->ws_compress) {
+            fputs(",\"ws_extensions\":", f);
+            if (t->ws_ext && *t->ws_ext)
+                json_str(f, t->ws_ext);
+            else
+                fputs("null", f);
+            const vega_ws_deflate_params *p = t->ws_deflate;
+            if (p && p->enabled)
+                fprintf(f,
+                        ",\"ws_deflate\":{\"server_max_window_bits\":%u,"
+                        "\"client_max_window_bits\":%u,\"server_no_context_takeover\":%s,"
+                        "\"client_no_context_takeover\":%s}",
+                        p->server_max_window_bits ? p->server_max_window_bits : 15u,
+                        p->client_max_window_bits ? p->client_max_window_bits : 15u,
+                        p->server_no_context_takeover ? "true" : "false",
+                        p->client_no_context_takeover ? "true" : "false");
+            else
+                fputs(",\"ws_deflate\":null", f);
+        }
     }
     fprintf(f, ",\"interrupted\":%s", t->signo ? "true" : "false");
     fputs("}\n", f);

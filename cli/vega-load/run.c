@@ -14,7 +14,8 @@
 
 #define PROGRESS_MS      500
 #define HTTP_PROGRESS_MS 1000
-#define SAMPLE_MS        100 /* Req/Sec per worker, as wrk samples it */
+#define SAMPLE_MS        100  /* Req/Sec per worker, as wrk samples it */
+#define CLOSERS_WAIT_MS  3000 /* WebSocket: the close handshakes after a signal, at most */
 
 int load_connect(struct load_run *r, vega_sock **out, bool ever, vega_deadline dl)
 {
@@ -185,9 +186,10 @@ void load_error_msg(struct load_run *r, enum load_kind kind, int code, const cha
                 limit, r->o->udp ? "" : "; reconnecting");
         break;
     case LOAD_ERR_PARSE:
-        /* HTTP/3's messages say what follows (a stream reset, or a reconnect). */
+        /* HTTP/2, HTTP/3 and WebSocket messages say what follows (a stream reset, or a
+         * reconnect). */
         cli_err(t, "%s%s", msg && *msg ? msg : "malformed response",
-                r->o->h3 || r->o->h2 ? "" : "; reconnecting");
+                r->o->h3 || r->o->h2 || r->o->ws ? "" : "; reconnecting");
         break;
     case LOAD_ERR_MISMATCH:
         cli_err(t, "the echo differs from what was sent%s", r->o->udp ? "" : "; reconnecting");
@@ -438,8 +440,13 @@ static void totals(struct load_run *r, struct load_totals *t, vega_tstamp finish
             t->error_sum += atomic_load(&w->errors[k]);
         }
         cli_hist_merge(&t->hist, &w->hist);
-        if (r->o->ws)
+        if (r->o->ws) {
             cli_hist_merge(&t->hist_unc, &w->hist_unc);
+            t->ws_wire_out += atomic_load(&w->ws_wire_out);
+            t->ws_wire_in += atomic_load(&w->ws_wire_in);
+            t->ws_msg_out += atomic_load(&w->ws_msg_out);
+            t->ws_msg_in += atomic_load(&w->ws_msg_in);
+        }
         if (r->o->http) {
             t->bytes += atomic_load(&w->bytes);
             t->reconnects += atomic_load(&w->reconnects);
@@ -464,6 +471,11 @@ static void totals(struct load_run *r, struct load_totals *t, vega_tstamp finish
     }
     t->thread_rps = r->thread_rps;
     t->tls_info = r->tls_info[0] ? r->tls_info : NULL;
+    if (r->ws_negotiated) {
+        t->ws_proto = r->ws_proto;
+        t->ws_ext = r->ws_ext;
+        t->ws_deflate = &r->ws_deflate;
+    }
     t->gave_up = atomic_load(&r->gave_up);
     t->never_connected = atomic_load(&r->never_connected);
     /* A -d run ends at its deadline; the last operations return just after it. */
@@ -540,11 +552,17 @@ static int drive(struct load_run *r, struct load_totals *t)
     int e = vega_group_new(&g);
     if (e < 0)
         return e;
+    /* WebSocket: where connections a signal cancelled do their close handshake (ws.c). */
+    if (o->ws && vega_group_new(&r->closers) < 0)
+        r->closers = NULL; /* then they just close */
     struct stopper st = {.set = &o->stop_signals, .g = g};
     vega_task *stopper;
     e = vega_task_spawn(&stopper, stopper_main, &st);
     if (e < 0) {
         vega_group_free(g);
+        if (r->closers)
+            vega_group_free(r->closers);
+        r->closers = NULL;
         return e;
     }
     r->start = vega_now();
@@ -585,6 +603,12 @@ static int drive(struct load_run *r, struct load_totals *t)
         }
     }
     vega_tstamp finish = vega_now();
+    if (r->closers) {
+        /* Each close handshake is bounded (1 s); this bound is only a backstop. */
+        vega_group_wait(r->closers, vega_deadline_in_ms(CLOSERS_WAIT_MS));
+        vega_group_free(r->closers);
+        r->closers = NULL;
+    }
     if (o->progress)
         progress_clear(&p);
     vega_task_cancel(stopper);
@@ -626,6 +650,7 @@ int load_run_main(const struct load_opts *o)
     struct load_run r;
     memset(&r, 0, sizeof(r));
     atomic_flag_clear(&r.tls_seen);
+    atomic_flag_clear(&r.ws_seen);
     r.o = o;
     struct load_totals t;
     memset(&t, 0, sizeof(t));
@@ -635,11 +660,13 @@ int load_run_main(const struct load_opts *o)
         goto out;
     if (o->h3 ? load_h3_setup(&r) < 0 : o->tls && tls_setup(&r) < 0)
         goto out;
-    if (!o->http) {
+    if (o->ws && o->body) { /* --body FILE: the message (o->size is its length) */
+        r.payload = o->body;
+    } else if (!o->http) {
         payload = make_payload(o->size);
         r.payload = payload;
     }
-    int e = payload || o->http ? workers_init(&r) : -ENOMEM;
+    int e = r.payload || o->http ? workers_init(&r) : -ENOMEM;
     if (e == 0)
         e = cli_hist_init(&t.hist, LOAD_HIST_MAX_US, LOAD_HIST_DIGITS);
     if (e == 0 && (o->http || o->ws))

@@ -3,10 +3,13 @@
  * (RFC 6455 §4.1) on its own socket, then sends a message of -s bytes (text, or binary with
  * --binary), waits for the whole echo and compares it, and repeats (a closed loop, as echo
  * mode; -R paces the sends and measures from the intended send time). At the end of the run
- * each connection closes with the close handshake (§7). The handshake is done here rather
- * than with vega_websocket_connect: that one builds an HTTP client per connection, more than a
- * load generator wants to pay for each of -c connections; the framing is the library's
- * vega_websocket over the connection's stream. */
+ * each connection closes with the close handshake (§7): 1000, or 1001 (going away) when SIGINT
+ * or SIGTERM stopped the run. The handshake is done here rather than with
+ * vega_websocket_connect: that one builds an HTTP client per connection, more than a load
+ * generator wants to pay for each of -c connections; the request is built once with -H, the
+ * subprotocols of --ws-protocol and the permessage-deflate offer of --ws-compress (RFC 7692),
+ * and the framing is the library's vega_websocket over the connection's stream, through a
+ * wrapper that counts the bytes on the wire. */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -17,37 +20,190 @@
 
 #include "load.h"
 
-#define GIVE_UP_AFTER  20
-#define BACKOFF_MIN_MS 10
-#define BACKOFF_MAX_MS 1000
-#define HEAD_MAX       8192 /* the 101 response's head, at most */
-#define CLOSE_WAIT_MS  1000 /* the close handshake at the end, at most */
+#define HEAD_MAX      8192 /* the 101 response's head, at most */
+#define CLOSE_WAIT_MS 1000 /* the close handshake at the end, at most */
+#define KEY_FIELD     "Sec-WebSocket-Key"
 
-enum step {
-    STEP_OK,
-    STEP_FAIL, /* counted as an error; try again */
-    STEP_STOP, /* the run is over (end of -d, or cancelled) */
+/* ---- the Upgrade request, built once --------------------------------------------------------- */
+
+/* Fields the handshake sets itself: -H may not give them (Host and User-Agent it may). */
+static const char *const own_fields[] = {
+    "Upgrade",
+    "Connection",
+    KEY_FIELD,
+    "Sec-WebSocket-Version",
+    "Sec-WebSocket-Extensions",
+    "Sec-WebSocket-Protocol",
+    "Content-Length",
+    "Transfer-Encoding",
 };
+
+static bool has_header(const struct load_opts *o, const char *name)
+{
+    for (unsigned i = 0; i < o->nheaders; i++)
+        if (o->headers[i].name_len == strlen(name) &&
+            strncasecmp(o->headers[i].name, name, o->headers[i].name_len) == 0)
+            return true;
+    return false;
+}
+
+/* The permessage-deflate offer of --ws-compress: the defaults, client_max_window_bits offered
+ * (the server may then ask for a smaller client window). */
+static const vega_ws_deflate_opts deflate_offer = {.enabled = true};
+
+int load_ws_build(struct load_opts *o, char *err, size_t ecap)
+{
+    for (size_t i = 0; i < sizeof(own_fields) / sizeof(own_fields[0]); i++) {
+        if (has_header(o, own_fields[i])) {
+            snprintf(err, ecap, "-H: %s is set by vega-load%s", own_fields[i],
+                     i == 4   ? " (--ws-compress offers permessage-deflate)"
+                     : i == 5 ? " (use --ws-protocol)"
+                              : "");
+            return -EINVAL;
+        }
+    }
+    char *protos = NULL, ext[160];
+    vega_http1_field f[LOAD_MAX_HEADERS + 8];
+    size_t n = 0;
+    if (!has_header(o, "host"))
+        f[n++] = (vega_http1_field){"Host", 4, o->host_header, strlen(o->host_header)};
+    f[n++] = (vega_http1_field){"Upgrade", 7, "websocket", 9};
+    f[n++] = (vega_http1_field){"Connection", 10, "Upgrade", 7};
+    /* A placeholder of the key's length: each connection writes its own key over it. */
+    f[n++] = (vega_http1_field){KEY_FIELD, strlen(KEY_FIELD),
+                                "AAAAAAAAAAAAAAAAAAAAAA==", VEGA_WS_KEY_LEN};
+    f[n++] = (vega_http1_field){"Sec-WebSocket-Version", 21, "13", 2};
+    if (o->nws_protocols) {
+        /* "a, b, c": each name is at most LOAD_MAX_WS_PROTO bytes */
+        protos = malloc(o->nws_protocols * (LOAD_MAX_WS_PROTO + 2) + 1);
+        if (!protos) {
+            snprintf(err, ecap, "out of memory");
+            return -ENOMEM;
+        }
+        size_t len = 0;
+        for (unsigned i = 0; i < o->nws_protocols; i++) {
+            size_t l = strlen(o->ws_protocols[i]);
+            if (i) {
+                memcpy(protos + len, ", ", 2);
+                len += 2;
+            }
+            memcpy(protos + len, o->ws_protocols[i], l);
+            len += l;
+        }
+        protos[len] = '\0';
+        f[n++] = (vega_http1_field){"Sec-WebSocket-Protocol", 22, protos, len};
+    }
+    if (o->ws_compress) {
+        vega_ssize el = vega_ws_deflate_offer(&deflate_offer, ext, sizeof(ext));
+        if (el <= 0) {
+            free(protos);
+            snprintf(err, ecap, "--ws-compress: cannot format the offer");
+            return -EINVAL;
+        }
+        f[n++] = (vega_http1_field){"Sec-WebSocket-Extensions", 24, ext, (size_t)el};
+    }
+    if (!has_header(o, "user-agent"))
+        f[n++] = (vega_http1_field){"User-Agent", 10, "vega-load/" VEGA_VERSION_STRING,
+                                    strlen("vega-load/" VEGA_VERSION_STRING)};
+    for (unsigned i = 0; i < o->nheaders; i++)
+        f[n++] = (vega_http1_field){o->headers[i].name, o->headers[i].name_len, o->headers[i].value,
+                                    o->headers[i].value_len};
+    uint8_t *head = malloc(LOAD_MAX_HEAD);
+    if (!head) {
+        free(protos);
+        snprintf(err, ecap, "out of memory");
+        return -ENOMEM;
+    }
+    vega_ssize hl = vega_http1_write_request_head(head, LOAD_MAX_HEAD, "GET", o->path, 11, f, n);
+    free(protos);
+    if (hl < 0) {
+        free(head);
+        if (hl == VEGA_ERR_NOBUF)
+            snprintf(err, ecap, "the Upgrade request's head is over %u KiB", LOAD_MAX_HEAD >> 10);
+        else
+            snprintf(err, ecap,
+                     "invalid Upgrade request: check the URL's path (visible ASCII) and -H "
+                     "(Name: value, no control characters)");
+        return -EINVAL;
+    }
+    static const char key_line[] = "\r\n" KEY_FIELD ": ";
+    const uint8_t *at = memmem(head, (size_t)hl, key_line, sizeof(key_line) - 1);
+    if (!at) { /* cannot happen: the field was written above */
+        free(head);
+        snprintf(err, ecap, "the Upgrade request has no %s", KEY_FIELD);
+        return -EINVAL;
+    }
+    o->req = head;
+    o->req_len = (size_t)hl;
+    o->ws_key_at = (size_t)(at - head) + sizeof(key_line) - 1;
+    return 0;
+}
+
+/* ---- a connection ---------------------------------------------------------------------------- */
 
 struct wconn {
     struct load_run *r;
     const struct load_opts *o;
     vega_sock *sock;
-    vega_stream *tls; /* wss: over sock (borrowed) */
-    vega_stream *raw; /* ws: the stream over sock (borrowed) */
+    vega_stream *tls;     /* wss: over sock (borrowed) */
+    vega_stream *raw;     /* ws: the stream over sock (borrowed) */
+    vega_stream *inner;   /* tls or raw */
+    vega_stream *counted; /* over inner: counts the bytes on the wire; the WebSocket's stream */
     vega_websocket *ws;
-    bool ever;
-    unsigned fails;
-    int tfd; /* -R: the timer, or -1 */
-    int64_t mono_offset;
+    struct load_retry rt;
+    struct load_pacer pacer; /* -R */
 };
 
-static void conn_close(struct wconn *c, bool handshake)
+/* The wire counter: inner's bytes, after the handshake (frame headers, masks, control frames
+ * and permessage-deflate included; TLS records not). */
+static vega_ssize count_read(void *user, void *buf, size_t len, vega_deadline dl)
 {
-    if (c->ws && handshake) {
-        /* The close handshake (§7.1.2): our Close, then the peer's answer, bounded. */
+    struct wconn *c = user;
+    vega_ssize n = vega_stream_read(c->inner, buf, len, dl);
+    if (n > 0)
+        load_bump(&load_worker_self(c->r)->ws_wire_in, (uint64_t)n);
+    return n;
+}
+
+static vega_ssize count_write(void *user, const void *buf, size_t len, size_t *written,
+                              vega_deadline dl)
+{
+    struct wconn *c = user;
+    vega_ssize n = vega_stream_write(c->inner, buf, len, written, dl);
+    load_bump(&load_worker_self(c->r)->ws_wire_out, *written);
+    return n;
+}
+
+static vega_ssize count_writev(void *user, const struct iovec *iov, int iovcnt, size_t *written,
+                               vega_deadline dl)
+{
+    struct wconn *c = user;
+    vega_ssize n = vega_stream_writev(c->inner, iov, iovcnt, written, dl);
+    load_bump(&load_worker_self(c->r)->ws_wire_out, *written);
+    return n;
+}
+
+static int count_shutdown(void *user, int how, vega_deadline dl)
+{
+    struct wconn *c = user;
+    return vega_stream_shutdown(c->inner, how, dl);
+}
+
+static const vega_stream_ops count_ops = {
+    .name = "ws-wire-count",
+    .read = count_read,
+    .write = count_write,
+    .writev = count_writev,
+    .shutdown = count_shutdown,
+};
+
+/* Closes the connection; code != 0: with the close handshake (§7.1.2), our Close with code,
+ * then the peer's answer, within CLOSE_WAIT_MS (a message still coming is read and dropped). */
+static void conn_close(struct wconn *c, unsigned code)
+{
+    if (c->ws && code) {
         vega_deadline dl = vega_deadline_in_ms(CLOSE_WAIT_MS);
-        if (vega_websocket_close(c->ws, 1000, NULL, 0, dl) == 0) {
+        if (vega_websocket_close(c->ws, code, NULL, 0, dl) == 0) {
             vega_websocket_msg m;
             while (vega_websocket_recv(c->ws, &m, dl) == 0)
                 ;
@@ -55,32 +211,51 @@ static void conn_close(struct wconn *c, bool handshake)
     }
     vega_websocket_free(c->ws);
     c->ws = NULL;
+    if (c->counted)
+        vega_stream_close(c->counted, 0);
+    c->counted = NULL;
     if (c->tls)
         vega_stream_close(c->tls, 0);
     c->tls = NULL;
     if (c->raw)
         vega_stream_close(c->raw, 0);
     c->raw = NULL;
+    c->inner = NULL;
     vega_sock_close(c->sock);
     c->sock = NULL;
 }
-
 /* A failed call: STOP when the run is over, else count the error. */
-static enum step failed(struct wconn *c, enum load_kind kind, int code, bool at_end,
-                        const char *msg)
+static enum load_step failed(struct wconn *c, enum load_kind kind, int code, bool at_end,
+                             const char *msg)
 {
     if (code == -ECANCELED)
-        return STEP_STOP;
+        return LOAD_STEP_STOP;
     if (code == -ETIMEDOUT) {
         if (at_end)
-            return STEP_STOP;
+            return LOAD_STEP_STOP;
         if (kind != LOAD_ERR_CONNECT)
             kind = LOAD_ERR_TIMEOUT;
     }
     if (!msg && c->tls && code <= VEGA_ERR_TLS_BASE)
         msg = vega_tls_last_error(c->tls);
+    char buf[256];
+    if (kind == LOAD_ERR_PARSE) {
+        /* A handshake that failed, or the server broke the protocol (our Close went out with
+         * the code); what follows depends on whether this connection ever got through. */
+        vega_ws_error we = {0};
+        if (!msg && c->ws)
+            vega_websocket_get_error(c->ws, &we);
+        if (!msg && we.code)
+            snprintf(buf, sizeof(buf), "WebSocket protocol error: %s (we closed with %u)",
+                     we.reason ? we.reason : "?", we.code);
+        else
+            snprintf(buf, sizeof(buf), "%s", msg ? msg : "WebSocket protocol error");
+        snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s",
+                 c->rt.ever ? "; reconnecting" : "");
+        msg = buf;
+    }
     load_error_msg(c->r, kind, code, msg);
-    return STEP_FAIL;
+    return LOAD_STEP_FAIL;
 }
 
 /* The value of field name in a response head (lines after the status line), or NULL. */
@@ -102,9 +277,34 @@ static const char *field(const char *head, const char *name, size_t *len)
     return NULL;
 }
 
-/* The opening handshake over stream s: the Upgrade request, then the 101's head, checked.
- * Bytes read past the head start the WebSocket. */
-static enum step upgrade(struct wconn *c, vega_stream *s, vega_deadline dl, bool at_end)
+/* Whether v[0..len) is one of the subprotocols offered (§4.1: the server picks one of them,
+ * spelled as offered). */
+static bool offered(const struct load_opts *o, const char *v, size_t len)
+{
+    for (unsigned i = 0; i < o->nws_protocols; i++)
+        if (strlen(o->ws_protocols[i]) == len && memcmp(o->ws_protocols[i], v, len) == 0)
+            return true;
+    return false;
+}
+
+/* Keeps what the first handshake negotiated for the report: the subprotocol and the
+ * Sec-WebSocket-Extensions answer ("" when none), and permessage-deflate's parameters. */
+static void ws_seen(struct load_run *r, const char *proto, size_t plen, const char *ext,
+                    size_t xlen, const vega_ws_deflate_params *p)
+{
+    if (atomic_flag_test_and_set(&r->ws_seen))
+        return;
+    snprintf(r->ws_proto, sizeof(r->ws_proto), "%.*s", proto ? (int)plen : 0, proto ? proto : "");
+    snprintf(r->ws_ext, sizeof(r->ws_ext), "%.*s", ext ? (int)xlen : 0, ext ? ext : "");
+    r->ws_deflate = *p;
+    r->ws_negotiated = true;
+}
+
+/* The opening handshake over stream s: the Upgrade request (o->req with a fresh key), then the
+ * 101's head, checked (§4.1: status, Upgrade, Sec-WebSocket-Accept; a subprotocol or an
+ * extension that was not offered fails the connection). Bytes read past the head start the
+ * WebSocket, over the wire counter. */
+static enum load_step upgrade(struct wconn *c, vega_stream *s, vega_deadline dl, bool at_end)
 {
     const struct load_opts *o = c->o;
     uint8_t nonce[16];
@@ -116,16 +316,14 @@ static enum step upgrade(struct wconn *c, vega_stream *s, vega_deadline dl, bool
     e = vega_ws_handshake_accept(key, VEGA_WS_KEY_LEN, want);
     if (e < 0)
         return failed(c, LOAD_ERR_CONNECT, e, at_end, NULL);
-    char *buf = malloc(HEAD_MAX + 1);
+    size_t cap = o->req_len > HEAD_MAX ? o->req_len : HEAD_MAX;
+    char *buf = malloc(cap + 1);
     if (!buf)
         return failed(c, LOAD_ERR_CONNECT, -ENOMEM, at_end, NULL);
-    int n = snprintf(buf, HEAD_MAX,
-                     "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                     "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n"
-                     "User-Agent: vega-load/" VEGA_VERSION_STRING "\r\n\r\n",
-                     o->path, o->host_header, key);
-    enum step st = STEP_OK;
-    vega_ssize k = n > 0 && n < HEAD_MAX ? vega_stream_write(s, buf, (size_t)n, NULL, dl) : -E2BIG;
+    memcpy(buf, o->req, o->req_len);
+    memcpy(buf + o->ws_key_at, key, VEGA_WS_KEY_LEN);
+    enum load_step st = LOAD_STEP_OK;
+    vega_ssize k = vega_stream_write(s, buf, o->req_len, NULL, dl);
     if (k < 0) {
         st = failed(c, LOAD_ERR_WRITE, (int)k, at_end, NULL);
         goto out;
@@ -147,11 +345,14 @@ static enum step upgrade(struct wconn *c, vega_stream *s, vega_deadline dl, bool
         buf[got] = '\0';
         end = strstr(buf, "\r\n\r\n");
     }
-    char msg[160];
+    char msg[200];
     const char *why = NULL;
-    size_t alen = 0, ulen = 0;
+    size_t alen = 0, ulen = 0, plen = 0, xlen = 0;
     const char *acc = field(buf, "Sec-WebSocket-Accept", &alen);
     const char *up = field(buf, "Upgrade", &ulen);
+    const char *proto = field(buf, "Sec-WebSocket-Protocol", &plen);
+    const char *ext = field(buf, "Sec-WebSocket-Extensions", &xlen);
+    vega_ws_deflate_params params = {0};
     if (strncmp(buf, "HTTP/1.1 101", 12) != 0) {
         snprintf(msg, sizeof(msg), "handshake: the server answered '%.*s', not 101",
                  (int)strcspn(buf, "\r\n") > 80 ? 80 : (int)strcspn(buf, "\r\n"), buf);
@@ -160,35 +361,64 @@ static enum step upgrade(struct wconn *c, vega_stream *s, vega_deadline dl, bool
         why = "handshake: the 101 has no 'Upgrade: websocket'";
     } else if (!acc || alen != VEGA_WS_ACCEPT_LEN || memcmp(acc, want, alen) != 0) {
         why = "handshake: wrong or missing Sec-WebSocket-Accept";
+    } else if (proto && !offered(o, proto, plen)) {
+        /* §4.1: "a subprotocol that was not present in the client's handshake": fail */
+        snprintf(msg, sizeof(msg),
+                 "handshake: the server chose subprotocol '%.*s', which was not offered",
+                 plen > 64 ? 64 : (int)plen, proto);
+        why = msg;
+    } else if (ext && !o->ws_compress) {
+        /* §4.1: "an extension not present in the client's handshake": fail */
+        snprintf(msg, sizeof(msg),
+                 "handshake: the server answered with extensions that were not offered ('%.*s')",
+                 xlen > 64 ? 64 : (int)xlen, ext);
+        why = msg;
+    } else if (ext && vega_ws_deflate_check_response(ext, xlen, &deflate_offer, &params) < 0) {
+        /* RFC 7692 §7.1: parameters not offered, duplicates, bad values: fail */
+        snprintf(msg, sizeof(msg), "handshake: invalid permessage-deflate answer '%.*s'",
+                 xlen > 64 ? 64 : (int)xlen, ext);
+        why = msg;
     }
     if (why) {
         st = failed(c, LOAD_ERR_PARSE, VEGA_ERR_WS_HANDSHAKE, at_end, why);
+        goto out;
+    }
+    if (o->nws_protocols || o->ws_compress)
+        ws_seen(c->r, proto, plen, ext, xlen, &params);
+    e = vega_stream_new(&c->counted, &count_ops, c);
+    if (e < 0) {
+        st = failed(c, LOAD_ERR_CONNECT, e, at_end, NULL);
         goto out;
     }
     size_t head = (size_t)(end + 4 - buf);
     vega_websocket_opts wo;
     vega_websocket_opts_init(&wo);
     wo.max_message_size = o->size > wo.max_message_size ? o->size : wo.max_message_size;
-    e = vega_websocket_new(&c->ws, s, false, VEGA_WS_CLIENT, NULL, &wo, (const uint8_t *)buf + head,
+    e = vega_websocket_new(&c->ws, c->counted, false, VEGA_WS_CLIENT,
+                           params.enabled ? &params : NULL, &wo, (const uint8_t *)buf + head,
                            got - head);
-    if (e < 0)
+    if (e < 0) {
         st = failed(c, LOAD_ERR_CONNECT, e, at_end, NULL);
+        goto out;
+    }
+    /* The bytes read past the head were on the wire too. */
+    load_bump(&load_worker_self(c->r)->ws_wire_in, got - head);
 out:
     free(buf);
     return st;
 }
 
-static enum step conn_open(struct wconn *c)
+static enum load_step conn_open(void *arg)
 {
+    struct wconn *c = arg;
     struct load_run *r = c->r;
     bool at_end;
     vega_deadline dl = load_step_deadline(r, vega_now(), &at_end);
-    int e = load_connect(r, &c->sock, c->ever, dl);
+    int e = load_connect(r, &c->sock, c->rt.ever, dl);
     if (e < 0)
         return failed(c, LOAD_ERR_CONNECT, e, at_end, NULL);
     if (!c->o->unix_path)
         vega_sock_set_nodelay(c->sock, true);
-    vega_stream *s;
     if (r->tls) {
         vega_tls_opts to;
         vega_tls_opts_init(&to);
@@ -199,97 +429,53 @@ static enum step conn_open(struct wconn *c)
             e = vega_tls_handshake(c->tls, dl);
         if (e == 0)
             load_tls_seen(r, c->tls);
-        s = c->tls;
+        c->inner = c->tls;
     } else {
         e = vega_stream_from_sock(&c->raw, c->sock, VEGA_STREAM_BORROW);
-        s = c->raw;
+        c->inner = c->raw;
     }
-    enum step st = e < 0 ? failed(c, LOAD_ERR_CONNECT, e, at_end, NULL) : upgrade(c, s, dl, at_end);
-    if (st != STEP_OK) {
-        conn_close(c, false);
+    enum load_step st =
+        e < 0 ? failed(c, LOAD_ERR_CONNECT, e, at_end, NULL) : upgrade(c, c->inner, dl, at_end);
+    if (st != LOAD_STEP_OK) {
+        conn_close(c, 0);
         return st;
     }
-    c->ever = true;
+    c->rt.ever = true;
     load_bump(&load_worker_self(r)->connects, 1);
-    return STEP_OK;
+    return LOAD_STEP_OK;
 }
 
-static enum step round_trip(struct wconn *c, vega_deadline dl, bool at_end)
+static enum load_step round_trip(struct wconn *c, vega_deadline dl, bool at_end)
 {
     const struct load_opts *o = c->o;
     vega_ws_msg_type type = o->ws_binary ? VEGA_WS_BINARY : VEGA_WS_TEXT;
     int e = vega_websocket_send(c->ws, type, c->r->payload, o->size, dl);
     if (e < 0)
         return failed(c, LOAD_ERR_WRITE, e, at_end, NULL);
+    load_bump(&load_worker_self(c->r)->ws_msg_out, o->size);
     vega_websocket_msg m;
     e = vega_websocket_recv(c->ws, &m, dl);
     if (e == VEGA_ERR_PROTO)
         return failed(c, LOAD_ERR_PARSE, e, at_end, NULL);
     if (e < 0)
         return failed(c, LOAD_ERR_READ, e, at_end, NULL);
+    load_bump(&load_worker_self(c->r)->ws_msg_in, m.len);
     if (m.type != type || m.len != o->size || memcmp(m.data, c->r->payload, m.len) != 0)
         return failed(c, LOAD_ERR_MISMATCH, 0, at_end, NULL);
-    return STEP_OK;
+    return LOAD_STEP_OK;
 }
 
-static bool backoff(struct wconn *c)
-{
-    unsigned shift = c->fails < 8 ? c->fails : 7;
-    uint64_t ms = (uint64_t)BACKOFF_MIN_MS << shift;
-    if (ms > BACKOFF_MAX_MS)
-        ms = BACKOFF_MAX_MS;
-    vega_deadline dl = vega_deadline_in_ms(ms);
-    if (dl > c->r->end)
-        return false;
-    return vega_sleep_until(dl) == 0;
-}
-
-/* Waits until t (a vega_now() time): 0, or -ECANCELED. */
-static int wait_until(struct wconn *c, vega_tstamp t)
-{
-    if (c->tfd < 0 || load_timer_arm(c->tfd, c->mono_offset, t) < 0)
-        return vega_sleep_until(t);
-    uint64_t ticks;
-    vega_ssize n = vega_fd_read(c->tfd, &ticks, sizeof(ticks), c->r->end);
-    if (n == -ECANCELED)
-        return -ECANCELED;
-    return n == (vega_ssize)sizeof(ticks) ? 0 : vega_sleep_until(t);
-}
-
-static void conn_loop(struct wconn *c, unsigned index)
+/* Runs until the end of the run; the connection may be left open (the caller closes it). */
+static void conn_loop(struct wconn *c)
 {
     struct load_run *r = c->r;
     const struct load_opts *o = c->o;
-    /* -R, --stages: this connection's share of the schedule (load_pace). */
-    uint64_t sent = 0;
-    vega_tstamp next = o->rate ? load_pace(r, 0, index) : 0;
     for (;;) {
-        if (!c->ws) {
-            enum step s = conn_open(c);
-            if (s == STEP_STOP)
-                return;
-            if (s == STEP_FAIL) {
-                c->fails++;
-                if (!c->ever || (r->end == VEGA_DEADLINE_NEVER && c->fails >= GIVE_UP_AFTER)) {
-                    atomic_fetch_add(&r->gave_up, 1);
-                    if (!c->ever)
-                        atomic_fetch_add(&r->never_connected, 1);
-                    return;
-                }
-                if (!backoff(c))
-                    return;
-                continue;
-            }
-        }
+        if (!c->ws && !load_conn_open_retry(r, &c->rt, conn_open, c))
+            return;
         vega_tstamp intended = 0;
-        if (o->rate) {
-            if (next >= r->end)
-                return;
-            if (vega_now() < next && wait_until(c, next) < 0)
-                return;
-            intended = next;
-            next = load_pace(r, ++sent, index);
-        }
+        if (o->rate && !load_pacer_wait(&c->pacer, &intended))
+            return;
         vega_tstamp t0 = vega_now();
         if (t0 >= r->end)
             return;
@@ -300,10 +486,10 @@ static void conn_loop(struct wconn *c, unsigned index)
             return;
         bool at_end;
         vega_deadline dl = load_step_deadline(r, t0, &at_end);
-        enum step s = round_trip(c, dl, at_end);
-        if (s == STEP_OK) {
+        enum load_step s = round_trip(c, dl, at_end);
+        if (s == LOAD_STEP_OK) {
             vega_tstamp t1 = vega_now();
-            c->fails = 0;
+            c->rt.fails = 0;
             if (measured) {
                 struct load_worker *w = load_worker_self(r);
                 load_latency(w, (t1 - from + VEGA_NS_PER_US / 2) / VEGA_NS_PER_US);
@@ -315,31 +501,48 @@ static void conn_loop(struct wconn *c, unsigned index)
         }
         if (ticket)
             load_ticket_return(r);
-        /* The end of the run (or a signal) in the middle of a round trip: the close handshake
-         * still (the echo in flight is read and dropped; a message cut in the middle of its
-         * write has failed the connection, which then just closes). A failed one just
-         * closes. */
-        conn_close(c, s == STEP_STOP);
-        if (s == STEP_STOP)
+        /* The end of the run (or a signal) in the middle of a round trip: the caller closes
+         * with the close handshake (the echo in flight is read and dropped; a message cut in
+         * the middle of its write has failed the connection, which then just closes). */
+        if (s == LOAD_STEP_STOP)
             return;
-        c->fails++;
-        if (r->end == VEGA_DEADLINE_NEVER && c->fails >= GIVE_UP_AFTER) {
-            atomic_fetch_add(&r->gave_up, 1);
+        conn_close(c, 0);
+        if (!load_conn_failed(r, &c->rt))
             return;
-        }
     }
+}
+
+/* SIGINT or SIGTERM cancelled the connection's task, whose every wait now returns at once: a
+ * task of r->closers does its close handshake (1001, going away) instead, and frees c. */
+static void *closer_main(void *arg)
+{
+    struct wconn *c = arg;
+    conn_close(c, VEGA_WS_CLOSE_GOING_AWAY);
+    free(c);
+    return NULL;
 }
 
 void *load_ws_conn(void *arg)
 {
-    struct wconn c = {.r = arg, .o = ((struct load_run *)arg)->o, .tfd = -1};
-    unsigned index = atomic_fetch_add(&c.r->next_index, 1);
-    if (c.o->rate)
-        c.tfd = load_timer_open(&c.mono_offset);
-    conn_loop(&c, index);
-    if (c.sock)
-        conn_close(&c, true);
-    if (c.tfd >= 0)
-        close(c.tfd);
+    struct load_run *r = arg;
+    struct wconn *c = calloc(1, sizeof(*c));
+    if (!c) {
+        load_error(r, LOAD_ERR_CONNECT, -ENOMEM);
+        atomic_fetch_add(&r->gave_up, 1);
+        atomic_fetch_add(&r->never_connected, 1);
+        return NULL;
+    }
+    c->r = r;
+    c->o = r->o;
+    load_pacer_init(&c->pacer, r, atomic_fetch_add(&r->next_index, 1));
+    conn_loop(c);
+    load_pacer_fini(&c->pacer);
+    if (c->ws && vega_task_is_cancelled() && r->closers &&
+        vega_group_spawn(r->closers, closer_main, c) == 0)
+        return NULL;
+    /* The end of -d or -n: the close handshake, 1000 (normal closure). */
+    if (c->sock)
+        conn_close(c, VEGA_WS_CLOSE_NORMAL);
+    free(c);
     return NULL;
 }
