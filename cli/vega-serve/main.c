@@ -69,6 +69,10 @@ static const char usage_text[] =
     "      --tar               a folder's ?download=tar is the folder as a tar archive,\n"
     "                          streamed (regular files and folders; no symlinks; dotfiles\n"
     "                          only with --hidden); listings link to it\n"
+    "      --tar-gz            the same for ?download=tar.gz (gzip-compressed tar)\n"
+    "      --zip               the same for ?download=zip (deflated; ZIP64 past 4 GiB or\n"
+    "                          65535 entries; already-compressed types and files of 2 GiB\n"
+    "                          and more are stored)\n"
     "      --random-route      serve only under a random /XXXXXX/ prefix (printed at start;\n"
     "                          everything else 404)\n"
     "  -H, --header 'NAME: VALUE'  add this field to every response (repeatable)\n"
@@ -199,6 +203,8 @@ enum {
     OPT_OVERWRITE,
     OPT_MKDIR,
     OPT_TAR,
+    OPT_TAR_GZ,
+    OPT_ZIP,
 };
 
 static const struct option long_opts[] = {
@@ -254,6 +260,8 @@ static const struct option long_opts[] = {
     {"overwrite", no_argument, NULL, OPT_OVERWRITE},
     {"mkdir", no_argument, NULL, OPT_MKDIR},
     {"tar", no_argument, NULL, OPT_TAR},
+    {"tar-gz", no_argument, NULL, OPT_TAR_GZ},
+    {"zip", no_argument, NULL, OPT_ZIP},
     {NULL, 0, NULL, 0},
 };
 
@@ -593,6 +601,12 @@ static void parse_args(int argc, char **argv)
             break;
         case OPT_TAR:
             serve_o.tar = true;
+            break;
+        case OPT_TAR_GZ:
+            serve_o.tar_gz = true;
+            break;
+        case OPT_ZIP:
+            serve_o.zip = true;
             break;
         case ':':
             cli_usage_error("option '%s' needs a value", argv[optind - 1]);

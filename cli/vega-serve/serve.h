@@ -93,6 +93,8 @@ struct serve_opts {
     bool overwrite;          /* --overwrite: an upload may replace a file */
     uint64_t upload_max;     /* --upload-max: one request body at most */
     bool tar;                /* --tar: ?download=tar on a folder streams it as a tar */
+    bool tar_gz;             /* --tar-gz: ?download=tar.gz, the same through gzip */
+    bool zip;                /* --zip: ?download=zip, a streamed ZIP */
     bool cache;              /* --no-cache turns off */
     uint64_t cache_size;     /* --cache-size: all entries together */
     uint64_t cache_max_file; /* --cache-max-file: the largest file cached */
@@ -201,13 +203,23 @@ int serve_put(vega_http_exchange *x, const char *norm, size_t n);
  * "mkdir=NAME"; 303 to the listing when done. */
 int serve_post(vega_http_exchange *x, const char *norm, size_t n);
 
-/* ---- tar.c -------------------------------------------------------------------------------- */
+/* ---- archive.c (tar.c, zip.c) -------------------------------------------------------------- */
 
-/* --tar: whether the request asks for its folder as a tar ("download=tar" in the query). */
-bool serve_tar_wanted(const vega_http_request *req);
-/* Answers with the folder fd (taken: closed here), rel its path ("/.../"), as a tar archive
- * streamed chunked. */
-int serve_tar(vega_http_exchange *x, int fd, const char *rel, size_t rel_len);
+enum serve_archive {
+    SERVE_ARCHIVE_NONE,
+    SERVE_ARCHIVE_TAR,
+    SERVE_ARCHIVE_TAR_GZ,
+    SERVE_ARCHIVE_ZIP
+};
+
+/* The archive a request asks for its folder as ("download=tar", "download=tar.gz",
+ * "download=zip" in the query) when --tar, --tar-gz or --zip turned that format on; else
+ * SERVE_ARCHIVE_NONE. */
+enum serve_archive serve_archive_wanted(const vega_http_request *req);
+/* Answers with the folder fd (taken: closed here), rel its path ("/.../"), as an archive of
+ * that kind streamed chunked. */
+int serve_archive(vega_http_exchange *x, int fd, const char *rel, size_t rel_len,
+                  enum serve_archive kind);
 
 /* ---- ws_echo.c ---------------------------------------------------------------------------- */
 
