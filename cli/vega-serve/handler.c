@@ -236,7 +236,10 @@ int serve_handle(vega_http_exchange *x, void *user)
     /* A preflight carries no credentials (Fetch standard): answered before the check. */
     if (serve_o.cors && req->method == VEGA_HTTP_METHOD_OPTIONS)
         return answer_options(x);
-    if (!serve_auth_ok(req))
+    int auth = serve_auth_check(req);
+    if (auth < 0)
+        return serve_simple(x, 503, NULL, 0);
+    if (auth == 0)
         return serve_auth_challenge(x);
     if (serve_o.ws_echo && plen == strlen(serve_o.ws_echo) &&
         memcmp(path, serve_o.ws_echo, plen) == 0)
