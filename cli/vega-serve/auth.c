@@ -112,7 +112,10 @@ int serve_auth_add(const char *spec)
     const char *why;
     int h = serve_pw_parse(pw, pl, &p, &why);
     if (h < 0) {
-        cli_err("--auth", "%s", why);
+        cli_err("--auth", "%s%s", why,
+                pw[0] == '$' ? " (a PASS that starts with '$' is read as a hash: give "
+                               "sha256:HEX of it instead)"
+                             : "");
         return -1;
     }
     if (h == 0 && (pl == 0 || pl > SERVE_AUTH_PASS_MAX)) {

@@ -128,6 +128,10 @@ for u in "abc":
         }
         [[ "$output" == *"users:2:"* ]]
     done
+    # -a: a password that looks like a hash but is none is refused, saying how to give it
+    run timeout 10 "$SERVE" -p 0 -a 'u:$ecret' "$T/root"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"read as a hash"* ]]
     run timeout 10 "$SERVE" --hash-password u </dev/null
     [ "$status" -eq 2 ]
     [[ "$output" == *'expected a password'* ]]
