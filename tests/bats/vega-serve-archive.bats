@@ -3,7 +3,8 @@
 # vega-serve --tar-gz and --zip (folder downloads beyond --tar, which vega-serve-flags.bats
 # covers), checked with the real tools: gzip, tar, unzip, zipinfo and python's zipfile; the
 # same path rules as --tar (no dotfiles, no symlinks, inside or out of the root); ZIP64 records
-# (forced by $VEGA_SERVE_ZIP64=1, and, with VEGA_SLOW_TESTS=1, a real 4.1 GiB sparse file).
+# (forced by $VEGA_SERVE_ZIP64=1, and, with VEGA_SLOW_TESTS=1, a real 4.4 GB sparse file and a
+# folder of 65540 files).
 # Loopback only, port 0.
 
 load helpers
@@ -226,4 +227,31 @@ print("ok")
 ' "$T/tail"
     [ "$status" -eq 0 ]
     [ "$output" = ok ]
+}
+
+@test "--zip: 65541 entries get the ZIP64 end records (VEGA_SLOW_TESTS=1)" {
+    [ "${VEGA_SLOW_TESTS:-0}" = 1 ] || skip "65540 files (about 5 s): VEGA_SLOW_TESTS=1"
+    mkdir -p "$T/many/m"
+    command -p python3 -c '
+import sys
+for i in range(65540):
+    open("%s/f%05d" % (sys.argv[1], i), "w").close()
+' "$T/many/m"
+    start_bg "$T/many.log" "$SERVE" -p 0 --workers 1 --zip "$T/many"
+    local p
+    p="$(port_of "$T/many.log")"
+    run curl -sS --max-time 60 -o "$T/m.zip" "http://127.0.0.1:$p/m/?download=zip"
+    [ "$status" -eq 0 ]
+    unzip -tq "$T/m.zip"
+    run command -p python3 -c '
+import struct, sys, zipfile
+b = open(sys.argv[1], "rb").read()
+assert struct.unpack("<HH", b[-14:-10]) == (0xFFFF, 0xFFFF)
+assert b[-42:-38] == b"PK\x06\x07"
+z = zipfile.ZipFile(sys.argv[1])
+assert z.testzip() is None
+print(len(z.infolist()))
+' "$T/m.zip"
+    [ "$status" -eq 0 ]
+    [ "$output" = 65541 ]
 }
