@@ -17,7 +17,7 @@ VEGA_APT_PACKAGES=(
     bats                                    # CLI tests (tests/bats)
     curl python3                            # CLI tests: peers to talk to
     dnsmasq-base                            # DNS resolver tests: a real server on loopback
-    brotli zstd gzip                        # compression tests: the reference CLIs
+    brotli zstd gzip unzip                  # compression tests: the reference CLIs (unzip: vega-serve --zip)
     openssl gnutls-bin                      # TLS interop tests: real peers
     nginx-light caddy wrk                   # HTTP interop tests and benchmarks: real peers
     chromium fonts-dejavu-core              # HTTP interop: a real browser, headless

@@ -120,12 +120,13 @@ static int serve_dir(vega_http_exchange *x, int fd, bool plain, char *norm, size
         close(fd);
         return redirect_slash(x, norm, n);
     }
-    if (serve_tar_wanted(vega_http_exchange_request(x))) {
+    enum serve_archive ak = serve_archive_wanted(vega_http_exchange_request(x));
+    if (ak != SERVE_ARCHIVE_NONE) {
         if (!serve_o.listing) { /* an archive shows what a listing would */
             close(fd);
             return serve_simple(x, 403, NULL, 0);
         }
-        return serve_tar(x, fd, norm, n);
+        return serve_archive(x, fd, norm, n, ak);
     }
     /* The directory's path is kept as the key: norm itself becomes the file's path. */
     char key[SERVE_PATH_MAX + 16];
@@ -235,7 +236,10 @@ int serve_handle(vega_http_exchange *x, void *user)
     /* A preflight carries no credentials (Fetch standard): answered before the check. */
     if (serve_o.cors && req->method == VEGA_HTTP_METHOD_OPTIONS)
         return answer_options(x);
-    if (!serve_auth_ok(req))
+    int auth = serve_auth_check(req);
+    if (auth < 0)
+        return serve_simple(x, 503, NULL, 0);
+    if (auth == 0)
         return serve_auth_challenge(x);
     if (serve_o.ws_echo && plen == strlen(serve_o.ws_echo) &&
         memcmp(path, serve_o.ws_echo, plen) == 0)
@@ -274,7 +278,7 @@ int serve_handle(vega_http_exchange *x, void *user)
         return serve_put(x, norm, (size_t)n);
     if (post)
         return serve_post(x, norm, (size_t)n);
-    if (serve_o.cache && !serve_tar_wanted(req)) {
+    if (serve_o.cache && serve_archive_wanted(req) == SERVE_ARCHIVE_NONE) {
         const struct serve_cache_entry *ce = serve_cache_get(norm, (size_t)n, req->start);
         if (ce && entry_fits(x, ce)) {
             int e = serve_file_cached(x, ce);

@@ -257,9 +257,16 @@ static void html(struct sbuf *b, const char *rel, size_t rel_len, const struct e
         sbuf_addf(b, "</td><td class=\"s\">%s</td><td>%s</td></tr>\n", size, date);
     }
     sbuf_adds(b, "</table>\n");
-    if (serve_o.tar)
-        sbuf_adds(b,
-                  "<p><a href=\"?download=tar\" download>Download this folder as .tar</a></p>\n");
+    if (serve_o.tar || serve_o.tar_gz || serve_o.zip) {
+        sbuf_adds(b, "<p class=\"dl\">Download this folder as");
+        if (serve_o.tar)
+            sbuf_adds(b, " <a href=\"?download=tar\" download>.tar</a>");
+        if (serve_o.tar_gz)
+            sbuf_adds(b, " <a href=\"?download=tar.gz\" download>.tar.gz</a>");
+        if (serve_o.zip)
+            sbuf_adds(b, " <a href=\"?download=zip\" download>.zip</a>");
+        sbuf_adds(b, "</p>\n");
+    }
     /* Relative actions: the form posts to this folder (under --random-route too). */
     if (serve_o.upload)
         sbuf_adds(b, "<form method=\"post\" action=\"./\" enctype=\"multipart/form-data\">"

@@ -69,6 +69,10 @@ static const char usage_text[] =
     "      --tar               a folder's ?download=tar is the folder as a tar archive,\n"
     "                          streamed (regular files and folders; no symlinks; dotfiles\n"
     "                          only with --hidden); listings link to it\n"
+    "      --tar-gz            the same for ?download=tar.gz (gzip-compressed tar)\n"
+    "      --zip               the same for ?download=zip (deflated; ZIP64 past 4 GiB or\n"
+    "                          65535 entries; already-compressed types and files of 2 GiB\n"
+    "                          and more are stored)\n"
     "      --random-route      serve only under a random /XXXXXX/ prefix (printed at start;\n"
     "                          everything else 404)\n"
     "  -H, --header 'NAME: VALUE'  add this field to every response (repeatable)\n"
@@ -80,11 +84,20 @@ static const char usage_text[] =
     "\n"
     "Access:\n"
     "  -a, --auth USER:PASS    HTTP Basic auth: this user may (repeatable); PASS may also be\n"
-    "                          sha256:HEX, the hex SHA-256 of the password\n"
-    "      --auth-file FILE    users from FILE, one 'USER:sha256:HEX' a line ('#' comments);\n"
-    "                          plain passwords are refused, bcrypt is not supported (libcrypto\n"
-    "                          has none). Make a line: printf 'USER:sha256:%s\\n' \\\n"
-    "                          \"$(printf %s PASS | sha256sum | cut -d' ' -f1)\"\n"
+    "                          a hash as in --auth-file\n"
+    "      --auth-file FILE    users from FILE, one 'USER:HASH' a line ('#' comments): bcrypt\n"
+    "                          ($2y$/$2b$, htpasswd -B), sha512-crypt ($6$, mkpasswd, openssl\n"
+    "                          passwd -6), sha256-crypt ($5$), yescrypt ($y$),\n"
+    "                          $pbkdf2-sha256$ROUNDS$SALT$HASH and\n"
+    "                          $scrypt$ln=L,r=R,p=P$SALT$HASH (passlib), or sha256:HEX\n"
+    "                          (unsalted); plain passwords are refused\n"
+    "      --hash-password USER  read a password from stdin, print 'USER:HASH' for\n"
+    "                          --auth-file, and exit\n"
+    "      --hash-scheme S     its scheme: bcrypt (default, cost 10), pbkdf2 (600000 rounds),\n"
+    "                          yescrypt or sha512-crypt\n"
+    "      --auth-cache N      slow hashes are checked on the blocking pool; this many recent\n"
+    "                          (user, password) successes are kept so that each request does\n"
+    "                          not run one again (default 256; 0: none)\n"
     "      --realm TEXT        the realm of the 401 challenge (default vega-serve)\n"
     "                          With users, every request (files, listings, --ws-echo) needs\n"
     "                          them, else 401; not the --metrics listener. Over plain HTTP the\n"
@@ -199,6 +212,11 @@ enum {
     OPT_OVERWRITE,
     OPT_MKDIR,
     OPT_TAR,
+    OPT_TAR_GZ,
+    OPT_ZIP,
+    OPT_AUTH_CACHE,
+    OPT_HASH_PASSWORD,
+    OPT_HASH_SCHEME,
 };
 
 static const struct option long_opts[] = {
@@ -254,6 +272,11 @@ static const struct option long_opts[] = {
     {"overwrite", no_argument, NULL, OPT_OVERWRITE},
     {"mkdir", no_argument, NULL, OPT_MKDIR},
     {"tar", no_argument, NULL, OPT_TAR},
+    {"tar-gz", no_argument, NULL, OPT_TAR_GZ},
+    {"zip", no_argument, NULL, OPT_ZIP},
+    {"auth-cache", required_argument, NULL, OPT_AUTH_CACHE},
+    {"hash-password", required_argument, NULL, OPT_HASH_PASSWORD},
+    {"hash-scheme", required_argument, NULL, OPT_HASH_SCHEME},
     {NULL, 0, NULL, 0},
 };
 
@@ -401,6 +424,7 @@ static void parse_args(int argc, char **argv)
     uint64_t v;
     int c;
     bool want_tls = false;
+    const char *hash_user = NULL, *hash_scheme = "bcrypt";
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":p:b:l:H:a:vqh", long_opts, NULL)) != -1) {
         switch (c) {
@@ -594,6 +618,28 @@ static void parse_args(int argc, char **argv)
         case OPT_TAR:
             serve_o.tar = true;
             break;
+        case OPT_TAR_GZ:
+            serve_o.tar_gz = true;
+            break;
+        case OPT_ZIP:
+            serve_o.zip = true;
+            break;
+        case OPT_AUTH_CACHE:
+            if (cli_parse_uint(optarg, 0, 100000, &v) < 0)
+                cli_usage_error("--auth-cache: expected 0..100000, got '%s'", optarg);
+            serve_o.auth_cache = v;
+            break;
+        case OPT_HASH_PASSWORD:
+            hash_user = optarg;
+            break;
+        case OPT_HASH_SCHEME:
+            if (strcmp(optarg, "bcrypt") != 0 && strcmp(optarg, "pbkdf2") != 0 &&
+                strcmp(optarg, "yescrypt") != 0 && strcmp(optarg, "sha512-crypt") != 0)
+                cli_usage_error("--hash-scheme: expected bcrypt, pbkdf2, yescrypt or "
+                                "sha512-crypt, got '%s'",
+                                optarg);
+            hash_scheme = optarg;
+            break;
         case ':':
             cli_usage_error("option '%s' needs a value", argv[optind - 1]);
         default:
@@ -602,6 +648,10 @@ static void parse_args(int argc, char **argv)
             cli_usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
+    if (hash_user)
+        exit(serve_hash_password(hash_user, hash_scheme));
+    if (serve_auth_cache_init() < 0)
+        exit(2);
     serve_o.tls = want_tls;
     if (!want_tls)
         serve_o.http3 = false; /* QUIC is TLS: nothing to serve it with */

@@ -87,6 +87,7 @@ struct serve_opts {
     bool spa;                        /* --spa: a missing route answers the root's index with 200 */
     bool cors;                       /* --cors: Access-Control-Allow-Origin: * and preflights */
     const char *realm;               /* --realm for Basic auth (users: auth.c) */
+    size_t auth_cache;               /* --auth-cache: slow-hash successes kept (0: none) */
     char route[SERVE_ROUTE_LEN + 2]; /* --random-route: "/XXXXXX"; "" when off */
     size_t route_len;
     bool upload;             /* --upload: PUT and multipart POST write files */
@@ -94,6 +95,8 @@ struct serve_opts {
     bool overwrite;          /* --overwrite: an upload may replace a file */
     uint64_t upload_max;     /* --upload-max: one request body at most */
     bool tar;                /* --tar: ?download=tar on a folder streams it as a tar */
+    bool tar_gz;             /* --tar-gz: ?download=tar.gz, the same through gzip */
+    bool zip;                /* --zip: ?download=zip, a streamed ZIP */
     bool cache;              /* --no-cache turns off */
     uint64_t cache_size;     /* --cache-size: all entries together */
     uint64_t cache_max_file; /* --cache-max-file: the largest file cached */
@@ -180,15 +183,24 @@ int serve_handle(vega_http_exchange *x, void *user);
 
 /* ---- auth.c ------------------------------------------------------------------------------- */
 
-/* -a USER:PASSWORD or USER:sha256:HEX. Returns 0, or -1 after saying why. */
+/* -a USER:PASSWORD or USER:HASH (passwd.h's forms). Returns 0, or -1 after saying why. */
 int serve_auth_add(const char *spec);
-/* --auth-file: lines USER:sha256:HEX ('#' comments, blank lines); plain passwords and bcrypt
+/* --auth-file: lines USER:HASH ('#' comments, blank lines): sha256:HEX, crypt(3) hashes
+ * (bcrypt, sha512-crypt, sha256-crypt, yescrypt), $pbkdf2-sha256$, $scrypt$; plain passwords
  * refused. Returns 0, or -1 after saying why (with the line). */
 int serve_auth_load_file(const char *path);
+/* After the users are read: the cache of slow-hash successes (serve_o.auth_cache entries) when
+ * some user has a slow hash. Returns 0, or -1 after saying why. */
+int serve_auth_cache_init(void);
 /* How many users there are (0: no auth). */
 size_t serve_auth_users(void);
-/* Whether the request carries the Basic credentials of a user (always true without users). */
-bool serve_auth_ok(const vega_http_request *req);
+/* Whether the request carries the Basic credentials of a user (always 1 without users): 1
+ * yes, 0 no, negative: a slow hash could not be run (the blocking pool is full: 503). May
+ * suspend (a slow hash runs on the blocking pool). Context: inside a task. */
+int serve_auth_check(const vega_http_request *req);
+/* --hash-password USER: reads a password (one line) from stdin, without echo on a terminal,
+ * and prints "USER:HASH" of scheme (serve_pw_hash). Returns the exit code. */
+int serve_hash_password(const char *user, const char *scheme);
 /* Answers 401 with WWW-Authenticate: Basic realm="--realm". */
 int serve_auth_challenge(vega_http_exchange *x);
 
@@ -201,13 +213,23 @@ int serve_put(vega_http_exchange *x, const char *norm, size_t n);
  * "mkdir=NAME"; 303 to the listing when done. */
 int serve_post(vega_http_exchange *x, const char *norm, size_t n);
 
-/* ---- tar.c -------------------------------------------------------------------------------- */
+/* ---- archive.c (tar.c, zip.c) -------------------------------------------------------------- */
 
-/* --tar: whether the request asks for its folder as a tar ("download=tar" in the query). */
-bool serve_tar_wanted(const vega_http_request *req);
-/* Answers with the folder fd (taken: closed here), rel its path ("/.../"), as a tar archive
- * streamed chunked. */
-int serve_tar(vega_http_exchange *x, int fd, const char *rel, size_t rel_len);
+enum serve_archive {
+    SERVE_ARCHIVE_NONE,
+    SERVE_ARCHIVE_TAR,
+    SERVE_ARCHIVE_TAR_GZ,
+    SERVE_ARCHIVE_ZIP
+};
+
+/* The archive a request asks for its folder as ("download=tar", "download=tar.gz",
+ * "download=zip" in the query) when --tar, --tar-gz or --zip turned that format on; else
+ * SERVE_ARCHIVE_NONE. */
+enum serve_archive serve_archive_wanted(const vega_http_request *req);
+/* Answers with the folder fd (taken: closed here), rel its path ("/.../"), as an archive of
+ * that kind streamed chunked. */
+int serve_archive(vega_http_exchange *x, int fd, const char *rel, size_t rel_len,
+                  enum serve_archive kind);
 
 /* ---- ws_echo.c ---------------------------------------------------------------------------- */
 

@@ -24,6 +24,7 @@ void serve_defaults(void)
     serve_o.etag = true;
     serve_o.last_modified = true;
     serve_o.realm = "vega-serve";
+    serve_o.auth_cache = 256;
     serve_o.upload_max = (uint64_t)1 << 30;
     serve_o.cache_size = 64u << 20;
     serve_o.cache_max_file = 64u << 10;

@@ -85,9 +85,45 @@ listing() {
     grep -q 'sub dir' <<<"$dom" || { echo "sub dir missing"; return 1; }
 }
 
-start_vega_serve "$ROOT" || exit 1
+# sorted_listing: files/sub dir/ sorted by size, largest first, with the archive links on: the
+# DOM has the breadcrumbs, the parent link, the sort links (Size flips to ascending), the
+# three archive links and the rows in size order; the screenshot is a 640x480 PNG (IHDR) with
+# text on it (neither blank nor one colour).
+sorted_listing() {
+    local url="http://127.0.0.1:$SERVE_PORT/files/sub%20dir/?sort=size&order=desc"
+    local dom shot="${VEGA_LISTING_SHOT:-$WORK/listing.png}" want white
+    dom="$(chrome "$url" --dump-dom)" || return 1
+    for want in '<h1>Index of <a href="../../">/</a><a href="../">files/</a>sub dir/</h1>' \
+        '<a href="../">../</a>' 'href="?sort=name&amp;order=asc"' \
+        'href="?sort=size&amp;order=asc"' 'href="?sort=mtime&amp;order=asc"' \
+        'href="?download=tar"' 'href="?download=tar.gz"' 'href="?download=zip"'; do
+        grep -qF -- "$want" <<<"$dom" || { echo "missing in the DOM: $want"; echo "$dom"; return 1; }
+    done
+    # the rows, largest first
+    [ "$(grep -oE '(big|mid|small)\.txt</a>' <<<"$dom" | tr -d '\n')" = \
+        'big.txt</a>mid.txt</a>small.txt</a>' ] || { echo "rows not by size: $dom"; return 1; }
+    chrome "$url" --screenshot="$shot" >/dev/null || return 1
+    command -p python3 -c '
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+assert d[:8] == b"\x89PNG\r\n\x1a\n" and d[12:16] == b"IHDR", "not a PNG"
+w, h = struct.unpack(">II", d[16:24])
+assert (w, h) == (640, 480), "size %dx%d" % (w, h)
+print("PNG %dx%d" % (w, h))
+' "$shot" || return 1
+    white="$(command -p python3 "$PNG" "$shot" ffffff)" || return 1
+    echo "share of white pixels: $white"
+    awk -v s="$white" 'BEGIN { exit !(s > 0.5 && s < 0.995) }'
+}
+
+mkdir -p "$ROOT/files/sub dir"
+head -c 5000 /dev/zero >"$ROOT/files/sub dir/big.txt"
+head -c 100 /dev/zero >"$ROOT/files/sub dir/mid.txt"
+printf 'x' >"$ROOT/files/sub dir/small.txt"
+start_vega_serve "$ROOT" --tar --tar-gz --zip || exit 1
 check "chromium: page over http (DOM + screenshot)" page http
 check "chromium: listing over http" listing http
+check "chromium: sorted listing with breadcrumbs and archive links (DOM + screenshot)" sorted_listing
 iop_cleanup
 
 # h2page: h2.html over https; every file whole (size and SHA-256) and everything over h2.

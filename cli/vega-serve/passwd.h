@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* vega-serve: stored password forms (passwd.c) for auth.c and --hash-password. */
+#ifndef VEGA_SERVE_PASSWD_H
+#define VEGA_SERVE_PASSWD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SERVE_PW_SHA256_LEN 32
+
+enum serve_pw_kind {
+    SERVE_PW_SHA256, /* sha256:HEX: unsalted, fast */
+    SERVE_PW_CRYPT,  /* a crypt(3) hash: bcrypt, sha512-crypt, sha256-crypt, yescrypt */
+    SERVE_PW_PBKDF2, /* $pbkdf2-sha256$ROUNDS$SALT$HASH (passlib) */
+    SERVE_PW_SCRYPT  /* $scrypt$ln=L,r=R,p=P$SALT$HASH (passlib) */
+};
+
+struct serve_pw {
+    enum serve_pw_kind kind;
+    uint8_t sha256[SERVE_PW_SHA256_LEN];
+    char *setting; /* CRYPT: the whole hash (owned) */
+    uint8_t salt[64], dk[64];
+    size_t salt_len, dk_len;
+    uint32_t rounds; /* PBKDF2 */
+    uint64_t n;      /* SCRYPT: N = 2^ln */
+    uint32_t r, p;   /* SCRYPT */
+};
+
+/* Parses s[0, len) as a stored password. Returns 1 (pw filled; free with serve_pw_free), 0
+ * (none of the forms: a plain password), or -1 with *why saying what is wrong. */
+int serve_pw_parse(const char *s, size_t len, struct serve_pw *pw, const char **why);
+void serve_pw_free(struct serve_pw *pw);
+/* Whether checking costs a slow hash (everything but sha256:). */
+bool serve_pw_slow(const struct serve_pw *pw);
+/* The scheme's name for messages ("bcrypt", "pbkdf2-sha256", ...). */
+const char *serve_pw_name(const struct serve_pw *pw);
+/* Whether pass[0, len) is the password: constant time in the comparison; slow (tens to hundreds
+ * of ms) for every kind but SHA256. Any thread; never suspends. */
+bool serve_pw_verify(const struct serve_pw *pw, const uint8_t *pass, size_t len);
+/* A new hash of pass for scheme "bcrypt" (cost 10), "pbkdf2" (600000 rounds, 16-byte salt),
+ * "yescrypt" or "sha512-crypt"; malloc'd, NULL on an unknown scheme or failure. */
+char *serve_pw_hash(const char *scheme, const char *pass, size_t len);
+
+#endif
