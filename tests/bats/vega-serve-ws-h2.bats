@@ -4,15 +4,17 @@
 # client (tests/bats/ws/h2_client.py writes the WebSocket frames by hand): the setting
 # advertised, 200 without Sec-WebSocket-Accept, echoes with and without permessage-deflate, the
 # close handshake ending the stream, a stalled WebSocket stream beside a GET that completes,
-# and no setting without a WebSocket route. Loopback, h2c (prior knowledge).
+# and no setting without a WebSocket route. Loopback, h2c (prior knowledge). Then headless
+# Chromium loads a page over https (ALPN h2) that opens wss:// to the same origin: the access
+# log shows the WebSocket went as an extended CONNECT on HTTP/2, not as an HTTP/1.1 Upgrade.
 
 load helpers
 
-start_serve() { # NAME ARGS...: a vega-serve on a free port; sets PORT_<NAME>
+start_serve() { # NAME ARGS...: a vega-serve on a free port, written to $BATS_FILE_TMPDIR/NAME.port
     local name="$1"
     shift
     local log="$BATS_FILE_TMPDIR/$name.log"
-    ("$SERVE" -p 0 --h2c "$@" "$BATS_FILE_TMPDIR/root" 2>"$log" 3>&- </dev/null &
+    ("$SERVE" -p 0 "$@" "$BATS_FILE_TMPDIR/root" 2>"$log" 3>&- </dev/null &
         echo $! >"$BATS_FILE_TMPDIR/$name.pid")
     local i
     for ((i = 0; i < 200; i++)); do
@@ -30,8 +32,9 @@ setup_file() {
     export SERVE
     mkdir -p "$BATS_FILE_TMPDIR/root"
     head -c 300000 /dev/urandom >"$BATS_FILE_TMPDIR/root/big.bin"
-    start_serve ws --ws-echo /ws
-    start_serve plain
+    cp "$BATS_TEST_DIRNAME/ws/chromium_page.html" "$BATS_FILE_TMPDIR/root/ws.html"
+    start_serve ws --h2c --ws-echo /ws
+    start_serve plain --h2c
 }
 
 teardown_file() {
@@ -90,4 +93,36 @@ client() {
     echo "$output"
     [ "$status" -eq 0 ]
     [[ "$output" == *"server ENABLE_CONNECT_PROTOCOL: 0"* ]]
+}
+
+@test "headless Chromium on an https page opens wss:// over HTTP/2 (extended CONNECT), compressed" {
+    need_h2
+    if ! command -v chromium >/dev/null; then
+        [ -z "${CI:-}" ] || { echo "chromium missing" >&2; return 1; }
+        skip "chromium is not installed"
+    fi
+    local acc="$BATS_FILE_TMPDIR/access.log"
+    start_serve tls --tls --no-http3 --ws-echo /ws --access-log "$acc"
+    # Chromium uses RFC 8441 when it has an HTTP/2 connection to the origin whose SETTINGS
+    # allow it: the page's own. ?big-last: Chromium 156 was seen (2 runs in 4) not to send the
+    # message queued right behind the 1 MiB one over HTTP/2 -- the server's stream got no DATA
+    # for it (HTTP/1.1 never showed it) -- so the large one goes last here.
+    run timeout 60 /usr/bin/python3 "$BATS_TEST_DIRNAME/ws/chromium_result.py" \
+        "https://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/tls.port")/ws.html?big-last" \
+        "$BATS_TEST_TMPDIR/profile" --ignore-certificate-errors
+    echo "$output"
+    # the exchange is logged when the handler returns, which may be after the page's onclose
+    local i
+    for ((i = 0; i < 100; i++)); do
+        grep -q '"CONNECT /ws HTTP/2.0"' "$acc" && break
+        sleep 0.05
+    done
+    cat "$acc"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"RESULT: ok echoed 6/6 bad [] close 1000 clean true"* ]]
+    [[ "$output" == *"extensions [permessage-deflate"* ]]
+    grep -q '"GET /ws.html?big-last HTTP/2.0" 200' "$acc"
+    grep -q '"CONNECT /ws HTTP/2.0" 200' "$acc"
+    run grep -c 'GET /ws HTTP/1.1' "$acc"
+    [ "$output" = "0" ]
 }
