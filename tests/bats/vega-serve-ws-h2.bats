@@ -106,7 +106,8 @@ client() {
     # Chromium uses RFC 8441 when it has an HTTP/2 connection to the origin whose SETTINGS
     # allow it: the page's own. ?big-last: Chromium 156 was seen (2 runs in 4) not to send the
     # message queued right behind the 1 MiB one over HTTP/2 -- the server's stream got no DATA
-    # for it (HTTP/1.1 never showed it) -- so the large one goes last here.
+    # for it (HTTP/1.1 never showed it), and Chromium's net log shows it never framed it, with
+    # send window to spare (docs/ARCHITECTURE.md) -- so the large one goes last here.
     run timeout 60 /usr/bin/python3 "$BATS_TEST_DIRNAME/ws/chromium_result.py" \
         "https://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/tls.port")/ws.html?big-last" \
         "$BATS_TEST_TMPDIR/profile" --ignore-certificate-errors
