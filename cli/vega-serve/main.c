@@ -117,7 +117,10 @@ static const char usage_text[] =
     "\n"
     "WebSocket:\n"
     "      --ws-echo PATH      a WebSocket echo endpoint at PATH (e.g. /ws): every message comes\n"
-    "                          back as it was sent (permessage-deflate when the client offers it)\n"
+    "                          back as it was sent (permessage-deflate when the client offers "
+    "it);\n"
+    "                          over HTTP/1.1 (Upgrade) and HTTP/2 (RFC 8441 extended CONNECT:\n"
+    "                          SETTINGS_ENABLE_CONNECT_PROTOCOL is then advertised)\n"
     "\n"
     "Logs:\n"
     "      --access-log FILE   one line per request to FILE (appended; '-' = stdout)\n"
@@ -1115,6 +1118,9 @@ static void *main_task(void *arg)
     /* one kind of listener: --no-http2 is about TLS, --h2c about cleartext */
     h2o.disable = serve_o.tls ? !serve_o.http2 : !serve_o.h2c;
     h2o.h2c = serve_o.h2c;
+    /* RFC 8441: an HTTP/2 client may open --ws-echo on its connection (extended CONNECT);
+     * advertised only when there is a WebSocket route to answer it */
+    h2o.websocket = serve_o.ws_echo != NULL;
     r = vega_http_server_set_h2(srv, &h2o);
     if (r < 0) {
         cli_err_code("server", r);

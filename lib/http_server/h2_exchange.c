@@ -67,7 +67,12 @@ static vega_ssize h2_read(struct vega_http_exchange *x, void *buf, size_t len, v
         if (rc < 0)
             return rc;
     }
-    dl = dl_min(dl, vega_deadline_in_ns(h->srv->o.body_timeout_ns));
+    return vega__h2s_read(r, buf, len, dl_min(dl, vega_deadline_in_ns(h->srv->o.body_timeout_ns)));
+}
+
+vega_ssize vega__h2s_read(struct h2s_req *r, void *buf, size_t len, vega_deadline dl)
+{
+    struct h2s_conn *h = r->h;
     vega__h2s_lock(h);
     for (;;) {
         vega_ssize got = 0;
@@ -368,6 +373,15 @@ static uint8_t *small_room(struct h2s_req *r, size_t len, bool *ok)
     if (!vega__fits(r->small_len, len, r->small_cap))
         return NULL;
     return r->small + r->small_len;
+}
+
+int vega__h2s_send(struct h2s_req *r, const void *p, size_t n, bool end, vega_deadline dl)
+{
+    dl = wdl(r, dl);
+    int rc = flush_small(r, false, dl);
+    if (rc == 0 && (n || end))
+        rc = offer(r, p, n, end, false, true, dl);
+    return rc;
 }
 
 static int fail(struct vega_http_exchange *x, int rc)

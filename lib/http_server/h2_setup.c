@@ -10,11 +10,19 @@
 
 /* ---- options --------------------------------------------------------------------------------- */
 
+/* Layout 1 ends where version 2's websocket starts. */
+#define H2S_OPTS_V1_SIZE offsetof(vega_http_server_h2_opts, websocket)
+
+static size_t opts_size(int opts_version)
+{
+    return opts_version == 1 ? H2S_OPTS_V1_SIZE : sizeof(vega_http_server_h2_opts);
+}
+
 void vega_http_server_h2_opts_init_versioned(vega_http_server_h2_opts *o, int opts_version)
 {
-    if (opts_version != VEGA_HTTP_SERVER_H2_OPTS_VERSION)
+    if (opts_version < 1 || opts_version > VEGA_HTTP_SERVER_H2_OPTS_VERSION)
         VEGA_PANIC("vega_http_server_h2_opts_init: unknown layout version %d", opts_version);
-    memset(o, 0, sizeof *o);
+    memset(o, 0, opts_size(opts_version));
 }
 
 #define H2S_MAX_WINDOW 0x7fffffffu /* RFC 9113 §6.9.1: 2^31 - 1 */
@@ -46,6 +54,8 @@ void vega__h2s_core_opts(const vega_http_server *srv, vega_h2_opts *o)
     /* the same limits as an HTTP/1.1 head: a larger section is answered 431 by the core */
     o->max_header_list_size = (uint32_t)VEGA__MIN(srv->o.limits.max_field_section, UINT32_MAX);
     o->max_fields = (uint32_t)VEGA__MIN(srv->o.limits.max_fields, UINT32_MAX);
+    /* RFC 8441 §3: only a server that will answer extended CONNECT says so */
+    o->enable_connect_protocol = h->websocket;
     o->mem = srv->o.mem;
 }
 
@@ -61,8 +71,15 @@ int vega__h2s_alpn(vega_http_server *srv)
 int vega_http_server_set_h2_versioned(vega_http_server *srv, const vega_http_server_h2_opts *o,
                                       int opts_version)
 {
-    if (!srv || !o || opts_version != VEGA_HTTP_SERVER_H2_OPTS_VERSION)
+    if (!srv || !o || opts_version < 1 || opts_version > VEGA_HTTP_SERVER_H2_OPTS_VERSION)
         return -EINVAL;
+    vega_http_server_h2_opts latest;
+    /* API rules: ABI: an older layout's prefix, the rest zero */
+    if (opts_version < VEGA_HTTP_SERVER_H2_OPTS_VERSION) {
+        memset(&latest, 0, sizeof latest);
+        memcpy(&latest, o, opts_size(opts_version));
+        o = &latest;
+    }
     if (o->initial_window_size > H2S_MAX_WINDOW || o->stream_window_max > H2S_MAX_WINDOW ||
         o->conn_window_max > H2S_MAX_WINDOW || o->header_table_size > UINT32_MAX)
         return -EINVAL;

@@ -6,6 +6,7 @@
 #define VEGA_HTTP_SERVER_H2_INT_H
 
 #include <vega/h2.h>
+#include <vega/websocket.h>
 
 #include "server_int.h"
 
@@ -158,6 +159,24 @@ void vega__h2s_req_unref(struct h2s_req *r);
 /* h2_exchange.c */
 extern const struct srv_xops vega__h2s_xops;
 void *vega__h2s_req_task(void *arg);
+/* Reads request body bytes (DATA) of r: what waits in its queue, else what arrives before dl.
+ * Returns the count, 0 at the peer's END_STREAM, -ECONNRESET (reset), -EPIPE (the connection
+ * ended), VEGA_ERR_PROTO (a malformed body), -ETIMEDOUT, -ECANCELED. No body timeout of its
+ * own (the exchange's read adds it). Context: r's task. */
+vega_ssize vega__h2s_read(struct h2s_req *r, void *buf, size_t len, vega_deadline dl);
+/* Sends p[0..n) as DATA of r at once (not gathered), end: with END_STREAM; returns once the
+ * core copied it (0) or with the error that stopped it. dl is capped by write_timeout. */
+int vega__h2s_send(struct h2s_req *r, const void *p, size_t n, bool end, vega_deadline dl);
+
+/* h2_ws.c: WebSockets over HTTP/2 (RFC 8441) */
+/* Whether x (an HTTP/2 exchange) is an extended CONNECT for a WebSocket. */
+bool vega__h2s_is_websocket(const vega_http_exchange *x);
+/* Answers x 200 with the negotiated proto (plen bytes) and extension response ext ("" for
+ * none), and makes *out over the stream. Returns as vega_http_exchange_accept_websocket. */
+int vega__h2s_accept_websocket(vega_http_exchange *x, const vega_websocket_opts *o,
+                               const char *proto, size_t plen, const char *ext,
+                               const vega_ws_deflate_params *params, vega_websocket **out,
+                               vega_deadline dl);
 
 /* h2_detect.c */
 /* What the first bytes of a connection say. */

@@ -45,7 +45,8 @@ void vega__h2s_req_unref(struct h2s_req *r)
  * the core only for the callback. */
 static size_t head_bytes(const vega_h2_head *hd)
 {
-    size_t n = hd->method.len + hd->path.len + hd->authority.len + hd->scheme.len;
+    size_t n =
+        hd->method.len + hd->path.len + hd->authority.len + hd->scheme.len + hd->protocol.len;
     for (size_t i = 0; i < hd->nfields; i++)
         n += hd->fields[i].name.len + hd->fields[i].value.len;
     return n;
@@ -86,8 +87,10 @@ static void fill_request(struct h2s_req *r, const vega_h2_head *hd, char *w)
     q->target = copy_str(&w, hd->path);
     q->authority = copy_str(&w, hd->authority);
     (void)copy_str(&w, hd->scheme);
+    /* RFC 8441 §4: an extended CONNECT names its resource by :path, as a GET does */
+    q->protocol = copy_str(&w, hd->protocol);
     q->path = q->target;
-    if (q->method == VEGA_HTTP_METHOD_CONNECT)
+    if (q->method == VEGA_HTTP_METHOD_CONNECT && !q->protocol.ptr)
         q->path = (vega_http_str){q->target.ptr ? q->target.ptr : "", 0};
     for (size_t i = 0; i < q->target.len; i++)
         if (q->target.ptr[i] == '?') {

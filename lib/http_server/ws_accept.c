@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* The server's side of the WebSocket opening handshake over HTTP/1.1 (RFC 6455 §4.2): checks
- * the request, answers 101 with Sec-WebSocket-Accept, the selected subprotocol and the
- * permessage-deflate response (RFC 7692), and hands the connection to the driver
- * (ws_session.c). The connection closes when the handler returns. */
+/* The server's side of the WebSocket opening handshake (RFC 6455 §4.2): checks the request,
+ * negotiates the subprotocol and permessage-deflate (RFC 7692) alike for both versions, and
+ * over HTTP/1.1 answers 101 with Sec-WebSocket-Accept and hands the connection to the driver
+ * (ws_session.c; the connection closes when the handler returns); over HTTP/2 (RFC 8441) the
+ * stream is handed over instead (h2_ws.c). */
 #include <stdio.h>
 #include <string.h>
 
+#include "h2_srv_int.h"
 #include "server_int.h"
 #include "ws_drv.h"
 
@@ -24,6 +26,8 @@ bool vega_http_exchange_is_websocket(const vega_http_exchange *x)
     const char *v;
     size_t n;
     char acc[VEGA_WS_ACCEPT_LEN + 1];
+    if (x && x->ops == &vega__h2s_xops)
+        return vega__h2s_is_websocket(x);
     /* §4.2.1: a GET of HTTP/1.1 or higher, "Upgrade" with "websocket", "Connection" with
      * "Upgrade", "Sec-WebSocket-Key" of 16 bytes base64, "Sec-WebSocket-Version" 13. */
     return x && !x->ops && x->req.version == 11 && x->req.method == VEGA_HTTP_METHOD_GET &&
@@ -70,8 +74,9 @@ int vega_http_exchange_accept_websocket_versioned(vega_http_exchange *x,
 {
     if (opts_version != VEGA_WEBSOCKET_OPTS_VERSION || !x || !out)
         return -EINVAL;
-    if (x->ops)
-        return -ENOTSUP;
+    bool h2 = x->ops == &vega__h2s_xops;
+    if (x->ops && !h2)
+        return -ENOTSUP; /* HTTP/3: RFC 9220 is not done */
     if (x->started)
         return VEGA_ERR_CLOSED;
     if (!vega_http_exchange_is_websocket(x))
@@ -80,13 +85,6 @@ int vega_http_exchange_accept_websocket_versioned(vega_http_exchange *x,
     vega_websocket_opts_init(&d);
     if (!o)
         o = &d;
-    const char *key = NULL;
-    size_t klen = 0;
-    (void)field(x, "sec-websocket-key", &key, &klen);
-    char accept[VEGA_WS_ACCEPT_LEN + 1];
-    int rc = vega_ws_handshake_accept(key, klen, accept);
-    if (rc < 0)
-        return rc;
     char ext[160] = "";
     vega_ws_deflate_params params = {0};
     const char *offers;
@@ -100,6 +98,19 @@ int vega_http_exchange_accept_websocket_versioned(vega_http_exchange *x,
     const char *proto;
     size_t plen;
     select_proto(x, o, &proto, &plen);
+    if (h2) {
+        int rc = vega__h2s_accept_websocket(x, o, proto, plen, ext, &params, out, dl);
+        if (rc == 0)
+            vega__websocket_set_subprotocol(*out, proto, plen);
+        return rc;
+    }
+    const char *key = NULL;
+    size_t klen = 0;
+    (void)field(x, "sec-websocket-key", &key, &klen);
+    char accept[VEGA_WS_ACCEPT_LEN + 1];
+    int rc = vega_ws_handshake_accept(key, klen, accept);
+    if (rc < 0)
+        return rc;
     char head[512];
     int n = head_101(accept, proto, plen, ext, head, sizeof head);
     if (n < 0)

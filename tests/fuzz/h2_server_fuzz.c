@@ -6,15 +6,17 @@
  * connection tasks, a task per request, bodies both ways, trailers, resets, timeouts, GOAWAY.
  *
  * Input: byte 0 picks the mode (bit 0: Upgrade instead of prior knowledge; bit 1: one byte
- * writes), byte 1 seeds the split points, the rest is what the client sends after the
- * connection preface's magic (its SETTINGS frame first, then any frames). The input is written in
- * pieces and the client's side is then half-closed. A reader parses everything the server sends
- * and aborts on a violation: every frame is whole, on stream 0 or an odd (client) stream, never
- * longer than the largest SETTINGS_MAX_FRAME_SIZE the client sent (16384 before one); every
- * header block decodes (HPACK, RFC 7541) in order; DATA and trailers only on a stream whose
- * response head came first; after the 101 of an Upgrade the server's SETTINGS come first.
- * The server must end the connection within bounded (virtual) time, and every byte it took
- * from its allocator must be back when it is freed. The runtime runs on the paused clock.
+ * writes; bit 2: WebSockets over HTTP/2 on, RFC 8441, so that an extended CONNECT to /ws reaches
+ * vega_http_exchange_accept_websocket and an echo loop over the stream), byte 1 seeds the split
+ * points, the rest is what the client sends after the connection preface's magic (its SETTINGS
+ * frame first, then any frames). The input is written in pieces and the client's side is then
+ * half-closed. A reader parses everything the server sends and aborts on a violation: every frame
+ * is whole, on stream 0 or an odd (client) stream, never longer than the largest
+ * SETTINGS_MAX_FRAME_SIZE the client sent (16384 before one); every header block decodes (HPACK,
+ * RFC 7541) in order; DATA and trailers only on a stream whose response head came first; after the
+ * 101 of an Upgrade the server's SETTINGS come first. The server must end the connection within
+ * bounded (virtual) time, and every byte it took from its allocator must be back when it is freed.
+ * The runtime runs on the paused clock.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +31,7 @@
 #include <vega/rt.h>
 #include <vega/stream.h>
 #include <vega/test.h>
+#include <vega/websocket.h>
 
 #include "fuzz_target.h"
 
@@ -138,6 +141,25 @@ static int handler(vega_http_exchange *x, void *user)
         if (rc == 0 && vega_http_response_sendfile(x, file_fd, 0, 100000, dl) < 0)
             rc = -1;
         return rc == 0 ? vega_http_response_finish(x, NULL, 0, dl) : rc;
+    }
+    if (vega_http_str_eq(r->path, "/ws") && vega_http_exchange_is_websocket(x)) {
+        vega_websocket_opts wo;
+        vega_websocket_opts_init(&wo);
+        wo.deflate.enabled = true;
+        wo.max_message_size = 65536;
+        wo.mem = &cmem;
+        vega_websocket *ws;
+        int rc = vega_http_exchange_accept_websocket(x, &wo, &ws, dl);
+        if (rc < 0)
+            return rc;
+        for (;;) {
+            vega_websocket_msg m;
+            if (vega_websocket_recv(ws, &m, dl) < 0 ||
+                vega_websocket_send(ws, m.type, m.data, m.len, dl) < 0)
+                break;
+        }
+        vega_websocket_free(ws);
+        return 0;
     }
     if (vega_http_str_eq(r->path, "/hang"))
         return vega_sleep_ms(100000) < 0 ? -ECANCELED : -EIO;
@@ -307,6 +329,7 @@ static void *main_task(void *arg)
     vega_http_server_h2_opts_init(&h);
     h.h2c = true;
     h.max_concurrent_streams = 16;
+    h.websocket = mode & 4;
     if (vega_http_server_set_h2(srv, &h) < 0)
         fail("set_h2");
     vega_stream *a, *b;

@@ -59,6 +59,10 @@ typedef struct vega_http_request {
     uint64_t conn_id;               /* the connection's number, from 1 in accept order */
     unsigned conn_seq;              /* requests before this one on the connection */
     vega_tstamp start;              /* vega_now() when the request head was complete */
+    /* HTTP/2 extended CONNECT's ":protocol" (RFC 8441 §4; "websocket"), accepted only when
+     * vega_http_server_h2_opts.websocket is on; ptr NULL otherwise. Such a request keeps its
+     * :path in target, path and query. Since 0.1. */
+    vega_http_str protocol;
 } vega_http_request;
 
 /* What the server reports after each exchange (for access logs). */
@@ -243,9 +247,16 @@ typedef struct vega_http_server_h2_opts {
      * connection ends with GOAWAY ENHANCE_YOUR_CALM. 0 = 1000 and 33. */
     uint32_t reset_burst, reset_rate;
     uint32_t glitch_burst, glitch_rate;
+    /* ---- layout version 2 ---- */
+    /* WebSockets over HTTP/2 (RFC 8441): SETTINGS_ENABLE_CONNECT_PROTOCOL = 1 is advertised
+     * and an extended CONNECT with ":protocol" reaches the handler (vega_http_request.protocol),
+     * for vega_http_exchange_accept_websocket to answer. Off by default: a handler that knows
+     * nothing of it would see a CONNECT it does not expect (and might answer it 200). */
+    bool websocket;
 } vega_http_server_h2_opts;
-/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
-#define VEGA_HTTP_SERVER_H2_OPTS_VERSION 1
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended
+ * websocket. */
+#define VEGA_HTTP_SERVER_H2_OPTS_VERSION 2
 
 /* Fills o with the defaults (all zero). Since 0.1. */
 VEGA_API void vega_http_server_h2_opts_init_versioned(vega_http_server_h2_opts *o,

@@ -50,20 +50,27 @@ VEGA_API void vega_websocket_opts_init_versioned(vega_websocket_opts *o, int opt
 #define vega_websocket_opts_init(...)                                                              \
     vega_websocket_opts_init_versioned(__VA_ARGS__, VEGA_WEBSOCKET_OPTS_VERSION)
 
-/* Whether x is a valid WebSocket opening handshake (RFC 6455 §4.2.1): HTTP/1.1 GET with
- * "Upgrade: websocket", "Connection: Upgrade", Sec-WebSocket-Version 13 and a valid
- * Sec-WebSocket-Key. Context: the handler. Since 0.1. */
+/* Whether x is a valid WebSocket opening handshake: over HTTP/1.1 (RFC 6455 §4.2.1) a GET
+ * with "Upgrade: websocket", "Connection: Upgrade", Sec-WebSocket-Version 13 and a valid
+ * Sec-WebSocket-Key; over HTTP/2 (RFC 8441 §4, §5) an extended CONNECT with ":protocol
+ * websocket", :scheme and :path, and Sec-WebSocket-Version 13 (no key: there is no Accept).
+ * Context: the handler. Since 0.1. */
 VEGA_API bool vega_http_exchange_is_websocket(const vega_http_exchange *x);
 
 /*
- * Server: answers x with 101 Switching Protocols (RFC 6455 §4.2.2; subprotocol and
- * permessage-deflate negotiated from o) and makes *out, the WebSocket over x's connection. Use
- * it until done, free it, then return from the handler: the server then closes the connection
- * (no HTTP request follows on it). o: borrowed; NULL = defaults. *out: returns owned.
+ * Server: accepts the WebSocket of x, subprotocol and permessage-deflate negotiated from o
+ * exactly alike over both versions, and makes *out. HTTP/1.1: answers 101 Switching Protocols
+ * (RFC 6455 §4.2.2) and the WebSocket is x's connection; the server closes the connection when
+ * the handler returns (no HTTP request follows on it). HTTP/2 (RFC 8441, the server's
+ * vega_http_server_h2_opts.websocket on): answers 200 without Sec-WebSocket-Accept (§5) and
+ * the WebSocket is x's stream -- its DATA both ways under the stream's flow control, the
+ * peer's END_STREAM read as end of stream, a reset as -ECONNRESET; when the handler returns
+ * our side ends (END_STREAM) and the connection's other streams go on. Use *out until done,
+ * free it, then return from the handler. o: borrowed; NULL = defaults. *out: returns owned.
  * Returns 0; -EINVAL (x is not a WebSocket handshake: answer it, e.g. 400 or 426 with
- * "Sec-WebSocket-Version: 13"); -ENOTSUP (HTTP/2 or HTTP/3: RFC 8441 and RFC 9220 are not
- * done); VEGA_ERR_CLOSED (a response was already started); -ENOMEM; a write error (-EPIPE,
- * -ECONNRESET, -ETIMEDOUT, ...). Context: the handler's task. Suspends. Since 0.1.
+ * "Sec-WebSocket-Version: 13"); -ENOTSUP (HTTP/3: RFC 9220 is not done); VEGA_ERR_CLOSED (a
+ * response was already started); -ENOMEM; a write error (-EPIPE, -ECONNRESET, -ETIMEDOUT, ...).
+ * Context: the handler's task. Suspends. Since 0.1.
  */
 VEGA_API int vega_http_exchange_accept_websocket_versioned(vega_http_exchange *x,
                                                            const vega_websocket_opts *o,

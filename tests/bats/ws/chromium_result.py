@@ -3,7 +3,7 @@
 # protocol (a WebSocket, python3-websockets) until it no longer says "pending", then prints it.
 # --dump-dom cannot wait for a WebSocket page: it dumps at the load event, and with
 # --virtual-time-budget virtual time runs ahead of the network. Bounded: 45 s in all.
-# usage: python3 chromium_result.py URL PROFILE_DIR
+# usage: python3 chromium_result.py URL PROFILE_DIR [CHROMIUM_FLAG...]
 import asyncio
 import json
 import os
@@ -14,14 +14,14 @@ import urllib.request
 
 import websockets
 
-URL, PROFILE = sys.argv[1], sys.argv[2]
+URL, PROFILE, FLAGS = sys.argv[1], sys.argv[2], sys.argv[3:]
 EXPR = "(document.getElementById('result') || {}).textContent || ''"
 
 
 async def main():
     proc = subprocess.Popen(
         ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--user-data-dir=" + PROFILE, "--remote-debugging-port=0", URL],
+         "--user-data-dir=" + PROFILE, "--remote-debugging-port=0"] + FLAGS + [URL],
         stdout=subprocess.DEVNULL, stderr=open(os.path.join(PROFILE + ".log"), "w"))
     end = time.monotonic() + 45
     try:

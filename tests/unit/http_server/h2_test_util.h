@@ -100,7 +100,8 @@ static inline int tc_on_data(void *ud, int32_t id, const uint8_t *d, size_t len,
     if (len)
         memcpy(s->body + s->body_len, d, len);
     s->body_len += len;
-    s->body[s->body_len] = 0;
+    if (s->body) /* NULL while only empty DATA frames came */
+        s->body[s->body_len] = 0;
     if (flags & VEGA_H2_FLAG_END_STREAM)
         s->ended = true;
     if (c->consume)
