@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <vega/tls.h>
+
 #include "proxy.h"
 
 static const char usage_text[] =
@@ -53,7 +55,10 @@ static const char usage_text[] =
     "Chaining:\n"
     "      --upstream URL      every outgoing TCP connection goes through this proxy:\n"
     "                          socks5://[USER:PASS@]HOST:PORT (destinations resolved here),\n"
-    "                          socks5h:// (the upstream resolves names), http:// (CONNECT).\n"
+    "                          socks5h:// (the upstream resolves names), socks4:// (resolved\n"
+    "                          here, IPv4 only), socks4a:// (the upstream resolves names),\n"
+    "                          http:// (CONNECT), https:// (CONNECT over TLS to the upstream,\n"
+    "                          verified against the system CAs or --upstream-cacert).\n"
     "                          --deny-dest still applies: IP destinations exactly, names by the\n"
     "                          addresses they resolve to here; with socks5h:// and http:// a\n"
     "                          name that does not resolve here goes to the upstream, and the\n"
@@ -62,6 +67,8 @@ static const char usage_text[] =
     "                          when it says why, else REP 1 / 502 (bad credentials, upstream\n"
     "                          down: result upstream-auth, upstream-unreachable). UDP ASSOCIATE\n"
     "                          is refused with REP 7 (datagrams would bypass the upstream)\n"
+    "      --upstream-cacert FILE  CA certificates for an https:// upstream\n"
+    "      --upstream-insecure do not verify an https:// upstream's certificate\n"
     "\n"
     "Limits and timeouts (durations take ms, s, m, h; a bare number is seconds):\n"
     "      --connect-timeout T connecting to a destination (default 10s)\n"
@@ -117,6 +124,8 @@ enum {
     OPT_DENY,
     OPT_RULES,
     OPT_UPSTREAM,
+    OPT_UPSTREAM_CACERT,
+    OPT_UPSTREAM_INSECURE,
     OPT_USERS,
     OPT_CONNECT_TIMEOUT,
     OPT_MAX_HEAD,
@@ -136,6 +145,8 @@ static const struct option long_opts[] = {
     {"deny", required_argument, NULL, OPT_DENY},
     {"rules", required_argument, NULL, OPT_RULES},
     {"upstream", required_argument, NULL, OPT_UPSTREAM},
+    {"upstream-cacert", required_argument, NULL, OPT_UPSTREAM_CACERT},
+    {"upstream-insecure", no_argument, NULL, OPT_UPSTREAM_INSECURE},
     {"user", required_argument, NULL, 'u'},
     {"password", required_argument, NULL, 'P'},
     {"users", required_argument, NULL, OPT_USERS},
@@ -165,20 +176,20 @@ static uint64_t duration_arg(const char *opt, const char *v)
     return ns;
 }
 
-/* --upstream URL: socks5://, socks5h:// or http://, with user:password@ if the upstream wants
- * them. */
+/* --upstream URL: socks5://, socks5h://, socks4://, socks4a://, http:// or https://, with
+ * user:password@ if the upstream wants them. */
 static void upstream_parse(struct proxy_opts *o)
 {
+    static const char kinds[] = "socks5://, socks5h://, socks4://, socks4a://, http://, https://";
     if (vega_proxy_url_parse(&o->up_url, o->upstream) < 0)
-        cli_usage_error("--upstream: not a proxy URL (socks5://HOST:PORT, socks5h://, "
-                        "http://): '%s'",
-                        o->upstream);
+        cli_usage_error("--upstream: not a proxy URL (%s): '%s'", kinds, o->upstream);
     vega_proxy_kind k = o->up_url.kind;
-    if (k != VEGA_PROXY_SOCKS5 && k != VEGA_PROXY_SOCKS5H && k != VEGA_PROXY_HTTP)
-        cli_usage_error("--upstream: socks5://, socks5h:// or http:// only, not '%s'", o->upstream);
+    if (k == VEGA_PROXY_NONE)
+        cli_usage_error("--upstream: %s only, not '%s'", kinds, o->upstream);
     if (!strstr(o->upstream, "://"))
-        cli_usage_error("--upstream: say the scheme (socks5://, socks5h://, http://): '%s'",
-                        o->upstream);
+        cli_usage_error("--upstream: say the scheme (%s): '%s'", kinds, o->upstream);
+    if ((o->up_cacert || o->up_insecure) && k != VEGA_PROXY_HTTPS)
+        cli_usage_error("--upstream-cacert and --upstream-insecure are for an https:// upstream");
     vega_proxy_opts_init(&o->up);
     o->up.kind = k;
     o->up.host = o->up_url.host;
@@ -186,6 +197,22 @@ static void upstream_parse(struct proxy_opts *o)
     if (o->up_url.has_user) {
         o->up.user = o->up_url.user;
         o->up.password = o->up_url.password;
+    }
+    if (k == VEGA_PROXY_HTTPS) {
+        static const char *const h1[] = {"http/1.1"};
+        int r = vega_tls_config_new(&o->up.tls, VEGA_TLS_CLIENT);
+        if (r == 0)
+            r = vega_tls_config_set_alpn(o->up.tls, h1, 1);
+        if (r == 0 && o->up_insecure)
+            r = vega_tls_config_set_verify(o->up.tls, VEGA_TLS_VERIFY_NONE);
+        if (r == 0 && o->up_cacert && (r = vega_tls_config_set_ca_file(o->up.tls, o->up_cacert))) {
+            cli_err("--upstream-cacert", "%s: %s", o->up_cacert, vega_strerror(r));
+            exit(CLI_EXIT_USAGE);
+        }
+        if (r < 0) {
+            cli_err_code("--upstream TLS", r);
+            exit(CLI_EXIT_USAGE);
+        }
     }
 }
 
@@ -236,6 +263,12 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
             break;
         case OPT_RULES:
             o->rules_file = optarg;
+            break;
+        case OPT_UPSTREAM_CACERT:
+            o->up_cacert = optarg;
+            break;
+        case OPT_UPSTREAM_INSECURE:
+            o->up_insecure = true;
             break;
         case OPT_UPSTREAM:
             o->upstream = optarg;
@@ -345,6 +378,8 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
         exit(CLI_EXIT_USAGE);
     if (o->upstream)
         upstream_parse(o);
+    else if (o->up_cacert || o->up_insecure)
+        cli_usage_error("--upstream-cacert and --upstream-insecure need an https:// --upstream");
     if (o->nlisten == 0)
         o->listen[o->nlisten++] = "127.0.0.1:1080";
 }
@@ -557,6 +592,7 @@ int main(int argc, char **argv)
         m.code = CLI_EXIT_NET;
     }
     vega_rt_free(rt);
+    vega_tls_config_free(o.up.tls);
     free(o.users);
     rules_free(&o);
     return m.code;

@@ -60,6 +60,8 @@ struct proxy_opts {
     const char *upstream;        /* --upstream URL, as given */
     vega_proxy_opts up;          /* --upstream: every outgoing TCP connection goes through it */
     vega_proxy_url up_url;       /* its parts (up borrows host, user, password from here) */
+    const char *up_cacert;       /* --upstream-cacert: CAs for an https:// upstream */
+    bool up_insecure;            /* --upstream-insecure: its certificate is not verified */
     const char *user, *password; /* -u/-P: one user */
     const char *users_file;      /* --users */
     struct proxy_user *users;    /* -u/-P or --users: credentials required when nusers > 0 */

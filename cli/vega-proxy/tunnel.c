@@ -204,8 +204,113 @@ static int upstream_error(int r, const vega_proxy_reply *rep)
     }
 }
 
+/*
+ * An https:// upstream's tunnel is a TLS stream, which the relay (splice and recv on
+ * descriptors, parks with no task) cannot read. A socket pair stands in for it: the relay
+ * takes one end as its destination, and a bridge copies between the other end and the TLS
+ * stream, passing half-closes on both ways. The bridge is two tasks: the one that copies
+ * towards TLS owns everything; it spawns the other (TLS towards the pair) and joins it at its
+ * end, cancelling it first after a failure. A failure the other way shuts the pair end down,
+ * which wakes the owner. Either way the relay sees a failure as a reset.
+ */
+struct bridge {
+    vega_stream *tls;
+    vega_sock *end;  /* the bridge's end of the pair */
+    vega_task *back; /* copies TLS -> end; joined by the owner */
+    atomic_bool failed;
+};
+
+static void *bridge_back(void *arg)
+{
+    struct bridge *b = arg;
+    char *buf = malloc(RELAY_BUF); /* on the heap: see dir_move */
+    int r = buf ? 0 : -ENOMEM;
+    while (r == 0) {
+        vega_ssize n = vega_stream_read(b->tls, buf, RELAY_BUF, VEGA_DEADLINE_NEVER);
+        if (n == 0) {
+            r = vega_sock_shutdown(b->end, SHUT_WR); /* the destination's half-close */
+            break;
+        }
+        if (n < 0) {
+            r = (int)n;
+            break;
+        }
+        vega_ssize w = vega_sock_write(b->end, buf, (size_t)n, NULL, VEGA_DEADLINE_NEVER);
+        if (w < 0)
+            r = (int)w;
+    }
+    free(buf);
+    if (r < 0 && r != -ECANCELED) {
+        atomic_store(&b->failed, true);
+        vega_sock_shutdown(b->end, SHUT_RDWR); /* wakes the owner; the relay sees the reset */
+    }
+    return NULL;
+}
+
+static void *bridge_main(void *arg)
+{
+    struct bridge *b = arg;
+    char *buf = malloc(RELAY_BUF);
+    int r = buf ? vega_task_spawn(&b->back, bridge_back, b) : -ENOMEM;
+    while (r == 0) {
+        vega_ssize n = vega_sock_read(b->end, buf, RELAY_BUF, VEGA_DEADLINE_NEVER);
+        if (n == 0 && atomic_load(&b->failed))
+            break;
+        if (n == 0) {
+            /* the client's half-close: TLS close_notify; the other way goes on */
+            r = vega_stream_shutdown(b->tls, SHUT_WR, vega_deadline_in_ms(10000));
+            break;
+        }
+        if (n < 0) {
+            r = (int)n;
+            break;
+        }
+        vega_ssize w = vega_stream_write(b->tls, buf, (size_t)n, NULL, VEGA_DEADLINE_NEVER);
+        if (w < 0)
+            r = (int)w;
+    }
+    free(buf);
+    if (r < 0) {
+        vega_sock_shutdown(b->end, SHUT_RDWR);
+        if (b->back)
+            vega_task_cancel(b->back);
+    }
+    if (b->back)
+        vega_task_join(b->back, NULL, VEGA_DEADLINE_NEVER);
+    vega_stream_close(b->tls, vega_deadline_in_ms(1000));
+    vega_sock_close(b->end);
+    free(b);
+    return NULL;
+}
+
+/* Puts a bridge between t and its TLS tunnel tls (taken, also on failure): t->dest becomes the
+ * relay's end of a socket pair. Returns 0 or -errno. */
+static int bridge_start(struct tunnel *t, vega_stream *tls)
+{
+    struct bridge *b = calloc(1, sizeof *b);
+    int r = b ? vega_sock_pair(SOCK_STREAM, &t->dest, &b->end) : -ENOMEM;
+    vega_task *task = NULL;
+    if (r == 0) {
+        b->tls = tls;
+        r = vega_task_spawn(&task, bridge_main, b);
+        if (r < 0) {
+            vega_sock_close(t->dest);
+            vega_sock_close(b->end);
+        }
+    }
+    if (r < 0) {
+        vega_stream_close(tls, 0);
+        free(b);
+        t->dest = NULL;
+        return r;
+    }
+    vega_task_detach(task);
+    return 0;
+}
+
 /* Connects to host:port through --upstream: dest is the socket to the upstream, under the
- * stream the proxy driver returned (no byte of the tunnel is read by the handshake). */
+ * stream the proxy driver returned (no byte of the tunnel is read by the handshake); for an
+ * https:// upstream, the relay's end of a bridge to the TLS stream. */
 static int upstream_connect(struct tunnel *t, const char *host, uint16_t port, vega_deadline dl)
 {
     vega_proxy_reply rep;
@@ -214,10 +319,12 @@ static int upstream_connect(struct tunnel *t, const char *host, uint16_t port, v
         t->dest = vega_stream_sock(t->up_stream);
         if (t->dest)
             return 0;
-        /* only plain upstreams are taken (socks5, socks5h, http): their stream is a socket's */
-        vega_stream_close(t->up_stream, 0);
+        vega_stream *tls = t->up_stream;
         t->up_stream = NULL;
-        return VEGA_ERR_INTERNAL;
+        r = bridge_start(t, tls);
+        if (r < 0)
+            cli_log(1, "%s: upstream bridge: %s", t->peer, vega_strerror(r));
+        return r;
     }
     t->up_stream = NULL;
     if (rep.kind == VEGA_PROXY_NONE && !is_dns_error(r) && r != -ETIMEDOUT && r != -ECANCELED) {
@@ -243,9 +350,10 @@ static int dest_connect(struct tunnel *t, const char *host, uint16_t port, bool 
     const struct proxy_opts *o = t->o;
     bool rules = dest_rules_any(o);
     int r = rules ? dest_check(t, host, port, dl) : 0;
-    /* socks5h and http upstreams resolve the name themselves: one we cannot resolve here is
-     * theirs to judge (the address rules see only what resolves here) */
-    if (o->upstream && o->up.kind != VEGA_PROXY_SOCKS5 && is_dns_error(r))
+    /* socks5h, socks4a, http and https upstreams resolve the name themselves: one we cannot
+     * resolve here is theirs to judge (the address rules see only what resolves here) */
+    if (o->upstream && o->up.kind != VEGA_PROXY_SOCKS5 && o->up.kind != VEGA_PROXY_SOCKS4 &&
+        is_dns_error(r))
         r = 0;
     if (r == 0 && o->upstream) {
         r = upstream_connect(t, host, port, dl);

@@ -423,6 +423,82 @@ proxy_at() {
     AT="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)"
 }
 
+@test "--upstream: socks4, socks4a and https:// chains; an https:// upstream is verified unless told not to" {
+    local P1 P2 FP u want
+    command -v openssl >/dev/null || skip "openssl (the command) is not installed"
+    origin
+    u="http://localhost:$OP/index.html"
+    proxy_at "$T/up.log"
+    P2=$AT
+    # socks4a: the name goes to the upstream; socks4: resolved here, an IPv4 address goes
+    proxy_at "$T/p4a.log" --upstream "socks4a://127.0.0.1:$P2"
+    P1=$AT
+    run curl -sS --socks5-hostname "127.0.0.1:$P1" "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+    wait_for_line "$T/up.log" "socks4a CONNECT localhost:$OP .*result=ok" 10
+    proxy_at "$T/p4.log" --upstream "socks4://127.0.0.1:$P2"
+    P1=$AT
+    run curl -sS --socks5-hostname "127.0.0.1:$P1" "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+    wait_for_line "$T/up.log" "socks4 CONNECT 127\.0\.0\.1:$OP .*result=ok" 10
+    # https: Python's ssl terminates TLS in front of the upstream's HTTP side
+    printf '[server]\nsubjectAltName = DNS:localhost, IP:127.0.0.1\nextendedKeyUsage = serverAuth\n' \
+        >"$T/ext.cnf"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/ca.key" \
+        -out "$T/ca.pem" -days 1 -subj "/CN=vega-proxy upstream CA" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/front.key" \
+        -out "$T/front.csr" -subj "/CN=front" 2>/dev/null
+    openssl x509 -req -in "$T/front.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
+        -out "$T/front.pem" -days 1 -extfile "$T/ext.cnf" -extensions server 2>/dev/null
+    start_bg "$T/front.log" command -p python3 "$BATS_TEST_DIRNAME/proxy-tls-front.py" \
+        "$T/front.pem" "$T/front.key" "$P2"
+    wait_for_line "$T/front.log" 'listening on 127\.0\.0\.1:[0-9]+' 10
+    FP="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/front.log" | head -1)"
+    proxy_at "$T/ph.log" --upstream "https://localhost:$FP" --upstream-cacert "$T/ca.pem"
+    P1=$AT
+    run curl -sS --socks5-hostname "127.0.0.1:$P1" "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+    wait_for_line "$T/front.log" "tls http/1.1 TLSv1.3" 10
+    wait_for_line "$T/up.log" "http CONNECT localhost:$OP .*result=ok" 10
+    # 32 MiB keep their sha256 through the TLS bridge, and the tunnel ends cleanly
+    want="$(sha256sum <"$W/big.bin" | cut -d' ' -f1)"
+    run bash -c "curl -sS --socks5-hostname 127.0.0.1:$P1 http://localhost:$OP/big.bin | sha256sum"
+    [ "${output%% *}" = "$want" ]
+    wait_for_line "$T/ph.log" "socks5 CONNECT localhost:$OP up=[0-9]+ down=[0-9]{7,} .*result=ok" 10
+    # half-closes cross the bridge both ways (close_notify towards the upstream, FIN back):
+    # ncat exits with the echo only when vega-echo saw its EOF and closed
+    if command -v ncat >/dev/null; then
+        local ECHO EP
+        ECHO="$(vega_bin vega-echo)"
+        start_bg "$T/echo.log" "$ECHO" -l 127.0.0.1:0
+        wait_for_line "$T/echo.log" 'listening on 127\.0\.0\.1:[0-9]+' 10
+        EP="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/echo.log" | head -1)"
+        run bash -c "echo via-tls | timeout 10 ncat --proxy 127.0.0.1:$P1 --proxy-type socks5 127.0.0.1 $EP"
+        [ "$status" -eq 0 ]
+        [ "$output" = via-tls ]
+        wait_for_line "$T/ph.log" "socks5 CONNECT 127\.0\.0\.1:$EP up=8 down=8 .*result=ok" 10
+    fi
+    # without the CA the upstream's certificate is refused: REP 1 to the client
+    proxy_at "$T/pv.log" --upstream "https://localhost:$FP"
+    P1=$AT
+    run curl -sS --socks5-hostname "127.0.0.1:$P1" "$u"
+    [ "$status" -eq 97 ]
+    [[ "$output" == *"(1)"* ]]
+    # --upstream-insecure takes it
+    proxy_at "$T/pi.log" --upstream "https://localhost:$FP" --upstream-insecure
+    P1=$AT
+    run curl -sS --socks5-hostname "127.0.0.1:$P1" "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+    # the TLS options need an https:// upstream
+    run "$PROXY" -l 127.0.0.1:0 --upstream "socks5://127.0.0.1:$P2" --upstream-insecure
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"https:// upstream"* ]]
+}
+
 @test "--rules FILE: SIGHUP replaces its rules (an open tunnel stays, new ones are refused); a bad file keeps them" {
     local ECHO PY EP u i
     ECHO="$(vega_bin vega-echo)"
@@ -582,11 +658,11 @@ s.sendall(b"\x05\x03\x00\x01\x00\x00\x00\x00\x00\x00")
 print(s.recv(10)[1])' "$P1"
     [ "$status" -eq 0 ]
     [ "$output" = 7 ]
-    # only socks5, socks5h and http upstreams
-    run "$PROXY" --upstream "https://127.0.0.1:1"
+    # only proxy URLs: the kinds are named
+    run timeout 10 "$PROXY" --upstream "ftp://127.0.0.1:1"
     [ "$status" -eq 2 ]
-    [[ "$output" == *"socks5://, socks5h:// or http:// only"* ]]
-    run "$PROXY" --upstream "127.0.0.1:1"
+    [[ "$output" == *"socks4a://, http://, https://"* ]]
+    run timeout 10 "$PROXY" --upstream "127.0.0.1:1"
     [ "$status" -eq 2 ]
 }
 
