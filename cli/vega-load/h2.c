@@ -15,11 +15,6 @@
 
 #include "load.h"
 
-/* As http.c: without -d a connection that keeps failing stops after this many failures in a
- * row, and waits between connects that failed, doubling up to the maximum. */
-#define GIVE_UP_AFTER  20
-#define BACKOFF_MIN_MS 10
-#define BACKOFF_MAX_MS 1000
 #define H2_WINDOW      ((1u << 30) - 1) /* h2load's default window bits, 30 */
 #define CLOSE_FLUSH_MS 100              /* a GOAWAY of ours gets this long to leave */
 /* Streams in flight before the server's SETTINGS say how many it allows: RFC 9113 §5.1.2
@@ -30,13 +25,6 @@
 #define FRAME_CONT              0x9
 #define FLAG_PADDED             0x8
 #define FLAG_PRIORITY           0x20
-
-enum step {
-    STEP_OK,
-    STEP_FAIL,  /* an error was counted; reconnect */
-    STEP_CLOSE, /* the server ended the connection as it may (GOAWAY, idle close): reconnect */
-    STEP_STOP,  /* the run is over (end of -d, -n done, or cancelled) */
-};
 
 /* A request in flight: one of the -m slots; its stream's user data. */
 struct h2req {
@@ -90,8 +78,7 @@ struct h2conn {
     vega_tstamp expire_at; /* no request in flight times out before this */
     struct scan scan_in, scan_out;
     /* the whole run */
-    bool ever;
-    unsigned fails;
+    struct load_retry rt; /* for the retry rules (conn.c) */
     /* -R, --stages: this connection's schedule (load_pace); its requests pend_seq .. due_seq - 1
      * are due and wait for a stream, the first at pend_first; the next is due at next_due */
     uint64_t pend_seq, due_seq;
@@ -102,7 +89,7 @@ struct h2conn {
      * waits on (the reader fires it) */
     vega_task *reader;
     vega_mutex mu;
-    enum step rstep; /* how the reader ended, STEP_OK while it reads */
+    enum load_step rstep; /* how the reader ended, LOAD_STEP_OK while it reads */
     int tfd;
     int64_t mono_offset;
 };
@@ -557,7 +544,7 @@ static vega_deadline next_deadline(const struct h2conn *c)
 
 /* The core ended the connection (a protocol error of the server's, or its GOAWAY with an error
  * code): counted once. */
-static enum step conn_failed(struct h2conn *c, int rc)
+static enum load_step conn_failed(struct h2conn *c, int rc)
 {
     vega_h2_error he;
     char msg[192];
@@ -580,28 +567,28 @@ static enum step conn_failed(struct h2conn *c, int rc)
     /* Our GOAWAY (queued by the core) goes out if it can at once. */
     c->now = vega_now();
     (void)flush(c, vega_deadline_in_ms(CLOSE_FLUSH_MS));
-    return STEP_FAIL;
+    return LOAD_STEP_FAIL;
 }
 
 /* A failed transport call: STOP when the run is over, else count the error. */
-static enum step io_failed(struct h2conn *c, enum load_kind kind, int code, bool at_end)
+static enum load_step io_failed(struct h2conn *c, enum load_kind kind, int code, bool at_end)
 {
     if (code == -ECANCELED || (code == -ETIMEDOUT && at_end))
-        return STEP_STOP;
+        return LOAD_STEP_STOP;
     if (code == -ETIMEDOUT && kind != LOAD_ERR_CONNECT)
         kind = LOAD_ERR_TIMEOUT;
     load_error_msg(c->r, kind, code,
                    c->tls && code <= VEGA_ERR_TLS_BASE ? vega_tls_last_error(c->tls) : NULL);
-    return STEP_FAIL;
+    return LOAD_STEP_FAIL;
 }
 
 /* The server closed the transport. */
-static enum step end_of_stream(struct h2conn *c)
+static enum load_step end_of_stream(struct h2conn *c)
 {
     /* An idle connection the server closed after serving (its idle timeout, a GOAWAY): not an
      * error; reconnect. */
     if (c->busy == 0 && (c->completed > 0 || c->goaway))
-        return STEP_CLOSE;
+        return LOAD_STEP_CLOSE;
     char msg[128];
     if (c->busy)
         snprintf(msg, sizeof(msg), "connection closed by the server with %u request%s in flight",
@@ -609,22 +596,22 @@ static enum step end_of_stream(struct h2conn *c)
     else
         snprintf(msg, sizeof(msg), "connection closed by the server before any response");
     load_error_msg(c->r, LOAD_ERR_READ, VEGA_ERR_CLOSED, msg);
-    return STEP_FAIL;
+    return LOAD_STEP_FAIL;
 }
 
 /* Everything but reading: the schedule, timeouts, the core's timer, new requests, our frames
- * out. Returns STEP_OK while the connection goes on. (With -R, under c->mu.) */
-static enum step tick(struct h2conn *c)
+ * out. Returns LOAD_STEP_OK while the connection goes on. (With -R, under c->mu.) */
+static enum load_step tick(struct h2conn *c)
 {
     struct load_run *r = c->r;
     c->now = vega_now();
     c->w = load_worker_self(r);
     if (c->now >= r->end)
-        return STEP_STOP;
+        return LOAD_STEP_STOP;
     if (c->o->rate)
         schedule(c);
     if (expire(c))
-        return STEP_FAIL;
+        return LOAD_STEP_FAIL;
     if (vega_h2_conn_get_expiry(c->h2) <= c->now) {
         int e = vega_h2_conn_handle_expiry(c->h2, c->now);
         if (e < 0)
@@ -632,7 +619,7 @@ static enum step tick(struct h2conn *c)
     }
     start_requests(c);
     if (c->failed)
-        return STEP_FAIL;
+        return LOAD_STEP_FAIL;
     bool at_end;
     vega_deadline wdl = load_step_deadline(r, c->now, &at_end);
     int e = flush(c, wdl);
@@ -642,17 +629,17 @@ static enum step tick(struct h2conn *c)
         return io_failed(c, LOAD_ERR_WRITE, e, at_end);
     scan_flush(c);
     if (c->busy == 0 && c->goaway)
-        return STEP_CLOSE; /* §6.8: done with this connection; on to a new one */
+        return LOAD_STEP_CLOSE; /* §6.8: done with this connection; on to a new one */
     if (c->busy == 0 && !more_to_do(c))
-        return STEP_STOP;
+        return LOAD_STEP_STOP;
     if (!vega_h2_conn_want_read(c->h2))
-        return STEP_CLOSE;
-    return STEP_OK;
+        return LOAD_STEP_CLOSE;
+    return LOAD_STEP_OK;
 }
 
 /* Feeds what a read of c->in returned (n: bytes, 0 at the end, or an error) to the core.
- * Returns STEP_OK while the connection goes on. (With -R, under c->mu.) */
-static enum step ingest(struct h2conn *c, vega_ssize n)
+ * Returns LOAD_STEP_OK while the connection goes on. (With -R, under c->mu.) */
+static enum load_step ingest(struct h2conn *c, vega_ssize n)
 {
     struct load_run *r = c->r;
     if (n == 0 || n == VEGA_ERR_TLS_TRUNCATED) /* many servers skip close_notify */
@@ -683,22 +670,22 @@ static enum step ingest(struct h2conn *c, vega_ssize n)
     vega_h2_error he;
     if (vega_h2_conn_get_error(c->h2, &he) && he.remote)
         return conn_failed(c, VEGA_ERR_PROTO);
-    return STEP_OK;
+    return LOAD_STEP_OK;
 }
 
 /* Runs one connection until it must reconnect or the run is over: one task that writes, then
  * reads until the next deadline (the end, a request's --timeout, the core's timer). */
-static enum step serve(struct h2conn *c)
+static enum load_step serve(struct h2conn *c)
 {
     for (;;) {
-        enum step s = tick(c);
-        if (s != STEP_OK)
+        enum load_step s = tick(c);
+        if (s != LOAD_STEP_OK)
             return s;
         vega_ssize n = conn_read(c, c->in, c->cap, next_deadline(c));
         if (n == -ETIMEDOUT)
             continue; /* tick looks at the end, timeouts and the schedule */
         s = ingest(c, n);
-        if (s != STEP_OK)
+        if (s != LOAD_STEP_OK)
             return s;
     }
 }
@@ -712,12 +699,12 @@ static void *reader_main(void *arg)
         vega_ssize n = conn_read(c, c->in, c->cap, c->r->end);
         if (n == -ECANCELED || vega_mutex_lock(&c->mu, VEGA_DEADLINE_NEVER) < 0)
             return NULL;
-        enum step s = n == -ETIMEDOUT ? STEP_STOP : ingest(c, n);
-        if (s != STEP_OK)
+        enum load_step s = n == -ETIMEDOUT ? LOAD_STEP_STOP : ingest(c, n);
+        if (s != LOAD_STEP_OK)
             c->rstep = s;
         (void)load_timer_fire(c->tfd);
         vega_mutex_unlock(&c->mu);
-        if (s != STEP_OK)
+        if (s != LOAD_STEP_OK)
             return NULL;
     }
 }
@@ -725,25 +712,25 @@ static void *reader_main(void *arg)
 /* -R: a task that reads and this one, which sends each request when it falls due on a timer of
  * the kernel's resolution (waiting in a read, it would wake on the runtime's 1 ms timers: up to
  * 1 ms of send lateness in every corrected latency). */
-static enum step serve_rated(struct h2conn *c)
+static enum load_step serve_rated(struct h2conn *c)
 {
-    c->rstep = STEP_OK;
+    c->rstep = LOAD_STEP_OK;
     int e = vega_task_spawn(&c->reader, reader_main, c);
     if (e < 0) {
         load_error(c->r, LOAD_ERR_CONNECT, e);
-        return STEP_FAIL;
+        return LOAD_STEP_FAIL;
     }
-    enum step s;
+    enum load_step s;
     for (;;) {
         if (vega_mutex_lock(&c->mu, VEGA_DEADLINE_NEVER) < 0) {
-            s = STEP_STOP;
+            s = LOAD_STEP_STOP;
             break;
         }
-        s = c->rstep != STEP_OK ? c->rstep : tick(c);
-        vega_deadline dl = s == STEP_OK ? next_deadline(c) : 0;
-        bool armed = s == STEP_OK && load_timer_arm(c->tfd, c->mono_offset, dl) == 0;
+        s = c->rstep != LOAD_STEP_OK ? c->rstep : tick(c);
+        vega_deadline dl = s == LOAD_STEP_OK ? next_deadline(c) : 0;
+        bool armed = s == LOAD_STEP_OK && load_timer_arm(c->tfd, c->mono_offset, dl) == 0;
         vega_mutex_unlock(&c->mu);
-        if (s != STEP_OK)
+        if (s != LOAD_STEP_OK)
             break;
         /* Armed under the lock: the reader's wake-up after that is never lost. The runtime's
          * deadline is a backstop only (or the wait itself when arming failed). */
@@ -752,7 +739,7 @@ static enum step serve_rated(struct h2conn *c)
                                                                          : dl + VEGA_NS_PER_S;
         uint64_t ticks;
         if (vega_fd_read(c->tfd, &ticks, sizeof(ticks), back) == -ECANCELED) {
-            s = STEP_STOP;
+            s = LOAD_STEP_STOP;
             break;
         }
     }
@@ -766,7 +753,7 @@ static enum step serve_rated(struct h2conn *c)
 
 /* ---- connecting ------------------------------------------------------------------------------ */
 
-static enum step tls_open(struct h2conn *c, vega_deadline dl, bool at_end)
+static enum load_step tls_open(struct h2conn *c, vega_deadline dl, bool at_end)
 {
     const struct load_opts *o = c->o;
     vega_tls_opts to;
@@ -785,7 +772,7 @@ static enum step tls_open(struct h2conn *c, vega_deadline dl, bool at_end)
             c->w = load_worker_self(c->r);
             cli_hist_record(&c->w->tls_hist, us_between(t0, vega_now()));
             load_tls_seen(c->r, c->tls);
-            return STEP_OK;
+            return LOAD_STEP_OK;
         }
         char msg[160];
         snprintf(msg, sizeof(msg),
@@ -795,40 +782,40 @@ static enum step tls_open(struct h2conn *c, vega_deadline dl, bool at_end)
         load_error_msg(c->r, LOAD_ERR_CONNECT, VEGA_ERR_PROTO, msg);
         e = VEGA_ERR_PROTO;
     }
-    enum step s;
+    enum load_step s;
     if (e == VEGA_ERR_PROTO) {
-        s = STEP_FAIL;
+        s = LOAD_STEP_FAIL;
     } else if (e == -ECANCELED || (e == -ETIMEDOUT && at_end)) {
-        s = STEP_STOP;
+        s = LOAD_STEP_STOP;
     } else {
         load_error_msg(c->r, LOAD_ERR_CONNECT, e, c->tls ? vega_tls_last_error(c->tls) : NULL);
-        s = STEP_FAIL;
+        s = LOAD_STEP_FAIL;
     }
     attempt_close(c, false);
     return s;
 }
 
-static enum step attempt_open(struct h2conn *c)
+static enum load_step attempt_open(struct h2conn *c)
 {
     struct load_run *r = c->r;
     const struct load_opts *o = c->o;
     bool at_end;
     vega_tstamp t0 = vega_now();
     vega_deadline dl = load_step_deadline(r, t0, &at_end);
-    int e = load_connect(r, &c->sock, c->ever, dl);
+    int e = load_connect(r, &c->sock, c->rt.ever, dl);
     if (e < 0) {
         if (e == -ECANCELED || (e == -ETIMEDOUT && at_end))
-            return STEP_STOP;
+            return LOAD_STEP_STOP;
         load_error(r, LOAD_ERR_CONNECT, e);
-        return STEP_FAIL;
+        return LOAD_STEP_FAIL;
     }
     c->w = load_worker_self(r);
     cli_hist_record(&c->w->connect_hist, us_between(t0, vega_now()));
     if (!o->unix_path)
         vega_sock_set_nodelay(c->sock, true);
     if (r->tls) {
-        enum step s = tls_open(c, dl, at_end);
-        if (s != STEP_OK)
+        enum load_step s = tls_open(c, dl, at_end);
+        if (s != LOAD_STEP_OK)
             return s;
     }
     vega_h2_opts ho;
@@ -842,7 +829,7 @@ static enum step attempt_open(struct h2conn *c)
     if (e < 0) {
         load_error(r, LOAD_ERR_CONNECT, e);
         attempt_close(c, false);
-        return STEP_FAIL;
+        return LOAD_STEP_FAIL;
     }
     c->t_connect = t0;
     c->first_byte = true;
@@ -854,48 +841,21 @@ static enum step attempt_open(struct h2conn *c)
     c->scan_out = (struct scan){.skip = 24}; /* the preface's magic (§3.4) is no frame */
     c->w = load_worker_self(r);
     load_bump(&c->w->connects, 1);
-    if (c->ever)
+    if (c->rt.ever)
         load_bump(&c->w->reconnects, 1);
-    c->ever = true;
-    return STEP_OK;
+    c->rt.ever = true;
+    return LOAD_STEP_OK;
 }
 
-/* Waits before the next try after a failed connect: false when the run ends meanwhile. */
-static bool backoff(struct h2conn *c)
+static enum load_step open_one(void *c)
 {
-    unsigned shift = c->fails < 8 ? c->fails : 7;
-    uint64_t ms = (uint64_t)BACKOFF_MIN_MS << shift;
-    if (ms > BACKOFF_MAX_MS)
-        ms = BACKOFF_MAX_MS;
-    vega_deadline dl = vega_deadline_in_ms(ms);
-    if (dl > c->r->end)
-        return false;
-    return vega_sleep_until(dl) == 0;
+    return attempt_open(c);
 }
 
 /* Connects when needed: false when the connection is done for good. */
 static bool ensure_open(struct h2conn *c)
 {
-    struct load_run *r = c->r;
-    while (!c->h2) {
-        enum step s = attempt_open(c);
-        if (s == STEP_OK)
-            return true;
-        if (s == STEP_STOP)
-            return false;
-        c->fails++;
-        /* A connection that never connected gives up at once: the target is wrong or down,
-         * and every other connection will say the same. */
-        if (!c->ever || (r->end == VEGA_DEADLINE_NEVER && c->fails >= GIVE_UP_AFTER)) {
-            atomic_fetch_add(&r->gave_up, 1);
-            if (!c->ever)
-                atomic_fetch_add(&r->never_connected, 1);
-            return false;
-        }
-        if (!backoff(c))
-            return false;
-    }
-    return true;
+    return c->h2 || load_conn_open_retry(c->r, &c->rt, open_one, c);
 }
 
 static void conn_loop(struct h2conn *c)
@@ -904,23 +864,20 @@ static void conn_loop(struct h2conn *c)
     for (;;) {
         if (!ensure_open(c))
             return;
-        enum step s = c->tfd >= 0 ? serve_rated(c) : serve(c);
-        attempt_close(c, s == STEP_STOP || s == STEP_CLOSE);
+        enum load_step s = c->tfd >= 0 ? serve_rated(c) : serve(c);
+        attempt_close(c, s == LOAD_STEP_STOP || s == LOAD_STEP_CLOSE);
         if (c->completed) /* as http.c: failures in a row */
-            c->fails = 0;
-        if (s == STEP_STOP)
+            c->rt.fails = 0;
+        if (s == LOAD_STEP_STOP)
             return;
-        if (s == STEP_CLOSE) {
-            c->fails = 0;
+        if (s == LOAD_STEP_CLOSE) {
+            c->rt.fails = 0;
             continue;
         }
-        c->fails++;
-        if (r->end == VEGA_DEADLINE_NEVER && c->fails >= GIVE_UP_AFTER) {
-            atomic_fetch_add(&r->gave_up, 1);
+        if (!load_conn_failed(r, &c->rt))
             return;
-        }
         /* A connection that failed before any response: do not hammer the server. */
-        if (!c->completed && !backoff(c))
+        if (!c->completed && !load_backoff(r, c->rt.fails))
             return;
     }
 }

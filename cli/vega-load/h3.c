@@ -14,21 +14,9 @@
 
 #include "load.h"
 
-/* As http.c: without -d a connection that keeps failing stops after this many failures in a
- * row, and waits between connects that failed, doubling up to the maximum. */
-#define GIVE_UP_AFTER  20
-#define BACKOFF_MIN_MS 10
-#define BACKOFF_MAX_MS 1000
-#define UNI_CHUNK      4096 /* our control and QPACK streams' bytes are written in these */
+#define UNI_CHUNK 4096 /* our control and QPACK streams' bytes are written in these */
 
 /* ---- a connection ---------------------------------------------------------------------------- */
-
-enum step {
-    STEP_OK,
-    STEP_FAIL,  /* an error was counted; reconnect */
-    STEP_CLOSE, /* the server ended the connection as it may (GOAWAY, idle): reconnect */
-    STEP_STOP,  /* the run is over (end of -d, -n done, or cancelled) */
-};
 
 /* A request in flight: one of the -m slots. */
 struct h3req {
@@ -84,8 +72,7 @@ struct h3conn {
     uint64_t completed;  /* responses on it */
     vega_tstamp stalled; /* since when no request could start for want of stream credit, or 0 */
     /* the whole run */
-    bool ever;
-    unsigned fails;
+    struct load_retry rt; /* for the retry rules (conn.c) */
     /* -R, --stages: this connection's schedule (load_pace); its requests pend_seq .. due_seq - 1
      * are due and wait for a stream, the first at pend_first; the next is due at next_due */
     uint64_t pend_seq, due_seq;
@@ -569,7 +556,7 @@ static int connect_any(struct h3conn *c, vega_quic_ep_conn **out, vega_deadline 
      * events before the setup go to the run's struct (see enum user_kind). */
     vega_quic_connect_opts co = {.server_name = o->sni ? o->sni : o->host, .user = c->g};
     unsigned first = atomic_load_explicit(&r->good_addr, memory_order_relaxed);
-    unsigned tries = c->ever ? 1 : r->naddrs;
+    unsigned tries = c->rt.ever ? 1 : r->naddrs;
     int e = 0;
     for (unsigned k = 0; k < tries; k++) {
         unsigned i = (first + k) % r->naddrs;
@@ -673,7 +660,7 @@ static void attempt_close(struct h3conn *c)
     c->h3 = NULL;
 }
 
-static enum step attempt_open(struct h3conn *c)
+static enum load_step attempt_open(struct h3conn *c)
 {
     struct load_run *r = c->r;
     bool at_end;
@@ -682,11 +669,11 @@ static enum step attempt_open(struct h3conn *c)
     vega_quic_ep_conn *qe = NULL;
     int e = connect_any(c, &qe, dl);
     if (e == -ECANCELED || (e == -ETIMEDOUT && at_end))
-        return STEP_STOP;
+        return LOAD_STEP_STOP;
     char msg[256];
     if (e < 0) {
         load_error_msg(r, LOAD_ERR_CONNECT, e, load_h3_connect_msg(c->g, e, msg, sizeof(msg)));
-        return STEP_FAIL;
+        return LOAD_STEP_FAIL;
     }
     /* QUIC has no connect of its own: its handshake is the TLS handshake (RFC 9001 §4). */
     c->w = load_worker_self(r);
@@ -701,52 +688,25 @@ static enum step attempt_open(struct h3conn *c)
         load_error_msg(r, LOAD_ERR_CONNECT, e, e == VEGA_ERR_FULL ? msg : NULL);
         c->qe = qe;
         attempt_close(c);
-        return STEP_FAIL;
+        return LOAD_STEP_FAIL;
     }
     c->w = load_worker_self(r);
     load_bump(&c->w->connects, 1);
-    if (c->ever)
+    if (c->rt.ever)
         load_bump(&c->w->reconnects, 1);
-    c->ever = true;
-    return STEP_OK;
+    c->rt.ever = true;
+    return LOAD_STEP_OK;
 }
 
-/* Waits before the next try after a failed connect: false when the run ends meanwhile. */
-static bool backoff(struct h3conn *c)
+static enum load_step open_one(void *c)
 {
-    unsigned shift = c->fails < 8 ? c->fails : 7;
-    uint64_t ms = (uint64_t)BACKOFF_MIN_MS << shift;
-    if (ms > BACKOFF_MAX_MS)
-        ms = BACKOFF_MAX_MS;
-    vega_deadline dl = vega_deadline_in_ms(ms);
-    if (dl > c->r->end)
-        return false;
-    return vega_sleep_until(dl) == 0;
+    return attempt_open(c);
 }
 
 /* Connects when needed: false when the connection is done for good. */
 static bool ensure_open(struct h3conn *c)
 {
-    struct load_run *r = c->r;
-    while (!c->qe) {
-        enum step s = attempt_open(c);
-        if (s == STEP_OK)
-            return true;
-        if (s == STEP_STOP)
-            return false;
-        c->fails++;
-        /* A connection that never connected gives up at once: the target is wrong or down,
-         * and every other connection will say the same. */
-        if (!c->ever || (r->end == VEGA_DEADLINE_NEVER && c->fails >= GIVE_UP_AFTER)) {
-            atomic_fetch_add(&r->gave_up, 1);
-            if (!c->ever)
-                atomic_fetch_add(&r->never_connected, 1);
-            return false;
-        }
-        if (!backoff(c))
-            return false;
-    }
-    return true;
+    return c->qe || load_conn_open_retry(c->r, &c->rt, open_one, c);
 }
 
 /* -R: the requests that fell due join the pending ones. */
@@ -822,20 +782,20 @@ static int wait_wake(struct h3conn *c, vega_deadline dl)
 
 /* Runs one connection until it must reconnect or the run is over. The callbacks do the
  * requests; the task looks in at each deadline and when a callback wakes it. */
-static enum step serve(struct h3conn *c)
+static enum load_step serve(struct h3conn *c)
 {
     struct load_run *r = c->r;
     for (;;) {
         vega_quic_conn *qc = vega_quic_ep_conn_lock(c->qe);
         if (!qc) /* it ended; its CLOSED event said how */
-            return c->failed ? STEP_FAIL : STEP_CLOSE;
+            return c->failed ? LOAD_STEP_FAIL : LOAD_STEP_CLOSE;
         c->qc = qc;
         c->now = vega_now();
         c->w = load_worker_self(r);
-        enum step s = STEP_OK;
+        enum load_step s = LOAD_STEP_OK;
         vega_deadline dl = r->end;
         if (c->now >= r->end) {
-            s = STEP_STOP;
+            s = LOAD_STEP_STOP;
         } else {
             if (c->o->rate)
                 schedule(c);
@@ -846,25 +806,25 @@ static enum step serve(struct h3conn *c)
                 flush_uni(c);
             }
             if (c->closed || c->closing)
-                s = c->failed ? STEP_FAIL : STEP_CLOSE;
+                s = c->failed ? LOAD_STEP_FAIL : LOAD_STEP_CLOSE;
             else if (c->busy == 0 && c->goaway)
-                s = STEP_CLOSE; /* §5.2: done with this connection; on to a new one */
+                s = LOAD_STEP_CLOSE; /* §5.2: done with this connection; on to a new one */
             else if (c->busy == 0 && !more_to_do(c))
-                s = STEP_STOP;
+                s = LOAD_STEP_STOP;
             else
                 dl = next_deadline(c);
         }
         /* Armed under the lock: a callback's wake-up after this point is never lost. */
-        if (s == STEP_OK && c->tfd >= 0 && load_timer_arm(c->tfd, c->mono_offset, dl) < 0) {
+        if (s == LOAD_STEP_OK && c->tfd >= 0 && load_timer_arm(c->tfd, c->mono_offset, dl) < 0) {
             close(c->tfd);
             c->tfd = -1;
         }
         c->qc = NULL;
         vega_quic_ep_conn_unlock(c->qe);
-        if (s != STEP_OK)
+        if (s != LOAD_STEP_OK)
             return s;
         if (wait_wake(c, dl) < 0)
-            return STEP_STOP;
+            return LOAD_STEP_STOP;
     }
 }
 
@@ -874,23 +834,20 @@ static void conn_loop(struct h3conn *c)
     for (;;) {
         if (!ensure_open(c))
             return;
-        enum step s = serve(c);
+        enum load_step s = serve(c);
         attempt_close(c);
         if (c->completed) /* as http.c: failures in a row */
-            c->fails = 0;
-        if (s == STEP_STOP)
+            c->rt.fails = 0;
+        if (s == LOAD_STEP_STOP)
             return;
-        if (s == STEP_CLOSE) {
-            c->fails = 0;
+        if (s == LOAD_STEP_CLOSE) {
+            c->rt.fails = 0;
             continue;
         }
-        c->fails++;
-        if (r->end == VEGA_DEADLINE_NEVER && c->fails >= GIVE_UP_AFTER) {
-            atomic_fetch_add(&r->gave_up, 1);
+        if (!load_conn_failed(r, &c->rt))
             return;
-        }
         /* A connection that failed before any response: do not hammer the server. */
-        if (!c->completed && !backoff(c))
+        if (!c->completed && !load_backoff(r, c->rt.fails))
             return;
     }
 }
