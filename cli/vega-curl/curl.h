@@ -274,6 +274,8 @@ enum curl_trace_kind {
     CURL_TRACE_HEADER_IN,
     CURL_TRACE_DATA_OUT,
     CURL_TRACE_DATA_IN,
+    CURL_TRACE_SSL_OUT,
+    CURL_TRACE_SSL_IN,
 };
 /* Opens --trace's file ("%" = stderr; one that cannot be made: stderr, as curl 7.88). */
 int curl_trace_open(const struct curl_opts *o);
@@ -289,6 +291,10 @@ void curl_trace_head(enum curl_trace_kind k, const void *head, size_t len);
 /* "== Info: TEXT". */
 void curl_trace_info(const char *text, size_t len);
 void curl_trace_infof(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* vega_tls_msg_fn for -v and --trace (user: the curl_opts): curl's "TLSv1.3 (OUT), TLS
+ * handshake, Client hello (1):" notes, and in --trace each message as "SSL data". */
+void curl_trace_tls(void *user, vega_tls_msg_dir dir, int version, int type, const void *buf,
+                    size_t len);
 /* --etag-compare's If-None-Match value into out (the file's lines joined; '""' when empty, or
  * missing with --etag-save). 0, or 26 after printing why (missing without --etag-save; over
  * cap - 1 bytes). */

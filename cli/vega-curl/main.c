@@ -212,9 +212,10 @@ static const char usage_text[] =
     "  -s, --silent             no progress meter, no error messages\n"
     "  -S, --show-error         error messages even with -s\n"
     "  -v, --verbose            the request (> ) and response (< ) headers and connection\n"
-    "                           notes (* ) on stderr\n"
+    "                           notes (* ) on stderr, the TLS handshake's messages too\n"
     "      --trace FILE         write what is sent and received to FILE (- = stdout) as\n"
     "                           curl's hex and text dump, with the -v notes as \"== Info:\"\n"
+    "                           and TLS messages as \"SSL data\"\n"
     "      --trace-ascii FILE   the same as text only\n"
     "      --trace-time         prefix -v and --trace lines with the time of day\n"
     "  -#, --progress-bar       a progress bar instead of the meter\n"
@@ -1328,6 +1329,12 @@ static int make_tls(const struct curl_opts *o, vega_tls_config **out)
         return curl_fail(o, CE_SSL_CERTPROBLEM, "could not load client certificate %s%s%s: %s",
                          o->cert, o->key ? " with key " : "", o->key ? o->key : "",
                          vega_tls_strerror(r));
+    }
+    /* -v and --trace show the TLS messages as curl does */
+    if ((o->verbose || curl_trace_on()) &&
+        (r = vega_tls_config_set_msg_callback(cfg, curl_trace_tls, (void *)o)) < 0) {
+        vega_tls_config_free(cfg);
+        return curl_fail(o, CE_FAILED_INIT, "TLS: %s", vega_tls_strerror(r));
     }
     const char *keylog = getenv("SSLKEYLOGFILE");
     if (keylog && *keylog) {

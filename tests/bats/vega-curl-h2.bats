@@ -101,6 +101,40 @@ certs() {
     [[ "$output" == *"1.1" ]]
 }
 
+@test "-v shows the TLS handshake's messages as curl -v does (TLS 1.3 and 1.2), --trace dumps their bytes" {
+    certs
+    serve --tls --cert "$T/server.pem" --key "$T/server.key"
+    run vc -sv --cacert "$T/ca.pem" -o /dev/null "https://localhost:$SPORT/file.txt"
+    [ "$status" -eq 0 ]
+    grep -E '^\* TLSv1\.[23] ' <<<"$output" | grep -v 'close notify' >"$T/v13.txt"
+    cat "$T/v13.txt"
+    grep -qx '\* TLSv1.3 (OUT), TLS handshake, Client hello (1):' "$T/v13.txt"
+    grep -qx '\* TLSv1.3 (IN), TLS handshake, CERT verify (15):' "$T/v13.txt"
+    grep -qx '\* TLSv1.3 (OUT), TLS handshake, Finished (20):' "$T/v13.txt"
+    # the handshake comes before the request is shown
+    [ "$(grep -n 'Client hello' <<<"$output" | cut -d: -f1)" -lt "$(grep -n '^> GET' <<<"$output" | cut -d: -f1)" ]
+    run vc -sv --tlsv1.2 --tls-max 1.2 --cacert "$T/ca.pem" -o /dev/null "https://localhost:$SPORT/file.txt"
+    [ "$status" -eq 0 ]
+    grep -qx '\* TLSv1.2 (IN), TLS handshake, Server key exchange (12):' <<<"$output"
+    grep -qx '\* TLSv1.2 (OUT), TLS handshake, Client key exchange (16):' <<<"$output"
+    # --trace: each message is a note and its bytes ("SSL data"); the ClientHello's header
+    # (5 bytes, a handshake record: 16 03 01) goes first
+    vc -s --cacert "$T/ca.pem" --trace "$T/t.txt" -o /dev/null "https://localhost:$SPORT/file.txt"
+    [ "$(head -n1 "$T/t.txt")" = "=> Send SSL data, 5 bytes (0x5)" ]
+    sed -n 2p "$T/t.txt" | grep -q '^0000: 16 03 01 '
+    [ "$(sed -n 3p "$T/t.txt")" = "== Info: TLSv1.3 (OUT), TLS handshake, Client hello (1):" ]
+    grep -q '^<= Recv SSL data, ' "$T/t.txt"
+    # no TLS notes without -v or --trace
+    run vc -s --cacert "$T/ca.pem" -o /dev/null "https://localhost:$SPORT/file.txt"
+    [ "$status" -eq 0 ]
+    [ -z "$output" ]
+    if command -v curl >/dev/null; then
+        curl -sv --cacert "$T/ca.pem" -o /dev/null "https://localhost:$SPORT/file.txt" 2>&1 |
+            grep -E '^\* TLSv1\.[23] ' | grep -v 'close notify' >"$T/curl13.txt"
+        diff "$T/curl13.txt" "$T/v13.txt"
+    fi
+}
+
 @test "-D FILE and -D - write the HTTP/2 heads as curl does (status line and names)" {
     serve --tls
     run vc -sk -D "$T/d" "https://127.0.0.1:$SPORT/p1.txt" "https://127.0.0.1:$SPORT/p2.txt"
