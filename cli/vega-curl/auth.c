@@ -23,8 +23,9 @@ struct challenge {
 
 static bool is_tchar(char c)
 {
+    /* (c != 0: strchr finds the string's own terminator) */
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           strchr("!#$%&'*+-.^_`|~", c) != NULL;
+           (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
 }
 
 static const char *skip_ows(const char *p)
