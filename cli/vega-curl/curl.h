@@ -233,11 +233,22 @@ enum {
     CURL_AUTH_ANY
 };
 
+/* The request body, for Digest's qop=auth-int: len bytes at data (NULL: none), or with fd >= 0
+ * flen bytes of that file from off (read with pread); unhashable: a body from stdin or a pipe. */
+struct curl_auth_body {
+    const void *data;
+    size_t len;
+    int fd;
+    uint64_t off, flen;
+    bool unhashable;
+};
 /* --digest/--anyauth (auth.c): the Authorization value answering a 401's WWW-Authenticate
- * fields f for method and target (the request-target, path and query), into out. Returns 0, or
- * -1 when no challenge can be answered (none offered, an algorithm or value it cannot use). */
+ * fields f for method and target (the request-target, path and query), into out; body: what the
+ * request sends (qop=auth-int hashes it). Returns 0, -1 when no challenge can be answered (none
+ * offered, an algorithm or value it cannot use), -2 when qop=auth-int is the only choice and
+ * the body cannot be hashed. */
 int curl_auth_answer(const struct curl_opts *o, const vega_http_fields *f, const char *method,
-                     const char *target, char *out, size_t cap);
+                     const char *target, const struct curl_auth_body *body, char *out, size_t cap);
 
 /* Whether c (a getopt value) is one of netopts.c's options. */
 static inline bool curl_tls_opt(int c)
