@@ -258,8 +258,6 @@ static inline bool curl_tls_opt(int c)
 
 /* Parses one of those options (c: its getopt value); exits 2 on a bad value. */
 void curl_tls_option(struct curl_opts *o, int c, const char *arg);
-/* Refuses combinations it cannot honour (exits 2). Call after all options. */
-void curl_tls_check(const struct curl_opts *o);
 /* Sets the versions, ciphers, groups and pins on cfg. Returns 0 or curl's exit code (35 no
  * version left, 59 a list OpenSSL rejects) after saying why. */
 int curl_tls_apply(const struct curl_opts *o, vega_tls_config *cfg);

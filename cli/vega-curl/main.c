@@ -151,7 +151,7 @@ static const char usage_text[] =
     "      --curves LIST        key-exchange groups, most preferred first (X25519:P-256)\n"
     "      --pinnedpubkey PINS  the server's public key must be one of sha256//BASE64[;\n"
     "                           sha256//...] or the key in a PEM or DER FILE (exit 90;\n"
-    "                           checked with -k too; not over HTTP/3)\n"
+    "                           checked with -k too, and over HTTP/3)\n"
     "      --digest             -u goes as HTTP Digest (RFC 7616: MD5, SHA-256, -sess;\n"
     "                           qop auth, auth-int; userhash) in answer to the server's\n"
     "                           401 challenge\n"
@@ -1287,7 +1287,6 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
         cli_usage_error("--continue-at and --remote-header-name cannot be combined");
     if (o->key && !o->cert)
         cli_usage_error("--key needs --cert");
-    curl_tls_check(o);
     set_auth(o, user_arg, bearer);
     if (o->nouts > o->nurls && !o->silent)
         cli_err(NULL, "warning: more -o/-O than URLs; the extra ones are ignored");

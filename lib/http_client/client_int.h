@@ -251,7 +251,10 @@ struct vega_http_client {
     /* HTTP/3 */
     vega_quic_endpoint *ep;         /* made on the first HTTP/3 request */
     vega_crypto_cert_store *own_ca; /* the system store, when opts.quic_ca is NULL */
-    struct hc_h3 *h3s;              /* HTTP/3 connections, newest first */
+    /* opts.tls's pinned keys (vega_tls_config_get_pinned_keys), which pin HTTP/3 too */
+    uint8_t quic_pins[VEGA_QUIC_MAX_PINNED_KEYS][32];
+    size_t n_quic_pins;
+    struct hc_h3 *h3s; /* HTTP/3 connections, newest first */
     size_t nh2;
     struct hc_h2 *h2s;       /* HTTP/2 connections, newest first */
     atomic_uint h2_live;     /* HTTP/2 writer tasks still running */

@@ -386,6 +386,16 @@ int vega_tls_config_set_pinned_keys(vega_tls_config *cfg, const uint8_t *sha256,
     return 0;
 }
 
+size_t vega_tls_config_get_pinned_keys(const vega_tls_config *cfg, uint8_t *sha256, size_t cap)
+{
+    if (!cfg)
+        return 0;
+    size_t n = cfg->npins < cap ? cfg->npins : cap;
+    if (n && sha256)
+        memcpy(sha256, cfg->pins, n * SHA256_DIGEST_LENGTH);
+    return cfg->npins;
+}
+
 bool vega__tls_pin_ok(const vega_tls_config *cfg, X509 *peer)
 {
     if (!cfg->npins)

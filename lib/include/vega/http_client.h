@@ -88,7 +88,10 @@ typedef struct vega_http_client_opts {
                                      read: the response becomes unusable, its connection is
                                      not pooled); nothing leaks. */
     /* ---- HTTP/3 over QUIC (layout version 2). QUIC runs its own TLS 1.3 handshake, so the
-     * `tls` config above does not apply to it: these say what it trusts and shows. */
+     * `tls` config above does not apply to it: these say what it trusts and shows. One thing
+     * does: the `tls` config's pinned keys (vega_tls_config_set_pinned_keys, read when the
+     * first HTTP/3 request makes the endpoint) pin the QUIC handshakes too, a mismatch failing
+     * the request with VEGA_ERR_TLS_PINNED, and a pinned client resumes no QUIC session. */
     const vega_crypto_cert_store *quic_ca;    /* trust anchors (retained); NULL: the system
                                                  store (vega_crypto_cert_store_new(NULL,
                                                  NULL)), made on the first HTTP/3 request */

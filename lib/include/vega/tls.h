@@ -293,6 +293,12 @@ VEGA_API int vega_tls_config_set_groups(vega_tls_config *cfg, const char *groups
  */
 VEGA_API int vega_tls_config_set_pinned_keys(vega_tls_config *cfg, const uint8_t *sha256, size_t n);
 
+/* Client: copies the pinned digests (vega_tls_config_set_pinned_keys) into sha256, cap of them
+ * at most (cap * 32 bytes; sha256 may be NULL with cap 0). Returns how many are pinned (0: none;
+ * cfg NULL: 0). vega_http_client pins its HTTP/3 connections with them too. Since 0.1. */
+VEGA_API size_t vega_tls_config_get_pinned_keys(const vega_tls_config *cfg, uint8_t *sha256,
+                                                size_t cap);
+
 /*
  * Client: keep up to max host:port entries of resumable sessions (least recently used
  * dropped first; a TLS 1.3 ticket is used once); 0 turns resumption off. Server: TLS 1.3
