@@ -216,7 +216,7 @@ static const char usage_text[] =
     "                           notes (* ) on stderr, the TLS handshake's messages too\n"
     "      --trace FILE         write what is sent and received to FILE (- = stdout) as\n"
     "                           curl's hex and text dump, with the -v notes as \"== Info:\"\n"
-    "                           and TLS messages as \"SSL data\"\n"
+    "                           TLS messages as \"SSL data\", HTTP/2 frames as notes\n"
     "      --trace-ascii FILE   the same as text only\n"
     "      --trace-time         prefix -v and --trace lines with the time of day\n"
     "  -#, --progress-bar       a progress bar instead of the meter\n"
@@ -1374,6 +1374,8 @@ static int make_client(const struct curl_opts *o, vega_tls_config *tls, struct c
     vega_http_client_opts co;
     vega_http_client_opts_init(&co);
     co.tls = tls;
+    if (curl_trace_on())
+        co.h2_frame = curl_trace_h2_frame; /* --trace: each HTTP/2 frame, as curl 8 shows them */
     int code = curl_quic_setup(o, q, &co);
     if (code)
         return code;

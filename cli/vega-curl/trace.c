@@ -342,6 +342,64 @@ void curl_trace_tls(void *user, vega_tls_msg_dir dir, int version, int type, con
     }
 }
 
+/* ---- HTTP/2 frames (--trace) ---------------------------------------------------------------- */
+
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+void curl_trace_h2_frame(void *user, const vega_http_h2_frame *f)
+{
+    (void)user;
+    char fr[128];
+    unsigned len = f->length, fl = f->flags;
+    const uint8_t *pl = f->payload;
+    bool ack = fl & 0x1, eos = fl & 0x1, hend = fl & 0x4;
+    switch (f->type) {
+    case 0: /* DATA (padlen: RFC 9113 §6.1, the first byte when PADDED) */
+        snprintf(fr, sizeof fr, "FRAME[DATA, len=%u, eos=%d, padlen=%d]", len, eos,
+                 (fl & 0x8) && f->payload_len >= 1 ? pl[0] : 0);
+        break;
+    case 1:
+        snprintf(fr, sizeof fr, "FRAME[HEADERS, len=%u, hend=%d, eos=%d]", len, hend, eos);
+        break;
+    case 2:
+        snprintf(fr, sizeof fr, "FRAME[PRIORITY, len=%u, flags=%u]", len, fl);
+        break;
+    case 3:
+        snprintf(fr, sizeof fr, "FRAME[RST_STREAM, len=%u, flags=%u, error=%u]", len, fl,
+                 f->payload_len >= 4 ? be32(pl) : 0);
+        break;
+    case 4:
+        if (ack)
+            snprintf(fr, sizeof fr, "FRAME[SETTINGS, ack=1]");
+        else
+            snprintf(fr, sizeof fr, "FRAME[SETTINGS, len=%u]", len);
+        break;
+    case 5:
+        snprintf(fr, sizeof fr, "FRAME[PUSH_PROMISE, len=%u, hend=%d]", len, hend);
+        break;
+    case 6:
+        snprintf(fr, sizeof fr, "FRAME[PING, len=%u, ack=%d]", len, ack);
+        break;
+    case 7: /* (the debug data, curl's reason='...', is not kept) */
+        snprintf(fr, sizeof fr, "FRAME[GOAWAY, error=%u, last_stream=%u]",
+                 f->payload_len >= 8 ? be32(pl + 4) : 0,
+                 f->payload_len >= 4 ? be32(pl) & 0x7fffffffu : 0);
+        break;
+    case 8:
+        snprintf(fr, sizeof fr, "FRAME[WINDOW_UPDATE, incr=%u]",
+                 f->payload_len >= 4 ? be32(pl) & 0x7fffffffu : 0);
+        break;
+    default:
+        snprintf(fr, sizeof fr, "FRAME[%u, len=%u, flags=%u]", f->type, len, fl);
+        break;
+    }
+    curl_trace_infof("[HTTP/2] [%u] %s %s", (unsigned)f->stream_id,
+                     f->dir == VEGA_HTTP_FRAME_OUT ? "->" : "<-", fr);
+}
+
 /* ---- --etag-compare, --etag-save ------------------------------------------------------------- */
 
 int curl_etag_compare_value(const struct curl_opts *o, char *out, size_t cap)

@@ -135,6 +135,34 @@ certs() {
     fi
 }
 
+@test "--trace shows each HTTP/2 frame both ways as curl 8 does ([HTTP/2] [1] <- FRAME[HEADERS, ...]), over h2 and h2c" {
+    serve --tls
+    vc -sk --trace-ascii "$T/t.txt" -o /dev/null "https://127.0.0.1:$SPORT/file.txt"
+    grep '\[HTTP/2\]' "$T/t.txt"
+    local frames
+    frames="$(sed -n 's/^== Info: \[HTTP\/2\] //p' "$T/t.txt")"
+    # our SETTINGS goes first, then the request; the server's SETTINGS is acknowledged
+    [ "$(head -n1 <<<"$frames")" = "[0] -> FRAME[SETTINGS, len=30]" ]
+    grep -qx '\[1\] -> FRAME\[HEADERS, len=[0-9]*, hend=1, eos=1\]' <<<"$frames"
+    grep -qx '\[0\] <- FRAME\[SETTINGS, len=[0-9]*\]' <<<"$frames"
+    grep -qx '\[0\] -> FRAME\[SETTINGS, ack=1\]' <<<"$frames"
+    grep -qx '\[0\] <- FRAME\[SETTINGS, ack=1\]' <<<"$frames"
+    grep -qx '\[1\] <- FRAME\[HEADERS, len=[0-9]*, hend=1, eos=0\]' <<<"$frames"
+    grep -qx '\[1\] <- FRAME\[DATA, len=6, eos=1, padlen=0\]' <<<"$frames"
+    # HTTP/1.1 has no frames
+    vc -sk --http1.1 --trace-ascii "$T/h1.txt" -o /dev/null "https://127.0.0.1:$SPORT/file.txt"
+    run grep -c 'HTTP/2\]' "$T/h1.txt"
+    [ "$output" = "0" ]
+    # a body goes as DATA that ends the stream; h2c by prior knowledge too
+    stop_bg_all
+    serve --h2c
+    vc -s --http2-prior-knowledge --trace-ascii "$T/p.txt" -d 'a=1&b=2' -o /dev/null \
+        "http://127.0.0.1:$SPORT/file.txt" || true
+    grep -q '^== Info: \[HTTP/2\] \[1\] -> FRAME\[HEADERS, len=[0-9]*, hend=1, eos=0\]$' "$T/p.txt"
+    grep -q '^== Info: \[HTTP/2\] \[1\] -> FRAME\[DATA, len=7, eos=1, padlen=0\]$' "$T/p.txt"
+    grep -q '^== Info: \[HTTP/2\] \[1\] <- FRAME\[HEADERS, ' "$T/p.txt"
+}
+
 @test "-D FILE and -D - write the HTTP/2 heads as curl does (status line and names)" {
     serve --tls
     run vc -sk -D "$T/d" "https://127.0.0.1:$SPORT/p1.txt" "https://127.0.0.1:$SPORT/p2.txt"
