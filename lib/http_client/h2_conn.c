@@ -81,6 +81,11 @@ static void list_push(vega_http_client *c, struct hc_h2 *h)
 /* ---- the frame tracer (vega_http_client_opts.h2_frame) -----------------------------------------
  */
 
+static uint32_t be24(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | (uint32_t)p[2];
+}
+
 /* Hands each frame whose header and first payload bytes are in p (n bytes of one direction, in
  * order) to the tracer; the rest of a payload is skipped as it passes. */
 static void tap_scan(const vega_http_client *c, struct hc_h2_tap *t, vega_http_frame_dir dir,
@@ -96,14 +101,13 @@ static void tap_scan(const vega_http_client *c, struct hc_h2_tap *t, vega_http_f
             t->skip -= (uint32_t)k;
         } else {
             /* the 9-byte header, then up to 8 payload bytes (RFC 9113 §4.1: 24-bit length) */
-            uint32_t len =
-                t->have >= 3 ? (uint32_t)t->buf[0] << 16 | t->buf[1] << 8 | t->buf[2] : 0;
+            uint32_t len = t->have >= 3 ? be24(t->buf) : 0;
             size_t want = t->have < 9 ? 9 : 9 + (len < 8 ? len : 8);
             k = want - t->have < n ? want - t->have : n;
             memcpy(t->buf + t->have, p, k);
             t->have = (uint8_t)(t->have + k);
             if (t->have >= 9) {
-                len = (uint32_t)t->buf[0] << 16 | t->buf[1] << 8 | t->buf[2];
+                len = be24(t->buf);
                 size_t head = len < 8 ? len : 8;
                 if (t->have == 9 + head) {
                     vega_http_h2_frame f = {
