@@ -307,6 +307,8 @@ void curl_trace_tls(void *user, vega_tls_msg_dir dir, int version, int type, con
 /* vega_http_client_opts.h2_frame for --trace: "[HTTP/2] [1] <- FRAME[HEADERS, len=N, hend=1,
  * eos=0]", curl 8's notes of the frames. */
 void curl_trace_h2_frame(void *user, const vega_http_h2_frame *f);
+/* From now on curl_trace_tls and curl_trace_h2_frame show nothing (the transfers are over). */
+void curl_trace_conn_notes_end(void);
 /* --etag-compare's If-None-Match value into out (the file's lines joined; '""' when empty, or
  * missing with --etag-save). 0, or 26 after printing why (missing without --etag-save; over
  * cap - 1 bytes). */

@@ -1507,6 +1507,9 @@ static void *main_task(void *arg)
         }
     curl_dump_close();
     curl_files_take(o, cx.client, &m->saved);
+    /* the connections' ends (close_notify, GOAWAY) are not shown, as curl 7.88 shows none
+     * after its transfers */
+    curl_trace_conn_notes_end();
     vega_http_client_free(cx.client);
     vega_tls_config_free(tls);
     curl_quic_free(&q);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,14 @@ void curl_trace_infof(const char *fmt, ...)
 }
 
 /* ---- TLS messages (-v, --trace) ------------------------------------------------------------- */
+
+/* Set once the transfers are over: the connections' ends go unseen, as in curl. */
+static atomic_bool conn_notes_over;
+
+void curl_trace_conn_notes_end(void)
+{
+    atomic_store(&conn_notes_over, true);
+}
 
 static const char *tls_version_name(int v)
 {
@@ -324,6 +333,8 @@ void curl_trace_tls(void *user, vega_tls_msg_dir dir, int version, int type, con
                     size_t len)
 {
     const struct curl_opts *o = user;
+    if (atomic_load(&conn_notes_over))
+        return;
     char line[160];
     bool note = tls_note(line, sizeof line, dir, version, type, buf, len);
     if (trace_fp) {
@@ -352,6 +363,8 @@ static uint32_t be32(const uint8_t *p)
 void curl_trace_h2_frame(void *user, const vega_http_h2_frame *f)
 {
     (void)user;
+    if (atomic_load(&conn_notes_over))
+        return;
     char fr[128];
     unsigned len = f->length, fl = f->flags;
     const uint8_t *pl = f->payload;
