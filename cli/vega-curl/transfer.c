@@ -21,6 +21,8 @@
 
 static void tbuf_put(struct tbuf *b, const void *s, size_t n)
 {
+    if (n == 0) /* (nothing to copy, and b->p may still be NULL: memcpy's arguments must not) */
+        return;
     if (b->len + n > b->max) {
         b->dropped = true;
         return;
