@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* --digest and --anyauth: the answer to a 401's WWW-Authenticate challenges. HTTP Digest
- * (RFC 7616: MD5, MD5-sess, SHA-256, SHA-256-sess; qop=auth or none, RFC 2069 style) and, for
+ * (RFC 7616: MD5, MD5-sess, SHA-256, SHA-256-sess; qop=auth, auth-int or none, RFC 2069 style;
+ * userhash) and, for
  * --anyauth, Basic when the server offers no Digest. One try, as curl: a second 401 is the
  * answer. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <vega/crypto.h>
 
@@ -18,13 +21,15 @@
 struct challenge {
     bool digest, basic;
     char realm[PARAM_MAX], nonce[PARAM_MAX], opaque[PARAM_MAX], algorithm[64], qop[128];
+    char userhash[16];
     bool has_opaque, has_algorithm;
 };
 
 static bool is_tchar(char c)
 {
+    /* (c != 0: strchr finds the string's own terminator) */
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           strchr("!#$%&'*+-.^_`|~", c) != NULL;
+           (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
 }
 
 static const char *skip_ows(const char *p)
@@ -113,6 +118,7 @@ static void parse_challenges(const char *value, struct challenge *best)
             TAKE(realm, "realm");
             TAKE(nonce, "nonce");
             TAKE(qop, "qop");
+            TAKE(userhash, "userhash");
             if (nlen == 6 && !strncasecmp(name, "opaque", 6)) {
                 snprintf(c.opaque, sizeof c.opaque, "%s", v);
                 c.has_opaque = true;
@@ -157,6 +163,43 @@ static void hex_hash(vega_crypto_hash_alg alg, const char *s, size_t n, char *ou
     out[2 * len] = 0;
 }
 
+/* H(entity-body) in hex into out (RFC 7616 §3.4.3's auth-int): b's bytes in memory, or its
+ * file read from b->off for b->flen bytes. False when it cannot be hashed (stdin, a pipe, a
+ * read error). */
+static bool hex_body_hash(vega_crypto_hash_alg alg, const struct curl_auth_body *b, char *out)
+{
+    if (b->unhashable)
+        return false;
+    if (b->fd < 0) {
+        hex_hash(alg, b->data ? b->data : "", b->data ? b->len : 0, out);
+        return true;
+    }
+    vega_crypto_hash *h;
+    if (vega_crypto_hash_new(&h, alg) < 0)
+        return false;
+    char buf[16384];
+    uint64_t done = 0;
+    bool ok = true;
+    while (ok && done < b->flen) {
+        size_t want = b->flen - done < sizeof buf ? (size_t)(b->flen - done) : sizeof buf;
+        ssize_t n = pread(b->fd, buf, want, (off_t)(b->off + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        ok = n > 0 && vega_crypto_hash_update(h, buf, (size_t)n) == 0;
+        done += n > 0 ? (uint64_t)n : 0;
+    }
+    uint8_t md[VEGA_CRYPTO_HASH_MAX_LEN];
+    ok = vega_crypto_hash_final(h, md) == 0 && ok;
+    vega_crypto_hash_free(h);
+    if (!ok)
+        return false;
+    size_t len = vega_crypto_hash_len(alg);
+    for (size_t i = 0; i < len; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    out[2 * len] = 0;
+    return true;
+}
+
 /* H of "a:b:c..." (parts joined with ':'). */
 static void hash_join(vega_crypto_hash_alg alg, char *out, const char *const *parts, size_t n)
 {
@@ -185,7 +228,7 @@ static bool quotable(const char *s)
 }
 
 int curl_auth_answer(const struct curl_opts *o, const vega_http_fields *f, const char *method,
-                     const char *target, char *out, size_t cap)
+                     const char *target, const struct curl_auth_body *body, char *out, size_t cap)
 {
     char all[FIELD_MAX];
     if (vega_http_fields_get_combined(f, "WWW-Authenticate", 16, all, sizeof all) < 0)
@@ -205,23 +248,26 @@ int curl_auth_answer(const struct curl_opts *o, const vega_http_fields *f, const
     const char *alg = c.has_algorithm ? c.algorithm : "MD5";
     vega_crypto_hash_alg h = !strncasecmp(alg, "SHA-256", 7) ? VEGA_CRYPTO_SHA256 : VEGA_CRYPTO_MD5;
     bool sess = strlen(alg) > 5 && !strcasecmp(alg + strlen(alg) - 5, "-sess");
-    /* qop: "auth" when offered (auth-int is not done), else RFC 2069's form */
-    bool qop_auth = false;
+    /* qop: "auth" when offered (curl's choice too), else "auth-int", else RFC 2069's form */
+    bool qop_auth = false, qop_int = false;
     for (const char *q = c.qop; *q;) {
         while (*q == ' ' || *q == ',')
             q++;
         size_t k = strcspn(q, ", ");
         if (k == 4 && !strncasecmp(q, "auth", 4))
             qop_auth = true;
+        if (k == 8 && !strncasecmp(q, "auth-int", 8))
+            qop_int = true;
         q += k;
     }
+    const char *qop = qop_auth ? "auth" : qop_int ? "auth-int" : NULL;
     char cnonce[33];
     uint8_t rnd[16];
     if (vega_crypto_random(rnd, sizeof rnd) < 0)
         return -1;
     for (size_t i = 0; i < sizeof rnd; i++)
         snprintf(cnonce + 2 * i, 3, "%02x", rnd[i]);
-    char ha1[129], ha2[129], resp[129];
+    char ha1[129], ha2[129], resp[129], body_hash[129], uhash[129];
     const char *p1[] = {user, c.realm, pass};
     hash_join(h, ha1, p1, 3);
     if (sess) {
@@ -230,21 +276,36 @@ int curl_auth_answer(const struct curl_opts *o, const vega_http_fields *f, const
         hash_join(h, tmp, ps, 3);
         memcpy(ha1, tmp, sizeof tmp);
     }
-    const char *p2[] = {method, target};
-    hash_join(h, ha2, p2, 2);
-    if (qop_auth) {
-        const char *pr[] = {ha1, c.nonce, "00000001", cnonce, "auth", ha2};
+    if (qop && !qop_auth) {
+        /* RFC 7616 §3.4.3: A2 = Method ":" request-uri ":" H(entity-body) */
+        if (!hex_body_hash(h, body, body_hash))
+            return -2;
+        const char *p2[] = {method, target, body_hash};
+        hash_join(h, ha2, p2, 3);
+    } else {
+        const char *p2[] = {method, target};
+        hash_join(h, ha2, p2, 2);
+    }
+    if (qop) {
+        const char *pr[] = {ha1, c.nonce, "00000001", cnonce, qop, ha2};
         hash_join(h, resp, pr, 6);
     } else {
         const char *pr[] = {ha1, c.nonce, ha2};
         hash_join(h, resp, pr, 3);
     }
+    /* RFC 7616 §3.4.4: userhash=true asks for H(username ":" realm) in place of the name */
+    bool userhash = !strcasecmp(c.userhash, "true");
+    if (userhash) {
+        const char *pu[] = {user, c.realm};
+        hash_join(h, uhash, pu, 2);
+        user = uhash;
+    }
     int n;
-    if (qop_auth)
+    if (qop)
         n = snprintf(out, cap,
                      "Digest username=\"%s\", realm=\"%s\", nonce=\"%s\", uri=\"%s\", "
-                     "cnonce=\"%s\", nc=00000001, qop=auth, response=\"%s\"",
-                     user, c.realm, c.nonce, target, cnonce, resp);
+                     "cnonce=\"%s\", nc=00000001, qop=%s, response=\"%s\"",
+                     user, c.realm, c.nonce, target, cnonce, qop, resp);
     else
         n = snprintf(out, cap,
                      "Digest username=\"%s\", realm=\"%s\", nonce=\"%s\", uri=\"%s\", "
@@ -261,6 +322,12 @@ int curl_auth_answer(const struct curl_opts *o, const vega_http_fields *f, const
     }
     if (c.has_algorithm) {
         n = snprintf(out + used, cap - used, ", algorithm=%s", c.algorithm);
+        if (n < 0 || used + (size_t)n + 1 > cap)
+            return -1;
+        used += (size_t)n;
+    }
+    if (userhash) {
+        n = snprintf(out + used, cap - used, ", userhash=true");
         if (n < 0 || used + (size_t)n + 1 > cap)
             return -1;
     }

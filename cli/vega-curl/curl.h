@@ -233,11 +233,22 @@ enum {
     CURL_AUTH_ANY
 };
 
+/* The request body, for Digest's qop=auth-int: len bytes at data (NULL: none), or with fd >= 0
+ * flen bytes of that file from off (read with pread); unhashable: a body from stdin or a pipe. */
+struct curl_auth_body {
+    const void *data;
+    size_t len;
+    int fd;
+    uint64_t off, flen;
+    bool unhashable;
+};
 /* --digest/--anyauth (auth.c): the Authorization value answering a 401's WWW-Authenticate
- * fields f for method and target (the request-target, path and query), into out. Returns 0, or
- * -1 when no challenge can be answered (none offered, an algorithm or value it cannot use). */
+ * fields f for method and target (the request-target, path and query), into out; body: what the
+ * request sends (qop=auth-int hashes it). Returns 0, -1 when no challenge can be answered (none
+ * offered, an algorithm or value it cannot use), -2 when qop=auth-int is the only choice and
+ * the body cannot be hashed. */
 int curl_auth_answer(const struct curl_opts *o, const vega_http_fields *f, const char *method,
-                     const char *target, char *out, size_t cap);
+                     const char *target, const struct curl_auth_body *body, char *out, size_t cap);
 
 /* Whether c (a getopt value) is one of netopts.c's options. */
 static inline bool curl_tls_opt(int c)
@@ -247,8 +258,6 @@ static inline bool curl_tls_opt(int c)
 
 /* Parses one of those options (c: its getopt value); exits 2 on a bad value. */
 void curl_tls_option(struct curl_opts *o, int c, const char *arg);
-/* Refuses combinations it cannot honour (exits 2). Call after all options. */
-void curl_tls_check(const struct curl_opts *o);
 /* Sets the versions, ciphers, groups and pins on cfg. Returns 0 or curl's exit code (35 no
  * version left, 59 a list OpenSSL rejects) after saying why. */
 int curl_tls_apply(const struct curl_opts *o, vega_tls_config *cfg);
@@ -274,6 +283,8 @@ enum curl_trace_kind {
     CURL_TRACE_HEADER_IN,
     CURL_TRACE_DATA_OUT,
     CURL_TRACE_DATA_IN,
+    CURL_TRACE_SSL_OUT,
+    CURL_TRACE_SSL_IN,
 };
 /* Opens --trace's file ("%" = stderr; one that cannot be made: stderr, as curl 7.88). */
 int curl_trace_open(const struct curl_opts *o);
@@ -289,6 +300,15 @@ void curl_trace_head(enum curl_trace_kind k, const void *head, size_t len);
 /* "== Info: TEXT". */
 void curl_trace_info(const char *text, size_t len);
 void curl_trace_infof(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* vega_tls_msg_fn for -v and --trace (user: the curl_opts): curl's "TLSv1.3 (OUT), TLS
+ * handshake, Client hello (1):" notes, and in --trace each message as "SSL data". */
+void curl_trace_tls(void *user, vega_tls_msg_dir dir, int version, int type, const void *buf,
+                    size_t len);
+/* vega_http_client_opts.h2_frame for --trace: "[HTTP/2] [1] <- FRAME[HEADERS, len=N, hend=1,
+ * eos=0]", curl 8's notes of the frames. */
+void curl_trace_h2_frame(void *user, const vega_http_h2_frame *f);
+/* From now on curl_trace_tls and curl_trace_h2_frame show nothing (the transfers are over). */
+void curl_trace_conn_notes_end(void);
 /* --etag-compare's If-None-Match value into out (the file's lines joined; '""' when empty, or
  * missing with --etag-save). 0, or 26 after printing why (missing without --etag-save; over
  * cap - 1 bytes). */

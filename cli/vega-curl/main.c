@@ -151,9 +151,10 @@ static const char usage_text[] =
     "      --curves LIST        key-exchange groups, most preferred first (X25519:P-256)\n"
     "      --pinnedpubkey PINS  the server's public key must be one of sha256//BASE64[;\n"
     "                           sha256//...] or the key in a PEM or DER FILE (exit 90;\n"
-    "                           checked with -k too; not over HTTP/3)\n"
-    "      --digest             -u goes as HTTP Digest (RFC 7616: MD5, SHA-256, -sess) in\n"
-    "                           answer to the server's 401 challenge\n"
+    "                           checked with -k too, and over HTTP/3)\n"
+    "      --digest             -u goes as HTTP Digest (RFC 7616: MD5, SHA-256, -sess;\n"
+    "                           qop auth, auth-int; userhash) in answer to the server's\n"
+    "                           401 challenge\n"
     "      --anyauth            Digest or Basic, whichever the server's 401 offers\n"
     "      --basic              -u goes as Basic, at once (the default)\n"
     "      --dns-servers LIST   name servers to ask instead of the system's: ADDR[:PORT] or\n"
@@ -212,9 +213,10 @@ static const char usage_text[] =
     "  -s, --silent             no progress meter, no error messages\n"
     "  -S, --show-error         error messages even with -s\n"
     "  -v, --verbose            the request (> ) and response (< ) headers and connection\n"
-    "                           notes (* ) on stderr\n"
+    "                           notes (* ) on stderr, the TLS handshake's messages too\n"
     "      --trace FILE         write what is sent and received to FILE (- = stdout) as\n"
     "                           curl's hex and text dump, with the -v notes as \"== Info:\"\n"
+    "                           TLS messages as \"SSL data\", HTTP/2 frames as notes\n"
     "      --trace-ascii FILE   the same as text only\n"
     "      --trace-time         prefix -v and --trace lines with the time of day\n"
     "  -#, --progress-bar       a progress bar instead of the meter\n"
@@ -1285,7 +1287,6 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
         cli_usage_error("--continue-at and --remote-header-name cannot be combined");
     if (o->key && !o->cert)
         cli_usage_error("--key needs --cert");
-    curl_tls_check(o);
     set_auth(o, user_arg, bearer);
     if (o->nouts > o->nurls && !o->silent)
         cli_err(NULL, "warning: more -o/-O than URLs; the extra ones are ignored");
@@ -1329,6 +1330,12 @@ static int make_tls(const struct curl_opts *o, vega_tls_config **out)
                          o->cert, o->key ? " with key " : "", o->key ? o->key : "",
                          vega_tls_strerror(r));
     }
+    /* -v and --trace show the TLS messages as curl does */
+    if ((o->verbose || curl_trace_on()) &&
+        (r = vega_tls_config_set_msg_callback(cfg, curl_trace_tls, (void *)o)) < 0) {
+        vega_tls_config_free(cfg);
+        return curl_fail(o, CE_FAILED_INIT, "TLS: %s", vega_tls_strerror(r));
+    }
     const char *keylog = getenv("SSLKEYLOGFILE");
     if (keylog && *keylog) {
         /* secrets: a file this creates is its owner's alone, whichever side opens it first */
@@ -1367,6 +1374,8 @@ static int make_client(const struct curl_opts *o, vega_tls_config *tls, struct c
     vega_http_client_opts co;
     vega_http_client_opts_init(&co);
     co.tls = tls;
+    if (curl_trace_on())
+        co.h2_frame = curl_trace_h2_frame; /* --trace: each HTTP/2 frame, as curl 8 shows them */
     int code = curl_quic_setup(o, q, &co);
     if (code)
         return code;
@@ -1498,6 +1507,9 @@ static void *main_task(void *arg)
         }
     curl_dump_close();
     curl_files_take(o, cx.client, &m->saved);
+    /* the connections' ends (close_notify, GOAWAY) are not shown, as curl 7.88 shows none
+     * after its transfers */
+    curl_trace_conn_notes_end();
     vega_http_client_free(cx.client);
     vega_tls_config_free(tls);
     curl_quic_free(&q);

@@ -127,15 +127,6 @@ void curl_tls_option(struct curl_opts *o, int c, const char *arg)
     }
 }
 
-void curl_tls_check(const struct curl_opts *o)
-{
-    /* QUIC's handshake does not use the TCP side's TLS configuration: a pin there would not be
-     * checked, so the two are not combined */
-    if (o->pinnedpubkey && (o->http_version == 30 || o->alt_svc))
-        cli_usage_error("--pinnedpubkey is not supported over HTTP/3 (--http3, --http3-only, "
-                        "--alt-svc)");
-}
-
 static int b64_val(unsigned char ch)
 {
     return ch >= 'A' && ch <= 'Z'   ? ch - 'A'

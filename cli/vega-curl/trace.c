@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,8 +95,8 @@ static void dump(FILE *f, const unsigned char *p, size_t size)
 
 void curl_trace_data(enum curl_trace_kind k, const void *p, size_t len)
 {
-    static const char *const what[] = {"=> Send header", "<= Recv header", "=> Send data",
-                                       "<= Recv data"};
+    static const char *const what[] = {"=> Send header", "<= Recv header",   "=> Send data",
+                                       "<= Recv data",   "=> Send SSL data", "<= Recv SSL data"};
     if (!trace_fp || len == 0)
         return;
     char ts[32];
@@ -148,6 +149,268 @@ void curl_trace_infof(const char *fmt, ...)
     if (n < 0)
         return;
     curl_trace_info(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+/* ---- TLS messages (-v, --trace) ------------------------------------------------------------- */
+
+/* Set once the transfers are over: the connections' ends go unseen, as in curl. */
+static atomic_bool conn_notes_over;
+
+void curl_trace_conn_notes_end(void)
+{
+    atomic_store(&conn_notes_over, true);
+}
+
+static const char *tls_version_name(int v)
+{
+    switch (v) {
+    case 0x0300:
+        return "SSLv3";
+    case 0x0301:
+        return "TLSv1.0";
+    case 0x0302:
+        return "TLSv1.1";
+    case 0x0303:
+        return "TLSv1.2";
+    case 0x0304:
+        return "TLSv1.3";
+    default:
+        return NULL;
+    }
+}
+
+/* curl's names of the record types and handshake messages (lib/vtls/openssl.c). */
+static const char *tls_record_name(int type)
+{
+    switch (type) {
+    case 20:
+        return "TLS change cipher";
+    case 21:
+        return "TLS alert";
+    case 22:
+        return "TLS handshake";
+    case 23:
+        return "TLS app data";
+    default:
+        return "TLS Unknown";
+    }
+}
+
+static const char *tls_handshake_name(int t)
+{
+    switch (t) {
+    case 0:
+        return "Hello request";
+    case 1:
+        return "Client hello";
+    case 2:
+        return "Server hello";
+    case 4:
+        return "Newsession Ticket";
+    case 5:
+        return "End of early data";
+    case 8:
+        return "Encrypted Extensions";
+    case 11:
+        return "Certificate";
+    case 12:
+        return "Server key exchange";
+    case 13:
+        return "Request CERT";
+    case 14:
+        return "Server finished";
+    case 15:
+        return "CERT verify";
+    case 16:
+        return "Client key exchange";
+    case 20:
+        return "Finished";
+    case 22:
+        return "Certificate Status";
+    case 23:
+        return "Supplemental data";
+    case 24:
+        return "Key update";
+    case 67:
+        return "Next protocol";
+    case 254:
+        return "Message hash";
+    default:
+        return "Unknown";
+    }
+}
+
+/* OpenSSL's long alert descriptions, as curl prints them (SSL_alert_desc_string_long). */
+static const char *tls_alert_name(int d)
+{
+    switch (d) {
+    case 0:
+        return "close notify";
+    case 10:
+        return "unexpected_message";
+    case 20:
+        return "bad record mac";
+    case 22:
+        return "record overflow";
+    case 40:
+        return "handshake failure";
+    case 42:
+        return "bad certificate";
+    case 43:
+        return "unsupported certificate";
+    case 44:
+        return "certificate revoked";
+    case 45:
+        return "certificate expired";
+    case 46:
+        return "certificate unknown";
+    case 47:
+        return "illegal parameter";
+    case 48:
+        return "unknown CA";
+    case 49:
+        return "access denied";
+    case 50:
+        return "decode error";
+    case 51:
+        return "decrypt error";
+    case 70:
+        return "protocol version";
+    case 71:
+        return "insufficient security";
+    case 80:
+        return "internal error";
+    case 86:
+        return "inappropriate fallback";
+    case 90:
+        return "user canceled";
+    case 109:
+        return "missing extension";
+    case 110:
+        return "unsupported extension";
+    case 112:
+        return "unrecognized name";
+    case 116:
+        return "certificate required";
+    case 120:
+        return "no application protocol";
+    default:
+        return "unknown";
+    }
+}
+
+/* curl's note for a TLS message ("TLSv1.3 (OUT), TLS handshake, Client hello (1):") into line,
+ * or false for the messages it only dumps (record headers, TLS 1.3's inner content type). */
+static bool tls_note(char *line, size_t cap, vega_tls_msg_dir dir, int version, int type,
+                     const unsigned char *b, size_t len)
+{
+    const char *v = tls_version_name(version);
+    if (!version || type == VEGA_TLS_MSG_RECORD_HEADER || type == VEGA_TLS_MSG_INNER_TYPE || !len)
+        return false;
+    char unknown[16];
+    if (!v) {
+        snprintf(unknown, sizeof unknown, "(%x)", (unsigned)version);
+        v = unknown;
+    }
+    const char *name;
+    int code;
+    if (type == 20) {
+        code = b[0];
+        name = "Change cipher spec";
+    } else if (type == 21 && len >= 2) {
+        code = (b[0] << 8) | b[1];
+        name = tls_alert_name(b[1]);
+    } else {
+        code = b[0];
+        name = tls_handshake_name(b[0]);
+    }
+    snprintf(line, cap, "%s (%s), %s, %s (%d):", v, dir == VEGA_TLS_MSG_OUT ? "OUT" : "IN",
+             tls_record_name(type), name, code);
+    return true;
+}
+
+void curl_trace_tls(void *user, vega_tls_msg_dir dir, int version, int type, const void *buf,
+                    size_t len)
+{
+    const struct curl_opts *o = user;
+    if (atomic_load(&conn_notes_over))
+        return;
+    char line[160];
+    bool note = tls_note(line, sizeof line, dir, version, type, buf, len);
+    if (trace_fp) {
+        if (note)
+            curl_trace_info(line, strlen(line));
+        curl_trace_data(dir == VEGA_TLS_MSG_OUT ? CURL_TRACE_SSL_OUT : CURL_TRACE_SSL_IN, buf, len);
+    } else if (note && o->verbose) {
+        /* -v prints it as it happens, as curl does (a connection's other notes wait for the
+         * response head) */
+        char ts[32];
+        curl_trace_stamp(ts, sizeof ts);
+        pthread_mutex_lock(&trace_lock);
+        fprintf(stderr, "%s* %s\n", ts, line);
+        fflush(stderr);
+        pthread_mutex_unlock(&trace_lock);
+    }
+}
+
+/* ---- HTTP/2 frames (--trace) ---------------------------------------------------------------- */
+
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+void curl_trace_h2_frame(void *user, const vega_http_h2_frame *f)
+{
+    (void)user;
+    if (atomic_load(&conn_notes_over))
+        return;
+    char fr[128];
+    unsigned len = f->length, fl = f->flags;
+    const uint8_t *pl = f->payload;
+    bool ack = fl & 0x1, eos = fl & 0x1, hend = fl & 0x4;
+    switch (f->type) {
+    case 0: /* DATA (padlen: RFC 9113 §6.1, the first byte when PADDED) */
+        snprintf(fr, sizeof fr, "FRAME[DATA, len=%u, eos=%d, padlen=%d]", len, eos,
+                 (fl & 0x8) && f->payload_len >= 1 ? pl[0] : 0);
+        break;
+    case 1:
+        snprintf(fr, sizeof fr, "FRAME[HEADERS, len=%u, hend=%d, eos=%d]", len, hend, eos);
+        break;
+    case 2:
+        snprintf(fr, sizeof fr, "FRAME[PRIORITY, len=%u, flags=%u]", len, fl);
+        break;
+    case 3:
+        snprintf(fr, sizeof fr, "FRAME[RST_STREAM, len=%u, flags=%u, error=%u]", len, fl,
+                 f->payload_len >= 4 ? be32(pl) : 0);
+        break;
+    case 4:
+        if (ack)
+            snprintf(fr, sizeof fr, "FRAME[SETTINGS, ack=1]");
+        else
+            snprintf(fr, sizeof fr, "FRAME[SETTINGS, len=%u]", len);
+        break;
+    case 5:
+        snprintf(fr, sizeof fr, "FRAME[PUSH_PROMISE, len=%u, hend=%d]", len, hend);
+        break;
+    case 6:
+        snprintf(fr, sizeof fr, "FRAME[PING, len=%u, ack=%d]", len, ack);
+        break;
+    case 7: /* (the debug data, curl's reason='...', is not kept) */
+        snprintf(fr, sizeof fr, "FRAME[GOAWAY, error=%u, last_stream=%u]",
+                 f->payload_len >= 8 ? be32(pl + 4) : 0,
+                 f->payload_len >= 4 ? be32(pl) & 0x7fffffffu : 0);
+        break;
+    case 8:
+        snprintf(fr, sizeof fr, "FRAME[WINDOW_UPDATE, incr=%u]",
+                 f->payload_len >= 4 ? be32(pl) & 0x7fffffffu : 0);
+        break;
+    default:
+        snprintf(fr, sizeof fr, "FRAME[%u, len=%u, flags=%u]", f->type, len, fl);
+        break;
+    }
+    curl_trace_infof("[HTTP/2] [%u] %s %s", (unsigned)f->stream_id,
+                     f->dir == VEGA_HTTP_FRAME_OUT ? "->" : "<-", fr);
 }
 
 /* ---- --etag-compare, --etag-save ------------------------------------------------------------- */

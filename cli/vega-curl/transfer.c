@@ -21,6 +21,8 @@
 
 static void tbuf_put(struct tbuf *b, const void *s, size_t n)
 {
+    if (n == 0) /* (nothing to copy, and b->p may still be NULL: memcpy's arguments must not) */
+        return;
     if (b->len + n > b->max) {
         b->dropped = true;
         return;
@@ -874,12 +876,25 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
             x->auth_tried = true;
             char target[CURL_MAX_URL_LEN];
             vega_http_url u;
+            /* the body the next try sends, for qop=auth-int */
+            struct curl_auth_body ab = {.fd = -1};
+            if (x->send_data) {
+                ab.data = o->data;
+                ab.len = o->data_len;
+            } else if (x->has_upload) {
+                ab.unhashable =
+                    x->up.is_stdin || !x->up.seekable || x->up.length == VEGA_HTTP_LENGTH_UNKNOWN;
+                ab.fd = x->up.fd;
+                ab.off = x->up.skip;
+                ab.flen = x->up.length;
+            }
+            int ar = -1;
             if (vega_http_url_parse(&u, x->url, strlen(x->url)) == 0 &&
                 snprintf(target, sizeof target, "%.*s%s%.*s", (int)(u.path.len ? u.path.len : 1),
                          u.path.len ? u.path.ptr : "/", u.query.ptr ? "?" : "", (int)u.query.len,
                          u.query.ptr ? u.query.ptr : "") < (int)sizeof target &&
-                curl_auth_answer(o, in->fields, x->method, target, x->auth_answer,
-                                 sizeof x->auth_answer) == 0) {
+                (ar = curl_auth_answer(o, in->fields, x->method, target, &ab, x->auth_answer,
+                                       sizeof x->auth_answer)) == 0) {
                 if (o->verbose)
                     info_line("Issue another request to this URL with the server's challenge "
                               "answered");
@@ -888,6 +903,9 @@ static int exchange(struct xfer *x, vega_http_client *client, vega_http_client_r
                 vega_http_client_response_free(resp);
                 continue;
             }
+            if (ar == -2 && !o->silent)
+                cli_err(NULL, "Warning: Digest qop=auth-int hashes the body before it is sent: "
+                              "a body from stdin or a pipe cannot be, the 401 stays the answer");
             x->auth_answer[0] = '\0';
         }
 

@@ -269,17 +269,22 @@ TRACE_START = re.compile(rb"^(\d\d:\d\d:\d\d\.\d{6} )?(== Info: |=> Send |<= Rec
 TRACE_TITLE = re.compile(rb"^(?:\d\d:\d\d:\d\d\.\d{6} )?(=> Send|<= Recv) (header|data|SSL data), "
                          rb"\d+ bytes \(0x[0-9a-f]+\)$")
 TRACE_INFO = re.compile(rb"^(\d\d:\d\d:\d\d\.\d{6} )?== Info: ")
+# curl's notes of TLS messages ("TLSv1.3 (OUT), TLS handshake, Client hello (1):"): the
+# handshake's sequence is deterministic against one server, and compared; a close_notify is not
+# (curl 7.88 closes its connections after the transfer's trace has ended)
+TRACE_TLS = re.compile(rb"^(?:\d\d:\d\d:\d\d\.\d{6} )?== Info: ((?:SSLv3|TLSv1\.[0-3]) \((?:IN|OUT)\), "
+                       rb"TLS (?:handshake|change cipher|alert), .*:)$")
 TRACE_LINE = re.compile(rb"^[0-9a-f]{4}: (.*)$")
 TRACE_HEX = re.compile(rb"^((?:[0-9a-f]{2} |   ){16})")
 
 
 def normalise_trace(b):
     """A --trace or --trace-ascii file, as far as it is deterministic: the records' kinds and
-    contents without the "== Info:" notes (each tool has its own) and TLS records (random; and
-    vega-curl does not trace them), the byte counts and offsets
+    contents without the "== Info:" notes (each tool has its own) but for those of the TLS
+    handshake's messages, without the TLS records (random), the byte counts and offsets
     (the User-Agent's length moves them) and the times; consecutive records of one kind are
     joined (how a body is cut into reads differs), and the heads normalised as stdout is."""
-    records = []
+    records, tls = [], []
     for line in b.split(b"\n"):
         m = TRACE_TITLE.match(line)
         if m:
@@ -287,6 +292,10 @@ def normalise_trace(b):
             if not records or records[-1][0] != title:
                 records.append([title, [], b""])
             continue
+        t = TRACE_TLS.match(line)
+        if t and b"close notify" not in t.group(1):
+            tls.append(b"tls: " + t.group(1))  # their own sequence: where they fall among
+            continue  # the other records depends on when each tool reads the socket
         if TRACE_INFO.match(line):
             records.append([b"info", [], b""])
             continue
@@ -297,7 +306,7 @@ def normalise_trace(b):
                 records[-1][2] += bytes.fromhex(h.group(1).decode().replace(" ", ""))
             else:  # --trace-ascii: the text lines
                 records[-1][1].append(d.group(1))
-    out = []
+    out = tls
     for title, lines, raw in records:
         if title != b"info" and not title.endswith(b"SSL data"):  # TLS records are random
             out.append(title + b"\n" + normalise_out(raw + b"\n".join(lines)))

@@ -151,6 +151,27 @@ int vega_crypto_key_from_cert(vega_crypto_key **out, const void *data, size_t le
     return vega__crypto_key_wrap(pkey, false, out);
 }
 
+vega_ssize vega_crypto_key_public_der(const vega_crypto_key *k, uint8_t *out, size_t cap)
+{
+    if (!k || (!out && cap))
+        return -EINVAL;
+    int n = i2d_PUBKEY(k->pkey, NULL);
+    if (n <= 0) {
+        ERR_clear_error();
+        return VEGA_ERR_CRYPTO_LIBCRYPTO;
+    }
+    if (!out)
+        return n;
+    if ((size_t)n > cap)
+        return VEGA_ERR_NOBUF;
+    unsigned char *p = out;
+    if (i2d_PUBKEY(k->pkey, &p) != n) {
+        ERR_clear_error();
+        return VEGA_ERR_CRYPTO_LIBCRYPTO;
+    }
+    return n;
+}
+
 vega_crypto_key_type vega_crypto_key_get_type(const vega_crypto_key *k)
 {
     return k->type;

@@ -26,6 +26,7 @@
 #define HC_OPTS_V6_SIZE offsetof(vega_http_client_opts, quic_migrate)
 #define HC_OPTS_V7_SIZE offsetof(vega_http_client_opts, dns_servers)
 #define HC_OPTS_V8_SIZE offsetof(vega_http_client_opts, local)
+#define HC_OPTS_V9_SIZE offsetof(vega_http_client_opts, h2_frame)
 #define HC_REQ_V1_SIZE  offsetof(vega_http_client_request, h3_fallback)
 
 static size_t hc_opts_size(int opts_version)
@@ -38,6 +39,7 @@ static size_t hc_opts_size(int opts_version)
            : opts_version == 6 ? HC_OPTS_V6_SIZE
            : opts_version == 7 ? HC_OPTS_V7_SIZE
            : opts_version == 8 ? HC_OPTS_V8_SIZE
+           : opts_version == 9 ? HC_OPTS_V9_SIZE
                                : sizeof(vega_http_client_opts);
 }
 

@@ -168,6 +168,16 @@ enum hc_h2_state {
 /* One HTTP/2 connection (RFC 9113), shared by every request to its origin. A writer task
  * writes what the core produces and keeps its timers; a reader task feeds the core what the
  * socket brings; the core's callbacks (under mu) fill the responses and wake their tasks. */
+/* The frame tracer's scan of one direction of a connection (vega_http_client_opts.h2_frame):
+ * the preface still to skip, the frame header and first payload bytes gathered, the rest of
+ * the payload to skip. */
+struct hc_h2_tap {
+    uint8_t preface; /* bytes of the client preface left to skip (24 at the start, out) */
+    uint8_t have;    /* bytes of buf filled */
+    uint8_t buf[9 + 8];
+    uint32_t skip; /* payload bytes past buf still to come */
+};
+
 struct hc_h2 {
     vega_http_client *c;
     struct hc_key key;
@@ -202,6 +212,7 @@ struct hc_h2 {
     uint8_t *out; /* HC_H2_OUT bytes for the writer */
     uint8_t in[HC_H2_IN];
     vega_tstamp t_dns, t_connect, t_tls;
+    struct hc_h2_tap tap_in, tap_out; /* the reader's and the writer's (h2_frame only) */
 };
 
 /* The Alt-Svc cache (h3_altsvc.c): per origin, up to HC_ALTSVC_MAX alternatives. */
@@ -251,7 +262,10 @@ struct vega_http_client {
     /* HTTP/3 */
     vega_quic_endpoint *ep;         /* made on the first HTTP/3 request */
     vega_crypto_cert_store *own_ca; /* the system store, when opts.quic_ca is NULL */
-    struct hc_h3 *h3s;              /* HTTP/3 connections, newest first */
+    /* opts.tls's pinned keys (vega_tls_config_get_pinned_keys), which pin HTTP/3 too */
+    uint8_t quic_pins[VEGA_QUIC_MAX_PINNED_KEYS][32];
+    size_t n_quic_pins;
+    struct hc_h3 *h3s; /* HTTP/3 connections, newest first */
     size_t nh2;
     struct hc_h2 *h2s;       /* HTTP/2 connections, newest first */
     atomic_uint h2_live;     /* HTTP/2 writer tasks still running */

@@ -78,6 +78,60 @@ static void list_push(vega_http_client *c, struct hc_h2 *h)
     c->nh2++;
 }
 
+/* ---- the frame tracer (vega_http_client_opts.h2_frame) -----------------------------------------
+ */
+
+static uint32_t be24(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | (uint32_t)p[2];
+}
+
+/* Hands each frame whose header and first payload bytes are in p (n bytes of one direction, in
+ * order) to the tracer; the rest of a payload is skipped as it passes. */
+static void tap_scan(const vega_http_client *c, struct hc_h2_tap *t, vega_http_frame_dir dir,
+                     const uint8_t *p, size_t n)
+{
+    while (n) {
+        size_t k;
+        if (t->preface) {
+            k = n < t->preface ? n : t->preface;
+            t->preface = (uint8_t)(t->preface - k);
+        } else if (t->skip) {
+            k = n < t->skip ? n : t->skip;
+            t->skip -= (uint32_t)k;
+        } else {
+            /* the 9-byte header, then up to 8 payload bytes (RFC 9113 §4.1: 24-bit length) */
+            uint32_t len = t->have >= 3 ? be24(t->buf) : 0;
+            size_t want = t->have < 9 ? 9 : 9 + (len < 8 ? len : 8);
+            k = want - t->have < n ? want - t->have : n;
+            memcpy(t->buf + t->have, p, k);
+            t->have = (uint8_t)(t->have + k);
+            if (t->have >= 9) {
+                len = be24(t->buf);
+                size_t head = len < 8 ? len : 8;
+                if (t->have == 9 + head) {
+                    vega_http_h2_frame f = {
+                        .dir = dir,
+                        .type = t->buf[3],
+                        .flags = t->buf[4],
+                        .stream_id = ((uint32_t)t->buf[5] << 24 | (uint32_t)t->buf[6] << 16 |
+                                      (uint32_t)t->buf[7] << 8 | t->buf[8]) &
+                                     0x7fffffffu,
+                        .length = len,
+                        .payload = t->buf + 9,
+                        .payload_len = head,
+                    };
+                    c->o.h2_frame(c->o.h2_frame_user, &f);
+                    t->skip = len - (uint32_t)head;
+                    t->have = 0;
+                }
+            }
+        }
+        p += k;
+        n -= k;
+    }
+}
+
 /* ---- the tasks ------------------------------------------------------------------------------- */
 
 static void *reader_main(void *arg)
@@ -88,6 +142,8 @@ static void *reader_main(void *arg)
         pthread_mutex_lock(&h->mu);
         int rc = 0;
         if (n > 0 && !h->dead) {
+            if (h->c->o.h2_frame)
+                tap_scan(h->c, &h->tap_in, VEGA_HTTP_FRAME_IN, h->in, (size_t)n);
             rc = vega_h2_conn_read(h->core, h->in, (size_t)n, vega_now());
             if (rc < 0)
                 core_failed(h, rc);
@@ -185,6 +241,8 @@ static void *writer_main(void *arg)
                 pthread_mutex_unlock(&h->mu);
                 break;
             }
+            if (c->o.h2_frame)
+                tap_scan(c, &h->tap_out, VEGA_HTTP_FRAME_OUT, h->out, (size_t)n);
             continue;
         }
         if (vega_notify_wait(&h->wake, dl) == -ECANCELED)
@@ -222,6 +280,7 @@ static int core_make(vega_http_client *c, struct hc_h2 *h, bool upgraded)
     int rc = vega_h2_conn_client_new(&h->core, &vega__hc_h2_callbacks, &o, h);
     if (rc < 0)
         return rc;
+    h->tap_out.preface = 24; /* the core writes the preface first (RFC 9113 §3.4): no frame */
     if (!(h->out = vega__mem_malloc(c->o.mem, HC_H2_OUT)))
         return -ENOMEM;
     return 0;
@@ -627,6 +686,8 @@ int vega__hc_h2_adopt(vega_http_client *c, const struct hc_req *rq, struct hc_co
         vega_ssize w = vega_stream_write(h->s, h->out, (size_t)n, NULL, r->dl);
         if (w < 0)
             rc = (int)w;
+        else if (c->o.h2_frame) /* (the tasks start later: the taps are ours here) */
+            tap_scan(c, &h->tap_out, VEGA_HTTP_FRAME_OUT, h->out, (size_t)n);
     }
     if (rc == 0 && rest_len) {
         /* what came after the 101 (the server's SETTINGS, maybe the answer) */
@@ -634,6 +695,8 @@ int vega__hc_h2_adopt(vega_http_client *c, const struct hc_req *rq, struct hc_co
         r->h2_listed = true;
         r->h2_next = h->reqs;
         h->reqs = r;
+        if (c->o.h2_frame)
+            tap_scan(c, &h->tap_in, VEGA_HTTP_FRAME_IN, rest, rest_len);
         rc = vega_h2_conn_read(h->core, rest, rest_len, vega_now());
         pthread_mutex_unlock(&h->mu);
         if (rc < 0) {

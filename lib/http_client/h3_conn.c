@@ -40,6 +40,15 @@ static int ensure_endpoint(vega_http_client *c)
         eo.quic.version = c->o.quic_version;
     memcpy(eo.quic.tls.suites, c->o.quic_suites, sizeof c->o.quic_suites);
     eo.quic.tls.n_suites = c->o.quic_n_suites;
+    /* the TCP side's pins hold for HTTP/3 too: Alt-Svc must not be a way around them */
+    c->n_quic_pins =
+        vega_tls_config_get_pinned_keys(c->o.tls, c->quic_pins[0], VEGA_QUIC_MAX_PINNED_KEYS);
+    if (c->n_quic_pins > VEGA_QUIC_MAX_PINNED_KEYS) {
+        rc = -EINVAL; /* (the two bounds are the same 64) */
+        goto out;
+    }
+    eo.quic.pinned_keys = c->quic_pins[0];
+    eo.quic.n_pinned_keys = c->n_quic_pins;
     eo.quic.keylog = c->o.quic_keylog;
     eo.quic.keylog_user = c->o.quic_keylog_user;
     eo.cb.on_event = vega__hc_h3_on_event;
@@ -449,6 +458,11 @@ static int dial(vega_http_client *c, struct hc_h3 *h, const struct hc_req *rq, v
         h->werr.local = ci.local;
         h->werr.code = ci.code;
         memcpy(h->werr.reason, ci.reason, sizeof h->werr.reason);
+        /* our pin check refused the server's key: the error TCP's TLS gives for it */
+        if (rc == VEGA_ERR_QUIC_EP_HANDSHAKE && ci.local && !ci.app &&
+            ci.code == VEGA_QUIC_CRYPTO_ERROR + 42 &&
+            strcmp(ci.reason, VEGA_QUIC_PIN_MISMATCH) == 0)
+            rc = VEGA_ERR_TLS_PINNED;
     }
     vega_notify_fini(&r.wake);
     pthread_mutex_destroy(&r.mu);

@@ -13,10 +13,12 @@
 
 #include "conn_int.h"
 
-/* Layout 1 ends where version 2's appended fields start, and layout 2 where version 3's do
- * (each ends on a pointer and the next starts with one, so no tail padding differs). */
+/* Layout 1 ends where version 2's appended fields start, layout 2 where version 3's do, and
+ * layout 3 where version 4's do (each ends on a pointer and the next starts with one, so no
+ * tail padding differs). */
 #define QUIC_OPTS_V1_SIZE offsetof(vega_quic_opts, keylog)
 #define QUIC_OPTS_V2_SIZE offsetof(vega_quic_opts, qlog)
+#define QUIC_OPTS_V3_SIZE offsetof(vega_quic_opts, pinned_keys)
 
 /* The size of the caller's struct for a layout this library knows; 0 for another. */
 static size_t opts_size(int opts_version)
@@ -26,6 +28,8 @@ static size_t opts_size(int opts_version)
         return QUIC_OPTS_V1_SIZE;
     case 2:
         return QUIC_OPTS_V2_SIZE;
+    case 3:
+        return QUIC_OPTS_V3_SIZE;
     case VEGA_QUIC_OPTS_VERSION:
         return sizeof(vega_quic_opts);
     default:
@@ -119,6 +123,8 @@ static bool config_ok(const vega_quic_opts *cfg)
            cfg->max_datagram_frame_size <= 65535 &&
            (cfg->pmtu_max == 0 || (cfg->pmtu_max >= 1200 && cfg->pmtu_max <= 65527)) &&
            (cfg->cc == VEGA_QUIC_CC_CUBIC || cfg->cc == VEGA_QUIC_CC_NEWRENO) &&
+           cfg->n_pinned_keys <= VEGA_QUIC_MAX_PINNED_KEYS &&
+           (cfg->n_pinned_keys == 0 || cfg->pinned_keys) &&
            (!cfg->mem ||
             (cfg->mem->malloc && cfg->mem->calloc && cfg->mem->realloc && cfg->mem->free));
 }

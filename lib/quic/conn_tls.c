@@ -173,6 +173,8 @@ int vega__quic_tls_start(vega_quic_conn *c)
         .keylog = cfg->keylog ? tls_keylog : NULL,
         .rand = tls_rand,
         .mem = cfg->mem,
+        .pins = c->server ? NULL : cfg->pinned_keys,
+        .npins = c->server ? 0 : cfg->n_pinned_keys,
     };
     int rc = vega__qtls_new(&c->hs.tls, c->server, &cfg->tls, buf, (size_t)n, cfg->wall_ms, &cbs);
     if (rc < 0)

@@ -312,6 +312,24 @@ static int verify_fail(struct vega__qtls *t, int rc)
     }
 }
 
+/* Client with pins: the SHA-256 of the leaf's SubjectPublicKeyInfo must be one of them. */
+static int pin_check(struct vega__qtls *t)
+{
+    uint8_t spki[4096], md[32];
+    vega_ssize n = vega_crypto_key_public_der(t->peer_key, spki, sizeof spki);
+    if (n == VEGA_ERR_NOBUF) /* larger than any key we can verify with: no pin matches it */
+        return vega__qtls_fail(t, VEGA__QTLS_ALERT_BAD_CERTIFICATE, VEGA_QUIC_PIN_MISMATCH);
+    if (n < 0)
+        return internal(t, (int)n, "public key encoding failed");
+    int rc = vega_crypto_hash_digest(VEGA_CRYPTO_SHA256, spki, (size_t)n, md);
+    if (rc < 0)
+        return internal(t, rc, "public key hash failed");
+    for (size_t i = 0; i < t->cbs.npins; i++)
+        if (memcmp(t->cbs.pins + 32 * i, md, 32) == 0)
+            return 0;
+    return vega__qtls_fail(t, VEGA__QTLS_ALERT_BAD_CERTIFICATE, VEGA_QUIC_PIN_MISMATCH);
+}
+
 int vega__qtls_on_cert(struct vega__qtls *t, const uint8_t *msg, size_t len)
 {
     struct vega__qtls_cert c;
@@ -357,6 +375,8 @@ int vega__qtls_on_cert(struct vega__qtls *t, const uint8_t *msg, size_t len)
     if (rc < 0)
         return vega__qtls_fail(t, VEGA__QTLS_ALERT_UNSUPPORTED_CERTIFICATE,
                                "unsupported certificate key");
+    if (!t->server && t->cbs.npins && (rc = pin_check(t)) < 0)
+        return rc;
     return vega__qtls_th_add(t, msg, len);
 }
 
@@ -484,7 +504,8 @@ int vega__qtls_new(struct vega__qtls **out, bool server, const vega_quic_tls_opt
         t->groups[1] = VEGA_CRYPTO_GROUP_SECP256R1;
         t->n_groups = 2;
     }
-    if (!server && cfg->session && wall_ms &&
+    /* a pinned client does not resume: a resumed handshake carries no certificate to check */
+    if (!server && !cbs->npins && cfg->session && wall_ms &&
         vega__qtls_session_decode(cfg->session, cfg->session_len, &t->sess) == 0) {
         /* Usable only for the same server name, an ALPN still offered, a suite still
          * configured, and before it expires (RFC 8446 §4.6.1). */

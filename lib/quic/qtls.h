@@ -84,6 +84,10 @@ struct vega__qtls_cbs {
      * "CLIENT_HANDSHAKE_TRAFFIC_SECRET <client random hex> <secret hex>", no newline),
      * NUL-terminated and borrowed for the call, just before the secret callback gets it. */
     void (*keylog)(void *ud, const char *line);
+    /* Client: npins SHA-256 digests of acceptable server SubjectPublicKeyInfos (borrowed for
+     * the handshake's life; vega_quic_opts.pinned_keys). With any, no session is resumed. */
+    const uint8_t *pins;
+    size_t npins;
 };
 
 struct vega__qtls;

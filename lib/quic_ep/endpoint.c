@@ -30,6 +30,28 @@
 EP_OPTS_OLD(ep_opts_v1, offsetof(vega_quic_opts, keylog));
 EP_OPTS_OLD(ep_opts_v2, offsetof(vega_quic_opts, qlog));
 
+/* Layout 3: a vega_quic_opts of layout 3 (which ends where layout 4's pinned keys start), the
+ * same fields, and the qlog fields it appended. */
+struct ep_opts_v3 {
+    struct ep_opts_v3_head {
+        _Alignas(vega_quic_opts) unsigned char quic[offsetof(vega_quic_opts, pinned_keys)];
+        vega_quic_ep_callbacks cb;
+        void *user;
+        unsigned sockets;
+        size_t max_conns;
+        size_t max_handshakes;
+        vega_quic_retry_mode retry;
+        size_t retry_threshold;
+        uint32_t token_lifetime_s;
+        bool no_new_tokens;
+        const uint8_t *static_key;
+        size_t max_resets_per_s;
+        const vega_mem *mem;
+    } h;
+    const char *qlog_dir;
+    uint64_t qlog_max_bytes;
+};
+
 #define EP_OPTS_FROM_OLD(o, v)                                                                     \
     do {                                                                                           \
         memset((o), 0, sizeof *(o));                                                               \
@@ -66,6 +88,22 @@ EP_OPTS_OLD(ep_opts_v2, offsetof(vega_quic_opts, qlog));
         (v)->mem = (o)->mem;                                                                       \
     } while (0)
 
+/* The fields of layout 3 to and from the latest. */
+static void ep_opts_from_v3(vega_quic_endpoint_opts *o, const struct ep_opts_v3 *v)
+{
+    EP_OPTS_FROM_OLD(o, &v->h);
+    o->qlog_dir = v->qlog_dir;
+    o->qlog_max_bytes = v->qlog_max_bytes;
+}
+
+static void ep_opts_to_v3(struct ep_opts_v3 *v, const vega_quic_endpoint_opts *o)
+{
+    memset(v, 0, sizeof *v);
+    EP_OPTS_TO_OLD(&v->h, o);
+    v->qlog_dir = o->qlog_dir;
+    v->qlog_max_bytes = o->qlog_max_bytes;
+}
+
 void vega_quic_endpoint_opts_init_versioned(vega_quic_endpoint_opts *o, int opts_version)
 {
     if (opts_version < 1 || opts_version > VEGA_QUIC_ENDPOINT_OPTS_VERSION)
@@ -83,6 +121,12 @@ void vega_quic_endpoint_opts_init_versioned(vega_quic_endpoint_opts *o, int opts
     if (opts_version == 2) {
         struct ep_opts_v2 v;
         EP_OPTS_TO_OLD(&v, &d);
+        memcpy(o, &v, sizeof v);
+        return;
+    }
+    if (opts_version == 3) {
+        struct ep_opts_v3 v;
+        ep_opts_to_v3(&v, &d);
         memcpy(o, &v, sizeof v);
         return;
     }
@@ -133,6 +177,9 @@ int vega_quic_endpoint_new_versioned(vega_quic_endpoint **out, const vega_quic_e
         opts = &latest;
     } else if (opts_version == 2) {
         EP_OPTS_FROM_OLD(&latest, (const struct ep_opts_v2 *)(const void *)opts);
+        opts = &latest;
+    } else if (opts_version == 3) {
+        ep_opts_from_v3(&latest, (const struct ep_opts_v3 *)(const void *)opts);
         opts = &latest;
     }
     const vega_mem *mem = opts->mem;

@@ -386,6 +386,16 @@ int vega_tls_config_set_pinned_keys(vega_tls_config *cfg, const uint8_t *sha256,
     return 0;
 }
 
+size_t vega_tls_config_get_pinned_keys(const vega_tls_config *cfg, uint8_t *sha256, size_t cap)
+{
+    if (!cfg)
+        return 0;
+    size_t n = cfg->npins < cap ? cfg->npins : cap;
+    if (n && sha256)
+        memcpy(sha256, cfg->pins, n * SHA256_DIGEST_LENGTH);
+    return cfg->npins;
+}
+
 bool vega__tls_pin_ok(const vega_tls_config *cfg, X509 *peer)
 {
     if (!cfg->npins)
@@ -458,6 +468,33 @@ int vega_tls_config_set_keylog_file(vega_tls_config *cfg, const char *path)
     pthread_mutex_unlock(&cfg->mu);
     if (old)
         fclose(old);
+    return 0;
+}
+
+/* OpenSSL's message callback, forwarded with its content types kept (OpenSSL's SSL3_RT_HEADER
+ * and SSL3_RT_INNER_CONTENT_TYPE are the public 0x100 and 0x101). */
+static void msg_cb(int write_p, int version, int content_type, const void *buf, size_t len,
+                   SSL *ssl, void *arg)
+{
+    (void)ssl;
+    const vega_tls_config *cfg = arg;
+    if (cfg->msg_fn && (write_p == 0 || write_p == 1))
+        cfg->msg_fn(cfg->msg_user, write_p ? VEGA_TLS_MSG_OUT : VEGA_TLS_MSG_IN, version,
+                    content_type, buf, len);
+}
+
+_Static_assert(SSL3_RT_HEADER == VEGA_TLS_MSG_RECORD_HEADER, "OpenSSL's record header type");
+_Static_assert(SSL3_RT_INNER_CONTENT_TYPE == VEGA_TLS_MSG_INNER_TYPE, "OpenSSL's inner type");
+
+int vega_tls_config_set_msg_callback(vega_tls_config *cfg, vega_tls_msg_fn fn, void *user)
+{
+    if (!cfg)
+        return -EINVAL;
+    cfg->msg_fn = fn;
+    cfg->msg_user = user;
+    /* an SSL copies its context's callback when it is made: streams made before keep theirs */
+    SSL_CTX_set_msg_callback(cfg->ctx, fn ? msg_cb : NULL);
+    SSL_CTX_set_msg_callback_arg(cfg->ctx, cfg);
     return 0;
 }
 

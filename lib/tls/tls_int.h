@@ -61,6 +61,8 @@ struct vega_tls_config {
     vega_tls_ktls_mode ktls;
     pthread_mutex_t mu; /* guards system_ca_loaded, the key log and the session cache */
     FILE *keylog;
+    vega_tls_msg_fn msg_fn; /* vega_tls_config_set_msg_callback: NULL = off */
+    void *msg_user;
     /* client session cache: up to cache_max keys, most recently used first */
     size_t cache_max;
     size_t cache_len;

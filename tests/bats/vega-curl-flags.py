@@ -166,7 +166,9 @@ class H(http.server.BaseHTTPRequestHandler):
         """/digest/ALGS/QOP[?...]: HTTP Digest (RFC 7616) with the password "Circle of Life",
         one challenge per algorithm in ALGS ("+"-separated, "basic" for a Basic one), qop
         QOP ("none": RFC 2069's form); "long=1" in the query: a 630-byte nonce. Answers 200
-        with what it checked, else 401 again."""
+        with what it checked, else 401 again. QOP "auth-int" (or "auth,auth-int") checks
+        H(entity-body) in A2 (RFC 7616 3.4.3); "userhash=1" in the query asks for the user name
+        hashed (3.4.4)."""
         algs, qop = p.split("?")[0].split("/")[2:4]
         nonce, opaque, realm = "7ypf/xlj9XXwfDPEoM4URrv/xwf94BcCAzFZH4GiTo0v", "FQhe/qaU925k", \
             "http-auth@example.org"
@@ -180,10 +182,22 @@ class H(http.server.BaseHTTPRequestHandler):
             alg = f.get("algorithm", "MD5")
             hname = "sha256" if alg.upper().startswith("SHA-256") else "md5"
             h = lambda t: hashlib.new(hname, t.encode()).hexdigest()
-            ha1 = h("%s:%s:%s" % (f.get("username"), realm, "Circle of Life"))
+            user = f.get("username")
+            userhash = "userhash=1" in p
+            if userhash:  # the answer names H(user:realm); ours is Mufasa
+                ok_user = f.get("userhash") == "true" and user == h("Mufasa:" + realm)
+                user = "Mufasa" if ok_user else "?"
+            elif f.get("userhash", "false") != "false":
+                user = "?"
+            ha1 = h("%s:%s:%s" % (user, realm, "Circle of Life"))
             if alg.lower().endswith("-sess"):
                 ha1 = h("%s:%s:%s" % (ha1, nonce, f.get("cnonce")))
             ha2 = h("%s:%s" % (self.command, f.get("uri")))
+            if f.get("qop") == "auth-int":
+                ha2 = h("%s:%s:%s" % (self.command, f.get("uri"),
+                                      hashlib.new(hname, body).hexdigest()))
+            if "qop" in f and f["qop"] not in qop.split(","):
+                ha2 = "a qop not offered"
             if "qop" in f:
                 want = h(":".join([ha1, nonce, f.get("nc", ""), f.get("cnonce", ""), f["qop"], ha2]))
             else:
@@ -192,7 +206,7 @@ class H(http.server.BaseHTTPRequestHandler):
                   and f.get("opaque") == opaque and (qop == "none") == ("qop" not in f))
             if ok:
                 return self.send(200, b"digest ok %s %s %s %s [%s]\n" % (
-                    f["username"].encode(), alg.encode(), self.command.encode(),
+                    user.encode(), alg.encode(), self.command.encode(),
                     f.get("qop", "-").encode(), body))
         elif auth.startswith("Basic ") and "basic" in algs:
             return self.send(200, b"basic ok %s [%s]\n" % (auth[6:].encode(), body))
@@ -201,9 +215,10 @@ class H(http.server.BaseHTTPRequestHandler):
             if a == "basic":
                 ch.append(("WWW-Authenticate", 'Basic realm="%s"' % realm))
                 continue
-            ch.append(("WWW-Authenticate", 'Digest realm="%s", %snonce="%s", %sopaque="%s"' % (
+            ch.append(("WWW-Authenticate", 'Digest realm="%s", %snonce="%s", %sopaque="%s"%s' % (
                 realm, "" if qop == "none" else 'qop="%s", ' % qop, nonce,
-                "" if a == "default" else "algorithm=%s, " % a, opaque)))
+                "" if a == "default" else "algorithm=%s, " % a, opaque,
+                ", userhash=true" if "userhash=1" in p else "")))
         self.send(401, b"who? (%d bytes came)\n" % len(body), ch)
 
     do_POST = do_GET

@@ -101,6 +101,68 @@ certs() {
     [[ "$output" == *"1.1" ]]
 }
 
+@test "-v shows the TLS handshake's messages as curl -v does (TLS 1.3 and 1.2), --trace dumps their bytes" {
+    certs
+    serve --tls --cert "$T/server.pem" --key "$T/server.key"
+    run vc -sv --cacert "$T/ca.pem" -o /dev/null "https://localhost:$SPORT/file.txt"
+    [ "$status" -eq 0 ]
+    grep -E '^\* TLSv1\.[23] ' <<<"$output" | grep -v 'close notify' >"$T/v13.txt"
+    cat "$T/v13.txt"
+    grep -qx '\* TLSv1.3 (OUT), TLS handshake, Client hello (1):' "$T/v13.txt"
+    grep -qx '\* TLSv1.3 (IN), TLS handshake, CERT verify (15):' "$T/v13.txt"
+    grep -qx '\* TLSv1.3 (OUT), TLS handshake, Finished (20):' "$T/v13.txt"
+    # the handshake comes before the request is shown
+    [ "$(grep -n 'Client hello' <<<"$output" | cut -d: -f1)" -lt "$(grep -n '^> GET' <<<"$output" | cut -d: -f1)" ]
+    run vc -sv --tlsv1.2 --tls-max 1.2 --cacert "$T/ca.pem" -o /dev/null "https://localhost:$SPORT/file.txt"
+    [ "$status" -eq 0 ]
+    grep -qx '\* TLSv1.2 (IN), TLS handshake, Server key exchange (12):' <<<"$output"
+    grep -qx '\* TLSv1.2 (OUT), TLS handshake, Client key exchange (16):' <<<"$output"
+    # --trace: each message is a note and its bytes ("SSL data"); the ClientHello's header
+    # (5 bytes, a handshake record: 16 03 01) goes first
+    vc -s --cacert "$T/ca.pem" --trace "$T/t.txt" -o /dev/null "https://localhost:$SPORT/file.txt"
+    [ "$(head -n1 "$T/t.txt")" = "=> Send SSL data, 5 bytes (0x5)" ]
+    sed -n 2p "$T/t.txt" | grep -q '^0000: 16 03 01 '
+    [ "$(sed -n 3p "$T/t.txt")" = "== Info: TLSv1.3 (OUT), TLS handshake, Client hello (1):" ]
+    grep -q '^<= Recv SSL data, ' "$T/t.txt"
+    # no TLS notes without -v or --trace
+    run vc -s --cacert "$T/ca.pem" -o /dev/null "https://localhost:$SPORT/file.txt"
+    [ "$status" -eq 0 ]
+    [ -z "$output" ]
+    if command -v curl >/dev/null; then
+        curl -sv --cacert "$T/ca.pem" -o /dev/null "https://localhost:$SPORT/file.txt" 2>&1 |
+            grep -E '^\* TLSv1\.[23] ' | grep -v 'close notify' >"$T/curl13.txt"
+        diff "$T/curl13.txt" "$T/v13.txt"
+    fi
+}
+
+@test "--trace shows each HTTP/2 frame both ways as curl 8 does ([HTTP/2] [1] <- FRAME[HEADERS, ...]), over h2 and h2c" {
+    serve --tls
+    vc -sk --trace-ascii "$T/t.txt" -o /dev/null "https://127.0.0.1:$SPORT/file.txt"
+    grep '\[HTTP/2\]' "$T/t.txt"
+    local frames
+    frames="$(sed -n 's/^== Info: \[HTTP\/2\] //p' "$T/t.txt")"
+    # our SETTINGS goes first, then the request; the server's SETTINGS is acknowledged
+    [ "$(head -n1 <<<"$frames")" = "[0] -> FRAME[SETTINGS, len=30]" ]
+    grep -qx '\[1\] -> FRAME\[HEADERS, len=[0-9]*, hend=1, eos=1\]' <<<"$frames"
+    grep -qx '\[0\] <- FRAME\[SETTINGS, len=[0-9]*\]' <<<"$frames"
+    grep -qx '\[0\] -> FRAME\[SETTINGS, ack=1\]' <<<"$frames"
+    grep -qx '\[0\] <- FRAME\[SETTINGS, ack=1\]' <<<"$frames"
+    grep -qx '\[1\] <- FRAME\[HEADERS, len=[0-9]*, hend=1, eos=0\]' <<<"$frames"
+    grep -qx '\[1\] <- FRAME\[DATA, len=6, eos=1, padlen=0\]' <<<"$frames"
+    # HTTP/1.1 has no frames
+    vc -sk --http1.1 --trace-ascii "$T/h1.txt" -o /dev/null "https://127.0.0.1:$SPORT/file.txt"
+    run grep -c 'HTTP/2\]' "$T/h1.txt"
+    [ "$output" = "0" ]
+    # a body goes as DATA that ends the stream; h2c by prior knowledge too
+    stop_bg_all
+    serve --h2c
+    vc -s --http2-prior-knowledge --trace-ascii "$T/p.txt" -d 'a=1&b=2' -o /dev/null \
+        "http://127.0.0.1:$SPORT/file.txt" || true
+    grep -q '^== Info: \[HTTP/2\] \[1\] -> FRAME\[HEADERS, len=[0-9]*, hend=1, eos=0\]$' "$T/p.txt"
+    grep -q '^== Info: \[HTTP/2\] \[1\] -> FRAME\[DATA, len=7, eos=1, padlen=0\]$' "$T/p.txt"
+    grep -q '^== Info: \[HTTP/2\] \[1\] <- FRAME\[HEADERS, ' "$T/p.txt"
+}
+
 @test "-D FILE and -D - write the HTTP/2 heads as curl does (status line and names)" {
     serve --tls
     run vc -sk -D "$T/d" "https://127.0.0.1:$SPORT/p1.txt" "https://127.0.0.1:$SPORT/p2.txt"

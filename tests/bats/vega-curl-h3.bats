@@ -270,6 +270,43 @@ start_serve() {
     [[ "$output" == *"VERSION_NEGOTIATION_ERROR"* ]]
 }
 
+@test "--pinnedpubkey over HTTP/3: a matching key (sha256// or a PEM file) passes, another exits 90 (with -k too), gtlsserver and vega-serve" {
+    local pin pub="$T/pub.pem"
+    openssl x509 -in "$T/server.pem" -pubkey -noout >"$pub"
+    pin="sha256//$(openssl pkey -pubin -in "$pub" -outform der | openssl dgst -sha256 -binary | base64)"
+    local wrong="sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+    start_gtls
+    local log="$T/serve-h3.log"
+    bg "$log" "$(vega_bin vega-serve)" -p 0 --cert "$T/server.pem" --key "$T/server.key" "$T/www"
+    wait_for_line "$log" 'HTTP/3 on udp' 10
+    local vport
+    vport="$(sed -nE 's/.*HTTP\/3 on udp [0-9.]+:([0-9]+)$/\1/p' "$log" | head -n1)"
+    for port in "$GPORT" "$vport"; do
+        run vc -s --http3-only --cacert "$T/ca.pem" --pinnedpubkey "$pin" \
+            "https://localhost:$port/index.html"
+        [ "$status" -eq 0 ]
+        [ "$output" = "hello" ]
+        run vc -s --http3-only -k --pinnedpubkey "$wrong;$pin" "https://localhost:$port/index.html"
+        [ "$status" -eq 0 ]
+        run vc -s --http3-only --cacert "$T/ca.pem" --pinnedpubkey "$pub" \
+            "https://localhost:$port/index.html"
+        [ "$status" -eq 0 ]
+        run vc -sS --http3-only --cacert "$T/ca.pem" --pinnedpubkey "$wrong" \
+            "https://localhost:$port/index.html"
+        [ "$status" -eq 90 ]
+        [[ "$output" == *"public key does not match pinned public key"* ]]
+        run vc -sS --http3-only -k --pinnedpubkey "$wrong" "https://localhost:$port/index.html"
+        [ "$status" -eq 90 ]
+    done
+    # --http3 races TCP (vega-serve answers on both): the pin holds on either path
+    run vc -sS --http3 --cacert "$T/ca.pem" --pinnedpubkey "$wrong" \
+        "https://localhost:$vport/index.html"
+    [ "$status" -eq 90 ]
+    run vc -s --http3 --cacert "$T/ca.pem" --pinnedpubkey "$pin" "https://localhost:$vport/index.html"
+    [ "$status" -eq 0 ]
+    [ "$output" = "hello" ]
+}
+
 @test "--quic-migrate: the connection moves to a new local port mid-download and the new path validates (sha256 intact); a bad delay exits 2" {
     start_gtls
     run vc -sSv --http3-only --cacert "$T/ca.pem" --quic-migrate -o "$T/big.out" \

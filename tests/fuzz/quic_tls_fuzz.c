@@ -95,8 +95,12 @@ static struct vega__qtls *fz_new(bool server, vega_quic_tls_opts *cfg, uint64_t 
     fz_init();
     fz_config(cfg, server);
     *rng = server ? 0x5eed5eedull : 0xc1e17ull;
-    struct vega__qtls_cbs cbs = {rng,        fz_send, fz_secret, fz_peer_tp,
-                                 fz_session, fz_rand, NULL,      NULL};
+    struct vega__qtls_cbs cbs = {.ud = rng,
+                                 .send = fz_send,
+                                 .secret = fz_secret,
+                                 .peer_tp = fz_peer_tp,
+                                 .session = fz_session,
+                                 .rand = fz_rand};
     struct vega__qtls *t = NULL;
     if (vega__qtls_new(&t, server, cfg, fz_tp, sizeof fz_tp, FUZZ_WALL_MS, &cbs) < 0)
         abort();

@@ -437,6 +437,15 @@ VEGA_API bool vega_crypto_key_is_private(const vega_crypto_key *k);
  * including the curve for ECDSA (RFC 8446 §4.2.3). Context: any thread. Since 0.1. */
 VEGA_API bool vega_crypto_key_supports(const vega_crypto_key *k, vega_crypto_sig_alg alg);
 
+/*
+ * The public half of k as a DER SubjectPublicKeyInfo (RFC 5280 §4.1.2.7: what public key pins
+ * hash, curl's --pinnedpubkey) into out (cap bytes; borrowed). out NULL with cap 0 asks for the
+ * length only.
+ * Returns the length; VEGA_ERR_NOBUF (cap too small: nothing written); -EINVAL (k NULL);
+ * VEGA_ERR_CRYPTO_LIBCRYPTO. Context: any thread; k may be shared. Since 0.1.
+ */
+VEGA_API vega_ssize vega_crypto_key_public_der(const vega_crypto_key *k, uint8_t *out, size_t cap);
+
 /* The largest signature k makes, in bytes: a buffer of this size always fits.
  * Context: any thread. Since 0.1. */
 VEGA_API size_t vega_crypto_key_sig_max(const vega_crypto_key *k);

@@ -62,6 +62,28 @@ typedef struct vega_http_client_response vega_http_client_response;
 typedef int (*vega_http_connect_fn)(void *user, const char *host, uint16_t port, bool tls,
                                     vega_stream **out, vega_deadline dl);
 
+/* Which way a traced frame went. */
+typedef enum vega_http_frame_dir {
+    VEGA_HTTP_FRAME_IN = 0,  /* received from the server */
+    VEGA_HTTP_FRAME_OUT = 1, /* sent by the client */
+} vega_http_frame_dir;
+
+/* An HTTP/2 frame as it went out or came in (vega_http_client_opts.h2_frame): its header
+ * (RFC 9113 §4.1) and the first bytes of its payload, enough to read a WINDOW_UPDATE's
+ * increment, a RST_STREAM's or GOAWAY's code, a padded frame's pad length. Borrowed for the
+ * call. */
+typedef struct vega_http_h2_frame {
+    vega_http_frame_dir dir;
+    uint8_t type; /* RFC 9113 §6: 0 DATA, 1 HEADERS, 2 PRIORITY, 3 RST_STREAM,
+                     4 SETTINGS, 5 PUSH_PROMISE, 6 PING, 7 GOAWAY, 8 WINDOW_UPDATE,
+                     9 CONTINUATION; others as they come */
+    uint8_t flags;
+    uint32_t stream_id;
+    uint32_t length;        /* of the payload */
+    const uint8_t *payload; /* its first payload_len bytes */
+    size_t payload_len;     /* min(length, 8) */
+} vega_http_h2_frame;
+
 /* Client settings. Initialise with vega_http_client_opts_init. */
 typedef struct vega_http_client_opts {
     vega_tls_config *tls;         /* client config for https (retained); NULL: the client makes
@@ -88,7 +110,10 @@ typedef struct vega_http_client_opts {
                                      read: the response becomes unusable, its connection is
                                      not pooled); nothing leaks. */
     /* ---- HTTP/3 over QUIC (layout version 2). QUIC runs its own TLS 1.3 handshake, so the
-     * `tls` config above does not apply to it: these say what it trusts and shows. */
+     * `tls` config above does not apply to it: these say what it trusts and shows. One thing
+     * does: the `tls` config's pinned keys (vega_tls_config_set_pinned_keys, read when the
+     * first HTTP/3 request makes the endpoint) pin the QUIC handshakes too, a mismatch failing
+     * the request with VEGA_ERR_TLS_PINNED, and a pinned client resumes no QUIC session. */
     const vega_crypto_cert_store *quic_ca;    /* trust anchors (retained); NULL: the system
                                                  store (vega_crypto_cert_store_new(NULL,
                                                  NULL)), made on the first HTTP/3 request */
@@ -184,14 +209,24 @@ typedef struct vega_http_client_opts {
                              its request with that code (-ENODEV, -EADDRNOTAVAIL,
                              -EADDRINUSE, -EAFNOSUPPORT, -EPERM). Neither a proxy's, a
                              connect hook's nor HTTP/3's connections are bound */
+    /* ---- debugging (layout version 10) ---- */
+    /* Each HTTP/2 frame of the client's connections, as the client writes it to the transport
+     * (after the connection preface) and as it reads it, in order per direction (curl's
+     * --trace shows them); NULL (the default): none, and then tracing costs nothing. It runs on
+     * the connection's reader and writer tasks, two at once per connection and several
+     * connections at once: make it thread-safe. It must not call into the client. Frames of a
+     * connection that a 101 (h2c Upgrade) made start after the request the 101 answered.
+     * h2_frame_user: passed back (retained). */
+    void (*h2_frame)(void *h2_frame_user, const vega_http_h2_frame *f);
+    void *h2_frame_user;
 } vega_http_client_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended the
  * HTTP/3 fields, version 3 the proxy, version 4 quic_qlog_dir, version 5 quic_key_update,
  * version 6 ip_family, tcp_nagle and tcp_keepalive_s, version 7 quic_migrate and
  * quic_migrate_after_ns, version 8 dns_servers, dns_servers_len and
- * happy_eyeballs_delay_ms, version 9 local; a program built with an older version still works
- * (with their defaults). */
-#define VEGA_HTTP_CLIENT_OPTS_VERSION 9
+ * happy_eyeballs_delay_ms, version 9 local, version 10 h2_frame and h2_frame_user; a program
+ * built with an older version still works (with their defaults). */
+#define VEGA_HTTP_CLIENT_OPTS_VERSION 10
 
 /* Fills o with the defaults. Since 0.1. */
 VEGA_API void vega_http_client_opts_init_versioned(vega_http_client_opts *o, int opts_version);

@@ -244,11 +244,28 @@ typedef struct vega_quic_opts {
      * qlog_user: passed back. */
     void (*qlog)(void *qlog_user, const struct vega_quic_qlog_event *ev);
     void *qlog_user;
+    /* ---- layout version 4 ---- */
+    /* Client: public key pinning (as vega_tls_config_set_pinned_keys for TCP, curl's
+     * --pinnedpubkey). The SHA-256 of the server certificate's SubjectPublicKeyInfo must equal
+     * one of the n_pinned_keys digests at pinned_keys (n * 32 bytes, borrowed like the other
+     * pointers), checked when the Certificate arrives, with or without tls.insecure; a mismatch
+     * fails the handshake with the bad_certificate alert (CRYPTO_ERROR 0x12a) and the reason
+     * VEGA_QUIC_PIN_MISMATCH before anything else is sent. A pinned client resumes no session
+     * (tls.session is ignored: a resumed handshake shows no certificate to check), so it sends
+     * no 0-RTT. 0 entries (the default): no pinning. At most VEGA_QUIC_MAX_PINNED_KEYS. */
+    const uint8_t *pinned_keys;
+    size_t n_pinned_keys;
 } vega_quic_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended the
- * key log hook, version 3 the qlog hook; a program built with an older one still works
- * (without them). */
-#define VEGA_QUIC_OPTS_VERSION 3
+ * key log hook, version 3 the qlog hook, version 4 the pinned keys; a program built with an
+ * older one still works (without them). */
+#define VEGA_QUIC_OPTS_VERSION 4
+
+/* At most this many pinned keys (vega_quic_opts.n_pinned_keys). */
+#define VEGA_QUIC_MAX_PINNED_KEYS 64
+/* The reason phrase of the CONNECTION_CLOSE a pin mismatch sends (vega_quic_opts.pinned_keys):
+ * how a caller tells it from another bad_certificate. */
+#define VEGA_QUIC_PIN_MISMATCH "public key does not match the pinned public key"
 
 /* Fills c with the defaults. Context: any. Since 0.1. */
 VEGA_API void vega_quic_opts_init_versioned(vega_quic_opts *c, int opts_version);

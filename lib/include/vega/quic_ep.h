@@ -124,9 +124,10 @@ typedef struct vega_quic_endpoint_opts {
 } vega_quic_endpoint_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2: the quic
  * template grew (vega_quic_opts layout 2, the key log hook), which moved every field after it;
- * version 3: it grew again (the qlog hook) and qlog_dir was appended. A program built with an
- * older version still works (its layout is converted; no key log or qlog). */
-#define VEGA_QUIC_ENDPOINT_OPTS_VERSION 3
+ * version 3: it grew again (the qlog hook) and qlog_dir was appended; version 4: it grew again
+ * (vega_quic_opts layout 4, the pinned keys). A program built with an older version still works
+ * (its layout is converted; no key log, qlog or pins). */
+#define VEGA_QUIC_ENDPOINT_OPTS_VERSION 4
 
 /* Fills o with the defaults (vega_quic_opts_init for o->quic). Context: any. Since 0.1. */
 VEGA_API void vega_quic_endpoint_opts_init_versioned(vega_quic_endpoint_opts *o, int opts_version);

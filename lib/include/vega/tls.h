@@ -293,6 +293,12 @@ VEGA_API int vega_tls_config_set_groups(vega_tls_config *cfg, const char *groups
  */
 VEGA_API int vega_tls_config_set_pinned_keys(vega_tls_config *cfg, const uint8_t *sha256, size_t n);
 
+/* Client: copies the pinned digests (vega_tls_config_set_pinned_keys) into sha256, cap of them
+ * at most (cap * 32 bytes; sha256 may be NULL with cap 0). Returns how many are pinned (0: none;
+ * cfg NULL: 0). vega_http_client pins its HTTP/3 connections with them too. Since 0.1. */
+VEGA_API size_t vega_tls_config_get_pinned_keys(const vega_tls_config *cfg, uint8_t *sha256,
+                                                size_t cap);
+
 /*
  * Client: keep up to max host:port entries of resumable sessions (least recently used
  * dropped first; a TLS 1.3 ticket is used once); 0 turns resumption off. Server: TLS 1.3
@@ -308,6 +314,37 @@ VEGA_API int vega_tls_config_set_session_cache(vega_tls_config *cfg, size_t max)
  * the file can decrypt the traffic. Returns 0, -errno of open; -EINVAL (a bad argument). Since 0.1.
  */
 VEGA_API int vega_tls_config_set_keylog_file(vega_tls_config *cfg, const char *path);
+
+/* Which way a TLS message went (vega_tls_msg_fn). */
+typedef enum vega_tls_msg_dir {
+    VEGA_TLS_MSG_IN = 0,  /* received from the peer */
+    VEGA_TLS_MSG_OUT = 1, /* sent by this side */
+} vega_tls_msg_dir;
+
+/* content_type values of vega_tls_msg_fn besides the TLS ContentTypes (20 change_cipher_spec,
+ * 21 alert, 22 handshake, 23 application_data; RFC 8446 §5.1). */
+#define VEGA_TLS_MSG_RECORD_HEADER 0x100 /* the 5 bytes of a record's header */
+#define VEGA_TLS_MSG_INNER_TYPE    0x101 /* TLS 1.3: a protected record's inner content type */
+
+/*
+ * A message of the TLS protocol as OpenSSL's message callback reports it: each record header,
+ * each handshake message (buf[0] is its HandshakeType), each alert (buf: level, description),
+ * each ChangeCipherSpec, and TLS 1.3's inner content type byte; application data itself is not
+ * reported. version: the protocol version of the message (0x0304 for TLS 1.3, 0x0303 for
+ * TLS 1.2), 0 where it has none (a record header). buf: borrowed for the call, len bytes
+ * (plaintext: the handshake in clear, as the peer sees it after decryption).
+ * Context: runs inside the stream's OpenSSL calls, under the stream's lock, on whichever thread
+ * drives the stream: it must not call into that stream nor suspend; streams of one configuration
+ * may call it from several threads at once.
+ */
+typedef void (*vega_tls_msg_fn)(void *user, vega_tls_msg_dir dir, int version, int content_type,
+                                const void *buf, size_t len);
+
+/* Reports the TLS messages of every stream created with cfg from now on to fn (a debugging
+ * trace: curl's --trace "SSL data"). fn NULL turns it off (the default, with no cost).
+ * user: borrowed, handed to fn. Context: before streams use cfg. Returns 0, -EINVAL (cfg NULL).
+ * Since 0.1. */
+VEGA_API int vega_tls_config_set_msg_callback(vega_tls_config *cfg, vega_tls_msg_fn fn, void *user);
 
 /* Kernel TLS offload mode (see vega_tls_ktls_mode and vega_tls_ktls_status). Returns 0, -EINVAL.
  * Since 0.1. */

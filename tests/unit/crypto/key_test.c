@@ -355,9 +355,20 @@ VTEST(key_formats)
     keys[0] = load_priv(der, unhex(pkcs8_der, der, sizeof(der)));
     keys[1] = load_priv(der, unhex(sec1_der, der, sizeof(der)));
     keys[2] = load_priv(P256_KEY_SEC1_PEM, strlen(P256_KEY_SEC1_PEM));
+    /* the public half back as the SubjectPublicKeyInfo it was loaded from, from a public or
+     * a private key alike (what a public key pin hashes) */
+    uint8_t spki[160], back[160];
+    size_t spki_len = unhex(spki_der, spki, sizeof spki);
+    VCHECK_EQ(vega_crypto_key_public_der(pub, NULL, 0), (vega_ssize)spki_len);
+    VCHECK_EQ(vega_crypto_key_public_der(pub, back, spki_len - 1), VEGA_ERR_NOBUF);
+    VCHECK_EQ(vega_crypto_key_public_der(NULL, back, sizeof back), -EINVAL);
+    VCHECK_EQ(vega_crypto_key_public_der(pub, NULL, 8), -EINVAL);
     for (int i = 0; i < 3; i++) {
         VCHECK_EQ(vega_crypto_key_get_type(keys[i]), VEGA_CRYPTO_KEY_P256);
         round_trip(keys[i], pub, VEGA_CRYPTO_SIG_ECDSA_SECP256R1_SHA256);
+        memset(back, 0, sizeof back);
+        VCHECK_EQ(vega_crypto_key_public_der(keys[i], back, sizeof back), (vega_ssize)spki_len);
+        VCHECK(memcmp(back, spki, spki_len) == 0);
         vega_crypto_key_free(keys[i]);
     }
     vega_crypto_key_free(pub);

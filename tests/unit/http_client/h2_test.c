@@ -7,6 +7,8 @@
  * a deadline passing while the connection serves on. */
 #include "../http_server/h2_test_util.h"
 
+#include <pthread.h>
+
 #include <vega/http_client.h>
 
 static vega_tls_config *client_tls(const char *const *alpn, size_t n)
@@ -605,5 +607,112 @@ VTEST_CT(cancelled_task_resets_its_stream)
     vega_http_client_response_free(r);
     VCHECK_EQ(ts_stats(&t).conns_accepted, 1);
     vega_http_client_free(c);
+    ts_stop(&t, 2000);
+}
+
+/* ---- the frame tracer (vega_http_client_opts.h2_frame) -------------------------------------- */
+
+struct frames {
+    pthread_mutex_t mu;
+    struct {
+        vega_http_frame_dir dir;
+        uint8_t type, flags;
+        uint32_t stream, len, word; /* word: the first 4 payload bytes */
+    } f[512];
+    size_t n;
+    bool bad; /* a frame whose payload bytes do not fit its length */
+};
+
+static void on_frame(void *user, const vega_http_h2_frame *fr)
+{
+    struct frames *fs = user;
+    pthread_mutex_lock(&fs->mu);
+    if (fr->payload_len != (fr->length < 8 ? fr->length : 8))
+        fs->bad = true;
+    if (fs->n < 512) {
+        fs->f[fs->n].dir = fr->dir;
+        fs->f[fs->n].type = fr->type;
+        fs->f[fs->n].flags = fr->flags;
+        fs->f[fs->n].stream = fr->stream_id;
+        fs->f[fs->n].len = fr->length;
+        fs->f[fs->n].word = fr->payload_len >= 4
+                                ? (uint32_t)fr->payload[0] << 24 | (uint32_t)fr->payload[1] << 16 |
+                                      (uint32_t)fr->payload[2] << 8 | fr->payload[3]
+                                : 0;
+        fs->n++;
+    }
+    pthread_mutex_unlock(&fs->mu);
+}
+
+/* Index of the first frame from `from` of this direction and type (and stream, unless ~0u). */
+static size_t find_frame(struct frames *fs, size_t from, vega_http_frame_dir dir, uint8_t type,
+                         uint32_t stream)
+{
+    for (size_t i = from; i < fs->n; i++)
+        if (fs->f[i].dir == dir && fs->f[i].type == type &&
+            (stream == ~0u || fs->f[i].stream == stream))
+            return i;
+    return SIZE_MAX;
+}
+
+/* Every frame both ways, in order, with its header read across the reads' boundaries: the
+ * client's SETTINGS first (after the preface), its HEADERS on stream 1 (END_HEADERS and
+ * END_STREAM), the server's SETTINGS and our ACK, the response's HEADERS and its DATA, whose
+ * lengths add up to the body's; nothing is traced without the hook. */
+VTEST_CT(h2_frames_traced_both_ways)
+{
+    struct ts t;
+    start_h2c(&t, 0);
+    static struct frames fs = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    vega_http_client_opts o;
+    vega_http_client_opts_init(&o);
+    o.h2_frame = on_frame;
+    o.h2_frame_user = &fs;
+    vega_http_client *c;
+    VCHECK_EQ(vega_http_client_new(&c, &o), 0);
+    char url[128], *body;
+    size_t len;
+    vega_http_client_response *r;
+    url_of(url, sizeof url, false, &t, "/file");
+    VCHECK_EQ(fetch(c, url, VEGA_HTTP_CLIENT_V2_PRIOR, &body, &len, &r), 0);
+    VCHECK(len > 100000); /* several DATA frames, several reads */
+    vega_http_client_body_free(c, body);
+    vega_http_client_response_free(r);
+    vega_http_client_free(c); /* the tasks end: every frame is in */
+    pthread_mutex_lock(&fs.mu);
+    VCHECK(!fs.bad);
+    VCHECK(fs.n >= 6);
+    VCHECK_EQ(fs.f[0].dir, VEGA_HTTP_FRAME_OUT);
+    VCHECK_EQ(fs.f[0].type, 4); /* SETTINGS */
+    VCHECK_EQ(fs.f[0].stream, 0);
+    VCHECK_EQ(fs.f[0].flags & 1, 0);
+    size_t h = find_frame(&fs, 0, VEGA_HTTP_FRAME_OUT, 1, 1);
+    VCHECK(h != SIZE_MAX);
+    VCHECK_EQ(fs.f[h].flags & 0x5, 0x5); /* END_HEADERS | END_STREAM */
+    size_t ss = find_frame(&fs, 0, VEGA_HTTP_FRAME_IN, 4, 0);
+    VCHECK(ss != SIZE_MAX);
+    VCHECK_EQ(fs.f[ss].flags & 1, 0);
+    bool acked = false;
+    for (size_t i = 0; i < fs.n; i++)
+        acked |= fs.f[i].dir == VEGA_HTTP_FRAME_OUT && fs.f[i].type == 4 && (fs.f[i].flags & 1) &&
+                 fs.f[i].len == 0;
+    VCHECK(acked);
+    size_t rh = find_frame(&fs, 0, VEGA_HTTP_FRAME_IN, 1, 1);
+    VCHECK(rh != SIZE_MAX);
+    uint64_t data = 0;
+    bool ended = false;
+    for (size_t i = rh; i < fs.n; i++)
+        if (fs.f[i].dir == VEGA_HTTP_FRAME_IN && fs.f[i].type == 0 && fs.f[i].stream == 1) {
+            VCHECK(!ended);
+            data += fs.f[i].len;
+            ended = fs.f[i].flags & 1;
+        }
+    VCHECK(ended);
+    VCHECK_EQ(data, (uint64_t)len);
+    /* a WINDOW_UPDATE's increment is its first word */
+    size_t wu = find_frame(&fs, 0, VEGA_HTTP_FRAME_OUT, 8, ~0u);
+    VCHECK(wu != SIZE_MAX);
+    VCHECK(fs.f[wu].word > 0 && fs.f[wu].len == 4);
+    pthread_mutex_unlock(&fs.mu);
     ts_stop(&t, 2000);
 }

@@ -48,7 +48,7 @@ struct request_v1 {
 
 VTEST(v1_layouts_are_prefixes)
 {
-    VCHECK_EQ(VEGA_HTTP_CLIENT_OPTS_VERSION, 9);
+    VCHECK_EQ(VEGA_HTTP_CLIENT_OPTS_VERSION, 10);
     /* layout 8 appended dns_servers right after layout 7's last field, layout 9 local after
      * layout 8's (past happy_eyeballs_delay_ms and what aligns local) */
     VCHECK_EQ(offsetof(vega_http_client_opts, dns_servers),
@@ -126,7 +126,7 @@ VTEST_CT(v1_client_and_request_work)
     /* layouts this library does not know */
     VCHECK_EQ(vega_http_client_send_versioned(c, (vega_http_client_request *)&b.r, &r, 3), -EINVAL);
     vega_http_client *c2 = NULL;
-    VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 10), -EINVAL);
+    VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 11), -EINVAL);
     VCHECK_EQ(vega_http_client_new_versioned(&c2, NULL, 0), -EINVAL);
     VCHECK(c2 == NULL);
     vega_http_client_free(c);
@@ -318,6 +318,28 @@ VTEST(v8_layout_stops_before_local)
     vega_tcp_local zero;
     memset(&zero, 0, sizeof zero);
     VCHECK(memcmp(&c->o.local, &zero, sizeof zero) == 0);
+    vega_http_client_free(c);
+}
+
+/* Layout 9 (before h2_frame): its _init and _new leave layout 10's frame hook alone, and the
+ * client traces no frame (0xa5 bytes read as a hook would crash at the first one). */
+VTEST(v9_layout_stops_before_h2_frame)
+{
+    enum {
+        V9 = offsetof(vega_http_client_opts, h2_frame)
+    };
+    union {
+        vega_http_client_opts o;
+        unsigned char b[sizeof(vega_http_client_opts) + 64];
+    } a;
+    memset(&a, 0xa5, sizeof a);
+    vega_http_client_opts_init_versioned(&a.o, 9);
+    for (size_t i = V9; i < sizeof a.b; i++)
+        VCHECK_EQ(a.b[i], 0xa5);
+    vega_http_client *c = NULL;
+    VCHECK_EQ(vega_http_client_new_versioned(&c, &a.o, 9), 0);
+    VCHECK(c != NULL);
+    VCHECK(c->o.h2_frame == NULL && c->o.h2_frame_user == NULL);
     vega_http_client_free(c);
 }
 

@@ -1334,3 +1334,102 @@ VTEST(stream_peek_consume_fin_reset_errors)
     VCHECK_EQ(vega_quic_stream_consume(sv, id2, 0), VEGA_ERR_PROTO);
     qp_fini(&q);
 }
+
+/* ---- public key pinning (vega_quic_opts.pinned_keys) ------------------------------------------
+ */
+
+/* The SHA-256 of a certificate's SubjectPublicKeyInfo (curl's sha256// pin). */
+static void spki_sha256(const char *cert_pem, uint8_t out[32])
+{
+    vega_crypto_key *k;
+    VCHECK_EQ(vega_crypto_key_from_cert(&k, cert_pem, strlen(cert_pem)), 0);
+    uint8_t der[1024];
+    vega_ssize n = vega_crypto_key_public_der(k, der, sizeof der);
+    VCHECK(n > 0);
+    VCHECK_EQ(vega_crypto_hash_digest(VEGA_CRYPTO_SHA256, der, (size_t)n, out), 0);
+    vega_crypto_key_free(k);
+}
+
+VTEST(pinned_key_matches_one_of_several)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(1);
+    setup(&q, &o, 41);
+    uint8_t pins[3][32];
+    memset(pins, 0x11, sizeof pins);
+    spki_sha256(QT_SRV_P256_PEM, pins[1]);
+    q.ccfg.pinned_keys = pins[0];
+    q.ccfg.n_pinned_keys = 3;
+    handshake(&q);
+    VCHECK(q.side[0].handshake_done);
+    qp_fini(&q);
+}
+
+/* A key not pinned: the client closes at the server's Certificate with bad_certificate and the
+ * documented reason, with a trusted chain and with verification off alike. */
+VTEST(pinned_key_mismatch_fails_the_handshake)
+{
+    for (int insecure = 0; insecure < 2; insecure++) {
+        struct qp q;
+        vega_test_net_opts o = link_ms(1);
+        setup(&q, &o, 42 + (uint64_t)insecure);
+        uint8_t pin[32];
+        spki_sha256(QT_SRV_ED_PEM, pin); /* another certificate's key */
+        q.ccfg.pinned_keys = pin;
+        q.ccfg.n_pinned_keys = 1;
+        q.ccfg.tls.insecure = insecure;
+        VCHECK_EQ(qp_client_start(&q), 0);
+        qp_run(&q, qp_handshaken, 2 * S);
+        VCHECK(!q.side[0].handshake_done);
+        VCHECK(q.side[0].closed && q.side[0].closed_local);
+        VCHECK_EQ(q.side[0].close_code, VEGA_QUIC_CRYPTO_ERROR + 42); /* bad_certificate */
+        VCHECK(q.side[1].closed && !q.side[1].closed_local);
+        VCHECK_EQ(q.side[1].close_code, VEGA_QUIC_CRYPTO_ERROR + 42);
+        VCHECK_STR(q.side[1].close_reason, VEGA_QUIC_PIN_MISMATCH);
+        qp_fini(&q);
+    }
+}
+
+/* A resumed handshake shows no certificate: a pinned client does not offer its session. */
+VTEST(pinned_client_does_not_resume)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(1);
+    setup(&q, &o, 44);
+    handshake(&q);
+    VCHECK(qp_run(&q, have_session, 5 * S));
+    vega_quic_conn_close(q.side[0].c, VEGA_QUIC_CLOSE_TRANSPORT, 0, NULL);
+    qp_run(&q, closed_both, 2 * S);
+    qp_reset_conns(&q);
+    uint8_t pin[32];
+    spki_sha256(QT_SRV_P256_PEM, pin);
+    q.ccfg.pinned_keys = pin;
+    q.ccfg.n_pinned_keys = 1;
+    q.ccfg.tls.session = q.side[0].session;
+    q.ccfg.tls.session_len = q.side[0].session_len;
+    handshake(&q);
+    vega_quic_conn_info ci;
+    vega_quic_conn_get_info(q.side[0].c, &ci);
+    VCHECK(!ci.resumed);
+    qp_fini(&q);
+}
+
+VTEST(pinned_keys_bounds_checked)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(1);
+    setup(&q, &o, 45);
+    vega_quic_conn *c = NULL;
+    q.ccfg.pinned_keys = NULL;
+    q.ccfg.n_pinned_keys = 1;
+    VCHECK_EQ(vega_quic_conn_client_new(&c, &q.ccfg, &q.path, q.now), -EINVAL);
+    static uint8_t many[VEGA_QUIC_MAX_PINNED_KEYS + 1][32];
+    q.ccfg.pinned_keys = many[0];
+    q.ccfg.n_pinned_keys = VEGA_QUIC_MAX_PINNED_KEYS + 1;
+    VCHECK_EQ(vega_quic_conn_client_new(&c, &q.ccfg, &q.path, q.now), -EINVAL);
+    VCHECK(c == NULL);
+    q.ccfg.n_pinned_keys = VEGA_QUIC_MAX_PINNED_KEYS;
+    VCHECK_EQ(vega_quic_conn_client_new(&c, &q.ccfg, &q.path, q.now), 0);
+    vega_quic_conn_free(c);
+    qp_fini(&q);
+}

@@ -191,8 +191,12 @@ static void side_init(struct side *s, bool server, const vega_quic_tls_opts *cfg
     s->log = malloc(LOG_MAX);
     VCHECK(s->log != NULL);
     s->rng = seed;
-    struct vega__qtls_cbs cbs = {
-        s, cb_send, cb_secret, cb_peer_tp, cb_session, seed ? cb_rand : NULL, NULL, NULL};
+    struct vega__qtls_cbs cbs = {.ud = s,
+                                 .send = cb_send,
+                                 .secret = cb_secret,
+                                 .peer_tp = cb_peer_tp,
+                                 .session = cb_session,
+                                 .rand = seed ? cb_rand : NULL};
     VCHECK_EQ(vega__qtls_new(&s->t, server, cfg, tp, tp_len, wall_ms, &cbs), 0);
 }
 
@@ -493,7 +497,8 @@ VTEST(verify_failures)
     server_cfg(&sc);
     struct vega__qtls *t = NULL;
     struct side dummy;
-    struct vega__qtls_cbs cbs = {&dummy, cb_send, cb_secret, cb_peer_tp, NULL, NULL, NULL, NULL};
+    struct vega__qtls_cbs cbs = {
+        .ud = &dummy, .send = cb_send, .secret = cb_secret, .peer_tp = cb_peer_tp};
     VCHECK_EQ(vega__qtls_new(&t, false, &cc, NULL, 0, 0, &cbs), -EINVAL);
     sc.n_alpn = 0;
     VCHECK_EQ(vega__qtls_new(&t, true, &sc, NULL, 0, 0, &cbs), -EINVAL);
@@ -1127,7 +1132,8 @@ VTEST(callbacks_and_second_client_hello)
     struct side s;
     side_init(&s, true, &sc, SERVER_TP, sizeof SERVER_TP, 0, 0);
     struct vega__qtls *t = NULL;
-    struct vega__qtls_cbs cbs = {&s, cb_send, cb_secret, fail_tp, NULL, NULL, NULL, NULL};
+    struct vega__qtls_cbs cbs = {
+        .ud = &s, .send = cb_send, .secret = cb_secret, .peer_tp = fail_tp};
     VCHECK_EQ(vega__qtls_new(&t, true, &sc, SERVER_TP, sizeof SERVER_TP, 0, &cbs), 0);
     uint64_t w = 0;
     VCHECK_EQ(vega__qtls_recv(t, VEGA_QUIC_LEVEL_INITIAL, ch, n, &w), VEGA_ERR_PROTO);

@@ -414,6 +414,14 @@ static void body_pinned(void)
     spki_sha256(other.cert, pins[0]); /* another key first: any one of the list may match */
     spki_sha256(pem.cert, pins[1]);
     VCHECK_EQ(vega_tls_config_set_pinned_keys(ccfg, pins[0], 2), 0);
+    uint8_t got[3][32];
+    memset(got, 0, sizeof got);
+    VCHECK_EQ(vega_tls_config_get_pinned_keys(ccfg, got[0], 3), 2);
+    VCHECK(memcmp(got, pins, 2 * 32) == 0);
+    VCHECK_EQ(vega_tls_config_get_pinned_keys(ccfg, got[2], 1), 2); /* copies 1 */
+    VCHECK(memcmp(got[2], pins[0], 32) == 0);
+    VCHECK_EQ(vega_tls_config_get_pinned_keys(ccfg, NULL, 0), 2);
+    VCHECK_EQ(vega_tls_config_get_pinned_keys(NULL, NULL, 0), 0);
     struct tu_pair p = tu_pair_new(ccfg, scfg, "localhost", 0);
     tu_handshake_ok(&p);
     /* the key the pin is taken over, as the client sees it */

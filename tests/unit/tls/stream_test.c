@@ -602,3 +602,84 @@ VTEST(arguments_and_non_tls_streams)
 {
     tu_run(body_args, 0);
 }
+
+/* ---- the message callback (vega_tls_config_set_msg_callback) --------------------------------- */
+
+struct msg_log {
+    int hs_out[32], hs_in[32]; /* HandshakeTypes in the order they went */
+    size_t nout, nin;
+    size_t headers; /* record headers seen (5 bytes each) */
+    size_t bad;     /* reports that broke the contract */
+    bool ccs_out, alert_in;
+};
+
+static void on_msg(void *user, vega_tls_msg_dir dir, int version, int type, const void *buf,
+                   size_t len)
+{
+    struct msg_log *l = user;
+    const uint8_t *b = buf;
+    if (type == VEGA_TLS_MSG_RECORD_HEADER) {
+        l->headers++;
+        if (len != 5 || (b[0] < 20 || b[0] > 23))
+            l->bad++;
+        return;
+    }
+    if (type == VEGA_TLS_MSG_INNER_TYPE)
+        return;
+    if (len == 0 || (version != 0x0304 && version != 0x0303))
+        l->bad++;
+    else if (type == 22 && dir == VEGA_TLS_MSG_OUT && l->nout < 32)
+        l->hs_out[l->nout++] = b[0];
+    else if (type == 22 && dir == VEGA_TLS_MSG_IN && l->nin < 32)
+        l->hs_in[l->nin++] = b[0];
+    else if (type == 20 && dir == VEGA_TLS_MSG_OUT)
+        l->ccs_out = true;
+    else if (type == 21 && dir == VEGA_TLS_MSG_IN && len == 2 && b[1] == 0)
+        l->alert_in = true; /* close_notify */
+}
+
+static void body_msg_callback(void)
+{
+    struct tu_pem pem = tu_default_cert();
+    vega_tls_config *scfg = tu_server_cfg(&pem), *ccfg = tu_client_cfg(pem.cert);
+    struct msg_log log = {0};
+    VCHECK_EQ(vega_tls_config_set_msg_callback(NULL, on_msg, &log), -EINVAL);
+    VCHECK_EQ(vega_tls_config_set_msg_callback(ccfg, on_msg, &log), 0);
+    struct tu_pair p = tu_pair_new(ccfg, scfg, "localhost", 443);
+    tu_handshake_ok(&p);
+    check_roundtrip(&p);
+    VCHECK_EQ(log.bad, 0);
+    VCHECK(log.headers >= 4);
+    VCHECK(log.ccs_out); /* OpenSSL's middlebox compatibility (RFC 8446 §D.4) */
+    /* TLS 1.3 (RFC 8446 §2): ClientHello out; ServerHello, EncryptedExtensions, Certificate,
+     * CertificateVerify, Finished in; Finished out */
+    VCHECK(log.nout >= 2);
+    VCHECK_EQ(log.hs_out[0], 1);
+    VCHECK_EQ(log.hs_out[1], 20);
+    VCHECK(log.nin >= 5);
+    static const int in[] = {2, 8, 11, 15, 20};
+    for (size_t i = 0; i < 5; i++)
+        VCHECK_EQ(log.hs_in[i], in[i]);
+    vega_stream_close(p.s, DL(1000)); /* its close_notify reaches the client's next read */
+    p.s = NULL;
+    char b;
+    VCHECK_EQ(vega_stream_read(p.c, &b, 1, DL(1000)), 0);
+    VCHECK(log.alert_in);
+    /* off again: a new stream reports nothing */
+    VCHECK_EQ(vega_tls_config_set_msg_callback(ccfg, NULL, NULL), 0);
+    struct msg_log before = log;
+    struct tu_pair q = tu_pair_new(ccfg, scfg, "localhost", 443);
+    tu_handshake_ok(&q);
+    VCHECK_EQ(log.headers, before.headers);
+    VCHECK_EQ(log.nout, before.nout);
+    tu_pair_close(&q);
+    tu_pair_close(&p);
+    vega_tls_config_free(scfg);
+    vega_tls_config_free(ccfg);
+    tu_pem_free(&pem);
+}
+
+VTEST(msg_callback_reports_the_handshake_in_order)
+{
+    tu_run(body_msg_callback, 0);
+}
