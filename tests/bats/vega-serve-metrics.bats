@@ -78,6 +78,61 @@ serve() {
     [ "$status" -eq 0 ] || { echo "$output"; false; }
 }
 
+@test "HTTP/3: the QUIC counters move by the connections made (Retry, 0-RTT, a failed handshake)" {
+    "$PY" -c 'from prometheus_client.parser import text_string_to_metric_families' 2>/dev/null ||
+        skip "python3-prometheus-client is not installed"
+    local curl p
+    curl="$(vega_bin vega-curl)"
+    serve --tls --quic-retry
+    p="${URL##*:}"
+    run "${CHECK[@]}" snapshot "$MURL" "$T/before.json"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    # a full handshake after a Retry; then a resumption with the session and the NEW_TOKEN
+    # token it saved (no Retry), its request in 0-RTT
+    run timeout 20 "$curl" -sv --http3-only -k --tls-session-file "$T/sess" -o /dev/null \
+        "https://127.0.0.1:$p/hello.txt"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    [[ "$output" == *"QUIC: full handshake"* ]]
+    run timeout 20 "$curl" -sv --http3-only -k --tls-session-file "$T/sess" -o /dev/null \
+        "https://127.0.0.1:$p/hello.txt"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    [[ "$output" == *"0-RTT accepted"* ]]
+    # the self-signed certificate refused: the client closes during the handshake
+    run timeout 20 "$curl" -s --http3-only -o /dev/null "https://127.0.0.1:$p/hello.txt"
+    [ "$status" -eq 60 ]
+    run "${CHECK[@]}" expect "$MURL" "$T/before.json" \
+        'vega_quic_connections_accepted_total=3' \
+        'vega_quic_retry_packets_sent_total=2' \
+        'vega_quic_handshakes_total{result="ok"}=2' \
+        'vega_quic_handshakes_total{result="failed"}=1' \
+        'vega_quic_connections_closed_total{reason="peer"}=2' \
+        'vega_quic_connections_closed_total{reason="handshake_failed"}=1' \
+        'vega_quic_connections_closed_total{reason="local"}=0' \
+        'vega_quic_connections_closed_total{reason="idle_timeout"}=0' \
+        'vega_quic_early_data_total{result="accepted"}=1' \
+        'vega_quic_early_data_total{result="rejected"}=0' \
+        'vega_quic_handshake_duration_seconds_count=2' \
+        'vega_quic_connections_open=0' \
+        'vega_quic_handshakes_in_progress=0' \
+        'vega_quic_packets_sent_total>=3' \
+        'vega_quic_packets_received_total>=3' \
+        'vega_quic_datagrams_received_total>=3' \
+        'vega_quic_datagrams_sent_total>=3' \
+        'vega_quic_received_bytes_total>=3600' \
+        'vega_quic_sent_bytes_total>=1' \
+        'vega_http_server_requests_total{code="2xx",proto="h3"}=2' \
+        'vega_http_server_request_duration_seconds_count{proto="h3"}=2'
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+}
+
+@test "no QUIC families without HTTP/3" {
+    serve --tls --no-http3
+    run curl -sS -f "$MURL"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"vega_http_server_requests_total"* ]]
+    [[ "$output" != *"vega_quic_"* ]]
+}
+
 @test "only GET /metrics; the runtime's metrics are there too" {
     serve
     run curl -sS -o /dev/null -w '%{http_code}' "$MURL/x"
