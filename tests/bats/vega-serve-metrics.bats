@@ -133,6 +133,58 @@ serve() {
     [[ "$output" != *"vega_quic_"* ]]
 }
 
+@test "--metrics-log: a JSON line per interval, the sum of the workers' deltas" {
+    start_bg "$T/serve.log" "$SERVE" -p 0 --metrics-log "$T/m.jsonl" --metrics-every 20 "$T/root"
+    wait_for_line "$T/serve.log" 'listening on'
+    local p
+    p="$(sed -nE 's/.*listening on [0-9.]+:([0-9]+)$/\1/p' "$T/serve.log" | head -n1)"
+    [ -n "$p" ]
+    for _ in 1 2 3 4 5; do
+        curl -sS -f -o /dev/null "http://127.0.0.1:$p/hello.txt"
+    done
+    # every line valid; each counter of the line the sum of its per-worker values; the
+    # connections' tasks seen in some interval (bounded: 10 s)
+    run "$PY" - "$T/m.jsonl" <<'PYEOF'
+import json, sys, time
+path = sys.argv[1]
+keys = ["spawned", "polls", "steals", "steal_ops", "parks", "unparks", "injects",
+        "budget_yields", "lifo_hits", "overflows", "timers_fired", "io_ops", "io_completions",
+        "local_queue"]
+deadline = time.monotonic() + 10
+while True:
+    lines = open(path).read().splitlines()
+    recs = [json.loads(l) for l in lines if l.endswith("]}")]  # complete lines
+    if sum(r["spawned"] for r in recs) >= 5 and len(recs) >= 2 or time.monotonic() > deadline:
+        break
+    time.sleep(0.02)
+assert len(recs) >= 2, "%d lines" % len(recs)
+for r in recs:
+    assert r["workers"] == len(r["per_worker"]) >= 1, r
+    assert r["interval_ms"] > 0, r
+    for k in keys:
+        assert r[k] == sum(w[k] for w in r["per_worker"]), (k, r)
+# a connection is a task: 5 connections spawned at least 5
+assert sum(r["spawned"] for r in recs) >= 5, [r["spawned"] for r in recs]
+print("ok: %d lines" % len(recs))
+PYEOF
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+}
+
+@test "--metrics-log, --metrics-every: usage errors" {
+    run "$SERVE" --metrics-every 100 "$T/root"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--metrics-every needs --metrics-log"* ]]
+    run "$SERVE" --metrics-log "$T/m.jsonl" --metrics-every 5 "$T/root"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"10..3600000"* ]]
+    run "$SERVE" --metrics-log "$T/m.jsonl" --shards 2 "$T/root"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--shards"* ]]
+    run "$SERVE" -p 0 --metrics-log "$T/no/such/dir/m.jsonl" "$T/root"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--metrics-log"* ]]
+}
+
 @test "only GET /metrics; the runtime's metrics are there too" {
     serve
     run curl -sS -o /dev/null -w '%{http_code}' "$MURL/x"
