@@ -144,10 +144,11 @@ static void *sampler_task(void *arg)
     vega_deadline next = s->prev.at_ns;
     for (;;) {
         next += s->every_ns;
-        if (vega_sleep_until(next) == -ECANCELED)
-            break;
+        int r = vega_sleep_until(next);
         vega_rt_metrics_sample(rt, &s->prev, &s->delta);
         s->fn(s->user, &s->delta);
+        if (r == -ECANCELED)
+            break; /* that was the last, partial interval: the deltas add up to the whole */
         /* a tick missed (a slow fn, a busy worker): the next one on the schedule still ahead */
         uint64_t now = vega_now();
         if (next + s->every_ns <= now)

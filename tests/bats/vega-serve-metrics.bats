@@ -170,6 +170,28 @@ PYEOF
     [ "$status" -eq 0 ] || { echo "$output"; false; }
 }
 
+@test "--metrics-log: the stop writes the last, partial interval" {
+    # an hour's interval: the only line is the one the stop writes, with everything done
+    start_bg "$T/serve.log" "$SERVE" -p 0 --metrics-log "$T/m.jsonl" --metrics-every 3600000 \
+        "$T/root"
+    wait_for_line "$T/serve.log" 'listening on'
+    local p
+    p="$(sed -nE 's/.*listening on [0-9.]+:([0-9]+)$/\1/p' "$T/serve.log" | head -n1)"
+    for _ in 1 2 3; do
+        curl -sS -f -o /dev/null "http://127.0.0.1:$p/hello.txt"
+    done
+    [ ! -s "$T/m.jsonl" ]
+    kill -TERM "$BG_PID"
+    wait_pid_exit "$BG_PID" 20
+    [ "$BG_STATUS" -eq 0 ]
+    run "$PY" -c 'import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+assert len(recs) == 1, recs
+assert recs[0]["spawned"] >= 3, recs  # a task per connection
+print("ok")' "$T/m.jsonl"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+}
+
 @test "--metrics-log, --metrics-every: usage errors" {
     run "$SERVE" --metrics-every 100 "$T/root"
     [ "$status" -eq 2 ]

@@ -352,9 +352,10 @@ typedef void (*vega_rt_sample_fn)(void *user, const vega_rt_counters *delta);
  * Spawns a task that calls fn(user, delta) every every_ms (on a fixed schedule from its start:
  * a late tick does not push the next ones back) with what the counters did since the previous
  * call (the first: since the task started). It runs until cancelled: vega_task_cancel, then
- * vega_task_join (the runtime's shutdown cancels it too). *out receives its handle, owned by
- * the caller. Returns 0; -EINVAL (out or fn NULL, every_ms 0); -ENOMEM; the codes of
- * vega_task_spawn. Context: inside a task. Since 0.1.
+ * vega_task_join (the runtime's shutdown cancels it too); cancelled, it calls fn a last time
+ * with the partial interval, so the deltas add up to everything done while it ran. *out receives
+ * its handle, owned by the caller. Returns 0; -EINVAL (out or fn NULL, every_ms 0); -ENOMEM; the
+ * codes of vega_task_spawn. Context: inside a task. Since 0.1.
  */
 VEGA_API int vega_rt_metrics_sampler_spawn(vega_task **out, uint64_t every_ms, vega_rt_sample_fn fn,
                                            void *user);

@@ -6,6 +6,7 @@
 
 #include <vega/rt.h>
 #include <vega/sync.h>
+#include <vega/test.h>
 
 #include "vtest.h"
 
@@ -126,8 +127,13 @@ VTEST_PAUSED(sampler_paused_clock)
     VCHECK_EQ(s.d[1].sum.spawned, K);
     VCHECK_EQ(s.d[1].workers, 1);
     VCHECK_EQ(s.d[1].worker[0].spawned, K);
+    /* cancelled mid-interval: a last call with the partial interval (5 ms, 3 spawns) */
+    VCHECK_EQ(vega_test_advance(5 * VEGA_NS_PER_MS), 0);
+    spawn_join(3);
     vega_task_cancel(t);
     VCHECK_EQ(vega_task_join(t, NULL, VEGA_DEADLINE_NEVER), 0);
-    VCHECK_EQ(s.n, 2);
+    VCHECK_EQ(s.n, 3);
+    VCHECK_EQ(s.d[2].at_ns, 5 * VEGA_NS_PER_MS);
+    VCHECK_EQ(s.d[2].sum.spawned, 3);
     vega_notify_fini(&s.tick);
 }
