@@ -135,6 +135,10 @@ static const char usage_text[] =
     "                          with --shards, any shard answers with the sum over all shards)\n"
     "      --metrics-public    allow a --metrics address that is not loopback (by default\n"
     "                          refused: the counters would be public)\n"
+    "      --metrics-log FILE  append one JSON line per interval to FILE with what the\n"
+    "                          runtime did in it (tasks spawned, polls, steals, parks, I/O\n"
+    "                          operations and completions, blocking jobs; summed and per worker)\n"
+    "      --metrics-every MS  the --metrics-log interval (default 1000, 10..3600000)\n"
     "\n"
     "Runtime:\n"
     "      --workers N         worker threads (per shard with --shards; default: the CPUs)\n"
@@ -202,6 +206,8 @@ enum {
     OPT_WS_ECHO,
     OPT_METRICS,
     OPT_METRICS_PUBLIC,
+    OPT_METRICS_LOG,
+    OPT_METRICS_EVERY,
     OPT_AUTH_FILE,
     OPT_REALM,
     OPT_INDEX,
@@ -260,6 +266,8 @@ static const struct option long_opts[] = {
     {"no-cache", no_argument, NULL, OPT_NO_CACHE},
     {"metrics", required_argument, NULL, OPT_METRICS},
     {"metrics-public", no_argument, NULL, OPT_METRICS_PUBLIC},
+    {"metrics-log", required_argument, NULL, OPT_METRICS_LOG},
+    {"metrics-every", required_argument, NULL, OPT_METRICS_EVERY},
     {"auth", required_argument, NULL, 'a'},
     {"auth-file", required_argument, NULL, OPT_AUTH_FILE},
     {"realm", required_argument, NULL, OPT_REALM},
@@ -575,6 +583,16 @@ static void parse_args(int argc, char **argv)
         case OPT_METRICS_PUBLIC:
             serve_o.metrics_public = true;
             break;
+        case OPT_METRICS_LOG:
+            if (!*optarg)
+                cli_usage_error("--metrics-log: expected a file name");
+            serve_o.metrics_log = optarg;
+            break;
+        case OPT_METRICS_EVERY:
+            if (cli_parse_uint(optarg, 10, 3600000, &v) < 0)
+                cli_usage_error("--metrics-every: expected 10..3600000 (ms), got '%s'", optarg);
+            serve_o.metrics_every_ms = (unsigned)v;
+            break;
         case 'a':
             if (serve_auth_add(optarg) < 0)
                 exit(CLI_EXIT_USAGE);
@@ -662,6 +680,11 @@ static void parse_args(int argc, char **argv)
         cli_usage_error("--key needs --cert");
     if (serve_o.metrics_public && !serve_o.metrics)
         cli_usage_error("--metrics-public needs --metrics");
+    if (serve_o.metrics_every_ms && !serve_o.metrics_log)
+        cli_usage_error("--metrics-every needs --metrics-log");
+    if (serve_o.metrics_log && serve_o.shards)
+        cli_usage_error("--metrics-log does not work with --shards yet (each shard has its own "
+                        "runtime; use --metrics, which sums them)");
     if (serve_o.overwrite && !serve_o.upload)
         cli_usage_error("--overwrite needs --upload");
     if (serve_o.cors)

@@ -4,11 +4,17 @@
  * --metrics-public); with --shards, summed over the shards. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "serve.h"
+
+/* --metrics-every's default. */
+#define SERVE_METRICS_EVERY_MS 1000
 
 /* --shards: how often a shard copies its counters to its shared slot for the other shards'
  * sums (a scrape that reaches this shard uses its own fresh counters). */
@@ -72,6 +78,71 @@ static void *publish_task(void *arg)
     return NULL;
 }
 
+/* The counters of one worker (or their sum) as JSON members. */
+static void json_counters(FILE *f, const vega_worker_metrics *w)
+{
+    fprintf(f,
+            "\"spawned\":%" PRIu64 ",\"polls\":%" PRIu64 ",\"steals\":%" PRIu64
+            ",\"steal_ops\":%" PRIu64 ",\"parks\":%" PRIu64 ",\"unparks\":%" PRIu64
+            ",\"injects\":%" PRIu64 ",\"budget_yields\":%" PRIu64 ",\"lifo_hits\":%" PRIu64
+            ",\"overflows\":%" PRIu64 ",\"timers_fired\":%" PRIu64 ",\"io_ops\":%" PRIu64
+            ",\"io_completions\":%" PRIu64 ",\"local_queue\":%" PRIu64,
+            w->spawned, w->polls, w->steals, w->steal_ops, w->parks, w->unparks, w->injects,
+            w->budget_yields, w->lifo_hits, w->overflows, w->timers_fired, w->io_ops,
+            w->io_completions, w->local_queue);
+}
+
+/* --metrics-log: one line per interval, what the runtime did in it (the sampler's task). A
+ * short buffered write to a regular file, once an interval: not worth the blocking pool. */
+static void log_sample(void *user, const vega_rt_counters *d)
+{
+    FILE *f = user;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char when[32];
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    fprintf(f,
+            "{\"time\":\"%s.%03ldZ\",\"interval_ms\":%" PRIu64 ".%03" PRIu64
+            ",\"workers\":%u,\"live_tasks\":%" PRIu64 ",\"blocking_jobs\":%" PRIu64 ",",
+            when, ts.tv_nsec / 1000000, d->at_ns / 1000000, d->at_ns / 1000 % 1000, d->workers,
+            d->live_tasks, d->blocking_jobs);
+    json_counters(f, &d->sum);
+    fputs(",\"per_worker\":[", f);
+    unsigned n = d->workers < VEGA_RT_COUNTERS_WORKERS ? d->workers : VEGA_RT_COUNTERS_WORKERS;
+    for (unsigned i = 0; i < n; i++) {
+        fputs(i ? ",{" : "{", f);
+        json_counters(f, &d->worker[i]);
+        fputc('}', f);
+    }
+    fputs("]}\n", f);
+    fflush(f);
+}
+
+static int metrics_log_start(struct serve_metrics *m)
+{
+    int fd = open(serve_o.metrics_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        cli_err(NULL, "--metrics-log: %s: %s", serve_o.metrics_log, strerror(errno));
+        return CLI_EXIT_USAGE;
+    }
+    m->log = fdopen(fd, "a");
+    if (!m->log) {
+        close(fd);
+        cli_err_code("--metrics-log", -ENOMEM);
+        return CLI_EXIT_USAGE;
+    }
+    unsigned every = serve_o.metrics_every_ms ? serve_o.metrics_every_ms : SERVE_METRICS_EVERY_MS;
+    int r = vega_rt_metrics_sampler_spawn(&m->sampler, every, log_sample, m->log);
+    if (r < 0) {
+        m->sampler = NULL;
+        cli_err_code("spawn", r);
+        return CLI_EXIT_NET;
+    }
+    return 0;
+}
+
 /* Resolves --metrics and refuses an address that is not loopback without --metrics-public.
  * Returns the addresses (>= 1) or minus an exit code. */
 static int metrics_addrs(vega_addr *addrs, size_t cap)
@@ -115,6 +186,13 @@ int serve_metrics_listen_shared(void)
 int serve_metrics_start(vega_http_server *srv, struct serve_metrics *m)
 {
     memset(m, 0, sizeof *m);
+    if (serve_o.metrics_log) {
+        int r = metrics_log_start(m);
+        if (r != 0) {
+            serve_metrics_stop(m);
+            return r;
+        }
+    }
     if (!serve_o.metrics)
         return 0;
     m->files = srv;
@@ -141,6 +219,15 @@ int serve_metrics_start(vega_http_server *srv, struct serve_metrics *m)
 
 void serve_metrics_stop(struct serve_metrics *m)
 {
+    if (m->sampler) {
+        vega_task_cancel(m->sampler);
+        vega_task_join(m->sampler, NULL, VEGA_DEADLINE_NEVER);
+        m->sampler = NULL;
+    }
+    if (m->log) {
+        fclose(m->log);
+        m->log = NULL;
+    }
     if (m->publisher) {
         vega_task_cancel(m->publisher);
         vega_task_join(m->publisher, NULL, VEGA_DEADLINE_NEVER);

@@ -111,7 +111,9 @@ struct serve_opts {
     bool quiet;
     const char *metrics; /* --metrics ADDR:PORT: the Prometheus listener; NULL: none */
     char metrics_host[256], metrics_port[16]; /* its parts (":PORT" is 127.0.0.1) */
-    bool metrics_public; /* --metrics-public: a metrics address that is not loopback */
+    bool metrics_public;       /* --metrics-public: a metrics address that is not loopback */
+    const char *metrics_log;   /* --metrics-log FILE: runtime deltas, a JSON line each; NULL */
+    unsigned metrics_every_ms; /* --metrics-every MS: its interval; 0 = 1000 */
 
     sigset_t stop_signals;
 };
@@ -136,12 +138,15 @@ struct serve_metrics {
     struct cli_prom prom;          /* the metrics listener (cli/common/prom.h) */
     const vega_http_server *files; /* whose counters it shows */
     vega_task *publisher;          /* --shards: publishes them for the other shards' sums */
+    vega_task *sampler;            /* --metrics-log: the runtime's deltas to log */
+    FILE *log;                     /* --metrics-log's file */
 };
 
 /* --metrics: checks the address (loopback unless --metrics-public), listens, prints
  * "vega-serve: metrics on http://ADDR:PORT/metrics" and serves srv's and the runtime's metrics
- * in a task of its own. Without --metrics, m is left empty. Returns 0 or an exit code (after
- * saying why). Context: inside a task. */
+ * in a task of its own. --metrics-log: opens the file and starts the sampler that appends a
+ * line to it every --metrics-every ms. Without either, m is left empty. Returns 0 or an exit code
+ * (after saying why). Context: inside a task. */
 int serve_metrics_start(vega_http_server *srv, struct serve_metrics *m);
 
 /* Stops and frees what serve_metrics_start made (nothing: a no-op). In a shard, also hands

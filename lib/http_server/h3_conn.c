@@ -674,6 +674,10 @@ int vega__h3s_listen(vega_http_server *srv, const vega_addr *addr, unsigned flag
             atomic_store_explicit(&srv->alt_svc_len, (size_t)k, memory_order_release);
     }
     srv->h3 = l;
+    pthread_mutex_lock(&srv->lock);
+    srv->quic_ep = l->ep;
+    srv->quic_on = true;
+    pthread_mutex_unlock(&srv->lock);
     if (bound)
         *bound = l->local;
     return 0;
@@ -790,6 +794,11 @@ void vega__h3s_stop(struct h3s *l, bool cancelled)
     each_conn(l, close_conn);
     vega_quic_endpoint_shutdown(l->ep, vega_deadline_in_ms(1000));
     (void)vega_quic_endpoint_wait(l->ep, vega_deadline_in_ms(1000));
+    /* the final counters, for a scrape after the stop */
+    pthread_mutex_lock(&srv->lock);
+    vega_quic_endpoint_get_stats(l->ep, &srv->quic_last);
+    srv->quic_ep = NULL;
+    pthread_mutex_unlock(&srv->lock);
     vega_quic_endpoint_free(l->ep); /* every connection ends: on_closed for each */
     l->ep = NULL;
     /* request tasks end at once once cancelled, but they hold the server: wait for them and

@@ -138,6 +138,95 @@ static void histogram(FILE *out, const struct srv_totals *t)
     }
 }
 
+/* HTTP/3's QUIC endpoint: its counters (vega_quic_endpoint_get_stats), the final ones after
+ * the stop. Nothing when HTTP/3 never started. */
+static void quic_metrics(const vega_http_server *srv, FILE *out)
+{
+    vega_http_server *s = (vega_http_server *)srv;
+    vega_quic_endpoint_stats q;
+    pthread_mutex_lock(&s->lock);
+    bool on = s->quic_on;
+    if (s->quic_ep)
+        vega_quic_endpoint_get_stats(s->quic_ep, &q);
+    else
+        q = s->quic_last;
+    pthread_mutex_unlock(&s->lock);
+    if (!on)
+        return;
+    static const struct {
+        const char *name, *type, *help;
+        size_t off;
+    } one[] = {
+#define Q(n, ty, f, h) {"vega_quic_" n, ty, h, offsetof(vega_quic_endpoint_stats, f)}
+        Q("connections_accepted_total", "counter", conns_accepted,
+          "QUIC connections created for a client's Initial."),
+        Q("connections_refused_total", "counter", conns_refused,
+          "QUIC connections refused (over the limit, or the accept queue full)."),
+        Q("connections_open", "gauge", conns_open, "QUIC connections open (handshaking included)."),
+        Q("handshakes_in_progress", "gauge", handshakes, "QUIC connections in their handshake."),
+        Q("retry_packets_sent_total", "counter", retries_sent, "Retry packets sent."),
+        Q("version_negotiation_sent_total", "counter", vn_sent,
+          "Version Negotiation packets sent."),
+        Q("stateless_resets_sent_total", "counter", resets_sent, "Stateless resets sent."),
+        Q("tokens_invalid_total", "counter", tokens_invalid,
+          "Initials whose address-validation token did not validate."),
+        Q("datagrams_received_total", "counter", dgrams_in, "UDP datagrams received."),
+        Q("datagrams_sent_total", "counter", dgrams_out, "UDP datagrams sent."),
+        Q("datagrams_dropped_total", "counter", dgrams_dropped,
+          "UDP datagrams routed to no connection and not answered (malformed, limits)."),
+        Q("received_bytes_total", "counter", bytes_in, "UDP payload bytes received."),
+        Q("sent_bytes_total", "counter", bytes_out, "UDP payload bytes sent."),
+        Q("packets_sent_total", "counter", pkts_sent,
+          "QUIC packets sent, added when each connection ends."),
+        Q("packets_received_total", "counter", pkts_recv,
+          "QUIC packets received, added when each connection ends."),
+        Q("packets_lost_total", "counter", pkts_lost,
+          "QUIC packets declared lost, added when each connection ends."),
+        Q("pto_expirations_total", "counter", ptos,
+          "Probe timeouts that expired, added when each connection ends."),
+#undef Q
+    };
+    for (size_t i = 0; i < VEGA__ARRAY_LEN(one); i++) {
+        family(out, one[i].name, one[i].type, one[i].help);
+        uint64_t v = *(const uint64_t *)((const char *)&q + one[i].off);
+        fprintf(out, "%s %" PRIu64 "\n", one[i].name, v);
+    }
+    static const char hs[] = "vega_quic_handshakes_total";
+    family(out, hs, "counter",
+           "QUIC handshakes by result (failed: the connection ended before it completed).");
+    fprintf(out, "%s{result=\"ok\"} %" PRIu64 "\n%s{result=\"failed\"} %" PRIu64 "\n", hs,
+            q.handshakes_ok, hs, q.handshakes_failed);
+    static const char cl[] = "vega_quic_connections_closed_total";
+    family(out, cl, "counter",
+           "QUIC connections ended, by how: idle_timeout, peer (its CONNECTION_CLOSE or stateless "
+           "reset), local (we closed it), handshake_failed (ended before the handshake "
+           "completed).");
+    fprintf(out,
+            "%s{reason=\"idle_timeout\"} %" PRIu64 "\n%s{reason=\"peer\"} %" PRIu64
+            "\n%s{reason=\"local\"} %" PRIu64 "\n%s{reason=\"handshake_failed\"} %" PRIu64 "\n",
+            cl, q.closed_idle, cl, q.closed_peer, cl, q.closed_local, cl, q.handshakes_failed);
+    static const char ed[] = "vega_quic_early_data_total";
+    family(out, ed, "counter", "Connections whose 0-RTT data was accepted or rejected.");
+    fprintf(out, "%s{result=\"accepted\"} %" PRIu64 "\n%s{result=\"rejected\"} %" PRIu64 "\n", ed,
+            q.early_accepted, ed, q.early_rejected);
+    static const char hd[] = "vega_quic_handshake_duration_seconds";
+    static const char *const le[VEGA_QUIC_EP_HS_BUCKETS] = {
+        "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1",
+        "0.25",  "0.5",    "1",     "2.5",  "5",     "+Inf",
+    };
+    family(out, hd, "histogram",
+           "Completed QUIC handshakes by duration, from the client's first Initial that the "
+           "server kept to the handshake's completion.");
+    uint64_t cum = 0;
+    for (size_t b = 0; b < VEGA_QUIC_EP_HS_BUCKETS; b++) {
+        cum += q.hs_duration[b];
+        fprintf(out, "%s_bucket{le=\"%s\"} %" PRIu64 "\n", hd, le[b], cum);
+    }
+    fprintf(out, "%s_sum %" PRIu64 ".%09" PRIu64 "\n%s_count %" PRIu64 "\n", hd,
+            q.hs_duration_sum_ns / (uint64_t)VEGA_NS_PER_S,
+            q.hs_duration_sum_ns % (uint64_t)VEGA_NS_PER_S, hd, cum);
+}
+
 int vega_http_server_metrics_prometheus(const vega_http_server *srv, FILE *out)
 {
     if (!srv || !out)
@@ -189,5 +278,6 @@ int vega_http_server_metrics_prometheus(const vega_http_server *srv, FILE *out)
     vega_http_server *s = (vega_http_server *)srv;
     fprintf(out, "%s{result=\"ok\"} %" PRIu64 "\n%s{result=\"failed\"} %" PRIu64 "\n", hs,
             (uint64_t)LOAD(s->tls_ok), hs, (uint64_t)LOAD(s->tls_failed));
+    quic_metrics(srv, out);
     return ferror(out) ? -EIO : 0;
 }

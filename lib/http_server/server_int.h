@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <vega/http_server.h>
+#include <vega/quic_ep.h>
 #include <vega/rt.h>
 #include <vega/sync.h>
 
@@ -93,6 +94,11 @@ struct vega_http_server {
     vega_notify wake; /* run waits on it: shutdown asked, or the last connection closed */
 
     struct h3s *h3; /* HTTP/3 (vega_http_server_listen_h3), or NULL */
+    /* HTTP/3's endpoint for the metrics, under lock: NULL before HTTP/3 starts and once its
+     * endpoint is freed, when quic_last holds its final counters (quic_on says they exist) */
+    vega_quic_endpoint *quic_ep;
+    vega_quic_endpoint_stats quic_last;
+    bool quic_on;
     /* "Alt-Svc: h3=\":PORT\"; ma=N\r\n" for HTTP/1.1 responses over TLS, once HTTP/3 is served
      * (alt_svc_len is stored last, with release order) */
     char alt_svc[64];

@@ -364,6 +364,7 @@ void vega_quic_conn_get_info(const vega_quic_conn *c, vega_quic_conn_info *info)
     info->cwnd = cc->cwnd;
     info->bytes_in_flight = cc->in_flight;
     info->pkts_lost = vega__quic_recovery_stats(c->rec)->lost;
+    info->ptos = vega__quic_recovery_stats(c->rec)->pto_count_total;
     info->key_updates = c->keys.key_updates;
     info->migrations = c->paths.migrations;
     info->pmtu = c->pmtu.mtu;

@@ -24,6 +24,7 @@ struct vega_quic_ep_conn *vega__ep_conn_new(struct vega_quic_endpoint *ep, struc
     c->mem = ep->mem;
     c->home = home;
     c->server = server;
+    c->born = vega_now();
     vega_mutex_init(&c->mu);
     atomic_init(&c->refs, 1); /* the endpoint's, dropped at teardown */
     atomic_init(&c->dirty, false);
@@ -246,12 +247,53 @@ static void note_close(struct vega_quic_ep_conn *c, const vega_quic_event *ev)
         ci->reset = true;
 }
 
+#define ST_ADD(x, n) atomic_fetch_add_explicit(&(x), (n), memory_order_relaxed)
+
+static void count_handshake(struct vega_quic_ep_conn *c)
+{
+    static const uint64_t bound_us[VEGA_QUIC_EP_HS_BUCKETS - 1] = VEGA_QUIC_EP_HS_BOUNDS_US;
+    struct vega_quic_endpoint *ep = c->ep;
+    uint64_t now = vega_now();
+    uint64_t dur = now > c->born ? now - c->born : 0;
+    size_t b = 0;
+    while (b < VEGA_QUIC_EP_HS_BUCKETS - 1 && dur > bound_us[b] * VEGA_NS_PER_US)
+        b++;
+    ST_ADD(ep->st_hs_ok, 1);
+    ST_ADD(ep->st_hs_hist[b], 1);
+    ST_ADD(ep->st_hs_sum_ns, dur);
+}
+
+/* How the connection ended, from its last info and close, once (at teardown). */
+static void count_end(struct vega_quic_ep_conn *c)
+{
+    struct vega_quic_endpoint *ep = c->ep;
+    const vega_quic_conn_info *in = &c->last_info;
+    if (!c->handshake_done)
+        ST_ADD(ep->st_hs_failed, 1);
+    else if (c->close.idle_timeout)
+        ST_ADD(ep->st_closed_idle, 1);
+    else if (!c->close.local)
+        ST_ADD(ep->st_closed_peer, 1);
+    else
+        ST_ADD(ep->st_closed_local, 1);
+    if (in->early_data == VEGA_QUIC_EARLY_ACCEPTED)
+        ST_ADD(ep->st_early_acc, 1);
+    else if (in->early_data == VEGA_QUIC_EARLY_REJECTED)
+        ST_ADD(ep->st_early_rej, 1);
+    ST_ADD(ep->st_pkts_sent, in->pkts_sent);
+    ST_ADD(ep->st_pkts_recv, in->pkts_recv);
+    ST_ADD(ep->st_pkts_lost, in->pkts_lost);
+    ST_ADD(ep->st_ptos, in->ptos);
+}
+
 /* What the endpoint itself does with an event, before the application sees it. */
 static void own_event(struct vega_quic_ep_conn *c, const vega_quic_event *ev)
 {
     struct vega_quic_endpoint *ep = c->ep;
     switch (ev->type) {
     case VEGA_QUIC_EV_HANDSHAKE_DONE:
+        if (!c->handshake_done)
+            count_handshake(c);
         c->handshake_done = true;
         hs_uncount(c);
         drop_odcid(c);
@@ -354,6 +396,7 @@ void vega__ep_conn_teardown(struct vega_quic_ep_conn *c)
         }
         vega_quic_conn_free(c->qc);
         c->qc = NULL;
+        count_end(c);
     }
     vega__ep_qlog_close(c);
     vega__ep_stream_conn_ended(c);

@@ -491,6 +491,20 @@ void vega_quic_endpoint_get_stats(const vega_quic_endpoint *ep, vega_quic_endpoi
     st->bytes_in = atomic_load(&e->st_bytes_in);
     st->bytes_out = atomic_load(&e->st_bytes_out);
     st->dgrams_dropped = atomic_load(&e->st_dropped);
+    st->handshakes_ok = atomic_load(&e->st_hs_ok);
+    st->handshakes_failed = atomic_load(&e->st_hs_failed);
+    st->closed_idle = atomic_load(&e->st_closed_idle);
+    st->closed_peer = atomic_load(&e->st_closed_peer);
+    st->closed_local = atomic_load(&e->st_closed_local);
+    st->early_accepted = atomic_load(&e->st_early_acc);
+    st->early_rejected = atomic_load(&e->st_early_rej);
+    st->pkts_sent = atomic_load(&e->st_pkts_sent);
+    st->pkts_recv = atomic_load(&e->st_pkts_recv);
+    st->pkts_lost = atomic_load(&e->st_pkts_lost);
+    st->ptos = atomic_load(&e->st_ptos);
+    for (size_t i = 0; i < VEGA_QUIC_EP_HS_BUCKETS; i++)
+        st->hs_duration[i] = atomic_load(&e->st_hs_hist[i]);
+    st->hs_duration_sum_ns = atomic_load(&e->st_hs_sum_ns);
 }
 
 int vega_quic_endpoint_local_addr(const vega_quic_endpoint *ep, vega_addr *out)

@@ -94,9 +94,10 @@ struct vega_quic_ep_conn {
     bool server;
     bool counted_hs; /* counted in the endpoint's handshakes */
     bool handshake_done;
-    bool taken; /* server: given to on_conn or queued for accept */
-    bool app;   /* events go to on_event (taken by on_conn, or a client with on_event) */
-    bool ended; /* closed for good: teardown pending or done */
+    uint64_t born; /* vega_now() at creation: the handshake's duration */
+    bool taken;    /* server: given to on_conn or queued for accept */
+    bool app;      /* events go to on_event (taken by on_conn, or a client with on_event) */
+    bool ended;    /* closed for good: teardown pending or done */
     atomic_bool close_flushed; /* closing, and a flush since sent the CONNECTION_CLOSE */
     int sock_err; /* client: the ICMP error that ended a connection that never heard from
                      its peer (-ECONNREFUSED ...) */
@@ -190,6 +191,9 @@ struct vega_quic_endpoint {
     /* stats (relaxed atomics) */
     atomic_uint_fast64_t st_accepted, st_refused, st_retries, st_vn, st_resets, st_tokens_bad,
         st_dgrams_in, st_dgrams_out, st_bytes_in, st_bytes_out, st_dropped;
+    atomic_uint_fast64_t st_hs_ok, st_hs_failed, st_closed_idle, st_closed_peer, st_closed_local,
+        st_early_acc, st_early_rej, st_pkts_sent, st_pkts_recv, st_pkts_lost, st_ptos, st_hs_sum_ns;
+    atomic_uint_fast64_t st_hs_hist[VEGA_QUIC_EP_HS_BUCKETS];
 };
 
 /* Joins t even when the calling task was cancelled (then join would return at once): t is

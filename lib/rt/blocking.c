@@ -91,6 +91,7 @@ static void *pool_thread(void *arg)
         pthread_mutex_lock(&rt->pool_mu);
         j->result = res;
         j->state = JOB_DONE;
+        rt->pool_jobs++;
         vega__task_wake(j->task); /* under pool_mu: the task leaves only under it */
     }
 out:

@@ -209,6 +209,7 @@ static void ep_park(struct vega__worker *w, int64_t timeout_ns)
     int n = epoll_pwait2(d->epfd, d->events, MAX_EVENTS, tsp, NULL);
     if (n <= 0)
         return;
+    uint64_t ops = 0;
     for (int i = 0; i < n; i++) {
         struct epoll_event *ev = &d->events[i];
         if (ev->data.u64 == WAKE_TOKEN) {
@@ -230,17 +231,20 @@ static void ep_park(struct vega__worker *w, int64_t timeout_ns)
             struct vega__op *op = s->in;
             s->in = NULL;
             done_io = true;
+            ops++;
             vega__op_complete(op, (int)(got & (op->events | POLLERR | POLLHUP | POLLRDHUP)));
         }
         if (s->out && (err || (got & s->out->events))) {
             struct vega__op *op = s->out;
             s->out = NULL;
             done_io = true;
+            ops++;
             vega__op_complete(op, (int)(got & (op->events | POLLERR | POLLHUP)));
         }
         if (s->watch && (err || (got & (s->watch->events | EPOLLRDHUP)))) {
             struct vega__op *op = s->watch;
             op->res = (int)(got & (op->events | POLLERR | POLLHUP | POLLRDHUP));
+            ops++;
             op->on_complete(op);
         }
         /* One-shot waits left, or a watch whose registration still carries a finished wait's
@@ -249,6 +253,8 @@ static void ep_park(struct vega__worker *w, int64_t timeout_ns)
             arm(d, fd, s);
         vega__spin_unlock(&w->cancel_lock);
     }
+    if (ops)
+        vega__worker_count_completions(w, ops);
 }
 
 static void ep_unpark(struct vega__worker *w)

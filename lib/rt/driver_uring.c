@@ -376,11 +376,12 @@ static void remove_watch(struct uring_drv *d, struct vega__op *op)
 static void reap(struct vega__worker *w, struct uring_drv *d)
 {
     struct io_uring_cqe *cqe;
-    unsigned head, n = 0;
+    unsigned head, n = 0, ops = 0;
     io_uring_for_each_cqe(&d->ring, head, cqe)
     {
         n++;
         uint64_t ud = io_uring_cqe_get_data64(cqe);
+        ops += ud != WAKE_TOKEN && ud != IGNORE_TOKEN && ud != 0;
         if (ud == WAKE_TOKEN) {
             ssize_t rr = read(d->evfd, &d->evbuf, sizeof d->evbuf);
             (void)rr;
@@ -411,6 +412,8 @@ static void reap(struct vega__worker *w, struct uring_drv *d)
         vega__spin_unlock(&w->cancel_lock);
     }
     io_uring_cq_advance(&d->ring, n);
+    if (ops)
+        vega__worker_count_completions(w, ops);
 }
 
 static void ur_park(struct vega__worker *w, int64_t timeout_ns)

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Runtime metrics: per-worker counters, Prometheus text export, and a task dump. */
 #include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "sched_int.h"
 
@@ -21,6 +23,9 @@ void vega_rt_get_metrics(const vega_rt *rt, vega_rt_metrics *m)
     vega__stack_pool_stats(r, &m->stack_regions, &m->stacks_warm, &m->stacks_cold,
                            &m->stacks_cached);
     m->stack_region_bytes = m->stack_regions * vega__stack_region_bytes(r);
+    pthread_mutex_lock(&r->pool_mu);
+    m->blocking_jobs = r->pool_jobs;
+    pthread_mutex_unlock(&r->pool_mu);
 }
 
 int vega_rt_get_worker_metrics(const vega_rt *rt, unsigned i, vega_worker_metrics *m)
@@ -41,7 +46,133 @@ int vega_rt_get_worker_metrics(const vega_rt *rt, unsigned i, vega_worker_metric
     m->local_queue = vega__lqueue_len(&w->q);
     m->timers_fired = LOAD(w->m.timers_fired);
     m->io_ops = LOAD(w->m.io_ops);
+    m->io_completions = LOAD(w->m.io_completions);
     return 0;
+}
+
+/* The counters of vega_worker_metrics (every field but local_queue, a gauge), for sums and
+ * differences field by field. */
+static const size_t worker_counters[] = {
+#define F(f) offsetof(vega_worker_metrics, f)
+    F(spawned),      F(polls),   F(steals),         F(steal_ops), F(parks),
+    F(unparks),      F(injects), F(budget_yields),  F(lifo_hits), F(overflows),
+    F(timers_fired), F(io_ops),  F(io_completions),
+#undef F
+};
+
+static uint64_t *field(vega_worker_metrics *m, size_t off)
+{
+    return (uint64_t *)((char *)m + off);
+}
+
+void vega_rt_counters_read(const vega_rt *rt, vega_rt_counters *out)
+{
+    memset(out, 0, sizeof *out);
+    out->at_ns = vega_now();
+    out->workers = rt->nworkers;
+    for (unsigned i = 0; i < rt->nworkers; i++) {
+        vega_worker_metrics m;
+        vega_rt_get_worker_metrics(rt, i, &m);
+        for (size_t k = 0; k < VEGA__ARRAY_LEN(worker_counters); k++)
+            *field(&out->sum, worker_counters[k]) += *field(&m, worker_counters[k]);
+        out->sum.local_queue += m.local_queue;
+        if (i < VEGA_RT_COUNTERS_WORKERS)
+            out->worker[i] = m;
+    }
+    struct vega_rt *r = (struct vega_rt *)rt;
+    pthread_mutex_lock(&r->pool_mu);
+    out->blocking_jobs = r->pool_jobs;
+    pthread_mutex_unlock(&r->pool_mu);
+    out->live_tasks = vega__rt_live(r);
+}
+
+static uint64_t minus(uint64_t cur, uint64_t prev)
+{
+    return cur >= prev ? cur - prev : 0;
+}
+
+static void worker_delta(const vega_worker_metrics *prev, const vega_worker_metrics *cur,
+                         vega_worker_metrics *d)
+{
+    vega_worker_metrics p = *prev, c = *cur;
+    for (size_t k = 0; k < VEGA__ARRAY_LEN(worker_counters); k++)
+        *field(d, worker_counters[k]) =
+            minus(*field(&c, worker_counters[k]), *field(&p, worker_counters[k]));
+    d->local_queue = c.local_queue;
+}
+
+void vega_rt_counters_delta(const vega_rt_counters *prev, const vega_rt_counters *cur,
+                            vega_rt_counters *delta)
+{
+    /* by value first: delta may be prev or cur */
+    uint64_t at = minus(cur->at_ns, prev->at_ns),
+             jobs = minus(cur->blocking_jobs, prev->blocking_jobs);
+    uint64_t live = cur->live_tasks;
+    unsigned workers = cur->workers;
+    unsigned n = workers < VEGA_RT_COUNTERS_WORKERS ? workers : VEGA_RT_COUNTERS_WORKERS;
+    worker_delta(&prev->sum, &cur->sum, &delta->sum);
+    for (unsigned i = 0; i < n; i++)
+        worker_delta(&prev->worker[i], &cur->worker[i], &delta->worker[i]);
+    for (unsigned i = n; i < VEGA_RT_COUNTERS_WORKERS; i++)
+        memset(&delta->worker[i], 0, sizeof delta->worker[i]);
+    delta->at_ns = at;
+    delta->blocking_jobs = jobs;
+    delta->live_tasks = live;
+    delta->workers = workers;
+}
+
+void vega_rt_metrics_sample(const vega_rt *rt, vega_rt_counters *prev, vega_rt_counters *delta)
+{
+    vega_rt_counters cur;
+    vega_rt_counters_read(rt, &cur);
+    vega_rt_counters_delta(prev, &cur, delta);
+    *prev = cur;
+}
+
+struct sampler {
+    uint64_t every_ns;
+    vega_rt_sample_fn fn;
+    void *user;
+    vega_rt_counters prev, delta;
+};
+
+static void *sampler_task(void *arg)
+{
+    struct sampler *s = arg;
+    const vega_rt *rt = vega_rt_current();
+    vega_rt_counters_read(rt, &s->prev);
+    vega_deadline next = s->prev.at_ns;
+    for (;;) {
+        next += s->every_ns;
+        int r = vega_sleep_until(next);
+        vega_rt_metrics_sample(rt, &s->prev, &s->delta);
+        s->fn(s->user, &s->delta);
+        if (r == -ECANCELED)
+            break; /* that was the last, partial interval: the deltas add up to the whole */
+        /* a tick missed (a slow fn, a busy worker): the next one on the schedule still ahead */
+        uint64_t now = vega_now();
+        if (next + s->every_ns <= now)
+            next += (now - next) / s->every_ns * s->every_ns;
+    }
+    free(s);
+    return NULL;
+}
+
+int vega_rt_metrics_sampler_spawn(vega_task **out, uint64_t every_ms, vega_rt_sample_fn fn,
+                                  void *user)
+{
+    if (!out || !fn || !every_ms || every_ms > UINT64_MAX / VEGA_NS_PER_MS)
+        return -EINVAL;
+    struct sampler *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    s->every_ns = every_ms * VEGA_NS_PER_MS;
+    s->fn = fn;
+    s->user = user;
+    int r = vega_task_spawn(out, sampler_task, s);
+    if (r < 0)
+        free(s);
+    return r;
 }
 
 int vega_rt_metrics_prometheus(const vega_rt *rt, FILE *out)
@@ -63,6 +194,7 @@ int vega_rt_metrics_prometheus(const vega_rt *rt, FILE *out)
         C(overflows, "Tasks moved to the inject queue by a full local queue."),
         C(timers_fired, "Timers fired."),
         C(io_ops, "I/O operations submitted to the driver."),
+        C(io_completions, "Completions the driver delivered."),
 #undef C
     };
     vega_rt_metrics rm;
@@ -78,8 +210,11 @@ int vega_rt_metrics_prometheus(const vega_rt *rt, FILE *out)
             "# HELP vega_rt_blocking_threads Blocking pool threads.\n"
             "# TYPE vega_rt_blocking_threads gauge\nvega_rt_blocking_threads %" PRIu64 "\n"
             "# HELP vega_rt_blocking_queue_depth Jobs queued for the blocking pool.\n"
-            "# TYPE vega_rt_blocking_queue_depth gauge\nvega_rt_blocking_queue_depth %" PRIu64 "\n",
-            rm.workers, rm.live_tasks, rm.inject_queue, rm.blocking_threads, rm.blocking_queue) < 0)
+            "# TYPE vega_rt_blocking_queue_depth gauge\nvega_rt_blocking_queue_depth %" PRIu64 "\n"
+            "# HELP vega_rt_blocking_jobs_total Jobs the blocking pool ran to their end.\n"
+            "# TYPE vega_rt_blocking_jobs_total counter\nvega_rt_blocking_jobs_total %" PRIu64 "\n",
+            rm.workers, rm.live_tasks, rm.inject_queue, rm.blocking_threads, rm.blocking_queue,
+            rm.blocking_jobs) < 0)
         return -EIO;
     static const struct {
         const char *name, *help;

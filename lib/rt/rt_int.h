@@ -415,6 +415,8 @@ int vega__op_wait(struct vega__op *op, vega_deadline dl, const char *reason);
 void *vega__worker_driver_data(struct vega__worker *w);
 void vega__worker_set_driver_data(struct vega__worker *w, void *p);
 void vega__worker_count_io(struct vega__worker *w);
+/* n completions delivered by the driver (the metrics). */
+void vega__worker_count_completions(struct vega__worker *w, uint64_t n);
 
 /* ---- environment switches (env.c; the table is in docs/ARCHITECTURE.md) ---------------- */
 struct vega__env {

@@ -876,3 +876,7 @@ void vega__worker_count_io(struct vega__worker *w)
 {
     bump(&w->m.io_ops, 1);
 }
+void vega__worker_count_completions(struct vega__worker *w, uint64_t n)
+{
+    bump(&w->m.io_completions, n);
+}

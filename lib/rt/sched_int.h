@@ -71,7 +71,7 @@ enum vega__after {
 
 struct vega__metrics {
     _Atomic uint64_t spawned, polls, steals, steal_ops, parks, unparks, injects, budget_yields,
-        lifo_hits, overflows, timers_fired, io_ops;
+        lifo_hits, overflows, timers_fired, io_ops, io_completions;
 };
 
 struct vega__worker {
@@ -196,6 +196,7 @@ struct vega_rt {
     pthread_cond_t pool_cv;
     struct vega__job *pool_head, *pool_tail;
     unsigned pool_threads, pool_idle, pool_queued;
+    uint64_t pool_jobs; /* jobs run to their end (the metrics) */
     _Atomic unsigned pool_inflight;
     bool pool_stop;
     pthread_cond_t pool_exit_cv;

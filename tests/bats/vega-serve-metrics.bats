@@ -78,6 +78,135 @@ serve() {
     [ "$status" -eq 0 ] || { echo "$output"; false; }
 }
 
+@test "HTTP/3: the QUIC counters move by the connections made (Retry, 0-RTT, a failed handshake)" {
+    "$PY" -c 'from prometheus_client.parser import text_string_to_metric_families' 2>/dev/null ||
+        skip "python3-prometheus-client is not installed"
+    local curl p
+    curl="$(vega_bin vega-curl)"
+    serve --tls --quic-retry
+    p="${URL##*:}"
+    run "${CHECK[@]}" snapshot "$MURL" "$T/before.json"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    # a full handshake after a Retry; then a resumption with the session and the NEW_TOKEN
+    # token it saved (no Retry), its request in 0-RTT
+    run timeout 20 "$curl" -sv --http3-only -k --tls-session-file "$T/sess" -o /dev/null \
+        "https://127.0.0.1:$p/hello.txt"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    [[ "$output" == *"QUIC: full handshake"* ]]
+    run timeout 20 "$curl" -sv --http3-only -k --tls-session-file "$T/sess" -o /dev/null \
+        "https://127.0.0.1:$p/hello.txt"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    [[ "$output" == *"0-RTT accepted"* ]]
+    # the self-signed certificate refused: the client closes during the handshake
+    run timeout 20 "$curl" -s --http3-only -o /dev/null "https://127.0.0.1:$p/hello.txt"
+    [ "$status" -eq 60 ]
+    run "${CHECK[@]}" expect "$MURL" "$T/before.json" \
+        'vega_quic_connections_accepted_total=3' \
+        'vega_quic_retry_packets_sent_total=2' \
+        'vega_quic_handshakes_total{result="ok"}=2' \
+        'vega_quic_handshakes_total{result="failed"}=1' \
+        'vega_quic_connections_closed_total{reason="peer"}=2' \
+        'vega_quic_connections_closed_total{reason="handshake_failed"}=1' \
+        'vega_quic_connections_closed_total{reason="local"}=0' \
+        'vega_quic_connections_closed_total{reason="idle_timeout"}=0' \
+        'vega_quic_early_data_total{result="accepted"}=1' \
+        'vega_quic_early_data_total{result="rejected"}=0' \
+        'vega_quic_handshake_duration_seconds_count=2' \
+        'vega_quic_connections_open=0' \
+        'vega_quic_handshakes_in_progress=0' \
+        'vega_quic_packets_sent_total>=3' \
+        'vega_quic_packets_received_total>=3' \
+        'vega_quic_datagrams_received_total>=3' \
+        'vega_quic_datagrams_sent_total>=3' \
+        'vega_quic_received_bytes_total>=3600' \
+        'vega_quic_sent_bytes_total>=1' \
+        'vega_http_server_requests_total{code="2xx",proto="h3"}=2' \
+        'vega_http_server_request_duration_seconds_count{proto="h3"}=2'
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+}
+
+@test "no QUIC families without HTTP/3" {
+    serve --tls --no-http3
+    run curl -sS -f "$MURL"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"vega_http_server_requests_total"* ]]
+    [[ "$output" != *"vega_quic_"* ]]
+}
+
+@test "--metrics-log: a JSON line per interval, the sum of the workers' deltas" {
+    start_bg "$T/serve.log" "$SERVE" -p 0 --metrics-log "$T/m.jsonl" --metrics-every 20 "$T/root"
+    wait_for_line "$T/serve.log" 'listening on'
+    local p
+    p="$(sed -nE 's/.*listening on [0-9.]+:([0-9]+)$/\1/p' "$T/serve.log" | head -n1)"
+    [ -n "$p" ]
+    for _ in 1 2 3 4 5; do
+        curl -sS -f -o /dev/null "http://127.0.0.1:$p/hello.txt"
+    done
+    # every line valid; each counter of the line the sum of its per-worker values; the
+    # connections' tasks seen in some interval (bounded: 10 s)
+    run "$PY" - "$T/m.jsonl" <<'PYEOF'
+import json, sys, time
+path = sys.argv[1]
+keys = ["spawned", "polls", "steals", "steal_ops", "parks", "unparks", "injects",
+        "budget_yields", "lifo_hits", "overflows", "timers_fired", "io_ops", "io_completions",
+        "local_queue"]
+deadline = time.monotonic() + 10
+while True:
+    lines = open(path).read().splitlines()
+    recs = [json.loads(l) for l in lines if l.endswith("]}")]  # complete lines
+    if sum(r["spawned"] for r in recs) >= 5 and len(recs) >= 2 or time.monotonic() > deadline:
+        break
+    time.sleep(0.02)
+assert len(recs) >= 2, "%d lines" % len(recs)
+for r in recs:
+    assert r["workers"] == len(r["per_worker"]) >= 1, r
+    assert r["interval_ms"] > 0, r
+    for k in keys:
+        assert r[k] == sum(w[k] for w in r["per_worker"]), (k, r)
+# a connection is a task: 5 connections spawned at least 5
+assert sum(r["spawned"] for r in recs) >= 5, [r["spawned"] for r in recs]
+print("ok: %d lines" % len(recs))
+PYEOF
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+}
+
+@test "--metrics-log: the stop writes the last, partial interval" {
+    # an hour's interval: the only line is the one the stop writes, with everything done
+    start_bg "$T/serve.log" "$SERVE" -p 0 --metrics-log "$T/m.jsonl" --metrics-every 3600000 \
+        "$T/root"
+    wait_for_line "$T/serve.log" 'listening on'
+    local p
+    p="$(sed -nE 's/.*listening on [0-9.]+:([0-9]+)$/\1/p' "$T/serve.log" | head -n1)"
+    for _ in 1 2 3; do
+        curl -sS -f -o /dev/null "http://127.0.0.1:$p/hello.txt"
+    done
+    [ ! -s "$T/m.jsonl" ]
+    kill -TERM "$BG_PID"
+    wait_pid_exit "$BG_PID" 20
+    [ "$BG_STATUS" -eq 0 ]
+    run "$PY" -c 'import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+assert len(recs) == 1, recs
+assert recs[0]["spawned"] >= 3, recs  # a task per connection
+print("ok")' "$T/m.jsonl"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+}
+
+@test "--metrics-log, --metrics-every: usage errors" {
+    run "$SERVE" --metrics-every 100 "$T/root"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--metrics-every needs --metrics-log"* ]]
+    run "$SERVE" --metrics-log "$T/m.jsonl" --metrics-every 5 "$T/root"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"10..3600000"* ]]
+    run "$SERVE" --metrics-log "$T/m.jsonl" --shards 2 "$T/root"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--shards"* ]]
+    run "$SERVE" -p 0 --metrics-log "$T/no/such/dir/m.jsonl" "$T/root"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--metrics-log"* ]]
+}
+
 @test "only GET /metrics; the runtime's metrics are there too" {
     serve
     run curl -sS -o /dev/null -w '%{http_code}' "$MURL/x"

@@ -614,6 +614,7 @@ typedef struct vega_quic_conn_info {
     uint64_t key_updates;
     uint64_t migrations; /* peer address changes (server) or our migrations (client) */
     size_t pmtu;         /* the datagram size in use (1200 until DPLPMTUD raised it) */
+    uint64_t ptos;       /* probe timeouts that expired (RFC 9002 §6.2), since the start */
 } vega_quic_conn_info;
 
 /* Fills *info. Context: the connection's thread. Since 0.1. */

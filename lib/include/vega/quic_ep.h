@@ -250,6 +250,14 @@ VEGA_API int vega_quic_endpoint_wait(vega_quic_endpoint *ep, vega_deadline dl);
  * task of its runtime, or after the runtime was freed. Since 0.1. */
 VEGA_API void vega_quic_endpoint_free(vega_quic_endpoint *ep);
 
+/* The handshake-duration buckets' upper bounds in microseconds (inclusive), 1 ms to 5 s; a
+ * last bucket takes the rest. */
+#define VEGA_QUIC_EP_HS_BOUNDS_US                                                                  \
+    {                                                                                              \
+        1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000   \
+    }
+#define VEGA_QUIC_EP_HS_BUCKETS 13
+
 /* Counters since creation (plain data). */
 typedef struct vega_quic_endpoint_stats {
     uint64_t conns_open;     /* now */
@@ -262,6 +270,23 @@ typedef struct vega_quic_endpoint_stats {
     uint64_t tokens_invalid; /* Initials with a token that did not validate */
     uint64_t dgrams_in, dgrams_out, bytes_in, bytes_out;
     uint64_t dgrams_dropped; /* routed nowhere and not answered (malformed, limits) */
+    /* Outcomes, each connection counted once: the handshake when it completes, the rest when
+     * the connection is torn down (after its closing or draining period). */
+    uint64_t handshakes_ok;     /* handshakes that completed */
+    uint64_t handshakes_failed; /* connections that ended before their handshake completed */
+    /* connections that ended after their handshake, by how */
+    uint64_t closed_idle;  /* the idle timeout */
+    uint64_t closed_peer;  /* the peer's CONNECTION_CLOSE, or its stateless reset */
+    uint64_t closed_local; /* we closed it: the application, an error, a refusal, the shutdown */
+    uint64_t early_accepted, early_rejected; /* 0-RTT, as the handshake settled it */
+    /* the connections' own counts (vega_quic_conn_info), added when each ends */
+    uint64_t pkts_sent, pkts_recv, pkts_lost, ptos;
+    /* completed handshakes by duration (from the connection's creation: the server's first
+     * Initial it kept, the client's connect), not cumulative: bucket i counts those above
+     * bound i-1 and up to bound i, the bounds being VEGA_QUIC_EP_HS_BOUNDS_US (the last bucket
+     * has no upper bound) */
+    uint64_t hs_duration[VEGA_QUIC_EP_HS_BUCKETS];
+    uint64_t hs_duration_sum_ns;
 } vega_quic_endpoint_stats;
 
 /* Fills st. Context: any thread. Since 0.1. */

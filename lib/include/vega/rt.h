@@ -274,7 +274,9 @@ typedef struct vega_worker_metrics {
     uint64_t overflows;     /* tasks moved to the inject queue because the local queue was full */
     uint64_t local_queue;   /* tasks in the local queue now */
     uint64_t timers_fired;
-    uint64_t io_ops; /* I/O operations submitted to the driver */
+    uint64_t io_ops;         /* I/O operations submitted to the driver */
+    uint64_t io_completions; /* completions the driver delivered (io_uring CQEs for operations,
+                                epoll readiness events) */
 } vega_worker_metrics;
 
 typedef struct vega_rt_metrics {
@@ -293,6 +295,7 @@ typedef struct vega_rt_metrics {
     uint64_t stacks_cached;      /* free stacks in the workers' caches (pages kept) */
     uint64_t stacks_warm;        /* free stacks on the shared list with their pages */
     uint64_t stacks_cold;        /* free stacks whose pages went back (one page kept each) */
+    uint64_t blocking_jobs;      /* jobs the blocking pool ran to their end, since the start */
 } vega_rt_metrics;
 
 /* Reads the runtime-wide counters. Context: any thread. Since 0.1. */
@@ -305,6 +308,57 @@ VEGA_API int vega_rt_get_worker_metrics(const vega_rt *rt, unsigned i, vega_work
 /* Writes every counter in Prometheus text exposition format. Returns 0 or -errno; -EIO (writing to
  * the FILE failed). */
 VEGA_API int vega_rt_metrics_prometheus(const vega_rt *rt, FILE *out);
+
+/* ---- metrics as periodic deltas ------------------------------------------------------------ */
+
+/* Workers whose counters a vega_rt_counters holds one by one (more are in the sum alone). */
+#define VEGA_RT_COUNTERS_WORKERS 64
+
+/*
+ * The runtime's cumulative counters at one moment, or (from vega_rt_metrics_sample) what they
+ * did between two moments: plain data. A zeroed one is the runtime's start.
+ */
+typedef struct vega_rt_counters {
+    uint64_t at_ns;          /* vega_now() when read; in a delta, the interval's length */
+    unsigned workers;        /* the runtime's workers */
+    vega_worker_metrics sum; /* every worker's counters added (local_queue: the tasks queued
+                                now, in a delta too: it is a gauge) */
+    uint64_t blocking_jobs;  /* jobs the blocking pool ran to their end */
+    uint64_t live_tasks;     /* a gauge: now (in a delta too) */
+    vega_worker_metrics worker[VEGA_RT_COUNTERS_WORKERS]; /* the first workers' own */
+} vega_rt_counters;
+
+/* Reads every counter into *out (relaxed reads: each value exact, the set not a snapshot).
+ * Context: any thread. Since 0.1. */
+VEGA_API void vega_rt_counters_read(const vega_rt *rt, vega_rt_counters *out);
+
+/* *delta = cur - prev, counter by counter (a counter that went down, which they do not, gives
+ * 0); the gauges (local_queue, live_tasks) and workers are cur's. A pure function: delta may
+ * be prev or cur. Since 0.1. */
+VEGA_API void vega_rt_counters_delta(const vega_rt_counters *prev, const vega_rt_counters *cur,
+                                     vega_rt_counters *delta);
+
+/* Reads the counters, sets *delta to what they did since *prev and *prev to the new reading:
+ * called every N ms, it gives the runtime's activity per interval (a zeroed *prev the first
+ * time: since the start). Context: any thread. Since 0.1. */
+VEGA_API void vega_rt_metrics_sample(const vega_rt *rt, vega_rt_counters *prev,
+                                     vega_rt_counters *delta);
+
+/* What vega_rt_metrics_sampler_spawn calls each interval, on the sampler's task: delta is
+ * borrowed for the call. */
+typedef void (*vega_rt_sample_fn)(void *user, const vega_rt_counters *delta);
+
+/*
+ * Spawns a task that calls fn(user, delta) every every_ms (on a fixed schedule from its start:
+ * a late tick does not push the next ones back) with what the counters did since the previous
+ * call (the first: since the task started). It runs until cancelled: vega_task_cancel, then
+ * vega_task_join (the runtime's shutdown cancels it too); cancelled, it calls fn a last time
+ * with the partial interval, so the deltas add up to everything done while it ran. *out receives
+ * its handle, owned by the caller. Returns 0; -EINVAL (out or fn NULL, every_ms 0); -ENOMEM; the
+ * codes of vega_task_spawn. Context: inside a task. Since 0.1.
+ */
+VEGA_API int vega_rt_metrics_sampler_spawn(vega_task **out, uint64_t every_ms, vega_rt_sample_fn fn,
+                                           void *user);
 
 /* Writes one line per live task (id, name, state, worker) for debugging. */
 VEGA_API void vega_rt_dump_tasks(const vega_rt *rt, FILE *out);

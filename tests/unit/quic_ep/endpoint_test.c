@@ -262,6 +262,17 @@ static void hangup(vega_quic_endpoint *cep, vega_quic_ep_conn *c)
     vega_quic_endpoint_free(cep);
 }
 
+/* Waits (bounded) until the endpoint has no connection left, then returns its stats. */
+static void wait_no_conns(vega_quic_endpoint *ep, vega_quic_endpoint_stats *st)
+{
+    for (int i = 0; i < 5000; i++) {
+        vega_quic_endpoint_get_stats(ep, st);
+        if (st->conns_open == 0 && st->handshakes == 0)
+            break;
+        vega_sleep_ms(2);
+    }
+}
+
 /* RFC 9000 §8.1.2: with Retry on, the client's first Initial gets a Retry and its second, with
  * the token, a connection. */
 VTEST_MT(retry_always, 2)
@@ -333,6 +344,22 @@ VTEST_MT(token_and_resumption, 2)
     vega_quic_endpoint_get_stats(e.ep, &st);
     VCHECK_EQ(st.retries_sent, 1); /* the token spared the second one */
     hangup(cep, c);
+    /* each connection's outcome, counted once it ended: both closed by the client */
+    wait_no_conns(e.ep, &st);
+    VCHECK_EQ(st.conns_open, 0);
+    VCHECK_EQ(st.handshakes_ok, 2);
+    VCHECK_EQ(st.handshakes_failed, 0);
+    VCHECK_EQ(st.closed_peer, 2);
+    VCHECK_EQ(st.closed_local, 0);
+    VCHECK_EQ(st.closed_idle, 0);
+    VCHECK_EQ(st.early_accepted, 1);
+    VCHECK_EQ(st.early_rejected, 0);
+    uint64_t hs = 0;
+    for (size_t b = 0; b < VEGA_QUIC_EP_HS_BUCKETS; b++)
+        hs += st.hs_duration[b];
+    VCHECK_EQ(hs, 2);
+    VCHECK(st.hs_duration_sum_ns > 0);
+    VCHECK(st.pkts_sent >= 2 && st.pkts_recv >= 2);
     echo_stop(&e);
     creds_free(&k);
 }
@@ -356,16 +383,14 @@ VTEST_CT(handshake_failure)
               VEGA_ERR_QUIC_EP_HANDSHAKE);
     VCHECK(c == NULL);
     vega_quic_endpoint_free(cep);
-    /* the server forgot it */
+    /* the server forgot it, and counted a failed handshake */
     vega_quic_endpoint_stats st;
-    for (int i = 0; i < 5000; i++) {
-        vega_quic_endpoint_get_stats(e.ep, &st);
-        if (st.conns_open == 0 && st.handshakes == 0)
-            break;
-        vega_sleep_ms(2);
-    }
+    wait_no_conns(e.ep, &st);
     VCHECK_EQ(st.conns_open, 0);
     VCHECK_EQ(st.handshakes, 0);
+    VCHECK_EQ(st.handshakes_ok, 0);
+    VCHECK_EQ(st.handshakes_failed, 1);
+    VCHECK_EQ(st.closed_peer + st.closed_local + st.closed_idle, 0);
     echo_stop(&e);
     creds_free(&k);
 }

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/* The runtime's counters as periodic deltas (vega_rt_metrics_sample, the sampler task): checked
+ * by exact counts (K tasks spawned between two samples: a spawned delta of K) and on the paused
+ * clock (the sampler's intervals are exactly its period), never by wall time. */
+#include <string.h>
+
+#include <vega/rt.h>
+#include <vega/sync.h>
+#include <vega/test.h>
+
+#include "vtest.h"
+
+#define K 7
+
+static void *ret_null(void *arg)
+{
+    (void)arg;
+    return NULL;
+}
+
+static void *job(void *arg)
+{
+    return arg;
+}
+
+static void spawn_join(unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        vega_task *t;
+        VCHECK_EQ(vega_task_spawn(&t, ret_null, NULL), 0);
+        VCHECK_EQ(vega_task_join(t, NULL, VEGA_DEADLINE_NEVER), 0);
+    }
+}
+
+/* Between two samples: K tasks spawned (from this worker), 3 blocking jobs; then nothing. */
+VTEST_MT(sample_exact_counts, 2)
+{
+    vega_rt *rt = vega_rt_current();
+    vega_rt_counters prev, d;
+    memset(&prev, 0, sizeof prev);
+    vega_rt_metrics_sample(rt, &prev, &d); /* since the start */
+    VCHECK_EQ(d.workers, 2);
+    spawn_join(K);
+    for (int i = 0; i < 3; i++) {
+        void *res = NULL;
+        VCHECK_EQ(vega_blocking(job, &prev, &res, VEGA_DEADLINE_NEVER), 0);
+        VCHECK(res == &prev);
+    }
+    vega_rt_metrics_sample(rt, &prev, &d);
+    VCHECK_EQ(d.sum.spawned, K);
+    VCHECK_EQ(d.worker[0].spawned + d.worker[1].spawned, K);
+    VCHECK(d.sum.polls >= K); /* each ran at least once */
+    VCHECK_EQ(d.blocking_jobs, 3);
+    VCHECK(d.live_tasks >= 1); /* a gauge: this task */
+    vega_rt_metrics_sample(rt, &prev, &d);
+    VCHECK_EQ(d.sum.spawned, 0);
+    VCHECK_EQ(d.blocking_jobs, 0);
+}
+
+/* The difference is field by field, a counter that went down gives 0, the gauges are the
+ * current reading's, and delta may be one of its inputs. */
+VTEST(delta_pure)
+{
+    vega_rt_counters a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    a.at_ns = 1000;
+    b.at_ns = 1500;
+    a.workers = b.workers = 2;
+    a.sum.spawned = 10, b.sum.spawned = 25;
+    a.sum.io_completions = 4, b.sum.io_completions = 9;
+    a.sum.parks = 9, b.sum.parks = 5; /* cannot happen: saturates */
+    a.sum.local_queue = 100, b.sum.local_queue = 3;
+    a.worker[1].unparks = 1, b.worker[1].unparks = 8;
+    a.blocking_jobs = 2, b.blocking_jobs = 6;
+    a.live_tasks = 50, b.live_tasks = 7;
+    vega_rt_counters_delta(&a, &b, &a);
+    VCHECK_EQ(a.at_ns, 500);
+    VCHECK_EQ(a.workers, 2);
+    VCHECK_EQ(a.sum.spawned, 15);
+    VCHECK_EQ(a.sum.io_completions, 5);
+    VCHECK_EQ(a.sum.parks, 0);
+    VCHECK_EQ(a.sum.local_queue, 3);
+    VCHECK_EQ(a.worker[1].unparks, 7);
+    VCHECK_EQ(a.worker[0].unparks, 0);
+    VCHECK_EQ(a.blocking_jobs, 4);
+    VCHECK_EQ(a.live_tasks, 7);
+}
+
+struct seen {
+    vega_notify tick;
+    unsigned n;
+    vega_rt_counters d[4];
+};
+
+static void on_sample(void *user, const vega_rt_counters *d)
+{
+    struct seen *s = user;
+    if (s->n < 4)
+        s->d[s->n] = *d;
+    s->n++;
+    vega_notify_one(&s->tick);
+}
+
+/* On the paused clock: a tick every 10 ms exactly, each with what happened in its interval. */
+VTEST_PAUSED(sampler_paused_clock)
+{
+    struct seen s = {.n = 0};
+    vega_notify_init(&s.tick);
+    vega_task *t;
+    VCHECK_EQ(vega_rt_metrics_sampler_spawn(NULL, 10, on_sample, &s), -EINVAL);
+    VCHECK_EQ(vega_rt_metrics_sampler_spawn(&t, 0, on_sample, &s), -EINVAL);
+    VCHECK_EQ(vega_rt_metrics_sampler_spawn(&t, 10, NULL, &s), -EINVAL);
+    uint64_t t0 = vega_now();
+    VCHECK_EQ(vega_rt_metrics_sampler_spawn(&t, 10, on_sample, &s), 0);
+    /* every task idle: the clock jumps to the first tick */
+    VCHECK_EQ(vega_notify_wait(&s.tick, VEGA_DEADLINE_NEVER), 0);
+    VCHECK_EQ(s.n, 1);
+    VCHECK_EQ(vega_now(), t0 + 10 * VEGA_NS_PER_MS);
+    VCHECK_EQ(s.d[0].at_ns, 10 * VEGA_NS_PER_MS);
+    VCHECK_EQ(s.d[0].sum.spawned, 0);
+    spawn_join(K);
+    VCHECK_EQ(vega_notify_wait(&s.tick, VEGA_DEADLINE_NEVER), 0);
+    VCHECK_EQ(s.n, 2);
+    VCHECK_EQ(vega_now(), t0 + 20 * VEGA_NS_PER_MS);
+    VCHECK_EQ(s.d[1].at_ns, 10 * VEGA_NS_PER_MS);
+    VCHECK_EQ(s.d[1].sum.spawned, K);
+    VCHECK_EQ(s.d[1].workers, 1);
+    VCHECK_EQ(s.d[1].worker[0].spawned, K);
+    /* cancelled mid-interval: a last call with the partial interval (5 ms, 3 spawns) */
+    VCHECK_EQ(vega_test_advance(5 * VEGA_NS_PER_MS), 0);
+    spawn_join(3);
+    vega_task_cancel(t);
+    VCHECK_EQ(vega_task_join(t, NULL, VEGA_DEADLINE_NEVER), 0);
+    VCHECK_EQ(s.n, 3);
+    VCHECK_EQ(s.d[2].at_ns, 5 * VEGA_NS_PER_MS);
+    VCHECK_EQ(s.d[2].sum.spawned, 3);
+    vega_notify_fini(&s.tick);
+}
