@@ -227,9 +227,13 @@ static int stream_session(struct client *c)
         return CLI_EXIT_NET;
     }
     /* A writer stopped by the reader's end (ECANCELED), or one that hit the closed connection
-     * after the server closed it, is not an error of its own. */
-    if (c->werr < 0 && c->werr != -ECANCELED &&
-        !(c->peer_closed && (c->werr == -EPIPE || c->werr == -ECONNRESET))) {
+     * after the server closed it, is not an error of its own. A reset before anything came
+     * back is one, though the reader saw an end of stream: the server refused the connection
+     * (vega-echo -m resets it), and when the writer's send takes the socket's ECONNRESET the
+     * reader's next receive finds only the end of stream. */
+    bool after_close =
+        c->peer_closed && (c->werr == -EPIPE || (c->werr == -ECONNRESET && recvd > 0));
+    if (c->werr < 0 && c->werr != -ECANCELED && !after_close) {
         cli_err(strcmp(c->wwhat, "write") == 0 ? c->what : c->wwhat, "%s",
                 echo_tls_strerror(c->tls, c->werr));
         return CLI_EXIT_NET;
