@@ -181,7 +181,7 @@ static bool hex_body_hash(vega_crypto_hash_alg alg, const struct curl_auth_body 
     uint64_t done = 0;
     bool ok = true;
     while (ok && done < b->flen) {
-        size_t want = b->flen - done < sizeof buf ? (size_t)(b->flen - done) : sizeof buf;
+        size_t want = done + sizeof buf > b->flen ? (size_t)(b->flen - done) : sizeof buf;
         ssize_t n = pread(b->fd, buf, want, (off_t)(b->off + done));
         if (n < 0 && errno == EINTR)
             continue;
