@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <vega/base64.h>
 #include <vega/compress.h>
 
 #include "hdrlog.h"
@@ -237,61 +238,6 @@ int hdrlog_decode(struct cli_hist *h, const uint8_t *in, size_t len, char *err, 
     return e;
 }
 
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-int hdrlog_b64_encode(const uint8_t *in, size_t len, char *out, size_t cap)
-{
-    size_t need = (len + 2) / 3 * 4 + 1;
-    if (need > cap)
-        return -ENOSPC;
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16;
-        if (i + 1 < len)
-            v |= (uint32_t)in[i + 1] << 8;
-        if (i + 2 < len)
-            v |= in[i + 2];
-        out[o++] = b64[v >> 18 & 63];
-        out[o++] = b64[v >> 12 & 63];
-        out[o++] = i + 1 < len ? b64[v >> 6 & 63] : '=';
-        out[o++] = i + 2 < len ? b64[v & 63] : '=';
-    }
-    out[o] = '\0';
-    return 0;
-}
-
-static int b64_val(char c)
-{
-    const char *p = c ? strchr(b64, c) : NULL;
-    return p ? (int)(p - b64) : -1;
-}
-
-long hdrlog_b64_decode(const char *in, size_t len, uint8_t *out, size_t cap)
-{
-    if (len % 4 != 0)
-        return -EINVAL;
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 4) {
-        bool last = i + 4 == len;
-        int a = b64_val(in[i]), b = b64_val(in[i + 1]);
-        int c = last && in[i + 2] == '=' ? -2 : b64_val(in[i + 2]);
-        int d = last && in[i + 3] == '=' ? -2 : b64_val(in[i + 3]);
-        if (a < 0 || b < 0 || c == -1 || d == -1 || (c == -2 && d != -2))
-            return -EINVAL;
-        uint32_t v = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)(c < 0 ? 0 : c) << 6 |
-                     (uint32_t)(d < 0 ? 0 : d);
-        size_t n = c < 0 ? 1 : d < 0 ? 2 : 3;
-        if (o + n > cap)
-            return -EINVAL;
-        out[o++] = (uint8_t)(v >> 16);
-        if (n > 1)
-            out[o++] = (uint8_t)(v >> 8);
-        if (n > 2)
-            out[o++] = (uint8_t)v;
-    }
-    return (long)o;
-}
-
 int hdrlog_write_header(struct hdrlog_writer *w, const char *comment)
 {
     time_t t = (time_t)w->start_s;
@@ -318,14 +264,19 @@ int hdrlog_write_interval(struct hdrlog_writer *w, double start_s, double len_s,
     int e = hdrlog_encode(h, &enc, &n);
     if (e < 0)
         return e;
-    size_t cap = (n + 2) / 3 * 4 + 1;
+    size_t cap = vega_base64_encoded_len(n, VEGA_BASE64_STD) + 1;
     char *text = malloc(cap);
     if (!text) {
         free(enc);
         return -ENOMEM;
     }
-    hdrlog_b64_encode(enc, n, text, cap);
+    vega_ssize tl = vega_base64_encode(enc, n, text, cap, VEGA_BASE64_STD);
     free(enc);
+    if (tl < 0) {
+        free(text);
+        return (int)tl;
+    }
+    text[tl] = '\0';
     double max = h->total ? (double)h->max / w->unit_ratio : 0.0;
     fprintf(w->f, "%.3f,%.3f,%.3f,%s\n", start_s - w->start_s, len_s, max, text);
     free(text);
@@ -438,7 +389,7 @@ int hdrlog_read_interval(struct hdrlog_reader *r, double *start_s, double *len_s
             snprintf(err, ecap, "%s:%lu: out of memory", r->name, r->line);
             return -EINVAL;
         }
-        long n = hdrlog_b64_decode(f[3], tlen, bin, tlen / 4 * 3 + 3);
+        vega_ssize n = vega_base64_decode(f[3], tlen, bin, tlen / 4 * 3 + 3, VEGA_BASE64_STD);
         if (n < 0) {
             free(bin);
             snprintf(err, ecap, "%s:%lu: the histogram is not base64", r->name, r->line);

@@ -34,12 +34,6 @@ int hdrlog_encode(const struct cli_hist *h, uint8_t **out, size_t *out_len);
  */
 int hdrlog_decode(struct cli_hist *h, const uint8_t *in, size_t len, char *err, size_t ecap);
 
-/* Base64 (RFC 4648 §4, with padding). encode writes 4 * ceil(len / 3) characters and a NUL
- * (cap must hold them: returns -ENOSPC otherwise); decode takes exactly that form and returns
- * the bytes written or -EINVAL. */
-int hdrlog_b64_encode(const uint8_t *in, size_t len, char *out, size_t cap);
-long hdrlog_b64_decode(const char *in, size_t len, uint8_t *out, size_t cap);
-
 /* The writer. */
 struct hdrlog_writer {
     FILE *f;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <vega/base64.h>
 #include <vega/crypto.h>
 #include <vega/dns.h>
 
@@ -127,48 +128,12 @@ void curl_tls_option(struct curl_opts *o, int c, const char *arg)
     }
 }
 
-static int b64_val(unsigned char ch)
-{
-    return ch >= 'A' && ch <= 'Z'   ? ch - 'A'
-           : ch >= 'a' && ch <= 'z' ? ch - 'a' + 26
-           : ch >= '0' && ch <= '9' ? ch - '0' + 52
-           : ch == '+'              ? 62
-           : ch == '/'              ? 63
-                                    : -1;
-}
-
-/* Standard base64 (with its '=' padding; skip_space: CR, LF, blanks between groups, as PEM has)
- * into out (cap bytes). Returns the length, or -1 when it is not base64 or does not fit. */
+/* Standard base64 with its '=' padding (skip_space: CR, LF, blanks anywhere, as PEM has) into
+ * out (cap bytes). Returns the length, or -1 when it is not base64 or does not fit. */
 static long b64_decode(const char *s, size_t n, bool skip_space, unsigned char *out, size_t cap)
 {
-    size_t used = 0, pad = 0;
-    unsigned acc = 0, nbits = 0, nchars = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (skip_space && (ch == '\r' || ch == '\n' || ch == ' ' || ch == '\t'))
-            continue;
-        if (ch == '=') {
-            pad++;
-            nchars++;
-            continue;
-        }
-        int v = b64_val(ch);
-        if (v < 0 || pad)
-            return -1;
-        nchars++;
-        acc = (acc << 6) | (unsigned)v;
-        nbits += 6;
-        if (nbits >= 8) {
-            nbits -= 8;
-            if (used + 1 > cap)
-                return -1;
-            out[used++] = (unsigned char)(acc >> nbits);
-            acc &= (1u << nbits) - 1;
-        }
-    }
-    if (nchars % 4 || pad > 2)
-        return -1;
-    return (long)used;
+    vega_ssize r = vega_base64_decode(s, n, out, cap, skip_space ? VEGA_BASE64_SPACE : 0);
+    return r < 0 ? -1 : (long)r;
 }
 
 /* Adds the SHA-256 of der to pins (room for cap). */

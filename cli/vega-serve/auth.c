@@ -13,6 +13,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <vega/base64.h>
 #include <vega/crypto.h>
 #include <vega/rt.h>
 
@@ -213,53 +214,6 @@ int serve_auth_load_file(const char *path)
     return r;
 }
 
-/* Standard base64 (RFC 4648 §4) with padding, as RFC 7617 §2 asks. Returns the decoded length
- * or -1. */
-static long b64_decode(const char *s, size_t len, uint8_t *out, size_t cap)
-{
-    if (len == 0 || len % 4 != 0)
-        return -1;
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 4) {
-        uint32_t v = 0;
-        int pad = 0;
-        for (size_t k = 0; k < 4; k++) {
-            char c = s[i + k];
-            int d;
-            if (c >= 'A' && c <= 'Z')
-                d = c - 'A';
-            else if (c >= 'a' && c <= 'z')
-                d = c - 'a' + 26;
-            else if (c >= '0' && c <= '9')
-                d = c - '0' + 52;
-            else if (c == '+')
-                d = 62;
-            else if (c == '/')
-                d = 63;
-            else if (c == '=' && i + 4 == len && k >= 2)
-                d = -2;
-            else
-                return -1;
-            if (d == -2) {
-                pad++;
-                d = 0;
-            } else if (pad) {
-                return -1; /* data after '=' */
-            }
-            v = v << 6 | (uint32_t)d;
-        }
-        size_t n = 3 - (size_t)pad;
-        if (o + n > cap)
-            return -1;
-        out[o++] = (uint8_t)(v >> 16);
-        if (n > 1)
-            out[o++] = (uint8_t)(v >> 8);
-        if (n > 2)
-            out[o++] = (uint8_t)v;
-    }
-    return (long)o;
-}
-
 int serve_auth_cache_init(void)
 {
     if (first_slow == SIZE_MAX || serve_o.auth_cache == 0)
@@ -363,7 +317,8 @@ int serve_auth_check(const vega_http_request *req)
     uint8_t cred[SERVE_AUTH_NAME_MAX + 1 + SERVE_AUTH_PASS_MAX + 3];
     if (len > (sizeof cred / 3) * 4)
         return 0;
-    long n = b64_decode(v, len, cred, sizeof cred);
+    /* standard base64 with padding, as RFC 7617 §2 asks */
+    vega_ssize n = vega_base64_decode(v, len, cred, sizeof cred, VEGA_BASE64_STD);
     if (n <= 0)
         return 0;
     const uint8_t *colon = memchr(cred, ':', (size_t)n);

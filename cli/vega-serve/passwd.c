@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include <openssl/evp.h>
+#include <vega/base64.h>
 #include <vega/crypto.h>
 
 #include "passwd.h"
@@ -34,62 +35,29 @@ static int hexval(char c)
     return -1;
 }
 
-/* Base64 without padding, '+' or passlib's '.' for 62 (passlib's "ab64"). Returns the length
- * or -1. */
+/* passlib's "ab64": base64 with '.' for '+' and no padding ('+' and padding taken too).
+ * Returns the length or -1. */
 static long b64_nopad(const char *s, size_t len, uint8_t *out, size_t cap)
 {
-    uint32_t v = 0;
-    unsigned bits = 0;
-    size_t o = 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        int d;
-        if (c >= 'A' && c <= 'Z')
-            d = c - 'A';
-        else if (c >= 'a' && c <= 'z')
-            d = c - 'a' + 26;
-        else if (c >= '0' && c <= '9')
-            d = c - '0' + 52;
-        else if (c == '+' || c == '.')
-            d = 62;
-        else if (c == '/')
-            d = 63;
-        else if (c == '=' && i + 2 >= len)
-            break; /* padding, tolerated */
-        else
-            return -1;
-        v = v << 6 | (uint32_t)d;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            if (o + 1 > cap)
-                return -1;
-            out[o++] = (uint8_t)(v >> bits);
-        }
-    }
-    return (long)o;
+    char std[128]; /* 64 bytes at most are decoded: 86 characters */
+    if (len > sizeof std)
+        return -1;
+    for (size_t i = 0; i < len; i++)
+        std[i] = s[i] == '.' ? '+' : s[i];
+    vega_ssize n = vega_base64_decode(std, len, out, cap, VEGA_BASE64_NOPAD);
+    return n < 0 ? -1 : (long)n;
 }
 
-static void b64_encode(const uint8_t *in, size_t n, char dot, char *out)
+/* ab64 of n bytes into out, NUL-terminated (room for vega_base64_encoded_len + 1). */
+static void b64_encode(const uint8_t *in, size_t n, char *out, size_t cap)
 {
-    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t o = 0;
-    uint32_t v = 0;
-    unsigned bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        v = v << 8 | in[i];
-        bits += 8;
-        while (bits >= 6) {
-            bits -= 6;
-            char c = a[(v >> bits) & 63];
-            out[o++] = c == '+' ? dot : c;
-        }
-    }
-    if (bits) {
-        char c = a[(v << (6 - bits)) & 63];
-        out[o++] = c == '+' ? dot : c;
-    }
-    out[o] = '\0';
+    vega_ssize l = vega_base64_encode(in, n, out, cap - 1, VEGA_BASE64_NOPAD);
+    if (l < 0)
+        l = 0;
+    for (vega_ssize i = 0; i < l; i++)
+        if (out[i] == '+')
+            out[i] = '.';
+    out[l] = '\0';
 }
 
 /* The next '$'-separated field of [*s, end): its bounds, *s moved past the '$'. */
@@ -356,8 +324,8 @@ char *serve_pw_hash(const char *scheme, const char *pass, size_t len)
             free(out);
             return NULL;
         }
-        b64_encode(salt, sizeof salt, '.', s64);
-        b64_encode(dk, sizeof dk, '.', d64);
+        b64_encode(salt, sizeof salt, s64, sizeof s64);
+        b64_encode(dk, sizeof dk, d64, sizeof d64);
         snprintf(out, 128, "$pbkdf2-sha256$%u$%s$%s", PBKDF2_ROUNDS_NEW, s64, d64);
         return out;
     }

@@ -4,29 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <vega/base64.h>
+
 #include "proxy_int.h"
-
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/* base64 (RFC 4648 §4, padded) of a then b (joined) into out; returns the length. */
-static size_t b64_encode2(char *out, const char *a, size_t alen, const char *b, size_t blen)
-{
-    size_t total = alen + blen, o = 0;
-    for (size_t i = 0; i < total; i += 3) {
-        uint32_t v = 0;
-        size_t k = 0;
-        for (; k < 3 && i + k < total; k++) {
-            size_t j = i + k;
-            uint8_t c = (uint8_t)(j < alen ? a[j] : b[j - alen]);
-            v |= (uint32_t)c << (16 - 8 * k);
-        }
-        out[o++] = b64[(v >> 18) & 63];
-        out[o++] = b64[(v >> 12) & 63];
-        out[o++] = k > 1 ? b64[(v >> 6) & 63] : '=';
-        out[o++] = k > 2 ? b64[v & 63] : '=';
-    }
-    return o;
-}
 
 vega_ssize vega_proxy_basic_auth(char *out, size_t cap, const char *user, const char *password)
 {
@@ -41,13 +21,19 @@ vega_ssize vega_proxy_basic_auth(char *out, size_t cap, const char *user, const 
     char joined[2 * VEGA_PROXY_MAX_CRED + 2];
     memcpy(joined, user, ul);
     joined[ul] = ':';
-    size_t n = 6 + (ul + 1 + pl + 2) / 3 * 4;
-    if (n + 1 > cap)
+    memcpy(joined + ul + 1, password, pl);
+    size_t elen = vega_base64_encoded_len(ul + 1 + pl, VEGA_BASE64_STD);
+    if (6 + elen + 1 > cap) {
+        explicit_bzero(joined, sizeof joined);
         return VEGA_ERR_NOBUF;
+    }
     memcpy(out, "Basic ", 6);
-    size_t o = 6 + b64_encode2(out + 6, joined, ul + 1, password, pl);
-    out[o] = '\0';
-    return (vega_ssize)o;
+    vega_ssize e = vega_base64_encode(joined, ul + 1 + pl, out + 6, elen, VEGA_BASE64_STD);
+    explicit_bzero(joined, sizeof joined); /* the password's copy */
+    if (e < 0)
+        return e;
+    out[6 + (size_t)e] = '\0';
+    return 6 + e;
 }
 
 /* host:port as an authority: an IPv6 literal in brackets. */

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <vega/base64.h>
+
 #include "proxy_int.h"
 
 static bool is_tchar(unsigned char c)
@@ -15,51 +17,6 @@ static bool is_tchar(unsigned char c)
     /* RFC 9110 §5.6.2 */
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
            (c && strchr("!#$%&'*+-.^_`|~", c));
-}
-
-static int b64_value(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-/* Decodes padded base64 (RFC 4648 §4) of at most cap bytes. Returns the length or -1. */
-static long b64_decode(uint8_t *out, size_t cap, const char *in, size_t len)
-{
-    if (len % 4 != 0)
-        return -1;
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 4) {
-        uint32_t v = 0;
-        int pad = 0;
-        for (size_t k = 0; k < 4; k++) {
-            unsigned char c = (unsigned char)in[i + k];
-            if (c == '=' && i + 4 == len && k >= 2) {
-                pad++;
-                v <<= 6;
-                continue;
-            }
-            int d = b64_value(c);
-            if (d < 0 || pad)
-                return -1;
-            v = v << 6 | (uint32_t)d;
-        }
-        size_t n = 3 - (size_t)pad;
-        if (o + n > cap)
-            return -1;
-        for (size_t k = 0; k < n; k++)
-            out[o++] = (uint8_t)(v >> (16 - 8 * k));
-    }
-    return (long)o;
 }
 
 /* Proxy-Authorization: Basic <token68> into req->cred (RFC 7617 §2: user-id ":" password,
@@ -72,7 +29,7 @@ static void parse_basic(vega_proxy_http_request *req, const char *v, size_t vl)
     while (t < v + vl && (*t == ' ' || *t == '\t'))
         t++;
     uint8_t raw[2 * VEGA_PROXY_MAX_CRED + 1];
-    long n = b64_decode(raw, sizeof raw, t, (size_t)(v + vl - t));
+    vega_ssize n = vega_base64_decode(t, (size_t)(v + vl - t), raw, sizeof raw, VEGA_BASE64_STD);
     if (n < 0 || memchr(raw, '\0', (size_t)n))
         return;
     const uint8_t *colon = memchr(raw, ':', (size_t)n);

@@ -3,52 +3,28 @@
  * token lists of Connection/Upgrade/Sec-WebSocket-Protocol, subprotocol selection. */
 #include <string.h>
 
+#include <vega/base64.h>
 #include <vega/crypto.h>
 
 #include "ws_int.h"
 
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-size_t vega__ws_base64(const uint8_t *in, size_t len, char *out)
-{
-    size_t o = 0, i = 0;
-    for (; i + 3 <= len; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-        out[o++] = b64[v >> 18];
-        out[o++] = b64[(v >> 12) & 63];
-        out[o++] = b64[(v >> 6) & 63];
-        out[o++] = b64[v & 63];
-    }
-    if (i < len) {
-        uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < len ? (uint32_t)in[i + 1] << 8 : 0);
-        out[o++] = b64[v >> 18];
-        out[o++] = b64[(v >> 12) & 63];
-        out[o++] = i + 1 < len ? b64[(v >> 6) & 63] : '=';
-        out[o++] = '=';
-    }
-    out[o] = '\0';
-    return o;
-}
-
 void vega_ws_handshake_key(const uint8_t nonce[16], char out[VEGA_WS_KEY_LEN + 1])
 {
-    vega__ws_base64(nonce, 16, out);
+    vega_ssize n = vega_base64_encode(nonce, 16, out, VEGA_WS_KEY_LEN, VEGA_BASE64_STD);
+    out[n == VEGA_WS_KEY_LEN ? VEGA_WS_KEY_LEN : 0] = '\0';
 }
 
 /* §4.2.1: the key "when decoded, is 16 bytes in length": 22 base64 characters and "==", the
  * last character's unused bits zero. */
 static bool key_ok(const char *k, size_t len)
 {
-    if (len != VEGA_WS_KEY_LEN || k[22] != '=' || k[23] != '=')
-        return false;
-    for (size_t i = 0; i < 22; i++) {
-        const char *p = k[i] ? strchr(b64, k[i]) : NULL;
-        if (!p)
-            return false;
-        if (i == 21 && ((p - b64) & 15) != 0)
-            return false;
-    }
-    return true;
+    uint8_t raw[16];
+    char again[VEGA_WS_KEY_LEN];
+    /* canonical: decoded and encoded again, the same text (the spare bits zero) */
+    return len == VEGA_WS_KEY_LEN &&
+           vega_base64_decode(k, len, raw, sizeof raw, VEGA_BASE64_STD) == 16 &&
+           vega_base64_encode(raw, 16, again, sizeof again, VEGA_BASE64_STD) == VEGA_WS_KEY_LEN &&
+           memcmp(again, k, VEGA_WS_KEY_LEN) == 0;
 }
 
 int vega_ws_handshake_accept(const char *key, size_t key_len, char out[VEGA_WS_ACCEPT_LEN + 1])
@@ -63,7 +39,10 @@ int vega_ws_handshake_accept(const char *key, size_t key_len, char out[VEGA_WS_A
     int rc = vega_crypto_hash_digest(VEGA_CRYPTO_SHA1, buf, VEGA_WS_KEY_LEN + sizeof guid - 1, d);
     if (rc < 0)
         return rc;
-    vega__ws_base64(d, 20, out);
+    vega_ssize n = vega_base64_encode(d, 20, out, VEGA_WS_ACCEPT_LEN, VEGA_BASE64_STD);
+    if (n != VEGA_WS_ACCEPT_LEN)
+        return VEGA_ERR_INTERNAL;
+    out[VEGA_WS_ACCEPT_LEN] = '\0';
     return 0;
 }
 

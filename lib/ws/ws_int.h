@@ -93,7 +93,4 @@ int vega__ws_deflate_fragment(vega_ws_conn *c, const uint8_t *in, size_t len, bo
 int vega__ws_inflate(vega_ws_conn *c, const uint8_t *in, size_t len, bool end,
                      int (*emit)(vega_ws_conn *c, const uint8_t *p, size_t n));
 
-/* Base64 (handshake.c). */
-size_t vega__ws_base64(const uint8_t *in, size_t len, char *out);
-
 #endif

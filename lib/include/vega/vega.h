@@ -3,6 +3,7 @@
 #ifndef VEGA_H
 #define VEGA_H
 
+#include <vega/base64.h>
 #include <vega/codec.h>
 #include <vega/compress.h>
 #include <vega/crypto.h>
