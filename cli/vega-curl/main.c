@@ -76,9 +76,11 @@ static const char usage_text[] =
     "      --http2              HTTP/2 over TLS by ALPN h2, falling back to HTTP/1.1 when the\n"
     "                           server does not take it (the default for https, as curl's);\n"
     "                           on http:// URLs a request without a body asks\n"
-    "                           'Upgrade: h2c' and goes on over HTTP/2 after a 101\n"
+    "                           'Upgrade: h2c' and goes on over HTTP/2 after a 101; on\n"
+    "                           wss:// a WebSocket over HTTP/2 (RFC 8441), else the\n"
+    "                           HTTP/1.1 Upgrade (ws:// stays HTTP/1.1)\n"
     "      --http2-prior-knowledge  HTTP/2 without negotiation: h2c on http://, ALPN h2 on\n"
-    "                           https://\n"
+    "                           https://; ws:// and wss:// over HTTP/2 only (RFC 8441)\n"
     "      --http3              HTTP/3 over QUIC for https URLs; if QUIC has not connected\n"
     "                           after 200 ms (or failed), race TCP: the first connected\n"
     "                           wins\n"
@@ -1302,7 +1304,10 @@ static int make_tls(const struct curl_opts *o, vega_tls_config **out)
         return curl_fail(o, CE_FAILED_INIT, "TLS: %s", vega_tls_strerror(r));
     /* h2 first unless HTTP/1.x was asked for (curl's default), then http/1.1 */
     const char *alpn[] = {"h2", "http/1.1"};
-    bool h1 = o->http_version == 10 || o->http_version == 11 || o->ws_any; /* no RFC 8441 */
+    /* a WebSocket goes over HTTP/2 (RFC 8441) only when --http2 or --http2-prior-knowledge
+     * asks: otherwise a ws URL offers http/1.1 alone */
+    bool h1 = o->http_version == 10 || o->http_version == 11 ||
+              (o->ws_any && o->http_version != 20 && o->http_version != 21);
     if ((r = vega_tls_config_set_alpn(cfg, alpn + h1, 2 - h1)) < 0) {
         vega_tls_config_free(cfg);
         return curl_fail(o, CE_FAILED_INIT, "TLS ALPN: %s", vega_tls_strerror(r));
