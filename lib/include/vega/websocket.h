@@ -118,10 +118,11 @@ typedef struct vega_websocket_connect_opts {
      * §3.3; VEGA_HTTP_CLIENT_V2_PRIOR says the same) -- sent once the server's SETTINGS said
      * SETTINGS_ENABLE_CONNECT_PROTOCOL = 1. */
     int version;
-    /* With VEGA_HTTP_CLIENT_V2 on wss://: when the server does not do RFC 8441 (ALPN chose
-     * http/1.1, or its SETTINGS lack ENABLE_CONNECT_PROTOCOL), the HTTP/1.1 Upgrade on a
-     * fresh connection instead, as browsers do. Off: -ENOTSUP. (A ws:// server that does not
-     * speak h2c fails as any prior-knowledge request does: no fallback.) */
+    /* With VEGA_HTTP_CLIENT_V2: when the server does not do RFC 8441 (ALPN chose http/1.1, or
+     * its SETTINGS lack ENABLE_CONNECT_PROTOCOL), the HTTP/1.1 Upgrade on a fresh connection
+     * instead, as browsers do. Off: -ENOTSUP. (A ws:// server that does not speak h2c fails as
+     * any prior-knowledge request does; and a caller's TLS config that offers h2 to a server
+     * speaking HTTP/2 without RFC 8441 gets h2 again: -ENOTSUP.) */
     bool h1_fallback;
 } vega_websocket_connect_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended
