@@ -211,7 +211,6 @@ int curl_ws_transfer(struct curl_ctx *cx, size_t idx)
     bool is_wss = strncasecmp(url, "wss:", 4) == 0;
     if (o->http_version == 21 || (o->http_version == 20 && is_wss))
         wo.version = VEGA_HTTP_CLIENT_V2;
-    wo.h1_fallback = o->http_version == 20;
     /* -H, then -u or --oauth2-bearer as Authorization unless -H gave one (no redirects here),
      * then Cookie */
     vega_http_field fields[CURL_MAX_HEADERS + 2];
@@ -252,6 +251,14 @@ int curl_ws_transfer(struct curl_ctx *cx, size_t idx)
     struct wsx x = {.o = o};
     vega_deadline dl = o->max_time_ns ? vega_deadline_in_ns(o->max_time_ns) : VEGA_DEADLINE_NEVER;
     int rc = vega_websocket_connect(cx->client, url, &wo, &x.ws, dl);
+    if (rc == -ENOTSUP && o->http_version == 20 && cx->h1_client) {
+        /* the fall back (the library's h1_fallback would offer h2 again, through our TLS
+         * config, to a server that chose it): a client of its own offering http/1.1 alone */
+        vinfo(o, "no WebSocket over HTTP/2 there (RFC 8441): HTTP/1.1 Upgrade instead");
+        vega_http_client *c1 = cx->h1_client(cx);
+        wo.version = 0;
+        rc = c1 ? vega_websocket_connect(c1, url, &wo, &x.ws, dl) : -ENOMEM;
+    }
     if (rc == VEGA_ERR_WS_STATUS) {
         int st = vega_http_client_response_info(refused)->status;
         vega_http_client_response_free(refused);

@@ -382,10 +382,14 @@ int vega__hc_attempt_h2(vega_http_client *c, const struct hc_req *rq, struct hc_
     note_conn(r, h, reused);
     struct h2_head hh = {0};
     rc = head_fields(c, rq, &hh);
-    if (rc == 0) {
+    /* an extended CONNECT may wait for the server's SETTINGS and be refused without going
+     * out (RFC 8441 §4): its head is shown once its stream opened */
+    if (rc == 0 && !rq->ws_h2)
         trace_head(r, &hh);
+    if (rc == 0)
         rc = open_stream(r, &hh, !rq->has_body && !rq->ws_h2, dl);
-    }
+    if (rc == 0 && rq->ws_h2)
+        trace_head(r, &hh);
     vega__mem_free(c->o.mem, hh.f);
     vega__mem_free(c->o.mem, hh.names);
     if (rc == 0 && rq->has_body) {

@@ -29,7 +29,9 @@ setup_file() {
     TPORT="$(start_peer tls "$serve" --tls -p 0 --ws-echo /ws "$BATS_FILE_TMPDIR/root")"
     H1PORT="$(start_peer h1 "$serve" --tls --no-http2 -p 0 --ws-echo /ws "$BATS_FILE_TMPDIR/root")"
     CPORT="$(start_peer h2c "$serve" --h2c -p 0 --ws-echo /ws "$BATS_FILE_TMPDIR/root")"
-    export TPORT H1PORT CPORT
+    # HTTP/2 over TLS without RFC 8441 (no WebSocket route: no SETTINGS_ENABLE_CONNECT_PROTOCOL)
+    NPORT="$(start_peer nows "$serve" --tls -p 0 "$BATS_FILE_TMPDIR/root")"
+    export TPORT H1PORT CPORT NPORT
     if /usr/bin/python3 -c 'import h2' 2>/dev/null; then
         export PY_PORT="$(start_peer py /usr/bin/python3 "$BATS_TEST_DIRNAME/ws/h2_server.py" echo)"
         export PYR_PORT="$(start_peer pyr /usr/bin/python3 "$BATS_TEST_DIRNAME/ws/h2_server.py" reset)"
@@ -97,6 +99,19 @@ echo_both_ways() {
     [[ "$output" == *"> GET /ws HTTP/1.1"* ]]
     [[ "$output" == *"< HTTP/1.1 101"* ]]
     [[ "$output" == *"hi"* ]]
+}
+
+@test "--http2 wss:// to an HTTP/2 server without RFC 8441 falls back with ALPN http/1.1 alone" {
+    [ -n "$NPORT" ] || { cat "$BATS_FILE_TMPDIR/nows.log" >&2; return 1; }
+    run timeout 20 bash -c 'echo hi | "$CURL_BIN" -v -k --http2 "wss://127.0.0.1:$NPORT/ws" 2>&1'
+    echo "$output"
+    # the server has no WebSocket route: its 404 to the HTTP/1.1 Upgrade is the refusal (22)
+    [ "$status" -eq 22 ]
+    [[ "$output" == *"no WebSocket over HTTP/2 there"* ]]
+    [[ "$output" != *"> CONNECT"* ]]
+    [[ "$output" == *"> GET /ws HTTP/1.1"* ]]
+    [[ "$output" == *"< HTTP/1.1 404"* ]]
+    [[ "$output" == *"Refused WebSocket upgrade: 404"* ]]
 }
 
 @test "--http2-prior-knowledge ws:// to vega-serve --h2c (cleartext HTTP/2)" {
