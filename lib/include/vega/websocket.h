@@ -148,12 +148,13 @@ VEGA_API void vega_websocket_connect_opts_init_versioned(vega_websocket_connect_
  * accepts, with the same extension and subprotocol checks; the WebSocket is then that stream's
  * DATA both ways under its flow control (the connection's other streams go on; a reset reads
  * as -ECONNRESET), and vega_websocket_free ends our side with END_STREAM, waits a moment for
- * the server's, else resets it (CANCEL). o: borrowed; NULL = defaults. *out: returns
- * owned, the connection's vega_websocket (masking, role client; vega_websocket_free closes
- * it). dl bounds the handshake (connect included; c's connect_timeout too).
+ * the server's, else resets it (CANCEL); it is a request of c in progress: free it before c.
+ * o: borrowed; NULL = defaults. *out: returns owned, the connection's vega_websocket (masking,
+ * role client; vega_websocket_free closes it). dl bounds the handshake (connect included; c's
+ * connect_timeout too).
  * Returns 0; VEGA_ERR_WS_STATUS (another status: o->refused has the response);
- * VEGA_ERR_WS_HANDSHAKE (an invalid 101 or 2xx); -ENOTSUP (HTTP/2 and the server does not do
- * RFC 8441: ALPN chose http/1.1 or SETTINGS_ENABLE_CONNECT_PROTOCOL is not 1, without
+ * VEGA_ERR_WS_HANDSHAKE (an invalid 101 or 2xx); -ENOTSUP (HTTP/2 and the server does
+ * not do RFC 8441: ALPN chose http/1.1 or SETTINGS_ENABLE_CONNECT_PROTOCOL is not 1, without
  * h1_fallback); -EINVAL (NULL c, url or out, a handshake field in o->fields, a
  * subprotocol that is not a token, window bits out of 8..15, an unknown o->version, options of an
  * unknown layout version); VEGA_ERR_HTTP_URL, VEGA_ERR_HTTP_SCHEME (not ws, wss, http or https);
