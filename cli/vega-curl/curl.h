@@ -536,6 +536,11 @@ struct curl_result {
 struct curl_ctx {
     const struct curl_opts *o;
     vega_http_client *client;
+    /* --http2 wss:// falling back to the HTTP/1.1 Upgrade: a client whose TLS offers http/1.1
+     * alone (the main one offers h2 too, which a server that speaks HTTP/2 without RFC 8441
+     * would choose again); made on first use by h1_client, freed with the main one */
+    vega_http_client *client_h1;
+    vega_http_client *(*h1_client)(struct curl_ctx *cx);
 };
 
 /* ---- HTTP/3 settings and files (quic.c) --------------------------------------------------------

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -76,9 +77,11 @@ static const char usage_text[] =
     "      --http2              HTTP/2 over TLS by ALPN h2, falling back to HTTP/1.1 when the\n"
     "                           server does not take it (the default for https, as curl's);\n"
     "                           on http:// URLs a request without a body asks\n"
-    "                           'Upgrade: h2c' and goes on over HTTP/2 after a 101\n"
+    "                           'Upgrade: h2c' and goes on over HTTP/2 after a 101; on\n"
+    "                           wss:// a WebSocket over HTTP/2 (RFC 8441), else the\n"
+    "                           HTTP/1.1 Upgrade (ws:// stays HTTP/1.1)\n"
     "      --http2-prior-knowledge  HTTP/2 without negotiation: h2c on http://, ALPN h2 on\n"
-    "                           https://\n"
+    "                           https://; ws:// and wss:// over HTTP/2 only (RFC 8441)\n"
     "      --http3              HTTP/3 over QUIC for https URLs; if QUIC has not connected\n"
     "                           after 200 ms (or failed), race TCP: the first connected\n"
     "                           wins\n"
@@ -1294,7 +1297,14 @@ static void parse_args(struct curl_opts *o, int argc, char **argv)
 }
 
 /* The TLS configuration: system CAs unless --cacert, -k, a client certificate, ALPN. */
+static int make_tls_alpn(const struct curl_opts *o, bool h1_only, vega_tls_config **out);
+
 static int make_tls(const struct curl_opts *o, vega_tls_config **out)
+{
+    return make_tls_alpn(o, false, out);
+}
+
+static int make_tls_alpn(const struct curl_opts *o, bool h1_only, vega_tls_config **out)
 {
     vega_tls_config *cfg;
     int r = vega_tls_config_new(&cfg, VEGA_TLS_CLIENT);
@@ -1302,7 +1312,10 @@ static int make_tls(const struct curl_opts *o, vega_tls_config **out)
         return curl_fail(o, CE_FAILED_INIT, "TLS: %s", vega_tls_strerror(r));
     /* h2 first unless HTTP/1.x was asked for (curl's default), then http/1.1 */
     const char *alpn[] = {"h2", "http/1.1"};
-    bool h1 = o->http_version == 10 || o->http_version == 11 || o->ws_any; /* no RFC 8441 */
+    /* a WebSocket goes over HTTP/2 (RFC 8441) only when --http2 or --http2-prior-knowledge
+     * asks: otherwise a ws URL offers http/1.1 alone */
+    bool h1 = h1_only || o->http_version == 10 || o->http_version == 11 ||
+              (o->ws_any && o->http_version != 20 && o->http_version != 21);
     if ((r = vega_tls_config_set_alpn(cfg, alpn + h1, 2 - h1)) < 0) {
         vega_tls_config_free(cfg);
         return curl_fail(o, CE_FAILED_INIT, "TLS ALPN: %s", vega_tls_strerror(r));
@@ -1469,6 +1482,22 @@ static int run_parallel(struct curl_ctx *cx)
     return p.last_code;
 }
 
+/* The HTTP/1.1-only client of the WebSocket fall back (curl_ctx.h1_client), made once. */
+static vega_tls_config *h1_tls;
+static struct curl_quic h1_quic;
+static pthread_mutex_t h1_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static vega_http_client *h1_client(struct curl_ctx *cx)
+{
+    pthread_mutex_lock(&h1_mu);
+    if (!cx->client_h1 && make_tls_alpn(cx->o, true, &h1_tls) == 0 &&
+        make_client(cx->o, h1_tls, &h1_quic, &cx->client_h1) != 0)
+        cx->client_h1 = NULL;
+    vega_http_client *c = cx->client_h1;
+    pthread_mutex_unlock(&h1_mu);
+    return c;
+}
+
 struct main_arg {
     const struct curl_opts *o;
     int code;
@@ -1482,7 +1511,7 @@ static void *main_task(void *arg)
     const struct curl_opts *o = m->o;
     vega_tls_config *tls = NULL;
     struct curl_quic q = {0};
-    struct curl_ctx cx = {.o = o};
+    struct curl_ctx cx = {.o = o, .h1_client = h1_client};
     curl_stdout_init();
     if (m->stdout_closed)
         curl_stdout.err = -EBADF;
@@ -1513,6 +1542,9 @@ static void *main_task(void *arg)
     vega_http_client_free(cx.client);
     vega_tls_config_free(tls);
     curl_quic_free(&q);
+    vega_http_client_free(cx.client_h1);
+    vega_tls_config_free(h1_tls);
+    curl_quic_free(&h1_quic);
     curl_stdout_fini();
     return NULL;
 }

@@ -204,6 +204,13 @@ int curl_ws_transfer(struct curl_ctx *cx, size_t idx)
     vega_websocket_connect_opts wo;
     vega_websocket_connect_opts_init(&wo);
     wo.ws.deflate.enabled = o->compressed;
+    /* RFC 8441 (WebSocket over HTTP/2; curl itself has none): --http2 on wss:// by ALPN h2,
+     * the HTTP/1.1 Upgrade when the server does not do it (as browsers); ws:// stays HTTP/1.1
+     * (there is no h2c Upgrade for a CONNECT, and browsers speak no cleartext HTTP/2);
+     * --http2-prior-knowledge insists: h2c on ws://, h2 on wss://, no fallback */
+    bool is_wss = strncasecmp(url, "wss:", 4) == 0;
+    if (o->http_version == 21 || (o->http_version == 20 && is_wss))
+        wo.version = VEGA_HTTP_CLIENT_V2;
     /* -H, then -u or --oauth2-bearer as Authorization unless -H gave one (no redirects here),
      * then Cookie */
     vega_http_field fields[CURL_MAX_HEADERS + 2];
@@ -244,6 +251,14 @@ int curl_ws_transfer(struct curl_ctx *cx, size_t idx)
     struct wsx x = {.o = o};
     vega_deadline dl = o->max_time_ns ? vega_deadline_in_ns(o->max_time_ns) : VEGA_DEADLINE_NEVER;
     int rc = vega_websocket_connect(cx->client, url, &wo, &x.ws, dl);
+    if (rc == -ENOTSUP && o->http_version == 20 && cx->h1_client) {
+        /* the fall back (the library's h1_fallback would offer h2 again, through our TLS
+         * config, to a server that chose it): a client of its own offering http/1.1 alone */
+        vinfo(o, "no WebSocket over HTTP/2 there (RFC 8441): HTTP/1.1 Upgrade instead");
+        vega_http_client *c1 = cx->h1_client(cx);
+        wo.version = 0;
+        rc = c1 ? vega_websocket_connect(c1, url, &wo, &x.ws, dl) : -ENOMEM;
+    }
     if (rc == VEGA_ERR_WS_STATUS) {
         int st = vega_http_client_response_info(refused)->status;
         vega_http_client_response_free(refused);
@@ -261,6 +276,12 @@ int curl_ws_transfer(struct curl_ctx *cx, size_t idx)
                    ? CE_COULDNT_RESOLVE_HOST
                : rc <= VEGA_ERR_TLS_BASE && rc > VEGA_ERR_TLS_BASE - 100 ? CE_SSL_CONNECT_ERROR
                                                                          : CE_COULDNT_CONNECT;
+        if (rc == -ENOTSUP)
+            return curl_fail(o, CE_UNSUPPORTED_PROTOCOL,
+                             "WebSocket to %s: the server does not do WebSocket over HTTP/2 "
+                             "(RFC 8441: no SETTINGS_ENABLE_CONNECT_PROTOCOL, or ALPN chose "
+                             "http/1.1)",
+                             url);
         return curl_fail(o, code, "WebSocket to %s: %s", url, vega_strerror(rc));
     }
     vinfo(o, "WebSocket open%s%s%s",

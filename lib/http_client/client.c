@@ -657,20 +657,19 @@ int vega__hc_attempt_h1(vega_http_client *c, const struct hc_req *rq, vega_tstam
     } else {
         vega_deadline cdl = hc_dl_min(dl, vega_deadline_in_ns(c->o.connect_timeout_ns));
         rc = vega__hc_connect(c, &rq->key, rq->host_for_tls, true, &r->info, cdl, &conn);
-        if (rc == 0 && rq->ws && !strcmp(conn->alpn, "h2")) {
-            vega__hc_conn_close(conn); /* RFC 8441 (WebSocket over HTTP/2) is not done */
-            rc = -ENOTSUP;
-        }
         if (rc == 0 && !strcmp(conn->alpn, "h2")) {
             /* a caller's TLS config offered h2 to an HTTP/1.x request, and the server took it:
-             * what ALPN chose is spoken (RFC 7301 §3.2) */
+             * what ALPN chose is spoken (RFC 7301 §3.2); a WebSocket goes as RFC 8441's
+             * extended CONNECT (-ENOTSUP when the server did not enable it) */
             vega_http_client_info tinfo = r->info;
             vega_http_client_response_free(r);
             struct hc_h2 *h;
             bool retry = false;
+            struct hc_req rq2 = *rq;
+            rq2.ws_h2 = rq->ws;
             rc = vega__hc_h2_from_conn(c, conn, &tinfo, &h);
             return rc < 0 ? rc
-                          : vega__hc_attempt_h2(c, rq, h, false, start, dl, used, &retry,
+                          : vega__hc_attempt_h2(c, &rq2, h, false, start, dl, used, &retry,
                                                 req->wire_error, out);
         }
         if (rc < 0) {
@@ -737,7 +736,12 @@ int vega__hc_send_ws(vega_http_client *c, const vega_http_client_request *req,
     struct hc_req rq;
     vega_http_url u;
     int rc = prepare(c, req, &rq, &u, true);
-    if (rc == 0) {
+    if (rc == 0 && rq.h2) {
+        /* RFC 8441: an extended CONNECT on a pooled or new HTTP/2 connection (ALPN h2 on
+         * https, prior knowledge on http) */
+        rq.ws_h2 = true;
+        rc = vega__hc_send_h2(c, &rq, start, req->deadline, out);
+    } else if (rc == 0) {
         bool reused = false, used = false, got_bytes = false;
         rc = vega__hc_attempt_h1(c, &rq, start, req->deadline, true, &reused, &used, &got_bytes,
                                  out);

@@ -367,6 +367,11 @@ struct vega_http_client_response {
     int h2_err;      /* the stream failed: a code for the reader */
     uint8_t *h2_buf; /* DATA received and not yet read: [h2_off, h2_off + h2_len) */
     size_t h2_off, h2_len, h2_cap;
+    /* A tunnel's writer (RFC 8441: one task reads while another writes) waits on this one, so
+     * that a wake meant for the reader is never taken by the writer; vega__hc_h2_wake wakes
+     * both. */
+    vega_notify h2_wwake;
+    bool h2_tx_end; /* a tunnel: our side ended (END_STREAM given to the core) */
 
     uint8_t rbuf[HC_RBUF];
     uint8_t bq[HC_RBUF];
@@ -427,6 +432,8 @@ struct hc_req {
     bool h2_prior;   /* HTTP/2 without negotiation (h2c on http://) */
     bool h2_upgrade; /* http:// with version 20 and no body: "Upgrade: h2c" (RFC 7540 §3.2) */
     bool ws;         /* a WebSocket opening handshake (vega__hc_send_ws) */
+    bool ws_h2;      /* ... over HTTP/2: an extended CONNECT (RFC 8441 §4) whose stream stays
+                        open both ways (vega__hc_h2_tunnel_new) */
     struct hc_key key;
     char host_for_tls[HC_MAX_HOST + 1];
     char alt_host[HC_MAX_HOST + 1]; /* where QUIC goes (the origin's host when no Alt-Svc) */
@@ -537,6 +544,17 @@ int vega__hc_h2_next_body(vega_http_client_response *r, vega_deadline dl);
 /* Waits (mu not held) until the head came or the stream failed. */
 int vega__hc_h2_read_head(vega_http_client_response *r, vega_deadline dl);
 void vega__hc_h2_response_done(vega_http_client_response *r);
+/* Wakes r's task and, for a tunnel, its writer (h2->mu held or not). */
+static inline void vega__hc_h2_wake(vega_http_client_response *r)
+{
+    vega_notify_one(&r->h3_wake);
+    vega_notify_one(&r->h2_wwake);
+}
+/* h2_tunnel.c: r (a 2xx answer to an extended CONNECT, taken) as a byte stream both ways
+ * (RFC 8441 §5): reads take the stream's DATA (END_STREAM: the end; a reset: -ECONNRESET),
+ * writes give DATA under flow control, SHUT_WR sends END_STREAM, close ends our side and
+ * waits (bounded by its deadline) for the server's, then frees r (CANCEL if still open). */
+int vega__hc_h2_tunnel_new(vega_http_client_response *r, vega_stream **out);
 
 /* h3_altsvc.c */
 /* Learns the Alt-Svc fields of a response to an https origin (the alt_svc option). */

@@ -38,7 +38,7 @@ void vega__hc_h2_kill(struct hc_h2 *h, int err)
     }
     atomic_store(&h->usable, false);
     for (struct vega_http_client_response *r = h->reqs; r; r = r->h2_next)
-        vega_notify_one(&r->h3_wake);
+        vega__hc_h2_wake(r);
 }
 
 /* A connection error the core reported (mu held): its wire code for the requests. */

@@ -20,7 +20,7 @@ static void wake_slot_waiters(struct hc_h2 *h)
 {
     for (vega_http_client_response *r = h->reqs; r; r = r->h2_next)
         if (r->h2_slot)
-            vega_notify_one(&r->h3_wake);
+            vega__hc_h2_wake(r);
 }
 
 /* A stream error of ours for r's malformed response or a failure of ours (mu held). */
@@ -99,7 +99,7 @@ static int on_headers(void *ud, int32_t id, const vega_h2_head *hd)
     r->any_byte = true;
     if (!r->info.t_first_byte)
         r->info.t_first_byte = vega_now();
-    vega_notify_one(&r->h3_wake);
+    vega__hc_h2_wake(r);
     return 0;
 }
 
@@ -156,7 +156,7 @@ static int on_data(void *ud, int32_t id, const uint8_t *data, size_t len, unsign
         r->h2_end = true;
         r->info.t_done = vega_now();
     }
-    vega_notify_one(&r->h3_wake);
+    vega__hc_h2_wake(r);
     return 0;
 }
 
@@ -191,7 +191,7 @@ static int on_stream_close(void *ud, int32_t id, uint32_t code, vega_h2_close ho
         } else if (how == VEGA_H2_CLOSE_CONNECTION && !r->h2_end && !r->h2_err) {
             r->h2_err = VEGA_ERR_PROTO;
         }
-        vega_notify_one(&r->h3_wake);
+        vega__hc_h2_wake(r);
     }
     wake_slot_waiters(h);
     return 0;
@@ -203,7 +203,7 @@ static int on_stream_writable(void *ud, int32_t id)
     vega_http_client_response *r = req_of(h, id);
     if (r) {
         r->h2_span = false;
-        vega_notify_one(&r->h3_wake);
+        vega__hc_h2_wake(r);
     }
     return 0;
 }
@@ -231,7 +231,7 @@ static int on_goaway(void *ud, uint32_t last, uint32_t code, const uint8_t *debu
         h->werr.reason[n] = '\0';
     }
     for (vega_http_client_response *r = h->reqs; r; r = r->h2_next)
-        vega_notify_one(&r->h3_wake);
+        vega__hc_h2_wake(r);
     return 0;
 }
 

@@ -75,14 +75,19 @@ static int head_fields(vega_http_client *c, const struct hc_req *rq, struct h2_h
         auth_len = host->value.len;
     }
     const char *scheme = rq->key.tls ? "https" : "http";
+    /* RFC 8441 §4: a WebSocket is an extended CONNECT -- ":method" CONNECT, ":protocol"
+     * websocket, and (unlike a plain CONNECT) ":scheme" and ":path" of the target URI */
+    const char *method = rq->ws_h2 ? "CONNECT" : rq->method;
 #define ADD(nm, v, vl) (hh->f[hh->n++] = HF((nm), strlen(nm), (v), (vl)))
-    ADD(":method", rq->method, strlen(rq->method));
+    ADD(":method", method, strlen(method));
     ADD(":scheme", scheme, strlen(scheme));
     ADD(":authority", auth, auth_len);
     ADD(":path", rq->target, strlen(rq->target));
+    if (rq->ws_h2)
+        ADD(":protocol", "websocket", 9);
     if (c->user_agent[0] && !user_field(req, "user-agent"))
         ADD("user-agent", c->user_agent, strlen(c->user_agent));
-    if (!user_field(req, "accept"))
+    if (!rq->ws_h2 && !user_field(req, "accept"))
         ADD("accept", "*/*", 3);
     if (req->decompress && !user_field(req, "accept-encoding"))
         ADD("accept-encoding", "br, zstd, gzip, deflate", 23);
@@ -90,6 +95,9 @@ static int head_fields(vega_http_client *c, const struct hc_req *rq, struct h2_h
     for (size_t i = 0; i < req->nfields; i++) {
         const vega_http_field *uf = &req->fields[i];
         if (!uf->value.ptr || dropped(uf))
+            continue;
+        /* §5: "Sec-WebSocket-Key and Sec-WebSocket-Accept header fields are not used" */
+        if (rq->ws_h2 && name_is(uf, "sec-websocket-key"))
             continue;
         char *nm = hh->names + used;
         for (size_t k = 0; k < uf->name.len; k++)
@@ -161,7 +169,9 @@ static int open_stream(vega_http_client_response *r, const struct h2_head *hh, b
         else
             rc = vega_h2_submit_request(h->core, hh->f, hh->n, fin ? VEGA_H2_FLAG_END_STREAM : 0, r,
                                         &id);
-        r->h2_slot = rc == VEGA_ERR_H2_STREAM_LIMIT;
+        /* a :protocol request waits for the server's SETTINGS too (RFC 8441 §4: only after
+         * SETTINGS_ENABLE_CONNECT_PROTOCOL = 1; on_settings wakes slot waiters) */
+        r->h2_slot = rc == VEGA_ERR_H2_STREAM_LIMIT || rc == -EAGAIN;
         if (rc == 0) {
             r->h2_id = id;
             r->info.stream_id = (uint64_t)id;
@@ -175,7 +185,9 @@ static int open_stream(vega_http_client_response *r, const struct h2_head *hh, b
             vega_notify_one(&h->wake);
             return 0;
         }
-        if (rc != VEGA_ERR_H2_STREAM_LIMIT)
+        if (rc == -EOPNOTSUPP) /* the server did not enable extended CONNECT */
+            return -ENOTSUP;
+        if (rc != VEGA_ERR_H2_STREAM_LIMIT && rc != -EAGAIN)
             return rc;
         /* §5.1.2: wait for one of our streams to close (or more allowed) */
         if ((rc = vega_notify_wait(&r->h3_wake, dl)) < 0)
@@ -370,10 +382,14 @@ int vega__hc_attempt_h2(vega_http_client *c, const struct hc_req *rq, struct hc_
     note_conn(r, h, reused);
     struct h2_head hh = {0};
     rc = head_fields(c, rq, &hh);
-    if (rc == 0) {
+    /* an extended CONNECT may wait for the server's SETTINGS and be refused without going
+     * out (RFC 8441 §4): its head is shown once its stream opened */
+    if (rc == 0 && !rq->ws_h2)
         trace_head(r, &hh);
-        rc = open_stream(r, &hh, !rq->has_body, dl);
-    }
+    if (rc == 0)
+        rc = open_stream(r, &hh, !rq->has_body && !rq->ws_h2, dl);
+    if (rc == 0 && rq->ws_h2)
+        trace_head(r, &hh);
     vega__mem_free(c->o.mem, hh.f);
     vega__mem_free(c->o.mem, hh.names);
     if (rc == 0 && rq->has_body) {
@@ -485,7 +501,8 @@ int vega__hc_send_h2(vega_http_client *c, const struct hc_req *rq, vega_tstamp s
             reused = rc > 0;
         }
         /* an origin that spoke HTTP/1.1 before left its connections in the HTTP/1.1 pool */
-        if (!h && !fresh && !rq->h2_prior && vega__hc_pool_take(c, &rq->key, &conn) > 0)
+        if (!h && !fresh && !rq->h2_prior && !rq->ws_h2 &&
+            vega__hc_pool_take(c, &rq->key, &conn) > 0)
             reused = true;
         if (!h && !conn && rq->h2_upgrade) {
             /* h2c Upgrade: an HTTP/1.1 connection that asks */
@@ -499,6 +516,12 @@ int vega__hc_send_h2(vega_http_client *c, const struct hc_req *rq, vega_tstamp s
             if (rc < 0)
                 return rc;
             reused = rc == 2; /* joined one another request made */
+        }
+        if (conn && rq->ws_h2) {
+            /* ALPN chose HTTP/1.1: no WebSocket over HTTP/2 here (the caller may fall back
+             * to the HTTP/1.1 Upgrade on a connection of its own) */
+            vega__hc_conn_close(conn);
+            return -ENOTSUP;
         }
         if (conn) {
             bool got_bytes = false;

@@ -519,6 +519,7 @@ int vega__hc_response_new(vega_http_client *c, vega_http_client_response **out,
     r->trace = req->trace;
     r->trace_user = req->trace_user;
     vega_notify_init(&r->h3_wake);
+    vega_notify_init(&r->h2_wwake);
     r->cb = (vega_http1_callbacks){
         .on_status = on_status,
         .on_header = on_header,
@@ -569,6 +570,7 @@ void vega_http_client_response_free(vega_http_client_response *r)
     vega__mem_free(m, r->field_items);
     vega__mem_free(m, r->trailer_items);
     vega_notify_fini(&r->h3_wake);
+    vega_notify_fini(&r->h2_wwake);
     vega__mem_free(m, r);
 }
 

@@ -2,7 +2,11 @@
 /* The client's side of the WebSocket opening handshake (RFC 6455 §4.1): an HTTP/1.1 GET with
  * Upgrade on a fresh connection of the HTTP client (so DNS, --resolve, the connect hook, TLS and
  * proxies are the client's own), the 101 checked field by field, then the connection handed to
- * the same driver the server uses (lib/http_server/ws_session.c) in the client role. */
+ * the same driver the server uses (lib/http_server/ws_session.c) in the client role. Or over
+ * HTTP/2 (RFC 8441): an extended CONNECT on the origin's HTTP/2 connection, a 2xx, and that
+ * stream (h2_tunnel.c) handed to the driver instead; when the server does not do it, the
+ * HTTP/1.1 Upgrade if the caller allows (as browsers fall back). */
+#include <stddef.h>
 #include <string.h>
 
 #include <vega/crypto.h>
@@ -20,13 +24,21 @@ void vega__websocket_set_subprotocol(vega_websocket *ws, const char *p, size_t l
 /* The longest response field value the checks read (the combined Extensions, say). */
 #define WS_MAX_VALUE 1024
 
+/* Layout 1 ends where version 2's version starts. */
+#define WS_CONNECT_OPTS_V1_SIZE offsetof(vega_websocket_connect_opts, version)
+
+static size_t opts_size(int opts_version)
+{
+    return opts_version == 1 ? WS_CONNECT_OPTS_V1_SIZE : sizeof(vega_websocket_connect_opts);
+}
+
 void vega_websocket_connect_opts_init_versioned(vega_websocket_connect_opts *o, int opts_version)
 {
-    if (opts_version != VEGA_WEBSOCKET_CONNECT_OPTS_VERSION)
+    if (opts_version < 1 || opts_version > VEGA_WEBSOCKET_CONNECT_OPTS_VERSION)
         vega__panic(__FILE__, __LINE__,
                     "vega_websocket_connect_opts_init: options of another libvega (version %d)",
                     opts_version);
-    memset(o, 0, sizeof *o);
+    memset(o, 0, opts_size(opts_version));
     vega_websocket_opts_init(&o->ws);
 }
 
@@ -112,29 +124,15 @@ static vega_ssize resp_field(const vega_http_client_info *info, const char *name
     return n;
 }
 
-/* §4.1: the client's checks of the server's 101 ("If the response lacks ... the client MUST
- * _Fail the WebSocket Connection_"). Fills *params and the selected subprotocol. */
-static int check_101(const vega_http_client_info *info, const char *accept,
-                     const vega_websocket_opts *o, vega_ws_deflate_params *params, char *proto,
-                     size_t *proto_len)
+/* §4.1 items 5 and 6, alike over HTTP/1.1 and HTTP/2 (RFC 8441 §5): the extension and the
+ * subprotocol the server chose. Fills *params and the selected subprotocol. */
+static int check_negotiated(const vega_http_client_info *info, const vega_websocket_opts *o,
+                            vega_ws_deflate_params *params, char *proto, size_t *proto_len)
 {
     char v[WS_MAX_VALUE];
-    vega_ssize n = resp_field(info, "upgrade", v);
-    if (n < 0 || !vega_ws_header_has_token(v, (size_t)n, "websocket"))
-        return VEGA_ERR_WS_HANDSHAKE;
-    n = resp_field(info, "connection", v);
-    if (n < 0 || !vega_ws_header_has_token(v, (size_t)n, "upgrade"))
-        return VEGA_ERR_WS_HANDSHAKE;
-    /* Exactly one Sec-WebSocket-Accept, equal to ours. */
-    const vega_http_field *f = vega_http_fields_get(info->fields, "sec-websocket-accept", 20);
-    if (!f ||
-        vega_http_fields_find(info->fields, "sec-websocket-accept", 20,
-                              (size_t)(f - info->fields->items) + 1) >= 0 ||
-        f->value.len != VEGA_WS_ACCEPT_LEN || memcmp(f->value.ptr, accept, VEGA_WS_ACCEPT_LEN))
-        return VEGA_ERR_WS_HANDSHAKE;
     /* Extensions: only what was offered (RFC 7692 §7.1 checks the parameters). */
     memset(params, 0, sizeof *params);
-    n = resp_field(info, "sec-websocket-extensions", v);
+    vega_ssize n = resp_field(info, "sec-websocket-extensions", v);
     if (n == VEGA_ERR_WS_HANDSHAKE)
         return (int)n;
     if (n > 0 && vega_ws_deflate_check_response(v, (size_t)n, &o->deflate, params) < 0)
@@ -157,26 +155,60 @@ static int check_101(const vega_http_client_info *info, const char *accept,
     return 0;
 }
 
-int vega_websocket_connect_versioned(vega_http_client *c, const char *url,
-                                     const vega_websocket_connect_opts *o, vega_websocket **out,
-                                     vega_deadline dl, int opts_version)
+/* §4.1: the client's checks of the server's 101 ("If the response lacks ... the client MUST
+ * _Fail the WebSocket Connection_"). Fills *params and the selected subprotocol. */
+static int check_101(const vega_http_client_info *info, const char *accept,
+                     const vega_websocket_opts *o, vega_ws_deflate_params *params, char *proto,
+                     size_t *proto_len)
 {
-    if (opts_version != VEGA_WEBSOCKET_CONNECT_OPTS_VERSION || !c || !url || !out)
-        return -EINVAL;
-    *out = NULL;
-    vega_websocket_connect_opts d;
-    vega_websocket_connect_opts_init(&d);
-    if (!o)
-        o = &d;
-    if (o->refused)
-        *o->refused = NULL;
-    if (o->nfields && !o->fields)
-        return -EINVAL;
-    for (size_t i = 0; i < o->nfields; i++)
-        if (reserved_field(&o->fields[i]))
-            return -EINVAL;
-    if (o->ws.nsubprotocols && !o->ws.subprotocols)
-        return -EINVAL;
+    char v[WS_MAX_VALUE];
+    vega_ssize n = resp_field(info, "upgrade", v);
+    if (n < 0 || !vega_ws_header_has_token(v, (size_t)n, "websocket"))
+        return VEGA_ERR_WS_HANDSHAKE;
+    n = resp_field(info, "connection", v);
+    if (n < 0 || !vega_ws_header_has_token(v, (size_t)n, "upgrade"))
+        return VEGA_ERR_WS_HANDSHAKE;
+    /* Exactly one Sec-WebSocket-Accept, equal to ours. */
+    const vega_http_field *f = vega_http_fields_get(info->fields, "sec-websocket-accept", 20);
+    if (!f ||
+        vega_http_fields_find(info->fields, "sec-websocket-accept", 20,
+                              (size_t)(f - info->fields->items) + 1) >= 0 ||
+        f->value.len != VEGA_WS_ACCEPT_LEN || memcmp(f->value.ptr, accept, VEGA_WS_ACCEPT_LEN))
+        return VEGA_ERR_WS_HANDSHAKE;
+    return check_negotiated(info, o, params, proto, proto_len);
+}
+
+/* RFC 8441 §5: the answer on an HTTP/2 stream -- any 2xx accepts (no Accept key) -- and the
+ * stream becomes *out's transport. r: taken. */
+static int over_h2(vega_http_client_response *r, const vega_websocket_connect_opts *o,
+                   vega_websocket **out)
+{
+    vega_ws_deflate_params params;
+    char proto[64];
+    size_t proto_len = 0;
+    int rc = check_negotiated(&r->info, &o->ws, &params, proto, &proto_len);
+    if (rc < 0) {
+        vega_http_client_response_free(r); /* the stream is reset (CANCEL) */
+        return rc;
+    }
+    vega_stream *s;
+    if ((rc = vega__hc_h2_tunnel_new(r, &s)) < 0) {
+        vega_http_client_response_free(r);
+        return rc;
+    }
+    rc = vega_websocket_new(out, s, true, VEGA_WS_CLIENT, &params, &o->ws, NULL, 0);
+    if (rc < 0) {
+        vega_stream_close(s, 0); /* frees r */
+        return rc;
+    }
+    vega__websocket_set_subprotocol(*out, proto, proto_len);
+    return 0;
+}
+
+/* One handshake: over HTTP/2 (h2) or an HTTP/1.1 Upgrade. The options are checked. */
+static int attempt(vega_http_client *c, const char *url, const vega_websocket_connect_opts *o,
+                   bool h2, vega_websocket **out, vega_deadline dl)
+{
     char protos[WS_MAX_PROTOS];
     size_t plen = 0;
     int rc = join_protos(&o->ws, protos, &plen);
@@ -211,9 +243,12 @@ int vega_websocket_connect_versioned(vega_http_client *c, const char *url,
     for (size_t i = 0; i < o->nfields; i++)
         f[nf++] = o->fields[i];
 #define ADD(n, v, vl) (f[nf++] = (vega_http_field){{(n), strlen(n)}, {(v), (vl)}})
-    ADD("Upgrade", "websocket", 9);
-    ADD("Connection", "Upgrade", 7);
-    ADD("Sec-WebSocket-Key", key, VEGA_WS_KEY_LEN);
+    if (!h2) {
+        /* RFC 8441 §5: over HTTP/2 the :protocol says it, and there is no key */
+        ADD("Upgrade", "websocket", 9);
+        ADD("Connection", "Upgrade", 7);
+        ADD("Sec-WebSocket-Key", key, VEGA_WS_KEY_LEN);
+    }
     ADD("Sec-WebSocket-Version", "13", 2);
     if (elen > 0)
         ADD("Sec-WebSocket-Extensions", ext, (size_t)elen);
@@ -226,8 +261,10 @@ int vega_websocket_connect_versioned(vega_http_client *c, const char *url,
     req.url = hurl;
     req.fields = f;
     req.nfields = nf;
-    req.version = VEGA_HTTP_CLIENT_V11;
-    req.fresh_connection = true;
+    /* HTTP/2: ALPN h2 on https, prior knowledge on http (no h2c Upgrade for a CONNECT); the
+     * origin's pooled connection is shared */
+    req.version = h2 ? VEGA_HTTP_CLIENT_V2_PRIOR : VEGA_HTTP_CLIENT_V11;
+    req.fresh_connection = !h2;
     req.deadline = dl;
     req.trace = o->trace;
     req.trace_user = o->trace_user;
@@ -237,15 +274,19 @@ int vega_websocket_connect_versioned(vega_http_client *c, const char *url,
     vega__mem_free(mem, hurl);
     if (rc < 0)
         return rc;
-    if (!r->upgraded) {
+    bool ok = r->h2 ? r->info.status >= 200 && r->info.status < 300 : r->upgraded;
+    if (!ok) {
         /* §4.1: "If the status code received from the server is not 101, the client handles
-         * the response per HTTP procedures" (here: the caller's, with the response). */
+         * the response per HTTP procedures" (here: the caller's, with the response); RFC 8441
+         * §5: over HTTP/2 a 2xx is success. */
         if (o->refused)
             *o->refused = r;
         else
             vega_http_client_response_free(r);
         return VEGA_ERR_WS_STATUS;
     }
+    if (r->h2)
+        return over_h2(r, o, out);
     vega_ws_deflate_params params;
     char proto[64];
     size_t proto_len = 0;
@@ -269,4 +310,37 @@ int vega_websocket_connect_versioned(vega_http_client *c, const char *url,
     vega__websocket_set_subprotocol(*out, proto, proto_len);
     vega_http_client_response_free(r);
     return 0;
+}
+
+int vega_websocket_connect_versioned(vega_http_client *c, const char *url,
+                                     const vega_websocket_connect_opts *o, vega_websocket **out,
+                                     vega_deadline dl, int opts_version)
+{
+    if (opts_version < 1 || opts_version > VEGA_WEBSOCKET_CONNECT_OPTS_VERSION || !c || !url ||
+        !out)
+        return -EINVAL;
+    *out = NULL;
+    /* API rules: ABI: a caller of layout 1 gives its prefix; the rest keeps the defaults. */
+    vega_websocket_connect_opts d;
+    vega_websocket_connect_opts_init(&d);
+    if (o)
+        memcpy(&d, o, opts_size(opts_version));
+    o = &d;
+    if (o->refused)
+        *o->refused = NULL;
+    if (o->nfields && !o->fields)
+        return -EINVAL;
+    for (size_t i = 0; i < o->nfields; i++)
+        if (reserved_field(&o->fields[i]))
+            return -EINVAL;
+    if (o->ws.nsubprotocols && !o->ws.subprotocols)
+        return -EINVAL;
+    bool h2 = o->version == VEGA_HTTP_CLIENT_V2 || o->version == VEGA_HTTP_CLIENT_V2_PRIOR;
+    if (!h2 && o->version != 0 && o->version != VEGA_HTTP_CLIENT_V11)
+        return -EINVAL;
+    int rc = attempt(c, url, o, h2, out, dl);
+    /* the server does not do RFC 8441: the HTTP/1.1 Upgrade on a connection of its own */
+    if (rc == -ENOTSUP && h2 && o->h1_fallback)
+        rc = attempt(c, url, o, false, out, dl);
+    return rc;
 }

@@ -109,9 +109,25 @@ typedef struct vega_websocket_connect_opts {
     /* NULL, or where a refusal (VEGA_ERR_WS_STATUS) leaves the server's response, returned
      * owned: its status, fields and body (vega_http_client_response_free). */
     vega_http_client_response **refused;
+    /* ---- layout version 2 ---- */
+    /* Which HTTP carries the handshake. 0 or VEGA_HTTP_CLIENT_V11: an HTTP/1.1 Upgrade (RFC
+     * 6455 §4.1) on a fresh connection (ALPN http/1.1; a caller's TLS config that lets ALPN
+     * choose h2 gets RFC 8441 on it). VEGA_HTTP_CLIENT_V2: RFC 8441, an extended CONNECT
+     * (":protocol websocket") on the client's HTTP/2 connection to the origin, pooled and shared
+     * with its other requests -- wss:// by ALPN h2, ws:// by prior knowledge (h2c, RFC 9113
+     * §3.3; VEGA_HTTP_CLIENT_V2_PRIOR says the same) -- sent once the server's SETTINGS said
+     * SETTINGS_ENABLE_CONNECT_PROTOCOL = 1. */
+    int version;
+    /* With VEGA_HTTP_CLIENT_V2: when the server does not do RFC 8441 (ALPN chose http/1.1, or
+     * its SETTINGS lack ENABLE_CONNECT_PROTOCOL), the HTTP/1.1 Upgrade on a fresh connection
+     * instead, as browsers do. Off: -ENOTSUP. (A ws:// server that does not speak h2c fails as
+     * any prior-knowledge request does; and a caller's TLS config that offers h2 to a server
+     * speaking HTTP/2 without RFC 8441 gets h2 again: -ENOTSUP.) */
+    bool h1_fallback;
 } vega_websocket_connect_opts;
-/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). */
-#define VEGA_WEBSOCKET_CONNECT_OPTS_VERSION 1
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended
+ * version and h1_fallback. */
+#define VEGA_WEBSOCKET_CONNECT_OPTS_VERSION 2
 
 /* Fills o with the defaults (vega_websocket_opts_init's for o->ws). Context: any. Since 0.1. */
 VEGA_API void vega_websocket_connect_opts_init_versioned(vega_websocket_connect_opts *o,
@@ -121,22 +137,30 @@ VEGA_API void vega_websocket_connect_opts_init_versioned(vega_websocket_connect_
 
 /*
  * Client: opens a WebSocket to url (ws:// or wss://; http:// and https:// mean the same) with
- * an HTTP/1.1 Upgrade request (RFC 6455 §4.1) on a fresh connection of c: its DNS, --resolve
+ * an HTTP/1.1 Upgrade request (RFC 6455 §4.1) on a fresh connection of c, or over HTTP/2 as
+ * o->version asks (RFC 8441: below). HTTP/1.1: c's DNS, --resolve
  * entries, connect hook, TLS config (ALPN http/1.1) and proxy (an HTTP proxy is passed by a
  * CONNECT tunnel, ws:// too). The Sec-WebSocket-Key is 16 bytes of vega_crypto_random. The 101
  * must say "Upgrade: websocket" and "Connection: Upgrade", carry the right
  * Sec-WebSocket-Accept, and choose only an extension and a subprotocol that were offered;
- * otherwise the connection is failed (closed). o: borrowed; NULL = defaults. *out: returns
- * owned, the connection's vega_websocket (masking, role client; vega_websocket_free closes
- * it). dl bounds the handshake (connect included; c's connect_timeout too).
+ * otherwise the connection is failed (closed). HTTP/2 (RFC 8441 §4, §5): the CONNECT carries
+ * ":scheme", ":path", ":authority" and Sec-WebSocket-Version 13 (no Key, no Accept); any 2xx
+ * accepts, with the same extension and subprotocol checks; the WebSocket is then that stream's
+ * DATA both ways under its flow control (the connection's other streams go on; a reset reads
+ * as -ECONNRESET), and vega_websocket_free ends our side with END_STREAM, waits a moment for
+ * the server's, else resets it (CANCEL); it is a request of c in progress: free it before c.
+ * o: borrowed; NULL = defaults. *out: returns owned, the connection's vega_websocket (masking,
+ * role client; vega_websocket_free closes it). dl bounds the handshake (connect included; c's
+ * connect_timeout too).
  * Returns 0; VEGA_ERR_WS_STATUS (another status: o->refused has the response);
- * VEGA_ERR_WS_HANDSHAKE (an invalid 101); -ENOTSUP (a caller's TLS config let ALPN choose h2:
- * RFC 8441 is not done); -EINVAL (NULL c, url or out, a handshake field in o->fields, a
- * subprotocol that is not a token, window bits out of 8..15, options of an unknown layout
- * version); VEGA_ERR_HTTP_URL, VEGA_ERR_HTTP_SCHEME (not ws, wss, http or https); -ENOMEM;
- * VEGA_ERR_CRYPTO_LIBCRYPTO (no randomness); and vega_http_client_send's connect, TLS, proxy
- * and response codes (VEGA_ERR_DNS_NOT_FOUND, -ECONNREFUSED, -ETIMEDOUT, VEGA_ERR_PROTO, ...).
- * Context: inside a task. Suspends. Since 0.1.
+ * VEGA_ERR_WS_HANDSHAKE (an invalid 101 or 2xx); -ENOTSUP (HTTP/2 and the server does
+ * not do RFC 8441: ALPN chose http/1.1 or SETTINGS_ENABLE_CONNECT_PROTOCOL is not 1, without
+ * h1_fallback); -EINVAL (NULL c, url or out, a handshake field in o->fields, a
+ * subprotocol that is not a token, window bits out of 8..15, an unknown o->version, options of an
+ * unknown layout version); VEGA_ERR_HTTP_URL, VEGA_ERR_HTTP_SCHEME (not ws, wss, http or https);
+ * -ENOMEM; VEGA_ERR_CRYPTO_LIBCRYPTO (no randomness); and vega_http_client_send's connect, TLS,
+ * proxy and response codes (VEGA_ERR_DNS_NOT_FOUND, -ECONNREFUSED, -ETIMEDOUT, VEGA_ERR_PROTO,
+ * ...). Context: inside a task. Suspends. Since 0.1.
  */
 VEGA_API int vega_websocket_connect_versioned(vega_http_client *c, const char *url,
                                               const vega_websocket_connect_opts *o,

@@ -16,13 +16,16 @@
 #define MAX_CONNS 8
 
 /* The server's handler: echoes until the peer closes. Paths: /close4001 closes first with
- * 4001 after one echo; /ping pings before each echo; /refuse answers 403. */
+ * 4001 after one echo; /ping pings before each echo; /refuse answers 403; /drop accepts and
+ * ends at once without a Close; /flood sends 64 KiB messages until the peer goes. */
 static int ws_handler(vega_http_exchange *x, void *user)
 {
     (void)user;
     const vega_http_request *rq = vega_http_exchange_request(x);
     bool close_first = rq->path.len == 10 && memcmp(rq->path.ptr, "/close4001", 10) == 0;
     bool ping = rq->path.len == 5 && memcmp(rq->path.ptr, "/ping", 5) == 0;
+    bool drop = rq->path.len == 5 && memcmp(rq->path.ptr, "/drop", 5) == 0;
+    bool flood = rq->path.len == 6 && memcmp(rq->path.ptr, "/flood", 6) == 0;
     if (!vega_http_exchange_is_websocket(x) ||
         (rq->path.len == 7 && memcmp(rq->path.ptr, "/refuse", 7) == 0))
         return vega_http_respond(x, 403, NULL, 0, "no", 2, DL(5000));
@@ -34,7 +37,12 @@ static int ws_handler(vega_http_exchange *x, void *user)
     o.nsubprotocols = 2;
     vega_websocket *ws;
     VCHECK_EQ(vega_http_exchange_accept_websocket(x, &o, &ws, DL(5000)), 0);
-    for (;;) {
+    if (flood) {
+        static uint8_t chunk[65536];
+        while (vega_websocket_send(ws, VEGA_WS_BINARY, chunk, sizeof chunk, DL(10000)) == 0) {
+        }
+    }
+    for (; !drop && !flood;) {
         vega_websocket_msg m;
         int rc = vega_websocket_recv(ws, &m, DL(10000));
         if (rc < 0) {
@@ -130,14 +138,24 @@ static int hook_fn(void *user, const char *host, uint16_t port, bool tls, vega_s
     return 0;
 }
 
-static vega_http_client *hook_init(struct hook *h, vega_tls_config *server_tls,
-                                   vega_tls_config *client_tls, const struct script *script)
+/* h2ws: the server speaks HTTP/2 (h2c by prior knowledge, h2 by ALPN) with RFC 8441 on (1) or
+ * off (0); -1: no vega_http_server_set_h2 call. */
+static vega_http_client *hook_init_h2(struct hook *h, vega_tls_config *server_tls,
+                                      vega_tls_config *client_tls, const struct script *script,
+                                      int h2ws)
 {
     memset(h, 0, sizeof *h);
     vega_http_server_opts so;
     vega_http_server_opts_init(&so);
     so.handler = ws_handler;
     VCHECK_EQ(vega_http_server_new(&h->srv, &so), 0);
+    if (h2ws >= 0) {
+        vega_http_server_h2_opts ho;
+        vega_http_server_h2_opts_init(&ho);
+        ho.h2c = true;
+        ho.websocket = h2ws == 1;
+        VCHECK_EQ(vega_http_server_set_h2(h->srv, &ho), 0);
+    }
     h->server_tls = server_tls;
     h->script = script;
     vega_http_client_opts o;
@@ -148,6 +166,12 @@ static vega_http_client *hook_init(struct hook *h, vega_tls_config *server_tls,
     vega_http_client *c;
     VCHECK_EQ(vega_http_client_new(&c, &o), 0);
     return c;
+}
+
+static vega_http_client *hook_init(struct hook *h, vega_tls_config *server_tls,
+                                   vega_tls_config *client_tls, const struct script *script)
+{
+    return hook_init_h2(h, server_tls, client_tls, script, -1);
 }
 
 static void hook_fini(struct hook *h, vega_http_client *c)
@@ -178,10 +202,23 @@ static void close_normally(vega_websocket *ws)
     VCHECK_EQ(vega_websocket_close(ws, 1000, NULL, 0, DL(5000)), VEGA_ERR_CLOSED);
 }
 
-static void conversation(vega_http_client *c, const char *url, bool deflate)
+/* The last request head the client sent (its trace hook). */
+static char last_head[4096];
+
+static void trace_req(void *user, bool is_request, const void *head, size_t len)
+{
+    (void)user;
+    if (is_request)
+        snprintf(last_head, sizeof last_head, "%.*s", (int)len, (const char *)head);
+}
+
+static void conversation_v(vega_http_client *c, const char *url, bool deflate, int version)
 {
     vega_websocket_connect_opts o;
     vega_websocket_connect_opts_init(&o);
+    o.version = version;
+    o.trace = trace_req;
+    last_head[0] = '\0';
     o.ws.deflate.enabled = deflate;
     o.ws.deflate.client_no_context_takeover = deflate;
     static const char *const protos[] = {"chat", "other"};
@@ -189,6 +226,17 @@ static void conversation(vega_http_client *c, const char *url, bool deflate)
     o.ws.nsubprotocols = 2;
     vega_websocket *ws;
     VCHECK_EQ(vega_websocket_connect(c, url, &o, &ws, DL(10000)), 0);
+    /* RFC 8441 §4 over HTTP/2 (shown as HTTP/1.1 would write it), else RFC 6455 §4.1 */
+    if (version == VEGA_HTTP_CLIENT_V2) {
+        VCHECK(strncmp(last_head, "CONNECT /", 9) == 0);
+        VCHECK(strstr(last_head, " HTTP/2\r\n"));
+        VCHECK(strstr(last_head, "\r\n:protocol: websocket\r\n"));
+        VCHECK(strstr(last_head, "\r\nsec-websocket-version: 13\r\n"));
+        VCHECK(!strcasestr(last_head, "sec-websocket-key"));
+    } else {
+        VCHECK(strncmp(last_head, "GET /", 5) == 0);
+        VCHECK(strcasestr(last_head, "\r\nSec-WebSocket-Key: "));
+    }
     VCHECK_STR(vega_websocket_get_subprotocol(ws), "chat");
     VCHECK_EQ(vega_websocket_is_compressed(ws), deflate);
     echo_one(ws, VEGA_WS_TEXT, "hello", 5);
@@ -206,6 +254,11 @@ static void conversation(vega_http_client *c, const char *url, bool deflate)
     echo_one(ws, VEGA_WS_BINARY, "after ping", 10);
     close_normally(ws);
     vega_websocket_free(ws);
+}
+
+static void conversation(vega_http_client *c, const char *url, bool deflate)
+{
+    conversation_v(c, url, deflate, 0);
 }
 
 VTEST_MT(echo_plain_and_deflate, 2)
@@ -445,4 +498,192 @@ VTEST_CT(bad_arguments)
     VCHECK_EQ(vega_websocket_connect(c, "ws://x/", &o, &ws, DL(100)), -EINVAL);
     VCHECK_EQ(vega_websocket_connect_versioned(c, "ws://x/", NULL, &ws, DL(100), 99), -EINVAL);
     vega_http_client_free(c);
+}
+
+/* ---- RFC 8441: WebSocket over HTTP/2 ------------------------------------------------------- */
+
+/* Extended CONNECT over h2c (prior knowledge), plain and with permessage-deflate: both
+ * WebSockets and a plain request share one connection (RFC 8441 §1: many WebSockets and
+ * requests on one HTTP/2 connection). */
+VTEST_MT(h2_echo_shares_the_connection, 2)
+{
+    struct hook h;
+    vega_http_client *c = hook_init_h2(&h, NULL, NULL, NULL, 1);
+    conversation_v(c, "ws://example.test/echo", false, VEGA_HTTP_CLIENT_V2);
+    conversation_v(c, "ws://example.test/echo", true, VEGA_HTTP_CLIENT_V2);
+    vega_http_client_request req;
+    vega_http_client_request_init(&req);
+    req.url = "http://example.test/plain";
+    req.version = VEGA_HTTP_CLIENT_V2_PRIOR;
+    req.deadline = DL(5000);
+    vega_http_client_response *r;
+    VCHECK_EQ(vega_http_client_send(c, &req, &r), 0);
+    VCHECK_EQ(vega_http_client_response_info(r)->version, VEGA_HTTP_CLIENT_V2);
+    VCHECK_EQ(vega_http_client_response_info(r)->status, 403);
+    vega_http_client_response_free(r);
+    VCHECK_EQ(h.calls, 1);
+    hook_fini(&h, c);
+}
+
+/* Over TLS with ALPN h2; the server's ping and its Close (4001) come over the stream. */
+VTEST_MT(h2_echo_over_tls, 2)
+{
+    vega_tls_config *st, *ct;
+    VCHECK_EQ(vega_tls_config_new(&st, VEGA_TLS_SERVER), 0);
+    VCHECK_EQ(vega_tls_config_use_selfsigned(st), 0);
+    static const char *const salpn[] = {"h2", "http/1.1"};
+    VCHECK_EQ(vega_tls_config_set_alpn(st, salpn, 2), 0);
+    VCHECK_EQ(vega_tls_config_new(&ct, VEGA_TLS_CLIENT), 0);
+    VCHECK_EQ(vega_tls_config_set_verify(ct, VEGA_TLS_VERIFY_NONE), 0);
+    /* a caller's config offers what it says (the client's own offers h2 and http/1.1) */
+    static const char *const alpn[] = {"h2"};
+    VCHECK_EQ(vega_tls_config_set_alpn(ct, alpn, 1), 0);
+    struct hook h;
+    vega_http_client *c = hook_init_h2(&h, st, ct, NULL, 1);
+    conversation_v(c, "wss://example.test/echo", true, VEGA_HTTP_CLIENT_V2);
+    vega_websocket_connect_opts o;
+    vega_websocket_connect_opts_init(&o);
+    o.version = VEGA_HTTP_CLIENT_V2;
+    vega_websocket *ws;
+    VCHECK_EQ(vega_websocket_connect(c, "wss://example.test/close4001", &o, &ws, DL(5000)), 0);
+    echo_one(ws, VEGA_WS_TEXT, "x", 1);
+    vega_websocket_msg m;
+    VCHECK_EQ(vega_websocket_recv(ws, &m, DL(5000)), VEGA_ERR_CLOSED);
+    VCHECK_EQ(vega_websocket_get_close_code(ws), 4001);
+    vega_websocket_free(ws);
+    VCHECK_EQ(h.calls, 1);
+    hook_fini(&h, c);
+    vega_tls_config_free(st);
+    vega_tls_config_free(ct);
+}
+
+/* A caller's TLS config that offers h2 to the default (HTTP/1.1) handshake: ALPN picks h2, and
+ * the WebSocket goes as an extended CONNECT on it (it used to be -ENOTSUP). */
+VTEST_MT(h2_by_alpn_of_a_callers_config, 2)
+{
+    vega_tls_config *st, *ct;
+    VCHECK_EQ(vega_tls_config_new(&st, VEGA_TLS_SERVER), 0);
+    VCHECK_EQ(vega_tls_config_use_selfsigned(st), 0);
+    VCHECK_EQ(vega_tls_config_new(&ct, VEGA_TLS_CLIENT), 0);
+    VCHECK_EQ(vega_tls_config_set_verify(ct, VEGA_TLS_VERIFY_NONE), 0);
+    static const char *const alpn[] = {"h2", "http/1.1"};
+    VCHECK_EQ(vega_tls_config_set_alpn(ct, alpn, 2), 0);
+    VCHECK_EQ(vega_tls_config_set_alpn(st, alpn, 2), 0);
+    struct hook h;
+    vega_http_client *c = hook_init_h2(&h, st, ct, NULL, 1);
+    vega_websocket_connect_opts o;
+    vega_websocket_connect_opts_init(&o);
+    o.trace = trace_req;
+    vega_websocket *ws;
+    VCHECK_EQ(vega_websocket_connect(c, "wss://example.test/echo", &o, &ws, DL(5000)), 0);
+    VCHECK(strncmp(last_head, "CONNECT /echo HTTP/2\r\n", 22) == 0);
+    echo_one(ws, VEGA_WS_TEXT, "over h2", 7);
+    close_normally(ws);
+    vega_websocket_free(ws);
+    hook_fini(&h, c);
+    vega_tls_config_free(st);
+    vega_tls_config_free(ct);
+}
+
+/* The server's handler ends without a Close: its END_STREAM is the end of the byte stream
+ * (close code 1006); a 403 is a refusal with the response. */
+VTEST_MT(h2_end_stream_and_refusal, 2)
+{
+    struct hook h;
+    vega_http_client *c = hook_init_h2(&h, NULL, NULL, NULL, 1);
+    vega_websocket_connect_opts o;
+    vega_websocket_connect_opts_init(&o);
+    o.version = VEGA_HTTP_CLIENT_V2;
+    vega_websocket *ws;
+    VCHECK_EQ(vega_websocket_connect(c, "ws://example.test/drop", &o, &ws, DL(5000)), 0);
+    vega_websocket_msg m;
+    VCHECK_EQ(vega_websocket_recv(ws, &m, DL(5000)), VEGA_ERR_CLOSED);
+    VCHECK_EQ(vega_websocket_get_close_code(ws), 1006);
+    vega_websocket_free(ws);
+    vega_http_client_response *r = NULL;
+    o.refused = &r;
+    VCHECK_EQ(vega_websocket_connect(c, "ws://example.test/refuse", &o, &ws, DL(5000)),
+              VEGA_ERR_WS_STATUS);
+    VCHECK(ws == NULL && r != NULL);
+    VCHECK_EQ(vega_http_client_response_info(r)->status, 403);
+    VCHECK_EQ(vega_http_client_response_info(r)->version, VEGA_HTTP_CLIENT_V2);
+    char body[8];
+    VCHECK_EQ(vega_http_client_response_read(r, body, sizeof body, DL(5000)), 2);
+    vega_http_client_response_free(r);
+    VCHECK_EQ(h.calls, 1);
+    hook_fini(&h, c);
+}
+
+/* A server without SETTINGS_ENABLE_CONNECT_PROTOCOL: -ENOTSUP (nothing was sent), or with
+ * h1_fallback the HTTP/1.1 Upgrade on a connection of its own. */
+VTEST_MT(h2_server_without_the_setting, 2)
+{
+    struct hook h;
+    vega_http_client *c = hook_init_h2(&h, NULL, NULL, NULL, 0);
+    vega_websocket_connect_opts o;
+    vega_websocket_connect_opts_init(&o);
+    o.version = VEGA_HTTP_CLIENT_V2;
+    vega_websocket *ws = NULL;
+    VCHECK_EQ(vega_websocket_connect(c, "ws://example.test/echo", &o, &ws, DL(5000)), -ENOTSUP);
+    VCHECK(ws == NULL);
+    o.h1_fallback = true;
+    VCHECK_EQ(vega_websocket_connect(c, "ws://example.test/echo", &o, &ws, DL(5000)), 0);
+    echo_one(ws, VEGA_WS_TEXT, "fell back", 9);
+    close_normally(ws);
+    vega_websocket_free(ws);
+    VCHECK_EQ(h.calls, 2); /* the HTTP/2 one (kept), then the HTTP/1.1 one */
+    hook_fini(&h, c);
+}
+
+/* A WebSocket whose reader stalls holds only its own stream's window: the server's flood on it
+ * stops there, and another WebSocket on the same connection echoes meanwhile. Then the stalled
+ * one is dropped (its stream reset) and the connection still serves. */
+VTEST_MT(h2_stalled_reader_stalls_only_its_stream, 2)
+{
+    struct hook h;
+    vega_http_client *c = hook_init_h2(&h, NULL, NULL, NULL, 1);
+    vega_websocket_connect_opts o;
+    vega_websocket_connect_opts_init(&o);
+    o.version = VEGA_HTTP_CLIENT_V2;
+    vega_websocket *flood, *ws;
+    VCHECK_EQ(vega_websocket_connect(c, "ws://example.test/flood", &o, &flood, DL(5000)), 0);
+    VCHECK_EQ(vega_websocket_connect(c, "ws://example.test/echo", &o, &ws, DL(5000)), 0);
+    /* a few MB through the echo while the flood's stream sits full */
+    size_t big = 256 * 1024;
+    char *p = malloc(big);
+    VCHECK(p);
+    memset(p, 'q', big);
+    for (int i = 0; i < 12; i++)
+        echo_one(ws, VEGA_WS_BINARY, p, big);
+    free(p);
+    /* the flood's first message is there to read */
+    vega_websocket_msg m;
+    VCHECK_EQ(vega_websocket_recv(flood, &m, DL(5000)), 0);
+    VCHECK_EQ(m.len, 65536);
+    vega_websocket_free(flood);
+    echo_one(ws, VEGA_WS_TEXT, "still", 5);
+    close_normally(ws);
+    vega_websocket_free(ws);
+    VCHECK_EQ(h.calls, 1);
+    hook_fini(&h, c);
+}
+
+/* Layout 1 of vega_websocket_connect_opts (before version and h1_fallback) still works. */
+VTEST_MT(connect_opts_layout_1, 2)
+{
+    struct hook h;
+    vega_http_client *c = hook_init(&h, NULL, NULL, NULL);
+    union {
+        vega_websocket_connect_opts o;
+        uint8_t raw[sizeof(vega_websocket_connect_opts)];
+    } u;
+    memset(&u, 0xa5, sizeof u); /* what a layout-1 caller never wrote */
+    vega_websocket_connect_opts_init_versioned(&u.o, 1);
+    vega_websocket *ws;
+    VCHECK_EQ(vega_websocket_connect_versioned(c, "ws://example.test/echo", &u.o, &ws, DL(5000), 1),
+              0);
+    echo_one(ws, VEGA_WS_TEXT, "v1", 2);
+    close_normally(ws);
+    vega_websocket_free(ws);
+    hook_fini(&h, c);
 }
