@@ -25,6 +25,11 @@ static const char usage_text[] =
     "  -l, --listen ADDR:PORT  listen here (repeatable; default 127.0.0.1:1080; PORT alone is on\n"
     "                          127.0.0.1; port 0 picks a free one and the listening line shows "
     "it)\n"
+    "                          tls://ADDR:PORT: clients speak TLS first (an HTTPS proxy: curl\n"
+    "                          --proxy https://HOST:PORT, vega-curl -x https://); SOCKS5,\n"
+    "                          SOCKS4a, CONNECT and forwarding run inside it as outside\n"
+    "      --tls-cert FILE     the tls:// listeners' certificate chain (PEM)\n"
+    "      --tls-key FILE      its private key (PEM; default: in --tls-cert's file)\n"
     "      --allow CIDR        clients allowed (repeatable, e.g. 10.0.0.0/8, ::1); default: all.\n"
     "                          No open proxy: listening beyond loopback needs --allow, -u or "
     "--users\n"
@@ -136,6 +141,8 @@ enum {
     OPT_LOG_FORMAT,
     OPT_METRICS,
     OPT_METRICS_PUBLIC,
+    OPT_TLS_CERT,
+    OPT_TLS_KEY,
 };
 
 static const struct option long_opts[] = {
@@ -161,6 +168,8 @@ static const struct option long_opts[] = {
     {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
     {"metrics", required_argument, NULL, OPT_METRICS},
     {"metrics-public", no_argument, NULL, OPT_METRICS_PUBLIC},
+    {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+    {"tls-key", required_argument, NULL, OPT_TLS_KEY},
     {"verbose", no_argument, NULL, 'v'},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -236,6 +245,32 @@ static void set_metrics(struct proxy_opts *o, const char *spec)
     o->metrics = spec;
 }
 
+/* The tls:// listeners' server configuration from --tls-cert and --tls-key. */
+static void tls_setup(struct proxy_opts *o)
+{
+    bool any = false;
+    for (size_t i = 0; i < o->nlisten; i++)
+        any |= o->listen_tls[i];
+    if (!any) {
+        if (o->tls_cert || o->tls_key)
+            cli_usage_error("--tls-cert and --tls-key are for a tls:// listener (-l "
+                            "tls://ADDR:PORT)");
+        return;
+    }
+    if (!o->tls_cert)
+        cli_usage_error("a tls:// listener needs --tls-cert FILE (and --tls-key FILE)");
+    int r = vega_tls_config_new(&o->tls, VEGA_TLS_SERVER);
+    if (r == 0)
+        r = vega_tls_config_set_cert_files(o->tls, o->tls_cert, o->tls_key);
+    if (r < 0) {
+        cli_err(o->tls_cert,
+                "not a usable PEM certificate and key (or the key does not match "
+                "the certificate): %s",
+                vega_tls_strerror(r));
+        exit(CLI_EXIT_USAGE);
+    }
+}
+
 static void parse_args(struct proxy_opts *o, int argc, char **argv)
 {
     int c;
@@ -245,7 +280,15 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
         case 'l':
             if (o->nlisten == PROXY_MAX_LISTEN)
                 cli_usage_error("-l: at most %d addresses", PROXY_MAX_LISTEN);
-            o->listen[o->nlisten++] = optarg;
+            o->listen_tls[o->nlisten] = strncmp(optarg, "tls://", 6) == 0;
+            o->listen[o->nlisten] = o->listen_tls[o->nlisten] ? optarg + 6 : optarg;
+            o->nlisten++;
+            break;
+        case OPT_TLS_CERT:
+            o->tls_cert = optarg;
+            break;
+        case OPT_TLS_KEY:
+            o->tls_key = optarg;
             break;
         case OPT_ALLOW:
             if (o->nallow == PROXY_MAX_ALLOW)
@@ -382,11 +425,13 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
         cli_usage_error("--upstream-cacert and --upstream-insecure need an https:// --upstream");
     if (o->nlisten == 0)
         o->listen[o->nlisten++] = "127.0.0.1:1080";
+    tls_setup(o);
 }
 
 struct listener {
     struct proxy_server *srv;
     vega_sock *sock;
+    vega_tls_config *tls; /* tls://: the clients' TLS (NULL: plain) */
 };
 
 static void *accept_main(void *arg)
@@ -425,6 +470,7 @@ static void *accept_main(void *arg)
         }
         vega_sock_set_nodelay(a->sock, true);
         a->srv = srv;
+        a->tls = l->tls;
         atomic_fetch_add(&srv->live, 1);
         atomic_fetch_add(&srv->total, 1);
         r = vega_group_spawn(srv->tunnels, tunnel_main, a);
@@ -486,14 +532,15 @@ static void *main_task(void *arg)
             goto fail;
         }
         ls[n].srv = &srv;
+        ls[n].tls = o->listen_tls[n] ? o->tls : NULL;
         vega_addr bound;
         char where[VEGA_ADDR_STRLEN];
         if (vega_sock_local_addr(ls[n].sock, &bound) < 0)
             bound = addr;
         vega_addr_format(&bound, where, sizeof where);
         if (!o->quiet)
-            fprintf(stderr, "vega-proxy: listening on %s (SOCKS5, SOCKS4a, HTTP%s)\n", where,
-                    o->nusers ? "; credentials required" : "");
+            fprintf(stderr, "vega-proxy: listening on %s (%sSOCKS5, SOCKS4a, HTTP%s)\n", where,
+                    o->listen_tls[n] ? "TLS: " : "", o->nusers ? "; credentials required" : "");
     }
     fflush(stderr);
     int r = vega_group_new(&srv.tunnels);
@@ -593,6 +640,7 @@ int main(int argc, char **argv)
     }
     vega_rt_free(rt);
     vega_tls_config_free(o.up.tls);
+    vega_tls_config_free(o.tls);
     free(o.users);
     rules_free(&o);
     return m.code;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include <vega/proxy.h>
+#include <vega/tls.h>
 #include <vega/vega.h>
 
 #include "cli.h"
@@ -45,8 +46,11 @@ struct proxy_user {
 };
 
 struct proxy_opts {
-    const char *listen[PROXY_MAX_LISTEN];
+    const char *listen[PROXY_MAX_LISTEN]; /* as given, "tls://" stripped */
+    bool listen_tls[PROXY_MAX_LISTEN];    /* -l tls://ADDR:PORT: clients speak TLS first */
     size_t nlisten;
+    const char *tls_cert, *tls_key; /* --tls-cert, --tls-key: the tls:// listeners' */
+    vega_tls_config *tls;           /* their server configuration (NULL: no tls:// listener) */
     struct cidr allow[PROXY_MAX_ALLOW];
     size_t nallow;
     struct cidr deny_clients[PROXY_MAX_ALLOW]; /* --deny: clients refused */
@@ -150,6 +154,7 @@ struct tunnel_arg {
     struct proxy_server *srv;
     vega_sock *sock;
     vega_addr peer;
+    vega_tls_config *tls; /* a tls:// listener's configuration (NULL: plain) */
 };
 void *tunnel_main(void *arg);
 

@@ -13,6 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <vega/tls.h>
+
 #include "proxy.h"
 
 /* Room for a handshake: the largest SOCKS message or an HTTP head (--max-head, at most this). */
@@ -59,6 +61,7 @@ struct tunnel {
     uint8_t *hs;              /* HS_BUF bytes */
     size_t hs_len;
     bool relaying;        /* the handshake succeeded: the relay takes over */
+    bool tls;             /* the client came through a tls:// listener (client is the bridge's) */
     struct dir dirs[2];   /* client -> destination, destination -> client */
     atomic_int live_dirs; /* directions not yet ended: the last one ends the tunnel */
     atomic_int err;       /* the first error that ended a direction (0: none) */
@@ -205,13 +208,14 @@ static int upstream_error(int r, const vega_proxy_reply *rep)
 }
 
 /*
- * An https:// upstream's tunnel is a TLS stream, which the relay (splice and recv on
- * descriptors, parks with no task) cannot read. A socket pair stands in for it: the relay
- * takes one end as its destination, and a bridge copies between the other end and the TLS
- * stream, passing half-closes on both ways. The bridge is two tasks: the one that copies
- * towards TLS owns everything; it spawns the other (TLS towards the pair) and joins it at its
- * end, cancelling it first after a failure. A failure the other way shuts the pair end down,
- * which wakes the owner. Either way the relay sees a failure as a reset.
+ * An https:// upstream's tunnel and a tls:// listener's client are TLS streams, which the
+ * relay (splice and recv on descriptors, parks with no task) and the handshakes (reads on a
+ * socket) cannot read. A socket pair stands in for each: the tunnel takes one end as its
+ * destination or its client, and a bridge copies between the other end and the TLS stream,
+ * passing half-closes on both ways (bounded: one RELAY_BUF each way). The bridge is two tasks: the
+ * one that copies towards TLS owns everything; it spawns the other (TLS towards the pair) and joins
+ * it at its end, cancelling it first after a failure. A failure the other way shuts the pair end
+ * down, which wakes the owner. Either way the relay sees a failure as a reset.
  */
 struct bridge {
     vega_stream *tls;
@@ -247,6 +251,33 @@ static void *bridge_back(void *arg)
     return NULL;
 }
 
+/* True when the relay closed its end of the pair (both ways shut: POLLHUP), not only its
+ * writing side. poll with no wait reads nothing. */
+static bool bridge_hung_up(const struct bridge *b)
+{
+    struct pollfd p = {.fd = vega_sock_fd(b->end), .events = 0};
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)) != 0;
+}
+
+/* After the relay's half-close: the other way goes on until the TLS peer ends it, or until the
+ * relay closes its end (the tunnel ended: idle timeout, reset), which a TLS peer that never
+ * closes would otherwise outlive. Checked once a second while waiting. Returns 0 or an error
+ * (the caller then cancels and joins). */
+static int bridge_drain(struct bridge *b)
+{
+    for (;;) {
+        if (bridge_hung_up(b))
+            return VEGA_ERR_CLOSED;
+        int r = vega_task_join(b->back, NULL, vega_deadline_in_ms(1000));
+        if (r == 0) {
+            b->back = NULL;
+            return 0;
+        }
+        if (r != -ETIMEDOUT)
+            return r;
+    }
+}
+
 static void *bridge_main(void *arg)
 {
     struct bridge *b = arg;
@@ -257,8 +288,10 @@ static void *bridge_main(void *arg)
         if (n == 0 && atomic_load(&b->failed))
             break;
         if (n == 0) {
-            /* the client's half-close: TLS close_notify; the other way goes on */
+            /* the relay's half-close: TLS close_notify; the other way goes on */
             r = vega_stream_shutdown(b->tls, SHUT_WR, vega_deadline_in_ms(10000));
+            if (r == 0)
+                r = bridge_drain(b);
             break;
         }
         if (n < 0) {
@@ -283,25 +316,27 @@ static void *bridge_main(void *arg)
     return NULL;
 }
 
-/* Puts a bridge between t and its TLS tunnel tls (taken, also on failure): t->dest becomes the
- * relay's end of a socket pair. Returns 0 or -errno. */
-static int bridge_start(struct tunnel *t, vega_stream *tls)
+/* Puts a bridge in front of the TLS stream tls (taken, also on failure): *mine becomes the
+ * relay's end of a socket pair, whose bytes and half-closes reach tls and back. Used for an
+ * https:// upstream (the destination side) and a tls:// listener (the client side). Returns 0
+ * or -errno. */
+static int bridge_open(vega_stream *tls, vega_sock **mine)
 {
     struct bridge *b = calloc(1, sizeof *b);
-    int r = b ? vega_sock_pair(SOCK_STREAM, &t->dest, &b->end) : -ENOMEM;
+    int r = b ? vega_sock_pair(SOCK_STREAM, mine, &b->end) : -ENOMEM;
     vega_task *task = NULL;
     if (r == 0) {
         b->tls = tls;
         r = vega_task_spawn(&task, bridge_main, b);
         if (r < 0) {
-            vega_sock_close(t->dest);
+            vega_sock_close(*mine);
             vega_sock_close(b->end);
         }
     }
     if (r < 0) {
         vega_stream_close(tls, 0);
         free(b);
-        t->dest = NULL;
+        *mine = NULL;
         return r;
     }
     vega_task_detach(task);
@@ -321,7 +356,7 @@ static int upstream_connect(struct tunnel *t, const char *host, uint16_t port, v
             return 0;
         vega_stream *tls = t->up_stream;
         t->up_stream = NULL;
-        r = bridge_start(t, tls);
+        r = bridge_open(tls, &t->dest);
         if (r < 0)
             cli_log(1, "%s: upstream bridge: %s", t->peer, vega_strerror(r));
         return r;
@@ -877,7 +912,12 @@ static void json_str(FILE *f, const char *s)
 static void log_line(const struct tunnel *t)
 {
     double secs = (double)(vega_now() - t->start) / 1e9;
-    const char *user = t->user[0] ? t->user : "-", *proto = t->proto ? t->proto : "-";
+    const char *user = t->user[0] ? t->user : "-";
+    char proto[32]; /* "socks5", "http+tls", ... */
+    if (t->proto)
+        snprintf(proto, sizeof proto, "%s%s", t->proto, t->tls ? "+tls" : "");
+    else
+        snprintf(proto, sizeof proto, "%s", t->tls ? "tls" : "-"); /* nothing came inside */
     const char *method = t->method[0] ? t->method : "-";
     const char *dest = t->dest_name[0] ? t->dest_name : "-", *res = t->result ? t->result : "ok";
     if (!t->o->log_json) {
@@ -941,7 +981,8 @@ static void tunnel_end(struct tunnel *t)
         vega_stream_close(t->up_stream, 0); /* closes dest */
     else if (t->dest)
         vega_sock_close(t->dest);
-    vega_sock_close(t->client);
+    if (t->client)
+        vega_sock_close(t->client);
     atomic_fetch_sub(&t->srv->live, 1);
     free(t->hs);
     free(t);
@@ -980,6 +1021,36 @@ static void run(struct tunnel *t)
     metrics_handshake(vega_now() - t->start);
 }
 
+/* A tls:// listener's client: the TLS handshake (bounded by the idle timeout, as the proxy
+ * handshakes are), then a bridge whose pair end becomes t->client, so that SOCKS, CONNECT and
+ * forwarding run inside TLS as they do outside. Returns 0, or an error with t->result set
+ * (t->client is then gone or still the socket, which tunnel_end closes). */
+static int tls_accept(struct tunnel *t, vega_tls_config *cfg)
+{
+    t->tls = true;
+    vega_stream *s;
+    int r = vega_tls_stream_from_sock(&s, t->client, 0, cfg, NULL);
+    if (r < 0) {
+        t->result = "error";
+        return r;
+    }
+    t->client = NULL; /* the stream has it */
+    r = vega_tls_handshake(s, idle_dl(t));
+    if (r < 0) {
+        const char *why = vega_tls_last_error(s);
+        cli_log(1, "%s: TLS handshake: %s", t->peer, why && *why ? why : vega_tls_strerror(r));
+        t->result = r == -ETIMEDOUT ? "idle-timeout" : r == -ECANCELED ? "stopped" : "tls-error";
+        vega_stream_close(s, 0);
+        return r;
+    }
+    r = bridge_open(s, &t->client);
+    if (r < 0) {
+        cli_log(1, "%s: TLS bridge: %s", t->peer, vega_strerror(r));
+        t->result = "error";
+    }
+    return r;
+}
+
 void *tunnel_main(void *arg)
 {
     struct tunnel_arg *a = arg;
@@ -1000,7 +1071,12 @@ void *tunnel_main(void *arg)
     t->start = vega_now();
     t->kind = -1;
     vega_addr_format(&a->peer, t->peer, sizeof t->peer);
+    vega_tls_config *tls = a->tls;
     free(a);
+    if (tls && tls_accept(t, tls) < 0) {
+        tunnel_end(t);
+        return NULL;
+    }
     run(t);
     if (t->relaying)
         relay_start(t);
