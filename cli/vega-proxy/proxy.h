@@ -97,7 +97,7 @@ struct proxy_server {
 
 /* The kinds of tunnel the metrics count apart. */
 enum proxy_kind {
-    PROXY_KIND_SOCKS5,  /* SOCKS5 CONNECT (and a refused BIND) */
+    PROXY_KIND_SOCKS5,  /* SOCKS5 CONNECT and BIND */
     PROXY_KIND_SOCKS4,  /* SOCKS4 and SOCKS4a */
     PROXY_KIND_CONNECT, /* HTTP CONNECT */
     PROXY_KIND_FORWARD, /* HTTP request forwarded in absolute-form */

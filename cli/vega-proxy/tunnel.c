@@ -445,6 +445,131 @@ static void socks_host(const vega_proxy_addr *a, char *out, size_t cap, bool *v6
         n_;                                                                                        \
     })
 
+/* A SOCKS reply: SOCKS5 (REP and BND) or SOCKS4 (90/91 and DSTPORT/DSTIP; IPv4 only). */
+static int socks_reply(struct tunnel *t, bool v5, int err, const vega_addr *bnd_addr,
+                       vega_deadline dl)
+{
+    uint8_t out[VEGA_PROXY_SOCKS5_MAX_REQUEST];
+    vega_proxy_addr bnd = {.type = VEGA_PROXY_ATYP_IPV4};
+    if (bnd_addr)
+        proxy_addr_from(bnd_addr, &bnd);
+    vega_ssize w =
+        v5 ? vega_proxy_socks5_reply_write(out, sizeof out, err ? socks5_rep(err) : 0,
+                                           bnd_addr ? &bnd : NULL)
+           : vega_proxy_socks4_reply_write(out, sizeof out, err ? 91 : 90, bnd_addr ? &bnd : NULL);
+    return w < 0 ? (int)w : send_all(t->client, out, (size_t)w, dl);
+}
+
+/* The local address this host would use towards dst (a connected UDP socket sends nothing),
+ * with port 0: where a BIND listens. Returns 0 or -errno. */
+static int local_toward(const vega_addr *dst, vega_addr *out)
+{
+    int fd = socket(dst->ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    vega_addr d = *dst;
+    if (vega_addr_port(&d) == 0)
+        vega_addr_set_port(&d, 9); /* connect needs a port; nothing is sent */
+    socklen_t len = sizeof out->ss;
+    int r = connect(fd, (struct sockaddr *)&d.ss, d.len) < 0 ||
+                    getsockname(fd, (struct sockaddr *)&out->ss, &len) < 0
+                ? -errno
+                : 0;
+    close(fd);
+    if (r == 0) {
+        out->len = len;
+        vega_addr_set_port(out, 0);
+    }
+    return r;
+}
+
+/*
+ * BIND (RFC 1928 §4 and SOCKS4's): for protocols whose server connects back (FTP active mode).
+ * A listening port on the address the proxy uses towards DST; the first reply gives it; one
+ * connection is accepted, only from DST.ADDR's IP (any when DST.ADDR is 0.0.0.0 or ::, as dante
+ * does; others are closed and waited past), within the idle timeout; the second reply gives
+ * the peer's address, and the relay takes the client and that connection. DST.PORT is not
+ * checked (clients send 0 or their own data port). A name is resolved here. With --upstream
+ * BIND is refused (REP 7 / 91): the connection would not come through the upstream.
+ */
+static int do_bind(struct tunnel *t, const vega_proxy_server_request *req, bool v5,
+                   vega_deadline dl)
+{
+    char host[VEGA_PROXY_MAX_NAME + 1];
+    bool v6;
+    socks_host(&req->dst, host, sizeof host, &v6);
+    if (v6)
+        snprintf(t->dest_name, sizeof t->dest_name, "[%.46s]:%u", host, (unsigned)req->dst.port);
+    else
+        snprintf(t->dest_name, sizeof t->dest_name, "%s:%u", host, (unsigned)req->dst.port);
+    if (t->o->upstream) {
+        t->result = "unsupported";
+        int r = VEGA_ERR_PROXY_UNSUPPORTED;
+        if (v5) {
+            uint8_t out[16];
+            vega_ssize w = vega_proxy_socks5_reply_write(out, sizeof out, 7, NULL);
+            send_all(t->client, out, (size_t)w, dl);
+        } else {
+            socks_reply(t, false, r, NULL, dl);
+        }
+        return r;
+    }
+    vega_addr want;
+    size_t n = 0;
+    int r = vega_dns_lookup(t->srv->dns, host, AF_UNSPEC, &want, 1, &n, dl);
+    if (r == 0 && n == 0)
+        r = VEGA_ERR_DNS_NO_ADDRESS;
+    if (r == 0) {
+        vega_addr_set_port(&want, req->dst.port);
+        if (dest_rules_any(t->o) && !dest_allowed(t->o, &want))
+            r = -EACCES;
+    }
+    vega_addr at;
+    vega_sock *ls = NULL;
+    if (r == 0)
+        r = local_toward(&want, &at);
+    if (r == 0)
+        r = vega_tcp_listen(&ls, &at, 1, 0);
+    if (r == 0 && (r = vega_sock_local_addr(ls, &at)) < 0)
+        vega_sock_close(ls);
+    if (r < 0) {
+        t->result = r == -EACCES ? "denied" : connect_result(r);
+        if (r == -EACCES)
+            metric_add(&proxy_metrics.denied_dest, 1);
+        cli_log(1, "%s: bind for %s: %s", t->peer, t->dest_name, vega_strerror(r));
+        socks_reply(t, v5, r, NULL, dl);
+        return r;
+    }
+    r = socks_reply(t, v5, 0, &at, dl); /* the first reply: where the peer is to connect */
+    vega_proxy_addr w;
+    proxy_addr_from(&want, &w);
+    static const uint8_t zero[16];
+    bool any = memcmp(w.ip, zero, w.type == VEGA_PROXY_ATYP_IPV6 ? 16 : 4) == 0;
+    vega_addr peer;
+    while (r == 0) {
+        r = vega_tcp_accept(ls, &t->dest, &peer, idle_dl(t));
+        if (r == 0 && !any && !addr_same_ip(&peer, &want)) {
+            char who[VEGA_ADDR_STRLEN];
+            vega_addr_format(&peer, who, sizeof who);
+            cli_log(1, "%s: bind: a connection from %s, not %s: closed", t->peer, who, host);
+            vega_sock_abort(t->dest);
+            t->dest = NULL;
+            continue;
+        }
+        break;
+    }
+    vega_sock_close(ls);
+    if (r < 0) {
+        t->dest = NULL;
+        t->result = r == -ETIMEDOUT ? "timeout" : r == -ECANCELED ? "stopped" : "error";
+        socks_reply(t, v5, r, NULL, dl); /* the second reply: the failure */
+        return r;
+    }
+    vega_addr_format(&peer, t->dest_name, sizeof t->dest_name);
+    vega_sock_set_nodelay(t->dest, true);
+    return socks_reply(t, v5, 0, &peer, dl); /* the second reply: who connected */
+}
+
 /* The SOCKS5 handshake up to a connected destination and the success reply. */
 static int do_socks5(struct tunnel *t, vega_deadline dl)
 {
@@ -533,8 +658,10 @@ static int do_socks5(struct tunnel *t, vega_deadline dl)
         t->finished = true;
         return r;
     }
+    if (req.command == VEGA_PROXY_CMD_BIND)
+        return do_bind(t, &req, true, dl);
     if (req.command != VEGA_PROXY_CMD_CONNECT) {
-        /* X'07' Command not supported (BIND is not served) */
+        /* X'07' Command not supported */
         vega_ssize w = vega_proxy_socks5_reply_write(out, sizeof out, 7, NULL);
         send_all(t->client, out, (size_t)w, dl);
         t->result = "unsupported";
@@ -581,6 +708,8 @@ static int do_socks4(struct tunnel *t, vega_deadline dl)
     if (users_required(t->o)) {
         t->result = "auth-failed";
         r = -EACCES;
+    } else if (req.command == VEGA_PROXY_CMD_BIND) {
+        return do_bind(t, &req, false, dl);
     } else if (req.command != 1) {
         t->result = "unsupported";
         r = VEGA_ERR_PROXY_UNSUPPORTED;

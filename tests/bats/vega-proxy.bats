@@ -683,3 +683,52 @@ print(s.recv(10)[1])' "$P1"
     grep -q 'no pipe for splice (Too many open files): copying' "$T/proxy.log"
     wait_for_line "$T/proxy.log" "CONNECT 127\.0\.0\.1:$OP up=[0-9]+ down=[0-9]{7,} .*result=ok" 10
 }
+
+@test "SOCKS5 and SOCKS4 BIND: the first reply's port takes one connection from DST's IP (a stranger is closed), the second names the peer, bytes and half-closes cross" {
+    local PY
+    PY="$(command -p -v python3)"
+    proxy -v
+    run timeout 20 "$PY" "$BATS_TEST_DIRNAME/socks-bind.py" socks5 "$PX"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = ok ]
+    run timeout 20 "$PY" "$BATS_TEST_DIRNAME/socks-bind.py" socks4 "$PX"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = ok ]
+    wait_for_line "$T/proxy.log" 'user=- socks5 BIND 127\.0\.0\.2:[0-9]+ up=12 down=9 .*result=ok' 10
+    wait_for_line "$T/proxy.log" 'user=bind socks4 BIND 127\.0\.0\.2:[0-9]+ up=12 down=9 .*result=ok' 10
+    [ "$(grep -c 'bind: a connection from 127\.0\.0\.1:[0-9]*, not 127\.0\.0\.2: closed' "$T/proxy.log")" -eq 2 ]
+}
+
+@test "BIND: nobody connects within --idle-timeout (a failure as the second reply); refused with --upstream (REP 7)" {
+    local PY
+    PY="$(command -p -v python3)"
+    proxy -i 300ms
+    run timeout 20 "$PY" "$BATS_TEST_DIRNAME/socks-bind.py" timeout "$PX"
+    [ "$status" -eq 0 ]
+    [ "$output" = "failed 4" ]
+    wait_for_line "$T/proxy.log" 'socks5 BIND 127\.0\.0\.2:0 up=0 down=0 .*result=timeout' 10
+    local UP=$PX
+    proxy_at "$T/chain.log" --upstream "socks5://127.0.0.1:$UP"
+    run "$PY" -c 'import socket,sys; c=socket.create_connection(("127.0.0.1",int(sys.argv[1]))); c.sendall(b"\x05\x01\x00"); assert c.recv(2)==b"\x05\x00"; c.sendall(b"\x05\x02\x00\x01\x7f\x00\x00\x02\x00\x00"); print(c.recv(2)[1])' "$AT"
+    [ "$output" = 7 ]
+    wait_for_line "$T/chain.log" 'socks5 BIND 127\.0\.0\.2:0 up=0 down=0 .*result=unsupported' 10
+}
+
+@test "BIND with a real client: socksify (dante's libdsocks) routes a program's bind, listen and accept through the proxy" {
+    command -v socksify >/dev/null || skip "socksify is not installed (apt-get install dante-client)"
+    local PY
+    PY="$(command -p -v python3)"
+    proxy
+    printf 'route {\n    from: 0.0.0.0/0 to: 0.0.0.0/0 via: 127.0.0.1 port = %s\n    proxyprotocol: socks_v5\n    command: bind connect\n    method: none\n}\n' \
+        "$PX" >"$T/socks.conf"
+    # Python's accept() calls accept4(), which libdsocks does not wrap: the script calls libc's
+    # accept through ctypes, as a C program would
+    run env SOCKS_CONF="$T/socks.conf" timeout 20 socksify "$PY" "$BATS_TEST_DIRNAME/socks-bind-socksify.py"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"accepted from-peer"* ]]
+    [[ "$output" == *"peer got back"* ]]
+    wait_for_line "$T/proxy.log" 'socks5 BIND 127\.0\.0\.1:[0-9]+ up=4 down=9 .*result=ok' 10
+}

@@ -49,6 +49,7 @@ typedef enum vega_proxy_kind {
 /* What a SOCKS5 request asks (RFC 1928 §4). */
 typedef enum vega_proxy_command {
     VEGA_PROXY_CMD_CONNECT = 1,
+    VEGA_PROXY_CMD_BIND = 2, /* since 0.2: a listening port on the proxy, for one connection */
     VEGA_PROXY_CMD_UDP_ASSOCIATE = 3,
 } vega_proxy_command;
 
