@@ -636,9 +636,10 @@ static int do_socks5(struct tunnel *t, vega_deadline dl)
              req.command == 1   ? "CONNECT"
              : req.command == 2 ? "BIND"
                                 : "UDP");
-    if (req.command == VEGA_PROXY_CMD_UDP_ASSOCIATE && t->o->upstream) {
-        /* datagrams would leave from here, not through the upstream: X'07' rather than a
-         * relay that bypasses it */
+    if (req.command == VEGA_PROXY_CMD_UDP_ASSOCIATE && t->o->upstream &&
+        t->o->up.kind != VEGA_PROXY_SOCKS5 && t->o->up.kind != VEGA_PROXY_SOCKS5H) {
+        /* only a SOCKS5 upstream carries datagrams; else they would leave from here, not
+         * through the upstream: X'07' rather than a relay that bypasses it */
         vega_ssize w = vega_proxy_socks5_reply_write(out, sizeof out, 7, NULL);
         send_all(t->client, out, (size_t)w, dl);
         t->result = "unsupported";

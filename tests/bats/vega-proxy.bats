@@ -648,16 +648,22 @@ proxy_at() {
     [ "$status" -eq 56 ]
     [ "$output" = 502 ]
     wait_for_line "$T/d.log" 'result=upstream-unreachable' 10
-    # UDP ASSOCIATE would bypass the upstream: REP 7
-    run timeout 20 "$(command -p -v python3)" -c '
+    # UDP ASSOCIATE through an http:// upstream would bypass it: REP 7; through a socks5://
+    # upstream that is not there: REP 1
+    local udp_req='
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
 s.sendall(b"\x05\x01\x00")
 assert s.recv(2) == b"\x05\x00"
 s.sendall(b"\x05\x03\x00\x01\x00\x00\x00\x00\x00\x00")
-print(s.recv(10)[1])' "$P1"
+print(s.recv(10)[1])'
+    run timeout 20 "$(command -p -v python3)" -c "$udp_req" "$P3"
     [ "$status" -eq 0 ]
     [ "$output" = 7 ]
+    run timeout 20 "$(command -p -v python3)" -c "$udp_req" "$P1"
+    [ "$status" -eq 0 ]
+    [ "$output" = 1 ]
+    wait_for_line "$T/d.log" 'socks5 UDP .*result=upstream-unreachable' 10
     # only proxy URLs: the kinds are named
     run timeout 10 "$PROXY" --upstream "ftp://127.0.0.1:1"
     [ "$status" -eq 2 ]
@@ -731,4 +737,54 @@ print(s.recv(10)[1])' "$P1"
     [[ "$output" == *"accepted from-peer"* ]]
     [[ "$output" == *"peer got back"* ]]
     wait_for_line "$T/proxy.log" 'socks5 BIND 127\.0\.0\.1:[0-9]+ up=4 down=9 .*result=ok' 10
+}
+
+@test "UDP ASSOCIATE through a SOCKS5 upstream: chained to danted and to a second vega-proxy (with credentials), datagrams echo through both" {
+    local ECHO PY EP UP D
+    ECHO="$(vega_bin vega-echo)"
+    PY="$(command -p -v python3)"
+    start_bg "$T/echo.log" "$ECHO" -u -l 127.0.0.1:0
+    wait_for_line "$T/echo.log" 'listening on udp 127\.0\.0\.1:[0-9]+' 10
+    EP="$(sed -n 's/.*listening on udp 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/echo.log" | head -1)"
+    # a second vega-proxy as the upstream, with credentials: by IP and by name (socks5h:
+    # the name goes to the upstream), strangers and fragments still dropped at the first
+    proxy_at "$T/up.log" -u bob -P two
+    UP=$AT
+    proxy_at "$T/p1.log" -v --upstream "socks5h://bob:two@127.0.0.1:$UP" -u alice -P s3cret
+    run timeout 30 "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" "$AT" "$EP" alice:s3cret
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = ok ]
+    wait_for_line "$T/p1.log" 'user=alice socks5 UDP 127\.0\.0\.1:[0-9]+ up=40971 down=40971 .*result=ok' 10
+    wait_for_line "$T/up.log" 'user=bob socks5 UDP 127\.0\.0\.1:[0-9]+ up=40971 down=40971 .*result=ok' 10
+    # socks5://: names resolved here, the upstream gets addresses
+    proxy_at "$T/p2.log" --upstream "socks5://bob:two@127.0.0.1:$UP"
+    run timeout 30 "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" "$AT" "$EP"
+    [ "$status" -eq 0 ]
+    [ "$output" = ok ]
+    wait_for_line "$T/up.log" 'user=bob socks5 UDP .* up=40971 down=40971 .*result=ok' 10
+    [ "$(grep -c 'user=bob socks5 UDP .*result=ok' "$T/up.log")" -eq 2 ]
+    # the upstream's control connection closing ends the association (and the client's)
+    local UP3_PID
+    proxy_at "$T/up3.log" --grace 0
+    UP3_PID=$BG_PID
+    proxy_at "$T/p3.log" --upstream "socks5://127.0.0.1:$AT"
+    start_bg "$T/hold.log" "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" --hold "$AT" "$EP"
+    wait_for_line "$T/hold.log" '^held$' 10
+    kill -TERM "$UP3_PID"
+    wait_for_line "$T/hold.log" '^closed$' 10
+    wait_for_line "$T/p3.log" 'socks5 UDP 127\.0\.0\.1:[0-9]+ up=4 down=4 .*result=upstream-closed' 10
+    # danted: its own relay carries the datagrams (its log counts them)
+    command -v danted >/dev/null || PATH="$PATH:/usr/sbin"
+    command -v danted >/dev/null || skip "danted is not installed (apt-get install dante-server)"
+    D="$("$BATS_TEST_DIRNAME/../proxy/peers.sh" start danted-udp "$T/dante")"
+    proxy_at "$T/pd.log" --upstream "socks5://127.0.0.1:$D"
+    run timeout 30 "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" "$AT" "$EP"
+    local rc=$status out=$output
+    "$BATS_TEST_DIRNAME/../proxy/peers.sh" stop "$T/dante"
+    echo "$out"
+    [ "$rc" -eq 0 ]
+    [ "$out" = ok ]
+    wait_for_line "$T/pd.log" 'socks5 UDP 127\.0\.0\.1:[0-9]+ up=40971 down=40971 .*result=ok' 10
+    grep -E 'pass\(2\): udp/udpassociate \]: 4[0-9]+/4 -> .* -> 4[0-9]+/4' "$T/dante/danted.log"
 }
