@@ -107,10 +107,12 @@ static const char usage_text[] =
     "      --version           the version\n"
     "\n"
     "Each tunnel logs one line on stderr when it ends: client, user, protocol, method,\n"
-    "destination (UDP: the relay), bytes up (client to destination) and down, duration and\n"
-    "result (ok, refused, unreachable, unknown-host, denied, timeout, auth-failed, bad-request,\n"
-    "unsupported, idle-timeout, reset, stopped, upstream-auth, upstream-error,\n"
-    "upstream-unreachable). Connect failures get the matching reply:\n"
+    "destination (UDP: the relay; BIND: the peer that connected), bytes up (client to\n"
+    "destination) and down, duration and result (ok, refused, unreachable, unknown-host,\n"
+    "denied, timeout, auth-failed, bad-request, unsupported, idle-timeout, reset, stopped,\n"
+    "upstream-auth, upstream-error, upstream-unreachable, upstream-closed, tls-error). The\n"
+    "protocol of a tls:// listener's client has +tls (http+tls, socks5+tls; tls alone when the\n"
+    "TLS handshake failed). Connect failures get the matching reply:\n"
     "SOCKS5 REP 5 refused, 4 host unreachable or unknown, 3 network unreachable, 2 denied;\n"
     "SOCKS4 91; HTTP 502, 504 for a timeout, 403 denied.\n"
     "SIGINT and SIGTERM stop accepting, let tunnels finish within --grace, and exit 0.\n"
@@ -118,7 +120,8 @@ static const char usage_text[] =
     "connections see the new users and rules; a bad file keeps the old ones (and the reason\n"
     "goes to stderr).\n"
     "\n"
-    "Exit codes: 0 stopped by a signal, 1 cannot listen, 2 usage error (a bad --users file too).\n"
+    "Exit codes: 0 stopped by a signal, 1 cannot listen, 2 usage error (a bad --users file or\n"
+    "--tls-cert too).\n"
     "\n"
     "Examples:\n"
     "  vega-proxy                                  SOCKS5 and HTTP on 127.0.0.1:1080\n"
@@ -128,7 +131,9 @@ static const char usage_text[] =
     "  vega-proxy -l [::]:3128 -u alice -P secret  needs credentials from everyone\n"
     "  vega-proxy -l 0.0.0.0:1080 --users /etc/vega-proxy.users\n"
     "  vega-proxy --rules /etc/vega-proxy.rules   kill -HUP to apply an edited file\n"
-    "  vega-proxy --upstream socks5h://u:p@gw.example:1080  chain through another proxy\n";
+    "  vega-proxy --upstream socks5h://u:p@gw.example:1080  chain through another proxy\n"
+    "  vega-proxy -l tls://[::]:3129 --tls-cert proxy.pem --tls-key proxy.key -u alice -P secret\n"
+    "  curl --proxy https://alice:secret@proxy.example:3129 https://example.com/\n";
 
 enum {
     OPT_VERSION = 256,

@@ -460,6 +460,14 @@ static int socks_reply(struct tunnel *t, bool v5, int err, const vega_addr *bnd_
     return w < 0 ? (int)w : send_all(t->client, out, (size_t)w, dl);
 }
 
+/* True when the client closed (or reset) its connection: its end of stream is there to be
+ * read. poll with no wait reads nothing. */
+static bool client_gone(const struct tunnel *t)
+{
+    struct pollfd p = {.fd = vega_sock_fd(t->client), .events = POLLRDHUP};
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 /* The local address this host would use towards dst (a connected UDP socket sends nothing),
  * with port 0: where a BIND listens. Returns 0 or -errno. */
 static int local_toward(const vega_addr *dst, vega_addr *out)
@@ -546,8 +554,15 @@ static int do_bind(struct tunnel *t, const vega_proxy_server_request *req, bool 
     static const uint8_t zero[16];
     bool any = memcmp(w.ip, zero, w.type == VEGA_PROXY_ATYP_IPV6 ? 16 : 4) == 0;
     vega_addr peer;
+    vega_deadline end = idle_dl(t);
     while (r == 0) {
-        r = vega_tcp_accept(ls, &t->dest, &peer, idle_dl(t));
+        /* a second at a time: a client that closed meanwhile ends the wait (and the port) */
+        vega_deadline slice = vega_deadline_in_ms(1000);
+        r = vega_tcp_accept(ls, &t->dest, &peer, slice < end ? slice : end);
+        if (r == -ETIMEDOUT && slice < end) {
+            r = client_gone(t) ? VEGA_ERR_CLOSED : 0;
+            continue;
+        }
         if (r == 0 && !any && !addr_same_ip(&peer, &want)) {
             char who[VEGA_ADDR_STRLEN];
             vega_addr_format(&peer, who, sizeof who);
@@ -561,7 +576,10 @@ static int do_bind(struct tunnel *t, const vega_proxy_server_request *req, bool 
     vega_sock_close(ls);
     if (r < 0) {
         t->dest = NULL;
-        t->result = r == -ETIMEDOUT ? "timeout" : r == -ECANCELED ? "stopped" : "error";
+        t->result = r == -ETIMEDOUT        ? "timeout"
+                    : r == -ECANCELED      ? "stopped"
+                    : r == VEGA_ERR_CLOSED ? "closed"
+                                           : "error";
         socks_reply(t, v5, r, NULL, dl); /* the second reply: the failure */
         return r;
     }

@@ -7,6 +7,8 @@
 #                                     from 127.0.0.2; the second reply names the peer; bytes
 #                                     and half-closes cross both ways. Prints "ok".
 #   socks-bind.py socks4 PROXY_PORT   the same over SOCKS4
+#   socks-bind.py gone PROXY_PORT     BIND, then the client closes after the first reply: prints
+#                                     the bound port (which the proxy is to close)
 #   socks-bind.py timeout PROXY_PORT  BIND and nobody connects: the second reply is a failure
 #                                     (prints "failed REP"), once the proxy's idle timeout ends it
 # Ordering, not time: the stranger's connection is complete (in the listener's queue) before
@@ -52,6 +54,9 @@ else:
 rep, host, port = reply()
 assert rep == ok, "first reply %d" % rep
 assert port != 0, "first reply without a port"
+if mode == "gone":
+    print(port)  # and close: the proxy is to give the port up
+    sys.exit(0)
 if mode == "timeout":
     rep, _, _ = reply()
     print("failed" if rep != ok else "granted", rep)

@@ -707,7 +707,7 @@ print(s.recv(10)[1])'
     [ "$(grep -c 'bind: a connection from 127\.0\.0\.1:[0-9]*, not 127\.0\.0\.2: closed' "$T/proxy.log")" -eq 2 ]
 }
 
-@test "BIND: nobody connects within --idle-timeout (a failure as the second reply); refused with --upstream (REP 7)" {
+@test "BIND: nobody connects within --idle-timeout (a failure as the second reply); a client that leaves ends it; refused with --upstream (REP 7)" {
     local PY
     PY="$(command -p -v python3)"
     proxy -i 300ms
@@ -715,6 +715,15 @@ print(s.recv(10)[1])'
     [ "$status" -eq 0 ]
     [ "$output" = "failed 4" ]
     wait_for_line "$T/proxy.log" 'socks5 BIND 127\.0\.0\.2:0 up=0 down=0 .*result=timeout' 10
+    # a client that closes while the proxy waits for the peer ends the wait and the port
+    local BP
+    stop_bg_all
+    proxy
+    BP="$(timeout 20 "$PY" "$BATS_TEST_DIRNAME/socks-bind.py" gone "$PX")"
+    wait_for_line "$T/proxy.log" 'socks5 BIND 127\.0\.0\.2:0 up=0 down=0 .*result=closed' 10
+    run "$PY" -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)' "$BP"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"Connection refused"* ]]
     local UP=$PX
     proxy_at "$T/chain.log" --upstream "socks5://127.0.0.1:$UP"
     run "$PY" -c 'import socket,sys; c=socket.create_connection(("127.0.0.1",int(sys.argv[1]))); c.sendall(b"\x05\x01\x00"); assert c.recv(2)==b"\x05\x00"; c.sendall(b"\x05\x02\x00\x01\x7f\x00\x00\x02\x00\x00"); print(c.recv(2)[1])' "$AT"
