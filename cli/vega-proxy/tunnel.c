@@ -491,14 +491,103 @@ static int local_toward(const vega_addr *dst, vega_addr *out)
     return r;
 }
 
+/* BIND through a SOCKS upstream: the first reply, the upstream's listening address, goes to
+ * the client from here (inside the proxy driver's task, before it waits for the peer). */
+struct bind_up {
+    struct tunnel *t;
+    bool v5, first_sent;
+    int err;
+};
+
+static void bind_up_reply(void *user, const vega_proxy_reply *r)
+{
+    struct bind_up *b = user;
+    /* the upstream's protocol says what granted is, the client's how to answer */
+    bool up4 = b->t->o->up.kind == VEGA_PROXY_SOCKS4 || b->t->o->up.kind == VEGA_PROXY_SOCKS4A;
+    if (b->first_sent || r->code != (up4 ? 90 : 0))
+        return; /* the second reply, or a refusal: answered after the call */
+    b->first_sent = true;
+    uint8_t out[VEGA_PROXY_SOCKS5_MAX_REQUEST];
+    vega_proxy_addr bnd = r->bound;
+    if (!b->v5 && bnd.type != VEGA_PROXY_ATYP_IPV4)
+        bnd.type = VEGA_PROXY_ATYP_NONE; /* SOCKS4 carries IPv4 only */
+    vega_ssize w = b->v5 ? vega_proxy_socks5_reply_write(out, sizeof out, 0, &bnd)
+                         : vega_proxy_socks4_reply_write(out, sizeof out, 90, &bnd);
+    /* a few bytes on a connection that has sent nothing else: no wait (it must not suspend) */
+    b->err = w < 0 ? (int)w : send_all(b->t->client, out, (size_t)w, 0);
+}
+
+/* The client's BIND through --upstream (SOCKS only): vega_proxy_bind with the upstream's two
+ * replies passed on (the first by bind_up_reply), then the relay over the upstream's socket.
+ * The wait for the peer is bounded by the idle timeout. */
+static int upstream_bind(struct tunnel *t, const char *host, uint16_t port, bool v5,
+                         vega_deadline dl)
+{
+    /* --deny-dest: as for a CONNECT through the upstream (a name the upstream resolves
+     * itself is its to judge) */
+    int r = dest_rules_any(t->o) ? dest_check(t, host, port, dl) : 0;
+    if (is_dns_error(r))
+        r = 0;
+    if (r < 0) {
+        t->result = r == -EACCES ? "denied" : connect_result(r);
+        if (r == -EACCES)
+            metric_add(&proxy_metrics.denied_dest, 1);
+        socks_reply(t, v5, r, NULL, dl);
+        return r;
+    }
+    struct bind_up b = {.t = t, .v5 = v5};
+    vega_proxy_opts p = t->o->up; /* a copy: the callback is this tunnel's */
+    p.on_reply = bind_up_reply;
+    p.trace = NULL;
+    p.trace_user = &b;
+    vega_proxy_reply rep;
+    r = vega_proxy_bind(&t->up_stream, &p, host, port, &rep, idle_dl(t));
+    if (r == 0 && b.err < 0)
+        r = b.err;
+    if (r == 0 && !(t->dest = vega_stream_sock(t->up_stream)))
+        r = VEGA_ERR_INTERNAL; /* SOCKS streams are plain sockets */
+    if (r < 0) {
+        if (t->up_stream)
+            vega_stream_close(t->up_stream, 0);
+        t->up_stream = NULL;
+        t->dest = NULL;
+        t->result = b.err < 0                                        ? "error"
+                    : rep.kind == VEGA_PROXY_NONE && r != -ETIMEDOUT ? "upstream-unreachable"
+                    : r == -ETIMEDOUT                                ? "timeout"
+                                      : connect_result(upstream_error(r, &rep));
+        cli_log(1, "%s: bind through the upstream for %s: %s", t->peer, t->dest_name,
+                vega_strerror(r));
+        /* the failure, as the first reply or as the second */
+        socks_reply(t, v5, r == VEGA_ERR_PROXY_REFUSED ? upstream_error(r, &rep) : r, NULL,
+                    idle_dl(t));
+        return r;
+    }
+    /* the second reply: the peer, as the upstream saw it */
+    uint8_t out[VEGA_PROXY_SOCKS5_MAX_REQUEST];
+    vega_proxy_addr bnd = rep.bound;
+    if (!v5 && bnd.type != VEGA_PROXY_ATYP_IPV4)
+        bnd.type = VEGA_PROXY_ATYP_NONE;
+    vega_ssize w = v5 ? vega_proxy_socks5_reply_write(out, sizeof out, 0, &bnd)
+                      : vega_proxy_socks4_reply_write(out, sizeof out, 90, &bnd);
+    if (bnd.type == VEGA_PROXY_ATYP_IPV4 || bnd.type == VEGA_PROXY_ATYP_IPV6) {
+        char ip[INET6_ADDRSTRLEN];
+        inet_ntop(bnd.type == VEGA_PROXY_ATYP_IPV6 ? AF_INET6 : AF_INET, bnd.ip, ip, sizeof ip);
+        snprintf(t->dest_name, sizeof t->dest_name,
+                 bnd.type == VEGA_PROXY_ATYP_IPV6 ? "[%s]:%u" : "%s:%u", ip, (unsigned)bnd.port);
+    }
+    vega_sock_set_nodelay(t->dest, true);
+    return w < 0 ? (int)w : send_all(t->client, out, (size_t)w, idle_dl(t));
+}
+
 /*
  * BIND (RFC 1928 §4 and SOCKS4's): for protocols whose server connects back (FTP active mode).
  * A listening port on the address the proxy uses towards DST; the first reply gives it; one
  * connection is accepted, only from DST.ADDR's IP (any when DST.ADDR is 0.0.0.0 or ::, as dante
  * does; others are closed and waited past), within the idle timeout; the second reply gives
  * the peer's address, and the relay takes the client and that connection. DST.PORT is not
- * checked (clients send 0 or their own data port). A name is resolved here. With --upstream
- * BIND is refused (REP 7 / 91): the connection would not come through the upstream.
+ * checked (clients send 0 or their own data port). A name is resolved here. Through a SOCKS
+ * --upstream the upstream listens (upstream_bind); through an HTTP one BIND is refused
+ * (REP 7 / 91): the connection would not come through the upstream.
  */
 static int do_bind(struct tunnel *t, const vega_proxy_server_request *req, bool v5,
                    vega_deadline dl)
@@ -510,6 +599,8 @@ static int do_bind(struct tunnel *t, const vega_proxy_server_request *req, bool 
         snprintf(t->dest_name, sizeof t->dest_name, "[%.46s]:%u", host, (unsigned)req->dst.port);
     else
         snprintf(t->dest_name, sizeof t->dest_name, "%s:%u", host, (unsigned)req->dst.port);
+    if (t->o->upstream && t->o->up.kind != VEGA_PROXY_HTTP && t->o->up.kind != VEGA_PROXY_HTTPS)
+        return upstream_bind(t, host, req->dst.port, v5, dl);
     if (t->o->upstream) {
         t->result = "unsupported";
         int r = VEGA_ERR_PROXY_UNSUPPORTED;

@@ -7,6 +7,8 @@
 #                                     from 127.0.0.2; the second reply names the peer; bytes
 #                                     and half-closes cross both ways. Prints "ok".
 #   socks-bind.py socks4 PROXY_PORT   the same over SOCKS4
+#   ... nostranger                    (last) without the stranger: dante fails the BIND at a
+#                                     stranger (REP 2) where vega-proxy waits past it
 #   socks-bind.py gone PROXY_PORT     BIND, then the client closes after the first reply: prints
 #                                     the bound port (which the proxy is to close)
 #   socks-bind.py timeout PROXY_PORT  BIND and nobody connects: the second reply is a failure
@@ -62,10 +64,12 @@ if mode == "timeout":
     print("failed" if rep != ok else "granted", rep)
     sys.exit(0)
 # the proxy may accept and reset the stranger before connect() reports it connected
+stranger = None
 try:
-    stranger = socket.create_connection((host, port), timeout=10, source_address=("127.0.0.1", 0))
+    if "nostranger" not in sys.argv[3:]:
+        stranger = socket.create_connection((host, port), timeout=10, source_address=("127.0.0.1", 0))
 except ConnectionResetError:
-    stranger = None
+    pass
 peer = socket.socket()
 peer.settimeout(10)
 peer.bind(("127.0.0.2", 0))

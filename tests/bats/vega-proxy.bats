@@ -707,7 +707,7 @@ print(s.recv(10)[1])'
     [ "$(grep -c 'bind: a connection from 127\.0\.0\.1:[0-9]*, not 127\.0\.0\.2: closed' "$T/proxy.log")" -eq 2 ]
 }
 
-@test "BIND: nobody connects within --idle-timeout (a failure as the second reply); a client that leaves ends it; refused with --upstream (REP 7)" {
+@test "BIND: nobody connects within --idle-timeout (a failure as the second reply); a client that leaves ends it; refused through an http:// upstream (REP 7)" {
     local PY
     PY="$(command -p -v python3)"
     proxy -i 300ms
@@ -725,7 +725,7 @@ print(s.recv(10)[1])'
     [ "$status" -ne 0 ]
     [[ "$output" == *"Connection refused"* ]]
     local UP=$PX
-    proxy_at "$T/chain.log" --upstream "socks5://127.0.0.1:$UP"
+    proxy_at "$T/chain.log" --upstream "http://127.0.0.1:$UP"
     run "$PY" -c 'import socket,sys; c=socket.create_connection(("127.0.0.1",int(sys.argv[1]))); c.sendall(b"\x05\x01\x00"); assert c.recv(2)==b"\x05\x00"; c.sendall(b"\x05\x02\x00\x01\x7f\x00\x00\x02\x00\x00"); print(c.recv(2)[1])' "$AT"
     [ "$output" = 7 ]
     wait_for_line "$T/chain.log" 'socks5 BIND 127\.0\.0\.2:0 up=0 down=0 .*result=unsupported' 10
@@ -796,4 +796,39 @@ print(s.recv(10)[1])'
     [ "$out" = ok ]
     wait_for_line "$T/pd.log" 'socks5 UDP 127\.0\.0\.1:[0-9]+ up=40971 down=40971 .*result=ok' 10
     grep -E 'pass\(2\): udp/udpassociate \]: 4[0-9]+/4 -> .* -> 4[0-9]+/4' "$T/dante/danted.log"
+}
+
+@test "BIND through a SOCKS upstream (vega_proxy_bind): chained to a second vega-proxy (socks5, socks5h, socks4, socks4a) and to danted" {
+    local PY UP k m
+    PY="$(command -p -v python3)"
+    proxy_at "$T/up.log" -v
+    UP=$AT
+    for k in socks5 socks5h socks4 socks4a; do
+        proxy_at "$T/p-$k.log" --upstream "$k://127.0.0.1:$UP"
+        for m in socks5 socks4; do
+            # the upstream listens and judges (its log closes the stranger); both replies cross
+            run timeout 20 "$PY" "$BATS_TEST_DIRNAME/socks-bind.py" "$m" "$AT"
+            echo "$k $m: $output"
+            [ "$status" -eq 0 ]
+            [ "$output" = ok ]
+        done
+        wait_for_line "$T/p-$k.log" 'socks5 BIND 127\.0\.0\.2:[0-9]+ up=12 down=9 .*result=ok' 10
+        wait_for_line "$T/p-$k.log" 'socks4 BIND 127\.0\.0\.2:[0-9]+ up=12 down=9 .*result=ok' 10
+    done
+    [ "$(grep -c 'BIND 127\.0\.0\.2:[0-9]* up=12 down=9 .*result=ok' "$T/up.log")" -eq 8 ]
+    [ "$(grep -c 'bind: a connection from 127\.0\.0\.1:[0-9]*, not 127\.0\.0\.2: closed' "$T/up.log")" -eq 8 ]
+    # danted as the upstream (it fails a BIND at a stranger, REP 2, where vega-proxy waits
+    # past it: no stranger here)
+    command -v danted >/dev/null || PATH="$PATH:/usr/sbin"
+    command -v danted >/dev/null || skip "danted is not installed (apt-get install dante-server)"
+    local D out rc=0
+    D="$("$BATS_TEST_DIRNAME/../proxy/peers.sh" start danted-bind "$T/dante")"
+    proxy_at "$T/pd.log" --upstream "socks5://127.0.0.1:$D"
+    out="$(timeout 20 "$PY" "$BATS_TEST_DIRNAME/socks-bind.py" socks5 "$AT" nostranger 2>&1)" || rc=$?
+    "$BATS_TEST_DIRNAME/../proxy/peers.sh" stop "$T/dante"
+    echo "$out"
+    [ "$rc" -eq 0 ]
+    [ "$out" = ok ]
+    wait_for_line "$T/pd.log" 'socks5 BIND 127\.0\.0\.2:[0-9]+ up=12 down=9 .*result=ok' 10
+    grep -E 'pass\([0-9]+\): tcp/bindreply \]: 12 -> 127\.0\.0\.2' "$T/dante/danted.log"
 }
