@@ -97,8 +97,8 @@ echo_server() {
     run curl -sS --proxy "https://localhost:$PX" --proxy-cacert "$C/ca.pem" "http://127.0.0.1:$OP/index.html"
     [ "$status" -eq 0 ]
     [ "$output" = hello-tls-proxy ]
-    wait_for_line "$T/proxy.log" "http\+tls CONNECT 127\.0\.0\.1:$OP up=[0-9]+ down=[0-9]{8,} .*result=ok" 10
-    wait_for_line "$T/proxy.log" "http\+tls GET 127\.0\.0\.1:$OP up=[0-9]+ down=[0-9]{8,} .*result=ok" 10
+    wait_for_line "$T/proxy.log" "http\+tls CONNECT 127\.0\.0\.1:$OP up=[0-9]+ down=[0-9]{7,} .*result=ok" 10
+    wait_for_line "$T/proxy.log" "http\+tls GET 127\.0\.0\.1:$OP up=[0-9]+ down=[0-9]{7,} .*result=ok" 10
 }
 
 @test "curl refuses a proxy certificate from another CA; the proxy logs tls-error" {
