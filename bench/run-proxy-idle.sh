@@ -4,7 +4,10 @@
 # files limit cannot hold 2 per tunnel) through vega-proxy to vega-echo, left idle; prints the
 # proxy's VmRSS before and after and the bytes per tunnel (bench/proxy_idle.py), for each
 # driver. A sample of the tunnels is checked to still echo.
-# usage: bench/run-proxy-idle.sh [BUILD_DIR] [N]
+# With "peers" last, then the same N idle tunnels through danted (SOCKS5) and tinyproxy (HTTP
+# CONNECT) beside vega-proxy's, memory as Pss summed over each proxy's process tree
+# (bench/run-proxy-peers.sh with no bulk and no rate rows).
+# usage: bench/run-proxy-idle.sh [BUILD_DIR] [N] [peers]
 set -u -o pipefail
 source "$(dirname "$0")/lib.sh"
 build="${1:-build}"
@@ -34,3 +37,6 @@ for driver in uring epoll; do
   wait 2>/dev/null
   pids=()
 done
+if [ "${3:-}" = peers ]; then
+  "$(dirname "$0")/run-proxy-peers.sh" "$build" 0 0 1 "$n"
+fi

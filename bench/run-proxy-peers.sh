@@ -12,6 +12,8 @@
 # Each proxy logs one line per tunnel (vega-proxy's access log, tinyproxy LogLevel Connect,
 # danted "log: disconnect") to a file, and is started afresh for each row. Ratios are
 # peer CPU / vega CPU and vega rate / peer rate (above 1: vega-proxy is better).
+# MIB 0 skips the bulk rows, SECS 0 the rate rows (and then the table): 0 0 1 N measures only
+# idle tunnels (bench/run-proxy-idle.sh BUILD N peers does that).
 # usage: bench/run-proxy-peers.sh [BUILD_DIR] [MIB] [SECS] [THREADS] [IDLE_N]
 set -u -o pipefail
 source "$(dirname "$0")/lib.sh"
@@ -142,14 +144,18 @@ row() {
 
 echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# vega-proxy $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null), $(tinyproxy -v 2>&1 | head -1), $(danted -v 2>&1 | head -1)"
-row bulk connect vega-proxy
-row bulk connect tinyproxy
-row bulk socks5 vega-proxy
-row bulk socks5 danted
-row rate connect vega-proxy
-row rate connect tinyproxy
-row rate socks5 vega-proxy
-row rate socks5 danted
+if [ "$mib" -gt 0 ]; then
+  row bulk connect vega-proxy
+  row bulk connect tinyproxy
+  row bulk socks5 vega-proxy
+  row bulk socks5 danted
+fi
+if [ "$secs" -gt 0 ]; then
+  row rate connect vega-proxy
+  row rate connect tinyproxy
+  row rate socks5 vega-proxy
+  row rate socks5 danted
+fi
 if [ "$idle_n" -gt 0 ]; then
   for pk in "vega-proxy socks5" "danted socks5" "vega-proxy connect" "tinyproxy connect"; do
     start "${pk% *}"
@@ -162,6 +168,7 @@ fi
 echo "# load after $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # the table: CPU per GiB for bulk rows, tunnels/s and CPU per 1000 tunnels for rate rows
+[ "$mib" -gt 0 ] && [ "$secs" -gt 0 ] || exit 0
 "$py" - "$tmp/rows" <<'PY'
 import json, sys
 rows = {}

@@ -30,6 +30,7 @@ VEGA_APT_PACKAGES=(
     libngtcp2-dev libngtcp2-crypto-gnutls-dev libgnutls28-dev   # QUIC bench peer (bench/quic-ngtcp2)
     golang-go golang-github-lucas-clemente-quic-go-dev golang-github-marten-seemann-qtls-go1-19-dev   # HTTP/3 interop: quic-go 0.29 peers built offline (interop/h3)
     dante-server tinyproxy ncat             # proxy clients (lib/proxy, vega-curl -x): real SOCKS5 and HTTP proxies
+    dante-client                            # vega-proxy BIND: socksify (libdsocks) as a real BIND client
 )
 
 JOBS=${VEGA_JOBS:-2}

@@ -19,12 +19,20 @@ static const char usage_text[] =
     "SOCKS5 UDP ASSOCIATE (RFC 1928 section 7) relays datagrams through a UDP port on the\n"
     "address the client connected to: only from the client's IP (and the port it declared),\n"
     "fragments dropped, replies only from destinations the client sent to; the association ends\n"
-    "with its TCP connection or the idle timeout. BIND is refused (REP 7).\n"
+    "with its TCP connection or the idle timeout.\n"
+    "BIND (SOCKS5 and SOCKS4) listens on the address the proxy uses towards DST, answers that\n"
+    "address first, accepts one connection from DST's IP (any with 0.0.0.0; others are closed)\n"
+    "within --idle-timeout, answers the peer's address second, then relays (FTP active mode).\n"
     "\n"
     "Listening:\n"
     "  -l, --listen ADDR:PORT  listen here (repeatable; default 127.0.0.1:1080; PORT alone is on\n"
     "                          127.0.0.1; port 0 picks a free one and the listening line shows "
     "it)\n"
+    "                          tls://ADDR:PORT: clients speak TLS first (an HTTPS proxy: curl\n"
+    "                          --proxy https://HOST:PORT, vega-curl -x https://); SOCKS5,\n"
+    "                          SOCKS4a, CONNECT and forwarding run inside it as outside\n"
+    "      --tls-cert FILE     the tls:// listeners' certificate chain (PEM)\n"
+    "      --tls-key FILE      its private key (PEM; default: in --tls-cert's file)\n"
     "      --allow CIDR        clients allowed (repeatable, e.g. 10.0.0.0/8, ::1); default: all.\n"
     "                          No open proxy: listening beyond loopback needs --allow, -u or "
     "--users\n"
@@ -66,7 +74,12 @@ static const char usage_text[] =
     "                          upstream's refusal reaches the client as REP 2-6 / 403 / 504\n"
     "                          when it says why, else REP 1 / 502 (bad credentials, upstream\n"
     "                          down: result upstream-auth, upstream-unreachable). UDP ASSOCIATE\n"
-    "                          is refused with REP 7 (datagrams would bypass the upstream)\n"
+    "                          goes through a socks5:// or socks5h:// upstream's own (its relay\n"
+    "                          carries the datagrams; its control connection's close ends the\n"
+    "                          association: result upstream-closed); with other upstreams it is\n"
+    "                          refused with REP 7 (datagrams would bypass the upstream). BIND\n"
+    "                          goes through a SOCKS upstream (it listens, its two replies are\n"
+    "                          passed on); through http(s):// it is refused (REP 7, SOCKS4 91)\n"
     "      --upstream-cacert FILE  CA certificates for an https:// upstream\n"
     "      --upstream-insecure do not verify an https:// upstream's certificate\n"
     "\n"
@@ -94,10 +107,13 @@ static const char usage_text[] =
     "      --version           the version\n"
     "\n"
     "Each tunnel logs one line on stderr when it ends: client, user, protocol, method,\n"
-    "destination (UDP: the relay), bytes up (client to destination) and down, duration and\n"
-    "result (ok, refused, unreachable, unknown-host, denied, timeout, auth-failed, bad-request,\n"
-    "unsupported, idle-timeout, reset, stopped, upstream-auth, upstream-error,\n"
-    "upstream-unreachable). Connect failures get the matching reply:\n"
+    "destination (UDP: the relay; BIND: the peer that connected), bytes up (client to\n"
+    "destination) and down, duration and result (ok, refused, unreachable, unknown-host,\n"
+    "denied, timeout, auth-failed, bad-request, unsupported, idle-timeout, reset, stopped,\n"
+    "upstream-auth, upstream-error, upstream-unreachable, upstream-closed, tls-error, closed).\n"
+    "The protocol of a tls:// listener's client has +tls (http+tls, socks5+tls; tls alone when "
+    "the\n"
+    "TLS handshake failed). Connect failures get the matching reply:\n"
     "SOCKS5 REP 5 refused, 4 host unreachable or unknown, 3 network unreachable, 2 denied;\n"
     "SOCKS4 91; HTTP 502, 504 for a timeout, 403 denied.\n"
     "SIGINT and SIGTERM stop accepting, let tunnels finish within --grace, and exit 0.\n"
@@ -105,7 +121,8 @@ static const char usage_text[] =
     "connections see the new users and rules; a bad file keeps the old ones (and the reason\n"
     "goes to stderr).\n"
     "\n"
-    "Exit codes: 0 stopped by a signal, 1 cannot listen, 2 usage error (a bad --users file too).\n"
+    "Exit codes: 0 stopped by a signal, 1 cannot listen, 2 usage error (a bad --users file or\n"
+    "--tls-cert too).\n"
     "\n"
     "Examples:\n"
     "  vega-proxy                                  SOCKS5 and HTTP on 127.0.0.1:1080\n"
@@ -115,7 +132,9 @@ static const char usage_text[] =
     "  vega-proxy -l [::]:3128 -u alice -P secret  needs credentials from everyone\n"
     "  vega-proxy -l 0.0.0.0:1080 --users /etc/vega-proxy.users\n"
     "  vega-proxy --rules /etc/vega-proxy.rules   kill -HUP to apply an edited file\n"
-    "  vega-proxy --upstream socks5h://u:p@gw.example:1080  chain through another proxy\n";
+    "  vega-proxy --upstream socks5h://u:p@gw.example:1080  chain through another proxy\n"
+    "  vega-proxy -l tls://[::]:3129 --tls-cert proxy.pem --tls-key proxy.key -u alice -P secret\n"
+    "  curl --proxy https://alice:secret@proxy.example:3129 https://example.com/\n";
 
 enum {
     OPT_VERSION = 256,
@@ -136,6 +155,8 @@ enum {
     OPT_LOG_FORMAT,
     OPT_METRICS,
     OPT_METRICS_PUBLIC,
+    OPT_TLS_CERT,
+    OPT_TLS_KEY,
 };
 
 static const struct option long_opts[] = {
@@ -161,6 +182,8 @@ static const struct option long_opts[] = {
     {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
     {"metrics", required_argument, NULL, OPT_METRICS},
     {"metrics-public", no_argument, NULL, OPT_METRICS_PUBLIC},
+    {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+    {"tls-key", required_argument, NULL, OPT_TLS_KEY},
     {"verbose", no_argument, NULL, 'v'},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -236,6 +259,32 @@ static void set_metrics(struct proxy_opts *o, const char *spec)
     o->metrics = spec;
 }
 
+/* The tls:// listeners' server configuration from --tls-cert and --tls-key. */
+static void tls_setup(struct proxy_opts *o)
+{
+    bool any = false;
+    for (size_t i = 0; i < o->nlisten; i++)
+        any |= o->listen_tls[i];
+    if (!any) {
+        if (o->tls_cert || o->tls_key)
+            cli_usage_error("--tls-cert and --tls-key are for a tls:// listener (-l "
+                            "tls://ADDR:PORT)");
+        return;
+    }
+    if (!o->tls_cert)
+        cli_usage_error("a tls:// listener needs --tls-cert FILE (and --tls-key FILE)");
+    int r = vega_tls_config_new(&o->tls, VEGA_TLS_SERVER);
+    if (r == 0)
+        r = vega_tls_config_set_cert_files(o->tls, o->tls_cert, o->tls_key);
+    if (r < 0) {
+        cli_err(o->tls_cert,
+                "not a usable PEM certificate and key (or the key does not match "
+                "the certificate): %s",
+                vega_tls_strerror(r));
+        exit(CLI_EXIT_USAGE);
+    }
+}
+
 static void parse_args(struct proxy_opts *o, int argc, char **argv)
 {
     int c;
@@ -245,7 +294,15 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
         case 'l':
             if (o->nlisten == PROXY_MAX_LISTEN)
                 cli_usage_error("-l: at most %d addresses", PROXY_MAX_LISTEN);
-            o->listen[o->nlisten++] = optarg;
+            o->listen_tls[o->nlisten] = strncmp(optarg, "tls://", 6) == 0;
+            o->listen[o->nlisten] = o->listen_tls[o->nlisten] ? optarg + 6 : optarg;
+            o->nlisten++;
+            break;
+        case OPT_TLS_CERT:
+            o->tls_cert = optarg;
+            break;
+        case OPT_TLS_KEY:
+            o->tls_key = optarg;
             break;
         case OPT_ALLOW:
             if (o->nallow == PROXY_MAX_ALLOW)
@@ -382,11 +439,13 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
         cli_usage_error("--upstream-cacert and --upstream-insecure need an https:// --upstream");
     if (o->nlisten == 0)
         o->listen[o->nlisten++] = "127.0.0.1:1080";
+    tls_setup(o);
 }
 
 struct listener {
     struct proxy_server *srv;
     vega_sock *sock;
+    vega_tls_config *tls; /* tls://: the clients' TLS (NULL: plain) */
 };
 
 static void *accept_main(void *arg)
@@ -425,6 +484,7 @@ static void *accept_main(void *arg)
         }
         vega_sock_set_nodelay(a->sock, true);
         a->srv = srv;
+        a->tls = l->tls;
         atomic_fetch_add(&srv->live, 1);
         atomic_fetch_add(&srv->total, 1);
         r = vega_group_spawn(srv->tunnels, tunnel_main, a);
@@ -486,14 +546,15 @@ static void *main_task(void *arg)
             goto fail;
         }
         ls[n].srv = &srv;
+        ls[n].tls = o->listen_tls[n] ? o->tls : NULL;
         vega_addr bound;
         char where[VEGA_ADDR_STRLEN];
         if (vega_sock_local_addr(ls[n].sock, &bound) < 0)
             bound = addr;
         vega_addr_format(&bound, where, sizeof where);
         if (!o->quiet)
-            fprintf(stderr, "vega-proxy: listening on %s (SOCKS5, SOCKS4a, HTTP%s)\n", where,
-                    o->nusers ? "; credentials required" : "");
+            fprintf(stderr, "vega-proxy: listening on %s (%sSOCKS5, SOCKS4a, HTTP%s)\n", where,
+                    o->listen_tls[n] ? "TLS: " : "", o->nusers ? "; credentials required" : "");
     }
     fflush(stderr);
     int r = vega_group_new(&srv.tunnels);
@@ -593,6 +654,7 @@ int main(int argc, char **argv)
     }
     vega_rt_free(rt);
     vega_tls_config_free(o.up.tls);
+    vega_tls_config_free(o.tls);
     free(o.users);
     rules_free(&o);
     return m.code;

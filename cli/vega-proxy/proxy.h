@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include <vega/proxy.h>
+#include <vega/tls.h>
 #include <vega/vega.h>
 
 #include "cli.h"
@@ -45,8 +46,11 @@ struct proxy_user {
 };
 
 struct proxy_opts {
-    const char *listen[PROXY_MAX_LISTEN];
+    const char *listen[PROXY_MAX_LISTEN]; /* as given, "tls://" stripped */
+    bool listen_tls[PROXY_MAX_LISTEN];    /* -l tls://ADDR:PORT: clients speak TLS first */
     size_t nlisten;
+    const char *tls_cert, *tls_key; /* --tls-cert, --tls-key: the tls:// listeners' */
+    vega_tls_config *tls;           /* their server configuration (NULL: no tls:// listener) */
     struct cidr allow[PROXY_MAX_ALLOW];
     size_t nallow;
     struct cidr deny_clients[PROXY_MAX_ALLOW]; /* --deny: clients refused */
@@ -93,7 +97,7 @@ struct proxy_server {
 
 /* The kinds of tunnel the metrics count apart. */
 enum proxy_kind {
-    PROXY_KIND_SOCKS5,  /* SOCKS5 CONNECT (and a refused BIND) */
+    PROXY_KIND_SOCKS5,  /* SOCKS5 CONNECT and BIND */
     PROXY_KIND_SOCKS4,  /* SOCKS4 and SOCKS4a */
     PROXY_KIND_CONNECT, /* HTTP CONNECT */
     PROXY_KIND_FORWARD, /* HTTP request forwarded in absolute-form */
@@ -150,6 +154,7 @@ struct tunnel_arg {
     struct proxy_server *srv;
     vega_sock *sock;
     vega_addr peer;
+    vega_tls_config *tls; /* a tls:// listener's configuration (NULL: plain) */
 };
 void *tunnel_main(void *arg);
 

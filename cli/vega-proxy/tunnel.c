@@ -13,6 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <vega/tls.h>
+
 #include "proxy.h"
 
 /* Room for a handshake: the largest SOCKS message or an HTTP head (--max-head, at most this). */
@@ -59,6 +61,7 @@ struct tunnel {
     uint8_t *hs;              /* HS_BUF bytes */
     size_t hs_len;
     bool relaying;        /* the handshake succeeded: the relay takes over */
+    bool tls;             /* the client came through a tls:// listener (client is the bridge's) */
     struct dir dirs[2];   /* client -> destination, destination -> client */
     atomic_int live_dirs; /* directions not yet ended: the last one ends the tunnel */
     atomic_int err;       /* the first error that ended a direction (0: none) */
@@ -205,13 +208,14 @@ static int upstream_error(int r, const vega_proxy_reply *rep)
 }
 
 /*
- * An https:// upstream's tunnel is a TLS stream, which the relay (splice and recv on
- * descriptors, parks with no task) cannot read. A socket pair stands in for it: the relay
- * takes one end as its destination, and a bridge copies between the other end and the TLS
- * stream, passing half-closes on both ways. The bridge is two tasks: the one that copies
- * towards TLS owns everything; it spawns the other (TLS towards the pair) and joins it at its
- * end, cancelling it first after a failure. A failure the other way shuts the pair end down,
- * which wakes the owner. Either way the relay sees a failure as a reset.
+ * An https:// upstream's tunnel and a tls:// listener's client are TLS streams, which the
+ * relay (splice and recv on descriptors, parks with no task) and the handshakes (reads on a
+ * socket) cannot read. A socket pair stands in for each: the tunnel takes one end as its
+ * destination or its client, and a bridge copies between the other end and the TLS stream,
+ * passing half-closes on both ways (bounded: one RELAY_BUF each way). The bridge is two tasks: the
+ * one that copies towards TLS owns everything; it spawns the other (TLS towards the pair) and joins
+ * it at its end, cancelling it first after a failure. A failure the other way shuts the pair end
+ * down, which wakes the owner. Either way the relay sees a failure as a reset.
  */
 struct bridge {
     vega_stream *tls;
@@ -247,6 +251,33 @@ static void *bridge_back(void *arg)
     return NULL;
 }
 
+/* True when the relay closed its end of the pair (both ways shut: POLLHUP), not only its
+ * writing side. poll with no wait reads nothing. */
+static bool bridge_hung_up(const struct bridge *b)
+{
+    struct pollfd p = {.fd = vega_sock_fd(b->end), .events = 0};
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)) != 0;
+}
+
+/* After the relay's half-close: the other way goes on until the TLS peer ends it, or until the
+ * relay closes its end (the tunnel ended: idle timeout, reset), which a TLS peer that never
+ * closes would otherwise outlive. Checked once a second while waiting. Returns 0 or an error
+ * (the caller then cancels and joins). */
+static int bridge_drain(struct bridge *b)
+{
+    for (;;) {
+        if (bridge_hung_up(b))
+            return VEGA_ERR_CLOSED;
+        int r = vega_task_join(b->back, NULL, vega_deadline_in_ms(1000));
+        if (r == 0) {
+            b->back = NULL;
+            return 0;
+        }
+        if (r != -ETIMEDOUT)
+            return r;
+    }
+}
+
 static void *bridge_main(void *arg)
 {
     struct bridge *b = arg;
@@ -257,8 +288,10 @@ static void *bridge_main(void *arg)
         if (n == 0 && atomic_load(&b->failed))
             break;
         if (n == 0) {
-            /* the client's half-close: TLS close_notify; the other way goes on */
+            /* the relay's half-close: TLS close_notify; the other way goes on */
             r = vega_stream_shutdown(b->tls, SHUT_WR, vega_deadline_in_ms(10000));
+            if (r == 0)
+                r = bridge_drain(b);
             break;
         }
         if (n < 0) {
@@ -283,25 +316,27 @@ static void *bridge_main(void *arg)
     return NULL;
 }
 
-/* Puts a bridge between t and its TLS tunnel tls (taken, also on failure): t->dest becomes the
- * relay's end of a socket pair. Returns 0 or -errno. */
-static int bridge_start(struct tunnel *t, vega_stream *tls)
+/* Puts a bridge in front of the TLS stream tls (taken, also on failure): *mine becomes the
+ * relay's end of a socket pair, whose bytes and half-closes reach tls and back. Used for an
+ * https:// upstream (the destination side) and a tls:// listener (the client side). Returns 0
+ * or -errno. */
+static int bridge_open(vega_stream *tls, vega_sock **mine)
 {
     struct bridge *b = calloc(1, sizeof *b);
-    int r = b ? vega_sock_pair(SOCK_STREAM, &t->dest, &b->end) : -ENOMEM;
+    int r = b ? vega_sock_pair(SOCK_STREAM, mine, &b->end) : -ENOMEM;
     vega_task *task = NULL;
     if (r == 0) {
         b->tls = tls;
         r = vega_task_spawn(&task, bridge_main, b);
         if (r < 0) {
-            vega_sock_close(t->dest);
+            vega_sock_close(*mine);
             vega_sock_close(b->end);
         }
     }
     if (r < 0) {
         vega_stream_close(tls, 0);
         free(b);
-        t->dest = NULL;
+        *mine = NULL;
         return r;
     }
     vega_task_detach(task);
@@ -321,7 +356,7 @@ static int upstream_connect(struct tunnel *t, const char *host, uint16_t port, v
             return 0;
         vega_stream *tls = t->up_stream;
         t->up_stream = NULL;
-        r = bridge_start(t, tls);
+        r = bridge_open(tls, &t->dest);
         if (r < 0)
             cli_log(1, "%s: upstream bridge: %s", t->peer, vega_strerror(r));
         return r;
@@ -410,6 +445,240 @@ static void socks_host(const vega_proxy_addr *a, char *out, size_t cap, bool *v6
         n_;                                                                                        \
     })
 
+/* A SOCKS reply: SOCKS5 (REP and BND) or SOCKS4 (90/91 and DSTPORT/DSTIP; IPv4 only). */
+static int socks_reply(struct tunnel *t, bool v5, int err, const vega_addr *bnd_addr,
+                       vega_deadline dl)
+{
+    uint8_t out[VEGA_PROXY_SOCKS5_MAX_REQUEST];
+    vega_proxy_addr bnd = {.type = VEGA_PROXY_ATYP_IPV4};
+    if (bnd_addr)
+        proxy_addr_from(bnd_addr, &bnd);
+    vega_ssize w =
+        v5 ? vega_proxy_socks5_reply_write(out, sizeof out, err ? socks5_rep(err) : 0,
+                                           bnd_addr ? &bnd : NULL)
+           : vega_proxy_socks4_reply_write(out, sizeof out, err ? 91 : 90, bnd_addr ? &bnd : NULL);
+    return w < 0 ? (int)w : send_all(t->client, out, (size_t)w, dl);
+}
+
+/* True when the client closed (or reset) its connection: its end of stream is there to be
+ * read. poll with no wait reads nothing. */
+static bool client_gone(const struct tunnel *t)
+{
+    struct pollfd p = {.fd = vega_sock_fd(t->client), .events = POLLRDHUP};
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+/* The local address this host would use towards dst (a connected UDP socket sends nothing),
+ * with port 0: where a BIND listens. Returns 0 or -errno. */
+static int local_toward(const vega_addr *dst, vega_addr *out)
+{
+    int fd = socket(dst->ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    vega_addr d = *dst;
+    if (vega_addr_port(&d) == 0)
+        vega_addr_set_port(&d, 9); /* connect needs a port; nothing is sent */
+    socklen_t len = sizeof out->ss;
+    int r = connect(fd, (struct sockaddr *)&d.ss, d.len) < 0 ||
+                    getsockname(fd, (struct sockaddr *)&out->ss, &len) < 0
+                ? -errno
+                : 0;
+    close(fd);
+    if (r == 0) {
+        out->len = len;
+        vega_addr_set_port(out, 0);
+    }
+    return r;
+}
+
+/* BIND through a SOCKS upstream: the first reply, the upstream's listening address, goes to
+ * the client from here (inside the proxy driver's task, before it waits for the peer). */
+struct bind_up {
+    struct tunnel *t;
+    bool v5, first_sent;
+    int err;
+};
+
+static void bind_up_reply(void *user, const vega_proxy_reply *r)
+{
+    struct bind_up *b = user;
+    /* the upstream's protocol says what granted is, the client's how to answer */
+    bool up4 = b->t->o->up.kind == VEGA_PROXY_SOCKS4 || b->t->o->up.kind == VEGA_PROXY_SOCKS4A;
+    if (b->first_sent || r->code != (up4 ? 90 : 0))
+        return; /* the second reply, or a refusal: answered after the call */
+    b->first_sent = true;
+    uint8_t out[VEGA_PROXY_SOCKS5_MAX_REQUEST];
+    vega_proxy_addr bnd = r->bound;
+    if (!b->v5 && bnd.type != VEGA_PROXY_ATYP_IPV4)
+        bnd.type = VEGA_PROXY_ATYP_NONE; /* SOCKS4 carries IPv4 only */
+    vega_ssize w = b->v5 ? vega_proxy_socks5_reply_write(out, sizeof out, 0, &bnd)
+                         : vega_proxy_socks4_reply_write(out, sizeof out, 90, &bnd);
+    /* a few bytes on a connection that has sent nothing else: no wait (it must not suspend) */
+    b->err = w < 0 ? (int)w : send_all(b->t->client, out, (size_t)w, 0);
+}
+
+/* The client's BIND through --upstream (SOCKS only): vega_proxy_bind with the upstream's two
+ * replies passed on (the first by bind_up_reply), then the relay over the upstream's socket.
+ * The wait for the peer is bounded by the idle timeout. */
+static int upstream_bind(struct tunnel *t, const char *host, uint16_t port, bool v5,
+                         vega_deadline dl)
+{
+    /* --deny-dest: as for a CONNECT through the upstream (a name the upstream resolves
+     * itself is its to judge) */
+    int r = dest_rules_any(t->o) ? dest_check(t, host, port, dl) : 0;
+    if (is_dns_error(r))
+        r = 0;
+    if (r < 0) {
+        t->result = r == -EACCES ? "denied" : connect_result(r);
+        if (r == -EACCES)
+            metric_add(&proxy_metrics.denied_dest, 1);
+        socks_reply(t, v5, r, NULL, dl);
+        return r;
+    }
+    struct bind_up b = {.t = t, .v5 = v5};
+    vega_proxy_opts p = t->o->up; /* a copy: the callback is this tunnel's */
+    p.on_reply = bind_up_reply;
+    p.trace = NULL;
+    p.trace_user = &b;
+    vega_proxy_reply rep;
+    r = vega_proxy_bind(&t->up_stream, &p, host, port, &rep, idle_dl(t));
+    if (r == 0 && b.err < 0)
+        r = b.err;
+    if (r == 0 && !(t->dest = vega_stream_sock(t->up_stream)))
+        r = VEGA_ERR_INTERNAL; /* SOCKS streams are plain sockets */
+    if (r < 0) {
+        if (t->up_stream)
+            vega_stream_close(t->up_stream, 0);
+        t->up_stream = NULL;
+        t->dest = NULL;
+        t->result = b.err < 0                                        ? "error"
+                    : rep.kind == VEGA_PROXY_NONE && r != -ETIMEDOUT ? "upstream-unreachable"
+                    : r == -ETIMEDOUT                                ? "timeout"
+                                      : connect_result(upstream_error(r, &rep));
+        cli_log(1, "%s: bind through the upstream for %s: %s", t->peer, t->dest_name,
+                vega_strerror(r));
+        /* the failure, as the first reply or as the second */
+        socks_reply(t, v5, r == VEGA_ERR_PROXY_REFUSED ? upstream_error(r, &rep) : r, NULL,
+                    idle_dl(t));
+        return r;
+    }
+    /* the second reply: the peer, as the upstream saw it */
+    uint8_t out[VEGA_PROXY_SOCKS5_MAX_REQUEST];
+    vega_proxy_addr bnd = rep.bound;
+    if (!v5 && bnd.type != VEGA_PROXY_ATYP_IPV4)
+        bnd.type = VEGA_PROXY_ATYP_NONE;
+    vega_ssize w = v5 ? vega_proxy_socks5_reply_write(out, sizeof out, 0, &bnd)
+                      : vega_proxy_socks4_reply_write(out, sizeof out, 90, &bnd);
+    if (bnd.type == VEGA_PROXY_ATYP_IPV4 || bnd.type == VEGA_PROXY_ATYP_IPV6) {
+        char ip[INET6_ADDRSTRLEN];
+        inet_ntop(bnd.type == VEGA_PROXY_ATYP_IPV6 ? AF_INET6 : AF_INET, bnd.ip, ip, sizeof ip);
+        snprintf(t->dest_name, sizeof t->dest_name,
+                 bnd.type == VEGA_PROXY_ATYP_IPV6 ? "[%s]:%u" : "%s:%u", ip, (unsigned)bnd.port);
+    }
+    vega_sock_set_nodelay(t->dest, true);
+    return w < 0 ? (int)w : send_all(t->client, out, (size_t)w, idle_dl(t));
+}
+
+/*
+ * BIND (RFC 1928 §4 and SOCKS4's): for protocols whose server connects back (FTP active mode).
+ * A listening port on the address the proxy uses towards DST; the first reply gives it; one
+ * connection is accepted, only from DST.ADDR's IP (any when DST.ADDR is 0.0.0.0 or ::, as dante
+ * does; others are closed and waited past), within the idle timeout; the second reply gives
+ * the peer's address, and the relay takes the client and that connection. DST.PORT is not
+ * checked (clients send 0 or their own data port). A name is resolved here. Through a SOCKS
+ * --upstream the upstream listens (upstream_bind); through an HTTP one BIND is refused
+ * (REP 7 / 91): the connection would not come through the upstream.
+ */
+static int do_bind(struct tunnel *t, const vega_proxy_server_request *req, bool v5,
+                   vega_deadline dl)
+{
+    char host[VEGA_PROXY_MAX_NAME + 1];
+    bool v6;
+    socks_host(&req->dst, host, sizeof host, &v6);
+    if (v6)
+        snprintf(t->dest_name, sizeof t->dest_name, "[%.46s]:%u", host, (unsigned)req->dst.port);
+    else
+        snprintf(t->dest_name, sizeof t->dest_name, "%s:%u", host, (unsigned)req->dst.port);
+    if (t->o->upstream && t->o->up.kind != VEGA_PROXY_HTTP && t->o->up.kind != VEGA_PROXY_HTTPS)
+        return upstream_bind(t, host, req->dst.port, v5, dl);
+    if (t->o->upstream) {
+        t->result = "unsupported";
+        int r = VEGA_ERR_PROXY_UNSUPPORTED;
+        if (v5) {
+            uint8_t out[16];
+            vega_ssize w = vega_proxy_socks5_reply_write(out, sizeof out, 7, NULL);
+            send_all(t->client, out, (size_t)w, dl);
+        } else {
+            socks_reply(t, false, r, NULL, dl);
+        }
+        return r;
+    }
+    vega_addr want;
+    size_t n = 0;
+    int r = vega_dns_lookup(t->srv->dns, host, AF_UNSPEC, &want, 1, &n, dl);
+    if (r == 0 && n == 0)
+        r = VEGA_ERR_DNS_NO_ADDRESS;
+    if (r == 0) {
+        vega_addr_set_port(&want, req->dst.port);
+        if (dest_rules_any(t->o) && !dest_allowed(t->o, &want))
+            r = -EACCES;
+    }
+    vega_addr at;
+    vega_sock *ls = NULL;
+    if (r == 0)
+        r = local_toward(&want, &at);
+    if (r == 0)
+        r = vega_tcp_listen(&ls, &at, 1, 0);
+    if (r == 0 && (r = vega_sock_local_addr(ls, &at)) < 0)
+        vega_sock_close(ls);
+    if (r < 0) {
+        t->result = r == -EACCES ? "denied" : connect_result(r);
+        if (r == -EACCES)
+            metric_add(&proxy_metrics.denied_dest, 1);
+        cli_log(1, "%s: bind for %s: %s", t->peer, t->dest_name, vega_strerror(r));
+        socks_reply(t, v5, r, NULL, dl);
+        return r;
+    }
+    r = socks_reply(t, v5, 0, &at, dl); /* the first reply: where the peer is to connect */
+    vega_proxy_addr w;
+    proxy_addr_from(&want, &w);
+    static const uint8_t zero[16];
+    bool any = memcmp(w.ip, zero, w.type == VEGA_PROXY_ATYP_IPV6 ? 16 : 4) == 0;
+    vega_addr peer;
+    vega_deadline end = idle_dl(t);
+    while (r == 0) {
+        /* a second at a time: a client that closed meanwhile ends the wait (and the port) */
+        vega_deadline slice = vega_deadline_in_ms(1000);
+        r = vega_tcp_accept(ls, &t->dest, &peer, slice < end ? slice : end);
+        if (r == -ETIMEDOUT && slice < end) {
+            r = client_gone(t) ? VEGA_ERR_CLOSED : 0;
+            continue;
+        }
+        if (r == 0 && !any && !addr_same_ip(&peer, &want)) {
+            char who[VEGA_ADDR_STRLEN];
+            vega_addr_format(&peer, who, sizeof who);
+            cli_log(1, "%s: bind: a connection from %s, not %s: closed", t->peer, who, host);
+            vega_sock_abort(t->dest);
+            t->dest = NULL;
+            continue;
+        }
+        break;
+    }
+    vega_sock_close(ls);
+    if (r < 0) {
+        t->dest = NULL;
+        t->result = r == -ETIMEDOUT        ? "timeout"
+                    : r == -ECANCELED      ? "stopped"
+                    : r == VEGA_ERR_CLOSED ? "closed"
+                                           : "error";
+        socks_reply(t, v5, r, NULL, dl); /* the second reply: the failure */
+        return r;
+    }
+    vega_addr_format(&peer, t->dest_name, sizeof t->dest_name);
+    vega_sock_set_nodelay(t->dest, true);
+    return socks_reply(t, v5, 0, &peer, dl); /* the second reply: who connected */
+}
+
 /* The SOCKS5 handshake up to a connected destination and the success reply. */
 static int do_socks5(struct tunnel *t, vega_deadline dl)
 {
@@ -476,9 +745,10 @@ static int do_socks5(struct tunnel *t, vega_deadline dl)
              req.command == 1   ? "CONNECT"
              : req.command == 2 ? "BIND"
                                 : "UDP");
-    if (req.command == VEGA_PROXY_CMD_UDP_ASSOCIATE && t->o->upstream) {
-        /* datagrams would leave from here, not through the upstream: X'07' rather than a
-         * relay that bypasses it */
+    if (req.command == VEGA_PROXY_CMD_UDP_ASSOCIATE && t->o->upstream &&
+        t->o->up.kind != VEGA_PROXY_SOCKS5 && t->o->up.kind != VEGA_PROXY_SOCKS5H) {
+        /* only a SOCKS5 upstream carries datagrams; else they would leave from here, not
+         * through the upstream: X'07' rather than a relay that bypasses it */
         vega_ssize w = vega_proxy_socks5_reply_write(out, sizeof out, 7, NULL);
         send_all(t->client, out, (size_t)w, dl);
         t->result = "unsupported";
@@ -498,8 +768,10 @@ static int do_socks5(struct tunnel *t, vega_deadline dl)
         t->finished = true;
         return r;
     }
+    if (req.command == VEGA_PROXY_CMD_BIND)
+        return do_bind(t, &req, true, dl);
     if (req.command != VEGA_PROXY_CMD_CONNECT) {
-        /* X'07' Command not supported (BIND is not served) */
+        /* X'07' Command not supported */
         vega_ssize w = vega_proxy_socks5_reply_write(out, sizeof out, 7, NULL);
         send_all(t->client, out, (size_t)w, dl);
         t->result = "unsupported";
@@ -546,6 +818,8 @@ static int do_socks4(struct tunnel *t, vega_deadline dl)
     if (users_required(t->o)) {
         t->result = "auth-failed";
         r = -EACCES;
+    } else if (req.command == VEGA_PROXY_CMD_BIND) {
+        return do_bind(t, &req, false, dl);
     } else if (req.command != 1) {
         t->result = "unsupported";
         r = VEGA_ERR_PROXY_UNSUPPORTED;
@@ -877,7 +1151,12 @@ static void json_str(FILE *f, const char *s)
 static void log_line(const struct tunnel *t)
 {
     double secs = (double)(vega_now() - t->start) / 1e9;
-    const char *user = t->user[0] ? t->user : "-", *proto = t->proto ? t->proto : "-";
+    const char *user = t->user[0] ? t->user : "-";
+    char proto[32]; /* "socks5", "http+tls", ... */
+    if (t->proto)
+        snprintf(proto, sizeof proto, "%s%s", t->proto, t->tls ? "+tls" : "");
+    else
+        snprintf(proto, sizeof proto, "%s", t->tls ? "tls" : "-"); /* nothing came inside */
     const char *method = t->method[0] ? t->method : "-";
     const char *dest = t->dest_name[0] ? t->dest_name : "-", *res = t->result ? t->result : "ok";
     if (!t->o->log_json) {
@@ -941,7 +1220,8 @@ static void tunnel_end(struct tunnel *t)
         vega_stream_close(t->up_stream, 0); /* closes dest */
     else if (t->dest)
         vega_sock_close(t->dest);
-    vega_sock_close(t->client);
+    if (t->client)
+        vega_sock_close(t->client);
     atomic_fetch_sub(&t->srv->live, 1);
     free(t->hs);
     free(t);
@@ -980,6 +1260,36 @@ static void run(struct tunnel *t)
     metrics_handshake(vega_now() - t->start);
 }
 
+/* A tls:// listener's client: the TLS handshake (bounded by the idle timeout, as the proxy
+ * handshakes are), then a bridge whose pair end becomes t->client, so that SOCKS, CONNECT and
+ * forwarding run inside TLS as they do outside. Returns 0, or an error with t->result set
+ * (t->client is then gone or still the socket, which tunnel_end closes). */
+static int tls_accept(struct tunnel *t, vega_tls_config *cfg)
+{
+    t->tls = true;
+    vega_stream *s;
+    int r = vega_tls_stream_from_sock(&s, t->client, 0, cfg, NULL);
+    if (r < 0) {
+        t->result = "error";
+        return r;
+    }
+    t->client = NULL; /* the stream has it */
+    r = vega_tls_handshake(s, idle_dl(t));
+    if (r < 0) {
+        const char *why = vega_tls_last_error(s);
+        cli_log(1, "%s: TLS handshake: %s", t->peer, why && *why ? why : vega_tls_strerror(r));
+        t->result = r == -ETIMEDOUT ? "idle-timeout" : r == -ECANCELED ? "stopped" : "tls-error";
+        vega_stream_close(s, 0);
+        return r;
+    }
+    r = bridge_open(s, &t->client);
+    if (r < 0) {
+        cli_log(1, "%s: TLS bridge: %s", t->peer, vega_strerror(r));
+        t->result = "error";
+    }
+    return r;
+}
+
 void *tunnel_main(void *arg)
 {
     struct tunnel_arg *a = arg;
@@ -1000,7 +1310,12 @@ void *tunnel_main(void *arg)
     t->start = vega_now();
     t->kind = -1;
     vega_addr_format(&a->peer, t->peer, sizeof t->peer);
+    vega_tls_config *tls = a->tls;
     free(a);
+    if (tls && tls_accept(t, tls) < 0) {
+        tunnel_end(t);
+        return NULL;
+    }
     run(t);
     if (t->relaying)
         relay_start(t);

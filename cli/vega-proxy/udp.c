@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* SOCKS5 UDP ASSOCIATE (RFC 1928 §7): a relay socket for the client, destination sockets opened
  * on first use, datagrams relayed both ways with the request header taken off and put back, for
- * as long as the TCP control connection lives. */
+ * as long as the TCP control connection lives. With a socks5:// or socks5h:// --upstream the
+ * association is chained: the upstream's own UDP ASSOCIATE carries the datagrams, headers
+ * kept. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -38,6 +40,13 @@ struct assoc {
     size_t ndests, dests_next;
     _Atomic uint64_t up, down, dropped;
     _Atomic vega_tstamp last; /* the last datagram relayed either way (idle timeout) */
+    /* --upstream socks5(h)://: datagrams go, header and all, to the upstream's relay, and only
+     * its datagrams come back (it keeps the list of destinations) */
+    bool chained;
+    vega_sock *up_ctl;   /* the control connection to the upstream (its close ends this) */
+    vega_addr up_relay;  /* the upstream's relay */
+    vega_task *up_watch; /* reads up_ctl until it closes */
+    atomic_bool up_gone; /* up_ctl closed or failed first */
 };
 
 /* The family slot of a far socket. */
@@ -75,6 +84,22 @@ static int dest_remember(struct assoc *a, const vega_addr *to)
     return 0;
 }
 
+/* A chained datagram (header included) to the client: payload bytes counted down. Returns 0,
+ * -ECANCELED, or another error (dropped). */
+static int chained_send(struct assoc *a, const uint8_t *d, size_t len, uint64_t payload)
+{
+    int r = vega_mutex_lock(&a->near_lock, VEGA_DEADLINE_NEVER);
+    if (r < 0)
+        return r;
+    vega_ssize w = vega_udp_send_to(a->near, d, len, &a->client, VEGA_DEADLINE_NEVER);
+    vega_mutex_unlock(&a->near_lock);
+    if (w < 0)
+        return (int)w;
+    atomic_fetch_add(&a->down, payload);
+    atomic_store(&a->last, vega_now());
+    return 0;
+}
+
 /* Datagrams from destinations on far: relayed to the client with the header in front. */
 static int down_loop(struct assoc *a, vega_sock *far)
 {
@@ -91,6 +116,19 @@ static int down_loop(struct assoc *a, vega_sock *far)
         if (n < 0) {
             ret = (int)n;
             break;
+        }
+        if (a->chained) {
+            /* the upstream's relay, with the source's header already in front */
+            uint8_t frag;
+            vega_proxy_addr src;
+            vega_ssize hl =
+                vega_addr_equal(&from, &a->up_relay)
+                    ? vega_proxy_udp_header_parse(buf + UDP_HDR_IP, (size_t)n, &frag, &src)
+                    : -1;
+            if (hl < 0 || frag != 0 ||
+                chained_send(a, buf + UDP_HDR_IP, (size_t)n, (uint64_t)(n - hl)) < 0)
+                atomic_fetch_add(&a->dropped, 1);
+            continue;
         }
         if (!dest_known(a, &from)) {
             atomic_fetch_add(&a->dropped, 1);
@@ -191,6 +229,56 @@ static int resolve_dest(struct assoc *a, const vega_proxy_addr *dst, vega_addr *
     return dest_allowed(a->o, to) ? 0 : -EACCES;
 }
 
+static bool is_dns_error(int r)
+{
+    return r == VEGA_ERR_DNS_NOT_FOUND || r == VEGA_ERR_DNS_NO_ADDRESS || r == VEGA_ERR_DNS_SERVER;
+}
+
+/* A datagram of the client (buf, n bytes, its header hl bytes) to the upstream's relay. The
+ * destination rules apply as for TCP: an address exactly, a name by what it resolves to here;
+ * with socks5h:// a name that does not resolve here goes as a name. With socks5:// a name is
+ * sent as the address it resolved to (the header rewritten). Returns 0 or an error (dropped). */
+static int chained_up(struct assoc *a, uint8_t *buf, size_t n, size_t hl,
+                      const vega_proxy_addr *dst)
+{
+    bool name = dst->type == VEGA_PROXY_ATYP_NAME;
+    bool remote_names = a->o->up.kind == VEGA_PROXY_SOCKS5H;
+    vega_addr to;
+    int r = 0;
+    if (!name || !remote_names || dest_rules_any(a->o))
+        r = resolve_dest(a, dst, &to);
+    if (r < 0 && name && remote_names && is_dns_error(r))
+        r = 0; /* the upstream's to resolve */
+    if (r == -EACCES)
+        metric_add(&proxy_metrics.denied_dest, 1);
+    if (r < 0)
+        return r;
+    const uint8_t *d = buf;
+    size_t len = n;
+    uint8_t *copy = NULL;
+    if (name && !remote_names) {
+        /* socks5://: the address, not the name */
+        vega_proxy_addr ip;
+        proxy_addr_from(&to, &ip);
+        uint8_t hdr[UDP_HDR_IP];
+        vega_ssize nh = vega_proxy_udp_header_write(hdr, sizeof hdr, 0, &ip);
+        if (nh < 0 || !(copy = malloc((size_t)nh + (n - hl))))
+            return nh < 0 ? (int)nh : -ENOMEM;
+        memcpy(copy, hdr, (size_t)nh);
+        memcpy(copy + nh, buf + hl, n - hl);
+        d = copy;
+        len = (size_t)nh + (n - hl);
+    }
+    vega_sock *far = far_sock(a, vega_addr_family(&a->up_relay));
+    vega_ssize w = far ? vega_udp_send_to(far, d, len, &a->up_relay, VEGA_DEADLINE_NEVER) : -ENOMEM;
+    free(copy);
+    if (w < 0)
+        return (int)w;
+    atomic_fetch_add(&a->up, (uint64_t)(n - hl));
+    atomic_store(&a->last, vega_now());
+    return 0;
+}
+
 /* Is this datagram the client's? Its IP must be the control connection's peer's; its port the
  * declared one, or the first datagram's (which fixes it). */
 static bool from_client(struct assoc *a, const vega_addr *from)
@@ -233,6 +321,16 @@ static void *up_main(void *arg)
         /* fragments are not reassembled (RFC 1928 §7 makes it optional): dropped */
         if (hl < 0 || frag != 0) {
             atomic_fetch_add(&a->dropped, 1);
+            continue;
+        }
+        if (a->chained) {
+            int r = chained_up(a, buf, (size_t)n, (size_t)hl, &dst);
+            if (r == -ECANCELED) {
+                ret = r;
+                break;
+            }
+            if (r < 0)
+                atomic_fetch_add(&a->dropped, 1);
             continue;
         }
         vega_addr to;
@@ -328,6 +426,87 @@ static const char *watch_control(struct assoc *a)
     }
 }
 
+/* Reads the upstream's control connection until it ends (nothing follows its reply), then
+ * ends the association by shutting the client's control connection down. */
+static void *up_watch_main(void *arg)
+{
+    struct assoc *a = arg;
+    char buf[256];
+    vega_ssize n;
+    while ((n = vega_sock_read(a->up_ctl, buf, sizeof buf, VEGA_DEADLINE_NEVER)) > 0)
+        ;
+    if (n != -ECANCELED) {
+        atomic_store(&a->up_gone, true);
+        vega_sock_shutdown(a->control, SHUT_RDWR);
+    }
+    return NULL;
+}
+
+/* The upstream's UDP ASSOCIATE (its credentials, DST 0.0.0.0:0: we do not know our source
+ * port before the first datagram), its relay in a->up_relay (BND, or the upstream's own
+ * address when BND is all zeros). *code: its REP when it refused, else -1. Returns 0 or an
+ * error. */
+static int up_associate(struct assoc *a, int *code, vega_deadline dl)
+{
+    const vega_proxy_opts *p = &a->o->up;
+    *code = -1;
+    vega_proxy_handshake_opts ho;
+    vega_proxy_handshake_opts_init(&ho);
+    ho.kind = VEGA_PROXY_SOCKS5;
+    ho.command = VEGA_PROXY_CMD_UDP_ASSOCIATE;
+    ho.user = p->user;
+    ho.password = p->password;
+    vega_proxy_handshake *h = NULL;
+    int r = vega_proxy_handshake_new(&h, NULL, &ho, NULL, NULL);
+    if (r == 0)
+        r = vega_tcp_connect_host(&a->up_ctl, a->srv->dns, p->host, p->port, NULL, dl);
+    uint8_t buf[600];
+    while (r == 0 && !vega_proxy_handshake_is_done(h)) {
+        vega_ssize w = vega_proxy_handshake_write(h, buf, sizeof buf);
+        if (w > 0)
+            w = vega_sock_write(a->up_ctl, buf, (size_t)w, NULL, dl);
+        if (w < 0) {
+            r = (int)w;
+            break;
+        }
+        size_t want = vega_proxy_handshake_want(h);
+        if (want == 0)
+            continue;
+        vega_ssize n = vega_sock_read(a->up_ctl, buf, want < sizeof buf ? want : sizeof buf, dl);
+        if (n <= 0) {
+            r = n == 0 ? VEGA_ERR_PROXY_HANDSHAKE : (int)n;
+            break;
+        }
+        size_t used;
+        r = vega_proxy_handshake_read(h, buf, (size_t)n, &used);
+        r = r > 0 ? 0 : r;
+    }
+    if (r == VEGA_ERR_PROXY_REFUSED)
+        *code = vega_proxy_handshake_reply(h)->code;
+    if (r == 0) {
+        const vega_proxy_addr *b = &vega_proxy_handshake_reply(h)->bound;
+        static const uint8_t zero[16];
+        bool v6 = b->type == VEGA_PROXY_ATYP_IPV6;
+        char ip[INET6_ADDRSTRLEN];
+        if (b->type == VEGA_PROXY_ATYP_NAME) {
+            r = VEGA_ERR_PROXY_UNSUPPORTED; /* a relay by name: not seen in practice */
+        } else if (memcmp(b->ip, zero, v6 ? 16 : 4) == 0) {
+            r = vega_sock_peer_addr(a->up_ctl, &a->up_relay);
+        } else {
+            inet_ntop(v6 ? AF_INET6 : AF_INET, b->ip, ip, sizeof ip);
+            r = vega_addr_from_ip(&a->up_relay, ip, 0);
+        }
+        if (r == 0)
+            vega_addr_set_port(&a->up_relay, b->port);
+    }
+    vega_proxy_handshake_free(h);
+    if (r == 0)
+        r = vega_task_spawn(&a->up_watch, up_watch_main, a);
+    if (r < 0)
+        cli_log(1, "udp associate through %s:%u: %s", p->host, (unsigned)p->port, vega_strerror(r));
+    return r;
+}
+
 int udp_associate(struct udp_report *rep, struct proxy_server *srv, vega_sock *control,
                   const vega_proxy_addr *declared, vega_deadline dl)
 {
@@ -358,7 +537,16 @@ int udp_associate(struct udp_report *rep, struct proxy_server *srv, vega_sock *c
         vega_addr_set_port(&a->client, declared->port);
         a->client_port_known = true;
     }
-    vega_ssize w = vega_proxy_socks5_reply_write(out, sizeof out, r == 0 ? 0 : 1, &bnd);
+    int up_code = -1;
+    if (r == 0 && a->o->upstream) {
+        a->chained = true;
+        vega_deadline cdl =
+            a->o->connect_ns ? vega_deadline_in_ns(a->o->connect_ns) : VEGA_DEADLINE_NEVER;
+        r = up_associate(a, &up_code, cdl);
+    }
+    /* the upstream's refusal in kind (REP 2-8), else a general failure */
+    uint8_t code = r == 0 ? 0 : up_code >= 2 && up_code <= 8 ? (uint8_t)up_code : 1;
+    vega_ssize w = vega_proxy_socks5_reply_write(out, sizeof out, code, &bnd);
     if (w >= 0)
         w = vega_sock_write(control, out, (size_t)w, NULL, dl);
     int s = w < 0 ? (int)w : 0;
@@ -369,14 +557,20 @@ int udp_associate(struct udp_report *rep, struct proxy_server *srv, vega_sock *c
     }
     if (r == 0 && s == 0) {
         rep->result = watch_control(a);
+        if (atomic_load(&a->up_gone))
+            rep->result = "upstream-closed";
         stop_task(up);
         /* the upward task is gone: no far task is added after this */
         stop_task(a->far_task[0]);
         stop_task(a->far_task[1]);
     } else if (r < 0) {
-        rep->result = "error";
+        rep->result =
+            a->chained ? (up_code >= 0 ? "upstream-error" : "upstream-unreachable") : "error";
         cli_log(1, "udp associate: %s", vega_strerror(r));
     }
+    stop_task(a->up_watch);
+    if (a->up_ctl)
+        vega_sock_close(a->up_ctl);
     for (int i = 0; i < 2; i++)
         if (a->far[i])
             vega_sock_close(a->far[i]);

@@ -90,9 +90,10 @@ int vega_proxy_handshake_new_versioned(vega_proxy_handshake **out, const vega_pr
     bool socks5 = o->kind == VEGA_PROXY_SOCKS5 || o->kind == VEGA_PROXY_SOCKS5H;
     bool http = o->kind == VEGA_PROXY_HTTP || o->kind == VEGA_PROXY_HTTPS;
     if (o->command != VEGA_PROXY_CMD_CONNECT &&
-        !(o->command == VEGA_PROXY_CMD_UDP_ASSOCIATE && socks5))
+        !(o->command == VEGA_PROXY_CMD_UDP_ASSOCIATE && socks5) &&
+        !(o->command == VEGA_PROXY_CMD_BIND && !http))
         return -EINVAL;
-    if (o->command == VEGA_PROXY_CMD_CONNECT && (!o->host || !o->host[0]))
+    if (o->command != VEGA_PROXY_CMD_UDP_ASSOCIATE && (!o->host || !o->host[0]))
         return -EINVAL;
     const char *host = o->host ? o->host : "0.0.0.0";
     size_t hlen = strlen(host);
@@ -241,7 +242,7 @@ vega_ssize vega_proxy_handshake_write(vega_proxy_handshake *h, uint8_t *out, siz
         if (n > cap)
             return VEGA_ERR_NOBUF;
         out[0] = 4;
-        out[1] = 1;
+        out[1] = (uint8_t)h->cmd; /* CD: 1 CONNECT, 2 BIND */
         out[2] = (uint8_t)(h->dst.port >> 8);
         out[3] = (uint8_t)h->dst.port;
         if (name) {
@@ -315,7 +316,22 @@ static int reply_event(vega_proxy_handshake *h)
     return 0;
 }
 
-/* A complete SOCKS message is in h->msg: judge it. Returns 1 (done), 0 (go on), or an error. */
+/* A granted SOCKS reply. RFC 1928 §4 (BIND): "Two replies are sent from the SOCKS server to the
+ * client during a BIND operation. The first is sent after the server creates and binds a new
+ * socket. [...] The second reply occurs only after the anticipated incoming connection
+ * succeeds or fails." The first leaves the reply state as it is, for the second. */
+static int granted(vega_proxy_handshake *h)
+{
+    if (h->cmd == VEGA_PROXY_CMD_BIND && !h->bind_listening) {
+        h->bind_listening = true;
+        return VEGA_PROXY_BIND_LISTENING;
+    }
+    h->st = PH_DONE;
+    return 1;
+}
+
+/* A complete SOCKS message is in h->msg: judge it. Returns 1 (done), VEGA_PROXY_BIND_LISTENING,
+ * 0 (go on), or an error. */
 static int socks_message(vega_proxy_handshake *h)
 {
     const uint8_t *m = h->msg;
@@ -377,8 +393,7 @@ static int socks_message(vega_proxy_handshake *h)
             return rc;
         if (m[1] != 0)
             return vega__proxy_fail(h, VEGA_ERR_PROXY_REFUSED);
-        h->st = PH_DONE;
-        return 1;
+        return granted(h);
     }
     case PH_S4_REPLY: {
         /* VN(0) CD DSTPORT DSTIP; CD 90 granted, 91..93 refusals */
@@ -392,10 +407,8 @@ static int socks_message(vega_proxy_handshake *h)
         int rc = reply_event(h);
         if (rc < 0)
             return rc;
-        if (m[1] == 90) {
-            h->st = PH_DONE;
-            return 1;
-        }
+        if (m[1] == 90)
+            return granted(h);
         if (m[1] >= 91 && m[1] <= 93)
             return vega__proxy_fail(h, m[1] == 93 ? VEGA_ERR_PROXY_AUTH : VEGA_ERR_PROXY_REFUSED);
         return vega__proxy_fail(h, VEGA_ERR_PROXY_HANDSHAKE);

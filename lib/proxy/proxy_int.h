@@ -32,6 +32,7 @@ struct vega_proxy_handshake {
     vega_proxy_command cmd;
     enum ph_state st;
     int err;                            /* sticky error once FAILED */
+    bool bind_listening;                /* BIND: the first reply granted, the second awaited */
     vega_proxy_addr dst;                /* the destination as it goes on the wire */
     char host[VEGA_PROXY_MAX_NAME + 1]; /* as given (for HTTP's authority) */
     bool has_user;

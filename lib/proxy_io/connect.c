@@ -253,9 +253,10 @@ static int run_handshake(const vega_proxy_opts *p, vega_proxy_handshake *h, vega
     }
 }
 
-int vega_proxy_connect_versioned(vega_stream **out, const vega_proxy_opts *p, const char *host,
-                                 uint16_t port, vega_proxy_reply *reply, vega_deadline dl,
-                                 int opts_version)
+/* CONNECT or BIND through p: the proxy's stream, then the handshake. */
+static int proxy_request(vega_stream **out, const vega_proxy_opts *p, vega_proxy_command cmd,
+                         const char *host, uint16_t port, vega_proxy_reply *reply, vega_deadline dl,
+                         int opts_version)
 {
     if (!out)
         return -EINVAL;
@@ -267,8 +268,11 @@ int vega_proxy_connect_versioned(vega_stream **out, const vega_proxy_opts *p, co
     if (!p || opts_version != VEGA_PROXY_OPTS_VERSION || !host || !host[0])
         return -EINVAL;
     bool http = p->kind == VEGA_PROXY_HTTP || p->kind == VEGA_PROXY_HTTPS;
+    if (http && cmd != VEGA_PROXY_CMD_CONNECT)
+        return -EINVAL;
     vega_proxy_handshake_opts ho;
     vega_proxy_handshake_opts_init(&ho);
+    ho.command = cmd;
     ho.kind = p->kind;
     ho.host = host;
     ho.port = port;
@@ -288,14 +292,15 @@ int vega_proxy_connect_versioned(vega_stream **out, const vega_proxy_opts *p, co
             return rc;
         }
         ho.host = ip;
-        trace(p, VEGA_PROXY_TRACE_INFO, "%s connect to %s:%u (locally resolved)",
-              kind_name(p->kind), ip, (unsigned)port);
+        trace(p, VEGA_PROXY_TRACE_INFO, "%s %s to %s:%u (locally resolved)", kind_name(p->kind),
+              cmd == VEGA_PROXY_CMD_BIND ? "bind" : "connect", ip, (unsigned)port);
     } else if (http) {
         trace(p, VEGA_PROXY_TRACE_INFO, "Establish HTTP proxy tunnel to %s:%u", host,
               (unsigned)port);
     } else {
-        trace(p, VEGA_PROXY_TRACE_INFO, "%s connect to %s:%u (remotely resolved)",
-              p->kind == VEGA_PROXY_SOCKS5H ? "SOCKS5" : "SOCKS4a", host, (unsigned)port);
+        trace(p, VEGA_PROXY_TRACE_INFO, "%s %s to %s:%u (remotely resolved)",
+              p->kind == VEGA_PROXY_SOCKS5H ? "SOCKS5" : "SOCKS4a",
+              cmd == VEGA_PROXY_CMD_BIND ? "bind" : "connect", host, (unsigned)port);
     }
     struct hs_ctx ctx = {p};
     vega_proxy_callbacks cb = {.on_reply = on_reply};
@@ -324,4 +329,18 @@ int vega_proxy_connect_versioned(vega_stream **out, const vega_proxy_opts *p, co
     }
     *out = s;
     return 0;
+}
+
+int vega_proxy_connect_versioned(vega_stream **out, const vega_proxy_opts *p, const char *host,
+                                 uint16_t port, vega_proxy_reply *reply, vega_deadline dl,
+                                 int opts_version)
+{
+    return proxy_request(out, p, VEGA_PROXY_CMD_CONNECT, host, port, reply, dl, opts_version);
+}
+
+int vega_proxy_bind_versioned(vega_stream **out, const vega_proxy_opts *p, const char *host,
+                              uint16_t port, vega_proxy_reply *reply, vega_deadline dl,
+                              int opts_version)
+{
+    return proxy_request(out, p, VEGA_PROXY_CMD_BIND, host, port, reply, dl, opts_version);
 }

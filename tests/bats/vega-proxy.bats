@@ -648,16 +648,22 @@ proxy_at() {
     [ "$status" -eq 56 ]
     [ "$output" = 502 ]
     wait_for_line "$T/d.log" 'result=upstream-unreachable' 10
-    # UDP ASSOCIATE would bypass the upstream: REP 7
-    run timeout 20 "$(command -p -v python3)" -c '
+    # UDP ASSOCIATE through an http:// upstream would bypass it: REP 7; through a socks5://
+    # upstream that is not there: REP 1
+    local udp_req='
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
 s.sendall(b"\x05\x01\x00")
 assert s.recv(2) == b"\x05\x00"
 s.sendall(b"\x05\x03\x00\x01\x00\x00\x00\x00\x00\x00")
-print(s.recv(10)[1])' "$P1"
+print(s.recv(10)[1])'
+    run timeout 20 "$(command -p -v python3)" -c "$udp_req" "$P3"
     [ "$status" -eq 0 ]
     [ "$output" = 7 ]
+    run timeout 20 "$(command -p -v python3)" -c "$udp_req" "$P1"
+    [ "$status" -eq 0 ]
+    [ "$output" = 1 ]
+    wait_for_line "$T/d.log" 'socks5 UDP .*result=upstream-unreachable' 10
     # only proxy URLs: the kinds are named
     run timeout 10 "$PROXY" --upstream "ftp://127.0.0.1:1"
     [ "$status" -eq 2 ]
@@ -682,4 +688,147 @@ print(s.recv(10)[1])' "$P1"
     [ "${output%% *}" = "$want" ]
     grep -q 'no pipe for splice (Too many open files): copying' "$T/proxy.log"
     wait_for_line "$T/proxy.log" "CONNECT 127\.0\.0\.1:$OP up=[0-9]+ down=[0-9]{7,} .*result=ok" 10
+}
+
+@test "SOCKS5 and SOCKS4 BIND: the first reply's port takes one connection from DST's IP (a stranger is closed), the second names the peer, bytes and half-closes cross" {
+    local PY
+    PY="$(command -p -v python3)"
+    proxy -v
+    run timeout 20 "$PY" "$BATS_TEST_DIRNAME/socks-bind.py" socks5 "$PX"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = ok ]
+    run timeout 20 "$PY" "$BATS_TEST_DIRNAME/socks-bind.py" socks4 "$PX"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = ok ]
+    wait_for_line "$T/proxy.log" 'user=- socks5 BIND 127\.0\.0\.2:[0-9]+ up=12 down=9 .*result=ok' 10
+    wait_for_line "$T/proxy.log" 'user=bind socks4 BIND 127\.0\.0\.2:[0-9]+ up=12 down=9 .*result=ok' 10
+    [ "$(grep -c 'bind: a connection from 127\.0\.0\.1:[0-9]*, not 127\.0\.0\.2: closed' "$T/proxy.log")" -eq 2 ]
+}
+
+@test "BIND: nobody connects within --idle-timeout (a failure as the second reply); a client that leaves ends it; refused through an http:// upstream (REP 7)" {
+    local PY
+    PY="$(command -p -v python3)"
+    proxy -i 300ms
+    run timeout 20 "$PY" "$BATS_TEST_DIRNAME/socks-bind.py" timeout "$PX"
+    [ "$status" -eq 0 ]
+    [ "$output" = "failed 4" ]
+    wait_for_line "$T/proxy.log" 'socks5 BIND 127\.0\.0\.2:0 up=0 down=0 .*result=timeout' 10
+    # a client that closes while the proxy waits for the peer ends the wait and the port
+    local BP
+    stop_bg_all
+    proxy
+    BP="$(timeout 20 "$PY" "$BATS_TEST_DIRNAME/socks-bind.py" gone "$PX")"
+    wait_for_line "$T/proxy.log" 'socks5 BIND 127\.0\.0\.2:0 up=0 down=0 .*result=closed' 10
+    run "$PY" -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)' "$BP"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"Connection refused"* ]]
+    local UP=$PX
+    proxy_at "$T/chain.log" --upstream "http://127.0.0.1:$UP"
+    run "$PY" -c 'import socket,sys; c=socket.create_connection(("127.0.0.1",int(sys.argv[1]))); c.sendall(b"\x05\x01\x00"); assert c.recv(2)==b"\x05\x00"; c.sendall(b"\x05\x02\x00\x01\x7f\x00\x00\x02\x00\x00"); print(c.recv(2)[1])' "$AT"
+    [ "$output" = 7 ]
+    wait_for_line "$T/chain.log" 'socks5 BIND 127\.0\.0\.2:0 up=0 down=0 .*result=unsupported' 10
+}
+
+@test "BIND with a real client: socksify (dante's libdsocks) routes a program's bind, listen and accept through the proxy" {
+    command -v socksify >/dev/null || skip "socksify is not installed (apt-get install dante-client)"
+    local PY
+    PY="$(command -p -v python3)"
+    proxy
+    printf 'route {\n    from: 0.0.0.0/0 to: 0.0.0.0/0 via: 127.0.0.1 port = %s\n    proxyprotocol: socks_v5\n    command: bind connect\n    method: none\n}\n' \
+        "$PX" >"$T/socks.conf"
+    # Python's accept() calls accept4(), which libdsocks does not wrap: the script calls libc's
+    # accept through ctypes, as a C program would
+    run env SOCKS_CONF="$T/socks.conf" timeout 20 socksify "$PY" "$BATS_TEST_DIRNAME/socks-bind-socksify.py"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"accepted from-peer"* ]]
+    [[ "$output" == *"peer got back"* ]]
+    wait_for_line "$T/proxy.log" 'socks5 BIND 127\.0\.0\.1:[0-9]+ up=4 down=9 .*result=ok' 10
+}
+
+@test "UDP ASSOCIATE through a SOCKS5 upstream: chained to danted and to a second vega-proxy (with credentials), datagrams echo through both" {
+    local ECHO PY EP UP D
+    ECHO="$(vega_bin vega-echo)"
+    PY="$(command -p -v python3)"
+    start_bg "$T/echo.log" "$ECHO" -u -l 127.0.0.1:0
+    wait_for_line "$T/echo.log" 'listening on udp 127\.0\.0\.1:[0-9]+' 10
+    EP="$(sed -n 's/.*listening on udp 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/echo.log" | head -1)"
+    # a second vega-proxy as the upstream, with credentials: by IP and by name (socks5h:
+    # the name goes to the upstream), strangers and fragments still dropped at the first
+    proxy_at "$T/up.log" -u bob -P two
+    UP=$AT
+    proxy_at "$T/p1.log" -v --upstream "socks5h://bob:two@127.0.0.1:$UP" -u alice -P s3cret
+    run timeout 30 "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" "$AT" "$EP" alice:s3cret
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = ok ]
+    wait_for_line "$T/p1.log" 'user=alice socks5 UDP 127\.0\.0\.1:[0-9]+ up=40971 down=40971 .*result=ok' 10
+    wait_for_line "$T/up.log" 'user=bob socks5 UDP 127\.0\.0\.1:[0-9]+ up=40971 down=40971 .*result=ok' 10
+    # socks5://: names resolved here, the upstream gets addresses
+    proxy_at "$T/p2.log" --upstream "socks5://bob:two@127.0.0.1:$UP"
+    run timeout 30 "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" "$AT" "$EP"
+    [ "$status" -eq 0 ]
+    [ "$output" = ok ]
+    wait_for_line "$T/up.log" 'user=bob socks5 UDP .* up=40971 down=40971 .*result=ok' 10
+    [ "$(grep -c 'user=bob socks5 UDP .*result=ok' "$T/up.log")" -eq 2 ]
+    # the upstream's control connection closing ends the association (and the client's)
+    local UP3_PID
+    proxy_at "$T/up3.log" --grace 0
+    UP3_PID=$BG_PID
+    proxy_at "$T/p3.log" --upstream "socks5://127.0.0.1:$AT"
+    start_bg "$T/hold.log" "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" --hold "$AT" "$EP"
+    wait_for_line "$T/hold.log" '^held$' 10
+    kill -TERM "$UP3_PID"
+    wait_for_line "$T/hold.log" '^closed$' 10
+    wait_for_line "$T/p3.log" 'socks5 UDP 127\.0\.0\.1:[0-9]+ up=4 down=4 .*result=upstream-closed' 10
+    # danted: its own relay carries the datagrams (its log counts them)
+    command -v danted >/dev/null || PATH="$PATH:/usr/sbin"
+    command -v danted >/dev/null || skip "danted is not installed (apt-get install dante-server)"
+    D="$("$BATS_TEST_DIRNAME/../proxy/peers.sh" start danted-udp "$T/dante")"
+    proxy_at "$T/pd.log" --upstream "socks5://127.0.0.1:$D"
+    run timeout 30 "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" "$AT" "$EP"
+    local rc=$status out=$output
+    "$BATS_TEST_DIRNAME/../proxy/peers.sh" stop "$T/dante"
+    echo "$out"
+    [ "$rc" -eq 0 ]
+    [ "$out" = ok ]
+    wait_for_line "$T/pd.log" 'socks5 UDP 127\.0\.0\.1:[0-9]+ up=40971 down=40971 .*result=ok' 10
+    grep -E 'pass\(2\): udp/udpassociate \]: 4[0-9]+/4 -> .* -> 4[0-9]+/4' "$T/dante/danted.log"
+}
+
+@test "BIND through a SOCKS upstream (vega_proxy_bind): chained to a second vega-proxy (socks5, socks5h, socks4, socks4a) and to danted" {
+    local PY UP k m
+    PY="$(command -p -v python3)"
+    proxy_at "$T/up.log" -v
+    UP=$AT
+    for k in socks5 socks5h socks4 socks4a; do
+        proxy_at "$T/p-$k.log" --upstream "$k://127.0.0.1:$UP"
+        for m in socks5 socks4; do
+            # the upstream listens and judges (its log closes the stranger); both replies cross
+            run timeout 20 "$PY" "$BATS_TEST_DIRNAME/socks-bind.py" "$m" "$AT"
+            echo "$k $m: $output"
+            [ "$status" -eq 0 ]
+            [ "$output" = ok ]
+        done
+        wait_for_line "$T/p-$k.log" 'socks5 BIND 127\.0\.0\.2:[0-9]+ up=12 down=9 .*result=ok' 10
+        wait_for_line "$T/p-$k.log" 'socks4 BIND 127\.0\.0\.2:[0-9]+ up=12 down=9 .*result=ok' 10
+    done
+    [ "$(grep -c 'BIND 127\.0\.0\.2:[0-9]* up=12 down=9 .*result=ok' "$T/up.log")" -eq 8 ]
+    [ "$(grep -c 'bind: a connection from 127\.0\.0\.1:[0-9]*, not 127\.0\.0\.2: closed' "$T/up.log")" -eq 8 ]
+    # danted as the upstream (it fails a BIND at a stranger, REP 2, where vega-proxy waits
+    # past it: no stranger here)
+    command -v danted >/dev/null || PATH="$PATH:/usr/sbin"
+    command -v danted >/dev/null || skip "danted is not installed (apt-get install dante-server)"
+    local D out rc=0
+    D="$("$BATS_TEST_DIRNAME/../proxy/peers.sh" start danted-bind "$T/dante")"
+    proxy_at "$T/pd.log" --upstream "socks5://127.0.0.1:$D"
+    out="$(timeout 20 "$PY" "$BATS_TEST_DIRNAME/socks-bind.py" socks5 "$AT" nostranger 2>&1)" || rc=$?
+    "$BATS_TEST_DIRNAME/../proxy/peers.sh" stop "$T/dante"
+    echo "$out"
+    [ "$rc" -eq 0 ]
+    [ "$out" = ok ]
+    wait_for_line "$T/pd.log" 'socks5 BIND 127\.0\.0\.2:[0-9]+ up=12 down=9 .*result=ok' 10
+    grep -E 'pass\([0-9]+\): tcp/bindreply \]: 12 -> 127\.0\.0\.2' "$T/dante/danted.log"
 }

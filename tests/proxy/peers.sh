@@ -4,6 +4,8 @@
 # each in its own directory, stopped by pid (no leftover processes):
 #   peers.sh start KIND DIR   starts KIND, prints its port; KIND is
 #       danted        dante-server, SOCKS5 (and 4/4a) without auth, forwarding to 127.0.0.0/8 only
+#       danted-udp    the same with UDP ASSOCIATE allowed (datagrams to and from 127.0.0.0/8)
+#       danted-bind   the same with BIND allowed (the peer connecting from 127.0.0.0/8)
 #       tinyproxy     HTTP proxy (CONNECT and absolute-form), no auth
 #       tinyproxy-auth  the same with BasicAuth user pass (407 without it)
 #       ncat          ncat --proxy-type http with --proxy-auth user:pass
@@ -32,7 +34,7 @@ start() {
     mkdir -p "$dir"
     port="$(free_port)"
     case "$kind" in
-    danted)
+    danted | danted-udp | danted-bind)
         command -v danted >/dev/null || { echo "peers.sh: danted missing (dante-server)" >&2; exit 3; }
         # protocols.md §5: each keyword on its own line inside rule braces
         cat >"$dir/danted.conf" <<CONF
@@ -52,6 +54,8 @@ socks pass {
   command: connect
   log: error
 }
+$([ "$kind" = danted-bind ] && printf 'socks pass {\n  from: 127.0.0.0/8 to: 0.0.0.0/0\n  command: bind\n  log: connect disconnect error\n}\nsocks pass {\n  from: 127.0.0.0/8 to: 0.0.0.0/0\n  command: bindreply\n  log: connect disconnect error\n}\n')
+$([ "$kind" = danted-udp ] && printf 'socks pass {\n  from: 127.0.0.0/8 to: 0.0.0.0/0\n  command: udpassociate\n  log: connect disconnect error\n}\nsocks pass {\n  from: 127.0.0.0/8 to: 127.0.0.0/8\n  command: udpreply\n  log: connect disconnect error\n}\n')
 socks block {
   from: 0.0.0.0/0 to: 0.0.0.0/0
   log: connect error

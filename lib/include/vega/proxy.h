@@ -49,6 +49,7 @@ typedef enum vega_proxy_kind {
 /* What a SOCKS5 request asks (RFC 1928 §4). */
 typedef enum vega_proxy_command {
     VEGA_PROXY_CMD_CONNECT = 1,
+    VEGA_PROXY_CMD_BIND = 2, /* since 0.2: a listening port on the proxy, for one connection */
     VEGA_PROXY_CMD_UDP_ASSOCIATE = 3,
 } vega_proxy_command;
 
@@ -108,7 +109,9 @@ typedef struct vega_proxy_callbacks {
  * borrowed for vega_proxy_handshake_new (copied). */
 typedef struct vega_proxy_handshake_opts {
     vega_proxy_kind kind;       /* any but NONE; HTTP and HTTPS both mean CONNECT */
-    vega_proxy_command command; /* CONNECT (default); UDP_ASSOCIATE for SOCKS5 only */
+    vega_proxy_command command; /* CONNECT (default); UDP_ASSOCIATE for SOCKS5 only; BIND
+                                   (since 0.2) for SOCKS5/5h/4/4a: host and port are where
+                                   the connection is expected from */
     const char *host;           /* the destination: an IP literal (IPv6 without brackets) goes as
                                    an address, anything else as a name (SOCKS5/5h, SOCKS4a,
                                    HTTP); SOCKS4 needs an IPv4 literal. UDP ASSOCIATE: the
@@ -131,10 +134,10 @@ VEGA_API void vega_proxy_handshake_opts_init_versioned(vega_proxy_handshake_opts
 /*
  * Creates a client handshake. cb: borrowed (copied), NULL = none. opts: borrowed (copied).
  * mem: retained, NULL = libc. user: passed to the callbacks (retained).
- * Returns 0; -EINVAL (a bad argument: no host for CONNECT, kind NONE, UDP ASSOCIATE on anything
- * but SOCKS5, an unknown layout version, credentials over 255 bytes, a host with a CR, LF or
- * NUL); VEGA_ERR_PROXY_UNSUPPORTED (SOCKS4 and a host that is not an IPv4 literal, a name over
- * 255 bytes); -ENOMEM. Context: any; never suspends. Since 0.1.
+ * Returns 0; -EINVAL (a bad argument: no host for CONNECT or BIND, kind NONE, UDP ASSOCIATE on
+ * anything but SOCKS5, BIND on HTTP(S), an unknown layout version, credentials over 255 bytes, a
+ * host with a CR, LF or NUL); VEGA_ERR_PROXY_UNSUPPORTED (SOCKS4 and a host that is not an IPv4
+ * literal, a name over 255 bytes); -ENOMEM. Context: any; never suspends. Since 0.1.
  */
 VEGA_API int vega_proxy_handshake_new_versioned(vega_proxy_handshake **out,
                                                 const vega_proxy_callbacks *cb,
@@ -160,13 +163,18 @@ VEGA_API vega_ssize vega_proxy_handshake_write(vega_proxy_handshake *h, uint8_t 
  * took: it never takes a byte past the end of the proxy's final reply, so what follows it
  * belongs to the tunnel (picotls-style in/out length, docs/ARCHITECTURE.md).
  * Returns 1 when the tunnel is up (the final reply said yes), 0 when more is needed (or a
- * message must be written first); VEGA_ERR_PROXY_AUTH, VEGA_ERR_PROXY_REFUSED (reply: see
- * vega_proxy_handshake_reply), VEGA_ERR_PROXY_HANDSHAKE (a malformed reply, a head over
+ * message must be written first); VEGA_PROXY_BIND_LISTENING for BIND's first reply (granted:
+ * the proxy listens at vega_proxy_handshake_reply's bound; read on for the second, which
+ * names the peer that connected, and then returns 1); VEGA_ERR_PROXY_AUTH, VEGA_ERR_PROXY_REFUSED
+ * (reply: see vega_proxy_handshake_reply), VEGA_ERR_PROXY_HANDSHAKE (a malformed reply, a head over
  * max_reply), VEGA_ERR_CALLBACK; -EINVAL (bytes before a message was sent, or after done).
  * Errors are sticky. Context: any; never suspends. Since 0.1.
  */
 VEGA_API int vega_proxy_handshake_read(vega_proxy_handshake *h, const uint8_t *in, size_t len,
                                        size_t *consumed);
+
+/* vega_proxy_handshake_read's result for BIND's first reply. Since 0.2. */
+#define VEGA_PROXY_BIND_LISTENING 2
 
 /* How many bytes the handshake can take now without reading past the proxy's reply (at least 1
  * while a reply is awaited; 0 when a message is to be written first, or when done or failed).
@@ -430,6 +438,24 @@ VEGA_API int vega_proxy_connect_versioned(struct vega_stream **out, const vega_p
                                           const char *host, uint16_t port, vega_proxy_reply *reply,
                                           vega_deadline dl, int opts_version);
 #define vega_proxy_connect(...) vega_proxy_connect_versioned(__VA_ARGS__, VEGA_PROXY_OPTS_VERSION)
+
+/*
+ * BIND through the SOCKS proxy p (RFC 1928 §4 CMD X'02', SOCKS4 CD 2): asks it to listen for
+ * one connection from host:port (the peer expected, e.g. an FTP server for active mode;
+ * 0.0.0.0 for any, where the proxy allows it). The first reply (granted: the address the proxy
+ * listens at, to be told to the peer) goes to p->on_reply, called inside this task before the
+ * wait for the peer; it must not suspend. Then waits for the second reply: on 0, out receives
+ * the stream to the peer, returned owned, and reply (may be NULL) the second reply (bound: the
+ * peer's address). host: borrowed; with SOCKS4 and SOCKS5 resolved here. dl: the whole call,
+ * the peer's connection included.
+ * Returns vega_proxy_connect's codes; -EINVAL also for an HTTP(S) proxy. A refusal in either
+ * reply is VEGA_ERR_PROXY_REFUSED (reply->code says which: SOCKS5 REP, SOCKS4 CD).
+ * Context: inside a task; suspends. Since 0.2.
+ */
+VEGA_API int vega_proxy_bind_versioned(struct vega_stream **out, const vega_proxy_opts *p,
+                                       const char *host, uint16_t port, vega_proxy_reply *reply,
+                                       vega_deadline dl, int opts_version);
+#define vega_proxy_bind(...) vega_proxy_bind_versioned(__VA_ARGS__, VEGA_PROXY_OPTS_VERSION)
 
 /*
  * Opens a stream to the proxy itself, without a handshake: TCP, and TLS for HTTPS (for HTTP

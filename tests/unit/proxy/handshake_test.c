@@ -253,6 +253,82 @@ VTEST(socks5_udp_associate)
     VCHECK_EQ(vega_proxy_handshake_new(&h, NULL, &o, NULL, NULL), -EINVAL);
 }
 
+/* RFC 1928 §4: "Two replies are sent from the SOCKS server to the client during a BIND
+ * operation." */
+VTEST(socks5_bind_two_replies)
+{
+    vega_proxy_handshake_opts o;
+    vega_proxy_handshake_opts_init(&o);
+    o.kind = VEGA_PROXY_SOCKS5;
+    o.command = VEGA_PROXY_CMD_BIND;
+    o.host = "192.0.2.7";
+    o.port = 20;
+    vega_proxy_handshake *h = NULL;
+    VCHECK_EQ(vega_proxy_handshake_new(&h, NULL, &o, NULL, NULL), 0);
+    expect_msg(h, "\x05\x01\x00", 3);
+    size_t used;
+    VCHECK_EQ(feed(h, "\x05\x00", 2, &used), 0);
+    expect_msg(h, "\x05\x02\x00\x01\xc0\x00\x02\x07\x00\x14", 10);
+    /* the first reply: where the proxy listens; not done, the second is awaited */
+    static const uint8_t first[] = {5, 0, 0, 1, 198, 51, 100, 1, 0x9c, 0x40};
+    VCHECK_EQ(feed_bytes(h, first, sizeof first), VEGA_PROXY_BIND_LISTENING);
+    VCHECK(!vega_proxy_handshake_is_done(h));
+    VCHECK_EQ(vega_proxy_handshake_reply(h)->bound.port, 40000);
+    VCHECK_EQ(vega_proxy_handshake_reply(h)->bound.ip[0], 198);
+    VCHECK_EQ(vega_proxy_handshake_want(h), 4);
+    uint8_t out[64];
+    VCHECK_EQ(vega_proxy_handshake_write(h, out, sizeof out), 0); /* nothing to send */
+    /* the second: the peer that connected; done, and not a byte past it is taken */
+    static const uint8_t second[] = {5, 0, 0, 1, 192, 0, 2, 7, 0x04, 0x01, 'x'};
+    VCHECK_EQ(feed(h, second, sizeof second, &used), 1);
+    VCHECK_EQ(used, sizeof second - 1);
+    VCHECK(vega_proxy_handshake_is_done(h));
+    VCHECK_EQ(vega_proxy_handshake_reply(h)->bound.port, 1025);
+    VCHECK_EQ(vega_proxy_handshake_reply(h)->bound.ip[3], 7);
+    vega_proxy_handshake_free(h);
+
+    /* both replies in one read: the first ends the read, the rest is read next */
+    VCHECK_EQ(vega_proxy_handshake_new(&h, NULL, &o, NULL, NULL), 0);
+    expect_msg(h, "\x05\x01\x00", 3);
+    VCHECK_EQ(feed(h, "\x05\x00", 2, &used), 0);
+    VCHECK(vega_proxy_handshake_write(h, out, sizeof out) == 10);
+    uint8_t both[20];
+    memcpy(both, first, 10);
+    memcpy(both + 10, second, 10);
+    VCHECK_EQ(feed(h, both, 20, &used), VEGA_PROXY_BIND_LISTENING);
+    VCHECK_EQ(used, 10);
+    VCHECK_EQ(feed(h, both + 10, 10, &used), 1);
+    vega_proxy_handshake_free(h);
+
+    /* the second reply refuses (the peer never came, or came from elsewhere) */
+    VCHECK_EQ(vega_proxy_handshake_new(&h, NULL, &o, NULL, NULL), 0);
+    expect_msg(h, "\x05\x01\x00", 3);
+    VCHECK_EQ(feed(h, "\x05\x00", 2, &used), 0);
+    VCHECK(vega_proxy_handshake_write(h, out, sizeof out) == 10);
+    VCHECK_EQ(feed(h, first, 10, &used), VEGA_PROXY_BIND_LISTENING);
+    VCHECK_EQ(feed(h, "\x05\x04\x00\x01\0\0\0\0\0\0", 10, &used), VEGA_ERR_PROXY_REFUSED);
+    VCHECK_EQ(vega_proxy_handshake_reply(h)->code, 4);
+    vega_proxy_handshake_free(h);
+
+    /* SOCKS4: CD 2, two replies of 8 bytes */
+    o.kind = VEGA_PROXY_SOCKS4;
+    o.user = "u";
+    VCHECK_EQ(vega_proxy_handshake_new(&h, NULL, &o, NULL, NULL), 0);
+    expect_msg(h, "\x04\x02\x00\x14\xc0\x00\x02\x07u\x00", 10);
+    VCHECK_EQ(feed(h, "\x00\x5a\x9c\x40\xc6\x33\x64\x01", 8, &used), VEGA_PROXY_BIND_LISTENING);
+    VCHECK_EQ(vega_proxy_handshake_reply(h)->bound.port, 40000);
+    VCHECK_EQ(feed(h, "\x00\x5a\x04\x01\xc0\x00\x02\x07", 8, &used), 1);
+    VCHECK_EQ(vega_proxy_handshake_reply(h)->bound.port, 1025);
+    vega_proxy_handshake_free(h);
+
+    /* no BIND through an HTTP proxy, nor without the peer's address */
+    o.kind = VEGA_PROXY_HTTP;
+    VCHECK_EQ(vega_proxy_handshake_new(&h, NULL, &o, NULL, NULL), -EINVAL);
+    o.kind = VEGA_PROXY_SOCKS5;
+    o.host = NULL;
+    VCHECK_EQ(vega_proxy_handshake_new(&h, NULL, &o, NULL, NULL), -EINVAL);
+}
+
 VTEST(udp_header)
 {
     vega_proxy_addr a = {.type = VEGA_PROXY_ATYP_IPV4, .ip = {192, 0, 2, 1}, .port = 53};
