@@ -30,6 +30,7 @@ VEGA_APT_PACKAGES=(
     libngtcp2-dev libngtcp2-crypto-gnutls-dev libgnutls28-dev   # QUIC bench peer (bench/quic-ngtcp2)
     golang-go golang-github-lucas-clemente-quic-go-dev golang-github-marten-seemann-qtls-go1-19-dev   # HTTP/3 interop: quic-go 0.29 peers built offline (interop/h3)
     dante-server tinyproxy ncat             # proxy clients (lib/proxy, vega-curl -x): real SOCKS5 and HTTP proxies
+    fuse3 libfuse3-dev                      # bench/slowfs: a slow or stalled disk (tests/bats/vega-serve-slowfs.bats)
 )
 
 JOBS=${VEGA_JOBS:-2}

@@ -102,7 +102,7 @@ static int open_sibling(const char *rel, size_t len, const char *suffix, struct 
     int fd = serve_open(path, len + sl);
     if (fd < 0)
         return -1;
-    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+    if (serve_fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
         close(fd);
         return -1;
     }
@@ -252,15 +252,16 @@ static size_t rep_fields(vega_http_field *f, const struct rep *r, const char *ty
     return n;
 }
 
-/* pread, or a copy from the cached content. */
-static ssize_t rep_read(const struct rep *r, void *buf, size_t len, uint64_t off)
+/* A read off the worker thread (fsio.c), or a copy from the cached content: the count or
+ * -errno. */
+static vega_ssize rep_read(const struct rep *r, void *buf, size_t len, uint64_t off)
 {
     if (!r->mem)
-        return pread(r->fd, buf, len, (off_t)off);
+        return serve_pread(r->fd, buf, len, off);
     uint64_t size = (uint64_t)r->st.st_size;
     size_t n = off >= size ? 0 : (size_t)(size - off < len ? size - off : len);
     memcpy(buf, r->mem + off, n);
-    return (ssize_t)n;
+    return (vega_ssize)n;
 }
 
 static int send_range(vega_http_exchange *x, const struct rep *r, uint64_t off, uint64_t len)
@@ -286,17 +287,11 @@ static int respond_small(vega_http_exchange *x, int status, const vega_http_fiel
                          int fd, uint64_t off, size_t len)
 {
     char buf[SERVE_SMALL_FILE];
-    size_t got = 0;
-    while (got < len) {
-        ssize_t r = pread(fd, buf + got, len - got, (off_t)(off + got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -errno;
-        if (r == 0)
-            return -ENODATA; /* the file shrank since fstat: nothing was sent yet */
-        got += (size_t)r;
-    }
+    vega_ssize got = serve_pread_full(fd, buf, len, off);
+    if (got < 0)
+        return (int)got;
+    if ((size_t)got < len)
+        return -ENODATA; /* the file shrank since fstat: nothing was sent yet */
     return vega_http_respond(x, status, f, n, buf, len, NEVER);
 }
 
@@ -382,14 +377,12 @@ static int respond_fly_small(vega_http_exchange *x, const vega_http_field *f, si
     uint8_t *in = malloc(size ? size : 1);
     if (!in)
         return -ENOMEM;
-    while (got < size) {
-        ssize_t k = pread(r->fd, in + got, size - got, (off_t)got);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            break; /* shrank: compress what is there */
-        got += (size_t)k;
+    vega_ssize k = serve_pread_full(r->fd, in, size, 0);
+    if (k < 0) {
+        free(in);
+        return (int)k;
     }
+    got = (size_t)k; /* short: the file shrank, compress what is there */
     /* No output limit: the input is at most FLY_SMALL, and the codecs' worst case is a few
      * bytes per block above it. */
     int e = vega_compress_buffer(kind_of(r->fly), VEGA_COMPRESS_LEVEL_DEFAULT, in, got, 0, &out,
@@ -424,11 +417,9 @@ static int respond_fly(vega_http_exchange *x, bool head, const vega_http_field *
     uint64_t off = 0, size = (uint64_t)r->st.st_size;
     while (e == 0 && !head) {
         size_t want = size - off > ZCHUNK ? ZCHUNK : (size_t)(size - off);
-        ssize_t got = want ? rep_read(r, in, want, off) : 0;
+        vega_ssize got = want ? rep_read(r, in, want, off) : 0;
         if (got < 0) {
-            if (errno == EINTR)
-                continue;
-            e = -errno;
+            e = (int)got;
             break;
         }
         off += (uint64_t)got;

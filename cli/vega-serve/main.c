@@ -1123,6 +1123,7 @@ static void *main_task(void *arg)
     if (serve_o.cache && serve_o.cache_size == 0)
         serve_o.cache = false;
     serve_cache_start();
+    serve_log_start();
     vega_http_server_opts so;
     serve_server_opts(&so);
     so.tls = tls;
@@ -1134,6 +1135,7 @@ static void *main_task(void *arg)
     if (r < 0) {
         cli_err_code("server", r);
         serve_cache_stop();
+        serve_log_stop();
         return NULL;
     }
     vega_http_server_h2_opts h2o;
@@ -1149,6 +1151,7 @@ static void *main_task(void *arg)
         cli_err_code("server", r);
         vega_http_server_free(srv);
         serve_cache_stop();
+        serve_log_stop();
         return NULL;
     }
     /* the metrics address first: a refused one stops us before anything listens */
@@ -1160,6 +1163,7 @@ static void *main_task(void *arg)
         *code = r;
         vega_http_server_free(srv);
         serve_cache_stop();
+        serve_log_stop();
         return NULL;
     }
     struct stopper st = {srv};
@@ -1170,6 +1174,7 @@ static void *main_task(void *arg)
         serve_metrics_stop(&metrics);
         vega_http_server_free(srv);
         serve_cache_stop();
+        serve_log_stop();
         return NULL;
     }
     if (serve_shard) {
@@ -1189,6 +1194,7 @@ static void *main_task(void *arg)
         cli_log(1, "stopped");
     vega_http_server_free(srv);
     serve_cache_stop();
+    serve_log_stop(); /* every exchange has ended: every line is in the buffer */
     *code = r < 0 ? CLI_EXIT_NET : CLI_EXIT_OK;
     return NULL;
 }
