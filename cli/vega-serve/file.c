@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +19,9 @@
 #define FIELDS_MAX (16 + SERVE_MAX_HEADERS)
 /* Compression on the fly reads and writes in pieces of this size. */
 #define ZCHUNK (64 * 1024)
+/* A file body is sent in pieces of this size: each by sendfile when it is in the page cache,
+ * else read by the ring into a buffer of this size and written. */
+#define SEND_PIECE (256 * 1024)
 /* Files up to this size are compressed whole in memory and sent with a Content-Length. */
 #define FLY_SMALL (256 * 1024)
 
@@ -264,6 +268,19 @@ static vega_ssize rep_read(const struct rep *r, void *buf, size_t len, uint64_t 
     return (vega_ssize)n;
 }
 
+/* Whether the piece [off, off + len) of fd looks resident in the page cache: its first and
+ * last byte read with RWF_NOWAIT, which fails (EAGAIN) rather than wait for the disk. A file
+ * system that cannot tell (EOPNOTSUPP: FUSE, some network file systems) counts as cold. Two
+ * probes, not every page: a piece evicted in its middle can still make sendfile block. */
+static bool looks_cached(int fd, uint64_t off, size_t len)
+{
+    char b;
+    struct iovec iov = {&b, 1};
+    if (preadv2(fd, &iov, 1, (off_t)off, RWF_NOWAIT) != 1)
+        return false;
+    return len <= 1 || preadv2(fd, &iov, 1, (off_t)(off + len - 1), RWF_NOWAIT) == 1;
+}
+
 static int send_range(vega_http_exchange *x, const struct rep *r, uint64_t off, uint64_t len)
 {
     if (r->mem) {
@@ -271,15 +288,40 @@ static int send_range(vega_http_exchange *x, const struct rep *r, uint64_t off, 
         return w < 0 ? (int)w : 0;
     }
     int fd = r->fd;
-    while (len > 0) {
-        size_t piece = len > (1u << 30) ? (1u << 30) : (size_t)len;
-        vega_ssize w = vega_http_response_sendfile(x, fd, off, piece, NEVER);
-        if (w < 0)
-            return (int)w;
-        off += (uint64_t)w;
-        len -= (uint64_t)w;
+    uint8_t *buf = NULL;
+    int e = 0;
+    while (len > 0 && e == 0) {
+        size_t piece = len > SEND_PIECE ? SEND_PIECE : (size_t)len;
+        if (looks_cached(fd, off, piece)) {
+            vega_ssize w = vega_http_response_sendfile(x, fd, off, piece, NEVER);
+            if (w < 0) {
+                e = (int)w;
+                break;
+            }
+            off += (uint64_t)w;
+            len -= (uint64_t)w;
+            continue;
+        }
+        /* Not in the page cache: sendfile would read the disk on the worker thread. The
+         * ring reads it (or the blocking pool), then it is written from memory. */
+        if (!buf && !(buf = malloc(SEND_PIECE))) {
+            e = -ENOMEM;
+            break;
+        }
+        vega_ssize got = serve_pread_full(fd, buf, piece, off);
+        if (got < 0) {
+            e = (int)got;
+        } else if ((size_t)got < piece) {
+            e = -ENODATA; /* shrank since fstat: the promised length cannot be sent */
+        } else {
+            vega_ssize w = vega_http_response_write(x, buf, piece, NEVER);
+            e = w < 0 ? (int)w : 0;
+            off += piece;
+            len -= piece;
+        }
     }
-    return 0;
+    free(buf);
+    return e;
 }
 
 /* A small body is read first and sent with the head in one write. Returns 0 or a code. */

@@ -67,6 +67,8 @@ make_tree() {
     head -c 200000 /dev/urandom >"$T/www/large.bin"
     printf 'stalled file\n' >"$T/back/stall-me.txt"
     printf 'fine file\n' >"$T/back/fine.txt"
+    # larger than a send piece (256 KiB): on FUSE it is read by the ring, not sendfile
+    head -c 600001 /dev/urandom >"$T/back/big.bin"
     mount_slowfs "$T/back" "$T/www/slow" --gate "$T/gate" --stall stall
 }
 
@@ -95,6 +97,10 @@ stall_case() {
     c --max-time 10 -o "$T/large.out" "$U/large.bin"
     cmp "$T/large.out" "$T/www/large.bin"
     [ "$(c --max-time 10 "$U/slow/fine.txt")" = "fine file" ]
+    c --max-time 10 -o "$T/big.out" "$U/slow/big.bin"
+    cmp "$T/big.out" "$T/back/big.bin"
+    c --max-time 10 -r 300000-599999 -o "$T/part.out" "$U/slow/big.bin"
+    cmp "$T/part.out" <(tail -c +300001 "$T/back/big.bin" | head -c 300000)
     [ "$(c --max-time 10 -o /dev/null -w '%{http_code}' "$U/missing")" = 404 ]
     # still held
     kill -0 "$(cat "$T/stalled.pid")"
