@@ -19,9 +19,10 @@
 #define FIELDS_MAX (16 + SERVE_MAX_HEADERS)
 /* Compression on the fly reads and writes in pieces of this size. */
 #define ZCHUNK (64 * 1024)
-/* A file body is sent in pieces of this size: each by sendfile when it is in the page cache,
- * else read by the ring into a buffer of this size and written. */
-#define SEND_PIECE (256 * 1024)
+/* A file body is sent in pieces: up to SEND_PIECE by sendfile when its two ends are in the
+ * page cache, else up to READ_PIECE read by the ring into a buffer and written. */
+#define SEND_PIECE (2u << 20)
+#define READ_PIECE (256 * 1024)
 /* Files up to this size are compressed whole in memory and sent with a Content-Length. */
 #define FLY_SMALL (256 * 1024)
 
@@ -304,7 +305,9 @@ static int send_range(vega_http_exchange *x, const struct rep *r, uint64_t off, 
         }
         /* Not in the page cache: sendfile would read the disk on the worker thread. The
          * ring reads it (or the blocking pool), then it is written from memory. */
-        if (!buf && !(buf = malloc(SEND_PIECE))) {
+        if (piece > READ_PIECE)
+            piece = READ_PIECE;
+        if (!buf && !(buf = malloc(READ_PIECE))) {
             e = -ENOMEM;
             break;
         }
