@@ -52,13 +52,28 @@ int serve_fstat(int fd, struct stat *st)
     return r;
 }
 
-int serve_lstat_below(const char *rel, struct stat *st)
+int serve_lstat_at(int dirfd, const char *name, struct stat *st)
 {
     vega_file_info info;
-    int r = vega_fs_statat(serve_o.root_fd, rel, VEGA_STAT_NOFOLLOW, &info, VEGA_DEADLINE_NEVER);
+    int r = vega_fs_statat(dirfd, name, VEGA_STAT_NOFOLLOW, &info, VEGA_DEADLINE_NEVER);
     if (r == 0)
         to_stat(&info, st);
     return r;
+}
+
+int serve_lstat_below(const char *rel, struct stat *st)
+{
+    return serve_lstat_at(serve_o.root_fd, rel, st);
+}
+
+static int openat_off(int dirfd, const char *rel, int flags);
+
+int serve_open_at(int dirfd, const char *name, int flags)
+{
+    if (!serve_o.use_openat2) /* a kernel before 5.6 */
+        return openat_off(dirfd, name, flags);
+    vega_open_how how = {.flags = (uint64_t)(unsigned)flags};
+    return vega_fs_openat2(dirfd, name, &how, VEGA_DEADLINE_NEVER);
 }
 
 vega_ssize serve_pread(int fd, void *buf, size_t len, uint64_t off)
@@ -91,6 +106,7 @@ int serve_openat2_beneath(const char *rel, unsigned flags, unsigned long long re
 }
 
 struct openat_job {
+    int dirfd;
     const char *rel;
     int flags;
     int res;
@@ -99,15 +115,15 @@ struct openat_job {
 static void *openat_fn(void *arg)
 {
     struct openat_job *j = arg;
-    j->res = openat(serve_o.root_fd, j->rel, j->flags | O_CLOEXEC);
+    j->res = openat(j->dirfd, j->rel, j->flags | O_CLOEXEC);
     if (j->res < 0)
         j->res = -errno;
     return NULL;
 }
 
-int serve_openat_plain(const char *rel, int flags)
+static int openat_off(int dirfd, const char *rel, int flags)
 {
-    struct openat_job j = {rel, flags, -EIO};
+    struct openat_job j = {dirfd, rel, flags, -EIO};
     int r = vega_blocking(openat_fn, &j, NULL, VEGA_DEADLINE_NEVER);
     if (r < 0) {
         /* Cancelled or timed out after the job ran: its descriptor must not leak. */
@@ -116,4 +132,9 @@ int serve_openat_plain(const char *rel, int flags)
         return r;
     }
     return j.res;
+}
+
+int serve_openat_plain(const char *rel, int flags)
+{
+    return openat_off(serve_o.root_fd, rel, flags);
 }

@@ -263,6 +263,10 @@ int serve_open_plain(const char *rel, size_t len);
 int serve_fstat(int fd, struct stat *st);
 /* fstatat below the root without following a final symlink; rel has no leading "/". */
 int serve_lstat_below(const char *rel, struct stat *st);
+/* The same relative to dirfd. */
+int serve_lstat_at(int dirfd, const char *name, struct stat *st);
+/* openat(dirfd, name, flags) as an openat2 with no RESOLVE_ flags: a descriptor or -errno. */
+int serve_open_at(int dirfd, const char *name, int flags);
 /* One positioned read (EINTR retried): the count, 0 at end of file, or -errno. */
 vega_ssize serve_pread(int fd, void *buf, size_t len, uint64_t off);
 /* Reads until len bytes or end of file: the count (short only at end of file) or -errno. */
