@@ -149,7 +149,7 @@ static int fs_run(struct fs_call *c, vega_deadline dl, const char *reason)
         return -ETIMEDOUT;
 #if defined(VEGA__FS_URING)
     if (vega__driver_has_ops() && (c->kind != FS_OPEN2 || uring_has_openat2())) {
-        r = vega__op_submit(fs_prep, c, dl, reason);
+        r = vega__op_submit_disk(fs_prep, c, dl, reason);
         if (r != -ENOTSUP)
             return r;
     }
