@@ -26,6 +26,9 @@
 #   -n         also nginx
 #   -C         also the dropped-page-cache part (root; the cold tree on the real disk)
 set -u -o pipefail
+# tmp and pids come from bench/lib.sh, spid is read by its stop_server, cold_loop runs through
+# bash -c
+# shellcheck disable=SC2154,SC2034,SC2317
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -116,7 +119,7 @@ NGX
     curl -s -o /dev/null "http://127.0.0.1:$port/hot.txt" && break
     sleep 0.05
   done
-  spid=$(cat "/proc/$tpid/task/$tpid/children" 2>/dev/null | awk '{print $1}')
+  spid=$(awk '{print $1}' "/proc/$tpid/task/$tpid/children" 2>/dev/null)
 }
 
 # cold readers: each fetches its own files in turn until the stop file appears
