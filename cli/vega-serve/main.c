@@ -123,7 +123,10 @@ static const char usage_text[] =
     "                          SETTINGS_ENABLE_CONNECT_PROTOCOL is then advertised)\n"
     "\n"
     "Logs:\n"
-    "      --access-log FILE   one line per request to FILE (appended; '-' = stdout)\n"
+    "      --access-log FILE   one line per request to FILE (appended; '-' = stdout),\n"
+    "                          buffered and written every 100 ms; when FILE cannot keep up,\n"
+    "                          lines are dropped and counted (stderr, --metrics), requests\n"
+    "                          never wait for it\n"
     "      --log-format FMT    combined (default, as Apache and nginx) or json\n"
     "  -v, --verbose           more messages; without --access-log, the access log on stderr\n"
     "  -q, --quiet             no start-up lines\n"
@@ -1123,6 +1126,7 @@ static void *main_task(void *arg)
     if (serve_o.cache && serve_o.cache_size == 0)
         serve_o.cache = false;
     serve_cache_start();
+    serve_log_start();
     vega_http_server_opts so;
     serve_server_opts(&so);
     so.tls = tls;
@@ -1134,6 +1138,7 @@ static void *main_task(void *arg)
     if (r < 0) {
         cli_err_code("server", r);
         serve_cache_stop();
+        serve_log_stop();
         return NULL;
     }
     vega_http_server_h2_opts h2o;
@@ -1149,6 +1154,7 @@ static void *main_task(void *arg)
         cli_err_code("server", r);
         vega_http_server_free(srv);
         serve_cache_stop();
+        serve_log_stop();
         return NULL;
     }
     /* the metrics address first: a refused one stops us before anything listens */
@@ -1160,6 +1166,7 @@ static void *main_task(void *arg)
         *code = r;
         vega_http_server_free(srv);
         serve_cache_stop();
+        serve_log_stop();
         return NULL;
     }
     struct stopper st = {srv};
@@ -1170,6 +1177,7 @@ static void *main_task(void *arg)
         serve_metrics_stop(&metrics);
         vega_http_server_free(srv);
         serve_cache_stop();
+        serve_log_stop();
         return NULL;
     }
     if (serve_shard) {
@@ -1189,6 +1197,7 @@ static void *main_task(void *arg)
         cli_log(1, "stopped");
     vega_http_server_free(srv);
     serve_cache_stop();
+    serve_log_stop(); /* every exchange has ended: every line is in the buffer */
     *code = r < 0 ? CLI_EXIT_NET : CLI_EXIT_OK;
     return NULL;
 }
