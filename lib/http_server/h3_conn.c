@@ -593,15 +593,18 @@ static const vega_h3_callbacks h3s_cb = {
 
 /* ---- listening and stopping ---------------------------------------------------------------- */
 
-/* Layout 1 ends where version 2's qlog_dir starts, layout 2 where version 3's budget does. */
+/* Layout 1 ends where version 2's qlog_dir starts, layout 2 where version 3's budget does,
+ * layout 3 where version 4's fds do. */
 #define H3S_OPTS_V1_SIZE offsetof(vega_http_server_h3_opts, qlog_dir)
 #define H3S_OPTS_V2_SIZE offsetof(vega_http_server_h3_opts, conn_send_budget)
+#define H3S_OPTS_V3_SIZE offsetof(vega_http_server_h3_opts, fds)
 
 /* The size of a layout (a known version). */
 static size_t opts_size(int opts_version)
 {
     return opts_version == 1   ? H3S_OPTS_V1_SIZE
            : opts_version == 2 ? H3S_OPTS_V2_SIZE
+           : opts_version == 3 ? H3S_OPTS_V3_SIZE
                                : sizeof(vega_http_server_h3_opts);
 }
 
@@ -656,9 +659,12 @@ int vega__h3s_listen(vega_http_server *srv, const vega_addr *addr, unsigned flag
     eo.static_key = o->static_key;
     eo.mem = srv->o.mem;
     eo.qlog_dir = o->qlog_dir;
+    memcpy(eo.quic.scid_prefix, o->cid_prefix, sizeof o->cid_prefix);
+    eo.quic.scid_prefix_len = o->cid_prefix_len;
     int rc = vega_quic_endpoint_new(&l->ep, &eo);
     if (rc == 0)
-        rc = vega_quic_endpoint_listen(l->ep, addr, flags, &l->local);
+        rc = o->n_fds ? vega_quic_endpoint_listen_fds(l->ep, o->fds, o->n_fds, &l->local)
+                      : vega_quic_endpoint_listen(l->ep, addr, flags, &l->local);
     if (rc < 0) {
         vega_quic_endpoint_free(l->ep);
         pthread_mutex_destroy(&l->lock);
@@ -687,7 +693,7 @@ int vega_http_server_listen_h3_versioned(vega_http_server *srv, const vega_addr 
                                          unsigned flags, const vega_http_server_h3_opts *o,
                                          vega_addr *bound, int opts_version)
 {
-    if (!srv || !addr || !o || opts_version < 1 || opts_version > VEGA_HTTP_SERVER_H3_OPTS_VERSION)
+    if (!srv || !o || opts_version < 1 || opts_version > VEGA_HTTP_SERVER_H3_OPTS_VERSION)
         return -EINVAL;
     vega_http_server_h3_opts latest;
     /* API rules: ABI: an older layout's prefix, the rest zero */
@@ -696,7 +702,8 @@ int vega_http_server_listen_h3_versioned(vega_http_server *srv, const vega_addr 
         memcpy(&latest, o, opts_size(opts_version));
         o = &latest;
     }
-    if (!o->chain || !o->key || o->n_suites > 3)
+    if (!o->chain || !o->key || o->n_suites > 3 || (!addr && !o->n_fds) || (o->n_fds && !o->fds) ||
+        o->cid_prefix_len > VEGA_QUIC_MAX_SCID_PREFIX)
         return -EINVAL;
     if (!vega_task_current())
         return VEGA_ERR_NOTASK;
