@@ -747,6 +747,16 @@ static void send_goaway(struct h3s_conn *hc, vega_quic_conn *qc)
     (void)vega__h3s_flush_uni(hc, qc);
 }
 
+/* RFC 9114 §5.2's first phase: "stop starting new requests" (the largest id), while the
+ * requests a client sent before it saw this still arrive and are served. */
+static void send_goaway_first(struct h3s_conn *hc, vega_quic_conn *qc)
+{
+    if (hc->closed || hc->goaway)
+        return;
+    (void)vega_h3_conn_submit_goaway(hc->h3, (1ull << 62) - 4);
+    (void)vega__h3s_flush_uni(hc, qc);
+}
+
 static void close_conn(struct h3s_conn *hc, vega_quic_conn *qc)
 {
     if (!hc->closed)
@@ -777,8 +787,32 @@ static void count_unacked(struct h3s_conn *hc, vega_quic_conn *qc)
 void vega__h3s_stop(struct h3s *l, bool cancelled)
 {
     vega_http_server *srv = l->srv;
-    atomic_store(&l->stopping, true);
     atomic_store_explicit(&srv->alt_svc_len, 0, memory_order_release);
+    /* Handshakes in progress first become connections (which then get the GOAWAY) rather than
+     * being cut: a reloading shard whose new connections go to the new generation already
+     * (vega-serve --shards) finishes those it began. At most 1 s, never past grace. */
+    vega_deadline hs_end = vega_deadline_in_ms(1000);
+    while (!cancelled) {
+        vega_quic_endpoint_stats st;
+        vega_quic_endpoint_get_stats(l->ep, &st);
+        vega_deadline g = atomic_load(&srv->grace);
+        if (st.handshakes == 0 || vega_now() >= hs_end || vega_now() >= g ||
+            vega_sleep_ms(5) == -ECANCELED)
+            break;
+    }
+    atomic_store(&l->stopping, true);
+    /* §5.2, two GOAWAYs: the first stops new requests; requests already on their way are
+     * still served (a client may have sent one as the first GOAWAY left: closing on it would
+     * fail it); after a while (100 ms here: many round trips on the networks a reload is done
+     * on, and never past grace) the second names the first request not processed. */
+    each_conn(l, send_goaway_first);
+    vega_deadline phase = vega_deadline_in_ms(100);
+    while (!cancelled) {
+        vega_deadline g = atomic_load(&srv->grace);
+        vega_deadline until = g < phase ? g : phase;
+        if (vega_now() >= until || vega_sleep_until(until) == -ECANCELED)
+            break;
+    }
     each_conn(l, send_goaway);
     /* in-flight requests finish until grace */
     while (!cancelled && atomic_load(&l->nreqs) > 0) {
