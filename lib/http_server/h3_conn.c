@@ -757,6 +757,15 @@ static void send_goaway_first(struct h3s_conn *hc, vega_quic_conn *qc)
     (void)vega__h3s_flush_uni(hc, qc);
 }
 
+/* The largest smoothed RTT of the connections (l->scan_rtt), for the GOAWAY phases. */
+static void max_rtt(struct h3s_conn *hc, vega_quic_conn *qc)
+{
+    vega_quic_conn_info ci;
+    vega_quic_conn_get_info(qc, &ci);
+    if (!hc->closed && ci.smoothed_rtt_ns > hc->l->scan_rtt)
+        hc->l->scan_rtt = ci.smoothed_rtt_ns;
+}
+
 static void close_conn(struct h3s_conn *hc, vega_quic_conn *qc)
 {
     if (!hc->closed)
@@ -790,23 +799,35 @@ void vega__h3s_stop(struct h3s *l, bool cancelled)
     atomic_store_explicit(&srv->alt_svc_len, 0, memory_order_release);
     /* Handshakes in progress first become connections (which then get the GOAWAY) rather than
      * being cut: a reloading shard whose new connections go to the new generation already
-     * (vega-serve --shards) finishes those it began. At most 1 s, never past grace. */
-    vega_deadline hs_end = vega_deadline_in_ms(1000);
+     * (vega-serve --shards) finishes those it began, the ones whose Initials still wait in its
+     * socket too: until no handshake was in progress for 50 ms (a lost Initial costs a 1 s
+     * PTO), at most 3 s, never past grace. */
+    vega_deadline hs_end = vega_deadline_in_ms(3000), quiet = 0;
     while (!cancelled) {
         vega_quic_endpoint_stats st;
         vega_quic_endpoint_get_stats(l->ep, &st);
         vega_deadline g = atomic_load(&srv->grace);
-        if (st.handshakes == 0 || vega_now() >= hs_end || vega_now() >= g ||
+        if (st.handshakes > 0)
+            quiet = 0;
+        else if (!quiet)
+            quiet = vega_deadline_in_ms(50);
+        if ((quiet && vega_now() >= quiet) || vega_now() >= hs_end || vega_now() >= g ||
             vega_sleep_ms(5) == -ECANCELED)
             break;
     }
     atomic_store(&l->stopping, true);
     /* §5.2, two GOAWAYs: the first stops new requests; requests already on their way are
      * still served (a client may have sent one as the first GOAWAY left: closing on it would
-     * fail it); after a while (100 ms here: many round trips on the networks a reload is done
-     * on, and never past grace) the second names the first request not processed. */
+     * fail it); after a while (4 of the largest smoothed RTT, at least 100 ms, at most 2 s,
+     * never past grace) the second names the first request not processed. */
     each_conn(l, send_goaway_first);
-    vega_deadline phase = vega_deadline_in_ms(100);
+    l->scan_rtt = 0;
+    each_conn(l, max_rtt);
+    uint64_t wait_ns = 4 * l->scan_rtt;
+    wait_ns = wait_ns < 100 * VEGA_NS_PER_MS    ? 100 * VEGA_NS_PER_MS
+              : wait_ns > 2000 * VEGA_NS_PER_MS ? 2000 * VEGA_NS_PER_MS
+                                                : wait_ns;
+    vega_deadline phase = vega_deadline_in_ns(wait_ns);
     while (!cancelled) {
         vega_deadline g = atomic_load(&srv->grace);
         vega_deadline until = g < phase ? g : phase;

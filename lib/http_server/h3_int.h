@@ -138,6 +138,7 @@ struct h3s {
     atomic_bool stopping;
     vega_notify idle;     /* a request or a connection ended */
     size_t scan_count;    /* each_conn's callbacks count here (the run task alone) */
+    uint64_t scan_rtt;    /* and find the largest smoothed RTT here (ns) */
     vega__spin pool_lock; /* the free request blocks, at most H3S_POOL_MAX */
     struct h3s_req *pool;
     size_t npool;
