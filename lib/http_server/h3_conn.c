@@ -766,6 +766,20 @@ static void max_rtt(struct h3s_conn *hc, vega_quic_conn *qc)
         hc->l->scan_rtt = ci.smoothed_rtt_ns;
 }
 
+/* Counts the connections that did not have all they sent acknowledged since the first GOAWAY
+ * (l->scan_count); marks those that did. */
+static void count_unseen(struct h3s_conn *hc, vega_quic_conn *qc)
+{
+    if (hc->closed || hc->goaway_seen)
+        return;
+    vega_quic_conn_info ci;
+    vega_quic_conn_get_info(qc, &ci);
+    if (ci.bytes_in_flight == 0)
+        hc->goaway_seen = true;
+    else
+        hc->l->scan_count++;
+}
+
 static void close_conn(struct h3s_conn *hc, vega_quic_conn *qc)
 {
     if (!hc->closed)
@@ -827,11 +841,21 @@ void vega__h3s_stop(struct h3s *l, bool cancelled)
     wait_ns = wait_ns < 100 * VEGA_NS_PER_MS    ? 100 * VEGA_NS_PER_MS
               : wait_ns > 2000 * VEGA_NS_PER_MS ? 2000 * VEGA_NS_PER_MS
                                                 : wait_ns;
-    vega_deadline phase = vega_deadline_in_ns(wait_ns);
+    /* ... and, beyond that, until each connection had nothing in flight once since (so the
+     * client acknowledged the packet with the first GOAWAY: it saw it, and what it sent before
+     * reached us first), at most 2 s: a client descheduled for a while must not send a
+     * request into the close */
+    vega_deadline phase = vega_deadline_in_ns(wait_ns), phase_max = vega_deadline_in_ms(2000);
     while (!cancelled) {
         vega_deadline g = atomic_load(&srv->grace);
-        vega_deadline until = g < phase ? g : phase;
-        if (vega_now() >= until || vega_sleep_until(until) == -ECANCELED)
+        bool done = false;
+        if (vega_now() >= phase) { /* the GOAWAY left long ago: in flight, or acknowledged */
+            l->scan_count = 0;
+            each_conn(l, count_unseen);
+            done = l->scan_count == 0;
+        }
+        vega_deadline until = g < phase_max ? g : phase_max;
+        if (done || vega_now() >= until || vega_sleep_ms(5) == -ECANCELED)
             break;
     }
     each_conn(l, send_goaway);

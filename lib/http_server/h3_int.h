@@ -74,6 +74,7 @@ struct h3s_conn {
     atomic_uint refs;
     uint64_t id; /* the server's connection number */
     bool bound, closed, goaway;
+    bool goaway_seen;           /* nothing in flight once after the first GOAWAY (vega__h3s_stop) */
     struct h3s_pending pend[3]; /* control, QPACK encoder, QPACK decoder */
     struct h3s_action act[H3S_ACTIONS_MAX];
     size_t nact;
