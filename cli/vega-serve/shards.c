@@ -102,9 +102,8 @@ static int udp_open_group(const vega_addr *a, unsigned n)
     udp_n = n;
     for (unsigned i = 0; i < SERVE_SHARD_UDP_SETS * n; i++) {
         int fd = socket(a->ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1;
+        /* as one process's vega_http_server_listen_h3 (flags 0): the system's v6only default */
         if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0 ||
-            (a->ss.ss_family == AF_INET6 &&
-             setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0) ||
             bind(fd, (const struct sockaddr *)&a->ss, a->len) < 0) {
             cli_err(NULL, "cannot serve HTTP/3 on udp %s: %s (--no-http3 serves HTTPS alone)",
                     where, strerror(errno));
