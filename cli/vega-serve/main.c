@@ -147,8 +147,9 @@ static const char usage_text[] =
     "      --workers N         worker threads (per shard with --shards; default: the CPUs)\n"
     "      --shards N          N server processes under a supervisor that restarts a crashed\n"
     "                          or stuck one, reloads them without refusing a connection on\n"
-    "                          SIGHUP and drains them on SIGTERM (0: one process, the default;\n"
-    "                          not with HTTP/3 yet)\n"
+    "                          SIGHUP and drains them on SIGTERM (0: one process, the default).\n"
+    "                          HTTP/3: one UDP socket per shard, packets steered by connection\n"
+    "                          ID (at most 85 shards; no SIGUSR2 upgrade with HTTP/3 yet)\n"
     "      --shard-watchdog MS a shard that sends no heartbeat (a timer task, every\n"
     "                          second or MS/4) for MS is killed and replaced (default 10000)\n"
     "      --driver NAME       I/O driver: uring or epoll (default: $VEGA_DRIVER, else uring\n"
@@ -695,8 +696,6 @@ static void parse_args(int argc, char **argv)
     if (serve_auth_users() && !serve_o.tls)
         fprintf(stderr, "vega-serve: warning: Basic auth over plain HTTP: passwords cross the "
                         "network in clear text (--tls encrypts them)\n");
-    if (serve_o.shards)
-        serve_o.http3 = false; /* one UDP socket per shard needs its own routing: not yet */
     int n = argc - optind;
     char **a = argv + optind;
     if (n > 2)
@@ -877,7 +876,9 @@ static int h3_credentials(void)
         r = vega_crypto_cert_chain_add(h3_chain, cert_pem, cert_pem_len);
     if (r == 0)
         r = vega_crypto_key_load_private(&h3_key, key_pem, key_pem_len);
-    if (r == 0)
+    if (r == 0 && serve_shard) /* every shard, every generation: the same tickets */
+        memcpy(h3_ticket_key, serve_shard_h3_keys, sizeof h3_ticket_key);
+    else if (r == 0)
         r = vega_crypto_random(h3_ticket_key, sizeof h3_ticket_key);
     if (r < 0) {
         cli_err(what, "cannot use it for HTTP/3: %s (--no-http3 serves HTTPS alone)",
@@ -915,12 +916,16 @@ static int quic_suites(const char *list, vega_http_server_h3_opts *o)
     return 0;
 }
 
-/* Serves HTTP/3 on the first listener's address (or --http3-port). Returns 0 or an exit code;
- * *port receives the UDP port. */
+/* Serves HTTP/3 on the first listener's address (or --http3-port); first NULL: in a shard, on
+ * its socket of the supervisor's group. Returns 0 or an exit code; *port receives the UDP
+ * port. */
 static int listen_h3(vega_http_server *srv, const vega_addr *first, uint16_t *port)
 {
-    vega_addr a = *first;
-    if (serve_o.http3_port)
+    vega_addr a;
+    memset(&a, 0, sizeof a);
+    if (first)
+        a = *first;
+    if (first && serve_o.http3_port)
         vega_addr_set_port(&a, (uint16_t)atoi(serve_o.http3_port));
     vega_http_server_h3_opts o;
     vega_http_server_h3_opts_init(&o);
@@ -935,17 +940,25 @@ static int listen_h3(vega_http_server *srv, const vega_addr *first, uint16_t *po
     o.qlog_dir = serve_o.qlog_dir;
     if (quic_suites(serve_o.tls13_ciphers, &o) < 0)
         return CLI_EXIT_USAGE;
+    int slot = serve_shard_udp_slot();
+    if (slot >= 0) { /* --shards: this shard's socket of the group, named by our IDs */
+        o.fds = &serve_shard_udp_fds[slot];
+        o.n_fds = 1;
+        o.cid_prefix[0] = (uint8_t)slot;
+        o.cid_prefix_len = 1;
+        o.static_key = serve_shard_h3_keys + 32;
+    }
     vega_addr bound;
     char where[VEGA_ADDR_STRLEN];
     vega_addr_format(&a, where, sizeof(where));
-    int r = vega_http_server_listen_h3(srv, &a, 0, &o, &bound);
+    int r = vega_http_server_listen_h3(srv, slot >= 0 ? NULL : &a, 0, &o, &bound);
     if (r < 0) {
         cli_err(NULL, "cannot serve HTTP/3 on udp %s: %s (--no-http3 serves HTTPS alone)", where,
                 vega_strerror(r));
         return CLI_EXIT_NET;
     }
     vega_addr_format(&bound, where, sizeof(where));
-    if (!serve_o.quiet)
+    if (!serve_o.quiet && slot < 0)
         fprintf(stderr, "vega-serve: HTTP/3 on udp %s\n", where);
     *port = vega_addr_port(&bound);
     return 0;
@@ -1033,6 +1046,9 @@ static int listen_all(vega_http_server *srv)
                 return CLI_EXIT_NET;
             }
         }
+        uint16_t h3_port;
+        if (serve_o.http3 && serve_shard_nudp)
+            return listen_h3(srv, NULL, &h3_port); /* the supervisor printed where */
         return 0;
     }
     struct serve_listen def;

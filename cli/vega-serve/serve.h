@@ -383,6 +383,19 @@ extern vega_shard *serve_shard;
 extern char **serve_argv;
 extern int serve_shard_fds[];
 extern size_t serve_shard_nfds;
+/* HTTP/3 with --shards: 3 sets (generations mod 3) of one UDP socket per shard, one
+ * SO_REUSEPORT group; the byte that starts our connection IDs names the socket, so 3 * shards
+ * must fit in it. */
+#define SERVE_SHARD_UDP_SETS 3
+#define SERVE_SHARD_UDP_MAX  85
+extern int serve_shard_udp_fds[];
+extern size_t serve_shard_nudp;
+/* Keys every shard shares (made once by the supervisor): 32 bytes of session ticket key, 32 of
+ * QUIC static key (Retry and NEW_TOKEN tokens, stateless resets). */
+extern uint8_t serve_shard_h3_keys[64];
+/* In a shard with HTTP/3: the index of the UDP socket it serves (also its connection IDs'
+ * first byte); -1 otherwise. */
+int serve_shard_udp_slot(void);
 
 /* The server in this process: runtime, listeners, serving until SIGTERM. Returns the exit code. */
 int serve_run(void);
