@@ -327,9 +327,12 @@ static void note_conn(vega_http_client_response *r, struct hc_h3 *h, bool reused
     }
 }
 
-/* Whether a failed request may go again on another connection: the server did not process it
- * (RFC 9114 §4.1.1 H3_REQUEST_REJECTED, §5.2 GOAWAY), or a pooled connection had ended before
- * any answer and the request is idempotent. */
+/* Whether a failed request may go again on another connection: the server provably did not
+ * process it (RFC 9114 §4.1.1 H3_REQUEST_REJECTED; §5.2: a stream at or above the GOAWAY id,
+ * also when the connection closed before the stream's first byte; RFC 9000 §20.1: the server
+ * closed the connection with CONNECTION_REFUSED, as one shutting down does after the
+ * handshake), or a pooled connection had ended before any answer and the request is
+ * idempotent. The caller retries once, and never a body already given (used). */
 static bool may_retry(const vega_http_client_response *r, const struct hc_req *rq, bool reused,
                       int rc)
 {
@@ -339,7 +342,16 @@ static bool may_retry(const vega_http_client_response *r, const struct hc_req *r
         return true;
     if (rc == VEGA_ERR_QUIC_EP_RESET && r->h3_reset_code == VEGA_H3_REQUEST_REJECTED)
         return true;
-    return reused && rc == VEGA_ERR_QUIC_EP_CLOSED && rq->idempotent;
+    if (rc != VEGA_ERR_QUIC_EP_CLOSED)
+        return false;
+    /* The connection is over: no event changes these any more. */
+    const struct hc_h3 *h = r->h3;
+    if (h->werr.kind == VEGA_HTTP_CLIENT_WIRE_QUIC && !h->werr.local &&
+        h->werr.code == VEGA_QUIC_CONNECTION_REFUSED)
+        return true;
+    if (h->goaway && r->h3_id >= h->goaway_id) /* UINT64_MAX: no stream was opened */
+        return true;
+    return reused && rq->idempotent;
 }
 
 int vega__hc_attempt_h3(vega_http_client *c, const struct hc_req *rq, struct hc_h3 *h, bool reused,

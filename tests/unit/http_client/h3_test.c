@@ -437,6 +437,59 @@ VTEST_MT(goaway_moves_to_new_connection, 2)
     h3t_stop(s);
 }
 
+/* Requests the server provably did not process go once more on a new connection: one at or
+ * above a GOAWAY's id (GOAWAY 0, RFC 9114 §5.2), one on a connection the server closed with
+ * CONNECTION_REFUSED (RFC 9000 §20.1, a server that stops after the handshake). Exactly two
+ * connections and one answered request each time: one retry, not more. */
+VTEST_MT(unprocessed_requests_retried, 2)
+{
+    static const char *const paths[] = {"/unseen", "/refuse"};
+    for (size_t i = 0; i < 2; i++) {
+        struct h3t_srv *s = h3t_start(0);
+        vega_http_client *c = h3t_client(s, NULL);
+        char url[128];
+        h3t_url(s, url, sizeof url, paths[i]);
+        vega_http_client_request rq;
+        h3t_req(&rq, url);
+        vega_http_client_wire_error we;
+        rq.wire_error = &we;
+        vega_http_client_response *r;
+        uint8_t *body;
+        VCHECK_EQ(vega_http_client_send(c, &rq, &r), 0);
+        VCHECK_EQ(we.kind, VEGA_HTTP_CLIENT_WIRE_NONE);
+        VCHECK_EQ(read_body(r, &body, 100), 8);
+        VCHECK_STR((char *)body, "accepted");
+        free(body);
+        vega_http_client_response_free(r);
+        VCHECK_EQ(atomic_load(&s->conns), 2);
+        VCHECK_EQ(atomic_load(&s->requests), 2); /* the refused one, the answered one */
+        vega_http_client_free(c);
+        h3t_stop(s);
+    }
+}
+
+/* A connection the server closed before any answer, with no GOAWAY and no refusal, may have
+ * processed the request: a fresh connection's request is not sent again. */
+VTEST_MT(closed_without_goaway_not_retried, 2)
+{
+    struct h3t_srv *s = h3t_start(0);
+    vega_http_client *c = h3t_client(s, NULL);
+    char url[128];
+    h3t_url(s, url, sizeof url, "/drop");
+    vega_http_client_request rq;
+    h3t_req(&rq, url);
+    vega_http_client_wire_error we;
+    rq.wire_error = &we;
+    vega_http_client_response *r;
+    VCHECK_EQ(vega_http_client_send(c, &rq, &r), VEGA_ERR_QUIC_EP_CLOSED);
+    VCHECK_EQ(we.kind, VEGA_HTTP_CLIENT_WIRE_H3);
+    VCHECK_EQ(we.code, VEGA_H3_NO_ERROR);
+    VCHECK_EQ(atomic_load(&s->conns), 1);
+    VCHECK_EQ(atomic_load(&s->requests), 1);
+    vega_http_client_free(c);
+    h3t_stop(s);
+}
+
 /* The server closes the connection in the middle of a body. */
 VTEST_MT(connection_closed_mid_body, 2)
 {

@@ -11,6 +11,11 @@
  *   /reset            RESET_STREAM H3_INTERNAL_ERROR at once
  *   /reject           RESET_STREAM H3_REQUEST_REJECTED on a connection's first such request
  *   /goaway           200 "bye", then GOAWAY: later requests must go to a new connection
+ *   /unseen           GOAWAY 0 and no answer the first time (nothing processed), then 200
+ *                     "accepted"
+ *   /refuse           CONNECTION_CLOSE CONNECTION_REFUSED the first time (a server that stops),
+ *                     then 200 "accepted"
+ *   /drop             CONNECTION_CLOSE H3_NO_ERROR with no GOAWAY and no answer
  *   /gzip             gzip'd text, content-encoding gzip
  *   /hang             never answers
  *   /close/N          N/2 of N bytes, then CONNECTION_CLOSE H3_INTERNAL_ERROR
@@ -85,8 +90,9 @@ struct h3t_srv {
     vega_crypto_cert_store *ca; /* for clients: the CA of the server's certificate */
     uint8_t ticket_key[32];
     atomic_int conns, requests;
-    atomic_bool rejected_once; /* /reject refused once (whatever the connection) */
-    pthread_mutex_t mu;        /* guards all */
+    atomic_bool rejected_once;             /* /reject refused once (whatever the connection) */
+    atomic_bool unseen_once, refused_once; /* /unseen, /refuse: the same */
+    pthread_mutex_t mu;                    /* guards all */
     struct h3t_conn *all;
 };
 
@@ -212,7 +218,24 @@ static inline void h3t_plan(struct h3t_conn *tc, struct h3t_stream *st)
         vega_h3_conn_close_stream(tc->h3, st->id);
         st->done = true;
         return;
-    } else if (!strcmp(p, "/reject")) {
+    } else if (!strcmp(p, "/unseen") && !atomic_exchange(&tc->s->unseen_once, true)) {
+        /* RFC 9114 §5.2: GOAWAY 0 says no request of this connection was processed */
+        VCHECK_EQ(vega_h3_conn_submit_goaway(tc->h3, 0), 0);
+        st->done = true;
+        return;
+    } else if (!strcmp(p, "/refuse") && !atomic_exchange(&tc->s->refused_once, true)) {
+        VCHECK_EQ(vega_quic_conn_close(tc->qc, VEGA_QUIC_CLOSE_TRANSPORT,
+                                       VEGA_QUIC_CONNECTION_REFUSED, "refused"),
+                  0);
+        st->done = true;
+        return;
+    } else if (!strcmp(p, "/drop")) {
+        VCHECK_EQ(
+            vega_quic_conn_close(tc->qc, VEGA_QUIC_CLOSE_APPLICATION, VEGA_H3_NO_ERROR, "shutdown"),
+            0);
+        st->done = true;
+        return;
+    } else if (!strcmp(p, "/reject") || !strcmp(p, "/unseen") || !strcmp(p, "/refuse")) {
         f[nf++] = (vega_http_field){{"content-length", 14}, CL(8)};
         h3t_head(tc, st, 200, f, nf);
         h3t_data(st, "accepted", 8);
