@@ -73,6 +73,7 @@ struct h3conn {
     vega_tstamp stalled; /* since when no request could start for want of stream credit, or 0 */
     /* the whole run */
     struct load_retry rt; /* for the retry rules (conn.c) */
+    bool refused;         /* the last attempt was refused after its handshake (retried once) */
     /* -R, --stages: this connection's schedule (load_pace); its requests pend_seq .. due_seq - 1
      * are due and wait for a stream, the first at pend_first; the next is due at next_due */
     uint64_t pend_seq, due_seq;
@@ -150,6 +151,7 @@ static int cb_end(void *ud, uint64_t sid)
         return 0;
     struct load_run *r = c->r;
     c->completed++;
+    c->refused = false;
     if (q->measured && c->now <= r->end) {
         struct load_worker *w = c->w;
         load_latency(w, us_between(c->o->rate ? q->t_intended : q->t_sent, c->now));
@@ -194,17 +196,27 @@ static int cb_stop_sending(void *ud, uint64_t sid, uint64_t code)
     return 0;
 }
 
+/* A request the server provably did not process goes back: its -n ticket returns and a later
+ * request takes its place (on a new connection when this one is done), counted as retried, not
+ * as an error. */
+static void req_retry(struct h3conn *c, struct h3req *q)
+{
+    load_bump(&c->w->h3_retried, 1);
+    req_drop(c, q);
+}
+
 /* §5.2: requests at or above id were not processed: they go back (no error), nothing new starts
  * here, and the task reconnects once the others are done. */
 static int cb_goaway(void *ud, uint64_t id)
 {
     struct h3conn *c = ud;
     c->goaway = true;
+    load_bump(&c->w->h3_goaway, 1);
     for (unsigned i = 0; i < c->o->streams; i++) {
         struct h3req *q = &c->req[i];
         if (q->busy && q->sid >= id) {
             push_op(c, OP_CANCEL, q->sid, VEGA_H3_REQUEST_CANCELLED);
-            req_drop(c, q);
+            req_retry(c, q);
         }
     }
     return 0;
@@ -464,6 +476,10 @@ static void stream_reset(struct h3conn *c, uint64_t sid, uint64_t code)
         return;
     if (q->sending)
         (void)vega_quic_stream_reset(c->qc, sid, VEGA_H3_REQUEST_CANCELLED);
+    if (code == VEGA_H3_REQUEST_REJECTED) { /* §4.1.1: not processed (§8.1: a retry is safe) */
+        req_retry(c, q);
+        return;
+    }
     char msg[128];
     snprintf(msg, sizeof(msg), "the server reset a request stream (%s)", vega_h3_error_name(code));
     load_error_msg(c->r, LOAD_ERR_READ, VEGA_ERR_QUIC_EP_RESET, msg);
@@ -478,10 +494,21 @@ static void conn_closed(struct h3conn *c, const vega_quic_event *ev)
      * forever); the idle close of a server that served requests is not. */
     if (c->closing || (c->busy == 0 && c->completed > 0))
         return;
+    bool refused = !ev->local && !ev->app && ev->error_code == VEGA_QUIC_CONNECTION_REFUSED;
+    if (refused && !c->refused) {
+        /* RFC 9000 §10.2, §20.1: a server that stops may refuse a connection after its
+         * handshake; it processed none of the requests sent on it: they go again on a new
+         * connection, once (a second refusal in a row is an error). */
+        c->refused = true;
+        for (unsigned i = 0; i < c->o->streams; i++)
+            if (c->req[i].busy)
+                req_retry(c, &c->req[i]);
+        return;
+    }
     char why[160], msg[256];
     load_h3_describe_close(why, sizeof(why), ev->app, ev->error_code, ev->data, ev->len);
     enum load_kind kind = LOAD_ERR_READ;
-    if (!ev->app && ev->error_code == VEGA_QUIC_CONNECTION_REFUSED && c->completed == 0) {
+    if (refused && c->completed == 0) {
         /* RFC 9000 §10.2: a server may refuse a connection after its handshake (a server
          * shutting down does): a connect error. */
         kind = LOAD_ERR_CONNECT;

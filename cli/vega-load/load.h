@@ -212,6 +212,10 @@ struct load_worker {
     struct cli_hist connect_hist, tls_hist, first_byte_hist;
     /* HTTP/3: QUIC packets of the connections that ended (all do by the end of the run) */
     atomic_uint_fast64_t quic_sent, quic_recv, quic_lost;
+    /* HTTP/3: requests the server provably did not process (at or above a GOAWAY's id, on a
+     * connection refused after its handshake, or H3_REQUEST_REJECTED): retried, not errors;
+     * GOAWAY frames received */
+    atomic_uint_fast64_t h3_retried, h3_goaway;
     /* HTTP/2, over the whole run: header block bytes on the wire (HEADERS and CONTINUATION
      * payloads without padding and priority) and decoded (names + values, as h2load counts
      * them), both ways; DATA payload received; streams the server refused (REFUSED_STREAM, or
@@ -323,7 +327,7 @@ struct load_totals {
     uint64_t bytes, reconnects, status[LOAD_STATUS_MAX];
     struct cli_hist hist_unc, connect_hist, tls_hist, first_byte_hist;
     struct load_series thread_rps;
-    uint64_t quic_sent, quic_recv, quic_lost;                                  /* HTTP/3 */
+    uint64_t quic_sent, quic_recv, quic_lost, h3_retried, h3_goaway;           /* HTTP/3 */
     uint64_t h2_head_in, h2_head_in_decoded, h2_head_out, h2_head_out_decoded; /* HTTP/2 */
     uint64_t h2_data_in, h2_refused, h2_reset, h2_goaway;
     uint64_t ws_wire_out, ws_wire_in, ws_msg_out, ws_msg_in; /* WebSocket */

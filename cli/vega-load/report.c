@@ -470,10 +470,14 @@ counts:
         printf("  TLS: %s\n", t->tls_info);
     if (o->h2)
         h2_text(t);
-    if (o->h3)
+    if (o->h3) {
         printf("  QUIC packets: %llu sent, %llu received, %llu declared lost\n",
                (unsigned long long)t->quic_sent, (unsigned long long)t->quic_recv,
                (unsigned long long)t->quic_lost);
+        printf("  HTTP/3 requests: %llu not processed by the server (retried); %llu GOAWAY "
+               "received\n",
+               (unsigned long long)t->h3_retried, (unsigned long long)t->h3_goaway);
+    }
     if (t->signo)
         printf("  Stopped early by SIG%s\n", sigabbrev_np(t->signo) ? sigabbrev_np(t->signo) : "?");
     printf("Requests/sec: %10.2f\n", per_sec(t->round_trips, t->elapsed_s));
@@ -567,9 +571,11 @@ void load_report_http_json(FILE *f, const struct load_opts *o, const struct load
                 (unsigned long long)t->h2_goaway);
     if (o->h3)
         fprintf(f,
-                ",\"quic\":{\"packets_sent\":%llu,\"packets_received\":%llu,\"packets_lost\":%llu}",
+                ",\"quic\":{\"packets_sent\":%llu,\"packets_received\":%llu,\"packets_lost\":%llu},"
+                "\"h3\":{\"requests_retried\":%llu,\"goaway_received\":%llu}",
                 (unsigned long long)t->quic_sent, (unsigned long long)t->quic_recv,
-                (unsigned long long)t->quic_lost);
+                (unsigned long long)t->quic_lost, (unsigned long long)t->h3_retried,
+                (unsigned long long)t->h3_goaway);
     fprintf(f, ",\"interrupted\":%s", t->signo ? "true" : "false");
     fputs("}\n", f);
 }

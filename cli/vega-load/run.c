@@ -459,6 +459,8 @@ static void totals(struct load_run *r, struct load_totals *t, vega_tstamp finish
             t->quic_sent += atomic_load(&w->quic_sent);
             t->quic_recv += atomic_load(&w->quic_recv);
             t->quic_lost += atomic_load(&w->quic_lost);
+            t->h3_retried += atomic_load(&w->h3_retried);
+            t->h3_goaway += atomic_load(&w->h3_goaway);
             t->h2_head_in += atomic_load(&w->h2_head_in);
             t->h2_head_in_decoded += atomic_load(&w->h2_head_in_decoded);
             t->h2_head_out += atomic_load(&w->h2_head_out);

@@ -365,8 +365,13 @@ static int on_conn(void *ep_user, vega_quic_ep_conn *c, vega_quic_conn *qc)
 {
     struct h3s *l = ep_user;
     vega_http_server *srv = l->srv;
-    if (atomic_load(&l->stopping))
-        return -1;
+    /* A handshake that ended after the stop began (vega__h3s_stop waits for those in progress,
+     * but one may end after its quiet window): the connection is taken and told at once that
+     * none of its requests will be processed (RFC 9114 §5.2, GOAWAY 0; each is rejected, §4.1.1)
+     * so that a client retries them on a new connection, as it does GOAWAY's; the stop closes
+     * it with the others. (Refusing it, RFC 9000's CONNECTION_REFUSED, also means nothing was
+     * processed, but fewer clients retry that.) */
+    bool late = atomic_load(&l->stopping);
     struct h3s_conn *hc = vega__mem_calloc(srv->o.mem, 1, sizeof *hc);
     if (!hc)
         return -1;
@@ -381,6 +386,8 @@ static int on_conn(void *ep_user, vega_quic_ep_conn *c, vega_quic_conn *qc)
         rc = vega_quic_stream_open(qc, false, &ids[i]);
     if (rc == 0)
         rc = vega_h3_conn_bind_streams(hc->h3, ids[0], ids[1], ids[2]);
+    if (rc == 0 && late)
+        rc = vega_h3_conn_submit_goaway(hc->h3, 0);
     if (rc < 0) {
         vega_h3_conn_free(hc->h3);
         vega__mem_free(srv->o.mem, hc);
@@ -390,6 +397,7 @@ static int on_conn(void *ep_user, vega_quic_ep_conn *c, vega_quic_conn *qc)
     for (size_t i = 0; i < 3; i++)
         hc->pend[i].sid = ids[i];
     hc->bound = true;
+    hc->goaway = hc->goaway_seen = late; /* the stop's GOAWAYs skip it */
     (void)vega_quic_conn_set_send_budget(qc, l->send_budget);
     vega_quic_ep_conn_retain(c);
     vega_quic_ep_conn_set_user(c, hc);

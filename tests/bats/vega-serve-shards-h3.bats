@@ -143,6 +143,10 @@ cid_bytes() {
     [ "$(json_num "$out" errors)" -eq 0 ] || { cat "$out"; false; }
     [ "$(json_num "$out" connect_errors)" -eq 0 ]
     [ "$(json_num "$out" requests)" -gt 0 ]
+    # each old shard told its connections (RFC 9114 §5.2); what it did not process was retried
+    # (h3.requests_retried, any count), never an error
+    [ "$(json_num "$out" goaway_received)" -gt 0 ]
+    [ -n "$(json_num "$out" requests_retried)" ]
     # generation 6 (set 0) takes new connections
     "$CURL" -sk --http3-only "$U" | grep -q 'hello shards'
 }
