@@ -73,7 +73,8 @@ struct h3conn {
     vega_tstamp stalled; /* since when no request could start for want of stream credit, or 0 */
     /* the whole run */
     struct load_retry rt; /* for the retry rules (conn.c) */
-    bool refused;         /* the last attempt was refused after its handshake (retried once) */
+    bool refused; /* the server refused or closed a connection with no response since (retried once)
+                   */
     /* -R, --stages: this connection's schedule (load_pace); its requests pend_seq .. due_seq - 1
      * are due and wait for a stream, the first at pend_first; the next is due at next_due */
     uint64_t pend_seq, due_seq;
@@ -695,6 +696,12 @@ static enum load_step attempt_open(struct h3conn *c)
     vega_deadline dl = load_step_deadline(r, t0, &at_end);
     vega_quic_ep_conn *qe = NULL;
     int e = connect_any(c, &qe, dl);
+    if ((e == VEGA_ERR_QUIC_EP_CLOSED || e == VEGA_ERR_QUIC_EP_REFUSED) && !c->refused) {
+        /* A server that stops may close or refuse a handshake in progress (RFC 9000 §10.2):
+         * nothing was sent on it. Once in a row that is a retry, not an error. */
+        c->refused = true;
+        e = connect_any(c, &qe, dl);
+    }
     if (e == -ECANCELED || (e == -ETIMEDOUT && at_end))
         return LOAD_STEP_STOP;
     char msg[256];
