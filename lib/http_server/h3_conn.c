@@ -818,6 +818,25 @@ static void count_unacked(struct h3s_conn *hc, vega_quic_conn *qc)
         hc->l->scan_count++;
 }
 
+/* Waits until no handshake was in progress for quiet_ms (0: until none is), at most max_ms,
+ * never past grace. */
+static void wait_handshakes(struct h3s *l, unsigned quiet_ms, unsigned max_ms)
+{
+    vega_deadline end = vega_deadline_in_ms(max_ms), quiet = 0;
+    for (;;) {
+        vega_quic_endpoint_stats st;
+        vega_quic_endpoint_get_stats(l->ep, &st);
+        vega_deadline g = atomic_load(&l->srv->grace);
+        if (st.handshakes > 0)
+            quiet = 0;
+        else if (!quiet)
+            quiet = vega_deadline_in_ms(quiet_ms);
+        if ((quiet && vega_now() >= quiet) || vega_now() >= end || vega_now() >= g ||
+            vega_sleep_ms(5) == -ECANCELED)
+            return;
+    }
+}
+
 void vega__h3s_stop(struct h3s *l, bool cancelled)
 {
     vega_http_server *srv = l->srv;
@@ -827,19 +846,8 @@ void vega__h3s_stop(struct h3s *l, bool cancelled)
      * (vega-serve --shards) finishes those it began, the ones whose Initials still wait in its
      * socket too: until no handshake was in progress for 50 ms (a lost Initial costs a 1 s
      * PTO), at most 3 s, never past grace. */
-    vega_deadline hs_end = vega_deadline_in_ms(3000), quiet = 0;
-    while (!cancelled) {
-        vega_quic_endpoint_stats st;
-        vega_quic_endpoint_get_stats(l->ep, &st);
-        vega_deadline g = atomic_load(&srv->grace);
-        if (st.handshakes > 0)
-            quiet = 0;
-        else if (!quiet)
-            quiet = vega_deadline_in_ms(50);
-        if ((quiet && vega_now() >= quiet) || vega_now() >= hs_end || vega_now() >= g ||
-            vega_sleep_ms(5) == -ECANCELED)
-            break;
-    }
+    if (!cancelled)
+        wait_handshakes(l, 50, 3000);
     atomic_store(&l->stopping, true);
     /* §5.2, two GOAWAYs: the first stops new requests; requests already on their way are
      * still served (a client may have sent one as the first GOAWAY left: closing on it would
@@ -889,6 +897,12 @@ void vega__h3s_stop(struct h3s *l, bool cancelled)
     }
     each_conn(l, cancel_reqs);
     each_conn(l, close_conn);
+    /* Handshakes still in progress end, refused (on_conn: CONNECTION_REFUSED, which clients
+     * retry), rather than being cut by the shutdown (transport NO_ERROR): a client whose side
+     * of the handshake was done may have sent a request already, and could not tell it was not
+     * processed. At most 1 s, never past grace. */
+    if (!cancelled)
+        wait_handshakes(l, 0, 1000);
     vega_quic_endpoint_shutdown(l->ep, vega_deadline_in_ms(1000));
     (void)vega_quic_endpoint_wait(l->ep, vega_deadline_in_ms(1000));
     /* the final counters, for a scrape after the stop */
