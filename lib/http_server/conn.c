@@ -24,20 +24,11 @@ enum {
 /* ---- the active block ---------------------------------------------------------------------- */
 
 /* One allocation: the block, then the field array, then the first read buffer (a larger one,
- * for a head that does not fit, is allocated apart). */
+ * for a head that does not fit, is allocated apart). Blocks come from the worker's pool
+ * (pool.c) and go back to it when the connection parks or closes. */
 static struct srv_active *active_new(vega_http_server *srv)
 {
-    size_t fields = srv->o.limits.max_fields * sizeof(vega_http_field);
-    struct srv_active *a = vega__mem_malloc(srv->o.mem, sizeof *a + fields + SRV_IN_CAP);
-    if (!a)
-        return NULL;
-    a->in = (uint8_t *)a->field_store + fields;
-    a->in_own = NULL;
-    a->in_cap = SRV_IN_CAP;
-    a->in_start = a->in_pos = a->in_end = a->scan = 0;
-    a->out_len = 0;
-    a->out_count = 0;
-    return a;
+    return vega__srv_active_get(srv);
 }
 
 /* Resizes the read buffer to cap bytes, keeping its content. */
@@ -53,18 +44,15 @@ static int in_resize(const vega_mem *m, struct srv_active *a, size_t cap)
     return 0;
 }
 
-static void active_free(const vega_mem *m, struct srv_active *a)
+static void active_free(vega_http_server *srv, struct srv_active *a)
 {
-    if (a) {
-        vega__mem_free(m, a->in_own);
-        vega__mem_free(m, a);
-    }
+    vega__srv_active_put(srv, a);
 }
 
 void vega__srv_conn_free(struct srv_conn *c)
 {
     const vega_mem *m = c->srv->o.mem;
-    active_free(m, c->a);
+    active_free(c->srv, c->a);
     c->a = NULL;
     if (c->stream)
         vega_stream_close(c->stream, vega_deadline_in_ms(1000));
@@ -408,7 +396,7 @@ static int wait_idle(struct srv_conn *c, struct srv_active *a, bool *woke)
     }
     if (c->tls && vega_tls_has_buffered(c->stream))
         return HEAD_WAIT;
-    active_free(srv->o.mem, a);
+    active_free(srv, a);
     c->a = NULL;
     return vega__srv_park(c, c->idle_dl) ? HEAD_PARKED : HEAD_CLOSE;
 }

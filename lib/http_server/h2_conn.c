@@ -526,10 +526,9 @@ int vega__h2s_start(struct srv_conn *c, uint8_t *up_frame, size_t up_len)
     h->up_len = up_len;
     idle_from_now(h);
     /* the bytes the HTTP/1.1 side read past what it used are the first input (the preface);
-     * then its block goes (conn.c's active block: one allocation, a grown buffer apart) */
+     * then its block goes back to the pool (pool.c; a grown buffer is freed) */
     int rc = feed_from(h, a->in + a->in_pos, a->in_end - a->in_pos);
-    vega__mem_free(m, a->in_own);
-    vega__mem_free(m, a);
+    vega__srv_active_put(srv, a);
     c->a = NULL;
     (void)rc; /* an error queued a GOAWAY: the run writes it and ends */
     return run(h);

@@ -98,6 +98,7 @@ int vega_http_server_new_versioned(vega_http_server **out, const vega_http_serve
     for (size_t i = 0; i < SRV_SHARDS; i++)
         pthread_mutex_init(&s->shards[i].lock, NULL);
     vega_notify_init(&s->wake);
+    vega__srv_pool_init(s);
     atomic_init(&s->next_id, 1);
     atomic_init(&s->grace, VEGA_DEADLINE_NEVER);
     *out = s;
@@ -408,8 +409,15 @@ int vega_http_server_run(vega_http_server *srv)
     }
     /* Wait for shutdown. A cancelled run still shuts down (with no grace). */
     bool self_cancelled = false;
+    /* While the pools hold blocks, wake once a window to give back what went unused. */
+    bool pooled = false;
     while (!atomic_load(&srv->stopping)) {
-        if (vega_notify_wait(&srv->wake, VEGA_DEADLINE_NEVER) == -ECANCELED) {
+        pooled = pooled || vega__srv_pool_held(srv) > 0;
+        int r = vega_notify_wait(&srv->wake, pooled ? vega_deadline_in_ns(SRV_POOL_DECAY_NS)
+                                                    : VEGA_DEADLINE_NEVER);
+        if (r == -ETIMEDOUT)
+            pooled = vega__srv_pool_decay(srv) > 0;
+        if (r == -ECANCELED) {
             self_cancelled = true;
             vega_http_server_shutdown(srv, 0);
         }
@@ -495,6 +503,7 @@ void vega_http_server_free(vega_http_server *srv)
         vega_sock_close(srv->listeners[i].sock);
     vega_tls_config_free(srv->o.tls);
     vega_notify_fini(&srv->wake);
+    vega__srv_pool_fini(srv);
     pthread_mutex_destroy(&srv->lock);
     for (size_t i = 0; i < SRV_SHARDS; i++)
         pthread_mutex_destroy(&srv->shards[i].lock);

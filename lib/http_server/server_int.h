@@ -33,6 +33,12 @@
 #define SRV_LINGER_MAX (64u * 1024u)
 /* Listeners per server. */
 #define SRV_MAX_LISTENERS 64
+/* The cache of active blocks (pool.c): one slot per worker (by worker index, modulo), each
+ * keeping at most SRV_POOL_MAX blocks; what a slot kept unused for a whole window of
+ * SRV_POOL_DECAY_NS is given back at the window's end. */
+#define SRV_POOL_SLOTS    16
+#define SRV_POOL_MAX      16
+#define SRV_POOL_DECAY_NS (2ull * VEGA_NS_PER_S)
 
 enum srv_conn_state {
     SRV_ACTIVE = 0, /* a task runs the connection; task is set */
@@ -76,6 +82,15 @@ struct srv_stripe {
     atomic_uint_fast64_t lat_sum_ns[SRV_NPROTO];
 } __attribute__((aligned(64)));
 
+/* One worker's cache of active blocks. The lock is taken by that worker (and by the decay,
+ * once a window): uncontended, it stays in the worker's cache. */
+struct srv_pool {
+    pthread_mutex_t lock;
+    struct srv_active *free; /* newest first */
+    unsigned n;              /* blocks held */
+    unsigned low;            /* fewest held since the window began */
+} __attribute__((aligned(64)));
+
 struct vega_http_server {
     vega_http_server_opts o;
     void *alloc_base; /* what o.mem gave: the struct is aligned to 64 bytes inside it */
@@ -112,6 +127,9 @@ struct vega_http_server {
     atomic_uint_fast64_t requests, bad_requests, timeouts;
     atomic_uint_fast64_t tls_ok, tls_failed; /* TLS handshakes on TCP (not QUIC's) */
     struct srv_stripe stripes[SRV_METRIC_STRIPES];
+    size_t active_size;             /* bytes of one active block */
+    atomic_uint_fast64_t pool_held; /* blocks the pools hold, all slots */
+    struct srv_pool pools[SRV_POOL_SLOTS];
 };
 
 struct srv_active;
@@ -212,6 +230,7 @@ struct vega_http_exchange {
 };
 
 struct srv_active {
+    struct srv_active *pool_next; /* in a pool's free list */
     vega_http1_parser parser;
     struct vega_http_exchange x;
     uint8_t *in;     /* inline after field_store, or in_own */
@@ -254,6 +273,20 @@ void vega__srv_unregister(struct srv_conn *c);
  * true when parked (c belongs to the park callback now); false when it must close instead
  * (stopping, or the park failed). */
 bool vega__srv_park(struct srv_conn *c, vega_deadline idle_dl);
+
+/* pool.c: the active blocks (SRV_IN_CAP read buffer inline; never a grown one) */
+void vega__srv_pool_init(vega_http_server *srv);
+void vega__srv_pool_fini(vega_http_server *srv);
+/* A block from the calling worker's slot, or a new one. NULL when out of memory. */
+struct srv_active *vega__srv_active_get(vega_http_server *srv);
+/* Gives a back (NULL: nothing): a grown read buffer is freed, the block kept in the calling
+ * worker's slot when it has room, else freed. */
+void vega__srv_active_put(vega_http_server *srv, struct srv_active *a);
+/* Ends a window: every slot gives back the blocks it kept unused through all of it. Returns
+ * the blocks still held. */
+size_t vega__srv_pool_decay(vega_http_server *srv);
+/* Blocks the pools hold now. */
+size_t vega__srv_pool_held(const vega_http_server *srv);
 
 /* exchange.c */
 int vega__srv_flush(struct srv_conn *c, vega_deadline dl);
