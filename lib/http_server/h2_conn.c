@@ -519,9 +519,9 @@ int vega__h2s_start(struct srv_conn *c, uint8_t *up_frame, size_t up_len)
         vega__srv_conn_free(c);
         return -ENOMEM;
     }
-    pthread_mutex_lock(&c->shard->lock); /* shutdown looks at c->h2 under it */
+    pthread_mutex_lock(&vega__srv_shard(c)->lock); /* shutdown looks at c->h2 under it */
     c->h2 = h;
-    pthread_mutex_unlock(&c->shard->lock);
+    pthread_mutex_unlock(&vega__srv_shard(c)->lock);
     h->up_frame = up_frame;
     h->up_len = up_len;
     idle_from_now(h);

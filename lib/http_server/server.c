@@ -174,16 +174,15 @@ int vega__srv_register(vega_http_server *srv, struct srv_conn *c)
     }
     c->srv = srv;
     c->id = atomic_fetch_add_explicit(&srv->next_id, 1, memory_order_relaxed);
-    c->shard = &srv->shards[c->id % SRV_SHARDS];
     c->state = SRV_ACTIVE;
     c->task = NULL;
     c->prev = NULL;
-    pthread_mutex_lock(&c->shard->lock);
-    c->next = c->shard->conns;
+    pthread_mutex_lock(&vega__srv_shard(c)->lock);
+    c->next = vega__srv_shard(c)->conns;
     if (c->next)
         c->next->prev = c;
-    c->shard->conns = c;
-    pthread_mutex_unlock(&c->shard->lock);
+    vega__srv_shard(c)->conns = c;
+    pthread_mutex_unlock(&vega__srv_shard(c)->lock);
     atomic_fetch_add_explicit(&srv->conns_accepted, 1, memory_order_relaxed);
     return 0;
 }
@@ -191,7 +190,7 @@ int vega__srv_register(vega_http_server *srv, struct srv_conn *c)
 void vega__srv_unregister(struct srv_conn *c)
 {
     vega_http_server *srv = c->srv;
-    struct srv_shard *sh = c->shard;
+    struct srv_shard *sh = vega__srv_shard(c);
     pthread_mutex_lock(&sh->lock);
     if (c->prev)
         c->prev->next = c->next;
@@ -224,10 +223,10 @@ static void on_ready(vega_sock *s, void *arg, int status)
     (void)s;
     struct srv_conn *c = arg;
     vega_http_server *srv = c->srv;
-    pthread_mutex_lock(&c->shard->lock);
+    pthread_mutex_lock(&vega__srv_shard(c)->lock);
     c->state = SRV_ACTIVE;
     c->task = vega_task_current();
-    pthread_mutex_unlock(&c->shard->lock);
+    pthread_mutex_unlock(&vega__srv_shard(c)->lock);
     atomic_fetch_sub_explicit(&srv->conns_parked, 1, memory_order_relaxed);
     if (c->h2) {
         vega__h2s_ready(c, status);
@@ -245,14 +244,14 @@ static void on_ready(vega_sock *s, void *arg, int status)
 bool vega__srv_park(struct srv_conn *c, vega_deadline idle_dl)
 {
     vega_http_server *srv = c->srv;
-    pthread_mutex_lock(&c->shard->lock);
+    pthread_mutex_lock(&vega__srv_shard(c)->lock);
     if (atomic_load(&srv->stopping) && c->nreq > 0) {
-        pthread_mutex_unlock(&c->shard->lock);
+        pthread_mutex_unlock(&vega__srv_shard(c)->lock);
         return false;
     }
     c->state = SRV_PARKED;
     c->task = NULL;
-    pthread_mutex_unlock(&c->shard->lock);
+    pthread_mutex_unlock(&vega__srv_shard(c)->lock);
     atomic_fetch_add_explicit(&srv->conns_parked, 1, memory_order_relaxed);
     /* A plain connection's stream is a small wrapper over the socket: it is made again when the
      * connection wakes, so a parked connection holds only its socket and this struct. */
@@ -266,10 +265,10 @@ bool vega__srv_park(struct srv_conn *c, vega_deadline idle_dl)
     atomic_fetch_sub_explicit(&srv->conns_parked, 1, memory_order_relaxed);
     if (!c->stream && vega_stream_from_sock(&c->stream, c->sock, VEGA_STREAM_BORROW) < 0)
         c->stream = NULL; /* the caller closes the connection; every close path allows it */
-    pthread_mutex_lock(&c->shard->lock);
+    pthread_mutex_lock(&vega__srv_shard(c)->lock);
     c->state = SRV_ACTIVE;
     c->task = vega_task_current();
-    pthread_mutex_unlock(&c->shard->lock);
+    pthread_mutex_unlock(&vega__srv_shard(c)->lock);
     return false;
 }
 

@@ -138,39 +138,47 @@ struct h2s_conn;
 
 /* An address kept with every connection, parked ones included: an IPv4/IPv6 address inline
  * (vega_addr's sockaddr_storage would add 200 bytes to each idle connection), anything longer
- * (a Unix path) on the heap. */
+ * (a Unix path) in a vega_addr on the heap, its pointer stored in u's bytes (conn.c). 4-byte
+ * aligned, 32 bytes. */
 struct srv_addr {
-    socklen_t len; /* 0: none */
+    socklen_t len; /* 0: none; > sizeof u: on the heap */
     union {
         struct sockaddr sa;
         struct sockaddr_in v4;
         struct sockaddr_in6 v6;
     } u;
-    vega_addr *big; /* when len > sizeof u */
 };
 
+/* A connection: what every connection keeps, parked ones included, so it is kept small
+ * (sizeof: 152 bytes on LP64; the idle-memory benchmark counts it). Its shard is found from
+ * its id. */
 struct srv_conn {
     vega_http_server *srv;
-    struct srv_shard *shard;
-    struct srv_conn *next, *prev; /* shard->conns, under shard->lock */
-    int state;                    /* srv_conn_state, under shard->lock */
-    vega_task *task;              /* while ACTIVE and run by a task, under shard->lock */
+    struct srv_conn *next, *prev; /* the shard's conns, under its lock */
+    vega_task *task;              /* while ACTIVE and run by a task, under the shard's lock */
     vega_sock *sock;              /* NULL when served over a caller's stream */
     vega_stream *stream;          /* over sock (borrowed) or the caller's; TLS when tls */
-    bool tls;
-    bool tls_counted;    /* the handshake's outcome went into the metrics */
-    bool head_started;   /* a byte of the next head came (blank lines count) */
-    uint8_t blank_lines; /* CR and LF bytes skipped before the next request line */
-    uint64_t id;
-    unsigned nreq;
-    vega_deadline idle_dl; /* the next head's deadline: idle (or first request) before
-                              its first byte, header_timeout from it; 0: not set */
-    bool drained;          /* the last read left nothing in the socket (it came back
-                              short or empty): parking now cannot miss a wake */
-    struct srv_addr peer, local;
     struct srv_active *a;
     struct h2s_conn *h2; /* HTTP/2 (h2_conn.c): set once the connection speaks it */
+    uint64_t id;
+    vega_deadline idle_dl; /* the next head's deadline: idle (or first request) before
+                              its first byte, header_timeout from it; 0: not set */
+    unsigned nreq;
+    uint8_t state;       /* srv_conn_state, under the shard's lock */
+    bool tls;            /* set once, before the connection is registered */
+    uint8_t blank_lines; /* CR and LF bytes skipped before the next request line */
+    /* written by the connection's task only (one byte, apart from state and tls) */
+    bool tls_counted : 1;  /* the handshake's outcome went into the metrics */
+    bool head_started : 1; /* a byte of the next head came (blank lines count) */
+    bool drained : 1;      /* the last read left nothing in the socket (it came back
+                              short or empty): parking now cannot miss a wake */
+    struct srv_addr peer, local;
 };
+
+static inline struct srv_shard *vega__srv_shard(const struct srv_conn *c)
+{
+    return &c->srv->shards[c->id % SRV_SHARDS];
+}
 
 /* Stores a into sa (replacing what it held). Returns 0 or -ENOMEM. */
 int vega__srv_addr_set(const vega_mem *m, struct srv_addr *sa, const vega_addr *a);
