@@ -54,7 +54,9 @@ void vega__srv_conn_free(struct srv_conn *c)
     const vega_mem *m = c->srv->o.mem;
     active_free(c->srv, c->a);
     c->a = NULL;
-    if (c->stream)
+    if (c->stream && c->sock && !c->tls)
+        vega__srv_stream_put(c->srv, c->stream); /* a wrapper from the pool: nothing to flush */
+    else if (c->stream)
         vega_stream_close(c->stream, vega_deadline_in_ms(1000));
     if (c->sock) {
         /* The peer sees the end now: once parked, a socket's close(2) is left to the worker
@@ -579,8 +581,7 @@ static void linger(struct srv_conn *c)
 int vega__srv_conn_run(struct srv_conn *c, bool woke)
 {
     vega_http_server *srv = c->srv;
-    if (!c->stream &&
-        (!c->sock || vega_stream_from_sock(&c->stream, c->sock, VEGA_STREAM_BORROW) < 0)) {
+    if (!c->stream && (!c->sock || vega__srv_stream_get(srv, c->sock, &c->stream) < 0)) {
         c->stream = NULL;
         vega__srv_conn_free(c);
         return -ENOMEM;

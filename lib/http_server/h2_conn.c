@@ -538,7 +538,7 @@ void vega__h2s_ready(struct srv_conn *c, int status)
 {
     struct h2s_conn *h = c->h2;
     vega_http_server *srv = c->srv;
-    if (!c->stream && vega_stream_from_sock(&c->stream, c->sock, VEGA_STREAM_BORROW) < 0) {
+    if (!c->stream && vega__srv_stream_get(srv, c->sock, &c->stream) < 0) {
         c->stream = NULL;
         vega__srv_conn_free(c);
         return;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The cache of active blocks: a connection takes one when it wakes and gives it back when it
  * parks, so the per-request path allocates nothing and a burst leaves a bounded number of
- * blocks behind, given back to the allocator once they sit unused for a window. */
+ * blocks behind, given back to the allocator once they sit unused for a window. The slots
+ * also keep the plain-TCP stream wrappers a parked connection lets go of. */
 #include "server_int.h"
 
 static void block_reset(struct srv_active *a, size_t fields)
@@ -24,6 +25,7 @@ void vega__srv_pool_init(vega_http_server *srv)
         pthread_mutex_init(&srv->pools[i].lock, NULL);
         srv->pools[i].free = NULL;
         srv->pools[i].n = srv->pools[i].low = 0;
+        srv->pools[i].nstreams = 0;
     }
 }
 
@@ -37,6 +39,9 @@ void vega__srv_pool_fini(vega_http_server *srv)
         }
         p->free = NULL;
         p->n = p->low = 0;
+        for (unsigned k = 0; k < p->nstreams; k++)
+            vega_stream_close(p->streams[k], 0);
+        p->nstreams = 0;
         pthread_mutex_destroy(&p->lock);
     }
     atomic_store_explicit(&srv->pool_held, 0, memory_order_relaxed);
@@ -90,6 +95,33 @@ void vega__srv_active_put(vega_http_server *srv, struct srv_active *a)
         atomic_fetch_add_explicit(&srv->pool_held, 1, memory_order_relaxed);
     else
         vega__mem_free(srv->o.mem, a);
+}
+
+int vega__srv_stream_get(vega_http_server *srv, vega_sock *sock, vega_stream **out)
+{
+    struct srv_pool *p = slot(srv);
+    pthread_mutex_lock(&p->lock);
+    vega_stream *s = p->nstreams ? p->streams[--p->nstreams] : NULL;
+    pthread_mutex_unlock(&p->lock);
+    if (s && vega_stream_sock_rebind(s, sock) == 0) {
+        *out = s;
+        return 0;
+    }
+    if (s)
+        vega_stream_close(s, 0);
+    return vega_stream_from_sock(out, sock, VEGA_STREAM_BORROW);
+}
+
+void vega__srv_stream_put(vega_http_server *srv, vega_stream *s)
+{
+    struct srv_pool *p = slot(srv);
+    pthread_mutex_lock(&p->lock);
+    bool kept = p->nstreams < SRV_POOL_STREAMS;
+    if (kept)
+        p->streams[p->nstreams++] = s;
+    pthread_mutex_unlock(&p->lock);
+    if (!kept)
+        vega_stream_close(s, 0);
 }
 
 size_t vega__srv_pool_decay(vega_http_server *srv)

@@ -256,14 +256,14 @@ bool vega__srv_park(struct srv_conn *c, vega_deadline idle_dl)
     /* A plain connection's stream is a small wrapper over the socket: it is made again when the
      * connection wakes, so a parked connection holds only its socket and this struct. */
     if (!c->tls && c->stream) {
-        vega_stream_close(c->stream, 0);
+        vega__srv_stream_put(srv, c->stream);
         c->stream = NULL;
     }
     int r = vega_sock_park(c->sock, on_ready, c, idle_dl);
     if (r == 0)
         return true;
     atomic_fetch_sub_explicit(&srv->conns_parked, 1, memory_order_relaxed);
-    if (!c->stream && vega_stream_from_sock(&c->stream, c->sock, VEGA_STREAM_BORROW) < 0)
+    if (!c->stream && vega__srv_stream_get(srv, c->sock, &c->stream) < 0)
         c->stream = NULL; /* the caller closes the connection; every close path allows it */
     pthread_mutex_lock(&vega__srv_shard(c)->lock);
     c->state = SRV_ACTIVE;
@@ -321,7 +321,7 @@ static void *accept_task(void *arg)
             c->tls = true;
             r = vega_tls_stream_from_sock(&c->stream, cs, VEGA_STREAM_BORROW, srv->o.tls, NULL);
         } else {
-            r = vega_stream_from_sock(&c->stream, cs, VEGA_STREAM_BORROW);
+            r = vega__srv_stream_get(srv, cs, &c->stream);
         }
         if (r < 0) {
             c->stream = NULL;

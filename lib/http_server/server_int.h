@@ -39,6 +39,8 @@
 #define SRV_POOL_SLOTS    16
 #define SRV_POOL_MAX      16
 #define SRV_POOL_DECAY_NS (2ull * VEGA_NS_PER_S)
+/* Plain-TCP stream wrappers each slot keeps (two small allocations each; no decay). */
+#define SRV_POOL_STREAMS 16
 
 enum srv_conn_state {
     SRV_ACTIVE = 0, /* a task runs the connection; task is set */
@@ -89,6 +91,8 @@ struct srv_pool {
     struct srv_active *free; /* newest first */
     unsigned n;              /* blocks held */
     unsigned low;            /* fewest held since the window began */
+    unsigned nstreams;
+    vega_stream *streams[SRV_POOL_STREAMS]; /* borrowing sock streams, pointed at no socket */
 } __attribute__((aligned(64)));
 
 struct vega_http_server {
@@ -290,6 +294,11 @@ struct srv_active *vega__srv_active_get(vega_http_server *srv);
 /* Gives a back (NULL: nothing): a grown read buffer is freed, the block kept in the calling
  * worker's slot when it has room, else freed. */
 void vega__srv_active_put(vega_http_server *srv, struct srv_active *a);
+/* A borrowing stream over sock, from the calling worker's slot (rebound) or new. Returns 0 or
+ * -ENOMEM. */
+int vega__srv_stream_get(vega_http_server *srv, vega_sock *sock, vega_stream **out);
+/* Gives back a stream that vega__srv_stream_get made (kept when the slot has room). */
+void vega__srv_stream_put(vega_http_server *srv, vega_stream *s);
 /* Ends a window: every slot gives back the blocks it kept unused through all of it. Returns
  * the blocks still held. */
 size_t vega__srv_pool_decay(vega_http_server *srv);

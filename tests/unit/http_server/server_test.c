@@ -19,6 +19,7 @@
 #include <vega/test.h>
 #include <vega/tls.h>
 
+#include "server_int.h"
 #include "vtest.h"
 
 #define DL(ms) vega_deadline_in_ms(ms)
@@ -808,6 +809,47 @@ static void body_max_conns(void)
 VTEST(max_conns)
 {
     vtest_run(body_max_conns, 2);
+}
+
+/* A plain connection's stream wrapper goes back to the worker's pool when it parks and is
+ * pointed at the next socket that wakes (vega_stream_sock_rebind): two connections parked and
+ * woken in turn share one wrapper, and each gets its own answers. One worker: one slot. */
+static uint64_t total_parked_streams(const vega_http_server *srv)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < SRV_POOL_SLOTS; i++)
+        n += srv->pools[i].nstreams;
+    return n;
+}
+
+static void body_stream_wrapper_reused(void)
+{
+    struct tsrv t;
+    vega_http_server_opts o = default_opts();
+    tsrv_start(&t, &o);
+    struct client *a = client_connect(&t.addr), *b = client_connect(&t.addr);
+    VCHECK(wait_stat(&t, offsetof(vega_http_server_stats, conns_parked), 2, 2000));
+    VCHECK_EQ(total_parked_streams(t.srv), 1);
+    int answered[2] = {0, 0};
+    for (int i = 0; i < 4; i++) {
+        struct client *c = i % 2 ? b : a;
+        int k = answered[i % 2]++;
+        client_send(c, i % 2 ? "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nbb"
+                             : "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\naa");
+        VCHECK(client_wait(c, k + 1, 3000));
+        VCHECK_STR(c->r[k].body, i % 2 ? "bb" : "aa");
+        VCHECK(wait_stat(&t, offsetof(vega_http_server_stats, conns_parked), 2, 2000));
+        VCHECK_EQ(total_parked_streams(t.srv), 1);
+    }
+    client_free(a);
+    client_free(b);
+    VCHECK(wait_stat(&t, offsetof(vega_http_server_stats, conns_open), 0, 2000));
+    VCHECK(total_parked_streams(t.srv) <= SRV_POOL_STREAMS);
+    tsrv_stop(&t, 1000);
+}
+VTEST(stream_wrapper_reused)
+{
+    vtest_run(body_stream_wrapper_reused, 0);
 }
 
 static void *slow_client(void *arg)
