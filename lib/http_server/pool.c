@@ -91,10 +91,13 @@ void vega__srv_active_put(vega_http_server *srv, struct srv_active *a)
         p->n++;
     }
     pthread_mutex_unlock(&p->lock);
-    if (kept)
-        atomic_fetch_add_explicit(&srv->pool_held, 1, memory_order_relaxed);
-    else
+    if (!kept) {
         vega__mem_free(srv->o.mem, a);
+    } else if (atomic_fetch_add_explicit(&srv->pool_held, 1, memory_order_relaxed) == 0) {
+        /* the first block held: vega_http_server_run, waiting with no deadline while the
+         * pools were empty, starts counting windows */
+        vega_notify_one(&srv->wake);
+    }
 }
 
 int vega__srv_stream_get(vega_http_server *srv, vega_sock *sock, vega_stream **out)
