@@ -37,7 +37,7 @@
  * keeping at most SRV_POOL_MAX blocks; what a slot kept unused for a whole window of
  * SRV_POOL_DECAY_NS is given back at the window's end. */
 #define SRV_POOL_SLOTS    16
-#define SRV_POOL_MAX      16
+#define SRV_POOL_MAX      8
 #define SRV_POOL_DECAY_NS (2ull * VEGA_NS_PER_S)
 /* Plain-TCP stream wrappers each slot keeps (two small allocations each; no decay). */
 #define SRV_POOL_STREAMS 16
