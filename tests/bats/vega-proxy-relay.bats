@@ -17,8 +17,9 @@ teardown() {
     stop_bg_all
 }
 
-@test "a relay pipe grows to 1 MiB while 16 MiB flow (sha256 kept) and is back at 64 KiB when the tunnel idles" {
-    start_bg "$T/proxy.log" "$PROXY" -l 127.0.0.1:0
+# grows DRIVER: the test below through vega-proxy on that driver.
+grows() {
+    start_bg "$T/proxy.log" "$PROXY" -l 127.0.0.1:0 --driver "$1"
     pid=$BG_PID
     wait_for_line "$T/proxy.log" 'listening on 127\.0\.0\.1:[0-9]+' 10
     port="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/proxy.log" | head -1)"
@@ -31,4 +32,12 @@ teardown() {
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$output" = ok ]
+}
+
+@test "io_uring: a relay pipe grows to 1 MiB while 16 MiB flow (sha256 kept) and is back at 64 KiB when the tunnel idles" {
+    grows uring
+}
+
+@test "epoll: a relay pipe grows to 1 MiB while 16 MiB flow (sha256 kept) and is back at 64 KiB when the tunnel idles" {
+    grows epoll
 }
