@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """The relay's pipes grow while bytes flow and shrink when the tunnel idles. A SOCKS5 tunnel
-through vega-proxy (pid PID, port PORT) to a sink of its own that does not read at first: the
-client sends 16 MiB, so the client -> destination direction fills a pipe, and a pipe of the
-proxy holding bytes must reach 1 MiB (F_GETPIPE_SZ through /proc/PID/fd). Then the sink reads
-everything (sha256 checked); once the tunnel idles no pipe of the proxy may be larger than
-64 KiB; 16 bytes still cross the tunnel back. Prints "ok" or exits 1 saying what failed.
+through vega-proxy (pid PID, port PORT) to a sink of its own: the client sends 16 MiB, the sink
+reads them slowly, and a pipe of the proxy must reach 1 MiB before they have all arrived
+(F_GETPIPE_SZ through /proc/PID/fd; sha256 checked); once the tunnel idles no pipe of the
+proxy may be larger than 64 KiB; 16 bytes still cross the tunnel back. Prints "ok" or exits 1
+saying what failed.
 Usage: proxy-pipes.py PID PORT"""
 import fcntl
 import hashlib
@@ -91,15 +91,21 @@ def send():
 
 th = threading.Thread(target=send, daemon=True)
 th.start()
-# the sink reads nothing yet: the relay's pipe fills while the destination's buffers are full
-wait_for("a 1 MiB pipe holding bytes", lambda: any(sz == 1 << 20 and held > 0 for sz, held in pipes()), 20)
-got, h = 0, hashlib.sha256()
+# The sink reads slowly (64 KiB, then a look at the proxy's pipes): the client sends far faster,
+# so bytes queue at the proxy's source socket while the relay waits for the destination, and
+# the first splice after each wait fills the 64 KiB pipe: it must grow to 1 MiB before the
+# 16 MiB have all arrived.
+got, h, grown = 0, hashlib.sha256(), False
 while got < N:
-    b = s.recv(1 << 20)
+    b = s.recv(64 << 10 if not grown else 1 << 20)
     if not b:
         fail(f"end of stream after {got} bytes")
     h.update(b)
     got += len(b)
+    if not grown:
+        grown = any(sz == 1 << 20 for sz, _ in pipes())
+if not grown:
+    fail("no pipe of the proxy reached 1 MiB while 16 MiB moved")
 th.join(30)
 if h.digest() != want.digest():
     fail("sha256 of the 16 MiB differs")
