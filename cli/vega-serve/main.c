@@ -930,6 +930,8 @@ static int listen_h3(vega_http_server *srv, const vega_addr *first, uint16_t *po
     if (serve_o.quic_retry)
         o.retry = VEGA_QUIC_RETRY_ALWAYS;
     o.qlog_dir = serve_o.qlog_dir;
+    /* RFC 9220: --ws-echo over HTTP/3 too (extended CONNECT), advertised only with the route */
+    o.websocket = serve_o.ws_echo != NULL;
     if (quic_suites(serve_o.tls13_ciphers, &o) < 0)
         return CLI_EXIT_USAGE;
     vega_addr bound;
