@@ -434,6 +434,7 @@ struct hc_req {
     bool ws;         /* a WebSocket opening handshake (vega__hc_send_ws) */
     bool ws_h2;      /* ... over HTTP/2: an extended CONNECT (RFC 8441 §4) whose stream stays
                         open both ways (vega__hc_h2_tunnel_new) */
+    bool ws_h3;      /* ... over HTTP/3: the same (RFC 9220), vega__hc_h3_tunnel_new */
     struct hc_key key;
     char host_for_tls[HC_MAX_HOST + 1];
     char alt_host[HC_MAX_HOST + 1]; /* where QUIC goes (the origin's host when no Alt-Svc) */
@@ -555,6 +556,14 @@ static inline void vega__hc_h2_wake(vega_http_client_response *r)
  * writes give DATA under flow control, SHUT_WR sends END_STREAM, close ends our side and
  * waits (bounded by its deadline) for the server's, then frees r (CANCEL if still open). */
 int vega__hc_h2_tunnel_new(vega_http_client_response *r, vega_stream **out);
+/* h3_tunnel.c: the same over an HTTP/3 request stream (RFC 9220): r (2xx to an extended
+ * CONNECT) taken on success. */
+int vega__hc_h3_tunnel_new(vega_http_client_response *r, vega_stream **out);
+/* h3_req.c: p[0..n) as one DATA frame on r's stream (fin: then our FIN; n 0 and fin: the FIN
+ * alone). Returns 0, -ECONNRESET (the server stopped or reset the stream) or a code; a frame
+ * that went out in part (a deadline) resets the stream (H3_REQUEST_CANCELLED). */
+int vega__hc_h3_send_data(vega_http_client_response *r, const void *p, size_t n, bool fin,
+                          vega_deadline dl);
 
 /* h3_altsvc.c */
 /* Learns the Alt-Svc fields of a response to an https origin (the alt_svc option). */

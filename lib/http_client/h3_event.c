@@ -495,6 +495,14 @@ static int on_stop_sending(void *ud, uint64_t sid, uint64_t code)
     return 0;
 }
 
+/* RFC 9220 §3: an extended CONNECT waits for the server's SETTINGS (open_and_head). */
+static int on_settings(void *ud, const vega_h3_settings *peer)
+{
+    (void)peer;
+    wake_all(ud);
+    return 0;
+}
+
 const vega_h3_callbacks vega__hc_h3_callbacks = {
     .on_headers = on_headers,
     .on_data = on_data,
@@ -503,4 +511,5 @@ const vega_h3_callbacks vega__hc_h3_callbacks = {
     .on_stream_unblocked = on_stream_unblocked,
     .on_goaway = on_goaway,
     .on_stop_sending = on_stop_sending,
+    .on_settings = on_settings,
 };
