@@ -417,8 +417,12 @@ int vega__hc_attempt_h3(vega_http_client *c, const struct hc_req *rq, struct hc_
     struct h3_head hh = {0};
     rc = head_fields(c, rq, &hh);
     if (rc == 0) {
-        trace_head(r, &hr, &hh);
+        /* an extended CONNECT may not go at all (the server's SETTINGS): traced once sent */
+        if (!rq->ws_h3)
+            trace_head(r, &hr, &hh);
         rc = open_and_head(r, &hr, &hh, !rq->has_body && !rq->ws_h3, dl);
+        if (rc == 0 && rq->ws_h3)
+            trace_head(r, &hr, &hh);
     }
     vega__mem_free(c->o.mem, hh.f);
     vega__mem_free(c->o.mem, hh.names);
