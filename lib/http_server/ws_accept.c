@@ -79,7 +79,7 @@ int vega_http_exchange_accept_websocket_versioned(vega_http_exchange *x,
         return -EINVAL;
     bool h2 = x->ops == &vega__h2s_xops, h3 = x->ops == &vega__h3s_xops;
     if (x->ops && !h2 && !h3)
-        return -ENOTSUP;
+        return -EINVAL; /* an exchange of no kind this code knows */
     if (x->started)
         return VEGA_ERR_CLOSED;
     if (!vega_http_exchange_is_websocket(x))
