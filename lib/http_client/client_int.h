@@ -345,6 +345,7 @@ struct vega_http_client_response {
     bool h3_stopped;  /* the server asked us to stop sending (STOP_SENDING) */
     bool h3_fin;      /* the stream's end was fed to the core */
     bool h3_sent_fin; /* our side ended */
+    bool h3_tunnel;   /* a WebSocket's stream (h3_tunnel.c): writes wait on h2_wwake */
     uint64_t h3_reset_code, h3_stop_code;
     uint64_t h3_stream_err; /* on_stream_error's code, acted on after the read (0: none) */
     uint8_t *h3_dst;        /* where on_data puts body bytes during a feed */
@@ -367,9 +368,9 @@ struct vega_http_client_response {
     int h2_err;      /* the stream failed: a code for the reader */
     uint8_t *h2_buf; /* DATA received and not yet read: [h2_off, h2_off + h2_len) */
     size_t h2_off, h2_len, h2_cap;
-    /* A tunnel's writer (RFC 8441: one task reads while another writes) waits on this one, so
-     * that a wake meant for the reader is never taken by the writer; vega__hc_h2_wake wakes
-     * both. */
+    /* A tunnel's writer (RFC 8441, RFC 9220: one task reads while another writes) waits on
+     * this one, so that a wake meant for the reader is never taken by the writer;
+     * vega__hc_h2_wake (and h3_event.c's wake) wakes both. HTTP/3 too, when h3_tunnel. */
     vega_notify h2_wwake;
     bool h2_tx_end; /* a tunnel: our side ended (END_STREAM given to the core) */
 

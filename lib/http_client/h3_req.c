@@ -246,7 +246,7 @@ static int stream_write(vega_http_client_response *r, const void *p, size_t len,
         vega_quic_ep_conn_unlock(h->qe);
         if (rc != 0 || off == len)
             return rc;
-        if ((rc = vega_notify_wait(&r->h3_wake, dl)) < 0)
+        if ((rc = vega_notify_wait(r->h3_tunnel ? &r->h2_wwake : &r->h3_wake, dl)) < 0)
             return rc;
     }
 }

@@ -90,5 +90,6 @@ int vega__hc_h3_tunnel_new(vega_http_client_response *r, vega_stream **out)
      * their own, and its bytes are the WebSocket's, not a body with a size limit */
     r->dl = VEGA_DEADLINE_NEVER;
     r->max_body = UINT64_MAX;
+    r->h3_tunnel = true; /* a reader and a writer may wait at once */
     return 0;
 }

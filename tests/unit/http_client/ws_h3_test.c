@@ -411,6 +411,52 @@ VTEST_MT(stalled_writer_beside_a_get_then_abort, 2)
     srv_stop(&v);
 }
 
+/* A second task sends 16 messages of 256 KiB while this one receives their echoes: the
+ * reader and the writer wait on the stream at once (4 MiB each way: neither side's windows
+ * hold it all, so each waits for the other's progress), and each must get its own wakes. */
+struct sender {
+    vega_websocket *ws;
+    int rc;
+};
+
+static void *send_task(void *arg)
+{
+    struct sender *s = arg;
+    size_t n = 256 * 1024;
+    uint8_t *p = malloc(n);
+    VCHECK(p);
+    for (int i = 0; i < 16 && s->rc == 0; i++) {
+        memset(p, 'a' + i, n);
+        s->rc = vega_websocket_send(s->ws, VEGA_WS_BINARY, p, n, DLS(20000));
+    }
+    free(p);
+    return NULL;
+}
+
+VTEST_MT(reader_and_writer_tasks_at_once, 2)
+{
+    struct srv v;
+    srv_start(&v, true, false);
+    vega_http_client *c = client(&v);
+    vega_websocket *ws = open_ws(c, &v, "/echo", false);
+    struct sender s = {ws, 0};
+    vega_task *t;
+    VCHECK_EQ(vega_task_spawn(&t, send_task, &s), 0);
+    for (int i = 0; i < 16; i++) {
+        vega_websocket_msg m;
+        VCHECK_EQ(vega_websocket_recv(ws, &m, DLS(20000)), 0);
+        VCHECK_EQ(m.len, 256 * 1024);
+        VCHECK_EQ(m.data[0], 'a' + i);
+        VCHECK_EQ(m.data[m.len - 1], 'a' + i);
+    }
+    VCHECK_EQ(vega_task_join(t, NULL, DLS(20000)), 0);
+    VCHECK_EQ(s.rc, 0);
+    close_normally(ws);
+    vega_websocket_free(ws);
+    vega_http_client_free(c);
+    srv_stop(&v);
+}
+
 /* Layout 3 of the h3 opts (before websocket): the field is left alone by init. */
 VTEST(opts_layout_3)
 {
