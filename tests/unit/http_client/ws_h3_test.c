@@ -131,18 +131,24 @@ static void srv_start(struct srv *v, bool websocket, bool tcp)
                   0);
         so.tls = v->tls;
     }
-    VCHECK_EQ(vega_http_server_new(&v->s, &so), 0);
-    vega_addr a;
-    VCHECK_EQ(vega_addr_from_ip(&a, "127.0.0.1", 0), 0);
-    if (tcp) {
-        VCHECK_EQ(vega_http_server_listen(v->s, &a, 0, &a), 0);
-    }
     vega_http_server_h3_opts ho;
     vega_http_server_h3_opts_init(&ho);
     ho.chain = v->chain;
     ho.key = v->key;
     ho.websocket = websocket;
-    VCHECK_EQ(vega_http_server_listen_h3(v->s, &a, 0, &ho, &v->addr), 0);
+    /* UDP on a free port, then TCP on the same one: another program may hold that TCP port
+     * (or, on a busy machine, no ephemeral port is free at that moment): a new pair then */
+    int rc = -EADDRINUSE;
+    for (int tries = 0; rc == -EADDRINUSE && tries < 20; tries++) {
+        VCHECK_EQ(vega_http_server_new(&v->s, &so), 0);
+        vega_addr a;
+        VCHECK_EQ(vega_addr_from_ip(&a, "127.0.0.1", 0), 0);
+        VCHECK_EQ(vega_http_server_listen_h3(v->s, &a, 0, &ho, &v->addr), 0);
+        rc = tcp ? vega_http_server_listen(v->s, &v->addr, 0, NULL) : 0;
+        if (rc == -EADDRINUSE)
+            vega_http_server_free(v->s);
+    }
+    VCHECK_EQ(rc, 0);
     v->port = vega_addr_port(&v->addr);
     VCHECK_EQ(vega_task_spawn(&v->run, run_task, v), 0);
 }
