@@ -69,16 +69,14 @@ vega_ssize archive_read(struct archive *a, int fd, uint64_t off, uint64_t size)
 {
     size_t want = off + ARCHIVE_BUF > size ? (size_t)(size - off) : ARCHIVE_BUF; /* off < size */
     for (;;) {
-        ssize_t r = pread(fd, a->buf, want, (off_t)off);
-        if (r < 0 && errno == EINTR)
-            continue;
+        vega_ssize r = serve_pread(fd, a->buf, want, off); /* off the worker: fsio.c */
         if (r < 0)
-            return -errno; /* the archive is cut: the connection closes */
+            return r; /* the archive is cut: the connection closes */
         if (r == 0) {
             /* shrank since fstat: zeros to the announced size, as GNU tar does */
             cli_log(1, "archive: %s shrank while read: padded with zeros", a->path);
             memset(a->buf, 0, want);
-            r = (ssize_t)want;
+            r = (vega_ssize)want;
         }
         return r;
     }
@@ -102,14 +100,14 @@ static int add_dir(struct archive *a, int dfd, size_t len, unsigned depth)
         if (len + nl + 1 > ARCHIVE_PATH_MAX)
             continue;
         struct stat st;
-        if (fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        if (serve_lstat_at(dirfd(d), n, &st) < 0)
             continue;
         memcpy(a->path + len, n, nl);
         if (S_ISREG(st.st_mode)) {
-            int fd = openat(dirfd(d), n, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+            int fd = serve_open_at(dirfd(d), n, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
             if (fd < 0)
                 continue;
-            if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+            if (serve_fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
                 a->path[len + nl] = '\0';
                 e = a->fmt->file(a, fd, len + nl, &st);
             }

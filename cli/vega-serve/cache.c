@@ -298,7 +298,7 @@ static bool same_file(const struct stat *a, const struct stat *b)
            a->st_mode == b->st_mode;
 }
 
-/* fstatat below the root for a "/..." path. */
+/* fstatat below the root for a "/..." path (off the worker thread: fsio.c). */
 static int stat_below(const char *rel, size_t len, const char *suffix, struct stat *st)
 {
     char path[SERVE_PATH_MAX + 32];
@@ -307,7 +307,7 @@ static int stat_below(const char *rel, size_t len, const char *suffix, struct st
         return -ENAMETOOLONG;
     memcpy(path, rel + 1, len - 1);
     memcpy(path + len - 1, suffix, sl + 1);
-    return fstatat(serve_o.root_fd, path, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+    return serve_lstat_below(path, st);
 }
 
 const struct serve_cache_entry *serve_cache_add(const char *key, size_t key_len, const char *file,
@@ -336,9 +336,9 @@ const struct serve_cache_entry *serve_cache_add(const char *key, size_t key_len,
     int fd2 = serve_open_plain(file, file_len);
     if (fd2 < 0)
         return NULL;
-    int sr = fstat(fd2, &at);
+    int sr = serve_fstat(fd2, &at);
     close(fd2);
-    if (sr < 0 || at.st_dev != st->st_dev || at.st_ino != st->st_ino || fstat(fd, &now) < 0 ||
+    if (sr < 0 || at.st_dev != st->st_dev || at.st_ino != st->st_ino || serve_fstat(fd, &now) < 0 ||
         !same_file(&now, st))
         return NULL;
     /* A sibling in any form (even a dangling symlink, whose target could appear elsewhere)
@@ -358,16 +358,8 @@ const struct serve_cache_entry *serve_cache_add(const char *key, size_t key_len,
     memcpy(name, file, file_len);
     name[file_len] = '\0';
     uint8_t *data = (uint8_t *)name + file_len + 1;
-    size_t got = 0;
-    while (got < size) {
-        ssize_t k = pread(fd, data + got, size - got, (off_t)got);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            break;
-        got += (size_t)k;
-    }
-    if (got != size || fstat(fd, &now) < 0 || !same_file(&now, st)) {
+    vega_ssize got = serve_pread_full(fd, data, size, 0);
+    if (got != (vega_ssize)size || serve_fstat(fd, &now) < 0 || !same_file(&now, st)) {
         free(e);
         return NULL;
     }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +19,10 @@
 #define FIELDS_MAX (16 + SERVE_MAX_HEADERS)
 /* Compression on the fly reads and writes in pieces of this size. */
 #define ZCHUNK (64 * 1024)
+/* A file body is sent in pieces: up to SEND_PIECE by sendfile when its two ends are in the
+ * page cache, else up to READ_PIECE read by the ring into a buffer and written. */
+#define SEND_PIECE (2u << 20)
+#define READ_PIECE (256 * 1024)
 /* Files up to this size are compressed whole in memory and sent with a Content-Length. */
 #define FLY_SMALL (256 * 1024)
 
@@ -102,7 +107,7 @@ static int open_sibling(const char *rel, size_t len, const char *suffix, struct 
     int fd = serve_open(path, len + sl);
     if (fd < 0)
         return -1;
-    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+    if (serve_fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
         close(fd);
         return -1;
     }
@@ -252,15 +257,29 @@ static size_t rep_fields(vega_http_field *f, const struct rep *r, const char *ty
     return n;
 }
 
-/* pread, or a copy from the cached content. */
-static ssize_t rep_read(const struct rep *r, void *buf, size_t len, uint64_t off)
+/* A read off the worker thread (fsio.c), or a copy from the cached content: the count or
+ * -errno. */
+static vega_ssize rep_read(const struct rep *r, void *buf, size_t len, uint64_t off)
 {
     if (!r->mem)
-        return pread(r->fd, buf, len, (off_t)off);
+        return serve_pread(r->fd, buf, len, off);
     uint64_t size = (uint64_t)r->st.st_size;
     size_t n = off >= size ? 0 : (size_t)(size - off < len ? size - off : len);
     memcpy(buf, r->mem + off, n);
-    return (ssize_t)n;
+    return (vega_ssize)n;
+}
+
+/* Whether the piece [off, off + len) of fd looks resident in the page cache: its first and
+ * last byte read with RWF_NOWAIT, which fails (EAGAIN) rather than wait for the disk. A file
+ * system that cannot tell (EOPNOTSUPP: FUSE, some network file systems) counts as cold. Two
+ * probes, not every page: a piece evicted in its middle can still make sendfile block. */
+static bool looks_cached(int fd, uint64_t off, size_t len)
+{
+    char b;
+    struct iovec iov = {&b, 1};
+    if (preadv2(fd, &iov, 1, (off_t)off, RWF_NOWAIT) != 1)
+        return false;
+    return len <= 1 || preadv2(fd, &iov, 1, (off_t)(off + len - 1), RWF_NOWAIT) == 1;
 }
 
 static int send_range(vega_http_exchange *x, const struct rep *r, uint64_t off, uint64_t len)
@@ -270,15 +289,42 @@ static int send_range(vega_http_exchange *x, const struct rep *r, uint64_t off, 
         return w < 0 ? (int)w : 0;
     }
     int fd = r->fd;
-    while (len > 0) {
-        size_t piece = len > (1u << 30) ? (1u << 30) : (size_t)len;
-        vega_ssize w = vega_http_response_sendfile(x, fd, off, piece, NEVER);
-        if (w < 0)
-            return (int)w;
-        off += (uint64_t)w;
-        len -= (uint64_t)w;
+    uint8_t *buf = NULL;
+    int e = 0;
+    while (len > 0 && e == 0) {
+        size_t piece = len > SEND_PIECE ? SEND_PIECE : (size_t)len;
+        if (looks_cached(fd, off, piece)) {
+            vega_ssize w = vega_http_response_sendfile(x, fd, off, piece, NEVER);
+            if (w < 0) {
+                e = (int)w;
+                break;
+            }
+            off += (uint64_t)w;
+            len -= (uint64_t)w;
+            continue;
+        }
+        /* Not in the page cache: sendfile would read the disk on the worker thread. The
+         * ring reads it (or the blocking pool), then it is written from memory. */
+        if (piece > READ_PIECE)
+            piece = READ_PIECE;
+        if (!buf && !(buf = malloc(READ_PIECE))) {
+            e = -ENOMEM;
+            break;
+        }
+        vega_ssize got = serve_pread_full(fd, buf, piece, off);
+        if (got < 0) {
+            e = (int)got;
+        } else if ((size_t)got < piece) {
+            e = -ENODATA; /* shrank since fstat: the promised length cannot be sent */
+        } else {
+            vega_ssize w = vega_http_response_write(x, buf, piece, NEVER);
+            e = w < 0 ? (int)w : 0;
+            off += piece;
+            len -= piece;
+        }
     }
-    return 0;
+    free(buf);
+    return e;
 }
 
 /* A small body is read first and sent with the head in one write. Returns 0 or a code. */
@@ -286,17 +332,11 @@ static int respond_small(vega_http_exchange *x, int status, const vega_http_fiel
                          int fd, uint64_t off, size_t len)
 {
     char buf[SERVE_SMALL_FILE];
-    size_t got = 0;
-    while (got < len) {
-        ssize_t r = pread(fd, buf + got, len - got, (off_t)(off + got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -errno;
-        if (r == 0)
-            return -ENODATA; /* the file shrank since fstat: nothing was sent yet */
-        got += (size_t)r;
-    }
+    vega_ssize got = serve_pread_full(fd, buf, len, off);
+    if (got < 0)
+        return (int)got;
+    if ((size_t)got < len)
+        return -ENODATA; /* the file shrank since fstat: nothing was sent yet */
     return vega_http_respond(x, status, f, n, buf, len, NEVER);
 }
 
@@ -382,14 +422,12 @@ static int respond_fly_small(vega_http_exchange *x, const vega_http_field *f, si
     uint8_t *in = malloc(size ? size : 1);
     if (!in)
         return -ENOMEM;
-    while (got < size) {
-        ssize_t k = pread(r->fd, in + got, size - got, (off_t)got);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            break; /* shrank: compress what is there */
-        got += (size_t)k;
+    vega_ssize k = serve_pread_full(r->fd, in, size, 0);
+    if (k < 0) {
+        free(in);
+        return (int)k;
     }
+    got = (size_t)k; /* short: the file shrank, compress what is there */
     /* No output limit: the input is at most FLY_SMALL, and the codecs' worst case is a few
      * bytes per block above it. */
     int e = vega_compress_buffer(kind_of(r->fly), VEGA_COMPRESS_LEVEL_DEFAULT, in, got, 0, &out,
@@ -424,11 +462,9 @@ static int respond_fly(vega_http_exchange *x, bool head, const vega_http_field *
     uint64_t off = 0, size = (uint64_t)r->st.st_size;
     while (e == 0 && !head) {
         size_t want = size - off > ZCHUNK ? ZCHUNK : (size_t)(size - off);
-        ssize_t got = want ? rep_read(r, in, want, off) : 0;
+        vega_ssize got = want ? rep_read(r, in, want, off) : 0;
         if (got < 0) {
-            if (errno == EINTR)
-                continue;
-            e = -errno;
+            e = (int)got;
             break;
         }
         off += (uint64_t)got;

@@ -106,7 +106,7 @@ static int open_index(char *norm, size_t n, size_t *in, bool *iplain, struct sta
         memcpy(norm + n, names[i], nl);
         *in = n + nl;
         int ifd = open_path(norm, *in, iplain);
-        if (ifd >= 0 && fstat(ifd, st) == 0 && S_ISREG(st->st_mode))
+        if (ifd >= 0 && serve_fstat(ifd, st) == 0 && S_ISREG(st->st_mode))
             return ifd;
         if (ifd >= 0)
             close(ifd);
@@ -294,8 +294,8 @@ int serve_handle(vega_http_exchange *x, void *user)
     if (fd < 0)
         return answer_error(x, fd);
     struct stat st;
-    if (fstat(fd, &st) < 0) {
-        int e = -errno;
+    int e = serve_fstat(fd, &st);
+    if (e < 0) {
         close(fd);
         return answer_error(x, e);
     }

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <vega/rt.h>
+
 #include "serve.h"
 
 /* The largest listing body; a bigger one is cut (and says so). */
@@ -97,62 +99,109 @@ static bool link_target(const char *rel, size_t rel_len, const char *name, struc
     int fd = serve_open(path, rel_len + nl);
     if (fd < 0)
         return false;
-    bool ok = fstat(fd, st) == 0;
+    bool ok = serve_fstat(fd, st) == 0;
     close(fd);
     return ok;
 }
 
-/* Reads the directory (taken). Returns the count, or -errno; *cut when entries were left out. */
-static int read_dir(int fd, const char *rel, size_t rel_len, struct entry **out, bool *cut)
+/* The directory scan, a blocking-pool job: readdir and an lstat per entry (the calls that
+ * read the disk), with no symlink resolved (that needs the request's walk, in the task). */
+struct scan_job {
+    int fd; /* taken by the job */
+    struct entry *v;
+    size_t n;
+    bool cut, ran;
+    int err;
+};
+
+static void fill(struct entry *e, const struct stat *st)
 {
-    DIR *d = fdopendir(fd);
+    e->dir = S_ISDIR(st->st_mode);
+    e->size = e->dir ? 0 : (uint64_t)st->st_size;
+    e->mtime = st->st_mtim.tv_sec;
+}
+
+static void *scan_fn(void *arg)
+{
+    struct scan_job *j = arg;
+    j->ran = true;
+    DIR *d = fdopendir(j->fd);
     if (!d) {
-        int e = -errno;
-        close(fd);
-        return e;
+        j->err = -errno;
+        close(j->fd);
+        return NULL;
     }
-    struct entry *v = NULL;
-    size_t n = 0, cap = 0;
-    *cut = false;
+    size_t cap = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         const char *name = de->d_name;
         if (name[0] == '.' && (!serve_o.hidden || !name[1] || (name[1] == '.' && !name[2])))
             continue;
-        struct stat lst, st;
+        struct stat lst;
         if (fstatat(dirfd(d), name, &lst, AT_SYMLINK_NOFOLLOW) < 0)
             continue;
         bool link = S_ISLNK(lst.st_mode);
         if (link && !serve_o.symlinks)
             continue;
-        st = lst;
-        if (link && !link_target(rel, rel_len, name, &st))
-            continue; /* dangling, or leaving the root: not even its size is shown */
-        if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+        if (!link && !S_ISREG(lst.st_mode) && !S_ISDIR(lst.st_mode))
             continue; /* FIFOs, sockets, devices are never served */
-        if (n == SERVE_LIST_MAX) {
-            *cut = true;
+        if (j->n == SERVE_LIST_MAX) {
+            j->cut = true;
             break;
         }
-        if (n == cap) {
+        if (j->n == cap) {
             size_t nc = cap ? cap * 2 : 64;
-            struct entry *nv = realloc(v, nc * sizeof(*v));
+            struct entry *nv = realloc(j->v, nc * sizeof(*nv));
             if (!nv)
                 break;
-            v = nv;
+            j->v = nv;
             cap = nc;
         }
-        v[n].name = strdup(name);
-        if (!v[n].name)
+        struct entry *e = &j->v[j->n];
+        e->name = strdup(name);
+        if (!e->name)
             break;
-        v[n].dir = S_ISDIR(st.st_mode);
-        v[n].link = link;
-        v[n].size = v[n].dir ? 0 : (uint64_t)st.st_size;
-        v[n].mtime = st.st_mtim.tv_sec;
-        n++;
+        e->link = link;
+        fill(e, &lst);
+        j->n++;
     }
     closedir(d);
-    *out = v;
+    return NULL;
+}
+
+/* Reads the directory (taken): scanned on the blocking pool, then each symlink's target is
+ * looked at through the request's walk here. Returns the count, or -errno; *cut when entries
+ * were left out (more than SERVE_LIST_MAX that could be shown). */
+static int read_dir(int fd, const char *rel, size_t rel_len, struct entry **out, bool *cut)
+{
+    struct scan_job j = {.fd = fd};
+    int r = vega_blocking(scan_fn, &j, NULL, VEGA_DEADLINE_NEVER);
+    if (!j.ran) {
+        close(fd);
+        return r < 0 ? r : -EIO;
+    }
+    if (j.err < 0 || r < 0) {
+        for (size_t i = 0; i < j.n; i++)
+            free(j.v[i].name);
+        free(j.v);
+        return j.err < 0 ? j.err : r;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < j.n; i++) {
+        struct entry e = j.v[i];
+        struct stat st;
+        if (e.link) {
+            if (!link_target(rel, rel_len, e.name, &st) ||
+                (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))) {
+                free(e.name); /* dangling, leaving the root, or not servable: not shown */
+                continue;
+            }
+            fill(&e, &st);
+        }
+        j.v[n++] = e;
+    }
+    *cut = j.cut;
+    *out = j.v;
     return (int)n;
 }
 

@@ -124,7 +124,10 @@ static const char usage_text[] =
     "                          advertised)\n"
     "\n"
     "Logs:\n"
-    "      --access-log FILE   one line per request to FILE (appended; '-' = stdout)\n"
+    "      --access-log FILE   one line per request to FILE (appended; '-' = stdout),\n"
+    "                          buffered and written every 100 ms; when FILE cannot keep up,\n"
+    "                          lines are dropped and counted (stderr, --metrics), requests\n"
+    "                          never wait for it\n"
     "      --log-format FMT    combined (default, as Apache and nginx) or json\n"
     "  -v, --verbose           more messages; without --access-log, the access log on stderr\n"
     "  -q, --quiet             no start-up lines\n"
@@ -145,8 +148,9 @@ static const char usage_text[] =
     "      --workers N         worker threads (per shard with --shards; default: the CPUs)\n"
     "      --shards N          N server processes under a supervisor that restarts a crashed\n"
     "                          or stuck one, reloads them without refusing a connection on\n"
-    "                          SIGHUP and drains them on SIGTERM (0: one process, the default;\n"
-    "                          not with HTTP/3 yet)\n"
+    "                          SIGHUP and drains them on SIGTERM (0: one process, the default).\n"
+    "                          HTTP/3: one UDP socket per shard, packets steered by connection\n"
+    "                          ID (at most 85 shards; no SIGUSR2 upgrade with HTTP/3 yet)\n"
     "      --shard-watchdog MS a shard that sends no heartbeat (a timer task, every\n"
     "                          second or MS/4) for MS is killed and replaced (default 10000)\n"
     "      --driver NAME       I/O driver: uring or epoll (default: $VEGA_DRIVER, else uring\n"
@@ -693,8 +697,6 @@ static void parse_args(int argc, char **argv)
     if (serve_auth_users() && !serve_o.tls)
         fprintf(stderr, "vega-serve: warning: Basic auth over plain HTTP: passwords cross the "
                         "network in clear text (--tls encrypts them)\n");
-    if (serve_o.shards)
-        serve_o.http3 = false; /* one UDP socket per shard needs its own routing: not yet */
     int n = argc - optind;
     char **a = argv + optind;
     if (n > 2)
@@ -875,7 +877,9 @@ static int h3_credentials(void)
         r = vega_crypto_cert_chain_add(h3_chain, cert_pem, cert_pem_len);
     if (r == 0)
         r = vega_crypto_key_load_private(&h3_key, key_pem, key_pem_len);
-    if (r == 0)
+    if (r == 0 && serve_shard) /* every shard, every generation: the same tickets */
+        memcpy(h3_ticket_key, serve_shard_h3_keys, sizeof h3_ticket_key);
+    else if (r == 0)
         r = vega_crypto_random(h3_ticket_key, sizeof h3_ticket_key);
     if (r < 0) {
         cli_err(what, "cannot use it for HTTP/3: %s (--no-http3 serves HTTPS alone)",
@@ -913,12 +917,16 @@ static int quic_suites(const char *list, vega_http_server_h3_opts *o)
     return 0;
 }
 
-/* Serves HTTP/3 on the first listener's address (or --http3-port). Returns 0 or an exit code;
- * *port receives the UDP port. */
+/* Serves HTTP/3 on the first listener's address (or --http3-port); first NULL: in a shard, on
+ * its socket of the supervisor's group. Returns 0 or an exit code; *port receives the UDP
+ * port. */
 static int listen_h3(vega_http_server *srv, const vega_addr *first, uint16_t *port)
 {
-    vega_addr a = *first;
-    if (serve_o.http3_port)
+    vega_addr a;
+    memset(&a, 0, sizeof a);
+    if (first)
+        a = *first;
+    if (first && serve_o.http3_port)
         vega_addr_set_port(&a, (uint16_t)atoi(serve_o.http3_port));
     vega_http_server_h3_opts o;
     vega_http_server_h3_opts_init(&o);
@@ -935,17 +943,25 @@ static int listen_h3(vega_http_server *srv, const vega_addr *first, uint16_t *po
     o.websocket = serve_o.ws_echo != NULL;
     if (quic_suites(serve_o.tls13_ciphers, &o) < 0)
         return CLI_EXIT_USAGE;
+    int slot = serve_shard_udp_slot();
+    if (slot >= 0) { /* --shards: this shard's socket of the group, named by our IDs */
+        o.fds = &serve_shard_udp_fds[slot];
+        o.n_fds = 1;
+        o.cid_prefix[0] = (uint8_t)slot;
+        o.cid_prefix_len = 1;
+        o.static_key = serve_shard_h3_keys + 32;
+    }
     vega_addr bound;
     char where[VEGA_ADDR_STRLEN];
     vega_addr_format(&a, where, sizeof(where));
-    int r = vega_http_server_listen_h3(srv, &a, 0, &o, &bound);
+    int r = vega_http_server_listen_h3(srv, slot >= 0 ? NULL : &a, 0, &o, &bound);
     if (r < 0) {
         cli_err(NULL, "cannot serve HTTP/3 on udp %s: %s (--no-http3 serves HTTPS alone)", where,
                 vega_strerror(r));
         return CLI_EXIT_NET;
     }
     vega_addr_format(&bound, where, sizeof(where));
-    if (!serve_o.quiet)
+    if (!serve_o.quiet && slot < 0)
         fprintf(stderr, "vega-serve: HTTP/3 on udp %s\n", where);
     *port = vega_addr_port(&bound);
     return 0;
@@ -1033,6 +1049,9 @@ static int listen_all(vega_http_server *srv)
                 return CLI_EXIT_NET;
             }
         }
+        uint16_t h3_port;
+        if (serve_o.http3 && serve_shard_nudp)
+            return listen_h3(srv, NULL, &h3_port); /* the supervisor printed where */
         return 0;
     }
     struct serve_listen def;
@@ -1126,6 +1145,7 @@ static void *main_task(void *arg)
     if (serve_o.cache && serve_o.cache_size == 0)
         serve_o.cache = false;
     serve_cache_start();
+    serve_log_start();
     vega_http_server_opts so;
     serve_server_opts(&so);
     so.tls = tls;
@@ -1137,6 +1157,7 @@ static void *main_task(void *arg)
     if (r < 0) {
         cli_err_code("server", r);
         serve_cache_stop();
+        serve_log_stop();
         return NULL;
     }
     vega_http_server_h2_opts h2o;
@@ -1152,6 +1173,7 @@ static void *main_task(void *arg)
         cli_err_code("server", r);
         vega_http_server_free(srv);
         serve_cache_stop();
+        serve_log_stop();
         return NULL;
     }
     /* the metrics address first: a refused one stops us before anything listens */
@@ -1163,6 +1185,7 @@ static void *main_task(void *arg)
         *code = r;
         vega_http_server_free(srv);
         serve_cache_stop();
+        serve_log_stop();
         return NULL;
     }
     struct stopper st = {srv};
@@ -1173,6 +1196,7 @@ static void *main_task(void *arg)
         serve_metrics_stop(&metrics);
         vega_http_server_free(srv);
         serve_cache_stop();
+        serve_log_stop();
         return NULL;
     }
     if (serve_shard) {
@@ -1192,6 +1216,7 @@ static void *main_task(void *arg)
         cli_log(1, "stopped");
     vega_http_server_free(srv);
     serve_cache_stop();
+    serve_log_stop(); /* every exchange has ended: every line is in the buffer */
     *code = r < 0 ? CLI_EXIT_NET : CLI_EXIT_OK;
     return NULL;
 }

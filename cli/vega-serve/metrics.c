@@ -22,7 +22,16 @@
 
 static int render_files(void *user, FILE *f)
 {
-    return vega_http_server_metrics_prometheus(user, f);
+    int r = vega_http_server_metrics_prometheus(user, f);
+    if (r == 0 && serve_o.log_fd >= 0 &&
+        fprintf(f,
+                "# HELP vega_serve_access_log_dropped_total Access log lines dropped because "
+                "the log file was written slower than requests arrived (its buffer was full).\n"
+                "# TYPE vega_serve_access_log_dropped_total counter\n"
+                "vega_serve_access_log_dropped_total %" PRIu64 "\n",
+                serve_log_dropped()) < 0)
+        r = -EIO;
+    return r;
 }
 
 /* The runtime's and srv's metrics, as one text. Returns 0 or -errno. */

@@ -2,16 +2,18 @@
 /* vega-serve: opening a request path without ever leaving the served directory. The kernel
  * does the walk (openat2 with RESOLVE_BENEATH: no ".." above the root, no absolute symlink, no
  * symlink leaving it); an absolute symlink that stays inside is then checked with realpath.
- * Where openat2 is missing, realpath and a prefix check do it all. These are plain blocking
- * calls on the worker thread: cheap on a local file system, noted as a limit in the README. */
+ * Where openat2 is missing, realpath and a prefix check do it all. The opens are io_uring
+ * operations (IORING_OP_OPENAT2) or blocking-pool jobs (fsio.c); realpath, which walks the
+ * disk too, runs on the blocking pool. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <vega/rt.h>
 
 #include "serve.h"
 
@@ -19,14 +21,31 @@
 
 static int do_openat2(const char *rel, unsigned extra_flags)
 {
-    struct open_how how;
-    memset(&how, 0, sizeof(how));
-    how.flags = OPEN_FLAGS | extra_flags;
-    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+    unsigned long long resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
     if (!serve_o.symlinks)
-        how.resolve |= RESOLVE_NO_SYMLINKS;
-    long fd = syscall(SYS_openat2, serve_o.root_fd, rel, &how, sizeof(how));
-    return fd < 0 ? -errno : (int)fd;
+        resolve |= RESOLVE_NO_SYMLINKS;
+    return serve_openat2_beneath(rel, OPEN_FLAGS | extra_flags, resolve);
+}
+
+struct realpath_job {
+    const char *in;
+    char *out;
+    int err;
+};
+
+static void *realpath_fn(void *arg)
+{
+    struct realpath_job *j = arg;
+    j->err = realpath(j->in, j->out) ? 0 : -errno;
+    return NULL;
+}
+
+/* realpath(3) on the blocking pool (it walks the disk: lstat and readlink per segment). */
+static int realpath_off(const char *in, char *out)
+{
+    struct realpath_job j = {in, out, -EIO};
+    int r = vega_blocking(realpath_fn, &j, NULL, VEGA_DEADLINE_NEVER);
+    return r < 0 ? r : j.err;
 }
 
 /* The realpath of root + rel when it stays inside the root; its part below the root goes to
@@ -37,8 +56,9 @@ static int resolve_inside(const char *rel, char *out, size_t cap)
     int n = snprintf(full, sizeof(full), "%s/%s", serve_o.root, rel);
     if (n < 0 || (size_t)n >= sizeof(full))
         return -ENAMETOOLONG;
-    if (!realpath(full, real))
-        return -errno;
+    int rr = realpath_off(full, real);
+    if (rr < 0)
+        return rr;
     size_t rl = serve_o.root_len;
     /* The root "/" is the one root whose realpath ends in "/". */
     if (rl == 1) {
@@ -94,8 +114,9 @@ int serve_open(const char *rel, size_t len)
         path[--pl] = '\0';
     if (!serve_o.symlinks && strcmp(inside, path) != 0)
         return -ENOENT;
-    int fd = openat(serve_o.root_fd, inside, OPEN_FLAGS | (serve_o.symlinks ? 0 : O_NOFOLLOW));
-    return fd < 0 ? -errno : fd;
+    /* Without openat2 nothing beneath-checks the walk, so it stays one openat; the blocking
+     * pool runs it (RESOLVE_* are zero: a plain openat2 is refused here as ENOSYS too). */
+    return serve_openat_plain(inside, OPEN_FLAGS | (serve_o.symlinks ? 0 : O_NOFOLLOW));
 }
 
 int serve_open_plain(const char *rel, size_t len)
@@ -113,14 +134,9 @@ int serve_open_plain(const char *rel, size_t len)
     }
     if (!serve_o.use_openat2)
         return -ELOOP;
-    struct open_how how;
-    memset(&how, 0, sizeof(how));
-    how.flags = OPEN_FLAGS;
-    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS;
-    long fd = syscall(SYS_openat2, serve_o.root_fd, path, &how, sizeof(how));
-    if (fd >= 0)
-        return (int)fd;
-    return errno == EXDEV ? -ELOOP : -errno;
+    int fd = serve_openat2_beneath(path, OPEN_FLAGS,
+                                   RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS);
+    return fd == -EXDEV ? -ELOOP : fd;
 }
 
 bool serve_path_is_hidden(const char *rel, size_t len)

@@ -256,6 +256,26 @@ int serve_open(const char *rel, size_t len);
  * what it opens stays exact under the cache's directory watches. */
 int serve_open_plain(const char *rel, size_t len);
 
+/* ---- fsio.c ------------------------------------------------------------------------------- */
+
+/* The file system calls of a request, off the worker thread: io_uring operations (openat2,
+ * statx, read) or blocking-pool jobs under epoll. Inside a task. Each returns -errno on error. */
+int serve_fstat(int fd, struct stat *st);
+/* fstatat below the root without following a final symlink; rel has no leading "/". */
+int serve_lstat_below(const char *rel, struct stat *st);
+/* The same relative to dirfd. */
+int serve_lstat_at(int dirfd, const char *name, struct stat *st);
+/* openat(dirfd, name, flags) as an openat2 with no RESOLVE_ flags: a descriptor or -errno. */
+int serve_open_at(int dirfd, const char *name, int flags);
+/* One positioned read (EINTR retried): the count, 0 at end of file, or -errno. */
+vega_ssize serve_pread(int fd, void *buf, size_t len, uint64_t off);
+/* Reads until len bytes or end of file: the count (short only at end of file) or -errno. */
+vega_ssize serve_pread_full(int fd, void *buf, size_t len, uint64_t off);
+/* openat2(root_fd, rel, flags, resolve): a descriptor or -errno. */
+int serve_openat2_beneath(const char *rel, unsigned flags, unsigned long long resolve);
+/* openat(root_fd, rel, flags) on the blocking pool (kernels without openat2). */
+int serve_openat_plain(const char *rel, int flags);
+
 /* True when some segment of rel starts with "." (hidden). */
 bool serve_path_is_hidden(const char *rel, size_t len);
 
@@ -347,6 +367,13 @@ const char *serve_req_list(const vega_http_request *req, const char *name, char 
 /* ---- log.c -------------------------------------------------------------------------------- */
 
 void serve_on_log(void *user, const vega_http_request *req, const vega_http_log_entry *e);
+/* Starts the task that writes the access log's buffer out (nothing without a log). Inside a
+ * task. Returns 0 or a negative code (said on stderr; lines are then written directly). */
+int serve_log_start(void);
+/* Stops that task and writes every line still buffered (a clean stop loses none). */
+void serve_log_stop(void);
+/* Lines dropped because the buffer was full (the log file too slow). */
+uint64_t serve_log_dropped(void);
 
 /* ---- shards.c ----------------------------------------------------------------------------- */
 
@@ -356,6 +383,19 @@ extern vega_shard *serve_shard;
 extern char **serve_argv;
 extern int serve_shard_fds[];
 extern size_t serve_shard_nfds;
+/* HTTP/3 with --shards: 3 sets (generations mod 3) of one UDP socket per shard, one
+ * SO_REUSEPORT group; the byte that starts our connection IDs names the socket, so 3 * shards
+ * must fit in it. */
+#define SERVE_SHARD_UDP_SETS 3
+#define SERVE_SHARD_UDP_MAX  85
+extern int serve_shard_udp_fds[];
+extern size_t serve_shard_nudp;
+/* Keys every shard shares (made once by the supervisor): 32 bytes of session ticket key, 32 of
+ * QUIC static key (Retry and NEW_TOKEN tokens, stateless resets). */
+extern uint8_t serve_shard_h3_keys[64];
+/* In a shard with HTTP/3: the index of the UDP socket it serves (also its connection IDs'
+ * first byte); -1 otherwise. */
+int serve_shard_udp_slot(void);
 
 /* The server in this process: runtime, listeners, serving until SIGTERM. Returns the exit code. */
 int serve_run(void);

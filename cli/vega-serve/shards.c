@@ -3,12 +3,15 @@
  * every shard (and every later generation) accepts on the same sockets, then supervises. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <vega/crypto.h>
 #include <vega/io.h>
 #include <vega/rt.h>
 #include <vega/shard.h>
@@ -21,6 +24,118 @@ vega_shard *serve_shard;
 char **serve_argv;
 int serve_shard_fds[MAX_FDS];
 size_t serve_shard_nfds;
+int serve_shard_udp_fds[SERVE_SHARD_UDP_SETS * SERVE_SHARD_UDP_MAX];
+size_t serve_shard_nudp;
+uint8_t serve_shard_h3_keys[64];
+
+/* ---- HTTP/3: one UDP socket per shard and generation, steered by connection ID ------------- */
+
+/*
+ * The supervisor makes, before the first fork, SERVE_SHARD_UDP_SETS sets of one UDP socket per
+ * shard, all in one SO_REUSEPORT group (kernel index = creation order, stable while the
+ * supervisor holds them all). Shard i of generation g serves socket (g % 3) * n + i, and its
+ * QUIC connection IDs start with that index. Three sets because at most three generations
+ * live at once (the supervisor's 3 process slots per shard: serving, starting, draining). A
+ * classic BPF program (SO_ATTACH_REUSEPORT_CBPF; it sees the UDP payload at offset 0) picks
+ * the socket per datagram:
+ *   - a short header: DCID byte 1 (ours: names its socket);
+ *   - a long Handshake packet (v1 type 2, v2 type 3): DCID byte 6 (the server's ID by then);
+ *   - other long headers (Initial, 0-RTT: the DCID may be the client's random one): byte 6
+ *     when it names a socket of the serving generation, else the DCID's first 4 bytes mod n
+ *     into the serving generation's set;
+ *   - anything the program cannot read returns 0 (garbage: socket 0).
+ * An index the program returns at or above the group's size makes the kernel fall back to
+ * its 4-tuple hash over the whole group (net/core/sock_reuseport.c, run_bpf_filter then
+ * reuseport_select_sock_by_hash), which could pick a socket nobody reads: so the program
+ * never returns one. On a reload, once the new generation is ready, the program is replaced
+ * (serving set = the new one): new connections go there, old ones keep their IDs' sockets.
+ */
+static unsigned udp_n; /* shards */
+
+static int udp_steer(unsigned gen)
+{
+    unsigned n = udp_n, total = SERVE_SHARD_UDP_SETS * n, base = (gen % SERVE_SHARD_UDP_SETS) * n;
+    struct sock_filter code[] = {
+        /* 0 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 0),
+        /* 1 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x80, 0, 13), /* long: 2, short: 15 */
+        /* 2 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 1),             /* the version */
+        /* 3 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x6b3343cf, 0, 3),
+        /* 4 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 0), /* QUIC v2: Handshake is type 3 */
+        /* 5 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x30),
+        /* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x30, 3, 5),
+        /* 7 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 0), /* v1 (and others): type 2 */
+        /* 8 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x20 | 0x10),
+        /* 9 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x20, 0, 2),
+        /* 10: Handshake */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 6),
+        /* 11 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, total, 5, 9),
+        /* 12: Initial, 0-RTT */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 6),
+        /* 13 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, base, 0, 3),
+        /* 14 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, base + n, 2, 6),
+        /* 15: short */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 1),
+        /* 16 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, total, 0, 4),
+        /* 17: hash */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 6),
+        /* 18 */ BPF_STMT(BPF_ALU | BPF_MOD | BPF_K, n),
+        /* 19 */ BPF_STMT(BPF_ALU | BPF_ADD | BPF_K, base),
+        /* 20 */ BPF_STMT(BPF_RET | BPF_A, 0),
+        /* 21 */ BPF_STMT(BPF_RET | BPF_A, 0),
+    };
+    struct sock_fprog prog = {.len = sizeof code / sizeof code[0], .filter = code};
+    if (setsockopt(serve_shard_udp_fds[0], SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog,
+                   sizeof prog) < 0)
+        return -errno;
+    return 0;
+}
+
+/* Supervisor, before the first fork: the UDP group on a (the first served address, or
+ * --http3-port's). Returns 0 or an exit code (after saying why). */
+static int udp_open_group(const vega_addr *a, unsigned n)
+{
+    char where[VEGA_ADDR_STRLEN];
+    vega_addr_format(a, where, sizeof where);
+    if (n > SERVE_SHARD_UDP_MAX) {
+        cli_err(NULL,
+                "HTTP/3 with --shards %u: at most %d shards (their connection IDs name "
+                "one of 3 UDP sockets per shard in one byte); --no-http3 serves HTTPS alone",
+                n, SERVE_SHARD_UDP_MAX);
+        return CLI_EXIT_USAGE;
+    }
+    udp_n = n;
+    for (unsigned i = 0; i < SERVE_SHARD_UDP_SETS * n; i++) {
+        int fd = socket(a->ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1;
+        /* as one process's vega_http_server_listen_h3 (flags 0): the system's v6only default */
+        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0 ||
+            bind(fd, (const struct sockaddr *)&a->ss, a->len) < 0) {
+            cli_err(NULL, "cannot serve HTTP/3 on udp %s: %s (--no-http3 serves HTTPS alone)",
+                    where, strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            return CLI_EXIT_NET;
+        }
+        serve_shard_udp_fds[serve_shard_nudp++] = fd;
+    }
+    int r = udp_steer(1);
+    if (r < 0) {
+        cli_err(NULL, "HTTP/3 with --shards: cannot attach the reuseport steering program: %s",
+                strerror(-r));
+        return CLI_EXIT_NET;
+    }
+    if (vega_crypto_random(serve_shard_h3_keys, sizeof serve_shard_h3_keys) < 0) {
+        cli_err(NULL, "HTTP/3 with --shards: no randomness for the shared keys");
+        return CLI_EXIT_NET;
+    }
+    if (!serve_o.quiet)
+        fprintf(stderr, "vega-serve: HTTP/3 on udp %s (%u sockets, steered by connection ID)\n",
+                where, SERVE_SHARD_UDP_SETS * n);
+    return 0;
+}
+
+int serve_shard_udp_slot(void)
+{
+    if (!serve_shard || !serve_shard_nudp || !udp_n)
+        return -1;
+    unsigned gen = vega_shard_generation(serve_shard), i = vega_shard_index(serve_shard);
+    return (int)((gen % SERVE_SHARD_UDP_SETS) * udp_n + i);
+}
 
 struct made {
     char urls[MAX_FDS][VEGA_ADDR_STRLEN + 16];
@@ -167,6 +282,12 @@ static int shard_main(vega_shard *s, void *arg)
 static void on_event(const vega_shard_event *ev, void *arg)
 {
     (void)arg;
+    if (ev->kind == VEGA_SHARD_EV_RELOADED && serve_shard_nudp) {
+        int r = udp_steer(ev->generation); /* new HTTP/3 connections: the new generation */
+        if (r < 0)
+            cli_err(NULL, "HTTP/3: cannot steer new connections to generation %u: %s",
+                    ev->generation, strerror(-r));
+    }
     if (serve_o.quiet && ev->kind != VEGA_SHARD_EV_EXITED && ev->kind != VEGA_SHARD_EV_HUNG &&
         ev->kind != VEGA_SHARD_EV_RELOAD_FAILED && ev->kind != VEGA_SHARD_EV_KILLED)
         return;
@@ -202,6 +323,18 @@ int serve_shards_run(void)
     vega_rt_free(rt);
     if (r < 0 || m.code != 0)
         return m.code ? m.code : CLI_EXIT_NET;
+    if (serve_o.http3 && serve_shard_nfds) {
+        vega_addr a = {.len = sizeof a.ss};
+        if (getsockname(serve_shard_fds[0], (struct sockaddr *)&a.ss, &a.len) < 0) {
+            cli_err(NULL, "HTTP/3: %s", strerror(errno));
+            return CLI_EXIT_NET;
+        }
+        if (serve_o.http3_port)
+            vega_addr_set_port(&a, (uint16_t)atoi(serve_o.http3_port));
+        int rc = udp_open_group(&a, serve_o.shards);
+        if (rc != 0)
+            return rc;
+    }
     if (serve_o.metrics && !serve_shard_metrics_nfds) {
         cli_err(NULL, "upgrade: --metrics, but the old vega-serve handed over no metrics socket");
         return CLI_EXIT_NET;
@@ -217,9 +350,10 @@ int serve_shards_run(void)
             len += (size_t)snprintf(line + len, sizeof line - len, " %s", m.urls[i]);
         if (len < sizeof line)
             snprintf(line + len, sizeof line - len,
-                     " (%u shards, supervisor pid %d; SIGHUP reloads, SIGUSR2 upgrades%s)\n",
-                     serve_o.shards, (int)getpid(),
-                     serve_o.tls ? "; HTTP/3 not with --shards yet" : "");
+                     " (%u shards, supervisor pid %d; SIGHUP reloads%s)\n", serve_o.shards,
+                     (int)getpid(),
+                     serve_shard_nudp ? "; no SIGUSR2 upgrade with HTTP/3 yet"
+                                      : ", SIGUSR2 upgrades");
         fputs(line, stderr);
         fflush(stderr);
     }
@@ -238,7 +372,9 @@ int serve_shards_run(void)
            serve_shard_metrics_nfds * sizeof all[0]);
     so.listen_fds = all;
     so.n_listen_fds = serve_shard_nfds + serve_shard_metrics_nfds;
-    so.exec_argv = serve_argv;
+    /* A binary upgrade would hand the new supervisor TCP sockets only; a new UDP group on the
+     * same port would join the old one's and shift the indices its program steers by. */
+    so.exec_argv = serve_shard_nudp ? NULL : serve_argv;
     char served[16];
     snprintf(served, sizeof served, "%zu", serve_shard_nfds);
     setenv(ENV_SERVED, served, 1); /* read by the upgrade's vega-serve */
@@ -251,6 +387,8 @@ int serve_shards_run(void)
         close(serve_shard_fds[i]);
     for (size_t i = 0; i < serve_shard_metrics_nfds; i++)
         close(serve_shard_metrics_fds[i]);
+    for (size_t i = 0; i < serve_shard_nudp; i++)
+        close(serve_shard_udp_fds[i]);
     if (r < 0) {
         cli_err_code("shards", r);
         return CLI_EXIT_NET;

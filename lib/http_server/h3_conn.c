@@ -594,10 +594,11 @@ static const vega_h3_callbacks h3s_cb = {
 /* ---- listening and stopping ---------------------------------------------------------------- */
 
 /* Layout 1 ends where version 2's qlog_dir starts, layout 2 where version 3's budget does,
- * layout 3 where version 4's websocket does. */
+ * layout 3 where version 4's fds do, layout 4 where version 5's websocket does. */
 #define H3S_OPTS_V1_SIZE offsetof(vega_http_server_h3_opts, qlog_dir)
 #define H3S_OPTS_V2_SIZE offsetof(vega_http_server_h3_opts, conn_send_budget)
-#define H3S_OPTS_V3_SIZE offsetof(vega_http_server_h3_opts, websocket)
+#define H3S_OPTS_V3_SIZE offsetof(vega_http_server_h3_opts, fds)
+#define H3S_OPTS_V4_SIZE offsetof(vega_http_server_h3_opts, websocket)
 
 /* The size of a layout (a known version). */
 static size_t opts_size(int opts_version)
@@ -605,6 +606,7 @@ static size_t opts_size(int opts_version)
     return opts_version == 1   ? H3S_OPTS_V1_SIZE
            : opts_version == 2 ? H3S_OPTS_V2_SIZE
            : opts_version == 3 ? H3S_OPTS_V3_SIZE
+           : opts_version == 4 ? H3S_OPTS_V4_SIZE
                                : sizeof(vega_http_server_h3_opts);
 }
 
@@ -660,9 +662,12 @@ int vega__h3s_listen(vega_http_server *srv, const vega_addr *addr, unsigned flag
     eo.static_key = o->static_key;
     eo.mem = srv->o.mem;
     eo.qlog_dir = o->qlog_dir;
+    memcpy(eo.quic.scid_prefix, o->cid_prefix, sizeof o->cid_prefix);
+    eo.quic.scid_prefix_len = o->cid_prefix_len;
     int rc = vega_quic_endpoint_new(&l->ep, &eo);
     if (rc == 0)
-        rc = vega_quic_endpoint_listen(l->ep, addr, flags, &l->local);
+        rc = o->n_fds ? vega_quic_endpoint_listen_fds(l->ep, o->fds, o->n_fds, &l->local)
+                      : vega_quic_endpoint_listen(l->ep, addr, flags, &l->local);
     if (rc < 0) {
         vega_quic_endpoint_free(l->ep);
         pthread_mutex_destroy(&l->lock);
@@ -691,7 +696,7 @@ int vega_http_server_listen_h3_versioned(vega_http_server *srv, const vega_addr 
                                          unsigned flags, const vega_http_server_h3_opts *o,
                                          vega_addr *bound, int opts_version)
 {
-    if (!srv || !addr || !o || opts_version < 1 || opts_version > VEGA_HTTP_SERVER_H3_OPTS_VERSION)
+    if (!srv || !o || opts_version < 1 || opts_version > VEGA_HTTP_SERVER_H3_OPTS_VERSION)
         return -EINVAL;
     vega_http_server_h3_opts latest;
     /* API rules: ABI: an older layout's prefix, the rest zero */
@@ -700,7 +705,8 @@ int vega_http_server_listen_h3_versioned(vega_http_server *srv, const vega_addr 
         memcpy(&latest, o, opts_size(opts_version));
         o = &latest;
     }
-    if (!o->chain || !o->key || o->n_suites > 3)
+    if (!o->chain || !o->key || o->n_suites > 3 || (!addr && !o->n_fds) || (o->n_fds && !o->fds) ||
+        o->cid_prefix_len > VEGA_QUIC_MAX_SCID_PREFIX)
         return -EINVAL;
     if (!vega_task_current())
         return VEGA_ERR_NOTASK;
@@ -744,6 +750,39 @@ static void send_goaway(struct h3s_conn *hc, vega_quic_conn *qc)
     (void)vega__h3s_flush_uni(hc, qc);
 }
 
+/* RFC 9114 §5.2's first phase: "stop starting new requests" (the largest id), while the
+ * requests a client sent before it saw this still arrive and are served. */
+static void send_goaway_first(struct h3s_conn *hc, vega_quic_conn *qc)
+{
+    if (hc->closed || hc->goaway)
+        return;
+    (void)vega_h3_conn_submit_goaway(hc->h3, (1ull << 62) - 4);
+    (void)vega__h3s_flush_uni(hc, qc);
+}
+
+/* The largest smoothed RTT of the connections (l->scan_rtt), for the GOAWAY phases. */
+static void max_rtt(struct h3s_conn *hc, vega_quic_conn *qc)
+{
+    vega_quic_conn_info ci;
+    vega_quic_conn_get_info(qc, &ci);
+    if (!hc->closed && ci.smoothed_rtt_ns > hc->l->scan_rtt)
+        hc->l->scan_rtt = ci.smoothed_rtt_ns;
+}
+
+/* Counts the connections that did not have all they sent acknowledged since the first GOAWAY
+ * (l->scan_count); marks those that did. */
+static void count_unseen(struct h3s_conn *hc, vega_quic_conn *qc)
+{
+    if (hc->closed || hc->goaway_seen)
+        return;
+    vega_quic_conn_info ci;
+    vega_quic_conn_get_info(qc, &ci);
+    if (ci.bytes_in_flight == 0)
+        hc->goaway_seen = true;
+    else
+        hc->l->scan_count++;
+}
+
 static void close_conn(struct h3s_conn *hc, vega_quic_conn *qc)
 {
     if (!hc->closed)
@@ -774,8 +813,54 @@ static void count_unacked(struct h3s_conn *hc, vega_quic_conn *qc)
 void vega__h3s_stop(struct h3s *l, bool cancelled)
 {
     vega_http_server *srv = l->srv;
-    atomic_store(&l->stopping, true);
     atomic_store_explicit(&srv->alt_svc_len, 0, memory_order_release);
+    /* Handshakes in progress first become connections (which then get the GOAWAY) rather than
+     * being cut: a reloading shard whose new connections go to the new generation already
+     * (vega-serve --shards) finishes those it began, the ones whose Initials still wait in its
+     * socket too: until no handshake was in progress for 50 ms (a lost Initial costs a 1 s
+     * PTO), at most 3 s, never past grace. */
+    vega_deadline hs_end = vega_deadline_in_ms(3000), quiet = 0;
+    while (!cancelled) {
+        vega_quic_endpoint_stats st;
+        vega_quic_endpoint_get_stats(l->ep, &st);
+        vega_deadline g = atomic_load(&srv->grace);
+        if (st.handshakes > 0)
+            quiet = 0;
+        else if (!quiet)
+            quiet = vega_deadline_in_ms(50);
+        if ((quiet && vega_now() >= quiet) || vega_now() >= hs_end || vega_now() >= g ||
+            vega_sleep_ms(5) == -ECANCELED)
+            break;
+    }
+    atomic_store(&l->stopping, true);
+    /* §5.2, two GOAWAYs: the first stops new requests; requests already on their way are
+     * still served (a client may have sent one as the first GOAWAY left: closing on it would
+     * fail it); after a while (4 of the largest smoothed RTT, at least 100 ms, at most 2 s,
+     * never past grace) the second names the first request not processed. */
+    each_conn(l, send_goaway_first);
+    l->scan_rtt = 0;
+    each_conn(l, max_rtt);
+    uint64_t wait_ns = 4 * l->scan_rtt;
+    wait_ns = wait_ns < 100 * VEGA_NS_PER_MS    ? 100 * VEGA_NS_PER_MS
+              : wait_ns > 2000 * VEGA_NS_PER_MS ? 2000 * VEGA_NS_PER_MS
+                                                : wait_ns;
+    /* ... and, beyond that, until each connection had nothing in flight once since (so the
+     * client acknowledged the packet with the first GOAWAY: it saw it, and what it sent before
+     * reached us first), at most 2 s: a client descheduled for a while must not send a
+     * request into the close */
+    vega_deadline phase = vega_deadline_in_ns(wait_ns), phase_max = vega_deadline_in_ms(2000);
+    while (!cancelled) {
+        vega_deadline g = atomic_load(&srv->grace);
+        bool done = false;
+        if (vega_now() >= phase) { /* the GOAWAY left long ago: in flight, or acknowledged */
+            l->scan_count = 0;
+            each_conn(l, count_unseen);
+            done = l->scan_count == 0;
+        }
+        vega_deadline until = g < phase_max ? g : phase_max;
+        if (done || vega_now() >= until || vega_sleep_ms(5) == -ECANCELED)
+            break;
+    }
     each_conn(l, send_goaway);
     /* in-flight requests finish until grace */
     while (!cancelled && atomic_load(&l->nreqs) > 0) {

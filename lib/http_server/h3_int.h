@@ -75,6 +75,7 @@ struct h3s_conn {
     atomic_uint refs;
     uint64_t id; /* the server's connection number */
     bool bound, closed, goaway;
+    bool goaway_seen;           /* nothing in flight once after the first GOAWAY (vega__h3s_stop) */
     struct h3s_pending pend[3]; /* control, QPACK encoder, QPACK decoder */
     struct h3s_action act[H3S_ACTIONS_MAX];
     size_t nact;
@@ -139,6 +140,7 @@ struct h3s {
     atomic_bool stopping;
     vega_notify idle;     /* a request or a connection ended */
     size_t scan_count;    /* each_conn's callbacks count here (the run task alone) */
+    uint64_t scan_rtt;    /* and find the largest smoothed RTT here (ns) */
     vega__spin pool_lock; /* the free request blocks, at most H3S_POOL_MAX */
     struct h3s_req *pool;
     size_t npool;

@@ -2,9 +2,12 @@
 /* Files: each call is one io_uring operation on the worker's ring, or a blocking-pool job under
  * epoll; a result the kernel produced before a timeout or cancel wins, so nothing leaks. */
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -26,6 +29,7 @@ struct vega_file {
 
 enum fs_kind {
     FS_OPEN,
+    FS_OPEN2,
     FS_READ,
     FS_WRITE,
     FS_FSYNC,
@@ -42,8 +46,9 @@ struct fs_call {
     unsigned mode;    /* FS_OPEN */
     void *buf;        /* FS_READ, FS_WRITE */
     unsigned len;
-    int64_t off;       /* -1: the file position */
-    struct statx *stx; /* FS_STATX */
+    int64_t off;                /* -1: the file position */
+    struct statx *stx;          /* FS_STATX */
+    const struct open_how *how; /* FS_OPEN2 */
     /* Blocking-pool path: written by the pool thread, read after vega_blocking returned
      * (ordered by the pool's lock). */
     int res;
@@ -58,6 +63,9 @@ static void fs_prep(void *p, struct vega__op *op)
     switch (c->kind) {
     case FS_OPEN:
         io_uring_prep_openat(sqe, c->fd, c->path, c->flags, c->mode);
+        break;
+    case FS_OPEN2:
+        io_uring_prep_openat2(sqe, c->fd, c->path, (struct open_how *)(uintptr_t)c->how);
         break;
     case FS_READ:
         io_uring_prep_read(sqe, c->fd, c->buf, c->len, (uint64_t)c->off);
@@ -86,6 +94,9 @@ static void *fs_job(void *arg)
     case FS_OPEN:
         r = openat(c->fd, c->path, c->flags, (mode_t)c->mode);
         break;
+    case FS_OPEN2:
+        r = syscall(SYS_openat2, c->fd, c->path, c->how, sizeof(*c->how));
+        break;
     case FS_READ:
         r = c->off < 0 ? read(c->fd, c->buf, c->len) : pread(c->fd, c->buf, c->len, c->off);
         break;
@@ -107,6 +118,24 @@ static void *fs_job(void *arg)
     return NULL;
 }
 
+#if defined(VEGA__FS_URING)
+/* Whether the kernel's io_uring has IORING_OP_OPENAT2 (5.6): probed once per process (a
+ * throwaway ring), since an unknown opcode and a bad open_how both complete with -EINVAL. */
+static bool uring_has_openat2(void)
+{
+    static atomic_int known; /* 0: not probed, 1: yes, -1: no */
+    int k = atomic_load_explicit(&known, memory_order_relaxed);
+    if (k == 0) {
+        struct io_uring_probe *p = io_uring_get_probe();
+        k = p && io_uring_opcode_supported(p, IORING_OP_OPENAT2) ? 1 : -1;
+        if (p)
+            io_uring_free_probe(p);
+        atomic_store_explicit(&known, k, memory_order_relaxed);
+    }
+    return k > 0;
+}
+#endif
+
 /* Runs c on the worker's io_uring, or on the blocking pool where the driver has no kernel
  * operations. Returns the syscall's result (>= 0) or a negative code. */
 static int fs_run(struct fs_call *c, vega_deadline dl, const char *reason)
@@ -119,8 +148,8 @@ static int fs_run(struct fs_call *c, vega_deadline dl, const char *reason)
     if (vega__deadline_eff(dl) == 0)
         return -ETIMEDOUT;
 #if defined(VEGA__FS_URING)
-    if (vega__driver_has_ops()) {
-        r = vega__op_submit(fs_prep, c, dl, reason);
+    if (vega__driver_has_ops() && (c->kind != FS_OPEN2 || uring_has_openat2())) {
+        r = vega__op_submit_disk(fs_prep, c, dl, reason);
         if (r != -ENOTSUP)
             return r;
     }
@@ -175,6 +204,31 @@ int vega_file_open(vega_file **out, const char *path, int flags, unsigned mode, 
     f->fd = r;
     *out = f;
     return 0;
+}
+
+int vega_fs_openat2(int dirfd, const char *path, const vega_open_how *how, vega_deadline dl)
+{
+    if (!path || !how)
+        return -EINVAL;
+    struct open_how h;
+    memset(&h, 0, sizeof(h));
+    h.flags = how->flags | O_CLOEXEC;
+    h.mode = how->mode;
+    h.resolve = how->resolve;
+    struct fs_call c = {.kind = FS_OPEN2, .fd = dirfd, .path = path, .how = &h};
+    return fs_run(&c, dl, "file open");
+}
+
+vega_ssize vega_fs_pread(int fd, void *buf, size_t len, int64_t offset, vega_deadline dl)
+{
+    if (fd < 0 || offset < -1)
+        return -EINVAL;
+    struct fs_call c = {.kind = FS_READ,
+                        .fd = fd,
+                        .buf = buf,
+                        .len = len > RW_MAX ? RW_MAX : (unsigned)len,
+                        .off = offset};
+    return fs_run_rw(&c, dl);
 }
 
 vega_ssize vega_file_read(vega_file *f, void *buf, size_t len, int64_t offset, vega_deadline dl)
@@ -329,6 +383,17 @@ int vega_fs_stat(const char *path, unsigned flags, vega_file_info *info, vega_de
         return -EINVAL;
     return stat_run(AT_FDCWD, path, (flags & VEGA_STAT_NOFOLLOW) ? AT_SYMLINK_NOFOLLOW : 0, info,
                     dl);
+}
+
+int vega_fs_statat(int dirfd, const char *path, unsigned flags, vega_file_info *info,
+                   vega_deadline dl)
+{
+    if (!path || !info || (flags & ~(unsigned)VEGA_STAT_NOFOLLOW))
+        return -EINVAL;
+    int at = (flags & VEGA_STAT_NOFOLLOW) ? AT_SYMLINK_NOFOLLOW : 0;
+    if (!*path)
+        at |= AT_EMPTY_PATH;
+    return stat_run(dirfd, path, at, info, dl);
 }
 
 int vega_file_close(vega_file *f)

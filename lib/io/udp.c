@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* UDP sockets: bind, connect, one datagram per send or receive, and the IPv4 / v4-mapped IPv6
  * conversion of destinations (RFC 4291 section 2.5.5.2). */
+#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -37,6 +38,32 @@ fail:
     r = -errno;
     close(fd);
     return r;
+}
+
+int vega_udp_bind_fd(vega_sock **out, int fd)
+{
+    if (!out || fd < 0)
+        return -EINVAL;
+    *out = NULL;
+    int type = 0;
+    socklen_t len = sizeof type;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+        return errno == ENOTSOCK ? -EINVAL : -errno;
+    if (type != SOCK_DGRAM)
+        return -EINVAL;
+    struct sockaddr_storage ss;
+    len = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+        return -errno;
+    if ((ss.ss_family != AF_INET && ss.ss_family != AF_INET6) ||
+        (ss.ss_family == AF_INET && ((struct sockaddr_in *)&ss)->sin_port == 0) ||
+        (ss.ss_family == AF_INET6 && ((struct sockaddr_in6 *)&ss)->sin6_port == 0))
+        return -EINVAL; /* not bound */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+        return -errno;
+    *out = vega__sock_wrap(fd, ss.ss_family, SOCK_DGRAM);
+    return *out ? 0 : -ENOMEM;
 }
 
 int vega_udp_connect(vega_sock **out, const vega_addr *addr)

@@ -13,12 +13,13 @@
 
 #include "conn_int.h"
 
-/* Layout 1 ends where version 2's appended fields start, layout 2 where version 3's do, and
- * layout 3 where version 4's do (each ends on a pointer and the next starts with one, so no
- * tail padding differs). */
+/* Layout 1 ends where version 2's appended fields start, layout 2 where version 3's do,
+ * layout 3 where version 4's do and layout 4 where version 5's do (each ends on a pointer or a
+ * size_t, so no tail padding differs). */
 #define QUIC_OPTS_V1_SIZE offsetof(vega_quic_opts, keylog)
 #define QUIC_OPTS_V2_SIZE offsetof(vega_quic_opts, qlog)
 #define QUIC_OPTS_V3_SIZE offsetof(vega_quic_opts, pinned_keys)
+#define QUIC_OPTS_V4_SIZE offsetof(vega_quic_opts, scid_prefix)
 
 /* The size of the caller's struct for a layout this library knows; 0 for another. */
 static size_t opts_size(int opts_version)
@@ -30,6 +31,8 @@ static size_t opts_size(int opts_version)
         return QUIC_OPTS_V2_SIZE;
     case 3:
         return QUIC_OPTS_V3_SIZE;
+    case 4:
+        return QUIC_OPTS_V4_SIZE;
     case VEGA_QUIC_OPTS_VERSION:
         return sizeof(vega_quic_opts);
     default:
@@ -115,9 +118,11 @@ int vega__quic_level_space(int level)
 static bool config_ok(const vega_quic_opts *cfg)
 {
     return cfg->scid_len >= 1 && cfg->scid_len <= VEGA_QUIC_MAX_CID_LEN &&
-           cfg->ack_delay_exponent <= 20 && cfg->max_ack_delay_ms < (1u << 14) &&
-           cfg->active_connection_id_limit >= 2 && cfg->max_datagram_queue >= 1 &&
-           cfg->max_datagram_queue <= 4096 && cfg->max_streams_bidi <= VEGA_QUIC_MAX_STREAMS_CFG &&
+           cfg->scid_prefix_len <= VEGA_QUIC_MAX_SCID_PREFIX &&
+           cfg->scid_prefix_len < cfg->scid_len && cfg->ack_delay_exponent <= 20 &&
+           cfg->max_ack_delay_ms < (1u << 14) && cfg->active_connection_id_limit >= 2 &&
+           cfg->max_datagram_queue >= 1 && cfg->max_datagram_queue <= 4096 &&
+           cfg->max_streams_bidi <= VEGA_QUIC_MAX_STREAMS_CFG &&
            cfg->max_streams_uni <= VEGA_QUIC_MAX_STREAMS_CFG &&
            cfg->max_data <= VEGA_QUIC_MAX_VARINT && cfg->max_stream_data <= VEGA_QUIC_MAX_VARINT &&
            cfg->max_datagram_frame_size <= 65535 &&

@@ -13,6 +13,8 @@ int vega__quic_cid_new(vega_quic_conn *c, struct vega__quic_cid *id)
     id->seq = c->cids.next_local_seq++;
     id->len = (uint8_t)c->cfg.scid_len;
     int rc = vega__quic_rand(c, id->id, id->len);
+    /* a routable prefix (vega_quic_opts.scid_prefix; config_ok: shorter than the ID) */
+    memcpy(id->id, c->cfg.scid_prefix, c->cfg.scid_prefix_len);
     if (rc == 0)
         rc = c->cfg.reset_key ? vega_quic_reset_token(c->cfg.reset_key, id->id, id->len, id->token)
                               : vega__quic_rand(c, id->token, sizeof id->token);

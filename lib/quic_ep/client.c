@@ -74,7 +74,7 @@ static int start_client(vega_quic_endpoint *ep, const vega_addr *addr,
     else
         wildcard_of(addr, &local);
     struct ep_sock *s;
-    int rc = vega__ep_sock_open(ep, &local, 0, false, &s);
+    int rc = vega__ep_sock_open(ep, &local, 0, false, -1, &s);
     if (rc < 0)
         return rc;
     /* Connected to the server: the kernel then reports its ICMP errors on this socket (an

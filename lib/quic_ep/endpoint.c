@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The endpoint object: options, keys, listening (a server's sockets), accepting, shutting down,
  * freeing, statistics. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <vega/crypto.h>
 
@@ -30,27 +33,31 @@
 EP_OPTS_OLD(ep_opts_v1, offsetof(vega_quic_opts, keylog));
 EP_OPTS_OLD(ep_opts_v2, offsetof(vega_quic_opts, qlog));
 
-/* Layout 3: a vega_quic_opts of layout 3 (which ends where layout 4's pinned keys start), the
- * same fields, and the qlog fields it appended. */
-struct ep_opts_v3 {
-    struct ep_opts_v3_head {
-        _Alignas(vega_quic_opts) unsigned char quic[offsetof(vega_quic_opts, pinned_keys)];
-        vega_quic_ep_callbacks cb;
-        void *user;
-        unsigned sockets;
-        size_t max_conns;
-        size_t max_handshakes;
-        vega_quic_retry_mode retry;
-        size_t retry_threshold;
-        uint32_t token_lifetime_s;
-        bool no_new_tokens;
-        const uint8_t *static_key;
-        size_t max_resets_per_s;
-        const vega_mem *mem;
-    } h;
-    const char *qlog_dir;
-    uint64_t qlog_max_bytes;
-};
+/* Layouts 3 and 4: a vega_quic_opts of layout 3 (which ends where layout 4's pinned keys start)
+ * or 4 (which ends where layout 5's connection ID prefix starts), the same fields, and the
+ * qlog fields layout 3 appended. */
+#define EP_OPTS_QLOG(name, quic_size)                                                              \
+    struct name {                                                                                  \
+        struct {                                                                                   \
+            _Alignas(vega_quic_opts) unsigned char quic[quic_size];                                \
+            vega_quic_ep_callbacks cb;                                                             \
+            void *user;                                                                            \
+            unsigned sockets;                                                                      \
+            size_t max_conns;                                                                      \
+            size_t max_handshakes;                                                                 \
+            vega_quic_retry_mode retry;                                                            \
+            size_t retry_threshold;                                                                \
+            uint32_t token_lifetime_s;                                                             \
+            bool no_new_tokens;                                                                    \
+            const uint8_t *static_key;                                                             \
+            size_t max_resets_per_s;                                                               \
+            const vega_mem *mem;                                                                   \
+        } h;                                                                                       \
+        const char *qlog_dir;                                                                      \
+        uint64_t qlog_max_bytes;                                                                   \
+    }
+EP_OPTS_QLOG(ep_opts_v3, offsetof(vega_quic_opts, pinned_keys));
+EP_OPTS_QLOG(ep_opts_v4, offsetof(vega_quic_opts, scid_prefix));
 
 #define EP_OPTS_FROM_OLD(o, v)                                                                     \
     do {                                                                                           \
@@ -88,21 +95,21 @@ struct ep_opts_v3 {
         (v)->mem = (o)->mem;                                                                       \
     } while (0)
 
-/* The fields of layout 3 to and from the latest. */
-static void ep_opts_from_v3(vega_quic_endpoint_opts *o, const struct ep_opts_v3 *v)
-{
-    EP_OPTS_FROM_OLD(o, &v->h);
-    o->qlog_dir = v->qlog_dir;
-    o->qlog_max_bytes = v->qlog_max_bytes;
-}
+/* The fields of layouts 3 and 4 to and from the latest. */
+#define EP_OPTS_FROM_QLOG(o, v)                                                                    \
+    do {                                                                                           \
+        EP_OPTS_FROM_OLD(o, &(v)->h);                                                              \
+        (o)->qlog_dir = (v)->qlog_dir;                                                             \
+        (o)->qlog_max_bytes = (v)->qlog_max_bytes;                                                 \
+    } while (0)
 
-static void ep_opts_to_v3(struct ep_opts_v3 *v, const vega_quic_endpoint_opts *o)
-{
-    memset(v, 0, sizeof *v);
-    EP_OPTS_TO_OLD(&v->h, o);
-    v->qlog_dir = o->qlog_dir;
-    v->qlog_max_bytes = o->qlog_max_bytes;
-}
+#define EP_OPTS_TO_QLOG(v, o)                                                                      \
+    do {                                                                                           \
+        memset((v), 0, sizeof *(v));                                                               \
+        EP_OPTS_TO_OLD(&(v)->h, o);                                                                \
+        (v)->qlog_dir = (o)->qlog_dir;                                                             \
+        (v)->qlog_max_bytes = (o)->qlog_max_bytes;                                                 \
+    } while (0)
 
 void vega_quic_endpoint_opts_init_versioned(vega_quic_endpoint_opts *o, int opts_version)
 {
@@ -126,7 +133,13 @@ void vega_quic_endpoint_opts_init_versioned(vega_quic_endpoint_opts *o, int opts
     }
     if (opts_version == 3) {
         struct ep_opts_v3 v;
-        ep_opts_to_v3(&v, &d);
+        EP_OPTS_TO_QLOG(&v, &d);
+        memcpy(o, &v, sizeof v);
+        return;
+    }
+    if (opts_version == 4) {
+        struct ep_opts_v4 v;
+        EP_OPTS_TO_QLOG(&v, &d);
         memcpy(o, &v, sizeof v);
         return;
     }
@@ -179,13 +192,17 @@ int vega_quic_endpoint_new_versioned(vega_quic_endpoint **out, const vega_quic_e
         EP_OPTS_FROM_OLD(&latest, (const struct ep_opts_v2 *)(const void *)opts);
         opts = &latest;
     } else if (opts_version == 3) {
-        ep_opts_from_v3(&latest, (const struct ep_opts_v3 *)(const void *)opts);
+        EP_OPTS_FROM_QLOG(&latest, (const struct ep_opts_v3 *)(const void *)opts);
+        opts = &latest;
+    } else if (opts_version == 4) {
+        EP_OPTS_FROM_QLOG(&latest, (const struct ep_opts_v4 *)(const void *)opts);
         opts = &latest;
     }
     const vega_mem *mem = opts->mem;
     if (mem && (!mem->malloc || !mem->calloc || !mem->realloc || !mem->free))
         return -EINVAL;
-    if (opts->retry > VEGA_QUIC_RETRY_NEVER)
+    if (opts->retry > VEGA_QUIC_RETRY_NEVER ||
+        opts->quic.scid_prefix_len > VEGA_QUIC_MAX_SCID_PREFIX)
         return -EINVAL;
     struct vega_quic_endpoint *ep = vega__mem_calloc(mem, 1, sizeof *ep);
     if (!ep)
@@ -231,34 +248,43 @@ fail:
     return rc;
 }
 
-int vega_quic_endpoint_listen(vega_quic_endpoint *ep, const vega_addr *addr, unsigned flags,
-                              vega_addr *bound)
+/* Opens the server's sockets: n bound to addr, or (fds) wraps duplicates of fds[0..n-1]. */
+static int listen_open(vega_quic_endpoint *ep, const vega_addr *addr, unsigned flags,
+                       const int *fds, size_t n)
 {
-    if (!ep || !addr)
-        return -EINVAL;
-    if (!vega_task_current())
-        return VEGA_ERR_NOTASK;
-    if (ep->listening)
-        return -EBUSY;
-    if (!ep->o.quic.tls.chain || !ep->o.quic.tls.key || ep->o.quic.tls.n_alpn == 0)
-        return -EINVAL;
-    vega_rt *rt = vega_rt_current();
-    size_t n = ep->o.sockets ? ep->o.sockets : vega_rt_workers(rt);
-    if (n == 0)
-        n = 1;
     ep->socks = vega__mem_calloc(ep->mem, n, sizeof *ep->socks);
     if (!ep->socks)
         return -ENOMEM;
-    vega_addr a = *addr;
+    vega_addr a;
+    if (addr)
+        a = *addr;
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
-        rc = vega__ep_sock_open(ep, &a, flags, true, &ep->socks[i]);
+        int fd = -1;
+        if (fds && (fd = fcntl(fds[i], F_DUPFD_CLOEXEC, 3)) < 0) {
+            rc = -errno;
+            break;
+        }
+        rc = vega__ep_sock_open(ep, &a, flags, true, fd, &ep->socks[i]); /* takes fd */
         if (rc < 0)
             break;
         ep->nsocks++;
         if (i == 0)
             a = ep->socks[0]->local; /* the others share the port the first one got */
     }
+    return rc;
+}
+
+static int listen_start(vega_quic_endpoint *ep, const vega_addr *addr, unsigned flags,
+                        const int *fds, size_t n, vega_addr *bound)
+{
+    if (!vega_task_current())
+        return VEGA_ERR_NOTASK;
+    if (ep->listening)
+        return -EBUSY;
+    if (!ep->o.quic.tls.chain || !ep->o.quic.tls.key || ep->o.quic.tls.n_alpn == 0)
+        return -EINVAL;
+    int rc = listen_open(ep, addr, flags, fds, n);
     if (rc < 0)
         goto fail;
     ep->listening = true;
@@ -289,6 +315,28 @@ fail:
     ep->socks = NULL;
     ep->nsocks = 0;
     return rc;
+}
+
+int vega_quic_endpoint_listen(vega_quic_endpoint *ep, const vega_addr *addr, unsigned flags,
+                              vega_addr *bound)
+{
+    if (!ep || !addr)
+        return -EINVAL;
+    if (!vega_task_current())
+        return VEGA_ERR_NOTASK;
+    size_t n = ep->o.sockets ? ep->o.sockets : vega_rt_workers(vega_rt_current());
+    return listen_start(ep, addr, flags, NULL, n ? n : 1, bound);
+}
+
+int vega_quic_endpoint_listen_fds(vega_quic_endpoint *ep, const int *fds, size_t n,
+                                  vega_addr *bound)
+{
+    if (!ep || !fds || n == 0 || n > VEGA_QUIC_EP_MAX_FDS)
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (fds[i] < 0)
+            return -EINVAL;
+    return listen_start(ep, NULL, 0, fds, n, bound);
 }
 
 int vega_quic_endpoint_accept(vega_quic_endpoint *ep, vega_quic_ep_conn **out, vega_deadline dl)

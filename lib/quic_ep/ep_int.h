@@ -251,7 +251,7 @@ void vega__ep_qlog_free(struct vega_quic_ep_conn *c);
 
 /* sock.c */
 int vega__ep_sock_open(struct vega_quic_endpoint *ep, const vega_addr *addr, unsigned flags,
-                       bool server, struct ep_sock **out);
+                       bool server, int fd, struct ep_sock **out);
 int vega__ep_sock_start(struct ep_sock *s);
 void vega__ep_sock_free(struct ep_sock *s);
 /* Called by each of a socket's tasks as it returns: the last one of a client socket frees it. */

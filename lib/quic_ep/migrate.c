@@ -68,7 +68,7 @@ int vega_quic_ep_conn_migrate(vega_quic_ep_conn *c, const vega_addr *local)
     if (rc < 0)
         return rc;
     struct ep_sock *s;
-    if ((rc = vega__ep_sock_open(ep, &la, 0, false, &s)) < 0)
+    if ((rc = vega__ep_sock_open(ep, &la, 0, false, -1, &s)) < 0)
         return rc;
     /* connected to the peer, as the first socket (client.c): ICMP errors, one source address */
     if (connect(vega_sock_fd(s->sock), (const struct sockaddr *)&peer.ss, peer.len) < 0 ||

@@ -109,6 +109,9 @@ static void send_retry(struct ep_sock *s, const vega_quic_hdr *h, const struct d
     uint8_t rscid[EP_CID_LEN], tok[128], out[512];
     if (vega_crypto_random(rscid, sizeof rscid) < 0)
         return;
+    /* the client's next Initial carries this ID: it must route as the connection's will
+     * (vega_quic_opts.scid_prefix; the endpoint checked it is shorter than EP_CID_LEN) */
+    memcpy(rscid, s->ep->o.quic.scid_prefix, s->ep->o.quic.scid_prefix_len);
     size_t n = vega__ep_retry_token(s->ep, d->from, h->dcid, h->dcid_len, rscid, sizeof rscid, tok,
                                     sizeof tok);
     if (!n)

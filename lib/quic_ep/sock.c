@@ -27,12 +27,16 @@ static bool addr_is_wildcard(const vega_addr *a)
     return false;
 }
 
+/* fd >= 0: wraps that bound socket (taken, closed on failure) instead of binding addr. */
 int vega__ep_sock_open(struct vega_quic_endpoint *ep, const vega_addr *addr, unsigned flags,
-                       bool server, struct ep_sock **out)
+                       bool server, int fd, struct ep_sock **out)
 {
     struct ep_sock *s = vega__mem_calloc(ep->mem, 1, sizeof *s);
-    if (!s)
+    if (!s) {
+        if (fd >= 0)
+            close(fd);
         return -ENOMEM;
+    }
     s->ep = ep;
     vega_notify_init(&s->tx_wake);
     vega__spin_init(&s->dirty_lock);
@@ -47,9 +51,22 @@ int vega__ep_sock_open(struct vega_quic_endpoint *ep, const vega_addr *addr, uns
     s->rx_msgs = vega__mem_calloc(ep->mem, s->rx_n, sizeof *s->rx_msgs);
     s->tx_msgs = vega__mem_calloc(ep->mem, s->tx_n, sizeof *s->tx_msgs);
     s->tx_via = vega__mem_calloc(ep->mem, s->tx_n, sizeof *s->tx_via);
-    if (!s->rx_buf || !s->tx_buf || !s->rx_msgs || !s->tx_msgs || !s->tx_via)
+    if (!s->rx_buf || !s->tx_buf || !s->rx_msgs || !s->tx_msgs || !s->tx_via) {
+        if (fd >= 0)
+            close(fd);
         goto fail;
-    rc = vega_udp_bind(&s->sock, addr, flags | (server ? VEGA_LISTEN_REUSEPORT : 0));
+    }
+    if (fd >= 0) { /* a socket made by someone else (vega_quic_endpoint_listen_fds) */
+        rc = vega_udp_bind_fd(&s->sock, fd);
+        if (rc < 0 && rc != -ENOMEM)
+            close(fd); /* not taken by the wrap: ours to close */
+        fd = -1;
+        if (rc == 0)
+            rc = vega_sock_local_addr(s->sock, &s->local);
+        addr = &s->local;
+    } else {
+        rc = vega_udp_bind(&s->sock, addr, flags | (server ? VEGA_LISTEN_REUSEPORT : 0));
+    }
     if (rc < 0)
         goto fail;
     (void)vega_sock_set_buffers(s->sock, EP_SOCK_BUF, EP_SOCK_BUF);

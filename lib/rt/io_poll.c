@@ -113,8 +113,8 @@ bool vega__driver_has_ops(void)
     return w && w->rt->driver->submit != NULL;
 }
 
-int vega__op_submit(void (*prep)(void *sqe, struct vega__op *op), void *arg, vega_deadline dl,
-                    const char *reason)
+static int op_submit(void (*prep)(void *sqe, struct vega__op *op), void *arg, vega_deadline dl,
+                     const char *reason, bool disk)
 {
     struct vega__worker *w = vega__worker_self();
     if (!w || !w->current)
@@ -130,5 +130,26 @@ int vega__op_submit(void (*prep)(void *sqe, struct vega__op *op), void *arg, veg
     if (r < 0)
         return r;
     vega__worker_count_io(w);
-    return vega__op_wait(&op, dl, reason);
+    /* A disk operation ends on its own, like a blocking-pool job: a paused clock waits for it
+     * for real instead of jumping past it (the kernel may run it on an io-wq thread). The
+     * task may resume on another worker: the runtime is kept, not the worker. */
+    struct vega_rt *rt = w->rt;
+    if (disk)
+        atomic_fetch_add_explicit(&rt->pool_inflight, 1, memory_order_acq_rel);
+    r = vega__op_wait(&op, dl, reason);
+    if (disk)
+        atomic_fetch_sub_explicit(&rt->pool_inflight, 1, memory_order_acq_rel);
+    return r;
+}
+
+int vega__op_submit(void (*prep)(void *sqe, struct vega__op *op), void *arg, vega_deadline dl,
+                    const char *reason)
+{
+    return op_submit(prep, arg, dl, reason, false);
+}
+
+int vega__op_submit_disk(void (*prep)(void *sqe, struct vega__op *op), void *arg, vega_deadline dl,
+                         const char *reason)
+{
+    return op_submit(prep, arg, dl, reason, true);
 }

@@ -398,6 +398,10 @@ int vega__poll_fd(int fd, uint32_t events, vega_deadline dl);
  */
 int vega__op_submit(void (*prep)(void *sqe, struct vega__op *op), void *arg, vega_deadline dl,
                     const char *reason);
+/* vega__op_submit for an operation that ends on its own (a file's open, read, stat...): while
+ * it is in flight a paused clock does not jump, as for a blocking-pool job. */
+int vega__op_submit_disk(void (*prep)(void *sqe, struct vega__op *op), void *arg, vega_deadline dl,
+                         const char *reason);
 
 /* True when the calling worker's driver runs kernel operations (io_uring). */
 bool vega__driver_has_ops(void);

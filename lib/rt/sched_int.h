@@ -196,8 +196,8 @@ struct vega_rt {
     pthread_cond_t pool_cv;
     struct vega__job *pool_head, *pool_tail;
     unsigned pool_threads, pool_idle, pool_queued;
-    uint64_t pool_jobs; /* jobs run to their end (the metrics) */
-    _Atomic unsigned pool_inflight;
+    uint64_t pool_jobs;             /* jobs run to their end (the metrics) */
+    _Atomic unsigned pool_inflight; /* blocking jobs and disk ring ops in flight (paused clock) */
     bool pool_stop;
     pthread_cond_t pool_exit_cv;
 };

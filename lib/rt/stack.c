@@ -12,6 +12,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#if defined(VEGA_ASAN)
+#include <sanitizer/asan_interface.h>
+#endif
+
 #include "sched_int.h"
 
 #ifndef MADV_GUARD_INSTALL
@@ -174,12 +178,24 @@ int vega__stack_pool_init(struct vega_rt *rt)
     return 0;
 }
 
+/* Unmaps a region. Under ASan its shadow is cleared first: frames that never returned (a
+ * finished task's entry switches away for good) leave their redzones poisoned, and a later
+ * mmap given the same addresses (a task chunk, a new runtime's stacks) would read as a stack
+ * overflow. */
+static void region_munmap(void *base, size_t len)
+{
+#if defined(VEGA_ASAN)
+    __asan_unpoison_memory_region(base, len);
+#endif
+    munmap(base, len);
+}
+
 void vega__stack_pool_fini(struct vega_rt *rt)
 {
     struct vega__region *r = rt->regions;
     while (r) {
         struct vega__region *next = r->next;
-        munmap(r->base, r->len);
+        region_munmap(r->base, r->len);
         free(r);
         r = next;
     }
@@ -227,7 +243,7 @@ static void region_unmap(struct vega_rt *rt, struct vega__region *r)
     if (r->next)
         r->next->prev = r->prev;
     rt->stack_nregions--;
-    munmap(r->base, r->len);
+    region_munmap(r->base, r->len);
     free(r);
 }
 

@@ -438,7 +438,8 @@ EOF
 
 @test "access log: combined format" {
     c -o /dev/null -A 'bats "agent"' -e 'http://ref.example/' "$U/hello.txt?q=1"
-    sleep 0.2
+    # the log is written by a task every 100 ms (or at the stop)
+    wait_for_line "$LOGF" '"GET /hello\.txt\?q=1 HTTP' 10
     grep -E '^127\.0\.0\.1 - - \[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9:]{8} \+0000\] "GET /hello\.txt\?q=1 HTTP/1\.1" 200 12 "http://ref\.example/" "bats \\x22agent\\x22"$' "$LOGF"
 }
 
@@ -446,7 +447,7 @@ EOF
     start_own --access-log "$T/j.log" --log-format json "$ROOT"
     c -o /dev/null -A 'bats' "http://127.0.0.1:$OWN_PORT/digits.txt"
     c -o /dev/null "http://127.0.0.1:$OWN_PORT/missing"
-    sleep 0.2
+    wait_for_line "$T/j.log" '"status":404' 10
     command -p python3 - "$T/j.log" <<'EOF'
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]

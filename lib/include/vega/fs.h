@@ -66,6 +66,36 @@ enum {
 VEGA_API int vega_file_open(vega_file **out, const char *path, int flags, unsigned mode,
                             vega_deadline dl);
 
+/* How vega_fs_openat2 opens: the fields of openat2(2)'s struct open_how, same meaning. */
+typedef struct vega_open_how {
+    uint64_t flags;   /* open(2) flags (O_CLOEXEC is always added) */
+    uint64_t mode;    /* for a created file; 0 otherwise */
+    uint64_t resolve; /* RESOLVE_BENEATH, RESOLVE_NO_SYMLINKS, ... of <linux/openat2.h> */
+} vega_open_how;
+
+/*
+ * Opens path relative to the directory descriptor dirfd (or AT_FDCWD) with openat2(2), so the
+ * kernel confines the walk as how->resolve says (RESOLVE_BENEATH: never above dirfd). On
+ * io_uring this is IORING_OP_OPENAT2 (the kernel tries the walk from its caches inline and
+ * hands a walk that must touch the disk to its own workers, so the worker thread never blocks
+ * on it); where the ring lacks that opcode (probed once per process) and under epoll it is a
+ * blocking-pool job. path and how: borrowed for the call.
+ * Returns the new descriptor (>= 0, owned by the caller), -ENOENT, -EXDEV (the walk would leave
+ * dirfd's tree, or an absolute symlink, with RESOLVE_BENEATH), -ELOOP (a symlink with
+ * RESOLVE_NO_SYMLINKS), -EACCES, -ENOTDIR, -EMFILE, -E2BIG/-EINVAL (bad flags or resolve), -ENOSYS
+ * (a kernel without openat2, before 5.6), other -errno, and the common errors; -EINVAL (a NULL
+ * argument). Context: inside a task. Since 0.1.
+ */
+VEGA_API int vega_fs_openat2(int dirfd, const char *path, const vega_open_how *how,
+                             vega_deadline dl);
+
+/*
+ * vega_file_read on a descriptor the caller owns (borrowed for the call): a positioned read
+ * (offset >= 0) or one at the file position (-1). Returns as vega_file_read; -EINVAL (fd < 0 or
+ * offset below -1). Context: inside a task. Since 0.1.
+ */
+VEGA_API vega_ssize vega_fs_pread(int fd, void *buf, size_t len, int64_t offset, vega_deadline dl);
+
 /*
  * Wraps an open descriptor. fd: taken on success (vega_file_close closes it); on failure the
  * caller still owns it. Returns 0, -EINVAL (fd < 0), -ENOMEM. Does not suspend. Since 0.1.
@@ -127,6 +157,16 @@ VEGA_API int vega_file_stat(vega_file *f, vega_file_info *info, vega_deadline dl
  * argument). Context: inside a task. Since 0.1.
  */
 VEGA_API int vega_fs_stat(const char *path, unsigned flags, vega_file_info *info, vega_deadline dl);
+
+/*
+ * Describes path relative to the directory descriptor dirfd (or AT_FDCWD) into *info, as
+ * fstatat(2); an empty path describes dirfd itself (any descriptor: AT_EMPTY_PATH), which is
+ * fstat on a descriptor the caller owns. flags: VEGA_STAT_NOFOLLOW or 0. path: borrowed.
+ * Returns as vega_fs_stat: 0, -ENOENT, -ENOTDIR, -EACCES, -ELOOP, other -errno, the common
+ * errors; -EINVAL (a NULL argument, an unknown flag). Context: inside a task. Since 0.1.
+ */
+VEGA_API int vega_fs_statat(int dirfd, const char *path, unsigned flags, vega_file_info *info,
+                            vega_deadline dl);
 
 /*
  * Closes the descriptor and frees f (NULL is a no-op). No task may be inside a call on f.

@@ -195,6 +195,17 @@ typedef struct vega_http_server_h3_opts {
      * (VEGA_QUIC_SEND_BUDGET_FLOOR), so one response never waits for the others. 0 = 4 MiB. */
     uint64_t conn_send_budget;
     /* ---- layout version 4 ---- */
+    /* Serve these bound UDP sockets (borrowed: the server uses duplicates) instead of binding
+     * the address given to vega_http_server_listen_h3, which may then be NULL
+     * (vega_quic_endpoint_listen_fds; sockets is ignored). For processes that share one
+     * SO_REUSEPORT group with a steering program, as vega-serve --shards does. */
+    const int *fds;
+    size_t n_fds;
+    /* The first bytes of the server's connection IDs (vega_quic_opts.scid_prefix: at most
+     * VEGA_QUIC_MAX_SCID_PREFIX); 0 = all random. */
+    uint8_t cid_prefix[4];
+    size_t cid_prefix_len;
+    /* ---- layout version 5 ---- */
     /* WebSockets over HTTP/3 (RFC 9220): SETTINGS_ENABLE_CONNECT_PROTOCOL = 1 is advertised
      * and an extended CONNECT with ":protocol" reaches the handler (vega_http_request.protocol),
      * for vega_http_exchange_accept_websocket to answer, as vega_http_server_h2_opts.websocket
@@ -203,9 +214,10 @@ typedef struct vega_http_server_h3_opts {
     bool websocket;
 } vega_http_server_h3_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended
- * qlog_dir, version 3 conn_send_budget, version 4 websocket; a program built with an older
- * version still works (no qlog; the default budget; no WebSockets). */
-#define VEGA_HTTP_SERVER_H3_OPTS_VERSION 4
+ * qlog_dir, version 3 conn_send_budget, version 4 fds and cid_prefix, version 5 websocket; a
+ * program built with an older version still works (no qlog; the default budget; its own
+ * sockets, random IDs; no WebSockets). */
+#define VEGA_HTTP_SERVER_H3_OPTS_VERSION 5
 
 /* Fills o with the defaults. Since 0.1. */
 VEGA_API void vega_http_server_h3_opts_init_versioned(vega_http_server_h3_opts *o,
@@ -220,6 +232,7 @@ VEGA_API void vega_http_server_h3_opts_init_versioned(vega_http_server_h3_opts *
  * runs in its own task. Responses over TLS on TCP then carry Alt-Svc: h3=":PORT" (unless
  * no_alt_svc). May be called once per server, before or while it runs. bound (may be NULL)
  * receives the address bound (port 0 picks a free one). o: borrowed (copied).
+ * With o->fds (layout 4) addr may be NULL: the server serves those sockets.
  * Returns 0; -EBUSY (HTTP/3 is already served); -EINVAL (no chain or key, a bad setting);
  * the codes of vega_quic_endpoint_new and vega_quic_endpoint_listen (-EADDRINUSE ...);
  * -ENOMEM; VEGA_ERR_NOTASK. Context: inside a task. Since 0.1.

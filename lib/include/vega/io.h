@@ -305,6 +305,17 @@ VEGA_API int vega_sock_peer_addr(const vega_sock *s, vega_addr *out);
  */
 VEGA_API int vega_udp_bind(vega_sock **out, const vega_addr *addr, unsigned flags);
 
+/*
+ * Wraps fd, a bound UDP socket made elsewhere (inherited from a parent, e.g. a shard's socket
+ * of a SO_REUSEPORT group that vega-serve --shards makes before forking); it is made
+ * non-blocking and close-on-exec. fd: taken on success and on -ENOMEM (closed; other copies of
+ * it in other processes keep the socket open).
+ * Returns 0; -EINVAL (fd < 0, not a datagram socket, not bound to an IPv4 or IPv6 address);
+ * -ENOMEM; -errno of fcntl, getsockopt or getsockname. Does not suspend. Context: any thread.
+ * Since 0.2.
+ */
+VEGA_API int vega_udp_bind_fd(vega_sock **out, int fd);
+
 /* Opens a UDP socket connected to addr: vega_sock_read/vega_udp_send_to(NULL) then talk to it
  * alone. Returns 0 or -errno; -EINVAL (a bad argument). Does not suspend. Since 0.1. */
 VEGA_API int vega_udp_connect(vega_sock **out, const vega_addr *addr);

@@ -255,11 +255,23 @@ typedef struct vega_quic_opts {
      * no 0-RTT. 0 entries (the default): no pinning. At most VEGA_QUIC_MAX_PINNED_KEYS. */
     const uint8_t *pinned_keys;
     size_t n_pinned_keys;
+    /* ---- layout version 5 ---- */
+    /* The first scid_prefix_len bytes (at most VEGA_QUIC_MAX_SCID_PREFIX, and fewer than
+     * scid_len) of every connection ID this side issues (the first one and those of
+     * NEW_CONNECTION_ID); the rest stays random. A server whose packets a load balancer or a
+     * reuseport steering program routes by connection ID (vega-serve --shards: the byte names
+     * the shard's UDP socket) marks its IDs this way; such IDs are linkable by an observer
+     * (RFC 9000 §5.1: the prefix is the same on every path), as with any routable ID scheme.
+     * 0 (the default): all random. */
+    uint8_t scid_prefix[4];
+    size_t scid_prefix_len;
 } vega_quic_opts;
+/* Bytes of vega_quic_opts.scid_prefix at most. */
+#define VEGA_QUIC_MAX_SCID_PREFIX 4
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended the
- * key log hook, version 3 the qlog hook, version 4 the pinned keys; a program built with an
- * older one still works (without them). */
-#define VEGA_QUIC_OPTS_VERSION 4
+ * key log hook, version 3 the qlog hook, version 4 the pinned keys, version 5 the connection ID
+ * prefix; a program built with an older one still works (without them). */
+#define VEGA_QUIC_OPTS_VERSION 5
 
 /* At most this many pinned keys (vega_quic_opts.n_pinned_keys). */
 #define VEGA_QUIC_MAX_PINNED_KEYS 64

@@ -125,9 +125,10 @@ typedef struct vega_quic_endpoint_opts {
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2: the quic
  * template grew (vega_quic_opts layout 2, the key log hook), which moved every field after it;
  * version 3: it grew again (the qlog hook) and qlog_dir was appended; version 4: it grew again
- * (vega_quic_opts layout 4, the pinned keys). A program built with an older version still works
- * (its layout is converted; no key log, qlog or pins). */
-#define VEGA_QUIC_ENDPOINT_OPTS_VERSION 4
+ * (vega_quic_opts layout 4, the pinned keys); version 5: it grew again (vega_quic_opts layout 5,
+ * the connection ID prefix). A program built with an older version still works (its layout is
+ * converted; no key log, qlog, pins or prefix). */
+#define VEGA_QUIC_ENDPOINT_OPTS_VERSION 5
 
 /* Fills o with the defaults (vega_quic_opts_init for o->quic). Context: any. Since 0.1. */
 VEGA_API void vega_quic_endpoint_opts_init_versioned(vega_quic_endpoint_opts *o, int opts_version);
@@ -157,6 +158,24 @@ VEGA_API int vega_quic_endpoint_new_versioned(vega_quic_endpoint **out,
  */
 VEGA_API int vega_quic_endpoint_listen(vega_quic_endpoint *ep, const vega_addr *addr,
                                        unsigned flags, vega_addr *bound);
+
+/* Sockets vega_quic_endpoint_listen_fds serves at most. */
+#define VEGA_QUIC_EP_MAX_FDS 1024
+
+/*
+ * Server: as vega_quic_endpoint_listen, on n UDP sockets bound elsewhere (fds: borrowed; the
+ * endpoint serves duplicates of them, made close-on-exec, so the caller keeps and closes its
+ * own). Each must be a bound datagram socket; one endpoint of several processes that share a
+ * SO_REUSEPORT group uses the socket(s) a steering program sends its connections' packets to
+ * (with vega_quic_opts.scid_prefix naming them: see docs/ARCHITECTURE.md, "Sharded HTTP/3").
+ * bound (may be NULL) receives the first socket's address. May be called once, instead of
+ * vega_quic_endpoint_listen.
+ * Returns 0; -EBUSY (already listening or connecting); -EINVAL (a bad argument, n is 0 or above
+ * VEGA_QUIC_EP_MAX_FDS, a descriptor that is not a bound UDP socket, no certificate); -errno
+ * of fcntl; -ENOMEM; VEGA_ERR_NOTASK. Context: inside a task. Since 0.2.
+ */
+VEGA_API int vega_quic_endpoint_listen_fds(vega_quic_endpoint *ep, const int *fds, size_t n,
+                                           vega_addr *bound);
 
 /*
  * Server without on_conn: waits for the next new connection. out: receives a handle, owned by

@@ -54,8 +54,9 @@ VTEST(old_option_names_are_the_new_types)
 VTEST(options_of_an_unknown_layout_are_refused)
 {
     VCHECK_EQ(VEGA_RT_OPTS_VERSION, 1);
-    /* 2 appended the key log, 3 qlog, 4 the pinned keys (tests/unit/quic/abi_test.c) */
-    VCHECK_EQ(VEGA_QUIC_OPTS_VERSION, 4);
+    /* 2 appended the key log, 3 qlog, 4 the pinned keys, 5 the ID prefix
+     * (tests/unit/quic/abi_test.c) */
+    VCHECK_EQ(VEGA_QUIC_OPTS_VERSION, 5);
     vega_rt *rt = NULL;
     VCHECK_EQ(vega_rt_new_versioned(&rt, NULL, VEGA_RT_OPTS_VERSION + 1), -EINVAL);
     VCHECK(rt == NULL);

@@ -463,13 +463,13 @@ VTEST_MT(reader_and_writer_tasks_at_once, 2)
     srv_stop(&v);
 }
 
-/* Layout 3 of the h3 opts (before websocket): the field is left alone by init. */
-VTEST(opts_layout_3)
+/* Layout 4 of the h3 opts (before websocket): the field is left alone by init. */
+VTEST(opts_layout_4)
 {
     vega_http_server_h3_opts o;
     memset(&o, 0xab, sizeof o);
-    vega_http_server_h3_opts_init_versioned(&o, 3);
-    VCHECK_EQ(o.conn_send_budget, 0);
+    vega_http_server_h3_opts_init_versioned(&o, 4);
+    VCHECK_EQ(o.cid_prefix_len, 0);
     VCHECK_EQ(*(uint8_t *)&o.websocket, 0xab);
     vega_http_server_h3_opts_init(&o);
     VCHECK(!o.websocket);

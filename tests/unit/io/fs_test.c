@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Files on the runtime: write and read back at offsets, end of file, missing files, fsync,
  * stat, concurrent positioned reads, and a read on a FIFO cancelled by its deadline. */
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -363,4 +365,113 @@ static void body_fifo_cancel(void)
 VTEST(fifo_read_cancel)
 {
     run(body_fifo_cancel, 2);
+}
+
+/* ---- openat2, statat, pread on a descriptor -------------------------------------------------- */
+
+/* A tree: tmpdir/root/{a.txt, sub/b.txt, up -> ../out.txt, abs -> /etc/hostname, in -> a.txt},
+ * tmpdir/out.txt. Opens beneath root: a plain path, one through "..", symlinks inside and
+ * out, RESOLVE_NO_SYMLINKS; stats by descriptor and below a directory; positioned reads. */
+static void body_openat2(void)
+{
+    char root[300], p[400];
+    path_of(root, sizeof root, "root");
+    VCHECK_EQ(mkdir(root, 0700), 0);
+    snprintf(p, sizeof p, "%s/sub", root);
+    VCHECK_EQ(mkdir(p, 0700), 0);
+    static const char body[] = "hello beneath";
+    snprintf(p, sizeof p, "%s/a.txt", root);
+    int w = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    VCHECK(w >= 0);
+    VCHECK_EQ(write(w, body, sizeof body - 1), (ssize_t)(sizeof body - 1));
+    close(w);
+    snprintf(p, sizeof p, "%s/sub/b.txt", root);
+    w = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    VCHECK(w >= 0);
+    close(w);
+    path_of(p, sizeof p, "out.txt");
+    w = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    VCHECK(w >= 0);
+    close(w);
+    char lk[400];
+    snprintf(lk, sizeof lk, "%s/up", root);
+    VCHECK_EQ(symlink("../out.txt", lk), 0);
+    snprintf(lk, sizeof lk, "%s/in", root);
+    VCHECK_EQ(symlink("a.txt", lk), 0);
+
+    int dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    VCHECK(dfd >= 0);
+    vega_open_how how = {.flags = O_RDONLY, .resolve = RESOLVE_BENEATH};
+    int fd = vega_fs_openat2(dfd, "a.txt", &how, soon());
+    VCHECK(fd >= 0);
+    VCHECK(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    char buf[64];
+    VCHECK_EQ(vega_fs_pread(fd, buf, sizeof buf, 0, soon()), (vega_ssize)(sizeof body - 1));
+    VCHECK(memcmp(buf, body, sizeof body - 1) == 0);
+    VCHECK_EQ(vega_fs_pread(fd, buf, 7, 6, soon()), 7);
+    VCHECK(memcmp(buf, "beneath", 7) == 0);
+    VCHECK_EQ(vega_fs_pread(fd, buf, sizeof buf, 100, soon()), 0);
+    VCHECK_EQ(vega_fs_pread(fd, buf, sizeof buf, -2, soon()), -EINVAL);
+    VCHECK_EQ(vega_fs_pread(-1, buf, sizeof buf, 0, soon()), -EINVAL);
+
+    vega_file_info by_fd, by_path;
+    VCHECK_EQ(vega_fs_statat(fd, "", 0, &by_fd, soon()), 0);
+    VCHECK(S_ISREG(by_fd.mode));
+    VCHECK_EQ(by_fd.size, sizeof body - 1);
+    VCHECK_EQ(vega_fs_statat(dfd, "a.txt", 0, &by_path, soon()), 0);
+    VCHECK_EQ(by_path.ino, by_fd.ino);
+    VCHECK_EQ(vega_fs_statat(dfd, "in", VEGA_STAT_NOFOLLOW, &by_path, soon()), 0);
+    VCHECK(S_ISLNK(by_path.mode));
+    VCHECK_EQ(vega_fs_statat(dfd, "in", 0, &by_path, soon()), 0);
+    VCHECK_EQ(by_path.ino, by_fd.ino);
+    VCHECK_EQ(vega_fs_statat(dfd, "nope", 0, &by_path, soon()), -ENOENT);
+    VCHECK_EQ(vega_fs_statat(dfd, "a.txt", 0x100, &by_path, soon()), -EINVAL);
+    close(fd);
+
+    /* Below root through "..", which stays inside; then ways out, refused by the kernel. */
+    fd = vega_fs_openat2(dfd, "sub/../sub/b.txt", &how, soon());
+    VCHECK(fd >= 0);
+    close(fd);
+    VCHECK_EQ(vega_fs_openat2(dfd, "../out.txt", &how, soon()), -EXDEV);
+    VCHECK_EQ(vega_fs_openat2(dfd, "up", &how, soon()), -EXDEV);
+    VCHECK_EQ(vega_fs_openat2(dfd, "missing", &how, soon()), -ENOENT);
+    fd = vega_fs_openat2(dfd, "in", &how, soon());
+    VCHECK(fd >= 0);
+    close(fd);
+    how.resolve |= RESOLVE_NO_SYMLINKS;
+    VCHECK_EQ(vega_fs_openat2(dfd, "in", &how, soon()), -ELOOP);
+    /* A directory, and bad arguments (an unknown resolve bit is the kernel's EINVAL). */
+    how.resolve = RESOLVE_BENEATH;
+    fd = vega_fs_openat2(dfd, "sub", &how, soon());
+    VCHECK(fd >= 0);
+    VCHECK_EQ(vega_fs_statat(fd, "", 0, &by_fd, soon()), 0);
+    VCHECK(S_ISDIR(by_fd.mode));
+    close(fd);
+    how.resolve = 1u << 30;
+    VCHECK_EQ(vega_fs_openat2(dfd, "a.txt", &how, soon()), -EINVAL);
+    VCHECK_EQ(vega_fs_openat2(dfd, NULL, &how, soon()), -EINVAL);
+    VCHECK_EQ(vega_fs_openat2(dfd, "a.txt", NULL, soon()), -EINVAL);
+    VCHECK_EQ(vega_fs_openat2(dfd, "a.txt", &how, 0), -ETIMEDOUT);
+    close(dfd);
+
+    static const char *const names[] = {"a.txt", "sub/b.txt", "up", "in"};
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/%s", root, names[i]);
+        VCHECK_EQ(unlink(p), 0);
+    }
+    snprintf(p, sizeof p, "%s/sub", root);
+    VCHECK_EQ(rmdir(p), 0);
+    VCHECK_EQ(rmdir(root), 0);
+    path_of(p, sizeof p, "out.txt");
+    VCHECK_EQ(unlink(p), 0);
+}
+
+VTEST(openat2_beneath)
+{
+    run(body_openat2, 2);
+}
+
+VTEST(openat2_current_thread)
+{
+    run(body_openat2, 0);
 }

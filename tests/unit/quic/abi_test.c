@@ -44,7 +44,7 @@ struct opts_v1 {
 
 VTEST(v1_layout_is_a_prefix)
 {
-    VCHECK_EQ(VEGA_QUIC_OPTS_VERSION, 4);
+    VCHECK_EQ(VEGA_QUIC_OPTS_VERSION, 5);
     VCHECK_EQ(sizeof(struct opts_v1), offsetof(vega_quic_opts, keylog));
     VCHECK_EQ(offsetof(struct opts_v1, reset_key), offsetof(vega_quic_opts, reset_key));
     VCHECK_EQ(offsetof(struct opts_v1, cc), offsetof(vega_quic_opts, cc));
@@ -91,6 +91,39 @@ VTEST(v2_init_writes_the_prefix_only)
 /* Layout 3 ends where the pinned keys start; its init writes no further, and a connection made
  * with it, junk after it (0xff: a count of pins read from there would be refused or crash),
  * pins nothing. */
+/* Layout 4 stops before the ID prefix: init writes no further, and a layout-4 config with junk
+ * after it (0xff: a prefix length read from there would be refused) makes a connection whose
+ * IDs have no prefix. */
+VTEST(v4_init_writes_the_prefix_only)
+{
+    struct {
+        unsigned char o[offsetof(vega_quic_opts, scid_prefix)];
+        unsigned char canary[64];
+    } a;
+    memset(&a, 0xa5, sizeof a);
+    vega_quic_opts_init_versioned((vega_quic_opts *)(void *)a.o, 4);
+    for (size_t i = 0; i < sizeof a.canary; i++)
+        VCHECK_EQ(a.canary[i], 0xa5);
+    vega_quic_opts cur;
+    memset(&cur, 0xa5, sizeof cur);
+    vega_quic_opts_init(&cur);
+    VCHECK(cur.scid_prefix_len == 0);
+    struct {
+        unsigned char o[offsetof(vega_quic_opts, scid_prefix)];
+        unsigned char junk[64];
+    } b;
+    memset(&b, 0xff, sizeof b);
+    struct qp q;
+    VCHECK_EQ(qp_init(&q, QT_SRV_P256_PEM, QT_SRV_P256_KEY, QT_CA_PEM, NULL, 10), 0);
+    memcpy(b.o, &q.ccfg, sizeof b.o);
+    vega_quic_conn *c = NULL;
+    VCHECK_EQ(
+        vega_quic_conn_client_new_versioned(&c, (vega_quic_opts *)(void *)b.o, &q.path, q.now, 4),
+        0);
+    vega_quic_conn_free(c);
+    qp_fini(&q);
+}
+
 VTEST(v3_init_writes_the_prefix_only)
 {
     struct {
@@ -163,7 +196,7 @@ VTEST(v1_connections_work_and_unknown_layouts_are_refused)
                                   .scid_len = h.scid_len};
     vega_quic_conn *bad = NULL;
     VCHECK_EQ(
-        vega_quic_conn_server_new_versioned(&bad, (vega_quic_opts *)&s.o, &q.spath, &sp, q.now, 5),
+        vega_quic_conn_server_new_versioned(&bad, (vega_quic_opts *)&s.o, &q.spath, &sp, q.now, 6),
         -EINVAL);
     VCHECK_EQ(vega_quic_conn_server_new_versioned(&bad, NULL, &q.spath, &sp, q.now, 1), -EINVAL);
     VCHECK(bad == NULL);
@@ -172,7 +205,7 @@ VTEST(v1_connections_work_and_unknown_layouts_are_refused)
               0);
     vega_quic_conn_read(q.side[1].c, &q.spath, ecn, buf, (size_t)n, q.now);
     VCHECK(qp_run(&q, handshaken, 5000000000ull));
-    VCHECK_EQ(vega_quic_conn_client_new_versioned(&bad, &q.ccfg, &q.path, q.now, 5), -EINVAL);
+    VCHECK_EQ(vega_quic_conn_client_new_versioned(&bad, &q.ccfg, &q.path, q.now, 6), -EINVAL);
     VCHECK_EQ(vega_quic_conn_client_new_versioned(&bad, &q.ccfg, &q.path, q.now, 0), -EINVAL);
     VCHECK(bad == NULL);
     qp_fini(&q);

@@ -62,6 +62,61 @@ VTEST(handshake_v1)
     qp_fini(&q);
 }
 
+static bool three_scids(struct qp *q)
+{
+    const uint8_t *ids[8];
+    size_t lens[8];
+    return q->side[1].c && vega_quic_conn_scids(q->side[1].c, ids, lens, 8) >= 3;
+}
+
+/* vega_quic_opts.scid_prefix (layout 5): every ID the server issues, the first (which the
+ * client's Handshake and 1-RTT packets carry) and those of NEW_CONNECTION_ID, starts with the
+ * prefix, whatever the random generator draws; the client's own IDs do not. A prefix as long
+ * as the ID, or longer than VEGA_QUIC_MAX_SCID_PREFIX, is refused. */
+VTEST(scid_prefix_on_every_server_id)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(5);
+    setup(&q, &o, 3);
+    q.scfg.scid_prefix[0] = 0xab;
+    q.scfg.scid_prefix[1] = 0x07;
+    q.scfg.scid_prefix_len = 2;
+    handshake(&q);
+    VCHECK(qp_run(&q, three_scids, 5 * S));
+    const uint8_t *ids[8];
+    size_t lens[8];
+    size_t n = vega_quic_conn_scids(q.side[1].c, ids, lens, 8);
+    VCHECK(n >= 3);
+    for (size_t i = 0; i < n && i < 8; i++) {
+        VCHECK_EQ(lens[i], 8);
+        VCHECK_EQ(ids[i][0], 0xab);
+        VCHECK_EQ(ids[i][1], 0x07);
+    }
+    /* the client's IDs: random (with this seed, none starts with the prefix) */
+    n = vega_quic_conn_scids(q.side[0].c, ids, lens, 8);
+    VCHECK(n >= 1);
+    size_t prefixed = 0;
+    for (size_t i = 0; i < n && i < 8; i++)
+        prefixed += ids[i][0] == 0xab && ids[i][1] == 0x07;
+    VCHECK_EQ(prefixed, 0);
+    qp_fini(&q);
+
+    vega_quic_opts c;
+    vega_quic_opts_init(&c);
+    vega_quic_path path;
+    memset(&path, 0, sizeof path);
+    qp_set_addr(&path.remote, &path.remote_len, 443);
+    qp_set_addr(&path.local, &path.local_len, 5000);
+    vega_quic_conn *qc = NULL;
+    c.scid_len = 4;
+    c.scid_prefix_len = 4; /* nothing random left */
+    VCHECK_EQ(vega_quic_conn_client_new(&qc, &c, &path, 0), -EINVAL);
+    c.scid_len = 8;
+    c.scid_prefix_len = VEGA_QUIC_MAX_SCID_PREFIX + 1;
+    VCHECK_EQ(vega_quic_conn_client_new(&qc, &c, &path, 0), -EINVAL);
+    VCHECK(qc == NULL);
+}
+
 VTEST(handshake_v2_chacha)
 {
     struct qp q;

@@ -2,8 +2,11 @@
 /* The QUIC endpoint over real UDP sockets on loopback: servers and clients in one runtime,
  * streams as vega_streams, Retry, tokens, Version Negotiation, stateless resets, limits,
  * junk datagrams, resumption, and connections that hold no task while idle. */
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <vega/crypto.h>
 #include <vega/quic_ep.h>
@@ -295,6 +298,73 @@ VTEST_MT(retry_always, 2)
     VCHECK_EQ(st.conns_accepted, 1);
     hangup(cep, c);
     echo_stop(&e);
+    creds_free(&k);
+}
+
+/* A UDP socket bound to 127.0.0.1 (port 0: a free one), or unbound. */
+static int udp_fd(bool bound)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    VCHECK(fd >= 0);
+    vega_addr a = loopback(0);
+    if (bound)
+        VCHECK_EQ(bind(fd, (const struct sockaddr *)&a.ss, a.len), 0);
+    return fd;
+}
+
+/* vega_quic_endpoint_listen_fds serves a socket made by the caller (as vega-serve --shards'
+ * supervisor makes them), on duplicates: the caller's descriptor stays open after the
+ * endpoint is gone. With vega_quic_opts.scid_prefix every ID of the server's connection starts
+ * with it, the Retry's too (the client's second Initial carries that one: Retry is always on
+ * here, and the handshake completes). Sockets that are not bound UDP ones are refused. */
+VTEST_CT(listen_fds_and_cid_prefix)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_quic_endpoint_opts so;
+    server_opts(&so, &k);
+    so.retry = VEGA_QUIC_RETRY_ALWAYS;
+    so.quic.scid_prefix[0] = 0x42;
+    so.quic.scid_prefix_len = 1;
+    vega_quic_endpoint *sep;
+    VCHECK_EQ(vega_quic_endpoint_new(&sep, &so), 0);
+    int bad[3] = {socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), udp_fd(false), -1};
+    for (int i = 0; i < 3; i++)
+        VCHECK_EQ(vega_quic_endpoint_listen_fds(sep, &bad[i], 1, NULL), -EINVAL);
+    close(bad[0]);
+    close(bad[1]);
+    int fd = udp_fd(true);
+    VCHECK_EQ(vega_quic_endpoint_listen_fds(sep, &fd, 0, NULL), -EINVAL);
+    vega_addr bound, mine = {.len = sizeof mine.ss};
+    VCHECK_EQ(getsockname(fd, (struct sockaddr *)&mine.ss, &mine.len), 0);
+    VCHECK_EQ(vega_quic_endpoint_listen_fds(sep, &fd, 1, &bound), 0);
+    VCHECK_EQ(vega_quic_endpoint_listen_fds(sep, &fd, 1, NULL), -EBUSY);
+    VCHECK_EQ(vega_addr_port(&bound), vega_addr_port(&mine));
+    vega_quic_endpoint *cep;
+    vega_quic_ep_conn *c, *sc;
+    vega_quic_connect_opts cc = {.server_name = "localhost"};
+    VCHECK_EQ(dial(&k, &bound, &cc, &cep, &c), 0);
+    VCHECK_EQ(vega_quic_endpoint_accept(sep, &sc, vega_deadline_in_ms(10000)), 0);
+    vega_quic_endpoint_stats st;
+    vega_quic_endpoint_get_stats(sep, &st);
+    VCHECK_EQ(st.retries_sent, 1);
+    vega_quic_conn *qc = vega_quic_ep_conn_lock(sc);
+    VCHECK(qc != NULL);
+    const uint8_t *ids[8];
+    size_t lens[8];
+    size_t n = qc ? vega_quic_conn_scids(qc, ids, lens, 8) : 0;
+    VCHECK(n >= 1);
+    for (size_t i = 0; i < n && i < 8; i++)
+        VCHECK_EQ(ids[i][0], 0x42);
+    vega_quic_ep_conn_unlock(sc);
+    vega_quic_ep_conn_release(sc);
+    hangup(cep, c);
+    vega_quic_endpoint_shutdown(sep, vega_deadline_in_ms(1000));
+    vega_quic_endpoint_free(sep);
+    VCHECK(fcntl(fd, F_GETFD) >= 0); /* the caller's own descriptor */
+    close(fd);
+    so.quic.scid_prefix_len = VEGA_QUIC_MAX_SCID_PREFIX + 1;
+    VCHECK_EQ(vega_quic_endpoint_new(&sep, &so), -EINVAL);
     creds_free(&k);
 }
 

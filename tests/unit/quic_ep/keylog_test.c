@@ -159,15 +159,18 @@ struct ep_opts_v1 {
 
 VTEST(v1_layout_and_init)
 {
-    VCHECK_EQ(VEGA_QUIC_ENDPOINT_OPTS_VERSION, 4);
+    VCHECK_EQ(VEGA_QUIC_ENDPOINT_OPTS_VERSION, 5);
     /* layouts 2 and 3 moved every field after the template by the hooks' four pointers, 4 by
-     * the pinned keys' pointer and count; 3 appended qlog_dir and qlog_max_bytes */
+     * the pinned keys' pointer and count, 5 by the ID prefix (4 bytes, padded) and its length;
+     * 3 appended qlog_dir and qlog_max_bytes */
+    size_t prefix = offsetof(vega_quic_opts, scid_prefix_len) + sizeof(size_t) -
+                    offsetof(vega_quic_opts, scid_prefix);
     VCHECK_EQ(offsetof(vega_quic_endpoint_opts, cb),
-              offsetof(struct ep_opts_v1, cb) + 6 * sizeof(void *));
+              offsetof(struct ep_opts_v1, cb) + 6 * sizeof(void *) + prefix);
     VCHECK_EQ(offsetof(vega_quic_endpoint_opts, qlog_dir),
-              sizeof(struct ep_opts_v1) + 6 * sizeof(void *));
+              sizeof(struct ep_opts_v1) + 6 * sizeof(void *) + prefix);
     VCHECK_EQ(sizeof(vega_quic_endpoint_opts),
-              sizeof(struct ep_opts_v1) + 7 * sizeof(void *) + sizeof(uint64_t));
+              sizeof(struct ep_opts_v1) + 7 * sizeof(void *) + sizeof(uint64_t) + prefix);
     struct {
         struct ep_opts_v1 o;
         unsigned char canary[64];
@@ -183,7 +186,7 @@ VTEST(v1_layout_and_init)
     VCHECK_EQ(q.idle_timeout_ms, 30000);
     VCHECK_EQ(q.version, VEGA_QUIC_V1);
     vega_quic_endpoint *ep = NULL;
-    VCHECK_EQ(vega_quic_endpoint_new_versioned(&ep, (vega_quic_endpoint_opts *)&a.o, 5), -EINVAL);
+    VCHECK_EQ(vega_quic_endpoint_new_versioned(&ep, (vega_quic_endpoint_opts *)&a.o, 6), -EINVAL);
     VCHECK_EQ(vega_quic_endpoint_new_versioned(&ep, (vega_quic_endpoint_opts *)&a.o, 0), -EINVAL);
     VCHECK(ep == NULL);
 }
@@ -348,5 +351,52 @@ VTEST_CT(v3_endpoint_connects)
     q.tls.n_alpn = 1;
     memcpy(a.o.quic, &q, sizeof a.o.quic);
     connect_pair(&so, &a.o, 3);
+    creds_free(&k);
+}
+
+/* Layout 4: a vega_quic_opts of layout 4 (no ID prefix), the same fields, the qlog fields. */
+struct ep_opts_v4 {
+    _Alignas(vega_quic_opts) unsigned char quic[offsetof(vega_quic_opts, scid_prefix)];
+    vega_quic_ep_callbacks cb;
+    void *user;
+    unsigned sockets;
+    size_t max_conns;
+    size_t max_handshakes;
+    vega_quic_retry_mode retry;
+    size_t retry_threshold;
+    uint32_t token_lifetime_s;
+    bool no_new_tokens;
+    const uint8_t *static_key;
+    size_t max_resets_per_s;
+    const vega_mem *mem;
+    const char *qlog_dir;
+    uint64_t qlog_max_bytes;
+};
+
+/* A client endpoint of layout 3, junk after it (0xff: a pin count read from there is refused, a
+ * pins pointer crashes), connects: its qlog fields come from their v3 places, and it pins
+ * nothing. Its init writes no further than its layout. */
+VTEST_CT(v4_endpoint_connects)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_quic_endpoint_opts so;
+    server_template(&so, &k);
+    struct {
+        struct ep_opts_v4 o;
+        unsigned char junk[64];
+    } a;
+    memset(&a, 0xff, sizeof a);
+    vega_quic_endpoint_opts_init_versioned((vega_quic_endpoint_opts *)&a.o, 4);
+    for (size_t i = 0; i < sizeof a.junk; i++)
+        VCHECK_EQ(a.junk[i], 0xff);
+    VCHECK(a.o.qlog_dir == NULL && a.o.qlog_max_bytes == 0 && a.o.mem == NULL);
+    vega_quic_opts q;
+    memcpy(&q, a.o.quic, sizeof a.o.quic);
+    q.tls.ca = k.ca;
+    q.tls.alpn[0] = "vega-test";
+    q.tls.n_alpn = 1;
+    memcpy(a.o.quic, &q, sizeof a.o.quic);
+    connect_pair(&so, &a.o, 4);
     creds_free(&k);
 }
