@@ -23,6 +23,12 @@
 #   -f LIST    files (default 1k,1m)
 #   -n IDLE    idle keep-alive connections for the memory test (default 10000)
 #   -M         skip the memory test
+#   -m LIST    servers of the memory test (default vega,vega-epoll,nginx); also vega-tls,
+#              vega-tls-epoll and nginx-tls: the same over TLS 1.3 (one self-signed ECDSA
+#              P-256 certificate; vega-serve --no-http3), the idle connections done with
+#              idle-conns -T
+# VEGA_SERVE_BEFORE=PATH adds the server vega-before: that vega-serve binary (io_uring), to
+# compare a change with the build before it in the same run.
 set -u -o pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -30,8 +36,8 @@ root=$(cd "$here/.." && pwd)
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
 cmdline="bench/run-http.sh $*"
-reps=5 dur=5 conns=64 servers=vega,nginx,caddy loads=wrk,vega-load files=1k,1m idle_n=10000 mem=1
-while getopts "r:d:c:S:L:f:n:Mh" opt; do
+reps=5 dur=5 conns=64 servers=vega,nginx,caddy loads=wrk,vega-load files=1k,1m idle_n=10000 mem=1 memservers=vega,vega-epoll,nginx
+while getopts "r:d:c:S:L:f:n:m:Mh" opt; do
   case $opt in
     r) reps=$OPTARG ;;
     d) dur=$OPTARG ;;
@@ -41,6 +47,7 @@ while getopts "r:d:c:S:L:f:n:Mh" opt; do
     f) files=$OPTARG ;;
     n) idle_n=$OPTARG ;;
     M) mem=0 ;;
+    m) memservers=$OPTARG ;;
     *) usage ;;
   esac
 done
@@ -84,8 +91,13 @@ mkdir -p "$docroot"
 head -c 1024 /dev/urandom >"$docroot/1k"
 head -c 1048576 /dev/urandom >"$docroot/1m"
 printf '<!doctype html><title>bench</title><p>ok</p>\n' >"$docroot/index.html"
+case ,$memservers, in
+  *-tls*) openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+            -subj /CN=localhost -keyout "$tmp/key.pem" -out "$tmp/cert.pem" >/dev/null 2>&1 ||
+            { echo "run-http.sh: openssl could not make a certificate" >&2; exit 1; } ;;
+esac
 
-nginx_conf() { # PORT [EXTRA]
+nginx_conf() { # PORT [EXTRA [LISTEN-EXTRA]]
   mkdir -p "$tmp/nginx-$1"
   cat >"$tmp/nginx-$1.conf" <<EOF
 worker_processes 1;
@@ -103,7 +115,7 @@ http {
   keepalive_timeout 300s; keepalive_requests 10000000; client_header_timeout 300s;
   default_type application/octet-stream;
   ${2:-}
-  server { listen 127.0.0.1:$1; root $docroot; }
+  server { listen 127.0.0.1:$1 ${3:-}; root $docroot; }
 }
 EOF
 }
@@ -128,7 +140,12 @@ server_cmd() { # NAME PORT
     vega) echo "$vega_serve -q --workers 1 --driver uring -l 127.0.0.1:$2 $docroot" ;;
     vega-epoll) echo "$vega_serve -q --workers 1 --driver epoll -l 127.0.0.1:$2 $docroot" ;;
     vega-nocache) echo "$vega_serve -q --workers 1 --driver uring --no-cache -l 127.0.0.1:$2 $docroot" ;;
-    nginx|nginx-cache) echo "nginx -c $tmp/nginx-$2.conf" ;;
+    # another vega-serve binary (VEGA_SERVE_BEFORE, e.g. one built before a change), io_uring
+    vega-before) [ -x "${VEGA_SERVE_BEFORE:-}" ] || return 1
+      echo "$VEGA_SERVE_BEFORE -q --workers 1 --driver uring -l 127.0.0.1:$2 $docroot" ;;
+    vega-tls) echo "$vega_serve -q --workers 1 --driver uring --cert $tmp/cert.pem --key $tmp/key.pem --no-http3 -l 127.0.0.1:$2 $docroot" ;;
+    vega-tls-epoll) echo "$vega_serve -q --workers 1 --driver epoll --cert $tmp/cert.pem --key $tmp/key.pem --no-http3 -l 127.0.0.1:$2 $docroot" ;;
+    nginx|nginx-cache|nginx-tls) echo "nginx -c $tmp/nginx-$2.conf" ;;
     caddy) echo "env GOMAXPROCS=1 HOME=$tmp/caddy-$2 caddy run --config $tmp/caddy-$2/Caddyfile --adapter caddyfile" ;;
     *) return 1 ;;
   esac
@@ -143,6 +160,7 @@ start_server() {
   case $name in
     nginx) nginx_conf "$sport" ;;
     nginx-cache) nginx_conf "$sport" "open_file_cache max=1000; open_file_cache_valid 60s;" ;;
+    nginx-tls) nginx_conf "$sport" "" "ssl; ssl_certificate $tmp/cert.pem; ssl_certificate_key $tmp/key.pem; ssl_protocols TLSv1.3" ;;
     caddy) caddy_conf "$sport" ;;
   esac
   cmd=$(server_cmd "$name" "$sport") || return 1
@@ -241,13 +259,15 @@ if [ $mem = 1 ]; then
   # idle_batch OUT: opens half of the idle connections (one GET / each) and waits until they
   # are all up; sets ipid.
   idle_batch() {
-    timeout -k 2 120 "$idle_conns" -n "$half" -t 90 -H "127.0.0.1:$sport" >"$1" 2>"$1.err" &
+    local tflag=
+    case $name in *-tls*) tflag=-T ;; esac
+    timeout -k 2 120 "$idle_conns" -n "$half" -t 90 -H $tflag "127.0.0.1:$sport" >"$1" 2>"$1.err" &
     ipid=$!
     pids+=("$ipid")
     for ((i = 0; i < 600; i++)); do grep -q connected "$1" 2>/dev/null && break; sleep 0.1; done
     grep -q connected "$1"
   }
-  for name in vega vega-epoll nginx; do
+  for name in ${memservers//,/ }; do
     start_server "$name" || continue
     sleep 0.5
     r0=$(rss_kb "$spid")

@@ -2,18 +2,21 @@
 /* idle-conns: opens N TCP connections to HOST:PORT and holds them open, idle, for SECS
  * seconds (or until SIGTERM/SIGINT); bench/run-echo.sh measures the server's memory meanwhile.
  *
- *   idle-conns [-n N] [-t SECS] [-e | -H] HOST:PORT
+ *   idle-conns [-n N] [-t SECS] [-e | -H] [-T] HOST:PORT
  *
  * -e: first echo one 64-byte message on every connection (waiting for it to come back), so
  *     the connections are idle keep-alive ones rather than never used.
  * -H: the same for an HTTP server (nginx): one HTTP/1.1 GET / per connection, the response
  *     read whole (it needs a Content-Length), the connection kept alive.
+ * -T: over TLS (OpenSSL, certificate not verified, ALPN http/1.1 when with -H): each
+ *     connection does its handshake (and its echo or request) before the next one opens.
  * Prints "connected N" on stdout once all are open (and echoed), then waits. Needs a file
  * limit above N (ulimit -n). Exit 1 if any connection failed. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <openssl/ssl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,15 +31,34 @@ static void on_signal(int sig)
     stop = 1;
 }
 
-static int echo_once(int fd)
+static SSL_CTX *tls_ctx; /* -T */
+static SSL **tls;        /* per connection, with -T */
+
+static ssize_t xsend(int fd, SSL *ssl, const void *p, size_t n)
+{
+    if (!ssl)
+        return send(fd, p, n, MSG_NOSIGNAL);
+    int r = SSL_write(ssl, p, (int)n);
+    return r > 0 ? r : -1;
+}
+
+static ssize_t xrecv(int fd, SSL *ssl, void *p, size_t n)
+{
+    if (!ssl)
+        return recv(fd, p, n, 0);
+    int r = SSL_read(ssl, p, (int)n);
+    return r > 0 ? r : -1;
+}
+
+static int echo_once(int fd, SSL *ssl)
 {
     char msg[64], back[64];
     memset(msg, 'x', sizeof(msg));
-    if (send(fd, msg, sizeof(msg), MSG_NOSIGNAL) != (ssize_t)sizeof(msg))
+    if (xsend(fd, ssl, msg, sizeof(msg)) != (ssize_t)sizeof(msg))
         return -1;
     size_t got = 0;
     while (got < sizeof(back)) {
-        ssize_t r = recv(fd, back + got, sizeof(back) - got, 0);
+        ssize_t r = xrecv(fd, ssl, back + got, sizeof(back) - got);
         if (r <= 0)
             return -1;
         got += (size_t)r;
@@ -45,17 +67,17 @@ static int echo_once(int fd)
 }
 
 /* One keep-alive HTTP/1.1 request: reads the headers, then Content-Length bytes of body. */
-static int http_once(int fd)
+static int http_once(int fd, SSL *ssl)
 {
     static const char req[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-    if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)sizeof(req) - 1)
+    if (xsend(fd, ssl, req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1)
         return -1;
     char buf[8192];
     size_t got = 0;
     for (;;) {
         if (got == sizeof(buf) - 1)
             return -1;
-        ssize_t r = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+        ssize_t r = xrecv(fd, ssl, buf + got, sizeof(buf) - 1 - got);
         if (r <= 0)
             return -1;
         got += (size_t)r;
@@ -76,8 +98,8 @@ int main(int argc, char **argv)
 {
     unsigned n = 10000;
     double secs = 30;
-    int echo = 0, http = 0, opt;
-    while ((opt = getopt(argc, argv, "n:t:eH")) != -1) {
+    int echo = 0, http = 0, use_tls = 0, opt;
+    while ((opt = getopt(argc, argv, "n:t:eHT")) != -1) {
         switch (opt) {
         case 'n':
             n = (unsigned)strtoul(optarg, NULL, 10);
@@ -91,13 +113,16 @@ int main(int argc, char **argv)
         case 'H':
             http = 1;
             break;
+        case 'T':
+            use_tls = 1;
+            break;
         default:
             goto usage;
         }
     }
     if (optind != argc - 1) {
     usage:
-        fprintf(stderr, "usage: idle-conns [-n N] [-t SECS] [-e | -H] HOST:PORT\n");
+        fprintf(stderr, "usage: idle-conns [-n N] [-t SECS] [-e | -H] [-T] HOST:PORT\n");
         return 2;
     }
     char host[256];
@@ -118,17 +143,35 @@ int main(int argc, char **argv)
     int *fds = calloc(n, sizeof(int));
     if (!fds)
         return 1;
+    if (use_tls) {
+        tls_ctx = SSL_CTX_new(TLS_client_method());
+        tls = calloc(n, sizeof(SSL *));
+        if (!tls_ctx || !tls)
+            return 1;
+        SSL_CTX_set_mode(tls_ctx, SSL_MODE_RELEASE_BUFFERS);
+        static const unsigned char alpn[] = "\x08http/1.1";
+        if (http)
+            SSL_CTX_set_alpn_protos(tls_ctx, alpn, sizeof(alpn) - 1);
+    }
     for (unsigned i = 0; i < n && !stop; i++) {
         fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fds[i] < 0 || connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)) < 0) {
             fprintf(stderr, "idle-conns: connection %u: %s\n", i, strerror(errno));
             return 1;
         }
-        if (echo && echo_once(fds[i]) < 0) {
+        SSL *ssl = NULL;
+        if (use_tls) {
+            ssl = tls[i] = SSL_new(tls_ctx);
+            if (!ssl || SSL_set_fd(ssl, fds[i]) != 1 || SSL_connect(ssl) != 1) {
+                fprintf(stderr, "idle-conns: connection %u: TLS handshake failed\n", i);
+                return 1;
+            }
+        }
+        if (echo && echo_once(fds[i], ssl) < 0) {
             fprintf(stderr, "idle-conns: connection %u: echo failed\n", i);
             return 1;
         }
-        if (http && http_once(fds[i]) < 0) {
+        if (http && http_once(fds[i], ssl) < 0) {
             fprintf(stderr, "idle-conns: connection %u: HTTP request failed\n", i);
             return 1;
         }

@@ -211,6 +211,13 @@ int curl_ws_transfer(struct curl_ctx *cx, size_t idx)
     bool is_wss = strncasecmp(url, "wss:", 4) == 0;
     if (o->http_version == 21 || (o->http_version == 20 && is_wss))
         wo.version = VEGA_HTTP_CLIENT_V2;
+    /* RFC 9220 (WebSocket over HTTP/3): --http3 on wss:// over QUIC, the HTTP/1.1 Upgrade when
+     * the server does not do it; ws:// stays HTTP/1.1 (HTTP/3 is https only); --http3-only
+     * insists (no fallback; ws:// is refused) */
+    if (o->http_version == 30 && (is_wss || !o->h3_fallback)) {
+        wo.version = VEGA_HTTP_CLIENT_V3;
+        wo.h1_fallback = o->h3_fallback;
+    }
     /* -H, then -u or --oauth2-bearer as Authorization unless -H gave one (no redirects here),
      * then Cookie */
     vega_http_field fields[CURL_MAX_HEADERS + 2];
@@ -276,12 +283,20 @@ int curl_ws_transfer(struct curl_ctx *cx, size_t idx)
                    ? CE_COULDNT_RESOLVE_HOST
                : rc <= VEGA_ERR_TLS_BASE && rc > VEGA_ERR_TLS_BASE - 100 ? CE_SSL_CONNECT_ERROR
                                                                          : CE_COULDNT_CONNECT;
+        if (rc == -ENOTSUP && wo.version == VEGA_HTTP_CLIENT_V3)
+            return curl_fail(o, CE_UNSUPPORTED_PROTOCOL,
+                             "WebSocket to %s: the server does not do WebSocket over HTTP/3 "
+                             "(RFC 9220: no SETTINGS_ENABLE_CONNECT_PROTOCOL)",
+                             url);
         if (rc == -ENOTSUP)
             return curl_fail(o, CE_UNSUPPORTED_PROTOCOL,
                              "WebSocket to %s: the server does not do WebSocket over HTTP/2 "
                              "(RFC 8441: no SETTINGS_ENABLE_CONNECT_PROTOCOL, or ALPN chose "
                              "http/1.1)",
                              url);
+        if (rc == VEGA_ERR_HTTP_SCHEME && wo.version == VEGA_HTTP_CLIENT_V3)
+            return curl_fail(o, CE_UNSUPPORTED_PROTOCOL,
+                             "WebSocket to %s: HTTP/3 is for wss:// only (--http3-only)", url);
         return curl_fail(o, code, "WebSocket to %s: %s", url, vega_strerror(rc));
     }
     vinfo(o, "WebSocket open%s%s%s",

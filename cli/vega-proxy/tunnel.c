@@ -21,8 +21,17 @@
 #define HS_BUF (64 * 1024)
 /* Bytes per read while relaying by copy. */
 #define RELAY_BUF (16 * 1024)
-/* Bytes per splice into a direction's pipe (a default pipe holds 64 KiB). */
-#define RELAY_SPLICE (64 * 1024)
+/* A direction's pipe: a fresh one holds 64 KiB (Linux's default); while a direction moves
+ * full pipes its pipe grows to RELAY_PIPE_BIG (fewer splices, and fewer ACKs and pushes on
+ * the sockets, per byte), and shrinks back when the direction parks. */
+#define RELAY_PIPE (64 * 1024)
+#ifndef RELAY_PIPE_BIG
+#define RELAY_PIPE_BIG (1024 * 1024)
+#endif
+/* Pipe pages that grown pipes may hold together beyond their first 16 (each page counts
+ * against the user's fs.pipe-user-pages-soft, past which Linux gives new pipes 2 pages): at
+ * most half that limit, and at most this many. */
+#define PIPE_GROWN_PAGES_MAX 8192
 /* Idle pipes kept for the next direction that moves bytes (each holds two descriptors). */
 #define PIPE_CACHE 64
 
@@ -37,6 +46,8 @@ struct dir {
     uint64_t *count;              /* bytes written to `to` (only this direction writes it) */
     atomic_uint_fast64_t *metric; /* the same bytes in the metrics */
     int pr, pw;                   /* the pipe splice moves through, while bytes move (-1: none) */
+    size_t cap;                   /* its size in bytes (RELAY_PIPE, or RELAY_PIPE_BIG: grown) */
+    bool no_grow;                 /* growing failed once: this direction stays at RELAY_PIPE */
     bool copy;                    /* splice is not possible here: recv and write through a buffer */
     char *buf; /* that buffer (RELAY_BUF bytes), while bytes move by copy (NULL: none) */
 };
@@ -913,6 +924,45 @@ static struct {
     size_t n;
 } pipes = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
+/* Extra pages held by grown pipes, and the most they may hold (pipe_budget_init). */
+static atomic_size_t pipe_grown_pages;
+static size_t pipe_grown_max;
+static pthread_once_t pipe_budget_once = PTHREAD_ONCE_INIT;
+
+static void pipe_budget_init(void)
+{
+    size_t soft = 16384; /* Linux's default fs.pipe-user-pages-soft */
+    FILE *f = fopen("/proc/sys/fs/pipe-user-pages-soft", "re");
+    if (f) {
+        unsigned long v;
+        if (fscanf(f, "%lu", &v) == 1 && v > 0)
+            soft = v;
+        fclose(f);
+    }
+    pipe_grown_max = soft / 2 < PIPE_GROWN_PAGES_MAX ? soft / 2 : PIPE_GROWN_PAGES_MAX;
+}
+
+/* Grows d's (empty or full) pipe to RELAY_PIPE_BIG when the budget has room; else, or when
+ * the kernel refuses (fs.pipe-max-size, the user's pipe pages), it stays as it is. */
+static void pipe_grow(struct dir *d)
+{
+    size_t extra = (RELAY_PIPE_BIG - RELAY_PIPE) / 4096;
+    pthread_once(&pipe_budget_once, pipe_budget_init);
+    size_t held = atomic_load(&pipe_grown_pages);
+    do {
+        if (held + extra > pipe_grown_max) {
+            d->no_grow = true;
+            return;
+        }
+    } while (!atomic_compare_exchange_weak(&pipe_grown_pages, &held, held + extra));
+    if (fcntl(d->pw, F_SETPIPE_SZ, RELAY_PIPE_BIG) < RELAY_PIPE_BIG) {
+        atomic_fetch_sub(&pipe_grown_pages, extra);
+        d->no_grow = true;
+        return;
+    }
+    d->cap = RELAY_PIPE_BIG;
+}
+
 static int pipe_get(struct dir *d)
 {
     int p[2] = {-1, -1};
@@ -927,14 +977,22 @@ static int pipe_get(struct dir *d)
         return -errno;
     d->pr = p[0];
     d->pw = p[1];
+    d->cap = RELAY_PIPE;
     return 0;
 }
 
-/* Gives d's pipe back: to the cache when empty (clean), else closed. */
+/* Gives d's pipe back: to the cache when empty (clean) and back at RELAY_PIPE, else closed;
+ * a grown pipe's pages go back to the budget either way. */
 static void pipe_put(struct dir *d, bool clean)
 {
     if (d->pr < 0)
         return;
+    if (d->cap > RELAY_PIPE) {
+        if (clean && fcntl(d->pw, F_SETPIPE_SZ, RELAY_PIPE) != RELAY_PIPE)
+            clean = false;
+        atomic_fetch_sub(&pipe_grown_pages, (d->cap - RELAY_PIPE) / 4096);
+        d->cap = RELAY_PIPE;
+    }
     bool kept = false;
     if (clean) {
         pthread_mutex_lock(&pipes.mu);
@@ -1000,7 +1058,7 @@ static int dir_move(struct dir *d)
         if (d->copy)
             n = recv(from, d->buf, RELAY_BUF, MSG_DONTWAIT);
         else
-            n = splice(from, NULL, d->pw, NULL, RELAY_SPLICE, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            n = splice(from, NULL, d->pw, NULL, d->cap, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (n == 0)
             return 0;
         if (n < 0) {
@@ -1025,6 +1083,8 @@ static int dir_move(struct dir *d)
             metric_add(d->metric, (uint64_t)n);
         } else if ((r = splice_out(d, to, (size_t)n)) < 0) {
             return r;
+        } else if ((size_t)n == d->cap && d->cap < RELAY_PIPE_BIG && !d->no_grow) {
+            pipe_grow(d); /* a full pipe: bytes flow faster than it moves them */
         }
         atomic_store(&t->last, vega_now());
     }

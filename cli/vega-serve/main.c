@@ -119,8 +119,9 @@ static const char usage_text[] =
     "      --ws-echo PATH      a WebSocket echo endpoint at PATH (e.g. /ws): every message comes\n"
     "                          back as it was sent (permessage-deflate when the client offers "
     "it);\n"
-    "                          over HTTP/1.1 (Upgrade) and HTTP/2 (RFC 8441 extended CONNECT:\n"
-    "                          SETTINGS_ENABLE_CONNECT_PROTOCOL is then advertised)\n"
+    "                          over HTTP/1.1 (Upgrade), HTTP/2 and HTTP/3 (RFC 8441, RFC 9220\n"
+    "                          extended CONNECT: SETTINGS_ENABLE_CONNECT_PROTOCOL is then\n"
+    "                          advertised)\n"
     "\n"
     "Logs:\n"
     "      --access-log FILE   one line per request to FILE (appended; '-' = stdout),\n"
@@ -938,6 +939,8 @@ static int listen_h3(vega_http_server *srv, const vega_addr *first, uint16_t *po
     if (serve_o.quic_retry)
         o.retry = VEGA_QUIC_RETRY_ALWAYS;
     o.qlog_dir = serve_o.qlog_dir;
+    /* RFC 9220: --ws-echo over HTTP/3 too (extended CONNECT), advertised only with the route */
+    o.websocket = serve_o.ws_echo != NULL;
     if (quic_suites(serve_o.tls13_ciphers, &o) < 0)
         return CLI_EXIT_USAGE;
     int slot = serve_shard_udp_slot();

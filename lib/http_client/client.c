@@ -741,6 +741,12 @@ int vega__hc_send_ws(vega_http_client *c, const vega_http_client_request *req,
          * https, prior knowledge on http) */
         rq.ws_h2 = true;
         rc = vega__hc_send_h2(c, &rq, start, req->deadline, out);
+    } else if (rc == 0 && rq.h3) {
+        /* RFC 9220: the same on a pooled or new HTTP/3 connection; no TCP race (the caller's
+         * h1_fallback decides) */
+        rq.ws_h3 = true;
+        rq.fallback = false;
+        rc = vega__hc_send_h3(c, &rq, start, req->deadline, out);
     } else if (rc == 0) {
         bool reused = false, used = false, got_bytes = false;
         rc = vega__hc_attempt_h1(c, &rq, start, req->deadline, true, &reused, &used, &got_bytes,

@@ -345,6 +345,7 @@ struct vega_http_client_response {
     bool h3_stopped;  /* the server asked us to stop sending (STOP_SENDING) */
     bool h3_fin;      /* the stream's end was fed to the core */
     bool h3_sent_fin; /* our side ended */
+    bool h3_tunnel;   /* a WebSocket's stream (h3_tunnel.c): writes wait on h2_wwake */
     uint64_t h3_reset_code, h3_stop_code;
     uint64_t h3_stream_err; /* on_stream_error's code, acted on after the read (0: none) */
     uint8_t *h3_dst;        /* where on_data puts body bytes during a feed */
@@ -367,9 +368,9 @@ struct vega_http_client_response {
     int h2_err;      /* the stream failed: a code for the reader */
     uint8_t *h2_buf; /* DATA received and not yet read: [h2_off, h2_off + h2_len) */
     size_t h2_off, h2_len, h2_cap;
-    /* A tunnel's writer (RFC 8441: one task reads while another writes) waits on this one, so
-     * that a wake meant for the reader is never taken by the writer; vega__hc_h2_wake wakes
-     * both. */
+    /* A tunnel's writer (RFC 8441, RFC 9220: one task reads while another writes) waits on
+     * this one, so that a wake meant for the reader is never taken by the writer;
+     * vega__hc_h2_wake (and h3_event.c's wake) wakes both. HTTP/3 too, when h3_tunnel. */
     vega_notify h2_wwake;
     bool h2_tx_end; /* a tunnel: our side ended (END_STREAM given to the core) */
 
@@ -434,6 +435,7 @@ struct hc_req {
     bool ws;         /* a WebSocket opening handshake (vega__hc_send_ws) */
     bool ws_h2;      /* ... over HTTP/2: an extended CONNECT (RFC 8441 §4) whose stream stays
                         open both ways (vega__hc_h2_tunnel_new) */
+    bool ws_h3;      /* ... over HTTP/3: the same (RFC 9220), vega__hc_h3_tunnel_new */
     struct hc_key key;
     char host_for_tls[HC_MAX_HOST + 1];
     char alt_host[HC_MAX_HOST + 1]; /* where QUIC goes (the origin's host when no Alt-Svc) */
@@ -555,6 +557,14 @@ static inline void vega__hc_h2_wake(vega_http_client_response *r)
  * writes give DATA under flow control, SHUT_WR sends END_STREAM, close ends our side and
  * waits (bounded by its deadline) for the server's, then frees r (CANCEL if still open). */
 int vega__hc_h2_tunnel_new(vega_http_client_response *r, vega_stream **out);
+/* h3_tunnel.c: the same over an HTTP/3 request stream (RFC 9220): r (2xx to an extended
+ * CONNECT) taken on success. */
+int vega__hc_h3_tunnel_new(vega_http_client_response *r, vega_stream **out);
+/* h3_req.c: p[0..n) as one DATA frame on r's stream (fin: then our FIN; n 0 and fin: the FIN
+ * alone). Returns 0, -ECONNRESET (the server stopped or reset the stream) or a code; a frame
+ * that went out in part (a deadline) resets the stream (H3_REQUEST_CANCELLED). */
+int vega__hc_h3_send_data(vega_http_client_response *r, const void *p, size_t n, bool fin,
+                          vega_deadline dl);
 
 /* h3_altsvc.c */
 /* Learns the Alt-Svc fields of a response to an https origin (the alt_svc option). */

@@ -25,10 +25,19 @@ vega_http_client_response *vega__hc_h3_find(struct hc_h3 *h, uint64_t id)
     return NULL;
 }
 
+/* Wakes r's task and, for a WebSocket's tunnel (RFC 9220: one task reads while another
+ * writes), its writer, which waits on h2_wwake so that a wake meant for the reader is never
+ * taken by the writer (the writer's permit is harmless where nobody waits on it). */
+static void wake(vega_http_client_response *r)
+{
+    vega_notify_one(&r->h3_wake);
+    vega_notify_one(&r->h2_wwake);
+}
+
 static void wake_all(struct hc_h3 *h)
 {
     for (vega_http_client_response *r = h->reqs; r; r = r->h3_next)
-        vega_notify_one(&r->h3_wake);
+        wake(r);
 }
 
 void vega__hc_h3_kill(struct hc_h3 *h, int err)
@@ -172,7 +181,7 @@ static void on_reset(struct hc_h3 *h, const vega_quic_event *ev)
     if (r) {
         r->h3_reset = true;
         r->h3_reset_code = ev->error_code;
-        vega_notify_one(&r->h3_wake);
+        wake(r);
         return;
     }
     /* A stream nobody reads any more, or a peer unidirectional one (critical ones may not
@@ -193,7 +202,7 @@ static void on_stop(struct hc_h3 *h, const vega_quic_event *ev)
         /* RFC 9114 §4.1: the server needs no more of the body (it may have answered). */
         r->h3_stopped = true;
         r->h3_stop_code = ev->error_code;
-        vega_notify_one(&r->h3_wake);
+        wake(r);
     }
 }
 
@@ -222,7 +231,7 @@ static void on_readable(struct hc_h3 *h, uint64_t id)
     }
     vega_http_client_response *r = IS_REQUEST(id) ? vega__hc_h3_find(h, id) : NULL;
     if (r) {
-        vega_notify_one(&r->h3_wake);
+        wake(r);
         return;
     }
     const uint8_t *d;
@@ -284,7 +293,7 @@ void vega__hc_h3_on_event(void *user, vega_quic_ep_conn *qe, vega_quic_conn *qc,
         } else {
             vega_http_client_response *r = vega__hc_h3_find(h, ev->stream_id);
             if (r)
-                vega_notify_one(&r->h3_wake);
+                wake(r);
         }
         break;
     case VEGA_QUIC_EV_STREAM_RESET:
@@ -406,7 +415,7 @@ static int on_headers(void *ud, uint64_t sid, const vega_h3_head *hd)
         r->cb_err = rc;
         stream_error(r, rc == VEGA_ERR_PROTO ? VEGA_H3_EXCESSIVE_LOAD : VEGA_H3_INTERNAL_ERROR);
     }
-    vega_notify_one(&r->h3_wake);
+    wake(r);
     return 0;
 }
 
@@ -450,7 +459,7 @@ static int on_end_stream(void *ud, uint64_t sid)
     }
     r->msg_done = true;
     r->info.t_done = vega_now();
-    vega_notify_one(&r->h3_wake);
+    wake(r);
     return 0;
 }
 
@@ -459,7 +468,7 @@ static int on_stream_error(void *ud, uint64_t sid, uint64_t code)
     vega_http_client_response *r = vega__hc_h3_find(ud, sid);
     if (r) {
         stream_error(r, code);
-        vega_notify_one(&r->h3_wake);
+        wake(r);
     }
     return 0;
 }
@@ -469,7 +478,7 @@ static int on_stream_unblocked(void *ud, uint64_t sid)
     vega_http_client_response *r = vega__hc_h3_find(ud, sid);
     if (r) {
         r->h3_blocked = false;
-        vega_notify_one(&r->h3_wake);
+        wake(r);
     }
     return 0;
 }
@@ -495,6 +504,14 @@ static int on_stop_sending(void *ud, uint64_t sid, uint64_t code)
     return 0;
 }
 
+/* RFC 9220 §3: an extended CONNECT waits for the server's SETTINGS (open_and_head). */
+static int on_settings(void *ud, const vega_h3_settings *peer)
+{
+    (void)peer;
+    wake_all(ud);
+    return 0;
+}
+
 const vega_h3_callbacks vega__hc_h3_callbacks = {
     .on_headers = on_headers,
     .on_data = on_data,
@@ -503,4 +520,5 @@ const vega_h3_callbacks vega__hc_h3_callbacks = {
     .on_stream_unblocked = on_stream_unblocked,
     .on_goaway = on_goaway,
     .on_stop_sending = on_stop_sending,
+    .on_settings = on_settings,
 };

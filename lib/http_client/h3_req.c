@@ -69,7 +69,7 @@ static int head_fields(vega_http_client *c, const struct hc_req *rq, struct h3_h
 #define ADD(nm, v, vl) (hh->f[hh->n++] = (vega_http_field){{(nm), strlen(nm)}, {(v), (vl)}})
     if (c->user_agent[0] && !user_field(req, "user-agent"))
         ADD("user-agent", c->user_agent, strlen(c->user_agent));
-    if (!user_field(req, "accept"))
+    if (!rq->ws_h3 && !user_field(req, "accept"))
         ADD("accept", "*/*", 3);
     if (req->decompress && !user_field(req, "accept-encoding"))
         ADD("accept-encoding", "br, zstd, gzip, deflate", 23);
@@ -103,7 +103,7 @@ static void trace_head(vega_http_client_response *r, const vega_h3_request *hr,
 {
     if (!r->trace)
         return;
-    size_t total = hr->method.len + hr->path.len + hr->authority.len + 32;
+    size_t total = hr->method.len + hr->path.len + hr->authority.len + hr->protocol.len + 48;
     for (size_t i = 0; i < hh->n; i++)
         total += hh->f[i].name.len + hh->f[i].value.len + 4;
     char *t = vega__mem_malloc(r->c->o.mem, total);
@@ -113,6 +113,9 @@ static void trace_head(vega_http_client_response *r, const vega_h3_request *hr,
                      hr->method.ptr, (int)hr->path.len, hr->path.ptr, (int)hr->authority.len,
                      hr->authority.ptr);
     size_t o = n > 0 ? (size_t)n : 0;
+    if (hr->protocol.ptr && o < total) /* RFC 9220: shown as the HTTP/2 trace shows it */
+        o += (size_t)snprintf(t + o, total - o, ":protocol: %.*s\r\n", (int)hr->protocol.len,
+                              hr->protocol.ptr);
     for (size_t i = 0; i < hh->n && o < total; i++)
         o += (size_t)snprintf(t + o, total - o, "%.*s: %.*s\r\n", (int)hh->f[i].name.len,
                               hh->f[i].name.ptr, (int)hh->f[i].value.len, hh->f[i].value.ptr);
@@ -173,6 +176,15 @@ static int open_and_head(vega_http_client_response *r, const vega_h3_request *hr
             rc = h->err ? h->err : VEGA_ERR_QUIC_EP_CLOSED;
         else if (h->goaway)
             rc = VEGA_ERR_H3_GOAWAY;
+        vega_h3_settings ps;
+        if (rc == 0 && hr->protocol.ptr) {
+            /* RFC 9220 §3 (RFC 8441 §4): an extended CONNECT only once the server's SETTINGS
+             * said ENABLE_CONNECT_PROTOCOL = 1; on_settings wakes us */
+            if (!vega_h3_conn_get_peer_settings(h->h3, &ps))
+                rc = VEGA_ERR_FULL;
+            else if (!ps.enable_connect_protocol)
+                rc = -ENOTSUP;
+        }
         uint64_t id = 0;
         if (rc == 0)
             rc = vega_quic_stream_open(qc, true, &id);
@@ -196,7 +208,8 @@ static int open_and_head(vega_http_client_response *r, const vega_h3_request *hr
         vega_quic_ep_conn_unlock(h->qe);
         if (rc != VEGA_ERR_FULL)
             break;
-        /* The server's stream limit: wait for its MAX_STREAMS (RFC 9000 §4.6). */
+        /* The server's stream limit: wait for its MAX_STREAMS (RFC 9000 §4.6), or for its
+         * SETTINGS. */
         if ((rc = vega_notify_wait(&r->h3_wake, dl)) < 0)
             break;
     }
@@ -233,7 +246,7 @@ static int stream_write(vega_http_client_response *r, const void *p, size_t len,
         vega_quic_ep_conn_unlock(h->qe);
         if (rc != 0 || off == len)
             return rc;
-        if ((rc = vega_notify_wait(&r->h3_wake, dl)) < 0)
+        if ((rc = vega_notify_wait(r->h3_tunnel ? &r->h2_wwake : &r->h3_wake, dl)) < 0)
             return rc;
     }
 }
@@ -249,6 +262,29 @@ static int data_frame(vega_http_client_response *r, const void *p, size_t n, boo
     int rc = stream_write(r, hdr, (size_t)hl, fin && n == 0, dl);
     if (rc == 0 && n)
         rc = stream_write(r, p, n, fin, dl);
+    return rc;
+}
+
+int vega__hc_h3_send_data(vega_http_client_response *r, const void *p, size_t n, bool fin,
+                          vega_deadline dl)
+{
+    int rc;
+    if (n == 0)
+        rc = fin && r->h3_sent_fin ? 0 : stream_write(r, "", 0, fin, dl);
+    else
+        rc = data_frame(r, p, n, fin, dl);
+    if (rc == 1)
+        return -ECONNRESET; /* the server stopped our side (STOP_SENDING) or reset the stream */
+    if (rc < 0 && n && !r->h3_reset && !r->h3_stopped) {
+        /* a frame cut short cannot be followed by another: the stream is over */
+        struct hc_h3 *h = r->h3;
+        vega_quic_conn *qc = vega_quic_ep_conn_lock(h->qe);
+        if (qc) {
+            (void)vega_quic_stream_reset(qc, r->h3_id, VEGA_H3_REQUEST_CANCELLED);
+            r->h3_sent_fin = true; /* nothing more goes on our side */
+            vega_quic_ep_conn_unlock(h->qe);
+        }
+    }
     return rc;
 }
 
@@ -381,18 +417,28 @@ int vega__hc_attempt_h3(vega_http_client *c, const struct hc_req *rq, struct hc_
         .authority = {rq->authority, strlen(rq->authority)},
         .path = {rq->target, strlen(rq->target)},
     };
+    if (rq->ws_h3) {
+        /* RFC 9220 §3, RFC 8441 §4: ":method" CONNECT, ":protocol" websocket, with :scheme and
+         * :path; the stream stays open for the WebSocket's bytes */
+        hr.method = (vega_http_str){"CONNECT", 7};
+        hr.protocol = (vega_http_str){"websocket", 9};
+    }
     const vega_http_field *host = user_field(req, "host");
     if (host && host->value.ptr && host->value.len)
         hr.authority = (vega_http_str){host->value.ptr, host->value.len};
     struct h3_head hh = {0};
     rc = head_fields(c, rq, &hh);
     if (rc == 0) {
-        trace_head(r, &hr, &hh);
-        rc = open_and_head(r, &hr, &hh, !rq->has_body, dl);
+        /* an extended CONNECT may not go at all (the server's SETTINGS): traced once sent */
+        if (!rq->ws_h3)
+            trace_head(r, &hr, &hh);
+        rc = open_and_head(r, &hr, &hh, !rq->has_body && !rq->ws_h3, dl);
+        if (rc == 0 && rq->ws_h3)
+            trace_head(r, &hr, &hh);
     }
     vega__mem_free(c->o.mem, hh.f);
     vega__mem_free(c->o.mem, hh.names);
-    if (rc == 0 && rq->has_body) {
+    if (rc == 0 && rq->has_body && !rq->ws_h3) {
         rc = send_body(r, rq, used, dl);
         if (rc == 1)
             rc = 0; /* stopped by the server: its answer says why */

@@ -178,8 +178,8 @@ static int check_101(const vega_http_client_info *info, const char *accept,
     return check_negotiated(info, o, params, proto, proto_len);
 }
 
-/* RFC 8441 §5: the answer on an HTTP/2 stream -- any 2xx accepts (no Accept key) -- and the
- * stream becomes *out's transport. r: taken. */
+/* RFC 8441 §5 (RFC 9220 §3 for HTTP/3): the answer on an HTTP/2 or HTTP/3 stream -- any 2xx
+ * accepts (no Accept key) -- and the stream becomes *out's transport. r: taken. */
 static int over_h2(vega_http_client_response *r, const vega_websocket_connect_opts *o,
                    vega_websocket **out)
 {
@@ -192,7 +192,7 @@ static int over_h2(vega_http_client_response *r, const vega_websocket_connect_op
         return rc;
     }
     vega_stream *s;
-    if ((rc = vega__hc_h2_tunnel_new(r, &s)) < 0) {
+    if ((rc = r->h3 ? vega__hc_h3_tunnel_new(r, &s) : vega__hc_h2_tunnel_new(r, &s)) < 0) {
         vega_http_client_response_free(r);
         return rc;
     }
@@ -205,9 +205,10 @@ static int over_h2(vega_http_client_response *r, const vega_websocket_connect_op
     return 0;
 }
 
-/* One handshake: over HTTP/2 (h2) or an HTTP/1.1 Upgrade. The options are checked. */
+/* One handshake: over HTTP/2 (h2), HTTP/3 (h3) or an HTTP/1.1 Upgrade. The options are
+ * checked. */
 static int attempt(vega_http_client *c, const char *url, const vega_websocket_connect_opts *o,
-                   bool h2, vega_websocket **out, vega_deadline dl)
+                   bool h2, bool h3, vega_websocket **out, vega_deadline dl)
 {
     char protos[WS_MAX_PROTOS];
     size_t plen = 0;
@@ -243,8 +244,9 @@ static int attempt(vega_http_client *c, const char *url, const vega_websocket_co
     for (size_t i = 0; i < o->nfields; i++)
         f[nf++] = o->fields[i];
 #define ADD(n, v, vl) (f[nf++] = (vega_http_field){{(n), strlen(n)}, {(v), (vl)}})
-    if (!h2) {
-        /* RFC 8441 §5: over HTTP/2 the :protocol says it, and there is no key */
+    if (!h2 && !h3) {
+        /* RFC 8441 §5, RFC 9220 §3: over HTTP/2 and HTTP/3 the :protocol says it, and there is
+         * no key */
         ADD("Upgrade", "websocket", 9);
         ADD("Connection", "Upgrade", 7);
         ADD("Sec-WebSocket-Key", key, VEGA_WS_KEY_LEN);
@@ -263,8 +265,8 @@ static int attempt(vega_http_client *c, const char *url, const vega_websocket_co
     req.nfields = nf;
     /* HTTP/2: ALPN h2 on https, prior knowledge on http (no h2c Upgrade for a CONNECT); the
      * origin's pooled connection is shared */
-    req.version = h2 ? VEGA_HTTP_CLIENT_V2_PRIOR : VEGA_HTTP_CLIENT_V11;
-    req.fresh_connection = !h2;
+    req.version = h3 ? VEGA_HTTP_CLIENT_V3 : h2 ? VEGA_HTTP_CLIENT_V2_PRIOR : VEGA_HTTP_CLIENT_V11;
+    req.fresh_connection = !h2 && !h3;
     req.deadline = dl;
     req.trace = o->trace;
     req.trace_user = o->trace_user;
@@ -274,7 +276,7 @@ static int attempt(vega_http_client *c, const char *url, const vega_websocket_co
     vega__mem_free(mem, hurl);
     if (rc < 0)
         return rc;
-    bool ok = r->h2 ? r->info.status >= 200 && r->info.status < 300 : r->upgraded;
+    bool ok = r->h2 || r->h3 ? r->info.status >= 200 && r->info.status < 300 : r->upgraded;
     if (!ok) {
         /* §4.1: "If the status code received from the server is not 101, the client handles
          * the response per HTTP procedures" (here: the caller's, with the response); RFC 8441
@@ -285,7 +287,7 @@ static int attempt(vega_http_client *c, const char *url, const vega_websocket_co
             vega_http_client_response_free(r);
         return VEGA_ERR_WS_STATUS;
     }
-    if (r->h2)
+    if (r->h2 || r->h3)
         return over_h2(r, o, out);
     vega_ws_deflate_params params;
     char proto[64];
@@ -336,11 +338,13 @@ int vega_websocket_connect_versioned(vega_http_client *c, const char *url,
     if (o->ws.nsubprotocols && !o->ws.subprotocols)
         return -EINVAL;
     bool h2 = o->version == VEGA_HTTP_CLIENT_V2 || o->version == VEGA_HTTP_CLIENT_V2_PRIOR;
-    if (!h2 && o->version != 0 && o->version != VEGA_HTTP_CLIENT_V11)
+    bool h3 = o->version == VEGA_HTTP_CLIENT_V3;
+    if (!h2 && !h3 && o->version != 0 && o->version != VEGA_HTTP_CLIENT_V11)
         return -EINVAL;
-    int rc = attempt(c, url, o, h2, out, dl);
-    /* the server does not do RFC 8441: the HTTP/1.1 Upgrade on a connection of its own */
-    if (rc == -ENOTSUP && h2 && o->h1_fallback)
-        rc = attempt(c, url, o, false, out, dl);
+    int rc = attempt(c, url, o, h2, h3, out, dl);
+    /* the server does not do RFC 8441 (RFC 9220): the HTTP/1.1 Upgrade on a connection of its
+     * own */
+    if (rc == -ENOTSUP && (h2 || h3) && o->h1_fallback)
+        rc = attempt(c, url, o, false, false, out, dl);
     return rc;
 }

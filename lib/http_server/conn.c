@@ -24,20 +24,11 @@ enum {
 /* ---- the active block ---------------------------------------------------------------------- */
 
 /* One allocation: the block, then the field array, then the first read buffer (a larger one,
- * for a head that does not fit, is allocated apart). */
+ * for a head that does not fit, is allocated apart). Blocks come from the worker's pool
+ * (pool.c) and go back to it when the connection parks or closes. */
 static struct srv_active *active_new(vega_http_server *srv)
 {
-    size_t fields = srv->o.limits.max_fields * sizeof(vega_http_field);
-    struct srv_active *a = vega__mem_malloc(srv->o.mem, sizeof *a + fields + SRV_IN_CAP);
-    if (!a)
-        return NULL;
-    a->in = (uint8_t *)a->field_store + fields;
-    a->in_own = NULL;
-    a->in_cap = SRV_IN_CAP;
-    a->in_start = a->in_pos = a->in_end = a->scan = 0;
-    a->out_len = 0;
-    a->out_count = 0;
-    return a;
+    return vega__srv_active_get(srv);
 }
 
 /* Resizes the read buffer to cap bytes, keeping its content. */
@@ -53,20 +44,19 @@ static int in_resize(const vega_mem *m, struct srv_active *a, size_t cap)
     return 0;
 }
 
-static void active_free(const vega_mem *m, struct srv_active *a)
+static void active_free(vega_http_server *srv, struct srv_active *a)
 {
-    if (a) {
-        vega__mem_free(m, a->in_own);
-        vega__mem_free(m, a);
-    }
+    vega__srv_active_put(srv, a);
 }
 
 void vega__srv_conn_free(struct srv_conn *c)
 {
     const vega_mem *m = c->srv->o.mem;
-    active_free(m, c->a);
+    active_free(c->srv, c->a);
     c->a = NULL;
-    if (c->stream)
+    if (c->stream && c->sock && !c->tls)
+        vega__srv_stream_put(c->srv, c->stream); /* a wrapper from the pool: nothing to flush */
+    else if (c->stream)
         vega_stream_close(c->stream, vega_deadline_in_ms(1000));
     if (c->sock) {
         /* The peer sees the end now: once parked, a socket's close(2) is left to the worker
@@ -81,6 +71,15 @@ void vega__srv_conn_free(struct srv_conn *c)
     vega__mem_free(m, c);
 }
 
+/* A heap address (len > sizeof u) keeps its pointer in u's first bytes. */
+static vega_addr *addr_big(const struct srv_addr *sa)
+{
+    vega_addr *p = NULL;
+    if (sa->len > sizeof sa->u)
+        memcpy(&p, &sa->u, sizeof p);
+    return p;
+}
+
 int vega__srv_addr_set(const vega_mem *m, struct srv_addr *sa, const vega_addr *a)
 {
     vega__srv_addr_fini(m, sa);
@@ -89,17 +88,20 @@ int vega__srv_addr_set(const vega_mem *m, struct srv_addr *sa, const vega_addr *
         sa->len = a->len;
         return 0;
     }
-    if (!(sa->big = vega__mem_malloc(m, sizeof *sa->big)))
+    vega_addr *big = vega__mem_malloc(m, sizeof *big);
+    if (!big)
         return -ENOMEM;
-    *sa->big = *a;
+    *big = *a;
+    memcpy(&sa->u, &big, sizeof big);
     sa->len = a->len;
     return 0;
 }
 
 void vega__srv_addr_get(const struct srv_addr *sa, vega_addr *out)
 {
-    if (sa->big) {
-        *out = *sa->big;
+    vega_addr *big = addr_big(sa);
+    if (big) {
+        *out = *big;
         return;
     }
     memset(&out->ss, 0, sizeof out->ss);
@@ -109,8 +111,7 @@ void vega__srv_addr_get(const struct srv_addr *sa, vega_addr *out)
 
 void vega__srv_addr_fini(const vega_mem *m, struct srv_addr *sa)
 {
-    vega__mem_free(m, sa->big);
-    sa->big = NULL;
+    vega__mem_free(m, addr_big(sa));
     sa->len = 0;
 }
 
@@ -408,7 +409,7 @@ static int wait_idle(struct srv_conn *c, struct srv_active *a, bool *woke)
     }
     if (c->tls && vega_tls_has_buffered(c->stream))
         return HEAD_WAIT;
-    active_free(srv->o.mem, a);
+    active_free(srv, a);
     c->a = NULL;
     return vega__srv_park(c, c->idle_dl) ? HEAD_PARKED : HEAD_CLOSE;
 }
@@ -580,8 +581,7 @@ static void linger(struct srv_conn *c)
 int vega__srv_conn_run(struct srv_conn *c, bool woke)
 {
     vega_http_server *srv = c->srv;
-    if (!c->stream &&
-        (!c->sock || vega_stream_from_sock(&c->stream, c->sock, VEGA_STREAM_BORROW) < 0)) {
+    if (!c->stream && (!c->sock || vega__srv_stream_get(srv, c->sock, &c->stream) < 0)) {
         c->stream = NULL;
         vega__srv_conn_free(c);
         return -ENOMEM;
@@ -674,8 +674,13 @@ int vega_http_server_serve(vega_http_server *srv, vega_stream *s, const vega_add
         vega_stream_close(s, vega_deadline_in_ms(1000));
         return -ENOMEM;
     }
-    pthread_mutex_lock(&c->shard->lock);
+    pthread_mutex_lock(&vega__srv_shard(c)->lock);
     c->task = vega_task_current();
-    pthread_mutex_unlock(&c->shard->lock);
+    pthread_mutex_unlock(&vega__srv_shard(c)->lock);
     return vega__srv_conn_run(c, false);
 }
+
+/* Every idle connection keeps one (the idle-memory benchmark in docs/BENCHMARKS.md): growing
+ * it is a decision, not an accident. */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct srv_conn) <= 152,
+               "struct srv_conn grew: every parked connection pays for it");

@@ -519,17 +519,16 @@ int vega__h2s_start(struct srv_conn *c, uint8_t *up_frame, size_t up_len)
         vega__srv_conn_free(c);
         return -ENOMEM;
     }
-    pthread_mutex_lock(&c->shard->lock); /* shutdown looks at c->h2 under it */
+    pthread_mutex_lock(&vega__srv_shard(c)->lock); /* shutdown looks at c->h2 under it */
     c->h2 = h;
-    pthread_mutex_unlock(&c->shard->lock);
+    pthread_mutex_unlock(&vega__srv_shard(c)->lock);
     h->up_frame = up_frame;
     h->up_len = up_len;
     idle_from_now(h);
     /* the bytes the HTTP/1.1 side read past what it used are the first input (the preface);
-     * then its block goes (conn.c's active block: one allocation, a grown buffer apart) */
+     * then its block goes back to the pool (pool.c; a grown buffer is freed) */
     int rc = feed_from(h, a->in + a->in_pos, a->in_end - a->in_pos);
-    vega__mem_free(m, a->in_own);
-    vega__mem_free(m, a);
+    vega__srv_active_put(srv, a);
     c->a = NULL;
     (void)rc; /* an error queued a GOAWAY: the run writes it and ends */
     return run(h);
@@ -539,7 +538,7 @@ void vega__h2s_ready(struct srv_conn *c, int status)
 {
     struct h2s_conn *h = c->h2;
     vega_http_server *srv = c->srv;
-    if (!c->stream && vega_stream_from_sock(&c->stream, c->sock, VEGA_STREAM_BORROW) < 0) {
+    if (!c->stream && vega__srv_stream_get(srv, c->sock, &c->stream) < 0) {
         c->stream = NULL;
         vega__srv_conn_free(c);
         return;

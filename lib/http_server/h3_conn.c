@@ -600,10 +600,11 @@ static const vega_h3_callbacks h3s_cb = {
 /* ---- listening and stopping ---------------------------------------------------------------- */
 
 /* Layout 1 ends where version 2's qlog_dir starts, layout 2 where version 3's budget does,
- * layout 3 where version 4's fds do. */
+ * layout 3 where version 4's fds do, layout 4 where version 5's websocket does. */
 #define H3S_OPTS_V1_SIZE offsetof(vega_http_server_h3_opts, qlog_dir)
 #define H3S_OPTS_V2_SIZE offsetof(vega_http_server_h3_opts, conn_send_budget)
 #define H3S_OPTS_V3_SIZE offsetof(vega_http_server_h3_opts, fds)
+#define H3S_OPTS_V4_SIZE offsetof(vega_http_server_h3_opts, websocket)
 
 /* The size of a layout (a known version). */
 static size_t opts_size(int opts_version)
@@ -611,6 +612,7 @@ static size_t opts_size(int opts_version)
     return opts_version == 1   ? H3S_OPTS_V1_SIZE
            : opts_version == 2 ? H3S_OPTS_V2_SIZE
            : opts_version == 3 ? H3S_OPTS_V3_SIZE
+           : opts_version == 4 ? H3S_OPTS_V4_SIZE
                                : sizeof(vega_http_server_h3_opts);
 }
 
@@ -639,6 +641,7 @@ int vega__h3s_listen(vega_http_server *srv, const vega_addr *addr, unsigned flag
     l->h3o.max_field_section_size = srv->o.limits.max_field_section;
     l->h3o.max_fields = srv->o.limits.max_fields;
     l->h3o.mem = srv->o.mem;
+    l->h3o.enable_connect_protocol = o->websocket; /* RFC 9220 §3 */
     vega_quic_endpoint_opts eo;
     vega_quic_endpoint_opts_init(&eo);
     eo.quic.tls.chain = o->chain;

@@ -27,7 +27,7 @@ static bool has_token(vega_http_str v, const char *tok)
 static int copy_head(struct h3s_req *r, const vega_h3_head *h)
 {
     const vega_mem *m = r->hc->l->srv->o.mem;
-    size_t need = h->method.len + h->path.len + h->authority.len + h->scheme.len + 4;
+    size_t need = h->method.len + h->path.len + h->authority.len + h->protocol.len + 4;
     for (size_t i = 0; i < h->nfields; i++)
         need += h->fields[i].name.len + h->fields[i].value.len + 2;
     size_t nf = h->nfields ? h->nfields : 1;
@@ -51,6 +51,8 @@ static int copy_head(struct h3s_req *r, const vega_h3_head *h)
     vega_http_str authority;
     COPY(authority, h->authority);
     q->authority = authority;
+    /* RFC 9220 §3: an extended CONNECT (the core accepts one only when we advertised it) */
+    COPY(q->protocol, h->protocol);
     for (size_t i = 0; i < h->nfields; i++) {
         COPY(r->fields[i].name, h->fields[i].name);
         COPY(r->fields[i].value, h->fields[i].value);
@@ -235,6 +237,16 @@ static int flush_out(struct h3s_req *r, vega_deadline dl)
     return rc;
 }
 
+int vega__h3s_flush(struct h3s_req *r, vega_deadline dl)
+{
+    int rc = flush_out(r, dl);
+    if (rc < 0) {
+        r->x.broken = true;
+        r->x.error = rc;
+    }
+    return rc;
+}
+
 static vega_deadline dl_min(vega_deadline a, vega_deadline b)
 {
     return a < b ? a : b;
@@ -254,15 +266,19 @@ static int h3_start(struct vega_http_exchange *x, int status, const vega_http_fi
 static vega_ssize h3_read(struct vega_http_exchange *x, void *buf, size_t len, vega_deadline dl)
 {
     struct h3s_req *r = x->impl;
-    struct h3s_conn *hc = r->hc;
-    vega_http_server *srv = hc->l->srv;
+    vega_http_server *srv = r->hc->l->srv;
     if (x->req.expect_continue && !x->continue_sent && !x->started) {
         x->continue_sent = true;
         int rc = h3_start(x, 100, NULL, 0, 0);
         if (rc < 0)
             return rc;
     }
-    dl = dl_min(dl, vega_deadline_in_ns(srv->o.body_timeout_ns));
+    return vega__h3s_read(r, buf, len, dl_min(dl, vega_deadline_in_ns(srv->o.body_timeout_ns)));
+}
+
+vega_ssize vega__h3s_read(struct h3s_req *r, void *buf, size_t len, vega_deadline dl)
+{
+    struct h3s_conn *hc = r->hc;
     for (;;) {
         vega_quic_conn *qc = vega_quic_ep_conn_lock(hc->qc);
         if (!qc)

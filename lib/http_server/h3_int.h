@@ -7,6 +7,7 @@
 
 #include <vega/h3.h>
 #include <vega/quic_ep.h>
+#include <vega/websocket.h>
 
 #include "rt_int.h"
 #include "server_int.h"
@@ -172,5 +173,22 @@ extern const struct srv_xops vega__h3s_xops;
 /* The head of r arrived (c locked): copy it, start the handler's task. Returns 0 or -ENOMEM. */
 int vega__h3s_req_start(struct h3s_req *r, const vega_h3_head *head);
 void vega__h3s_req_free(struct h3s_req *r);
+/* Reads request body bytes (DATA payload) into buf: what is there, at least 1 byte; 0 at the
+ * stream's end; -ECONNRESET (reset), VEGA_ERR_PROTO, a deadline's code. No body timeout: the
+ * caller's dl alone. */
+vega_ssize vega__h3s_read(struct h3s_req *r, void *buf, size_t len, vega_deadline dl);
+/* Sends what the response holds back (the head, small writes) now. Returns 0 or an error (the
+ * exchange is then broken). */
+int vega__h3s_flush(struct h3s_req *r, vega_deadline dl);
+
+/* h3_ws.c: WebSockets over HTTP/3 (RFC 9220) */
+/* Whether x (an HTTP/3 exchange) is an extended CONNECT for a WebSocket. */
+bool vega__h3s_is_websocket(const vega_http_exchange *x);
+/* Answers it 200 with the selected subprotocol (proto, plen) and extension (ext, "" for none),
+ * and makes *out over the stream. Returns as vega_http_exchange_accept_websocket. */
+int vega__h3s_accept_websocket(vega_http_exchange *x, const vega_websocket_opts *o,
+                               const char *proto, size_t plen, const char *ext,
+                               const vega_ws_deflate_params *params, vega_websocket **out,
+                               vega_deadline dl);
 
 #endif

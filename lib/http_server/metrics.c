@@ -273,6 +273,11 @@ int vega_http_server_metrics_prometheus(const vega_http_server *srv, FILE *out)
         uint64_t v = *(const uint64_t *)((const char *)&st + conn[i].off);
         fprintf(out, "%s %" PRIu64 "\n", conn[i].name, v);
     }
+    static const char pb[] = "vega_http_server_pool_blocks";
+    family(out, pb, "gauge",
+           "Free connection blocks (parser and buffers, about 52 KiB each) the per-worker pools "
+           "keep for the next requests; those unused for 2 s are given back.");
+    fprintf(out, "%s %zu\n", pb, vega__srv_pool_held(srv));
     static const char hs[] = "vega_http_server_tls_handshakes_total";
     family(out, hs, "counter", "TLS handshakes on TCP connections, by result.");
     vega_http_server *s = (vega_http_server *)srv;

@@ -98,6 +98,7 @@ int vega_http_server_new_versioned(vega_http_server **out, const vega_http_serve
     for (size_t i = 0; i < SRV_SHARDS; i++)
         pthread_mutex_init(&s->shards[i].lock, NULL);
     vega_notify_init(&s->wake);
+    vega__srv_pool_init(s);
     atomic_init(&s->next_id, 1);
     atomic_init(&s->grace, VEGA_DEADLINE_NEVER);
     *out = s;
@@ -173,16 +174,15 @@ int vega__srv_register(vega_http_server *srv, struct srv_conn *c)
     }
     c->srv = srv;
     c->id = atomic_fetch_add_explicit(&srv->next_id, 1, memory_order_relaxed);
-    c->shard = &srv->shards[c->id % SRV_SHARDS];
     c->state = SRV_ACTIVE;
     c->task = NULL;
     c->prev = NULL;
-    pthread_mutex_lock(&c->shard->lock);
-    c->next = c->shard->conns;
+    pthread_mutex_lock(&vega__srv_shard(c)->lock);
+    c->next = vega__srv_shard(c)->conns;
     if (c->next)
         c->next->prev = c;
-    c->shard->conns = c;
-    pthread_mutex_unlock(&c->shard->lock);
+    vega__srv_shard(c)->conns = c;
+    pthread_mutex_unlock(&vega__srv_shard(c)->lock);
     atomic_fetch_add_explicit(&srv->conns_accepted, 1, memory_order_relaxed);
     return 0;
 }
@@ -190,7 +190,7 @@ int vega__srv_register(vega_http_server *srv, struct srv_conn *c)
 void vega__srv_unregister(struct srv_conn *c)
 {
     vega_http_server *srv = c->srv;
-    struct srv_shard *sh = c->shard;
+    struct srv_shard *sh = vega__srv_shard(c);
     pthread_mutex_lock(&sh->lock);
     if (c->prev)
         c->prev->next = c->next;
@@ -223,10 +223,10 @@ static void on_ready(vega_sock *s, void *arg, int status)
     (void)s;
     struct srv_conn *c = arg;
     vega_http_server *srv = c->srv;
-    pthread_mutex_lock(&c->shard->lock);
+    pthread_mutex_lock(&vega__srv_shard(c)->lock);
     c->state = SRV_ACTIVE;
     c->task = vega_task_current();
-    pthread_mutex_unlock(&c->shard->lock);
+    pthread_mutex_unlock(&vega__srv_shard(c)->lock);
     atomic_fetch_sub_explicit(&srv->conns_parked, 1, memory_order_relaxed);
     if (c->h2) {
         vega__h2s_ready(c, status);
@@ -244,31 +244,31 @@ static void on_ready(vega_sock *s, void *arg, int status)
 bool vega__srv_park(struct srv_conn *c, vega_deadline idle_dl)
 {
     vega_http_server *srv = c->srv;
-    pthread_mutex_lock(&c->shard->lock);
+    pthread_mutex_lock(&vega__srv_shard(c)->lock);
     if (atomic_load(&srv->stopping) && c->nreq > 0) {
-        pthread_mutex_unlock(&c->shard->lock);
+        pthread_mutex_unlock(&vega__srv_shard(c)->lock);
         return false;
     }
     c->state = SRV_PARKED;
     c->task = NULL;
-    pthread_mutex_unlock(&c->shard->lock);
+    pthread_mutex_unlock(&vega__srv_shard(c)->lock);
     atomic_fetch_add_explicit(&srv->conns_parked, 1, memory_order_relaxed);
     /* A plain connection's stream is a small wrapper over the socket: it is made again when the
      * connection wakes, so a parked connection holds only its socket and this struct. */
     if (!c->tls && c->stream) {
-        vega_stream_close(c->stream, 0);
+        vega__srv_stream_put(srv, c->stream);
         c->stream = NULL;
     }
     int r = vega_sock_park(c->sock, on_ready, c, idle_dl);
     if (r == 0)
         return true;
     atomic_fetch_sub_explicit(&srv->conns_parked, 1, memory_order_relaxed);
-    if (!c->stream && vega_stream_from_sock(&c->stream, c->sock, VEGA_STREAM_BORROW) < 0)
+    if (!c->stream && vega__srv_stream_get(srv, c->sock, &c->stream) < 0)
         c->stream = NULL; /* the caller closes the connection; every close path allows it */
-    pthread_mutex_lock(&c->shard->lock);
+    pthread_mutex_lock(&vega__srv_shard(c)->lock);
     c->state = SRV_ACTIVE;
     c->task = vega_task_current();
-    pthread_mutex_unlock(&c->shard->lock);
+    pthread_mutex_unlock(&vega__srv_shard(c)->lock);
     return false;
 }
 
@@ -321,7 +321,7 @@ static void *accept_task(void *arg)
             c->tls = true;
             r = vega_tls_stream_from_sock(&c->stream, cs, VEGA_STREAM_BORROW, srv->o.tls, NULL);
         } else {
-            r = vega_stream_from_sock(&c->stream, cs, VEGA_STREAM_BORROW);
+            r = vega__srv_stream_get(srv, cs, &c->stream);
         }
         if (r < 0) {
             c->stream = NULL;
@@ -408,8 +408,15 @@ int vega_http_server_run(vega_http_server *srv)
     }
     /* Wait for shutdown. A cancelled run still shuts down (with no grace). */
     bool self_cancelled = false;
+    /* While the pools hold blocks, wake once a window to give back what went unused. */
+    bool pooled = false;
     while (!atomic_load(&srv->stopping)) {
-        if (vega_notify_wait(&srv->wake, VEGA_DEADLINE_NEVER) == -ECANCELED) {
+        pooled = pooled || vega__srv_pool_held(srv) > 0;
+        int r = vega_notify_wait(&srv->wake, pooled ? vega_deadline_in_ns(SRV_POOL_DECAY_NS)
+                                                    : VEGA_DEADLINE_NEVER);
+        if (r == -ETIMEDOUT)
+            pooled = vega__srv_pool_decay(srv) > 0;
+        if (r == -ECANCELED) {
             self_cancelled = true;
             vega_http_server_shutdown(srv, 0);
         }
@@ -495,6 +502,7 @@ void vega_http_server_free(vega_http_server *srv)
         vega_sock_close(srv->listeners[i].sock);
     vega_tls_config_free(srv->o.tls);
     vega_notify_fini(&srv->wake);
+    vega__srv_pool_fini(srv);
     pthread_mutex_destroy(&srv->lock);
     for (size_t i = 0; i < SRV_SHARDS; i++)
         pthread_mutex_destroy(&srv->shards[i].lock);

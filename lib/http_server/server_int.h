@@ -33,6 +33,14 @@
 #define SRV_LINGER_MAX (64u * 1024u)
 /* Listeners per server. */
 #define SRV_MAX_LISTENERS 64
+/* The cache of active blocks (pool.c): one slot per worker (by worker index, modulo), each
+ * keeping at most SRV_POOL_MAX blocks; what a slot kept unused for a whole window of
+ * SRV_POOL_DECAY_NS is given back at the window's end. */
+#define SRV_POOL_SLOTS    16
+#define SRV_POOL_MAX      8
+#define SRV_POOL_DECAY_NS (2ull * VEGA_NS_PER_S)
+/* Plain-TCP stream wrappers each slot keeps (two small allocations each; no decay). */
+#define SRV_POOL_STREAMS 16
 
 enum srv_conn_state {
     SRV_ACTIVE = 0, /* a task runs the connection; task is set */
@@ -76,6 +84,17 @@ struct srv_stripe {
     atomic_uint_fast64_t lat_sum_ns[SRV_NPROTO];
 } __attribute__((aligned(64)));
 
+/* One worker's cache of active blocks. The lock is taken by that worker (and by the decay,
+ * once a window): uncontended, it stays in the worker's cache. */
+struct srv_pool {
+    pthread_mutex_t lock;
+    struct srv_active *free; /* newest first */
+    unsigned n;              /* blocks held */
+    unsigned low;            /* fewest held since the window began */
+    unsigned nstreams;
+    vega_stream *streams[SRV_POOL_STREAMS]; /* borrowing sock streams, pointed at no socket */
+} __attribute__((aligned(64)));
+
 struct vega_http_server {
     vega_http_server_opts o;
     void *alloc_base; /* what o.mem gave: the struct is aligned to 64 bytes inside it */
@@ -112,6 +131,9 @@ struct vega_http_server {
     atomic_uint_fast64_t requests, bad_requests, timeouts;
     atomic_uint_fast64_t tls_ok, tls_failed; /* TLS handshakes on TCP (not QUIC's) */
     struct srv_stripe stripes[SRV_METRIC_STRIPES];
+    size_t active_size;             /* bytes of one active block */
+    atomic_uint_fast64_t pool_held; /* blocks the pools hold, all slots */
+    struct srv_pool pools[SRV_POOL_SLOTS];
 };
 
 struct srv_active;
@@ -120,39 +142,47 @@ struct h2s_conn;
 
 /* An address kept with every connection, parked ones included: an IPv4/IPv6 address inline
  * (vega_addr's sockaddr_storage would add 200 bytes to each idle connection), anything longer
- * (a Unix path) on the heap. */
+ * (a Unix path) in a vega_addr on the heap, its pointer stored in u's bytes (conn.c). 4-byte
+ * aligned, 32 bytes. */
 struct srv_addr {
-    socklen_t len; /* 0: none */
+    socklen_t len; /* 0: none; > sizeof u: on the heap */
     union {
         struct sockaddr sa;
         struct sockaddr_in v4;
         struct sockaddr_in6 v6;
     } u;
-    vega_addr *big; /* when len > sizeof u */
 };
 
+/* A connection: what every connection keeps, parked ones included, so it is kept small
+ * (sizeof: 152 bytes on LP64; the idle-memory benchmark counts it). Its shard is found from
+ * its id. */
 struct srv_conn {
     vega_http_server *srv;
-    struct srv_shard *shard;
-    struct srv_conn *next, *prev; /* shard->conns, under shard->lock */
-    int state;                    /* srv_conn_state, under shard->lock */
-    vega_task *task;              /* while ACTIVE and run by a task, under shard->lock */
+    struct srv_conn *next, *prev; /* the shard's conns, under its lock */
+    vega_task *task;              /* while ACTIVE and run by a task, under the shard's lock */
     vega_sock *sock;              /* NULL when served over a caller's stream */
     vega_stream *stream;          /* over sock (borrowed) or the caller's; TLS when tls */
-    bool tls;
-    bool tls_counted;    /* the handshake's outcome went into the metrics */
-    bool head_started;   /* a byte of the next head came (blank lines count) */
-    uint8_t blank_lines; /* CR and LF bytes skipped before the next request line */
-    uint64_t id;
-    unsigned nreq;
-    vega_deadline idle_dl; /* the next head's deadline: idle (or first request) before
-                              its first byte, header_timeout from it; 0: not set */
-    bool drained;          /* the last read left nothing in the socket (it came back
-                              short or empty): parking now cannot miss a wake */
-    struct srv_addr peer, local;
     struct srv_active *a;
     struct h2s_conn *h2; /* HTTP/2 (h2_conn.c): set once the connection speaks it */
+    uint64_t id;
+    vega_deadline idle_dl; /* the next head's deadline: idle (or first request) before
+                              its first byte, header_timeout from it; 0: not set */
+    unsigned nreq;
+    uint8_t state;       /* srv_conn_state, under the shard's lock */
+    bool tls;            /* set once, before the connection is registered */
+    uint8_t blank_lines; /* CR and LF bytes skipped before the next request line */
+    /* written by the connection's task only (one byte, apart from state and tls) */
+    bool tls_counted : 1;  /* the handshake's outcome went into the metrics */
+    bool head_started : 1; /* a byte of the next head came (blank lines count) */
+    bool drained : 1;      /* the last read left nothing in the socket (it came back
+                              short or empty): parking now cannot miss a wake */
+    struct srv_addr peer, local;
 };
+
+static inline struct srv_shard *vega__srv_shard(const struct srv_conn *c)
+{
+    return &c->srv->shards[c->id % SRV_SHARDS];
+}
 
 /* Stores a into sa (replacing what it held). Returns 0 or -ENOMEM. */
 int vega__srv_addr_set(const vega_mem *m, struct srv_addr *sa, const vega_addr *a);
@@ -212,6 +242,7 @@ struct vega_http_exchange {
 };
 
 struct srv_active {
+    struct srv_active *pool_next; /* in a pool's free list */
     vega_http1_parser parser;
     struct vega_http_exchange x;
     uint8_t *in;     /* inline after field_store, or in_own */
@@ -254,6 +285,25 @@ void vega__srv_unregister(struct srv_conn *c);
  * true when parked (c belongs to the park callback now); false when it must close instead
  * (stopping, or the park failed). */
 bool vega__srv_park(struct srv_conn *c, vega_deadline idle_dl);
+
+/* pool.c: the active blocks (SRV_IN_CAP read buffer inline; never a grown one) */
+void vega__srv_pool_init(vega_http_server *srv);
+void vega__srv_pool_fini(vega_http_server *srv);
+/* A block from the calling worker's slot, or a new one. NULL when out of memory. */
+struct srv_active *vega__srv_active_get(vega_http_server *srv);
+/* Gives a back (NULL: nothing): a grown read buffer is freed, the block kept in the calling
+ * worker's slot when it has room, else freed. */
+void vega__srv_active_put(vega_http_server *srv, struct srv_active *a);
+/* A borrowing stream over sock, from the calling worker's slot (rebound) or new. Returns 0 or
+ * -ENOMEM. */
+int vega__srv_stream_get(vega_http_server *srv, vega_sock *sock, vega_stream **out);
+/* Gives back a stream that vega__srv_stream_get made (kept when the slot has room). */
+void vega__srv_stream_put(vega_http_server *srv, vega_stream *s);
+/* Ends a window: every slot gives back the blocks it kept unused through all of it. Returns
+ * the blocks still held. */
+size_t vega__srv_pool_decay(vega_http_server *srv);
+/* Blocks the pools hold now. */
+size_t vega__srv_pool_held(const vega_http_server *srv);
 
 /* exchange.c */
 int vega__srv_flush(struct srv_conn *c, vega_deadline dl);

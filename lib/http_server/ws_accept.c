@@ -2,12 +2,13 @@
 /* The server's side of the WebSocket opening handshake (RFC 6455 §4.2): checks the request,
  * negotiates the subprotocol and permessage-deflate (RFC 7692) alike for both versions, and
  * over HTTP/1.1 answers 101 with Sec-WebSocket-Accept and hands the connection to the driver
- * (ws_session.c; the connection closes when the handler returns); over HTTP/2 (RFC 8441) the
- * stream is handed over instead (h2_ws.c). */
+ * (ws_session.c; the connection closes when the handler returns); over HTTP/2 (RFC 8441) and
+ * HTTP/3 (RFC 9220) the stream is handed over instead (h2_ws.c, h3_ws.c). */
 #include <stdio.h>
 #include <string.h>
 
 #include "h2_srv_int.h"
+#include "h3_int.h"
 #include "server_int.h"
 #include "ws_drv.h"
 
@@ -28,6 +29,8 @@ bool vega_http_exchange_is_websocket(const vega_http_exchange *x)
     char acc[VEGA_WS_ACCEPT_LEN + 1];
     if (x && x->ops == &vega__h2s_xops)
         return vega__h2s_is_websocket(x);
+    if (x && x->ops == &vega__h3s_xops)
+        return vega__h3s_is_websocket(x);
     /* §4.2.1: a GET of HTTP/1.1 or higher, "Upgrade" with "websocket", "Connection" with
      * "Upgrade", "Sec-WebSocket-Key" of 16 bytes base64, "Sec-WebSocket-Version" 13. */
     return x && !x->ops && x->req.version == 11 && x->req.method == VEGA_HTTP_METHOD_GET &&
@@ -74,9 +77,9 @@ int vega_http_exchange_accept_websocket_versioned(vega_http_exchange *x,
 {
     if (opts_version != VEGA_WEBSOCKET_OPTS_VERSION || !x || !out)
         return -EINVAL;
-    bool h2 = x->ops == &vega__h2s_xops;
-    if (x->ops && !h2)
-        return -ENOTSUP; /* HTTP/3: RFC 9220 is not done */
+    bool h2 = x->ops == &vega__h2s_xops, h3 = x->ops == &vega__h3s_xops;
+    if (x->ops && !h2 && !h3)
+        return -EINVAL; /* an exchange of no kind this code knows */
     if (x->started)
         return VEGA_ERR_CLOSED;
     if (!vega_http_exchange_is_websocket(x))
@@ -98,8 +101,9 @@ int vega_http_exchange_accept_websocket_versioned(vega_http_exchange *x,
     const char *proto;
     size_t plen;
     select_proto(x, o, &proto, &plen);
-    if (h2) {
-        int rc = vega__h2s_accept_websocket(x, o, proto, plen, ext, &params, out, dl);
+    if (h2 || h3) {
+        int rc = h2 ? vega__h2s_accept_websocket(x, o, proto, plen, ext, &params, out, dl)
+                    : vega__h3s_accept_websocket(x, o, proto, plen, ext, &params, out, dl);
         if (rc == 0)
             vega__websocket_set_subprotocol(*out, proto, plen);
         return rc;

@@ -150,26 +150,49 @@ void vega__websocket_set_subprotocol(vega_websocket *ws, const char *p, size_t l
     ws->subproto[len] = '\0';
 }
 
-/* Writes out what the core has queued, in order, under the write lock. */
+/* Writes out what the core has queued, in order, under the write lock. wait false (a
+ * receiver's pongs): only when the lock is free -- the task holding it writes all that is
+ * queued, ours too, before it lets go, and looks once more after. A receiver must not wait
+ * behind a sender stalled on flow control: over HTTP/2 and HTTP/3 windows are small, and an
+ * echoing peer stops reading while we do not read its echoes. */
+static int flush_ex(vega_websocket *ws, bool wait, vega_deadline dl)
+{
+    for (;;) {
+        int rc = 0;
+        if (wait)
+            rc = vega_mutex_lock(&ws->wmu, dl);
+        else if (!vega_mutex_trylock(&ws->wmu))
+            return 0;
+        if (rc < 0)
+            return rc;
+        for (;;) {
+            vega_mutex_lock(&ws->mu, VEGA_DEADLINE_NEVER);
+            vega_ssize n = vega_ws_conn_write(ws->core, ws->wbuf, sizeof ws->wbuf);
+            vega_mutex_unlock(&ws->mu);
+            if (n <= 0)
+                break;
+            vega_ssize w = vega_stream_write(ws->s, ws->wbuf, (size_t)n, NULL, dl);
+            if (w < 0) {
+                rc = (int)w;
+                break;
+            }
+        }
+        vega_mutex_unlock(&ws->wmu);
+        if (rc < 0)
+            return rc;
+        /* what a receiver queued after our last look, finding the lock held */
+        vega_mutex_lock(&ws->mu, VEGA_DEADLINE_NEVER);
+        bool more = vega_ws_conn_get_pending(ws->core) > 0;
+        vega_mutex_unlock(&ws->mu);
+        if (!more)
+            return 0;
+        wait = false;
+    }
+}
+
 static int flush(vega_websocket *ws, vega_deadline dl)
 {
-    int rc = vega_mutex_lock(&ws->wmu, dl);
-    if (rc < 0)
-        return rc;
-    for (;;) {
-        vega_mutex_lock(&ws->mu, VEGA_DEADLINE_NEVER);
-        vega_ssize n = vega_ws_conn_write(ws->core, ws->wbuf, sizeof ws->wbuf);
-        vega_mutex_unlock(&ws->mu);
-        if (n <= 0)
-            break;
-        vega_ssize w = vega_stream_write(ws->s, ws->wbuf, (size_t)n, NULL, dl);
-        if (w < 0) {
-            rc = (int)w;
-            break;
-        }
-    }
-    vega_mutex_unlock(&ws->wmu);
-    return rc;
+    return flush_ex(ws, true, dl);
 }
 
 /* Queues our answer to the peer's Close (echoing its code, §5.5.1) unless ours went out. */
@@ -197,7 +220,7 @@ int vega_websocket_recv(vega_websocket *ws, vega_websocket_msg *msg, vega_deadli
     bool early = vega_ws_conn_get_pending(ws->core) > 0; /* answers to bytes given at creation */
     vega_mutex_unlock(&ws->mu);
     if (early) {
-        int rc = flush(ws, dl);
+        int rc = flush_ex(ws, false, dl);
         if (rc < 0)
             return rc;
     }
@@ -235,13 +258,15 @@ int vega_websocket_recv(vega_websocket *ws, vega_websocket_msg *msg, vega_deadli
         if (n < 0)
             return (int)n;
         vega_mutex_lock(&ws->mu, VEGA_DEADLINE_NEVER);
+        size_t before = vega_ws_conn_get_pending(ws->core);
         int rc = vega_ws_conn_read(ws->core, ws->rbuf, (size_t)n);
         if (rc < 0)
             ws->err = rc;
-        bool pending = vega_ws_conn_get_pending(ws->core) > 0;
+        /* what this read queued (pongs, a Close): a sender's message is its own to write */
+        bool pending = vega_ws_conn_get_pending(ws->core) > before;
         vega_mutex_unlock(&ws->mu);
         if (pending) {
-            rc = flush(ws, dl); /* pongs */
+            rc = flush_ex(ws, false, dl); /* pongs */
             if (rc < 0)
                 return rc;
         }

@@ -93,6 +93,17 @@ vega_sock *vega_stream_sock(const vega_stream *s)
     return ss->sock;
 }
 
+int vega_stream_sock_rebind(vega_stream *s, vega_sock *sock)
+{
+    if (!s || !sock || vega_stream_get_ops(s) != &sock_ops)
+        return -EINVAL;
+    struct sock_stream *ss = vega_stream_user(s);
+    if (ss->owned)
+        return -EINVAL;
+    ss->sock = sock;
+    return 0;
+}
+
 /* ---- descriptors ----------------------------------------------------------------------------- */
 
 struct fd_stream {

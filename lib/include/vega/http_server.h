@@ -59,8 +59,9 @@ typedef struct vega_http_request {
     uint64_t conn_id;               /* the connection's number, from 1 in accept order */
     unsigned conn_seq;              /* requests before this one on the connection */
     vega_tstamp start;              /* vega_now() when the request head was complete */
-    /* HTTP/2 extended CONNECT's ":protocol" (RFC 8441 §4; "websocket"), accepted only when
-     * vega_http_server_h2_opts.websocket is on; ptr NULL otherwise. Such a request keeps its
+    /* Extended CONNECT's ":protocol" (HTTP/2: RFC 8441 §4, HTTP/3: RFC 9220; "websocket"),
+     * accepted only when vega_http_server_h2_opts.websocket (or the h3 opts' websocket) is on;
+     * ptr NULL otherwise. Such a request keeps its
      * :path in target, path and query. Since 0.1. */
     vega_http_str protocol;
 } vega_http_request;
@@ -204,11 +205,19 @@ typedef struct vega_http_server_h3_opts {
      * VEGA_QUIC_MAX_SCID_PREFIX); 0 = all random. */
     uint8_t cid_prefix[4];
     size_t cid_prefix_len;
+    /* ---- layout version 5 ---- */
+    /* WebSockets over HTTP/3 (RFC 9220): SETTINGS_ENABLE_CONNECT_PROTOCOL = 1 is advertised
+     * and an extended CONNECT with ":protocol" reaches the handler (vega_http_request.protocol),
+     * for vega_http_exchange_accept_websocket to answer, as vega_http_server_h2_opts.websocket
+     * does for HTTP/2. Off by default (a handler that knows nothing of it would see a CONNECT
+     * it does not expect). */
+    bool websocket;
 } vega_http_server_h3_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended
- * qlog_dir, version 3 conn_send_budget, version 4 fds and cid_prefix; a program built with an
- * older version still works (no qlog; the default budget; its own sockets, random IDs). */
-#define VEGA_HTTP_SERVER_H3_OPTS_VERSION 4
+ * qlog_dir, version 3 conn_send_budget, version 4 fds and cid_prefix, version 5 websocket; a
+ * program built with an older version still works (no qlog; the default budget; its own
+ * sockets, random IDs; no WebSockets). */
+#define VEGA_HTTP_SERVER_H3_OPTS_VERSION 5
 
 /* Fills o with the defaults. Since 0.1. */
 VEGA_API void vega_http_server_h3_opts_init_versioned(vega_http_server_h3_opts *o,

@@ -93,6 +93,16 @@ VEGA_API int vega_stream_from_sock(vega_stream **out, vega_sock *sock, unsigned 
 VEGA_API vega_sock *vega_stream_sock(const vega_stream *s);
 
 /*
+ * Points a borrowing socket stream (made by vega_stream_from_sock with VEGA_STREAM_BORROW) at
+ * another socket, so that a server can keep one wrapper per worker instead of making one per
+ * wake-up. sock: retained from now on, as by vega_stream_from_sock; the previous one is no
+ * longer touched. The stream holds no buffer or state of its socket, so nothing carries over.
+ * Returns 0, or -EINVAL (s or sock is NULL, s is another kind of stream, or s owns its socket).
+ * Context: any thread; never suspends; not while another task uses s. Since 0.2.
+ */
+VEGA_API int vega_stream_sock_rebind(vega_stream *s, vega_sock *sock);
+
+/*
  * A stream over pollable descriptors (pipes, FIFOs, ttys, socketpairs): reads go to rfd and
  * writes to wfd through vega_fd_read/vega_fd_write; either may be -1 (that direction then
  * fails with -EBADF), and both may be the same descriptor. The descriptors are put in

@@ -52,8 +52,9 @@ VEGA_API void vega_websocket_opts_init_versioned(vega_websocket_opts *o, int opt
 
 /* Whether x is a valid WebSocket opening handshake: over HTTP/1.1 (RFC 6455 §4.2.1) a GET
  * with "Upgrade: websocket", "Connection: Upgrade", Sec-WebSocket-Version 13 and a valid
- * Sec-WebSocket-Key; over HTTP/2 (RFC 8441 §4, §5) an extended CONNECT with ":protocol
- * websocket", :scheme and :path, and Sec-WebSocket-Version 13 (no key: there is no Accept).
+ * Sec-WebSocket-Key; over HTTP/2 (RFC 8441 §4, §5) and HTTP/3 (RFC 9220 §3) an extended
+ * CONNECT with ":protocol websocket", :scheme and :path, and Sec-WebSocket-Version 13 (no key:
+ * there is no Accept).
  * Context: the handler. Since 0.1. */
 VEGA_API bool vega_http_exchange_is_websocket(const vega_http_exchange *x);
 
@@ -65,10 +66,13 @@ VEGA_API bool vega_http_exchange_is_websocket(const vega_http_exchange *x);
  * vega_http_server_h2_opts.websocket on): answers 200 without Sec-WebSocket-Accept (§5) and
  * the WebSocket is x's stream -- its DATA both ways under the stream's flow control, the
  * peer's END_STREAM read as end of stream, a reset as -ECONNRESET; when the handler returns
- * our side ends (END_STREAM) and the connection's other streams go on. Use *out until done,
+ * our side ends (END_STREAM) and the connection's other streams go on. HTTP/3 (RFC 9220, the
+ * h3 opts' websocket on) alike: 200, the payload of the request stream's DATA frames both ways
+ * under QUIC's per-stream flow control, the client's FIN read as end of stream, RESET_STREAM
+ * or STOP_SENDING as -ECONNRESET, our FIN when the handler frees it. Use *out until done,
  * free it, then return from the handler. o: borrowed; NULL = defaults. *out: returns owned.
  * Returns 0; -EINVAL (x is not a WebSocket handshake: answer it, e.g. 400 or 426 with
- * "Sec-WebSocket-Version: 13"); -ENOTSUP (HTTP/3: RFC 9220 is not done); VEGA_ERR_CLOSED (a
+ * "Sec-WebSocket-Version: 13"); VEGA_ERR_CLOSED (a
  * response was already started); -ENOMEM; a write error (-EPIPE, -ECONNRESET, -ETIMEDOUT, ...).
  * Context: the handler's task. Suspends. Since 0.1.
  */
@@ -116,13 +120,17 @@ typedef struct vega_websocket_connect_opts {
      * (":protocol websocket") on the client's HTTP/2 connection to the origin, pooled and shared
      * with its other requests -- wss:// by ALPN h2, ws:// by prior knowledge (h2c, RFC 9113
      * §3.3; VEGA_HTTP_CLIENT_V2_PRIOR says the same) -- sent once the server's SETTINGS said
-     * SETTINGS_ENABLE_CONNECT_PROTOCOL = 1. */
+     * SETTINGS_ENABLE_CONNECT_PROTOCOL = 1. VEGA_HTTP_CLIENT_V3: RFC 9220, the same extended
+     * CONNECT on the client's pooled HTTP/3 connection to a wss:// origin (QUIC, no TCP race;
+     * ws:// is VEGA_ERR_HTTP_SCHEME, RFC 9114 §3.1), sent once the server's HTTP/3 SETTINGS
+     * said ENABLE_CONNECT_PROTOCOL = 1. */
     int version;
-    /* With VEGA_HTTP_CLIENT_V2: when the server does not do RFC 8441 (ALPN chose http/1.1, or
-     * its SETTINGS lack ENABLE_CONNECT_PROTOCOL), the HTTP/1.1 Upgrade on a fresh connection
-     * instead, as browsers do. Off: -ENOTSUP. (A ws:// server that does not speak h2c fails as
-     * any prior-knowledge request does; and a caller's TLS config that offers h2 to a server
-     * speaking HTTP/2 without RFC 8441 gets h2 again: -ENOTSUP.) */
+    /* With VEGA_HTTP_CLIENT_V2 or V3: when the server does not do RFC 8441 / RFC 9220 (ALPN
+     * chose http/1.1, or its SETTINGS lack ENABLE_CONNECT_PROTOCOL), the HTTP/1.1 Upgrade on a
+     * fresh TCP connection instead, as browsers do. Off: -ENOTSUP. (A QUIC connection that
+     * cannot be made fails as any HTTP/3 request does: no fallback for that.) (A ws:// server that
+     * does not speak h2c fails as any prior-knowledge request does; and a caller's TLS config that
+     * offers h2 to a server speaking HTTP/2 without RFC 8441 gets h2 again: -ENOTSUP.) */
     bool h1_fallback;
 } vega_websocket_connect_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI). Version 2 appended
@@ -137,8 +145,8 @@ VEGA_API void vega_websocket_connect_opts_init_versioned(vega_websocket_connect_
 
 /*
  * Client: opens a WebSocket to url (ws:// or wss://; http:// and https:// mean the same) with
- * an HTTP/1.1 Upgrade request (RFC 6455 §4.1) on a fresh connection of c, or over HTTP/2 as
- * o->version asks (RFC 8441: below). HTTP/1.1: c's DNS, --resolve
+ * an HTTP/1.1 Upgrade request (RFC 6455 §4.1) on a fresh connection of c, or over HTTP/2 or
+ * HTTP/3 as o->version asks (RFC 8441, RFC 9220: below). HTTP/1.1: c's DNS, --resolve
  * entries, connect hook, TLS config (ALPN http/1.1) and proxy (an HTTP proxy is passed by a
  * CONNECT tunnel, ws:// too). The Sec-WebSocket-Key is 16 bytes of vega_crypto_random. The 101
  * must say "Upgrade: websocket" and "Connection: Upgrade", carry the right
@@ -149,13 +157,17 @@ VEGA_API void vega_websocket_connect_opts_init_versioned(vega_websocket_connect_
  * DATA both ways under its flow control (the connection's other streams go on; a reset reads
  * as -ECONNRESET), and vega_websocket_free ends our side with END_STREAM, waits a moment for
  * the server's, else resets it (CANCEL); it is a request of c in progress: free it before c.
+ * HTTP/3 (RFC 9220 §3) the same on a request stream: the payload of its DATA frames, QUIC's
+ * per-stream flow control, our FIN at the end, H3_REQUEST_CANCELLED (RESET_STREAM and
+ * STOP_SENDING) for a stream still open at the free or a write cut short by its deadline; the
+ * server's RESET_STREAM or STOP_SENDING reads as -ECONNRESET.
  * o: borrowed; NULL = defaults. *out: returns owned, the connection's vega_websocket (masking,
  * role client; vega_websocket_free closes it). dl bounds the handshake (connect included; c's
  * connect_timeout too).
  * Returns 0; VEGA_ERR_WS_STATUS (another status: o->refused has the response);
- * VEGA_ERR_WS_HANDSHAKE (an invalid 101 or 2xx); -ENOTSUP (HTTP/2 and the server does
- * not do RFC 8441: ALPN chose http/1.1 or SETTINGS_ENABLE_CONNECT_PROTOCOL is not 1, without
- * h1_fallback); -EINVAL (NULL c, url or out, a handshake field in o->fields, a
+ * VEGA_ERR_WS_HANDSHAKE (an invalid 101 or 2xx); -ENOTSUP (HTTP/2 or HTTP/3 and the server
+ * does not do RFC 8441 / RFC 9220: ALPN chose http/1.1 or SETTINGS_ENABLE_CONNECT_PROTOCOL is
+ * not 1, without h1_fallback); -EINVAL (NULL c, url or out, a handshake field in o->fields, a
  * subprotocol that is not a token, window bits out of 8..15, an unknown o->version, options of an
  * unknown layout version); VEGA_ERR_HTTP_URL, VEGA_ERR_HTTP_SCHEME (not ws, wss, http or https);
  * -ENOMEM; VEGA_ERR_CRYPTO_LIBCRYPTO (no randomness); and vega_http_client_send's connect, TLS,

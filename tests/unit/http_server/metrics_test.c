@@ -158,9 +158,10 @@ static void body_prometheus(void)
     VCHECK_EQ(vega_http_server_metrics_prometheus(srv, NULL), -EINVAL);
 
     /* a fresh server: 18 request counters, 3 + 3 byte counters, 3 histograms of 15 buckets,
-     * _sum and _count, 6 connection values, 2 TLS handshake counters; all 0 */
+     * _sum and _count, 6 connection values, the pool's blocks, 2 TLS handshake counters; all 0 */
     char *t = scrape(srv);
-    VCHECK_EQ(check_text(t), 18 + 6 + 3 * 17 + 6 + 2);
+    VCHECK_EQ(check_text(t), 18 + 6 + 3 * 17 + 6 + 1 + 2);
+    VCHECK_EQ(value(t, "vega_http_server_pool_blocks"), 0);
     VCHECK_EQ(value(t, "vega_http_server_requests_total{proto=\"http1\",code=\"2xx\"}"), 0);
     VCHECK_EQ(value(t, "vega_http_server_request_duration_seconds_count{proto=\"h2\"}"), 0);
     free(t);
@@ -188,7 +189,7 @@ static void body_prometheus(void)
     vega_stream_close(a, DL(1000));
 
     t = scrape(srv);
-    VCHECK_EQ(check_text(t), 18 + 6 + 3 * 17 + 6 + 2);
+    VCHECK_EQ(check_text(t), 18 + 6 + 3 * 17 + 6 + 1 + 2);
     VCHECK_EQ(value(t, "vega_http_server_requests_total{proto=\"http1\",code=\"2xx\"}"), 2);
     VCHECK_EQ(value(t, "vega_http_server_requests_total{proto=\"http1\",code=\"4xx\"}"), 1);
     VCHECK_EQ(value(t, "vega_http_server_requests_total{proto=\"http1\",code=\"5xx\"}"), 0);
@@ -202,6 +203,10 @@ static void body_prometheus(void)
     VCHECK(value(t, "vega_http_server_request_duration_seconds_sum{proto=\"http1\"}") > 0);
     VCHECK_EQ(value(t, "vega_http_server_connections_accepted_total"), 1);
     VCHECK_EQ(value(t, "vega_http_server_connections_open"), 0);
+    /* one connection ever: its block, given back, is all the pools can hold (or none, once a
+     * slow run let the decay return it) */
+    VCHECK(strstr(t, "\nvega_http_server_pool_blocks ") != NULL);
+    VCHECK(value(t, "vega_http_server_pool_blocks") <= 1);
     free(t);
     vega_http_server_free(srv);
 }

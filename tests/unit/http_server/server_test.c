@@ -19,6 +19,7 @@
 #include <vega/test.h>
 #include <vega/tls.h>
 
+#include "server_int.h"
 #include "vtest.h"
 
 #define DL(ms) vega_deadline_in_ms(ms)
@@ -808,6 +809,86 @@ static void body_max_conns(void)
 VTEST(max_conns)
 {
     vtest_run(body_max_conns, 2);
+}
+
+/* A plain connection's stream wrapper goes back to the worker's pool when it parks and is
+ * pointed at the next socket that wakes (vega_stream_sock_rebind): two connections parked and
+ * woken in turn share one wrapper, and each gets its own answers. One worker: one slot. */
+static uint64_t total_parked_streams(const vega_http_server *srv)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < SRV_POOL_SLOTS; i++)
+        n += srv->pools[i].nstreams;
+    return n;
+}
+
+static void body_stream_wrapper_reused(void)
+{
+    struct tsrv t;
+    vega_http_server_opts o = default_opts();
+    tsrv_start(&t, &o);
+    struct client *a = client_connect(&t.addr), *b = client_connect(&t.addr);
+    VCHECK(wait_stat(&t, offsetof(vega_http_server_stats, conns_parked), 2, 2000));
+    VCHECK_EQ(total_parked_streams(t.srv), 1);
+    int answered[2] = {0, 0};
+    for (int i = 0; i < 4; i++) {
+        struct client *c = i % 2 ? b : a;
+        int k = answered[i % 2]++;
+        client_send(c, i % 2 ? "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nbb"
+                             : "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\naa");
+        VCHECK(client_wait(c, k + 1, 3000));
+        VCHECK_STR(c->r[k].body, i % 2 ? "bb" : "aa");
+        VCHECK(wait_stat(&t, offsetof(vega_http_server_stats, conns_parked), 2, 2000));
+        VCHECK_EQ(total_parked_streams(t.srv), 1);
+    }
+    client_free(a);
+    client_free(b);
+    VCHECK(wait_stat(&t, offsetof(vega_http_server_stats, conns_open), 0, 2000));
+    VCHECK(total_parked_streams(t.srv) <= SRV_POOL_STREAMS);
+    tsrv_stop(&t, 1000);
+}
+VTEST(stream_wrapper_reused)
+{
+    vtest_run(body_stream_wrapper_reused, 0);
+}
+
+/* Paused clock: the active blocks that connections gave back are returned to the allocator by
+ * vega_http_server_run within two decay windows of their last use, although the pool was empty
+ * when run began to wait (the first block kept wakes it). */
+static void body_pool_decays_under_run(void)
+{
+    struct tsrv t;
+    vega_http_server_opts o = default_opts();
+    tsrv_start(&t, &o);
+    VCHECK_EQ(vega__srv_pool_held(t.srv), 0);
+    struct client *c[3];
+    for (int i = 0; i < 3; i++) {
+        c[i] = client_connect(&t.addr);
+        client_send(c[i], "GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+    }
+    for (int i = 0; i < 3; i++) {
+        VCHECK(client_wait(c[i], 1, 3000));
+        VCHECK_STR(c[i]->r[0].body, "hello");
+    }
+    VCHECK(wait_stat(&t, offsetof(vega_http_server_stats, conns_parked), 3, 2000));
+    VCHECK(vega__srv_pool_held(t.srv) >= 1);
+    /* less than one window: still held */
+    VCHECK_EQ(vega_sleep_ns(SRV_POOL_DECAY_NS / 2), 0);
+    VCHECK(vega__srv_pool_held(t.srv) >= 1);
+    /* past two windows: given back, the connections still parked and served after */
+    VCHECK_EQ(vega_sleep_ns(2 * SRV_POOL_DECAY_NS), 0);
+    VCHECK_EQ(vega__srv_pool_held(t.srv), 0);
+    VCHECK_EQ(tsrv_stats(&t).conns_parked, 3);
+    client_send(c[0], "GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+    VCHECK(client_wait(c[0], 2, 3000));
+    VCHECK_STR(c[0]->r[1].body, "hello");
+    for (int i = 0; i < 3; i++)
+        client_free(c[i]);
+    tsrv_stop(&t, 1000);
+}
+VTEST(pool_decays_under_run)
+{
+    vtest_run_paused(body_pool_decays_under_run);
 }
 
 static void *slow_client(void *arg)

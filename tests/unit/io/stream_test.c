@@ -793,6 +793,52 @@ static void tcp_pair(vega_sock **client, vega_sock **server)
     VCHECK_EQ(vega_sock_close(l), 0);
 }
 
+/* vega_stream_sock_rebind: a borrowing sock stream moved from one socket to another reads and
+ * writes the new one; the old one is left alone; owning and other streams are refused. */
+static void body_sock_rebind(void)
+{
+    vega_sock *c1, *s1, *c2, *s2;
+    tcp_pair(&c1, &s1);
+    tcp_pair(&c2, &s2);
+    vega_stream *w, *own, *a, *b;
+    VCHECK_EQ(vega_stream_from_sock(&w, s1, VEGA_STREAM_BORROW), 0);
+    VCHECK_EQ(vega_stream_write(w, "one", 3, NULL, DL(5000)), 3);
+    char buf[8];
+    VCHECK_EQ(vega_sock_read(c1, buf, sizeof buf, DL(5000)), 3);
+    VCHECK(memcmp(buf, "one", 3) == 0);
+    VCHECK_EQ(vega_stream_sock_rebind(w, s2), 0);
+    VCHECK(vega_stream_sock(w) == s2);
+    VCHECK_EQ(vega_stream_write(w, "two", 3, NULL, DL(5000)), 3);
+    VCHECK_EQ(vega_sock_read(c2, buf, sizeof buf, DL(5000)), 3);
+    VCHECK(memcmp(buf, "two", 3) == 0);
+    VCHECK_EQ(vega_sock_write(c2, "back", 4, NULL, DL(5000)), 4);
+    VCHECK_EQ(vega_stream_read(w, buf, sizeof buf, DL(5000)), 4);
+    VCHECK(memcmp(buf, "back", 4) == 0);
+    /* the first socket is still open and untouched by the wrapper */
+    VCHECK_EQ(vega_sock_write(s1, "x", 1, NULL, DL(5000)), 1);
+    VCHECK_EQ(vega_sock_read(c1, buf, sizeof buf, DL(5000)), 1);
+    /* refused: NULLs, an owning wrapper, another kind of stream */
+    VCHECK_EQ(vega_stream_sock_rebind(NULL, s1), -EINVAL);
+    VCHECK_EQ(vega_stream_sock_rebind(w, NULL), -EINVAL);
+    VCHECK_EQ(vega_stream_from_sock(&own, c1, 0), 0); /* takes c1 */
+    VCHECK_EQ(vega_stream_sock_rebind(own, c2), -EINVAL);
+    VCHECK(vega_stream_sock(own) == c1);
+    VCHECK_EQ(vega_duplex_new(&a, &b, 0), 0);
+    VCHECK_EQ(vega_stream_sock_rebind(a, s1), -EINVAL);
+    vega_stream_close(a, DL(1000));
+    vega_stream_close(b, DL(1000));
+    vega_stream_close(own, DL(1000));
+    vega_stream_close(w, DL(1000)); /* borrowed: s2 stays open */
+    VCHECK_EQ(vega_sock_close(s1), 0);
+    VCHECK_EQ(vega_sock_close(s2), 0);
+    VCHECK_EQ(vega_sock_close(c2), 0);
+}
+
+VTEST(sock_rebind)
+{
+    vtest_run(body_sock_rebind, 0);
+}
+
 static void body_tcp(void)
 {
     vega_sock *c, *s;

@@ -1,0 +1,103 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# vega-curl's WebSocket over HTTP/3 (RFC 9220; curl itself has none): --http3-only and --http3
+# on wss:// against vega-serve --tls --ws-echo (an extended CONNECT on a QUIC request stream,
+# echoes, permessage-deflate, a 300 KB file through the stream's flow control), a server
+# without SETTINGS_ENABLE_CONNECT_PROTOCOL (--http3-only: a clear error; --http3: the HTTP/1.1
+# Upgrade instead), and ws:// (HTTP/3 is https only). No other HTTP/3 WebSocket peer is in
+# Debian 12 (python3-aioquic is not packaged). Loopback only.
+
+load helpers
+
+start_peer() { # NAME CMD...: prints the port its "listening" line names
+    local name="$1" log="$BATS_FILE_TMPDIR/$1.log"
+    shift
+    ("$@" >"$log" 2>&1 3>&- </dev/null & echo $! >"$BATS_FILE_TMPDIR/$name.pid")
+    local i
+    for ((i = 0; i < 200; i++)); do
+        grep -q 'HTTP/3 on udp' "$log" 2>/dev/null && break
+        sleep 0.05
+    done
+    sed -nE 's/.*listening( on [0-9.]+:| )([0-9]+)$/\2/p' "$log" | head -n1
+}
+
+setup_file() {
+    export CURL_BIN="$(vega_bin vega-curl)"
+    local serve
+    serve="$(vega_bin vega-serve)"
+    mkdir -p "$BATS_FILE_TMPDIR/root"
+    TPORT="$(start_peer tls "$serve" --tls -p 0 --ws-echo /ws "$BATS_FILE_TMPDIR/root")"
+    # HTTP/3 without RFC 9220 (no WebSocket route: no SETTINGS_ENABLE_CONNECT_PROTOCOL)
+    NPORT="$(start_peer nows "$serve" --tls -p 0 "$BATS_FILE_TMPDIR/root")"
+    export TPORT NPORT
+    head -c 300000 /dev/urandom | tr '\n' 'x' >"$BATS_FILE_TMPDIR/big"
+}
+
+teardown_file() {
+    local f
+    for f in "$BATS_FILE_TMPDIR"/*.pid; do
+        [ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null || true
+    done
+}
+
+# Text lines and the large binary file through the echo server at URL (options after it).
+echo_both_ways() {
+    local url="$1"
+    shift
+    run timeout 20 bash -c 'printf "hello\nκόσμε\n\nlast\n" | "$CURL_BIN" -s "$@"' _ "$@" "$url"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = "$(printf 'hello\nκόσμε\n\nlast')" ]
+    timeout 20 "$CURL_BIN" -s --binary "$@" "$url" <"$BATS_FILE_TMPDIR/big" >"$BATS_TEST_TMPDIR/echo"
+    [ "$(tr -d '\n' <"$BATS_TEST_TMPDIR/echo" | sha256sum)" = "$(sha256sum <"$BATS_FILE_TMPDIR/big")" ]
+}
+
+@test "vega-serve --tls --ws-echo: --http3-only wss:// is an extended CONNECT on HTTP/3 and echoes" {
+    [ -n "$TPORT" ] || { cat "$BATS_FILE_TMPDIR/tls.log" >&2; return 1; }
+    echo_both_ways "wss://127.0.0.1:$TPORT/ws" -k --http3-only
+    echo_both_ways "wss://127.0.0.1:$TPORT/ws" -k --http3-only --compressed
+    run timeout 20 bash -c 'echo hi | "$CURL_BIN" -v -k --http3-only --compressed "wss://127.0.0.1:$TPORT/ws" 2>&1'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"> CONNECT /ws HTTP/3"* ]]
+    [[ "$output" == *"> :protocol: websocket"* ]]
+    [[ "$output" == *"> sec-websocket-version: 13"* ]]
+    [[ "$output" != *"ec-websocket-key"* ]]
+    [[ "$output" == *"< HTTP/3 200"* ]]
+    [[ "$output" == *"WebSocket open (permessage-deflate)"* ]]
+    [[ "$output" == *"closed by the server: code 1000"* ]]
+}
+
+@test "--http3 wss:// goes over HTTP/3 too" {
+    run timeout 20 bash -c 'echo hi | "$CURL_BIN" -v -k --http3 "wss://127.0.0.1:$TPORT/ws" 2>&1'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"> CONNECT /ws HTTP/3"* ]]
+    [[ "$output" == *"hi"* ]]
+}
+
+@test "--http3-only to an HTTP/3 server without RFC 9220: a clear error, nothing sent" {
+    [ -n "$NPORT" ] || { cat "$BATS_FILE_TMPDIR/nows.log" >&2; return 1; }
+    run timeout 20 bash -c 'echo x | "$CURL_BIN" -v -k --http3-only "wss://127.0.0.1:$NPORT/ws" 2>&1'
+    echo "$output"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"does not do WebSocket over HTTP/3"* ]]
+    [[ "$output" != *"> CONNECT"* ]]
+}
+
+@test "--http3 to an HTTP/3 server without RFC 9220 falls back to the HTTP/1.1 Upgrade" {
+    run timeout 20 bash -c 'echo x | "$CURL_BIN" -v -k --http3 "wss://127.0.0.1:$NPORT/ws" 2>&1'
+    echo "$output"
+    # the server has no WebSocket route: its 404 to the HTTP/1.1 Upgrade is the refusal (22)
+    [ "$status" -eq 22 ]
+    [[ "$output" != *"> CONNECT"* ]]
+    [[ "$output" == *"> GET /ws HTTP/1.1"* ]]
+    [[ "$output" == *"< HTTP/1.1 404"* ]]
+}
+
+@test "--http3-only ws:// is refused (HTTP/3 is for https)" {
+    run timeout 20 bash -c 'echo x | "$CURL_BIN" -sS --http3-only "ws://127.0.0.1:$TPORT/ws" 2>&1'
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"HTTP/3 is for wss:// only"* ]]
+}
