@@ -143,6 +143,8 @@ server_cmd() { # NAME PORT PROTO
 start_server() {
   local name=$1 cmd i
   port=$((port + 1))
+  # a stopped server's shards or workers may hold their port a moment longer: take a free one
+  while ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; do port=$((port + 1)); done
   sport=$port serr=$tmp/server-$name-$sport.err
   case $name in nginx-*) nginx_conf "$sport" "${name#nginx-}" "$2" ;; esac
   cmd=$(server_cmd "$name" "$sport" "$2") || return 1
