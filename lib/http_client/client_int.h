@@ -557,6 +557,10 @@ static inline void vega__hc_h2_wake(vega_http_client_response *r)
  * writes give DATA under flow control, SHUT_WR sends END_STREAM, close ends our side and
  * waits (bounded by its deadline) for the server's, then frees r (CANCEL if still open). */
 int vega__hc_h2_tunnel_new(vega_http_client_response *r, vega_stream **out);
+/* Makes *out a stream over r's exchange with ops (h2_tunnel.c); r is the stream's user, freed
+ * by its close. Returns 0 or vega_stream_new's code. */
+int vega__hc_tunnel_stream(vega_http_client_response *r, const vega_stream_ops *ops,
+                           vega_stream **out);
 /* h3_tunnel.c: the same over an HTTP/3 request stream (RFC 9220): r (2xx to an extended
  * CONNECT) taken on success. */
 int vega__hc_h3_tunnel_new(vega_http_client_response *r, vega_stream **out);

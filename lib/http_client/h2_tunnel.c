@@ -10,14 +10,10 @@
 
 #include "client_int.h"
 
-struct hc_tunnel {
-    vega_http_client_response *r;
-};
-
 static vega_ssize t_read(void *user, void *buf, size_t len, vega_deadline dl)
 {
-    struct hc_tunnel *t = user;
-    return vega__hc_h2_read(t->r, buf, len, dl);
+    vega_http_client_response *r = user;
+    return vega__hc_h2_read(r, buf, len, dl);
 }
 
 /* Why our side cannot write (mu held): 0 when it may. */
@@ -95,8 +91,8 @@ static int span(vega_http_client_response *r, const void *p, size_t len, bool fi
 static vega_ssize t_write(void *user, const void *buf, size_t len, size_t *written,
                           vega_deadline dl)
 {
-    struct hc_tunnel *t = user;
-    int rc = span(t->r, buf, len, false, dl);
+    vega_http_client_response *r = user;
+    int rc = span(r, buf, len, false, dl);
     *written = rc == 0 ? len : 0;
     return rc < 0 ? rc : (vega_ssize)len;
 }
@@ -104,23 +100,22 @@ static vega_ssize t_write(void *user, const void *buf, size_t len, size_t *writt
 /* SHUT_WR: END_STREAM (an empty DATA frame); the server's side goes on. */
 static int t_shutdown(void *user, int how, vega_deadline dl)
 {
-    struct hc_tunnel *t = user;
+    vega_http_client_response *r = user;
     if (how != SHUT_WR && how != SHUT_RDWR)
         return how == SHUT_RD ? 0 : -EINVAL;
-    pthread_mutex_lock(&t->r->h2->mu);
-    bool ended = t->r->h2_tx_end;
-    pthread_mutex_unlock(&t->r->h2->mu);
-    return ended ? 0 : span(t->r, "", 0, true, dl);
+    pthread_mutex_lock(&r->h2->mu);
+    bool ended = r->h2_tx_end;
+    pthread_mutex_unlock(&r->h2->mu);
+    return ended ? 0 : span(r, "", 0, true, dl);
 }
 
 /* Our END_STREAM, then the server's (or a reset) within dl; a stream still open is reset with
  * CANCEL by the response's free. */
 static int t_close(void *user, vega_deadline dl)
 {
-    struct hc_tunnel *t = user;
-    vega_http_client_response *r = t->r;
+    vega_http_client_response *r = user;
     struct hc_h2 *h = r->h2;
-    int rc = t_shutdown(t, SHUT_WR, dl);
+    int rc = t_shutdown(r, SHUT_WR, dl);
     for (; rc == 0;) {
         pthread_mutex_lock(&h->mu);
         bool over = r->h2_closed || h->dead;
@@ -136,9 +131,7 @@ static int t_close(void *user, vega_deadline dl)
             break;
         rc = vega_notify_wait(&r->h3_wake, dl);
     }
-    const vega_mem *m = r->c->o.mem;
     vega_http_client_response_free(r);
-    vega__mem_free(m, t);
     return 0;
 }
 
@@ -150,20 +143,22 @@ static const vega_stream_ops tunnel_ops = {
     .close = t_close,
 };
 
-int vega__hc_h2_tunnel_new(vega_http_client_response *r, vega_stream **out)
+/* The stream's user is the response itself: closing the stream frees it. */
+int vega__hc_tunnel_stream(vega_http_client_response *r, const vega_stream_ops *ops,
+                           vega_stream **out)
 {
-    struct hc_tunnel *t = vega__mem_calloc(r->c->o.mem, 1, sizeof *t);
-    if (!t)
-        return -ENOMEM;
-    t->r = r;
-    int rc = vega_stream_new(out, &tunnel_ops, t);
-    if (rc < 0) {
-        vega__mem_free(r->c->o.mem, t);
+    int rc = vega_stream_new(out, ops, r);
+    if (rc < 0)
         return rc;
-    }
     /* the handshake's deadline bounded the exchange; the tunnel's reads and writes carry
      * their own, and its bytes are the WebSocket's, not a body with a size limit */
     r->dl = VEGA_DEADLINE_NEVER;
     r->max_body = UINT64_MAX;
     return 0;
+}
+
+int vega__hc_h2_tunnel_new(vega_http_client_response *r, vega_stream **out)
+{
+    int rc = vega__hc_tunnel_stream(r, &tunnel_ops, out);
+    return rc;
 }

@@ -12,25 +12,21 @@
 
 #include "client_int.h"
 
-struct hc_h3_tunnel {
-    vega_http_client_response *r;
-};
-
 static vega_ssize t_read(void *user, void *buf, size_t len, vega_deadline dl)
 {
-    struct hc_h3_tunnel *t = user;
-    vega_ssize n = vega__hc_h3_read(t->r, buf, len, dl);
+    vega_http_client_response *r = user;
+    vega_ssize n = vega__hc_h3_read(r, buf, len, dl);
     return n == VEGA_ERR_QUIC_EP_RESET ? -ECONNRESET : n;
 }
 
 static vega_ssize t_write(void *user, const void *buf, size_t len, size_t *written,
                           vega_deadline dl)
 {
-    struct hc_h3_tunnel *t = user;
+    vega_http_client_response *r = user;
     *written = 0;
-    if (t->r->h3_sent_fin)
+    if (r->h3_sent_fin)
         return -EPIPE;
-    int rc = vega__hc_h3_send_data(t->r, buf, len, false, dl);
+    int rc = vega__hc_h3_send_data(r, buf, len, false, dl);
     if (rc < 0)
         return rc;
     *written = len;
@@ -40,30 +36,27 @@ static vega_ssize t_write(void *user, const void *buf, size_t len, size_t *writt
 /* SHUT_WR: our FIN; the server's side goes on. */
 static int t_shutdown(void *user, int how, vega_deadline dl)
 {
-    struct hc_h3_tunnel *t = user;
+    vega_http_client_response *r = user;
     if (how != SHUT_WR && how != SHUT_RDWR)
         return how == SHUT_RD ? 0 : -EINVAL;
-    if (t->r->h3_sent_fin)
+    if (r->h3_sent_fin)
         return 0;
-    return vega__hc_h3_send_data(t->r, NULL, 0, true, dl);
+    return vega__hc_h3_send_data(r, NULL, 0, true, dl);
 }
 
 /* Our FIN, then the server's (or a reset) within dl, what still comes read and dropped; a
  * stream still open is cancelled (H3_REQUEST_CANCELLED both ways) by the response's free. */
 static int t_close(void *user, vega_deadline dl)
 {
-    struct hc_h3_tunnel *t = user;
-    vega_http_client_response *r = t->r;
-    int rc = t_shutdown(t, SHUT_WR, dl);
+    vega_http_client_response *r = user;
+    int rc = t_shutdown(r, SHUT_WR, dl);
     uint8_t sink[4096];
     while (rc == 0 && !r->msg_done) {
         vega_ssize n = vega__hc_h3_read(r, sink, sizeof sink, dl);
         if (n <= 0)
             break;
     }
-    const vega_mem *m = r->c->o.mem;
     vega_http_client_response_free(r);
-    vega__mem_free(m, t);
     return 0;
 }
 
@@ -77,19 +70,8 @@ static const vega_stream_ops tunnel_ops = {
 
 int vega__hc_h3_tunnel_new(vega_http_client_response *r, vega_stream **out)
 {
-    struct hc_h3_tunnel *t = vega__mem_calloc(r->c->o.mem, 1, sizeof *t);
-    if (!t)
-        return -ENOMEM;
-    t->r = r;
-    int rc = vega_stream_new(out, &tunnel_ops, t);
-    if (rc < 0) {
-        vega__mem_free(r->c->o.mem, t);
-        return rc;
-    }
-    /* the handshake's deadline bounded the exchange; the tunnel's reads and writes carry
-     * their own, and its bytes are the WebSocket's, not a body with a size limit */
-    r->dl = VEGA_DEADLINE_NEVER;
-    r->max_body = UINT64_MAX;
-    r->h3_tunnel = true; /* a reader and a writer may wait at once */
-    return 0;
+    int rc = vega__hc_tunnel_stream(r, &tunnel_ops, out);
+    if (rc == 0)
+        r->h3_tunnel = true; /* a reader and a writer may wait at once */
+    return rc;
 }
