@@ -484,15 +484,15 @@ VTEST_MT(shutdown_sends_goaway, 2)
 }
 
 /* API rules, ABI: vega_http_server_h3_opts grew conn_send_budget at layout version 3. An _init
- * of version 2 writes its prefix only (a caller built then has no room for the field), and the
- * current one sets the budget to 0, its default (4 MiB). */
+ * of version 2 sets what it has (that it writes nothing past it: the layout table,
+ * tests/unit/base/compat_test.c), and the current one sets the budget to 0, its default
+ * (4 MiB). */
 VTEST(opts_layout_versions)
 {
     vega_http_server_h3_opts o;
     memset(&o, 0xab, sizeof o);
     vega_http_server_h3_opts_init_versioned(&o, 2);
     VCHECK(o.qlog_dir == NULL);
-    VCHECK_EQ(o.conn_send_budget, 0xababababababababull);
     vega_http_server_h3_opts_init(&o);
     VCHECK_EQ(o.conn_send_budget, 0);
 }
