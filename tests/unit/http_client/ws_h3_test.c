@@ -21,6 +21,7 @@
 
 #include "../quic/qtls_certs.h"
 #include "vtest.h"
+#include "ws_util.h"
 
 #define DLS(ms) vega_deadline_in_ms(ms)
 
@@ -187,33 +188,6 @@ static vega_http_client *client(struct srv *v)
 static void url(const struct srv *v, char *out, size_t cap, const char *scheme, const char *path)
 {
     snprintf(out, cap, "%s://localhost:%u%s", scheme, v->port, path);
-}
-
-static void echo_one(vega_websocket *ws, vega_ws_msg_type t, const void *p, size_t n)
-{
-    VCHECK_EQ(vega_websocket_send(ws, t, p, n, DLS(10000)), 0);
-    vega_websocket_msg m;
-    VCHECK_EQ(vega_websocket_recv(ws, &m, DLS(10000)), 0);
-    VCHECK_EQ(m.type, t);
-    VCHECK_EQ(m.len, n);
-    VCHECK(n == 0 || memcmp(m.data, p, n) == 0);
-}
-
-static void close_normally(vega_websocket *ws)
-{
-    VCHECK_EQ(vega_websocket_close(ws, 1000, NULL, 0, DLS(5000)), 0);
-    vega_websocket_msg m;
-    VCHECK_EQ(vega_websocket_recv(ws, &m, DLS(5000)), VEGA_ERR_CLOSED);
-    VCHECK_EQ(vega_websocket_get_close_code(ws), 1000);
-}
-
-static char last_head[4096];
-
-static void trace_req(void *user, bool is_request, const void *head, size_t len)
-{
-    (void)user;
-    if (is_request)
-        snprintf(last_head, sizeof last_head, "%.*s", (int)len, (const char *)head);
 }
 
 static vega_websocket *open_ws(vega_http_client *c, const struct srv *v, const char *path,
