@@ -798,7 +798,7 @@ print(s.recv(10)[1])'
     grep -E 'pass\(2\): udp/udpassociate \]: 4[0-9]+/4 -> .* -> 4[0-9]+/4' "$T/dante/danted.log"
 }
 
-@test "chained UDP ASSOCIATE: 10,000 datagrams (names rewritten to addresses for a socks5:// upstream) make no allocation in the proxy" {
+@test "UDP ASSOCIATE: 10,000 datagrams make no allocation in the proxy, chained (names rewritten to addresses for a socks5:// upstream) and direct" {
     command -v cc >/dev/null || skip "no C compiler for the allocation counter"
     grep -qa __asan_init "$PROXY" && skip "an ASan build: its allocator cannot be counted this way"
     local ECHO PY EP UP
@@ -808,9 +808,12 @@ print(s.recv(10)[1])'
     start_bg "$T/echo.log" "$ECHO" -u -l 127.0.0.1:0
     wait_for_line "$T/echo.log" 'listening on udp 127\.0\.0\.1:[0-9]+' 10
     EP="$(sed -n 's/.*listening on udp 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/echo.log" | head -1)"
-    proxy_at "$T/up.log"
-    UP=$AT
-    mkfifo "$T/req" "$T/resp"
+    mkfifo "$T/req" "$T/resp" "$T/req2" "$T/resp2"
+    # the upstream, counted too: its associations are direct ones
+    start_bg "$T/up.log" env LD_PRELOAD="$T/malloc-count.so" MALLOC_COUNT_REQ="$T/req2" \
+        MALLOC_COUNT_RESP="$T/resp2" "$PROXY" -l 127.0.0.1:0
+    wait_for_line "$T/up.log" 'listening on 127\.0\.0\.1:[0-9]+' 10
+    UP="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/up.log" | head -1)"
     # the counted proxy: socks5:// resolves "localhost" here (the hosts file) and rewrites each
     # such datagram's header to the address in front of the payload
     start_bg "$T/p1.log" env LD_PRELOAD="$T/malloc-count.so" MALLOC_COUNT_REQ="$T/req" \
@@ -823,6 +826,11 @@ print(s.recv(10)[1])'
     [ "$output" = "allocs 0" ]
     wait_for_line "$T/p1.log" 'socks5 UDP 127\.0\.0\.1:[0-9]+ up=[0-9]+ down=[0-9]+ .*result=ok' 10
     [ -z "$(grep 'datagrams dropped' "$T/p1.log")" ]
+    # a direct association (the upstream's own relay): no allocation either
+    run timeout 120 "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" --allocs "$UP" "$EP" 10000 "$T/req2" "$T/resp2"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = "allocs 0" ]
 }
 
 @test "UDP ASSOCIATE through an http:// or https:// upstream is refused with REP 7 (command not supported), and the log says why" {
