@@ -21,7 +21,6 @@
 
 #define MAX_FDS (SERVE_MAX_LISTEN * 4)
 
-vega_shard *serve_shard;
 char **serve_argv;
 int serve_shard_fds[MAX_FDS];
 size_t serve_shard_nfds;
@@ -432,6 +431,9 @@ int serve_shards_run(void)
         cli_err_code("metrics", r);
         return CLI_EXIT_NET;
     }
+    unsigned every = serve_o.metrics_every_ms ? serve_o.metrics_every_ms : SERVE_METRICS_EVERY_MS;
+    if (serve_o.metrics_log && (r = serve_shard_log_init(serve_o.shards, every)) != 0)
+        return r;
     if (!serve_o.quiet) {
         char line[4096];
         size_t len = (size_t)snprintf(line, sizeof line, "vega-serve: serving %s on", serve_o.root);
@@ -471,8 +473,14 @@ int serve_shards_run(void)
     so.shard_main = shard_main;
     so.on_event = on_event;
     so.heartbeat_timeout_ms = serve_o.shard_watchdog_ms;
-    so.grace_ms = 7000; /* a shard's own grace for requests in progress is 5 s */
+    so.grace_ms = 7000;        /* a shard's own grace for requests in progress is 5 s */
+    if (serve_o.metrics_log) { /* the supervisor writes the lines: it looks every 100 ms */
+        so.on_tick = serve_shard_log_tick;
+        so.tick_ms = every < 100 ? every : 100;
+    }
     r = vega_shard_run(&so);
+    if (serve_o.metrics_log)
+        serve_shard_log_finish();
     for (size_t i = 0; i < serve_shard_nfds; i++)
         close(serve_shard_fds[i]);
     for (size_t i = 0; i < serve_shard_metrics_nfds; i++)

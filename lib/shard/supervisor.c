@@ -70,13 +70,15 @@ struct sup {
      * after that, kept to see the old one end (POLLERR): until then no reload starts */
     int announce_fd;
     bool announced;
+    int64_t next_tick; /* when on_tick is due */
 };
 
 #define ENV_LISTEN_FDS "VEGA_SHARD_LISTEN_FDS"
 #define ENV_UPGRADE_FD "VEGA_SHARD_UPGRADE_FD"
 #define ENV_GENERATION "VEGA_SHARD_GENERATION"
-/* The layouts of vega_shard_opts: 1 ended before exec_argv. */
+/* The layouts of vega_shard_opts: 1 ended before exec_argv, 2 before on_tick. */
 #define SHARD_OPTS_V1_SIZE offsetof(vega_shard_opts, exec_argv)
+#define SHARD_OPTS_V2_SIZE offsetof(vega_shard_opts, on_tick)
 
 static int64_t now_ms(void)
 {
@@ -435,6 +437,12 @@ static void tick(struct sup *s)
         start_reload(s);
     if (s->up_pending && !s->stopping)
         start_upgrade(s);
+    if (s->o.on_tick && s->o.tick_ms && t >= s->next_tick) {
+        s->next_tick += s->o.tick_ms; /* a fixed schedule; a late one does not push the rest */
+        if (s->next_tick <= t)
+            s->next_tick = t + s->o.tick_ms;
+        s->o.on_tick(s->o.user_data);
+    }
 }
 
 static bool any_alive(const struct sup *s)
@@ -500,11 +508,20 @@ static unsigned cpus(void)
     return 1;
 }
 
+/* The size of layout v (1..VEGA_SHARD_OPTS_VERSION), 0 for one we do not know. */
+static size_t opts_size(int v)
+{
+    return v == 1                         ? SHARD_OPTS_V1_SIZE
+           : v == 2                       ? SHARD_OPTS_V2_SIZE
+           : v == VEGA_SHARD_OPTS_VERSION ? sizeof(vega_shard_opts)
+                                          : 0;
+}
+
 void vega_shard_opts_init_versioned(vega_shard_opts *o, int opts_version)
 {
-    if (opts_version != 1 && opts_version != VEGA_SHARD_OPTS_VERSION)
+    if (!opts_size(opts_version))
         abort(); /* API rules: an _init of an unknown layout panics */
-    memset(o, 0, opts_version == 1 ? SHARD_OPTS_V1_SIZE : sizeof *o);
+    memset(o, 0, opts_size(opts_version));
 }
 
 /* We are a binary upgrade's new supervisor: the pipe to the old one (removed from the
@@ -588,10 +605,10 @@ static void defaults(vega_shard_opts *o)
 
 int vega_shard_run_versioned(const vega_shard_opts *o, int opts_version)
 {
-    if (!o || (opts_version != 1 && opts_version != VEGA_SHARD_OPTS_VERSION) || !o->shard_main)
+    if (!o || !opts_size(opts_version) || !o->shard_main)
         return -EINVAL;
     struct sup s = {.gen = 1, .sfd = -1, .up_fd = -1, .handed_fd = -1, .announce_fd = -1};
-    memcpy(&s.o, o, opts_version == 1 ? SHARD_OPTS_V1_SIZE : sizeof s.o); /* the rest stays 0 */
+    memcpy(&s.o, o, opts_size(opts_version)); /* the rest stays 0 */
     defaults(&s.o);
     if (s.o.shards > MAX_SHARDS)
         return -EINVAL;
@@ -626,6 +643,7 @@ int vega_shard_run_versioned(const vega_shard_opts *o, int opts_version)
     }
     s.announce_fd = announce_fd();
     s.gen = first_generation(s.announce_fd >= 0);
+    s.next_tick = now_ms() + s.o.tick_ms;
     r = loop(&s);
     if (s.announce_fd >= 0)
         close(s.announce_fd); /* never ready: the old supervisor sees EOF and stays */

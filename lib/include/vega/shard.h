@@ -93,9 +93,16 @@ typedef struct vega_shard_opts {
      * by generation (vega-serve's UDP socket sets) is never used by two live generations.
      * NULL: SIGUSR2 is left alone. */
     char *const *exec_argv;
+    /* Layout 3. Called in the supervisor about every tick_ms (its loop looks every 50 ms, so
+     * never sooner than asked, at most 50 ms late), between events, for periodic work of the
+     * program's own (vega-serve sums its shards' counters into --metrics-log). It must not
+     * block long: the supervision waits meanwhile. NULL or tick_ms 0: never. */
+    void (*on_tick)(void *user_data);
+    unsigned tick_ms;
 } vega_shard_opts;
-/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI): 2 added exec_argv. */
-#define VEGA_SHARD_OPTS_VERSION 2
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI): 2 added exec_argv, 3
+ * on_tick and tick_ms. */
+#define VEGA_SHARD_OPTS_VERSION 3
 
 /* Sets the defaults (every field zero). Since 0.1. */
 VEGA_API void vega_shard_opts_init_versioned(vega_shard_opts *o, int opts_version);

@@ -689,6 +689,31 @@ VTEST(inherited_fds_are_checked)
     close(c);
 }
 
+/* ---- on_tick: the program's periodic work in the supervisor ---------------------------------- */
+
+static unsigned ticks;
+
+static void count_tick(void *u)
+{
+    (void)u;
+    if (++ticks == 3)
+        send_term(); /* three ticks seen: stop */
+}
+
+VTEST(on_tick_runs_in_the_supervisor)
+{
+    vega_shard_opts o;
+    vega_shard_opts_init(&o);
+    o.shards = 1;
+    o.shard_main = main_serve;
+    o.on_tick = count_tick;
+    o.tick_ms = 10;
+    ticks = 0;
+    VCHECK_EQ(run(&o, NULL), 0); /* stopped by the third tick */
+    VCHECK(ticks >= 3);
+    VCHECK_EQ(count(VEGA_SHARD_EV_DRAINED), 1);
+}
+
 /* ---- a first generation that cannot start is reported, not retried --------------------------- */
 
 static int main_bad_config(vega_shard *s, void *u)
