@@ -193,7 +193,7 @@ print("ok")' "$T/m.jsonl"
     [ "$status" -eq 0 ] || { echo "$output"; false; }
 }
 
-@test "--metrics-log --shards 2: the supervisor's lines sum the shards', requests exactly" {
+@test "--metrics-log --shards 2: the supervisor's lines sum the shards', requests exactly, across a reload and an upgrade" {
     start_bg "$T/serve.log" "$SERVE" --shards 2 -p 0 --metrics-log "$T/m.jsonl" \
         --metrics-every 50 "$T/root"
     local sup=$BG_PID
@@ -216,9 +216,25 @@ print("ok")' "$T/m.jsonl"
         sleep 0.05
     done
     [ "$(wc -l <"$T/m.jsonl")" -ge 3 ]
-    kill -TERM "$sup"
+    # a binary upgrade: the old supervisor writes its last line when its shards are gone, the
+    # new one appends its own
+    kill -USR2 "$sup"
+    wait_for_line "$T/serve.log" 'upgrade: new supervisor pid [0-9]+ ready' 15
+    local new
+    new="$(sed -nE 's/.*upgrade: new supervisor pid ([0-9]+) ready.*/\1/p' "$T/serve.log")"
+    [ -n "$new" ]
+    VEGA_BG_PIDS+=("$new") # killed by teardown if the test fails
     wait_pid_exit "$sup" 20
     [ "$BG_STATUS" -eq 0 ]
+    for ((i = 0; i < 3; i++)); do
+        curl -sS -f -o /dev/null "http://127.0.0.1:$p/hello.txt"
+    done
+    kill -TERM "$new"
+    for ((i = 0; i < 300; i++)); do
+        kill -0 "$new" 2>/dev/null || break
+        sleep 0.05
+    done
+    ! kill -0 "$new" 2>/dev/null
     run "$PY" - "$T/m.jsonl" <<'PYEOF'
 import json, sys
 keys = ["spawned", "polls", "steals", "steal_ops", "parks", "unparks", "injects",
@@ -242,10 +258,10 @@ for r in recs:
         assert len(s["per_worker"]) == min(s["workers"], 64), s
         for k in keys[:14]:
             assert s[k] == sum(w[k] for w in s["per_worker"]), (k, s)
-# 13 requests, each counted once, over both generations; the last line, written after the
-# stop, holds no live shard
-assert sum(r["requests"] for r in recs) == 13, [r["requests"] for r in recs]
-assert gens == {1, 2}, gens
+# 16 requests, each counted once, over the generations of both supervisors (the new one's
+# first is 3); the last line, written after the stop, holds no live shard
+assert sum(r["requests"] for r in recs) == 16, [r["requests"] for r in recs]
+assert gens == {1, 2, 3}, gens
 assert recs[-1]["shards"] == 0, recs[-1]
 print("ok", len(recs))
 PYEOF
