@@ -110,7 +110,7 @@ in_cg() {
 
 nginx_conf() { # PORT WORKERS PROTO
   mkdir -p "$tmp/nginx-$1"
-  local h2= rp=
+  local h2="" rp=""
   [ "$3" = h2 ] && h2=" http2"
   [ "${4:-}" = rp ] && rp=" reuseport"
   cat >"$tmp/nginx-$1.conf" <<EOF
