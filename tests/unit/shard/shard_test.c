@@ -560,10 +560,13 @@ VTEST(upgrade_that_cannot_start_changes_nothing)
     VCHECK_EQ(errno, ECHILD);
 }
 
-/* The upgraded shard: generations count on from the old supervisor's (it served 1). */
+/* The upgraded shard: generations count on from the old supervisor's (it served 1, or what
+ * $SHARD_TEST_OLD_GEN says). */
 static int main_serve_gen2(vega_shard *s, void *u)
 {
-    if (vega_shard_generation(s) != 2)
+    const char *v = getenv("SHARD_TEST_OLD_GEN");
+    unsigned old = v ? (unsigned)atoi(v) : 1;
+    if (vega_shard_generation(s) != old + 1)
         return 3; /* the first generation cannot start: the upgrade fails */
     return main_serve(s, u);
 }
@@ -642,6 +645,65 @@ VTEST(upgrade_hands_over)
     alarm(0);
     VCHECK(WIFEXITED(st));
     VCHECK_EQ(WEXITSTATUS(st), 0); /* its checks passed and it stopped cleanly */
+    close(l);
+    close(fds[1]);
+}
+
+/* SIGUSR2 once a reload started: the upgrade waits until generation 2 serves and generation 1
+ * has drained, and the new supervisor's generations go on from 2. */
+static void hook_usr2_during_reload(const vega_shard_event *ev)
+{
+    if (ev->kind == VEGA_SHARD_EV_READY && count(VEGA_SHARD_EV_READY) == 2)
+        send_hup();
+    if (ev->kind == VEGA_SHARD_EV_RELOAD)
+        raise(SIGUSR2);
+    if (ev->kind == VEGA_SHARD_EV_UPGRADE_FAILED || ev->kind == VEGA_SHARD_EV_UPGRADED)
+        send_term();
+}
+
+VTEST(upgrade_waits_for_a_reload_and_its_drain)
+{
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    VCHECK(l >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    VCHECK_EQ(bind(l, (struct sockaddr *)&a, sizeof a), 0);
+    VCHECK_EQ(listen(l, 16), 0);
+    int fds[2] = {l, socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)};
+    VCHECK(fds[1] >= 0);
+    char *argv[] = {"/proc/self/exe", "upgrade_new_side", NULL};
+    setenv("SHARD_TEST_OLD_GEN", "2", 1); /* read by the new side */
+    vega_shard_opts o;
+    vega_shard_opts_init(&o);
+    o.shards = 2;
+    o.listen_fds = fds;
+    o.n_listen_fds = 2;
+    o.shard_main = main_serve;
+    o.exec_argv = argv;
+    VCHECK_EQ(run(&o, hook_usr2_during_reload), 0);
+    unsigned up = first(VEGA_SHARD_EV_UPGRADE, 0), done = first(VEGA_SHARD_EV_UPGRADED, 0);
+    unsigned reloaded = first(VEGA_SHARD_EV_RELOADED, 2);
+    VCHECK(reloaded < up && up < done && done < nev);
+    /* generation 1 drained before the upgrade started, generation 2 after it was done */
+    unsigned drained1 = 0;
+    for (unsigned i = 0; i < nev; i++) {
+        if (evs[i].kind != VEGA_SHARD_EV_DRAINED)
+            continue;
+        if (evs[i].generation == 1) {
+            drained1++;
+            VCHECK(i < up);
+        } else {
+            VCHECK(evs[i].generation == 2 && i > done);
+        }
+    }
+    VCHECK_EQ(drained1, 2);
+    int pid = evs[up].pid, st;
+    VCHECK_EQ(kill(pid, SIGTERM), 0);
+    alarm(60);
+    VCHECK_EQ(waitpid(pid, &st, 0), pid);
+    alarm(0);
+    VCHECK(WIFEXITED(st));
+    VCHECK_EQ(WEXITSTATUS(st), 0); /* its first generation was 3 */
+    unsetenv("SHARD_TEST_OLD_GEN");
     close(l);
     close(fds[1]);
 }
