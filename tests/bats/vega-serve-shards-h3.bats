@@ -178,17 +178,12 @@ cid_bytes() {
     # the old shard sent the whole response (its access log line), after the switch
     wait_for_line "$log" '"GET /big.bin HTTP/3" 200 3000000 ' 10
     [ "$(stat -c %s "$got")" -gt "$at_switch" ]
-    # vega-curl keeps what QUIC received in the connection until it reads it: when the old
-    # shard, its response acknowledged, closes the connection (H3_NO_ERROR) while vega-curl
-    # still has the last window to read at its limited rate, that tail is lost (a client
-    # limitation, the same with any vega-serve stop; see /tmp/h3-notes.md). Otherwise the
-    # bytes are the file's.
-    if [ "$BG_STATUS" -eq 0 ]; then
-        cmp "$got" "$ROOT/big.bin"
-    else
-        grep -q 'H3_NO_ERROR, 0x100: shutdown' "$got.err"
-        cmp -n "$(stat -c %s "$got")" "$got" "$ROOT/big.bin"
-    fi
+    # the old shard, its response acknowledged, closes the connection (H3_NO_ERROR) while
+    # vega-curl still has the last window to read at its limited rate: what QUIC received is
+    # still the response's (the client keeps it past the connection's end), so the download
+    # completes, every byte the file's
+    [ "$BG_STATUS" -eq 0 ] || { cat "$got.err"; false; }
+    cmp "$got" "$ROOT/big.bin"
     # a new connection goes to generation 2
     "$CURL" -sk --http3-only "$U" | grep -q 'hello shards'
 }
