@@ -188,8 +188,9 @@ int vega__hc_send_h3(vega_http_client *c, const struct hc_req *rq, vega_tstamp s
         if (!fresh && (rc = vega__hc_h3_pool_take(c, rq, dl, &h)) < 0)
             break;
         reused = h != NULL;
-        /* A fallback that went by TCP before: its connection serves again. */
-        if (!h && rq->fallback && !fresh && vega__hc_pool_take(c, &rq->key, &tcp) > 0)
+        /* A fallback that went by TCP before: its connection serves again (not a
+         * WebSocket's, which has a fresh connection of its own). */
+        if (!h && rq->fallback && !rq->ws_h3 && !fresh && vega__hc_pool_take(c, &rq->key, &tcp) > 0)
             reused = true;
         if (!h && !tcp) {
             vega_deadline cdl = hc_dl_min(dl, vega_deadline_in_ns(c->o.connect_timeout_ns));
@@ -197,6 +198,13 @@ int vega__hc_send_h3(vega_http_client *c, const struct hc_req *rq, vega_tstamp s
                               : vega__hc_h3_connect(c, rq, fresh, cdl, &h, &werr);
             if (rc < 0)
                 break;
+        }
+        if (tcp && rq->ws_h3) {
+            /* no QUIC connection (it failed, or TCP connected first): the WebSocket's caller
+             * makes the HTTP/1.1 Upgrade on a connection of its own (ws_connect.c) */
+            vega__hc_conn_close(tcp);
+            rc = -ENOTSUP;
+            break;
         }
         if (tcp)
             rc = over_tcp(c, rq, tcp, reused, &tinfo, start, dl, &used, &retry, out);
