@@ -140,7 +140,7 @@ cid_bytes() {
     kill -0 "$LOAD_PID"
     wait_pid_exit "$LOAD_PID" 30
     [ "$BG_STATUS" -eq 0 ] || { cat "$out" "$out.err"; false; }
-    [ "$(json_num "$out" errors)" -eq 0 ] || { cat "$out"; false; }
+    [ "$(json_num "$out" errors)" -eq 0 ] || { cat "$out" "$out.err"; false; }
     [ "$(json_num "$out" connect_errors)" -eq 0 ]
     [ "$(json_num "$out" requests)" -gt 0 ]
     # each old shard told its connections (RFC 9114 §5.2); what it did not process was retried
