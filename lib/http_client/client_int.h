@@ -77,6 +77,11 @@ struct hc_resolve {
 #define HC_H3_UNI_CHUNK 4096
 /* Most HTTP/3 connections the client keeps (idle or busy); beyond, the oldest idle one goes. */
 #define HC_H3_MAX_CONNS 256
+/* Connections a request may find refused (CONNECTION_REFUSED after the handshake: a server
+ * that stops) in a row, each retried on a new one: a server reloaded again and again
+ * (vega-serve --shards, SIGHUP back to back) may refuse a few, one per generation stopping
+ * (three live at once at most); other retries stay at one. */
+#define HC_H3_MAX_REFUSED 3
 
 enum hc_h3_state {
     HC_H3_CONNECTING, /* a task is connecting: others wait for it (waiters) */

@@ -179,7 +179,8 @@ int vega__hc_send_h3(vega_http_client *c, const struct hc_req *rq, vega_tstamp s
     vega_http_client_wire_error werr = {0};
     bool used = false;
     int rc = 0;
-    for (int attempt = 0; attempt < 2; attempt++) {
+    unsigned refused = 0;
+    for (int attempt = 0;; attempt++) {
         bool fresh = req->fresh_connection || attempt > 0, reused = false, retry = false;
         struct hc_h3 *h = NULL;
         struct hc_conn *tcp = NULL;
@@ -211,6 +212,11 @@ int vega__hc_send_h3(vega_http_client *c, const struct hc_req *rq, vega_tstamp s
         else
             rc = vega__hc_attempt_h3(c, rq, h, reused, start, dl, &used, &retry, &werr, out);
         if (rc == 0 || !retry || used)
+            break;
+        /* one retry, or a few in a row for refusals (HC_H3_MAX_REFUSED) */
+        bool refusal = werr.kind == VEGA_HTTP_CLIENT_WIRE_QUIC && !werr.local &&
+                       werr.code == VEGA_QUIC_CONNECTION_REFUSED;
+        if (refusal ? ++refused > HC_H3_MAX_REFUSED : (unsigned)attempt >= 1 + refused)
             break;
     }
     if (rc < 0 && req->wire_error)

@@ -15,6 +15,7 @@
  *                     "accepted"
  *   /refuse           CONNECTION_CLOSE CONNECTION_REFUSED the first time (a server that stops),
  *                     then 200 "accepted"
+ *   /refusals         the same while refuse_left (set by the test) is above 0, counting it down
  *   /drop             CONNECTION_CLOSE H3_NO_ERROR with no GOAWAY and no answer
  *   /gzip             gzip'd text, content-encoding gzip
  *   /hang             never answers
@@ -99,6 +100,7 @@ struct h3t_srv {
     atomic_int conns, requests;
     atomic_bool rejected_once;             /* /reject refused once (whatever the connection) */
     atomic_bool unseen_once, refused_once; /* /unseen, /refuse: the same */
+    atomic_int refuse_left;                /* /refusals */
     pthread_mutex_t mu;                    /* guards all */
     struct h3t_conn *all;
 };
@@ -239,7 +241,8 @@ static inline void h3t_plan(struct h3t_conn *tc, struct h3t_stream *st)
         VCHECK_EQ(vega_h3_conn_submit_goaway(tc->h3, 0), 0);
         st->done = true;
         return;
-    } else if (!strcmp(p, "/refuse") && !atomic_exchange(&tc->s->refused_once, true)) {
+    } else if ((!strcmp(p, "/refuse") && !atomic_exchange(&tc->s->refused_once, true)) ||
+               (!strcmp(p, "/refusals") && atomic_fetch_sub(&tc->s->refuse_left, 1) > 0)) {
         VCHECK_EQ(vega_quic_conn_close(tc->qc, VEGA_QUIC_CLOSE_TRANSPORT,
                                        VEGA_QUIC_CONNECTION_REFUSED, "refused"),
                   0);
@@ -251,7 +254,8 @@ static inline void h3t_plan(struct h3t_conn *tc, struct h3t_stream *st)
             0);
         st->done = true;
         return;
-    } else if (!strcmp(p, "/reject") || !strcmp(p, "/unseen") || !strcmp(p, "/refuse")) {
+    } else if (!strcmp(p, "/reject") || !strcmp(p, "/unseen") || !strcmp(p, "/refuse") ||
+               !strcmp(p, "/refusals")) {
         f[nf++] = (vega_http_field){{"content-length", 14}, CL(8)};
         h3t_head(tc, st, 200, f, nf);
         h3t_data(st, "accepted", 8);
