@@ -180,7 +180,7 @@ static void ep_unwatch(struct vega__worker *w, struct vega__op *op)
         }
     }
     op->res = VEGA__WATCH_GONE;
-    op->on_complete(op);
+    vega__watch_event(op);
 }
 
 static void ep_cancel(struct vega__worker *w, struct vega__op *op)
@@ -245,7 +245,7 @@ static void ep_park(struct vega__worker *w, int64_t timeout_ns)
             struct vega__op *op = s->watch;
             op->res = (int)(got & (op->events | POLLERR | POLLHUP | POLLRDHUP));
             ops++;
-            op->on_complete(op);
+            vega__watch_event(op);
         }
         /* One-shot waits left, or a watch whose registration still carries a finished wait's
          * interest: re-arm. A lone watch stays armed as it is (edge-triggered). */
