@@ -238,38 +238,38 @@ vega_deadline vega__deadline_eff(vega_deadline dl);
 struct vega__op {
     struct vega_task *task; /* NULL: the op belongs to no task (a watch, see vega__watch_event) */
     struct vega__worker *owner;
-    struct vega__op *cancel_next; /* owner's cancel mailbox */
-    atomic_int done;
-    atomic_int cancel_state; /* a cancel asked of another worker, and its answer */
-    int res;                 /* revents for polls, the kernel's result otherwise */
+    int res; /* revents for polls, the kernel's result otherwise */
     int fd;
     uint32_t events;
-    int rb_end; /* receive watches: after the bytes: 1 end of stream, < 0 an error, 0 neither */
-    /* A task's operation and a receive watch never share an op: their fields share the bytes
-     * (a parked connection keeps its watch's op, so every byte of it counts). */
+    uint8_t kind;    /* watches: VEGA__WATCH_POLL, _ACCEPT or _RECV; 0 for a task's op */
+    bool unwatching; /* watches: unwatch was asked (driver-private) */
+    bool poll_ended; /* watches: the kernel sent the registration's last event (driver-private) */
+    uint8_t removes; /* watches: removal requests the kernel has not answered (driver-private) */
+    /* A task's operation and a watch never share an op, so their own fields share the bytes: a
+     * parked connection keeps its watch's op, and every byte of it counts. */
     union {
-        struct {
+        struct {                          /* a task's operation (task != NULL) */
+            struct vega__op *cancel_next; /* owner's cancel mailbox */
+            atomic_int done;
+            atomic_int cancel_state; /* a cancel asked of another worker, and its answer */
             /* Kernel operations (io_uring only): fills the SQE (a struct io_uring_sqe *). */
             void (*prep)(void *sqe, struct vega__op *op);
             void *arg; /* for prep */
         };
-        struct {
+        struct { /* a watch (task == NULL) */
             /* Receive watches (io_uring): the one receive in flight, and what it brought that
              * nobody read yet. Guarded by the owner's op lock; read through vega__watch_read. */
             struct vega_task *rb_waiter; /* a reader waiting for the receive in flight */
-            int32_t rb_bid,
-                rb_tail; /* first and last buffer held (a list in the driver), -1: none */
+            int32_t rb_bid;              /* first buffer held (a list in the driver), -1: none */
+            int32_t rb_tail;             /* last buffer held, -1: none */
+            uint32_t rb_off;             /* bytes of the first buffer read already */
+            int rb_end;         /* after the bytes: 1 end of stream, < 0 an error, 0 neither */
+            uint16_t rb_held;   /* buffers held */
+            bool recv_armed;    /* a receive (or the poll standing in for it) is in flight */
+            bool recv_poll;     /* what is in flight is a poll (the ring had no buffer) */
+            bool recv_stopping; /* the multishot receive was asked to end (enough held) */
         };
     };
-    uint32_t rb_off;  /* receive watches: bytes of the first buffer read already */
-    uint16_t rb_held; /* receive watches: buffers held */
-    bool unwatching;  /* watches: unwatch was asked (driver-private) */
-    bool poll_ended;  /* watches: the kernel sent the registration's last event (driver-private) */
-    uint8_t removes;  /* watches: removal requests the kernel has not answered (driver-private) */
-    uint8_t kind;     /* watches: VEGA__WATCH_POLL, _ACCEPT or _RECV */
-    bool recv_armed;  /* receive watches: a receive (or the poll standing in for it) is in flight */
-    bool recv_poll;   /* receive watches: what is in flight is a poll (the ring had no buffer) */
-    bool recv_stopping; /* receive watches: the multishot receive was asked to end (enough held) */
 };
 
 /* Watch kinds (op->kind). */

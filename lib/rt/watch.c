@@ -159,8 +159,6 @@ int vega__watch_arm(struct vega__watch *w, int fd, uint32_t events, vega_deadlin
                                   .kind = recv ? VEGA__WATCH_RECV : VEGA__WATCH_POLL,
                                   .rb_bid = -1,
                                   .rb_tail = -1};
-        atomic_init(&w->op.done, 0);
-        atomic_init(&w->op.cancel_state, 0);
         atomic_init(&w->state, 0);
         atomic_init(&w->revents, 0);
         w->timer = (struct vega__timer){.fire = on_timeout, .call = true};
@@ -282,8 +280,6 @@ int vega__watch_start(struct vega__watch *w, int fd, unsigned kind,
     w->gone = gone;
     w->op = (struct vega__op){
         .task = NULL, .owner = me, .fd = fd, .kind = (uint8_t)kind, .rb_bid = -1, .rb_tail = -1};
-    atomic_init(&w->op.done, 0);
-    atomic_init(&w->op.cancel_state, 0);
     atomic_init(&w->state, 0);
     w->timer = (struct vega__timer){.fire = on_timeout, .call = true};
     w->rearm_queued = false;

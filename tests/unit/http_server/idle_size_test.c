@@ -26,12 +26,12 @@ static size_t chunk(size_t n)
 #if UINTPTR_MAX == UINT64_MAX
 /* The pieces (LP64). A task's operation and a receive watch share the op's bytes; a timer entry
  * wakes a task or calls a function, never both. */
-_Static_assert(sizeof(struct vega__op) <= 88, "vega__op grew: every parked connection holds one");
+_Static_assert(sizeof(struct vega__op) <= 64, "vega__op grew: every parked connection holds one");
 _Static_assert(sizeof(struct vega__timer) <= 48,
                "vega__timer grew: every parked connection holds one");
-_Static_assert(sizeof(struct vega__watch) <= 200,
+_Static_assert(sizeof(struct vega__watch) <= 176,
                "vega__watch grew: every parked connection holds one");
-_Static_assert(sizeof(struct vega_sock) <= 232, "vega_sock grew: every connection holds one");
+_Static_assert(sizeof(struct vega_sock) <= 216, "vega_sock grew: every connection holds one");
 _Static_assert(sizeof(struct srv_conn) <= 136, "srv_conn grew: every connection holds one");
 #endif
 
@@ -44,7 +44,7 @@ VTEST(idle_connection_bytes)
            sizeof(struct vega__op), sizeof(struct vega__timer), sizeof(struct vega__watch),
            sizeof(struct vega_sock), chunk(sizeof(struct vega_sock)), sizeof(struct srv_conn),
            chunk(sizeof(struct srv_conn)), total);
-    VCHECK(total <= 384);
+    VCHECK(total <= 368);
 }
 
 /* The compact address gives back exactly what was stored, for every kind it keeps. */
