@@ -728,5 +728,5 @@ int vega_http_server_serve(vega_http_server *srv, vega_stream *s, const vega_add
 
 /* Every idle connection keeps one (the idle-memory benchmark in docs/BENCHMARKS.md): growing
  * it is a decision, not an accident. */
-_Static_assert(sizeof(void *) != 8 || sizeof(struct srv_conn) <= 152,
+_Static_assert(sizeof(void *) != 8 || sizeof(struct srv_conn) <= 136,
                "struct srv_conn grew: every parked connection pays for it");
