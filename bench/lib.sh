@@ -33,11 +33,12 @@ cleanup() {
   rm -rf "$tmp"
 }
 
-# next_port: moves port on to the next TCP port nothing listens on (a stopped server's shards or
-# workers may hold theirs a moment longer) and sets sport to it.
+# next_port: moves port on to the next TCP port no socket uses, in any state (a stopped server's
+# shards or workers may hold theirs a moment longer; connections closed by the thousand leave
+# TIME_WAIT ones) and sets sport to it.
 next_port() {
   port=$((port + 1))
-  while ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; do port=$((port + 1)); done
+  while ss -Htan "sport = :$port" 2>/dev/null | grep -q .; do port=$((port + 1)); done
   sport=$port
 }
 
