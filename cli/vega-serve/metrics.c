@@ -84,8 +84,8 @@ static void *publish_task(void *arg)
     return NULL;
 }
 
-/* The counters of one worker (or their sum) as JSON members. */
-static void json_counters(FILE *f, const vega_worker_metrics *w)
+/* The counters of one worker (or their sum) as JSON members (also the shards' log lines). */
+void serve_json_worker(FILE *f, const vega_worker_metrics *w)
 {
     fprintf(f,
             "\"spawned\":%" PRIu64 ",\"polls\":%" PRIu64 ",\"steals\":%" PRIu64
@@ -120,12 +120,12 @@ static void log_sample(void *user, const vega_rt_counters *d)
             ",\"requests\":%" PRIu64 ",",
             when, ts.tv_nsec / 1000000, d->at_ns / 1000000, d->at_ns / 1000 % 1000, d->workers,
             d->live_tasks, d->blocking_jobs, requests);
-    json_counters(f, &d->sum);
+    serve_json_worker(f, &d->sum);
     fputs(",\"per_worker\":[", f);
     unsigned n = d->workers < VEGA_RT_COUNTERS_WORKERS ? d->workers : VEGA_RT_COUNTERS_WORKERS;
     for (unsigned i = 0; i < n; i++) {
         fputs(i ? ",{" : "{", f);
-        json_counters(f, &d->worker[i]);
+        serve_json_worker(f, &d->worker[i]);
         fputc('}', f);
     }
     fputs("]}\n", f);

@@ -163,6 +163,10 @@ void serve_metrics_stop(struct serve_metrics *m);
  * (serve_shard_metrics_fds), prints where. Returns 0 or an exit code (after saying why). */
 int serve_metrics_listen_shared(void);
 
+/* One worker's runtime counters (or their sum) as JSON members, no braces: the --metrics-log
+ * lines of one process and of the supervisor share the spelling. */
+void serve_json_worker(FILE *f, const vega_worker_metrics *w);
+
 /* ---- shard_metrics.c ---------------------------------------------------------------------- */
 
 #define SERVE_SHARD_METRICS_MAX_FDS 4

@@ -241,19 +241,6 @@ static void collect_ended(void)
     }
 }
 
-static void json_worker(FILE *f, const vega_worker_metrics *w)
-{
-    fprintf(f,
-            "\"spawned\":%" PRIu64 ",\"polls\":%" PRIu64 ",\"steals\":%" PRIu64
-            ",\"steal_ops\":%" PRIu64 ",\"parks\":%" PRIu64 ",\"unparks\":%" PRIu64
-            ",\"injects\":%" PRIu64 ",\"budget_yields\":%" PRIu64 ",\"lifo_hits\":%" PRIu64
-            ",\"overflows\":%" PRIu64 ",\"timers_fired\":%" PRIu64 ",\"io_ops\":%" PRIu64
-            ",\"io_completions\":%" PRIu64 ",\"local_queue\":%" PRIu64,
-            w->spawned, w->polls, w->steals, w->steal_ops, w->parks, w->unparks, w->injects,
-            w->budget_yields, w->lifo_hits, w->overflows, w->timers_fired, w->io_ops,
-            w->io_completions, w->local_queue);
-}
-
 static void json_shard(FILE *f, const struct sl_entry *e)
 {
     const vega_rt_counters *d = &e->d;
@@ -262,12 +249,12 @@ static void json_shard(FILE *f, const struct sl_entry *e)
             "\"live_tasks\":%" PRIu64 ",\"blocking_jobs\":%" PRIu64 ",\"requests\":%" PRIu64 ",",
             e->index, e->generation, e->pid, e->ended ? "true" : "false", d->workers, d->live_tasks,
             d->blocking_jobs, e->requests);
-    json_worker(f, &d->sum);
+    serve_json_worker(f, &d->sum);
     fputs(",\"per_worker\":[", f);
     unsigned n = d->workers < VEGA_RT_COUNTERS_WORKERS ? d->workers : VEGA_RT_COUNTERS_WORKERS;
     for (unsigned i = 0; i < n; i++) {
         fputs(i ? ",{" : "{", f);
-        json_worker(f, &d->worker[i]);
+        serve_json_worker(f, &d->worker[i]);
         fputc('}', f);
     }
     fputs("]}", f);
@@ -314,7 +301,7 @@ static void write_line(void)
             ",\"requests\":%" PRIu64 ",",
             when, ts.tv_nsec / 1000000, t - last_line_ms, n_live, tot.workers, tot.live_tasks,
             tot.blocking_jobs, requests);
-    json_worker(f, &tot.sum);
+    serve_json_worker(f, &tot.sum);
     fputs(",\"per_shard\":[", f);
     for (unsigned i = 0; i < n_live + n_ended; i++) {
         if (i)

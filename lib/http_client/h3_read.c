@@ -169,6 +169,25 @@ void vega__hc_h3_keep_tails(struct hc_h3 *h)
     }
 }
 
+/* One feed of r's stream into dst (cap bytes): got receives the bytes landed, moved whether
+ * anything was consumed; a stream that could not move says why (blocked_by). h->qc is set by
+ * the caller. */
+static int feed_into(struct hc_h3 *h, vega_http_client_response *r, uint8_t *dst, size_t cap,
+                     bool want_head, bool *moved, size_t *got)
+{
+    r->h3_dst = dst;
+    r->h3_dst_len = 0;
+    r->h3_dst_cap = cap;
+    int rc = feed(h, r, want_head, moved);
+    *got = r->h3_dst_len;
+    r->h3_dst = NULL;
+    if (*moved)
+        r->any_byte = true;
+    if (rc == 0 && !*moved && !r->msg_done && !(want_head && r->head_done))
+        rc = blocked_by(h, r);
+    return rc;
+}
+
 /* Reads r's kept tail (the connection ended) as pump reads its stream, with no waiting: every
  * byte there is decoded and delivered, then the end, or the error that cut the response short.
  * qc: the connection, locked, when it is not torn down yet (NULL after). */
@@ -180,17 +199,9 @@ static vega_ssize pump_kept(vega_http_client_response *r, vega_quic_conn *qc, ui
         pthread_mutex_lock(&h->kept_mu);
         vega_quic_conn *saved = h->qc;
         h->qc = qc;
-        r->h3_dst = dst;
-        r->h3_dst_len = 0;
-        r->h3_dst_cap = cap;
         bool moved;
-        int rc = feed(h, r, want_head, &moved);
-        size_t got = r->h3_dst_len;
-        r->h3_dst = NULL;
-        if (moved)
-            r->any_byte = true;
-        if (rc == 0 && !moved && !r->msg_done && !(want_head && r->head_done))
-            rc = blocked_by(h, r);
+        size_t got;
+        int rc = feed_into(h, r, dst, cap, want_head, &moved, &got);
         h->qc = saved;
         pthread_mutex_unlock(&h->kept_mu);
         if (got > 0)
@@ -224,17 +235,9 @@ static vega_ssize pump(vega_http_client_response *r, uint8_t *dst, size_t cap, b
         if (!qc)
             return failed(r, h->dead && h->err ? h->err : VEGA_ERR_QUIC_EP_CLOSED);
         h->qc = qc;
-        r->h3_dst = dst;
-        r->h3_dst_len = 0;
-        r->h3_dst_cap = cap;
         bool moved;
-        int rc = feed(h, r, want_head, &moved);
-        size_t got = r->h3_dst_len;
-        r->h3_dst = NULL;
-        if (moved)
-            r->any_byte = true;
-        if (rc == 0 && !moved && !r->msg_done && !(want_head && r->head_done))
-            rc = blocked_by(h, r);
+        size_t got;
+        int rc = feed_into(h, r, dst, cap, want_head, &moved, &got);
         if (want_head) { /* what the handshake settled since the request went (0-RTT) */
             r->info.tls_suite = h->suite;
             r->info.tls_resumed = h->resumed;
