@@ -188,8 +188,13 @@ static void verbose_quic(struct xfer *x, const vega_http_client_info *in)
         info_line("Re-using existing HTTP/3 connection with host %s", x->host);
     } else {
         static const char *const early[] = {"not offered", "offered", "accepted", "rejected"};
-        info_line("QUIC: connected to %s port %u (host %s)", x->res.remote_ip, x->res.remote_port,
-                  x->host);
+        const vega_proxy_opts *px = curl_proxy_active();
+        if (px && px->kind == VEGA_PROXY_SOCKS5H) /* the proxy resolved the name */
+            info_line("QUIC: connected to %s port %u through the proxy's UDP relay", x->host,
+                      x->res.remote_port);
+        else
+            info_line("QUIC: connected to %s port %u (host %s)%s", x->res.remote_ip,
+                      x->res.remote_port, x->host, px ? " through the proxy's UDP relay" : "");
         info_line("QUIC: version %s (0x%08x), ALPN %s, cipher %s",
                   in->quic_version == VEGA_QUIC_V2 ? "2" : "1", (unsigned)in->quic_version,
                   in->alpn ? in->alpn : "none", suite_name(in->tls_suite));

@@ -24,8 +24,15 @@ struct vega_sock {
     char *unlink_path; /* Unix listener made with VEGA_LISTEN_UNLINK_STALE: removed at close */
     struct vega__sock_park *park; /* allocated at the first vega_sock_park, kept until close */
     unsigned udp_off; /* VEGA_UDP_* features switched off or found broken on this socket */
-    struct vega__accept_ms *ams; /* listener: multishot accept state (io_uring), or NULL */
+    struct vega__accept_ms *ams;   /* listener: multishot accept state (io_uring), or NULL */
+    struct vega__udp_socks *socks; /* UDP through a SOCKS5 relay (udp_socks.c), or NULL */
 };
+
+/* SOCKS5 relay mode of a UDP socket (udp_socks.c): the batch calls go there when s->socks is
+ * set; vega__udp_socks_free runs at close. */
+int vega__udp_socks_send(struct vega_sock *s, const vega_udp_msg *msgs, size_t n, vega_deadline dl);
+int vega__udp_socks_recv(struct vega_sock *s, vega_udp_msg *msgs, size_t n, vega_deadline dl);
+void vega__udp_socks_free(struct vega_sock *s);
 
 /* Wraps fd in a new vega_sock; closes fd and returns NULL when out of memory. */
 struct vega_sock *vega__sock_wrap(int fd, int family, int type);

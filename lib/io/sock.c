@@ -223,6 +223,7 @@ int vega_sock_shutdown(vega_sock *s, int how)
 int vega__sock_free(vega_sock *s)
 {
     int r = 0;
+    vega__udp_socks_free(s);
     if (close(s->fd) < 0 && errno != EINTR)
         r = -errno;
     if (s->unlink_path) {

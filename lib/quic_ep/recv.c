@@ -345,15 +345,16 @@ void vega__ep_fuzz_input(struct ep_sock *s, uint8_t *dgram, size_t len, const ve
 
 /* A client's socket reported an ICMP error. It is not authenticated (RFC 9000 §14.2.1, §21.10):
  * only a connection that never heard from its peer acts on it, and ends at once instead of
- * waiting for its deadline (nothing listens there). */
-static void icmp_error(struct vega_quic_ep_conn *c, int err)
+ * waiting for its deadline (nothing listens there). always: the socket itself is gone (a SOCKS5
+ * relay whose association ended, -ECONNABORTED): the connection ends whatever it heard. */
+static void sock_error(struct vega_quic_ep_conn *c, int err, bool always)
 {
     if (vega__ep_conn_lock(c) < 0)
         return;
     if (c->qc && !c->ended && !c->close.closed) {
         vega_quic_conn_info info;
         vega_quic_conn_get_info(c->qc, &info);
-        if (info.pkts_recv == 0) {
+        if (info.pkts_recv == 0 || always) {
             c->sock_err = err;
             c->close.closed = true;
             c->close.local = true;
@@ -380,7 +381,12 @@ void *vega__ep_rx_task(void *arg)
             if (n == -EBADF || n == -ENOTSOCK)
                 break;
             if (s->owner && (n == -ECONNREFUSED || n == -EHOSTUNREACH || n == -ENETUNREACH))
-                icmp_error(s->owner, n);
+                sock_error(s->owner, n, false);
+            if (n == -ECONNABORTED && s->owner) {
+                /* a relay socket's association ended: every later call fails the same way */
+                sock_error(s->owner, n, true);
+                break;
+            }
             continue;
         }
         uint64_t now = vega_now();

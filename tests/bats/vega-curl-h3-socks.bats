@@ -1,0 +1,116 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# vega-curl over HTTP/3 through a SOCKS5 UDP ASSOCIATE relay (RFC 1928 section 7; curl cannot):
+# vega-serve --tls (HTTP/3 on its UDP port) as the origin, vega-proxy and dante
+# (tests/proxy/peers.sh danted-udp) as relays, all on loopback: a 5 MB download's sha256
+# through socks5:// and socks5h://, -v naming the relay, a proxy that refuses UDP ASSOCIATE
+# (exit 97), and HTTP or SOCKS4 proxies (--http3-only: 97; --http3: TCP through the proxy).
+
+load helpers
+
+PEERS="$BATS_TEST_DIRNAME/../proxy/peers.sh"
+
+setup_file() {
+    W="$BATS_FILE_TMPDIR/www"
+    mkdir -p "$W"
+    echo hello-h3-socks >"$W/index.html"
+    head -c $((5 * 1024 * 1024 + 777)) /dev/urandom >"$W/big.bin"
+    export W
+}
+
+setup() {
+    CURL="$(vega_bin vega-curl)"
+    SERVE="$(vega_bin vega-serve)"
+    PROXY="$(vega_bin vega-proxy)"
+    T="$BATS_TEST_TMPDIR"
+}
+
+teardown() {
+    for d in "$T"/peer-*; do
+        [ -d "$d" ] && "$PEERS" stop "$d"
+    done
+    stop_bg_all
+}
+
+vc() {
+    timeout 60 "$CURL" "$@"
+}
+
+# origin: vega-serve --tls over $W (HTTP/3 on the same port number over UDP); sets OP.
+origin() {
+    start_bg "$T/serve.log" "$SERVE" -p 0 --tls "$W"
+    wait_for_line "$T/serve.log" 'HTTP/3 on udp 127\.0\.0\.1:[0-9]+' 10
+    OP="$(sed -nE 's/.*listening on [0-9.]+:([0-9]+)$/\1/p' "$T/serve.log" | head -n1)"
+}
+
+# vproxy ARGS...: vega-proxy on a free loopback port; sets PX.
+vproxy() {
+    start_bg "$T/proxy.log" "$PROXY" -l 127.0.0.1:0 "$@"
+    wait_for_line "$T/proxy.log" 'listening on 127\.0\.0\.1:[0-9]+' 10
+    PX="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/proxy.log" | head -1)"
+}
+
+# peer KIND: dante from peers.sh (danted: CONNECT only; danted-udp: UDP ASSOCIATE too); sets PX.
+peer() {
+    command -v danted >/dev/null || skip "danted is not installed (dante-server)"
+    PX="$("$PEERS" start "$1" "$T/peer-$1")"
+}
+
+@test "--http3-only through vega-proxy, socks5:// and socks5h://: 5 MB sha256; -v shows the relay" {
+    origin
+    vproxy
+    run vc -sS -k --http3-only -x "socks5://127.0.0.1:$PX" -o "$T/a.bin" \
+        -w '%{http_version}' "https://localhost:$OP/big.bin"
+    [ "$status" -eq 0 ]
+    [ "$output" = 3 ]
+    [ "$(sha256sum <"$T/a.bin")" = "$(sha256sum <"$W/big.bin")" ]
+    run vc -sS -k --http3-only -x "socks5h://127.0.0.1:$PX" -o "$T/b.bin" \
+        -w '%{http_version}' "https://localhost:$OP/big.bin"
+    [ "$status" -eq 0 ]
+    [ "$output" = 3 ]
+    [ "$(sha256sum <"$T/b.bin")" = "$(sha256sum <"$W/big.bin")" ]
+    run vc -sv -k --http3-only -x "socks5h://127.0.0.1:$PX" "https://localhost:$OP/index.html"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"hello-h3-socks"* ]]
+    [[ "$output" == *"SOCKS5 UDP associate (datagrams to localhost)"* ]]
+    [[ "$output" =~ \*\ UDP\ relay\ at\ 127\.0\.0\.1:[0-9]+ ]]
+    [[ "$output" == *"QUIC: connected to localhost port $OP through the proxy's UDP relay"* ]]
+    run vc -sv -k --http3-only -x "socks5://127.0.0.1:$PX" "https://localhost:$OP/index.html"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"QUIC: connected to 127.0.0.1 port $OP (host localhost) through the proxy's UDP relay"* ]]
+    # the proxy saw one UDP association per run (its access log)
+    wait_for_line "$T/proxy.log" 'socks5 UDP 127\.0\.0\.1:[0-9]+ .*result=ok' 5
+}
+
+@test "--http3-only through dante's UDP relay (danted-udp): sha256 matches" {
+    origin
+    peer danted-udp
+    run vc -sS -k --http3-only -x "socks5://127.0.0.1:$PX" -o "$T/d.bin" \
+        -w '%{http_version}' "https://127.0.0.1:$OP/big.bin"
+    [ "$status" -eq 0 ]
+    [ "$output" = 3 ]
+    [ "$(sha256sum <"$T/d.bin")" = "$(sha256sum <"$W/big.bin")" ]
+}
+
+@test "a SOCKS5 proxy that refuses UDP ASSOCIATE: exit 97, the reply named" {
+    origin
+    peer danted
+    run vc -sS -k --http3-only -x "socks5://127.0.0.1:$PX" "https://127.0.0.1:$OP/index.html"
+    [ "$status" -eq 97 ]
+    [[ "$output" == *"vega-curl: "*"Can't complete SOCKS connection to the destination (reply "* ]]
+}
+
+@test "HTTP and SOCKS4 proxies cannot carry HTTP/3: --http3-only exit 97, --http3 falls back to TCP" {
+    origin
+    vproxy
+    run vc -sS -k --http3-only -x "http://127.0.0.1:$PX" "https://127.0.0.1:$OP/index.html"
+    [ "$status" -eq 97 ]
+    [[ "$output" == *"HTTP/3 is not supported through an HTTP or SOCKS4 proxy"* ]]
+    run vc -sS -k --http3-only -x "socks4://127.0.0.1:$PX" "https://127.0.0.1:$OP/index.html"
+    [ "$status" -eq 97 ]
+    run vc -sS -k --http3 -x "http://127.0.0.1:$PX" -w ' %{http_version}' \
+        "https://127.0.0.1:$OP/index.html"
+    [ "$status" -eq 0 ]
+    [ "$output" = "hello-h3-socks
+ 2" ]
+}
