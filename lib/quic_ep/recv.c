@@ -346,7 +346,8 @@ void vega__ep_fuzz_input(struct ep_sock *s, uint8_t *dgram, size_t len, const ve
 /* A client's socket reported an ICMP error. It is not authenticated (RFC 9000 §14.2.1, §21.10):
  * only a connection that never heard from its peer acts on it, and ends at once instead of
  * waiting for its deadline (nothing listens there). always: the socket itself is gone (a SOCKS5
- * relay whose association ended, -ECONNABORTED): the connection ends whatever it heard. */
+ * relay whose association ended, -ECONNABORTED): a connection that heard from its peer closes
+ * too, with a reason the application sees. */
 static void sock_error(struct vega_quic_ep_conn *c, int err, bool always)
 {
     if (vega__ep_conn_lock(c) < 0)
@@ -354,7 +355,7 @@ static void sock_error(struct vega_quic_ep_conn *c, int err, bool always)
     if (c->qc && !c->ended && !c->close.closed) {
         vega_quic_conn_info info;
         vega_quic_conn_get_info(c->qc, &info);
-        if (info.pkts_recv == 0 || always) {
+        if (info.pkts_recv == 0) {
             c->sock_err = err;
             c->close.closed = true;
             c->close.local = true;
@@ -363,6 +364,11 @@ static void sock_error(struct vega_quic_ep_conn *c, int err, bool always)
             c->ended = true;
             vega_notify_all(&c->hs_wake);
             vega__ep_stream_conn_ended(c);
+        } else if (always) {
+            /* an established connection closes as for any local error: the application sees
+             * CLOSED with this reason (the CONNECTION_CLOSE itself cannot reach the peer) */
+            (void)vega_quic_conn_close(c->qc, VEGA_QUIC_CLOSE_TRANSPORT, VEGA_QUIC_INTERNAL_ERROR,
+                                       "SOCKS5 UDP association ended");
         }
     }
     vega__ep_conn_unlock(c, true);

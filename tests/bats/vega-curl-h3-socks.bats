@@ -43,9 +43,10 @@ origin() {
     OP="$(sed -nE 's/.*listening on [0-9.]+:([0-9]+)$/\1/p' "$T/serve.log" | head -n1)"
 }
 
-# vproxy ARGS...: vega-proxy on a free loopback port; sets PX.
+# vproxy ARGS...: vega-proxy on a free loopback port; sets PX and PX_PID.
 vproxy() {
     start_bg "$T/proxy.log" "$PROXY" -l 127.0.0.1:0 "$@"
+    PX_PID=$BG_PID
     wait_for_line "$T/proxy.log" 'listening on 127\.0\.0\.1:[0-9]+' 10
     PX="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/proxy.log" | head -1)"
 }
@@ -90,6 +91,29 @@ peer() {
     [ "$status" -eq 0 ]
     [ "$output" = 3 ]
     [ "$(sha256sum <"$T/d.bin")" = "$(sha256sum <"$W/big.bin")" ]
+}
+
+@test "the association ends with its control connection: the transfer fails at once (56)" {
+    origin
+    vproxy
+    # slow enough to be mid-transfer when the proxy dies (25 s at this rate)
+    timeout 60 "$CURL" -sS -k --http3-only --limit-rate 200000 -x "socks5://127.0.0.1:$PX" \
+        -o "$T/part.bin" "https://localhost:$OP/big.bin" >"$T/curl.log" 2>&1 3>&- &
+    local cpid=$! i
+    for ((i = 0; i < 400; i++)); do
+        [ -s "$T/part.bin" ] && break
+        sleep 0.05
+    done
+    [ -s "$T/part.bin" ]
+    # the kernel closes the control connection (and the relay): the socket reports it, the QUIC
+    # connection ends without waiting for its idle timeout
+    kill -9 "$PX_PID"
+    local rc=0
+    wait "$cpid" || rc=$?
+    cat "$T/curl.log"
+    [ "$rc" -eq 56 ]
+    grep -q 'vega-curl: (56) .*(SOCKS5 UDP association ended)' "$T/curl.log"
+    [ "$(stat -c %s "$T/part.bin")" -lt $((5 * 1024 * 1024)) ]
 }
 
 @test "a SOCKS5 proxy that refuses UDP ASSOCIATE: exit 97, the reply named" {
