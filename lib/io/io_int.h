@@ -33,6 +33,13 @@ struct vega_sock {
 int vega__udp_socks_send(struct vega_sock *s, const vega_udp_msg *msgs, size_t n, vega_deadline dl);
 int vega__udp_socks_recv(struct vega_sock *s, vega_udp_msg *msgs, size_t n, vega_deadline dl);
 void vega__udp_socks_free(struct vega_sock *s);
+/* The RFC 1928 §7 header codec of relay mode (lib/io may not call lib/proxy's): the header for
+ * a datagram to dst (its length, at most 22; -EINVAL for no IP address), and the parse of a
+ * received one (its length; the address, IPv4 as AF_INET, or *is_name; *port; -1 when malformed,
+ * a fragment or truncated). tests/fuzz/udp_socks_fuzz.c checks them against lib/proxy's. */
+int vega__udp_socks_header_for(const vega_addr *dst, uint8_t *h);
+int vega__udp_socks_header_parse(const uint8_t *in, size_t len, vega_addr *a, bool *is_name,
+                                 uint16_t *port);
 
 /* Wraps fd in a new vega_sock; closes fd and returns NULL when out of memory. */
 struct vega_sock *vega__sock_wrap(int fd, int family, int type);

@@ -56,7 +56,7 @@ static bool as_v4(const vega_addr *a, uint8_t out[4])
 }
 
 /* The header for a datagram to dst (an address): its length, or -EINVAL. */
-static int header_for(const vega_addr *dst, uint8_t *h)
+int vega__udp_socks_header_for(const vega_addr *dst, uint8_t *h)
 {
     int fam = dst ? vega_addr_family(dst) : AF_UNSPEC;
     if (fam != AF_INET && fam != AF_INET6)
@@ -79,7 +79,8 @@ static int header_for(const vega_addr *dst, uint8_t *h)
 
 /* Parses the header of a received datagram: its length, the address (IPv4 as AF_INET) or
  * *is_name for a DOMAINNAME, and *port; -1 when malformed or a fragment (FRAG != 0). */
-static int header_parse(const uint8_t *in, size_t len, vega_addr *a, bool *is_name, uint16_t *port)
+int vega__udp_socks_header_parse(const uint8_t *in, size_t len, vega_addr *a, bool *is_name,
+                                 uint16_t *port)
 {
     *is_name = false;
     if (len < 4 || in[0] != 0 || in[1] != 0 || in[2] != 0)
@@ -256,7 +257,7 @@ int vega__udp_socks_send(vega_sock *s, const vega_udp_msg *msgs, size_t n, vega_
         const uint8_t *hdr = x->name_hdr;
         size_t hl = x->name_hdr_len;
         if (!x->by_name) {
-            int h = header_for(&m->addr, own);
+            int h = vega__udp_socks_header_for(&m->addr, own);
             if (h < 0) {
                 r = h;
                 break;
@@ -318,7 +319,7 @@ static bool take_header(struct vega__udp_socks *x, vega_udp_msg *m, size_t len,
     vega_addr a;
     bool is_name;
     uint16_t port;
-    int hl = header_parse(m->buf, len, &a, &is_name, &port);
+    int hl = vega__udp_socks_header_parse(m->buf, len, &a, &is_name, &port);
     if (hl < 0)
         return false;
     if (x->by_name) {

@@ -481,7 +481,9 @@ VEGA_API void vega_udp_socks5_opts_init_versioned(vega_udp_socks5_opts *o, int o
  * segment_size goes out datagram by datagram, each with its header; ecn and local are not
  * sent: the relay would not carry them), and each datagram received has the header taken off
  * (the payload moved to the start of buf) and the header's address as its sender (an IPv4 one
- * as AF_INET, whatever the socket's family; segment_size, ecn and local are 0). Datagrams from
+ * as AF_INET, whatever the socket's family; segment_size, ecn and local are 0). The header is
+ * read into buf too: give room for it (VEGA_UDP_SOCKS5_HDR_MAX more than the largest payload;
+ * a payload cut short is flagged VEGA_UDP_MSG_TRUNC, a header cut short dropped). Datagrams from
  * any address but the relay's (RFC 1928: "MUST drop any datagrams arriving from any source IP
  * address other than the one recorded for the particular association"), with FRAG other than
  * 0 (fragments are not reassembled), a malformed header or a DOMAINNAME (without dst_name) are

@@ -22,12 +22,16 @@ struct fix {
     vega_addr relay_addr, cli_addr;
 };
 
-static void fix_open(struct fix *f, const char *name, uint16_t port, const char *as)
+/* relay_at, cli_at: where the relay and the client's socket are bound ("127.0.0.1:0" both by
+ * fix_open). */
+static void fix_open_at(struct fix *f, const char *relay_at, const char *cli_at, const char *name,
+                        uint16_t port, const char *as)
 {
     vega_addr lo;
-    VCHECK_EQ(vega_addr_parse(&lo, "127.0.0.1:0", NULL), 0);
+    VCHECK_EQ(vega_addr_parse(&lo, relay_at, NULL), 0);
     VCHECK_EQ(vega_udp_bind(&f->relay, &lo, 0), 0);
     VCHECK_EQ(vega_sock_local_addr(f->relay, &f->relay_addr), 0);
+    VCHECK_EQ(vega_addr_parse(&lo, cli_at, NULL), 0);
     VCHECK_EQ(vega_udp_bind(&f->cli, &lo, 0), 0);
     VCHECK_EQ(vega_sock_local_addr(f->cli, &f->cli_addr), 0);
     vega_sock *ctl;
@@ -41,6 +45,11 @@ static void fix_open(struct fix *f, const char *name, uint16_t port, const char 
     if (as)
         VCHECK_EQ(vega_addr_parse(&o.dst_as, as, NULL), 0);
     VCHECK_EQ(vega_udp_set_socks5(f->cli, &o), 0);
+}
+
+static void fix_open(struct fix *f, const char *name, uint16_t port, const char *as)
+{
+    fix_open_at(f, "127.0.0.1:0", "127.0.0.1:0", name, port, as);
 }
 
 static void fix_close(struct fix *f)
@@ -222,6 +231,40 @@ static void body_header_in(void)
 VTEST(udp_socks_header_in)
 {
     vtest_run(body_header_in, 0);
+}
+
+/* An IPv6 relay, and an IPv4 relay reached from a dual-stack AF_INET6 socket (the relay's
+ * address and the sources compared v4-mapped): both ways, an IPv4 destination as ATYP 1 and
+ * its answer reported as AF_INET. */
+static void body_families(void)
+{
+    const char *at[2][2] = {{"[::1]:0", "[::1]:0"}, {"127.0.0.1:0", "[::]:0"}};
+    for (int k = 0; k < 2; k++) {
+        struct fix f;
+        fix_open_at(&f, at[k][0], at[k][1], NULL, 0, NULL);
+        vega_addr to, from;
+        VCHECK_EQ(vega_addr_parse(&to, "1.2.3.4:5678", NULL), 0);
+        VCHECK_EQ(vega_udp_send_to(f.cli, "abc", 3, &to, DL), 3);
+        uint8_t b[64];
+        static const uint8_t v4[] = {0, 0, 0, 1, 1, 2, 3, 4, 0x16, 0x2e, 'a', 'b', 'c'};
+        vega_ssize n = vega_udp_recv_from(f.relay, b, sizeof b, &from, DL);
+        VCHECK_EQ(n, (vega_ssize)sizeof v4);
+        VCHECK(memcmp(b, v4, sizeof v4) == 0);
+        VCHECK_EQ(vega_addr_port(&from), vega_addr_port(&f.cli_addr));
+        VCHECK_EQ(vega_udp_send_to(f.relay, v4, sizeof v4, &from, DL), (vega_ssize)sizeof v4);
+        char got[64]; /* room for the header too: it is read into the buffer first */
+        VCHECK_EQ(vega_udp_recv_from(f.cli, got, sizeof got, &from, DL), 3);
+        VCHECK(memcmp(got, "abc", 3) == 0);
+        VCHECK_EQ(vega_addr_family(&from), AF_INET);
+        VCHECK(vega_addr_equal(&from, &to));
+        VCHECK_EQ(vega_udp_socks5_dropped(f.cli), 0u);
+        fix_close(&f);
+    }
+}
+
+VTEST(udp_socks_families)
+{
+    vtest_run(body_families, 0);
 }
 
 static atomic_int waiter_rc;
