@@ -3,8 +3,10 @@
 # vega-curl over HTTP/3 through a SOCKS5 UDP ASSOCIATE relay (RFC 1928 section 7; curl cannot):
 # vega-serve --tls (HTTP/3 on its UDP port) as the origin, vega-proxy and dante
 # (tests/proxy/peers.sh danted-udp) as relays, all on loopback: a 5 MB download's sha256
-# through socks5:// and socks5h://, -v naming the relay, a proxy that refuses UDP ASSOCIATE
-# (exit 97), and HTTP or SOCKS4 proxies (--http3-only: 97; --http3: TCP through the proxy).
+# through socks5:// and socks5h://, -v naming the relay, RFC 1929 credentials, the proxy killed
+# mid-transfer (the control connection's close ends the association: 56 with its reason), a
+# proxy that refuses UDP ASSOCIATE (exit 97), and HTTP or SOCKS4 proxies (--http3-only: 97;
+# --http3: TCP through the proxy).
 
 load helpers
 
@@ -81,6 +83,20 @@ peer() {
     [[ "$output" == *"QUIC: connected to 127.0.0.1 port $OP (host localhost) through the proxy's UDP relay"* ]]
     # the proxy saw one UDP association per run (its access log)
     wait_for_line "$T/proxy.log" 'socks5 UDP 127\.0\.0\.1:[0-9]+ .*result=ok' 5
+}
+
+@test "credentials (RFC 1929) for the UDP ASSOCIATE: -U works, a wrong password is 97" {
+    origin
+    vproxy -u alice -P s3cret
+    run vc -sS -k --http3-only -U alice:s3cret -x "socks5h://127.0.0.1:$PX" \
+        -w ' %{http_version}' "https://localhost:$OP/index.html"
+    [ "$status" -eq 0 ]
+    [ "$output" = "hello-h3-socks
+ 3" ]
+    run vc -sS -k --http3-only -x "socks5://alice:wrong@127.0.0.1:$PX" \
+        "https://localhost:$OP/index.html"
+    [ "$status" -eq 97 ]
+    [[ "$output" == *"proxy authentication failed (SOCKS)"* ]]
 }
 
 @test "--http3-only through dante's UDP relay (danted-udp): sha256 matches" {
