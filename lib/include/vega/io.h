@@ -490,10 +490,11 @@ VEGA_API void vega_udp_socks5_opts_init_versioned(vega_udp_socks5_opts *o, int o
  * dropped and counted (vega_udp_socks5_dropped). GSO, GRO, ECN and packet info are switched
  * off and vega_udp_set_features turns none of them on. vega_sock_read and vega_sock_write do
  * not know the relay: do not use them on s.
- * The association lives as long as the control connection (RFC 1928 section 7): every call
- * above first checks it (a non-blocking read that drops any bytes the relay sends), and a
- * receive waiting for a datagram is woken when it closes. Once it closed or failed, each of
- * them returns -ECONNABORTED.
+ * The association lives as long as the control connection (RFC 1928 section 7): each send
+ * first checks it (a non-blocking read that drops any bytes the relay sends), each receive
+ * when no datagram is queued (datagrams that arrived before its close are still delivered),
+ * and a receive waiting for a datagram is woken when it closes. Once it closed or failed, each
+ * of the calls above returns -ECONNABORTED.
  * Returns 0; -EINVAL (s NULL, not an unconnected IPv4/IPv6 UDP socket, already in relay mode,
  * no relay, no control, a relay whose family s cannot reach, a name of 0 or over 255 bytes,
  * dst_as not IPv4/IPv6, an unknown layout version); -ENOMEM; -errno of epoll. Does not

@@ -4,6 +4,7 @@
  * the relay sends back, datagrams from strangers, fragments and malformed ones dropped, and the
  * control connection's close as -ECONNABORTED (also for a receiver already waiting). The test
  * plays the relay with a plain UDP socket, and the control connection is a socket pair. */
+#include <poll.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -310,6 +311,30 @@ static void body_control_closed(void)
 VTEST(udp_socks_control_closed)
 {
     vtest_run(body_control_closed, 2);
+}
+
+/* A datagram that arrived before the control connection closed is still delivered; the next
+ * receive, finding none, reads the control connection and fails. */
+static void body_queued_then_closed(void)
+{
+    struct fix f;
+    fix_open(&f, NULL, 0, NULL);
+    static const uint8_t a4[] = {0, 0, 0, 1, 5, 6, 7, 8, 0, 53, 'q'};
+    VCHECK_EQ(vega_udp_send_to(f.relay, a4, sizeof a4, &f.cli_addr, DL), sizeof a4);
+    struct pollfd p = {.fd = vega_sock_fd(f.cli), .events = POLLIN};
+    VCHECK_EQ(poll(&p, 1, 5000), 1); /* queued */
+    vega_sock_close(f.ctl_far);
+    f.ctl_far = NULL;
+    char got[64];
+    VCHECK_EQ(vega_udp_recv_from(f.cli, got, sizeof got, NULL, DL), 1);
+    VCHECK_EQ(got[0], 'q');
+    VCHECK_EQ(vega_udp_recv_from(f.cli, got, sizeof got, NULL, DL), -ECONNABORTED);
+    fix_close(&f);
+}
+
+VTEST(udp_socks_queued_then_closed)
+{
+    vtest_run(body_queued_then_closed, 0);
 }
 
 static void body_bad_args(void)
