@@ -22,8 +22,13 @@
 #   -d SECS    measured load per run (default 4; a 1 s warm-up run precedes each)
 #   -c CONNS   connections (default 64; HTTP/2 runs 10 streams on each)
 #   -f LIST    files (default 1k,1m)
-#   -P LIST    protocols (default h1,h2)
-#   -S LIST    servers (default vega-w1,vega-w2,vega-s1,vega-s2,nginx-1,nginx-2)
+#   -P LIST    protocols (default h1,h2; also h1close: HTTP/1.1 with "Connection: close", a new
+#              connection per request, which is where the listening sockets matter)
+#   -S LIST    servers (default vega-w1,vega-w2,vega-s1,vega-s2,nginx-1,nginx-2; also
+#              nginx-2rp: nginx-2 with `listen ... reuseport`, a listening socket per worker,
+#              and vega-s2rp: vega-s2 with VEGA_SERVE_SHARD_REUSEPORT=1, which only a build
+#              with bench/patches/per-shard-reuseport.patch applied knows (a socket per shard);
+#              without it vega-s2rp is vega-s2)
 #   -H RELOADS SIGHUPs in the reload check (default 20; 0 skips it)
 set -u -o pipefail
 
@@ -75,7 +80,7 @@ raw=$tmp/raw
 : >"$raw"
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
 clk_tck=$(getconf CLK_TCK)
-port=${PORT_BASE:-33000}
+port=${PORT_BASE:-23000} # below the ephemeral range (32768-60999): h1close fills it
 docroot=$tmp/www
 mkdir -p "$docroot"
 head -c 1024 /dev/urandom >"$docroot/1k"
@@ -105,8 +110,9 @@ in_cg() {
 
 nginx_conf() { # PORT WORKERS PROTO
   mkdir -p "$tmp/nginx-$1"
-  local h2=
+  local h2="" rp=""
   [ "$3" = h2 ] && h2=" http2"
+  [ "${4:-}" = rp ] && rp=" reuseport"
   cat >"$tmp/nginx-$1.conf" <<EOF
 worker_processes $2;
 daemon off;
@@ -121,7 +127,7 @@ http {
   sendfile on; tcp_nopush on;
   keepalive_timeout 300s; keepalive_requests 10000000; http2_max_requests 10000000;
   default_type application/octet-stream;
-  server { listen 127.0.0.1:$1$h2; root $docroot; }
+  server { listen 127.0.0.1:$1$h2$rp; root $docroot; }
 }
 EOF
 }
@@ -134,7 +140,8 @@ server_cmd() { # NAME PORT PROTO
     vega-w2) echo "$vega_serve -q $h2c --workers 2 -l 127.0.0.1:$2 $docroot" ;;
     vega-s1) echo "$vega_serve -q $h2c --shards 1 --workers 1 -l 127.0.0.1:$2 $docroot" ;;
     vega-s2) echo "$vega_serve -q $h2c --shards 2 --workers 1 -l 127.0.0.1:$2 $docroot" ;;
-    nginx-1|nginx-2) echo "nginx -c $tmp/nginx-$2.conf" ;;
+    vega-s2rp) echo "env VEGA_SERVE_SHARD_REUSEPORT=1 $vega_serve -q $h2c --shards 2 --workers 1 -l 127.0.0.1:$2 $docroot" ;;
+    nginx-1|nginx-2|nginx-2rp) echo "nginx -c $tmp/nginx-$2.conf" ;;
     *) return 1 ;;
   esac
 }
@@ -144,9 +151,12 @@ start_server() {
   local name=$1 cmd i
   port=$((port + 1))
   # a stopped server's shards or workers may hold their port a moment longer: take a free one
-  while ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; do port=$((port + 1)); done
+  while ss -Htan "sport = :$port" 2>/dev/null | grep -q .; do port=$((port + 1)); done
   sport=$port serr=$tmp/server-$name-$sport.err
-  case $name in nginx-*) nginx_conf "$sport" "${name#nginx-}" "$2" ;; esac
+  case $name in
+    nginx-2rp) nginx_conf "$sport" 2 "$2" rp ;;
+    nginx-*) nginx_conf "$sport" "${name#nginx-}" "$2" ;;
+  esac
   cmd=$(server_cmd "$name" "$sport" "$2") || return 1
   # shellcheck disable=SC2086
   timeout -k 2 3000 $cmd >/dev/null 2>"$serr" &
@@ -178,8 +188,10 @@ tree_ticks() {
 load_run() {
   local proto=$1 url=$2 secs=$3 out
   case $proto in
-    h1)
-      out=$(in_cg timeout -k 2 $((secs * 3 + 20)) "$vega_load" -t1 -c"$conns" -d"${secs}s" --json "$url" 2>/dev/null) || return 1
+    h1|h1close)
+      local close=()
+      [ "$proto" = h1close ] && close=(-H 'Connection: close')
+      out=$(in_cg timeout -k 2 $((secs * 3 + 20)) "$vega_load" -t1 -c"$conns" -d"${secs}s" "${close[@]}" --json "$url" 2>/dev/null) || return 1
       command -p python3 -c '
 import json, sys
 j = json.loads(sys.stdin.read())
@@ -278,7 +290,7 @@ awk '
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
   }
-  function peer(name) { return name ~ /(w|s)1$/ ? "nginx-1" : name ~ /(w|s)2$/ ? "nginx-2" : name }
+  function peer(name) { return name ~ /(w|s)1$/ ? "nginx-1" : name ~ /(w|s)2$/ ? "nginx-2" : name ~ /s2rp$/ ? "nginx-2rp" : name }
   END {
     for (k in seen) {
       split(k, p, " "); pk = p[1]" "p[2]" "peer(p[3])
@@ -299,7 +311,7 @@ awk '
   }' "$raw"
 echo
 echo "CPU/req vs nginx is nginx's CPU per request over vega's (above 1: vega uses less); vega-w1 and"
-echo "vega-s1 are set against nginx-1, vega-w2 and vega-s2 against nginx-2."
+echo "vega-s1 are set against nginx-1, vega-w2 and vega-s2 against nginx-2, vega-s2rp against nginx-2rp."
 echo
 echo "Reload under load: $reload_line"
 [ -n "$cg" ] && rmdir "$cg" 2>/dev/null

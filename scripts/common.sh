@@ -30,6 +30,7 @@ VEGA_APT_PACKAGES=(
     libngtcp2-dev libngtcp2-crypto-gnutls-dev libgnutls28-dev   # QUIC bench peer (bench/quic-ngtcp2)
     golang-go golang-github-lucas-clemente-quic-go-dev golang-github-marten-seemann-qtls-go1-19-dev   # HTTP/3 interop: quic-go 0.29 peers built offline (interop/h3)
     dante-server tinyproxy ncat             # proxy clients (lib/proxy, vega-curl -x): real SOCKS5 and HTTP proxies
+    stunnel4                                # bench/run-proxy-bulk.sh: TLS in front of tinyproxy, the peer of vega-proxy -l tls://
     dante-client                            # vega-proxy BIND: socksify (libdsocks) as a real BIND client
     fuse3 libfuse3-dev                      # bench/slowfs: a slow or stalled disk (tests/bats/vega-serve-slowfs.bats)
 )

@@ -53,12 +53,31 @@ static void vinfo(const struct curl_opts *o, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The trace's user: with h3, HTTP/3 was asked and the first head is yet to go. */
+struct ws_trace {
+    const struct curl_opts *o;
+    bool h3;
+};
+
 static void trace(void *user, bool is_request, const void *head, size_t len)
 {
-    const struct curl_opts *o = user;
+    struct ws_trace *t = user;
+    const struct curl_opts *o = t->o;
     if (!o->verbose)
         return;
     const char *p = head, *end = p + len;
+    if (t->h3 && is_request) {
+        /* the library went by TCP: say why before the head (our TCP side offers http/1.1
+         * alone for a WebSocket, make_tls_alpn) */
+        const char *nl = memchr(p, '\n', len);
+        size_t n = nl ? (size_t)(nl - p) : len;
+        if (n && p[n - 1] == '\r')
+            n--;
+        if (n < 7 || memcmp(p + n - 7, " HTTP/3", 7) != 0)
+            vinfo(o, "no WebSocket over HTTP/3 there (QUIC did not connect, or the server does "
+                     "not do RFC 9220): HTTP/1.1 Upgrade over TCP instead");
+        t->h3 = false;
+    }
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
@@ -212,8 +231,9 @@ int curl_ws_transfer(struct curl_ctx *cx, size_t idx)
     if (o->http_version == 21 || (o->http_version == 20 && is_wss))
         wo.version = VEGA_HTTP_CLIENT_V2;
     /* RFC 9220 (WebSocket over HTTP/3): --http3 on wss:// over QUIC, the HTTP/1.1 Upgrade when
-     * the server does not do it; ws:// stays HTTP/1.1 (HTTP/3 is https only); --http3-only
-     * insists (no fallback; ws:// is refused) */
+     * QUIC does not connect (first: after a head start TCP races it, as for a request) or the
+     * server does not do RFC 9220 (the library's h1_fallback; -v says so, trace); ws:// stays
+     * HTTP/1.1 (HTTP/3 is https only); --http3-only insists (no fallback; ws:// is refused) */
     if (o->http_version == 30 && (is_wss || !o->h3_fallback)) {
         wo.version = VEGA_HTTP_CLIENT_V3;
         wo.h1_fallback = o->h3_fallback;
@@ -251,8 +271,9 @@ int curl_ws_transfer(struct curl_ctx *cx, size_t idx)
         fields[nf++] = (vega_http_field){{"Cookie", 6}, {cookie, strlen(cookie)}};
     wo.fields = fields;
     wo.nfields = nf;
+    struct ws_trace tr = {.o = o, .h3 = wo.version == VEGA_HTTP_CLIENT_V3 && wo.h1_fallback};
     wo.trace = trace;
-    wo.trace_user = (void *)o;
+    wo.trace_user = &tr;
     vega_http_client_response *refused = NULL;
     wo.refused = &refused;
     struct wsx x = {.o = o};

@@ -14,6 +14,17 @@
 
 #include "load.h"
 
+/* Refusals (or closed handshakes) in a row, with no response in between, that are retried on a
+ * new connection before the next one is an error. A stopping server refuses the handshakes it
+ * reads after its quiet window (vega-serve: lib/http_server/h3_conn.c vega__h3s_stop). With
+ * vega-serve --shards the steering program is swapped before the old generation is told to
+ * stop, but datagrams the kernel had already queued on an old socket stay there (the program
+ * picks a socket as a datagram arrives): a stopping shard slow to read them (a busy machine)
+ * refuses those handshakes, and when reloads follow each other faster than a handshake
+ * completes, the retry can land on the next generation just as it stops the same way. Three
+ * generations live at once at most (serving, starting, draining): one refusal each. */
+#define LOAD_H3_MAX_REFUSED 3
+
 #define UNI_CHUNK 4096 /* our control and QPACK streams' bytes are written in these */
 
 /* ---- a connection ---------------------------------------------------------------------------- */
@@ -73,8 +84,8 @@ struct h3conn {
     vega_tstamp stalled; /* since when no request could start for want of stream credit, or 0 */
     /* the whole run */
     struct load_retry rt; /* for the retry rules (conn.c) */
-    bool refused; /* the server refused or closed a connection with no response since (retried once)
-                   */
+    unsigned refused;     /* the server refused or closed connections with no response since, in a
+                             row (each retried, up to LOAD_H3_MAX_REFUSED) */
     /* -R, --stages: this connection's schedule (load_pace); its requests pend_seq .. due_seq - 1
      * are due and wait for a stream, the first at pend_first; the next is due at next_due */
     uint64_t pend_seq, due_seq;
@@ -152,7 +163,7 @@ static int cb_end(void *ud, uint64_t sid)
         return 0;
     struct load_run *r = c->r;
     c->completed++;
-    c->refused = false;
+    c->refused = 0;
     if (q->measured && c->now <= r->end) {
         struct load_worker *w = c->w;
         load_latency(w, us_between(c->o->rate ? q->t_intended : q->t_sent, c->now));
@@ -496,11 +507,11 @@ static void conn_closed(struct h3conn *c, const vega_quic_event *ev)
     if (c->closing || (c->busy == 0 && c->completed > 0))
         return;
     bool refused = !ev->local && !ev->app && ev->error_code == VEGA_QUIC_CONNECTION_REFUSED;
-    if (refused && !c->refused) {
+    if (refused && c->refused < LOAD_H3_MAX_REFUSED) {
         /* RFC 9000 §10.2, §20.1: a server that stops may refuse a connection after its
          * handshake; it processed none of the requests sent on it: they go again on a new
-         * connection, once (a second refusal in a row is an error). */
-        c->refused = true;
+         * connection (a few refusals in a row, LOAD_H3_MAX_REFUSED, then it is an error). */
+        c->refused++;
         for (unsigned i = 0; i < c->o->streams; i++)
             if (c->req[i].busy)
                 req_retry(c, &c->req[i]);
@@ -696,10 +707,11 @@ static enum load_step attempt_open(struct h3conn *c)
     vega_deadline dl = load_step_deadline(r, t0, &at_end);
     vega_quic_ep_conn *qe = NULL;
     int e = connect_any(c, &qe, dl);
-    if ((e == VEGA_ERR_QUIC_EP_CLOSED || e == VEGA_ERR_QUIC_EP_REFUSED) && !c->refused) {
+    while ((e == VEGA_ERR_QUIC_EP_CLOSED || e == VEGA_ERR_QUIC_EP_REFUSED) &&
+           c->refused < LOAD_H3_MAX_REFUSED) {
         /* A server that stops may close or refuse a handshake in progress (RFC 9000 §10.2):
-         * nothing was sent on it. Once in a row that is a retry, not an error. */
-        c->refused = true;
+         * nothing was sent on it. A few in a row are retries, not errors. */
+        c->refused++;
         e = connect_any(c, &qe, dl);
     }
     if (e == -ECANCELED || (e == -ETIMEDOUT && at_end))

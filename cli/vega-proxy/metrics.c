@@ -15,6 +15,8 @@ static const char *const kind_names[PROXY_KIND_N] = {"socks5", "socks4", "connec
 static const char *const fail_names[PROXY_FAIL_N] = {
     "refused",       "timeout",        "unreachable",          "unknown-host",
     "upstream-auth", "upstream-error", "upstream-unreachable", "error"};
+static const char *const udp_drop_names[UDP_DROP_N] = {"source", "header", "fragment",
+                                                       "destination", "send"};
 /* The buckets' upper bounds: ns, and as the le label says them. */
 static const uint64_t hs_le_ns[PROXY_HS_BUCKETS] = {
     1000000,   2500000,   5000000,   10000000,   25000000,    50000000,
@@ -106,6 +108,29 @@ static int render_proxy(void *user, FILE *f)
     fprintf(f, "vega_proxy_handshake_seconds_bucket{le=\"+Inf\"} %llu\n", cum);
     fprintf(f, "vega_proxy_handshake_seconds_sum %.9f\n", (double)get(&p->hs_sum_ns) / 1e9);
     fprintf(f, "vega_proxy_handshake_seconds_count %llu\n", cum);
+    head(f, "vega_proxy_udp_dropped_total", "counter",
+         "UDP ASSOCIATE datagrams dropped, by reason: source (not the client's, or back from "
+         "a stranger), header (malformed), fragment (FRAG != 0: no reassembly), destination "
+         "(a rule, a name that does not resolve), send (failed: too large, a full buffer).");
+    for (size_t i = 0; i < UDP_DROP_N; i++)
+        fprintf(f, "vega_proxy_udp_dropped_total{reason=\"%s\"} %llu\n", udp_drop_names[i],
+                get(&p->udp_dropped[i]));
+    struct pipe_stats ps;
+    relay_pipe_stats(&ps);
+    head(f, "vega_proxy_pipe_budget_pages", "gauge",
+         "Pages that relay pipes grown to 1 MiB may hold beyond their first 16, together.");
+    fprintf(f, "vega_proxy_pipe_budget_pages %zu\n", ps.budget_pages);
+    head(f, "vega_proxy_pipe_grown_pages", "gauge",
+         "Pages that grown relay pipes hold now beyond their first 16.");
+    fprintf(f, "vega_proxy_pipe_grown_pages %zu\n", ps.grown_pages);
+    head(f, "vega_proxy_pipe_grown_pages_peak", "gauge",
+         "The most pages grown relay pipes held at once beyond their first 16.");
+    fprintf(f, "vega_proxy_pipe_grown_pages_peak %zu\n", ps.peak_pages);
+    head(f, "vega_proxy_pipes_grown_total", "counter", "Relay pipes grown to 1 MiB.");
+    fprintf(f, "vega_proxy_pipes_grown_total %llu\n", (unsigned long long)ps.grown);
+    head(f, "vega_proxy_pipe_grow_refused_total", "counter",
+         "Relay pipes left at 64 KiB because the budget was full.");
+    fprintf(f, "vega_proxy_pipe_grow_refused_total %llu\n", (unsigned long long)ps.refused);
     return 0;
 }
 

@@ -121,6 +121,25 @@ enum proxy_fail {
 /* Upper bounds of the handshake duration histogram's buckets (seconds; +Inf follows). */
 #define PROXY_HS_BUCKETS 12
 
+/* Why a UDP datagram was dropped (udp.c), as --metrics counts them. */
+enum udp_drop {
+    UDP_DROP_SOURCE,   /* not from the association's client, or (back) from a stranger */
+    UDP_DROP_HEADER,   /* a request header that does not parse */
+    UDP_DROP_FRAGMENT, /* FRAG != 0: no reassembly (RFC 1928 §7 allows dropping them) */
+    UDP_DROP_DEST,     /* the destination: a rule, a name that does not resolve, no socket */
+    UDP_DROP_SEND,     /* the send failed (too large with the header, a full buffer) */
+    UDP_DROP_N
+};
+
+/* The relay's grown pipes (tunnel.c), for --metrics: extra pages (beyond a pipe's first 16)
+ * that pipes grown to 1 MiB hold now, the most they may hold and the most they ever held;
+ * growths done and growths refused because the budget was full. */
+struct pipe_stats {
+    size_t budget_pages, grown_pages, peak_pages;
+    uint64_t grown, refused;
+};
+void relay_pipe_stats(struct pipe_stats *st);
+
 /* The counters --metrics shows (metrics.c); every field is updated with relaxed atomics. */
 struct proxy_metrics {
     atomic_uint_fast64_t active[PROXY_KIND_N], total[PROXY_KIND_N];
@@ -131,6 +150,7 @@ struct proxy_metrics {
     atomic_uint_fast64_t connect_failures[PROXY_FAIL_N];
     atomic_uint_fast64_t hs_buckets[PROXY_HS_BUCKETS + 1]; /* counts per bucket, not cumulative */
     atomic_uint_fast64_t hs_count, hs_sum_ns;
+    atomic_uint_fast64_t udp_dropped[UDP_DROP_N];
 };
 extern struct proxy_metrics proxy_metrics;
 

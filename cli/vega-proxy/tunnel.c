@@ -590,6 +590,27 @@ static int upstream_bind(struct tunnel *t, const char *host, uint16_t port, bool
     return w < 0 ? (int)w : send_all(t->client, out, (size_t)w, idle_dl(t));
 }
 
+/* An upstream's scheme, for the log. */
+static const char *up_scheme(vega_proxy_kind k)
+{
+    switch (k) {
+    case VEGA_PROXY_HTTP:
+        return "http://";
+    case VEGA_PROXY_HTTPS:
+        return "https://";
+    case VEGA_PROXY_SOCKS4:
+        return "socks4://";
+    case VEGA_PROXY_SOCKS4A:
+        return "socks4a://";
+    case VEGA_PROXY_SOCKS5:
+        return "socks5://";
+    case VEGA_PROXY_SOCKS5H:
+        return "socks5h://";
+    default:
+        return "-";
+    }
+}
+
 /*
  * BIND (RFC 1928 §4 and SOCKS4's): for protocols whose server connects back (FTP active mode).
  * A listening port on the address the proxy uses towards DST; the first reply gives it; one
@@ -613,6 +634,9 @@ static int do_bind(struct tunnel *t, const vega_proxy_server_request *req, bool 
     if (t->o->upstream && t->o->up.kind != VEGA_PROXY_HTTP && t->o->up.kind != VEGA_PROXY_HTTPS)
         return upstream_bind(t, host, req->dst.port, v5, dl);
     if (t->o->upstream) {
+        cli_log(1,
+                "%s: bind for %s refused (%s): the %s upstream cannot accept a connection for it",
+                t->peer, t->dest_name, v5 ? "REP 7" : "91", up_scheme(t->o->up.kind));
         t->result = "unsupported";
         int r = VEGA_ERR_PROXY_UNSUPPORTED;
         if (v5) {
@@ -760,6 +784,8 @@ static int do_socks5(struct tunnel *t, vega_deadline dl)
         t->o->up.kind != VEGA_PROXY_SOCKS5 && t->o->up.kind != VEGA_PROXY_SOCKS5H) {
         /* only a SOCKS5 upstream carries datagrams; else they would leave from here, not
          * through the upstream: X'07' rather than a relay that bypasses it */
+        cli_log(1, "%s: udp associate refused (REP 7): the %s upstream cannot carry datagrams",
+                t->peer, up_scheme(t->o->up.kind));
         vega_ssize w = vega_proxy_socks5_reply_write(out, sizeof out, 7, NULL);
         send_all(t->client, out, (size_t)w, dl);
         t->result = "unsupported";
@@ -924,11 +950,16 @@ static struct {
     size_t n;
 } pipes = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-/* Extra pages held by grown pipes, and the most they may hold (pipe_budget_init). */
-static atomic_size_t pipe_grown_pages;
+/* Extra pages held by grown pipes, and the most they may hold (pipe_budget_init); the most
+ * they ever held, pipes grown and growths refused for the budget (--metrics). */
+static atomic_size_t pipe_grown_pages, pipe_grown_peak;
+static atomic_uint_fast64_t pipes_grown, pipe_grow_refused;
 static size_t pipe_grown_max;
 static pthread_once_t pipe_budget_once = PTHREAD_ONCE_INIT;
 
+/* The budget: half of fs.pipe-user-pages-soft, at most PIPE_GROWN_PAGES_MAX; for tests,
+ * VEGA_PROXY_PIPE_PAGES=N lowers it to N pages (never raises it), so that a few tunnels can
+ * run more active directions than it allows. */
 static void pipe_budget_init(void)
 {
     size_t soft = 16384; /* Linux's default fs.pipe-user-pages-soft */
@@ -940,6 +971,24 @@ static void pipe_budget_init(void)
         fclose(f);
     }
     pipe_grown_max = soft / 2 < PIPE_GROWN_PAGES_MAX ? soft / 2 : PIPE_GROWN_PAGES_MAX;
+    const char *env = getenv("VEGA_PROXY_PIPE_PAGES");
+    if (env && *env) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(env, &end, 10);
+        if (errno == 0 && *end == '\0' && v < pipe_grown_max)
+            pipe_grown_max = (size_t)v;
+    }
+}
+
+void relay_pipe_stats(struct pipe_stats *st)
+{
+    pthread_once(&pipe_budget_once, pipe_budget_init);
+    st->budget_pages = pipe_grown_max;
+    st->grown_pages = atomic_load(&pipe_grown_pages);
+    st->peak_pages = atomic_load(&pipe_grown_peak);
+    st->grown = atomic_load(&pipes_grown);
+    st->refused = atomic_load(&pipe_grow_refused);
 }
 
 /* Grows d's (empty or full) pipe to RELAY_PIPE_BIG when the budget has room; else, or when
@@ -951,6 +1000,7 @@ static void pipe_grow(struct dir *d)
     size_t held = atomic_load(&pipe_grown_pages);
     do {
         if (held + extra > pipe_grown_max) {
+            metric_add(&pipe_grow_refused, 1);
             d->no_grow = true;
             return;
         }
@@ -960,6 +1010,12 @@ static void pipe_grow(struct dir *d)
         d->no_grow = true;
         return;
     }
+    /* the peak: what this growth made the total, if no other was higher */
+    size_t peak = atomic_load(&pipe_grown_peak);
+    while (held + extra > peak &&
+           !atomic_compare_exchange_weak(&pipe_grown_peak, &peak, held + extra))
+        ;
+    metric_add(&pipes_grown, 1);
     d->cap = RELAY_PIPE_BIG;
 }
 

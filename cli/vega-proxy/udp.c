@@ -49,6 +49,13 @@ struct assoc {
     atomic_bool up_gone; /* up_ctl closed or failed first */
 };
 
+/* A datagram dropped: counted for the association's log line and in --metrics by reason. */
+static void drop(struct assoc *a, enum udp_drop why)
+{
+    atomic_fetch_add(&a->dropped, 1);
+    metric_add(&proxy_metrics.udp_dropped[why], 1);
+}
+
 /* The family slot of a far socket. */
 static int far_slot(int family)
 {
@@ -125,13 +132,18 @@ static int down_loop(struct assoc *a, vega_sock *far)
                 vega_addr_equal(&from, &a->up_relay)
                     ? vega_proxy_udp_header_parse(buf + UDP_HDR_IP, (size_t)n, &frag, &src)
                     : -1;
-            if (hl < 0 || frag != 0 ||
-                chained_send(a, buf + UDP_HDR_IP, (size_t)n, (uint64_t)(n - hl)) < 0)
-                atomic_fetch_add(&a->dropped, 1);
+            if (!vega_addr_equal(&from, &a->up_relay))
+                drop(a, UDP_DROP_SOURCE);
+            else if (hl < 0)
+                drop(a, UDP_DROP_HEADER);
+            else if (frag != 0)
+                drop(a, UDP_DROP_FRAGMENT);
+            else if (chained_send(a, buf + UDP_HDR_IP, (size_t)n, (uint64_t)(n - hl)) < 0)
+                drop(a, UDP_DROP_SEND);
             continue;
         }
         if (!dest_known(a, &from)) {
-            atomic_fetch_add(&a->dropped, 1);
+            drop(a, UDP_DROP_SOURCE);
             continue;
         }
         vega_proxy_addr src;
@@ -155,7 +167,7 @@ static int down_loop(struct assoc *a, vega_sock *far)
             break;
         }
         if (w < 0) { /* -EMSGSIZE with the header, a full buffer: UDP may drop */
-            atomic_fetch_add(&a->dropped, 1);
+            drop(a, UDP_DROP_SEND);
             continue;
         }
         atomic_fetch_add(&a->down, (uint64_t)n);
@@ -234,17 +246,20 @@ static bool is_dns_error(int r)
     return r == VEGA_ERR_DNS_NOT_FOUND || r == VEGA_ERR_DNS_NO_ADDRESS || r == VEGA_ERR_DNS_SERVER;
 }
 
-/* A datagram of the client (buf, n bytes, its header hl bytes) to the upstream's relay. The
+/* A datagram of the client (d, n bytes, its header hl bytes) to the upstream's relay. The
  * destination rules apply as for TCP: an address exactly, a name by what it resolves to here;
  * with socks5h:// a name that does not resolve here goes as a name. With socks5:// a name is
- * sent as the address it resolved to (the header rewritten). Returns 0 or an error (dropped). */
-static int chained_up(struct assoc *a, uint8_t *buf, size_t n, size_t hl,
-                      const vega_proxy_addr *dst)
+ * sent as the address it resolved to: the header is rewritten in place, in the UDP_HDR_IP bytes
+ * of headroom that d must have in front of it (an address header is at most that long), so
+ * that no datagram is copied. Returns 0 or an error (dropped; *why says the metric's reason). */
+static int chained_up(struct assoc *a, uint8_t *d, size_t n, size_t hl, const vega_proxy_addr *dst,
+                      enum udp_drop *why)
 {
     bool name = dst->type == VEGA_PROXY_ATYP_NAME;
     bool remote_names = a->o->up.kind == VEGA_PROXY_SOCKS5H;
     vega_addr to;
     int r = 0;
+    *why = UDP_DROP_DEST;
     if (!name || !remote_names || dest_rules_any(a->o))
         r = resolve_dest(a, dst, &to);
     if (r < 0 && name && remote_names && is_dns_error(r))
@@ -253,25 +268,23 @@ static int chained_up(struct assoc *a, uint8_t *buf, size_t n, size_t hl,
         metric_add(&proxy_metrics.denied_dest, 1);
     if (r < 0)
         return r;
-    const uint8_t *d = buf;
     size_t len = n;
-    uint8_t *copy = NULL;
     if (name && !remote_names) {
-        /* socks5://: the address, not the name */
+        /* socks5://: the address, not the name; written just before the payload */
         vega_proxy_addr ip;
         proxy_addr_from(&to, &ip);
         uint8_t hdr[UDP_HDR_IP];
         vega_ssize nh = vega_proxy_udp_header_write(hdr, sizeof hdr, 0, &ip);
-        if (nh < 0 || !(copy = malloc((size_t)nh + (n - hl))))
-            return nh < 0 ? (int)nh : -ENOMEM;
-        memcpy(copy, hdr, (size_t)nh);
-        memcpy(copy + nh, buf + hl, n - hl);
-        d = copy;
+        if (nh < 0)
+            return (int)nh;
+        /* nh <= UDP_HDR_IP: the new header starts at most UDP_HDR_IP bytes before d */
+        d = (d + hl) - (size_t)nh;
+        memcpy(d, hdr, (size_t)nh);
         len = (size_t)nh + (n - hl);
     }
+    *why = UDP_DROP_SEND;
     vega_sock *far = far_sock(a, vega_addr_family(&a->up_relay));
     vega_ssize w = far ? vega_udp_send_to(far, d, len, &a->up_relay, VEGA_DEADLINE_NEVER) : -ENOMEM;
-    free(copy);
     if (w < 0)
         return (int)w;
     atomic_fetch_add(&a->up, (uint64_t)(n - hl));
@@ -296,9 +309,11 @@ static bool from_client(struct assoc *a, const vega_addr *from)
 static void *up_main(void *arg)
 {
     struct assoc *a = arg;
-    uint8_t *buf = malloc(UDP_MAX_DGRAM);
-    if (!buf)
+    /* headroom in front of the datagram: chained_up may put a longer header there */
+    uint8_t *mem = malloc(UDP_HDR_IP + UDP_MAX_DGRAM);
+    if (!mem)
         return (void *)(intptr_t)-ENOMEM;
+    uint8_t *buf = mem + UDP_HDR_IP;
     int ret = 0;
     for (;;) {
         vega_addr from;
@@ -312,25 +327,31 @@ static void *up_main(void *arg)
         /* RFC 1928 §7: "MUST drop any datagrams arriving from any source IP address other than
          * the one recorded for the particular association" */
         if (!from_client(a, &from)) {
-            atomic_fetch_add(&a->dropped, 1);
+            drop(a, UDP_DROP_SOURCE);
             continue;
         }
         uint8_t frag;
         vega_proxy_addr dst;
         vega_ssize hl = vega_proxy_udp_header_parse(buf, (size_t)n, &frag, &dst);
-        /* fragments are not reassembled (RFC 1928 §7 makes it optional): dropped */
-        if (hl < 0 || frag != 0) {
-            atomic_fetch_add(&a->dropped, 1);
+        if (hl < 0) {
+            drop(a, UDP_DROP_HEADER);
+            continue;
+        }
+        /* RFC 1928 §7: "An implementation that does not support fragmentation MUST drop any
+         * datagram whose FRAG field is other than X'00'": not reassembled here */
+        if (frag != 0) {
+            drop(a, UDP_DROP_FRAGMENT);
             continue;
         }
         if (a->chained) {
-            int r = chained_up(a, buf, (size_t)n, (size_t)hl, &dst);
+            enum udp_drop why;
+            int r = chained_up(a, buf, (size_t)n, (size_t)hl, &dst, &why);
             if (r == -ECANCELED) {
                 ret = r;
                 break;
             }
             if (r < 0)
-                atomic_fetch_add(&a->dropped, 1);
+                drop(a, why);
             continue;
         }
         vega_addr to;
@@ -353,7 +374,7 @@ static void *up_main(void *arg)
                 cli_log(2, "udp: datagram to %s port %u dropped: %s", host, (unsigned)dst.port,
                         r < 0 ? vega_strerror(r) : "no socket");
             }
-            atomic_fetch_add(&a->dropped, 1);
+            drop(a, UDP_DROP_DEST);
             continue;
         }
         r = dest_remember(a, &to);
@@ -368,13 +389,13 @@ static void *up_main(void *arg)
             break;
         }
         if (w < 0) {
-            atomic_fetch_add(&a->dropped, 1);
+            drop(a, UDP_DROP_SEND);
             continue;
         }
         atomic_fetch_add(&a->up, (uint64_t)n - (uint64_t)hl);
         atomic_store(&a->last, vega_now());
     }
-    free(buf);
+    free(mem);
     /* an error here (not a stop) ends the association: wake the control reader */
     if (ret != -ECANCELED)
         vega_sock_shutdown(a->control, SHUT_RDWR);

@@ -141,7 +141,9 @@ static const char usage_text[] =
     "                          refused: the counters would be public)\n"
     "      --metrics-log FILE  append one JSON line per interval to FILE with what the\n"
     "                          runtime did in it (tasks spawned, polls, steals, parks, I/O\n"
-    "                          operations and completions, blocking jobs; summed and per worker)\n"
+    "                          operations and completions, blocking jobs, requests; summed and\n"
+    "                          per worker; with --shards the supervisor writes the sum and each\n"
+    "                          shard's in per_shard)\n"
     "      --metrics-every MS  the --metrics-log interval (default 1000, 10..3600000)\n"
     "\n"
     "Runtime:\n"
@@ -150,7 +152,8 @@ static const char usage_text[] =
     "                          or stuck one, reloads them without refusing a connection on\n"
     "                          SIGHUP and drains them on SIGTERM (0: one process, the default).\n"
     "                          HTTP/3: one UDP socket per shard, packets steered by connection\n"
-    "                          ID (at most 85 shards; no SIGUSR2 upgrade with HTTP/3 yet)\n"
+    "                          ID (at most 85 shards). SIGUSR2 upgrades the binary, keeping\n"
+    "                          the sockets (TCP and UDP)\n"
     "      --shard-watchdog MS a shard that sends no heartbeat (a timer task, every\n"
     "                          second or MS/4) for MS is killed and replaced (default 10000)\n"
     "      --driver NAME       I/O driver: uring or epoll (default: $VEGA_DRIVER, else uring\n"
@@ -687,9 +690,6 @@ static void parse_args(int argc, char **argv)
         cli_usage_error("--metrics-public needs --metrics");
     if (serve_o.metrics_every_ms && !serve_o.metrics_log)
         cli_usage_error("--metrics-every needs --metrics-log");
-    if (serve_o.metrics_log && serve_o.shards)
-        cli_usage_error("--metrics-log does not work with --shards yet (each shard has its own "
-                        "runtime; use --metrics, which sums them)");
     if (serve_o.overwrite && !serve_o.upload)
         cli_usage_error("--overwrite needs --upload");
     if (serve_o.cors)

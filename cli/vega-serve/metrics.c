@@ -13,9 +13,6 @@
 
 #include "serve.h"
 
-/* --metrics-every's default. */
-#define SERVE_METRICS_EVERY_MS 1000
-
 /* --shards: how often a shard copies its counters to its shared slot for the other shards'
  * sums (a scrape that reaches this shard uses its own fresh counters). */
 #define SERVE_METRICS_PUBLISH_MS 100
@@ -105,7 +102,12 @@ static void json_counters(FILE *f, const vega_worker_metrics *w)
  * short buffered write to a regular file, once an interval: not worth the blocking pool. */
 static void log_sample(void *user, const vega_rt_counters *d)
 {
-    FILE *f = user;
+    struct serve_metrics *m = user;
+    FILE *f = m->log;
+    vega_http_server_stats st;
+    vega_http_server_get_stats(m->srv, &st);
+    uint64_t requests = st.requests - m->log_requests;
+    m->log_requests = st.requests;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     struct tm tm;
@@ -114,9 +116,10 @@ static void log_sample(void *user, const vega_rt_counters *d)
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
     fprintf(f,
             "{\"time\":\"%s.%03ldZ\",\"interval_ms\":%" PRIu64 ".%03" PRIu64
-            ",\"workers\":%u,\"live_tasks\":%" PRIu64 ",\"blocking_jobs\":%" PRIu64 ",",
+            ",\"workers\":%u,\"live_tasks\":%" PRIu64 ",\"blocking_jobs\":%" PRIu64
+            ",\"requests\":%" PRIu64 ",",
             when, ts.tv_nsec / 1000000, d->at_ns / 1000000, d->at_ns / 1000 % 1000, d->workers,
-            d->live_tasks, d->blocking_jobs);
+            d->live_tasks, d->blocking_jobs, requests);
     json_counters(f, &d->sum);
     fputs(",\"per_worker\":[", f);
     unsigned n = d->workers < VEGA_RT_COUNTERS_WORKERS ? d->workers : VEGA_RT_COUNTERS_WORKERS;
@@ -143,7 +146,7 @@ static int metrics_log_start(struct serve_metrics *m)
         return CLI_EXIT_USAGE;
     }
     unsigned every = serve_o.metrics_every_ms ? serve_o.metrics_every_ms : SERVE_METRICS_EVERY_MS;
-    int r = vega_rt_metrics_sampler_spawn(&m->sampler, every, log_sample, m->log);
+    int r = vega_rt_metrics_sampler_spawn(&m->sampler, every, log_sample, m);
     if (r < 0) {
         m->sampler = NULL;
         cli_err_code("spawn", r);
@@ -192,10 +195,33 @@ int serve_metrics_listen_shared(void)
     return 0;
 }
 
+/* --metrics-log with --shards: copies this shard's counters to its slot every
+ * SERVE_METRICS_PUBLISH_MS (the supervisor makes the lines). */
+static void *log_publish_task(void *arg)
+{
+    const struct serve_metrics *m = arg;
+    vega_rt *rt = vega_rt_current();
+    do {
+        vega_http_server_stats st;
+        vega_http_server_get_stats(m->srv, &st);
+        serve_shard_log_publish(rt, st.requests, false);
+    } while (vega_sleep_ms(SERVE_METRICS_PUBLISH_MS) == 0);
+    return NULL;
+}
+
 int serve_metrics_start(vega_http_server *srv, struct serve_metrics *m)
 {
     memset(m, 0, sizeof *m);
-    if (serve_o.metrics_log) {
+    m->srv = srv;
+    if (serve_o.metrics_log && serve_shard_log_on()) {
+        serve_shard_log_attach();
+        int r = vega_task_spawn(&m->log_publisher, log_publish_task, m);
+        if (r < 0) {
+            m->log_publisher = NULL;
+            cli_err_code("spawn", r);
+            return CLI_EXIT_NET;
+        }
+    } else if (serve_o.metrics_log) {
         int r = metrics_log_start(m);
         if (r != 0) {
             serve_metrics_stop(m);
@@ -228,6 +254,14 @@ int serve_metrics_start(vega_http_server *srv, struct serve_metrics *m)
 
 void serve_metrics_stop(struct serve_metrics *m)
 {
+    if (m->log_publisher) { /* the final copy: every exchange has ended */
+        vega_task_cancel(m->log_publisher);
+        vega_task_join(m->log_publisher, NULL, VEGA_DEADLINE_NEVER);
+        m->log_publisher = NULL;
+        vega_http_server_stats st;
+        vega_http_server_get_stats(m->srv, &st);
+        serve_shard_log_publish(vega_rt_current(), st.requests, true);
+    }
     if (m->sampler) {
         vega_task_cancel(m->sampler);
         vega_task_join(m->sampler, NULL, VEGA_DEADLINE_NEVER);

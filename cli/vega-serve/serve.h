@@ -140,6 +140,9 @@ struct serve_metrics {
     vega_task *publisher;          /* --shards: publishes them for the other shards' sums */
     vega_task *sampler;            /* --metrics-log: the runtime's deltas to log */
     FILE *log;                     /* --metrics-log's file */
+    const vega_http_server *srv;   /* whose request count --metrics-log shows */
+    uint64_t log_requests;         /* the request count the last line took */
+    vega_task *log_publisher;      /* --metrics-log with --shards: copies to the shared slot */
 };
 
 /* --metrics: checks the address (loopback unless --metrics-public), listens, prints
@@ -180,6 +183,28 @@ void serve_shard_metrics_detach(const char *text, size_t len);
  * (only counters and histograms of shards that are gone) and the retired total. Returns 0,
  * -ENOMEM or -EIO. */
 int serve_shard_metrics_sum(const char *own, size_t len, FILE *out);
+
+/* ---- shard_log.c -------------------------------------------------------------------------- */
+
+/* --metrics-every's default. */
+#define SERVE_METRICS_EVERY_MS 1000
+
+/* Supervisor, before the first fork (--metrics-log with --shards): opens the log file and maps
+ * the region where the shards copy their counters. Returns 0 or an exit code (after saying
+ * why). */
+int serve_shard_log_init(unsigned shards, unsigned every_ms);
+/* Whether that region exists (in a shard: --metrics-log with --shards). */
+bool serve_shard_log_on(void);
+/* A shard takes a slot. */
+void serve_shard_log_attach(void);
+/* A shard copies its counters (rt's, and its server's request count) to its slot; final: it
+ * has stopped, these are its last. */
+void serve_shard_log_publish(const vega_rt *rt, uint64_t requests, bool final);
+/* Supervisor (vega_shard_opts.on_tick): takes the ended shards' last counters and, once an
+ * interval has passed, appends the line. */
+void serve_shard_log_tick(void *arg);
+/* Supervisor, after the last shard ended: the last, partial interval's line; closes the file. */
+void serve_shard_log_finish(void);
 
 /* ---- handler.c ---------------------------------------------------------------------------- */
 

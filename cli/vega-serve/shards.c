@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,7 +21,6 @@
 
 #define MAX_FDS (SERVE_MAX_LISTEN * 4)
 
-vega_shard *serve_shard;
 char **serve_argv;
 int serve_shard_fds[MAX_FDS];
 size_t serve_shard_nfds;
@@ -86,6 +86,42 @@ static int udp_steer(unsigned gen)
     return 0;
 }
 
+/* The shared keys go to a binary upgrade's vega-serve in a memfd (not close-on-exec, named in
+ * the environment; never in the environment itself, which /proc shows), so that tickets and
+ * Retry tokens of the old shards stay good with the new ones. */
+#define ENV_H3_KEYS "VEGA_SERVE_H3_KEYS_FD"
+
+static int keys_hand_on(void)
+{
+    int fd = memfd_create("vega-serve-h3-keys", 0);
+    if (fd < 0)
+        return -errno;
+    char name[16];
+    snprintf(name, sizeof name, "%d", fd);
+    if (pwrite(fd, serve_shard_h3_keys, sizeof serve_shard_h3_keys, 0) !=
+            (ssize_t)sizeof serve_shard_h3_keys ||
+        setenv(ENV_H3_KEYS, name, 1) < 0) {
+        int e = errno ? errno : EIO;
+        close(fd);
+        return -e;
+    }
+    return 0;
+}
+
+/* A binary upgrade's new vega-serve: the old one's keys (the memfd stays open and named, for
+ * the next upgrade). Returns 0 or -1. */
+static int keys_adopt(void)
+{
+    const char *v = getenv(ENV_H3_KEYS);
+    char *end;
+    long fd = v ? strtol(v, &end, 10) : -1;
+    if (!v || *end || end == v || fd < 3 || fd > INT32_MAX ||
+        pread((int)fd, serve_shard_h3_keys, sizeof serve_shard_h3_keys, 0) !=
+            (ssize_t)sizeof serve_shard_h3_keys)
+        return -1;
+    return 0;
+}
+
 /* Supervisor, before the first fork: the UDP group on a (the first served address, or
  * --http3-port's). Returns 0 or an exit code (after saying why). */
 static int udp_open_group(const vega_addr *a, unsigned n)
@@ -123,9 +159,44 @@ static int udp_open_group(const vega_addr *a, unsigned n)
         cli_err(NULL, "HTTP/3 with --shards: no randomness for the shared keys");
         return CLI_EXIT_NET;
     }
+    if ((r = keys_hand_on()) < 0) {
+        cli_err(NULL, "HTTP/3 with --shards: cannot keep the shared keys: %s", strerror(-r));
+        return CLI_EXIT_NET;
+    }
     if (!serve_o.quiet)
         fprintf(stderr, "vega-serve: HTTP/3 on udp %s (%u sockets, steered by connection ID)\n",
                 where, SERVE_SHARD_UDP_SETS * n);
+    return 0;
+}
+
+/* A binary upgrade's new vega-serve with HTTP/3: the old one's group (its sockets were handed
+ * over in creation order, so the kernel's indices and the steering program are unchanged).
+ * The program goes on steering to the old generation until the old supervisor hears that we
+ * are ready (on_event, VEGA_SHARD_EV_UPGRADED). Returns 0 or an exit code. */
+static int udp_adopt_group(unsigned n)
+{
+    if (serve_shard_nudp != SERVE_SHARD_UDP_SETS * (size_t)n || n > SERVE_SHARD_UDP_MAX) {
+        cli_err(NULL,
+                "upgrade: the old vega-serve handed over %zu UDP sockets, %u shards need %u "
+                "(the shard count must stay the same across an upgrade with HTTP/3)",
+                serve_shard_nudp, n, SERVE_SHARD_UDP_SETS * n);
+        return CLI_EXIT_NET;
+    }
+    if (keys_adopt() < 0) {
+        cli_err(NULL, "upgrade: the old vega-serve handed over no HTTP/3 keys");
+        return CLI_EXIT_NET;
+    }
+    udp_n = n;
+    vega_addr a = {.len = sizeof a.ss};
+    if (getsockname(serve_shard_udp_fds[0], (struct sockaddr *)&a.ss, &a.len) < 0) {
+        cli_err(NULL, "upgrade: inherited UDP socket: %s", strerror(errno));
+        return CLI_EXIT_NET;
+    }
+    char where[VEGA_ADDR_STRLEN];
+    vega_addr_format(&a, where, sizeof where);
+    if (!serve_o.quiet)
+        fprintf(stderr, "vega-serve: HTTP/3 on udp %s (%zu sockets, inherited)\n", where,
+                serve_shard_nudp);
     return 0;
 }
 
@@ -221,12 +292,20 @@ static void *make_listeners(void *arg)
 }
 
 /* How many of the sockets handed over by a binary upgrade are served ones (the rest are
- * --metrics'), from the old vega-serve. */
+ * --metrics', then HTTP/3's UDP group), from the old vega-serve. */
 #define ENV_SERVED "VEGA_SERVE_SERVED_FDS"
 
 /* Prints an inherited socket as listen_one does a new one. */
 static int adopt_one(int fd, bool metrics, struct made *m)
 {
+    int type = 0;
+    socklen_t tlen = sizeof type;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) == 0 && type == SOCK_DGRAM) {
+        if (serve_shard_nudp == SERVE_SHARD_UDP_SETS * SERVE_SHARD_UDP_MAX)
+            return CLI_EXIT_NET;
+        serve_shard_udp_fds[serve_shard_nudp++] = fd; /* said by udp_adopt_group */
+        return 0;
+    }
     vega_addr a = {.len = sizeof a.ss};
     if (getsockname(fd, (struct sockaddr *)&a.ss, &a.len) < 0) {
         cli_err(NULL, "upgrade: inherited socket %d: %s", fd, strerror(errno));
@@ -251,10 +330,11 @@ static int adopt_one(int fd, bool metrics, struct made *m)
 }
 
 /* A binary upgrade's new vega-serve: the sockets come from the old one, in its order (served
- * ones, then --metrics'). Returns 1 (adopted), 0 (not an upgrade) or minus an exit code. */
+ * ones, then --metrics', then the UDP group). Returns 1 (adopted), 0 (not an upgrade) or minus
+ * an exit code. */
 static int adopt(struct made *m)
 {
-    int fds[MAX_FDS + SERVE_SHARD_METRICS_MAX_FDS];
+    int fds[MAX_FDS + SERVE_SHARD_METRICS_MAX_FDS + SERVE_SHARD_UDP_SETS * SERVE_SHARD_UDP_MAX];
     int n = vega_shard_inherited_fds(fds, sizeof fds / sizeof fds[0]);
     const char *sv = getenv(ENV_SERVED);
     long served = sv ? strtol(sv, NULL, 10) : -1;
@@ -282,11 +362,16 @@ static int shard_main(vega_shard *s, void *arg)
 static void on_event(const vega_shard_event *ev, void *arg)
 {
     (void)arg;
-    if (ev->kind == VEGA_SHARD_EV_RELOADED && serve_shard_nudp) {
-        int r = udp_steer(ev->generation); /* new HTTP/3 connections: the new generation */
+    /* new HTTP/3 connections: to the new generation once it is ready (after an upgrade, the
+     * new supervisor's first one, numbered on from ours) */
+    unsigned to = ev->kind == VEGA_SHARD_EV_RELOADED   ? ev->generation
+                  : ev->kind == VEGA_SHARD_EV_UPGRADED ? ev->generation + 1
+                                                       : 0;
+    if (to && serve_shard_nudp) {
+        int r = udp_steer(to);
         if (r < 0)
-            cli_err(NULL, "HTTP/3: cannot steer new connections to generation %u: %s",
-                    ev->generation, strerror(-r));
+            cli_err(NULL, "HTTP/3: cannot steer new connections to generation %u: %s", to,
+                    strerror(-r));
     }
     if (serve_o.quiet && ev->kind != VEGA_SHARD_EV_EXITED && ev->kind != VEGA_SHARD_EV_HUNG &&
         ev->kind != VEGA_SHARD_EV_RELOAD_FAILED && ev->kind != VEGA_SHARD_EV_KILLED)
@@ -331,9 +416,12 @@ int serve_shards_run(void)
         }
         if (serve_o.http3_port)
             vega_addr_set_port(&a, (uint16_t)atoi(serve_o.http3_port));
-        int rc = udp_open_group(&a, serve_o.shards);
+        int rc = up ? udp_adopt_group(serve_o.shards) : udp_open_group(&a, serve_o.shards);
         if (rc != 0)
             return rc;
+    } else if (serve_shard_nudp) {
+        cli_err(NULL, "upgrade: the old vega-serve served HTTP/3, this one would not");
+        return CLI_EXIT_NET;
     }
     if (serve_o.metrics && !serve_shard_metrics_nfds) {
         cli_err(NULL, "upgrade: --metrics, but the old vega-serve handed over no metrics socket");
@@ -343,6 +431,9 @@ int serve_shards_run(void)
         cli_err_code("metrics", r);
         return CLI_EXIT_NET;
     }
+    unsigned every = serve_o.metrics_every_ms ? serve_o.metrics_every_ms : SERVE_METRICS_EVERY_MS;
+    if (serve_o.metrics_log && (r = serve_shard_log_init(serve_o.shards, every)) != 0)
+        return r;
     if (!serve_o.quiet) {
         char line[4096];
         size_t len = (size_t)snprintf(line, sizeof line, "vega-serve: serving %s on", serve_o.root);
@@ -350,10 +441,8 @@ int serve_shards_run(void)
             len += (size_t)snprintf(line + len, sizeof line - len, " %s", m.urls[i]);
         if (len < sizeof line)
             snprintf(line + len, sizeof line - len,
-                     " (%u shards, supervisor pid %d; SIGHUP reloads%s)\n", serve_o.shards,
-                     (int)getpid(),
-                     serve_shard_nudp ? "; no SIGUSR2 upgrade with HTTP/3 yet"
-                                      : ", SIGUSR2 upgrades");
+                     " (%u shards, supervisor pid %d; SIGHUP reloads, SIGUSR2 upgrades)\n",
+                     serve_o.shards, (int)getpid());
         fputs(line, stderr);
         fflush(stderr);
     }
@@ -366,23 +455,32 @@ int serve_shards_run(void)
     vega_shard_opts_init(&so);
     so.shards = serve_o.shards;
     /* served sockets, then --metrics', all handed to a binary upgrade */
-    static int all[MAX_FDS + SERVE_SHARD_METRICS_MAX_FDS];
+    static int
+        all[MAX_FDS + SERVE_SHARD_METRICS_MAX_FDS + SERVE_SHARD_UDP_SETS * SERVE_SHARD_UDP_MAX];
     memcpy(all, serve_shard_fds, serve_shard_nfds * sizeof all[0]);
     memcpy(all + serve_shard_nfds, serve_shard_metrics_fds,
            serve_shard_metrics_nfds * sizeof all[0]);
+    /* the UDP group last, in creation order: the new vega-serve must use the same sockets (a
+     * new group on the port would join this one and shift the indices the program steers by) */
+    memcpy(all + serve_shard_nfds + serve_shard_metrics_nfds, serve_shard_udp_fds,
+           serve_shard_nudp * sizeof all[0]);
     so.listen_fds = all;
-    so.n_listen_fds = serve_shard_nfds + serve_shard_metrics_nfds;
-    /* A binary upgrade would hand the new supervisor TCP sockets only; a new UDP group on the
-     * same port would join the old one's and shift the indices its program steers by. */
-    so.exec_argv = serve_shard_nudp ? NULL : serve_argv;
+    so.n_listen_fds = serve_shard_nfds + serve_shard_metrics_nfds + serve_shard_nudp;
+    so.exec_argv = serve_argv;
     char served[16];
     snprintf(served, sizeof served, "%zu", serve_shard_nfds);
     setenv(ENV_SERVED, served, 1); /* read by the upgrade's vega-serve */
     so.shard_main = shard_main;
     so.on_event = on_event;
     so.heartbeat_timeout_ms = serve_o.shard_watchdog_ms;
-    so.grace_ms = 7000; /* a shard's own grace for requests in progress is 5 s */
+    so.grace_ms = 7000;        /* a shard's own grace for requests in progress is 5 s */
+    if (serve_o.metrics_log) { /* the supervisor writes the lines: it looks every 100 ms */
+        so.on_tick = serve_shard_log_tick;
+        so.tick_ms = every < 100 ? every : 100;
+    }
     r = vega_shard_run(&so);
+    if (serve_o.metrics_log)
+        serve_shard_log_finish();
     for (size_t i = 0; i < serve_shard_nfds; i++)
         close(serve_shard_fds[i]);
     for (size_t i = 0; i < serve_shard_metrics_nfds; i++)

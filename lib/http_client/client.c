@@ -738,16 +738,22 @@ int vega__hc_send_ws(vega_http_client *c, const vega_http_client_request *req,
     struct hc_req rq;
     vega_http_url u;
     int rc = prepare(c, req, &rq, &u, true);
+    /* HTTP/3 asked, with a fallback, where QUIC cannot go (a connect hook, a proxy): the
+     * caller's HTTP/1.1 Upgrade (the head here is an extended CONNECT's); ws:// stays refused */
+    if (rc == 0 && req->version == VEGA_HTTP_CLIENT_V3 && !rq.h3)
+        rc = rq.key.tls ? -ENOTSUP : VEGA_ERR_HTTP_SCHEME;
     if (rc == 0 && rq.h2) {
         /* RFC 8441: an extended CONNECT on a pooled or new HTTP/2 connection (ALPN h2 on
          * https, prior knowledge on http) */
         rq.ws_h2 = true;
         rc = vega__hc_send_h2(c, &rq, start, req->deadline, out);
     } else if (rc == 0 && rq.h3) {
-        /* RFC 9220: the same on a pooled or new HTTP/3 connection; no TCP race (the caller's
-         * h1_fallback decides) */
+        /* RFC 9220: the same on a pooled or new HTTP/3 connection; with the caller's
+         * h1_fallback (req->h3_fallback) QUIC races TCP as a request's connection does, and a
+         * QUIC connection that could not be made or lost is -ENOTSUP (vega__hc_send_h3): the
+         * caller goes on with the HTTP/1.1 Upgrade, as browsers do */
         rq.ws_h3 = true;
-        rq.fallback = false;
+        rq.fallback = req->h3_fallback;
         rc = vega__hc_send_h3(c, &rq, start, req->deadline, out);
     } else if (rc == 0) {
         bool reused = false, used = false, got_bytes = false;

@@ -77,6 +77,11 @@ struct hc_resolve {
 #define HC_H3_UNI_CHUNK 4096
 /* Most HTTP/3 connections the client keeps (idle or busy); beyond, the oldest idle one goes. */
 #define HC_H3_MAX_CONNS 256
+/* Connections a request may find refused (CONNECTION_REFUSED after the handshake: a server
+ * that stops) in a row, each retried on a new one: a server reloaded again and again
+ * (vega-serve --shards, SIGHUP back to back) may refuse a few, one per generation stopping
+ * (three live at once at most); other retries stay at one. */
+#define HC_H3_MAX_REFUSED 3
 
 enum hc_h3_state {
     HC_H3_CONNECTING, /* a task is connecting: others wait for it (waiters) */
@@ -129,7 +134,10 @@ struct hc_h3 {
     int migration;     /* opts.quic_migrate: vega_http_client_info.quic_migration's values */
     int migration_err; /* when it could not start */
     vega_tstamp t_hs;  /* when the handshake was done (HANDSHAKE_DONE), for quic_migrate */
-    bool dead;         /* the connection ended or failed: err and werr say how */
+    /* the HTTP/3 core while responses read what they kept at the end (h3_read.c pump_kept):
+     * taken inside the QUIC connection's lock while it is not torn down, alone after */
+    pthread_mutex_t kept_mu;
+    bool dead; /* the connection ended or failed: err and werr say how */
     int err;
     vega_http_client_wire_error werr;
     /* facts of the handshake, for the responses' info */
@@ -353,6 +361,13 @@ struct vega_http_client_response {
     uint64_t h3_raw; /* DATA payload bytes received */
     bool h3_has_cl;
     bool h3_err_acted; /* the stream error was answered (RESET_STREAM, STOP_SENDING) */
+    /* The connection ended (h3_read.c vega__hc_h3_keep_tails): the bytes its stream held then,
+     * not fed yet, are read from here on (the endpoint frees QUIC's buffers at its teardown),
+     * with h3_tail_fin when the stream's end had come. Written by the lock holder that saw the
+     * end; then fed by r's reader under h3->kept_mu. */
+    bool h3_kept, h3_tail_fin;
+    uint8_t *h3_tail;
+    size_t h3_tail_pos, h3_tail_len, h3_tail_cap;
 
     /* HTTP/2 (h2 NULL otherwise); the h2_ fields are guarded by h2->mu. h3_wake is the
      * request's notify for HTTP/2 too (head, data, room, the end). */
@@ -506,6 +521,11 @@ vega_ssize vega__hc_h3_read(vega_http_client_response *r, uint8_t *buf, size_t l
 int vega__hc_h3_next_body(vega_http_client_response *r, vega_deadline dl);
 /* Detaches r from its connection (resetting an unfinished stream) and drops the reference. */
 void vega__hc_h3_response_done(vega_http_client_response *r);
+/* The connection ended (its CLOSED event, lock held, h->qc set): each response's unread stream
+ * bytes are copied out of QUIC's buffers (which the endpoint frees at its teardown), so that what
+ * arrived is delivered (a response whose end arrived completes). Bounded by the receive windows
+ * the client advertised (max_data_max, 16 MiB by default, for all streams together). */
+void vega__hc_h3_keep_tails(struct hc_h3 *h);
 
 /* h3_race.c: HTTP/3 or, failing it or too slow, HTTP/1.1 over TCP */
 int vega__hc_send_h3(vega_http_client *c, const struct hc_req *rq, vega_tstamp start,

@@ -76,6 +76,7 @@ static struct hc_h3 *h3_new(vega_http_client *c, const struct hc_req *rq)
     h->dst_port = rq->alt_port;
     atomic_init(&h->refs, 1);
     atomic_init(&h->usable, false);
+    pthread_mutex_init(&h->kept_mu, NULL);
     h->state = HC_H3_CONNECTING;
     return h;
 }
@@ -95,6 +96,7 @@ static void h3_free(struct hc_h3 *h)
     vega_h3_conn_free(h->h3);
     for (int i = 0; i < 3; i++)
         vega__mem_free(m, h->pend[i].p);
+    pthread_mutex_destroy(&h->kept_mu);
     vega__mem_free(m, h);
 }
 

@@ -218,6 +218,9 @@ static void on_closed_ev(struct hc_h3 *h, const vega_quic_event *ev)
             h->werr.reason[n++] = (char)(b >= 0x20 && b < 0x7f ? b : '?');
         }
         h->werr.reason[n] = '\0';
+        /* Not our own connection error: what the responses received stays theirs (a server
+         * that closes gracefully after its answers did nothing wrong, RFC 9114 §5.2). */
+        vega__hc_h3_keep_tails(h);
     }
     vega__hc_h3_kill(h, VEGA_ERR_QUIC_EP_CLOSED);
 }

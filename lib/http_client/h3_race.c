@@ -179,7 +179,8 @@ int vega__hc_send_h3(vega_http_client *c, const struct hc_req *rq, vega_tstamp s
     vega_http_client_wire_error werr = {0};
     bool used = false;
     int rc = 0;
-    for (int attempt = 0; attempt < 2; attempt++) {
+    unsigned refused = 0;
+    for (int attempt = 0;; attempt++) {
         bool fresh = req->fresh_connection || attempt > 0, reused = false, retry = false;
         struct hc_h3 *h = NULL;
         struct hc_conn *tcp = NULL;
@@ -188,8 +189,9 @@ int vega__hc_send_h3(vega_http_client *c, const struct hc_req *rq, vega_tstamp s
         if (!fresh && (rc = vega__hc_h3_pool_take(c, rq, dl, &h)) < 0)
             break;
         reused = h != NULL;
-        /* A fallback that went by TCP before: its connection serves again. */
-        if (!h && rq->fallback && !fresh && vega__hc_pool_take(c, &rq->key, &tcp) > 0)
+        /* A fallback that went by TCP before: its connection serves again (not a
+         * WebSocket's, which has a fresh connection of its own). */
+        if (!h && rq->fallback && !rq->ws_h3 && !fresh && vega__hc_pool_take(c, &rq->key, &tcp) > 0)
             reused = true;
         if (!h && !tcp) {
             vega_deadline cdl = hc_dl_min(dl, vega_deadline_in_ns(c->o.connect_timeout_ns));
@@ -198,11 +200,23 @@ int vega__hc_send_h3(vega_http_client *c, const struct hc_req *rq, vega_tstamp s
             if (rc < 0)
                 break;
         }
+        if (tcp && rq->ws_h3) {
+            /* no QUIC connection (it failed, or TCP connected first): the WebSocket's caller
+             * makes the HTTP/1.1 Upgrade on a connection of its own (ws_connect.c) */
+            vega__hc_conn_close(tcp);
+            rc = -ENOTSUP;
+            break;
+        }
         if (tcp)
             rc = over_tcp(c, rq, tcp, reused, &tinfo, start, dl, &used, &retry, out);
         else
             rc = vega__hc_attempt_h3(c, rq, h, reused, start, dl, &used, &retry, &werr, out);
         if (rc == 0 || !retry || used)
+            break;
+        /* one retry, or a few in a row for refusals (HC_H3_MAX_REFUSED) */
+        bool refusal = werr.kind == VEGA_HTTP_CLIENT_WIRE_QUIC && !werr.local &&
+                       werr.code == VEGA_QUIC_CONNECTION_REFUSED;
+        if (refusal ? ++refused > HC_H3_MAX_REFUSED : (unsigned)attempt >= 1 + refused)
             break;
     }
     if (rc < 0 && req->wire_error)

@@ -16,8 +16,10 @@ static int stream_failed(struct hc_h3 *h, vega_http_client_response *r)
     uint64_t code = r->h3_stream_err ? r->h3_stream_err : VEGA_H3_INTERNAL_ERROR;
     if (!r->h3_err_acted) {
         r->h3_err_acted = true;
-        (void)vega_quic_stream_stop(h->qc, r->h3_id, code);
-        (void)vega_quic_stream_reset(h->qc, r->h3_id, code);
+        if (h->qc) {
+            (void)vega_quic_stream_stop(h->qc, r->h3_id, code);
+            (void)vega_quic_stream_reset(h->qc, r->h3_id, code);
+        }
         (void)vega_h3_conn_close_stream(h->h3, r->h3_id);
         r->werr.kind = VEGA_HTTP_CLIENT_WIRE_STREAM;
         r->werr.local = true;
@@ -27,8 +29,30 @@ static int stream_failed(struct hc_h3 *h, vega_http_client_response *r)
     return r->cb_err && r->cb_err != VEGA_ERR_PROTO ? r->cb_err : VEGA_ERR_PROTO;
 }
 
+/* The bytes of r's stream not fed yet: in QUIC's receive buffer, or in the tail kept when the
+ * connection ended (h3_kept). Returns 0, or < 0 when the stream was reset. */
+static int peek(struct hc_h3 *h, vega_http_client_response *r, const uint8_t **d, size_t *len,
+                bool *fin)
+{
+    if (!r->h3_kept)
+        return vega_quic_stream_peek(h->qc, r->h3_id, d, len, fin);
+    *d = r->h3_tail + r->h3_tail_pos;
+    *len = r->h3_tail_len - r->h3_tail_pos;
+    *fin = r->h3_tail_fin;
+    return 0;
+}
+
+static void consume(struct hc_h3 *h, vega_http_client_response *r, size_t n)
+{
+    if (r->h3_kept)
+        r->h3_tail_pos += n;
+    else
+        (void)vega_quic_stream_consume(h->qc, r->h3_id, n);
+}
+
 /* Feeds r's stream to the core while the reader has room (h3_dst) and bytes wait, until the
- * head (want_head) or the end. *moved: some input was taken. Lock held (h->qc set). */
+ * head (want_head) or the end. *moved: some input was taken. Lock held (h->qc set), or for a
+ * kept tail h->kept_mu (and the lock while the connection is not torn down: h->qc set). */
 static int feed(struct hc_h3 *h, vega_http_client_response *r, bool want_head, bool *moved)
 {
     *moved = false;
@@ -41,7 +65,7 @@ static int feed(struct hc_h3 *h, vega_http_client_response *r, bool want_head, b
         const uint8_t *d;
         size_t len;
         bool fin;
-        int rc = vega_quic_stream_peek(h->qc, r->h3_id, &d, &len, &fin);
+        int rc = peek(h, r, &d, &len, &fin);
         if (rc < 0) {
             /* Reset by the server (VEGA_ERR_PROTO), or reset and gone already (-EINVAL: our
              * side had ended too): the event with the code comes at the unlock. */
@@ -61,7 +85,7 @@ static int feed(struct hc_h3 *h, vega_http_client_response *r, bool want_head, b
             vega__hc_h3_core_failed(h, used);
             return h->err;
         }
-        (void)vega_quic_stream_consume(h->qc, r->h3_id, (size_t)used);
+        consume(h, r, (size_t)used);
         if (used > 0 || f)
             *moved = true;
         if ((size_t)used < n) {
@@ -106,6 +130,80 @@ static int blocked_by(struct hc_h3 *h, vega_http_client_response *r)
     return 0;
 }
 
+void vega__hc_h3_keep_tails(struct hc_h3 *h)
+{
+    const vega_mem *m = h->c->o.mem;
+    for (vega_http_client_response *r = h->reqs; r; r = r->h3_next) {
+        if (r->h3_kept || r->h3_fin || r->h3_reset)
+            continue;
+        /* what waits in QUIC's buffer, piece by piece (its ring), bounded by the stream's
+         * receive window */
+        for (;;) {
+            const uint8_t *d;
+            size_t len;
+            bool fin;
+            if (vega_quic_stream_peek(h->qc, r->h3_id, &d, &len, &fin) < 0)
+                break; /* reset: the event says so */
+            if (len > SIZE_MAX / 2 - r->h3_tail_len)
+                break;
+            if (!vega__fits(r->h3_tail_len, len, r->h3_tail_cap)) {
+                size_t cap = r->h3_tail_cap ? r->h3_tail_cap : 4096;
+                while (cap < r->h3_tail_len + len)
+                    cap *= 2;
+                uint8_t *p = vega__mem_realloc(m, r->h3_tail, cap);
+                if (!p)
+                    break; /* the rest is lost: the read ends with the close's error */
+                r->h3_tail = p;
+                r->h3_tail_cap = cap;
+            }
+            if (len)
+                memcpy(r->h3_tail + r->h3_tail_len, d, len);
+            r->h3_tail_len += len;
+            (void)vega_quic_stream_consume(h->qc, r->h3_id, len);
+            if (fin)
+                r->h3_tail_fin = true;
+            if (len == 0 || fin)
+                break;
+        }
+        r->h3_kept = true;
+    }
+}
+
+/* Reads r's kept tail (the connection ended) as pump reads its stream, with no waiting: every
+ * byte there is decoded and delivered, then the end, or the error that cut the response short.
+ * qc: the connection, locked, when it is not torn down yet (NULL after). */
+static vega_ssize pump_kept(vega_http_client_response *r, vega_quic_conn *qc, uint8_t *dst,
+                            size_t cap, bool want_head)
+{
+    struct hc_h3 *h = r->h3;
+    for (;;) {
+        pthread_mutex_lock(&h->kept_mu);
+        vega_quic_conn *saved = h->qc;
+        h->qc = qc;
+        r->h3_dst = dst;
+        r->h3_dst_len = 0;
+        r->h3_dst_cap = cap;
+        bool moved;
+        int rc = feed(h, r, want_head, &moved);
+        size_t got = r->h3_dst_len;
+        r->h3_dst = NULL;
+        if (moved)
+            r->any_byte = true;
+        if (rc == 0 && !moved && !r->msg_done && !(want_head && r->head_done))
+            rc = blocked_by(h, r);
+        h->qc = saved;
+        pthread_mutex_unlock(&h->kept_mu);
+        if (got > 0)
+            return (vega_ssize)got;
+        if (rc < 0)
+            return failed(r, rc);
+        if (r->msg_done || (want_head && r->head_done))
+            return 0;
+        if (!moved) /* nothing left, no end: only the close's error (blocked_by gave it) */
+            return failed(r, h->err ? h->err : VEGA_ERR_QUIC_EP_CLOSED);
+    }
+}
+
 /* Reads r's stream into dst (cap bytes) until something landed there, the head arrived
  * (want_head) or the end; waits for the stream to move while nothing did. Returns the bytes
  * landed, or a code. */
@@ -115,6 +213,14 @@ static vega_ssize pump(vega_http_client_response *r, uint8_t *dst, size_t cap, b
     struct hc_h3 *h = r->h3;
     for (;;) {
         vega_quic_conn *qc = vega_quic_ep_conn_lock(h->qe);
+        if (r->h3_kept) {
+            /* kept by the lock holder that saw the end, before the teardown: seen once the
+             * lock was taken (also when it then said the connection is gone) */
+            vega_ssize n = pump_kept(r, qc, dst, cap, want_head);
+            if (qc)
+                vega_quic_ep_conn_unlock(h->qe);
+            return n;
+        }
         if (!qc)
             return failed(r, h->dead && h->err ? h->err : VEGA_ERR_QUIC_EP_CLOSED);
         h->qc = qc;
@@ -246,6 +352,8 @@ void vega__hc_h3_response_done(vega_http_client_response *r)
         h->active--;
     h->idle_since = vega_now();
     pthread_mutex_unlock(&c->mu);
+    vega__mem_free(c->o.mem, r->h3_tail);
+    r->h3_tail = NULL;
     r->h3 = NULL;
     vega__hc_h3_release(h);
 }

@@ -368,7 +368,8 @@ static void note_conn(vega_http_client_response *r, struct hc_h3 *h, bool reused
  * also when the connection closed before the stream's first byte; RFC 9000 §20.1: the server
  * closed the connection with CONNECTION_REFUSED, as one shutting down does after the
  * handshake), or a pooled connection had ended before any answer and the request is
- * idempotent. The caller retries once, and never a body already given (used). */
+ * idempotent. The caller retries once (refusals: up to HC_H3_MAX_REFUSED in a row), and never a
+ * body already given (used). */
 static bool may_retry(const vega_http_client_response *r, const struct hc_req *rq, bool reused,
                       int rc)
 {

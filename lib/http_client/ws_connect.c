@@ -267,6 +267,7 @@ static int attempt(vega_http_client *c, const char *url, const vega_websocket_co
      * origin's pooled connection is shared */
     req.version = h3 ? VEGA_HTTP_CLIENT_V3 : h2 ? VEGA_HTTP_CLIENT_V2_PRIOR : VEGA_HTTP_CLIENT_V11;
     req.fresh_connection = !h2 && !h3;
+    req.h3_fallback = h3 && o->h1_fallback;
     req.deadline = dl;
     req.trace = o->trace;
     req.trace_user = o->trace_user;

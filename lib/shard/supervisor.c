@@ -57,19 +57,28 @@ struct sup {
     unsigned new_gen; /* the generation a reload is starting, 0 when none */
     int64_t reload_deadline;
     bool reload_pending, first_ready, stopping;
-    int fail_code; /* the first generation could not start */
+    bool up_pending; /* SIGUSR2 while a reload or a drain was under way: it waits */
+    int fail_code;   /* the first generation could not start */
     /* Binary upgrade, the old side: the new supervisor, the pipe it says "ready" on, until when */
     int up_pid, up_fd; /* up_pid: 0 once reaped (or no longer ours) */
     int up_named;      /* its pid, for the events */
     int64_t up_deadline;
-    /* the new side: the pipe to tell the old supervisor that the first generation is ready */
+    /* after "ready": the pipe's read end, kept open until we return, so that the new supervisor
+     * sees when this one (and so every shard of ours) is gone */
+    int handed_fd;
+    /* the new side: the pipe to tell the old supervisor that the first generation is ready;
+     * after that, kept to see the old one end (POLLERR): until then no reload starts */
     int announce_fd;
+    bool announced;
+    int64_t next_tick; /* when on_tick is due */
 };
 
 #define ENV_LISTEN_FDS "VEGA_SHARD_LISTEN_FDS"
 #define ENV_UPGRADE_FD "VEGA_SHARD_UPGRADE_FD"
-/* The layouts of vega_shard_opts: 1 ended before exec_argv. */
+#define ENV_GENERATION "VEGA_SHARD_GENERATION"
+/* The layouts of vega_shard_opts: 1 ended before exec_argv, 2 before on_tick. */
 #define SHARD_OPTS_V1_SIZE offsetof(vega_shard_opts, exec_argv)
+#define SHARD_OPTS_V2_SIZE offsetof(vega_shard_opts, on_tick)
 
 static int64_t now_ms(void)
 {
@@ -101,6 +110,8 @@ static _Noreturn void child_main(struct sup *s, struct proc *p, size_t slot)
         close(s->announce_fd); /* the old supervisor must see EOF if ours dies */
     if (s->up_fd >= 0)
         close(s->up_fd);
+    if (s->handed_fd >= 0)
+        close(s->handed_fd);
     (void)sigprocmask(SIG_SETMASK, &s->old_mask, NULL);
     static struct vega_shard me;
     me = (struct vega_shard){p->index, p->gen, &s->shm[slot]};
@@ -207,7 +218,7 @@ static void upgrade_failed(struct sup *s)
 static _Noreturn void exec_upgrade(struct sup *s, int wfd)
 {
     (void)sigprocmask(SIG_SETMASK, &s->old_mask, NULL);
-    char fds[16 * 64] = "", one[16];
+    char fds[8192] = "", one[16];
     size_t len = 0;
     for (size_t i = 0; i < s->o.n_listen_fds; i++) {
         int fd = s->o.listen_fds[i];
@@ -217,9 +228,11 @@ static _Noreturn void exec_upgrade(struct sup *s, int wfd)
         memcpy(fds + len, one, (size_t)n + 1);
         len += (size_t)n;
     }
+    char gen[16];
     snprintf(one, sizeof one, "%d", wfd);
+    snprintf(gen, sizeof gen, "%u", s->gen);
     if (fcntl(wfd, F_SETFD, 0) < 0 || setenv(ENV_LISTEN_FDS, fds, 1) < 0 ||
-        setenv(ENV_UPGRADE_FD, one, 1) < 0)
+        setenv(ENV_UPGRADE_FD, one, 1) < 0 || setenv(ENV_GENERATION, gen, 1) < 0)
         _exit(127);
     execvp(s->o.exec_argv[0], s->o.exec_argv);
     fprintf(stderr, "vega_shard: upgrade: cannot run %s: %s\n", s->o.exec_argv[0], strerror(errno));
@@ -231,6 +244,14 @@ static void start_upgrade(struct sup *s)
 {
     if (!s->o.exec_argv || !s->o.exec_argv[0] || s->up_fd >= 0 || s->up_pid || s->stopping)
         return; /* one at a time; none while stopping */
+    /* Only the serving generation may run: the new supervisor numbers its generations on from
+     * ours, and what is indexed by generation (vega-serve's UDP sets) must not be in use by a
+     * starting or draining one of ours. */
+    s->up_pending = s->new_gen || s->reload_pending;
+    for (size_t k = 0; k < s->nslots && !s->up_pending; k++)
+        s->up_pending = s->procs[k].state == P_DRAINING;
+    if (s->up_pending)
+        return; /* tick() starts it once they are done */
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0) {
         emit_pid(s, VEGA_SHARD_EV_UPGRADE_FAILED, 0);
@@ -263,7 +284,7 @@ static void upgrade_answer(struct sup *s)
         return;
     if (n == 1 && c == 'R') {
         emit_pid(s, VEGA_SHARD_EV_UPGRADED, s->up_named);
-        close(s->up_fd);
+        s->handed_fd = s->up_fd; /* closed when we return: the new one then knows */
         s->up_fd = -1;
         s->up_pid = 0; /* no longer ours to kill: it outlives us */
         stop_all(s);
@@ -386,8 +407,7 @@ static void tick(struct sup *s)
         s->first_ready = true;
         if (s->announce_fd >= 0) { /* we are an upgrade: the old supervisor may drain now */
             (void)!write(s->announce_fd, "R", 1);
-            close(s->announce_fd);
-            s->announce_fd = -1;
+            s->announced = true; /* the pipe stays open: loop() sees the old one end */
         }
     }
     if (s->up_fd >= 0 && t >= s->up_deadline)
@@ -411,8 +431,18 @@ static void tick(struct sup *s)
         if (pl->restart_at && t >= pl->restart_at && spawn(s, i, s->gen) == 0)
             pl->restart_at = 0;
     }
-    if (s->reload_pending && !s->new_gen && !s->stopping)
+    /* a reload waits while an upgrade is on trial, and in an upgrade's new supervisor until the
+     * old one ended (generations are counted on across the two: theirs must be gone) */
+    if (s->reload_pending && !s->new_gen && !s->stopping && s->announce_fd < 0 && s->up_fd < 0)
         start_reload(s);
+    if (s->up_pending && !s->stopping)
+        start_upgrade(s);
+    if (s->o.on_tick && s->o.tick_ms && t >= s->next_tick) {
+        s->next_tick += s->o.tick_ms; /* a fixed schedule; a late one does not push the rest */
+        if (s->next_tick <= t)
+            s->next_tick = t + s->o.tick_ms;
+        s->o.on_tick(s->o.user_data);
+    }
 }
 
 static bool any_alive(const struct sup *s)
@@ -426,7 +456,7 @@ static bool any_alive(const struct sup *s)
 static int loop(struct sup *s)
 {
     for (unsigned i = 0; i < s->n; i++) {
-        int r = spawn(s, i, 1);
+        int r = spawn(s, i, s->gen);
         if (r < 0) {
             stop_all(s);
             s->fail_code = r;
@@ -435,13 +465,19 @@ static int loop(struct sup *s)
     }
     /* a failed upgrade's supervisor (SIGKILLed) is reaped too before we return */
     while (!s->stopping || any_alive(s) || s->up_pid) {
-        struct pollfd pfd[2] = {{.fd = s->sfd, .events = POLLIN},
-                                {.fd = s->up_fd, .events = POLLIN}};
-        int r = poll(pfd, s->up_fd >= 0 ? 2 : 1, TICK_MS);
+        /* the old supervisor's end of the announce pipe closes (POLLERR) when it returned */
+        struct pollfd pfd[3] = {{.fd = s->sfd, .events = POLLIN},
+                                {.fd = s->up_fd, .events = POLLIN},
+                                {.fd = s->announced ? s->announce_fd : -1}};
+        int r = poll(pfd, 3, TICK_MS);
         if (r < 0 && errno != EINTR)
             return -errno;
         if (r > 0 && s->up_fd >= 0 && pfd[1].revents)
             upgrade_answer(s);
+        if (r > 0 && pfd[2].fd >= 0 && pfd[2].revents) {
+            close(s->announce_fd);
+            s->announce_fd = -1;
+        }
         struct signalfd_siginfo si;
         while (read(s->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
             int sig = (int)si.ssi_signo;
@@ -472,11 +508,20 @@ static unsigned cpus(void)
     return 1;
 }
 
+/* The size of layout v (1..VEGA_SHARD_OPTS_VERSION), 0 for one we do not know. */
+static size_t opts_size(int v)
+{
+    return v == 1                         ? SHARD_OPTS_V1_SIZE
+           : v == 2                       ? SHARD_OPTS_V2_SIZE
+           : v == VEGA_SHARD_OPTS_VERSION ? sizeof(vega_shard_opts)
+                                          : 0;
+}
+
 void vega_shard_opts_init_versioned(vega_shard_opts *o, int opts_version)
 {
-    if (opts_version != 1 && opts_version != VEGA_SHARD_OPTS_VERSION)
+    if (!opts_size(opts_version))
         abort(); /* API rules: an _init of an unknown layout panics */
-    memset(o, 0, opts_version == 1 ? SHARD_OPTS_V1_SIZE : sizeof *o);
+    memset(o, 0, opts_size(opts_version));
 }
 
 /* We are a binary upgrade's new supervisor: the pipe to the old one (removed from the
@@ -494,6 +539,21 @@ static int announce_fd(void)
     return (int)fd;
 }
 
+/* 1, or for a binary upgrade's new supervisor the old one's serving generation + 1, so that
+ * generations go on counting across upgrades (the variable is removed). */
+static unsigned first_generation(bool upgrade)
+{
+    const char *v = getenv(ENV_GENERATION);
+    if (!v)
+        return 1;
+    char *end;
+    unsigned long g = strtoul(v, &end, 10);
+    (void)unsetenv(ENV_GENERATION);
+    if (!upgrade || *end || end == v || g == 0 || g >= UINT32_MAX / 2)
+        return 1;
+    return (unsigned)g + 1;
+}
+
 int vega_shard_inherited_fds(int *fds, size_t cap)
 {
     const char *v = getenv(ENV_LISTEN_FDS);
@@ -504,10 +564,14 @@ int vega_shard_inherited_fds(int *fds, size_t cap)
     while (*v && r == 0) {
         char *end;
         long fd = strtol(v, &end, 10);
-        int acc = 0;
-        socklen_t alen = sizeof acc;
+        int acc = 0, type = 0;
+        socklen_t alen = sizeof acc, tlen = sizeof type;
+        /* a listening socket, or a datagram one (bound: an unbound one has port 0, the
+         * caller's to check) */
         if (end == v || (*end && *end != ',') || fd < 0 || fd > INT32_MAX || n == cap ||
-            getsockopt((int)fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &alen) < 0 || !acc ||
+            getsockopt((int)fd, SOL_SOCKET, SO_TYPE, &type, &tlen) < 0 ||
+            (type != SOCK_DGRAM &&
+             (getsockopt((int)fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &alen) < 0 || !acc)) ||
             fcntl((int)fd, F_SETFD, FD_CLOEXEC) < 0) {
             r = -EINVAL;
             break;
@@ -541,10 +605,10 @@ static void defaults(vega_shard_opts *o)
 
 int vega_shard_run_versioned(const vega_shard_opts *o, int opts_version)
 {
-    if (!o || (opts_version != 1 && opts_version != VEGA_SHARD_OPTS_VERSION) || !o->shard_main)
+    if (!o || !opts_size(opts_version) || !o->shard_main)
         return -EINVAL;
-    struct sup s = {.gen = 1, .sfd = -1, .up_fd = -1, .announce_fd = -1};
-    memcpy(&s.o, o, opts_version == 1 ? SHARD_OPTS_V1_SIZE : sizeof s.o); /* the rest stays 0 */
+    struct sup s = {.gen = 1, .sfd = -1, .up_fd = -1, .handed_fd = -1, .announce_fd = -1};
+    memcpy(&s.o, o, opts_size(opts_version)); /* the rest stays 0 */
     defaults(&s.o);
     if (s.o.shards > MAX_SHARDS)
         return -EINVAL;
@@ -578,9 +642,13 @@ int vega_shard_run_versioned(const vega_shard_opts *o, int opts_version)
         goto out;
     }
     s.announce_fd = announce_fd();
+    s.gen = first_generation(s.announce_fd >= 0);
+    s.next_tick = now_ms() + s.o.tick_ms;
     r = loop(&s);
     if (s.announce_fd >= 0)
         close(s.announce_fd); /* never ready: the old supervisor sees EOF and stays */
+    if (s.handed_fd >= 0)
+        close(s.handed_fd); /* our shards are gone: the new supervisor may reload */
     close(s.sfd);
     (void)sigprocmask(SIG_SETMASK, &s.old_mask, NULL);
 out:

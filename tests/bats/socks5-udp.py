@@ -9,6 +9,17 @@
 #   socks5-udp.py --deny PROXY_PORT ECHO_PORT IP     a datagram to IP:ECHO_PORT (refused by the
 #                                                    proxy's rules, which its log shows), then one
 #                                                    to the echo, whose answer must come back
+#   socks5-udp.py --junk PROXY_PORT ECHO_PORT       a header cut short and two fragments (all
+#                                                    dropped), then a datagram whose echo must
+#                                                    be the first answer
+#   socks5-udp.py --allocs PROXY_PORT ECHO_PORT N REQ RESP
+#                                                    N datagrams echoed (half to "localhost",
+#                                                    half to 127.0.0.1, sizes 1-1400, each one
+#                                                    checked), between two readings of the
+#                                                    proxy's allocation count (tests/bats/
+#                                                    malloc-count.c: write REQ, read RESP); 200
+#                                                    datagrams go first to warm up. Prints
+#                                                    "allocs D" (D: allocations in between)
 # Ordering, not time, proves a datagram was dropped: the relay handles the client's datagrams
 # one by one in order, and the echo answers in order, so when a dropped datagram goes first and
 # a good one second, the first answer the client gets must be the good one's.
@@ -145,6 +156,46 @@ def deny(pport, eport, ip):
     print("ok")
 
 
+def junk(pport, eport):
+    u = udp()
+    c, head = handshake(pport, None, u.getsockname()[1])
+    relay = read_bnd(c, head)
+    u.sendto(b"\x00\x00\x00\x01\x7f\x00", relay)
+    u.sendto(hdr_ip("127.0.0.1", eport, frag=2) + b"frag-2", relay)
+    u.sendto(hdr_ip("127.0.0.1", eport, frag=0x81) + b"frag-last", relay)
+    u.sendto(hdr_ip("127.0.0.1", eport) + b"good", relay)
+    expect(u, b"good", eport, "after junk")
+    c.close()
+    print("ok")
+
+
+def allocs(pport, eport, n, req, resp):
+    def count():
+        with open(req, "w") as f:
+            f.write("?")
+        with open(resp) as f:
+            return int(f.read())
+
+    u = udp()
+    c, head = handshake(pport, None, u.getsockname()[1])
+    relay = read_bnd(c, head)
+
+    def one(i):
+        payload = struct.pack(">I", i) * (1 + i % 350)
+        h = hdr_name("localhost", eport) if i % 2 else hdr_ip("127.0.0.1", eport)
+        u.sendto(h + payload, relay)
+        expect(u, payload, eport, "datagram %d" % i)
+
+    for i in range(200):
+        one(i)
+    before = count()
+    for i in range(n):
+        one(i)
+    after = count()
+    c.close()
+    print("allocs %d" % (after - before))
+
+
 def hold(pport, eport):
     u = udp()
     c, head = handshake(pport, None, u.getsockname()[1])
@@ -174,6 +225,13 @@ def main():
         return
     if sys.argv[1] == "--hold":
         hold(int(sys.argv[2]), int(sys.argv[3]))
+        return
+    if sys.argv[1] == "--junk":
+        junk(int(sys.argv[2]), int(sys.argv[3]))
+        return
+    if sys.argv[1] == "--allocs":
+        a = sys.argv
+        allocs(int(a[2]), int(a[3]), int(a[4]), a[5], a[6])
         return
     if sys.argv[1] == "--deny":
         deny(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])

@@ -4,18 +4,20 @@
 # on wss:// against vega-serve --tls --ws-echo (an extended CONNECT on a QUIC request stream,
 # echoes, permessage-deflate, a 300 KB file through the stream's flow control), a server
 # without SETTINGS_ENABLE_CONNECT_PROTOCOL (--http3-only: a clear error; --http3: the HTTP/1.1
-# Upgrade instead), and ws:// (HTTP/3 is https only). No other HTTP/3 WebSocket peer is in
-# Debian 12 (python3-aioquic is not packaged). Loopback only.
+# Upgrade instead), a server without HTTP/3 (--http3: QUIC cannot connect, the HTTP/1.1 Upgrade
+# over TCP instead, as browsers do), and ws:// (HTTP/3 is https only). No other HTTP/3 WebSocket
+# peer is in Debian 12 (python3-aioquic is not packaged). Loopback only.
 
 load helpers
 
 start_peer() { # NAME CMD...: prints the port its "listening" line names
-    local name="$1" log="$BATS_FILE_TMPDIR/$1.log"
+    local name="$1" log="$BATS_FILE_TMPDIR/$1.log" ready='HTTP/3 on udp'
     shift
+    [[ " $* " == *" --no-http3 "* ]] && ready='listening'
     ("$@" >"$log" 2>&1 3>&- </dev/null & echo $! >"$BATS_FILE_TMPDIR/$name.pid")
     local i
     for ((i = 0; i < 200; i++)); do
-        grep -q 'HTTP/3 on udp' "$log" 2>/dev/null && break
+        grep -q "$ready" "$log" 2>/dev/null && break
         sleep 0.05
     done
     sed -nE 's/.*listening( on [0-9.]+:| )([0-9]+)$/\2/p' "$log" | head -n1
@@ -29,7 +31,9 @@ setup_file() {
     TPORT="$(start_peer tls "$serve" --tls -p 0 --ws-echo /ws "$BATS_FILE_TMPDIR/root")"
     # HTTP/3 without RFC 9220 (no WebSocket route: no SETTINGS_ENABLE_CONNECT_PROTOCOL)
     NPORT="$(start_peer nows "$serve" --tls -p 0 "$BATS_FILE_TMPDIR/root")"
-    export TPORT NPORT
+    # no HTTP/3 at all (nothing on the UDP port): QUIC cannot connect
+    UPORT="$(start_peer noh3 "$serve" --tls --no-http3 -p 0 --ws-echo /ws "$BATS_FILE_TMPDIR/root")"
+    export TPORT NPORT UPORT
     head -c 300000 /dev/urandom | tr '\n' 'x' >"$BATS_FILE_TMPDIR/big"
 }
 
@@ -93,6 +97,43 @@ echo_both_ways() {
     [[ "$output" != *"> CONNECT"* ]]
     [[ "$output" == *"> GET /ws HTTP/1.1"* ]]
     [[ "$output" == *"< HTTP/1.1 404"* ]]
+}
+
+@test "--http3 wss:// to a server without HTTP/3 falls back to TCP (the HTTP/1.1 Upgrade) and echoes" {
+    [ -n "$UPORT" ] || { cat "$BATS_FILE_TMPDIR/noh3.log" >&2; return 1; }
+    echo_both_ways "wss://127.0.0.1:$UPORT/ws" -k --http3
+    run timeout 20 bash -c 'echo hi | "$CURL_BIN" -v -k --http3 "wss://127.0.0.1:$UPORT/ws" 2>&1'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"no WebSocket over HTTP/3 there"*"HTTP/1.1 Upgrade over TCP instead"* ]]
+    [[ "$output" != *"> CONNECT"* ]]
+    [[ "$output" == *"> GET /ws HTTP/1.1"* ]]
+    [[ "$output" == *"< HTTP/1.1 101"* ]]
+    [[ "$output" == *"hi"* ]]
+    # UDP that swallows datagrams (no ICMP error, as a firewall's drop): QUIC never answers,
+    # TCP takes over after QUIC's head start
+    /usr/bin/python3 -c 'import socket,sys,time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+print("bound", flush=True)
+time.sleep(30)' "$UPORT" >"$BATS_TEST_TMPDIR/udp.log" 3>&- &
+    local sink=$!
+    local i
+    for ((i = 0; i < 100; i++)); do
+        grep -q bound "$BATS_TEST_TMPDIR/udp.log" && break
+        sleep 0.05
+    done
+    run timeout 20 bash -c 'echo hi | "$CURL_BIN" -v -k --http3 "wss://127.0.0.1:$UPORT/ws" 2>&1'
+    kill "$sink" 2>/dev/null || true
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"HTTP/1.1 Upgrade over TCP instead"* ]]
+    [[ "$output" == *"hi"* ]]
+    # --http3-only does not fall back
+    run timeout 20 bash -c 'echo hi | "$CURL_BIN" -sS -k --http3-only "wss://127.0.0.1:$UPORT/ws" 2>&1'
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [[ "$output" != *"hi"* ]]
 }
 
 @test "--http3-only ws:// is refused (HTTP/3 is for https)" {

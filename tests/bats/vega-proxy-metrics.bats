@@ -117,8 +117,37 @@ need_parser() {
         'vega_proxy_tunnels_active{kind="udp"}==0' \
         'vega_proxy_connections_total=1' \
         'vega_proxy_denied_total{rule="destination"}=1' \
+        'vega_proxy_udp_dropped_total{reason="destination"}=1' \
+        'vega_proxy_udp_dropped_total{reason="fragment"}=0' \
         'vega_proxy_bytes_total{direction="up"}=7' \
         'vega_proxy_bytes_total{direction="down"}=7'
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+}
+
+@test "UDP datagrams dropped are counted by reason: a fragment (FRAG != 0, RFC 1928 section 7), a malformed header" {
+    need_parser
+    start_bg "$T/echo.log" "$ECHO" -u -l 127.0.0.1:0
+    wait_for_line "$T/echo.log" 'listening on udp 127\.0\.0\.1:[0-9]+' 10
+    EP="$(sed -n 's/.*listening on udp 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/echo.log" | head -1)"
+    proxy
+    run "${C[@]}" snapshot "$MURL" "$T/before.json"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    # a malformed header (an IPv4 address cut short) and two fragments (FRAG 2, and 0x81: the
+    # last of a sequence), then a good datagram whose echo, the first answer, proves the three
+    # went first and were not relayed
+    run timeout 30 "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" --junk "$PX" "$EP"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    [ "$output" = ok ]
+    run "${C[@]}" expect "$MURL" "$T/before.json" \
+        'vega_proxy_udp_dropped_total{reason="fragment"}=2' \
+        'vega_proxy_udp_dropped_total{reason="header"}=1' \
+        'vega_proxy_udp_dropped_total{reason="source"}=0' \
+        'vega_proxy_udp_dropped_total{reason="destination"}=0' \
+        'vega_proxy_tunnels_total{kind="udp"}=1' \
+        'vega_proxy_tunnels_active{kind="udp"}==0' \
+        'vega_proxy_connections_total=1' \
+        'vega_proxy_bytes_total{direction="up"}=4' \
+        'vega_proxy_bytes_total{direction="down"}=4'
     [ "$status" -eq 0 ] || { echo "$output"; false; }
 }
 

@@ -798,6 +798,59 @@ print(s.recv(10)[1])'
     grep -E 'pass\(2\): udp/udpassociate \]: 4[0-9]+/4 -> .* -> 4[0-9]+/4' "$T/dante/danted.log"
 }
 
+@test "UDP ASSOCIATE: 10,000 datagrams make no allocation in the proxy, chained (names rewritten to addresses for a socks5:// upstream) and direct" {
+    command -v cc >/dev/null || skip "no C compiler for the allocation counter"
+    grep -qaE "__asan_init|__tsan_init" "$PROXY" && skip "a sanitizer build: its allocator cannot be counted this way"
+    local ECHO PY EP UP
+    ECHO="$(vega_bin vega-echo)"
+    PY="$(command -p -v python3)"
+    cc -shared -fPIC -O2 -o "$T/malloc-count.so" "$BATS_TEST_DIRNAME/malloc-count.c" -lpthread
+    start_bg "$T/echo.log" "$ECHO" -u -l 127.0.0.1:0
+    wait_for_line "$T/echo.log" 'listening on udp 127\.0\.0\.1:[0-9]+' 10
+    EP="$(sed -n 's/.*listening on udp 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/echo.log" | head -1)"
+    mkfifo "$T/req" "$T/resp" "$T/req2" "$T/resp2"
+    # the upstream, counted too: its associations are direct ones
+    start_bg "$T/up.log" env LD_PRELOAD="$T/malloc-count.so" MALLOC_COUNT_REQ="$T/req2" \
+        MALLOC_COUNT_RESP="$T/resp2" "$PROXY" -l 127.0.0.1:0
+    wait_for_line "$T/up.log" 'listening on 127\.0\.0\.1:[0-9]+' 10
+    UP="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/up.log" | head -1)"
+    # the counted proxy: socks5:// resolves "localhost" here (the hosts file) and rewrites each
+    # such datagram's header to the address in front of the payload
+    start_bg "$T/p1.log" env LD_PRELOAD="$T/malloc-count.so" MALLOC_COUNT_REQ="$T/req" \
+        MALLOC_COUNT_RESP="$T/resp" "$PROXY" -l 127.0.0.1:0 --upstream "socks5://127.0.0.1:$UP"
+    wait_for_line "$T/p1.log" 'listening on 127\.0\.0\.1:[0-9]+' 10
+    AT="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/p1.log" | head -1)"
+    run timeout 120 "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" --allocs "$AT" "$EP" 10000 "$T/req" "$T/resp"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = "allocs 0" ]
+    wait_for_line "$T/p1.log" 'socks5 UDP 127\.0\.0\.1:[0-9]+ up=[0-9]+ down=[0-9]+ .*result=ok' 10
+    [ -z "$(grep 'datagrams dropped' "$T/p1.log")" ]
+    # a direct association (the upstream's own relay): no allocation either
+    run timeout 120 "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" --allocs "$UP" "$EP" 10000 "$T/req2" "$T/resp2"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = "allocs 0" ]
+}
+
+@test "UDP ASSOCIATE through an http:// or https:// upstream is refused with REP 7 (command not supported), and the log says why" {
+    local PY
+    PY="$(command -p -v python3)"
+    proxy
+    local UP=$PX scheme
+    for scheme in http https; do
+        proxy_at "$T/$scheme.log" -v --upstream "$scheme://127.0.0.1:$UP"
+        run "$PY" -c 'import socket,sys; c=socket.create_connection(("127.0.0.1",int(sys.argv[1]))); c.sendall(b"\x05\x01\x00"); assert c.recv(2)==b"\x05\x00"; c.sendall(b"\x05\x03\x00\x01\x00\x00\x00\x00\x00\x00"); r=c.recv(10); print(r[0], r[1])' "$AT"
+        [ "$output" = "5 7" ]
+        wait_for_line "$T/$scheme.log" "udp associate refused \(REP 7\): the $scheme:// upstream cannot carry datagrams" 10
+        wait_for_line "$T/$scheme.log" 'socks5 UDP - up=0 down=0 .*result=unsupported' 10
+    done
+    # BIND through http:// says why too (its REP 7 is checked above)
+    run "$PY" -c 'import socket,sys; c=socket.create_connection(("127.0.0.1",int(sys.argv[1]))); c.sendall(b"\x05\x01\x00"); assert c.recv(2)==b"\x05\x00"; c.sendall(b"\x05\x02\x00\x01\x7f\x00\x00\x02\x00\x00"); print(c.recv(2)[1])' "$AT"
+    [ "$output" = 7 ]
+    wait_for_line "$T/https.log" 'bind for 127\.0\.0\.2:0 refused \(REP 7\): the https:// upstream cannot accept a connection for it' 10
+}
+
 @test "BIND through a SOCKS upstream (vega_proxy_bind): chained to a second vega-proxy (socks5, socks5h, socks4, socks4a) and to danted" {
     local PY UP k m
     PY="$(command -p -v python3)"

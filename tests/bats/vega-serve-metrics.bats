@@ -188,7 +188,83 @@ PYEOF
 recs = [json.loads(l) for l in open(sys.argv[1])]
 assert len(recs) == 1, recs
 assert recs[0]["spawned"] >= 3, recs  # a task per connection
+assert recs[0]["requests"] == 3, recs
 print("ok")' "$T/m.jsonl"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+}
+
+@test "--metrics-log --shards 2: the supervisor's lines sum the shards', requests exactly, across a reload and an upgrade" {
+    start_bg "$T/serve.log" "$SERVE" --shards 2 -p 0 --metrics-log "$T/m.jsonl" \
+        --metrics-every 50 "$T/root"
+    local sup=$BG_PID
+    wait_for_line "$T/serve.log" 'shard 1 ready' 10
+    wait_for_line "$T/serve.log" 'shard 0 ready' 10
+    local p i
+    p="$(sed -nE 's/.*listening on [0-9.]+:([0-9]+)$/\1/p' "$T/serve.log" | head -n1)"
+    for ((i = 0; i < 9; i++)); do
+        curl -sS -f -o /dev/null "http://127.0.0.1:$p/hello.txt"
+    done
+    # a reload: the old shards' last counters are in some line too, not lost
+    kill -HUP "$sup"
+    wait_for_line "$T/serve.log" 'generation 2 ready, older shards drain' 10
+    for ((i = 0; i < 4; i++)); do
+        curl -sS -f -o /dev/null "http://127.0.0.1:$p/hello.txt"
+    done
+    # lines appear while it runs (bounded: 10 s)
+    for ((i = 0; i < 200; i++)); do
+        [ "$(wc -l <"$T/m.jsonl")" -ge 3 ] && break
+        sleep 0.05
+    done
+    [ "$(wc -l <"$T/m.jsonl")" -ge 3 ]
+    # a binary upgrade: the old supervisor writes its last line when its shards are gone, the
+    # new one appends its own
+    kill -USR2 "$sup"
+    wait_for_line "$T/serve.log" 'upgrade: new supervisor pid [0-9]+ ready' 15
+    local new
+    new="$(sed -nE 's/.*upgrade: new supervisor pid ([0-9]+) ready.*/\1/p' "$T/serve.log")"
+    [ -n "$new" ]
+    VEGA_BG_PIDS+=("$new") # killed by teardown if the test fails
+    wait_pid_exit "$sup" 20
+    [ "$BG_STATUS" -eq 0 ]
+    for ((i = 0; i < 3; i++)); do
+        curl -sS -f -o /dev/null "http://127.0.0.1:$p/hello.txt"
+    done
+    kill -TERM "$new"
+    for ((i = 0; i < 300; i++)); do
+        kill -0 "$new" 2>/dev/null || break
+        sleep 0.05
+    done
+    ! kill -0 "$new" 2>/dev/null
+    run "$PY" - "$T/m.jsonl" <<'PYEOF'
+import json, sys
+keys = ["spawned", "polls", "steals", "steal_ops", "parks", "unparks", "injects",
+        "budget_yields", "lifo_hits", "overflows", "timers_fired", "io_ops", "io_completions",
+        "local_queue", "requests", "blocking_jobs", "live_tasks"]
+recs = [json.loads(l) for l in open(sys.argv[1])]
+gens = set()
+for r in recs:
+    assert r["interval_ms"] >= 0, r
+    live = [s for s in r["per_shard"] if not s["ended"]]
+    assert r["ended_unlisted"] == 0, r
+    assert r["shards"] == len(live), r
+    assert r["workers"] == sum(s["workers"] for s in live), r
+    for k in keys:  # the line is the sum of its shards
+        assert r[k] == sum(s[k] for s in r["per_shard"]) + 0, (k, r)
+    for s in r["per_shard"]:
+        gens.add(s["generation"])
+        assert s["shard"] in (0, 1), s
+        if s["ended"]:
+            assert s["live_tasks"] == 0 and s["local_queue"] == 0, s
+        assert len(s["per_worker"]) == min(s["workers"], 64), s
+        for k in keys[:14]:
+            assert s[k] == sum(w[k] for w in s["per_worker"]), (k, s)
+# 16 requests, each counted once, over the generations of both supervisors (the new one's
+# first is 3); the last line, written after the stop, holds no live shard
+assert sum(r["requests"] for r in recs) == 16, [r["requests"] for r in recs]
+assert gens == {1, 2, 3}, gens
+assert recs[-1]["shards"] == 0, recs[-1]
+print("ok", len(recs))
+PYEOF
     [ "$status" -eq 0 ] || { echo "$output"; false; }
 }
 
@@ -199,9 +275,6 @@ print("ok")' "$T/m.jsonl"
     run "$SERVE" --metrics-log "$T/m.jsonl" --metrics-every 5 "$T/root"
     [ "$status" -eq 2 ]
     [[ "$output" == *"10..3600000"* ]]
-    run "$SERVE" --metrics-log "$T/m.jsonl" --shards 2 "$T/root"
-    [ "$status" -eq 2 ]
-    [[ "$output" == *"--shards"* ]]
     run "$SERVE" -p 0 --metrics-log "$T/no/such/dir/m.jsonl" "$T/root"
     [ "$status" -eq 2 ]
     [[ "$output" == *"--metrics-log"* ]]

@@ -377,7 +377,8 @@ VEGA_API void vega_http_client_request_init_versioned(vega_http_client_request *
  * GOAWAY excluded that could not go again with VEGA_ERR_H2_GOING_AWAY.
  * Over HTTP/3, a request the server did not process (GOAWAY, or a stream refused with
  * H3_REQUEST_REJECTED) goes once more on a new connection, as does one on a pooled connection
- * that turns out closed, unless a body_fn already gave bytes.
+ * that turns out closed, unless a body_fn already gave bytes; one on a connection the server
+ * refused (CONNECTION_REFUSED after the handshake: a server that stops) up to 3 times in a row.
  * Returns 0 (any status, 4xx and 5xx included); VEGA_ERR_HTTP_URL (malformed URL);
  * VEGA_ERR_HTTP_SCHEME (not http/https, or http with HTTP/3 only); VEGA_ERR_DNS_NOT_FOUND,
  * VEGA_ERR_DNS_NO_ADDRESS, VEGA_ERR_DNS_SERVER (the host did not resolve, <vega/dns.h>:

@@ -58,7 +58,8 @@ typedef struct vega_shard_opts {
     /* Listening sockets made before the call (borrowed; the shards inherit them, so they must
      * not be close-on-exec relevant: fork keeps them either way). Every shard accepts on the
      * same sockets: a draining shard stops accepting and the others keep taking from the same
-     * queue, so a reload refuses nothing (see docs/ARCHITECTURE.md, "Sharded mode"). */
+     * queue, so a reload refuses nothing (see docs/ARCHITECTURE.md, "Sharded mode"). Bound UDP
+     * sockets may be among them (the supervisor only hands them on, to shards and upgrades). */
     const int *listen_fds;
     size_t n_listen_fds;
     /* Runs in each shard process (a fresh fork of the caller; a reload forks again, so
@@ -85,11 +86,23 @@ typedef struct vega_shard_opts {
      * (it says so on a pipe named in $VEGA_SHARD_UPGRADE_FD), this one drains its shards as on
      * SIGTERM and vega_shard_run returns 0; the new one, its child, keeps running. If the new
      * one exits or is not ready within ready_timeout_ms, it is killed and nothing changes.
+     * The upgrade waits while a reload is under way or an older generation still drains, and
+     * no reload starts while one is on trial. The new supervisor's generations go on from the
+     * old one's serving generation (its first is that + 1), and it starts no reload until the
+     * old supervisor has returned (every old shard gone), so that whatever the program indexes
+     * by generation (vega-serve's UDP socket sets) is never used by two live generations.
      * NULL: SIGUSR2 is left alone. */
     char *const *exec_argv;
+    /* Layout 3. Called in the supervisor about every tick_ms (its loop looks every 50 ms, so
+     * never sooner than asked, at most 50 ms late), between events, for periodic work of the
+     * program's own (vega-serve sums its shards' counters into --metrics-log). It must not
+     * block long: the supervision waits meanwhile. NULL or tick_ms 0: never. */
+    void (*on_tick)(void *user_data);
+    unsigned tick_ms;
 } vega_shard_opts;
-/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI): 2 added exec_argv. */
-#define VEGA_SHARD_OPTS_VERSION 2
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI): 2 added exec_argv, 3
+ * on_tick and tick_ms. */
+#define VEGA_SHARD_OPTS_VERSION 3
 
 /* Sets the defaults (every field zero). Since 0.1. */
 VEGA_API void vega_shard_opts_init_versioned(vega_shard_opts *o, int opts_version);
@@ -119,9 +132,10 @@ VEGA_API int vega_shard_run_versioned(const vega_shard_opts *o, int opts_version
 #define vega_shard_run(o) vega_shard_run_versioned(o, VEGA_SHARD_OPTS_VERSION)
 
 /*
- * The listening sockets a binary upgrade handed to this process ($VEGA_SHARD_LISTEN_FDS, in the
- * order of the old supervisor's listen_fds): up to cap of them into fds. Each is checked to be
- * an open listening socket. The variable is removed, so shards and later upgrades do not see it.
+ * The sockets a binary upgrade handed to this process ($VEGA_SHARD_LISTEN_FDS, in the order of
+ * the old supervisor's listen_fds): up to cap of them into fds. Each is checked to be an open
+ * listening socket or a datagram socket (listen_fds may hold UDP sockets too: they are handed
+ * over the same way). The variable is removed, so shards and later upgrades do not see it.
  * Returns how many (0: not started by an upgrade); -EINVAL (a malformed value, more than cap, or
  * a descriptor that is not a listening socket).
  * Context: before vega_shard_run, with no other threads (it changes the environment). Since 0.2.

@@ -127,8 +127,10 @@ typedef struct vega_websocket_connect_opts {
     int version;
     /* With VEGA_HTTP_CLIENT_V2 or V3: when the server does not do RFC 8441 / RFC 9220 (ALPN
      * chose http/1.1, or its SETTINGS lack ENABLE_CONNECT_PROTOCOL), the HTTP/1.1 Upgrade on a
-     * fresh TCP connection instead, as browsers do. Off: -ENOTSUP. (A QUIC connection that
-     * cannot be made fails as any HTTP/3 request does: no fallback for that.) (A ws:// server that
+     * fresh TCP connection instead, as browsers do. Off: -ENOTSUP. With V3 also when QUIC
+     * cannot connect (UDP blocked, no HTTP/3 server, a connect hook or a proxy): QUIC gets
+     * opts.h3_head_start_ns, then races TCP as a request with h3_fallback does, and TCP
+     * connected first means the Upgrade (on a connection of its own). (A ws:// server that
      * does not speak h2c fails as any prior-knowledge request does; and a caller's TLS config that
      * offers h2 to a server speaking HTTP/2 without RFC 8441 gets h2 again: -ENOTSUP.) */
     bool h1_fallback;

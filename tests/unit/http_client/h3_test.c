@@ -468,6 +468,40 @@ VTEST_MT(unprocessed_requests_retried, 2)
     }
 }
 
+/* Refusals in a row (a server reloaded back to back): three are retried, each on a new
+ * connection, and the fourth is the error (CONNECTION_REFUSED in wire_error). */
+VTEST_MT(refusals_in_a_row, 2)
+{
+    for (int n = 3; n <= 4; n++) {
+        struct h3t_srv *s = h3t_start(0);
+        atomic_store(&s->refuse_left, n);
+        vega_http_client *c = h3t_client(s, NULL);
+        char url[128];
+        h3t_url(s, url, sizeof url, "/refusals");
+        vega_http_client_request rq;
+        h3t_req(&rq, url);
+        vega_http_client_wire_error we;
+        rq.wire_error = &we;
+        vega_http_client_response *r = NULL;
+        int rc = vega_http_client_send(c, &rq, &r);
+        VCHECK_EQ(atomic_load(&s->conns), 4);
+        if (n == 3) {
+            VCHECK_EQ(rc, 0);
+            uint8_t *body;
+            VCHECK_EQ(read_body(r, &body, 100), 8);
+            VCHECK_STR((char *)body, "accepted");
+            free(body);
+            vega_http_client_response_free(r);
+        } else {
+            VCHECK_EQ(rc, VEGA_ERR_QUIC_EP_CLOSED);
+            VCHECK_EQ(we.kind, VEGA_HTTP_CLIENT_WIRE_QUIC);
+            VCHECK_EQ(we.code, VEGA_QUIC_CONNECTION_REFUSED);
+        }
+        vega_http_client_free(c);
+        h3t_stop(s);
+    }
+}
+
 /* A connection the server closed before any answer, with no GOAWAY and no refusal, may have
  * processed the request: a fresh connection's request is not sent again. */
 VTEST_MT(closed_without_goaway_not_retried, 2)

@@ -15,10 +15,15 @@
  *                     "accepted"
  *   /refuse           CONNECTION_CLOSE CONNECTION_REFUSED the first time (a server that stops),
  *                     then 200 "accepted"
+ *   /refusals         the same while refuse_left (set by the test) is above 0, counting it down
  *   /drop             CONNECTION_CLOSE H3_NO_ERROR with no GOAWAY and no answer
  *   /gzip             gzip'd text, content-encoding gzip
  *   /hang             never answers
  *   /close/N          N/2 of N bytes, then CONNECTION_CLOSE H3_INTERNAL_ERROR
+ *   /done/N           N bytes, then CONNECTION_CLOSE H3_NO_ERROR "shutdown" once all of it
+ *                     was acknowledged (a server stopping gracefully after its answer)
+ *   /cut/N            content-length 2N, N bytes and no end (the stream stays open); a small N
+ *                     leaves with the head, in the same packet
  *   /conn             200 with the connection's number ("conn 1")
  *   /interim/N        N interim 103 heads, then 200 "ok"
  *   /fields/N         200 with N fields x-f-I
@@ -66,6 +71,8 @@ struct h3t_stream {
     size_t frame_size; /* DATA frame payload size */
     bool trailers, close_conn, goaway, writable_seen;
     uint64_t close_after; /* close the connection once this much body went (0: no) */
+    bool cut;             /* /cut/N: no FIN after the body */
+    bool close_when_done; /* /done/N: close gracefully once all of it was acknowledged */
 };
 
 struct h3t_srv;
@@ -77,6 +84,7 @@ struct h3t_conn {
     vega_quic_conn *qc;
     vega_h3_conn *h3;
     int number;
+    bool close_pending; /* /done/N acknowledged: close at the end of this event */
     uint64_t uni[3];
     struct h3t_stream st[H3T_MAX_STREAMS];
 };
@@ -92,6 +100,7 @@ struct h3t_srv {
     atomic_int conns, requests;
     atomic_bool rejected_once;             /* /reject refused once (whatever the connection) */
     atomic_bool unseen_once, refused_once; /* /unseen, /refuse: the same */
+    atomic_int refuse_left;                /* /refusals */
     pthread_mutex_t mu;                    /* guards all */
     struct h3t_conn *all;
 };
@@ -188,6 +197,15 @@ static inline void h3t_plan(struct h3t_conn *tc, struct h3t_stream *st)
         st->frame_size = chunky ? 1000 : H3T_CHUNK;
         if (p[1] == 'c' && p[2] == 'l')
             st->close_after = n / 2;
+    } else if (!strncmp(p, "/done/", 6) || !strncmp(p, "/cut/", 5)) {
+        st->cut = p[1] == 'c';
+        uint64_t n = strtoull(p + (st->cut ? 5 : 6), NULL, 10);
+        f[nf++] = (vega_http_field){{"content-length", 14}, CL(st->cut ? 2 * n : n)};
+        h3t_head(tc, st, 200, f, nf);
+        st->pattern = true;
+        st->body_left = head ? 0 : n;
+        st->frame_size = H3T_CHUNK;
+        st->close_when_done = !st->cut;
     } else if (!strcmp(p, "/echo")) {
         f[nf++] = (vega_http_field){{"content-length", 14}, CL(st->echo_len)};
         h3t_head(tc, st, 200, f, nf);
@@ -223,7 +241,8 @@ static inline void h3t_plan(struct h3t_conn *tc, struct h3t_stream *st)
         VCHECK_EQ(vega_h3_conn_submit_goaway(tc->h3, 0), 0);
         st->done = true;
         return;
-    } else if (!strcmp(p, "/refuse") && !atomic_exchange(&tc->s->refused_once, true)) {
+    } else if ((!strcmp(p, "/refuse") && !atomic_exchange(&tc->s->refused_once, true)) ||
+               (!strcmp(p, "/refusals") && atomic_fetch_sub(&tc->s->refuse_left, 1) > 0)) {
         VCHECK_EQ(vega_quic_conn_close(tc->qc, VEGA_QUIC_CLOSE_TRANSPORT,
                                        VEGA_QUIC_CONNECTION_REFUSED, "refused"),
                   0);
@@ -235,7 +254,8 @@ static inline void h3t_plan(struct h3t_conn *tc, struct h3t_stream *st)
             0);
         st->done = true;
         return;
-    } else if (!strcmp(p, "/reject") || !strcmp(p, "/unseen") || !strcmp(p, "/refuse")) {
+    } else if (!strcmp(p, "/reject") || !strcmp(p, "/unseen") || !strcmp(p, "/refuse") ||
+               !strcmp(p, "/refusals")) {
         f[nf++] = (vega_http_field){{"content-length", 14}, CL(8)};
         h3t_head(tc, st, 200, f, nf);
         h3t_data(st, "accepted", 8);
@@ -325,8 +345,12 @@ static inline void h3t_pump(struct h3t_conn *tc, struct h3t_stream *st)
             st->done = true;
             return;
         }
-        bool fin = st->body_left == 0;
         size_t len = st->out_len - st->out_off;
+        if (st->cut && st->body_left == 0 && len == 0) {
+            st->done = true; /* all sent, and no end */
+            return;
+        }
+        bool fin = st->body_left == 0 && !st->cut;
         vega_ssize w = vega_quic_stream_write(tc->qc, st->id, st->out + st->out_off, len, fin);
         if (w < 0) {
             st->done = true; /* stopped or reset by the client */
@@ -454,6 +478,12 @@ static inline void h3t_on_event(void *user, vega_quic_ep_conn *qe, vega_quic_con
         }
         break;
     }
+    case VEGA_QUIC_EV_STREAM_DONE: {
+        struct h3t_stream *st = h3t_stream(tc, ev->stream_id, false);
+        if (st && st->close_when_done)
+            tc->close_pending = true;
+        break;
+    }
     case VEGA_QUIC_EV_STREAM_RESET:
     case VEGA_QUIC_EV_STREAM_STOP: {
         struct h3t_stream *st = h3t_stream(tc, ev->stream_id, false);
@@ -475,6 +505,10 @@ static inline void h3t_on_event(void *user, vega_quic_ep_conn *qe, vega_quic_con
         }
     }
     h3t_flush_uni(tc);
+    if (tc->close_pending) {
+        tc->close_pending = false;
+        (void)vega_quic_conn_close(qc, VEGA_QUIC_CLOSE_APPLICATION, VEGA_H3_NO_ERROR, "shutdown");
+    }
 }
 
 static inline int h3t_on_conn(void *ep_user, vega_quic_ep_conn *c, vega_quic_conn *qc)

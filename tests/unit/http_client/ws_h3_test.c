@@ -5,8 +5,9 @@
  * permessage-deflate negotiated, messages both ways (one larger than the stream's window), the
  * close handshake from either side, the server's FIN read as the end (1006), a refusal, a
  * server without SETTINGS_ENABLE_CONNECT_PROTOCOL (-ENOTSUP, or the HTTP/1.1 Upgrade with
- * h1_fallback), and a stalled WebSocket each way beside a GET on the same QUIC connection,
- * ended by an abort (the stream reset) that the other side reads as -ECONNRESET. */
+ * h1_fallback), an origin without HTTP/3 (the Upgrade over TCP with h1_fallback), and a stalled
+ * WebSocket each way beside a GET on the same QUIC connection, ended by an abort (the stream reset)
+ * that the other side reads as -ECONNRESET. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -109,7 +110,8 @@ static void *run_task(void *arg)
 }
 
 /* websocket: the h3 opts' flag; tcp: also HTTPS on TCP at the same port (the fallback's) */
-static void srv_start(struct srv *v, bool websocket, bool tcp)
+/* h3 false: TCP (with TLS) alone, nothing on the UDP port. */
+static void srv_start_h3(struct srv *v, bool websocket, bool tcp, bool h3)
 {
     memset(v, 0, sizeof *v);
     vega_notify_init(&stall_in);
@@ -143,6 +145,10 @@ static void srv_start(struct srv *v, bool websocket, bool tcp)
         VCHECK_EQ(vega_http_server_new(&v->s, &so), 0);
         vega_addr a;
         VCHECK_EQ(vega_addr_from_ip(&a, "127.0.0.1", 0), 0);
+        if (!h3) {
+            rc = vega_http_server_listen(v->s, &a, 0, &v->addr);
+            break;
+        }
         VCHECK_EQ(vega_http_server_listen_h3(v->s, &a, 0, &ho, &v->addr), 0);
         rc = tcp ? vega_http_server_listen(v->s, &v->addr, 0, NULL) : 0;
         if (rc == -EADDRINUSE)
@@ -151,6 +157,11 @@ static void srv_start(struct srv *v, bool websocket, bool tcp)
     VCHECK_EQ(rc, 0);
     v->port = vega_addr_port(&v->addr);
     VCHECK_EQ(vega_task_spawn(&v->run, run_task, v), 0);
+}
+
+static void srv_start(struct srv *v, bool websocket, bool tcp)
+{
+    srv_start_h3(v, websocket, tcp, true);
 }
 
 static void srv_stop(struct srv *v)
@@ -360,6 +371,33 @@ VTEST_MT(server_without_the_setting, 2)
     url(&v, u, sizeof u, "ws", "/echo");
     o.h1_fallback = false;
     VCHECK_EQ(vega_websocket_connect(c, u, &o, &ws, DLS(10000)), VEGA_ERR_HTTP_SCHEME);
+    vega_http_client_free(c);
+    srv_stop(&v);
+}
+
+/* No HTTP/3 at the origin (nothing on the UDP port: QUIC cannot connect): an error without
+ * h1_fallback, with it the HTTP/1.1 Upgrade over TLS on TCP, as browsers fall back. */
+VTEST_MT(no_quic_falls_back, 2)
+{
+    struct srv v;
+    srv_start_h3(&v, true, true, false);
+    vega_http_client *c = client(&v);
+    char u[128];
+    url(&v, u, sizeof u, "wss", "/echo");
+    vega_websocket_connect_opts o;
+    vega_websocket_connect_opts_init(&o);
+    o.version = VEGA_HTTP_CLIENT_V3;
+    o.trace = trace_req;
+    vega_websocket *ws = NULL;
+    int rc = vega_websocket_connect(c, u, &o, &ws, DLS(10000));
+    VCHECK(rc < 0 && rc != -ENOTSUP);
+    VCHECK(ws == NULL);
+    o.h1_fallback = true;
+    VCHECK_EQ(vega_websocket_connect(c, u, &o, &ws, DLS(10000)), 0);
+    VCHECK(strncmp(last_head, "GET /echo HTTP/1.1\r\n", 20) == 0);
+    echo_one(ws, VEGA_WS_TEXT, "over TCP", 8);
+    close_normally(ws);
+    vega_websocket_free(ws);
     vega_http_client_free(c);
     srv_stop(&v);
 }

@@ -560,26 +560,42 @@ VTEST(upgrade_that_cannot_start_changes_nothing)
     VCHECK_EQ(errno, ECHILD);
 }
 
+/* The upgraded shard: generations count on from the old supervisor's (it served 1, or what
+ * $SHARD_TEST_OLD_GEN says). */
+static int main_serve_gen2(vega_shard *s, void *u)
+{
+    const char *v = getenv("SHARD_TEST_OLD_GEN");
+    unsigned old = v ? (unsigned)atoi(v) : 1;
+    if (vega_shard_generation(s) != old + 1)
+        return 3; /* the first generation cannot start: the upgrade fails */
+    return main_serve(s, u);
+}
+
 /* The new supervisor of upgrade_hands_over: this same test program, run with this case's name
  * (registered by hand, not with VTEST, so that CTest does not run it on its own). It checks what
- * it inherited, serves with one shard until SIGTERM, and exits 0. */
+ * it inherited (a listening socket, then a UDP one), serves with one shard until SIGTERM, and
+ * exits 0. */
 static void upgrade_new_side(void)
 {
     if (!getenv("VEGA_SHARD_UPGRADE_FD"))
         vtest_skip("run by upgrade_hands_over, as the upgraded binary");
     int fds[4];
-    VCHECK_EQ(vega_shard_inherited_fds(fds, 4), 1);
+    VCHECK_EQ(vega_shard_inherited_fds(fds, 4), 2);
     VCHECK(getenv("VEGA_SHARD_LISTEN_FDS") == NULL);
     struct sockaddr_in a;
     socklen_t alen = sizeof a;
     VCHECK_EQ(getsockname(fds[0], (struct sockaddr *)&a, &alen), 0);
     VCHECK_EQ(a.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+    int type = 0;
+    socklen_t tlen = sizeof type;
+    VCHECK_EQ(getsockopt(fds[1], SOL_SOCKET, SO_TYPE, &type, &tlen), 0);
+    VCHECK_EQ(type, SOCK_DGRAM);
     vega_shard_opts o;
     vega_shard_opts_init(&o);
     o.shards = 1;
     o.listen_fds = fds;
-    o.n_listen_fds = 1;
-    o.shard_main = main_serve;
+    o.n_listen_fds = 2;
+    o.shard_main = main_serve_gen2;
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
@@ -600,12 +616,15 @@ VTEST(upgrade_hands_over)
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     VCHECK_EQ(bind(l, (struct sockaddr *)&a, sizeof a), 0);
     VCHECK_EQ(listen(l, 16), 0);
+    int fds[2] = {l, socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)}; /* a UDP one too */
+    VCHECK(fds[1] >= 0);
+    VCHECK_EQ(bind(fds[1], (struct sockaddr *)&a, sizeof a), 0);
     char *argv[] = {"/proc/self/exe", "upgrade_new_side", NULL};
     vega_shard_opts o;
     vega_shard_opts_init(&o);
     o.shards = 2;
-    o.listen_fds = &l;
-    o.n_listen_fds = 1;
+    o.listen_fds = fds;
+    o.n_listen_fds = 2;
     o.shard_main = main_serve;
     o.exec_argv = argv;
     VCHECK_EQ(run(&o, hook_usr2_when_2_ready), 0);
@@ -627,6 +646,66 @@ VTEST(upgrade_hands_over)
     VCHECK(WIFEXITED(st));
     VCHECK_EQ(WEXITSTATUS(st), 0); /* its checks passed and it stopped cleanly */
     close(l);
+    close(fds[1]);
+}
+
+/* SIGUSR2 once a reload started: the upgrade waits until generation 2 serves and generation 1
+ * has drained, and the new supervisor's generations go on from 2. */
+static void hook_usr2_during_reload(const vega_shard_event *ev)
+{
+    if (ev->kind == VEGA_SHARD_EV_READY && count(VEGA_SHARD_EV_READY) == 2)
+        send_hup();
+    if (ev->kind == VEGA_SHARD_EV_RELOAD)
+        raise(SIGUSR2);
+    if (ev->kind == VEGA_SHARD_EV_UPGRADE_FAILED || ev->kind == VEGA_SHARD_EV_UPGRADED)
+        send_term();
+}
+
+VTEST(upgrade_waits_for_a_reload_and_its_drain)
+{
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    VCHECK(l >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    VCHECK_EQ(bind(l, (struct sockaddr *)&a, sizeof a), 0);
+    VCHECK_EQ(listen(l, 16), 0);
+    int fds[2] = {l, socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)};
+    VCHECK(fds[1] >= 0);
+    char *argv[] = {"/proc/self/exe", "upgrade_new_side", NULL};
+    setenv("SHARD_TEST_OLD_GEN", "2", 1); /* read by the new side */
+    vega_shard_opts o;
+    vega_shard_opts_init(&o);
+    o.shards = 2;
+    o.listen_fds = fds;
+    o.n_listen_fds = 2;
+    o.shard_main = main_serve;
+    o.exec_argv = argv;
+    VCHECK_EQ(run(&o, hook_usr2_during_reload), 0);
+    unsigned up = first(VEGA_SHARD_EV_UPGRADE, 0), done = first(VEGA_SHARD_EV_UPGRADED, 0);
+    unsigned reloaded = first(VEGA_SHARD_EV_RELOADED, 2);
+    VCHECK(reloaded < up && up < done && done < nev);
+    /* generation 1 drained before the upgrade started, generation 2 after it was done */
+    unsigned drained1 = 0;
+    for (unsigned i = 0; i < nev; i++) {
+        if (evs[i].kind != VEGA_SHARD_EV_DRAINED)
+            continue;
+        if (evs[i].generation == 1) {
+            drained1++;
+            VCHECK(i < up);
+        } else {
+            VCHECK(evs[i].generation == 2 && i > done);
+        }
+    }
+    VCHECK_EQ(drained1, 2);
+    int pid = evs[up].pid, st;
+    VCHECK_EQ(kill(pid, SIGTERM), 0);
+    alarm(60);
+    VCHECK_EQ(waitpid(pid, &st, 0), pid);
+    alarm(0);
+    VCHECK(WIFEXITED(st));
+    VCHECK_EQ(WEXITSTATUS(st), 0); /* its first generation was 3 */
+    unsetenv("SHARD_TEST_OLD_GEN");
+    close(l);
+    close(fds[1]);
 }
 
 VTEST(inherited_fds_are_checked)
@@ -651,6 +730,18 @@ VTEST(inherited_fds_are_checked)
     snprintf(v, sizeof v, "%d", c);                       /* a socket that does not listen */
     setenv("VEGA_SHARD_LISTEN_FDS", v, 1);
     VCHECK_EQ(vega_shard_inherited_fds(fds, 2), -EINVAL);
+    int u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), p[2];
+    VCHECK(u >= 0 && pipe(p) == 0);
+    snprintf(v, sizeof v, "%d,%d", l, u); /* a datagram socket is handed over too */
+    setenv("VEGA_SHARD_LISTEN_FDS", v, 1);
+    VCHECK_EQ(vega_shard_inherited_fds(fds, 2), 2);
+    VCHECK(fds[0] == l && fds[1] == u);
+    snprintf(v, sizeof v, "%d", p[0]); /* not a socket */
+    setenv("VEGA_SHARD_LISTEN_FDS", v, 1);
+    VCHECK_EQ(vega_shard_inherited_fds(fds, 2), -EINVAL);
+    close(u);
+    close(p[0]);
+    close(p[1]);
     static const char *const bad[] = {"x", "3x", "-1", ",", "99999999999"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         setenv("VEGA_SHARD_LISTEN_FDS", bad[i], 1);
@@ -658,6 +749,31 @@ VTEST(inherited_fds_are_checked)
     }
     close(l);
     close(c);
+}
+
+/* ---- on_tick: the program's periodic work in the supervisor ---------------------------------- */
+
+static unsigned ticks;
+
+static void count_tick(void *u)
+{
+    (void)u;
+    if (++ticks == 3)
+        send_term(); /* three ticks seen: stop */
+}
+
+VTEST(on_tick_runs_in_the_supervisor)
+{
+    vega_shard_opts o;
+    vega_shard_opts_init(&o);
+    o.shards = 1;
+    o.shard_main = main_serve;
+    o.on_tick = count_tick;
+    o.tick_ms = 10;
+    ticks = 0;
+    VCHECK_EQ(run(&o, NULL), 0); /* stopped by the third tick */
+    VCHECK(ticks >= 3);
+    VCHECK_EQ(count(VEGA_SHARD_EV_DRAINED), 1);
 }
 
 /* ---- a first generation that cannot start is reported, not retried --------------------------- */
