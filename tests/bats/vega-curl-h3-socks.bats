@@ -3,10 +3,10 @@
 # vega-curl over HTTP/3 through a SOCKS5 UDP ASSOCIATE relay (RFC 1928 section 7; curl cannot):
 # vega-serve --tls (HTTP/3 on its UDP port) as the origin, vega-proxy and dante
 # (tests/proxy/peers.sh danted-udp) as relays, all on loopback: a 5 MB download's sha256
-# through socks5:// and socks5h://, -v naming the relay, RFC 1929 credentials, the proxy killed
-# mid-transfer (the control connection's close ends the association: 56 with its reason), a
-# proxy that refuses UDP ASSOCIATE (exit 97), and HTTP or SOCKS4 proxies (--http3-only: 97;
-# --http3: TCP through the proxy).
+# through socks5:// and socks5h://, -v naming the relay, WebSocket over HTTP/3 (wss://), RFC 1929
+# credentials, the proxy killed mid-transfer (the control connection's close ends the
+# association: 56 with its reason), a proxy that refuses UDP ASSOCIATE (exit 97), and HTTP or
+# SOCKS4 proxies (--http3-only: 97; --http3: TCP through the proxy).
 
 load helpers
 
@@ -38,9 +38,9 @@ vc() {
     timeout 60 "$CURL" "$@"
 }
 
-# origin: vega-serve --tls over $W (HTTP/3 on the same port number over UDP); sets OP.
+# origin [ARGS...]: vega-serve --tls over $W (HTTP/3 on the same port number over UDP); sets OP.
 origin() {
-    start_bg "$T/serve.log" "$SERVE" -p 0 --tls "$W"
+    start_bg "$T/serve.log" "$SERVE" -p 0 --tls "$@" "$W"
     wait_for_line "$T/serve.log" 'HTTP/3 on udp 127\.0\.0\.1:[0-9]+' 10
     OP="$(sed -nE 's/.*listening on [0-9.]+:([0-9]+)$/\1/p' "$T/serve.log" | head -n1)"
 }
@@ -83,6 +83,19 @@ peer() {
     [[ "$output" == *"QUIC: connected to 127.0.0.1 port $OP (host localhost) through the proxy's UDP relay"* ]]
     # the proxy saw one UDP association per run (its access log)
     wait_for_line "$T/proxy.log" 'socks5 UDP 127\.0\.0\.1:[0-9]+ .*result=ok' 5
+}
+
+@test "WebSocket over HTTP/3 (RFC 9220) through the relay: wss:// echoes" {
+    origin --ws-echo /ws
+    vproxy
+    run timeout 20 bash -c 'echo hi-ws | "$0" -v -k --http3-only -x "socks5h://127.0.0.1:$1" \
+        "wss://localhost:$2/ws" 2>&1' "$CURL" "$PX" "$OP"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"UDP relay at 127.0.0.1:"* ]]
+    [[ "$output" == *"> CONNECT /ws HTTP/3"* && "$output" == *"< HTTP/3 200"* ]]
+    [[ "$output" == *$'\nhi-ws\n'* ]]
+    [[ "$output" == *"closed by the server: code 1000"* ]]
 }
 
 @test "credentials (RFC 1929) for the UDP ASSOCIATE: -U works, a wrong password is 97" {
