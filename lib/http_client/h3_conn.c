@@ -595,7 +595,10 @@ static int setup(vega_http_client *c, struct hc_h3 *h)
     vega_quic_ep_conn_unlock(h->qe);
     if (rc < 0)
         return rc;
-    vega_quic_ep_conn_peer(h->qe, &h->peer);
+    /* through a proxy the peer stays empty, as for a TCP tunnel (info.peer): the relay's QUIC
+     * peer may be a stand-in (socks5h) */
+    if (!c->o.proxy)
+        vega_quic_ep_conn_peer(h->qe, &h->peer);
     /* A ticket or token that came before we listened: the endpoint kept them. */
     for (int tok = 0; tok < 2; tok++) {
         vega_ssize n = tok ? vega_quic_ep_conn_get_token(h->qe, NULL, 0)

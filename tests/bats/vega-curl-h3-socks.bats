@@ -80,7 +80,11 @@ peer() {
     [[ "$output" == *"QUIC: connected to localhost port $OP through the proxy's UDP relay"* ]]
     run vc -sv -k --http3-only -x "socks5://127.0.0.1:$PX" "https://localhost:$OP/index.html"
     [ "$status" -eq 0 ]
-    [[ "$output" == *"QUIC: connected to 127.0.0.1 port $OP (host localhost) through the proxy's UDP relay"* ]]
+    [[ "$output" == *"QUIC: connected to localhost port $OP through the proxy's UDP relay"* ]]
+    # %{remote_ip} is empty through a proxy, as for a TCP tunnel
+    run vc -s -k --http3-only -x "socks5h://127.0.0.1:$PX" -o /dev/null \
+        -w '[%{remote_ip}] %{remote_port}' "https://localhost:$OP/index.html"
+    [ "$output" = "[] 0" ]
     # the proxy saw one UDP association per run (its access log)
     wait_for_line "$T/proxy.log" 'socks5 UDP 127\.0\.0\.1:[0-9]+ .*result=ok' 5
 }
