@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # shellcheck shell=bash
 # Helpers the benchmark scripts share: the usage text, the temporary folder and the background
-# processes killed at exit, stopping a server, and a process's CPU time and memory.
+# processes killed at exit, starting and stopping a server, reading vega-load's JSON, and a
+# process's CPU time and memory.
 #
 # Source it after `set -u -o pipefail`. A script's usage text is its header comment: line 2 to
 # the `set -u` line. stop_server works on the tpid and spid a script's start_server sets.
@@ -30,6 +31,47 @@ cleanup() {
     fi
   done
   rm -rf "$tmp"
+}
+
+# next_port: moves port on to the next TCP port no socket uses, in any state (a stopped server's
+# shards or workers may hold theirs a moment longer; connections closed by the thousand leave
+# TIME_WAIT ones) and sets sport to it.
+next_port() {
+  port=$((port + 1))
+  while ss -Htan "sport = :$port" 2>/dev/null | grep -q .; do port=$((port + 1)); done
+  sport=$port
+}
+
+# launch_server ERRFILE CMD...: runs CMD (a server, or a wrapper such as taskset or env that
+# execs it) in the background under timeout, stderr to ERRFILE, and waits (20 s at most) until
+# it listens on TCP port $sport. Sets tpid (the timeout wrapper, added to pids) and spid (its
+# child: the server). Returns 1 when it exits or never listens.
+launch_server() {
+  local err=$1 i
+  shift
+  timeout -k 2 3000 "$@" >/dev/null 2>"$err" &
+  tpid=$!
+  pids+=("$tpid")
+  spid=
+  for ((i = 0; i < 400; i++)); do
+    [ -z "$spid" ] && spid=$(awk '{ print $1 }' "/proc/$tpid/task/$tpid/children" 2>/dev/null)
+    if [ -n "$spid" ] && ss -Hltn "sport = :$sport" 2>/dev/null | grep -q .; then return 0; fi
+    kill -0 "$tpid" 2>/dev/null || break
+    sleep 0.05
+  done
+  return 1
+}
+
+# vega_load_summary: reads `vega-load --json` on stdin and prints "requests seconds errors"
+# (errors: failed requests and answers that are not 2xx).
+vega_load_summary() {
+  command -p python3 -c '
+import json, sys
+j = json.loads(sys.stdin.read())
+errs = j.get("errors", 0)
+if isinstance(errs, dict): errs = errs.get("total", 0)
+bad = sum(v for k, v in j.get("status", {}).items() if not k.startswith("2"))
+print(j["requests"], j.get("duration_s", 0), errs + bad)'
 }
 
 # stop_server: SIGTERM to tpid, then SIGKILL to it and spid after 3 s. Sets src (the server's

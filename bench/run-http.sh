@@ -154,9 +154,9 @@ server_cmd() { # NAME PORT
 # start_server NAME: on CPU 0, a fresh port; sets spid (the server), tpid (timeout wrapper),
 # sport, serr.
 start_server() {
-  local name=$1 cmd i
-  port=$((port + 1))
-  sport=$port serr=$tmp/server-$name-$sport.err
+  local name=$1 cmd
+  next_port
+  serr=$tmp/server-$name-$sport.err
   case $name in
     nginx) nginx_conf "$sport" ;;
     nginx-cache) nginx_conf "$sport" "open_file_cache max=1000; open_file_cache_valid 60s;" ;;
@@ -164,19 +164,9 @@ start_server() {
     caddy) caddy_conf "$sport" ;;
   esac
   cmd=$(server_cmd "$name" "$sport") || return 1
+  # `env` execs caddy; taskset execs the server: the child of timeout is the server itself.
   # shellcheck disable=SC2086
-  timeout -k 2 3000 taskset -c 0 $cmd >/dev/null 2>"$serr" &
-  tpid=$!
-  pids+=("$tpid")
-  spid=
-  for ((i = 0; i < 400; i++)); do
-    [ -z "$spid" ] && spid=$(cat "/proc/$tpid/task/$tpid/children" 2>/dev/null | awk '{ print $1 }')
-    # `env` execs caddy; taskset execs the server: the child of timeout is the server itself.
-    if [ -n "$spid" ] && ss -Hltn "sport = :$sport" 2>/dev/null | grep -q .; then return 0; fi
-    kill -0 "$tpid" 2>/dev/null || break
-    sleep 0.05
-  done
-  return 1
+  launch_server "$serr" taskset -c 0 $cmd
 }
 
 # load_run LOAD URL SECS: prints "requests seconds errors" for one run on CPU 1.
@@ -192,13 +182,7 @@ load_run() {
       ;;
     vega-load)
       out=$(timeout -k 2 $((secs * 3 + 20)) taskset -c 1 "$vega_load" -t1 -c"$conns" -d"${secs}s" --json "$url" 2>/dev/null) || return 1
-      command -p python3 -c '
-import json, sys
-j = json.loads(sys.stdin.read())
-errs = j.get("errors", 0)
-if isinstance(errs, dict): errs = errs.get("total", 0)
-bad = sum(v for k, v in j.get("status", {}).items() if not k.startswith("2"))
-print(j["requests"], j.get("duration_s", 0), errs + bad)' <<<"$out"
+      vega_load_summary <<<"$out"
       ;;
   esac
 }

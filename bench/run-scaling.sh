@@ -148,28 +148,16 @@ server_cmd() { # NAME PORT PROTO
 
 # start_server NAME PROTO: a fresh port; sets spid (the server), tpid, sport, serr.
 start_server() {
-  local name=$1 cmd i
-  port=$((port + 1))
-  # a stopped server's shards or workers may hold their port a moment longer: take a free one
-  while ss -Htan "sport = :$port" 2>/dev/null | grep -q .; do port=$((port + 1)); done
-  sport=$port serr=$tmp/server-$name-$sport.err
+  local name=$1 cmd
+  next_port
+  serr=$tmp/server-$name-$sport.err
   case $name in
     nginx-2rp) nginx_conf "$sport" 2 "$2" rp ;;
     nginx-*) nginx_conf "$sport" "${name#nginx-}" "$2" ;;
   esac
   cmd=$(server_cmd "$name" "$sport" "$2") || return 1
   # shellcheck disable=SC2086
-  timeout -k 2 3000 $cmd >/dev/null 2>"$serr" &
-  tpid=$!
-  pids+=("$tpid")
-  spid=
-  for ((i = 0; i < 400; i++)); do
-    [ -z "$spid" ] && spid=$(cat "/proc/$tpid/task/$tpid/children" 2>/dev/null | awk '{ print $1 }')
-    if [ -n "$spid" ] && ss -Hltn "sport = :$sport" 2>/dev/null | grep -q .; then return 0; fi
-    kill -0 "$tpid" 2>/dev/null || break
-    sleep 0.05
-  done
-  return 1
+  launch_server "$serr" $cmd
 }
 
 # tree_ticks PID: utime+stime of PID and of its children and grandchildren (shards, nginx
@@ -192,13 +180,7 @@ load_run() {
       local close=()
       [ "$proto" = h1close ] && close=(-H 'Connection: close')
       out=$(in_cg timeout -k 2 $((secs * 3 + 20)) "$vega_load" -t1 -c"$conns" -d"${secs}s" "${close[@]}" --json "$url" 2>/dev/null) || return 1
-      command -p python3 -c '
-import json, sys
-j = json.loads(sys.stdin.read())
-errs = j.get("errors", 0)
-if isinstance(errs, dict): errs = errs.get("total", 0)
-bad = sum(v for k, v in j.get("status", {}).items() if not k.startswith("2"))
-print(j["requests"], j.get("duration_s", 0), errs + bad)' <<<"$out"
+      vega_load_summary <<<"$out"
       ;;
     h2)
       out=$(in_cg timeout -k 2 $((secs * 3 + 20)) h2load -t1 -c"$conns" -m10 -D"$secs" "$url" 2>&1) || return 1

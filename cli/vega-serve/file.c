@@ -95,6 +95,12 @@ int serve_simple(vega_http_exchange *x, int status, const vega_http_field *extra
     return vega_http_respond(x, status, f, nf, body, (size_t)blen, NEVER);
 }
 
+int serve_unavailable(vega_http_exchange *x)
+{
+    vega_http_field ra = {{"Retry-After", 11}, {"1", 1}};
+    return serve_simple(x, 503, &ra, 1);
+}
+
 /* Opens rel + suffix when it is a regular file; -1 otherwise. */
 static int open_sibling(const char *rel, size_t len, const char *suffix, struct stat *st)
 {

@@ -19,7 +19,8 @@ static int answer_error(vega_http_exchange *x, int err)
     case -EMFILE:
     case -ENFILE:
     case -ENOMEM:
-        return serve_simple(x, 503, NULL, 0);
+    case VEGA_ERR_FULL: /* the blocking pool's queue (epoll: every open and stat, realpath) */
+        return serve_unavailable(x);
     default:
         return serve_simple(x, 404, NULL, 0);
     }
@@ -217,9 +218,8 @@ static const char *strip_route(const char *path, size_t *plen, bool *redirect)
     return path + rl;
 }
 
-int serve_handle(vega_http_exchange *x, void *user)
+static int handle(vega_http_exchange *x)
 {
-    (void)user;
     const vega_http_request *req = vega_http_exchange_request(x);
     const char *path = req->path.ptr;
     size_t plen = req->path.len;
@@ -238,7 +238,7 @@ int serve_handle(vega_http_exchange *x, void *user)
         return answer_options(x);
     int auth = serve_auth_check(req);
     if (auth < 0)
-        return serve_simple(x, 503, NULL, 0);
+        return serve_unavailable(x);
     if (auth == 0)
         return serve_auth_challenge(x);
     if (serve_o.ws_echo && plen == strlen(serve_o.ws_echo) &&
@@ -306,4 +306,17 @@ int serve_handle(vega_http_exchange *x, void *user)
         return serve_simple(x, 404, NULL, 0);
     }
     return answer_file(x, fd, &st, plain, norm, (size_t)n, norm, (size_t)n);
+}
+
+int serve_handle(vega_http_exchange *x, void *user)
+{
+    (void)user;
+    int e = handle(x);
+    /* A shortage met after the open (an fstat, a read on the blocking pool whose queue is
+     * full, a descriptor for a sibling) is as passing as one met at the open: 503 with
+     * Retry-After, not the server's 500, while nothing was sent yet. */
+    if ((e == VEGA_ERR_FULL || e == -EMFILE || e == -ENFILE || e == -ENOMEM) &&
+        !vega_http_response_is_started(x))
+        return serve_unavailable(x);
+    return e;
 }

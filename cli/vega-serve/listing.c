@@ -361,6 +361,8 @@ int serve_listing(vega_http_exchange *x, int fd, const char *rel, size_t rel_len
     struct entry *v = NULL;
     bool cut = false;
     int n = read_dir(fd, rel, rel_len, &v, &cut);
+    if (n == VEGA_ERR_FULL || n == -EMFILE || n == -ENFILE || n == -ENOMEM)
+        return serve_unavailable(x);
     if (n < 0)
         return serve_simple(x, n == -EACCES ? 403 : 404, NULL, 0);
     struct list_opts lo = parse_query(req);

@@ -148,6 +148,11 @@ static const char usage_text[] =
     "\n"
     "Runtime:\n"
     "      --workers N         worker threads (per shard with --shards; default: the CPUs)\n"
+    "      --blocking-threads N  most threads of the blocking pool (file opens and stats\n"
+    "                          under --driver epoll, realpath, listing scans, slow hashes;\n"
+    "                          1..1024, default 64)\n"
+    "      --blocking-queue N  most jobs waiting for those threads (1..1000000, default\n"
+    "                          1024); one more is answered 503 with Retry-After: 1\n"
     "      --shards N          N server processes under a supervisor that restarts a crashed\n"
     "                          or stuck one, reloads them without refusing a connection on\n"
     "                          SIGHUP and drains them on SIGTERM (0: one process, the default).\n"
@@ -189,6 +194,8 @@ enum {
     OPT_CERT,
     OPT_KEY,
     OPT_WORKERS,
+    OPT_BLOCKING_THREADS,
+    OPT_BLOCKING_QUEUE,
     OPT_SHARDS,
     OPT_SHARD_WATCHDOG,
     OPT_DRIVER,
@@ -257,6 +264,8 @@ static const struct option long_opts[] = {
     {"h2c", no_argument, NULL, OPT_H2C},
     {"tls-ciphers", required_argument, NULL, OPT_TLS_CIPHERS},
     {"workers", required_argument, NULL, OPT_WORKERS},
+    {"blocking-threads", required_argument, NULL, OPT_BLOCKING_THREADS},
+    {"blocking-queue", required_argument, NULL, OPT_BLOCKING_QUEUE},
     {"shards", required_argument, NULL, OPT_SHARDS},
     {"shard-watchdog", required_argument, NULL, OPT_SHARD_WATCHDOG},
     {"driver", required_argument, NULL, OPT_DRIVER},
@@ -517,6 +526,16 @@ static void parse_args(int argc, char **argv)
             if (cli_parse_uint(optarg, 1, 1024, &v) < 0)
                 cli_usage_error("--workers: expected 1..1024, got '%s'", optarg);
             serve_o.workers = (unsigned)v;
+            break;
+        case OPT_BLOCKING_THREADS:
+            if (cli_parse_uint(optarg, 1, 1024, &v) < 0)
+                cli_usage_error("--blocking-threads: expected 1..1024, got '%s'", optarg);
+            serve_o.blocking_threads = (unsigned)v;
+            break;
+        case OPT_BLOCKING_QUEUE:
+            if (cli_parse_uint(optarg, 1, 1000000, &v) < 0)
+                cli_usage_error("--blocking-queue: expected 1..1000000, got '%s'", optarg);
+            serve_o.blocking_queue = (unsigned)v;
             break;
         case OPT_SHARDS:
             if (cli_parse_uint(optarg, 0, 1024, &v) < 0)
@@ -1272,6 +1291,8 @@ int serve_run(void)
     ro.flavor = VEGA_RT_MULTI_THREAD;
     ro.workers = serve_o.workers;
     ro.driver = serve_o.driver;
+    ro.blocking_threads = serve_o.blocking_threads; /* 0: the runtime's default */
+    ro.blocking_queue = serve_o.blocking_queue;
     vega_rt *rt;
     int r = vega_rt_new(&rt, &ro);
     if (r < 0) {

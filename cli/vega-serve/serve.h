@@ -71,6 +71,8 @@ struct serve_opts {
     bool h2c;                  /* --h2c: cleartext HTTP/2 (prior knowledge, Upgrade: h2c) */
     const char *tls13_ciphers; /* --tls-ciphers: TLS 1.3 suites, over TCP and QUIC */
     unsigned workers;
+    unsigned blocking_threads;  /* --blocking-threads (0: the runtime's 64) */
+    unsigned blocking_queue;    /* --blocking-queue (0: the runtime's 1024) */
     unsigned shard_watchdog_ms; /* --shard-watchdog: 0 = the library's default (10 s) */
     unsigned shards; /* --shards N: processes under a supervisor; 0: one process, no supervisor */
     vega_driver_kind driver;
@@ -354,6 +356,10 @@ int serve_file_cached(vega_http_exchange *x, const struct serve_cache_entry *e);
 
 /* Answers with a small text body (errors, redirects), adding the --header fields. */
 int serve_simple(vega_http_exchange *x, int status, const vega_http_field *extra, size_t n);
+/* 503 for a shortage that passes (the blocking pool's queue full, no descriptors or memory
+ * left, a slow hash not started in time), with "Retry-After: 1" (RFC 9110 §10.2.3): clients
+ * that retry (curl --retry, vega-curl --retry) wait a second, not their own backoff. */
+int serve_unavailable(vega_http_exchange *x);
 
 /* Appends the --header fields to f (capacity cap); returns the new count. */
 size_t serve_add_user_headers(vega_http_field *f, size_t n, size_t cap);

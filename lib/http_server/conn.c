@@ -71,29 +71,59 @@ void vega__srv_conn_free(struct srv_conn *c)
     vega__mem_free(m, c);
 }
 
-/* A heap address (len > sizeof u) keeps its pointer in u's first bytes. */
+enum {
+    SRV_ADDR_NONE = 0,
+    SRV_ADDR_V4,
+    SRV_ADDR_V6,
+    SRV_ADDR_HEAP,
+    SRV_ADDR_RAW, /* a short address of another family (an unnamed Unix socket's): its bytes in
+                     a, its length in port */
+};
+
+/* A heap address keeps its pointer in a's first bytes. */
 static vega_addr *addr_big(const struct srv_addr *sa)
 {
     vega_addr *p = NULL;
-    if (sa->len > sizeof sa->u)
-        memcpy(&p, &sa->u, sizeof p);
+    if (sa->kind == SRV_ADDR_HEAP)
+        memcpy(&p, sa->a, sizeof p);
     return p;
 }
 
 int vega__srv_addr_set(const vega_mem *m, struct srv_addr *sa, const vega_addr *a)
 {
     vega__srv_addr_fini(m, sa);
-    if (a->len <= sizeof sa->u) {
-        memcpy(&sa->u, &a->ss, a->len);
-        sa->len = a->len;
+    const struct sockaddr *s = (const struct sockaddr *)&a->ss;
+    if (a->len == sizeof(struct sockaddr_in) && s->sa_family == AF_INET) {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)&a->ss;
+        sa->kind = SRV_ADDR_V4;
+        sa->port = v4->sin_port;
+        memcpy(sa->a, &v4->sin_addr, sizeof v4->sin_addr);
+        return 0;
+    }
+    if (a->len == sizeof(struct sockaddr_in6) && s->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)&a->ss;
+        if (v6->sin6_flowinfo == 0) {
+            sa->kind = SRV_ADDR_V6;
+            sa->port = v6->sin6_port;
+            sa->scope = v6->sin6_scope_id;
+            memcpy(sa->a, &v6->sin6_addr, sizeof v6->sin6_addr);
+            return 0;
+        }
+    }
+    if (a->len == 0)
+        return 0;
+    if (a->len <= sizeof sa->a) {
+        sa->kind = SRV_ADDR_RAW;
+        sa->port = (uint16_t)a->len;
+        memcpy(sa->a, &a->ss, a->len);
         return 0;
     }
     vega_addr *big = vega__mem_malloc(m, sizeof *big);
     if (!big)
         return -ENOMEM;
     *big = *a;
-    memcpy(&sa->u, &big, sizeof big);
-    sa->len = a->len;
+    memcpy(sa->a, &big, sizeof big);
+    sa->kind = SRV_ADDR_HEAP;
     return 0;
 }
 
@@ -105,14 +135,30 @@ void vega__srv_addr_get(const struct srv_addr *sa, vega_addr *out)
         return;
     }
     memset(&out->ss, 0, sizeof out->ss);
-    memcpy(&out->ss, &sa->u, sa->len);
-    out->len = sa->len;
+    out->len = 0;
+    if (sa->kind == SRV_ADDR_V4) {
+        struct sockaddr_in *v4 = (struct sockaddr_in *)&out->ss;
+        v4->sin_family = AF_INET;
+        v4->sin_port = sa->port;
+        memcpy(&v4->sin_addr, sa->a, sizeof v4->sin_addr);
+        out->len = sizeof *v4;
+    } else if (sa->kind == SRV_ADDR_V6) {
+        struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&out->ss;
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = sa->port;
+        v6->sin6_scope_id = sa->scope;
+        memcpy(&v6->sin6_addr, sa->a, sizeof v6->sin6_addr);
+        out->len = sizeof *v6;
+    } else if (sa->kind == SRV_ADDR_RAW) {
+        memcpy(&out->ss, sa->a, sa->port);
+        out->len = sa->port;
+    }
 }
 
 void vega__srv_addr_fini(const vega_mem *m, struct srv_addr *sa)
 {
     vega__mem_free(m, addr_big(sa));
-    sa->len = 0;
+    sa->kind = SRV_ADDR_NONE;
 }
 
 /* ---- the request head ---------------------------------------------------------------------- */
@@ -682,5 +728,5 @@ int vega_http_server_serve(vega_http_server *srv, vega_stream *s, const vega_add
 
 /* Every idle connection keeps one (the idle-memory benchmark in docs/BENCHMARKS.md): growing
  * it is a decision, not an accident. */
-_Static_assert(sizeof(void *) != 8 || sizeof(struct srv_conn) <= 152,
+_Static_assert(sizeof(void *) != 8 || sizeof(struct srv_conn) <= 136,
                "struct srv_conn grew: every parked connection pays for it");

@@ -480,7 +480,12 @@ void vega_http_server_shutdown(vega_http_server *srv, vega_deadline grace)
     vega_notify_one(&srv->wake);
 }
 
-void vega_http_server_get_stats(const vega_http_server *srv, vega_http_server_stats *st)
+/* Each stats layout's size (API rules: ABI): index = version. */
+static const size_t stats_layout[VEGA_HTTP_SERVER_STATS_VERSION + 1] = {
+    [1] = sizeof(vega_http_server_stats),
+};
+
+static void fill_stats(const vega_http_server *srv, vega_http_server_stats *st)
 {
     vega_http_server *s = (vega_http_server *)srv;
     st->conns_accepted = atomic_load_explicit(&s->conns_accepted, memory_order_relaxed);
@@ -490,6 +495,17 @@ void vega_http_server_get_stats(const vega_http_server *srv, vega_http_server_st
     st->requests = atomic_load_explicit(&s->requests, memory_order_relaxed);
     st->bad_requests = atomic_load_explicit(&s->bad_requests, memory_order_relaxed);
     st->timeouts = atomic_load_explicit(&s->timeouts, memory_order_relaxed);
+}
+
+int vega_http_server_get_stats_versioned(const vega_http_server *srv, vega_http_server_stats *st,
+                                         int stats_version)
+{
+    if (!srv || !st || stats_version < 1 || stats_version > VEGA_HTTP_SERVER_STATS_VERSION)
+        return -EINVAL;
+    vega_http_server_stats all;
+    fill_stats(srv, &all);
+    memcpy(st, &all, stats_layout[stats_version]);
+    return 0;
 }
 
 void vega_http_server_free(vega_http_server *srv)

@@ -140,21 +140,19 @@ struct srv_active;
 struct h3s;
 struct h2s_conn;
 
-/* An address kept with every connection, parked ones included: an IPv4/IPv6 address inline
- * (vega_addr's sockaddr_storage would add 200 bytes to each idle connection), anything longer
- * (a Unix path) in a vega_addr on the heap, its pointer stored in u's bytes (conn.c). 4-byte
- * aligned, 32 bytes. */
+/* An address kept with every connection, parked ones included, so in 24 bytes: an IPv4 or IPv6
+ * address and port inline (vega_addr's sockaddr_storage would add 200 bytes to each idle
+ * connection, a sockaddr_in6 and its length 8 more), anything else (a Unix path, an IPv6 flow
+ * label) in a vega_addr on the heap, its pointer stored in `a` (conn.c). 4-byte aligned. */
 struct srv_addr {
-    socklen_t len; /* 0: none; > sizeof u: on the heap */
-    union {
-        struct sockaddr sa;
-        struct sockaddr_in v4;
-        struct sockaddr_in6 v6;
-    } u;
+    uint8_t kind;   /* SRV_ADDR_*: none, AF_INET or AF_INET6 inline, or on the heap */
+    uint16_t port;  /* network order, as in the sockaddr */
+    uint32_t scope; /* IPv6 scope id */
+    uint8_t a[16];  /* the address (4 or 16 bytes), or the heap vega_addr's pointer */
 };
 
 /* A connection: what every connection keeps, parked ones included, so it is kept small
- * (sizeof: 152 bytes on LP64; the idle-memory benchmark counts it). Its shard is found from
+ * (sizeof: 136 bytes on LP64; the idle-memory benchmark counts it). Its shard is found from
  * its id. */
 struct srv_conn {
     vega_http_server *srv;

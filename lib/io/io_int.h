@@ -14,22 +14,48 @@ enum {
     VEGA__SOCK_LISTENER = 1u << 0,
     VEGA__SOCK_NO_RING = 1u << 1, /* parks wait for readiness, never receive (see below) */
     VEGA__SOCK_SHARED = 1u << 2,  /* listener shared with other processes: no multishot accept */
+    VEGA__SOCK_WATCHED = 1u << 3, /* parked at least once: park.watch may be registered */
+    VEGA__SOCK_PARKED = 1u << 4,  /* parked now (the socket's owner and its park's task only) */
+    VEGA__SOCK_UNLINK = 1u << 5,  /* made with VEGA_LISTEN_UNLINK_STALE: the path after the
+                                     struct (vega__sock_wrap_unlink) is removed at close */
 };
 
+/* What a socket keeps for vega_sock_park (sock_park.c): inside the socket, so that a parked
+ * connection costs one allocation. */
+struct vega__sock_park {
+    struct vega__watch watch;
+    vega_sock_ready_fn fn;
+    void *arg;
+};
+
+/* A socket. A server holds one per idle connection, so every byte counts (the idle-memory
+ * benchmark counts it; tests/unit/io/sock_size_test.c pins its size). */
 struct vega_sock {
     int fd;
-    int family;        /* AF_INET, AF_INET6, AF_UNIX */
-    int type;          /* SOCK_STREAM, SOCK_DGRAM */
-    unsigned flags;    /* VEGA__SOCK_* */
-    char *unlink_path; /* Unix listener made with VEGA_LISTEN_UNLINK_STALE: removed at close */
-    struct vega__sock_park *park; /* allocated at the first vega_sock_park, kept until close */
+    unsigned flags;   /* VEGA__SOCK_* */
     unsigned udp_off; /* VEGA_UDP_* features switched off or found broken on this socket */
-    struct vega__accept_ms *ams;   /* listener: multishot accept state (io_uring), or NULL */
-    struct vega__udp_socks *socks; /* UDP through a SOCKS5 relay (udp_socks.c), or NULL */
+    uint8_t family;   /* AF_INET, AF_INET6, AF_UNIX */
+    uint8_t type;     /* SOCK_STREAM, SOCK_DGRAM */
+    /* The peer hung up (or the socket failed) while we watched (POLLRDHUP, POLLHUP, POLLERR):
+     * no new readiness event will ever say so again, so every later park fires at once. */
+    uint16_t hup;
+    /* One pointer for two kinds of socket (every byte counts): read socks through
+     * vega__udp_relay, which checks the type. */
+    union {
+        struct vega__accept_ms *ams;   /* SOCK_STREAM listener: multishot accept state (io_uring),
+                                          or NULL */
+        struct vega__udp_socks *socks; /* SOCK_DGRAM: SOCKS5 relay mode (udp_socks.c), or NULL */
+    };
+    struct vega__sock_park park; /* used from the first vega_sock_park on (VEGA__SOCK_WATCHED) */
 };
 
-/* SOCKS5 relay mode of a UDP socket (udp_socks.c): the batch calls go there when s->socks is
- * set; vega__udp_socks_free runs at close. */
+/* SOCKS5 relay mode of a UDP socket (udp_socks.c): the batch calls go there when
+ * vega__udp_relay(s) is set; vega__udp_socks_free runs at close, before the listener's ams
+ * (the same pointer) is looked at. */
+static inline struct vega__udp_socks *vega__udp_relay(const struct vega_sock *s)
+{
+    return s->type == SOCK_DGRAM ? s->socks : NULL;
+}
 int vega__udp_socks_send(struct vega_sock *s, const vega_udp_msg *msgs, size_t n, vega_deadline dl);
 int vega__udp_socks_recv(struct vega_sock *s, vega_udp_msg *msgs, size_t n, vega_deadline dl);
 void vega__udp_socks_free(struct vega_sock *s);
@@ -43,6 +69,8 @@ int vega__udp_socks_header_parse(const uint8_t *in, size_t len, vega_addr *a, bo
 
 /* Wraps fd in a new vega_sock; closes fd and returns NULL when out of memory. */
 struct vega_sock *vega__sock_wrap(int fd, int family, int type);
+/* The same, for a Unix socket bound to path (not NULL): the file is removed when it closes. */
+struct vega_sock *vega__sock_wrap_unlink(int fd, int family, int type, const char *path);
 
 /* Waits for `events` on fd. Returns > 0 (ready), -ETIMEDOUT or -ECANCELED. */
 int vega__io_wait(int fd, uint32_t events, vega_deadline dl);
@@ -69,7 +97,7 @@ int vega__sock_free(struct vega_sock *s);
 bool vega__sock_park_close(struct vega_sock *s);
 
 /* Reads the bytes a parked socket's receive watch holds (see vega__watch_read): -EAGAIN when
- * there are none and the socket itself is to be read. s->park must be set. */
+ * there are none and the socket itself is to be read. s must have been parked. */
 vega_ssize vega__sock_park_read(struct vega_sock *s, void *buf, size_t len, vega_deadline dl);
 
 /* True when bytes of s may sit in the runtime (a provided buffer, or a receive in flight) rather

@@ -33,14 +33,26 @@ int vega__sock_open(int family, int type)
 
 struct vega_sock *vega__sock_wrap(int fd, int family, int type)
 {
-    struct vega_sock *s = calloc(1, sizeof(*s));
+    return vega__sock_wrap_unlink(fd, family, type, NULL);
+}
+
+struct vega_sock *vega__sock_wrap_unlink(int fd, int family, int type, const char *path)
+{
+    /* The path goes after the struct, in the same allocation: a pointer to it would cost
+     * every socket 8 bytes (and an idle connection a 16-byte larger malloc chunk). */
+    size_t plen = path ? strlen(path) + 1 : 0;
+    struct vega_sock *s = calloc(1, sizeof(*s) + plen);
     if (!s) {
         close(fd);
         return NULL;
     }
+    if (path) {
+        memcpy(s + 1, path, plen);
+        s->flags |= VEGA__SOCK_UNLINK;
+    }
     s->fd = fd;
-    s->family = family;
-    s->type = type;
+    s->family = (uint8_t)family;
+    s->type = (uint8_t)type;
     return s;
 }
 
@@ -86,7 +98,7 @@ vega_ssize vega_sock_read(vega_sock *s, void *buf, size_t len, vega_deadline dl)
     int r = vega__io_check_cancel();
     if (r < 0)
         return r;
-    if (s->park && len > 0) {
+    if ((s->flags & VEGA__SOCK_WATCHED) && len > 0) {
         /* Bytes a parked socket's receive already took come first (and nothing reads the
          * socket while a receive is in flight). */
         vega_ssize k = vega__sock_park_read(s, buf, len, dl);
@@ -226,11 +238,8 @@ int vega__sock_free(vega_sock *s)
     vega__udp_socks_free(s);
     if (close(s->fd) < 0 && errno != EINTR)
         r = -errno;
-    if (s->unlink_path) {
-        unlink(s->unlink_path);
-        free(s->unlink_path);
-    }
-    free(s->park);
+    if (s->flags & VEGA__SOCK_UNLINK)
+        unlink((const char *)(s + 1));
     free(s->ams);
     free(s);
     return r;
@@ -240,6 +249,8 @@ int vega_sock_close(vega_sock *s)
 {
     if (!s)
         return 0;
+    vega__udp_socks_free(s); /* a relay socket's state shares the pointer vega__accept_ms_close
+                                reads: gone (NULL) first */
     /* A socket that was ever parked is registered with its home worker's driver: that worker
      * unregisters it, then closes the fd (so the fd number is not reused under the
      * registration) and frees it, perhaps a moment after this returns. */

@@ -73,21 +73,14 @@ int vega_tcp_listen(vega_sock **out, const vega_addr *addr, int backlog, unsigne
         return r;
     }
 
-    vega_sock *s = vega__sock_wrap(fd, family, SOCK_STREAM);
+    vega_sock *s = vega__sock_wrap_unlink(fd, family, SOCK_STREAM,
+                                          (flags & VEGA_LISTEN_UNLINK_STALE) ? path : NULL);
     if (!s) {
         if (path)
             unlink(path);
         return -ENOMEM;
     }
     s->flags |= VEGA__SOCK_LISTENER | ((flags & VEGA_LISTEN_SHARED) ? VEGA__SOCK_SHARED : 0);
-    if (path && (flags & VEGA_LISTEN_UNLINK_STALE)) {
-        s->unlink_path = strdup(path);
-        if (!s->unlink_path) {
-            unlink(path);
-            vega_sock_close(s);
-            return -ENOMEM;
-        }
-    }
     *out = s;
     return 0;
 

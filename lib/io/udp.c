@@ -122,7 +122,7 @@ vega_ssize vega_udp_send_to(vega_sock *s, const void *buf, size_t len, const veg
     int r = vega__io_check_cancel();
     if (r < 0)
         return r;
-    if (s->socks) {
+    if (vega__udp_relay(s)) {
         vega_udp_msg m;
         memset(&m, 0, sizeof m);
         m.buf = (void *)buf;
@@ -161,7 +161,7 @@ vega_ssize vega_udp_recv_from(vega_sock *s, void *buf, size_t len, vega_addr *fr
     int r = vega__io_check_cancel();
     if (r < 0)
         return r;
-    if (s->socks) {
+    if (vega__udp_relay(s)) {
         vega_udp_msg m;
         memset(&m, 0, sizeof m);
         m.buf = buf;

@@ -199,7 +199,7 @@ fail:
 
 void vega__udp_socks_free(vega_sock *s)
 {
-    struct vega__udp_socks *x = s->socks;
+    struct vega__udp_socks *x = vega__udp_relay(s);
     if (!x)
         return;
     s->socks = NULL;
@@ -210,7 +210,8 @@ void vega__udp_socks_free(vega_sock *s)
 
 uint64_t vega_udp_socks5_dropped(const vega_sock *s)
 {
-    return s && s->socks ? atomic_load_explicit(&s->socks->dropped, memory_order_relaxed) : 0;
+    struct vega__udp_socks *x = s ? vega__udp_relay(s) : NULL;
+    return x ? atomic_load_explicit(&x->dropped, memory_order_relaxed) : 0;
 }
 
 /* Checks the control connection without waiting: 0 while it is open (bytes the relay sent on

@@ -50,19 +50,12 @@ int vega_unix_dgram_bind(vega_sock **out, const char *path, unsigned flags)
         close(fd);
         return r;
     }
-    vega_sock *s = vega__sock_wrap(fd, AF_UNIX, SOCK_DGRAM);
+    vega_sock *s = vega__sock_wrap_unlink(fd, AF_UNIX, SOCK_DGRAM,
+                                          (flags & VEGA_LISTEN_UNLINK_STALE) ? file : NULL);
     if (!s) {
         if (file)
             unlink(file);
         return -ENOMEM;
-    }
-    if (file && (flags & VEGA_LISTEN_UNLINK_STALE)) {
-        s->unlink_path = strdup(file);
-        if (!s->unlink_path) {
-            unlink(file);
-            vega_sock_close(s);
-            return -ENOMEM;
-        }
     }
     *out = s;
     return 0;

@@ -520,7 +520,12 @@ void vega_quic_endpoint_free(vega_quic_endpoint *ep)
     vega__mem_free(ep->mem, ep);
 }
 
-void vega_quic_endpoint_get_stats(const vega_quic_endpoint *ep, vega_quic_endpoint_stats *st)
+/* Each stats layout's size (API rules: ABI): index = version. */
+static const size_t stats_layout[VEGA_QUIC_ENDPOINT_STATS_VERSION + 1] = {
+    [1] = sizeof(vega_quic_endpoint_stats),
+};
+
+static void fill_stats(const vega_quic_endpoint *ep, vega_quic_endpoint_stats *st)
 {
     vega_quic_endpoint *e = (vega_quic_endpoint *)ep;
     memset(st, 0, sizeof *st);
@@ -553,6 +558,17 @@ void vega_quic_endpoint_get_stats(const vega_quic_endpoint *ep, vega_quic_endpoi
     for (size_t i = 0; i < VEGA_QUIC_EP_HS_BUCKETS; i++)
         st->hs_duration[i] = atomic_load(&e->st_hs_hist[i]);
     st->hs_duration_sum_ns = atomic_load(&e->st_hs_sum_ns);
+}
+
+int vega_quic_endpoint_get_stats_versioned(const vega_quic_endpoint *ep,
+                                           vega_quic_endpoint_stats *st, int stats_version)
+{
+    if (!ep || !st || stats_version < 1 || stats_version > VEGA_QUIC_ENDPOINT_STATS_VERSION)
+        return -EINVAL;
+    vega_quic_endpoint_stats all;
+    fill_stats(ep, &all);
+    memcpy(st, &all, stats_layout[stats_version]);
+    return 0;
 }
 
 int vega_quic_endpoint_local_addr(const vega_quic_endpoint *ep, vega_addr *out)

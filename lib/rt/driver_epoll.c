@@ -12,19 +12,50 @@
 #define MAX_EVENTS 256
 #define WAKE_TOKEN UINT64_MAX
 
+/* One slot per fd, so one per idle connection: 24 bytes. */
 struct fdslot {
     struct vega__op *in, *out; /* waiting reader / writer (one-shot) */
-    struct vega__op *watch;    /* persistent edge-triggered registration, or NULL */
-    bool registered;
+    /* The persistent edge-triggered registration (a watch) or NULL, and in bit 0 whether the fd
+     * is registered with epoll at all (ops are 8-byte aligned). */
+    uintptr_t watch_reg;
 };
+
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(sizeof(struct fdslot) <= 24, "fdslot grew: every idle connection on epoll has one");
+#endif
+
+/* The slots come in pages of SLOT_PAGE, each allocated when an fd in its range is first used:
+ * growing one array by doubling would copy and touch it all (a 10,000th connection made the
+ * table 16,384 slots at once), and a table is never shrunk. */
+#define SLOT_PAGE 1024u
 
 struct epoll_drv {
     int epfd;
     int evfd;
-    struct fdslot *fds;
-    size_t nfds;
+    struct fdslot **pages;
+    size_t npages;
     struct epoll_event events[MAX_EVENTS];
 };
+
+static struct vega__op *slot_watch(const struct fdslot *s)
+{
+    return (struct vega__op *)(s->watch_reg & ~(uintptr_t)1);
+}
+
+static void slot_set_watch(struct fdslot *s, struct vega__op *op)
+{
+    s->watch_reg = (uintptr_t)op | (s->watch_reg & 1u);
+}
+
+static bool slot_registered(const struct fdslot *s)
+{
+    return s->watch_reg & 1u;
+}
+
+static void slot_set_registered(struct fdslot *s, bool on)
+{
+    s->watch_reg = (s->watch_reg & ~(uintptr_t)1) | (on ? 1u : 0u);
+}
 
 static int ep_init(struct vega__worker *w)
 {
@@ -63,25 +94,43 @@ static void ep_fini(struct vega__worker *w)
         return;
     close(d->evfd);
     close(d->epfd);
-    free(d->fds);
+    for (size_t i = 0; i < d->npages; i++)
+        free(d->pages[i]);
+    free(d->pages);
     free(d);
     vega__worker_set_driver_data(w, NULL);
 }
 
+/* fd's slot, or NULL when it has none (never used). */
+static struct fdslot *slot_get(struct epoll_drv *d, int fd)
+{
+    size_t p = (size_t)fd / SLOT_PAGE;
+    if (fd < 0 || p >= d->npages || !d->pages[p])
+        return NULL;
+    return &d->pages[p][(size_t)fd % SLOT_PAGE];
+}
+
+/* fd's slot, made when missing; NULL when out of memory. fd >= 0. */
 static struct fdslot *slot_for(struct epoll_drv *d, int fd)
 {
-    if ((size_t)fd >= d->nfds) {
-        size_t n = d->nfds ? d->nfds : 64;
-        while (n <= (size_t)fd)
+    size_t p = (size_t)fd / SLOT_PAGE;
+    if (p >= d->npages) {
+        size_t n = d->npages ? d->npages : 16;
+        while (n <= p)
             n *= 2;
-        struct fdslot *p = realloc(d->fds, n * sizeof *p);
-        if (!p)
+        struct fdslot **pages = realloc(d->pages, n * sizeof *pages);
+        if (!pages)
             return NULL;
-        memset(p + d->nfds, 0, (n - d->nfds) * sizeof *p);
-        d->fds = p;
-        d->nfds = n;
+        memset(pages + d->npages, 0, (n - d->npages) * sizeof *pages);
+        d->pages = pages;
+        d->npages = n;
     }
-    return &d->fds[fd];
+    if (!d->pages[p]) {
+        d->pages[p] = calloc(SLOT_PAGE, sizeof(struct fdslot));
+        if (!d->pages[p])
+            return NULL;
+    }
+    return &d->pages[p][(size_t)fd % SLOT_PAGE];
 }
 
 /* (Re)arms fd for the union of what its waiters want: one-shot for plain waits; with a watch,
@@ -95,14 +144,14 @@ static int arm(struct epoll_drv *d, int fd, struct fdslot *s)
     if (s->out)
         want |= s->out->events;
     struct epoll_event ev = {.data.u64 = (uint64_t)fd};
-    if (s->watch) {
-        want |= s->watch->events;
+    if (slot_watch(s)) {
+        want |= slot_watch(s)->events;
         ev.events = EPOLLET | (want & (EPOLLIN | EPOLLOUT | EPOLLPRI | EPOLLRDHUP));
     } else {
         ev.events = EPOLLONESHOT | (want & (EPOLLIN | EPOLLOUT | EPOLLPRI | EPOLLRDHUP));
         /* With nothing wanted the fd stays registered, disarmed, to save a syscall next time. */
     }
-    int op = s->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    int op = slot_registered(s) ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
     if (epoll_ctl(d->epfd, op, fd, &ev) < 0) {
         /* The fd was closed and its number reused (the kernel dropped the registration), or
          * registered behind our back. */
@@ -115,7 +164,7 @@ static int arm(struct epoll_drv *d, int fd, struct fdslot *s)
         if (epoll_ctl(d->epfd, op, fd, &ev) < 0)
             return -errno;
     }
-    s->registered = true;
+    slot_set_registered(s, true);
     return 0;
 }
 
@@ -156,37 +205,37 @@ static int ep_watch(struct vega__worker *w, struct vega__op *op)
     struct fdslot *s = slot_for(d, op->fd);
     if (!s)
         return -ENOMEM;
-    if (s->watch)
+    if (slot_watch(s))
         return -EBUSY;
-    s->watch = op;
+    slot_set_watch(s, op);
     op->unwatching = false;
     int r = arm(d, op->fd, s);
     if (r < 0)
-        s->watch = NULL;
+        slot_set_watch(s, NULL);
     return r;
 }
 
 static void ep_unwatch(struct vega__worker *w, struct vega__op *op)
 {
     struct epoll_drv *d = vega__worker_driver_data(w);
-    struct fdslot *s = (size_t)op->fd < d->nfds ? &d->fds[op->fd] : NULL;
-    if (s && s->watch == op) {
-        s->watch = NULL;
+    struct fdslot *s = slot_get(d, op->fd);
+    if (s && slot_watch(s) == op) {
+        slot_set_watch(s, NULL);
         if (s->in || s->out) {
             arm(d, op->fd, s);
-        } else if (s->registered) {
+        } else if (slot_registered(s)) {
             epoll_ctl(d->epfd, EPOLL_CTL_DEL, op->fd, NULL);
-            s->registered = false;
+            slot_set_registered(s, false);
         }
     }
     op->res = VEGA__WATCH_GONE;
-    op->on_complete(op);
+    vega__watch_event(op);
 }
 
 static void ep_cancel(struct vega__worker *w, struct vega__op *op)
 {
     struct epoll_drv *d = vega__worker_driver_data(w);
-    struct fdslot *s = (size_t)op->fd < d->nfds ? &d->fds[op->fd] : NULL;
+    struct fdslot *s = slot_get(d, op->fd);
     if (s && (s->in == op || s->out == op)) {
         if (s->in == op)
             s->in = NULL;
@@ -219,9 +268,9 @@ static void ep_park(struct vega__worker *w, int64_t timeout_ns)
             continue;
         }
         int fd = (int)ev->data.u64;
-        if ((size_t)fd >= d->nfds)
+        struct fdslot *s = slot_get(d, fd);
+        if (!s)
             continue;
-        struct fdslot *s = &d->fds[fd];
         uint32_t got = ev->events;
         bool err = got & (EPOLLERR | EPOLLHUP);
         /* the op lock per event, not per batch (see driver_uring.c) */
@@ -241,15 +290,16 @@ static void ep_park(struct vega__worker *w, int64_t timeout_ns)
             ops++;
             vega__op_complete(op, (int)(got & (op->events | POLLERR | POLLHUP)));
         }
-        if (s->watch && (err || (got & (s->watch->events | EPOLLRDHUP)))) {
-            struct vega__op *op = s->watch;
+        struct vega__op *wop = slot_watch(s);
+        if (wop && (err || (got & (wop->events | EPOLLRDHUP)))) {
+            struct vega__op *op = wop;
             op->res = (int)(got & (op->events | POLLERR | POLLHUP | POLLRDHUP));
             ops++;
-            op->on_complete(op);
+            vega__watch_event(op);
         }
         /* One-shot waits left, or a watch whose registration still carries a finished wait's
          * interest: re-arm. A lone watch stays armed as it is (edge-triggered). */
-        if (s->watch ? done_io : (s->in || s->out))
+        if (slot_watch(s) ? done_io : (s->in || s->out))
             arm(d, fd, s);
         vega__spin_unlock(&w->cancel_lock);
     }

@@ -217,7 +217,7 @@ static void watch_maybe_gone(struct vega__op *op)
 {
     if (op->poll_ended && op->removes == 0) {
         op->res = VEGA__WATCH_GONE;
-        op->on_complete(op);
+        vega__watch_event(op);
     }
 }
 
@@ -310,7 +310,7 @@ static void recv_event(struct uring_drv *d, struct vega__op *op, struct io_uring
             op->res = POLLIN | POLLERR;
         }
     }
-    op->on_complete(op);
+    vega__watch_event(op);
 }
 
 /* Multishot accept: every fd goes to the owner, errors too unless we asked for the end. */
@@ -318,7 +318,7 @@ static void accept_event(struct vega__op *op, struct io_uring_cqe *cqe)
 {
     if (cqe->res >= 0 || (cqe->res != -ECANCELED && !op->unwatching)) {
         op->res = cqe->res;
-        op->on_complete(op);
+        vega__watch_event(op);
     }
     if (!(cqe->flags & IORING_CQE_F_MORE)) {
         op->poll_ended = true;
@@ -346,10 +346,10 @@ static void watch_event(struct uring_drv *d, struct vega__op *op, struct io_urin
     }
     if (cqe->res > 0) {
         op->res = cqe->res;
-        op->on_complete(op);
+        vega__watch_event(op);
     } else if (cqe->res < 0 && cqe->res != -ECANCELED) {
         op->res = POLLERR;
-        op->on_complete(op);
+        vega__watch_event(op);
     }
     if (!more)
         arm_watch(d, op);
@@ -517,7 +517,7 @@ static void ur_unwatch(struct vega__worker *w, struct vega__op *op)
         }
         release_held(d, op); /* closed with bytes nobody read */
         op->res = VEGA__WATCH_GONE;
-        op->on_complete(op);
+        vega__watch_event(op);
         return;
     }
     if (op->kind == VEGA__WATCH_ACCEPT) {

@@ -21,7 +21,7 @@ void vega__op_complete(struct vega__op *op, int res)
     if (t)
         vega__task_wake(t);
     else
-        op->on_complete(op);
+        vega__watch_event(op);
 }
 
 /* The owner's op lock (w->cancel_lock) is held around every completion and cancel answer; a

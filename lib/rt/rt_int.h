@@ -78,10 +78,13 @@ struct vega__wheel;
 /* A timer entry lives inside whatever waits (a task), so arming one allocates nothing. */
 struct vega__timer {
     struct vega__timer *next, *prev;
-    struct vega__wheel *wheel;           /* the wheel it is armed in, NULL when not armed */
-    uint64_t when_ms;                    /* expiry on the wheel's millisecond scale */
-    struct vega_task *task;              /* woken when it fires, or NULL: then `fire` is called */
-    void (*fire)(struct vega__timer *t); /* owner thread, wheel lock held */
+    struct vega__wheel *wheel; /* the wheel it is armed in, NULL when not armed */
+    uint64_t when_ms;          /* expiry on the wheel's millisecond scale */
+    union {
+        struct vega_task *task;              /* !call: woken when it fires */
+        void (*fire)(struct vega__timer *t); /* call: called (owner thread, wheel lock held) */
+    };
+    bool call;
     bool fired;
     uint8_t level, slot;
 };
@@ -233,34 +236,40 @@ vega_deadline vega__deadline_eff(vega_deadline dl);
  * and keeps waiting until `done`, so the kernel never writes into a stack that moved on.
  */
 struct vega__op {
-    struct vega_task *task;
+    struct vega_task *task; /* NULL: the op belongs to no task (a watch, see vega__watch_event) */
     struct vega__worker *owner;
-    struct vega__op *cancel_next; /* owner's cancel mailbox */
-    atomic_int done;
-    atomic_int cancel_state; /* a cancel asked of another worker, and its answer */
-    int res;                 /* revents for polls, the kernel's result otherwise */
+    int res; /* revents for polls, the kernel's result otherwise */
     int fd;
     uint32_t events;
-    /* Kernel operations (io_uring only): fills the SQE (a struct io_uring_sqe *). */
-    void (*prep)(void *sqe, struct vega__op *op);
-    void *arg; /* for prep */
-    /* When task is NULL the op belongs to no task (a watch): called on completion instead of a
-     * wake-up, on the owner thread with the op lock held. */
-    void (*on_complete)(struct vega__op *op);
+    uint8_t kind;    /* watches: VEGA__WATCH_POLL, _ACCEPT or _RECV; 0 for a task's op */
     bool unwatching; /* watches: unwatch was asked (driver-private) */
     bool poll_ended; /* watches: the kernel sent the registration's last event (driver-private) */
     uint8_t removes; /* watches: removal requests the kernel has not answered (driver-private) */
-    uint8_t kind;    /* watches: VEGA__WATCH_POLL, _ACCEPT or _RECV */
-    /* Receive watches (io_uring): the one receive in flight, and what it brought that nobody
-     * read yet. Guarded by the owner's op lock; read through vega__watch_read. */
-    bool recv_armed;             /* a receive (or the poll standing in for it) is in flight */
-    bool recv_poll;              /* what is in flight is a poll (the ring had no buffer) */
-    bool recv_stopping;          /* the multishot receive was asked to end (enough held) */
-    uint16_t rb_held;            /* buffers held */
-    int32_t rb_bid, rb_tail;     /* first and last buffer held (a list in the driver), -1: none */
-    uint32_t rb_off;             /* bytes of the first buffer read already */
-    int rb_end;                  /* after the bytes: 1 end of stream, < 0 an error, 0 neither */
-    struct vega_task *rb_waiter; /* a reader waiting for the receive in flight */
+    /* A task's operation and a watch never share an op, so their own fields share the bytes: a
+     * parked connection keeps its watch's op, and every byte of it counts. */
+    union {
+        struct {                          /* a task's operation (task != NULL) */
+            struct vega__op *cancel_next; /* owner's cancel mailbox */
+            atomic_int done;
+            atomic_int cancel_state; /* a cancel asked of another worker, and its answer */
+            /* Kernel operations (io_uring only): fills the SQE (a struct io_uring_sqe *). */
+            void (*prep)(void *sqe, struct vega__op *op);
+            void *arg; /* for prep */
+        };
+        struct { /* a watch (task == NULL) */
+            /* Receive watches (io_uring): the one receive in flight, and what it brought that
+             * nobody read yet. Guarded by the owner's op lock; read through vega__watch_read. */
+            struct vega_task *rb_waiter; /* a reader waiting for the receive in flight */
+            int32_t rb_bid;              /* first buffer held (a list in the driver), -1: none */
+            int32_t rb_tail;             /* last buffer held, -1: none */
+            uint32_t rb_off;             /* bytes of the first buffer read already */
+            int rb_end;         /* after the bytes: 1 end of stream, < 0 an error, 0 neither */
+            uint16_t rb_held;   /* buffers held */
+            bool recv_armed;    /* a receive (or the poll standing in for it) is in flight */
+            bool recv_poll;     /* what is in flight is a poll (the ring had no buffer) */
+            bool recv_stopping; /* the multishot receive was asked to end (enough held) */
+        };
+    };
 };
 
 /* Watch kinds (op->kind). */
@@ -323,7 +332,7 @@ void vega__watch_set_ready(struct vega__watch *w, unsigned revents);
  */
 vega_ssize vega__watch_read(struct vega__watch *w, void *buf, size_t len, vega_deadline dl);
 /* True when a receive watch holds bytes or has a receive in flight (any thread). */
-bool vega__watch_holds(struct vega__watch *w);
+bool vega__watch_holds(const struct vega__watch *w);
 
 /*
  * A kernel-side multishot registration without the arm/fire machine (kind VEGA__WATCH_ACCEPT):
@@ -347,7 +356,12 @@ void vega__watch_sync_home(struct vega__watch *w);
 /* True when the caller runs on w's home worker. */
 bool vega__watch_on_home(const struct vega__watch *w);
 
-/* op->res of the last call of a watch's on_complete, after unwatch. */
+/* Home thread, op lock held: what the driver calls for each event of a watch's op (a task-less
+ * op): a started watch's result (kind VEGA__WATCH_ACCEPT) or an armed watch's readiness or
+ * receive. Dispatched on op->kind rather than through a pointer in every op. */
+void vega__watch_event(struct vega__op *op);
+
+/* op->res of the last vega__watch_event of a watch, after unwatch. */
 #define VEGA__WATCH_GONE INT32_MIN
 
 struct vega__driver_ops {
@@ -363,7 +377,7 @@ struct vega__driver_ops {
     int (*poll_start)(struct vega__worker *w, struct vega__op *op);
     /* Starts a kernel operation: op->prep fills an SQE. NULL when the driver has none (epoll). */
     int (*submit)(struct vega__worker *w, struct vega__op *op);
-    /* Persistent readiness registration: op->on_complete(op) runs (owner thread, op lock held)
+    /* Persistent readiness registration: vega__watch_event(op) runs (owner thread, op lock held)
      * for every readiness event with op->res = revents. After unwatch it runs once more with
      * op->res = VEGA__WATCH_GONE, and never again. Owner thread only. */
     int (*watch)(struct vega__worker *w, struct vega__op *op);

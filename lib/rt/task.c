@@ -440,6 +440,7 @@ int vega__park(vega_deadline dl, unsigned flags, const char *reason)
         if (eff <= now)
             return -ETIMEDOUT;
         tm.task = t;
+        tm.call = false;
         tm.wheel = NULL;
         vega__wheel_insert(&w->wheel, &tm, vega__ns_to_ms_ceil(rt, eff));
     }

@@ -91,6 +91,14 @@ static void on_kernel_event(struct vega__op *op)
     w->fn(w, op->res);
 }
 
+void vega__watch_event(struct vega__op *op)
+{
+    if (op->kind == VEGA__WATCH_ACCEPT)
+        on_kernel_event(op);
+    else
+        on_event(op);
+}
+
 /* The arming worker's thread, wheel lock held: the deadline passed. */
 static void on_timeout(struct vega__timer *tm)
 {
@@ -148,15 +156,12 @@ int vega__watch_arm(struct vega__watch *w, int fd, uint32_t events, vega_deadlin
                                   .owner = me,
                                   .fd = fd,
                                   .events = events,
-                                  .on_complete = on_event,
                                   .kind = recv ? VEGA__WATCH_RECV : VEGA__WATCH_POLL,
                                   .rb_bid = -1,
                                   .rb_tail = -1};
-        atomic_init(&w->op.done, 0);
-        atomic_init(&w->op.cancel_state, 0);
         atomic_init(&w->state, 0);
         atomic_init(&w->revents, 0);
-        w->timer = (struct vega__timer){.task = NULL, .fire = on_timeout};
+        w->timer = (struct vega__timer){.fire = on_timeout, .call = true};
         w->rearm_queued = false;
         atomic_init(&w->close_posted, false);
         vega__spin_lock(&me->cancel_lock);
@@ -250,7 +255,7 @@ vega_ssize vega__watch_read(struct vega__watch *w, void *buf, size_t len, vega_d
     return r;
 }
 
-bool vega__watch_holds(struct vega__watch *w)
+bool vega__watch_holds(const struct vega__watch *w)
 {
     if (!w->registered || w->op.kind != VEGA__WATCH_RECV)
         return false;
@@ -273,17 +278,10 @@ int vega__watch_start(struct vega__watch *w, int fd, unsigned kind,
         return -ECANCELED;
     w->fn = fn;
     w->gone = gone;
-    w->op = (struct vega__op){.task = NULL,
-                              .owner = me,
-                              .fd = fd,
-                              .on_complete = on_kernel_event,
-                              .kind = (uint8_t)kind,
-                              .rb_bid = -1,
-                              .rb_tail = -1};
-    atomic_init(&w->op.done, 0);
-    atomic_init(&w->op.cancel_state, 0);
+    w->op = (struct vega__op){
+        .task = NULL, .owner = me, .fd = fd, .kind = (uint8_t)kind, .rb_bid = -1, .rb_tail = -1};
     atomic_init(&w->state, 0);
-    w->timer = (struct vega__timer){.task = NULL, .fire = on_timeout};
+    w->timer = (struct vega__timer){.fire = on_timeout, .call = true};
     w->rearm_queued = false;
     atomic_init(&w->close_posted, false);
     vega__spin_lock(&me->cancel_lock);
@@ -411,10 +409,10 @@ void vega__watch_fini(struct vega__worker *home)
     struct vega__watch *w = home->watches;
     while (w) {
         struct vega__watch *next = w->next;
-        if (w->op.unwatching || w->op.on_complete == on_kernel_event) {
+        if (w->op.unwatching || w->op.kind == VEGA__WATCH_ACCEPT) {
             w->op.unwatching = true;
             w->op.res = VEGA__WATCH_GONE;
-            w->op.on_complete(&w->op);
+            vega__watch_event(&w->op);
         } else {
             w->op.rb_bid = w->op.rb_tail = -1;
             w->op.rb_held = 0;

@@ -157,7 +157,8 @@ size_t vega__wheel_advance(struct vega__wheel *wh, uint64_t now_ms)
             if (t->when_ms <= now_ms) {
                 wh->count--;
                 fired++;
-                struct vega_task *task = t->task;
+                bool call = t->call;
+                struct vega_task *task = call ? NULL : t->task;
                 t->fired = true;
                 /* A task's entry lives in its park frame, and a task woken by something else
                  * that finds wheel NULL does not take our lock: it may return and reuse that
@@ -165,7 +166,7 @@ size_t vega__wheel_advance(struct vega__wheel *wh, uint64_t now_ms)
                  * t->task race with the stack's next use); a wake of a task that has moved on
                  * is merely spurious (type-stable task memory). */
                 __atomic_store_n(&t->wheel, NULL, __ATOMIC_RELEASE);
-                if (task)
+                if (!call)
                     vega__task_wake(task);
                 else
                     t->fire(t); /* a watch's entry: not on a task's stack */

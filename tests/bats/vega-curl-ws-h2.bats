@@ -8,63 +8,29 @@
 # server without SETTINGS_ENABLE_CONNECT_PROTOCOL). Loopback only.
 
 load helpers
-
-start_peer() { # NAME CMD...: prints the port its "listening" line names
-    local name="$1" log="$BATS_FILE_TMPDIR/$1.log"
-    shift
-    ("$@" >"$log" 2>&1 3>&- </dev/null & echo $! >"$BATS_FILE_TMPDIR/$name.pid")
-    local i
-    for ((i = 0; i < 200; i++)); do
-        grep -q 'listening' "$log" 2>/dev/null && break
-        sleep 0.05
-    done
-    sed -nE 's/.*listening( on [0-9.]+:| )([0-9]+)$/\2/p' "$log" | head -n1
-}
+load ws_helpers
 
 setup_file() {
-    export CURL_BIN="$(vega_bin vega-curl)"
-    local serve
-    serve="$(vega_bin vega-serve)"
-    mkdir -p "$BATS_FILE_TMPDIR/root"
-    TPORT="$(start_peer tls "$serve" --tls -p 0 --ws-echo /ws "$BATS_FILE_TMPDIR/root")"
-    H1PORT="$(start_peer h1 "$serve" --tls --no-http2 -p 0 --ws-echo /ws "$BATS_FILE_TMPDIR/root")"
-    CPORT="$(start_peer h2c "$serve" --h2c -p 0 --ws-echo /ws "$BATS_FILE_TMPDIR/root")"
+    ws_setup_file
+    TPORT="$(start_peer tls "$SERVE" --tls -p 0 --ws-echo /ws "$BATS_FILE_TMPDIR/root")"
+    H1PORT="$(start_peer h1 "$SERVE" --tls --no-http2 -p 0 --ws-echo /ws "$BATS_FILE_TMPDIR/root")"
+    CPORT="$(start_peer h2c "$SERVE" --h2c -p 0 --ws-echo /ws "$BATS_FILE_TMPDIR/root")"
     # HTTP/2 over TLS without RFC 8441 (no WebSocket route: no SETTINGS_ENABLE_CONNECT_PROTOCOL)
-    NPORT="$(start_peer nows "$serve" --tls -p 0 "$BATS_FILE_TMPDIR/root")"
+    NPORT="$(start_peer nows "$SERVE" --tls -p 0 "$BATS_FILE_TMPDIR/root")"
     export TPORT H1PORT CPORT NPORT
     if /usr/bin/python3 -c 'import h2' 2>/dev/null; then
         export PY_PORT="$(start_peer py /usr/bin/python3 "$BATS_TEST_DIRNAME/ws/h2_server.py" echo)"
         export PYR_PORT="$(start_peer pyr /usr/bin/python3 "$BATS_TEST_DIRNAME/ws/h2_server.py" reset)"
         export PYN_PORT="$(start_peer pyn /usr/bin/python3 "$BATS_TEST_DIRNAME/ws/h2_server.py" nosetting)"
     fi
-    head -c 300000 /dev/urandom | tr '\n' 'x' >"$BATS_FILE_TMPDIR/big"
 }
 
 teardown_file() {
-    local f
-    for f in "$BATS_FILE_TMPDIR"/*.pid; do
-        [ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null || true
-    done
+    stop_peers
 }
 
-# python3-h2 is in VEGA_APT_PACKAGES: missing, CI fails here.
 need_h2() {
-    if [ -z "${PY_PORT:-}" ]; then
-        [ -z "${CI:-}" ] || { echo "python3-h2 missing" >&2; return 1; }
-        skip "python3-h2 not installed (scripts/common.sh installs it)"
-    fi
-}
-
-# Text lines and the large binary file through the echo server at URL (options after it).
-echo_both_ways() {
-    local url="$1"
-    shift
-    run timeout 20 bash -c 'printf "hello\nκόσμε\n\nlast\n" | "$CURL_BIN" -s "$@"' _ "$@" "$url"
-    echo "$output"
-    [ "$status" -eq 0 ]
-    [ "$output" = "$(printf 'hello\nκόσμε\n\nlast')" ]
-    timeout 20 "$CURL_BIN" -s --binary "$@" "$url" <"$BATS_FILE_TMPDIR/big" >"$BATS_TEST_TMPDIR/echo"
-    [ "$(tr -d '\n' <"$BATS_TEST_TMPDIR/echo" | sha256sum)" = "$(sha256sum <"$BATS_FILE_TMPDIR/big")" ]
+    need_peer "${PY_PORT:-}" python3-h2
 }
 
 @test "vega-serve --tls: --http2 wss:// goes as an extended CONNECT on HTTP/2 and echoes" {

@@ -9,51 +9,22 @@
 # peer is in Debian 12 (python3-aioquic is not packaged). Loopback only.
 
 load helpers
-
-start_peer() { # NAME CMD...: prints the port its "listening" line names
-    local name="$1" log="$BATS_FILE_TMPDIR/$1.log" ready='HTTP/3 on udp'
-    shift
-    [[ " $* " == *" --no-http3 "* ]] && ready='listening'
-    ("$@" >"$log" 2>&1 3>&- </dev/null & echo $! >"$BATS_FILE_TMPDIR/$name.pid")
-    local i
-    for ((i = 0; i < 200; i++)); do
-        grep -q "$ready" "$log" 2>/dev/null && break
-        sleep 0.05
-    done
-    sed -nE 's/.*listening( on [0-9.]+:| )([0-9]+)$/\2/p' "$log" | head -n1
-}
+load ws_helpers
 
 setup_file() {
-    export CURL_BIN="$(vega_bin vega-curl)"
-    local serve
-    serve="$(vega_bin vega-serve)"
-    mkdir -p "$BATS_FILE_TMPDIR/root"
-    TPORT="$(start_peer tls "$serve" --tls -p 0 --ws-echo /ws "$BATS_FILE_TMPDIR/root")"
+    ws_setup_file
+    export PEER_READY='HTTP/3 on udp' # the QUIC listener is up too
+    TPORT="$(start_peer tls "$SERVE" --tls -p 0 --ws-echo /ws "$BATS_FILE_TMPDIR/root")"
     # HTTP/3 without RFC 9220 (no WebSocket route: no SETTINGS_ENABLE_CONNECT_PROTOCOL)
-    NPORT="$(start_peer nows "$serve" --tls -p 0 "$BATS_FILE_TMPDIR/root")"
+    NPORT="$(start_peer nows "$SERVE" --tls -p 0 "$BATS_FILE_TMPDIR/root")"
     # no HTTP/3 at all (nothing on the UDP port): QUIC cannot connect
-    UPORT="$(start_peer noh3 "$serve" --tls --no-http3 -p 0 --ws-echo /ws "$BATS_FILE_TMPDIR/root")"
+    UPORT="$(PEER_READY=listening start_peer noh3 "$SERVE" --tls --no-http3 -p 0 --ws-echo /ws \
+        "$BATS_FILE_TMPDIR/root")"
     export TPORT NPORT UPORT
-    head -c 300000 /dev/urandom | tr '\n' 'x' >"$BATS_FILE_TMPDIR/big"
 }
 
 teardown_file() {
-    local f
-    for f in "$BATS_FILE_TMPDIR"/*.pid; do
-        [ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null || true
-    done
-}
-
-# Text lines and the large binary file through the echo server at URL (options after it).
-echo_both_ways() {
-    local url="$1"
-    shift
-    run timeout 20 bash -c 'printf "hello\nκόσμε\n\nlast\n" | "$CURL_BIN" -s "$@"' _ "$@" "$url"
-    echo "$output"
-    [ "$status" -eq 0 ]
-    [ "$output" = "$(printf 'hello\nκόσμε\n\nlast')" ]
-    timeout 20 "$CURL_BIN" -s --binary "$@" "$url" <"$BATS_FILE_TMPDIR/big" >"$BATS_TEST_TMPDIR/echo"
-    [ "$(tr -d '\n' <"$BATS_TEST_TMPDIR/echo" | sha256sum)" = "$(sha256sum <"$BATS_FILE_TMPDIR/big")" ]
+    stop_peers
 }
 
 @test "vega-serve --tls --ws-echo: --http3-only wss:// is an extended CONNECT on HTTP/3 and echoes" {

@@ -6,30 +6,14 @@
 # permessage-deflate. Loopback only.
 
 load helpers
-
-# Starts a server in the background: NAME, then its command; waits for its "listening" line
-# and prints the port it names.
-start_peer() {
-    local name="$1" log="$BATS_FILE_TMPDIR/$1.log"
-    shift
-    ("$@" >"$log" 2>&1 3>&- </dev/null & echo $! >"$BATS_FILE_TMPDIR/$name.pid")
-    local i
-    for ((i = 0; i < 200; i++)); do
-        grep -q 'listening' "$log" 2>/dev/null && break
-        sleep 0.05
-    done
-    sed -nE 's/.*listening( on [0-9.]+:| )([0-9]+)$/\2/p' "$log" | head -n1
-}
+load ws_helpers
 
 setup_file() {
-    export CURL_BIN="$(vega_bin vega-curl)"
-    local serve
-    serve="$(vega_bin vega-serve)"
-    mkdir -p "$BATS_FILE_TMPDIR/root"
-    PORT="$(start_peer serve "$serve" -p 0 --ws-echo /ws "$BATS_FILE_TMPDIR/root")"
+    ws_setup_file
+    PORT="$(start_peer serve "$SERVE" -p 0 --ws-echo /ws "$BATS_FILE_TMPDIR/root")"
     [ -n "$PORT" ] || { cat "$BATS_FILE_TMPDIR/serve.log" >&2; return 1; }
     export WS="ws://127.0.0.1:$PORT/ws" PORT
-    TPORT="$(start_peer tls "$serve" --tls -p 0 --ws-echo /ws "$BATS_FILE_TMPDIR/root")"
+    TPORT="$(start_peer tls "$SERVE" --tls -p 0 --ws-echo /ws "$BATS_FILE_TMPDIR/root")"
     export TPORT
     export NODE_PATH=/usr/share/nodejs # Debian's node modules
     if /usr/bin/python3 -c 'import websockets' 2>/dev/null; then
@@ -40,35 +24,10 @@ setup_file() {
         export NODE_PORT="$(start_peer node node "$BATS_TEST_DIRNAME/ws/echo_server.js" none)"
         export NODEZ_PORT="$(start_peer nodez node "$BATS_TEST_DIRNAME/ws/echo_server.js" deflate)"
     fi
-    # a large binary file without newlines (each echoed message is printed with one)
-    head -c 300000 /dev/urandom | tr '\n' 'x' >"$BATS_FILE_TMPDIR/big"
 }
 
 teardown_file() {
-    local f
-    for f in "$BATS_FILE_TMPDIR"/*.pid; do
-        [ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null || true
-    done
-}
-
-# The peers are in VEGA_APT_PACKAGES (python3-websockets, node-ws): missing, CI fails here.
-need_peer() {
-    if [ -z "$1" ]; then
-        [ -z "${CI:-}" ] || { echo "$2 missing" >&2; return 1; }
-        skip "$2 not installed (scripts/common.sh installs it)"
-    fi
-}
-
-# Text lines and the large binary file through the echo server at URL (extra options after it).
-echo_both_ways() {
-    local url="$1"
-    shift
-    run timeout 20 bash -c 'printf "hello\nκόσμε\n\nlast\n" | "$CURL_BIN" -s "$@"' _ "$@" "$url"
-    echo "$output"
-    [ "$status" -eq 0 ]
-    [ "$output" = "$(printf 'hello\nκόσμε\n\nlast')" ]
-    timeout 20 "$CURL_BIN" -s --binary "$@" "$url" <"$BATS_FILE_TMPDIR/big" >"$BATS_TEST_TMPDIR/echo"
-    [ "$(tr -d '\n' <"$BATS_TEST_TMPDIR/echo" | sha256sum)" = "$(sha256sum <"$BATS_FILE_TMPDIR/big")" ]
+    stop_peers
 }
 
 @test "vega-serve: text lines and a 300 KB binary file echo whole (the Close after them)" {

@@ -194,3 +194,75 @@ log_drop_case() {
 @test "access log: a log that stops taking bytes drops lines and counts them; requests go on (epoll)" {
     log_drop_case epoll
 }
+
+# metric NAME: the value of the runtime gauge NAME from --metrics ($MURL).
+metric() {
+    c --max-time 10 "$MURL" | sed -nE "s/^$1 ([0-9]+)\$/\\1/p"
+}
+
+# wait_metric NAME VALUE: waits (10 s at most) until the gauge NAME reads VALUE.
+wait_metric() {
+    local i
+    for ((i = 0; i < 200; i++)); do
+        [ "$(metric "$1")" = "$2" ] && return 0
+        sleep 0.05
+    done
+    echo "$1 never reached $2 (last: $(metric "$1"))" >&2
+    return 1
+}
+
+@test "a full blocking pool answers 503 with Retry-After, and the server recovers (epoll)" {
+    # Under epoll every open and stat is a blocking-pool job. One thread, one queued job: a
+    # stalled open holds the thread, a second request's open waits in the queue, a third finds
+    # the queue full.
+    make_tree
+    printf 'second stall\n' >"$T/back/stall-two.txt"
+    start_serve --workers 1 --driver epoll --blocking-threads 1 --blocking-queue 1 \
+        --metrics 127.0.0.1:0 "$T/www"
+    MURL="$(sed -nE 's|.*metrics on (http://[0-9.]+:[0-9]+/metrics)$|\1|p' "$SLOG" | head -n1)"
+    [ -n "$MURL" ]
+    [ "$(c --max-time 10 "$U/hot.txt")" = "hot file" ] # now in the cache: needs no pool
+    # The two held requests retry a 503 (curl honours Retry-After): once released they still
+    # share one thread and one queue slot, so one's later fstat or read may find the slot
+    # taken by the other's, and is refused the same way.
+    (curl -sS --max-time 60 --retry 5 -o "$T/one.out" "$U/slow/stall-me.txt" 2>"$T/one.err" 3>&- &
+        echo $! >"$T/one.pid")
+    local i
+    for ((i = 0; i < 200; i++)); do
+        [ -e "$T/gate.entered" ] && break
+        sleep 0.05
+    done
+    [ -e "$T/gate.entered" ] # the first open holds the pool's one thread
+    [ "$(metric vega_rt_blocking_threads)" = 1 ]
+    [ "$(metric vega_rt_blocking_queue_depth)" = 0 ]
+    (curl -sS --max-time 60 --retry 5 -o "$T/two.out" "$U/slow/stall-two.txt" 2>"$T/two.err" 3>&- &
+        echo $! >"$T/two.pid")
+    wait_metric vega_rt_blocking_queue_depth 1 # the second open waits in the queue
+    # The queue is full: a request that needs the pool is refused at once, with a hint.
+    c --max-time 10 -D "$T/h3" -o "$T/three.out" "$U/other.txt"
+    head -n1 "$T/h3" | grep -q '^HTTP/1.1 503'
+    grep -qi '^Retry-After: 1' "$T/h3"
+    grep -q '^503 Service Unavailable$' "$T/three.out"
+    # So is a folder (its open is a job too); a cached file is not (no job at all).
+    [ "$(c --max-time 10 -o /dev/null -w '%{http_code}' "$U/")" = 503 ]
+    [ "$(c --max-time 10 "$U/hot.txt")" = "hot file" ]
+    # Nothing was queued by the refusals, and the two held requests are still waiting.
+    [ "$(metric vega_rt_blocking_queue_depth)" = 1 ]
+    kill -0 "$(cat "$T/one.pid")"
+    kill -0 "$(cat "$T/two.pid")"
+    # Released: both held requests complete, in full (never a 500), and the pool takes work
+    # again.
+    touch "$T/gate"
+    wait_pid_exit "$(cat "$T/one.pid")" 30 || true
+    wait_pid_exit "$(cat "$T/two.pid")" 30 || true
+    for ((i = 0; i < 600; i++)); do
+        kill -0 "$(cat "$T/one.pid")" 2>/dev/null || kill -0 "$(cat "$T/two.pid")" 2>/dev/null ||
+            break
+        sleep 0.05
+    done
+    [ "$(cat "$T/one.out")" = "stalled file" ] || { cat "$T/one.out" "$T/one.err" "$SLOG" >&2; return 1; }
+    [ "$(cat "$T/two.out")" = "second stall" ] || { cat "$T/two.out" "$T/two.err" "$SLOG" >&2; return 1; }
+    [ "$(c --max-time 10 "$U/other.txt")" = "other file" ]
+    [ "$(c --max-time 10 -o /dev/null -w '%{http_code}' "$U/")" = 200 ]
+    [ "$(metric vega_rt_blocking_queue_depth)" = 0 ]
+}

@@ -342,8 +342,19 @@ typedef struct vega_http_server_stats {
     uint64_t timeouts;      /* connections closed by a header/body/idle/write timeout */
 } vega_http_server_stats;
 
-/* Fills st (a consistent-enough snapshot). Context: any thread. Since 0.1. */
-VEGA_API void vega_http_server_get_stats(const vega_http_server *srv, vega_http_server_stats *st);
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI, as for options): counters
+ * are only ever appended, and a caller built against an older layout gets that layout's
+ * prefix filled, nothing past it. */
+#define VEGA_HTTP_SERVER_STATS_VERSION 1
+
+/* Fills st (a consistent-enough snapshot) up to the end of layout stats_version (the macro
+ * vega_http_server_get_stats passes VEGA_HTTP_SERVER_STATS_VERSION). Returns 0; -EINVAL (srv
+ * or st NULL, or a layout this library does not know: st is left as it was). Context: any
+ * thread. Since 0.1 (versioned since 0.2). */
+VEGA_API int vega_http_server_get_stats_versioned(const vega_http_server *srv,
+                                                  vega_http_server_stats *st, int stats_version);
+#define vega_http_server_get_stats(...)                                                            \
+    vega_http_server_get_stats_versioned(__VA_ARGS__, VEGA_HTTP_SERVER_STATS_VERSION)
 
 /*
  * Writes the server's metrics to out in the Prometheus text exposition format 0.0.4 (serve it

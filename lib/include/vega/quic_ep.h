@@ -314,9 +314,20 @@ typedef struct vega_quic_endpoint_stats {
     uint64_t hs_duration_sum_ns;
 } vega_quic_endpoint_stats;
 
-/* Fills st. Context: any thread. Since 0.1. */
-VEGA_API void vega_quic_endpoint_get_stats(const vega_quic_endpoint *ep,
-                                           vega_quic_endpoint_stats *st);
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI, as for options): counters
+ * are only ever appended, and a caller built against an older layout gets that layout's
+ * prefix filled, nothing past it. */
+#define VEGA_QUIC_ENDPOINT_STATS_VERSION 1
+
+/* Fills st up to the end of layout stats_version (the macro vega_quic_endpoint_get_stats
+ * passes VEGA_QUIC_ENDPOINT_STATS_VERSION). Returns 0; -EINVAL (ep or st NULL, or a layout
+ * this library does not know: st is left as it was). Context: any thread. Since 0.1
+ * (versioned since 0.2). */
+VEGA_API int vega_quic_endpoint_get_stats_versioned(const vega_quic_endpoint *ep,
+                                                    vega_quic_endpoint_stats *st,
+                                                    int stats_version);
+#define vega_quic_endpoint_get_stats(...)                                                          \
+    vega_quic_endpoint_get_stats_versioned(__VA_ARGS__, VEGA_QUIC_ENDPOINT_STATS_VERSION)
 
 /* The endpoint's first socket's local address (after listen). Returns 0, -ENOTCONN (no socket
  * yet); -EINVAL (a NULL argument). Context: any thread. Since 0.1. */

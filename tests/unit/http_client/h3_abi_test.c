@@ -7,44 +7,9 @@
 #include <errno.h>
 #include <stddef.h>
 
+#include "abi_old.h"
 #include "client_int.h"
 #include "hc_util.h"
-
-/* Layout 1 as 0.1 shipped it: what a program built then has. */
-struct opts_v1 {
-    vega_tls_config *tls;
-    vega_http1_limits limits;
-    size_t max_idle_per_origin;
-    uint64_t idle_timeout_ns;
-    uint64_t connect_timeout_ns;
-    uint64_t max_body;
-    const char *user_agent;
-    vega_http_connect_fn connect;
-    void *connect_user;
-    const vega_mem *mem;
-};
-
-struct request_v1 {
-    const char *method;
-    const char *url;
-    const vega_http_field *fields;
-    size_t nfields;
-    const void *body;
-    size_t body_len;
-    vega_http_body_fn body_fn;
-    void *body_user;
-    uint64_t body_length;
-    bool decompress;
-    bool expect_continue;
-    bool fresh_connection;
-    int version;
-    vega_deadline deadline;
-    vega_http_trace_fn trace;
-    void *trace_user;
-    bool body_file;
-    int body_fd;
-    uint64_t body_offset;
-};
 
 VTEST(v1_layouts_are_prefixes)
 {
@@ -59,35 +24,26 @@ VTEST(v1_layouts_are_prefixes)
            offsetof(vega_http_client_opts, happy_eyeballs_delay_ms) + sizeof(unsigned) +
                _Alignof(vega_tcp_local));
     VCHECK_EQ(VEGA_HTTP_CLIENT_REQUEST_VERSION, 2);
-    VCHECK_EQ(sizeof(struct opts_v1), offsetof(vega_http_client_opts, quic_ca));
-    VCHECK_EQ(sizeof(struct request_v1), offsetof(vega_http_client_request, h3_fallback));
-    VCHECK_EQ(offsetof(struct opts_v1, mem), offsetof(vega_http_client_opts, mem));
-    VCHECK_EQ(offsetof(struct request_v1, body_offset),
-              offsetof(vega_http_client_request, body_offset));
+    /* the v1 structs' shapes, and that no layout's _init writes past it: the layout table,
+     * tests/unit/base/compat_test.c */
 }
 
-/* _init of layout 1 fills its prefix only: the bytes after it stay as they were. */
-VTEST(v1_init_writes_the_prefix_only)
+/* _init of layout 1 sets its defaults. */
+VTEST(v1_init_sets_the_defaults)
 {
     struct {
-        struct opts_v1 o;
-        unsigned char canary[64];
+        struct http_client_opts_v1 o;
     } a;
     memset(&a, 0xa5, sizeof a);
     vega_http_client_opts_init_versioned((vega_http_client_opts *)&a.o, 1);
     VCHECK_EQ(a.o.max_idle_per_origin, 8);
     VCHECK_EQ(a.o.max_body, 1ull << 30);
-    for (size_t i = 0; i < sizeof a.canary; i++)
-        VCHECK_EQ(a.canary[i], 0xa5);
     struct {
-        struct request_v1 r;
-        unsigned char canary[64];
+        struct http_client_request_v1 r;
     } b;
     memset(&b, 0xa5, sizeof b);
     vega_http_client_request_init_versioned((vega_http_client_request *)&b.r, 1);
     VCHECK(b.r.url == NULL && b.r.deadline == VEGA_DEADLINE_NEVER);
-    for (size_t i = 0; i < sizeof b.canary; i++)
-        VCHECK_EQ(b.canary[i], 0xa5);
 }
 
 /* A client and a request of layout 1 work against a server, whatever bytes follow them; the
@@ -98,7 +54,7 @@ VTEST_CT(v1_client_and_request_work)
     hs_step(h, (struct hs_step){.resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nv1"});
     hs_start(h);
     struct {
-        struct opts_v1 o;
+        struct http_client_opts_v1 o;
         unsigned char junk[64];
     } a;
     memset(&a, 0xff, sizeof a);
@@ -107,7 +63,7 @@ VTEST_CT(v1_client_and_request_work)
     vega_http_client *c;
     VCHECK_EQ(vega_http_client_new_versioned(&c, (vega_http_client_opts *)&a.o, 1), 0);
     struct {
-        struct request_v1 r;
+        struct http_client_request_v1 r;
         unsigned char junk[64];
     } b;
     memset(&b, 0xff, sizeof b);
@@ -148,8 +104,8 @@ VTEST(v2_options_checked)
     vega_http_client_free(c);
 }
 
-/* Layout 3 (before quic_qlog_dir): its _init writes up to the qlog field and no further, and
- * a client made from it, whatever bytes follow, has no qlog directory. */
+/* Layout 3 (before quic_qlog_dir): a client made from it, whatever bytes follow, has no qlog
+ * directory. */
 VTEST(v3_layout_stops_before_qlog)
 {
     enum {
@@ -164,8 +120,6 @@ VTEST(v3_layout_stops_before_qlog)
     vega_http_client_opts_init_versioned(&a.o, 3);
     VCHECK_EQ(a.o.max_idle_per_origin, 8);
     VCHECK(a.o.proxy == NULL);
-    for (size_t i = V3; i < sizeof a.b; i++)
-        VCHECK_EQ(a.b[i], 0xa5);
     vega_http_client *c = NULL;
     VCHECK_EQ(vega_http_client_new_versioned(&c, &a.o, 3), 0);
     VCHECK(c != NULL && c->o.quic_qlog_dir == NULL);
@@ -194,8 +148,6 @@ VTEST(v4_layout_stops_before_key_update)
     memset(&a, 0xa5, sizeof a);
     vega_http_client_opts_init_versioned(&a.o, 4);
     VCHECK(a.o.quic_qlog_dir == NULL);
-    for (size_t i = V4; i < sizeof a.b; i++)
-        VCHECK_EQ(a.b[i], 0xa5);
     vega_http_client *c = NULL;
     VCHECK_EQ(vega_http_client_new_versioned(&c, &a.o, 4), 0);
     VCHECK(c != NULL && !c->o.quic_key_update);
@@ -224,8 +176,6 @@ VTEST(v5_layout_stops_before_ip_family)
     memset(&a, 0xa5, sizeof a);
     vega_http_client_opts_init_versioned(&a.o, 5);
     VCHECK(!a.o.quic_key_update);
-    for (size_t i = V5; i < sizeof a.b; i++)
-        VCHECK_EQ(a.b[i], 0xa5);
     vega_http_client *c = NULL;
     VCHECK_EQ(vega_http_client_new_versioned(&c, &a.o, 5), 0);
     VCHECK(c != NULL);
@@ -250,8 +200,6 @@ VTEST(v6_layout_stops_before_quic_migrate)
     memset(&a, 0xa5, sizeof a);
     vega_http_client_opts_init_versioned(&a.o, 6);
     VCHECK_EQ(a.o.tcp_keepalive_s, 0u);
-    for (size_t i = V6; i < sizeof a.b; i++)
-        VCHECK_EQ(a.b[i], 0xa5);
     vega_http_client *c = NULL;
     VCHECK_EQ(vega_http_client_new_versioned(&c, &a.o, 6), 0);
     VCHECK(c != NULL);
@@ -275,8 +223,6 @@ VTEST(v7_layout_stops_before_dns_servers)
     memset(&a, 0xa5, sizeof a);
     vega_http_client_opts_init_versioned(&a.o, 7);
     VCHECK_EQ(a.o.quic_migrate_after_ns, 0u);
-    for (size_t i = V7; i < sizeof a.b; i++)
-        VCHECK_EQ(a.b[i], 0xa5);
     vega_http_client *c = NULL;
     VCHECK_EQ(vega_http_client_new_versioned(&c, &a.o, 7), 0);
     VCHECK(c != NULL);
@@ -300,9 +246,6 @@ VTEST(v7_layout_stops_before_dns_servers)
 /* Layout 8 (before local): its _init and _new leave layout 9's local side alone and unbound. */
 VTEST(v8_layout_stops_before_local)
 {
-    enum {
-        V8 = offsetof(vega_http_client_opts, local)
-    };
     union {
         vega_http_client_opts o;
         unsigned char b[sizeof(vega_http_client_opts) + 64];
@@ -310,8 +253,6 @@ VTEST(v8_layout_stops_before_local)
     memset(&a, 0xa5, sizeof a);
     vega_http_client_opts_init_versioned(&a.o, 8);
     VCHECK_EQ(a.o.happy_eyeballs_delay_ms, 0u);
-    for (size_t i = V8; i < sizeof a.b; i++)
-        VCHECK_EQ(a.b[i], 0xa5);
     vega_http_client *c = NULL;
     VCHECK_EQ(vega_http_client_new_versioned(&c, &a.o, 8), 0);
     VCHECK(c != NULL);
@@ -325,17 +266,12 @@ VTEST(v8_layout_stops_before_local)
  * client traces no frame (0xa5 bytes read as a hook would crash at the first one). */
 VTEST(v9_layout_stops_before_h2_frame)
 {
-    enum {
-        V9 = offsetof(vega_http_client_opts, h2_frame)
-    };
     union {
         vega_http_client_opts o;
         unsigned char b[sizeof(vega_http_client_opts) + 64];
     } a;
     memset(&a, 0xa5, sizeof a);
     vega_http_client_opts_init_versioned(&a.o, 9);
-    for (size_t i = V9; i < sizeof a.b; i++)
-        VCHECK_EQ(a.b[i], 0xa5);
     vega_http_client *c = NULL;
     VCHECK_EQ(vega_http_client_new_versioned(&c, &a.o, 9), 0);
     VCHECK(c != NULL);

