@@ -231,6 +231,12 @@ int curl_read_failed(struct xfer *x, const vega_http_client_info *in, int e)
     } else if (e == -ENOMEM) {
         code = CE_OUT_OF_MEMORY;
         snprintf(r->errmsg, sizeof(r->errmsg), "Out of memory");
+    } else if (e == VEGA_ERR_QUIC_EP_CLOSED && x->werr.kind == VEGA_HTTP_CLIENT_WIRE_QUIC &&
+               x->werr.local && x->werr.reason[0]) {
+        /* closed here for a reason of ours (a SOCKS5 relay's association ended ...) */
+        code = CE_RECV_ERROR;
+        snprintf(r->errmsg, sizeof(r->errmsg), "Failure when receiving data from the peer: %s (%s)",
+                 vega_strerror(e), x->werr.reason);
     } else {
         code = CE_RECV_ERROR;
         snprintf(r->errmsg, sizeof(r->errmsg), "Failure when receiving data from the peer: %s",

@@ -112,7 +112,9 @@ static const char usage_text[] =
     "      --retry-all-errors   every failure is\n"
     "  -x, --proxy URL          go through a proxy: http:// (default), https://, socks4://,\n"
     "                           socks4a://, socks5://, socks5h:// (the proxy resolves); port\n"
-    "                           1080 unless given (443 for https://); \"\" = none\n"
+    "                           1080 unless given (443 for https://); \"\" = none. HTTP/3\n"
+    "                           goes through socks5:// and socks5h:// (UDP ASSOCIATE relay);\n"
+    "                           other proxies: --http3 falls back to TCP, --http3-only exit 97\n"
     "  -U, --proxy-user U:P     proxy credentials (SOCKS5 RFC 1929, HTTP Basic)\n"
     "      --socks5 H:P         SOCKS5 proxy, names resolved here (also --socks5-hostname,\n"
     "                           --socks4, --socks4a)\n"
@@ -258,6 +260,7 @@ static const char usage_text[] =
     "  vega-curl -s -o /dev/null -w '%{http_code} %{time_total}\\n' http://127.0.0.1:8080/\n"
     "  vega-curl --resolve example.com:443:127.0.0.1 --cacert ca.pem https://example.com/\n"
     "  vega-curl --http3 -o big.iso https://example.com/big.iso\n"
+    "  vega-curl --http3-only -x socks5h://127.0.0.1:1080 https://example.com/\n"
     "  vega-curl --alt-svc altsvc.txt --tls-session-file sess.txt https://example.com/\n";
 
 enum {

@@ -16,7 +16,8 @@ static vega_proxy_url purl;
 static vega_proxy_opts popts;
 static char puser[VEGA_PROXY_MAX_CRED + 1], ppass[VEGA_PROXY_MAX_CRED + 1];
 static vega_tls_config *ptls;
-static atomic_int connect_status; /* the last CONNECT reply's status, 0 = none */
+static atomic_int connect_status;  /* the last CONNECT reply's status, 0 = none */
+static atomic_int socks_code = -1; /* the last SOCKS reply's code, -1 = none */
 static bool verbose;
 
 /* The environment variable that names a proxy for scheme, as curl reads it. */
@@ -53,6 +54,8 @@ static void on_reply(void *user, const vega_proxy_reply *r)
     (void)user;
     if (r->kind == VEGA_PROXY_HTTP || r->kind == VEGA_PROXY_HTTPS)
         atomic_store(&connect_status, r->code);
+    else
+        atomic_store(&socks_code, r->code);
 }
 
 int curl_proxy_http_connect(void)
@@ -169,17 +172,26 @@ int curl_proxy_failed(int e, char *msg, size_t cap)
             snprintf(msg, cap, "CONNECT tunnel failed, response %d", st);
             return CE_RECV_ERROR;
         }
-        snprintf(msg, cap, "%s",
-                 e == VEGA_ERR_PROXY_AUTH ? "proxy authentication failed (SOCKS)"
-                                          : "Can't complete SOCKS connection to the destination");
+        if (e == VEGA_ERR_PROXY_AUTH) {
+            snprintf(msg, cap, "proxy authentication failed (SOCKS)");
+        } else {
+            int sc = atomic_load(&socks_code);
+            bool s5 = p->kind == VEGA_PROXY_SOCKS5 || p->kind == VEGA_PROXY_SOCKS5H;
+            if (sc >= 0)
+                snprintf(msg, cap,
+                         "Can't complete SOCKS connection to the destination (reply %d: %s)", sc,
+                         s5 ? vega_proxy_socks5_reply_str(sc) : vega_proxy_socks4_reply_str(sc));
+            else
+                snprintf(msg, cap, "Can't complete SOCKS connection to the destination");
+        }
         return CE_PROXY;
     case VEGA_ERR_PROXY_HANDSHAKE:
         snprintf(msg, cap, "Proxy handshake failed: %s", vega_strerror(e));
         return CE_PROXY;
     case VEGA_ERR_PROXY_UNSUPPORTED:
         snprintf(msg, cap, "%s",
-                 "HTTP/3 is not supported through a proxy, nor this destination "
-                 "in this proxy protocol");
+                 "HTTP/3 is not supported through an HTTP or SOCKS4 proxy (SOCKS5 carries it), "
+                 "nor this destination in this proxy protocol");
         return CE_PROXY;
     case -ECONNREFUSED:
     case -EHOSTUNREACH:

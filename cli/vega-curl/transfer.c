@@ -188,8 +188,12 @@ static void verbose_quic(struct xfer *x, const vega_http_client_info *in)
         info_line("Re-using existing HTTP/3 connection with host %s", x->host);
     } else {
         static const char *const early[] = {"not offered", "offered", "accepted", "rejected"};
-        info_line("QUIC: connected to %s port %u (host %s)", x->res.remote_ip, x->res.remote_port,
-                  x->host);
+        if (curl_proxy_active()) /* no peer address known (socks5h: the proxy resolves) */
+            info_line("QUIC: connected to %s port %u through the proxy's UDP relay", x->host,
+                      (unsigned)x->port);
+        else
+            info_line("QUIC: connected to %s port %u (host %s)", x->res.remote_ip,
+                      x->res.remote_port, x->host);
         info_line("QUIC: version %s (0x%08x), ALPN %s, cipher %s",
                   in->quic_version == VEGA_QUIC_V2 ? "2" : "1", (unsigned)in->quic_version,
                   in->alpn ? in->alpn : "none", suite_name(in->tls_suite));

@@ -408,11 +408,13 @@ static int pick_version(vega_http_client *c, const vega_http_client_request *req
         /* RFC 9114 §3.1: HTTP/3 is for "https" URIs; a fallback goes by TCP as asked. */
         if (!rq->key.tls)
             return req->h3_fallback ? 0 : VEGA_ERR_HTTP_SCHEME;
-        /* QUIC needs UDP: a connect hook only gives streams, and so does a proxy (curl:
-         * "HTTP/3 is not supported over a proxy"). */
+        /* QUIC needs UDP: a connect hook only gives streams, and so do HTTP and SOCKS4
+         * proxies (curl: "HTTP/3 is not supported over a proxy"); a SOCKS5 proxy carries it
+         * through its UDP relay (RFC 1928 §7, h3_conn.c). */
         if (c->o.connect)
             return req->h3_fallback ? 0 : -EINVAL;
-        if (c->o.proxy)
+        if (c->o.proxy && c->o.proxy->kind != VEGA_PROXY_SOCKS5 &&
+            c->o.proxy->kind != VEGA_PROXY_SOCKS5H)
             return req->h3_fallback ? 0 : VEGA_ERR_PROXY_UNSUPPORTED;
         rq->h3 = true;
         rq->fallback = req->h3_fallback;

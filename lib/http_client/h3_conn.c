@@ -418,13 +418,60 @@ static int addresses(vega_http_client *c, struct hc_h3 *h, vega_deadline dl, veg
     return 0;
 }
 
+/*
+ * Through a SOCKS5 proxy (RFC 1928 §7): one UDP ASSOCIATE per connection, whose relay socket the
+ * connection takes (o->sock). socks5:// resolves here and the datagrams name the first address
+ * (IPv4 first, as vega_proxy_connect picks); socks5h:// sends the name for the proxy to resolve,
+ * and the connection's peer is a stand-in (0.0.0.0 or :: and the port): the relay's answers
+ * from that port are that peer's. addrs[0] receives the peer; no race of addresses.
+ */
+static int socks_dial(vega_http_client *c, struct hc_h3 *h, vega_deadline dl, vega_addr *peer,
+                      vega_quic_connect_opts *o)
+{
+    const vega_proxy_opts *p = c->o.proxy;
+    vega_sock *sock = NULL;
+    int rc;
+    struct hc_key k = {.tls = true, .port = h->dst_port};
+    memcpy(k.host, h->dst_host, sizeof k.host);
+    bool literal = vega_addr_from_ip(peer, h->dst_host, h->dst_port) == 0;
+    if (p->kind == VEGA_PROXY_SOCKS5H && !literal && !vega__hc_resolve_override(c, &k, peer)) {
+        int fam = c->o.ip_family == AF_INET6 ? AF_INET6 : AF_INET;
+        if ((rc = vega_addr_from_ip(peer, fam == AF_INET6 ? "::" : "0.0.0.0", h->dst_port)) < 0)
+            return rc;
+        rc = vega_proxy_udp_associate(&sock, p, h->dst_host, h->dst_port, peer, NULL, dl);
+    } else {
+        vega_addr addrs[HC_H3_MAX_ADDRS];
+        size_t n = 0;
+        if (!literal && (rc = addresses(c, h, dl, addrs, &n)) < 0)
+            return rc;
+        if (!literal) {
+            size_t pick = 0;
+            for (size_t i = 0; i < n; i++)
+                if (addrs[i].ss.ss_family == AF_INET) {
+                    pick = i;
+                    break;
+                }
+            *peer = addrs[pick];
+        }
+        rc = vega_proxy_udp_associate(&sock, p, NULL, 0, NULL, NULL, dl);
+    }
+    if (rc < 0)
+        return rc;
+    o->sock = sock;
+    return 0;
+}
+
 static int dial(vega_http_client *c, struct hc_h3 *h, const struct hc_req *rq, vega_deadline dl)
 {
     vega_addr addrs[HC_H3_MAX_ADDRS];
     size_t n = 0;
-    int rc = addresses(c, h, dl, addrs, &n);
+    vega_quic_connect_opts so;
+    memset(&so, 0, sizeof so);
+    int rc = c->o.proxy ? socks_dial(c, h, dl, &addrs[0], &so) : addresses(c, h, dl, addrs, &n);
     if (rc < 0)
         return rc;
+    if (c->o.proxy)
+        n = 1;
     h->t_dns = vega_now();
     uint8_t *sess, *tok;
     size_t sess_len, tok_len;
@@ -438,6 +485,7 @@ static int dial(vega_http_client *c, struct hc_h3 *h, const struct hc_req *rq, v
         .version = c->o.quic_version,
         /* RFC 8470: only a safe request goes in 0-RTT, which an attacker may replay. */
         .early = c->o.quic_early_data && sess_len && rq->safe,
+        .sock = so.sock, /* taken by the connect */
     };
     struct qrace r = {.ep = c->ep, .o = &o, .dl = dl};
     pthread_mutex_init(&r.mu, NULL);
@@ -547,7 +595,10 @@ static int setup(vega_http_client *c, struct hc_h3 *h)
     vega_quic_ep_conn_unlock(h->qe);
     if (rc < 0)
         return rc;
-    vega_quic_ep_conn_peer(h->qe, &h->peer);
+    /* through a proxy the peer stays empty, as for a TCP tunnel (info.peer): the relay's QUIC
+     * peer may be a stand-in (socks5h) */
+    if (!c->o.proxy)
+        vega_quic_ep_conn_peer(h->qe, &h->peer);
     /* A ticket or token that came before we listened: the endpoint kept them. */
     for (int tok = 0; tok < 2; tok++) {
         vega_ssize n = tok ? vega_quic_ep_conn_get_token(h->qe, NULL, 0)

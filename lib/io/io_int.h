@@ -39,9 +39,33 @@ struct vega_sock {
     /* The peer hung up (or the socket failed) while we watched (POLLRDHUP, POLLHUP, POLLERR):
      * no new readiness event will ever say so again, so every later park fires at once. */
     uint16_t hup;
-    struct vega__accept_ms *ams; /* listener: multishot accept state (io_uring), or NULL */
+    /* One pointer for two kinds of socket (every byte counts): read socks through
+     * vega__udp_relay, which checks the type. */
+    union {
+        struct vega__accept_ms *ams;   /* SOCK_STREAM listener: multishot accept state (io_uring),
+                                          or NULL */
+        struct vega__udp_socks *socks; /* SOCK_DGRAM: SOCKS5 relay mode (udp_socks.c), or NULL */
+    };
     struct vega__sock_park park; /* used from the first vega_sock_park on (VEGA__SOCK_WATCHED) */
 };
+
+/* SOCKS5 relay mode of a UDP socket (udp_socks.c): the batch calls go there when
+ * vega__udp_relay(s) is set; vega__udp_socks_free runs at close, before the listener's ams
+ * (the same pointer) is looked at. */
+static inline struct vega__udp_socks *vega__udp_relay(const struct vega_sock *s)
+{
+    return s->type == SOCK_DGRAM ? s->socks : NULL;
+}
+int vega__udp_socks_send(struct vega_sock *s, const vega_udp_msg *msgs, size_t n, vega_deadline dl);
+int vega__udp_socks_recv(struct vega_sock *s, vega_udp_msg *msgs, size_t n, vega_deadline dl);
+void vega__udp_socks_free(struct vega_sock *s);
+/* The RFC 1928 §7 header codec of relay mode (lib/io may not call lib/proxy's): the header for
+ * a datagram to dst (its length, at most 22; -EINVAL for no IP address), and the parse of a
+ * received one (its length; the address, IPv4 as AF_INET, or *is_name; *port; -1 when malformed,
+ * a fragment or truncated). tests/fuzz/udp_socks_fuzz.c checks them against lib/proxy's. */
+int vega__udp_socks_header_for(const vega_addr *dst, uint8_t *h);
+int vega__udp_socks_header_parse(const uint8_t *in, size_t len, vega_addr *a, bool *is_name,
+                                 uint16_t *port);
 
 /* Wraps fd in a new vega_sock; closes fd and returns NULL when out of memory. */
 struct vega_sock *vega__sock_wrap(int fd, int family, int type);

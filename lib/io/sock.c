@@ -235,6 +235,7 @@ int vega_sock_shutdown(vega_sock *s, int how)
 int vega__sock_free(vega_sock *s)
 {
     int r = 0;
+    vega__udp_socks_free(s);
     if (close(s->fd) < 0 && errno != EINTR)
         r = -errno;
     if (s->flags & VEGA__SOCK_UNLINK)
@@ -248,6 +249,8 @@ int vega_sock_close(vega_sock *s)
 {
     if (!s)
         return 0;
+    vega__udp_socks_free(s); /* a relay socket's state shares the pointer vega__accept_ms_close
+                                reads: gone (NULL) first */
     /* A socket that was ever parked is registered with its home worker's driver: that worker
      * unregisters it, then closes the fd (so the fd number is not reused under the
      * registration) and frees it, perhaps a moment after this returns. */

@@ -122,6 +122,16 @@ vega_ssize vega_udp_send_to(vega_sock *s, const void *buf, size_t len, const veg
     int r = vega__io_check_cancel();
     if (r < 0)
         return r;
+    if (vega__udp_relay(s)) {
+        vega_udp_msg m;
+        memset(&m, 0, sizeof m);
+        m.buf = (void *)buf;
+        m.len = len;
+        if (to)
+            m.addr = *to;
+        r = vega__udp_socks_send(s, &m, 1, dl);
+        return r == 1 ? (vega_ssize)len : r;
+    }
     vega_addr tmp;
     to = vega__udp_dest(s, to, &tmp);
     const struct sockaddr *sa = to ? (const struct sockaddr *)&to->ss : NULL;
@@ -151,6 +161,18 @@ vega_ssize vega_udp_recv_from(vega_sock *s, void *buf, size_t len, vega_addr *fr
     int r = vega__io_check_cancel();
     if (r < 0)
         return r;
+    if (vega__udp_relay(s)) {
+        vega_udp_msg m;
+        memset(&m, 0, sizeof m);
+        m.buf = buf;
+        m.cap = len;
+        r = vega__udp_socks_recv(s, &m, 1, dl);
+        if (r < 0)
+            return r;
+        if (from)
+            *from = m.addr;
+        return (vega_ssize)m.len;
+    }
     for (bool waited = false;;) {
         vega_addr a;
         a.len = sizeof(a.ss);

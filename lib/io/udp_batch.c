@@ -240,6 +240,8 @@ int vega_udp_send_batch(vega_sock *s, const vega_udp_msg *msgs, size_t n, vega_d
     int r = vega__io_check_cancel();
     if (r < 0 || n == 0)
         return r;
+    if (vega__udp_relay(s))
+        return vega__udp_socks_send(s, msgs, n, dl);
     if (n > INT_MAX)
         n = INT_MAX;
     bool gso = (vega_udp_features(s) & VEGA_UDP_GSO) != 0;
@@ -373,6 +375,8 @@ int vega_udp_recv_batch(vega_sock *s, vega_udp_msg *msgs, size_t n, vega_deadlin
     int r = vega__io_check_cancel();
     if (r < 0 || n == 0)
         return r;
+    if (vega__udp_relay(s))
+        return vega__udp_socks_recv(s, msgs, n, dl);
     if (n > INT_MAX)
         n = INT_MAX;
     struct recv_window w;

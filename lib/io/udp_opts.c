@@ -115,6 +115,8 @@ int vega_udp_set_features(vega_sock *s, unsigned features, bool on)
         return -EINVAL;
     if (!is_ip_dgram(s))
         return 0;
+    if (vega__udp_relay(s))
+        return 0; /* a relay socket: each datagram has a header of its own (udp_socks.c) */
     unsigned have = kernel_has();
     unsigned now = 0;
     bool ok;

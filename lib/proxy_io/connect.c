@@ -65,15 +65,9 @@ static const char *kind_name(vega_proxy_kind k)
     }
 }
 
-int vega_proxy_open_versioned(vega_stream **out, const vega_proxy_opts *p, vega_deadline dl,
-                              int opts_version)
+/* TCP to the proxy, traced as curl does. */
+static int open_tcp(const vega_proxy_opts *p, vega_sock **out, vega_deadline dl)
 {
-    if (!out)
-        return -EINVAL;
-    *out = NULL;
-    if (!p || opts_version != VEGA_PROXY_OPTS_VERSION || p->kind <= VEGA_PROXY_NONE ||
-        p->kind > VEGA_PROXY_SOCKS5H || !p->host || !p->host[0] || p->port == 0)
-        return -EINVAL;
     trace(p, VEGA_PROXY_TRACE_INFO, "Trying %s proxy %s port %u...", kind_name(p->kind), p->host,
           (unsigned)p->port);
     vega_sock *sock = NULL;
@@ -89,6 +83,23 @@ int vega_proxy_open_versioned(vega_stream **out, const vega_proxy_opts *p, vega_
     trace(p, VEGA_PROXY_TRACE_INFO, "Connected to proxy %s (%s) port %u", p->host, ps,
           (unsigned)p->port);
     vega_sock_set_nodelay(sock, true);
+    *out = sock;
+    return 0;
+}
+
+int vega_proxy_open_versioned(vega_stream **out, const vega_proxy_opts *p, vega_deadline dl,
+                              int opts_version)
+{
+    if (!out)
+        return -EINVAL;
+    *out = NULL;
+    if (!p || opts_version != VEGA_PROXY_OPTS_VERSION || p->kind <= VEGA_PROXY_NONE ||
+        p->kind > VEGA_PROXY_SOCKS5H || !p->host || !p->host[0] || p->port == 0)
+        return -EINVAL;
+    vega_sock *sock = NULL;
+    int rc = open_tcp(p, &sock, dl);
+    if (rc < 0)
+        return rc;
     vega_stream *s = NULL;
     if (p->kind != VEGA_PROXY_HTTPS) {
         rc = vega_stream_from_sock(&s, sock, 0);
@@ -343,4 +354,136 @@ int vega_proxy_bind_versioned(vega_stream **out, const vega_proxy_opts *p, const
                               int opts_version)
 {
     return proxy_request(out, p, VEGA_PROXY_CMD_BIND, host, port, reply, dl, opts_version);
+}
+
+/* ---- UDP ASSOCIATE ----------------------------------------------------------------------- */
+
+/* The relay's address from the reply's BND (all zeros: the proxy's own address, ctl's peer). */
+static int relay_addr(const vega_proxy_addr *b, vega_sock *ctl, vega_addr *out)
+{
+    static const uint8_t zeros[16];
+    memset(out, 0, sizeof *out);
+    if (b->type == VEGA_PROXY_ATYP_IPV4 || b->type == VEGA_PROXY_ATYP_IPV6) {
+        bool v4 = b->type == VEGA_PROXY_ATYP_IPV4;
+        if (memcmp(b->ip, zeros, v4 ? 4 : 16) == 0) {
+            int rc = vega_sock_peer_addr(ctl, out);
+            if (rc < 0)
+                return rc;
+        } else if (v4) {
+            struct sockaddr_in *a = (struct sockaddr_in *)&out->ss;
+            a->sin_family = AF_INET;
+            memcpy(&a->sin_addr, b->ip, 4);
+            out->len = sizeof *a;
+        } else {
+            struct sockaddr_in6 *a = (struct sockaddr_in6 *)&out->ss;
+            a->sin6_family = AF_INET6;
+            memcpy(&a->sin6_addr, b->ip, 16);
+            out->len = sizeof *a;
+        }
+        vega_addr_set_port(out, b->port);
+        return b->port ? 0 : VEGA_ERR_PROXY_HANDSHAKE;
+    }
+    return VEGA_ERR_PROXY_HANDSHAKE; /* a name (or nothing): no address to send to */
+}
+
+/* The UDP socket: bound where the control connection goes out from when the relay is of that
+ * family (relays check the client's IP), else on the wildcard of the relay's. */
+static int open_udp(vega_sock *ctl, const vega_addr *relay, vega_sock **out)
+{
+    vega_addr local;
+    int fam = vega_addr_family(relay);
+    if (vega_sock_local_addr(ctl, &local) < 0 || vega_addr_family(&local) != fam) {
+        int rc = vega_addr_from_ip(&local, fam == AF_INET6 ? "::" : "0.0.0.0", 0);
+        if (rc < 0)
+            return rc;
+    }
+    vega_addr_set_port(&local, 0);
+    return vega_udp_bind(out, &local, 0);
+}
+
+int vega_proxy_udp_associate_versioned(vega_sock **out, const vega_proxy_opts *p,
+                                       const char *dst_name, uint16_t dst_port,
+                                       const vega_addr *dst_as, vega_proxy_reply *reply,
+                                       vega_deadline dl, int opts_version)
+{
+    if (!out)
+        return -EINVAL;
+    *out = NULL;
+    if (reply) {
+        memset(reply, 0, sizeof *reply);
+        reply->code = -1;
+    }
+    if (!p || opts_version != VEGA_PROXY_OPTS_VERSION || !p->host || !p->host[0] || p->port == 0 ||
+        (dst_name && (!dst_name[0] || !dst_as)))
+        return -EINVAL;
+    if (p->kind != VEGA_PROXY_SOCKS5 && p->kind != VEGA_PROXY_SOCKS5H)
+        return VEGA_ERR_PROXY_UNSUPPORTED; /* UDP goes through SOCKS5 alone */
+    vega_proxy_handshake_opts ho;
+    vega_proxy_handshake_opts_init(&ho);
+    ho.command = VEGA_PROXY_CMD_UDP_ASSOCIATE;
+    ho.kind = VEGA_PROXY_SOCKS5;
+    ho.user = p->user;
+    ho.password = p->password;
+    vega_sock *ctl = NULL;
+    int rc = open_tcp(p, &ctl, dl);
+    if (rc < 0)
+        return rc;
+    trace(p, VEGA_PROXY_TRACE_INFO, "SOCKS5 UDP associate (datagrams to %s)",
+          dst_name ? dst_name : "addresses resolved here");
+    vega_stream *s = NULL;
+    rc = vega_stream_from_sock(&s, ctl, VEGA_STREAM_BORROW);
+    if (rc < 0) {
+        vega_sock_close(ctl);
+        return rc;
+    }
+    struct hs_ctx ctx = {p};
+    vega_proxy_callbacks cb = {.on_reply = on_reply};
+    vega_proxy_handshake *h = NULL;
+    rc = vega_proxy_handshake_new(&h, &cb, &ho, NULL, &ctx);
+    if (rc == 0)
+        rc = run_handshake(p, h, s, false, dl);
+    vega_stream_close(s, 0); /* borrowed: ctl stays open */
+    vega_proxy_reply r;
+    memset(&r, 0, sizeof r);
+    r.code = -1;
+    if (h)
+        r = *vega_proxy_handshake_reply(h);
+    vega_proxy_handshake_free(h);
+    if (reply)
+        *reply = r;
+    if (rc < 0) {
+        if (r.code >= 0)
+            trace(p, VEGA_PROXY_TRACE_INFO, "SOCKS5 reply %d: %s", r.code, r.reason);
+        else if (r.auth_method == 0xFF || r.auth_status > 0)
+            trace(p, VEGA_PROXY_TRACE_INFO, "SOCKS5: authentication refused (method %d, status %d)",
+                  r.auth_method, r.auth_status);
+        vega_sock_close(ctl);
+        return rc;
+    }
+    vega_addr relay;
+    vega_sock *u = NULL;
+    if ((rc = relay_addr(&r.bound, ctl, &relay)) < 0 || (rc = open_udp(ctl, &relay, &u)) < 0) {
+        vega_sock_close(ctl);
+        return rc;
+    }
+    vega_udp_socks5_opts uo;
+    vega_udp_socks5_opts_init(&uo);
+    uo.relay = relay;
+    uo.control = ctl; /* taken, also on failure */
+    uo.dst_name = dst_name;
+    uo.dst_port = dst_port;
+    if (dst_as)
+        uo.dst_as = *dst_as;
+    if ((rc = vega_udp_set_socks5(u, &uo)) < 0) {
+        vega_sock_close(u);
+        return rc;
+    }
+    char rs[80] = "?", ls[80] = "?";
+    vega_addr la;
+    vega_addr_format(&relay, rs, sizeof rs);
+    if (vega_sock_local_addr(u, &la) == 0)
+        vega_addr_format(&la, ls, sizeof ls);
+    trace(p, VEGA_PROXY_TRACE_INFO, "UDP relay at %s (datagrams from %s)", rs, ls);
+    *out = u;
+    return 0;
 }

@@ -74,13 +74,16 @@ static int start_client(vega_quic_endpoint *ep, const vega_addr *addr,
     else
         wildcard_of(addr, &local);
     struct ep_sock *s;
-    int rc = vega__ep_sock_open(ep, &local, 0, false, -1, &s);
+    int rc = o->sock ? vega__ep_sock_adopt(ep, o->sock, &s)
+                     : vega__ep_sock_open(ep, &local, 0, false, -1, &s);
     if (rc < 0)
         return rc;
     /* Connected to the server: the kernel then reports its ICMP errors on this socket (an
-     * unconnected one drops them), and picks the source address once. */
-    if (connect(vega_sock_fd(s->sock), (const struct sockaddr *)&addr->ss, addr->len) < 0 ||
-        vega_sock_local_addr(s->sock, &s->local) < 0) {
+     * unconnected one drops them), and picks the source address once. A relay's socket stays
+     * unconnected: its datagrams go to the relay. */
+    if (!o->sock &&
+        (connect(vega_sock_fd(s->sock), (const struct sockaddr *)&addr->ss, addr->len) < 0 ||
+         vega_sock_local_addr(s->sock, &s->local) < 0)) {
         rc = -errno;
         vega__ep_sock_free(s);
         return rc;
@@ -177,13 +180,17 @@ int vega_quic_endpoint_connect(vega_quic_endpoint *ep, const vega_addr *addr,
                                vega_deadline dl)
 {
     static const vega_quic_connect_opts none;
-    if (!ep || !addr || !out || (addr->ss.ss_family != AF_INET && addr->ss.ss_family != AF_INET6))
+    if (!ep || !addr || !out || (addr->ss.ss_family != AF_INET && addr->ss.ss_family != AF_INET6)) {
+        if (o)
+            vega_sock_close(o->sock); /* taken, also on failure */
         return -EINVAL;
+    }
     *out = NULL;
-    if (!vega_task_current())
-        return VEGA_ERR_NOTASK;
-    if (atomic_load(&ep->shutting_down))
-        return VEGA_ERR_CLOSED;
+    if (!vega_task_current() || atomic_load(&ep->shutting_down)) {
+        if (o)
+            vega_sock_close(o->sock);
+        return !vega_task_current() ? VEGA_ERR_NOTASK : VEGA_ERR_CLOSED;
+    }
     if (!o)
         o = &none;
     struct vega_quic_ep_conn *c = NULL;
@@ -296,8 +303,11 @@ int vega_quic_endpoint_connect_host(vega_quic_endpoint *ep, const char *host, ui
                                     const vega_quic_connect_opts *o, vega_quic_ep_conn **out,
                                     vega_deadline dl)
 {
-    if (!ep || !host || !out || port == 0)
+    if (!ep || !host || !out || port == 0 || (o && o->sock)) {
+        if (o)
+            vega_sock_close(o->sock); /* one socket cannot serve a race of addresses */
         return -EINVAL;
+    }
     *out = NULL;
     if (!vega_task_current())
         return VEGA_ERR_NOTASK;

@@ -50,6 +50,7 @@ struct ep_sock {
     vega_sock *sock;
     vega_addr local;
     bool wildcard; /* bound to 0.0.0.0 / ::: the local address of each datagram matters */
+    bool relayed;  /* a SOCKS5 relay socket (vega_quic_connect_opts.sock): no migration */
     struct vega_quic_ep_conn *owner; /* client socket: its one connection */
     vega_task *rx_task, *tx_task;    /* rx: a handle (the send task cancels it); tx: a handle for
                                         server sockets, detached for a client's */
@@ -252,6 +253,9 @@ void vega__ep_qlog_free(struct vega_quic_ep_conn *c);
 /* sock.c */
 int vega__ep_sock_open(struct vega_quic_endpoint *ep, const vega_addr *addr, unsigned flags,
                        bool server, int fd, struct ep_sock **out);
+/* A client's socket on a UDP socket made elsewhere (vega_quic_connect_opts.sock): taken, also
+ * on failure. */
+int vega__ep_sock_adopt(struct vega_quic_endpoint *ep, vega_sock *sock, struct ep_sock **out);
 int vega__ep_sock_start(struct ep_sock *s);
 void vega__ep_sock_free(struct ep_sock *s);
 /* Called by each of a socket's tasks as it returns: the last one of a client socket frees it. */

@@ -59,6 +59,8 @@ int vega_quic_ep_conn_migrate(vega_quic_ep_conn *c, const vega_addr *local)
         return VEGA_ERR_QUIC_EP_CLOSED;
     if (c->mig)
         return -EBUSY;
+    if (c->home && c->home->relayed)
+        return -EOPNOTSUPP; /* a new socket would leave the SOCKS5 relay behind */
     struct vega_quic_endpoint *ep = c->ep;
     if (atomic_load(&ep->shutting_down))
         return VEGA_ERR_CLOSED;

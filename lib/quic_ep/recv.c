@@ -345,8 +345,10 @@ void vega__ep_fuzz_input(struct ep_sock *s, uint8_t *dgram, size_t len, const ve
 
 /* A client's socket reported an ICMP error. It is not authenticated (RFC 9000 §14.2.1, §21.10):
  * only a connection that never heard from its peer acts on it, and ends at once instead of
- * waiting for its deadline (nothing listens there). */
-static void icmp_error(struct vega_quic_ep_conn *c, int err)
+ * waiting for its deadline (nothing listens there). always: the socket itself is gone (a SOCKS5
+ * relay whose association ended, -ECONNABORTED): a connection that heard from its peer closes
+ * too, with a reason the application sees. */
+static void sock_error(struct vega_quic_ep_conn *c, int err, bool always)
 {
     if (vega__ep_conn_lock(c) < 0)
         return;
@@ -362,6 +364,11 @@ static void icmp_error(struct vega_quic_ep_conn *c, int err)
             c->ended = true;
             vega_notify_all(&c->hs_wake);
             vega__ep_stream_conn_ended(c);
+        } else if (always) {
+            /* an established connection closes as for any local error: the application sees
+             * CLOSED with this reason (the CONNECTION_CLOSE itself cannot reach the peer) */
+            (void)vega_quic_conn_close(c->qc, VEGA_QUIC_CLOSE_TRANSPORT, VEGA_QUIC_INTERNAL_ERROR,
+                                       "SOCKS5 UDP association ended");
         }
     }
     vega__ep_conn_unlock(c, true);
@@ -380,7 +387,12 @@ void *vega__ep_rx_task(void *arg)
             if (n == -EBADF || n == -ENOTSOCK)
                 break;
             if (s->owner && (n == -ECONNREFUSED || n == -EHOSTUNREACH || n == -ENETUNREACH))
-                icmp_error(s->owner, n);
+                sock_error(s->owner, n, false);
+            if (n == -ECONNABORTED && s->owner) {
+                /* a relay socket's association ended: every later call fails the same way */
+                sock_error(s->owner, n, true);
+                break;
+            }
             continue;
         }
         uint64_t now = vega_now();

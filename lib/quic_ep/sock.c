@@ -27,16 +27,19 @@ static bool addr_is_wildcard(const vega_addr *a)
     return false;
 }
 
-/* fd >= 0: wraps that bound socket (taken, closed on failure) instead of binding addr. */
-int vega__ep_sock_open(struct vega_quic_endpoint *ep, const vega_addr *addr, unsigned flags,
-                       bool server, int fd, struct ep_sock **out)
+/* fd >= 0: wraps that bound socket (taken, closed on failure) instead of binding addr; given:
+ * uses that socket (taken, closed on failure) instead. */
+static int sock_open(struct vega_quic_endpoint *ep, const vega_addr *addr, unsigned flags,
+                     bool server, int fd, vega_sock *given, struct ep_sock **out)
 {
     struct ep_sock *s = vega__mem_calloc(ep->mem, 1, sizeof *s);
     if (!s) {
         if (fd >= 0)
             close(fd);
+        vega_sock_close(given);
         return -ENOMEM;
     }
+    s->sock = given;
     s->ep = ep;
     vega_notify_init(&s->tx_wake);
     vega__spin_init(&s->dirty_lock);
@@ -56,7 +59,10 @@ int vega__ep_sock_open(struct vega_quic_endpoint *ep, const vega_addr *addr, uns
             close(fd);
         goto fail;
     }
-    if (fd >= 0) { /* a socket made by someone else (vega_quic_endpoint_listen_fds) */
+    if (given) {
+        rc = vega_sock_local_addr(s->sock, &s->local);
+        addr = &s->local;
+    } else if (fd >= 0) { /* a socket made by someone else (vega_quic_endpoint_listen_fds) */
         rc = vega_udp_bind_fd(&s->sock, fd);
         if (rc < 0 && rc != -ENOMEM)
             close(fd); /* not taken by the wrap: ours to close */
@@ -86,6 +92,20 @@ int vega__ep_sock_open(struct vega_quic_endpoint *ep, const vega_addr *addr, uns
     return 0;
 fail:
     vega__ep_sock_free(s);
+    return rc;
+}
+
+int vega__ep_sock_open(struct vega_quic_endpoint *ep, const vega_addr *addr, unsigned flags,
+                       bool server, int fd, struct ep_sock **out)
+{
+    return sock_open(ep, addr, flags, server, fd, NULL, out);
+}
+
+int vega__ep_sock_adopt(struct vega_quic_endpoint *ep, vega_sock *sock, struct ep_sock **out)
+{
+    int rc = sock_open(ep, NULL, 0, false, -1, sock, out);
+    if (rc == 0)
+        (*out)->relayed = true;
     return rc;
 }
 

@@ -446,6 +446,69 @@ VEGA_API int vega_udp_send_batch(vega_sock *s, const vega_udp_msg *msgs, size_t 
  */
 VEGA_API int vega_udp_recv_batch(vega_sock *s, vega_udp_msg *msgs, size_t n, vega_deadline dl);
 
+/* ---- UDP through a SOCKS5 relay (RFC 1928 section 7) ----------------------------------------- */
+
+/* Bytes of the RFC 1928 UDP request header: RSV RSV FRAG ATYP, the address, DST.PORT (IPv4:
+ * 10, IPv6: 22, a name: 7 + its length). */
+#define VEGA_UDP_SOCKS5_HDR_MAX 262
+
+/* How a UDP socket talks through a SOCKS5 UDP relay (vega_proxy_udp_associate in
+ * <vega/proxy.h> makes such sockets). Initialise with vega_udp_socks5_opts_init. */
+typedef struct vega_udp_socks5_opts {
+    vega_addr relay;      /* the relay: the UDP ASSOCIATE reply's BND.ADDR and BND.PORT */
+    vega_sock *control;   /* the association's TCP control connection: taken by
+                             vega_udp_set_socks5 (also when it fails), closed with the socket */
+    const char *dst_name; /* NULL: each datagram's header names its destination's address.
+                             Else every datagram goes to this name and dst_port (ATYP
+                             DOMAINNAME, 1..255 bytes, copied: the relay resolves it), and
+                             every datagram received from dst_port reports dst_as as its
+                             sender, whatever address the relay's header names */
+    uint16_t dst_port;
+    vega_addr dst_as; /* with dst_name: the sender address reported (IPv4 or IPv6) */
+} vega_udp_socks5_opts;
+#define VEGA_UDP_SOCKS5_OPTS_VERSION 1
+
+/* Fills o with the defaults (no relay). Since 0.3. */
+VEGA_API void vega_udp_socks5_opts_init_versioned(vega_udp_socks5_opts *o, int opts_version);
+#define vega_udp_socks5_opts_init(...)                                                             \
+    vega_udp_socks5_opts_init_versioned(__VA_ARGS__, VEGA_UDP_SOCKS5_OPTS_VERSION)
+
+/*
+ * Puts s, an unconnected UDP socket of the relay's family (or AF_INET6 for an IPv4 relay),
+ * in SOCKS5 relay mode for good. From then on vega_udp_send_to, vega_udp_send_batch,
+ * vega_udp_recv_from and vega_udp_recv_batch go through the relay: each datagram sent goes to
+ * the relay with the header in front (a second iovec: the payload is not copied; a train with
+ * segment_size goes out datagram by datagram, each with its header; ecn and local are not
+ * sent: the relay would not carry them), and each datagram received has the header taken off
+ * (the payload moved to the start of buf) and the header's address as its sender (an IPv4 one
+ * as AF_INET, whatever the socket's family; segment_size, ecn and local are 0). The header is
+ * read into buf too: give room for it (VEGA_UDP_SOCKS5_HDR_MAX more than the largest payload;
+ * a payload cut short is flagged VEGA_UDP_MSG_TRUNC, a header cut short dropped). Datagrams from
+ * any address but the relay's (RFC 1928: "MUST drop any datagrams arriving from any source IP
+ * address other than the one recorded for the particular association"), with FRAG other than
+ * 0 (fragments are not reassembled), a malformed header or a DOMAINNAME (without dst_name) are
+ * dropped and counted (vega_udp_socks5_dropped). GSO, GRO, ECN and packet info are switched
+ * off and vega_udp_set_features turns none of them on. vega_sock_read and vega_sock_write do
+ * not know the relay: do not use them on s.
+ * The association lives as long as the control connection (RFC 1928 section 7): each send
+ * first checks it (a non-blocking read that drops any bytes the relay sends), each receive
+ * when no datagram is queued (datagrams that arrived before its close are still delivered),
+ * and a receive waiting for a datagram is woken when it closes. Once it closed or failed, each
+ * of the calls above returns -ECONNABORTED.
+ * Returns 0; -EINVAL (s NULL, not an unconnected IPv4/IPv6 UDP socket, already in relay mode,
+ * no relay, no control, a relay whose family s cannot reach, a name of 0 or over 255 bytes,
+ * dst_as not IPv4/IPv6, an unknown layout version); -ENOMEM; -errno of epoll. Does not
+ * suspend. Context: before s is used by more than one task. Since 0.3.
+ */
+VEGA_API int vega_udp_set_socks5_versioned(vega_sock *s, const vega_udp_socks5_opts *o,
+                                           int opts_version);
+#define vega_udp_set_socks5(...)                                                                   \
+    vega_udp_set_socks5_versioned(__VA_ARGS__, VEGA_UDP_SOCKS5_OPTS_VERSION)
+
+/* Datagrams a relay-mode socket dropped on receipt (see vega_udp_set_socks5); 0 for any other
+ * socket. Context: any thread. Since 0.3. */
+VEGA_API uint64_t vega_udp_socks5_dropped(const vega_sock *s);
+
 /* ---- Unix datagram sockets, socket pairs, pipes ---------------------------------------------- */
 
 /*

@@ -2,8 +2,9 @@
 /* Proxy clients: the handshakes of SOCKS5 (RFC 1928, with RFC 1929 username/password), SOCKS4
  * and SOCKS4a, and HTTP CONNECT tunnels (RFC 9110 §9.3.6, Basic auth RFC 7617) as a sans-I/O
  * core (bytes in, bytes out: lib/proxy), and a driver that connects through a proxy on the
- * runtime and hands back a vega_stream (lib/proxy_io). Also the SOCKS5 UDP request header
- * (RFC 1928 §7), proxy URLs as curl spells them, and curl's NO_PROXY matching. */
+ * runtime and hands back a vega_stream (lib/proxy_io), or for UDP ASSOCIATE a UDP socket that
+ * talks through the relay. Also the SOCKS5 UDP request header (RFC 1928 §7), proxy URLs as curl
+ * spells them, and curl's NO_PROXY matching. */
 #ifndef VEGA_PROXY_H
 #define VEGA_PROXY_H
 
@@ -466,6 +467,40 @@ VEGA_API int vega_proxy_bind_versioned(struct vega_stream **out, const vega_prox
 VEGA_API int vega_proxy_open_versioned(struct vega_stream **out, const vega_proxy_opts *p,
                                        vega_deadline dl, int opts_version);
 #define vega_proxy_open(...) vega_proxy_open_versioned(__VA_ARGS__, VEGA_PROXY_OPTS_VERSION)
+
+/*
+ * UDP ASSOCIATE through the SOCKS5 or SOCKS5h proxy p (RFC 1928 section 7): TCP to the proxy,
+ * the handshake (p's credentials; DST.ADDR 0.0.0.0:0, as dante's client sends: our source is
+ * not known before the first datagram), then a UDP socket in relay mode (vega_udp_set_socks5
+ * in <vega/io.h>) that any UDP user can take: vega_udp_send_batch / vega_udp_recv_batch (the
+ * QUIC endpoint's vega_quic_connect_opts.sock too) put the header on and take it off. The
+ * relay is the reply's BND.ADDR:BND.PORT (an all-zeros BND.ADDR means the proxy's own
+ * address, as many proxies answer); the socket is bound to the address the control connection
+ * goes out from (port 0), or the wildcard when the relay is of the other family. The control
+ * connection stays open inside the socket for the association's life: its close by the proxy
+ * makes each call on the socket return -ECONNABORTED, and closing the socket closes it (which
+ * ends the association).
+ * dst_name: NULL = each datagram names its destination's address (resolve names yourself, as
+ * socks5:// does); else (socks5h://: the proxy resolves) every datagram goes to
+ * dst_name:dst_port, and every datagram back from that port reports dst_as (borrowed; any
+ * IPv4/IPv6 address the caller uses as that peer's) as its sender: one peer per socket.
+ * out: on 0 receives the socket, returned owned (vega_sock_close). reply: NULL, or receives the
+ * proxy's reply (also on failure). p->trace gets "UDP relay at ADDR". dl: the whole call.
+ * Returns 0; vega_proxy_connect's codes (VEGA_ERR_PROXY_REFUSED: the proxy refused the
+ * association, e.g. REP 7 "Command not supported"); VEGA_ERR_PROXY_UNSUPPORTED (p is not
+ * SOCKS5 or SOCKS5h); VEGA_ERR_PROXY_HANDSHAKE (a BND.ADDR that is a name); -errno of the UDP
+ * socket; -EINVAL (a bad argument, a dst_name without a dst_as, an unknown layout version).
+ * Context: inside a task; suspends. Since 0.3.
+ */
+struct vega_sock;
+struct vega_addr;
+VEGA_API int vega_proxy_udp_associate_versioned(struct vega_sock **out, const vega_proxy_opts *p,
+                                                const char *dst_name, uint16_t dst_port,
+                                                const struct vega_addr *dst_as,
+                                                vega_proxy_reply *reply, vega_deadline dl,
+                                                int opts_version);
+#define vega_proxy_udp_associate(...)                                                              \
+    vega_proxy_udp_associate_versioned(__VA_ARGS__, VEGA_PROXY_OPTS_VERSION)
 
 /* The value of a Proxy-Authorization field for Basic auth ("Basic " + base64(user:password),
  * RFC 7617) into out, NUL-terminated. Returns its length; VEGA_ERR_NOBUF; -EINVAL. Since 0.1. */

@@ -218,6 +218,12 @@ typedef struct vega_quic_connect_opts {
                                abandoned connection never calls back with it again */
     vega_quic_ep_close_info *close; /* receives how the connection ended when the connect fails
                                after it existed (a TLS alert, a refusal, ICMP); may be NULL */
+    vega_sock *sock; /* since 0.3: NULL, or the connection's UDP socket, made elsewhere: taken
+                        by vega_quic_endpoint_connect (closed on failure too; connect_host
+                        refuses it with -EINVAL). A SOCKS5 relay socket from
+                        vega_proxy_udp_associate carries QUIC through the proxy; the socket is
+                        not connected, local is ignored, and the connection cannot migrate
+                        (vega_quic_ep_conn_migrate: -EOPNOTSUPP) */
 } vega_quic_connect_opts;
 
 /*
@@ -396,6 +402,7 @@ VEGA_API void vega_quic_ep_conn_peer(const vega_quic_ep_conn *c, vega_addr *out)
  * Returns 0 (started); -EINVAL (a server connection, local of another family than the peer,
  * or what vega_quic_conn_migrate refuses: the handshake is not confirmed, the peer sent
  * disable_active_migration); -EBUSY (a migration of c is still being validated);
+ * -EOPNOTSUPP (c runs through a SOCKS5 relay: vega_quic_connect_opts.sock; since 0.3);
  * VEGA_ERR_FULL (the peer has given no spare connection ID yet: try again later);
  * VEGA_ERR_QUIC_EP_CLOSED (c is closing or gone); VEGA_ERR_CLOSED (the endpoint is shutting
  * down); the codes of vega_udp_bind (-EADDRINUSE, -EADDRNOTAVAIL ...) and of connect(2);
