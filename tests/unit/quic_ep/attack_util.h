@@ -242,12 +242,27 @@ static inline void srv_stop(struct asrv *v)
 
 /* ---- the normal client ---------------------------------------------------------------------- */
 
+/* A failed call of a round trip on c: allowed (its code returned) only when c ended by its idle
+ * timeout; anything else fails the test. */
+static inline int rt_failed(vega_quic_ep_conn *c, long rc)
+{
+    vega_quic_ep_close_info ci;
+    vega_quic_ep_conn_get_close(c, &ci);
+    if (!(ci.closed && ci.idle_timeout))
+        fprintf(stderr, "roundtrip: %ld %s\n", rc, vega_strerror((int)rc));
+    VCHECK(ci.closed && ci.idle_timeout);
+    return (int)rc;
+}
+
 /* Sends len pseudo-random bytes on a new stream of c (echoed: the first byte is not 'S') and
- * checks they come back exactly. */
-static inline void roundtrip(vega_quic_ep_conn *c, size_t len, uint32_t seed)
+ * checks they come back exactly. Returns 0, or a code when c ended by its idle timeout on the
+ * way (any other failure fails the test). */
+static inline int roundtrip_try(vega_quic_ep_conn *c, size_t len, uint32_t seed)
 {
     vega_stream *s;
-    VCHECK_EQ(vega_quic_ep_stream_open(c, true, &s, NULL, DL(20000)), 0);
+    int orc = vega_quic_ep_stream_open(c, true, &s, NULL, DL(20000));
+    if (orc < 0)
+        return rt_failed(c, orc);
     uint8_t *out = malloc(len), *in = malloc(len + 1);
     VCHECK(out && in);
     for (size_t i = 0; i < len; i++) {
@@ -259,7 +274,14 @@ static inline void roundtrip(vega_quic_ep_conn *c, size_t len, uint32_t seed)
     while (sent < len || got < len) {
         if (sent < len) {
             size_t n = len - sent < 4096 ? len - sent : 4096;
-            VCHECK_EQ(vega_stream_write(s, out + sent, n, NULL, DL(20000)), (vega_ssize)n);
+            vega_ssize w = vega_stream_write(s, out + sent, n, NULL, DL(20000));
+            if (w < 0) {
+                vega_stream_close(s, 0);
+                free(out);
+                free(in);
+                return rt_failed(c, w);
+            }
+            VCHECK_EQ(w, (vega_ssize)n);
             sent += n;
             if (sent == len)
                 VCHECK_EQ(vega_stream_shutdown(s, SHUT_WR, 0), 0);
@@ -268,7 +290,12 @@ static inline void roundtrip(vega_quic_ep_conn *c, size_t len, uint32_t seed)
             vega_stream_read(s, in + got, len + 1 - got, sent < len ? vega_now() : DL(20000));
         if (r == -ETIMEDOUT)
             continue;
-        VCHECK(r >= 0);
+        if (r < 0) {
+            vega_stream_close(s, 0);
+            free(out);
+            free(in);
+            return rt_failed(c, r);
+        }
         if (r == 0)
             break;
         got += (size_t)r;
@@ -279,6 +306,13 @@ static inline void roundtrip(vega_quic_ep_conn *c, size_t len, uint32_t seed)
     vega_stream_close(s, 0);
     free(out);
     free(in);
+    return 0;
+}
+
+/* roundtrip_try where the connection must stay up. */
+static inline void roundtrip(vega_quic_ep_conn *c, size_t len, uint32_t seed)
+{
+    VCHECK_EQ(roundtrip_try(c, len, seed), 0);
 }
 
 /* The idle timeout of a server under a flood: how long its half-open connections live, and how
@@ -301,6 +335,8 @@ struct victim {
     atomic_int rounds;
     atomic_bool stop, connected;
     atomic_bool pause, paused; /* between two round trips, while pause is set */
+    atomic_bool idle_ok;       /* its connection may end by idle timeout: it connects again */
+    atomic_int reconnects;     /* ... how many times it did */
 };
 
 static inline void *victim_task(void *arg)
@@ -320,7 +356,13 @@ static inline void *victim_task(void *arg)
             vega_sleep_ms(2);
         }
         atomic_store(&m->paused, false);
-        roundtrip(c, m->len, i + 1);
+        if (roundtrip_try(c, m->len, i + 1) < 0) {
+            VCHECK(atomic_load(&m->idle_ok));
+            vega_quic_ep_conn_release(c);
+            VCHECK_EQ(vega_quic_endpoint_connect(cep, &m->addr, &cc, &c, DL(30000)), 0);
+            atomic_fetch_add(&m->reconnects, 1);
+            continue;
+        }
         atomic_fetch_add(&m->rounds, 1);
     }
     VCHECK_EQ(vega_quic_ep_conn_close(c, VEGA_QUIC_CLOSE_APPLICATION, 0, "done"), 0);
