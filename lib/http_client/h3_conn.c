@@ -595,7 +595,7 @@ static int setup(vega_http_client *c, struct hc_h3 *h)
     vega_quic_ep_conn_unlock(h->qe);
     if (rc < 0)
         return rc;
-    /* through a proxy the peer stays empty, as for a TCP tunnel (info.peer): the relay's QUIC
+    /* through a proxy the peer stays empty (a TCP tunnel says the proxy's): the relay's QUIC
      * peer may be a stand-in (socks5h) */
     if (!c->o.proxy)
         vega_quic_ep_conn_peer(h->qe, &h->peer);

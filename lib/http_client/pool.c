@@ -215,6 +215,11 @@ static int proxy_connect(vega_http_client *c, struct hc_conn *conn, const char *
     if (r < 0)
         return r;
     info->t_connect = vega_now();
+    /* the address connected to is the proxy's (curl's %{remote_ip}); an https:// proxy's is
+     * under its TLS stream, not reachable here: left empty */
+    vega_sock *ps = vega_stream_sock(s);
+    if (ps)
+        (void)vega_sock_peer_addr(ps, &conn->peer);
     if (!conn->key.tls) {
         conn->s = s;
         return 0;

@@ -81,7 +81,8 @@ peer() {
     run vc -sv -k --http3-only -x "socks5://127.0.0.1:$PX" "https://localhost:$OP/index.html"
     [ "$status" -eq 0 ]
     [[ "$output" == *"QUIC: connected to localhost port $OP through the proxy's UDP relay"* ]]
-    # %{remote_ip} is empty through a proxy, as for a TCP tunnel
+    # %{remote_ip} is empty for HTTP/3 through the relay (a TCP connection through a proxy says
+    # the proxy's, as curl does; curl has no HTTP/3 through proxies to compare with)
     run vc -s -k --http3-only -x "socks5h://127.0.0.1:$PX" -o /dev/null \
         -w '[%{remote_ip}] %{remote_port}' "https://localhost:$OP/index.html"
     [ "$output" = "[] 0" ]

@@ -68,7 +68,10 @@ same() {
     same -sk --socks5-hostname "127.0.0.1:$PX" -w ' %{http_code} %{http_version}' "https://localhost:$OP/index.html"
     [ "$SAME_OUT" = "hello-proxy
  200 2" ]
-    same -sk -x "socks5://127.0.0.1:$PX" -w ' %{http_code}' "https://localhost:$OP/index.html"
+    # %{remote_ip} and %{remote_port} through a proxy are the proxy's, as curl says them
+    same -sk -x "socks5://127.0.0.1:$PX" -w ' %{http_code} %{remote_ip} %{remote_port}' "https://localhost:$OP/index.html"
+    [ "$SAME_OUT" = "hello-proxy
+ 200 127.0.0.1 $PX" ]
     same -sk --socks5 "127.0.0.1:$PX" -w ' %{http_code}' "https://localhost:$OP/index.html"
     same -sk -x "socks4://127.0.0.1:$PX" -w ' %{http_code}' "https://127.0.0.1:$OP/index.html"
 }
@@ -91,9 +94,9 @@ same() {
     same -s -x "127.0.0.1:$PX" -w ' %{http_code} %{http_connect}' "http://127.0.0.1:$OP/index.html"
     [ "$SAME_OUT" = "hello-proxy
  200 000" ]
-    same -s -p -x "http://127.0.0.1:$PX" -w ' %{http_code} %{http_connect}' "http://127.0.0.1:$OP/index.html"
+    same -s -p -x "http://127.0.0.1:$PX" -w ' %{http_code} %{http_connect} %{remote_ip} %{remote_port}' "http://127.0.0.1:$OP/index.html"
     [ "$SAME_OUT" = "hello-proxy
- 200 200" ]
+ 200 200 127.0.0.1 $PX" ]
     run timeout 20 "$CURL" -sv -p -x "127.0.0.1:$PX" "http://127.0.0.1:$OP/index.html"
     [ "$status" = 0 ]
     [[ "$output" == *"> CONNECT 127.0.0.1:$OP HTTP/1.1"* ]]

@@ -454,9 +454,11 @@ typedef struct vega_http_client_info {
     const char *alpn;                 /* negotiated protocol on TLS ("h2", "http/1.1"; "h3" over
                                          QUIC), else NULL (h2c: NULL) */
     const char *tls_version;          /* "TLSv1.3", or NULL */
-    vega_addr peer;                   /* the address connected to (empty, AF_UNSPEC, for a
-                                         connection from a connect hook or through a proxy,
-                                         HTTP/3 through a SOCKS5 relay too) */
+    vega_addr peer;                   /* the address connected to: through an http:// or
+                                         SOCKS proxy the proxy's (as curl's %{remote_ip});
+                                         empty, AF_UNSPEC, for a connection from a connect
+                                         hook, through an https:// proxy, and for HTTP/3
+                                         through a SOCKS5 relay */
     /* vega_now() stamps; 0 when the step did not happen (reused connection: no connect;
        connect hook: no DNS, t_connect when the hook returned; HTTP/3: t_connect and t_tls are
        both the end of the QUIC handshake, or when 0-RTT could start) */
