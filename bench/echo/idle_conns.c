@@ -2,7 +2,7 @@
 /* idle-conns: opens N TCP connections to HOST:PORT and holds them open, idle, for SECS
  * seconds (or until SIGTERM/SIGINT); bench/run-echo.sh measures the server's memory meanwhile.
  *
- *   idle-conns [-n N] [-t SECS] [-e | -H] [-T] HOST:PORT
+ *   idle-conns [-n N] [-t SECS] [-e | -H] [-T] [-b ADDR] [-c K] HOST:PORT
  *
  * -e: first echo one 64-byte message on every connection (waiting for it to come back), so
  *     the connections are idle keep-alive ones rather than never used.
@@ -10,6 +10,13 @@
  *     read whole (it needs a Content-Length), the connection kept alive.
  * -T: over TLS (OpenSSL, certificate not verified, ALPN http/1.1 when with -H): each
  *     connection does its handshake (and its echo or request) before the next one opens.
+ * -b: connect from source address ADDR (IPv4; the port is still picked at connect time,
+ *     IP_BIND_ADDRESS_NO_PORT): one source address to one server port has about 28,000
+ *     ephemeral ports, so several clients on 127.0.0.2, 127.0.0.3... open more than that.
+ * -c: when the wait ends (SECS passed, or SIGUSR1), check the connections: every one must
+ *     still be open (poll: nothing to read, no hang-up or error), and every K-th does one more
+ *     echo or request (with -e or -H). Prints "check open O/N answered A/S" on stdout; exit 1
+ *     if any is closed or does not answer. SIGTERM or SIGINT end the wait without a check.
  * Prints "connected N" on stdout once all are open (and echoed), then waits. Needs a file
  * limit above N (ulimit -n). Exit 1 if any connection failed. */
 #define _GNU_SOURCE
@@ -17,6 +24,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <openssl/ssl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,10 +33,13 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t stop;
+static volatile sig_atomic_t stop, check_now;
 static void on_signal(int sig)
 {
-    stop = 1;
+    if (sig == SIGUSR1)
+        check_now = 1;
+    else
+        stop = 1;
 }
 
 static SSL_CTX *tls_ctx; /* -T */
@@ -98,8 +109,10 @@ int main(int argc, char **argv)
 {
     unsigned n = 10000;
     double secs = 30;
+    unsigned check_every = 0; /* -c K; 0: no check */
+    const char *bind_addr = NULL;
     int echo = 0, http = 0, use_tls = 0, opt;
-    while ((opt = getopt(argc, argv, "n:t:eHT")) != -1) {
+    while ((opt = getopt(argc, argv, "n:t:eHTb:c:")) != -1) {
         switch (opt) {
         case 'n':
             n = (unsigned)strtoul(optarg, NULL, 10);
@@ -116,13 +129,22 @@ int main(int argc, char **argv)
         case 'T':
             use_tls = 1;
             break;
+        case 'b':
+            bind_addr = optarg;
+            break;
+        case 'c':
+            check_every = (unsigned)strtoul(optarg, NULL, 10);
+            if (check_every == 0)
+                goto usage;
+            break;
         default:
             goto usage;
         }
     }
     if (optind != argc - 1) {
     usage:
-        fprintf(stderr, "usage: idle-conns [-n N] [-t SECS] [-e | -H] [-T] HOST:PORT\n");
+        fprintf(stderr,
+                "usage: idle-conns [-n N] [-t SECS] [-e | -H] [-T] [-b ADDR] [-c K] HOST:PORT\n");
         return 2;
     }
     char host[256];
@@ -135,10 +157,14 @@ int main(int argc, char **argv)
                              .sin_port = htons((unsigned short)atoi(colon + 1))};
     if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
         goto usage;
+    struct sockaddr_in src = {.sin_family = AF_INET};
+    if (bind_addr && inet_pton(AF_INET, bind_addr, &src.sin_addr) != 1)
+        goto usage;
     signal(SIGPIPE, SIG_IGN);
     struct sigaction act = {.sa_handler = on_signal};
     sigaction(SIGTERM, &act, NULL);
     sigaction(SIGINT, &act, NULL);
+    sigaction(SIGUSR1, &act, NULL);
 
     int *fds = calloc(n, sizeof(int));
     if (!fds)
@@ -155,6 +181,14 @@ int main(int argc, char **argv)
     }
     for (unsigned i = 0; i < n && !stop; i++) {
         fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        static const int one = 1;
+        if (fds[i] >= 0 && bind_addr &&
+            (setsockopt(fds[i], IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one)) < 0 ||
+             bind(fds[i], (struct sockaddr *)&src, sizeof(src)) < 0)) {
+            fprintf(stderr, "idle-conns: connection %u: bind %s: %s\n", i, bind_addr,
+                    strerror(errno));
+            return 1;
+        }
         if (fds[i] < 0 || connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)) < 0) {
             fprintf(stderr, "idle-conns: connection %u: %s\n", i, strerror(errno));
             return 1;
@@ -179,7 +213,25 @@ int main(int argc, char **argv)
     printf("connected %u\n", n);
     fflush(stdout);
     struct timespec ts = {.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000};
-    for (double waited = 0; waited < secs && !stop; waited += 0.05)
+    for (double waited = 0; waited < secs && !stop && !check_now; waited += 0.05)
         nanosleep(&ts, NULL);
-    return 0;
+    if (!check_every || stop)
+        return 0;
+    /* An idle connection the server still holds has nothing to read and no hang-up. */
+    unsigned open = 0, answered = 0;
+    for (unsigned i = 0; i < n; i++) {
+        struct pollfd p = {.fd = fds[i], .events = POLLIN | POLLRDHUP};
+        if (poll(&p, 1, 0) != 0 || (tls && SSL_pending(tls[i]) > 0))
+            continue;
+        open++;
+        if (i % check_every != 0 || !(echo || http))
+            continue;
+        SSL *ssl = tls ? tls[i] : NULL;
+        if ((echo && echo_once(fds[i], ssl) == 0) || (http && http_once(fds[i], ssl) == 0))
+            answered++;
+    }
+    unsigned want = echo || http ? (n + check_every - 1) / check_every : 0;
+    printf("check open %u/%u answered %u/%u\n", open, n, answered, want);
+    fflush(stdout);
+    return open == n && answered == want ? 0 : 1;
 }
