@@ -14,7 +14,7 @@
 # and shared memory count once) and Rss (shared pages counted in every process), from
 # /proc/PID/smaps_rollup; before any connection, at TOTAL/2 and at TOTAL connections. At the end
 # every client checks that all its connections are still open and every K-th one does one more
-# GET; a failed check marks the row FAILED.
+# GET; a failed check marks the row FAILED (and the script exits 1).
 #
 # usage: bench/run-idle-100k.sh [-n TOTAL] [-s SHARDS] [-p PER] [-k K] [-S LIST] [BUILD_DIR]
 #   BUILD_DIR  CMake build directory (default build-bench-http; configured Release if new)
@@ -196,6 +196,8 @@ check() {
     [ -n "$c" ] && kill -USR1 "$c"
   done
   for p in "${cpids[@]}"; do wait "$p" || rc=1; done
+  percl=$(for c in "${couts[@]}"; do awk '/^check/ { printf "%s ", $3 }' "$c"; done)
+  percl=${percl% }
   res=$(cat "${couts[@]}" | awk '/^check/ { split($3, o, "/"); split($5, a, "/"); on += o[1]; n += o[2]; an += a[1]; as += a[2] }
     END { printf "%d/%d %d/%d\n", on, n, an, as }')
   return $rc
@@ -236,7 +238,8 @@ for name in ${servers//,/ }; do
   stop_clients
   stop_server
   rm -f "$tmp"/idle-*
-  echo "$name $p0 $r0 $p1 $r1 $p2 $r2 $np $t0 $t1 $t2 $t3 $verdict ${res:-none} $f" >>"$memraw"
+  [ -s "$serr" ] && { echo "$name's stderr:"; tail -5 "$serr"; } >>"$tmp/serr"
+  echo "$name $p0 $r0 $p1 $r1 $p2 $r2 $np $t0 $t1 $t2 $t3 $verdict ${res:-none} $f ${percl// /,}" >>"$memraw"
 done
 elapsed=$(($(date +%s) - start))
 
@@ -254,5 +257,8 @@ awk -v n="$total" -v h="$half" '$2 == "FAIL" { printf "| %s | FAILED %s | | | | 
       $1, $8, $2 / 1024, $4 / 1024, $6 / 1024, ($6 - $4) * 1024 / (n - h), ($6 - $2) * 1024 / n,
       ($7 - $5) * 1024 / (n - h), ($7 - $3) * 1024 / n, $14, $15, $13, $10 - $9, $11 - $10, $12 - $11 }' "$memraw"
 echo
-echo "Open descriptors per server process at $total (supervisor or master first):"
-awk '$2 != "FAIL" { printf "- %s: %s\n", $1, $16 }' "$memraw"
+echo "Open descriptors per server process at $total (supervisor or master first); connections"
+echo "still open at the end, per client (first half's clients first):"
+awk '$2 != "FAIL" { printf "- %s: %s; open: %s\n", $1, $16, $17 }' "$memraw"
+if [ -s "$tmp/serr" ]; then echo; cat "$tmp/serr"; fi
+awk '$13 != "ok" { bad = 1 } END { exit bad }' "$memraw"
