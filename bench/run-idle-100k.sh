@@ -250,7 +250,7 @@ echo "Command: \`$cmdline\` ($elapsed s). $((2 * nclients)) idle-conns clients o
 echo "(one GET / each, then idle), from 127.0.0.2-127.0.0.$((1 + 2 * nclients)); at the end every"
 echo "${every}th connection does one more GET. Memory summed over all the server's processes."
 echo
-echo "| server | processes | Pss before, MiB | Pss at $half, MiB | Pss at $total, MiB | Pss marginal B/conn ($half -> $total) | Pss growth / $total, B/conn | Rss marginal B/conn | Rss growth / $total, B/conn | open / answered at the end | s: first half, second, to the check |"
+echo "| server | processes | Pss before, MiB | Pss at $half, MiB | Pss at $total, MiB | Pss marginal B/conn ($half -> $total) | Pss growth / $total, B/conn | Rss marginal B/conn | Rss growth / $total, B/conn | open / answered at the end | s: first half up, second half up, then to the check's end |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
 awk -v n="$total" -v h="$half" '$2 == "FAIL" { printf "| %s | FAILED %s | | | | | | | | | |\n", $1, $3; next }
   { printf "| %s | %d | %.1f | %.1f | %.1f | **%.0f** | %.0f | %.0f | %.0f | %s %s (%s) | %.1f, %.1f, %.1f |\n",
