@@ -133,6 +133,7 @@ void vega__ep_sock_free(struct ep_sock *s)
     if (!s)
         return;
     const vega_mem *mem = s->ep->mem;
+    vega__ep_defer_free(s);
     if (s->sock)
         vega_sock_close(s->sock);
     if (s->rx_buf)
