@@ -84,6 +84,11 @@ struct ep_sock {
      * of EP_DEFER_MAX (allocated at the first, freed when empty), the receive task's alone */
     struct ep_deferred **defer;
     size_t defer_head, defer_len, defer_bytes;
+    /* for vega_quic_endpoint_new_pending (any thread): datagrams queued, plus one while a turn
+     * runs; and when (vega_now()) a receive call last began that found the kernel's queue
+     * empty (took less than a batch): everything queued before then has been read */
+    atomic_size_t pending;
+    atomic_uint_fast64_t drained_at;
 };
 
 /* A stream of a connection that the endpoint runs as a vega_stream (quic_ep/stream.c). */

@@ -531,7 +531,10 @@ void *vega__ep_rx_task(void *arg)
     while (!atomic_load(&s->stop)) {
         /* with new connections waiting, only a look: they are opened when nothing else is */
         vega_deadline dl = s->defer_len ? 0 : VEGA_DEADLINE_NEVER;
+        uint64_t began = vega_now();
         int n = vega_udp_recv_batch(s->sock, s->rx_msgs, s->rx_n, dl);
+        if (n == -ETIMEDOUT || (n >= 0 && (size_t)n < s->rx_n))
+            atomic_store_explicit(&s->drained_at, began, memory_order_release);
         if (n == -ECANCELED)
             break;
         if (n == -ETIMEDOUT) {
@@ -550,7 +553,9 @@ void *vega__ep_rx_task(void *arg)
             }
             continue;
         }
+        atomic_store_explicit(&s->pending, s->defer_len + 1, memory_order_release);
         (void)vega__ep_rx_turn(s, s->rx_msgs, n, vega_now());
+        atomic_store_explicit(&s->pending, s->defer_len, memory_order_release);
         /* the send task (the handshakes' answers) and the rest of this worker get their turn
          * before the next handshakes */
         if (s->defer_len)

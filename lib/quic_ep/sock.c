@@ -45,6 +45,8 @@ static int sock_open(struct vega_quic_endpoint *ep, const vega_addr *addr, unsig
     vega__spin_init(&s->dirty_lock);
     s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC); /* -1: the wheel */
     atomic_init(&s->stop, false);
+    atomic_init(&s->pending, 0);
+    atomic_init(&s->drained_at, 0);
     int rc = -ENOMEM;
     /* a client connection's own socket batches less: it serves one connection */
     s->rx_n = server ? EP_RX_BATCH : 2;

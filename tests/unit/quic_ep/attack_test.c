@@ -4,6 +4,8 @@
  * close and reset storms, a peer that never acknowledges, and 100,000 junk datagrams. Through
  * each, a normal client keeps getting byte-exact answers; after each, the server holds no
  * connection and its allocator's live bytes are back to where they were once it listened. */
+#include <poll.h>
+
 #include "attack_util.h"
 
 #define SOCKS_FLOOD 32
@@ -330,6 +332,48 @@ VTEST_CT(rx_turn_order)
     VCHECK_EQ(cmem_live(&mem), 0);
     vega_sock_close(sink);
     vega_sock_close(other);
+    creds_free(&k);
+}
+
+/* vega_quic_endpoint_new_pending: an Initial the kernel holds on the server's socket counts
+ * until the receive task read it (it was not seen empty since), and then the connection it
+ * opened is a handshake. One runtime thread: the receive task runs only when this one yields. */
+VTEST_CT(new_pending)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_quic_endpoint_opts so;
+    srv_opts(&so, &k);
+    vega_quic_endpoint *ep;
+    VCHECK_EQ(vega_quic_endpoint_new(&ep, &so), 0);
+    vega_addr any = loopback(0), srv;
+    VCHECK_EQ(vega_quic_endpoint_listen(ep, &any, 0, &srv), 0);
+    for (int i = 0; i < 8; i++)
+        VCHECK(vega_yield() == 0); /* the receive task waits in its first read */
+    uint64_t t = vega_now();
+    VCHECK_EQ(vega_quic_endpoint_new_pending(ep, t), 0);
+    VCHECK_EQ(vega_quic_endpoint_new_pending(NULL, t), 0);
+    vega_sock *u;
+    VCHECK_EQ(vega_udp_bind(&u, &any, 0), 0);
+    uint8_t d[1500];
+    size_t len = client_initial(&k, &srv, d, sizeof d);
+    VCHECK_EQ(vega_udp_send_to(u, d, len, &srv, DL(1000)), (vega_ssize)len);
+    /* until the kernel queued it (this thread blocks: the receive task cannot take it) */
+    struct pollfd pf = {.fd = vega_sock_fd(ep->socks[0]->sock), .events = POLLIN};
+    VCHECK_EQ(poll(&pf, 1, 10000), 1);
+    VCHECK_EQ(vega_quic_endpoint_new_pending(ep, t), 1);
+    vega_quic_endpoint_stats st;
+    for (int i = 0; i < 10000; i++) {
+        vega_quic_endpoint_get_stats(ep, &st);
+        if (vega_quic_endpoint_new_pending(ep, t) == 0 && st.conns_accepted == 1)
+            break;
+        VCHECK(vega_yield() == 0);
+    }
+    VCHECK_EQ(vega_quic_endpoint_new_pending(ep, t), 0);
+    VCHECK_EQ(st.conns_accepted, 1);
+    VCHECK_EQ(st.handshakes, 1);
+    vega_sock_close(u);
+    vega_quic_endpoint_free(ep);
     creds_free(&k);
 }
 
