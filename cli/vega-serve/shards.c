@@ -34,8 +34,10 @@ uint8_t serve_shard_h3_keys[64];
  * The supervisor makes, before the first fork, SERVE_SHARD_UDP_SETS sets of one UDP socket per
  * shard, all in one SO_REUSEPORT group (kernel index = creation order, stable while the
  * supervisor holds them all). Shard i of generation g serves socket (g % 3) * n + i, and its
- * QUIC connection IDs start with that index. Three sets because at most three generations
- * live at once (the supervisor's 3 process slots per shard: serving, starting, draining). A
+ * QUIC connection IDs start with that index. Three sets because at most three consecutive
+ * generations live at once (the supervisor's 3 process slots per shard: serving, starting,
+ * draining; a reload also waits until the generation three back is gone, so g and g+3 never
+ * share a set: the older one, draining, would read and refuse new Initials). A
  * classic BPF program (SO_ATTACH_REUSEPORT_CBPF; it sees the UDP payload at offset 0) picks
  * the socket per datagram:
  *   - a short header: DCID byte 1 (ours: names its socket);

@@ -822,15 +822,17 @@ static void count_unacked(struct h3s_conn *hc, vega_quic_conn *qc)
 }
 
 /* Waits until no handshake was in progress for quiet_ms (0: until none is), at most max_ms,
- * never past grace. */
-static void wait_handshakes(struct h3s *l, unsigned quiet_ms, unsigned max_ms)
+ * never past grace. since (a vega_now() time; 0: none): nor any new connection's datagram that
+ * reached the endpoint before then still waiting to be read or handled (Initials the kernel
+ * queued on our socket before new connections were steered elsewhere: refused otherwise). */
+static void wait_handshakes(struct h3s *l, unsigned quiet_ms, unsigned max_ms, uint64_t since)
 {
     vega_deadline end = vega_deadline_in_ms(max_ms), quiet = 0;
     for (;;) {
         vega_quic_endpoint_stats st;
         vega_quic_endpoint_get_stats(l->ep, &st);
         vega_deadline g = atomic_load(&l->srv->grace);
-        if (st.handshakes > 0)
+        if (st.handshakes > 0 || (since && vega_quic_endpoint_new_pending(l->ep, since) > 0))
             quiet = 0;
         else if (!quiet)
             quiet = vega_deadline_in_ms(quiet_ms);
@@ -847,10 +849,12 @@ void vega__h3s_stop(struct h3s *l, bool cancelled)
     /* Handshakes in progress first become connections (which then get the GOAWAY) rather than
      * being cut: a reloading shard whose new connections go to the new generation already
      * (vega-serve --shards) finishes those it began, the ones whose Initials still wait in its
-     * socket too: until no handshake was in progress for 50 ms (a lost Initial costs a 1 s
-     * PTO), at most 3 s, never past grace. */
+     * socket too (those the kernel queued before the steering changed: read until the socket
+     * was seen empty since the stop began, and those the endpoint read ahead into its queue):
+     * until no handshake was in progress and nothing of that kind waited for 50 ms (a lost
+     * Initial costs a 1 s PTO), at most 3 s, never past grace. */
     if (!cancelled)
-        wait_handshakes(l, 50, 3000);
+        wait_handshakes(l, 50, 3000, vega_now());
     atomic_store(&l->stopping, true);
     /* §5.2, two GOAWAYs: the first stops new requests; requests already on their way are
      * still served (a client may have sent one as the first GOAWAY left: closing on it would
@@ -905,7 +909,7 @@ void vega__h3s_stop(struct h3s *l, bool cancelled)
      * of the handshake was done may have sent a request already, and could not tell it was not
      * processed. At most 1 s, never past grace. */
     if (!cancelled)
-        wait_handshakes(l, 0, 1000);
+        wait_handshakes(l, 0, 1000, 0);
     vega_quic_endpoint_shutdown(l->ep, vega_deadline_in_ms(1000));
     (void)vega_quic_endpoint_wait(l->ep, vega_deadline_in_ms(1000));
     /* the final counters, for a scrape after the stop */

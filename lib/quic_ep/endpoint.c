@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/ioctl.h>
+
 #include <vega/crypto.h>
 
 #include "ep_int.h"
@@ -569,6 +571,25 @@ int vega_quic_endpoint_get_stats_versioned(const vega_quic_endpoint *ep,
     fill_stats(ep, &all);
     memcpy(st, &all, stats_layout[stats_version]);
     return 0;
+}
+
+size_t vega_quic_endpoint_new_pending(const vega_quic_endpoint *ep, uint64_t since)
+{
+    size_t n = 0;
+    if (!ep)
+        return 0;
+    for (size_t i = 0; i < ep->nsocks; i++) {
+        struct ep_sock *s = ep->socks[i];
+        n += atomic_load_explicit(&s->pending, memory_order_acquire);
+        if (atomic_load_explicit(&s->drained_at, memory_order_acquire) >= since)
+            continue;
+        /* not seen empty by its receive task since: is it now? (FIONREAD on a UDP socket is
+         * the next datagram's size: 0 when none waits) */
+        int fd = vega_sock_fd(s->sock), q = 0;
+        if (fd < 0 || ioctl(fd, FIONREAD, &q) < 0 || q > 0)
+            n++;
+    }
+    return n;
 }
 
 int vega_quic_endpoint_local_addr(const vega_quic_endpoint *ep, vega_addr *out)

@@ -36,6 +36,16 @@
 #define EP_STREAM_ACCEPT_MAX 64
 /* New connections that wait for vega_quic_endpoint_accept at most. */
 #define EP_ACCEPT_MAX 256
+/* New connections' first datagrams (long headers for no connection yet) wait in a socket's
+ * queue while datagrams of the connections it has are served first: at most EP_DEFER_MAX of
+ * them, EP_DEFER_BYTES in all (the rest are dropped, counted). Each turn of the receive task
+ * (one batch read) tries to open at most EP_OPEN_PER_TURN of them, or EP_OPEN_PER_BUSY_TURN
+ * when the batch came back full (more is waiting in the kernel: its datagrams for existing
+ * connections go first, and reading on is cheap next to a handshake). */
+#define EP_DEFER_MAX          1024
+#define EP_DEFER_BYTES        (2u * 1024u * 1024u)
+#define EP_OPEN_PER_TURN      4
+#define EP_OPEN_PER_BUSY_TURN 1
 /* Retry tokens are good for this long (RFC 9000 §8.1.2: short, the client uses it at once). */
 #define EP_RETRY_TOKEN_TTL_MS 10000u
 
@@ -70,6 +80,15 @@ struct ep_sock {
     vega_udp_msg *rx_msgs, *tx_msgs;
     vega_sock **tx_via; /* the socket each queued message leaves by: this one, or the new
                            socket of the owner's migration while its path is validated */
+    /* server socket: datagrams for no connection yet, waiting for their turn (recv.c); a ring
+     * of EP_DEFER_MAX (allocated at the first, freed when empty), the receive task's alone */
+    struct ep_deferred **defer;
+    size_t defer_head, defer_len, defer_bytes;
+    /* for vega_quic_endpoint_new_pending (any thread): datagrams queued, plus one while a turn
+     * runs; and when (vega_now()) a receive call last began that found the kernel's queue
+     * empty (took less than a batch): everything queued before then has been read */
+    atomic_size_t pending;
+    atomic_uint_fast64_t drained_at;
 };
 
 /* A stream of a connection that the endpoint runs as a vega_stream (quic_ep/stream.c). */
@@ -266,6 +285,14 @@ void vega__ep_sock_send_one(struct ep_sock *s, const uint8_t *buf, size_t len, c
 
 /* recv.c: the receive task's body. */
 void *vega__ep_rx_task(void *arg);
+/* recv.c: one turn of the receive task over msgs[0..n) (n 0: nothing was waiting): each
+ * datagram for a connection is fed to it at once, the rest queued; then queued ones are
+ * opened, EP_OPEN_PER_TURN at most (EP_OPEN_PER_BUSY_TURN when n is the socket's batch).
+ * Returns the connections opened (tried: a datagram that reached the handshake). Exposed for
+ * the unit test of that order (inside a task, no other turn on s at the same time). */
+size_t vega__ep_rx_turn(struct ep_sock *s, vega_udp_msg *msgs, int n, uint64_t now);
+/* recv.c: frees what waits in s's queue (the socket is freed). */
+void vega__ep_defer_free(struct ep_sock *s);
 /* recv.c: feeds one datagram from `from` to server socket s as its receive task would (the
  * endpoint fuzz target's entry; inside a task). */
 void vega__ep_fuzz_input(struct ep_sock *s, uint8_t *dgram, size_t len, const vega_addr *from,

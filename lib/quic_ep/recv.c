@@ -229,13 +229,14 @@ static void accept_conn(struct ep_sock *s, const vega_quic_hdr *h, struct dgram 
     }
 }
 
-static void server_initial(struct ep_sock *s, struct dgram *d, uint64_t now)
+/* Returns true when d reached the handshake (a connection was tried: the costly part). */
+static bool server_initial(struct ep_sock *s, struct dgram *d, uint64_t now)
 {
     struct vega_quic_endpoint *ep = s->ep;
     vega_quic_hdr h;
     if (!ep->listening || s->owner || vega_quic_hdr_parse(&h, d->p, d->len, EP_CID_LEN) < 0) {
         drop(ep);
-        return;
+        return false;
     }
     /* §6.1: a long header of a version we do not speak, in a datagram big enough to be a first
      * Initial, gets Version Negotiation; anything smaller is dropped (§5.2.2). */
@@ -244,13 +245,13 @@ static void server_initial(struct ep_sock *s, struct dgram *d, uint64_t now)
             send_vn(s, &h, d, now);
         else
             drop(ep);
-        return;
+        return false;
     }
     /* §14.1: a server MUST discard an Initial packet carried in a datagram below 1200 bytes. */
     if (h.type != VEGA_QUIC_PKT_INITIAL || d->len < VEGA_QUIC_MIN_INITIAL_SIZE || h.dcid_len < 8 ||
         atomic_load(&ep->shutting_down)) {
         drop(ep);
-        return;
+        return false;
     }
     vega_quic_server_params sp = {.version = h.version,
                                   .dcid = h.dcid,
@@ -266,7 +267,7 @@ static void server_initial(struct ep_sock *s, struct dgram *d, uint64_t now)
             /* §8.1.2: a Retry token we cannot validate: close with INVALID_TOKEN */
             atomic_fetch_add_explicit(&ep->st_tokens_bad, 1, memory_order_relaxed);
             send_close(s, &h, d, VEGA_QUIC_INVALID_TOKEN, "invalid token", now);
-            return;
+            return false;
         }
         if (t == 1) {
             sp.original_dcid = odcid;
@@ -281,57 +282,207 @@ static void server_initial(struct ep_sock *s, struct dgram *d, uint64_t now)
     if (full) {
         atomic_fetch_add_explicit(&ep->st_refused, 1, memory_order_relaxed);
         send_close(s, &h, d, VEGA_QUIC_CONNECTION_REFUSED, "too many connections", now);
-        return;
+        return false;
     }
     if (!sp.address_validated) {
         if (ep->o.retry == VEGA_QUIC_RETRY_ALWAYS ||
             (ep->o.retry == VEGA_QUIC_RETRY_AUTO && hs >= ep->o.retry_threshold)) {
             send_retry(s, &h, d);
-            return;
+            return false;
         }
         if (hs >= ep->o.max_handshakes) {
             drop(ep);
-            return;
+            return false;
         }
     }
     accept_conn(s, &h, d, &sp, now);
+    return true;
 }
 
 /* ---- routing ------------------------------------------------------------------------------- */
 
-static void handle(struct ep_sock *s, struct dgram *d, uint64_t now)
+/* Where d goes: the connection its Destination Connection ID leads to (retained: the caller
+ * releases it), or NULL (*is_long: a long header, a new connection's perhaps). Returns false
+ * for a datagram too short to say (dropped, counted). */
+static bool route(struct vega_quic_endpoint *ep, const struct dgram *d,
+                  struct vega_quic_ep_conn **c, bool *is_long)
 {
-    struct vega_quic_endpoint *ep = s->ep;
-    atomic_fetch_add_explicit(&ep->st_dgrams_in, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&ep->st_bytes_in, d->len, memory_order_relaxed);
     const uint8_t *dcid;
     size_t dcid_len;
-    bool is_long = d->len > 0 && (d->p[0] & 0x80);
-    if (is_long) {
+    *c = NULL;
+    *is_long = d->len > 0 && (d->p[0] & 0x80);
+    if (*is_long) {
         if (d->len < 7 || (size_t)d->p[5] + 6 > d->len) {
             drop(ep);
-            return;
+            return false;
         }
         dcid_len = d->p[5];
         dcid = d->p + 6;
     } else {
         if (d->len < 1 + EP_CID_LEN) {
             drop(ep);
-            return;
+            return false;
         }
         dcid_len = EP_CID_LEN;
         dcid = d->p + 1;
     }
-    struct vega_quic_ep_conn *c = vega__ep_table_get(ep, dcid, dcid_len);
+    *c = vega__ep_table_get(ep, dcid, dcid_len);
+    return true;
+}
+
+/* d, for no connection of ours: a new one's (long header), or a Stateless Reset's. Returns
+ * true when a connection was tried. */
+static bool no_conn(struct ep_sock *s, struct dgram *d, bool is_long, uint64_t now)
+{
+    if (is_long)
+        return server_initial(s, d, now);
+    maybe_reset(s, d->p + 1, d, now);
+    return false;
+}
+
+static void count_in(struct vega_quic_endpoint *ep, const struct dgram *d)
+{
+    atomic_fetch_add_explicit(&ep->st_dgrams_in, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ep->st_bytes_in, d->len, memory_order_relaxed);
+}
+
+static void handle(struct ep_sock *s, struct dgram *d, uint64_t now)
+{
+    struct vega_quic_endpoint *ep = s->ep;
+    count_in(ep, d);
+    struct vega_quic_ep_conn *c;
+    bool is_long;
+    if (!route(ep, d, &c, &is_long))
+        return;
     if (c) {
         conn_input(c, d, now);
         vega_quic_ep_conn_release(c);
         return;
     }
-    if (is_long)
-        server_initial(s, d, now);
-    else
-        maybe_reset(s, dcid, d, now);
+    (void)no_conn(s, d, is_long, now);
+}
+
+/* ---- the queue of new connections' datagrams ----------------------------------------------- */
+
+/* A datagram waiting for its turn, with where it came from and to. */
+struct ep_deferred {
+    vega_addr from, local;
+    size_t len;
+    uint8_t ecn;
+    uint8_t p[];
+};
+
+/* Queues d (a long header for no connection yet); false when the queue is full (d dropped,
+ * counted) or no memory. */
+static bool defer(struct ep_sock *s, const struct dgram *d)
+{
+    struct vega_quic_endpoint *ep = s->ep;
+    size_t size = sizeof(struct ep_deferred) + d->len;
+    if (!s->defer)
+        s->defer = vega__mem_calloc(ep->mem, EP_DEFER_MAX, sizeof *s->defer);
+    if (!s->defer || s->defer_len >= EP_DEFER_MAX || s->defer_bytes + size > EP_DEFER_BYTES) {
+        drop(ep);
+        return false;
+    }
+    struct ep_deferred *e = vega__mem_malloc(ep->mem, size);
+    if (!e) {
+        drop(ep);
+        return false;
+    }
+    e->from = *d->from;
+    e->local = *d->local;
+    e->len = d->len;
+    e->ecn = d->ecn;
+    memcpy(e->p, d->p, d->len);
+    s->defer[(s->defer_head + s->defer_len) % EP_DEFER_MAX] = e;
+    s->defer_len++;
+    s->defer_bytes += size;
+    return true;
+}
+
+static struct ep_deferred *defer_take(struct ep_sock *s)
+{
+    if (!s->defer_len)
+        return NULL;
+    struct ep_deferred *e = s->defer[s->defer_head];
+    s->defer[s->defer_head] = NULL;
+    s->defer_head = (s->defer_head + 1) % EP_DEFER_MAX;
+    s->defer_len--;
+    s->defer_bytes -= sizeof *e + e->len;
+    return e;
+}
+
+void vega__ep_defer_free(struct ep_sock *s)
+{
+    struct ep_deferred *e;
+    while ((e = defer_take(s)))
+        vega__mem_free(s->ep->mem, e);
+    if (s->defer)
+        vega__mem_free(s->ep->mem, s->defer);
+    s->defer = NULL;
+    s->defer_head = 0;
+}
+
+size_t vega__ep_rx_turn(struct ep_sock *s, vega_udp_msg *msgs, int n, uint64_t now)
+{
+    struct vega_quic_endpoint *ep = s->ep;
+    for (int i = 0; i < n; i++) {
+        vega_udp_msg *m = &msgs[i];
+        if (m->flags & VEGA_UDP_MSG_TRUNC) {
+            drop(ep);
+            continue;
+        }
+        vega_addr local = m->local.len ? m->local : s->local;
+        if (m->local.len)
+            vega_addr_set_port(&local, vega_addr_port(&s->local));
+        size_t seg = m->segment_size ? m->segment_size : m->len;
+        for (size_t off = 0; off < m->len && seg; off += seg) {
+            struct dgram d = {.p = (uint8_t *)m->buf + off,
+                              .len = m->len - off < seg ? m->len - off : seg,
+                              .from = &m->addr,
+                              .local = &local,
+                              .ecn = m->ecn};
+            count_in(ep, &d);
+            struct vega_quic_ep_conn *c;
+            bool is_long;
+            if (!route(ep, &d, &c, &is_long))
+                continue;
+            if (c) {
+                conn_input(c, &d, now);
+                vega_quic_ep_conn_release(c);
+            } else if (!is_long || s->owner) {
+                (void)no_conn(s, &d, is_long, now); /* a reset, or a client socket's drop */
+            } else {
+                (void)defer(s, &d);
+            }
+        }
+    }
+    /* the connections' datagrams of this batch went first; now a few new connections, oldest
+     * first (a queued datagram may belong to one opened since: it goes there) */
+    size_t budget = (size_t)n >= s->rx_n ? EP_OPEN_PER_BUSY_TURN : EP_OPEN_PER_TURN, opened = 0;
+    struct ep_deferred *e;
+    while (opened < budget && (e = defer_take(s))) {
+        struct dgram d = {
+            .p = e->p, .len = e->len, .from = &e->from, .local = &e->local, .ecn = e->ecn};
+        struct vega_quic_ep_conn *c;
+        bool is_long;
+        if (route(ep, &d, &c, &is_long)) {
+            if (c) {
+                conn_input(c, &d, now);
+                vega_quic_ep_conn_release(c);
+            } else if (no_conn(s, &d, is_long, now)) {
+                opened++;
+            }
+        }
+        vega__mem_free(ep->mem, e);
+    }
+    /* an idle socket holds nothing for the queue (one allocation per burst) */
+    if (!s->defer_len && s->defer) {
+        vega__mem_free(ep->mem, s->defer);
+        s->defer = NULL;
+        s->defer_head = 0;
+    }
+    return opened;
 }
 
 /* The fuzz target's way in (tests/fuzz/quic_ep_fuzz.c): one datagram down the path a
@@ -378,10 +529,17 @@ void *vega__ep_rx_task(void *arg)
 {
     struct ep_sock *s = arg;
     while (!atomic_load(&s->stop)) {
-        int n = vega_udp_recv_batch(s->sock, s->rx_msgs, s->rx_n, VEGA_DEADLINE_NEVER);
+        /* with new connections waiting, only a look: they are opened when nothing else is */
+        vega_deadline dl = s->defer_len ? 0 : VEGA_DEADLINE_NEVER;
+        uint64_t began = vega_now();
+        int n = vega_udp_recv_batch(s->sock, s->rx_msgs, s->rx_n, dl);
+        if (n == -ETIMEDOUT || (n >= 0 && (size_t)n < s->rx_n))
+            atomic_store_explicit(&s->drained_at, began, memory_order_release);
         if (n == -ECANCELED)
             break;
-        if (n < 0) {
+        if (n == -ETIMEDOUT) {
+            n = 0;
+        } else if (n < 0) {
             /* an ICMP error reported on the socket (-ECONNREFUSED ...) or a transient
              * shortage: the connections' timers deal with lost paths */
             if (n == -EBADF || n == -ENOTSOCK)
@@ -395,26 +553,13 @@ void *vega__ep_rx_task(void *arg)
             }
             continue;
         }
-        uint64_t now = vega_now();
-        for (int i = 0; i < n; i++) {
-            vega_udp_msg *m = &s->rx_msgs[i];
-            if (m->flags & VEGA_UDP_MSG_TRUNC) {
-                drop(s->ep);
-                continue;
-            }
-            vega_addr local = m->local.len ? m->local : s->local;
-            if (m->local.len)
-                vega_addr_set_port(&local, vega_addr_port(&s->local));
-            size_t seg = m->segment_size ? m->segment_size : m->len;
-            for (size_t off = 0; off < m->len && seg; off += seg) {
-                struct dgram d = {.p = (uint8_t *)m->buf + off,
-                                  .len = m->len - off < seg ? m->len - off : seg,
-                                  .from = &m->addr,
-                                  .local = &local,
-                                  .ecn = m->ecn};
-                handle(s, &d, now);
-            }
-        }
+        atomic_store_explicit(&s->pending, s->defer_len + 1, memory_order_release);
+        (void)vega__ep_rx_turn(s, s->rx_msgs, n, vega_now());
+        atomic_store_explicit(&s->pending, s->defer_len, memory_order_release);
+        /* the send task (the handshakes' answers) and the rest of this worker get their turn
+         * before the next handshakes */
+        if (s->defer_len)
+            (void)vega_yield();
     }
     vega__ep_sock_task_exit(s);
     return NULL;

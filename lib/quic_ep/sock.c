@@ -45,6 +45,8 @@ static int sock_open(struct vega_quic_endpoint *ep, const vega_addr *addr, unsig
     vega__spin_init(&s->dirty_lock);
     s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC); /* -1: the wheel */
     atomic_init(&s->stop, false);
+    atomic_init(&s->pending, 0);
+    atomic_init(&s->drained_at, 0);
     int rc = -ENOMEM;
     /* a client connection's own socket batches less: it serves one connection */
     s->rx_n = server ? EP_RX_BATCH : 2;
@@ -133,6 +135,7 @@ void vega__ep_sock_free(struct ep_sock *s)
     if (!s)
         return;
     const vega_mem *mem = s->ep->mem;
+    vega__ep_defer_free(s);
     if (s->sock)
         vega_sock_close(s->sock);
     if (s->rx_buf)

@@ -179,9 +179,18 @@ static void start_reload(struct sup *s)
     /* Older generations still draining may hold every slot of a place: the reload waits (at
      * most grace_ms, after which they are killed) rather than fail. */
     unsigned free_slots = 0;
-    for (size_t k = 0; k < s->nslots; k++)
+    bool three_back = false;
+    for (size_t k = 0; k < s->nslots; k++) {
         free_slots += s->procs[k].state == P_FREE;
-    if (free_slots < s->n)
+        /* generation gen+1 waits also until generation gen-2 is gone, even when enough slots
+         * are free (gen-1 ended first): at most SLOTS_PER_SHARD consecutive generations live,
+         * so generation g mod 3 names one of them (vega-serve --shards gives each its own set
+         * of UDP sockets that way: two generations on one set would both read new Initials,
+         * the draining one refusing them) */
+        three_back = three_back || (s->procs[k].state != P_FREE &&
+                                    s->procs[k].gen + SLOTS_PER_SHARD <= s->gen + 1);
+    }
+    if (free_slots < s->n || three_back)
         return;
     s->reload_pending = false;
     s->new_gen = s->gen + 1;

@@ -329,6 +329,19 @@ VEGA_API int vega_quic_endpoint_get_stats_versioned(const vega_quic_endpoint *ep
 #define vega_quic_endpoint_get_stats(...)                                                          \
     vega_quic_endpoint_get_stats_versioned(__VA_ARGS__, VEGA_QUIC_ENDPOINT_STATS_VERSION)
 
+/*
+ * What a server that stops taking new connections must still serve before it can tell none
+ * is on its way (a reloading shard whose new connections go elsewhere since `since`, a
+ * vega_now() time): datagrams that wait in the endpoint's queues for new connections (they
+ * are read ahead, behind those of connections it has; see docs/ARCHITECTURE.md), plus one for
+ * each listening socket whose kernel queue was not seen empty since `since` and is not empty
+ * now (what waits there may be Initials sent before). 0: every datagram that reached ep before
+ * `since` was read and handled (connections in their handshake are counted by
+ * vega_quic_endpoint_stats.handshakes). NULL: 0. Context: any thread, between listen and free.
+ * Since 0.3.
+ */
+VEGA_API size_t vega_quic_endpoint_new_pending(const vega_quic_endpoint *ep, uint64_t since);
+
 /* The endpoint's first socket's local address (after listen). Returns 0, -ENOTCONN (no socket
  * yet); -EINVAL (a NULL argument). Context: any thread. Since 0.1. */
 VEGA_API int vega_quic_endpoint_local_addr(const vega_quic_endpoint *ep, vega_addr *out);

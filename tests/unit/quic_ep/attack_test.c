@@ -4,6 +4,8 @@
  * close and reset storms, a peer that never acknowledges, and 100,000 junk datagrams. Through
  * each, a normal client keeps getting byte-exact answers; after each, the server holds no
  * connection and its allocator's live bytes are back to where they were once it listened. */
+#include <poll.h>
+
 #include "attack_util.h"
 
 #define SOCKS_FLOOD 32
@@ -177,6 +179,201 @@ VTEST_MT(initial_flood_default_limits, 2)
     flood_close(&f);
     srv_check_clean(&v);
     srv_stop(&v);
+    creds_free(&k);
+}
+
+/* ---- the receive task's turn, driven by hand --------------------------------------------------
+ */
+
+static void turn_msg(vega_udp_msg *m, uint8_t *buf, size_t len, const vega_addr *from)
+{
+    memset(m, 0, sizeof *m);
+    m->buf = buf;
+    m->len = len;
+    m->cap = len;
+    m->addr = *from;
+}
+
+static uint64_t srv_conn_pkts_recv(struct vega_quic_ep_conn *c)
+{
+    VCHECK_EQ(vega__ep_conn_lock(c), 0);
+    vega_quic_conn_info info;
+    vega_quic_conn_get_info(c->qc, &info);
+    vega__ep_conn_unlock(c, false);
+    return info.pkts_recv;
+}
+
+/* Datagrams of a connection the server has go before new connections' Initials read in the same
+ * batch, and a turn of the receive task opens EP_OPEN_PER_TURN of those at most
+ * (EP_OPEN_PER_BUSY_TURN after a full batch); the rest wait, oldest first, EP_DEFER_MAX at
+ * most (then dropped, counted). The turns are driven by hand on the server's socket, to which
+ * nothing is sent (its receive task only waits), on one runtime thread: exact counts. */
+VTEST_CT(rx_turn_order)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_quic_endpoint_opts so;
+    srv_opts(&so, &k);
+    struct cmem mem;
+    cmem_init(&mem);
+    so.mem = &mem.mem;
+    vega_quic_endpoint *ep;
+    VCHECK_EQ(vega_quic_endpoint_new(&ep, &so), 0);
+    vega_addr any = loopback(0), srv, at, other_at;
+    VCHECK_EQ(vega_quic_endpoint_listen(ep, &any, 0, &srv), 0);
+    struct ep_sock *s = ep->socks[0];
+    VCHECK_EQ(s->rx_n, (size_t)EP_RX_BATCH);
+    vega_sock *sink, *other;
+    VCHECK_EQ(vega_udp_bind(&sink, &any, 0), 0);
+    VCHECK_EQ(vega_sock_local_addr(sink, &at), 0);
+    VCHECK_EQ(vega_udp_bind(&other, &any, 0), 0); /* where the flood's answers go */
+    VCHECK_EQ(vega_sock_local_addr(other, &other_at), 0);
+
+    /* one connection, made through the turns */
+    vega_quic_opts co;
+    vega_quic_opts_init(&co);
+    co.tls.ca = k.ca;
+    co.tls.server_name = "localhost";
+    co.tls.alpn[0] = "vega-test";
+    co.tls.n_alpn = 1;
+    vega_quic_path p;
+    memset(&p, 0, sizeof p);
+    memcpy(&p.local, &at.ss, at.len);
+    p.local_len = at.len;
+    memcpy(&p.remote, &srv.ss, srv.len);
+    p.remote_len = srv.len;
+    vega_quic_conn *qc;
+    VCHECK_EQ(vega_quic_conn_client_new(&qc, &co, &p, vega_now()), 0);
+    enum {
+        B = EP_RX_BATCH
+    };
+    static uint8_t bufs[B][1500];
+    static uint8_t in[65536];
+    vega_udp_msg msgs[B];
+    vega_quic_conn_info ci = {0};
+    for (int r = 0; r < 200 && !ci.handshake_confirmed; r++) {
+        int n = 0;
+        vega_ssize w;
+        while (n < B && (w = vega_quic_conn_write(qc, NULL, NULL, bufs[n], sizeof bufs[n],
+                                                  vega_now())) > 0) {
+            turn_msg(&msgs[n], bufs[n], (size_t)w, &at);
+            n++;
+        }
+        (void)vega__ep_rx_turn(s, msgs, n, vega_now());
+        while (s->defer_len)
+            (void)vega__ep_rx_turn(s, msgs, 0, vega_now());
+        for (int i = 0; i < 8; i++)
+            VCHECK(vega_yield() == 0); /* the send task answers */
+        vega_ssize got;
+        while ((got = vega_udp_recv_from(sink, in, sizeof in, NULL, DL(20))) > 0)
+            (void)vega_quic_conn_read(qc, &p, 0, in, (size_t)got, vega_now());
+        vega_quic_event ev;
+        while (vega_quic_conn_next_event(qc, &ev))
+            ;
+        vega_quic_conn_get_info(qc, &ci);
+    }
+    VCHECK(ci.handshake_confirmed);
+    vega_quic_endpoint_stats st;
+    vega_quic_endpoint_get_stats(ep, &st);
+    VCHECK_EQ(st.conns_accepted, 1);
+
+    /* 10 Initials, then a short-header packet of the connection: it is served in this turn,
+     * and EP_OPEN_PER_TURN of the Initials are opened */
+    for (int i = 0; i < 10; i++)
+        turn_msg(&msgs[i], bufs[i], client_initial(&k, &srv, bufs[i], sizeof bufs[i]), &other_at);
+    uint64_t sid;
+    VCHECK_EQ(vega_quic_stream_open(qc, true, &sid), 0);
+    VCHECK_EQ(vega_quic_stream_write(qc, sid, "x", 1, false), 1);
+    vega_ssize w = vega_quic_conn_write(qc, NULL, NULL, bufs[10], sizeof bufs[10], vega_now());
+    VCHECK(w > 0 && !(bufs[10][0] & 0x80));
+    turn_msg(&msgs[10], bufs[10], (size_t)w, &at);
+    struct vega_quic_ep_conn *est = ep->conns; /* the one connection (the receive task's) */
+    VCHECK(est && !est->next);
+    uint64_t before = srv_conn_pkts_recv(est);
+    VCHECK_EQ(vega__ep_rx_turn(s, msgs, 11, vega_now()), (size_t)EP_OPEN_PER_TURN);
+    vega_quic_endpoint_get_stats(ep, &st);
+    VCHECK_EQ(st.conns_accepted, 1 + EP_OPEN_PER_TURN);
+    VCHECK_EQ(s->defer_len, (size_t)(10 - EP_OPEN_PER_TURN));
+    VCHECK_EQ(srv_conn_pkts_recv(est), before + 1);
+    /* turns with nothing read open the rest, EP_OPEN_PER_TURN at a time */
+    VCHECK_EQ(vega__ep_rx_turn(s, msgs, 0, vega_now()), (size_t)EP_OPEN_PER_TURN);
+    VCHECK_EQ(vega__ep_rx_turn(s, msgs, 0, vega_now()), (size_t)(10 - 2 * EP_OPEN_PER_TURN));
+    VCHECK_EQ(s->defer_len, 0);
+    VCHECK_EQ(vega__ep_rx_turn(s, msgs, 0, vega_now()), 0);
+    vega_quic_endpoint_get_stats(ep, &st);
+    VCHECK_EQ(st.conns_accepted, 11);
+
+    /* full batches of Initials: one opened per turn, the queue holds EP_DEFER_MAX, the rest is
+     * dropped; every Initial is one of the three */
+    uint64_t dropped0 = st.dgrams_dropped;
+    size_t fed = 0, opened = 0, turns = EP_DEFER_MAX / (B - EP_OPEN_PER_BUSY_TURN) + 2;
+    for (size_t t = 0; t < turns; t++) {
+        for (int i = 0; i < B; i++)
+            turn_msg(&msgs[i], bufs[i], client_initial(&k, &srv, bufs[i], sizeof bufs[i]),
+                     &other_at);
+        fed += B;
+        size_t o = vega__ep_rx_turn(s, msgs, B, vega_now());
+        VCHECK_EQ(o, (size_t)EP_OPEN_PER_BUSY_TURN);
+        opened += o;
+        VCHECK(s->defer_len <= EP_DEFER_MAX);
+        VCHECK(s->defer_bytes <= EP_DEFER_BYTES);
+    }
+    vega_quic_endpoint_get_stats(ep, &st);
+    VCHECK_EQ(s->defer_len, (size_t)EP_DEFER_MAX - EP_OPEN_PER_BUSY_TURN);
+    VCHECK_EQ(st.conns_accepted, 11 + opened);
+    VCHECK_EQ(st.dgrams_dropped - dropped0, fed - opened - s->defer_len);
+    fprintf(stderr,
+            "turns: %zu Initials in full batches, %zu opened, %zu queued, %" PRIu64 " dropped\n",
+            fed, opened, s->defer_len, st.dgrams_dropped - dropped0);
+
+    /* what waits is freed with the endpoint */
+    vega_quic_conn_free(qc);
+    vega_quic_endpoint_free(ep);
+    VCHECK_EQ(cmem_live(&mem), 0);
+    vega_sock_close(sink);
+    vega_sock_close(other);
+    creds_free(&k);
+}
+
+/* vega_quic_endpoint_new_pending: an Initial the kernel holds on the server's socket counts
+ * until the receive task read it (it was not seen empty since), and then the connection it
+ * opened is a handshake. One runtime thread: the receive task runs only when this one yields. */
+VTEST_CT(new_pending)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_quic_endpoint_opts so;
+    srv_opts(&so, &k);
+    vega_quic_endpoint *ep;
+    VCHECK_EQ(vega_quic_endpoint_new(&ep, &so), 0);
+    vega_addr any = loopback(0), srv;
+    VCHECK_EQ(vega_quic_endpoint_listen(ep, &any, 0, &srv), 0);
+    for (int i = 0; i < 8; i++)
+        VCHECK(vega_yield() == 0); /* the receive task waits in its first read */
+    uint64_t t = vega_now();
+    VCHECK_EQ(vega_quic_endpoint_new_pending(ep, t), 0);
+    VCHECK_EQ(vega_quic_endpoint_new_pending(NULL, t), 0);
+    vega_sock *u;
+    VCHECK_EQ(vega_udp_bind(&u, &any, 0), 0);
+    uint8_t d[1500];
+    size_t len = client_initial(&k, &srv, d, sizeof d);
+    VCHECK_EQ(vega_udp_send_to(u, d, len, &srv, DL(1000)), (vega_ssize)len);
+    /* until the kernel queued it (this thread blocks: the receive task cannot take it) */
+    struct pollfd pf = {.fd = vega_sock_fd(ep->socks[0]->sock), .events = POLLIN};
+    VCHECK_EQ(poll(&pf, 1, 10000), 1);
+    VCHECK_EQ(vega_quic_endpoint_new_pending(ep, t), 1);
+    vega_quic_endpoint_stats st;
+    for (int i = 0; i < 10000; i++) {
+        vega_quic_endpoint_get_stats(ep, &st);
+        if (vega_quic_endpoint_new_pending(ep, t) == 0 && st.conns_accepted == 1)
+            break;
+        VCHECK(vega_yield() == 0);
+    }
+    VCHECK_EQ(vega_quic_endpoint_new_pending(ep, t), 0);
+    VCHECK_EQ(st.conns_accepted, 1);
+    VCHECK_EQ(st.handshakes, 1);
+    vega_sock_close(u);
+    vega_quic_endpoint_free(ep);
     creds_free(&k);
 }
 

@@ -524,6 +524,41 @@ VTEST(reload_waits_for_a_free_slot)
     VCHECK(start4 < nev && gone1 < start4);
 }
 
+/* Generation 1 ignores SIGTERM (drains until it is killed at grace); the others end at once on
+ * it: when generation 4 is asked for, a slot is free (generation 2 is gone), yet generation 1
+ * still lives, three generations back: generation 4 waits for it to go (vega-serve --shards
+ * gives generations g and g+3 the same UDP sockets). */
+static int main_first_stubborn(vega_shard *s, void *u)
+{
+    if (vega_shard_generation(s) == 1)
+        return main_stubborn(s, u);
+    vega_shard_ready(s);
+    return until_term(s, true);
+}
+
+VTEST(reload_waits_for_the_generation_three_back)
+{
+    vega_shard_opts o;
+    vega_shard_opts_init(&o);
+    o.shards = 1;
+    o.grace_ms = 1000;
+    o.shard_main = main_first_stubborn;
+    hups = 0;
+    VCHECK_EQ(run(&o, hook_reload_thrice), 0);
+    VCHECK_EQ(count(VEGA_SHARD_EV_RELOAD_FAILED), 0);
+    VCHECK_EQ(count(VEGA_SHARD_EV_RELOADED), 3);
+    unsigned start4 = first(VEGA_SHARD_EV_RELOAD, 4), gone1 = nev, gone2 = nev;
+    for (unsigned i = 0; i < nev; i++) {
+        if (evs[i].kind == VEGA_SHARD_EV_DRAINED && evs[i].generation == 1 && gone1 == nev)
+            gone1 = i;
+        if (evs[i].kind == VEGA_SHARD_EV_DRAINED && evs[i].generation == 2 && gone2 == nev)
+            gone2 = i;
+    }
+    VCHECK(start4 < nev && gone1 < start4);
+    VCHECK_EQ(evs[gone1].signal, SIGKILL); /* it drained until grace */
+    VCHECK(gone2 < gone1);                 /* a slot was free before: the wait was for gen 1 */
+}
+
 /* ---- binary upgrade (SIGUSR2) ------------------------------------------------------------- */
 
 static void hook_usr2_when_2_ready(const vega_shard_event *ev)
