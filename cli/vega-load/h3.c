@@ -16,13 +16,10 @@
 
 /* Refusals (or closed handshakes) in a row, with no response in between, that are retried on a
  * new connection before the next one is an error. A stopping server refuses the handshakes it
- * reads after its quiet window (vega-serve: lib/http_server/h3_conn.c vega__h3s_stop). With
- * vega-serve --shards the steering program is swapped before the old generation is told to
- * stop, but datagrams the kernel had already queued on an old socket stay there (the program
- * picks a socket as a datagram arrives): a stopping shard slow to read them (a busy machine)
- * refuses those handshakes, and when reloads follow each other faster than a handshake
- * completes, the retry can land on the next generation just as it stops the same way. Three
- * generations live at once at most (serving, starting, draining): one refusal each. */
+ * completes after its quiet window (vega-serve: lib/http_server/h3_conn.c vega__h3s_stop); a
+ * server reloaded back to back has up to three generations alive at once (serving, starting,
+ * draining), so a client may meet one refusal from each. (The repeated refusals vega-serve
+ * --shards' reload test once saw were a supervisor bug, fixed: docs/ARCHITECTURE.md "Reload".) */
 #define LOAD_H3_MAX_REFUSED 3
 
 #define UNI_CHUNK 4096 /* our control and QPACK streams' bytes are written in these */
