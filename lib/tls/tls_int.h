@@ -145,10 +145,8 @@ struct vega_tls {
     vega_tls_config *cfg; /* retained */
     vega_stream *inner;   /* owned */
     vega_sock *sock;      /* the socket under inner (vega_tls_stream_from_sock), else NULL */
-    bool own_sock;        /* close sock after inner */
     SSL *ssl;
     BIO *bio;
-    bool server;
 
     pthread_mutex_t mu; /* guards ssl, the buffers' bookkeeping and the state below; never
                            held across a suspension */
@@ -159,7 +157,6 @@ struct vega_tls {
      * plaintext read from the kernel that the caller has not taken yet) */
     unsigned char *in;
     size_t in_cap, in_pos, in_end;
-    bool in_eof; /* inner reached its end */
 
     /* output: records OpenSSL made. Producers append to outq under mu; the holder of wr_mu
      * swaps it with outfl and writes outfl to inner without mu. */
@@ -170,7 +167,9 @@ struct vega_tls {
     uint64_t rd_at_done, wr_at_done; /* counters when the handshake completed */
     uint64_t wr_at_last_read;        /* wr.records at the last read during the handshake */
 
-    /* state */
+    /* state (the bools sit in the holes beside the ints: an idle connection keeps this struct) */
+    bool own_sock; /* close sock after inner */
+    bool server;
     bool hs_done;   /* OpenSSL finished the handshake (under mu) */
     bool ready;     /* ... its last flight went out, kTLS is set up (atomic) */
     int hs_err;     /* fatal handshake failure (sticky) */
@@ -179,6 +178,7 @@ struct vega_tls {
     bool sent_close_notify, write_shut;
     bool got_app_data;  /* SSL_read returned data at least once */
     bool tx_bypass_err; /* OpenSSL produced a record while the kernel held the write keys */
+    bool in_eof;        /* inner reached its end */
 
     char *server_name; /* client: name to verify / SNI; server: SNI received */
     char *sni;
