@@ -166,6 +166,9 @@ int vega__tls_verify_cb(int ok, X509_STORE_CTX *ctx)
     int err = X509_STORE_CTX_get_error(ctx);
     X509 *x = X509_STORE_CTX_get_current_cert(ctx);
     t->verify_err = err;
+    struct vega__tls_diag *d = vega__tls_diag(t);
+    if (!d)
+        return 0; /* the code is kept; its detail cannot be */
     char subj[128] = "", extra[160] = "";
     if (x)
         name_of(x, subj, sizeof(subj));
@@ -174,22 +177,22 @@ int vega__tls_verify_cb(int ok, X509_STORE_CTX *ctx)
         if (x)
             time_of(X509_get0_notAfter(x), extra, sizeof(extra));
         /* Truncating a long subject is fine: the detail is for people. */
-        if (snprintf(t->verify_detail, sizeof(t->verify_detail), " (notAfter %s; subject %s)",
+        if (snprintf(d->verify_detail, sizeof(d->verify_detail), " (notAfter %s; subject %s)",
                      extra, subj) < 0)
-            t->verify_detail[0] = 0;
+            d->verify_detail[0] = 0;
         break;
     case X509_V_ERR_CERT_NOT_YET_VALID:
         if (x)
             time_of(X509_get0_notBefore(x), extra, sizeof(extra));
-        if (snprintf(t->verify_detail, sizeof(t->verify_detail), " (notBefore %s; subject %s)",
+        if (snprintf(d->verify_detail, sizeof(d->verify_detail), " (notBefore %s; subject %s)",
                      extra, subj) < 0)
-            t->verify_detail[0] = 0;
+            d->verify_detail[0] = 0;
         break;
     case X509_V_ERR_HOSTNAME_MISMATCH:
     case X509_V_ERR_IP_ADDRESS_MISMATCH:
         if (x)
             sans_of(x, extra, sizeof(extra));
-        snprintf(t->verify_detail, sizeof(t->verify_detail),
+        snprintf(d->verify_detail, sizeof(d->verify_detail),
                  ": wanted %s, the certificate is for %s", t->server_name ? t->server_name : "?",
                  extra[0] ? extra : subj);
         break;
@@ -198,11 +201,11 @@ int vega__tls_verify_cb(int ok, X509_STORE_CTX *ctx)
     case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
     case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
     case X509_V_ERR_CERT_UNTRUSTED:
-        snprintf(t->verify_detail, sizeof(t->verify_detail),
+        snprintf(d->verify_detail, sizeof(d->verify_detail),
                  " (unknown CA: subject %s; add its CA to the trusted ones)", subj);
         break;
     default:
-        snprintf(t->verify_detail, sizeof(t->verify_detail), " (subject %s)", subj);
+        snprintf(d->verify_detail, sizeof(d->verify_detail), " (subject %s)", subj);
         break;
     }
     return 0;
@@ -231,20 +234,40 @@ static int verify_code(long v)
 
 /* ---- the record ------------------------------------------------------------------------------ */
 
+struct vega__tls_diag *vega__tls_diag(struct vega_tls *t)
+{
+    if (!t->diag) {
+        struct vega__tls_diag *d = calloc(1, sizeof(*d));
+        if (!d)
+            return NULL;
+        d->err.alert = -1;
+        /* vega_tls_last_error reads the pointer without mu */
+        __atomic_store_n(&t->diag, d, __ATOMIC_RELEASE);
+    }
+    return t->diag;
+}
+
 int vega__tls_set_error(struct vega_tls *t, int code, const char *fmt, ...)
 {
-    t->err.code = code;
+    t->err_code = code;
+    struct vega__tls_diag *d = vega__tls_diag(t);
+    if (!d)
+        return code;
+    d->err.code = code;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(t->err.message, sizeof(t->err.message), fmt, ap);
+    vsnprintf(d->err.message, sizeof(d->err.message), fmt, ap);
     va_end(ap);
     return code;
 }
 
 static void set_alert(struct vega_tls *t, int alert, bool received)
 {
-    t->err.alert = alert;
-    t->err.alert_received = received;
+    struct vega__tls_diag *d = vega__tls_diag(t);
+    if (d) {
+        d->err.alert = alert;
+        d->err.alert_received = received;
+    }
 }
 
 int vega__tls_fail(struct vega_tls *t, int ssl_err)
@@ -255,9 +278,9 @@ int vega__tls_fail(struct vega_tls *t, int ssl_err)
     const char *rs = first ? ERR_reason_error_string(first) : NULL;
     bool done = t->hs_done;
     const char *stage = done ? "TLS" : "TLS handshake failed";
-    t->err.alert = -1;
-    t->err.alert_received = false;
-    t->err.verify_result = t->verify_err;
+    set_alert(t, -1, false);
+    if (t->diag)
+        t->diag->err.verify_result = t->verify_err;
     if (t->tx_bypass_err) {
         return vega__tls_set_error(t, VEGA_ERR_TLS_PROTOCOL,
                                    "TLS: the peer asked for a KeyUpdate or renegotiation while "
@@ -265,7 +288,8 @@ int vega__tls_fail(struct vega_tls *t, int ssl_err)
     }
     if (t->verify_err && (reason == SSL_R_CERTIFICATE_VERIFY_FAILED || !done)) {
         return vega__tls_set_error(t, verify_code(t->verify_err), "certificate verify failed: %s%s",
-                                   X509_verify_cert_error_string(t->verify_err), t->verify_detail);
+                                   X509_verify_cert_error_string(t->verify_err),
+                                   t->diag ? t->diag->verify_detail : "");
     }
     if (t->alert_recv >= 0) {
         set_alert(t, t->alert_recv, true);

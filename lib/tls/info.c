@@ -146,7 +146,17 @@ int vega_tls_get_error(vega_stream *s, vega_tls_error *out)
     if (!t || !out)
         return -EINVAL;
     pthread_mutex_lock(&t->mu);
-    *out = t->err;
+    if (t->diag) {
+        *out = t->diag->err;
+    } else {
+        memset(out, 0, sizeof(*out));
+        out->alert = -1;
+        out->verify_result = t->verify_err;
+        if (t->err_code) /* its record could not be made */
+            snprintf(out->message, sizeof(out->message), "%s (out of memory for its message)",
+                     vega_strerror(t->err_code));
+    }
+    out->code = t->err_code;
     pthread_mutex_unlock(&t->mu);
     return 0;
 }
@@ -154,7 +164,9 @@ int vega_tls_get_error(vega_stream *s, vega_tls_error *out)
 const char *vega_tls_last_error(vega_stream *s)
 {
     struct vega_tls *t = vega__tls_of(s);
-    return t ? t->err.message : "";
+    /* diag, once made, lives as long as the stream: the message stays valid. */
+    struct vega__tls_diag *d = t ? __atomic_load_n(&t->diag, __ATOMIC_ACQUIRE) : NULL;
+    return d ? d->err.message : "";
 }
 
 int vega_tls_ktls_status(vega_stream *s, vega_tls_ktls_info *out)
@@ -166,7 +178,7 @@ int vega_tls_ktls_status(vega_stream *s, vega_tls_ktls_info *out)
     out->tx = t->ktls.tx;
     out->rx = t->ktls.rx;
     out->rx_pending = t->ktls.rx_pending;
-    snprintf(out->reason, sizeof(out->reason), "%s", t->ktls.reason);
+    snprintf(out->reason, sizeof(out->reason), "%s", t->ktls.reason ? t->ktls.reason : "");
     pthread_mutex_unlock(&t->mu);
     return 0;
 }

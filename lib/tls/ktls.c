@@ -90,7 +90,9 @@ void vega__tls_keylog_cb(const SSL *ssl, const char *line)
     pthread_mutex_unlock(&cfg->mu);
     if (cfg->ktls == VEGA_TLS_KTLS_OFF)
         return; /* keep no secret nobody needs */
-    struct vega__tls_secrets *s = &t->secrets;
+    if (!t->secrets && !(t->secrets = calloc(1, sizeof(*t->secrets))))
+        return; /* kernel TLS then says it has no secret */
+    struct vega__tls_secrets *s = t->secrets;
     size_t n = parse_secret(line, "CLIENT_TRAFFIC_SECRET_0", s->client, sizeof(s->client));
     if (n)
         s->client_len = n;
@@ -202,9 +204,9 @@ int vega__tls_ktls_crypto_info(struct vega_tls *t, bool tx, void *buf, size_t *l
     unsigned char key[32], iv[12];
     uint64_t seq;
     if (version == TLS1_3_VERSION) {
-        const struct vega__tls_secrets *s = &t->secrets;
-        const unsigned char *sec = client_keys ? s->client : s->server;
-        size_t slen = client_keys ? s->client_len : s->server_len;
+        const struct vega__tls_secrets *s = t->secrets;
+        const unsigned char *sec = s ? (client_keys ? s->client : s->server) : NULL;
+        size_t slen = s ? (client_keys ? s->client_len : s->server_len) : 0;
         if (!slen) {
             snprintf(why, whycap, "no TLS 1.3 traffic secret was captured");
             return -EOPNOTSUPP;
@@ -266,16 +268,19 @@ static void add_reason(struct vega_tls *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void add_reason(struct vega_tls *t, const char *fmt, ...)
 {
-    size_t n = strlen(t->ktls.reason);
-    if (n + 3 >= sizeof(t->ktls.reason))
+    if (!t->ktls.reason && !(t->ktls.reason = calloc(1, VEGA__TLS_REASON_CAP)))
+        return;
+    char *r = t->ktls.reason;
+    size_t n = strlen(r);
+    if (n + 3 >= VEGA__TLS_REASON_CAP)
         return;
     if (n) {
-        memcpy(t->ktls.reason + n, "; ", 3);
+        memcpy(r + n, "; ", 3);
         n += 2;
     }
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(t->ktls.reason + n, sizeof(t->ktls.reason) - n, fmt, ap);
+    vsnprintf(r + n, VEGA__TLS_REASON_CAP - n, fmt, ap);
     va_end(ap);
 }
 
@@ -397,6 +402,14 @@ void vega__tls_ktls_try_rx(struct vega_tls *t)
     t->in_pos = t->in_end = 0;
 }
 
+void vega__tls_secrets_drop(struct vega_tls *t)
+{
+    if (t->secrets) {
+        OPENSSL_clear_free(t->secrets, sizeof(*t->secrets));
+        t->secrets = NULL;
+    }
+}
+
 /* ---- I/O through the kernel ------------------------------------------------------------------ */
 
 __attribute__((format(printf, 3, 4))) static int rx_fail(struct vega_tls *t, int code,
@@ -497,8 +510,11 @@ vega_ssize vega__tls_ktls_read(struct vega_tls *t, void *buf, size_t len, vega_d
             }
             pthread_mutex_lock(&t->mu);
             t->alert_recv = t->in[1];
-            t->err.alert = t->in[1];
-            t->err.alert_received = true;
+            struct vega__tls_diag *d = vega__tls_diag(t);
+            if (d) {
+                d->err.alert = t->in[1];
+                d->err.alert_received = true;
+            }
             pthread_mutex_unlock(&t->mu);
             return rx_fail(t, VEGA_ERR_TLS_ALERT, "TLS: the peer sent alert %s",
                            vega__tls_alert_name(t->in[1]));

@@ -383,8 +383,6 @@ static int handshake_locked(struct vega_tls *t, vega_deadline dl)
         if (ret == 1) {
             handshake_done_locked(t);
             if (!vega__tls_pin_ok(t->cfg, SSL_get0_peer_certificate(t->ssl))) {
-                t->err.alert = -1;
-                t->err.alert_received = false;
                 t->hs_err = vega__tls_set_error(t, VEGA_ERR_TLS_PINNED,
                                                 "TLS: the server's public key does not match "
                                                 "the pinned public key");
@@ -604,7 +602,9 @@ static int tls_close(void *user, vega_deadline dl)
     free(t->sni);
     free(t->cache_key);
     free(t->alpn);
-    OPENSSL_cleanse(&t->secrets, sizeof(t->secrets));
+    vega__tls_secrets_drop(t);
+    free(t->diag);
+    free(t->ktls.reason);
     vega_mutex_fini(&t->hs_mu);
     vega_mutex_fini(&t->wr_mu);
     pthread_mutex_destroy(&t->mu);
@@ -794,7 +794,7 @@ static int stream_new(vega_stream **out, vega_stream *inner, vega_sock *sock, ve
     vega_mutex_init(&t->wr_mu);
     t->cfg = vega__tls_config_ref(cfg);
     t->server = cfg->role == VEGA_TLS_SERVER;
-    t->alert_sent = t->alert_recv = t->err.alert = -1;
+    t->alert_sent = t->alert_recv = -1;
     t->sock = sock;
     /* Kernel TLS receive reads the fd itself: the runtime must never hold this socket's bytes
      * in its receive ring (ciphertext there would never reach the kernel's TLS layer). */

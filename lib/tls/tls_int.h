@@ -119,23 +119,34 @@ struct vega__tls_ktls {
     bool rx_pending; /* RX wanted: switch at the next record boundary */
     bool ulp;        /* TCP_ULP "tls" attached */
     bool checked;    /* setup ran */
-    char reason[200];
+    char *reason;    /* why something was not offloaded: NULL (none) or a
+                        VEGA__TLS_REASON_CAP-byte buffer made at the first reason */
 };
 
-/* Traffic secrets captured from the key log callback (TLS 1.3). */
+#define VEGA__TLS_REASON_CAP 200
+
+/* Traffic secrets captured from the key log callback (TLS 1.3), made at the first one when
+ * kernel TLS is configured (never with VEGA_TLS_KTLS_OFF), cleansed and freed with the stream
+ * (kept after the setup: vega__tls_ktls_crypto_info, which tests call, reads them). */
 struct vega__tls_secrets {
     unsigned char client[64], server[64];
     size_t client_len, server_len;
+};
+
+/* What a failure leaves for vega_tls_get_error, made at the first failure (a connection that
+ * never failed, e.g. an idle keep-alive one, holds none of it) and kept until the stream is
+ * freed, so that the message vega_tls_last_error lends stays valid. */
+struct vega__tls_diag {
+    vega_tls_error err; /* err.code: see vega_tls.err_code */
+    char verify_detail[200];
 };
 
 struct vega_tls {
     vega_tls_config *cfg; /* retained */
     vega_stream *inner;   /* owned */
     vega_sock *sock;      /* the socket under inner (vega_tls_stream_from_sock), else NULL */
-    bool own_sock;        /* close sock after inner */
     SSL *ssl;
     BIO *bio;
-    bool server;
 
     pthread_mutex_t mu; /* guards ssl, the buffers' bookkeeping and the state below; never
                            held across a suspension */
@@ -146,7 +157,6 @@ struct vega_tls {
      * plaintext read from the kernel that the caller has not taken yet) */
     unsigned char *in;
     size_t in_cap, in_pos, in_end;
-    bool in_eof; /* inner reached its end */
 
     /* output: records OpenSSL made. Producers append to outq under mu; the holder of wr_mu
      * swaps it with outfl and writes outfl to inner without mu. */
@@ -157,7 +167,9 @@ struct vega_tls {
     uint64_t rd_at_done, wr_at_done; /* counters when the handshake completed */
     uint64_t wr_at_last_read;        /* wr.records at the last read during the handshake */
 
-    /* state */
+    /* state (the bools sit in the holes beside the ints: an idle connection keeps this struct) */
+    bool own_sock; /* close sock after inner */
+    bool server;
     bool hs_done;   /* OpenSSL finished the handshake (under mu) */
     bool ready;     /* ... its last flight went out, kTLS is set up (atomic) */
     int hs_err;     /* fatal handshake failure (sticky) */
@@ -166,18 +178,25 @@ struct vega_tls {
     bool sent_close_notify, write_shut;
     bool got_app_data;  /* SSL_read returned data at least once */
     bool tx_bypass_err; /* OpenSSL produced a record while the kernel held the write keys */
+    bool in_eof;        /* inner reached its end */
 
     char *server_name; /* client: name to verify / SNI; server: SNI received */
     char *sni;
     char *cache_key;
-    char *alpn;                 /* negotiated ALPN protocol, NUL-terminated */
-    int alert_sent, alert_recv; /* last fatal alerts, -1 none */
-    long verify_err;            /* from the verify callback */
-    char verify_detail[200];
-    vega_tls_error err;
-    struct vega__tls_secrets secrets;
+    char *alpn;                        /* negotiated ALPN protocol, NUL-terminated */
+    int alert_sent, alert_recv;        /* last fatal alerts, -1 none */
+    long verify_err;                   /* from the verify callback */
+    int err_code;                      /* the last failure's code (0 none), kept without diag too */
+    struct vega__tls_diag *diag;       /* NULL until the first failure */
+    struct vega__tls_secrets *secrets; /* NULL unless kernel TLS is configured */
     struct vega__tls_ktls ktls;
 };
+
+/* t's failure record, made on first use (alert -1); NULL when out of memory. Call with t->mu
+ * held (or before the stream is shared). */
+struct vega__tls_diag *vega__tls_diag(struct vega_tls *t);
+/* Cleanses and frees the captured traffic secrets. */
+void vega__tls_secrets_drop(struct vega_tls *t);
 
 /* The stream's struct from the SSL (ex_data). */
 struct vega_tls *vega__tls_from_ssl(const SSL *ssl);
