@@ -125,8 +125,8 @@ start_server() { # NAME; sets spid, tpid, sport, serr
   next_port
   serr=$tmp/server-$name-$sport.err
   case $name in
-    vega) cmd="$vega_serve -q --shards $shards --max-conns $((nofile - 100)) --driver uring -l 127.0.0.1:$sport $docroot" ;;
-    vega-epoll) cmd="$vega_serve -q --shards $shards --max-conns $((nofile - 100)) --driver epoll -l 127.0.0.1:$sport $docroot" ;;
+    vega) cmd="$vega_serve -q --shards $shards --max-conns $((nofile - 100)) --keepalive-timeout 300 --driver uring -l 127.0.0.1:$sport $docroot" ;;
+    vega-epoll) cmd="$vega_serve -q --shards $shards --max-conns $((nofile - 100)) --keepalive-timeout 300 --driver epoll -l 127.0.0.1:$sport $docroot" ;;
     nginx) nginx_conf "$sport"; cmd="nginx -c $tmp/nginx-$sport.conf" ;;
     *) return 1 ;;
   esac

@@ -77,6 +77,8 @@ static const char usage_text[] =
     "                          everything else 404)\n"
     "  -H, --header 'NAME: VALUE'  add this field to every response (repeatable)\n"
     "      --max-conns N       open connections at most (default 10000)\n"
+    "      --keepalive-timeout SECS  close a connection idle this long between requests\n"
+    "                          (nginx's keepalive_timeout; 1..86400, default 60)\n"
     "\n"
     "Precompressed siblings FILE.br, FILE.zst and FILE.gz are sent instead of FILE when the\n"
     "client accepts them (with Content-Encoding and Vary: Accept-Encoding). Directories answer\n"
@@ -208,6 +210,7 @@ enum {
     OPT_ACCESS_LOG,
     OPT_LOG_FORMAT,
     OPT_MAX_CONNS,
+    OPT_KEEPALIVE_TIMEOUT,
     OPT_CACHE_SIZE,
     OPT_CACHE_MAX_FILE,
     OPT_NO_CACHE,
@@ -278,6 +281,7 @@ static const struct option long_opts[] = {
     {"access-log", required_argument, NULL, OPT_ACCESS_LOG},
     {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
     {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
+    {"keepalive-timeout", required_argument, NULL, OPT_KEEPALIVE_TIMEOUT},
     {"cache-size", required_argument, NULL, OPT_CACHE_SIZE},
     {"cache-max-file", required_argument, NULL, OPT_CACHE_MAX_FILE},
     {"no-cache", no_argument, NULL, OPT_NO_CACHE},
@@ -309,6 +313,7 @@ static const struct option long_opts[] = {
 };
 
 static size_t max_conns;
+static unsigned keepalive_s; /* --keepalive-timeout; 0: the library's default */
 
 static void add_header(char *arg)
 {
@@ -603,6 +608,11 @@ static void parse_args(int argc, char **argv)
             if (cli_parse_uint(optarg, 1, 10000000, &v) < 0)
                 cli_usage_error("--max-conns: expected 1..10000000, got '%s'", optarg);
             max_conns = (size_t)v;
+            break;
+        case OPT_KEEPALIVE_TIMEOUT:
+            if (cli_parse_uint(optarg, 1, 86400, &v) < 0)
+                cli_usage_error("--keepalive-timeout: expected 1..86400 seconds, got '%s'", optarg);
+            keepalive_s = (unsigned)v;
             break;
         case OPT_METRICS:
             set_metrics(optarg);
@@ -1170,6 +1180,8 @@ static void *main_task(void *arg)
     so.tls = tls;
     if (max_conns)
         so.max_conns = max_conns;
+    if (keepalive_s)
+        so.idle_timeout_ns = (uint64_t)keepalive_s * VEGA_NS_PER_S;
     vega_http_server *srv;
     int r = vega_http_server_new(&srv, &so);
     vega_tls_config_free(tls); /* the server retains it */

@@ -127,7 +127,7 @@ codes() {
     for f in '-a, --auth USER:PASS' '--auth-file FILE' '--realm TEXT' '--index NAME' \
         '--spa, --try-files' '--cors' '--no-etag' '--no-last-modified' '--random-route' \
         '--tar' '--tar-gz' '--zip' '--upload ' '--upload-max SIZE' '--overwrite' '--mkdir' \
-        '--hash-password USER' '--hash-scheme S' '--auth-cache N'; do
+        '--hash-password USER' '--hash-scheme S' '--auth-cache N' '--keepalive-timeout SECS'; do
         grep -qF -- "$f" <<<"$output"
     done
     refute_grep -F '%%' <<<"$output"
@@ -618,4 +618,36 @@ with tarfile.open(sys.argv[1]) as t:
     # the other servers have no --tar: a listing
     run curl -sS --max-time 20 -D - -o /dev/null "$S/plain/?download=tar"
     grep -qiF 'Content-Type: text/html' <<<"$output"
+}
+
+# ---- --keepalive-timeout ------------------------------------------------------------------------
+
+@test "--keepalive-timeout: an idle keep-alive connection is closed after its answer; bad values are usage errors" {
+    local d="$BATS_TEST_TMPDIR"
+    start_bg "$d/ka.log" "$SERVE" -p 0 --workers 1 --no-http3 --keepalive-timeout 1 "$ROOT"
+    local port
+    port="$(port_of "$d/ka.log")"
+    # one request answered in full on a kept-alive connection, then the server ends it (the
+    # default, 60 s, would outlast the client's 20 s wait)
+    run timeout 30 /usr/bin/python3 -c '
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+buf = b""
+while not buf.endswith(b"hello world\n"):
+    b = s.recv(4096)
+    assert b, "closed before the answer"
+    buf += b
+assert b"connection: close" not in buf.lower(), buf
+s.settimeout(20)
+assert s.recv(1) == b"", "more bytes"
+print("closed")' "$port"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = closed ]
+    for v in 0 86401 x; do
+        run "$SERVE" -p 0 --keepalive-timeout "$v" "$ROOT"
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"--keepalive-timeout: expected 1..86400 seconds"* ]]
+    done
 }
