@@ -51,12 +51,18 @@ struct hs {
     size_t reqs_len;
 };
 
+/* Adds a step to the script; a connection task of an earlier request may be reading the
+ * script at the same time (a kept-alive connection waiting for its next request). */
 static inline void hs_step(struct hs *h, struct hs_step st)
 {
-    VCHECK(h->nsteps < HS_MAX_STEPS);
     if (st.resp && !st.len)
         st.len = strlen(st.resp);
-    h->steps[h->nsteps++] = st;
+    pthread_mutex_lock(&h->mu);
+    size_t n = h->nsteps;
+    if (n < HS_MAX_STEPS)
+        h->steps[h->nsteps++] = st;
+    pthread_mutex_unlock(&h->mu);
+    VCHECK(n < HS_MAX_STEPS);
 }
 
 /* Reads one request (head, then a Content-Length or chunked body) from s. buf holds leftovers
