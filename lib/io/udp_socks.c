@@ -113,7 +113,8 @@ int vega__udp_socks_header_parse(const uint8_t *in, size_t len, vega_addr *a, bo
         n = 20;
         break;
     case 3:
-        if (len < 5 || in[4] == 0 || (size_t)5 + in[4] + 2 > len)
+        /* as lib/proxy's parser: a NUL cannot be in a host name */
+        if (len < 5 || in[4] == 0 || (size_t)5 + in[4] + 2 > len || memchr(in + 5, 0, in[4]))
             return -1;
         *is_name = true;
         n = (size_t)5 + in[4];
