@@ -32,7 +32,12 @@ struct vega__udp_socks {
     vega_addr dst_as;
     atomic_int err; /* 0, or -ECONNABORTED once the control connection ended (sticky) */
     _Atomic uint64_t dropped;
+    _Atomic uint64_t sent_check; /* vega_now() of the last look at the control from a send */
 };
+
+/* How often a sender looks at the control connection itself (a system call): a receiver
+ * waiting learns of its end at once; one that only sends learns within this. */
+#define SOCKS_SEND_CHECK_NS (100 * VEGA_NS_PER_MS)
 
 void vega_udp_socks5_opts_init_versioned(vega_udp_socks5_opts *o, int opts_version)
 {
@@ -240,7 +245,14 @@ static int control_check(struct vega__udp_socks *x)
 int vega__udp_socks_send(vega_sock *s, const vega_udp_msg *msgs, size_t n, vega_deadline dl)
 {
     struct vega__udp_socks *x = s->socks;
-    int r = control_check(x);
+    /* the sticky end, and the control connection itself at most every SOCKS_SEND_CHECK_NS (not
+     * a recv per send while datagrams flow) */
+    int r = atomic_load_explicit(&x->err, memory_order_acquire);
+    uint64_t now = vega_now(), last = atomic_load_explicit(&x->sent_check, memory_order_relaxed);
+    if (r == 0 && now - last >= SOCKS_SEND_CHECK_NS) {
+        atomic_store_explicit(&x->sent_check, now, memory_order_relaxed);
+        r = control_check(x);
+    }
     if (r < 0)
         return r;
     if (n > INT_MAX)

@@ -337,6 +337,35 @@ VTEST(udp_socks_queued_then_closed)
     vtest_run(body_queued_then_closed, 0);
 }
 
+/* A socket that only sends learns of the control connection's end too: a send looks at the
+ * control connection itself at most every 100 ms (not a system call per send), so the sends go
+ * on for a while, then fail with the sticky -ECONNABORTED. */
+static void body_send_only_closed(void)
+{
+    struct fix f;
+    fix_open(&f, NULL, 0, NULL);
+    vega_addr to;
+    VCHECK_EQ(vega_addr_parse(&to, "1.2.3.4:5", NULL), 0);
+    VCHECK_EQ(vega_udp_send_to(f.cli, "a", 1, &to, DL), 1);
+    vega_sock_close(f.ctl_far);
+    f.ctl_far = NULL;
+    vega_ssize r = 1;
+    vega_deadline end = DL;
+    while (r == 1 && vega_now() < end) {
+        r = vega_udp_send_to(f.cli, "a", 1, &to, DL);
+        if (r == 1)
+            VCHECK_EQ(vega_sleep_ms(5), 0);
+    }
+    VCHECK_EQ(r, -ECONNABORTED);
+    VCHECK_EQ(vega_udp_send_to(f.cli, "a", 1, &to, DL), -ECONNABORTED);
+    fix_close(&f);
+}
+
+VTEST(udp_socks_send_only_closed)
+{
+    vtest_run(body_send_only_closed, 0);
+}
+
 static void body_bad_args(void)
 {
     vega_addr lo, relay;
