@@ -98,6 +98,20 @@ void serve_json_worker(FILE *f, const vega_worker_metrics *w)
             w->io_completions, w->local_queue);
 }
 
+/* The sum and the first workers' own counters ("per_worker") of d, as JSON members. */
+void serve_json_counters(FILE *f, const vega_rt_counters *d)
+{
+    serve_json_worker(f, &d->sum);
+    fputs(",\"per_worker\":[", f);
+    unsigned n = d->workers < VEGA_RT_COUNTERS_WORKERS ? d->workers : VEGA_RT_COUNTERS_WORKERS;
+    for (unsigned i = 0; i < n; i++) {
+        fputs(i ? ",{" : "{", f);
+        serve_json_worker(f, &d->worker[i]);
+        fputc('}', f);
+    }
+    fputc(']', f);
+}
+
 /* --metrics-log: one line per interval, what the runtime did in it (the sampler's task). A
  * short buffered write to a regular file, once an interval: not worth the blocking pool. */
 static void log_sample(void *user, const vega_rt_counters *d)
@@ -120,15 +134,8 @@ static void log_sample(void *user, const vega_rt_counters *d)
             ",\"requests\":%" PRIu64 ",",
             when, ts.tv_nsec / 1000000, d->at_ns / 1000000, d->at_ns / 1000 % 1000, d->workers,
             d->live_tasks, d->blocking_jobs, requests);
-    serve_json_worker(f, &d->sum);
-    fputs(",\"per_worker\":[", f);
-    unsigned n = d->workers < VEGA_RT_COUNTERS_WORKERS ? d->workers : VEGA_RT_COUNTERS_WORKERS;
-    for (unsigned i = 0; i < n; i++) {
-        fputs(i ? ",{" : "{", f);
-        serve_json_worker(f, &d->worker[i]);
-        fputc('}', f);
-    }
-    fputs("]}\n", f);
+    serve_json_counters(f, d);
+    fputs("}\n", f);
     fflush(f);
 }
 

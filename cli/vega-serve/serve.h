@@ -166,6 +166,8 @@ int serve_metrics_listen_shared(void);
 /* One worker's runtime counters (or their sum) as JSON members, no braces: the --metrics-log
  * lines of one process and of the supervisor share the spelling. */
 void serve_json_worker(FILE *f, const vega_worker_metrics *w);
+/* serve_json_worker of d's sum, then "per_worker": the first workers' own, as a JSON array. */
+void serve_json_counters(FILE *f, const vega_rt_counters *d);
 
 /* ---- shard_metrics.c ---------------------------------------------------------------------- */
 

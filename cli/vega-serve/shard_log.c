@@ -249,15 +249,8 @@ static void json_shard(FILE *f, const struct sl_entry *e)
             "\"live_tasks\":%" PRIu64 ",\"blocking_jobs\":%" PRIu64 ",\"requests\":%" PRIu64 ",",
             e->index, e->generation, e->pid, e->ended ? "true" : "false", d->workers, d->live_tasks,
             d->blocking_jobs, e->requests);
-    serve_json_worker(f, &d->sum);
-    fputs(",\"per_worker\":[", f);
-    unsigned n = d->workers < VEGA_RT_COUNTERS_WORKERS ? d->workers : VEGA_RT_COUNTERS_WORKERS;
-    for (unsigned i = 0; i < n; i++) {
-        fputs(i ? ",{" : "{", f);
-        serve_json_worker(f, &d->worker[i]);
-        fputc('}', f);
-    }
-    fputs("]}", f);
+    serve_json_counters(f, d);
+    fputc('}', f);
 }
 
 /* The line for the interval that ends now: the live shards' deltas, the ended ones'. */

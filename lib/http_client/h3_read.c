@@ -144,8 +144,8 @@ void vega__hc_h3_keep_tails(struct hc_h3 *h)
             bool fin;
             if (vega_quic_stream_peek(h->qc, r->h3_id, &d, &len, &fin) < 0)
                 break; /* reset: the event says so */
-            if (len > SIZE_MAX / 2 - r->h3_tail_len)
-                break;
+            if (!vega__fits(r->h3_tail_len, len, SIZE_MAX / 2))
+                break; /* (the receive window bounds it far below) */
             if (!vega__fits(r->h3_tail_len, len, r->h3_tail_cap)) {
                 size_t cap = r->h3_tail_cap ? r->h3_tail_cap : 4096;
                 while (cap < r->h3_tail_len + len)
