@@ -651,3 +651,17 @@ print("closed")' "$port"
         [[ "$output" == *"--keepalive-timeout: expected 1..86400 seconds"* ]]
     done
 }
+
+@test "--blocking-threads and --blocking-queue: values out of range are usage errors" {
+    local v
+    for v in 0 1025 x; do
+        run "$SERVE" -p 0 --blocking-threads "$v" "$ROOT"
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"--blocking-threads: expected 1..1024"* ]]
+    done
+    for v in 0 1000001 x; do
+        run "$SERVE" -p 0 --blocking-queue "$v" "$ROOT"
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"--blocking-queue: expected 1..1000000"* ]]
+    done
+}
