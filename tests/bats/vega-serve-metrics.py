@@ -125,6 +125,12 @@ def main():
             fail("%s moved by %s, want %s" % (k, n, want[k]))
         if k not in want and counted and n != 0:
             fail("%s moved by %s, want 0" % (k, n))
+    # the allocator's account (glibc): something in use, and no more than malloc holds
+    inuse, mapped = after.get("vega_heap_inuse_bytes"), after.get("vega_heap_mapped_bytes")
+    if inuse is None or mapped is None:
+        fail("no vega_heap_inuse_bytes or vega_heap_mapped_bytes")
+    if not 0 < inuse <= mapped:
+        fail("heap in use %s, mapped %s: want 0 < in use <= mapped" % (inuse, mapped))
     print("ok: %d samples" % len(after))
 
 
