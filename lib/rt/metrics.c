@@ -8,7 +8,22 @@
 
 #define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
-void vega_rt_get_metrics(const vega_rt *rt, vega_rt_metrics *m)
+/* Each layout's size (API rules: ABI): index = version. */
+static const size_t rt_metrics_layout[VEGA_RT_METRICS_VERSION + 1] = {
+    [1] = sizeof(vega_rt_metrics),
+};
+static const size_t worker_metrics_layout[VEGA_WORKER_METRICS_VERSION + 1] = {
+    [1] = sizeof(vega_worker_metrics),
+};
+
+/* A vega_rt_counters layout this library knows. Only the current one so far: when one grows,
+ * the older layout's struct comes here and the functions below convert to it. */
+static bool counters_layout_known(int v)
+{
+    return v == VEGA_RT_COUNTERS_VERSION;
+}
+
+static void get_metrics(const vega_rt *rt, vega_rt_metrics *m)
 {
     struct vega_rt *r = (struct vega_rt *)rt;
     m->workers = r->nworkers;
@@ -28,10 +43,19 @@ void vega_rt_get_metrics(const vega_rt *rt, vega_rt_metrics *m)
     pthread_mutex_unlock(&r->pool_mu);
 }
 
-int vega_rt_get_worker_metrics(const vega_rt *rt, unsigned i, vega_worker_metrics *m)
+int vega_rt_get_metrics_versioned(const vega_rt *rt, vega_rt_metrics *m, int metrics_version)
 {
-    if (i >= rt->nworkers)
+    if (!rt || !m || metrics_version < 1 || metrics_version > VEGA_RT_METRICS_VERSION)
         return -EINVAL;
+    vega_rt_metrics all;
+    get_metrics(rt, &all);
+    memcpy(m, &all, rt_metrics_layout[metrics_version]);
+    return 0;
+}
+
+/* Worker i's counters (i < rt->nworkers), in the current layout. */
+static void get_worker(const vega_rt *rt, unsigned i, vega_worker_metrics *m)
+{
     struct vega__worker *w = &rt->workers[i];
     m->spawned = LOAD(w->m.spawned);
     m->polls = LOAD(w->m.polls);
@@ -47,6 +71,17 @@ int vega_rt_get_worker_metrics(const vega_rt *rt, unsigned i, vega_worker_metric
     m->timers_fired = LOAD(w->m.timers_fired);
     m->io_ops = LOAD(w->m.io_ops);
     m->io_completions = LOAD(w->m.io_completions);
+}
+
+int vega_rt_get_worker_metrics_versioned(const vega_rt *rt, unsigned i, vega_worker_metrics *m,
+                                         int metrics_version)
+{
+    if (!rt || !m || i >= rt->nworkers || metrics_version < 1 ||
+        metrics_version > VEGA_WORKER_METRICS_VERSION)
+        return -EINVAL;
+    vega_worker_metrics all;
+    get_worker(rt, i, &all);
+    memcpy(m, &all, worker_metrics_layout[metrics_version]);
     return 0;
 }
 
@@ -65,14 +100,14 @@ static uint64_t *field(vega_worker_metrics *m, size_t off)
     return (uint64_t *)((char *)m + off);
 }
 
-void vega_rt_counters_read(const vega_rt *rt, vega_rt_counters *out)
+static void counters_read(const vega_rt *rt, vega_rt_counters *out)
 {
     memset(out, 0, sizeof *out);
     out->at_ns = vega_now();
     out->workers = rt->nworkers;
     for (unsigned i = 0; i < rt->nworkers; i++) {
         vega_worker_metrics m;
-        vega_rt_get_worker_metrics(rt, i, &m);
+        get_worker(rt, i, &m);
         for (size_t k = 0; k < VEGA__ARRAY_LEN(worker_counters); k++)
             *field(&out->sum, worker_counters[k]) += *field(&m, worker_counters[k]);
         out->sum.local_queue += m.local_queue;
@@ -84,6 +119,14 @@ void vega_rt_counters_read(const vega_rt *rt, vega_rt_counters *out)
     out->blocking_jobs = r->pool_jobs;
     pthread_mutex_unlock(&r->pool_mu);
     out->live_tasks = vega__rt_live(r);
+}
+
+int vega_rt_counters_read_versioned(const vega_rt *rt, vega_rt_counters *out, int counters_version)
+{
+    if (!rt || !out || !counters_layout_known(counters_version))
+        return -EINVAL;
+    counters_read(rt, out);
+    return 0;
 }
 
 static uint64_t minus(uint64_t cur, uint64_t prev)
@@ -101,8 +144,8 @@ static void worker_delta(const vega_worker_metrics *prev, const vega_worker_metr
     d->local_queue = c.local_queue;
 }
 
-void vega_rt_counters_delta(const vega_rt_counters *prev, const vega_rt_counters *cur,
-                            vega_rt_counters *delta)
+static void counters_delta(const vega_rt_counters *prev, const vega_rt_counters *cur,
+                           vega_rt_counters *delta)
 {
     /* by value first: delta may be prev or cur */
     uint64_t at = minus(cur->at_ns, prev->at_ns),
@@ -121,12 +164,30 @@ void vega_rt_counters_delta(const vega_rt_counters *prev, const vega_rt_counters
     delta->workers = workers;
 }
 
-void vega_rt_metrics_sample(const vega_rt *rt, vega_rt_counters *prev, vega_rt_counters *delta)
+int vega_rt_counters_delta_versioned(const vega_rt_counters *prev, const vega_rt_counters *cur,
+                                     vega_rt_counters *delta, int counters_version)
+{
+    if (!prev || !cur || !delta || !counters_layout_known(counters_version))
+        return -EINVAL;
+    counters_delta(prev, cur, delta);
+    return 0;
+}
+
+static void metrics_sample(const vega_rt *rt, vega_rt_counters *prev, vega_rt_counters *delta)
 {
     vega_rt_counters cur;
-    vega_rt_counters_read(rt, &cur);
-    vega_rt_counters_delta(prev, &cur, delta);
+    counters_read(rt, &cur);
+    counters_delta(prev, &cur, delta);
     *prev = cur;
+}
+
+int vega_rt_metrics_sample_versioned(const vega_rt *rt, vega_rt_counters *prev,
+                                     vega_rt_counters *delta, int counters_version)
+{
+    if (!rt || !prev || !delta || !counters_layout_known(counters_version))
+        return -EINVAL;
+    metrics_sample(rt, prev, delta);
+    return 0;
 }
 
 struct sampler {
@@ -140,12 +201,12 @@ static void *sampler_task(void *arg)
 {
     struct sampler *s = arg;
     const vega_rt *rt = vega_rt_current();
-    vega_rt_counters_read(rt, &s->prev);
+    counters_read(rt, &s->prev);
     vega_deadline next = s->prev.at_ns;
     for (;;) {
         next += s->every_ns;
         int r = vega_sleep_until(next);
-        vega_rt_metrics_sample(rt, &s->prev, &s->delta);
+        metrics_sample(rt, &s->prev, &s->delta);
         s->fn(s->user, &s->delta);
         if (r == -ECANCELED)
             break; /* that was the last, partial interval: the deltas add up to the whole */
@@ -158,10 +219,11 @@ static void *sampler_task(void *arg)
     return NULL;
 }
 
-int vega_rt_metrics_sampler_spawn(vega_task **out, uint64_t every_ms, vega_rt_sample_fn fn,
-                                  void *user)
+int vega_rt_metrics_sampler_spawn_versioned(vega_task **out, uint64_t every_ms,
+                                            vega_rt_sample_fn fn, void *user, int counters_version)
 {
-    if (!out || !fn || !every_ms || every_ms > UINT64_MAX / VEGA_NS_PER_MS)
+    if (!out || !fn || !every_ms || every_ms > UINT64_MAX / VEGA_NS_PER_MS ||
+        !counters_layout_known(counters_version))
         return -EINVAL;
     struct sampler *s = calloc(1, sizeof *s);
     if (!s)
@@ -198,7 +260,7 @@ int vega_rt_metrics_prometheus(const vega_rt *rt, FILE *out)
 #undef C
     };
     vega_rt_metrics rm;
-    vega_rt_get_metrics(rt, &rm);
+    get_metrics(rt, &rm);
     if (fprintf(
             out,
             "# HELP vega_rt_workers Worker threads.\n# TYPE vega_rt_workers gauge\n"
@@ -242,7 +304,7 @@ int vega_rt_metrics_prometheus(const vega_rt *rt, FILE *out)
                 counters[c].name, counters[c].help, counters[c].name);
         for (unsigned i = 0; i < rt->nworkers; i++) {
             vega_worker_metrics m;
-            vega_rt_get_worker_metrics(rt, i, &m);
+            get_worker(rt, i, &m);
             uint64_t v = *(const uint64_t *)((const char *)&m + counters[c].off);
             fprintf(out, "vega_worker_%s_total{worker=\"%u\"} %" PRIu64 "\n", counters[c].name, i,
                     v);

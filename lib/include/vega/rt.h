@@ -298,12 +298,29 @@ typedef struct vega_rt_metrics {
     uint64_t blocking_jobs;      /* jobs the blocking pool ran to their end, since the start */
 } vega_rt_metrics;
 
-/* Reads the runtime-wide counters. Context: any thread. Since 0.1. */
-VEGA_API void vega_rt_get_metrics(const vega_rt *rt, vega_rt_metrics *m);
+/* The layout versions of vega_rt_metrics and vega_worker_metrics (docs/ARCHITECTURE.md, API
+ * rules: ABI, as for options): fields are only ever appended, and a caller built against an
+ * older layout gets that layout's prefix filled, nothing past it. */
+#define VEGA_RT_METRICS_VERSION     1
+#define VEGA_WORKER_METRICS_VERSION 1
 
-/* Reads worker i's counters (relaxed reads; each counter is exact, the set is not a snapshot).
- * Returns 0 or -EINVAL. Context: any thread. Since 0.1. */
-VEGA_API int vega_rt_get_worker_metrics(const vega_rt *rt, unsigned i, vega_worker_metrics *m);
+/* Reads the runtime-wide counters into m, up to the end of layout metrics_version (the macro
+ * vega_rt_get_metrics passes VEGA_RT_METRICS_VERSION). Returns 0; -EINVAL (rt or m NULL, or a
+ * layout this library does not know: m is left as it was). Context: any thread. Since 0.1
+ * (versioned since 0.2). */
+VEGA_API int vega_rt_get_metrics_versioned(const vega_rt *rt, vega_rt_metrics *m,
+                                           int metrics_version);
+#define vega_rt_get_metrics(...) vega_rt_get_metrics_versioned(__VA_ARGS__, VEGA_RT_METRICS_VERSION)
+
+/* Reads worker i's counters (relaxed reads; each counter is exact, the set is not a snapshot)
+ * into m, up to the end of layout metrics_version (the macro passes
+ * VEGA_WORKER_METRICS_VERSION). Returns 0; -EINVAL (rt or m NULL, i not a worker, or a layout
+ * this library does not know: m is left as it was). Context: any thread. Since 0.1 (versioned
+ * since 0.2). */
+VEGA_API int vega_rt_get_worker_metrics_versioned(const vega_rt *rt, unsigned i,
+                                                  vega_worker_metrics *m, int metrics_version);
+#define vega_rt_get_worker_metrics(...)                                                            \
+    vega_rt_get_worker_metrics_versioned(__VA_ARGS__, VEGA_WORKER_METRICS_VERSION)
 
 /* Writes every counter in Prometheus text exposition format. Returns 0 or -errno; -EIO (writing to
  * the FILE failed). */
@@ -328,24 +345,41 @@ typedef struct vega_rt_counters {
     vega_worker_metrics worker[VEGA_RT_COUNTERS_WORKERS]; /* the first workers' own */
 } vega_rt_counters;
 
+/* vega_rt_counters' layout version (API rules: ABI). It embeds vega_worker_metrics, in an
+ * array too, so a prefix is not an older layout here: when either struct grows, this version
+ * goes up, and the library keeps the older layouts and converts to the caller's (the functions
+ * below take it; a layout it does not know is -EINVAL, the structs left as they were). */
+#define VEGA_RT_COUNTERS_VERSION 1
+
 /* Reads every counter into *out (relaxed reads: each value exact, the set not a snapshot).
- * Context: any thread. Since 0.1. */
-VEGA_API void vega_rt_counters_read(const vega_rt *rt, vega_rt_counters *out);
+ * Returns 0; -EINVAL (rt or out NULL, or an unknown layout). Context: any thread. Since 0.1
+ * (versioned since 0.2). */
+VEGA_API int vega_rt_counters_read_versioned(const vega_rt *rt, vega_rt_counters *out,
+                                             int counters_version);
+#define vega_rt_counters_read(...)                                                                 \
+    vega_rt_counters_read_versioned(__VA_ARGS__, VEGA_RT_COUNTERS_VERSION)
 
 /* *delta = cur - prev, counter by counter (a counter that went down, which they do not, gives
  * 0); the gauges (local_queue, live_tasks) and workers are cur's. A pure function: delta may
- * be prev or cur. Since 0.1. */
-VEGA_API void vega_rt_counters_delta(const vega_rt_counters *prev, const vega_rt_counters *cur,
-                                     vega_rt_counters *delta);
+ * be prev or cur. Returns 0; -EINVAL (a pointer NULL, or an unknown layout). Since 0.1
+ * (versioned since 0.2). */
+VEGA_API int vega_rt_counters_delta_versioned(const vega_rt_counters *prev,
+                                              const vega_rt_counters *cur, vega_rt_counters *delta,
+                                              int counters_version);
+#define vega_rt_counters_delta(...)                                                                \
+    vega_rt_counters_delta_versioned(__VA_ARGS__, VEGA_RT_COUNTERS_VERSION)
 
 /* Reads the counters, sets *delta to what they did since *prev and *prev to the new reading:
  * called every N ms, it gives the runtime's activity per interval (a zeroed *prev the first
- * time: since the start). Context: any thread. Since 0.1. */
-VEGA_API void vega_rt_metrics_sample(const vega_rt *rt, vega_rt_counters *prev,
-                                     vega_rt_counters *delta);
+ * time: since the start). Returns 0; -EINVAL (a pointer NULL, or an unknown layout). Context:
+ * any thread. Since 0.1 (versioned since 0.2). */
+VEGA_API int vega_rt_metrics_sample_versioned(const vega_rt *rt, vega_rt_counters *prev,
+                                              vega_rt_counters *delta, int counters_version);
+#define vega_rt_metrics_sample(...)                                                                \
+    vega_rt_metrics_sample_versioned(__VA_ARGS__, VEGA_RT_COUNTERS_VERSION)
 
 /* What vega_rt_metrics_sampler_spawn calls each interval, on the sampler's task: delta is
- * borrowed for the call. */
+ * borrowed for the call, in the layout the caller was built with. */
 typedef void (*vega_rt_sample_fn)(void *user, const vega_rt_counters *delta);
 
 /*
@@ -354,11 +388,16 @@ typedef void (*vega_rt_sample_fn)(void *user, const vega_rt_counters *delta);
  * call (the first: since the task started). It runs until cancelled: vega_task_cancel, then
  * vega_task_join (the runtime's shutdown cancels it too); cancelled, it calls fn a last time
  * with the partial interval, so the deltas add up to everything done while it ran. *out receives
- * its handle, owned by the caller. Returns 0; -EINVAL (out or fn NULL, every_ms 0); -ENOMEM; the
- * codes of vega_task_spawn. Context: inside a task. Since 0.1.
+ * its handle, owned by the caller. Returns 0; -EINVAL (out or fn NULL, every_ms 0, or an
+ * unknown counters layout); -ENOMEM; the codes of vega_task_spawn. Context: inside a task.
+ * Since 0.1 (versioned since 0.2: the macro passes VEGA_RT_COUNTERS_VERSION, the layout fn
+ * receives).
  */
-VEGA_API int vega_rt_metrics_sampler_spawn(vega_task **out, uint64_t every_ms, vega_rt_sample_fn fn,
-                                           void *user);
+VEGA_API int vega_rt_metrics_sampler_spawn_versioned(vega_task **out, uint64_t every_ms,
+                                                     vega_rt_sample_fn fn, void *user,
+                                                     int counters_version);
+#define vega_rt_metrics_sampler_spawn(...)                                                         \
+    vega_rt_metrics_sampler_spawn_versioned(__VA_ARGS__, VEGA_RT_COUNTERS_VERSION)
 
 /* Writes one line per live task (id, name, state, worker) for debugging. */
 VEGA_API void vega_rt_dump_tasks(const vega_rt *rt, FILE *out);

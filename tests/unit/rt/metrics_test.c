@@ -2,6 +2,8 @@
 /* The runtime's counters as periodic deltas (vega_rt_metrics_sample, the sampler task): checked
  * by exact counts (K tasks spawned between two samples: a spawned delta of K) and on the paused
  * clock (the sampler's intervals are exactly its period), never by wall time. */
+#include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include <vega/rt.h>
@@ -171,4 +173,43 @@ VTEST_PAUSED(sampler_missed_tick)
     VCHECK_EQ(s.n, 3); /* the cancel's call, with the partial interval (none: 0 ns) */
     VCHECK_EQ(s.d[2].at_ns, 0);
     vega_notify_fini(&s.tick);
+}
+
+/* API rules, ABI: a layout the library does not know (one from newer headers, or 0) is refused
+ * and leaves the caller's struct as it was; the current one is filled up to its end and not a
+ * byte past it. */
+VTEST_MT(layouts, 2)
+{
+    vega_rt *rt = vega_rt_current();
+    struct layouts {
+        vega_rt_metrics m;
+        vega_worker_metrics w;
+        vega_rt_counters c, d;
+        unsigned char canary[64];
+    } a;
+    memset(&a, 0xa5, sizeof a);
+    for (int v = 0; v <= 2; v += 2) { /* 0, and the version after the current one (1) */
+        VCHECK_EQ(vega_rt_get_metrics_versioned(rt, &a.m, v), -EINVAL);
+        VCHECK_EQ(vega_rt_get_worker_metrics_versioned(rt, 0, &a.w, v), -EINVAL);
+        VCHECK_EQ(vega_rt_counters_read_versioned(rt, &a.c, v), -EINVAL);
+        VCHECK_EQ(vega_rt_metrics_sample_versioned(rt, &a.c, &a.d, v), -EINVAL);
+        VCHECK_EQ(vega_rt_counters_delta_versioned(&a.c, &a.c, &a.d, v), -EINVAL);
+        vega_task *t;
+        VCHECK_EQ(vega_rt_metrics_sampler_spawn_versioned(&t, 10, on_sample, NULL, v), -EINVAL);
+    }
+    VCHECK_EQ(vega_rt_get_metrics(NULL, &a.m), -EINVAL);
+    VCHECK_EQ(vega_rt_get_worker_metrics(rt, 2, &a.w), -EINVAL); /* two workers: 0 and 1 */
+    VCHECK_EQ(vega_rt_counters_read(rt, NULL), -EINVAL);
+    VCHECK_EQ(vega_rt_counters_delta(&a.c, NULL, &a.d), -EINVAL);
+    for (size_t i = 0; i < offsetof(struct layouts, canary); i++)
+        VCHECK_EQ(((unsigned char *)&a)[i], 0xa5);
+    VCHECK_EQ(vega_rt_get_metrics(rt, &a.m), 0);
+    VCHECK_EQ(a.m.workers, 2);
+    VCHECK_EQ(vega_rt_get_worker_metrics(rt, 1, &a.w), 0);
+    VCHECK_EQ(vega_rt_counters_read(rt, &a.c), 0);
+    VCHECK_EQ(a.c.workers, 2);
+    VCHECK_EQ(vega_rt_metrics_sample(rt, &a.c, &a.d), 0);
+    VCHECK_EQ(a.d.workers, 2);
+    for (size_t i = 0; i < sizeof a.canary; i++)
+        VCHECK_EQ(a.canary[i], 0xa5);
 }
