@@ -463,64 +463,16 @@ static void *up_watch_main(void *arg)
     return NULL;
 }
 
-/* The upstream's UDP ASSOCIATE (its credentials, DST 0.0.0.0:0: we do not know our source
- * port before the first datagram), its relay in a->up_relay (BND, or the upstream's own
- * address when BND is all zeros). *code: its REP when it refused, else -1. Returns 0 or an
- * error. */
+/* The upstream's UDP ASSOCIATE (vega_proxy_udp_associate_control: its credentials, DST
+ * 0.0.0.0:0, since we do not know our source port before the first datagram): its control
+ * connection in a->up_ctl, watched, its relay in a->up_relay. *code: its REP when it refused,
+ * else -1. Returns 0 or an error. */
 static int up_associate(struct assoc *a, int *code, vega_deadline dl)
 {
     const vega_proxy_opts *p = &a->o->up;
-    *code = -1;
-    vega_proxy_handshake_opts ho;
-    vega_proxy_handshake_opts_init(&ho);
-    ho.kind = VEGA_PROXY_SOCKS5;
-    ho.command = VEGA_PROXY_CMD_UDP_ASSOCIATE;
-    ho.user = p->user;
-    ho.password = p->password;
-    vega_proxy_handshake *h = NULL;
-    int r = vega_proxy_handshake_new(&h, NULL, &ho, NULL, NULL);
-    if (r == 0)
-        r = vega_tcp_connect_host(&a->up_ctl, a->srv->dns, p->host, p->port, NULL, dl);
-    uint8_t buf[600];
-    while (r == 0 && !vega_proxy_handshake_is_done(h)) {
-        vega_ssize w = vega_proxy_handshake_write(h, buf, sizeof buf);
-        if (w > 0)
-            w = vega_sock_write(a->up_ctl, buf, (size_t)w, NULL, dl);
-        if (w < 0) {
-            r = (int)w;
-            break;
-        }
-        size_t want = vega_proxy_handshake_want(h);
-        if (want == 0)
-            continue;
-        vega_ssize n = vega_sock_read(a->up_ctl, buf, want < sizeof buf ? want : sizeof buf, dl);
-        if (n <= 0) {
-            r = n == 0 ? VEGA_ERR_PROXY_HANDSHAKE : (int)n;
-            break;
-        }
-        size_t used;
-        r = vega_proxy_handshake_read(h, buf, (size_t)n, &used);
-        r = r > 0 ? 0 : r;
-    }
-    if (r == VEGA_ERR_PROXY_REFUSED)
-        *code = vega_proxy_handshake_reply(h)->code;
-    if (r == 0) {
-        const vega_proxy_addr *b = &vega_proxy_handshake_reply(h)->bound;
-        static const uint8_t zero[16];
-        bool v6 = b->type == VEGA_PROXY_ATYP_IPV6;
-        char ip[INET6_ADDRSTRLEN];
-        if (b->type == VEGA_PROXY_ATYP_NAME) {
-            r = VEGA_ERR_PROXY_UNSUPPORTED; /* a relay by name: not seen in practice */
-        } else if (memcmp(b->ip, zero, v6 ? 16 : 4) == 0) {
-            r = vega_sock_peer_addr(a->up_ctl, &a->up_relay);
-        } else {
-            inet_ntop(v6 ? AF_INET6 : AF_INET, b->ip, ip, sizeof ip);
-            r = vega_addr_from_ip(&a->up_relay, ip, 0);
-        }
-        if (r == 0)
-            vega_addr_set_port(&a->up_relay, b->port);
-    }
-    vega_proxy_handshake_free(h);
+    vega_proxy_reply rep;
+    int r = vega_proxy_udp_associate_control(&a->up_ctl, &a->up_relay, p, &rep, dl);
+    *code = r == VEGA_ERR_PROXY_REFUSED ? rep.code : -1;
     if (r == 0)
         r = vega_task_spawn(&a->up_watch, up_watch_main, a);
     if (r < 0)

@@ -401,21 +401,11 @@ static int open_udp(vega_sock *ctl, const vega_addr *relay, vega_sock **out)
     return vega_udp_bind(out, &local, 0);
 }
 
-int vega_proxy_udp_associate_versioned(vega_sock **out, const vega_proxy_opts *p,
-                                       const char *dst_name, uint16_t dst_port,
-                                       const vega_addr *dst_as, vega_proxy_reply *reply,
-                                       vega_deadline dl, int opts_version)
+/* The control half of UDP ASSOCIATE: TCP to p, the handshake, the relay's address. what: the
+ * trace's word on where datagrams go. reply: NULL or receives the proxy's reply. */
+static int associate_control(const vega_proxy_opts *p, const char *what, vega_sock **control,
+                             vega_addr *relay, vega_proxy_reply *reply, vega_deadline dl)
 {
-    if (!out)
-        return -EINVAL;
-    *out = NULL;
-    if (reply) {
-        memset(reply, 0, sizeof *reply);
-        reply->code = -1;
-    }
-    if (!p || opts_version != VEGA_PROXY_OPTS_VERSION || !p->host || !p->host[0] || p->port == 0 ||
-        (dst_name && (!dst_name[0] || !dst_as)))
-        return -EINVAL;
     if (p->kind != VEGA_PROXY_SOCKS5 && p->kind != VEGA_PROXY_SOCKS5H)
         return VEGA_ERR_PROXY_UNSUPPORTED; /* UDP goes through SOCKS5 alone */
     vega_proxy_handshake_opts ho;
@@ -428,8 +418,7 @@ int vega_proxy_udp_associate_versioned(vega_sock **out, const vega_proxy_opts *p
     int rc = open_tcp(p, &ctl, dl);
     if (rc < 0)
         return rc;
-    trace(p, VEGA_PROXY_TRACE_INFO, "SOCKS5 UDP associate (datagrams to %s)",
-          dst_name ? dst_name : "addresses resolved here");
+    trace(p, VEGA_PROXY_TRACE_INFO, "SOCKS5 UDP associate (datagrams to %s)", what);
     vega_stream *s = NULL;
     rc = vega_stream_from_sock(&s, ctl, VEGA_STREAM_BORROW);
     if (rc < 0) {
@@ -451,18 +440,61 @@ int vega_proxy_udp_associate_versioned(vega_sock **out, const vega_proxy_opts *p
     vega_proxy_handshake_free(h);
     if (reply)
         *reply = r;
+    if (rc == 0)
+        rc = relay_addr(&r.bound, ctl, relay);
+    else if (r.code >= 0)
+        trace(p, VEGA_PROXY_TRACE_INFO, "SOCKS5 reply %d: %s", r.code, r.reason);
+    else if (r.auth_method == 0xFF || r.auth_status > 0)
+        trace(p, VEGA_PROXY_TRACE_INFO, "SOCKS5: authentication refused (method %d, status %d)",
+              r.auth_method, r.auth_status);
     if (rc < 0) {
-        if (r.code >= 0)
-            trace(p, VEGA_PROXY_TRACE_INFO, "SOCKS5 reply %d: %s", r.code, r.reason);
-        else if (r.auth_method == 0xFF || r.auth_status > 0)
-            trace(p, VEGA_PROXY_TRACE_INFO, "SOCKS5: authentication refused (method %d, status %d)",
-                  r.auth_method, r.auth_status);
         vega_sock_close(ctl);
         return rc;
     }
+    *control = ctl;
+    return 0;
+}
+
+/* The checks both UDP ASSOCIATE calls make first; *reply (if any) set to "no reply". */
+static bool associate_args_ok(const vega_proxy_opts *p, vega_proxy_reply *reply, int opts_version)
+{
+    if (reply) {
+        memset(reply, 0, sizeof *reply);
+        reply->code = -1;
+    }
+    return p && opts_version == VEGA_PROXY_OPTS_VERSION && p->host && p->host[0] && p->port != 0;
+}
+
+int vega_proxy_udp_associate_control_versioned(vega_sock **control, vega_addr *relay,
+                                               const vega_proxy_opts *p, vega_proxy_reply *reply,
+                                               vega_deadline dl, int opts_version)
+{
+    if (!control || !relay)
+        return -EINVAL;
+    *control = NULL;
+    if (!associate_args_ok(p, reply, opts_version))
+        return -EINVAL;
+    return associate_control(p, "a relay of the caller's", control, relay, reply, dl);
+}
+
+int vega_proxy_udp_associate_versioned(vega_sock **out, const vega_proxy_opts *p,
+                                       const char *dst_name, uint16_t dst_port,
+                                       const vega_addr *dst_as, vega_proxy_reply *reply,
+                                       vega_deadline dl, int opts_version)
+{
+    if (!out)
+        return -EINVAL;
+    *out = NULL;
+    if (!associate_args_ok(p, reply, opts_version) || (dst_name && (!dst_name[0] || !dst_as)))
+        return -EINVAL;
+    vega_sock *ctl = NULL;
     vega_addr relay;
+    int rc = associate_control(p, dst_name ? dst_name : "addresses resolved here", &ctl, &relay,
+                               reply, dl);
+    if (rc < 0)
+        return rc;
     vega_sock *u = NULL;
-    if ((rc = relay_addr(&r.bound, ctl, &relay)) < 0 || (rc = open_udp(ctl, &relay, &u)) < 0) {
+    if ((rc = open_udp(ctl, &relay, &u)) < 0) {
         vega_sock_close(ctl);
         return rc;
     }

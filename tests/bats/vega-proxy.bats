@@ -773,6 +773,13 @@ print(s.recv(10)[1])'
     [ "$output" = ok ]
     wait_for_line "$T/up.log" 'user=bob socks5 UDP .* up=40971 down=40971 .*result=ok' 10
     [ "$(grep -c 'user=bob socks5 UDP .*result=ok' "$T/up.log")" -eq 2 ]
+    # the upstream refusing our credentials: the client gets a general failure (REP 1), the
+    # log names the upstream
+    proxy_at "$T/pw.log" --upstream "socks5://bob:wrong@127.0.0.1:$UP"
+    run timeout 30 "$PY" "$BATS_TEST_DIRNAME/socks5-udp.py" "$AT" "$EP"
+    [ "$status" -eq 1 ]
+    [ "$output" = "FAIL: UDP ASSOCIATE refused: REP 1" ]
+    wait_for_line "$T/pw.log" 'socks5 UDP .*result=upstream-' 10
     # the upstream's control connection closing ends the association (and the client's)
     local UP3_PID
     proxy_at "$T/up3.log" --grace 0

@@ -502,6 +502,28 @@ VEGA_API int vega_proxy_udp_associate_versioned(struct vega_sock **out, const ve
 #define vega_proxy_udp_associate(...)                                                              \
     vega_proxy_udp_associate_versioned(__VA_ARGS__, VEGA_PROXY_OPTS_VERSION)
 
+/*
+ * The control half of vega_proxy_udp_associate, for a program that writes and reads the SOCKS5
+ * UDP request header itself (a SOCKS5 server relaying through another, as vega-proxy
+ * --upstream does): TCP to the SOCKS5 or SOCKS5h proxy p and the UDP ASSOCIATE handshake
+ * (p's credentials, DST.ADDR 0.0.0.0:0), nothing more. control: on 0 receives the control
+ * connection, returned owned: the association lasts while it is open (close it to end the
+ * association; a read that returns 0 or an error is the proxy ending it). relay: on 0 receives
+ * where to send the datagrams (BND.ADDR:BND.PORT; an all-zeros BND.ADDR means the proxy's own
+ * address); the proxy takes them from the address the control connection goes out from.
+ * reply, dl, p->trace: as vega_proxy_udp_associate. Returns 0; vega_proxy_connect's codes
+ * (VEGA_ERR_PROXY_REFUSED: the proxy refused the association); VEGA_ERR_PROXY_UNSUPPORTED (p is
+ * not SOCKS5 or SOCKS5h); VEGA_ERR_PROXY_HANDSHAKE (a BND.ADDR that is a name); -EINVAL (a bad
+ * argument, an unknown layout version). Context: inside a task; suspends. Since 0.3.
+ */
+VEGA_API int vega_proxy_udp_associate_control_versioned(struct vega_sock **control,
+                                                        struct vega_addr *relay,
+                                                        const vega_proxy_opts *p,
+                                                        vega_proxy_reply *reply, vega_deadline dl,
+                                                        int opts_version);
+#define vega_proxy_udp_associate_control(...)                                                      \
+    vega_proxy_udp_associate_control_versioned(__VA_ARGS__, VEGA_PROXY_OPTS_VERSION)
+
 /* The value of a Proxy-Authorization field for Basic auth ("Basic " + base64(user:password),
  * RFC 7617) into out, NUL-terminated. Returns its length; VEGA_ERR_NOBUF; -EINVAL. Since 0.1. */
 VEGA_API vega_ssize vega_proxy_basic_auth(char *out, size_t cap, const char *user,
