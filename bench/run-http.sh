@@ -23,7 +23,8 @@
 #   -f LIST    files (default 1k,1m)
 #   -n IDLE    idle keep-alive connections for the memory test (default 10000)
 #   -M         skip the memory test
-#   -m LIST    servers of the memory test (default vega,vega-epoll,nginx); also vega-tls,
+#   -m LIST    servers of the memory test (default vega,vega-epoll,nginx); also vega-w2 and
+#              vega-epoll-w2 (two workers instead of one), vega-tls,
 #              vega-tls-epoll and nginx-tls: the same over TLS 1.3 (one self-signed ECDSA
 #              P-256 certificate; vega-serve --no-http3), the idle connections done with
 #              idle-conns -T
@@ -144,6 +145,9 @@ server_cmd() { # NAME PORT
     vega) echo "$vega_serve -q --workers 1 --driver uring -l 127.0.0.1:$2 $docroot" ;;
     vega-epoll) echo "$vega_serve -q --workers 1 --driver epoll -l 127.0.0.1:$2 $docroot" ;;
     vega-nocache) echo "$vega_serve -q --workers 1 --driver uring --no-cache -l 127.0.0.1:$2 $docroot" ;;
+    # two workers (each shard's default in bench/run-idle-100k.sh), for the memory test
+    vega-w2) echo "$vega_serve -q --workers 2 --driver uring -l 127.0.0.1:$2 $docroot" ;;
+    vega-epoll-w2) echo "$vega_serve -q --workers 2 --driver epoll -l 127.0.0.1:$2 $docroot" ;;
     # another vega-serve binary (VEGA_SERVE_BEFORE, e.g. one built before a change), io_uring
     vega-before) [ -x "${VEGA_SERVE_BEFORE:-}" ] || return 1
       echo "$VEGA_SERVE_BEFORE -q --workers 1 --driver uring -l 127.0.0.1:$2 $docroot" ;;
