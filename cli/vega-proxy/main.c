@@ -58,8 +58,15 @@ static const char usage_text[] =
     "  -P, --password PASS     its password (also $VEGA_PROXY_PASSWORD)\n"
     "      --users FILE        require one of these users instead: user:password lines (1 to\n"
     "                          255 bytes each, the first ':' splits), '#' comments, blank\n"
-    "                          lines; a malformed line stops the start with its number, and a\n"
-    "                          file others may read gets a warning\n"
+    "                          lines; a malformed line stops the start with its number. A\n"
+    "                          password may be stored hashed: bcrypt (htpasswd -B),\n"
+    "                          sha512-crypt or yescrypt (mkpasswd), $pbkdf2-sha256$, $scrypt$,\n"
+    "                          sha256:HEX; a file with passwords in clear that others may\n"
+    "                          read gets a warning. -P takes the same forms\n"
+    "      --hash-password USER\n"
+    "                          read a password on stdin, print USER:HASH for --users, exit\n"
+    "      --hash-scheme S     its scheme: bcrypt (default, cost 10), pbkdf2 (600000 rounds),\n"
+    "                          yescrypt or sha512-crypt\n"
     "\n"
     "Chaining:\n"
     "      --upstream URL      every outgoing TCP connection goes through this proxy:\n"
@@ -90,6 +97,9 @@ static const char usage_text[] =
     "                          than T (default 5m; 0 = none)\n"
     "  -m, --max-conns N       tunnels at once (default 1024); more are reset at accept. A UDP\n"
     "                          association is one tunnel while its TCP connection lives\n"
+    "      --max-conns-per-user N\n"
+    "                          tunnels one user holds at once (default: no limit; needs\n"
+    "                          users); more are refused: SOCKS5 REP 2, HTTP 429\n"
     "      --max-head SIZE     an HTTP request head (default 16K, at most 64K)\n"
     "      --grace T           SIGTERM: how long open tunnels may finish (default 10s)\n"
     "\n"
@@ -151,6 +161,9 @@ enum {
     OPT_UPSTREAM_CACERT,
     OPT_UPSTREAM_INSECURE,
     OPT_USERS,
+    OPT_MAX_PER_USER,
+    OPT_HASH_PASSWORD,
+    OPT_HASH_SCHEME,
     OPT_CONNECT_TIMEOUT,
     OPT_MAX_HEAD,
     OPT_GRACE,
@@ -176,6 +189,9 @@ static const struct option long_opts[] = {
     {"user", required_argument, NULL, 'u'},
     {"password", required_argument, NULL, 'P'},
     {"users", required_argument, NULL, OPT_USERS},
+    {"max-conns-per-user", required_argument, NULL, OPT_MAX_PER_USER},
+    {"hash-password", required_argument, NULL, OPT_HASH_PASSWORD},
+    {"hash-scheme", required_argument, NULL, OPT_HASH_SCHEME},
     {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
     {"idle-timeout", required_argument, NULL, 'i'},
     {"max-conns", required_argument, NULL, 'm'},
@@ -292,6 +308,7 @@ static void tls_setup(struct proxy_opts *o)
 
 static void parse_args(struct proxy_opts *o, int argc, char **argv)
 {
+    const char *hash_user = NULL, *hash_scheme = "bcrypt";
     int c;
     while ((c = getopt_long(argc, argv, "l:u:P:i:m:vqh", long_opts, NULL)) != -1) {
         uint64_t v;
@@ -370,6 +387,20 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
                 cli_usage_error("--log-format: text or json, not '%s'", optarg);
             o->log_json = strcmp(optarg, "json") == 0;
             break;
+        case OPT_MAX_PER_USER:
+            if (cli_parse_uint(optarg, 1, 1000000, &v) < 0)
+                cli_usage_error("--max-conns-per-user: a number from 1 to 1000000, not '%s'",
+                                optarg);
+            o->max_per_user = v;
+            break;
+        case OPT_HASH_PASSWORD:
+            hash_user = optarg;
+            break;
+        case OPT_HASH_SCHEME:
+            if (!cli_pw_scheme_known(optarg))
+                cli_usage_error("--hash-scheme: expected " CLI_PW_SCHEMES ", got '%s'", optarg);
+            hash_scheme = optarg;
+            break;
         case 'm':
             if (cli_parse_uint(optarg, 1, 1000000, &v) < 0)
                 cli_usage_error("--max-conns: a number from 1 to 1000000, not '%s'", optarg);
@@ -415,6 +446,8 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
             cli_usage_error("try --help");
         }
     }
+    if (hash_user)
+        exit(cli_hash_password("--hash-password", hash_user, VEGA_PROXY_MAX_CRED, hash_scheme));
     if (o->metrics_public && !o->metrics)
         cli_usage_error("--metrics-public needs --metrics");
     if (optind < argc)
@@ -430,12 +463,12 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
         cli_usage_error("-u/-P: 1 to 255 bytes each, no ':' in the user name");
     if (o->user && o->users_file)
         cli_usage_error("-u and --users: one or the other");
-    if (o->user && users_single(o, o->user, o->password) < 0) {
-        cli_err("-u", "out of memory");
-        exit(CLI_EXIT_NET);
-    }
+    if (o->user && users_single(o, o->user, o->password) < 0)
+        exit(CLI_EXIT_USAGE);
     if (o->users_file && users_load(o, o->users_file) < 0)
         exit(CLI_EXIT_USAGE);
+    if (o->max_per_user && !o->users)
+        cli_usage_error("--max-conns-per-user needs users (-u or --users)");
     if (o->rules_file && rules_load(o) < 0)
         exit(CLI_EXIT_USAGE);
     if (o->upstream)
@@ -535,7 +568,7 @@ static void *main_task(void *arg)
             goto fail;
         }
         /* no open proxy: beyond loopback, somebody must have said who may use it */
-        if (!addr_is_loopback(&addr) && o->nallow == 0 && !o->nusers) {
+        if (!addr_is_loopback(&addr) && o->nallow == 0 && !users_count(o)) {
             if (rules_file_allows(o) == 0) {
                 cli_err(o->listen[n],
                         "refusing to listen beyond loopback as an open proxy: add --allow CIDR "
@@ -559,7 +592,8 @@ static void *main_task(void *arg)
         vega_addr_format(&bound, where, sizeof where);
         if (!o->quiet)
             fprintf(stderr, "vega-proxy: listening on %s (%sSOCKS5, SOCKS4a, HTTP%s)\n", where,
-                    o->listen_tls[n] ? "TLS: " : "", o->nusers ? "; credentials required" : "");
+                    o->listen_tls[n] ? "TLS: " : "",
+                    users_count(o) ? "; credentials required" : "");
     }
     fflush(stderr);
     int r = vega_group_new(&srv.tunnels);
@@ -660,7 +694,7 @@ int main(int argc, char **argv)
     vega_rt_free(rt);
     vega_tls_config_free(o.up.tls);
     vega_tls_config_free(o.tls);
-    free(o.users);
+    users_free(&o);
     rules_free(&o);
     return m.code;
 }

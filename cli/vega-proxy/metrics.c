@@ -87,6 +87,9 @@ static int render_proxy(void *user, FILE *f)
          "destination (--deny-dest, deny-dest rules; a UDP datagram each).");
     fprintf(f, "vega_proxy_denied_total{rule=\"client\"} %llu\n", get(&p->denied_client));
     fprintf(f, "vega_proxy_denied_total{rule=\"destination\"} %llu\n", get(&p->denied_dest));
+    head(f, "vega_proxy_user_limit_rejected_total", "counter",
+         "Requests refused because their user held --max-conns-per-user tunnels already.");
+    fprintf(f, "vega_proxy_user_limit_rejected_total %llu\n", get(&p->user_limit));
     head(f, "vega_proxy_max_conns_rejected_total", "counter",
          "Clients reset at accept because --max-conns tunnels were open.");
     fprintf(f, "vega_proxy_max_conns_rejected_total %llu\n", get(&p->too_many));

@@ -15,6 +15,7 @@
 #include <vega/vega.h>
 
 #include "cli.h"
+#include "pwstore.h"
 
 #define PROXY_MAX_LISTEN   16    /* -l given at most this often */
 #define PROXY_MAX_ALLOW    64    /* --allow given at most this often */
@@ -40,11 +41,6 @@ struct deny_rule {
     size_t nports;
 };
 
-/* One user who may use the proxy. */
-struct proxy_user {
-    char user[VEGA_PROXY_MAX_CRED + 1], password[VEGA_PROXY_MAX_CRED + 1];
-};
-
 struct proxy_opts {
     const char *listen[PROXY_MAX_LISTEN]; /* as given, "tls://" stripped */
     bool listen_tls[PROXY_MAX_LISTEN];    /* -l tls://ADDR:PORT: clients speak TLS first */
@@ -68,13 +64,13 @@ struct proxy_opts {
     bool up_insecure;            /* --upstream-insecure: its certificate is not verified */
     const char *user, *password; /* -u/-P: one user */
     const char *users_file;      /* --users */
-    struct proxy_user *users;    /* -u/-P or --users: credentials required when nusers > 0 */
-    size_t nusers, users_cap;
-    uint64_t connect_ns; /* --connect-timeout */
-    uint64_t idle_ns;    /* --idle-timeout (also bounds a handshake) */
-    uint64_t grace_ns;   /* --grace: how long SIGTERM lets tunnels finish */
-    uint64_t max_conns;  /* --max-conns */
-    size_t max_head;     /* --max-head: an HTTP request head */
+    struct cli_pwstore *users;   /* -u/-P or --users: credentials required when not NULL */
+    uint64_t max_per_user;       /* --max-conns-per-user: a user's tunnels at once (0: any) */
+    uint64_t connect_ns;         /* --connect-timeout */
+    uint64_t idle_ns;            /* --idle-timeout (also bounds a handshake) */
+    uint64_t grace_ns;           /* --grace: how long SIGTERM lets tunnels finish */
+    uint64_t max_conns;          /* --max-conns */
+    size_t max_head;             /* --max-head: an HTTP request head */
     unsigned workers;
     vega_driver_kind driver;
     bool quiet;
@@ -146,6 +142,7 @@ struct proxy_metrics {
     atomic_uint_fast64_t bytes_up, bytes_down; /* client -> destination, and back */
     atomic_uint_fast64_t auth_failures;
     atomic_uint_fast64_t denied_client, denied_dest; /* --allow/--deny, --deny-dest (+ rules) */
+    atomic_uint_fast64_t user_limit;                 /* refused by --max-conns-per-user */
     atomic_uint_fast64_t too_many;                   /* reset at accept: --max-conns */
     atomic_uint_fast64_t connect_failures[PROXY_FAIL_N];
     atomic_uint_fast64_t hs_buckets[PROXY_HS_BUCKETS + 1]; /* counts per bucket, not cumulative */
@@ -204,15 +201,25 @@ int proxy_read_lines(FILE *f, const char *path, char *line, size_t cap, const ch
                      int (*parse)(void *ctx, char *line, const char **why), void *ctx);
 
 int users_load(struct proxy_opts *o, const char *path);
-/* Makes -u/-P the only user. Returns 0 or -ENOMEM. */
+/* Makes -u/-P the only user (-P may be a stored hash). Returns 0 or an error, said on stderr. */
 int users_single(struct proxy_opts *o, const char *user, const char *password);
 /* SIGHUP: reads o->users_file anew and swaps it in; a bad file keeps the old users and says
  * why on stderr. Returns 0 or an error. */
 int users_reload(struct proxy_opts *o);
 /* True when credentials are required (safe against a concurrent reload). */
 bool users_required(const struct proxy_opts *o);
-/* True when user and pass (NUL-terminated) are one of o->users. */
-bool creds_ok(const struct proxy_opts *o, const char *user, const char *pass);
+/* The number of users (0: none required). */
+size_t users_count(const struct proxy_opts *o);
+/* At exit: drops o->users. */
+void users_free(struct proxy_opts *o);
+/* Whether user and pass (NUL-terminated) are one of o->users: 1 yes, 0 no, a negative errno when
+ * a slow hash could not be checked (the blocking pool busy past its wait). May suspend the task. */
+int creds_check(const struct proxy_opts *o, const char *user, const char *pass);
+/* --max-conns-per-user: counts one more tunnel of user. Returns 0, -EUSERS (the user holds
+ * o->max_per_user already) or -ENOMEM; 0 without counting when there is no limit. A 0 return
+ * is matched by one users_unhold. */
+int users_hold(const struct proxy_opts *o, const char *user);
+void users_unhold(const struct proxy_opts *o, const char *user);
 
 /* CIDR parsing and matching (acl.c). */
 int cidr_parse(const char *s, struct cidr *out);

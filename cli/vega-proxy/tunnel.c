@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <vega/crypto.h>
 #include <vega/tls.h>
 
 #include "proxy.h"
@@ -73,6 +74,7 @@ struct tunnel {
     size_t hs_len;
     bool relaying;        /* the handshake succeeded: the relay takes over */
     bool tls;             /* the client came through a tls:// listener (client is the bridge's) */
+    bool held;            /* counted against t->user's --max-conns-per-user */
     struct dir dirs[2];   /* client -> destination, destination -> client */
     atomic_int live_dirs; /* directions not yet ended: the last one ends the tunnel */
     atomic_int err;       /* the first error that ended a direction (0: none) */
@@ -714,6 +716,24 @@ static int do_bind(struct tunnel *t, const vega_proxy_server_request *req, bool 
     return socks_reply(t, v5, 0, &peer, dl); /* the second reply: who connected */
 }
 
+/* Counts the tunnel against its user's --max-conns-per-user. Returns 0 or -EUSERS (the log's
+ * result set, the refusal counted). */
+static int hold_user(struct tunnel *t)
+{
+    int r = users_hold(t->o, t->user);
+    if (r < 0) {
+        t->result = r == -EUSERS ? "user-limit" : "error";
+        if (r == -EUSERS) {
+            metric_add(&proxy_metrics.user_limit, 1);
+            cli_log(1, "%s: user '%s' holds %llu tunnels already (--max-conns-per-user)", t->peer,
+                    t->user, (unsigned long long)t->o->max_per_user);
+        }
+        return -EUSERS;
+    }
+    t->held = t->o->max_per_user != 0;
+    return 0;
+}
+
 /* The SOCKS5 handshake up to a connected destination and the success reply. */
 static int do_socks5(struct tunnel *t, vega_deadline dl)
 {
@@ -750,14 +770,15 @@ static int do_socks5(struct tunnel *t, vega_deadline dl)
         }
         hs_consume(t, (size_t)n);
         snprintf(t->user, sizeof t->user, "%s", c.user);
-        bool ok = creds_ok(t->o, c.user, c.password);
+        int ok = creds_check(t->o, c.user, c.password);
+        vega_crypto_cleanse(&c, sizeof c);
         /* RFC 1929 §2: a STATUS other than X'00' means failure, and the server closes */
-        vega_proxy_socks5_auth_reply_write(out, sizeof out, ok ? 0 : 1);
+        vega_proxy_socks5_auth_reply_write(out, sizeof out, ok == 1 ? 0 : 1);
         r = send_all(t->client, out, 2, dl);
         if (r < 0)
             return r;
-        if (!ok) {
-            t->result = "auth-failed";
+        if (ok != 1) {
+            t->result = ok < 0 ? "auth-busy" : "auth-failed";
             return -EACCES;
         }
     }
@@ -780,6 +801,12 @@ static int do_socks5(struct tunnel *t, vega_deadline dl)
              req.command == 1   ? "CONNECT"
              : req.command == 2 ? "BIND"
                                 : "UDP");
+    if (method == VEGA_PROXY_METHOD_USERPASS && hold_user(t) < 0) {
+        /* X'02' connection not allowed by ruleset */
+        vega_ssize w = vega_proxy_socks5_reply_write(out, sizeof out, 2, NULL);
+        send_all(t->client, out, (size_t)w, dl);
+        return -EUSERS;
+    }
     if (req.command == VEGA_PROXY_CMD_UDP_ASSOCIATE && t->o->upstream &&
         t->o->up.kind != VEGA_PROXY_SOCKS5 && t->o->up.kind != VEGA_PROXY_SOCKS5H) {
         /* only a SOCKS5 upstream carries datagrams; else they would leave from here, not
@@ -901,12 +928,21 @@ static int do_http(struct tunnel *t, vega_deadline dl)
     set_kind(t, req.connect ? PROXY_KIND_CONNECT : PROXY_KIND_FORWARD);
     if (req.auth_basic)
         snprintf(t->user, sizeof t->user, "%s", req.cred.user);
-    if (users_required(t->o) &&
-        (!req.auth_basic || !creds_ok(t->o, req.cred.user, req.cred.password))) {
-        /* RFC 9110 §15.5.8: 407 with a Proxy-Authenticate challenge */
-        http_reply(t, 407, dl);
-        t->result = "auth-failed";
-        return -EACCES;
+    if (users_required(t->o)) {
+        int ok = req.auth_basic ? creds_check(t->o, req.cred.user, req.cred.password) : 0;
+        vega_crypto_cleanse(&req.cred, sizeof req.cred);
+        if (ok != 1) {
+            /* RFC 9110 §15.5.8: 407 with a Proxy-Authenticate challenge; a check that could
+             * not run is the proxy's trouble, not the client's: 503 */
+            http_reply(t, ok < 0 ? 503 : 407, dl);
+            t->result = ok < 0 ? "auth-busy" : "auth-failed";
+            return -EACCES;
+        }
+        if (hold_user(t) < 0) {
+            /* RFC 6585 §4: too many requests, here tunnels, from this user */
+            http_reply(t, 429, dl);
+            return -EUSERS;
+        }
     }
     int r = dest_connect(t, req.host, req.port, req.host_ipv6);
     if (r < 0) {
@@ -1320,6 +1356,8 @@ static void log_line(const struct tunnel *t)
 /* Logs the tunnel, closes its sockets and frees it. */
 static void tunnel_end(struct tunnel *t)
 {
+    if (t->held)
+        users_unhold(t->o, t->user);
     if (t->relaying) {
         int err = atomic_load(&t->err);
         t->result = err == 0            ? "ok"

@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "passwd.h"
 #include "serve.h"
 
 static const char usage_text[] =
@@ -691,11 +692,8 @@ static void parse_args(int argc, char **argv)
             hash_user = optarg;
             break;
         case OPT_HASH_SCHEME:
-            if (strcmp(optarg, "bcrypt") != 0 && strcmp(optarg, "pbkdf2") != 0 &&
-                strcmp(optarg, "yescrypt") != 0 && strcmp(optarg, "sha512-crypt") != 0)
-                cli_usage_error("--hash-scheme: expected bcrypt, pbkdf2, yescrypt or "
-                                "sha512-crypt, got '%s'",
-                                optarg);
+            if (!cli_pw_scheme_known(optarg))
+                cli_usage_error("--hash-scheme: expected " CLI_PW_SCHEMES ", got '%s'", optarg);
             hash_scheme = optarg;
             break;
         case ':':

@@ -28,7 +28,7 @@
 #define SERVE_INDEX_MAX 16
 /* Basic auth: users, a user name, a password (bytes), an --auth-file (bytes, one line), the
  * --realm. */
-#define SERVE_AUTH_USERS_MAX 10000
+#define SERVE_AUTH_USERS_MAX 10000 /* CLI_PWSTORE_USERS_MAX */
 #define SERVE_AUTH_NAME_MAX  64
 #define SERVE_AUTH_PASS_MAX  256
 #define SERVE_AUTH_FILE_MAX  (1 << 20)
@@ -237,7 +237,7 @@ size_t serve_auth_users(void);
  * suspend (a slow hash runs on the blocking pool). Context: inside a task. */
 int serve_auth_check(const vega_http_request *req);
 /* --hash-password USER: reads a password (one line) from stdin, without echo on a terminal,
- * and prints "USER:HASH" of scheme (serve_pw_hash). Returns the exit code. */
+ * and prints "USER:HASH" of scheme (cli_pw_hash). Returns the exit code. */
 int serve_hash_password(const char *user, const char *scheme);
 /* Answers 401 with WWW-Authenticate: Basic realm="--realm". */
 int serve_auth_challenge(vega_http_exchange *x);

@@ -37,8 +37,12 @@ VEGA_BG_PIDS=()
 start_bg() {
     local log="$1"
     shift
+    # The log is emptied here, before the job starts: its own redirection runs in the child,
+    # after fork, so a wait_for_line right after this could still read a line an earlier
+    # process wrote to the same file (a reused log name gave the old port).
+    : >"$log"
     # <&0: an explicit stdin, or bash would give a background job /dev/null.
-    "$@" 2>"$log" 3>&- <&0 &
+    "$@" 2>>"$log" 3>&- <&0 &
     BG_PID=$!
     VEGA_BG_PIDS+=("$BG_PID")
 }

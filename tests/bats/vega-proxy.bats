@@ -305,6 +305,107 @@ closed_port() {
     grep -E 'user=bob socks5 .*result=auth-failed' "$T/proxy.log"
 }
 
+@test "--users with stored hashes (bcrypt, yescrypt, pbkdf2, sha512-crypt, sha256:HEX) and -P HASH: right passwords in, wrong ones out; a slow check runs once, then is cached" {
+    local u h
+    for s in bcrypt yescrypt pbkdf2 sha512-crypt; do
+        printf 'pw-%s\n' "$s" | "$PROXY" --hash-password "u-$s" --hash-scheme "$s" >>"$T/users"
+    done
+    printf 'u-openssl:%s\n' "$(openssl passwd -6 pw-openssl)" >>"$T/users"
+    printf 'u-sha:sha256:%s\n' "$(printf pw-sha | sha256sum | cut -d' ' -f1)" >>"$T/users"
+    grep -E '^u-bcrypt:\$2b\$10\$' "$T/users"
+    grep -E '^u-yescrypt:\$y\$' "$T/users"
+    grep -E '^u-pbkdf2:\$pbkdf2-sha256\$600000\$' "$T/users"
+    grep -E '^u-sha512-crypt:\$6\$' "$T/users"
+    # hashes only: no warning for a file others may read
+    chmod 644 "$T/users"
+    origin
+    proxy -v --users "$T/users"
+    ! grep -q 'warning: readable' "$T/proxy.log"
+    u="http://127.0.0.1:$OP/index.html"
+    for s in bcrypt yescrypt pbkdf2 sha512-crypt openssl sha; do
+        run curl -sS --socks5 "127.0.0.1:$PX" --proxy-user "u-$s:pw-$s" "$u"
+        [ "$status" -eq 0 ]
+        [ "$output" = hello-proxy ]
+        run curl -sS -x "http://127.0.0.1:$PX" --proxy-user "u-$s:pw-$s" "$u"
+        [ "$status" -eq 0 ]
+        [ "$output" = hello-proxy ]
+        run curl -sS --socks5 "127.0.0.1:$PX" --proxy-user "u-$s:pw-wrong" "$u"
+        [ "$status" -eq 97 ]
+        run curl -s -o /dev/null -w '%{http_code}' -x "http://127.0.0.1:$PX" --proxy-user "u-$s:pw-x" "$u"
+        [ "$output" = 407 ]
+    done
+    # two good tunnels of u-bcrypt, one bcrypt run: the second came from the cache; each
+    # wrong password ran it again
+    [ "$(grep -c "auth: bcrypt hash run for 'u-bcrypt' (match" "$T/proxy.log")" -eq 1 ]
+    [ "$(grep -c "auth: bcrypt hash run for 'u-bcrypt' (no match" "$T/proxy.log")" -eq 2 ]
+    # an unknown user costs a slow hash too (the time does not tell which names exist)
+    run curl -sS --socks5 "127.0.0.1:$PX" --proxy-user "nobody:pw" "$u"
+    [ "$status" -eq 97 ]
+    grep -E 'auth: [a-z0-9-]+ hash run for an unknown user' "$T/proxy.log"
+    kill -TERM "$PX_PID"
+    wait_pid_exit "$PX_PID" 15
+    # -P takes a stored hash too; a malformed one stops the start
+    h="$(printf 'pw-p\n' | "$PROXY" --hash-password carol --hash-scheme pbkdf2 | cut -d: -f2-)"
+    proxy -u carol -P "$h"
+    run curl -sS --socks5 "127.0.0.1:$PX" --proxy-user carol:pw-p "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+    run curl -sS --socks5 "127.0.0.1:$PX" --proxy-user "carol:$h" "$u"
+    [ "$status" -eq 97 ]
+    run "$PROXY" -u carol -P '$apr1$abcdefgh$0123456789012345678901'
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"apr1"*"not supported"* ]]
+    printf 'dave:$2b$10$short\n' >"$T/bad.users"
+    run "$PROXY" --users "$T/bad.users"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"bad.users: line 1: "* ]]
+    run "$PROXY" --hash-password eve --hash-scheme md5 </dev/null
+    [ "$status" -eq 2 ]
+}
+
+@test "--max-conns-per-user: a user's next tunnel is refused (SOCKS5 REP 2, HTTP 429) while it holds N, other users pass; a closed tunnel gives its place back" {
+    local ECHO PY EP u
+    ECHO="$(vega_bin vega-echo)"
+    PY="$(command -p -v python3)"
+    run "$PROXY" --max-conns-per-user 1
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"needs users"* ]]
+    run "$PROXY" -u a -P b --max-conns-per-user 0
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--max-conns-per-user: a number from 1"* ]]
+    origin
+    u="http://127.0.0.1:$OP/index.html"
+    start_bg "$T/echo.log" "$ECHO" -l 127.0.0.1:0
+    wait_for_line "$T/echo.log" 'listening on 127\.0\.0\.1:[0-9]+' 10
+    EP="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/echo.log" | head -1)"
+    printf 'alice:one\nbob:two\n' >"$T/users"
+    chmod 600 "$T/users"
+    proxy --users "$T/users" --max-conns-per-user 1 --metrics 127.0.0.1:0
+    local MP
+    MP="$(sed -n 's/.*metrics on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/proxy.log" | head -1)"
+    start_bg "$T/hold.log" "$PY" "$BATS_TEST_DIRNAME/socks5-hold.py" "$PX" "$EP" alice one "$T/go"
+    wait_for_line "$T/hold.log" '^held$' 10
+    run curl -sS --socks5 "127.0.0.1:$PX" --proxy-user alice:one "$u"
+    [ "$status" -eq 97 ]
+    run curl -s -o /dev/null -w '%{http_code}' -x "http://127.0.0.1:$PX" --proxy-user alice:one "$u"
+    [ "$output" = 429 ]
+    grep -E 'user=alice socks5 CONNECT .*result=user-limit' "$T/proxy.log"
+    grep -E 'user=alice http GET .*result=user-limit' "$T/proxy.log"
+    run curl -sS --socks5 "127.0.0.1:$PX" --proxy-user bob:two "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+    [ -n "$MP" ]
+    run curl -sS "http://127.0.0.1:$MP/metrics"
+    [[ "$output" == *"vega_proxy_user_limit_rejected_total 2"* ]]
+    # the held tunnel ends (its log line is written after its place is given back)
+    touch "$T/go"
+    wait_for_line "$T/hold.log" '^ok$' 10
+    wait_for_line "$T/proxy.log" 'user=alice socks5 CONNECT 127\.0\.0\.1:[0-9]+ .*result=ok' 10
+    run curl -sS --socks5 "127.0.0.1:$PX" --proxy-user alice:one "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+}
+
 @test "SIGTERM stops accepting and exits 0; --grace 0 stops an open UDP association" {
     local ECHO PY EP
     ECHO="$(vega_bin vega-echo)"

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* vega-serve: the stored password forms of -a and --auth-file, and their checks: sha256:HEX
- * (fast, unsalted), crypt(3) hashes through libxcrypt (bcrypt $2b$/$2y$ as htpasswd -B writes,
- * sha512-crypt $6$, sha256-crypt $5$, yescrypt $y$, as mkpasswd and openssl passwd write), and
- * passlib's PBKDF2-SHA256 ($pbkdf2-sha256$ROUNDS$SALT$HASH) and scrypt
- * ($scrypt$ln=L,r=R,p=P$SALT$HASH) computed with libcrypto. */
+/* The stored password forms of vega-serve's -a and --auth-file and vega-proxy's -u and --users,
+ * and their checks: sha256:HEX (fast, unsalted), crypt(3) hashes through libxcrypt (bcrypt
+ * $2b$/$2y$ as htpasswd -B writes, sha512-crypt $6$, sha256-crypt $5$, yescrypt $y$, as mkpasswd
+ * and openssl passwd write), and passlib's PBKDF2-SHA256 ($pbkdf2-sha256$ROUNDS$SALT$HASH)
+ * and scrypt ($scrypt$ln=L,r=R,p=P$SALT$HASH) computed with libcrypto. */
 #include <crypt.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -87,7 +87,7 @@ static bool parse_u64(const char *s, size_t n, uint64_t max, uint64_t *v)
 }
 
 /* SALT$HASH of the passlib forms into pw. */
-static int salt_and_hash(const char *s, const char *end, struct serve_pw *pw, const char **why)
+static int salt_and_hash(const char *s, const char *end, struct cli_pw *pw, const char **why)
 {
     const char *f;
     size_t fl;
@@ -110,7 +110,7 @@ static int salt_and_hash(const char *s, const char *end, struct serve_pw *pw, co
     return 1;
 }
 
-static int parse_pbkdf2(const char *s, const char *end, struct serve_pw *pw, const char **why)
+static int parse_pbkdf2(const char *s, const char *end, struct cli_pw *pw, const char **why)
 {
     const char *f;
     size_t fl;
@@ -119,12 +119,12 @@ static int parse_pbkdf2(const char *s, const char *end, struct serve_pw *pw, con
         *why = "$pbkdf2-sha256$: expected ROUNDS (1 to 10000000)$SALT$HASH";
         return -1;
     }
-    pw->kind = SERVE_PW_PBKDF2;
+    pw->kind = CLI_PW_PBKDF2;
     pw->rounds = (uint32_t)rounds;
     return salt_and_hash(s, end, pw, why);
 }
 
-static int parse_scrypt(const char *s, const char *end, struct serve_pw *pw, const char **why)
+static int parse_scrypt(const char *s, const char *end, struct cli_pw *pw, const char **why)
 {
     const char *f;
     size_t fl;
@@ -140,7 +140,7 @@ static int parse_scrypt(const char *s, const char *end, struct serve_pw *pw, con
         *why = "$scrypt$: those parameters need more than 256 MiB of memory";
         return -1;
     }
-    pw->kind = SERVE_PW_SCRYPT;
+    pw->kind = CLI_PW_SCRYPT;
     pw->n = (uint64_t)1 << ln;
     pw->r = (uint32_t)r;
     pw->p = (uint32_t)p;
@@ -168,7 +168,7 @@ static bool crypt_complete(const char *h)
     return fields >= 3 && tail > 0;
 }
 
-int serve_pw_parse(const char *s, size_t len, struct serve_pw *pw, const char **why)
+int cli_pw_parse(const char *s, size_t len, struct cli_pw *pw, const char **why)
 {
     static const char sha[] = "sha256:";
     memset(pw, 0, sizeof *pw);
@@ -176,11 +176,11 @@ int serve_pw_parse(const char *s, size_t len, struct serve_pw *pw, const char **
     const char *end = s + len;
     if (len >= sizeof sha - 1 && strncasecmp(s, sha, sizeof sha - 1) == 0) {
         s += sizeof sha - 1;
-        if ((size_t)(end - s) != 2 * SERVE_PW_SHA256_LEN) {
+        if ((size_t)(end - s) != 2 * CLI_PW_SHA256_LEN) {
             *why = "'sha256:' must be followed by 64 hex digits";
             return -1;
         }
-        for (size_t i = 0; i < SERVE_PW_SHA256_LEN; i++) {
+        for (size_t i = 0; i < CLI_PW_SHA256_LEN; i++) {
             int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
             if (hi < 0 || lo < 0) {
                 *why = "'sha256:' must be followed by 64 hex digits";
@@ -188,7 +188,7 @@ int serve_pw_parse(const char *s, size_t len, struct serve_pw *pw, const char **
             }
             pw->sha256[i] = (uint8_t)(hi << 4 | lo);
         }
-        pw->kind = SERVE_PW_SHA256;
+        pw->kind = CLI_PW_SHA256;
         return 1;
     }
     static const char pb[] = "$pbkdf2-sha256$", sc[] = "$scrypt$";
@@ -198,11 +198,11 @@ int serve_pw_parse(const char *s, size_t len, struct serve_pw *pw, const char **
         return parse_scrypt(s + sizeof sc - 1, end, pw, why);
     if (len >= 6 && strncmp(s, "$apr1$", 6) == 0) {
         *why = "$apr1$ (htpasswd's MD5 default) is too weak and not supported: use htpasswd -B "
-               "(bcrypt) or vega-serve --hash-password";
+               "(bcrypt) or --hash-password";
         return -1;
     }
     if (len >= 5 && strncmp(s, "{SHA}", 5) == 0) {
-        *why = "{SHA} (unsalted SHA-1) is not supported: use htpasswd -B (bcrypt) or vega-serve "
+        *why = "{SHA} (unsalted SHA-1) is not supported: use htpasswd -B (bcrypt) or "
                "--hash-password";
         return -1;
     }
@@ -229,34 +229,41 @@ int serve_pw_parse(const char *s, size_t len, struct serve_pw *pw, const char **
             *why = "a crypt(3) setting without its hash (cut short?)";
             return -1;
         }
-        pw->kind = SERVE_PW_CRYPT;
+        pw->kind = CLI_PW_CRYPT;
         pw->setting = h;
         return 1;
     }
     return 0;
 }
 
-void serve_pw_free(struct serve_pw *pw)
+int cli_pw_plain(const char *pass, size_t len, struct cli_pw *pw)
+{
+    memset(pw, 0, sizeof *pw);
+    pw->kind = CLI_PW_SHA256;
+    return vega_crypto_hash_digest(VEGA_CRYPTO_SHA256, pass, len, pw->sha256) < 0 ? -1 : 0;
+}
+
+void cli_pw_free(struct cli_pw *pw)
 {
     free(pw->setting);
     pw->setting = NULL;
 }
 
-bool serve_pw_slow(const struct serve_pw *pw)
+bool cli_pw_slow(const struct cli_pw *pw)
 {
-    return pw->kind != SERVE_PW_SHA256;
+    return pw->kind != CLI_PW_SHA256;
 }
 
-const char *serve_pw_name(const struct serve_pw *pw)
+const char *cli_pw_name(const struct cli_pw *pw)
 {
     switch (pw->kind) {
-    case SERVE_PW_SHA256:
+    case CLI_PW_SHA256:
         return "sha256";
-    case SERVE_PW_PBKDF2:
+    case CLI_PW_PBKDF2:
         return "pbkdf2-sha256";
-    case SERVE_PW_SCRYPT:
+    case CLI_PW_SCRYPT:
         return "scrypt";
-    case SERVE_PW_CRYPT:
+    case CLI_PW_CRYPT:
         break;
     }
     const char *s = pw->setting;
@@ -271,26 +278,26 @@ const char *serve_pw_name(const struct serve_pw *pw)
     return "crypt";
 }
 
-bool serve_pw_verify(const struct serve_pw *pw, const uint8_t *pass, size_t len)
+bool cli_pw_verify(const struct cli_pw *pw, const uint8_t *pass, size_t len)
 {
     uint8_t dk[64];
     bool ok = false;
     switch (pw->kind) {
-    case SERVE_PW_SHA256:
+    case CLI_PW_SHA256:
         if (vega_crypto_hash_digest(VEGA_CRYPTO_SHA256, pass, len, dk) == 0)
-            ok = vega_crypto_ct_equal(dk, pw->sha256, SERVE_PW_SHA256_LEN);
+            ok = vega_crypto_ct_equal(dk, pw->sha256, CLI_PW_SHA256_LEN);
         break;
-    case SERVE_PW_PBKDF2:
+    case CLI_PW_PBKDF2:
         if (vega_crypto_pbkdf2(VEGA_CRYPTO_SHA256, pass, len, pw->salt, pw->salt_len, pw->rounds,
                                dk, pw->dk_len) == 0)
             ok = vega_crypto_ct_equal(dk, pw->dk, pw->dk_len);
         break;
-    case SERVE_PW_SCRYPT:
+    case CLI_PW_SCRYPT:
         if (EVP_PBE_scrypt((const char *)pass, len, pw->salt, pw->salt_len, pw->n, pw->r, pw->p,
                            SCRYPT_MEM_MAX + (1 << 20), dk, pw->dk_len) == 1)
             ok = vega_crypto_ct_equal(dk, pw->dk, pw->dk_len);
         break;
-    case SERVE_PW_CRYPT: {
+    case CLI_PW_CRYPT: {
         /* crypt(3) reads a C string: a password with a NUL never matches */
         char *p = malloc(len + 1);
         struct crypt_data *cd = calloc(1, sizeof *cd);
@@ -313,7 +320,7 @@ bool serve_pw_verify(const struct serve_pw *pw, const uint8_t *pass, size_t len)
     return ok;
 }
 
-char *serve_pw_hash(const char *scheme, const char *pass, size_t len)
+char *cli_pw_hash(const char *scheme, const char *pass, size_t len)
 {
     if (strcmp(scheme, "pbkdf2") == 0 || strcmp(scheme, "pbkdf2-sha256") == 0) {
         uint8_t salt[SALT_NEW], dk[32];
@@ -355,4 +362,10 @@ char *serve_pw_hash(const char *scheme, const char *pass, size_t len)
     free(cd);
     free(p);
     return out;
+}
+
+bool cli_pw_scheme_known(const char *scheme)
+{
+    return strcmp(scheme, "bcrypt") == 0 || strcmp(scheme, "pbkdf2") == 0 ||
+           strcmp(scheme, "yescrypt") == 0 || strcmp(scheme, "sha512-crypt") == 0;
 }
