@@ -33,6 +33,7 @@ struct cache_ent {
 struct cli_pwstore {
     unsigned refs;
     size_t name_max;
+    size_t cmp_len; /* the longest name: every check compares this many bytes per user */
     struct pw_user *users;
     size_t n, cap;
     size_t first_slow; /* a user with a slow hash, for unknown names; SIZE_MAX: none */
@@ -108,12 +109,24 @@ int cli_pwstore_add(struct cli_pwstore *s, const char *name, size_t nl, struct c
     u->name[nl] = '\0';
     u->name_len = nl;
     u->pw = *pw;
+    if (nl > s->cmp_len)
+        s->cmp_len = nl;
     return 0;
 }
 
 size_t cli_pwstore_count(const struct cli_pwstore *s)
 {
     return s->n;
+}
+
+const char *cli_pwstore_name(const struct cli_pwstore *s, size_t i)
+{
+    return s->users[i].name;
+}
+
+const struct cli_pw *cli_pwstore_pw(const struct cli_pwstore *s, size_t i)
+{
+    return &s->users[i].pw;
 }
 
 bool cli_pwstore_slow(const struct cli_pwstore *s)
@@ -221,18 +234,17 @@ int cli_pwstore_check(struct cli_pwstore *s, const char *name, size_t nl, const 
 {
     if (s->n == 0)
         return 0;
-    /* Every name is compared in constant time, with no early exit: the time does not tell
-     * which user matched. */
+    /* Every name is compared in constant time over the longest name's length, with no early
+     * exit: the time does not tell which user matched (a longer name matches none). */
     char want[NAME_CAP];
     memset(want, 0, sizeof want);
-    if (nl <= s->name_max)
-        memcpy(want, name, nl);
+    memcpy(want, name, nl < s->cmp_len ? nl : s->cmp_len);
     size_t match = SIZE_MAX;
     for (size_t i = 0; i < s->n; i++) {
         char un[NAME_CAP];
-        memset(un, 0, s->name_max);
+        memset(un, 0, s->cmp_len);
         memcpy(un, s->users[i].name, s->users[i].name_len);
-        unsigned same = vega_crypto_ct_equal(un, want, s->name_max) & (s->users[i].name_len == nl);
+        unsigned same = vega_crypto_ct_equal(un, want, s->cmp_len) & (s->users[i].name_len == nl);
         match = same ? i : match;
     }
     int ok = 0;

@@ -78,19 +78,27 @@ static int users_line(void *ctx, char *line, const char **why)
 int proxy_read_lines(FILE *f, const char *path, char *line, size_t cap, const char *too_long,
                      int (*parse)(void *ctx, char *line, const char **why), void *ctx)
 {
+    /* a byte at a time rather than fgets: a NUL byte inside a line must be seen, not end the
+     * line's string early with the rest of the line dropped unread */
+    size_t max = cap - 2; /* as fgets with room for the newline */
     unsigned long lineno = 0;
-    while (fgets(line, (int)cap, f)) {
+    for (int c = 0; c != EOF;) {
+        size_t n = 0;
+        bool nul = false, over = false;
+        while ((c = getc(f)) != EOF && c != '\n') {
+            nul |= c == '\0';
+            if (n < max)
+                line[n++] = (char)c;
+            else
+                over = true;
+        }
+        if (c == EOF && n == 0 && !over)
+            break; /* the end, after a newline or in an empty file */
         lineno++;
-        size_t n = strlen(line);
-        const char *why = NULL;
-        if (n > 0 && line[n - 1] == '\n')
-            line[--n] = '\0';
-        else if (!feof(f))
-            why = too_long;
+        line[n] = '\0';
         if (n > 0 && line[n - 1] == '\r')
             line[--n] = '\0';
-        if (!why && strlen(line) != n)
-            why = "a NUL byte in the line";
+        const char *why = over ? too_long : nul ? "a NUL byte in the line" : NULL;
         if (why || parse(ctx, line, &why) < 0) {
             cli_err(path, "line %lu: %s", lineno, why);
             return -EINVAL;

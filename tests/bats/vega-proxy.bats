@@ -359,6 +359,11 @@ closed_port() {
     run "$PROXY" --users "$T/bad.users"
     [ "$status" -eq 2 ]
     [[ "$output" == *"bad.users: line 1: "* ]]
+    # a NUL byte inside a line is refused, not read as the end of the line
+    printf 'dave:pw\0more\n' >"$T/bad.users"
+    run "$PROXY" --users "$T/bad.users"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"bad.users: line 1: a NUL byte in the line"* ]]
     run "$PROXY" --hash-password eve --hash-scheme md5 </dev/null
     [ "$status" -eq 2 ]
 }
