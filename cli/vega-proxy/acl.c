@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* The access rules: client address ranges for --allow, destinations refused by --deny-dest
- * (CIDR and ports), CIDR parsing and matching (IPv4-mapped IPv6 addresses match IPv4 ranges),
- * and address comparisons that treat IPv4-mapped addresses as IPv4. */
+ * (CIDR, host names, ports), the SSRF guard's ranges, CIDR parsing and matching (IPv4-mapped
+ * IPv6 addresses match IPv4 ranges), and address comparisons that treat IPv4-mapped addresses
+ * as IPv4. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "proxy.h"
 
@@ -128,11 +131,59 @@ static int ports_parse(const char *s, struct deny_rule *out)
     return out->nports ? 0 : -EINVAL;
 }
 
+/* A deny-dest host: labels of letters, digits, '-' (not first or last) and '_' joined by dots,
+ * at least one letter (so that a mistyped address is not taken for a name); "*." or "." in
+ * front and a dot at the end are dropped. The name lowercase, malloc'd; NULL when not a host (*err
+ * -EINVAL) or out of memory (*err -ENOMEM). */
+static char *host_parse(const char *s, size_t n, int *err)
+{
+    *err = -EINVAL;
+    if (n >= 2 && s[0] == '*' && s[1] == '.')
+        s += 2, n -= 2;
+    else if (n >= 1 && s[0] == '.')
+        s++, n--;
+    if (n > 0 && s[n - 1] == '.')
+        n--;
+    if (n == 0 || n > VEGA_PROXY_MAX_NAME)
+        return NULL;
+    bool letter = false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        bool edge = i == 0 || s[i - 1] == '.' || i + 1 == n || s[i + 1] == '.';
+        if (c == '.' ? i == 0 || s[i - 1] == '.' : !isalnum(c) && (c != '-' || edge) && c != '_')
+            return NULL; /* an empty label, a hyphen at a label's edge, another byte */
+        letter |= isalpha(c) != 0;
+    }
+    if (!letter)
+        return NULL;
+    char *h = malloc(n + 1);
+    if (!h) {
+        *err = -ENOMEM;
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        h[i] = (char)tolower((unsigned char)s[i]);
+    h[n] = '\0';
+    return h;
+}
+
+void deny_free(struct deny_rule *d)
+{
+    free(d->host);
+    d->host = NULL;
+}
+
 int deny_parse(const char *s, struct deny_rule *out)
 {
-    char net[INET6_ADDRSTRLEN + 8];
+    char net[VEGA_PROXY_MAX_NAME + 8];
     const char *ports = NULL;
     size_t n;
+    memset(out, 0, sizeof *out);
+    if (s[0] == ':' || (s[0] && strspn(s, "0123456789,-") == strlen(s))) {
+        out->any_addr = true; /* PORTS alone */
+        return ports_parse(s[0] == ':' ? s + 1 : s, out);
+    }
+    bool bracketed = s[0] == '[';
     if (s[0] == '[') {
         const char *close = strchr(s, ']');
         if (!close || (close[1] && close[1] != ':'))
@@ -154,20 +205,65 @@ int deny_parse(const char *s, struct deny_rule *out)
         return -EINVAL;
     memcpy(net, s, n);
     net[n] = '\0';
-    memset(out, 0, sizeof *out);
     int r = cidr_parse(net, &out->net);
+    if (r < 0 && !bracketed && (out->host = host_parse(net, n, &r)) != NULL)
+        r = 0;
     if (r == 0 && ports)
         r = ports_parse(ports, out);
+    if (r < 0)
+        deny_free(out);
     return r;
 }
 
-bool deny_match(const struct deny_rule *d, const vega_addr *a)
+static bool ports_match(const struct deny_rule *d, uint16_t port)
 {
-    if (!cidr_match(&d->net, a))
-        return false;
-    uint16_t port = vega_addr_port(a);
     bool hit = d->nports == 0;
     for (size_t j = 0; j < d->nports && !hit; j++)
         hit = port >= d->lo[j] && port <= d->hi[j];
     return hit;
+}
+
+bool deny_match(const struct deny_rule *d, const vega_addr *a)
+{
+    if (d->host || (!d->any_addr && !cidr_match(&d->net, a)))
+        return false;
+    return ports_match(d, vega_addr_port(a));
+}
+
+bool deny_match_name(const struct deny_rule *d, const char *name, uint16_t port)
+{
+    if (!d->host)
+        return d->any_addr && ports_match(d, port);
+    size_t n = strlen(name), h = strlen(d->host);
+    if (n > 0 && name[n - 1] == '.')
+        n--;
+    /* the name itself, or one below it: "a.corp.example" for "corp.example" */
+    if (n < h || (n > h && name[n - h - 1] != '.'))
+        return false;
+    return strncasecmp(name + n - h, d->host, h) == 0 && ports_match(d, port);
+}
+
+bool addr_is_private(const vega_addr *a)
+{
+    static const struct cidr ranges[] = {
+        {AF_INET, {0}, 8},                           /* "this network" */
+        {AF_INET, {10}, 8},                          /* RFC 1918 */
+        {AF_INET, {100, 64}, 10},                    /* shared address space (CGNAT) */
+        {AF_INET, {127}, 8},                         /* loopback */
+        {AF_INET, {169, 254}, 16},                   /* link-local, cloud metadata services */
+        {AF_INET, {172, 16}, 12},                    /* RFC 1918 */
+        {AF_INET, {192, 0, 0}, 24},                  /* IETF protocol assignments */
+        {AF_INET, {192, 168}, 16},                   /* RFC 1918 */
+        {AF_INET, {198, 18}, 15},                    /* benchmarking */
+        {AF_INET, {224}, 3},                         /* multicast, reserved, broadcast */
+        {AF_INET6, {0}, 127},                        /* unspecified and loopback */
+        {AF_INET6, {0xfc}, 7},                       /* unique local */
+        {AF_INET6, {0xfe, 0x80}, 10},                /* link-local */
+        {AF_INET6, {0xff}, 8},                       /* multicast */
+        {AF_INET6, {0, 0x64, 0xff, 0x9b, 0, 1}, 48}, /* local-use NAT64 (RFC 8215) */
+    };
+    for (size_t i = 0; i < sizeof ranges / sizeof *ranges; i++)
+        if (cidr_match(&ranges[i], a))
+            return true;
+    return false;
 }

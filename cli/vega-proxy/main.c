@@ -37,11 +37,18 @@ static const char usage_text[] =
     "      --allow CIDR        clients allowed (repeatable, e.g. 10.0.0.0/8, ::1); default: all.\n"
     "                          No open proxy: listening beyond loopback needs --allow, -u or "
     "--users\n"
-    "      --deny-dest CIDR[:PORTS]\n"
-    "                          refuse destinations in this range (repeatable; PORTS: N or N-M,\n"
-    "                          comma-separated; IPv6 with ports in brackets: [fd00::/8]:53).\n"
-    "                          A name is refused when any of its addresses is; refused: SOCKS5\n"
-    "                          REP 2, SOCKS4 91, HTTP 403, a UDP datagram dropped\n"
+    "      --deny-dest CIDR[:PORTS] | HOST[:PORTS] | PORTS\n"
+    "                          refuse destinations in this range, this host name and the names\n"
+    "                          below it (as the client gives it: internal.example also refuses\n"
+    "                          a.internal.example), or on these ports anywhere (repeatable;\n"
+    "                          PORTS: N or N-M, comma-separated; IPv6 with ports in brackets:\n"
+    "                          [fd00::/8]:53). A name is refused when any of its addresses is;\n"
+    "                          refused: SOCKS5 REP 2, SOCKS4 91, HTTP 403, a datagram dropped\n"
+    "      --allow-private-dest\n"
+    "                          listening beyond loopback, private and local destinations\n"
+    "                          (127/8, 10/8, 172.16/12, 192.168/16, 169.254/16, 100.64/10,\n"
+    "                          ::1, fc00::/7, fe80::/10, multicast, ...) are refused as\n"
+    "                          --deny-dest refuses (an SSRF guard); this lets clients reach them\n"
     "      --deny CIDR         clients refused (repeatable); a deny beats an allow\n"
     "      --rules FILE        more rules, one a line: allow CIDR, deny CIDR, deny-dest\n"
     "                          CIDR[:PORTS] (as the options; '#' comments; at most 4096 rules,\n"
@@ -162,6 +169,7 @@ enum {
     OPT_UPSTREAM_INSECURE,
     OPT_USERS,
     OPT_MAX_PER_USER,
+    OPT_ALLOW_PRIVATE,
     OPT_HASH_PASSWORD,
     OPT_HASH_SCHEME,
     OPT_CONNECT_TIMEOUT,
@@ -190,6 +198,7 @@ static const struct option long_opts[] = {
     {"password", required_argument, NULL, 'P'},
     {"users", required_argument, NULL, OPT_USERS},
     {"max-conns-per-user", required_argument, NULL, OPT_MAX_PER_USER},
+    {"allow-private-dest", no_argument, NULL, OPT_ALLOW_PRIVATE},
     {"hash-password", required_argument, NULL, OPT_HASH_PASSWORD},
     {"hash-scheme", required_argument, NULL, OPT_HASH_SCHEME},
     {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
@@ -356,8 +365,9 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
             if (o->ndeny == PROXY_MAX_DENY)
                 cli_usage_error("--deny-dest: at most %d rules", PROXY_MAX_DENY);
             if (deny_parse(optarg, &o->deny[o->ndeny]) < 0)
-                cli_usage_error("--deny-dest: not CIDR[:PORTS] (e.g. 10.0.0.0/8, 127.0.0.1:22,"
-                                "8000-8999, [fd00::/8]:53): '%s'",
+                cli_usage_error("--deny-dest: not CIDR[:PORTS], HOST[:PORTS] or PORTS (e.g. "
+                                "10.0.0.0/8, 127.0.0.1:22,8000-8999, [fd00::/8]:53, "
+                                "internal.example, 25): '%s'",
                                 optarg);
             o->ndeny++;
             break;
@@ -392,6 +402,9 @@ static void parse_args(struct proxy_opts *o, int argc, char **argv)
                 cli_usage_error("--max-conns-per-user: a number from 1 to 1000000, not '%s'",
                                 optarg);
             o->max_per_user = v;
+            break;
+        case OPT_ALLOW_PRIVATE:
+            o->allow_private = true;
             break;
         case OPT_HASH_PASSWORD:
             hash_user = optarg;
@@ -578,6 +591,10 @@ static void *main_task(void *arg)
             }
             o->rules_need_allow = true; /* a reload must keep some allow rule */
         }
+        /* the SSRF guard: a proxy others reach must not reach this host's and its network's
+         * private services for them (set before any tunnel exists) */
+        if (!addr_is_loopback(&addr) && !o->allow_private)
+            o->deny_private = true;
         r = vega_tcp_listen(&ls[n].sock, &addr, 0, 0);
         if (r < 0) {
             cli_err(o->listen[n], "listen: %s", vega_strerror(r));
@@ -591,9 +608,11 @@ static void *main_task(void *arg)
             bound = addr;
         vega_addr_format(&bound, where, sizeof where);
         if (!o->quiet)
-            fprintf(stderr, "vega-proxy: listening on %s (%sSOCKS5, SOCKS4a, HTTP%s)\n", where,
-                    o->listen_tls[n] ? "TLS: " : "",
-                    users_count(o) ? "; credentials required" : "");
+            fprintf(stderr, "vega-proxy: listening on %s (%sSOCKS5, SOCKS4a, HTTP%s%s)\n", where,
+                    o->listen_tls[n] ? "TLS: " : "", users_count(o) ? "; credentials required" : "",
+                    !addr_is_loopback(&addr) && o->deny_private
+                        ? "; private destinations refused (--allow-private-dest)"
+                        : "");
     }
     fflush(stderr);
     int r = vega_group_new(&srv.tunnels);

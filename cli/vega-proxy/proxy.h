@@ -34,9 +34,12 @@ struct cidr {
     unsigned bits;
 };
 
-/* A --deny-dest rule: an address range, and ports (none listed: all). */
+/* A --deny-dest rule: an address range, a host name (with its subdomains) or any destination,
+ * and ports (none listed: all). */
 struct deny_rule {
     struct cidr net;
+    char *host;    /* HOST[:PORTS]: the name, lowercase, no trailing dot (owned); else NULL */
+    bool any_addr; /* PORTS alone: every destination on these ports */
     uint16_t lo[PROXY_MAX_PORTS], hi[PROXY_MAX_PORTS];
     size_t nports;
 };
@@ -66,6 +69,9 @@ struct proxy_opts {
     const char *users_file;      /* --users */
     struct cli_pwstore *users;   /* -u/-P or --users: credentials required when not NULL */
     uint64_t max_per_user;       /* --max-conns-per-user: a user's tunnels at once (0: any) */
+    bool allow_private;          /* --allow-private-dest: no SSRF guard beyond loopback */
+    bool deny_private;           /* a listener beyond loopback and no --allow-private-dest:
+                                    private and local destinations are refused */
     uint64_t connect_ns;         /* --connect-timeout */
     uint64_t idle_ns;            /* --idle-timeout (also bounds a handshake) */
     uint64_t grace_ns;           /* --grace: how long SIGTERM lets tunnels finish */
@@ -225,11 +231,21 @@ void users_unhold(const struct proxy_opts *o, const char *user);
 int cidr_parse(const char *s, struct cidr *out);
 bool cidr_match(const struct cidr *c, const vega_addr *a);
 bool addr_is_loopback(const vega_addr *a);
-/* Parses CIDR[:PORTS] ("10.0.0.0/8", "127.0.0.1:22,8000-8999", "[fd00::/8]:53", "::1").
- * Returns 0 or -EINVAL. */
+/* Parses CIDR[:PORTS] ("10.0.0.0/8", "127.0.0.1:22,8000-8999", "[fd00::/8]:53", "::1"),
+ * HOST[:PORTS] ("internal.example", "*.corp.example:443"; a name with at least one letter, which
+ * also covers its subdomains) or PORTS alone ("25", ":25,465"). Returns 0 (free out->host with
+ * deny_free), -EINVAL or -ENOMEM. */
 int deny_parse(const char *s, struct deny_rule *out);
-/* True when d matches a (address and port). */
+void deny_free(struct deny_rule *d);
+/* True when d matches a (address and port); a HOST rule matches no address. */
 bool deny_match(const struct deny_rule *d, const vega_addr *a);
+/* True when d matches the destination name (as the client gave it) and port: a HOST rule for
+ * the name or a domain above it, or a PORTS-alone rule. */
+bool deny_match_name(const struct deny_rule *d, const char *name, uint16_t port);
+/* True for addresses no proxy open beyond loopback should reach for a client (the SSRF guard):
+ * loopback, private (RFC 1918, fc00::/7), link-local, CGNAT (100.64/10), "this network",
+ * benchmarking (198.18/15), multicast and reserved ranges, unspecified. */
+bool addr_is_private(const vega_addr *a);
 
 /* The rules of the command line and the --rules file together (rules.c). */
 struct rule_set;
@@ -247,8 +263,12 @@ size_t rules_file_allows(const struct proxy_opts *o);
 bool client_allowed(const struct proxy_opts *o, const vega_addr *a);
 /* True when any destination rule exists (else nothing need be resolved to check). */
 bool dest_rules_any(const struct proxy_opts *o);
-/* False when a --deny-dest rule or a deny-dest rule of the file matches a (address and port). */
+/* False when a --deny-dest rule or a deny-dest rule of the file matches a (address and port),
+ * or the SSRF guard refuses it (o->deny_private). */
 bool dest_allowed(const struct proxy_opts *o, const vega_addr *a);
+/* False when a HOST or PORTS-alone rule matches the destination name and port (before it is
+ * resolved; the addresses it resolves to are then checked by dest_allowed). */
+bool dest_name_allowed(const struct proxy_opts *o, const char *name, uint16_t port);
 /* True when a and b have the same IP (an IPv4-mapped IPv6 address as IPv4); ports aside. */
 bool addr_same_ip(const vega_addr *a, const vega_addr *b);
 /* a as a SOCKS address (an IPv4-mapped IPv6 address as IPv4). */

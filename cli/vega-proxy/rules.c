@@ -35,6 +35,8 @@ static pthread_rwlock_t rules_lock = PTHREAD_RWLOCK_INITIALIZER;
 
 static void set_free(struct rule_set *s)
 {
+    for (size_t i = 0; s && i < s->n; i++)
+        deny_free(&s->v[i].r);
     if (s)
         free(s->v);
     free(s);
@@ -84,15 +86,17 @@ static int parse_line(struct rule_set *s, char *line, const char **why)
     } else if (strcmp(word, "deny-dest") == 0) {
         r.kind = RULE_DENY_DEST;
         if (!arg || deny_parse(arg, &r.r) < 0) {
-            *why = "not CIDR[:PORTS] (e.g. 10.0.0.0/8, 127.0.0.1:22,8000-8999, [fd00::/8]:53)";
+            *why = "not CIDR[:PORTS], HOST[:PORTS] or PORTS (e.g. 10.0.0.0/8, "
+                   "127.0.0.1:22,8000-8999, [fd00::/8]:53, internal.example, 25)";
             return -EINVAL;
         }
     } else {
-        *why = "not a rule: allow CIDR, deny CIDR or deny-dest CIDR[:PORTS]";
+        *why = "not a rule: allow CIDR, deny CIDR or deny-dest CIDR|HOST[:PORTS]|PORTS";
         return -EINVAL;
     }
     int e = set_add(s, &r);
     if (e < 0) {
+        deny_free(&r.r);
         *why = e == -E2BIG ? "too many rules (at most " PROXY_MAX_RULES_S ")" : "out of memory";
         return -EINVAL;
     }
@@ -181,6 +185,8 @@ int rules_reload(struct proxy_opts *o)
 
 void rules_free(struct proxy_opts *o)
 {
+    for (size_t i = 0; i < o->ndeny; i++)
+        deny_free(&o->deny[i]);
     set_free(o->rules);
     o->rules = NULL;
 }
@@ -208,14 +214,14 @@ bool client_allowed(const struct proxy_opts *o, const vega_addr *a)
 bool dest_rules_any(const struct proxy_opts *o)
 {
     pthread_rwlock_rdlock(&rules_lock);
-    bool any = o->ndeny > 0 || (o->rules && o->rules->ndeny_dest > 0);
+    bool any = o->deny_private || o->ndeny > 0 || (o->rules && o->rules->ndeny_dest > 0);
     pthread_rwlock_unlock(&rules_lock);
     return any;
 }
 
 bool dest_allowed(const struct proxy_opts *o, const vega_addr *a)
 {
-    bool ok = true;
+    bool ok = !(o->deny_private && addr_is_private(a));
     for (size_t i = 0; i < o->ndeny && ok; i++)
         ok = !deny_match(&o->deny[i], a);
     pthread_rwlock_rdlock(&rules_lock);
@@ -223,6 +229,20 @@ bool dest_allowed(const struct proxy_opts *o, const vega_addr *a)
     for (size_t i = 0; s && i < s->n && ok; i++)
         if (s->v[i].kind == RULE_DENY_DEST)
             ok = !deny_match(&s->v[i].r, a);
+    pthread_rwlock_unlock(&rules_lock);
+    return ok;
+}
+
+bool dest_name_allowed(const struct proxy_opts *o, const char *name, uint16_t port)
+{
+    bool ok = true;
+    for (size_t i = 0; i < o->ndeny && ok; i++)
+        ok = !deny_match_name(&o->deny[i], name, port);
+    pthread_rwlock_rdlock(&rules_lock);
+    const struct rule_set *s = o->rules;
+    for (size_t i = 0; s && i < s->n && ok; i++)
+        if (s->v[i].kind == RULE_DENY_DEST)
+            ok = !deny_match_name(&s->v[i].r, name, port);
     pthread_rwlock_unlock(&rules_lock);
     return ok;
 }

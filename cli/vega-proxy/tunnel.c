@@ -175,11 +175,13 @@ static int http_status(int err)
     return err == -ETIMEDOUT ? 504 : err == -EACCES ? 403 : 502;
 }
 
-/* --deny-dest before connecting: host is refused when any of its addresses is (the first 16),
- * so that a name cannot reach a denied address by Happy Eyeballs' choice. Returns 0, -EACCES or
- * a resolver error. */
+/* --deny-dest before connecting: host is refused when a HOST or PORTS rule matches it as given,
+ * or any of its addresses is (the first 16), so that a name cannot reach a denied address by
+ * Happy Eyeballs' choice. Returns 0, -EACCES or a resolver error. */
 static int dest_check(struct tunnel *t, const char *host, uint16_t port, vega_deadline dl)
 {
+    if (!dest_name_allowed(t->o, host, port))
+        return -EACCES;
     vega_addr addrs[16];
     size_t n = 0;
     int r = vega_dns_lookup(t->srv->dns, host, AF_UNSPEC, addrs, 16, &n, dl);
@@ -652,7 +654,9 @@ static int do_bind(struct tunnel *t, const vega_proxy_server_request *req, bool 
     }
     vega_addr want;
     size_t n = 0;
-    int r = vega_dns_lookup(t->srv->dns, host, AF_UNSPEC, &want, 1, &n, dl);
+    int r = dest_name_allowed(t->o, host, req->dst.port)
+                ? vega_dns_lookup(t->srv->dns, host, AF_UNSPEC, &want, 1, &n, dl)
+                : -EACCES;
     if (r == 0 && n == 0)
         r = VEGA_ERR_DNS_NO_ADDRESS;
     if (r == 0) {

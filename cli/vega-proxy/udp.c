@@ -216,6 +216,8 @@ static vega_sock *far_sock(struct assoc *a, int family)
 static int resolve_dest(struct assoc *a, const vega_proxy_addr *dst, vega_addr *to)
 {
     if (dst->type == VEGA_PROXY_ATYP_NAME) {
+        if (!dest_name_allowed(a->o, dst->name, dst->port))
+            return -EACCES;
         /* no Happy Eyeballs for a datagram: the family the client reached the relay over
          * first, the other if the name has none of it */
         size_t n = 0;

@@ -236,10 +236,11 @@ closed_port() {
     ECHO="$(vega_bin vega-echo)"
     PY="$(command -p -v python3)"
     local bad
-    for bad in 10.0.0.0/8:0 10.0.0.0/8:9-1 10.0.0.0/8:80, '[::1]:' fd00::/8:53 10.0.0.0/33 host:80; do
+    for bad in 10.0.0.0/8:0 10.0.0.0/8:9-1 10.0.0.0/8:80, '[::1]:' fd00::/8:53 10.0.0.0/33 \
+        10.0.0.256 'ho st:80' -host.example a..example '[host.example]:80' 0 70000 ':'; do
         run "$PROXY" --deny-dest "$bad"
         [ "$status" -eq 2 ]
-        [[ "$output" == *"not CIDR[:PORTS]"* ]]
+        [[ "$output" == *"not CIDR[:PORTS], HOST[:PORTS] or PORTS"* ]]
     done
     origin
     start_bg "$T/echo.log" "$ECHO" -u -l 127.0.0.1:0
@@ -407,6 +408,77 @@ closed_port() {
     wait_for_line "$T/hold.log" '^ok$' 10
     wait_for_line "$T/proxy.log" 'user=alice socks5 CONNECT 127\.0\.0\.1:[0-9]+ .*result=ok' 10
     run curl -sS --socks5 "127.0.0.1:$PX" --proxy-user alice:one "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+}
+
+@test "--deny-dest HOST and PORTS: a name and the names below it are refused as the client gives them (SOCKS5h, SOCKS4a, HTTP), addresses and other names pass; a port is refused everywhere; a --rules file takes both" {
+    origin
+    proxy -v --deny-dest '*.LocalHost.' --deny-dest 'blocked.example:1-100'
+    local u="http://127.0.0.1:$OP/index.html"
+    run curl -sS --socks5-hostname "127.0.0.1:$PX" "http://localhost:$OP/index.html"
+    [ "$status" -eq 97 ]
+    # refused before any lookup: a name below it that does not resolve is refused, not unknown
+    run curl -sS --socks5-hostname "127.0.0.1:$PX" "http://a.b.localhost:$OP/index.html"
+    [ "$status" -eq 97 ]
+    grep -E 'user=- socks5 CONNECT a\.b\.localhost:[0-9]+ .*result=denied' "$T/proxy.log"
+    run curl -sS --socks4a "127.0.0.1:$PX" "http://localhost:$OP/index.html"
+    [ "$status" -eq 97 ]
+    run curl -s -o /dev/null -w '%{http_code}' -x "http://127.0.0.1:$PX" "http://LOCALHOST:$OP/index.html"
+    [ "$output" = 403 ]
+    # the address itself, and a name the rule does not cover (a port outside its range)
+    run curl -sS --socks5 "127.0.0.1:$PX" "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+    run curl -sS --socks5-hostname "127.0.0.1:$PX" "http://blocked.example:$OP/"
+    [ "$status" -eq 97 ]
+    grep -E 'blocked\.example:[0-9]+ .*result=' "$T/proxy.log"
+    ! grep -E 'blocked\.example:[0-9]+ .*result=denied' "$T/proxy.log"
+    kill -TERM "$PX_PID"
+    wait_pid_exit "$PX_PID" 15
+    # PORTS alone: every destination on the origin's port, by address and by name
+    proxy --deny-dest ":$OP"
+    run curl -sS --socks5 "127.0.0.1:$PX" "$u"
+    [ "$status" -eq 97 ]
+    run curl -s -o /dev/null -w '%{http_code}' -x "http://127.0.0.1:$PX" "http://localhost:$OP/index.html"
+    [ "$output" = 403 ]
+    kill -TERM "$PX_PID"
+    wait_pid_exit "$PX_PID" 15
+    printf 'deny-dest localhost:%s\ndeny-dest 1-1023\n' "$OP" >"$T/rules"
+    proxy --rules "$T/rules"
+    run curl -sS --socks5-hostname "127.0.0.1:$PX" "http://localhost:$OP/index.html"
+    [ "$status" -eq 97 ]
+    run curl -sS --socks5-hostname "127.0.0.1:$PX" "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+}
+
+@test "SSRF guard: listening beyond loopback, private and local destinations are refused (SOCKS5 REP 2, HTTP 403) unless --allow-private-dest; a loopback listener is not guarded" {
+    local BP
+    origin
+    local u="http://127.0.0.1:$OP/index.html"
+    start_bg "$T/open.log" "$PROXY" -l 0.0.0.0:0 --allow 127.0.0.0/8
+    wait_for_line "$T/open.log" 'listening on 0\.0\.0\.0:[0-9]+ .*private destinations refused' 10
+    BP="$(sed -n 's/.*listening on 0\.0\.0\.0:\([0-9]*\).*/\1/p' "$T/open.log" | head -1)"
+    run curl -sS --socks5 "127.0.0.1:$BP" "$u"
+    [ "$status" -eq 97 ]
+    run curl -sS --socks5-hostname "127.0.0.1:$BP" "http://localhost:$OP/index.html"
+    [ "$status" -eq 97 ]
+    run curl -s -o /dev/null -w '%{http_code}' -x "http://127.0.0.1:$BP" "$u"
+    [ "$output" = 403 ]
+    run curl -s -o /dev/null -w '%{http_code}' -x "http://127.0.0.1:$BP" "http://[::ffff:127.0.0.1]:$OP/"
+    [ "$output" = 403 ]
+    [ "$(grep -c 'result=denied' "$T/open.log")" -eq 4 ]
+    start_bg "$T/open2.log" "$PROXY" -l 0.0.0.0:0 --allow 127.0.0.0/8 --allow-private-dest
+    wait_for_line "$T/open2.log" 'listening on 0\.0\.0\.0:[0-9]+' 10
+    ! grep -q 'private destinations refused' "$T/open2.log"
+    BP="$(sed -n 's/.*listening on 0\.0\.0\.0:\([0-9]*\).*/\1/p' "$T/open2.log" | head -1)"
+    run curl -sS --socks5 "127.0.0.1:$BP" "$u"
+    [ "$status" -eq 0 ]
+    [ "$output" = hello-proxy ]
+    proxy
+    ! grep -q 'private destinations refused' "$T/proxy.log"
+    run curl -sS --socks5 "127.0.0.1:$PX" "$u"
     [ "$status" -eq 0 ]
     [ "$output" = hello-proxy ]
 }

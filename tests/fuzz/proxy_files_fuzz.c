@@ -127,6 +127,9 @@ static void check_rules(const struct proxy_opts *o)
         (void)dest_allowed(o, &a);
     }
     (void)dest_rules_any(o);
+    static const char *const names[] = {"a.internal.example", "INTERNAL.example.", "example", ""};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        (void)dest_name_allowed(o, names[i], 443);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
