@@ -45,6 +45,10 @@ static int render_heap(FILE *f)
 {
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
     struct mallinfo2 mi = mallinfo2();
+    /* Nothing held at all: malloc is not glibc's (a sanitizer's or a preloaded allocator
+     * serves it), and zeros would read as an empty heap. Then the two are left out. */
+    if (mi.arena + mi.hblkhd == 0)
+        return 0;
     if (fprintf(f,
                 "# HELP vega_heap_inuse_bytes Bytes allocated with malloc and not freed "
                 "(glibc mallinfo2: uordblks + hblkhd).\n"

@@ -9,6 +9,7 @@
 # A KEY is a sample name with its labels: 'vega_http_server_requests_total{code="2xx",proto="h2"}'
 # (labels sorted by name).
 import json
+import os
 import sys
 import time
 import urllib.request
@@ -125,8 +126,12 @@ def main():
             fail("%s moved by %s, want %s" % (k, n, want[k]))
         if k not in want and counted and n != 0:
             fail("%s moved by %s, want 0" % (k, n))
-    # the allocator's account (glibc): something in use, and no more than malloc holds
+    # the allocator's account (glibc): something in use, and no more than malloc holds; a
+    # sanitizer build's malloc is not glibc's, and the server leaves the two out there
     inuse, mapped = after.get("vega_heap_inuse_bytes"), after.get("vega_heap_mapped_bytes")
+    if (inuse is None or mapped is None) and os.environ.get("VEGA_TEST_SCALE", "1") != "1":
+        print("ok: %d samples (no heap account: sanitizer build)" % len(after))
+        return
     if inuse is None or mapped is None:
         fail("no vega_heap_inuse_bytes or vega_heap_mapped_bytes")
     if not 0 < inuse <= mapped:
