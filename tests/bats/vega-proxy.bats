@@ -483,6 +483,22 @@ closed_port() {
     [ "$output" = hello-proxy ]
 }
 
+@test "every SOCKS5 reply a connect can get (REP 3, 4 for no route, a timeout and an unknown name, 7, 8) and HTTP 502 and 504, in a network namespace of our own" {
+    unshare -n true 2>/dev/null || skip "no network namespaces here (unshare -n)"
+    run timeout 60 unshare -n bash "$BATS_TEST_DIRNAME/proxy-replies.sh" "$PROXY"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "192.0.2.1 3" ]     # network unreachable (no route)
+    [ "${lines[1]}" = "198.51.100.1 4" ]  # host unreachable (an unreachable route)
+    [ "${lines[2]}" = "192.0.2.200 4" ]   # the connect timed out
+    [ "${lines[3]}" = "nowhere.invalid 4" ]
+    [ "${lines[4]}" = "x 8" ]             # address type not supported
+    [ "${lines[5]}" = "192.0.2.1 7" ]     # command not supported
+    [ "${lines[6]}" = "http 192.0.2.1 502" ]
+    [ "${lines[7]}" = "http 198.51.100.1 502" ]
+    [ "${lines[8]}" = "http 192.0.2.200 504" ]
+}
+
 @test "SIGTERM stops accepting and exits 0; --grace 0 stops an open UDP association" {
     local ECHO PY EP
     ECHO="$(vega_bin vega-echo)"
