@@ -13,8 +13,8 @@
 
 #include <vega/h2.h>
 
-#include "../unit/hpack/tmem.h"
 #include "fuzz_target.h"
+#include "tmem.h"
 
 struct st {
     uint64_t h;

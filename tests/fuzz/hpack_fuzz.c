@@ -12,8 +12,8 @@
 
 #include <vega/hpack.h>
 
-#include "../unit/hpack/tmem.h"
 #include "fuzz_target.h"
+#include "tmem.h"
 
 struct dec_st {
     const vega_hpack_decoder_opts *o;

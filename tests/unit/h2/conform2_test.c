@@ -2,33 +2,7 @@
 /* Frame-level conformance, continued: RFC 9113 §6.6 to §7 (PUSH_PROMISE, PING, GOAWAY,
  * WINDOW_UPDATE and flow control, CONTINUATION, error codes), RFC 9218's PRIORITY_UPDATE, the
  * HPACK rules HTTP/2 enforces, and the rules a client core enforces on a server. */
-#include "h2_test.h"
-
-enum {
-    DATA,
-    HEADERS,
-    PRIORITY,
-    RST,
-    SETTINGS,
-    PUSH,
-    PING,
-    GOAWAY,
-    WINDOW,
-    CONT
-};
-enum {
-    ACK = 1,
-    END_STREAM = 1,
-    END_HEADERS = 4,
-    PADDED = 8,
-    PRIO = 0x20
-};
-
-static void be32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
+#include "raw_frames.h"
 
 static void srv(struct raw *r)
 {
@@ -46,20 +20,6 @@ static int respond(struct rec *r, int32_t id, const vega_h2_head *h)
     VCHECK_EQ(vega_h2_stream_write(r->conn, id, body, resp_body, VEGA_H2_FLAG_END_STREAM),
               (vega_ssize)resp_body);
     return 0;
-}
-
-static int window(struct raw *r, uint32_t sid, uint32_t inc)
-{
-    uint8_t p[4];
-    be32(p, inc);
-    return raw_frame(r, WINDOW, 0, sid, p, 4);
-}
-
-static int setting(struct raw *r, uint16_t id, uint32_t v)
-{
-    uint8_t p[6] = {(uint8_t)(id >> 8), (uint8_t)id};
-    be32(p + 2, v);
-    return raw_frame(r, SETTINGS, 0, 0, p, 6);
 }
 
 /* Sums the DATA bytes the core sent on sid. */

@@ -2,33 +2,7 @@
 /* Frame-level conformance of a server core, RFC 9113 §3 to §6 (the ground h2spec covers): each
  * case sends hand-built frames and checks the exact connection error (GOAWAY) or stream error
  * (RST_STREAM) and its code. Each test name carries the section. §8 is in http_test.c. */
-#include "h2_test.h"
-
-enum {
-    DATA,
-    HEADERS,
-    PRIORITY,
-    RST,
-    SETTINGS,
-    PUSH,
-    PING,
-    GOAWAY,
-    WINDOW,
-    CONT
-};
-enum {
-    ACK = 1,
-    END_STREAM = 1,
-    END_HEADERS = 4,
-    PADDED = 8,
-    PRIO = 0x20
-};
-
-static void be32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
+#include "raw_frames.h"
 
 static void srv(struct raw *r)
 {
@@ -51,20 +25,6 @@ static int rst(struct raw *r, uint32_t sid, uint32_t code)
     uint8_t p[4];
     be32(p, code);
     return raw_frame(r, RST, 0, sid, p, 4);
-}
-
-static int window(struct raw *r, uint32_t sid, uint32_t inc)
-{
-    uint8_t p[4];
-    be32(p, inc);
-    return raw_frame(r, WINDOW, 0, sid, p, 4);
-}
-
-static int setting(struct raw *r, uint16_t id, uint32_t v)
-{
-    uint8_t p[6] = {(uint8_t)(id >> 8), (uint8_t)id};
-    be32(p + 2, v);
-    return raw_frame(r, SETTINGS, 0, 0, p, 6);
 }
 
 /* ---- §3.4 the connection preface ---- */

@@ -5,25 +5,7 @@
  * abuse. Each test shows the work done (events, frames answered) and the memory the core holds
  * (a counting allocator) stay under a bound, and that the connection ends with the right code
  * where it must. */
-#include "h2_test.h"
-
-enum {
-    DATA,
-    HEADERS,
-    PRIORITY,
-    RST,
-    SETTINGS,
-    PUSH,
-    PING,
-    GOAWAY,
-    WINDOW,
-    CONT
-};
-enum {
-    ACK = 1,
-    END_STREAM = 1,
-    END_HEADERS = 4
-};
+#include "raw_frames.h"
 
 static struct tmem mem;
 

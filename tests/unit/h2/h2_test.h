@@ -8,8 +8,8 @@
 
 #include <vega/h2.h>
 
-#include "../hpack/tmem.h"
 #include "base.h"
+#include "tmem.h"
 #include "vtest.h"
 
 /* ---- an event recorder ---- */

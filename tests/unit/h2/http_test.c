@@ -4,15 +4,7 @@
  * that are detected MUST be treated as a stream error (Section 5.4.2) of type
  * PROTOCOL_ERROR."), never seen by the application; each well-formed one passes. Every case
  * also goes through the submit side, which refuses to send what the peer would refuse. */
-#include "h2_test.h"
-
-enum {
-    DATA = 0,
-    HEADERS = 1
-};
-enum {
-    END_STREAM = 1
-};
+#include "raw_frames.h"
 
 #define MAXF 8
 struct req {

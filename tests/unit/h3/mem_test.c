@@ -4,62 +4,10 @@
  * sweep fails each allocation of a scripted exchange in turn (alone, then with every later one):
  * every call then succeeds or returns -ENOMEM (sticky for read_stream), never a protocol error,
  * nothing leaks, and what arrives is what was sent. */
-#include <stdalign.h>
-
+#include "failmalloc.h"
 #include "h3_test.h"
 
-struct hdr {
-    alignas(max_align_t) size_t size;
-};
-
-struct tmem {
-    size_t calls, live, fail_at;
-    bool fail_after;
-};
-static struct tmem M;
-
-static bool refuse(void)
-{
-    M.calls++;
-    return M.fail_at && (M.calls == M.fail_at || (M.fail_after && M.calls > M.fail_at));
-}
-static void *t_malloc(void *ud, size_t n)
-{
-    (void)ud;
-    if (refuse())
-        return NULL;
-    struct hdr *h = malloc(sizeof *h + n);
-    if (!h)
-        return NULL;
-    h->size = n;
-    M.live++;
-    return h + 1;
-}
-static void *t_calloc(void *ud, size_t n, size_t k)
-{
-    void *p = t_malloc(ud, n * k);
-    if (p)
-        memset(p, 0, n * k);
-    return p;
-}
-static void *t_realloc(void *ud, void *p, size_t n)
-{
-    (void)ud;
-    if (refuse())
-        return NULL;
-    struct hdr *h = realloc((struct hdr *)p - 1, sizeof *h + n);
-    if (!h)
-        return NULL;
-    h->size = n;
-    return h + 1;
-}
-static void t_free(void *ud, void *p)
-{
-    (void)ud;
-    M.live--;
-    free((struct hdr *)p - 1);
-}
-static const vega_mem tmem = {t_malloc, t_calloc, t_realloc, t_free, NULL};
+static struct vtest_fa M; /* the allocator's counters for the run in progress */
 
 static bool ok_or_nomem(long long rc)
 {
@@ -132,7 +80,8 @@ static bool request(vega_h3_conn *cli, vega_h3_conn *srv, uint64_t id, bool late
 
 static size_t run(size_t fail_at, bool after)
 {
-    M = (struct tmem){.fail_at = fail_at, .fail_after = after};
+    M = (struct vtest_fa){.fail_at = (long)fail_at, .and_after = after};
+    vega_mem tmem = vtest_fa_mem(&M);
     static h3t_rec rc, rs;
     memset(&rc, 0, sizeof rc);
     memset(&rs, 0, sizeof rs);
@@ -170,7 +119,7 @@ static size_t run(size_t fail_at, bool after)
     vega_h3_conn_free(cli);
     vega_h3_conn_free(srv);
     VCHECK_EQ(M.live, 0);
-    return M.calls;
+    return (size_t)M.calls;
 }
 
 VTEST(every_block_comes_back)

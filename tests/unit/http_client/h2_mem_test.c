@@ -6,75 +6,9 @@
  * a GET on the same connection); a sweep then fails allocations in turn, alone and from a point on,
  * and checks that each run ends with clean codes, whole bodies, and nothing leaked. */
 #include "../http_server/h2_test_util.h"
+#include "failmalloc.h"
 
 #include <vega/http_client.h>
-
-struct fa {
-    atomic_long calls, fail_at, live;
-    atomic_long failed;      /* allocations refused so far */
-    long failed_before_last; /* refused before the last request started */
-    bool and_after;          /* every allocation after fail_at fails too */
-};
-
-struct hdr {
-    uint64_t magic, pad;
-};
-#define MAGIC 0xc11e47a110c8ull
-
-static bool should_fail(struct fa *f)
-{
-    long k = atomic_fetch_add(&f->calls, 1) + 1, at = atomic_load(&f->fail_at);
-    bool fail = at && (k == at || (f->and_after && k > at));
-    if (fail)
-        atomic_fetch_add(&f->failed, 1);
-    return fail;
-}
-
-static void *fa_malloc(void *ud, size_t n)
-{
-    struct fa *f = ud;
-    if (should_fail(f))
-        return NULL;
-    struct hdr *h = malloc(sizeof *h + n);
-    VCHECK(h != NULL);
-    h->magic = MAGIC;
-    atomic_fetch_add(&f->live, 1);
-    return h + 1;
-}
-
-static void *fa_calloc(void *ud, size_t n, size_t size)
-{
-    void *p = fa_malloc(ud, n * size);
-    if (p)
-        memset(p, 0, n * size);
-    return p;
-}
-
-static void fa_free(void *ud, void *p)
-{
-    struct fa *f = ud;
-    if (!p)
-        return;
-    struct hdr *h = (struct hdr *)p - 1;
-    VCHECK(h->magic == MAGIC);
-    h->magic = 0;
-    atomic_fetch_sub(&f->live, 1);
-    free(h);
-}
-
-static void *fa_realloc(void *ud, void *p, size_t n)
-{
-    struct fa *f = ud;
-    if (!p)
-        return fa_malloc(ud, n);
-    if (should_fail(f))
-        return NULL;
-    struct hdr *h = (struct hdr *)p - 1;
-    VCHECK(h->magic == MAGIC);
-    struct hdr *g = realloc(h, sizeof *g + n);
-    VCHECK(g != NULL);
-    return g + 1;
-}
 
 static vega_ssize body3000(void *user, void *buf, size_t len)
 {
@@ -96,10 +30,14 @@ static bool acceptable(int e)
 
 #define NPATHS 6
 
-/* Runs the conversation; returns the requests answered in full (and right). */
-static int conversation(const struct ts *t, struct fa *f, unsigned wait_ms)
+/* Runs the conversation; returns the requests answered in full (and right), and in
+ * *failed_before_last (unless NULL) the allocations refused before the last request started.
+ * realloc and free take NULL as libc's do. */
+static int conversation(const struct ts *t, struct vtest_fa *f, unsigned wait_ms,
+                        long *failed_before_last)
 {
-    vega_mem m = {fa_malloc, fa_calloc, fa_realloc, fa_free, f};
+    f->realloc_null_ok = f->free_null_ok = true;
+    vega_mem m = vtest_fa_mem(f);
     vega_http_client_opts o;
     vega_http_client_opts_init(&o);
     o.mem = &m;
@@ -121,8 +59,8 @@ static int conversation(const struct ts *t, struct fa *f, unsigned wait_ms)
         /* the first one by the h2c Upgrade, the others on the connection it made */
         rq.version = i == 0 ? VEGA_HTTP_CLIENT_V2 : VEGA_HTTP_CLIENT_V2_PRIOR;
         rq.deadline = DL(wait_ms);
-        if (i + 1 == NPATHS)
-            f->failed_before_last = atomic_load(&f->failed);
+        if (i + 1 == NPATHS && failed_before_last)
+            *failed_before_last = atomic_load(&f->failed);
         size_t left = 3000;
         if (!strcmp(paths[i], "/echo")) {
             rq.body_fn = body3000;
@@ -183,26 +121,27 @@ static void body_sweep(void)
     so.on_log = NULL;
     vega_http_server_h2_opts h = ts_h2c();
     ts_start(&t, &so, &h);
-    struct fa f = {0};
-    VCHECK_EQ(conversation(&t, &f, 10000), NPATHS);
+    struct vtest_fa f = {0};
+    VCHECK_EQ(conversation(&t, &f, 10000, NULL), NPATHS);
     long total = atomic_load(&f.calls);
     printf("the conversation makes %ld allocations through the hook\n", total);
     VCHECK(total >= 20);
     long stride = total / 300 + 1, full = 0, runs = 0;
     for (long k = 1 + (long)(vega_now() % (uint64_t)stride); k <= total; k += stride) {
-        struct fa g = {0};
+        struct vtest_fa g = {0};
         atomic_store(&g.fail_at, k);
-        full += conversation(&t, &g, 3000) == NPATHS;
+        full += conversation(&t, &g, 3000, NULL) == NPATHS;
         runs++;
     }
     printf("%ld runs with one failing allocation, %ld still answered all\n", runs, full);
     /* from a point on, everything fails: every call gives up cleanly, nothing leaks; where the
      * failures began only after the last request started, all may pass */
     for (long k = 1; k <= total; k += total / 10 + 1) {
-        struct fa g = {.and_after = true};
+        struct vtest_fa g = {.and_after = true};
         atomic_store(&g.fail_at, k);
-        int n = conversation(&t, &g, 1000);
-        VCHECK(n < NPATHS || g.failed_before_last == 0);
+        long before_last = 0;
+        int n = conversation(&t, &g, 1000, &before_last);
+        VCHECK(n < NPATHS || before_last == 0);
     }
     ts_stop(&t, 2000);
 }

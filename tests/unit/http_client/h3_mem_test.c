@@ -8,76 +8,10 @@
  * besides -ENOMEM a request may end with the connection's codes, or its deadline. */
 #include <errno.h>
 
+#include "failmalloc.h"
 #include "h3_util.h"
 
 #define DL(ms) vega_deadline_in_ms(ms)
-
-struct fa {
-    atomic_long calls, fail_at, live;
-    atomic_long failed;      /* allocations refused so far */
-    long failed_before_last; /* refused before the last request started */
-    bool and_after;          /* every allocation after fail_at fails too */
-};
-
-struct hdr {
-    uint64_t magic, pad;
-};
-#define MAGIC 0xc11e47a110c8ull
-
-static bool should_fail(struct fa *f)
-{
-    long k = atomic_fetch_add(&f->calls, 1) + 1, at = atomic_load(&f->fail_at);
-    bool fail = at && (k == at || (f->and_after && k > at));
-    if (fail)
-        atomic_fetch_add(&f->failed, 1);
-    return fail;
-}
-
-static void *fa_malloc(void *ud, size_t n)
-{
-    struct fa *f = ud;
-    if (should_fail(f))
-        return NULL;
-    struct hdr *h = malloc(sizeof *h + n);
-    VCHECK(h != NULL);
-    h->magic = MAGIC;
-    atomic_fetch_add(&f->live, 1);
-    return h + 1;
-}
-
-static void *fa_calloc(void *ud, size_t n, size_t size)
-{
-    void *p = fa_malloc(ud, n * size);
-    if (p)
-        memset(p, 0, n * size);
-    return p;
-}
-
-static void fa_free(void *ud, void *p)
-{
-    struct fa *f = ud;
-    if (!p)
-        return;
-    struct hdr *h = (struct hdr *)p - 1;
-    VCHECK(h->magic == MAGIC);
-    h->magic = 0;
-    atomic_fetch_sub(&f->live, 1);
-    free(h);
-}
-
-static void *fa_realloc(void *ud, void *p, size_t n)
-{
-    struct fa *f = ud;
-    if (!p)
-        return fa_malloc(ud, n);
-    if (should_fail(f))
-        return NULL;
-    struct hdr *h = (struct hdr *)p - 1;
-    VCHECK(h->magic == MAGIC);
-    struct hdr *g = realloc(h, sizeof *g + n);
-    VCHECK(g != NULL);
-    return g + 1;
-}
 
 static vega_ssize body3000(void *user, void *buf, size_t len)
 {
@@ -95,10 +29,14 @@ static bool acceptable(int e)
            e == VEGA_ERR_QUIC_EP_RESET || e == VEGA_ERR_PROTO || e == -ETIMEDOUT;
 }
 
-/* Runs the conversation; returns the requests answered in full (and right). */
-static int conversation(struct h3t_srv *s, struct fa *f, unsigned wait_ms)
+/* Runs the conversation; returns the requests answered in full (and right), and in
+ * *failed_before_last (unless NULL) the allocations refused before the last request started.
+ * realloc and free take NULL as libc's do. */
+static int conversation(struct h3t_srv *s, struct vtest_fa *f, unsigned wait_ms,
+                        long *failed_before_last)
 {
-    vega_mem m = {fa_malloc, fa_calloc, fa_realloc, fa_free, f};
+    f->realloc_null_ok = f->free_null_ok = true;
+    vega_mem m = vtest_fa_mem(f);
     vega_http_client_opts o;
     vega_http_client_opts_init(&o);
     o.quic_ca = s->ca;
@@ -118,8 +56,8 @@ static int conversation(struct h3t_srv *s, struct fa *f, unsigned wait_ms)
         vega_http_client_request rq;
         h3t_req(&rq, url);
         rq.deadline = DL(wait_ms);
-        if (i + 1 == sizeof paths / sizeof *paths)
-            f->failed_before_last = atomic_load(&f->failed);
+        if (i + 1 == sizeof paths / sizeof *paths && failed_before_last)
+            *failed_before_last = atomic_load(&f->failed);
         size_t left = 3000;
         if (!strcmp(paths[i], "/echo")) {
             rq.body_fn = body3000;
@@ -165,8 +103,8 @@ static int conversation(struct h3t_srv *s, struct fa *f, unsigned wait_ms)
 static void body_sweep(void)
 {
     struct h3t_srv *s = h3t_start(0);
-    struct fa f = {0};
-    VCHECK_EQ(conversation(s, &f, 10000), 6);
+    struct vtest_fa f = {0};
+    VCHECK_EQ(conversation(s, &f, 10000, NULL), 6);
     long total = atomic_load(&f.calls);
     printf("the conversation makes %ld allocations through the hook\n", total);
     VCHECK(total >= 50);
@@ -177,9 +115,9 @@ static void body_sweep(void)
     long scale = scale_env && atol(scale_env) > 1 ? atol(scale_env) : 1;
     long stride = total / (400 / scale) + 1, full = 0, runs = 0;
     for (long k = 1 + (long)(vega_now() % (uint64_t)stride); k <= total; k += stride) {
-        struct fa g = {0};
+        struct vtest_fa g = {0};
         atomic_store(&g.fail_at, k);
-        full += conversation(s, &g, 2000) == 6;
+        full += conversation(s, &g, 2000, NULL) == 6;
         runs++;
     }
     printf("%ld runs with one failing allocation, %ld still answered all six\n", runs, full);
@@ -188,15 +126,16 @@ static void body_sweep(void)
      * fewer allocations than the first one did (packets lost and sent again on a busy machine):
      * where the failures began only after the last request had started, all six may pass. */
     for (long k = 1; k <= total; k += total / 10 + 1) {
-        struct fa g = {.and_after = true};
+        struct vtest_fa g = {.and_after = true};
         atomic_store(&g.fail_at, k);
-        int n = conversation(s, &g, 300);
+        long before_last = 0;
+        int n = conversation(s, &g, 300, &before_last);
         if (n == 6)
             fprintf(stderr,
                     "failing from allocation %ld of %ld: all six answered, %ld refused "
                     "before the last request\n",
-                    k, total, g.failed_before_last);
-        VCHECK(n < 6 || g.failed_before_last == 0);
+                    k, total, before_last);
+        VCHECK(n < 6 || before_last == 0);
     }
     h3t_stop(s);
 }

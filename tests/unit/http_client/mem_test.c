@@ -16,72 +16,10 @@
 #include <vega/rt.h>
 #include <vega/test.h>
 
+#include "failmalloc.h"
 #include "vtest.h"
 
 #define DL(ms) vega_deadline_in_ms(ms)
-
-/* ---- a counting allocator that fails on demand ---------------------------------------------- */
-
-struct fa {
-    long calls, fail_at, live;
-    bool and_after;
-};
-
-struct hdr {
-    uint64_t magic;
-    uint64_t pad;
-};
-#define MAGIC 0xc11e47a110c8ull
-
-static bool should_fail(struct fa *f)
-{
-    long k = ++f->calls;
-    return f->fail_at && (k == f->fail_at || (f->and_after && k > f->fail_at));
-}
-
-static void *fa_malloc(void *ud, size_t n)
-{
-    struct fa *f = ud;
-    if (should_fail(f))
-        return NULL;
-    struct hdr *h = malloc(sizeof *h + n);
-    VCHECK(h != NULL);
-    h->magic = MAGIC;
-    f->live++;
-    return h + 1;
-}
-
-static void *fa_calloc(void *ud, size_t n, size_t size)
-{
-    void *p = fa_malloc(ud, n * size);
-    if (p)
-        memset(p, 0, n * size);
-    return p;
-}
-
-static void fa_free(void *ud, void *p)
-{
-    struct fa *f = ud;
-    VCHECK(p != NULL);
-    struct hdr *h = (struct hdr *)p - 1;
-    VCHECK(h->magic == MAGIC);
-    h->magic = 0;
-    f->live--;
-    free(h);
-}
-
-static void *fa_realloc(void *ud, void *p, size_t n)
-{
-    struct fa *f = ud;
-    VCHECK(p != NULL);
-    if (should_fail(f))
-        return NULL;
-    struct hdr *h = (struct hdr *)p - 1;
-    VCHECK(h->magic == MAGIC);
-    struct hdr *g = realloc(h, sizeof *g + n);
-    VCHECK(g != NULL);
-    return g + 1;
-}
 
 /* ---- the server behind the hook -------------------------------------------------------------- */
 
@@ -202,13 +140,13 @@ static int fetch(vega_http_client *c, vega_http_client_request *rq, char *out, s
 }
 
 /* Every call's code must be a success or -ENOMEM. Returns how many requests were answered. */
-static int conversation(vega_http_server *srv, struct fa *f)
+static int conversation(vega_http_server *srv, struct vtest_fa *f)
 {
     vega_http_client_opts o;
     vega_http_client_opts_init(&o);
     o.connect = hook;
     o.connect_user = srv;
-    vega_mem m = {fa_malloc, fa_calloc, fa_realloc, fa_free, f};
+    vega_mem m = vtest_fa_mem(f);
     o.mem = &m;
     vega_http_client *c;
     int e = vega_http_client_new(&c, &o);
@@ -270,7 +208,7 @@ static void body_sweep(void)
     VCHECK_EQ(vega_http_server_new(&srv, &so), 0);
     VCHECK_EQ(vega_group_new(&servers), 0);
 
-    struct fa f = {0};
+    struct vtest_fa f = {0};
     VCHECK_EQ(conversation(srv, &f), 6);
     long total = f.calls;
     printf("the requests make %ld allocations through the hook\n", total);
@@ -278,7 +216,7 @@ static void body_sweep(void)
     long full = 0;
     for (int after = 0; after < 2; after++) {
         for (long k = 1; k <= total; k++) {
-            struct fa g = {.fail_at = k, .and_after = after};
+            struct vtest_fa g = {.fail_at = k, .and_after = after};
             full += conversation(srv, &g) == 6;
         }
     }
@@ -297,8 +235,9 @@ static void body_hook_checked(void)
 {
     vega_http_client_opts o;
     vega_http_client_opts_init(&o);
-    struct fa f = {0};
-    vega_mem bad = {fa_malloc, fa_calloc, NULL, fa_free, &f};
+    struct vtest_fa f = {0};
+    vega_mem bad = vtest_fa_mem(&f);
+    bad.realloc = NULL;
     o.mem = &bad;
     vega_http_client *c;
     VCHECK_EQ(vega_http_client_new(&c, &o), -EINVAL); /* all four functions are required */

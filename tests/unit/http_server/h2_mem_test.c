@@ -7,71 +7,8 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
+#include "failmalloc.h"
 #include "h2_test_util.h"
-
-struct fa {
-    long calls, fail_at, live;
-    bool and_after;
-};
-
-struct hdr {
-    size_t n;
-    uint64_t magic;
-};
-#define MAGIC 0x7e57a110c8ed0002ull
-
-static bool should_fail(struct fa *f)
-{
-    long k = ++f->calls;
-    return f->fail_at && (k == f->fail_at || (f->and_after && k > f->fail_at));
-}
-
-static void *fa_malloc(void *ud, size_t n)
-{
-    struct fa *f = ud;
-    if (should_fail(f))
-        return NULL;
-    struct hdr *h = malloc(sizeof *h + n);
-    VCHECK(h != NULL);
-    h->n = n;
-    h->magic = MAGIC;
-    f->live++;
-    return h + 1;
-}
-
-static void *fa_calloc(void *ud, size_t n, size_t size)
-{
-    void *p = fa_malloc(ud, n * size);
-    if (p)
-        memset(p, 0, n * size);
-    return p;
-}
-
-static void fa_free(void *ud, void *p)
-{
-    struct fa *f = ud;
-    VCHECK(p != NULL);
-    struct hdr *h = (struct hdr *)p - 1;
-    VCHECK(h->magic == MAGIC);
-    h->magic = 0;
-    f->live--;
-    free(h);
-}
-
-static void *fa_realloc(void *ud, void *p, size_t n)
-{
-    struct fa *f = ud;
-    if (!p)
-        return fa_malloc(ud, n);
-    if (should_fail(f))
-        return NULL;
-    struct hdr *h = (struct hdr *)p - 1;
-    VCHECK(h->magic == MAGIC);
-    struct hdr *g = realloc(h, sizeof *g + n);
-    VCHECK(g != NULL);
-    g->n = n;
-    return g + 1;
-}
 
 struct serve_arg {
     vega_http_server *srv;
@@ -103,12 +40,13 @@ static int handler(vega_http_exchange *x, void *user)
 static char pad[20000];
 
 /* One run. Returns how many of the 5 responses came whole and right. */
-static int run_once(struct fa *f)
+static int run_once(struct vtest_fa *f)
 {
     vega_http_server_opts o = ts_opts();
     o.on_log = NULL;
     o.handler = handler;
-    vega_mem m = {fa_malloc, fa_calloc, fa_realloc, fa_free, f};
+    f->realloc_null_ok = true; /* realloc takes NULL as libc's does; free does not */
+    vega_mem m = vtest_fa_mem(f);
     o.mem = &m;
     vega_http_server *srv;
     int r = vega_http_server_new(&srv, &o);
@@ -180,7 +118,7 @@ static void body_sweep(void)
 {
     ts_make_file();
     memset(pad, 'p', sizeof pad - 1);
-    struct fa f = {0};
+    struct vtest_fa f = {0};
     VCHECK_EQ(run_once(&f), 5);
     long total = f.calls;
     printf("the conversation makes %ld allocations through the hook\n", total);
@@ -188,7 +126,7 @@ static void body_sweep(void)
     long completed = 0;
     for (int after = 0; after < 2; after++)
         for (long k = 1; k <= total; k++) {
-            struct fa g = {.fail_at = k, .and_after = after};
+            struct vtest_fa g = {.fail_at = k, .and_after = after};
             vega_tstamp t1 = vega_now();
             completed += run_once(&g) == 5;
             printf("k=%ld after=%d %llu ms\n", k, after,

@@ -16,76 +16,10 @@
 #include <vega/stream.h>
 #include <vega/test.h>
 
+#include "failmalloc.h"
 #include "vtest.h"
 
 #define DL(ms) vega_deadline_in_ms(ms)
-
-/* ---- a counting allocator that fails on demand ---------------------------------------------- */
-
-struct fa {
-    long calls;     /* allocations asked for */
-    long fail_at;   /* 1-based allocation to fail; 0 = none */
-    bool and_after; /* ... and every one after it */
-    long live;      /* blocks not yet freed */
-};
-
-struct hdr {
-    size_t n;
-    uint64_t magic;
-};
-#define MAGIC 0x7e57a110c8ed0000ull
-
-static bool should_fail(struct fa *f)
-{
-    long k = ++f->calls;
-    return f->fail_at && (k == f->fail_at || (f->and_after && k > f->fail_at));
-}
-
-static void *fa_malloc(void *ud, size_t n)
-{
-    struct fa *f = ud;
-    if (should_fail(f))
-        return NULL;
-    struct hdr *h = malloc(sizeof *h + n);
-    VCHECK(h != NULL);
-    h->n = n;
-    h->magic = MAGIC;
-    f->live++;
-    return h + 1;
-}
-
-static void *fa_calloc(void *ud, size_t n, size_t size)
-{
-    void *p = fa_malloc(ud, n * size);
-    if (p)
-        memset(p, 0, n * size);
-    return p;
-}
-
-static void fa_free(void *ud, void *p)
-{
-    struct fa *f = ud;
-    VCHECK(p != NULL); /* the contract: never called with NULL */
-    struct hdr *h = (struct hdr *)p - 1;
-    VCHECK(h->magic == MAGIC); /* a block of this allocator, freed once */
-    h->magic = 0;
-    f->live--;
-    free(h);
-}
-
-static void *fa_realloc(void *ud, void *p, size_t n)
-{
-    struct fa *f = ud;
-    VCHECK(p != NULL);
-    if (should_fail(f))
-        return NULL;
-    struct hdr *h = (struct hdr *)p - 1;
-    VCHECK(h->magic == MAGIC);
-    struct hdr *g = realloc(h, sizeof *g + n);
-    VCHECK(g != NULL);
-    g->n = n;
-    return g + 1;
-}
 
 /* ---- the conversation ------------------------------------------------------------------------ */
 
@@ -196,13 +130,13 @@ static void *serve_task(void *arg)
 }
 
 /* One run of the conversation with the allocator f. Returns how many responses came whole. */
-static int run_once(struct fa *f)
+static int run_once(struct vtest_fa *f)
 {
     vega_http_server_opts o;
     vega_http_server_opts_init(&o);
     o.handler = handler;
     o.server_header = "vega-mem-test";
-    vega_mem m = {fa_malloc, fa_calloc, fa_realloc, fa_free, f};
+    vega_mem m = vtest_fa_mem(f);
     o.mem = &m;
     vega_http_server *srv;
     int r = vega_http_server_new(&srv, &o);
@@ -255,7 +189,7 @@ static int run_once(struct fa *f)
 static void body_sweep(void)
 {
     make_script();
-    struct fa f = {0};
+    struct vtest_fa f = {0};
     VCHECK_EQ(run_once(&f), (int)NWANT);
     long total = f.calls;
     printf("the conversation makes %ld allocations through the hook\n", total);
@@ -263,7 +197,7 @@ static void body_sweep(void)
     long completed = 0;
     for (int after = 0; after < 2; after++) {
         for (long k = 1; k <= total; k++) {
-            struct fa g = {.fail_at = k, .and_after = after};
+            struct vtest_fa g = {.fail_at = k, .and_after = after};
             int n = run_once(&g);
             completed += n == (int)NWANT;
         }
@@ -280,7 +214,7 @@ static void body_counts(void)
 {
     /* Every block the server makes goes through the hook and comes back through it. */
     make_script();
-    struct fa f = {0};
+    struct vtest_fa f = {0};
     VCHECK_EQ(run_once(&f), (int)NWANT);
     VCHECK(f.calls > 0);
     VCHECK_EQ(f.live, 0);
@@ -288,7 +222,8 @@ static void body_counts(void)
     vega_http_server_opts o;
     vega_http_server_opts_init(&o);
     o.handler = handler;
-    vega_mem bad = {fa_malloc, NULL, fa_realloc, fa_free, &f};
+    vega_mem bad = vtest_fa_mem(&f);
+    bad.calloc = NULL;
     o.mem = &bad;
     vega_http_server *srv;
     VCHECK_EQ(vega_http_server_new(&srv, &o), -EINVAL);

@@ -4,62 +4,10 @@
  * allocation of a scripted exchange in turn (alone, then with every later one): every call then
  * succeeds or says -ENOMEM, never anything else, nothing leaks, and whenever a section decodes
  * it is the one that was encoded. */
-#include <stdalign.h>
-
+#include "failmalloc.h"
 #include "qp_test.h"
 
-struct hdr {
-    alignas(max_align_t) size_t size;
-};
-
-struct tmem {
-    size_t calls, live, fail_at;
-    bool fail_after;
-};
-static struct tmem M;
-
-static bool refuse(void)
-{
-    M.calls++;
-    return M.fail_at && (M.calls == M.fail_at || (M.fail_after && M.calls > M.fail_at));
-}
-static void *t_malloc(void *ud, size_t n)
-{
-    (void)ud;
-    if (refuse())
-        return NULL;
-    struct hdr *h = malloc(sizeof *h + n);
-    if (!h)
-        return NULL;
-    h->size = n;
-    M.live++;
-    return h + 1;
-}
-static void *t_calloc(void *ud, size_t n, size_t k)
-{
-    void *p = t_malloc(ud, n * k);
-    if (p)
-        memset(p, 0, n * k);
-    return p;
-}
-static void *t_realloc(void *ud, void *p, size_t n)
-{
-    (void)ud;
-    if (refuse())
-        return NULL;
-    struct hdr *h = realloc((struct hdr *)p - 1, sizeof *h + n);
-    if (!h)
-        return NULL;
-    h->size = n;
-    return h + 1;
-}
-static void t_free(void *ud, void *p)
-{
-    (void)ud;
-    M.live--;
-    free((struct hdr *)p - 1);
-}
-static const vega_mem tmem = {t_malloc, t_calloc, t_realloc, t_free, NULL};
+static struct vtest_fa M; /* the allocator's counters for the run in progress */
 
 static const vega_http_field fields[][4] = {
     {VEGA_HTTP_FIELD(":method", "GET"), VEGA_HTTP_FIELD(":path", "/a"),
@@ -137,7 +85,8 @@ static bool exchange(vega_qpack_encoder *e, vega_qpack_decoder *d)
 
 static size_t run(size_t fail_at, bool after)
 {
-    M = (struct tmem){.fail_at = fail_at, .fail_after = after};
+    M = (struct vtest_fa){.fail_at = (long)fail_at, .and_after = after};
+    vega_mem tmem = vtest_fa_mem(&M);
     vega_qpack_encoder_opts eo;
     vega_qpack_encoder_opts_init(&eo);
     eo.mem = &tmem;
@@ -159,7 +108,7 @@ static size_t run(size_t fail_at, bool after)
     vega_qpack_encoder_free(e);
     vega_qpack_decoder_free(d);
     VCHECK_EQ(M.live, 0);
-    return M.calls;
+    return (size_t)M.calls;
 }
 
 VTEST(every_block_comes_back)

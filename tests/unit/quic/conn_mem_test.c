@@ -3,100 +3,16 @@
  * goes through it and comes back, and a failing one sweeps each allocation of a handshake and a
  * transfer, checking that every call then fails cleanly and nothing leaks or hangs. */
 #include <errno.h>
-#include <stdalign.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "qtls_certs.h"
 #include "quic_pair.h"
+#include "tmem.h"
 #include "vtest.h"
 
 #define MS 1000000ull
 #define S  1000000000ull
-
-/* ---- a counting, failing allocator ----------------------------------------------------------- */
-
-/* Each block carries its size in a header, so frees can be balanced against allocations. */
-struct hdr {
-    alignas(max_align_t) size_t size;
-};
-
-struct tmem {
-    size_t calls;         /* malloc, calloc and realloc calls (what fail_at counts) */
-    size_t blocks, frees; /* blocks made (malloc, calloc) and freed */
-    size_t live_blocks, live_bytes, peak_bytes;
-    size_t fail_at;  /* 0 = never fail; else the fail_at-th call fails */
-    bool fail_after; /* ... and every call after it */
-    size_t failed;   /* calls refused */
-};
-
-static bool tm_refuse(struct tmem *m)
-{
-    m->calls++;
-    if (m->fail_at && (m->calls == m->fail_at || (m->fail_after && m->calls > m->fail_at))) {
-        m->failed++;
-        return true;
-    }
-    return false;
-}
-
-static void *tm_wrap(struct tmem *m, struct hdr *h, size_t n)
-{
-    if (!h)
-        return NULL;
-    h->size = n;
-    m->blocks++;
-    m->live_blocks++;
-    m->live_bytes += n;
-    if (m->live_bytes > m->peak_bytes)
-        m->peak_bytes = m->live_bytes;
-    return h + 1;
-}
-
-static void *tm_malloc(void *ud, size_t n)
-{
-    struct tmem *m = ud;
-    if (tm_refuse(m) || n > SIZE_MAX - sizeof(struct hdr))
-        return NULL;
-    return tm_wrap(m, malloc(sizeof(struct hdr) + n), n);
-}
-
-static void *tm_calloc(void *ud, size_t n, size_t size)
-{
-    struct tmem *m = ud;
-    if (tm_refuse(m) || (size && n > (SIZE_MAX - sizeof(struct hdr)) / size))
-        return NULL;
-    return tm_wrap(m, calloc(1, sizeof(struct hdr) + n * size), n * size);
-}
-
-static void *tm_realloc(void *ud, void *p, size_t n)
-{
-    struct tmem *m = ud;
-    if (tm_refuse(m) || n > SIZE_MAX - sizeof(struct hdr))
-        return NULL;
-    struct hdr *h = (struct hdr *)p - 1;
-    size_t old = h->size;
-    h = realloc(h, sizeof(struct hdr) + n);
-    if (!h)
-        return NULL;
-    h->size = n;
-    m->live_bytes = m->live_bytes - old + n;
-    if (m->live_bytes > m->peak_bytes)
-        m->peak_bytes = m->live_bytes;
-    return h + 1;
-}
-
-static void tm_free(void *ud, void *p)
-{
-    struct tmem *m = ud;
-    if (!p)
-        return;
-    struct hdr *h = (struct hdr *)p - 1;
-    m->frees++;
-    m->live_blocks--;
-    m->live_bytes -= h->size;
-    free(h);
-}
 
 /* ---- a scenario with every return value checked ---------------------------------------------- */
 
@@ -402,7 +318,7 @@ static bool scenario(struct run *r, const uint8_t *data, size_t len, const struc
     vega_test_net_opts o = {.seed = 5, .delay_ns = 10 * MS, .loss_pct = so->loss_pct};
     load_creds();
     VCHECK_EQ(qp_init_with(q, g_chain, g_key, g_ca, &o, 11), 0);
-    r->mem = (vega_quic_mem){tm_malloc, tm_calloc, tm_realloc, tm_free, &r->m};
+    r->mem = (vega_quic_mem){tmem_malloc, tmem_calloc, tmem_realloc, tmem_free, &r->m};
     q->ccfg.mem = q->scfg.mem = &r->mem;
     q->ccfg.idle_timeout_ms = q->scfg.idle_timeout_ms = 3000;
     if (so->extras)
@@ -529,11 +445,11 @@ VTEST(hook_needs_all_four_functions)
     struct qp *q = &r->q;
     load_creds();
     VCHECK_EQ(qp_init_with(q, g_chain, g_key, g_ca, NULL, 1), 0);
-    r->mem = (vega_quic_mem){tm_malloc, tm_calloc, NULL, tm_free, &r->m};
+    r->mem = (vega_quic_mem){tmem_malloc, tmem_calloc, NULL, tmem_free, &r->m};
     q->ccfg.mem = &r->mem;
     VCHECK_EQ(vega_quic_conn_client_new(&q->side[0].c, &q->ccfg, &q->path, q->now), -EINVAL);
     VCHECK_EQ(r->m.calls, 0);
-    r->mem.realloc = tm_realloc;
+    r->mem.realloc = tmem_realloc;
     VCHECK_EQ(vega_quic_conn_client_new(&q->side[0].c, &q->ccfg, &q->path, q->now), 0);
     VCHECK(r->m.live_blocks > 0);
     qp_fini(q);

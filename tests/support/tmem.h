@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* A counting, failing vega_mem for the HPACK and HTTP/2 tests: every block carries its size,
- * so live and peak bytes are exact; fail_at makes the n-th call (and, with fail_after, every
- * later one) return NULL. */
+/* A counting, failing vega_mem for the HPACK, HTTP/2 and QUIC tests: every block carries its
+ * size, so live and peak bytes are exact; fail_at makes the n-th call (and, with fail_after,
+ * every later one) return NULL. (failmalloc.h is the one for sweeps that need no byte counts.) */
 #ifndef VEGA_TEST_TMEM_H
 #define VEGA_TEST_TMEM_H
 
@@ -19,6 +19,7 @@ struct tmem_hdr {
 
 struct tmem {
     size_t calls, live_blocks, live_bytes, peak_bytes, failed;
+    size_t blocks, frees; /* blocks made (malloc, calloc) and freed */
     size_t fail_at;
     bool fail_after;
     vega_mem mem;
@@ -39,6 +40,7 @@ static inline void *tmem_wrap(struct tmem *m, struct tmem_hdr *h, size_t n)
     if (!h)
         return NULL;
     h->size = n;
+    m->blocks++;
     m->live_blocks++;
     m->live_bytes += n;
     if (m->live_bytes > m->peak_bytes)
@@ -85,6 +87,7 @@ static inline void tmem_free(void *ud, void *p)
     if (!p)
         return;
     struct tmem_hdr *h = (struct tmem_hdr *)p - 1;
+    m->frees++;
     m->live_blocks--;
     m->live_bytes -= h->size;
     free(h);
