@@ -22,6 +22,13 @@ unsigned vega_shard_generation(const vega_shard *s)
     return s ? s->generation : 0;
 }
 
+void *vega_shard_shared(const vega_shard *s, size_t *len)
+{
+    if (len)
+        *len = s ? s->shared_len : 0;
+    return s ? s->shared : NULL;
+}
+
 void vega_shard_heartbeat(vega_shard *s)
 {
     if (s && s->slot)

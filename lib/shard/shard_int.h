@@ -18,6 +18,8 @@ struct vega__shard_slot {
 struct vega_shard {
     unsigned index, generation;
     struct vega__shard_slot *slot;
+    void *shared; /* vega_shard_opts.shared_size bytes, or NULL */
+    size_t shared_len;
 };
 
 #endif

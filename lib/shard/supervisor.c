@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,14 +72,19 @@ struct sup {
     int announce_fd;
     bool announced;
     int64_t next_tick; /* when on_tick is due */
+    int shared_fd;     /* the memfd of shared_size bytes, or -1 */
+    void *shared;      /* its mapping, or NULL */
 };
 
 #define ENV_LISTEN_FDS "VEGA_SHARD_LISTEN_FDS"
 #define ENV_UPGRADE_FD "VEGA_SHARD_UPGRADE_FD"
 #define ENV_GENERATION "VEGA_SHARD_GENERATION"
-/* The layouts of vega_shard_opts: 1 ended before exec_argv, 2 before on_tick. */
+#define ENV_SHARED_FD  "VEGA_SHARD_SHARED_FD"
+/* The layouts of vega_shard_opts: 1 ended before exec_argv, 2 before on_tick, 3 before
+ * shared_size. */
 #define SHARD_OPTS_V1_SIZE offsetof(vega_shard_opts, exec_argv)
 #define SHARD_OPTS_V2_SIZE offsetof(vega_shard_opts, on_tick)
+#define SHARD_OPTS_V3_SIZE offsetof(vega_shard_opts, shared_size)
 
 static int64_t now_ms(void)
 {
@@ -114,7 +120,8 @@ static _Noreturn void child_main(struct sup *s, struct proc *p, size_t slot)
         close(s->handed_fd);
     (void)sigprocmask(SIG_SETMASK, &s->old_mask, NULL);
     static struct vega_shard me;
-    me = (struct vega_shard){p->index, p->gen, &s->shm[slot]};
+    me = (struct vega_shard){p->index, p->gen, &s->shm[slot], s->shared,
+                             s->shared ? s->o.shared_size : 0};
     int code = s->o.shard_main(&me, s->o.user_data);
     exit(code & 0xff);
 }
@@ -237,11 +244,14 @@ static _Noreturn void exec_upgrade(struct sup *s, int wfd)
         memcpy(fds + len, one, (size_t)n + 1);
         len += (size_t)n;
     }
-    char gen[16];
+    char gen[16], shared[16];
     snprintf(one, sizeof one, "%d", wfd);
     snprintf(gen, sizeof gen, "%u", s->gen);
+    snprintf(shared, sizeof shared, "%d", s->shared_fd);
     if (fcntl(wfd, F_SETFD, 0) < 0 || setenv(ENV_LISTEN_FDS, fds, 1) < 0 ||
-        setenv(ENV_UPGRADE_FD, one, 1) < 0 || setenv(ENV_GENERATION, gen, 1) < 0)
+        setenv(ENV_UPGRADE_FD, one, 1) < 0 || setenv(ENV_GENERATION, gen, 1) < 0 ||
+        (s->shared_fd >= 0 &&
+         (fcntl(s->shared_fd, F_SETFD, 0) < 0 || setenv(ENV_SHARED_FD, shared, 1) < 0)))
         _exit(127);
     execvp(s->o.exec_argv[0], s->o.exec_argv);
     fprintf(stderr, "vega_shard: upgrade: cannot run %s: %s\n", s->o.exec_argv[0], strerror(errno));
@@ -522,6 +532,7 @@ static size_t opts_size(int v)
 {
     return v == 1                         ? SHARD_OPTS_V1_SIZE
            : v == 2                       ? SHARD_OPTS_V2_SIZE
+           : v == 3                       ? SHARD_OPTS_V3_SIZE
            : v == VEGA_SHARD_OPTS_VERSION ? sizeof(vega_shard_opts)
                                           : 0;
 }
@@ -592,6 +603,52 @@ int vega_shard_inherited_fds(int *fds, size_t cap)
     return r < 0 ? r : (int)n;
 }
 
+/* The shared region: the old supervisor's when a binary upgrade handed one of the same size
+ * ($VEGA_SHARD_SHARED_FD, removed either way), else a new zeroed memfd. Returns 0 or -errno. */
+static int shared_open(struct sup *s, bool upgrade)
+{
+    const char *v = getenv(ENV_SHARED_FD);
+    int fd = -1;
+    if (v && upgrade) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        struct stat st;
+        if (!*end && end != v && n >= 3 && n <= INT32_MAX && fstat((int)n, &st) == 0 &&
+            S_ISREG(st.st_mode) && (uint64_t)st.st_size == (uint64_t)s->o.shared_size &&
+            fcntl((int)n, F_SETFD, FD_CLOEXEC) == 0)
+            fd = (int)n;
+        else if (!*end && end != v && n >= 3 && n <= INT32_MAX)
+            close((int)n); /* a size of another program version: a new region, not theirs */
+    }
+    (void)unsetenv(ENV_SHARED_FD);
+    if (!s->o.shared_size) {
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    if (fd < 0) {
+        fd = memfd_create("vega-shard-shared", MFD_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        if (ftruncate(fd, (off_t)s->o.shared_size) < 0) {
+            int e = -errno;
+            close(fd);
+            return e;
+        }
+    }
+    void *p = mmap(NULL, s->o.shared_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        int e = -errno;
+        close(fd);
+        return e;
+    }
+    s->shared_fd = fd;
+    s->shared = p;
+    if (s->o.shared_out)
+        *s->o.shared_out = p;
+    return 0;
+}
+
 static void defaults(vega_shard_opts *o)
 {
     if (!o->shards)
@@ -616,10 +673,11 @@ int vega_shard_run_versioned(const vega_shard_opts *o, int opts_version)
 {
     if (!o || !opts_size(opts_version) || !o->shard_main)
         return -EINVAL;
-    struct sup s = {.gen = 1, .sfd = -1, .up_fd = -1, .handed_fd = -1, .announce_fd = -1};
+    struct sup s = {
+        .gen = 1, .sfd = -1, .up_fd = -1, .handed_fd = -1, .announce_fd = -1, .shared_fd = -1};
     memcpy(&s.o, o, opts_size(opts_version)); /* the rest stays 0 */
     defaults(&s.o);
-    if (s.o.shards > MAX_SHARDS)
+    if (s.o.shards > MAX_SHARDS || s.o.shared_size > VEGA_SHARD_SHARED_MAX)
         return -EINVAL;
     s.n = s.o.shards;
     s.nslots = s.n * SLOTS_PER_SHARD;
@@ -652,6 +710,14 @@ int vega_shard_run_versioned(const vega_shard_opts *o, int opts_version)
     }
     s.announce_fd = announce_fd();
     s.gen = first_generation(s.announce_fd >= 0);
+    r = shared_open(&s, s.announce_fd >= 0);
+    if (r < 0) {
+        if (s.announce_fd >= 0)
+            close(s.announce_fd);
+        close(s.sfd);
+        (void)sigprocmask(SIG_SETMASK, &s.old_mask, NULL);
+        goto out;
+    }
     s.next_tick = now_ms() + s.o.tick_ms;
     r = loop(&s);
     if (s.announce_fd >= 0)
@@ -661,6 +727,13 @@ int vega_shard_run_versioned(const vega_shard_opts *o, int opts_version)
     close(s.sfd);
     (void)sigprocmask(SIG_SETMASK, &s.old_mask, NULL);
 out:
+    if (s.shared) {
+        if (s.o.shared_out)
+            *s.o.shared_out = NULL;
+        munmap(s.shared, s.o.shared_size);
+    }
+    if (s.shared_fd >= 0)
+        close(s.shared_fd);
     free(s.procs);
     free(s.places);
     munmap(s.shm, shm_len);

@@ -99,10 +99,24 @@ typedef struct vega_shard_opts {
      * block long: the supervision waits meanwhile. NULL or tick_ms 0: never. */
     void (*on_tick)(void *user_data);
     unsigned tick_ms;
+    /* Layout 4. A region of shared_size bytes (0: none; at most VEGA_SHARD_SHARED_MAX), zeroed,
+     * that the supervisor makes before the first fork (a memfd mapped MAP_SHARED) and every
+     * shard of every generation sees (vega_shard_shared), for what the shards share: counters,
+     * an index of a cache. When shared_out is not NULL, *shared_out points at it from before the
+     * first fork until vega_shard_run returns (then NULL), for the program's callbacks in the
+     * supervisor (on_tick, on_event). What it holds, and how its users agree on it (atomics, a
+     * layout version of their own), is the program's: the supervisor never reads it. A binary
+     * upgrade hands it to the new supervisor ($VEGA_SHARD_SHARED_FD), which maps it instead of
+     * making one when its shared_size is the same, so what it counts goes on across the
+     * upgrade; the old shards still write to it while they drain. */
+    size_t shared_size;
+    void **shared_out;
 } vega_shard_opts;
 /* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI): 2 added exec_argv, 3
- * on_tick and tick_ms. */
-#define VEGA_SHARD_OPTS_VERSION 3
+ * on_tick and tick_ms, 4 shared_size and shared_out. */
+#define VEGA_SHARD_OPTS_VERSION 4
+/* The largest shared region (vega_shard_opts.shared_size): 1 GiB. */
+#define VEGA_SHARD_SHARED_MAX ((size_t)1 << 30)
 
 /* Sets the defaults (every field zero). Since 0.1. */
 VEGA_API void vega_shard_opts_init_versioned(vega_shard_opts *o, int opts_version);
@@ -125,8 +139,9 @@ VEGA_API void vega_shard_opts_init_versioned(vega_shard_opts *o, int opts_versio
  * value. Returns 0 after a stop by signal or a binary upgrade; a shard's exit status (1..255, or
  * 128 + signal) when one of the first generation ended before it was ready (nothing is restarted
  * then: a configuration that cannot start is reported, not retried); -EINVAL (no shard_main, more
- * than 1024 shards, options of a layout this library does not know); -errno of signalfd, fork,
- * mmap, pipe2. Context: the main thread of a process with no other threads; blocks. Since 0.1.
+ * than 1024 shards, a shared_size above VEGA_SHARD_SHARED_MAX, options of a layout this library
+ * does not know); -errno of signalfd, fork, mmap, pipe2, memfd_create, ftruncate.
+ * Context: the main thread of a process with no other threads; blocks. Since 0.1.
  */
 VEGA_API int vega_shard_run_versioned(const vega_shard_opts *o, int opts_version);
 #define vega_shard_run(o) vega_shard_run_versioned(o, VEGA_SHARD_OPTS_VERSION)
@@ -145,6 +160,12 @@ VEGA_API int vega_shard_inherited_fds(int *fds, size_t cap);
 /* The shard's place (0 .. shards-1) and generation (1 at start, +1 per reload). Since 0.1. */
 VEGA_API unsigned vega_shard_index(const vega_shard *s);
 VEGA_API unsigned vega_shard_generation(const vega_shard *s);
+
+/* The region of vega_shard_opts.shared_size bytes shared by the supervisor and every shard
+ * (the same in all of them, mapped before the fork), and its size in *len when len is not NULL.
+ * Returns it, or NULL (and 0 in *len) when the options asked for none. Context: any thread of
+ * the shard. Since 0.3. */
+VEGA_API void *vega_shard_shared(const vega_shard *s, size_t *len);
 
 /* Tells the supervisor this shard serves (a reload waits for it). Also a heartbeat.
  * Context: any thread of the shard; never blocks. Since 0.1. */

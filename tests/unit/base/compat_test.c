@@ -180,6 +180,7 @@ static const struct abi_layout layouts[] = {
     ABI_NOW(vega_spawn_opts, VEGA_SPAWN_OPTS_VERSION),
     ABI_ROW(vega_shard_opts, VEGA_SHARD_OPTS_VERSION, 1, offsetof(vega_shard_opts, exec_argv)),
     ABI_ROW(vega_shard_opts, VEGA_SHARD_OPTS_VERSION, 2, offsetof(vega_shard_opts, on_tick)),
+    ABI_ROW(vega_shard_opts, VEGA_SHARD_OPTS_VERSION, 3, offsetof(vega_shard_opts, shared_size)),
     ABI_NOW(vega_shard_opts, VEGA_SHARD_OPTS_VERSION),
     ABI_NOW(vega_fault_opts, VEGA_FAULT_OPTS_VERSION),
     ABI_NOW(vega_tls_selfsigned_opts, VEGA_TLS_SELFSIGNED_OPTS_VERSION),

@@ -151,6 +151,8 @@ static int main_serve(vega_shard *s, void *u)
     return until_term(s, true);
 }
 
+static int main_count_in_region(vega_shard *s, void *u); /* below, with the region's tests */
+
 static void hook_term_when_3_ready(const vega_shard_event *ev)
 {
     if (ev->kind == VEGA_SHARD_EV_READY && count(VEGA_SHARD_EV_READY) == 3)
@@ -603,6 +605,10 @@ static int main_serve_gen2(vega_shard *s, void *u)
     unsigned old = v ? (unsigned)atoi(v) : 1;
     if (vega_shard_generation(s) != old + 1)
         return 3; /* the first generation cannot start: the upgrade fails */
+    size_t len = 0;
+    _Atomic uint64_t *c = vega_shard_shared(s, &len);
+    if (getenv("SHARD_TEST_OLD_GEN") == NULL && (!c || len != 4096 || atomic_load(&c[0]) != 2))
+        return 3; /* upgrade_hands_over: the region its two old shards counted in */
     return main_serve(s, u);
 }
 
@@ -631,6 +637,7 @@ static void upgrade_new_side(void)
     o.listen_fds = fds;
     o.n_listen_fds = 2;
     o.shard_main = main_serve_gen2;
+    o.shared_size = 4096; /* the old supervisor's, handed over: its two shards counted 2 */
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
@@ -660,8 +667,9 @@ VTEST(upgrade_hands_over)
     o.shards = 2;
     o.listen_fds = fds;
     o.n_listen_fds = 2;
-    o.shard_main = main_serve;
+    o.shard_main = main_count_in_region;
     o.exec_argv = argv;
+    o.shared_size = 4096;
     VCHECK_EQ(run(&o, hook_usr2_when_2_ready), 0);
     unsigned up = first(VEGA_SHARD_EV_UPGRADE, 0), done = first(VEGA_SHARD_EV_UPGRADED, 0);
     VCHECK(up < done && done < nev);
@@ -811,6 +819,54 @@ VTEST(on_tick_runs_in_the_supervisor)
     VCHECK_EQ(count(VEGA_SHARD_EV_DRAINED), 1);
 }
 
+/* ---- the shared region: every shard of every generation, and the supervisor ---------------- */
+
+static void *region;
+static uint64_t seen_at_reloaded;
+
+/* Adds one to the region's first counter, after checking its size and that the rest was never
+ * written (zeroed at start), then serves. */
+static int main_count_in_region(vega_shard *s, void *u)
+{
+    size_t len = 0;
+    _Atomic uint64_t *c = vega_shard_shared(s, &len);
+    if (!c || len != 4096 || atomic_load(&c[1]) != 0)
+        return 3;
+    atomic_fetch_add(&c[0], 1);
+    return main_serve(s, u);
+}
+
+static void hook_reload_then_term(const vega_shard_event *ev)
+{
+    if (ev->kind == VEGA_SHARD_EV_READY && count(VEGA_SHARD_EV_READY) == 2)
+        send_hup();
+    if (ev->kind == VEGA_SHARD_EV_RELOADED) {
+        /* the supervisor's view: both generations' shards counted, ready before this event */
+        seen_at_reloaded = atomic_load((_Atomic uint64_t *)region);
+        send_term();
+    }
+}
+
+VTEST(shared_region_reaches_every_shard_and_generation)
+{
+    vega_shard_opts o;
+    vega_shard_opts_init(&o);
+    o.shards = 2;
+    o.shard_main = main_count_in_region;
+    o.shared_size = 4096;
+    o.shared_out = &region;
+    region = (void *)1;
+    seen_at_reloaded = 0;
+    VCHECK_EQ(run(&o, hook_reload_then_term), 0);
+    VCHECK_EQ(seen_at_reloaded, 4); /* 2 shards x 2 generations, each started once */
+    VCHECK_EQ(count(VEGA_SHARD_EV_STARTED), 4);
+    VCHECK(region == NULL); /* unmapped when the supervisor returned */
+    /* none asked: no region */
+    size_t len = 1;
+    VCHECK(vega_shard_shared(NULL, &len) == NULL);
+    VCHECK_EQ(len, 0);
+}
+
 /* ---- a first generation that cannot start is reported, not retried --------------------------- */
 
 static int main_bad_config(vega_shard *s, void *u)
@@ -839,6 +895,10 @@ VTEST(bad_options)
     o.shard_main = main_bad_config;
     o.shards = 1025;
     VCHECK_EQ(vega_shard_run(&o), -EINVAL);
+    o.shards = 1;
+    o.shared_size = VEGA_SHARD_SHARED_MAX + 1;
+    VCHECK_EQ(vega_shard_run(&o), -EINVAL);
+    o.shards = 1025;
     VCHECK_EQ(vega_shard_run_versioned(&o, VEGA_SHARD_OPTS_VERSION + 1), -EINVAL);
     VCHECK_EQ(vega_shard_run_versioned(&o, 0), -EINVAL);
 }
