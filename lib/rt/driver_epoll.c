@@ -12,17 +12,48 @@
 #define MAX_EVENTS 256
 #define WAKE_TOKEN UINT64_MAX
 
-/* One slot per fd, so one per idle connection: 24 bytes. */
-struct fdslot {
+/*
+ * One slot per fd and worker, so one per idle connection on every worker that ever waited on
+ * it (with two workers an fd's number is often used on both): 8 bytes, a tagged word. Ops and
+ * records are at least 4-byte aligned, so the two low bits are tags:
+ *
+ *   0                 empty: the fd is not registered with this epoll
+ *   SLOT_REG          empty but registered, disarmed (kept to save a syscall next time)
+ *   watch | SLOT_REG  a watch alone (an idle connection: its persistent edge-triggered
+ *                     registration)
+ *   rec | SLOT_REC    a struct fdrec {in, out, watch}, only while a one-shot reader or writer
+ *   (| SLOT_REG)      waits; back to one of the forms above when the last of them leaves
+ */
+typedef uintptr_t fdslot;
+
+#define SLOT_REG  ((uintptr_t)1)
+#define SLOT_REC  ((uintptr_t)2)
+#define SLOT_TAGS (SLOT_REG | SLOT_REC)
+
+/* What waits on an fd while a one-shot reader or writer does. */
+struct fdrec {
     struct vega__op *in, *out; /* waiting reader / writer (one-shot) */
-    /* The persistent edge-triggered registration (a watch) or NULL, and in bit 0 whether the fd
-     * is registered with epoll at all (ops are 8-byte aligned). */
-    uintptr_t watch_reg;
+    struct vega__op *watch;    /* the persistent edge-triggered registration, or NULL */
+    struct fdrec *next;        /* in the worker's free list */
 };
 
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(struct fdslot) <= 24, "fdslot grew: every idle connection on epoll has one");
+_Static_assert(sizeof(fdslot) <= 8, "fdslot grew: every idle connection on epoll has one");
+_Static_assert(sizeof(struct fdrec) <= 32, "fdrec grew past a 32-byte malloc chunk");
 #endif
+_Static_assert(_Alignof(struct vega__op) >= 4 && _Alignof(struct fdrec) >= 4,
+               "fdslot keeps two tag bits in an op or record pointer");
+
+/* Records given back are kept per worker up to this many (the rest are freed): one park's
+ * batch of events frees at most one record per event, so the tasks it wakes take theirs back
+ * without a malloc when they wait again. */
+#define REC_CACHE MAX_EVENTS
+
+/* A slot decoded. */
+struct fdview {
+    struct vega__op *in, *out, *watch;
+    bool reg; /* registered with epoll at all */
+};
 
 /* The slots come in pages of SLOT_PAGE, each allocated when an fd in its range is first used:
  * growing one array by doubling would copy and touch it all (a 10,000th connection made the
@@ -32,29 +63,71 @@ _Static_assert(sizeof(struct fdslot) <= 24, "fdslot grew: every idle connection 
 struct epoll_drv {
     int epfd;
     int evfd;
-    struct fdslot **pages;
+    fdslot **pages;
     size_t npages;
+    struct fdrec *free_recs;
+    unsigned nfree;
     struct epoll_event events[MAX_EVENTS];
 };
 
-static struct vega__op *slot_watch(const struct fdslot *s)
+static struct fdrec *slot_rec(fdslot s)
 {
-    return (struct vega__op *)(s->watch_reg & ~(uintptr_t)1);
+    return (s & SLOT_REC) ? (struct fdrec *)(s & ~SLOT_TAGS) : NULL;
 }
 
-static void slot_set_watch(struct fdslot *s, struct vega__op *op)
+static struct fdview slot_view(fdslot s)
 {
-    s->watch_reg = (uintptr_t)op | (s->watch_reg & 1u);
+    struct fdview v = {.reg = s & SLOT_REG};
+    struct fdrec *rec = slot_rec(s);
+    if (rec) {
+        v.in = rec->in;
+        v.out = rec->out;
+        v.watch = rec->watch;
+    } else {
+        v.watch = (struct vega__op *)(s & ~SLOT_TAGS);
+    }
+    return v;
 }
 
-static bool slot_registered(const struct fdslot *s)
+/* A record from the free list, else from malloc; NULL when out of memory. */
+static struct fdrec *rec_take(struct epoll_drv *d)
 {
-    return s->watch_reg & 1u;
+    struct fdrec *rec = d->free_recs;
+    if (!rec)
+        return malloc(sizeof *rec);
+    d->free_recs = rec->next;
+    d->nfree--;
+    return rec;
 }
 
-static void slot_set_registered(struct fdslot *s, bool on)
+static void rec_give(struct epoll_drv *d, struct fdrec *rec)
 {
-    s->watch_reg = (s->watch_reg & ~(uintptr_t)1) | (on ? 1u : 0u);
+    if (d->nfree >= REC_CACHE) {
+        free(rec);
+        return;
+    }
+    rec->next = d->free_recs;
+    d->free_recs = rec;
+    d->nfree++;
+}
+
+/* Stores v in *s: in rec (the slot's own record or a fresh one) while a reader or writer
+ * waits, else in the word itself, the slot's record going back to the free list. */
+static void slot_store(struct epoll_drv *d, fdslot *s, const struct fdview *v, struct fdrec *rec)
+{
+    uintptr_t reg = v->reg ? SLOT_REG : 0;
+    struct fdrec *old = slot_rec(*s);
+    if (v->in || v->out) {
+        VEGA_ASSERT(rec && (!old || old == rec));
+        rec->in = v->in;
+        rec->out = v->out;
+        rec->watch = v->watch;
+        *s = (uintptr_t)rec | SLOT_REC | reg;
+        return;
+    }
+    if (old)
+        rec_give(d, old);
+    *s = (uintptr_t)v->watch | reg;
 }
 
 static int ep_init(struct vega__worker *w)
@@ -94,15 +167,25 @@ static void ep_fini(struct vega__worker *w)
         return;
     close(d->evfd);
     close(d->epfd);
-    for (size_t i = 0; i < d->npages; i++)
+    for (size_t i = 0; i < d->npages; i++) {
+        if (!d->pages[i])
+            continue;
+        for (size_t j = 0; j < SLOT_PAGE; j++)
+            free(slot_rec(d->pages[i][j]));
         free(d->pages[i]);
+    }
     free(d->pages);
+    while (d->free_recs) {
+        struct fdrec *rec = d->free_recs;
+        d->free_recs = rec->next;
+        free(rec);
+    }
     free(d);
     vega__worker_set_driver_data(w, NULL);
 }
 
 /* fd's slot, or NULL when it has none (never used). */
-static struct fdslot *slot_get(struct epoll_drv *d, int fd)
+static fdslot *slot_get(struct epoll_drv *d, int fd)
 {
     size_t p = (size_t)fd / SLOT_PAGE;
     if (fd < 0 || p >= d->npages || !d->pages[p])
@@ -111,14 +194,14 @@ static struct fdslot *slot_get(struct epoll_drv *d, int fd)
 }
 
 /* fd's slot, made when missing; NULL when out of memory. fd >= 0. */
-static struct fdslot *slot_for(struct epoll_drv *d, int fd)
+static fdslot *slot_for(struct epoll_drv *d, int fd)
 {
     size_t p = (size_t)fd / SLOT_PAGE;
     if (p >= d->npages) {
         size_t n = d->npages ? d->npages : 16;
         while (n <= p)
             n *= 2;
-        struct fdslot **pages = realloc(d->pages, n * sizeof *pages);
+        fdslot **pages = realloc(d->pages, n * sizeof *pages);
         if (!pages)
             return NULL;
         memset(pages + d->npages, 0, (n - d->npages) * sizeof *pages);
@@ -126,7 +209,7 @@ static struct fdslot *slot_for(struct epoll_drv *d, int fd)
         d->npages = n;
     }
     if (!d->pages[p]) {
-        d->pages[p] = calloc(SLOT_PAGE, sizeof(struct fdslot));
+        d->pages[p] = calloc(SLOT_PAGE, sizeof(fdslot));
         if (!d->pages[p])
             return NULL;
     }
@@ -135,23 +218,23 @@ static struct fdslot *slot_for(struct epoll_drv *d, int fd)
 
 /* (Re)arms fd for the union of what its waiters want: one-shot for plain waits; with a watch,
  * a persistent edge-triggered registration (a MOD re-reports current readiness, so a waiter
- * that registers after an edge still hears of it). */
-static int arm(struct epoll_drv *d, int fd, struct fdslot *s)
+ * that registers after an edge still hears of it). Sets v->reg on success. */
+static int arm(struct epoll_drv *d, int fd, struct fdview *v)
 {
     uint32_t want = 0;
-    if (s->in)
-        want |= s->in->events;
-    if (s->out)
-        want |= s->out->events;
+    if (v->in)
+        want |= v->in->events;
+    if (v->out)
+        want |= v->out->events;
     struct epoll_event ev = {.data.u64 = (uint64_t)fd};
-    if (slot_watch(s)) {
-        want |= slot_watch(s)->events;
+    if (v->watch) {
+        want |= v->watch->events;
         ev.events = EPOLLET | (want & (EPOLLIN | EPOLLOUT | EPOLLPRI | EPOLLRDHUP));
     } else {
         ev.events = EPOLLONESHOT | (want & (EPOLLIN | EPOLLOUT | EPOLLPRI | EPOLLRDHUP));
         /* With nothing wanted the fd stays registered, disarmed, to save a syscall next time. */
     }
-    int op = slot_registered(s) ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    int op = v->reg ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
     if (epoll_ctl(d->epfd, op, fd, &ev) < 0) {
         /* The fd was closed and its number reused (the kernel dropped the registration), or
          * registered behind our back. */
@@ -164,8 +247,17 @@ static int arm(struct epoll_drv *d, int fd, struct fdslot *s)
         if (epoll_ctl(d->epfd, op, fd, &ev) < 0)
             return -errno;
     }
-    slot_set_registered(s, true);
+    v->reg = true;
     return 0;
+}
+
+/* Re-arms fd for what *s holds now and stores the registration (no waiter added: never needs a
+ * new record). On failure the slot stays as it was. */
+static void rearm(struct epoll_drv *d, int fd, fdslot *s)
+{
+    struct fdview v = slot_view(*s);
+    if (arm(d, fd, &v) == 0)
+        slot_store(d, s, &v, slot_rec(*s));
 }
 
 static int ep_poll_start(struct vega__worker *w, struct vega__op *op)
@@ -175,24 +267,29 @@ static int ep_poll_start(struct vega__worker *w, struct vega__op *op)
         return -ENOTSUP;
     if (op->fd < 0)
         return -EBADF;
-    struct fdslot *s = slot_for(d, op->fd);
+    fdslot *s = slot_for(d, op->fd);
     if (!s)
         return -ENOMEM;
+    struct fdview v = slot_view(*s);
     bool reader = op->events & (POLLIN | POLLPRI | POLLRDHUP);
-    if (reader ? s->in != NULL : s->out != NULL)
+    if (reader ? v.in != NULL : v.out != NULL)
         return -EBUSY; /* one reader and one writer per fd and worker */
+    struct fdrec *rec = slot_rec(*s);
+    bool fresh = !rec;
+    if (fresh && !(rec = rec_take(d)))
+        return -ENOMEM;
     if (reader)
-        s->in = op;
+        v.in = op;
     else
-        s->out = op;
-    int r = arm(d, op->fd, s);
+        v.out = op;
+    int r = arm(d, op->fd, &v);
     if (r < 0) {
-        if (reader)
-            s->in = NULL;
-        else
-            s->out = NULL;
+        if (fresh)
+            rec_give(d, rec);
+        return r;
     }
-    return r;
+    slot_store(d, s, &v, rec);
+    return 0;
 }
 
 static int ep_watch(struct vega__worker *w, struct vega__op *op)
@@ -202,31 +299,35 @@ static int ep_watch(struct vega__worker *w, struct vega__op *op)
         return -ENOTSUP;
     if (op->fd < 0)
         return -EBADF;
-    struct fdslot *s = slot_for(d, op->fd);
+    fdslot *s = slot_for(d, op->fd);
     if (!s)
         return -ENOMEM;
-    if (slot_watch(s))
+    struct fdview v = slot_view(*s);
+    if (v.watch)
         return -EBUSY;
-    slot_set_watch(s, op);
+    v.watch = op;
     op->unwatching = false;
-    int r = arm(d, op->fd, s);
+    int r = arm(d, op->fd, &v);
     if (r < 0)
-        slot_set_watch(s, NULL);
-    return r;
+        return r;
+    slot_store(d, s, &v, slot_rec(*s));
+    return 0;
 }
 
 static void ep_unwatch(struct vega__worker *w, struct vega__op *op)
 {
     struct epoll_drv *d = vega__worker_driver_data(w);
-    struct fdslot *s = slot_get(d, op->fd);
-    if (s && slot_watch(s) == op) {
-        slot_set_watch(s, NULL);
-        if (s->in || s->out) {
-            arm(d, op->fd, s);
-        } else if (slot_registered(s)) {
+    fdslot *s = slot_get(d, op->fd);
+    struct fdview v = s ? slot_view(*s) : (struct fdview){0};
+    if (v.watch == op) {
+        v.watch = NULL;
+        if (v.in || v.out) {
+            arm(d, op->fd, &v);
+        } else if (v.reg) {
             epoll_ctl(d->epfd, EPOLL_CTL_DEL, op->fd, NULL);
-            slot_set_registered(s, false);
+            v.reg = false;
         }
+        slot_store(d, s, &v, slot_rec(*s));
     }
     op->res = VEGA__WATCH_GONE;
     vega__watch_event(op);
@@ -235,15 +336,57 @@ static void ep_unwatch(struct vega__worker *w, struct vega__op *op)
 static void ep_cancel(struct vega__worker *w, struct vega__op *op)
 {
     struct epoll_drv *d = vega__worker_driver_data(w);
-    struct fdslot *s = slot_get(d, op->fd);
-    if (s && (s->in == op || s->out == op)) {
-        if (s->in == op)
-            s->in = NULL;
+    fdslot *s = slot_get(d, op->fd);
+    struct fdview v = s ? slot_view(*s) : (struct fdview){0};
+    if (v.in == op || v.out == op) {
+        if (v.in == op)
+            v.in = NULL;
         else
-            s->out = NULL;
-        arm(d, op->fd, s);
+            v.out = NULL;
+        arm(d, op->fd, &v);
+        slot_store(d, s, &v, slot_rec(*s));
     }
     vega__op_complete(op, -ECANCELED);
+}
+
+/* One event on fd: completes the waiters it satisfies. The slot is read again after each
+ * completion (a watch's function may unwatch), never kept in a local across one. */
+static uint64_t fd_event(struct epoll_drv *d, int fd, fdslot *s, uint32_t got)
+{
+    bool err = got & (EPOLLERR | EPOLLHUP);
+    bool done_io = false;
+    uint64_t ops = 0;
+    struct fdview v = slot_view(*s);
+    if (v.in && (err || (got & (v.in->events | EPOLLRDHUP)))) {
+        struct vega__op *op = v.in;
+        v.in = NULL;
+        slot_store(d, s, &v, slot_rec(*s));
+        done_io = true;
+        ops++;
+        vega__op_complete(op, (int)(got & (op->events | POLLERR | POLLHUP | POLLRDHUP)));
+        v = slot_view(*s);
+    }
+    if (v.out && (err || (got & v.out->events))) {
+        struct vega__op *op = v.out;
+        v.out = NULL;
+        slot_store(d, s, &v, slot_rec(*s));
+        done_io = true;
+        ops++;
+        vega__op_complete(op, (int)(got & (op->events | POLLERR | POLLHUP)));
+        v = slot_view(*s);
+    }
+    struct vega__op *wop = v.watch;
+    if (wop && (err || (got & (wop->events | EPOLLRDHUP)))) {
+        wop->res = (int)(got & (wop->events | POLLERR | POLLHUP | POLLRDHUP));
+        ops++;
+        vega__watch_event(wop);
+        v = slot_view(*s);
+    }
+    /* One-shot waits left, or a watch whose registration still carries a finished wait's
+     * interest: re-arm. A lone watch stays armed as it is (edge-triggered). */
+    if (v.watch ? done_io : (v.in || v.out))
+        rearm(d, fd, s);
+    return ops;
 }
 
 static void ep_park(struct vega__worker *w, int64_t timeout_ns)
@@ -268,39 +411,12 @@ static void ep_park(struct vega__worker *w, int64_t timeout_ns)
             continue;
         }
         int fd = (int)ev->data.u64;
-        struct fdslot *s = slot_get(d, fd);
+        fdslot *s = slot_get(d, fd);
         if (!s)
             continue;
-        uint32_t got = ev->events;
-        bool err = got & (EPOLLERR | EPOLLHUP);
         /* the op lock per event, not per batch (see driver_uring.c) */
         vega__spin_lock(&w->cancel_lock);
-        bool done_io = false;
-        if (s->in && (err || (got & (s->in->events | EPOLLRDHUP)))) {
-            struct vega__op *op = s->in;
-            s->in = NULL;
-            done_io = true;
-            ops++;
-            vega__op_complete(op, (int)(got & (op->events | POLLERR | POLLHUP | POLLRDHUP)));
-        }
-        if (s->out && (err || (got & s->out->events))) {
-            struct vega__op *op = s->out;
-            s->out = NULL;
-            done_io = true;
-            ops++;
-            vega__op_complete(op, (int)(got & (op->events | POLLERR | POLLHUP)));
-        }
-        struct vega__op *wop = slot_watch(s);
-        if (wop && (err || (got & (wop->events | EPOLLRDHUP)))) {
-            struct vega__op *op = wop;
-            op->res = (int)(got & (op->events | POLLERR | POLLHUP | POLLRDHUP));
-            ops++;
-            vega__watch_event(op);
-        }
-        /* One-shot waits left, or a watch whose registration still carries a finished wait's
-         * interest: re-arm. A lone watch stays armed as it is (edge-triggered). */
-        if (slot_watch(s) ? done_io : (s->in || s->out))
-            arm(d, fd, s);
+        ops += fd_event(d, fd, s, ev->events);
         vega__spin_unlock(&w->cancel_lock);
     }
     if (ops)
