@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Helpers shared by the vega-* tools: messages, exit codes, option values, host:port splitting
- * and stdin/stdout on the runtime. Public libvega API only. */
+/* Helpers shared by the vega-* tools: messages, exit codes, option values, host:port splitting,
+ * the runtime's start and run, and stdin/stdout on the runtime. Public libvega API only. */
 #ifndef VEGA_CLI_H
 #define VEGA_CLI_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -75,6 +76,24 @@ bool cli_is_port(const char *s);
  * without brackets is not split. Returns 0, -EINVAL (no port / bad syntax), -ENAMETOOLONG.
  */
 int cli_split_hostport(const char *s, char *host, size_t hcap, char *port, size_t pcap);
+
+/* ---- the runtime (rt.c) ---------------------------------------------------------------------- */
+
+/* --driver's value: "uring" (or "io_uring") or "epoll"; anything else is a usage error ("--driver:
+ * expected uring or epoll, got '<s>'", exit 2). */
+vega_driver_kind cli_driver_arg(const char *s);
+
+/* Ignores SIGPIPE, fills *stop with SIGINT and SIGTERM (what the tool's task waits for with
+ * vega_signal_wait) and blocks them, with extra too unless it is 0, in every thread started from
+ * now on: call it before the runtime starts. Returns CLI_EXIT_OK, or CLI_EXIT_NET after saying
+ * "signals: <why>". */
+int cli_block_signals(sigset_t *stop, int extra);
+
+/* Starts a runtime with *ro (borrowed), runs fn(arg) on it to its end and frees the runtime.
+ * Returns CLI_EXIT_OK, or CLI_EXIT_NET after saying "runtime: <why>" (when io_uring was asked
+ * for and the runtime could not start, with a hint to try --driver epoll); fn's own outcome
+ * travels in arg. */
+int cli_rt_run(const vega_rt_opts *ro, vega_task_fn fn, void *arg);
 
 /* ---- stdin / stdout on the runtime (stdio.c) ------------------------------------------------ */
 

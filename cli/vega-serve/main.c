@@ -553,12 +553,7 @@ static void parse_args(int argc, char **argv)
             serve_o.shard_watchdog_ms = (unsigned)v;
             break;
         case OPT_DRIVER:
-            if (strcmp(optarg, "uring") == 0 || strcmp(optarg, "io_uring") == 0)
-                serve_o.driver = VEGA_DRIVER_URING;
-            else if (strcmp(optarg, "epoll") == 0)
-                serve_o.driver = VEGA_DRIVER_EPOLL;
-            else
-                cli_usage_error("--driver: expected uring or epoll, got '%s'", optarg);
+            serve_o.driver = cli_driver_arg(optarg);
             break;
         case OPT_NO_LISTING:
             serve_o.listing = false;
@@ -1282,15 +1277,8 @@ int main(int argc, char **argv)
     if (serve_o.route_len)
         fprintf(stderr, "vega-serve: random route %s/ (everything else is 404)\n", serve_o.route);
 
-    signal(SIGPIPE, SIG_IGN);
-    sigemptyset(&serve_o.stop_signals);
-    sigaddset(&serve_o.stop_signals, SIGINT);
-    sigaddset(&serve_o.stop_signals, SIGTERM);
-    int r = vega_signal_block(&serve_o.stop_signals);
-    if (r < 0) {
-        cli_err_code("signals", r);
+    if (cli_block_signals(&serve_o.stop_signals, 0) != CLI_EXIT_OK)
         return CLI_EXIT_NET;
-    }
     if (serve_o.shards)
         return serve_shards_run();
     return serve_run();
@@ -1305,22 +1293,9 @@ int serve_run(void)
     ro.driver = serve_o.driver;
     ro.blocking_threads = serve_o.blocking_threads; /* 0: the runtime's default */
     ro.blocking_queue = serve_o.blocking_queue;
-    vega_rt *rt;
-    int r = vega_rt_new(&rt, &ro);
-    if (r < 0) {
-        cli_err("runtime", "%s%s", vega_strerror(r),
-                serve_o.driver == VEGA_DRIVER_URING
-                    ? " (is io_uring allowed here? try --driver epoll)"
-                    : "");
-        return CLI_EXIT_NET;
-    }
     int code = CLI_EXIT_NET;
-    r = vega_rt_block_on(rt, main_task, &code, NULL);
-    if (r < 0) {
-        cli_err_code("runtime", r);
+    if (cli_rt_run(&ro, main_task, &code) != CLI_EXIT_OK)
         code = CLI_EXIT_NET;
-    }
-    vega_rt_free(rt);
     free_credentials();
     if (serve_o.log_fd > STDERR_FILENO)
         close(serve_o.log_fd);
