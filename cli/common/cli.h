@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Helpers shared by the vega-* tools: messages, exit codes, option values, host:port splitting,
- * the runtime's start and run, and stdin/stdout on the runtime. Public libvega API only. */
+ * the runtime's start and run, QUIC's cipher suites and stdin/stdout on the runtime. Public
+ * libvega API only. */
 #ifndef VEGA_CLI_H
 #define VEGA_CLI_H
 
@@ -94,6 +95,25 @@ int cli_block_signals(sigset_t *stop, int extra);
  * for and the runtime could not start, with a hint to try --driver epoll); fn's own outcome
  * travels in arg. */
 int cli_rt_run(const vega_rt_opts *ro, vega_task_fn fn, void *arg);
+
+/* ---- QUIC's cipher suites (quic.c) ----------------------------------------------------------- */
+
+/* How many TLS 1.3 suites QUIC offers: TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384 and
+ * TLS_CHACHA20_POLY1305_SHA256. */
+#define CLI_QUIC_SUITES 3
+
+/* The name cli_quic_suites could not take: len bytes at name (not NUL-terminated). */
+typedef struct cli_quic_bad_suite {
+    const char *name;
+    int len;
+} cli_quic_bad_suite;
+
+/* Appends the suites a list of names separated by ':' or ',' gives, in its order, to
+ * suites[*n ...] as VEGA_QUIC_TLS_* ids (list NULL or "": none). Returns 0, or -EINVAL with *bad
+ * (when bad is not NULL) naming the first name that is no QUIC suite or that would make more than
+ * CLI_QUIC_SUITES (the ones before it are kept). Prints nothing: each tool says it its own way. */
+int cli_quic_suites(const char *list, uint16_t suites[CLI_QUIC_SUITES], size_t *n,
+                    cli_quic_bad_suite *bad);
 
 /* ---- stdin / stdout on the runtime (stdio.c) ------------------------------------------------ */
 

@@ -916,27 +916,13 @@ static int h3_credentials(void)
 /* --tls-ciphers for QUIC: the TLS 1.3 suite names it knows, in order. Returns 0 or -1. */
 static int quic_suites(const char *list, vega_http_server_h3_opts *o)
 {
-    static const struct {
-        const char *name;
-        uint16_t id;
-    } known[] = {{"TLS_AES_128_GCM_SHA256", VEGA_QUIC_TLS_AES_128_GCM_SHA256},
-                 {"TLS_AES_256_GCM_SHA384", VEGA_QUIC_TLS_AES_256_GCM_SHA384},
-                 {"TLS_CHACHA20_POLY1305_SHA256", VEGA_QUIC_TLS_CHACHA20_POLY1305_SHA256}};
-    for (const char *p = list; p && *p;) {
-        size_t n = strcspn(p, ":,");
-        size_t k = 0;
-        while (k < 3 && (strlen(known[k].name) != n || strncmp(known[k].name, p, n) != 0))
-            k++;
-        if (k == 3 || o->n_suites == 3) {
-            cli_err("--tls-ciphers",
-                    "'%.*s': QUIC offers TLS_AES_128_GCM_SHA256, "
-                    "TLS_AES_256_GCM_SHA384 and TLS_CHACHA20_POLY1305_SHA256",
-                    (int)n, p);
-            return -1;
-        }
-        o->suites[o->n_suites++] = known[k].id;
-        p += n;
-        p += *p != 0;
+    cli_quic_bad_suite bad;
+    if (cli_quic_suites(list, o->suites, &o->n_suites, &bad) < 0) {
+        cli_err("--tls-ciphers",
+                "'%.*s': QUIC offers TLS_AES_128_GCM_SHA256, "
+                "TLS_AES_256_GCM_SHA384 and TLS_CHACHA20_POLY1305_SHA256",
+                bad.len, bad.name);
+        return -1;
     }
     return 0;
 }
