@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* What the stream sessions (echo.c, http.c, ws.c) share: the connect, fail and back-off loop of
- * a connection, and -R's per-connection schedule with its kernel timer. */
+/* What the sessions share: the connect, fail and back-off rules of a connection (echo.c, http.c,
+ * ws.c), the whole loop of a multiplexed one (h2.c, h3.c), and -R's per-connection schedule with
+ * its kernel timer. */
+#include <errno.h>
 #include <unistd.h>
 
 #include "load.h"
@@ -55,6 +57,38 @@ bool load_conn_open_retry(struct load_run *r, struct load_retry *rt,
         if (!load_backoff(r, rt->fails))
             return false;
     }
+}
+
+void load_mux_loop(struct load_run *r, struct load_retry *rt, const struct load_mux_ops *ops,
+                   void *conn)
+{
+    for (;;) {
+        if (!ops->is_open(conn) && !load_conn_open_retry(r, rt, ops->open, conn))
+            return;
+        enum load_step s = ops->serve(conn);
+        ops->close(conn, s == LOAD_STEP_STOP || s == LOAD_STEP_CLOSE);
+        bool answered = ops->responses(conn) > 0;
+        if (answered) /* as http.c: failures in a row */
+            rt->fails = 0;
+        if (s == LOAD_STEP_STOP)
+            return;
+        if (s == LOAD_STEP_CLOSE) {
+            rt->fails = 0;
+            continue;
+        }
+        if (!load_conn_failed(r, rt))
+            return;
+        /* A connection that failed before any response: do not hammer the server. */
+        if (!answered && !load_backoff(r, rt->fails))
+            return;
+    }
+}
+
+void load_conn_no_memory(struct load_run *r)
+{
+    load_error(r, LOAD_ERR_CONNECT, -ENOMEM);
+    atomic_fetch_add(&r->gave_up, 1);
+    atomic_fetch_add(&r->never_connected, 1);
 }
 
 void load_pacer_init(struct load_pacer *p, struct load_run *r, unsigned index)

@@ -847,40 +847,41 @@ static enum load_step attempt_open(struct h2conn *c)
     return LOAD_STEP_OK;
 }
 
-static enum load_step open_one(void *c)
+/* ---- load_mux_loop's view of the connection ------------------------------------------------ */
+
+static bool mux_is_open(const void *c)
+{
+    return ((const struct h2conn *)c)->h2 != NULL;
+}
+
+static enum load_step mux_open(void *c)
 {
     return attempt_open(c);
 }
 
-/* Connects when needed: false when the connection is done for good. */
-static bool ensure_open(struct h2conn *c)
+static enum load_step mux_serve(void *arg)
 {
-    return c->h2 || load_conn_open_retry(c->r, &c->rt, open_one, c);
+    struct h2conn *c = arg;
+    return c->tfd >= 0 ? serve_rated(c) : serve(c);
 }
 
-static void conn_loop(struct h2conn *c)
+static void mux_close(void *c, bool ended)
 {
-    struct load_run *r = c->r;
-    for (;;) {
-        if (!ensure_open(c))
-            return;
-        enum load_step s = c->tfd >= 0 ? serve_rated(c) : serve(c);
-        attempt_close(c, s == LOAD_STEP_STOP || s == LOAD_STEP_CLOSE);
-        if (c->completed) /* as http.c: failures in a row */
-            c->rt.fails = 0;
-        if (s == LOAD_STEP_STOP)
-            return;
-        if (s == LOAD_STEP_CLOSE) {
-            c->rt.fails = 0;
-            continue;
-        }
-        if (!load_conn_failed(r, &c->rt))
-            return;
-        /* A connection that failed before any response: do not hammer the server. */
-        if (!c->completed && !load_backoff(r, c->rt.fails))
-            return;
-    }
+    attempt_close(c, ended);
 }
+
+static uint64_t mux_responses(const void *c)
+{
+    return ((const struct h2conn *)c)->completed;
+}
+
+static const struct load_mux_ops mux_ops = {
+    .is_open = mux_is_open,
+    .open = mux_open,
+    .serve = mux_serve,
+    .close = mux_close,
+    .responses = mux_responses,
+};
 
 static void conn_free(struct h2conn *c)
 {
@@ -935,9 +936,7 @@ void *load_h2_conn(void *arg)
     unsigned index = atomic_fetch_add(&r->next_index, 1);
     struct h2conn *c = conn_new(r);
     if (!c) {
-        load_error(r, LOAD_ERR_CONNECT, -ENOMEM);
-        atomic_fetch_add(&r->gave_up, 1);
-        atomic_fetch_add(&r->never_connected, 1);
+        load_conn_no_memory(r);
         return NULL;
     }
     c->w = load_worker_self(r);
@@ -948,7 +947,7 @@ void *load_h2_conn(void *arg)
         c->next_due = load_pace(r, 0, index);
         c->tfd = load_timer_open(&c->mono_offset); /* -1: the one-task loop, 1 ms timers */
     }
-    conn_loop(c);
+    load_mux_loop(r, &c->rt, &mux_ops, c);
     if (c->h2 || c->sock)
         attempt_close(c, false);
     conn_free(c);

@@ -581,9 +581,7 @@ void *load_http_conn(void *arg)
     struct hconn *c = calloc(1, sizeof(*c));
     unsigned char *buf = malloc(r->o->http_buf);
     if (!c || !buf) {
-        load_error(r, LOAD_ERR_CONNECT, -ENOMEM);
-        atomic_fetch_add(&r->gave_up, 1);
-        atomic_fetch_add(&r->never_connected, 1);
+        load_conn_no_memory(r);
         free(c);
         free(buf);
         return NULL;
@@ -591,9 +589,7 @@ void *load_http_conn(void *arg)
     if (r->o->paths_vary) {
         c->out = malloc(r->o->variant_max * r->o->pipeline);
         if (!c->out) {
-            load_error(r, LOAD_ERR_CONNECT, -ENOMEM);
-            atomic_fetch_add(&r->gave_up, 1);
-            atomic_fetch_add(&r->never_connected, 1);
+            load_conn_no_memory(r);
             free(c);
             free(buf);
             return NULL;

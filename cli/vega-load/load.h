@@ -483,6 +483,29 @@ bool load_conn_failed(struct load_run *r, struct load_retry *rt);
  * the run ends meanwhile. */
 bool load_backoff(struct load_run *r, unsigned fails);
 
+/* A multiplexed session's connection (h2.c, h3.c), as load_mux_loop drives it. */
+struct load_mux_ops {
+    bool (*is_open)(const void *conn);
+    enum load_step (*open)(void *conn);  /* one try, as load_conn_open_retry's open */
+    enum load_step (*serve)(void *conn); /* requests until the connection is done with */
+    /* Closes the connection; ended: serve came to LOAD_STEP_STOP or LOAD_STEP_CLOSE (the
+     * connection may say goodbye), not to a failure. */
+    void (*close)(void *conn, bool ended);
+    uint64_t (*responses)(const void *conn); /* responses on the connection just closed */
+};
+
+/* One connection task's life: opens (load_conn_open_retry) when not open, serves, closes, and
+ * again, until the run is over or the connection gives up. A connection the server closed as it
+ * may (LOAD_STEP_CLOSE) reconnects at once; a failed one counts (load_conn_failed), and one that
+ * failed before any response waits first (load_backoff). A connection that got a response ends
+ * the failures in a row. */
+void load_mux_loop(struct load_run *r, struct load_retry *rt, const struct load_mux_ops *ops,
+                   void *conn);
+
+/* A connection task that cannot have its memory: counted as a connect error (-ENOMEM) of a
+ * connection that gave up without ever connecting. */
+void load_conn_no_memory(struct load_run *r);
+
 /* -R, --stages: a connection's share of the schedule (load_pace) and its timer. */
 struct load_pacer {
     struct load_run *r;

@@ -527,9 +527,7 @@ void *load_ws_conn(void *arg)
     struct load_run *r = arg;
     struct wconn *c = calloc(1, sizeof(*c));
     if (!c) {
-        load_error(r, LOAD_ERR_CONNECT, -ENOMEM);
-        atomic_fetch_add(&r->gave_up, 1);
-        atomic_fetch_add(&r->never_connected, 1);
+        load_conn_no_memory(r);
         return NULL;
     }
     c->r = r;
