@@ -542,6 +542,28 @@ int load_http_build(struct load_opts *o, char *err, size_t ecap);
 /* One connection of the HTTP mode; arg is a struct load_run. Returns NULL. */
 void *load_http_conn(void *arg);
 
+/* ---- req.c: what the HTTP/2 and HTTP/3 requests share --------------------------------------- */
+
+/* The path the request is built and checked with: the longest of -i and --random-query's. */
+const char *load_req_path(const struct load_opts *o);
+/* True when -H gave a field of this name (any case), *at (when not NULL) its index. */
+bool load_req_has_header(const struct load_opts *o, const char *name, size_t *at);
+/* --method, else POST with --body, else GET; sets o->head_method. */
+const char *load_req_method(struct load_opts *o);
+/* Refuses -H Content-Length and Transfer-Encoding: 0, or -EINVAL with a message in err naming
+ * proto ("HTTP/2", "HTTP/3"). */
+int load_req_check_framing(const struct load_opts *o, const char *proto, char *err, size_t ecap);
+/* :authority: -H Host's value when given, else the URL's (spans into the options). */
+vega_http_str load_req_authority(const struct load_opts *o);
+/* The bytes every -H name takes back to back, plus one. */
+size_t load_req_names_size(const struct load_opts *o);
+/* Writes h's name in lowercase at *names and moves *names past it: the copy, or NULL for Host
+ * (the request carries it as :authority), which takes no room. */
+const char *load_req_lower_name(const struct load_header *h, char **names);
+/* The content-length value, into cl, when the request has one (--body, POST or PUT): true then,
+ * false without. */
+bool load_req_content_length(const struct load_opts *o, const char *method, char cl[24]);
+
 /* ---- h2_req.c, h2.c ------------------------------------------------------------------------ */
 
 /* The HTTP/2 request, built once; every connection's core encodes it on each stream (HPACK's
