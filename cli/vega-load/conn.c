@@ -3,6 +3,7 @@
  * ws.c), the whole loop of a multiplexed one (h2.c, h3.c), and -R's per-connection schedule with
  * its kernel timer. */
 #include <errno.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "load.h"
@@ -89,6 +90,26 @@ void load_conn_no_memory(struct load_run *r)
     load_error(r, LOAD_ERR_CONNECT, -ENOMEM);
     atomic_fetch_add(&r->gave_up, 1);
     atomic_fetch_add(&r->never_connected, 1);
+}
+
+int load_tls_handshake(struct load_run *r, vega_sock *sock, const char *server_name,
+                       vega_stream **tls, vega_deadline dl)
+{
+    const struct load_opts *o = r->o;
+    vega_tls_opts to;
+    vega_tls_opts_init(&to);
+    to.server_name = server_name;
+    to.port = o->port ? (uint16_t)atoi(o->port) : 0;
+    int e = vega_tls_stream_from_sock(tls, sock, VEGA_STREAM_BORROW, r->tls, &to);
+    return e == 0 ? vega_tls_handshake(*tls, dl) : e;
+}
+
+enum load_step load_tls_failed(struct load_run *r, int e, vega_stream *tls, bool at_end)
+{
+    if (e == -ECANCELED || (e == -ETIMEDOUT && at_end))
+        return LOAD_STEP_STOP;
+    load_error_msg(r, LOAD_ERR_CONNECT, e, tls ? vega_tls_last_error(tls) : NULL);
+    return LOAD_STEP_FAIL;
 }
 
 void load_pacer_init(struct load_pacer *p, struct load_run *r, unsigned index)

@@ -756,14 +756,8 @@ static enum load_step serve_rated(struct h2conn *c)
 static enum load_step tls_open(struct h2conn *c, vega_deadline dl, bool at_end)
 {
     const struct load_opts *o = c->o;
-    vega_tls_opts to;
-    vega_tls_opts_init(&to);
-    to.server_name = o->sni ? o->sni : o->host;
-    to.port = (uint16_t)atoi(o->port);
     vega_tstamp t0 = vega_now();
-    int e = vega_tls_stream_from_sock(&c->tls, c->sock, VEGA_STREAM_BORROW, c->r->tls, &to);
-    if (e == 0)
-        e = vega_tls_handshake(c->tls, dl);
+    int e = load_tls_handshake(c->r, c->sock, o->sni ? o->sni : o->host, &c->tls, dl);
     if (e == 0) {
         /* §3.2: "h2" must be what the server chose; a server without HTTP/2 picks http/1.1 or
          * nothing. */
@@ -782,15 +776,8 @@ static enum load_step tls_open(struct h2conn *c, vega_deadline dl, bool at_end)
         load_error_msg(c->r, LOAD_ERR_CONNECT, VEGA_ERR_PROTO, msg);
         e = VEGA_ERR_PROTO;
     }
-    enum load_step s;
-    if (e == VEGA_ERR_PROTO) {
-        s = LOAD_STEP_FAIL;
-    } else if (e == -ECANCELED || (e == -ETIMEDOUT && at_end)) {
-        s = LOAD_STEP_STOP;
-    } else {
-        load_error_msg(c->r, LOAD_ERR_CONNECT, e, c->tls ? vega_tls_last_error(c->tls) : NULL);
-        s = LOAD_STEP_FAIL;
-    }
+    enum load_step s =
+        e == VEGA_ERR_PROTO ? LOAD_STEP_FAIL : load_tls_failed(c->r, e, c->tls, at_end);
     attempt_close(c, false);
     return s;
 }

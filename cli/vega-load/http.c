@@ -372,27 +372,15 @@ static uint64_t us_since(vega_tstamp t0, vega_tstamp t1)
 static enum load_step tls_open(struct hconn *c, vega_deadline dl, bool at_end)
 {
     const struct load_opts *o = c->o;
-    vega_tls_opts to;
-    vega_tls_opts_init(&to);
-    to.server_name = o->sni ? o->sni : o->host;
-    to.port = (uint16_t)atoi(o->port);
     vega_tstamp t0 = vega_now();
-    int e = vega_tls_stream_from_sock(&c->tls, c->sock, VEGA_STREAM_BORROW, c->r->tls, &to);
-    if (e == 0)
-        e = vega_tls_handshake(c->tls, dl);
+    int e = load_tls_handshake(c->r, c->sock, o->sni ? o->sni : o->host, &c->tls, dl);
     if (e == 0) {
         c->w = load_worker_self(c->r);
         cli_hist_record(&c->w->tls_hist, us_since(t0, vega_now()));
         load_tls_seen(c->r, c->tls);
         return LOAD_STEP_OK;
     }
-    enum load_step s;
-    if (e == -ECANCELED || (e == -ETIMEDOUT && at_end)) {
-        s = LOAD_STEP_STOP;
-    } else {
-        load_error_msg(c->r, LOAD_ERR_CONNECT, e, c->tls ? vega_tls_last_error(c->tls) : NULL);
-        s = LOAD_STEP_FAIL;
-    }
+    enum load_step s = load_tls_failed(c->r, e, c->tls, at_end);
     conn_close(c);
     return s;
 }

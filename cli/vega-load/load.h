@@ -502,6 +502,16 @@ struct load_mux_ops {
 void load_mux_loop(struct load_run *r, struct load_retry *rt, const struct load_mux_ops *ops,
                    void *conn);
 
+/* --tls: a client TLS stream over sock (borrowed) named server_name (the certificate's name and
+ * SNI; NULL: none) with the URL's port, and its handshake within dl. Returns 0 with *tls set, or
+ * a negative code with *tls set or NULL (the caller closes it; vega_tls_last_error says more). */
+int load_tls_handshake(struct load_run *r, vega_sock *sock, const char *server_name,
+                       vega_stream **tls, vega_deadline dl);
+/* A handshake that failed with e: LOAD_STEP_STOP when the run is over (cancelled, or a timeout
+ * at its end), else LOAD_STEP_FAIL, counted as a connect error with TLS's reason (tls may be
+ * NULL). */
+enum load_step load_tls_failed(struct load_run *r, int e, vega_stream *tls, bool at_end);
+
 /* A connection task that cannot have its memory: counted as a connect error (-ENOMEM) of a
  * connection that gave up without ever connecting. */
 void load_conn_no_memory(struct load_run *r);

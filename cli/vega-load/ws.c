@@ -420,13 +420,9 @@ static enum load_step conn_open(void *arg)
     if (!c->o->unix_path)
         vega_sock_set_nodelay(c->sock, true);
     if (r->tls) {
-        vega_tls_opts to;
-        vega_tls_opts_init(&to);
-        to.server_name = c->o->sni ? c->o->sni : c->o->unix_path ? NULL : c->o->host;
-        to.port = (uint16_t)atoi(c->o->port);
-        e = vega_tls_stream_from_sock(&c->tls, c->sock, VEGA_STREAM_BORROW, r->tls, &to);
-        if (e == 0)
-            e = vega_tls_handshake(c->tls, dl);
+        const struct load_opts *o = c->o;
+        const char *name = o->sni ? o->sni : o->unix_path ? NULL : o->host;
+        e = load_tls_handshake(r, c->sock, name, &c->tls, dl);
         if (e == 0)
             load_tls_seen(r, c->tls);
         c->inner = c->tls;
