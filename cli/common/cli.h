@@ -78,6 +78,11 @@ bool cli_is_port(const char *s);
  */
 int cli_split_hostport(const char *s, char *host, size_t hcap, char *port, size_t pcap);
 
+/* An address to listen on: "host:port" or "[v6]:port" as cli_split_hostport splits them, or
+ * ":port" alone, which is loopback (127.0.0.1, the safe default). Returns 0, -EINVAL,
+ * -ENAMETOOLONG. */
+int cli_split_listen(const char *s, char *host, size_t hcap, char *port, size_t pcap);
+
 /* ---- the runtime (rt.c) ---------------------------------------------------------------------- */
 
 /* --driver's value: "uring" (or "io_uring") or "epoll"; anything else is a usage error ("--driver:

@@ -247,19 +247,8 @@ static void upstream_parse(struct proxy_opts *o)
 /* --metrics ADDR:PORT, where ":PORT" alone is loopback (the safe default). */
 static void set_metrics(struct proxy_opts *o, const char *spec)
 {
-    char *host = o->metrics_host, *port = o->metrics_port;
-    size_t hcap = sizeof o->metrics_host, pcap = sizeof o->metrics_port;
-    int r;
-    if (spec[0] == ':') {
-        size_t pl = strlen(spec + 1);
-        r = cli_is_port(spec + 1) && pl < pcap ? 0 : -1;
-        snprintf(host, hcap, "127.0.0.1");
-        if (r == 0)
-            memcpy(port, spec + 1, pl + 1);
-    } else {
-        r = cli_split_hostport(spec, host, hcap, port, pcap);
-    }
-    if (r < 0)
+    if (cli_split_listen(spec, o->metrics_host, sizeof o->metrics_host, o->metrics_port,
+                         sizeof o->metrics_port) < 0)
         cli_usage_error("--metrics: expected ADDR:PORT, got '%s'", spec);
     o->metrics = spec;
 }

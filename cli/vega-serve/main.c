@@ -435,19 +435,8 @@ static void add_cors_headers(void)
 /* --metrics ADDR:PORT, where ":PORT" alone is loopback (the safe default). */
 static void set_metrics(const char *spec)
 {
-    char *host = serve_o.metrics_host, *port = serve_o.metrics_port;
-    size_t hcap = sizeof serve_o.metrics_host, pcap = sizeof serve_o.metrics_port;
-    int r;
-    if (spec[0] == ':') {
-        size_t pl = strlen(spec + 1);
-        r = cli_is_port(spec + 1) && pl < pcap ? 0 : -1;
-        snprintf(host, hcap, "127.0.0.1");
-        if (r == 0)
-            memcpy(port, spec + 1, pl + 1);
-    } else {
-        r = cli_split_hostport(spec, host, hcap, port, pcap);
-    }
-    if (r < 0)
+    if (cli_split_listen(spec, serve_o.metrics_host, sizeof serve_o.metrics_host,
+                         serve_o.metrics_port, sizeof serve_o.metrics_port) < 0)
         cli_usage_error("--metrics: expected ADDR:PORT, got '%s'", spec);
     serve_o.metrics = spec;
 }

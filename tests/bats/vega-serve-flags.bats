@@ -677,3 +677,12 @@ print("closed")' "$port"
     [ "$status" -eq 2 ]
     [[ "$output" == *"--tls-ciphers: 'TLS_AES_128_GCM_SHA256': $offers"* ]]
 }
+
+@test "--metrics: ADDR:PORT or :PORT (loopback); anything else is a usage error with the value" {
+    local v
+    for v in nonsense :99999 : 127.0.0.1: ::1:80; do
+        run timeout 20 "$SERVE" -p 0 --metrics "$v" "$ROOT"
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"--metrics: expected ADDR:PORT, got '$v'"* ]]
+    done
+}
