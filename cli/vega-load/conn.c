@@ -104,11 +104,21 @@ int load_tls_handshake(struct load_run *r, vega_sock *sock, const char *server_n
     return e == 0 ? vega_tls_handshake(*tls, dl) : e;
 }
 
+enum load_step load_step_failed(int code, bool at_end, enum load_kind *kind)
+{
+    if (code == -ECANCELED || (code == -ETIMEDOUT && at_end))
+        return LOAD_STEP_STOP;
+    if (code == -ETIMEDOUT && *kind != LOAD_ERR_CONNECT)
+        *kind = LOAD_ERR_TIMEOUT;
+    return LOAD_STEP_FAIL;
+}
+
 enum load_step load_tls_failed(struct load_run *r, int e, vega_stream *tls, bool at_end)
 {
-    if (e == -ECANCELED || (e == -ETIMEDOUT && at_end))
+    enum load_kind kind = LOAD_ERR_CONNECT;
+    if (load_step_failed(e, at_end, &kind) == LOAD_STEP_STOP)
         return LOAD_STEP_STOP;
-    load_error_msg(r, LOAD_ERR_CONNECT, e, tls ? vega_tls_last_error(tls) : NULL);
+    load_error_msg(r, kind, e, tls ? vega_tls_last_error(tls) : NULL);
     return LOAD_STEP_FAIL;
 }
 

@@ -24,14 +24,8 @@ struct conn {
 /* A failed call: STOP when the run is over, else count the error. */
 static enum load_step failed(struct conn *c, enum load_kind kind, int code, bool at_end)
 {
-    if (code == -ECANCELED)
+    if (load_step_failed(code, at_end, &kind) == LOAD_STEP_STOP)
         return LOAD_STEP_STOP;
-    if (code == -ETIMEDOUT) {
-        if (at_end)
-            return LOAD_STEP_STOP;
-        if (kind != LOAD_ERR_CONNECT)
-            kind = LOAD_ERR_TIMEOUT;
-    }
     c->last_err = code;
     c->last_kind = kind;
     load_error_msg(c->r, kind, code,

@@ -573,10 +573,8 @@ static enum load_step conn_failed(struct h2conn *c, int rc)
 /* A failed transport call: STOP when the run is over, else count the error. */
 static enum load_step io_failed(struct h2conn *c, enum load_kind kind, int code, bool at_end)
 {
-    if (code == -ECANCELED || (code == -ETIMEDOUT && at_end))
+    if (load_step_failed(code, at_end, &kind) == LOAD_STEP_STOP)
         return LOAD_STEP_STOP;
-    if (code == -ETIMEDOUT && kind != LOAD_ERR_CONNECT)
-        kind = LOAD_ERR_TIMEOUT;
     load_error_msg(c->r, kind, code,
                    c->tls && code <= VEGA_ERR_TLS_BASE ? vega_tls_last_error(c->tls) : NULL);
     return LOAD_STEP_FAIL;

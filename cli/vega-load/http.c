@@ -351,14 +351,8 @@ static void conn_close(struct hconn *c)
 /* A failed call: STOP when the run is over, else count the error. */
 static enum load_step failed(struct hconn *c, enum load_kind kind, int code, bool at_end)
 {
-    if (code == -ECANCELED)
+    if (load_step_failed(code, at_end, &kind) == LOAD_STEP_STOP)
         return LOAD_STEP_STOP;
-    if (code == -ETIMEDOUT) {
-        if (at_end)
-            return LOAD_STEP_STOP;
-        if (kind != LOAD_ERR_CONNECT)
-            kind = LOAD_ERR_TIMEOUT;
-    }
     load_error_msg(c->r, kind, code,
                    c->tls && code <= VEGA_ERR_TLS_BASE ? vega_tls_last_error(c->tls) : NULL);
     return LOAD_STEP_FAIL;

@@ -502,6 +502,11 @@ struct load_mux_ops {
 void load_mux_loop(struct load_run *r, struct load_retry *rt, const struct load_mux_ops *ops,
                    void *conn);
 
+/* What a failed call with code comes to: LOAD_STEP_STOP when the run is over (cancelled, or a
+ * timeout at its end), else LOAD_STEP_FAIL, to be counted as *kind (a timeout outside connecting
+ * becomes LOAD_ERR_TIMEOUT). Counts nothing itself. */
+enum load_step load_step_failed(int code, bool at_end, enum load_kind *kind);
+
 /* --tls: a client TLS stream over sock (borrowed) named server_name (the certificate's name and
  * SNI; NULL: none) with the URL's port, and its handshake within dl. Returns 0 with *tls set, or
  * a negative code with *tls set or NULL (the caller closes it; vega_tls_last_error says more). */

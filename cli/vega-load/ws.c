@@ -228,14 +228,8 @@ static void conn_close(struct wconn *c, unsigned code)
 static enum load_step failed(struct wconn *c, enum load_kind kind, int code, bool at_end,
                              const char *msg)
 {
-    if (code == -ECANCELED)
+    if (load_step_failed(code, at_end, &kind) == LOAD_STEP_STOP)
         return LOAD_STEP_STOP;
-    if (code == -ETIMEDOUT) {
-        if (at_end)
-            return LOAD_STEP_STOP;
-        if (kind != LOAD_ERR_CONNECT)
-            kind = LOAD_ERR_TIMEOUT;
-    }
     if (!msg && c->tls && code <= VEGA_ERR_TLS_BASE)
         msg = vega_tls_last_error(c->tls);
     char buf[256];
