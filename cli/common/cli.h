@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Helpers shared by the vega-* tools: messages, exit codes, option values, host:port splitting
- * and stdin/stdout on the runtime. Public libvega API only. */
+/* Helpers shared by the vega-* tools: messages, exit codes, option values, host:port splitting,
+ * the runtime's start and run, QUIC's cipher suites and stdin/stdout on the runtime. Public
+ * libvega API only. */
 #ifndef VEGA_CLI_H
 #define VEGA_CLI_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -75,6 +77,48 @@ bool cli_is_port(const char *s);
  * without brackets is not split. Returns 0, -EINVAL (no port / bad syntax), -ENAMETOOLONG.
  */
 int cli_split_hostport(const char *s, char *host, size_t hcap, char *port, size_t pcap);
+
+/* An address to listen on: "host:port" or "[v6]:port" as cli_split_hostport splits them, or
+ * ":port" alone, which is loopback (127.0.0.1, the safe default). Returns 0, -EINVAL,
+ * -ENAMETOOLONG. */
+int cli_split_listen(const char *s, char *host, size_t hcap, char *port, size_t pcap);
+
+/* ---- the runtime (rt.c) ---------------------------------------------------------------------- */
+
+/* --driver's value: "uring" (or "io_uring") or "epoll"; anything else is a usage error ("--driver:
+ * expected uring or epoll, got '<s>'", exit 2). */
+vega_driver_kind cli_driver_arg(const char *s);
+
+/* Ignores SIGPIPE, fills *stop with SIGINT and SIGTERM (what the tool's task waits for with
+ * vega_signal_wait) and blocks them, with extra too unless it is 0, in every thread started from
+ * now on: call it before the runtime starts. Returns CLI_EXIT_OK, or CLI_EXIT_NET after saying
+ * "signals: <why>". */
+int cli_block_signals(sigset_t *stop, int extra);
+
+/* Starts a runtime with *ro (borrowed), runs fn(arg) on it to its end and frees the runtime.
+ * Returns CLI_EXIT_OK, or CLI_EXIT_NET after saying "runtime: <why>" (when io_uring was asked
+ * for and the runtime could not start, with a hint to try --driver epoll); fn's own outcome
+ * travels in arg. */
+int cli_rt_run(const vega_rt_opts *ro, vega_task_fn fn, void *arg);
+
+/* ---- QUIC's cipher suites (quic.c) ----------------------------------------------------------- */
+
+/* How many TLS 1.3 suites QUIC offers: TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384 and
+ * TLS_CHACHA20_POLY1305_SHA256. */
+#define CLI_QUIC_SUITES 3
+
+/* The name cli_quic_suites could not take: len bytes at name (not NUL-terminated). */
+typedef struct cli_quic_bad_suite {
+    const char *name;
+    int len;
+} cli_quic_bad_suite;
+
+/* Appends the suites a list of names separated by ':' or ',' gives, in its order, to
+ * suites[*n ...] as VEGA_QUIC_TLS_* ids (list NULL or "": none). Returns 0, or -EINVAL with *bad
+ * (when bad is not NULL) naming the first name that is no QUIC suite or that would make more than
+ * CLI_QUIC_SUITES (the ones before it are kept). Prints nothing: each tool says it its own way. */
+int cli_quic_suites(const char *list, uint16_t suites[CLI_QUIC_SUITES], size_t *n,
+                    cli_quic_bad_suite *bad);
 
 /* ---- stdin / stdout on the runtime (stdio.c) ------------------------------------------------ */
 

@@ -47,3 +47,15 @@ int cli_split_hostport(const char *s, char *host, size_t hcap, char *port, size_
         r = copy(port, pcap, colon + 1, strlen(colon + 1));
     return r;
 }
+
+int cli_split_listen(const char *s, char *host, size_t hcap, char *port, size_t pcap)
+{
+    if (!s || s[0] != ':')
+        return cli_split_hostport(s, host, hcap, port, pcap);
+    if (!cli_is_port(s + 1))
+        return -EINVAL;
+    int r = copy(host, hcap, "127.0.0.1", 9);
+    if (r == 0)
+        r = copy(port, pcap, s + 1, strlen(s + 1));
+    return r;
+}

@@ -145,27 +145,12 @@ int curl_quic_setup(const struct curl_opts *o, struct curl_quic *q, vega_http_cl
     /* A session file is there to resume, and 0-RTT is what resuming buys: safe requests only
      * (the library sends GET and HEAD early, never a body). */
     co->quic_early_data = o->earlydata < 0 ? o->session_file != NULL : o->earlydata == 1;
-    for (const char *p = o->tls13_ciphers; p && *p;) {
-        static const struct {
-            const char *name;
-            uint16_t id;
-        } known[] = {{"TLS_AES_128_GCM_SHA256", VEGA_QUIC_TLS_AES_128_GCM_SHA256},
-                     {"TLS_AES_256_GCM_SHA384", VEGA_QUIC_TLS_AES_256_GCM_SHA384},
-                     {"TLS_CHACHA20_POLY1305_SHA256", VEGA_QUIC_TLS_CHACHA20_POLY1305_SHA256}};
-        size_t n = strcspn(p, ":,");
-        size_t k = 0;
-        while (k < 3 && (strlen(known[k].name) != n || strncmp(known[k].name, p, n) != 0))
-            k++;
-        if (k == 3 || co->quic_n_suites == 3)
-            return curl_fail(o, CE_SSL_CIPHER,
-                             "failed setting cipher list: %s (QUIC offers "
-                             "TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384 and "
-                             "TLS_CHACHA20_POLY1305_SHA256)",
-                             o->tls13_ciphers);
-        co->quic_suites[co->quic_n_suites++] = known[k].id;
-        p += n;
-        p += *p != 0;
-    }
+    if (cli_quic_suites(o->tls13_ciphers, co->quic_suites, &co->quic_n_suites, NULL) < 0)
+        return curl_fail(o, CE_SSL_CIPHER,
+                         "failed setting cipher list: %s (QUIC offers "
+                         "TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384 and "
+                         "TLS_CHACHA20_POLY1305_SHA256)",
+                         o->tls13_ciphers);
     int r;
     if (o->cacert && !o->insecure) {
         if ((r = vega_crypto_cert_store_new(&q->ca, o->cacert, NULL)) < 0)

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* What the stream sessions (echo.c, http.c, ws.c) share: the connect, fail and back-off loop of
- * a connection, and -R's per-connection schedule with its kernel timer. */
+/* What the sessions share: the connect, fail and back-off rules of a connection (echo.c, http.c,
+ * ws.c), the whole loop of a multiplexed one (h2.c, h3.c), and -R's per-connection schedule with
+ * its kernel timer. */
+#include <errno.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "load.h"
@@ -55,6 +58,68 @@ bool load_conn_open_retry(struct load_run *r, struct load_retry *rt,
         if (!load_backoff(r, rt->fails))
             return false;
     }
+}
+
+void load_mux_loop(struct load_run *r, struct load_retry *rt, const struct load_mux_ops *ops,
+                   void *conn)
+{
+    for (;;) {
+        if (!ops->is_open(conn) && !load_conn_open_retry(r, rt, ops->open, conn))
+            return;
+        enum load_step s = ops->serve(conn);
+        ops->close(conn, s == LOAD_STEP_STOP || s == LOAD_STEP_CLOSE);
+        bool answered = ops->responses(conn) > 0;
+        if (answered) /* as http.c: failures in a row */
+            rt->fails = 0;
+        if (s == LOAD_STEP_STOP)
+            return;
+        if (s == LOAD_STEP_CLOSE) {
+            rt->fails = 0;
+            continue;
+        }
+        if (!load_conn_failed(r, rt))
+            return;
+        /* A connection that failed before any response: do not hammer the server. */
+        if (!answered && !load_backoff(r, rt->fails))
+            return;
+    }
+}
+
+void load_conn_no_memory(struct load_run *r)
+{
+    load_error(r, LOAD_ERR_CONNECT, -ENOMEM);
+    atomic_fetch_add(&r->gave_up, 1);
+    atomic_fetch_add(&r->never_connected, 1);
+}
+
+int load_tls_handshake(struct load_run *r, vega_sock *sock, const char *server_name,
+                       vega_stream **tls, vega_deadline dl)
+{
+    const struct load_opts *o = r->o;
+    vega_tls_opts to;
+    vega_tls_opts_init(&to);
+    to.server_name = server_name;
+    to.port = o->port ? (uint16_t)atoi(o->port) : 0;
+    int e = vega_tls_stream_from_sock(tls, sock, VEGA_STREAM_BORROW, r->tls, &to);
+    return e == 0 ? vega_tls_handshake(*tls, dl) : e;
+}
+
+enum load_step load_step_failed(int code, bool at_end, enum load_kind *kind)
+{
+    if (code == -ECANCELED || (code == -ETIMEDOUT && at_end))
+        return LOAD_STEP_STOP;
+    if (code == -ETIMEDOUT && *kind != LOAD_ERR_CONNECT)
+        *kind = LOAD_ERR_TIMEOUT;
+    return LOAD_STEP_FAIL;
+}
+
+enum load_step load_tls_failed(struct load_run *r, int e, vega_stream *tls, bool at_end)
+{
+    enum load_kind kind = LOAD_ERR_CONNECT;
+    if (load_step_failed(e, at_end, &kind) == LOAD_STEP_STOP)
+        return LOAD_STEP_STOP;
+    load_error_msg(r, kind, e, tls ? vega_tls_last_error(tls) : NULL);
+    return LOAD_STEP_FAIL;
 }
 
 void load_pacer_init(struct load_pacer *p, struct load_run *r, unsigned index)

@@ -24,14 +24,8 @@ struct conn {
 /* A failed call: STOP when the run is over, else count the error. */
 static enum load_step failed(struct conn *c, enum load_kind kind, int code, bool at_end)
 {
-    if (code == -ECANCELED)
+    if (load_step_failed(code, at_end, &kind) == LOAD_STEP_STOP)
         return LOAD_STEP_STOP;
-    if (code == -ETIMEDOUT) {
-        if (at_end)
-            return LOAD_STEP_STOP;
-        if (kind != LOAD_ERR_CONNECT)
-            kind = LOAD_ERR_TIMEOUT;
-    }
     c->last_err = code;
     c->last_kind = kind;
     load_error_msg(c->r, kind, code,
@@ -57,23 +51,14 @@ static vega_ssize conn_write(struct conn *c, const void *buf, size_t n, vega_dea
 static enum load_step tls_open(struct conn *c, vega_deadline dl, bool at_end)
 {
     const struct load_opts *o = c->o;
-    vega_tls_opts to;
-    vega_tls_opts_init(&to);
-    to.server_name = o->sni ? o->sni : o->unix_path ? NULL : o->host;
-    to.port = o->port ? (uint16_t)atoi(o->port) : 0;
-    int e = vega_tls_stream_from_sock(&c->tls, c->sock, VEGA_STREAM_BORROW, c->r->tls, &to);
-    if (e == 0)
-        e = vega_tls_handshake(c->tls, dl);
+    const char *name = o->sni ? o->sni : o->unix_path ? NULL : o->host;
+    int e = load_tls_handshake(c->r, c->sock, name, &c->tls, dl);
     if (e == 0)
         return LOAD_STEP_OK;
-    enum load_step s;
-    if (e == -ECANCELED || (e == -ETIMEDOUT && at_end)) {
-        s = LOAD_STEP_STOP;
-    } else {
+    enum load_step s = load_tls_failed(c->r, e, c->tls, at_end);
+    if (s == LOAD_STEP_FAIL) {
         c->last_err = e;
         c->last_kind = LOAD_ERR_CONNECT;
-        load_error_msg(c->r, LOAD_ERR_CONNECT, e, c->tls ? vega_tls_last_error(c->tls) : NULL);
-        s = LOAD_STEP_FAIL;
     }
     conn_close(c);
     return s;

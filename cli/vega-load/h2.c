@@ -573,10 +573,8 @@ static enum load_step conn_failed(struct h2conn *c, int rc)
 /* A failed transport call: STOP when the run is over, else count the error. */
 static enum load_step io_failed(struct h2conn *c, enum load_kind kind, int code, bool at_end)
 {
-    if (code == -ECANCELED || (code == -ETIMEDOUT && at_end))
+    if (load_step_failed(code, at_end, &kind) == LOAD_STEP_STOP)
         return LOAD_STEP_STOP;
-    if (code == -ETIMEDOUT && kind != LOAD_ERR_CONNECT)
-        kind = LOAD_ERR_TIMEOUT;
     load_error_msg(c->r, kind, code,
                    c->tls && code <= VEGA_ERR_TLS_BASE ? vega_tls_last_error(c->tls) : NULL);
     return LOAD_STEP_FAIL;
@@ -756,14 +754,8 @@ static enum load_step serve_rated(struct h2conn *c)
 static enum load_step tls_open(struct h2conn *c, vega_deadline dl, bool at_end)
 {
     const struct load_opts *o = c->o;
-    vega_tls_opts to;
-    vega_tls_opts_init(&to);
-    to.server_name = o->sni ? o->sni : o->host;
-    to.port = (uint16_t)atoi(o->port);
     vega_tstamp t0 = vega_now();
-    int e = vega_tls_stream_from_sock(&c->tls, c->sock, VEGA_STREAM_BORROW, c->r->tls, &to);
-    if (e == 0)
-        e = vega_tls_handshake(c->tls, dl);
+    int e = load_tls_handshake(c->r, c->sock, o->sni ? o->sni : o->host, &c->tls, dl);
     if (e == 0) {
         /* §3.2: "h2" must be what the server chose; a server without HTTP/2 picks http/1.1 or
          * nothing. */
@@ -782,15 +774,8 @@ static enum load_step tls_open(struct h2conn *c, vega_deadline dl, bool at_end)
         load_error_msg(c->r, LOAD_ERR_CONNECT, VEGA_ERR_PROTO, msg);
         e = VEGA_ERR_PROTO;
     }
-    enum load_step s;
-    if (e == VEGA_ERR_PROTO) {
-        s = LOAD_STEP_FAIL;
-    } else if (e == -ECANCELED || (e == -ETIMEDOUT && at_end)) {
-        s = LOAD_STEP_STOP;
-    } else {
-        load_error_msg(c->r, LOAD_ERR_CONNECT, e, c->tls ? vega_tls_last_error(c->tls) : NULL);
-        s = LOAD_STEP_FAIL;
-    }
+    enum load_step s =
+        e == VEGA_ERR_PROTO ? LOAD_STEP_FAIL : load_tls_failed(c->r, e, c->tls, at_end);
     attempt_close(c, false);
     return s;
 }
@@ -847,40 +832,41 @@ static enum load_step attempt_open(struct h2conn *c)
     return LOAD_STEP_OK;
 }
 
-static enum load_step open_one(void *c)
+/* ---- load_mux_loop's view of the connection ------------------------------------------------ */
+
+static bool mux_is_open(const void *c)
+{
+    return ((const struct h2conn *)c)->h2 != NULL;
+}
+
+static enum load_step mux_open(void *c)
 {
     return attempt_open(c);
 }
 
-/* Connects when needed: false when the connection is done for good. */
-static bool ensure_open(struct h2conn *c)
+static enum load_step mux_serve(void *arg)
 {
-    return c->h2 || load_conn_open_retry(c->r, &c->rt, open_one, c);
+    struct h2conn *c = arg;
+    return c->tfd >= 0 ? serve_rated(c) : serve(c);
 }
 
-static void conn_loop(struct h2conn *c)
+static void mux_close(void *c, bool ended)
 {
-    struct load_run *r = c->r;
-    for (;;) {
-        if (!ensure_open(c))
-            return;
-        enum load_step s = c->tfd >= 0 ? serve_rated(c) : serve(c);
-        attempt_close(c, s == LOAD_STEP_STOP || s == LOAD_STEP_CLOSE);
-        if (c->completed) /* as http.c: failures in a row */
-            c->rt.fails = 0;
-        if (s == LOAD_STEP_STOP)
-            return;
-        if (s == LOAD_STEP_CLOSE) {
-            c->rt.fails = 0;
-            continue;
-        }
-        if (!load_conn_failed(r, &c->rt))
-            return;
-        /* A connection that failed before any response: do not hammer the server. */
-        if (!c->completed && !load_backoff(r, c->rt.fails))
-            return;
-    }
+    attempt_close(c, ended);
 }
+
+static uint64_t mux_responses(const void *c)
+{
+    return ((const struct h2conn *)c)->completed;
+}
+
+static const struct load_mux_ops mux_ops = {
+    .is_open = mux_is_open,
+    .open = mux_open,
+    .serve = mux_serve,
+    .close = mux_close,
+    .responses = mux_responses,
+};
 
 static void conn_free(struct h2conn *c)
 {
@@ -935,9 +921,7 @@ void *load_h2_conn(void *arg)
     unsigned index = atomic_fetch_add(&r->next_index, 1);
     struct h2conn *c = conn_new(r);
     if (!c) {
-        load_error(r, LOAD_ERR_CONNECT, -ENOMEM);
-        atomic_fetch_add(&r->gave_up, 1);
-        atomic_fetch_add(&r->never_connected, 1);
+        load_conn_no_memory(r);
         return NULL;
     }
     c->w = load_worker_self(r);
@@ -948,7 +932,7 @@ void *load_h2_conn(void *arg)
         c->next_due = load_pace(r, 0, index);
         c->tfd = load_timer_open(&c->mono_offset); /* -1: the one-task loop, 1 ms timers */
     }
-    conn_loop(c);
+    load_mux_loop(r, &c->rt, &mux_ops, c);
     if (c->h2 || c->sock)
         attempt_close(c, false);
     conn_free(c);

@@ -5,27 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "load.h"
-
-/* The path the request is built and checked with: the longest of -i and --random-query's. */
-static const char *build_path(const struct load_opts *o)
-{
-    return o->paths_vary ? o->path_longest : o->path;
-}
-
-static bool has_header(const struct load_opts *o, const char *name, size_t *at)
-{
-    for (unsigned i = 0; i < o->nheaders; i++)
-        if (o->headers[i].name_len == strlen(name) &&
-            strncasecmp(o->headers[i].name, name, o->headers[i].name_len) == 0) {
-            if (at)
-                *at = i;
-            return true;
-        }
-    return false;
-}
 
 void load_h2_opts_free(struct load_opts *o)
 {
@@ -81,25 +62,17 @@ static bool is_token(const char *s)
 
 int load_h2_build(struct load_opts *o, char *err, size_t ecap)
 {
-    const char *method = o->method ? o->method : o->body ? "POST" : "GET";
-    o->head_method = strcmp(method, "HEAD") == 0;
+    const char *method = load_req_method(o);
     if (!is_token(method)) { /* §9.1: a method is a token */
         snprintf(err, ecap, "--method: '%s' is not a method name (a token such as GET)", method);
         return -EINVAL;
     }
-    if (has_header(o, "content-length", NULL) || has_header(o, "transfer-encoding", NULL)) {
-        snprintf(err, ecap,
-                 "-H: Content-Length is set by vega-load (from --body), and HTTP/2 has "
-                 "no Transfer-Encoding");
+    if (load_req_check_framing(o, "HTTP/2", err, ecap) < 0)
         return -EINVAL;
-    }
     struct load_h2_req *q = calloc(1, sizeof(*q));
-    size_t names = 1;
-    for (unsigned i = 0; i < o->nheaders; i++)
-        names += o->headers[i].name_len;
     if (q) {
         q->fields = calloc(o->nheaders + 5u, sizeof(*q->fields));
-        q->names = malloc(names);
+        q->names = malloc(load_req_names_size(o));
     }
     o->h2_req = q;
     if (!q || !q->fields || !q->names) {
@@ -111,10 +84,7 @@ int load_h2_build(struct load_opts *o, char *err, size_t ecap)
      * directly uses :authority, not Host), else the URL's. The request is the same on every
      * stream, so :path and :authority are indexed (RFC 7541 §6.2.1): after the first request
      * a connection sends them as one byte each. */
-    size_t hi;
-    vega_http_str auth = {o->host_header, strlen(o->host_header)};
-    if (has_header(o, "host", &hi))
-        auth = (vega_http_str){o->headers[hi].value, o->headers[hi].value_len};
+    vega_http_str auth = load_req_authority(o);
     vega_hpack_field *f = q->fields;
     size_t n = 0;
     f[n++] = (vega_hpack_field){{":method", 7}, {method, strlen(method)}, VEGA_HPACK_INDEX_AUTO};
@@ -122,23 +92,18 @@ int load_h2_build(struct load_opts *o, char *err, size_t ecap)
         {":scheme", 7}, {o->tls ? "https" : "http", o->tls ? 5u : 4u}, VEGA_HPACK_INDEX_AUTO};
     f[n++] = (vega_hpack_field){{":authority", 10}, auth, VEGA_HPACK_INDEX_YES};
     f[n++] = (vega_hpack_field){
-        {":path", 5}, {build_path(o), strlen(build_path(o))}, VEGA_HPACK_INDEX_YES};
-    char *nm = q->names;
+        {":path", 5}, {load_req_path(o), strlen(load_req_path(o))}, VEGA_HPACK_INDEX_YES};
+    char *names = q->names;
     for (unsigned i = 0; i < o->nheaders; i++) {
         const struct load_header *h = &o->headers[i];
-        if (h->name_len == 4 && strncasecmp(h->name, "host", 4) == 0)
+        const char *nm = load_req_lower_name(h, &names);
+        if (!nm)
             continue;
-        for (size_t k = 0; k < h->name_len; k++) {
-            char ch = h->name[k];
-            nm[k] = ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : ch;
-        }
         /* AUTO: the encoder keeps secrets (authorization, cookies) out of the table. */
         f[n++] =
             (vega_hpack_field){{nm, h->name_len}, {h->value, h->value_len}, VEGA_HPACK_INDEX_AUTO};
-        nm += h->name_len;
     }
-    if (o->body || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
-        snprintf(q->cl, sizeof(q->cl), "%zu", o->body_len);
+    if (load_req_content_length(o, method, q->cl)) {
         f[n++] = (vega_hpack_field){
             {"content-length", 14}, {q->cl, strlen(q->cl)}, VEGA_HPACK_INDEX_YES};
     }

@@ -741,17 +741,6 @@ static enum load_step attempt_open(struct h3conn *c)
     return LOAD_STEP_OK;
 }
 
-static enum load_step open_one(void *c)
-{
-    return attempt_open(c);
-}
-
-/* Connects when needed: false when the connection is done for good. */
-static bool ensure_open(struct h3conn *c)
-{
-    return c->qe || load_conn_open_retry(c->r, &c->rt, open_one, c);
-}
-
 /* -R: the requests that fell due join the pending ones. */
 static void schedule(struct h3conn *c)
 {
@@ -871,29 +860,43 @@ static enum load_step serve(struct h3conn *c)
     }
 }
 
-static void conn_loop(struct h3conn *c)
+/* ---- load_mux_loop's view of the connection ------------------------------------------------ */
+
+static bool mux_is_open(const void *c)
 {
-    struct load_run *r = c->r;
-    for (;;) {
-        if (!ensure_open(c))
-            return;
-        enum load_step s = serve(c);
-        attempt_close(c);
-        if (c->completed) /* as http.c: failures in a row */
-            c->rt.fails = 0;
-        if (s == LOAD_STEP_STOP)
-            return;
-        if (s == LOAD_STEP_CLOSE) {
-            c->rt.fails = 0;
-            continue;
-        }
-        if (!load_conn_failed(r, &c->rt))
-            return;
-        /* A connection that failed before any response: do not hammer the server. */
-        if (!c->completed && !load_backoff(r, c->rt.fails))
-            return;
-    }
+    return ((const struct h3conn *)c)->qe != NULL;
 }
+
+static enum load_step mux_open(void *c)
+{
+    return attempt_open(c);
+}
+
+static enum load_step mux_serve(void *c)
+{
+    return serve(c);
+}
+
+/* Closed the same way after a failure as after the end: CONNECTION_CLOSE with H3_NO_ERROR unless
+ * the connection closed already. */
+static void mux_close(void *c, bool ended)
+{
+    (void)ended;
+    attempt_close(c);
+}
+
+static uint64_t mux_responses(const void *c)
+{
+    return ((const struct h3conn *)c)->completed;
+}
+
+static const struct load_mux_ops mux_ops = {
+    .is_open = mux_is_open,
+    .open = mux_open,
+    .serve = mux_serve,
+    .close = mux_close,
+    .responses = mux_responses,
+};
 
 static void conn_free(struct h3conn *c)
 {
@@ -940,9 +943,7 @@ void *load_h3_conn(void *arg)
     unsigned index = atomic_fetch_add(&r->next_index, 1);
     struct h3conn *c = conn_new(r);
     if (!c) {
-        load_error(r, LOAD_ERR_CONNECT, -ENOMEM);
-        atomic_fetch_add(&r->gave_up, 1);
-        atomic_fetch_add(&r->never_connected, 1);
+        load_conn_no_memory(r);
         return NULL;
     }
     load_paths_start(&c->pg, o, index);
@@ -952,7 +953,7 @@ void *load_h3_conn(void *arg)
         c->next_due = load_pace(r, 0, index);
         c->tfd = load_timer_open(&c->mono_offset);
     }
-    conn_loop(c);
+    load_mux_loop(r, &c->rt, &mux_ops, c);
     if (c->qe)
         attempt_close(c);
     conn_free(c);

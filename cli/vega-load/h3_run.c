@@ -7,34 +7,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <vega/quic_ep.h>
 
 #include "load.h"
 
-/* The path the request is built and checked with: the longest of -i and --random-query's. */
-static const char *build_path(const struct load_opts *o)
-{
-    return o->paths_vary ? o->path_longest : o->path;
-}
-
 /* At the end the endpoint gives its connections this long to send their CONNECTION_CLOSE. */
 #define CLOSE_GRACE_MS 100
 
 /* ---- the request ----------------------------------------------------------------------------- */
-
-static bool has_header(const struct load_opts *o, const char *name, size_t *at)
-{
-    for (unsigned i = 0; i < o->nheaders; i++)
-        if (o->headers[i].name_len == strlen(name) &&
-            strncasecmp(o->headers[i].name, name, o->headers[i].name_len) == 0) {
-            if (at)
-                *at = i;
-            return true;
-        }
-    return false;
-}
 
 void load_h3_opts_free(struct load_opts *o)
 {
@@ -89,21 +70,13 @@ static int h3_trial(struct load_h3_req *q, char *err, size_t ecap)
 
 int load_h3_build(struct load_opts *o, char *err, size_t ecap)
 {
-    const char *method = o->method ? o->method : o->body ? "POST" : "GET";
-    o->head_method = strcmp(method, "HEAD") == 0;
-    if (has_header(o, "content-length", NULL) || has_header(o, "transfer-encoding", NULL)) {
-        snprintf(err, ecap,
-                 "-H: Content-Length is set by vega-load (from --body), and HTTP/3 has "
-                 "no Transfer-Encoding");
+    const char *method = load_req_method(o);
+    if (load_req_check_framing(o, "HTTP/3", err, ecap) < 0)
         return -EINVAL;
-    }
     struct load_h3_req *q = calloc(1, sizeof(*q));
-    size_t names = 1;
-    for (unsigned i = 0; i < o->nheaders; i++)
-        names += o->headers[i].name_len;
     if (q) {
         q->fields = calloc(o->nheaders + 1u, sizeof(*q->fields));
-        q->names = malloc(names);
+        q->names = malloc(load_req_names_size(o));
     }
     o->h3_req = q;
     if (!q || !q->fields || !q->names) {
@@ -113,30 +86,22 @@ int load_h3_build(struct load_opts *o, char *err, size_t ecap)
     }
     /* §4.3.1: a request carries :authority (or Host; with both they must agree): -H Host
      * becomes :authority, the URL's authority otherwise. */
-    size_t hi;
-    vega_http_str auth = {o->host_header, strlen(o->host_header)};
-    if (has_header(o, "host", &hi))
-        auth = (vega_http_str){o->headers[hi].value, o->headers[hi].value_len};
-    char *nm = q->names;
+    vega_http_str auth = load_req_authority(o);
+    char *names = q->names;
     for (unsigned i = 0; i < o->nheaders; i++) {
         const struct load_header *h = &o->headers[i];
-        if (h->name_len == 4 && strncasecmp(h->name, "host", 4) == 0)
+        const char *nm = load_req_lower_name(h, &names);
+        if (!nm)
             continue;
-        for (size_t k = 0; k < h->name_len; k++) {
-            char ch = h->name[k];
-            nm[k] = ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : ch;
-        }
         q->fields[q->nfields++] = (vega_http_field){{nm, h->name_len}, {h->value, h->value_len}};
-        nm += h->name_len;
     }
-    if (o->body || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
-        snprintf(q->cl, sizeof(q->cl), "%zu", o->body_len);
+    if (load_req_content_length(o, method, q->cl)) {
         q->fields[q->nfields++] = (vega_http_field){{"content-length", 14}, {q->cl, strlen(q->cl)}};
     }
     q->rq = (vega_h3_request){.method = {method, strlen(method)},
                               .scheme = {"https", 5},
                               .authority = auth,
-                              .path = {build_path(o), strlen(build_path(o))}};
+                              .path = {load_req_path(o), strlen(load_req_path(o))}};
     int e = h3_trial(q, err, ecap);
     if (e < 0)
         load_h3_opts_free(o);

@@ -351,14 +351,8 @@ static void conn_close(struct hconn *c)
 /* A failed call: STOP when the run is over, else count the error. */
 static enum load_step failed(struct hconn *c, enum load_kind kind, int code, bool at_end)
 {
-    if (code == -ECANCELED)
+    if (load_step_failed(code, at_end, &kind) == LOAD_STEP_STOP)
         return LOAD_STEP_STOP;
-    if (code == -ETIMEDOUT) {
-        if (at_end)
-            return LOAD_STEP_STOP;
-        if (kind != LOAD_ERR_CONNECT)
-            kind = LOAD_ERR_TIMEOUT;
-    }
     load_error_msg(c->r, kind, code,
                    c->tls && code <= VEGA_ERR_TLS_BASE ? vega_tls_last_error(c->tls) : NULL);
     return LOAD_STEP_FAIL;
@@ -372,27 +366,15 @@ static uint64_t us_since(vega_tstamp t0, vega_tstamp t1)
 static enum load_step tls_open(struct hconn *c, vega_deadline dl, bool at_end)
 {
     const struct load_opts *o = c->o;
-    vega_tls_opts to;
-    vega_tls_opts_init(&to);
-    to.server_name = o->sni ? o->sni : o->host;
-    to.port = (uint16_t)atoi(o->port);
     vega_tstamp t0 = vega_now();
-    int e = vega_tls_stream_from_sock(&c->tls, c->sock, VEGA_STREAM_BORROW, c->r->tls, &to);
-    if (e == 0)
-        e = vega_tls_handshake(c->tls, dl);
+    int e = load_tls_handshake(c->r, c->sock, o->sni ? o->sni : o->host, &c->tls, dl);
     if (e == 0) {
         c->w = load_worker_self(c->r);
         cli_hist_record(&c->w->tls_hist, us_since(t0, vega_now()));
         load_tls_seen(c->r, c->tls);
         return LOAD_STEP_OK;
     }
-    enum load_step s;
-    if (e == -ECANCELED || (e == -ETIMEDOUT && at_end)) {
-        s = LOAD_STEP_STOP;
-    } else {
-        load_error_msg(c->r, LOAD_ERR_CONNECT, e, c->tls ? vega_tls_last_error(c->tls) : NULL);
-        s = LOAD_STEP_FAIL;
-    }
+    enum load_step s = load_tls_failed(c->r, e, c->tls, at_end);
     conn_close(c);
     return s;
 }
@@ -581,9 +563,7 @@ void *load_http_conn(void *arg)
     struct hconn *c = calloc(1, sizeof(*c));
     unsigned char *buf = malloc(r->o->http_buf);
     if (!c || !buf) {
-        load_error(r, LOAD_ERR_CONNECT, -ENOMEM);
-        atomic_fetch_add(&r->gave_up, 1);
-        atomic_fetch_add(&r->never_connected, 1);
+        load_conn_no_memory(r);
         free(c);
         free(buf);
         return NULL;
@@ -591,9 +571,7 @@ void *load_http_conn(void *arg)
     if (r->o->paths_vary) {
         c->out = malloc(r->o->variant_max * r->o->pipeline);
         if (!c->out) {
-            load_error(r, LOAD_ERR_CONNECT, -ENOMEM);
-            atomic_fetch_add(&r->gave_up, 1);
-            atomic_fetch_add(&r->never_connected, 1);
+            load_conn_no_memory(r);
             free(c);
             free(buf);
             return NULL;

@@ -483,6 +483,44 @@ bool load_conn_failed(struct load_run *r, struct load_retry *rt);
  * the run ends meanwhile. */
 bool load_backoff(struct load_run *r, unsigned fails);
 
+/* A multiplexed session's connection (h2.c, h3.c), as load_mux_loop drives it. */
+struct load_mux_ops {
+    bool (*is_open)(const void *conn);
+    enum load_step (*open)(void *conn);  /* one try, as load_conn_open_retry's open */
+    enum load_step (*serve)(void *conn); /* requests until the connection is done with */
+    /* Closes the connection; ended: serve came to LOAD_STEP_STOP or LOAD_STEP_CLOSE (the
+     * connection may say goodbye), not to a failure. */
+    void (*close)(void *conn, bool ended);
+    uint64_t (*responses)(const void *conn); /* responses on the connection just closed */
+};
+
+/* One connection task's life: opens (load_conn_open_retry) when not open, serves, closes, and
+ * again, until the run is over or the connection gives up. A connection the server closed as it
+ * may (LOAD_STEP_CLOSE) reconnects at once; a failed one counts (load_conn_failed), and one that
+ * failed before any response waits first (load_backoff). A connection that got a response ends
+ * the failures in a row. */
+void load_mux_loop(struct load_run *r, struct load_retry *rt, const struct load_mux_ops *ops,
+                   void *conn);
+
+/* What a failed call with code comes to: LOAD_STEP_STOP when the run is over (cancelled, or a
+ * timeout at its end), else LOAD_STEP_FAIL, to be counted as *kind (a timeout outside connecting
+ * becomes LOAD_ERR_TIMEOUT). Counts nothing itself. */
+enum load_step load_step_failed(int code, bool at_end, enum load_kind *kind);
+
+/* --tls: a client TLS stream over sock (borrowed) named server_name (the certificate's name and
+ * SNI; NULL: none) with the URL's port, and its handshake within dl. Returns 0 with *tls set, or
+ * a negative code with *tls set or NULL (the caller closes it; vega_tls_last_error says more). */
+int load_tls_handshake(struct load_run *r, vega_sock *sock, const char *server_name,
+                       vega_stream **tls, vega_deadline dl);
+/* A handshake that failed with e: LOAD_STEP_STOP when the run is over (cancelled, or a timeout
+ * at its end), else LOAD_STEP_FAIL, counted as a connect error with TLS's reason (tls may be
+ * NULL). */
+enum load_step load_tls_failed(struct load_run *r, int e, vega_stream *tls, bool at_end);
+
+/* A connection task that cannot have its memory: counted as a connect error (-ENOMEM) of a
+ * connection that gave up without ever connecting. */
+void load_conn_no_memory(struct load_run *r);
+
 /* -R, --stages: a connection's share of the schedule (load_pace) and its timer. */
 struct load_pacer {
     struct load_run *r;
@@ -518,6 +556,28 @@ int load_http_build(struct load_opts *o, char *err, size_t ecap);
 
 /* One connection of the HTTP mode; arg is a struct load_run. Returns NULL. */
 void *load_http_conn(void *arg);
+
+/* ---- req.c: what the HTTP/2 and HTTP/3 requests share --------------------------------------- */
+
+/* The path the request is built and checked with: the longest of -i and --random-query's. */
+const char *load_req_path(const struct load_opts *o);
+/* True when -H gave a field of this name (any case), *at (when not NULL) its index. */
+bool load_req_has_header(const struct load_opts *o, const char *name, size_t *at);
+/* --method, else POST with --body, else GET; sets o->head_method. */
+const char *load_req_method(struct load_opts *o);
+/* Refuses -H Content-Length and Transfer-Encoding: 0, or -EINVAL with a message in err naming
+ * proto ("HTTP/2", "HTTP/3"). */
+int load_req_check_framing(const struct load_opts *o, const char *proto, char *err, size_t ecap);
+/* :authority: -H Host's value when given, else the URL's (spans into the options). */
+vega_http_str load_req_authority(const struct load_opts *o);
+/* The bytes every -H name takes back to back, plus one. */
+size_t load_req_names_size(const struct load_opts *o);
+/* Writes h's name in lowercase at *names and moves *names past it: the copy, or NULL for Host
+ * (the request carries it as :authority), which takes no room. */
+const char *load_req_lower_name(const struct load_header *h, char **names);
+/* The content-length value, into cl, when the request has one (--body, POST or PUT): true then,
+ * false without. */
+bool load_req_content_length(const struct load_opts *o, const char *method, char cl[24]);
 
 /* ---- h2_req.c, h2.c ------------------------------------------------------------------------ */
 

@@ -852,12 +852,7 @@ static void parse_args(struct load_opts *o, int argc, char **argv, char *hbuf, s
             o->family = AF_INET6;
             break;
         case OPT_DRIVER:
-            if (strcmp(optarg, "uring") == 0 || strcmp(optarg, "io_uring") == 0)
-                o->driver = VEGA_DRIVER_URING;
-            else if (strcmp(optarg, "epoll") == 0)
-                o->driver = VEGA_DRIVER_EPOLL;
-            else
-                cli_usage_error("--driver: expected uring or epoll, got '%s'", optarg);
+            o->driver = cli_driver_arg(optarg);
             break;
         case OPT_JSON:
             o->json = true;
@@ -1204,36 +1199,17 @@ int main(int argc, char **argv)
     parse_args(&o, argc, argv, hbuf, sizeof(hbuf), pbuf, sizeof(pbuf), tbuf, sizeof(tbuf));
     fd_limit(&o);
 
-    signal(SIGPIPE, SIG_IGN);
-    sigemptyset(&o.stop_signals);
-    sigaddset(&o.stop_signals, SIGINT);
-    sigaddset(&o.stop_signals, SIGTERM);
-    int r = vega_signal_block(&o.stop_signals);
-    if (r < 0) {
-        cli_err_code("signals", r);
+    if (cli_block_signals(&o.stop_signals, 0) != CLI_EXIT_OK)
         return CLI_EXIT_NET;
-    }
 
     vega_rt_opts ro;
     vega_rt_opts_init(&ro);
     ro.flavor = VEGA_RT_MULTI_THREAD;
     ro.workers = o.workers;
     ro.driver = o.driver;
-    vega_rt *rt;
-    r = vega_rt_new(&rt, &ro);
-    if (r < 0) {
-        cli_err("runtime", "%s%s", vega_strerror(r),
-                o.driver == VEGA_DRIVER_URING ? " (is io_uring allowed here? try --driver epoll)"
-                                              : "");
-        return CLI_EXIT_NET;
-    }
     struct main_arg m = {.o = &o, .code = CLI_EXIT_NET};
-    r = vega_rt_block_on(rt, main_task, &m, NULL);
-    if (r < 0) {
-        cli_err_code("runtime", r);
+    if (cli_rt_run(&ro, main_task, &m) != CLI_EXIT_OK)
         m.code = CLI_EXIT_NET;
-    }
-    vega_rt_free(rt);
     free(o.req);
     for (unsigned i = 0; i < o.nws_protocols; i++)
         free(o.ws_protocols[i]);

@@ -228,14 +228,8 @@ static void conn_close(struct wconn *c, unsigned code)
 static enum load_step failed(struct wconn *c, enum load_kind kind, int code, bool at_end,
                              const char *msg)
 {
-    if (code == -ECANCELED)
+    if (load_step_failed(code, at_end, &kind) == LOAD_STEP_STOP)
         return LOAD_STEP_STOP;
-    if (code == -ETIMEDOUT) {
-        if (at_end)
-            return LOAD_STEP_STOP;
-        if (kind != LOAD_ERR_CONNECT)
-            kind = LOAD_ERR_TIMEOUT;
-    }
     if (!msg && c->tls && code <= VEGA_ERR_TLS_BASE)
         msg = vega_tls_last_error(c->tls);
     char buf[256];
@@ -420,13 +414,9 @@ static enum load_step conn_open(void *arg)
     if (!c->o->unix_path)
         vega_sock_set_nodelay(c->sock, true);
     if (r->tls) {
-        vega_tls_opts to;
-        vega_tls_opts_init(&to);
-        to.server_name = c->o->sni ? c->o->sni : c->o->unix_path ? NULL : c->o->host;
-        to.port = (uint16_t)atoi(c->o->port);
-        e = vega_tls_stream_from_sock(&c->tls, c->sock, VEGA_STREAM_BORROW, r->tls, &to);
-        if (e == 0)
-            e = vega_tls_handshake(c->tls, dl);
+        const struct load_opts *o = c->o;
+        const char *name = o->sni ? o->sni : o->unix_path ? NULL : o->host;
+        e = load_tls_handshake(r, c->sock, name, &c->tls, dl);
         if (e == 0)
             load_tls_seen(r, c->tls);
         c->inner = c->tls;
@@ -527,9 +517,7 @@ void *load_ws_conn(void *arg)
     struct load_run *r = arg;
     struct wconn *c = calloc(1, sizeof(*c));
     if (!c) {
-        load_error(r, LOAD_ERR_CONNECT, -ENOMEM);
-        atomic_fetch_add(&r->gave_up, 1);
-        atomic_fetch_add(&r->never_connected, 1);
+        load_conn_no_memory(r);
         return NULL;
     }
     c->r = r;

@@ -272,19 +272,8 @@ static void upstream_parse(struct proxy_opts *o)
 /* --metrics ADDR:PORT, where ":PORT" alone is loopback (the safe default). */
 static void set_metrics(struct proxy_opts *o, const char *spec)
 {
-    char *host = o->metrics_host, *port = o->metrics_port;
-    size_t hcap = sizeof o->metrics_host, pcap = sizeof o->metrics_port;
-    int r;
-    if (spec[0] == ':') {
-        size_t pl = strlen(spec + 1);
-        r = cli_is_port(spec + 1) && pl < pcap ? 0 : -1;
-        snprintf(host, hcap, "127.0.0.1");
-        if (r == 0)
-            memcpy(port, spec + 1, pl + 1);
-    } else {
-        r = cli_split_hostport(spec, host, hcap, port, pcap);
-    }
-    if (r < 0)
+    if (cli_split_listen(spec, o->metrics_host, sizeof o->metrics_host, o->metrics_port,
+                         sizeof o->metrics_port) < 0)
         cli_usage_error("--metrics: expected ADDR:PORT, got '%s'", spec);
     o->metrics = spec;
 }
@@ -682,35 +671,16 @@ int main(int argc, char **argv)
     cli_set_prog("vega-proxy");
     parse_args(&o, argc, argv);
 
-    signal(SIGPIPE, SIG_IGN);
-    sigemptyset(&o.stop_signals);
-    sigaddset(&o.stop_signals, SIGINT);
-    sigaddset(&o.stop_signals, SIGTERM);
-    sigset_t blocked = o.stop_signals;
-    sigaddset(&blocked, SIGHUP);
-    int r = vega_signal_block(&blocked);
-    if (r < 0) {
-        cli_err_code("signals", r);
+    if (cli_block_signals(&o.stop_signals, SIGHUP) != CLI_EXIT_OK) /* SIGHUP: the reload */
         return CLI_EXIT_NET;
-    }
     vega_rt_opts ro;
     vega_rt_opts_init(&ro);
     ro.flavor = VEGA_RT_MULTI_THREAD;
     ro.workers = o.workers;
     ro.driver = o.driver;
-    vega_rt *rt;
-    r = vega_rt_new(&rt, &ro);
-    if (r < 0) {
-        cli_err("runtime", "%s", vega_strerror(r));
-        return CLI_EXIT_NET;
-    }
     struct main_arg m = {.o = &o, .code = CLI_EXIT_NET};
-    r = vega_rt_block_on(rt, main_task, &m, NULL);
-    if (r < 0) {
-        cli_err_code("runtime", r);
+    if (cli_rt_run(&ro, main_task, &m) != CLI_EXIT_OK)
         m.code = CLI_EXIT_NET;
-    }
-    vega_rt_free(rt);
     vega_tls_config_free(o.up.tls);
     vega_tls_config_free(o.tls);
     users_free(&o);

@@ -436,19 +436,8 @@ static void add_cors_headers(void)
 /* --metrics ADDR:PORT, where ":PORT" alone is loopback (the safe default). */
 static void set_metrics(const char *spec)
 {
-    char *host = serve_o.metrics_host, *port = serve_o.metrics_port;
-    size_t hcap = sizeof serve_o.metrics_host, pcap = sizeof serve_o.metrics_port;
-    int r;
-    if (spec[0] == ':') {
-        size_t pl = strlen(spec + 1);
-        r = cli_is_port(spec + 1) && pl < pcap ? 0 : -1;
-        snprintf(host, hcap, "127.0.0.1");
-        if (r == 0)
-            memcpy(port, spec + 1, pl + 1);
-    } else {
-        r = cli_split_hostport(spec, host, hcap, port, pcap);
-    }
-    if (r < 0)
+    if (cli_split_listen(spec, serve_o.metrics_host, sizeof serve_o.metrics_host,
+                         serve_o.metrics_port, sizeof serve_o.metrics_port) < 0)
         cli_usage_error("--metrics: expected ADDR:PORT, got '%s'", spec);
     serve_o.metrics = spec;
 }
@@ -554,12 +543,7 @@ static void parse_args(int argc, char **argv)
             serve_o.shard_watchdog_ms = (unsigned)v;
             break;
         case OPT_DRIVER:
-            if (strcmp(optarg, "uring") == 0 || strcmp(optarg, "io_uring") == 0)
-                serve_o.driver = VEGA_DRIVER_URING;
-            else if (strcmp(optarg, "epoll") == 0)
-                serve_o.driver = VEGA_DRIVER_EPOLL;
-            else
-                cli_usage_error("--driver: expected uring or epoll, got '%s'", optarg);
+            serve_o.driver = cli_driver_arg(optarg);
             break;
         case OPT_NO_LISTING:
             serve_o.listing = false;
@@ -919,27 +903,13 @@ static int h3_credentials(void)
 /* --tls-ciphers for QUIC: the TLS 1.3 suite names it knows, in order. Returns 0 or -1. */
 static int quic_suites(const char *list, vega_http_server_h3_opts *o)
 {
-    static const struct {
-        const char *name;
-        uint16_t id;
-    } known[] = {{"TLS_AES_128_GCM_SHA256", VEGA_QUIC_TLS_AES_128_GCM_SHA256},
-                 {"TLS_AES_256_GCM_SHA384", VEGA_QUIC_TLS_AES_256_GCM_SHA384},
-                 {"TLS_CHACHA20_POLY1305_SHA256", VEGA_QUIC_TLS_CHACHA20_POLY1305_SHA256}};
-    for (const char *p = list; p && *p;) {
-        size_t n = strcspn(p, ":,");
-        size_t k = 0;
-        while (k < 3 && (strlen(known[k].name) != n || strncmp(known[k].name, p, n) != 0))
-            k++;
-        if (k == 3 || o->n_suites == 3) {
-            cli_err("--tls-ciphers",
-                    "'%.*s': QUIC offers TLS_AES_128_GCM_SHA256, "
-                    "TLS_AES_256_GCM_SHA384 and TLS_CHACHA20_POLY1305_SHA256",
-                    (int)n, p);
-            return -1;
-        }
-        o->suites[o->n_suites++] = known[k].id;
-        p += n;
-        p += *p != 0;
+    cli_quic_bad_suite bad;
+    if (cli_quic_suites(list, o->suites, &o->n_suites, &bad) < 0) {
+        cli_err("--tls-ciphers",
+                "'%.*s': QUIC offers TLS_AES_128_GCM_SHA256, "
+                "TLS_AES_256_GCM_SHA384 and TLS_CHACHA20_POLY1305_SHA256",
+                bad.len, bad.name);
+        return -1;
     }
     return 0;
 }
@@ -1280,15 +1250,8 @@ int main(int argc, char **argv)
     if (serve_o.route_len)
         fprintf(stderr, "vega-serve: random route %s/ (everything else is 404)\n", serve_o.route);
 
-    signal(SIGPIPE, SIG_IGN);
-    sigemptyset(&serve_o.stop_signals);
-    sigaddset(&serve_o.stop_signals, SIGINT);
-    sigaddset(&serve_o.stop_signals, SIGTERM);
-    int r = vega_signal_block(&serve_o.stop_signals);
-    if (r < 0) {
-        cli_err_code("signals", r);
+    if (cli_block_signals(&serve_o.stop_signals, 0) != CLI_EXIT_OK)
         return CLI_EXIT_NET;
-    }
     if (serve_o.shards)
         return serve_shards_run();
     return serve_run();
@@ -1303,22 +1266,9 @@ int serve_run(void)
     ro.driver = serve_o.driver;
     ro.blocking_threads = serve_o.blocking_threads; /* 0: the runtime's default */
     ro.blocking_queue = serve_o.blocking_queue;
-    vega_rt *rt;
-    int r = vega_rt_new(&rt, &ro);
-    if (r < 0) {
-        cli_err("runtime", "%s%s", vega_strerror(r),
-                serve_o.driver == VEGA_DRIVER_URING
-                    ? " (is io_uring allowed here? try --driver epoll)"
-                    : "");
-        return CLI_EXIT_NET;
-    }
     int code = CLI_EXIT_NET;
-    r = vega_rt_block_on(rt, main_task, &code, NULL);
-    if (r < 0) {
-        cli_err_code("runtime", r);
+    if (cli_rt_run(&ro, main_task, &code) != CLI_EXIT_OK)
         code = CLI_EXIT_NET;
-    }
-    vega_rt_free(rt);
     free_credentials();
     if (serve_o.log_fd > STDERR_FILENO)
         close(serve_o.log_fd);

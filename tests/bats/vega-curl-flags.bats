@@ -978,3 +978,13 @@ NETRC
     run vc -s --local-port 47000 --http3-only "https://127.0.0.1:$EPORT/"
     [ "$status" -eq 2 ]
 }
+
+@test "--tls13-ciphers over QUIC: a suite QUIC does not offer, or a fourth, exits 59 with the list" {
+    local c
+    for c in TLS_AES_128_CCM_SHA256 TLS_AES_128_GCM_SHA256:BOGUS \
+        TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384,TLS_AES_128_GCM_SHA256:TLS_AES_128_GCM_SHA256; do
+        run vc -S -s --http3-only --tls13-ciphers "$c" "https://127.0.0.1:9/"
+        [ "$status" -eq 59 ]
+        [[ "$output" == *"failed setting cipher list: $c (QUIC offers TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384 and TLS_CHACHA20_POLY1305_SHA256)"* ]]
+    done
+}

@@ -65,6 +65,19 @@ client() {
     [[ "$output" == *"Try 'vega-echo --help'"* ]]
 }
 
+@test "--driver: a value other than uring, io_uring or epoll is a usage error naming it (echo, load, serve)" {
+    run "$ECHO" --driver nope -l 0
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"vega-echo: --driver: expected uring or epoll, got 'nope'"* ]]
+    # the same words from the tools that share the parser (cli_driver_arg)
+    run "$(vega_bin vega-load)" --driver nope 127.0.0.1:1
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"vega-load: --driver: expected uring or epoll, got 'nope'"* ]]
+    run "$(vega_bin vega-serve)" --driver nope -p 0 .
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"vega-serve: --driver: expected uring or epoll, got 'nope'"* ]]
+}
+
 # ---- TCP -------------------------------------------------------------------------------------
 
 @test "server prints the bound port and a hint; text round trip" {

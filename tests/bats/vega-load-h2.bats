@@ -452,3 +452,14 @@ EOF
     run load_run --help
     [[ "$output" == *"--h2"*"h2c"* ]]
 }
+
+@test "vega-load --h2, --h3: -H Content-Length or Transfer-Encoding is a usage error naming the protocol" {
+    local v h
+    for v in 2 3; do
+        for h in Content-Length:5 transfer-encoding:chunked; do
+            run load_run "--h$v" -n 1 -H "$h" https://127.0.0.1:1/
+            [ "$status" -eq 2 ]
+            [[ "$output" == *"-H: Content-Length is set by vega-load (from --body), and HTTP/$v has no Transfer-Encoding"* ]]
+        done
+    done
+}

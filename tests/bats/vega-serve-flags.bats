@@ -665,3 +665,24 @@ print("closed")' "$port"
         [[ "$output" == *"--blocking-queue: expected 1..1000000"* ]]
     done
 }
+
+@test "--tls-ciphers for HTTP/3: a suite QUIC does not offer, or a fourth, is a usage error naming it" {
+    local offers="QUIC offers TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384 and TLS_CHACHA20_POLY1305_SHA256"
+    run timeout 20 "$SERVE" -b 127.0.0.1 -p 0 --tls --tls-ciphers TLS_AES_128_CCM_SHA256 "$ROOT"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--tls-ciphers: 'TLS_AES_128_CCM_SHA256': $offers"* ]]
+    run timeout 20 "$SERVE" -b 127.0.0.1 -p 0 --tls --tls-ciphers \
+        TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384,TLS_AES_128_GCM_SHA256:TLS_AES_128_GCM_SHA256 \
+        "$ROOT"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--tls-ciphers: 'TLS_AES_128_GCM_SHA256': $offers"* ]]
+}
+
+@test "--metrics: ADDR:PORT or :PORT (loopback); anything else is a usage error with the value" {
+    local v
+    for v in nonsense :99999 : 127.0.0.1: ::1:80; do
+        run timeout 20 "$SERVE" -p 0 --metrics "$v" "$ROOT"
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"--metrics: expected ADDR:PORT, got '$v'"* ]]
+    done
+}
