@@ -335,7 +335,12 @@ bool vega_h2_conn_get_error(const vega_h2_conn *c, vega_h2_error *e)
     return true;
 }
 
-void vega_h2_conn_get_info(const vega_h2_conn *c, vega_h2_conn_info *info)
+/* Each vega_h2_conn_info layout's size (API rules: ABI): index = version. */
+static const size_t conn_info_layout[VEGA_H2_CONN_INFO_VERSION + 1] = {
+    [1] = sizeof(vega_h2_conn_info),
+};
+
+static void conn_info(const vega_h2_conn *c, vega_h2_conn_info *info)
 {
     memset(info, 0, sizeof *info);
     info->local = c->local;
@@ -351,6 +356,17 @@ void vega_h2_conn_get_info(const vega_h2_conn *c, vega_h2_conn_info *info)
     info->send_stalled_since = c->stalled_since;
     info->bytes_in = c->bytes_in;
     info->bytes_out = c->bytes_out;
+}
+
+int vega_h2_conn_get_info_versioned(const vega_h2_conn *c, vega_h2_conn_info *info,
+                                    int info_version)
+{
+    if (!c || !info || info_version < 1 || info_version > VEGA_H2_CONN_INFO_VERSION)
+        return -EINVAL;
+    vega_h2_conn_info all;
+    conn_info(c, &all);
+    memcpy(info, &all, conn_info_layout[info_version]);
+    return 0;
 }
 
 int vega_h2_stream_get_info(const vega_h2_conn *c, int32_t stream_id, vega_h2_stream_info *info)
