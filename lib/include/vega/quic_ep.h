@@ -395,9 +395,14 @@ VEGA_API int vega_quic_ep_conn_wait_closed(vega_quic_ep_conn *c, vega_deadline d
 /* Fills *out. Context: any thread. Since 0.1. */
 VEGA_API void vega_quic_ep_conn_get_close(const vega_quic_ep_conn *c, vega_quic_ep_close_info *out);
 
-/* Fills *info from the core (locks c; after the end, the last values). Context: inside a task.
- * Since 0.1. */
-VEGA_API void vega_quic_ep_conn_get_info(vega_quic_ep_conn *c, vega_quic_conn_info *info);
+/* Fills *info from the core (locks c; after the end, the last values), up to the end of layout
+ * info_version (the macro vega_quic_ep_conn_get_info passes VEGA_QUIC_CONN_INFO_VERSION).
+ * Returns 0; -EINVAL (c or info NULL, or a layout this library does not know: info is left as
+ * it was). Context: inside a task. Since 0.1 (versioned since 0.2). */
+VEGA_API int vega_quic_ep_conn_get_info_versioned(vega_quic_ep_conn *c, vega_quic_conn_info *info,
+                                                  int info_version);
+#define vega_quic_ep_conn_get_info(...)                                                            \
+    vega_quic_ep_conn_get_info_versioned(__VA_ARGS__, VEGA_QUIC_CONN_INFO_VERSION)
 
 /* The peer's address now (it changes with migration). Context: any thread. Since 0.1. */
 VEGA_API void vega_quic_ep_conn_peer(const vega_quic_ep_conn *c, vega_addr *out);
