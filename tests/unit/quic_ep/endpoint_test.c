@@ -1056,9 +1056,32 @@ static void check_conn_info_layouts(vega_quic_ep_conn *c)
         VCHECK_EQ(a.canary[i], 0xa5);
 }
 
+/* Checks the vega_quic_ep_close_info layouts on c, which has ended, as above. */
+static void check_close_info_layouts(vega_quic_ep_conn *c)
+{
+    struct {
+        vega_quic_ep_close_info ci;
+        unsigned char canary[64];
+    } a;
+    memset(&a, 0xa5, sizeof a);
+    VCHECK_EQ(vega_quic_ep_conn_get_close_versioned(c, &a.ci, VEGA_QUIC_EP_CLOSE_INFO_VERSION + 1),
+              -EINVAL);
+    VCHECK_EQ(vega_quic_ep_conn_get_close_versioned(c, &a.ci, 0), -EINVAL);
+    VCHECK_EQ(vega_quic_ep_conn_get_close_versioned(NULL, &a.ci, 1), -EINVAL);
+    VCHECK_EQ(vega_quic_ep_conn_get_close_versioned(c, NULL, 1), -EINVAL);
+    for (size_t i = 0; i < sizeof a; i++)
+        VCHECK_EQ(((unsigned char *)&a)[i], 0xa5);
+    VCHECK_EQ(vega_quic_ep_conn_get_close(c, &a.ci), 0);
+    VCHECK(a.ci.closed && a.ci.local && a.ci.app);
+    VCHECK_STR(a.ci.reason, "bye");
+    for (size_t i = 0; i < sizeof a.canary; i++)
+        VCHECK_EQ(a.canary[i], 0xa5);
+}
+
 /* API rules, ABI: vega_quic_conn_info through the endpoint, versioned as options are, on a live
- * connection (the core fills it) and on one that has ended (its last values). */
-VTEST_CT(conn_info_layouts)
+ * connection (the core fills it) and on one that has ended (its last values); and
+ * vega_quic_ep_close_info once it has ended. */
+VTEST_CT(info_layouts)
 {
     struct creds k;
     creds_load(&k);
@@ -1075,6 +1098,7 @@ VTEST_CT(conn_info_layouts)
     VCHECK_EQ(vega_quic_ep_conn_close(c, VEGA_QUIC_CLOSE_APPLICATION, 0, "bye"), 0);
     VCHECK_EQ(vega_quic_ep_conn_wait_closed(c, vega_deadline_in_ms(10000)), 0);
     check_conn_info_layouts(c);
+    check_close_info_layouts(c);
     hangup(cep, c);
     echo_stop(&e);
     creds_free(&k);
