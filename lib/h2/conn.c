@@ -335,7 +335,12 @@ bool vega_h2_conn_get_error(const vega_h2_conn *c, vega_h2_error *e)
     return true;
 }
 
-void vega_h2_conn_get_info(const vega_h2_conn *c, vega_h2_conn_info *info)
+/* Each vega_h2_conn_info layout's size (API rules: ABI): index = version. */
+static const size_t conn_info_layout[VEGA_H2_CONN_INFO_VERSION + 1] = {
+    [1] = sizeof(vega_h2_conn_info),
+};
+
+static void conn_info(const vega_h2_conn *c, vega_h2_conn_info *info)
 {
     memset(info, 0, sizeof *info);
     info->local = c->local;
@@ -353,19 +358,39 @@ void vega_h2_conn_get_info(const vega_h2_conn *c, vega_h2_conn_info *info)
     info->bytes_out = c->bytes_out;
 }
 
-int vega_h2_stream_get_info(const vega_h2_conn *c, int32_t stream_id, vega_h2_stream_info *info)
+int vega_h2_conn_get_info_versioned(const vega_h2_conn *c, vega_h2_conn_info *info,
+                                    int info_version)
 {
-    if (!c || !info)
+    if (!c || !info || info_version < 1 || info_version > VEGA_H2_CONN_INFO_VERSION)
+        return -EINVAL;
+    vega_h2_conn_info all;
+    conn_info(c, &all);
+    memcpy(info, &all, conn_info_layout[info_version]);
+    return 0;
+}
+
+/* Each vega_h2_stream_info layout's size (API rules: ABI): index = version. */
+static const size_t stream_info_layout[VEGA_H2_STREAM_INFO_VERSION + 1] = {
+    [1] = sizeof(vega_h2_stream_info),
+};
+
+int vega_h2_stream_get_info_versioned(const vega_h2_conn *c, int32_t stream_id,
+                                      vega_h2_stream_info *info, int info_version)
+{
+    if (!c || !info || info_version < 1 || info_version > VEGA_H2_STREAM_INFO_VERSION)
         return -EINVAL;
     struct vega_h2_stream *s = vega__h2_stream_find(c, stream_id);
     if (!s)
         return VEGA_ERR_H2_STREAM_CLOSED;
-    info->state = s->state;
-    info->send_window = s->send_window;
-    info->recv_window = s->rw.limit - (int64_t)s->rw.received;
-    info->unconsumed = s->unconsumed;
-    info->pending = s->span_active ? s->span_len - s->span_off : 0;
-    info->send_stalled_since = s->stalled_since;
+    vega_h2_stream_info all = {
+        .state = s->state,
+        .send_window = s->send_window,
+        .recv_window = s->rw.limit - (int64_t)s->rw.received,
+        .unconsumed = s->unconsumed,
+        .pending = s->span_active ? s->span_len - s->span_off : 0,
+        .send_stalled_since = s->stalled_since,
+    };
+    memcpy(info, &all, stream_info_layout[info_version]);
     return 0;
 }
 

@@ -356,7 +356,12 @@ void vega_quic_conn_free(vega_quic_conn *c)
 
 /* ---- info ----------------------------------------------------------------------------------- */
 
-void vega_quic_conn_get_info(const vega_quic_conn *c, vega_quic_conn_info *info)
+/* Each vega_quic_conn_info layout's size (API rules: ABI): index = version. */
+static const size_t conn_info_layout[VEGA_QUIC_CONN_INFO_VERSION + 1] = {
+    [1] = sizeof(vega_quic_conn_info),
+};
+
+static void conn_info(const vega_quic_conn *c, vega_quic_conn_info *info)
 {
     *info = c->stats;
     info->version = c->version;
@@ -389,4 +394,15 @@ void vega_quic_conn_get_info(const vega_quic_conn *c, vega_quic_conn_info *info)
                       : a == VEGA_CRYPTO_CHACHA20_POLY1305 ? VEGA_QUIC_TLS_CHACHA20_POLY1305_SHA256
                                                            : VEGA_QUIC_TLS_AES_128_GCM_SHA256;
     }
+}
+
+int vega_quic_conn_get_info_versioned(const vega_quic_conn *c, vega_quic_conn_info *info,
+                                      int info_version)
+{
+    if (!c || !info || info_version < 1 || info_version > VEGA_QUIC_CONN_INFO_VERSION)
+        return -EINVAL;
+    vega_quic_conn_info all;
+    conn_info(c, &all);
+    memcpy(info, &all, conn_info_layout[info_version]);
+    return 0;
 }

@@ -494,24 +494,45 @@ int vega_quic_ep_conn_wait_closed(vega_quic_ep_conn *c, vega_deadline dl)
     }
 }
 
-void vega_quic_ep_conn_get_close(const vega_quic_ep_conn *c, vega_quic_ep_close_info *out)
+/* Each vega_quic_ep_close_info layout's size (API rules: ABI): index = version. */
+static const size_t close_info_layout[VEGA_QUIC_EP_CLOSE_INFO_VERSION + 1] = {
+    [1] = sizeof(vega_quic_ep_close_info),
+};
+
+int vega_quic_ep_conn_get_close_versioned(const vega_quic_ep_conn *c, vega_quic_ep_close_info *out,
+                                          int info_version)
 {
+    if (!c || !out || info_version < 1 || info_version > VEGA_QUIC_EP_CLOSE_INFO_VERSION)
+        return -EINVAL;
     /* written under the lock by the lock holder; a reader racing with the close may see it half
      * made, so readers call this after the close showed (an error, wait_closed) */
-    *out = c->close;
+    memcpy(out, &c->close, close_info_layout[info_version]);
+    return 0;
 }
 
-void vega_quic_ep_conn_get_info(vega_quic_ep_conn *c, vega_quic_conn_info *info)
+/* Each vega_quic_conn_info layout's size (API rules: ABI): index = version. The core keeps the
+ * same table (lib/quic/conn.c): a connection that has ended has only its last values here. */
+static const size_t conn_info_layout[VEGA_QUIC_CONN_INFO_VERSION + 1] = {
+    [1] = sizeof(vega_quic_conn_info),
+};
+
+int vega_quic_ep_conn_get_info_versioned(vega_quic_ep_conn *c, vega_quic_conn_info *info,
+                                         int info_version)
 {
+    if (!c || !info || info_version < 1 || info_version > VEGA_QUIC_CONN_INFO_VERSION)
+        return -EINVAL;
+    vega_quic_conn_info all;
     if (vega__ep_conn_lock(c) < 0) {
-        *info = c->last_info;
-        return;
+        all = c->last_info;
+    } else {
+        if (c->qc)
+            vega_quic_conn_get_info(c->qc, &all);
+        else
+            all = c->last_info;
+        vega_mutex_unlock(&c->mu);
     }
-    if (c->qc)
-        vega_quic_conn_get_info(c->qc, info);
-    else
-        *info = c->last_info;
-    vega_mutex_unlock(&c->mu);
+    memcpy(info, &all, conn_info_layout[info_version]);
+    return 0;
 }
 
 void vega_quic_ep_conn_peer(const vega_quic_ep_conn *c, vega_addr *out)

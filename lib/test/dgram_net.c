@@ -340,9 +340,17 @@ uint64_t vega_test_net_next(const vega_test_net *n, int to)
     return top ? top->due : UINT64_MAX;
 }
 
-void vega_test_net_get_stats(const vega_test_net *n, int from, vega_test_net_stats *out)
+/* Each vega_test_net_stats layout's size (API rules: ABI): index = version. */
+static const size_t stats_layout[VEGA_TEST_NET_STATS_VERSION + 1] = {
+    [1] = sizeof(vega_test_net_stats),
+};
+
+int vega_test_net_get_stats_versioned(const vega_test_net *n, int from, vega_test_net_stats *out,
+                                      int stats_version)
 {
-    memset(out, 0, sizeof *out);
-    if (from == 0 || from == 1)
-        *out = n->d[from].st;
+    if (!n || !out || (from != 0 && from != 1) || stats_version < 1 ||
+        stats_version > VEGA_TEST_NET_STATS_VERSION)
+        return -EINVAL;
+    memcpy(out, &n->d[from].st, stats_layout[stats_version]);
+    return 0;
 }

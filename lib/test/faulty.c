@@ -255,12 +255,18 @@ int vega_faulty_new_versioned(vega_stream **out, vega_stream *inner, const vega_
     return r;
 }
 
-int vega_faulty_get_stats(vega_stream *s, vega_fault_stats *out)
+/* Each vega_fault_stats layout's size (API rules: ABI): index = version. */
+static const size_t stats_layout[VEGA_FAULT_STATS_VERSION + 1] = {
+    [1] = sizeof(vega_fault_stats),
+};
+
+int vega_faulty_get_stats_versioned(vega_stream *s, vega_fault_stats *out, int stats_version)
 {
-    if (!s || !out || vega_stream_get_ops(s) != &faulty_ops)
+    if (!s || !out || vega_stream_get_ops(s) != &faulty_ops || stats_version < 1 ||
+        stats_version > VEGA_FAULT_STATS_VERSION)
         return -EINVAL;
     struct faulty *f = vega_stream_user(s);
-    *out = (vega_fault_stats){
+    vega_fault_stats all = {
         .reads = f->rd.calls,
         .writes = f->wr.calls,
         .short_reads = f->rd.shorts,
@@ -271,5 +277,6 @@ int vega_faulty_get_stats(vega_stream *s, vega_fault_stats *out)
         .bytes_read = f->rd.off,
         .bytes_written = f->wr.off,
     };
+    memcpy(out, &all, stats_layout[stats_version]);
     return 0;
 }

@@ -169,16 +169,23 @@ const char *vega_tls_last_error(vega_stream *s)
     return d ? d->err.message : "";
 }
 
-int vega_tls_ktls_status(vega_stream *s, vega_tls_ktls_info *out)
+/* Each vega_tls_ktls_info layout's size (API rules: ABI): index = version. */
+static const size_t ktls_info_layout[VEGA_TLS_KTLS_INFO_VERSION + 1] = {
+    [1] = sizeof(vega_tls_ktls_info),
+};
+
+int vega_tls_ktls_status_versioned(vega_stream *s, vega_tls_ktls_info *out, int info_version)
 {
     struct vega_tls *t = vega__tls_of(s);
-    if (!t || !out)
+    if (!t || !out || info_version < 1 || info_version > VEGA_TLS_KTLS_INFO_VERSION)
         return -EINVAL;
+    vega_tls_ktls_info all = {0};
     pthread_mutex_lock(&t->mu);
-    out->tx = t->ktls.tx;
-    out->rx = t->ktls.rx;
-    out->rx_pending = t->ktls.rx_pending;
-    snprintf(out->reason, sizeof(out->reason), "%s", t->ktls.reason ? t->ktls.reason : "");
+    all.tx = t->ktls.tx;
+    all.rx = t->ktls.rx;
+    all.rx_pending = t->ktls.rx_pending;
+    snprintf(all.reason, sizeof(all.reason), "%s", t->ktls.reason ? t->ktls.reason : "");
     pthread_mutex_unlock(&t->mu);
+    memcpy(out, &all, ktls_info_layout[info_version]);
     return 0;
 }

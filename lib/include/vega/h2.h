@@ -335,9 +335,19 @@ typedef struct vega_h2_conn_info {
     vega_tstamp send_stalled_since;
     uint64_t bytes_in, bytes_out; /* frame bytes read and written */
 } vega_h2_conn_info;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI): fields are only ever
+ * appended, and a caller built against an older layout gets that layout's prefix filled,
+ * nothing past it. */
+#define VEGA_H2_CONN_INFO_VERSION 1
 
-/* Fills *info. Context: any, including callbacks. Since 0.1. */
-VEGA_API void vega_h2_conn_get_info(const vega_h2_conn *c, vega_h2_conn_info *info);
+/* Fills *info up to the end of layout info_version (the macro vega_h2_conn_get_info passes
+ * VEGA_H2_CONN_INFO_VERSION). Returns 0; -EINVAL (c or info NULL, or a layout this library does
+ * not know: info is left as it was). Context: any, including callbacks. Since 0.1 (versioned
+ * since 0.2). */
+VEGA_API int vega_h2_conn_get_info_versioned(const vega_h2_conn *c, vega_h2_conn_info *info,
+                                             int info_version);
+#define vega_h2_conn_get_info(...)                                                                 \
+    vega_h2_conn_get_info_versioned(__VA_ARGS__, VEGA_H2_CONN_INFO_VERSION)
 
 /* Stream states (RFC 9113 §5.1; reserved ones never occur: push is refused). */
 typedef enum vega_h2_stream_state {
@@ -358,13 +368,21 @@ typedef struct vega_h2_stream_info {
     vega_tstamp send_stalled_since; /* since when its data waits for the stream's window;
                                        VEGA_TSTAMP_MAX when not stalled */
 } vega_h2_stream_info;
+/* This struct's layout version (API rules: ABI): fields are only ever appended, and a caller
+ * built against an older layout gets that layout's prefix filled, nothing past it. */
+#define VEGA_H2_STREAM_INFO_VERSION 1
 
 /*
- * Fills *info for stream_id. Returns 0; VEGA_ERR_H2_STREAM_CLOSED (no such stream: never
- * opened, or closed and gone); -EINVAL (NULL c or info). Context: any. Since 0.1.
+ * Fills *info for stream_id, up to the end of layout info_version (the macro
+ * vega_h2_stream_get_info passes VEGA_H2_STREAM_INFO_VERSION). Returns 0;
+ * VEGA_ERR_H2_STREAM_CLOSED (no such stream: never opened, or closed and gone); -EINVAL (NULL c
+ * or info, or a layout this library does not know). info is left as it was on an error.
+ * Context: any. Since 0.1 (versioned since 0.2).
  */
-VEGA_API int vega_h2_stream_get_info(const vega_h2_conn *c, int32_t stream_id,
-                                     vega_h2_stream_info *info);
+VEGA_API int vega_h2_stream_get_info_versioned(const vega_h2_conn *c, int32_t stream_id,
+                                               vega_h2_stream_info *info, int info_version);
+#define vega_h2_stream_get_info(...)                                                               \
+    vega_h2_stream_get_info_versioned(__VA_ARGS__, VEGA_H2_STREAM_INFO_VERSION)
 
 /* Tags stream_id with the caller's pointer (retained, never touched). Returns 0;
  * VEGA_ERR_H2_STREAM_CLOSED. Context: any. Since 0.1. */

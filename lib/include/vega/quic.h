@@ -628,9 +628,19 @@ typedef struct vega_quic_conn_info {
     size_t pmtu;         /* the datagram size in use (1200 until DPLPMTUD raised it) */
     uint64_t ptos;       /* probe timeouts that expired (RFC 9002 §6.2), since the start */
 } vega_quic_conn_info;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI): fields are only ever
+ * appended, and a caller built against an older layout gets that layout's prefix filled,
+ * nothing past it (vega_quic_ep_conn_get_info fills it too). */
+#define VEGA_QUIC_CONN_INFO_VERSION 1
 
-/* Fills *info. Context: the connection's thread. Since 0.1. */
-VEGA_API void vega_quic_conn_get_info(const vega_quic_conn *c, vega_quic_conn_info *info);
+/* Fills *info up to the end of layout info_version (the macro vega_quic_conn_get_info passes
+ * VEGA_QUIC_CONN_INFO_VERSION). Returns 0; -EINVAL (c or info NULL, or a layout this library
+ * does not know: info is left as it was). Context: the connection's thread. Since 0.1
+ * (versioned since 0.2). */
+VEGA_API int vega_quic_conn_get_info_versioned(const vega_quic_conn *c, vega_quic_conn_info *info,
+                                               int info_version);
+#define vega_quic_conn_get_info(...)                                                               \
+    vega_quic_conn_get_info_versioned(__VA_ARGS__, VEGA_QUIC_CONN_INFO_VERSION)
 
 /* The connection ID the peer addresses us by now (for an endpoint's routing table): *len
  * receives its length; the pointer is valid until the next call on c. Context: the

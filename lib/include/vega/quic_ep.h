@@ -197,6 +197,10 @@ typedef struct vega_quic_ep_close_info {
     uint64_t code;
     char reason[128]; /* the reason phrase, NUL-terminated (printable, truncated) */
 } vega_quic_ep_close_info;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI): fields are only ever
+ * appended, and a caller built against an older layout gets that layout's prefix filled,
+ * nothing past it. */
+#define VEGA_QUIC_EP_CLOSE_INFO_VERSION 1
 
 /* Client settings of one connection: plain data, borrowed for the call (copied). */
 typedef struct vega_quic_connect_opts {
@@ -392,12 +396,23 @@ VEGA_API int vega_quic_ep_conn_close(vega_quic_ep_conn *c, vega_quic_close_kind 
  * -ECANCELED; -EINVAL (c NULL). Context: inside a task. Since 0.1. */
 VEGA_API int vega_quic_ep_conn_wait_closed(vega_quic_ep_conn *c, vega_deadline dl);
 
-/* Fills *out. Context: any thread. Since 0.1. */
-VEGA_API void vega_quic_ep_conn_get_close(const vega_quic_ep_conn *c, vega_quic_ep_close_info *out);
+/* Fills *out up to the end of layout info_version (the macro vega_quic_ep_conn_get_close passes
+ * VEGA_QUIC_EP_CLOSE_INFO_VERSION). Returns 0; -EINVAL (c or out NULL, or a layout this library
+ * does not know: out is left as it was). Context: any thread. Since 0.1 (versioned since
+ * 0.2). */
+VEGA_API int vega_quic_ep_conn_get_close_versioned(const vega_quic_ep_conn *c,
+                                                   vega_quic_ep_close_info *out, int info_version);
+#define vega_quic_ep_conn_get_close(...)                                                           \
+    vega_quic_ep_conn_get_close_versioned(__VA_ARGS__, VEGA_QUIC_EP_CLOSE_INFO_VERSION)
 
-/* Fills *info from the core (locks c; after the end, the last values). Context: inside a task.
- * Since 0.1. */
-VEGA_API void vega_quic_ep_conn_get_info(vega_quic_ep_conn *c, vega_quic_conn_info *info);
+/* Fills *info from the core (locks c; after the end, the last values), up to the end of layout
+ * info_version (the macro vega_quic_ep_conn_get_info passes VEGA_QUIC_CONN_INFO_VERSION).
+ * Returns 0; -EINVAL (c or info NULL, or a layout this library does not know: info is left as
+ * it was). Context: inside a task. Since 0.1 (versioned since 0.2). */
+VEGA_API int vega_quic_ep_conn_get_info_versioned(vega_quic_ep_conn *c, vega_quic_conn_info *info,
+                                                  int info_version);
+#define vega_quic_ep_conn_get_info(...)                                                            \
+    vega_quic_ep_conn_get_info_versioned(__VA_ARGS__, VEGA_QUIC_CONN_INFO_VERSION)
 
 /* The peer's address now (it changes with migration). Context: any thread. Since 0.1. */
 VEGA_API void vega_quic_ep_conn_peer(const vega_quic_ep_conn *c, vega_addr *out);

@@ -96,10 +96,19 @@ typedef struct vega_fault_stats {
     uint64_t errors;                    /* errors injected (offset or probability) */
     uint64_t bytes_read, bytes_written; /* through the stream */
 } vega_fault_stats;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI): counters are only ever
+ * appended, and a caller built against an older layout gets that layout's prefix filled,
+ * nothing past it. */
+#define VEGA_FAULT_STATS_VERSION 1
 
-/* Reads s's counters (s must come from vega_faulty_new). Returns 0 or -EINVAL. Call it while
- * no other task uses s. Since 0.1. */
-VEGA_API int vega_faulty_get_stats(vega_stream *s, vega_fault_stats *out);
+/* Reads s's counters into out, up to the end of layout stats_version (the macro
+ * vega_faulty_get_stats passes VEGA_FAULT_STATS_VERSION). Returns 0; -EINVAL (s or out NULL, s
+ * not from vega_faulty_new, or a layout this library does not know: out is left as it was).
+ * Call it while no other task uses s. Since 0.1 (versioned since 0.2). */
+VEGA_API int vega_faulty_get_stats_versioned(vega_stream *s, vega_fault_stats *out,
+                                             int stats_version);
+#define vega_faulty_get_stats(...)                                                                 \
+    vega_faulty_get_stats_versioned(__VA_ARGS__, VEGA_FAULT_STATS_VERSION)
 
 /* ---- in-memory datagram network ------------------------------------------------------------ */
 
@@ -137,6 +146,9 @@ typedef struct vega_test_net_stats {
     uint64_t sent, delivered, lost, duplicated, corrupted, reordered, overflowed, bytes;
     uint64_t ce_marked;
 } vega_test_net_stats;
+/* This struct's layout version (API rules: ABI): counters are only ever appended, and a caller
+ * built against an older layout gets that layout's prefix filled, nothing past it. */
+#define VEGA_TEST_NET_STATS_VERSION 1
 
 /* Creates a network. opts: copied (NULL = a perfect link). Returns 0, -ENOMEM, -EINVAL (a
  * percentage above 100). Since 0.1. */
@@ -175,8 +187,14 @@ VEGA_API long vega_test_net_peek(vega_test_net *n, int to, uint8_t **data, uint8
 /* When the next datagram for endpoint to is due (UINT64_MAX: none queued). Since 0.1. */
 VEGA_API uint64_t vega_test_net_next(const vega_test_net *n, int to);
 
-/* Counters of the direction from endpoint from. Since 0.1. */
-VEGA_API void vega_test_net_get_stats(const vega_test_net *n, int from, vega_test_net_stats *out);
+/* Reads the counters of the direction from endpoint from (0 or 1) into out, up to the end of
+ * layout stats_version (the macro vega_test_net_get_stats passes VEGA_TEST_NET_STATS_VERSION).
+ * Returns 0; -EINVAL (n or out NULL, from not 0 or 1, or a layout this library does not know:
+ * out is left as it was). Since 0.1 (versioned since 0.2; until then a bad from zeroed out). */
+VEGA_API int vega_test_net_get_stats_versioned(const vega_test_net *n, int from,
+                                               vega_test_net_stats *out, int stats_version);
+#define vega_test_net_get_stats(...)                                                               \
+    vega_test_net_get_stats_versioned(__VA_ARGS__, VEGA_TEST_NET_STATS_VERSION)
 
 #ifdef __cplusplus
 }

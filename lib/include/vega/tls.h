@@ -504,6 +504,10 @@ typedef struct vega_tls_ktls_info {
                          "kernel TLS unavailable: setsockopt(TCP_ULP, \"tls\"): No such file
                          or directory (tcp_available_ulp: mptcp)" */
 } vega_tls_ktls_info;
+/* This struct's layout version (docs/ARCHITECTURE.md, API rules: ABI): fields are only ever
+ * appended, and a caller built against an older layout gets that layout's prefix filled,
+ * nothing past it. */
+#define VEGA_TLS_KTLS_INFO_VERSION 1
 
 /*
  * Reports kernel TLS offload for s. After the handshake, with vega_tls_config_set_ktls on and s
@@ -516,9 +520,15 @@ typedef struct vega_tls_ktls_info {
  * sendfile goes through the kernel without a copy; close_notify goes out as a control record;
  * tickets that arrive later are skipped; a KeyUpdate (or renegotiation) from the peer fails with
  * VEGA_ERR_TLS_PROTOCOL, as the kernel cannot follow it.
- * Returns 0, -EINVAL (not a TLS stream). Context: never suspends. Since 0.1.
+ * Fills *out up to the end of layout info_version (the macro vega_tls_ktls_status passes
+ * VEGA_TLS_KTLS_INFO_VERSION). Returns 0, -EINVAL (not a TLS stream, out NULL, or a layout this
+ * library does not know: out is left as it was). Context: never suspends. Since 0.1 (versioned
+ * since 0.2).
  */
-VEGA_API int vega_tls_ktls_status(vega_stream *s, vega_tls_ktls_info *out);
+VEGA_API int vega_tls_ktls_status_versioned(vega_stream *s, vega_tls_ktls_info *out,
+                                            int info_version);
+#define vega_tls_ktls_status(...)                                                                  \
+    vega_tls_ktls_status_versioned(__VA_ARGS__, VEGA_TLS_KTLS_INFO_VERSION)
 
 #ifdef __cplusplus
 }

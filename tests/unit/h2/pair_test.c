@@ -136,6 +136,55 @@ VTEST(s8_get_request_response)
     pair_fini(&p);
 }
 
+/* API rules, ABI: vega_h2_conn_info and vega_h2_stream_info are versioned as options are. A
+ * layout this library does not know is refused and the struct left as it was; the current one
+ * is filled to its end and not past it. */
+VTEST(info_layouts)
+{
+    struct pair p;
+    setup(&p, NULL, NULL);
+    int32_t id = request(&p, "GET", 0, false);
+    struct {
+        vega_h2_stream_info si;
+        unsigned char canary[64];
+    } b;
+    memset(&b, 0xa5, sizeof b);
+    VCHECK_EQ(vega_h2_stream_get_info_versioned(p.cli, id, &b.si, VEGA_H2_STREAM_INFO_VERSION + 1),
+              -EINVAL);
+    VCHECK_EQ(vega_h2_stream_get_info_versioned(p.cli, id, &b.si, 0), -EINVAL);
+    VCHECK_EQ(vega_h2_stream_get_info_versioned(NULL, id, &b.si, 1), -EINVAL);
+    VCHECK_EQ(vega_h2_stream_get_info_versioned(p.cli, id, NULL, 1), -EINVAL);
+    VCHECK_EQ(vega_h2_stream_get_info(p.cli, id + 2, &b.si), VEGA_ERR_H2_STREAM_CLOSED);
+    for (size_t i = 0; i < sizeof b; i++)
+        VCHECK_EQ(((unsigned char *)&b)[i], 0xa5);
+    VCHECK_EQ(vega_h2_stream_get_info(p.cli, id, &b.si), 0);
+    /* submitted, nothing written or read yet: open, or half closed once END_STREAM went */
+    VCHECK(b.si.state == VEGA_H2_STATE_OPEN || b.si.state == VEGA_H2_STATE_HALF_CLOSED_LOCAL);
+    VCHECK_EQ(b.si.pending, 0);
+    for (size_t i = 0; i < sizeof b.canary; i++)
+        VCHECK_EQ(b.canary[i], 0xa5);
+    VCHECK_EQ(pair_run(&p), 0);
+    struct {
+        vega_h2_conn_info ci;
+        unsigned char canary[64];
+    } a;
+    memset(&a, 0xa5, sizeof a);
+    VCHECK_EQ(vega_h2_conn_get_info_versioned(p.cli, &a.ci, VEGA_H2_CONN_INFO_VERSION + 1),
+              -EINVAL);
+    VCHECK_EQ(vega_h2_conn_get_info_versioned(p.cli, &a.ci, 0), -EINVAL);
+    VCHECK_EQ(vega_h2_conn_get_info_versioned(NULL, &a.ci, 1), -EINVAL);
+    VCHECK_EQ(vega_h2_conn_get_info_versioned(p.cli, NULL, 1), -EINVAL);
+    for (size_t i = 0; i < sizeof a; i++)
+        VCHECK_EQ(((unsigned char *)&a)[i], 0xa5);
+    VCHECK_EQ(vega_h2_conn_get_info(p.cli, &a.ci), 0);
+    VCHECK(a.ci.local_settings_acked);
+    VCHECK_EQ(a.ci.streams_open, 0);
+    VCHECK(a.ci.bytes_in > 0 && a.ci.bytes_out > 0);
+    for (size_t i = 0; i < sizeof a.canary; i++)
+        VCHECK_EQ(a.canary[i], 0xa5);
+    pair_fini(&p);
+}
+
 VTEST(s8_post_body_both_ways)
 {
     struct pair p;

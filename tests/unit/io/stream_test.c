@@ -779,6 +779,44 @@ VTEST(faulty_delay_within_deadline)
     vtest_run(body_faulty_delay_deadline, 0);
 }
 
+/* API rules, ABI: vega_fault_stats is versioned as options are. A layout this library does not
+ * know is refused and the struct left as it was; the current one is filled to its end and not
+ * past it. */
+static void body_faulty_stats_layouts(void)
+{
+    vega_stream *a, *b, *fa;
+    VCHECK_EQ(vega_duplex_new(&a, &b, 0), 0);
+    vega_fault_opts o;
+    vega_fault_opts_init(&o);
+    VCHECK_EQ(vega_faulty_new(&fa, a, &o), 0);
+    VCHECK_EQ(vega_stream_write(fa, "abc", 3, NULL, DL(1000)), 3);
+    struct {
+        vega_fault_stats st;
+        unsigned char canary[64];
+    } x;
+    memset(&x, 0xa5, sizeof x);
+    VCHECK_EQ(vega_faulty_get_stats_versioned(fa, &x.st, VEGA_FAULT_STATS_VERSION + 1), -EINVAL);
+    VCHECK_EQ(vega_faulty_get_stats_versioned(fa, &x.st, 0), -EINVAL);
+    VCHECK_EQ(vega_faulty_get_stats_versioned(NULL, &x.st, 1), -EINVAL);
+    VCHECK_EQ(vega_faulty_get_stats_versioned(fa, NULL, 1), -EINVAL);
+    VCHECK_EQ(vega_faulty_get_stats(b, &x.st), -EINVAL); /* not a faulty stream */
+    for (size_t i = 0; i < sizeof x; i++)
+        VCHECK_EQ(((unsigned char *)&x)[i], 0xa5);
+    VCHECK_EQ(vega_faulty_get_stats(fa, &x.st), 0);
+    VCHECK_EQ(x.st.writes, 1);
+    VCHECK_EQ(x.st.bytes_written, 3);
+    VCHECK_EQ(x.st.reads, 0);
+    for (size_t i = 0; i < sizeof x.canary; i++)
+        VCHECK_EQ(x.canary[i], 0xa5);
+    VCHECK_EQ(vega_stream_close(fa, 0), 0);
+    VCHECK_EQ(vega_stream_close(b, 0), 0);
+}
+
+VTEST(faulty_stats_layouts)
+{
+    vtest_run(body_faulty_stats_layouts, 0);
+}
+
 /* ---- OS streams: TCP, pipes, socketpairs, sendfile ------------------------------------------- */
 
 static void tcp_pair(vega_sock **client, vega_sock **server)

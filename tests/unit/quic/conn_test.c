@@ -1488,3 +1488,44 @@ VTEST(pinned_keys_bounds_checked)
     vega_quic_conn_free(c);
     qp_fini(&q);
 }
+
+/* API rules, ABI: vega_quic_conn_info and vega_test_net_stats are versioned as options are. A
+ * layout this library does not know (or a direction that is not 0 or 1) is refused and the
+ * struct left as it was; the current one is filled to its end and not past it. */
+VTEST(info_layouts)
+{
+    struct qp q;
+    vega_test_net_opts o = link_ms(10);
+    setup(&q, &o, 1);
+    handshake(&q);
+    struct {
+        vega_quic_conn_info info;
+        vega_test_net_stats st;
+        unsigned char canary[64];
+    } a;
+    memset(&a, 0xa5, sizeof a);
+    vega_quic_conn *c = q.side[0].c;
+    VCHECK_EQ(vega_quic_conn_get_info_versioned(c, &a.info, VEGA_QUIC_CONN_INFO_VERSION + 1),
+              -EINVAL);
+    VCHECK_EQ(vega_quic_conn_get_info_versioned(c, &a.info, 0), -EINVAL);
+    VCHECK_EQ(vega_quic_conn_get_info_versioned(NULL, &a.info, 1), -EINVAL);
+    VCHECK_EQ(vega_quic_conn_get_info_versioned(c, NULL, 1), -EINVAL);
+    VCHECK_EQ(vega_test_net_get_stats_versioned(q.net, 0, &a.st, VEGA_TEST_NET_STATS_VERSION + 1),
+              -EINVAL);
+    VCHECK_EQ(vega_test_net_get_stats_versioned(q.net, 0, &a.st, 0), -EINVAL);
+    VCHECK_EQ(vega_test_net_get_stats_versioned(NULL, 0, &a.st, 1), -EINVAL);
+    VCHECK_EQ(vega_test_net_get_stats_versioned(q.net, 0, NULL, 1), -EINVAL);
+    VCHECK_EQ(vega_test_net_get_stats(q.net, 2, &a.st), -EINVAL);
+    VCHECK_EQ(vega_test_net_get_stats(q.net, -1, &a.st), -EINVAL);
+    for (size_t i = 0; i < sizeof a; i++)
+        VCHECK_EQ(((unsigned char *)&a)[i], 0xa5);
+    VCHECK_EQ(vega_quic_conn_get_info(c, &a.info), 0);
+    VCHECK(a.info.handshake_done);
+    VCHECK_EQ(a.info.version, VEGA_QUIC_V1);
+    VCHECK_STR(a.info.alpn, "hq-interop");
+    VCHECK_EQ(vega_test_net_get_stats(q.net, 0, &a.st), 0);
+    VCHECK(a.st.sent > 0 && a.st.bytes > 0); /* the client's Initial at least */
+    for (size_t i = 0; i < sizeof a.canary; i++)
+        VCHECK_EQ(a.canary[i], 0xa5);
+    qp_fini(&q);
+}

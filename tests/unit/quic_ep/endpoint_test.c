@@ -1032,3 +1032,74 @@ VTEST_CT(stats_layouts)
     vega_quic_endpoint_free(ep);
     creds_free(&k);
 }
+
+/* Checks the vega_quic_conn_info layouts on c: one this library does not know is refused and
+ * the struct left as it was; the current one is filled to its end and not past it. */
+static void check_conn_info_layouts(vega_quic_ep_conn *c)
+{
+    struct {
+        vega_quic_conn_info info;
+        unsigned char canary[64];
+    } a;
+    memset(&a, 0xa5, sizeof a);
+    VCHECK_EQ(vega_quic_ep_conn_get_info_versioned(c, &a.info, VEGA_QUIC_CONN_INFO_VERSION + 1),
+              -EINVAL);
+    VCHECK_EQ(vega_quic_ep_conn_get_info_versioned(c, &a.info, 0), -EINVAL);
+    VCHECK_EQ(vega_quic_ep_conn_get_info_versioned(NULL, &a.info, 1), -EINVAL);
+    VCHECK_EQ(vega_quic_ep_conn_get_info_versioned(c, NULL, 1), -EINVAL);
+    for (size_t i = 0; i < sizeof a; i++)
+        VCHECK_EQ(((unsigned char *)&a)[i], 0xa5);
+    VCHECK_EQ(vega_quic_ep_conn_get_info(c, &a.info), 0);
+    VCHECK(a.info.handshake_done);
+    VCHECK_STR(a.info.alpn, "vega-test");
+    for (size_t i = 0; i < sizeof a.canary; i++)
+        VCHECK_EQ(a.canary[i], 0xa5);
+}
+
+/* Checks the vega_quic_ep_close_info layouts on c, which has ended, as above. */
+static void check_close_info_layouts(vega_quic_ep_conn *c)
+{
+    struct {
+        vega_quic_ep_close_info ci;
+        unsigned char canary[64];
+    } a;
+    memset(&a, 0xa5, sizeof a);
+    VCHECK_EQ(vega_quic_ep_conn_get_close_versioned(c, &a.ci, VEGA_QUIC_EP_CLOSE_INFO_VERSION + 1),
+              -EINVAL);
+    VCHECK_EQ(vega_quic_ep_conn_get_close_versioned(c, &a.ci, 0), -EINVAL);
+    VCHECK_EQ(vega_quic_ep_conn_get_close_versioned(NULL, &a.ci, 1), -EINVAL);
+    VCHECK_EQ(vega_quic_ep_conn_get_close_versioned(c, NULL, 1), -EINVAL);
+    for (size_t i = 0; i < sizeof a; i++)
+        VCHECK_EQ(((unsigned char *)&a)[i], 0xa5);
+    VCHECK_EQ(vega_quic_ep_conn_get_close(c, &a.ci), 0);
+    VCHECK(a.ci.closed && a.ci.local && a.ci.app);
+    VCHECK_STR(a.ci.reason, "bye");
+    for (size_t i = 0; i < sizeof a.canary; i++)
+        VCHECK_EQ(a.canary[i], 0xa5);
+}
+
+/* API rules, ABI: vega_quic_conn_info through the endpoint, versioned as options are, on a live
+ * connection (the core fills it) and on one that has ended (its last values); and
+ * vega_quic_ep_close_info once it has ended. */
+VTEST_CT(info_layouts)
+{
+    struct creds k;
+    creds_load(&k);
+    vega_quic_endpoint_opts so;
+    server_opts(&so, &k);
+    struct echo_srv e;
+    echo_start(&e, &so);
+    vega_quic_endpoint *cep;
+    vega_quic_ep_conn *c;
+    vega_quic_connect_opts cc = {.server_name = "localhost"};
+    VCHECK_EQ(dial(&k, &e.addr, &cc, &cep, &c), 0);
+    roundtrip(c, 1000, 1);
+    check_conn_info_layouts(c);
+    VCHECK_EQ(vega_quic_ep_conn_close(c, VEGA_QUIC_CLOSE_APPLICATION, 0, "bye"), 0);
+    VCHECK_EQ(vega_quic_ep_conn_wait_closed(c, vega_deadline_in_ms(10000)), 0);
+    check_conn_info_layouts(c);
+    check_close_info_layouts(c);
+    hangup(cep, c);
+    echo_stop(&e);
+    creds_free(&k);
+}

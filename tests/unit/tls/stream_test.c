@@ -603,6 +603,40 @@ VTEST(arguments_and_non_tls_streams)
     tu_run(body_args, 0);
 }
 
+/* API rules, ABI: vega_tls_ktls_info is versioned as options are. A layout this library does not
+ * know is refused and the struct left as it was; the current one is filled to its end and not
+ * past it. */
+static void body_ktls_info_layouts(void)
+{
+    struct tu_pem pem = tu_default_cert();
+    vega_tls_config *scfg = tu_server_cfg(&pem), *ccfg = tu_client_cfg(pem.cert);
+    struct tu_pair p = tu_pair_new(ccfg, scfg, "localhost", 0);
+    struct {
+        vega_tls_ktls_info k;
+        unsigned char canary[64];
+    } a;
+    memset(&a, 0xa5, sizeof a);
+    VCHECK_EQ(vega_tls_ktls_status_versioned(p.c, &a.k, VEGA_TLS_KTLS_INFO_VERSION + 1), -EINVAL);
+    VCHECK_EQ(vega_tls_ktls_status_versioned(p.c, &a.k, 0), -EINVAL);
+    VCHECK_EQ(vega_tls_ktls_status_versioned(NULL, &a.k, 1), -EINVAL);
+    VCHECK_EQ(vega_tls_ktls_status_versioned(p.c, NULL, 1), -EINVAL);
+    for (size_t i = 0; i < sizeof a; i++)
+        VCHECK_EQ(((unsigned char *)&a)[i], 0xa5);
+    VCHECK_EQ(vega_tls_ktls_status(p.c, &a.k), 0);
+    VCHECK(!a.k.tx && !a.k.rx && !a.k.rx_pending && a.k.reason[0] == '\0'); /* not asked for */
+    for (size_t i = 0; i < sizeof a.canary; i++)
+        VCHECK_EQ(a.canary[i], 0xa5);
+    tu_pair_close(&p);
+    vega_tls_config_free(scfg);
+    vega_tls_config_free(ccfg);
+    tu_pem_free(&pem);
+}
+
+VTEST(ktls_info_layouts)
+{
+    tu_run(body_ktls_info_layouts, 0);
+}
+
 /* ---- the message callback (vega_tls_config_set_msg_callback) --------------------------------- */
 
 struct msg_log {
