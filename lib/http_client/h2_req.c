@@ -369,7 +369,7 @@ int vega__hc_attempt_h2(vega_http_client *c, const struct hc_req *rq, struct hc_
     int rc = vega__hc_response_new(c, &r, req);
     if (rc < 0) {
         pthread_mutex_lock(&c->mu);
-        h->active--;
+        h->mux.active--;
         pthread_mutex_unlock(&c->mu);
         vega__hc_h2_release(h);
         return rc;
