@@ -505,6 +505,32 @@ struct hc_req {
     uint8_t *head; /* the HTTP/1.x head, owned */
     size_t head_len;
 };
+/* mux_req.c: the request's header section for HTTP/2 and HTTP/3 */
+/* Whether f's name is lname (lowercase), in any case. */
+bool vega__hc_field_is(const vega_http_field *f, const char *lname);
+/* The caller's field named lname (lowercase), or NULL. */
+const vega_http_field *vega__hc_user_field(const vega_http_client_request *req, const char *lname);
+/* The pseudo-header fields (ptr NULL: left out), borrowing rq's strings. */
+struct hc_mux_pseudo {
+    vega_http_str method, scheme, authority, path, protocol;
+};
+/* ws: an extended CONNECT for a WebSocket (RFC 8441 §4, RFC 9220 §3). */
+void vega__hc_mux_pseudo(const struct hc_req *rq, bool ws, struct hc_mux_pseudo *p);
+/* Room for the lowercased copies of req's field names (vega__hc_mux_fields'), from the client's
+ * allocator; NULL without memory. */
+char *vega__hc_mux_names_new(vega_http_client *c, const vega_http_client_request *req);
+/* content-length's value, written into the caller's storage. */
+#define HC_MUX_CL 24
+typedef void hc_mux_add_fn(void *u, const char *name, size_t name_len, const char *value,
+                           size_t value_len);
+/* The regular fields, each given to add in order (3 + req->nfields + 1 at most): user-agent,
+ * accept (not for ws) and accept-encoding (decompress) unless the caller gave them, the
+ * caller's own with names lowercased into names and the connection-specific ones (and, for ws,
+ * Sec-WebSocket-Key) dropped, then content-length when the body's length is known or a POST,
+ * PUT or PATCH has none. The strings borrow rq's, names and cl. */
+void vega__hc_mux_fields(vega_http_client *c, const struct hc_req *rq, bool ws, char *names,
+                         char cl[HC_MUX_CL], hc_mux_add_fn *add, void *u);
+
 /* One HTTP/1.x attempt on a pooled (unless fresh) or new connection. */
 int vega__hc_attempt_h1(vega_http_client *c, const struct hc_req *rq, vega_tstamp start,
                         vega_deadline dl, bool fresh, bool *reused, bool *used, bool *got_bytes,
