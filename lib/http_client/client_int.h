@@ -505,7 +505,7 @@ struct hc_req {
     uint8_t *head; /* the HTTP/1.x head, owned */
     size_t head_len;
 };
-/* mux_req.c: the request's header section for HTTP/2 and HTTP/3 */
+/* mux_req.c: the request's header section and body pieces for HTTP/2 and HTTP/3 */
 /* Whether f's name is lname (lowercase), in any case. */
 bool vega__hc_field_is(const vega_http_field *f, const char *lname);
 /* The caller's field named lname (lowercase), or NULL. */
@@ -530,6 +530,12 @@ typedef void hc_mux_add_fn(void *u, const char *name, size_t name_len, const cha
  * PUT or PATCH has none. The strings borrow rq's, names and cl. */
 void vega__hc_mux_fields(vega_http_client *c, const struct hc_req *rq, bool ws, char *names,
                          char cl[HC_MUX_CL], hc_mux_add_fn *add, void *u);
+/* The body's next piece (body_fn's, or the file's at *off, which moves on) into buf[0..want):
+ * the bytes (up to want), 0 at body_fn's end of a body of unknown length (chunked), or
+ * VEGA_ERR_CALLBACK (body_fn gave more than asked, or ended before body_length), -ENODATA (the
+ * file ended before body_length), -errno or body_fn's code. *used: body_fn was called. */
+vega_ssize vega__hc_body_piece(const struct hc_req *rq, uint8_t *buf, size_t want, uint64_t *off,
+                               bool *used);
 
 /* One HTTP/1.x attempt on a pooled (unless fresh) or new connection. */
 int vega__hc_attempt_h1(vega_http_client *c, const struct hc_req *rq, vega_tstamp start,

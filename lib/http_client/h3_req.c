@@ -246,20 +246,7 @@ static int send_pieces(vega_http_client_response *r, const struct hc_req *rq, bo
     int rc = 0;
     while (rc == 0 && left > 0) {
         size_t want = left < cap ? (size_t)left : cap;
-        vega_ssize n;
-        if (req->body_fn) {
-            *used = true;
-            n = req->body_fn(req->body_user, buf, want);
-            if (n >= 0 && ((size_t)n > want || (n == 0 && !rq->chunked)))
-                n = VEGA_ERR_CALLBACK; /* more than asked, or shorter than body_length */
-        } else {
-            n = pread(req->body_fd, buf, want, (off_t)off);
-            if (n < 0)
-                n = -errno;
-            else if (n == 0)
-                n = -ENODATA; /* the file ended before body_length */
-            off += (uint64_t)(n > 0 ? n : 0);
-        }
+        vega_ssize n = vega__hc_body_piece(rq, buf, want, &off, used);
         if (n < 0) {
             rc = (int)n;
             break;

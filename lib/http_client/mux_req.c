@@ -2,11 +2,13 @@
 /* A request's header section as HTTP/2 and HTTP/3 send it alike: the pseudo-header fields
  * (RFC 9113 §8.3.1, RFC 9114 §4.3.1; an extended CONNECT's, RFC 8441 §4, RFC 9220 §3), and the
  * regular fields lowercased, without the connection-specific ones (RFC 9113 §8.2.2, RFC 9114
- * §4.2). */
+ * §4.2); and the pieces of a body that body_fn or a file gives. */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "client_int.h"
 
@@ -103,4 +105,25 @@ void vega__hc_mux_fields(vega_http_client *c, const struct hc_req *rq, bool ws, 
         int n = snprintf(cl, HC_MUX_CL, "%llu", (unsigned long long)len);
         add(u, "content-length", 14, cl, (size_t)n);
     }
+}
+
+vega_ssize vega__hc_body_piece(const struct hc_req *rq, uint8_t *buf, size_t want, uint64_t *off,
+                               bool *used)
+{
+    const vega_http_client_request *req = rq->req;
+    vega_ssize n;
+    if (req->body_fn) {
+        *used = true;
+        n = req->body_fn(req->body_user, buf, want);
+        if (n >= 0 && ((size_t)n > want || (n == 0 && !rq->chunked)))
+            n = VEGA_ERR_CALLBACK; /* more than asked, or shorter than body_length */
+    } else {
+        n = pread(req->body_fd, buf, want, (off_t)*off);
+        if (n < 0)
+            n = -errno;
+        else if (n == 0)
+            n = -ENODATA; /* the file ended before body_length */
+        *off += (uint64_t)(n > 0 ? n : 0);
+    }
+    return n;
 }
