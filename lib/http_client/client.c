@@ -145,6 +145,8 @@ int vega_http_client_new_versioned(vega_http_client **out, const vega_http_clien
         return rc;
     }
     pthread_mutex_init(&c->mu, NULL);
+    c->h2s.ops = &vega__hc_h2_ops;
+    c->h3s.ops = &vega__hc_h3_ops;
     *out = c;
     return 0;
 }

@@ -66,6 +66,87 @@ struct hc_resolve {
     struct hc_resolve *next;
 };
 
+/* ---- the multiplexed connections' pool (mux_pool.c) --------------------------------------------
+ * An HTTP/2 or HTTP/3 connection serves every request to its origin at once (RFC 9113 §9.1.1,
+ * RFC 9114 §3.3); both kinds embed a struct hc_mux, which the pool's list, its lookup by origin,
+ * the wait for a connection being made and the idle ones' end work on. */
+
+enum hc_mux_state {
+    HC_MUX_CONNECTING, /* a task is connecting: requests to the origin wait for it (waiters) */
+    HC_MUX_READY,      /* connected: requests may open streams while usable */
+    HC_MUX_FAILED,     /* the connect failed (conn_err), or (HTTP/2) ALPN chose HTTP/1.1
+                          (conn_err 0): waiters go on their own */
+};
+
+/* A task waiting for a connecting connection (its node lives on its stack). */
+struct hc_mux_waiter {
+    vega_notify wake;
+    struct hc_mux_waiter *next;
+};
+
+struct hc_mux;
+/* What differs between the two kinds of connection, for the pool. */
+struct hc_mux_ops {
+    size_t max_conns; /* idle ones beyond this many (over all origins) are closed */
+    /* The pool dropped m (out of its list): HTTP/2 says GOAWAY, HTTP/3 closes; the pool's
+     * reference is released after. */
+    void (*close)(struct hc_mux *m);
+    void (*free)(struct hc_mux *m); /* the last reference went */
+    /* After waiting for a connection being made that then could not be joined, make one's own
+     * at once (HTTP/2: the origin spoke HTTP/1.1 there) instead of looking for another to join
+     * first (HTTP/3). */
+    bool fresh_after_wait;
+};
+
+struct hc_mux {
+    const struct hc_mux_ops *ops;
+    struct hc_key key;  /* the origin: the pool key (tls, host, port) */
+    atomic_uint refs;   /* the pool's, each request's, and the kind's own (writer, connecting) */
+    atomic_bool usable; /* new requests may go: false after GOAWAY, an error or the end */
+    /* guarded by the client's mutex */
+    struct hc_mux *prev, *next; /* the pool's list, newest first */
+    enum hc_mux_state state;
+    int conn_err;
+    struct hc_mux_waiter *waiters;
+    unsigned active; /* requests on it now */
+    vega_tstamp idle_since;
+};
+
+/* One kind's connections (the client's h2s, h3s). */
+struct hc_mux_pool {
+    const struct hc_mux_ops *ops;
+    struct hc_mux *head; /* newest first */
+    size_t n;
+};
+
+/* m's pool part, CONNECTING, with refs references (the struct around it was zeroed). */
+void vega__hc_mux_init(struct hc_mux *m, const struct hc_mux_ops *ops, const struct hc_key *k,
+                       unsigned refs);
+/* Drops a reference (m may be NULL); the last one frees m (ops->free). */
+void vega__hc_mux_release(struct hc_mux *m);
+/* A usable pooled connection to k's origin, waiting (bounded by dl) for one being made: 1 with
+ * *out retained and counted in active, 0 when none (or the one waited for spoke HTTP/1.1), or
+ * the wait's code. Idle connections past their use are closed on the way. */
+int vega__hc_mux_take(vega_http_client *c, struct hc_mux_pool *p, const struct hc_key *k,
+                      vega_deadline dl, struct hc_mux **out);
+/* m (CONNECTING, not listed) goes into p for its origin, so that requests wait for it: 0 (then
+ * vega__hc_mux_connect_done ends its CONNECTING), unless fresh is false and a connection to the
+ * origin that is usable or being made is joined instead: 1 with *other as vega__hc_mux_take
+ * gives it, or the wait's code; m is left as it was (the caller frees it) when not 0. */
+int vega__hc_mux_join(vega_http_client *c, struct hc_mux_pool *p, struct hc_mux *m, bool fresh,
+                      vega_deadline dl, struct hc_mux **other);
+/* Ends m's CONNECTING: READY (counted in active for the request that made it) or FAILED with
+ * err (0: HTTP/2's ALPN chose HTTP/1.1), out of the list with the pool's reference released;
+ * wakes the waiters. */
+void vega__hc_mux_connect_done(vega_http_client *c, struct hc_mux_pool *p, struct hc_mux *m,
+                               bool ready, int err);
+/* A connection made without CONNECTING (handed over ready) goes into p: READY, active 1. */
+void vega__hc_mux_push_ready(vega_http_client *c, struct hc_mux_pool *p, struct hc_mux *m);
+/* A request on m ended: one fewer active, idle from now. */
+void vega__hc_mux_done(vega_http_client *c, struct hc_mux *m);
+/* Empties p, closing each connection and dropping the pool's reference (vega_http_client_free). */
+void vega__hc_mux_shutdown(vega_http_client *c, struct hc_mux_pool *p);
+
 /* ---- HTTP/3 ---------------------------------------------------------------------------------- */
 
 /* QUIC's head start before TCP races it (curl's), and the pacing of QUIC attempts across a
@@ -83,22 +164,10 @@ struct hc_resolve {
  * (three live at once at most); other retries stay at one. */
 #define HC_H3_MAX_REFUSED 3
 
-enum hc_h3_state {
-    HC_H3_CONNECTING, /* a task is connecting: others wait for it (waiters) */
-    HC_H3_READY,      /* connected: requests may open streams while usable */
-    HC_H3_FAILED,     /* the connect failed (conn_err): waiters connect on their own */
-};
-
 /* A buffer of bytes for one of our unidirectional streams that QUIC did not take yet. */
 struct hc_buf {
     uint8_t *p;
     size_t len, cap;
-};
-
-/* A task waiting for a connecting HTTP/3 connection (its node lives on its stack). */
-struct hc_h3_waiter {
-    vega_notify wake;
-    struct hc_h3_waiter *next;
 };
 
 /* One QUIC connection carrying HTTP/3: shared by every request to its origin. No task of its
@@ -106,22 +175,13 @@ struct hc_h3_waiter {
  * the control and QPACK streams to the HTTP/3 core and wakes the requests whose streams moved;
  * each request's task reads and writes its own stream under the same lock. */
 struct hc_h3 {
+    struct hc_mux mux; /* the pool's part: origin, references, usable, state (c->mu) */
     vega_http_client *c;
-    struct hc_key key;         /* the origin: the pool key (tls, host, port) */
     char sni[HC_MAX_HOST + 1]; /* the name the certificate must match: the origin's host */
     char dst_host[HC_MAX_HOST + 1];
     uint16_t dst_port;     /* where QUIC goes: the origin, or its Alt-Svc alternative */
     vega_quic_ep_conn *qe; /* our handle (NULL until connected) */
     vega_h3_conn *h3;
-    atomic_uint refs;   /* the pool's, each request's, the connecting task's */
-    atomic_bool usable; /* new requests may go: false after GOAWAY, an error or the end */
-    /* guarded by the client's mutex */
-    struct hc_h3 *prev, *next;
-    enum hc_h3_state state;
-    int conn_err;
-    struct hc_h3_waiter *waiters;
-    unsigned active; /* requests on it now */
-    vega_tstamp idle_since;
     /* guarded by the QUIC connection's lock */
     vega_quic_conn *qc;                        /* set while the lock is held */
     struct vega_http_client_response *reqs;    /* requests with a stream (r->h3_next) */
@@ -167,12 +227,6 @@ struct hc_h3 {
 #define HC_H2_CLOSE_WAIT_NS (2000ull * 1000 * 1000)
 #define HC_H2_NOMEM_TRIES   100
 
-enum hc_h2_state {
-    HC_H2_CONNECTING, /* a task is connecting: requests to the origin wait for it */
-    HC_H2_READY,      /* HTTP/2: requests open streams while usable */
-    HC_H2_FAILED,     /* the connect failed, or ALPN chose HTTP/1.1: waiters go on their own */
-};
-
 /* One HTTP/2 connection (RFC 9113), shared by every request to its origin. A writer task
  * writes what the core produces and keeps its timers; a reader task feeds the core what the
  * socket brings; the core's callbacks (under mu) fill the responses and wake their tasks. */
@@ -187,8 +241,8 @@ struct hc_h2_tap {
 };
 
 struct hc_h2 {
+    struct hc_mux mux; /* the pool's part: origin, references, usable, state (c->mu) */
     vega_http_client *c;
-    struct hc_key key;
     vega_stream *s; /* the transport (TLS or plain), owned */
     vega_addr peer;
     char alpn[16];
@@ -197,16 +251,8 @@ struct hc_h2 {
     pthread_mutex_t mu; /* guards core and the fields below it; never held across a wait */
     vega_notify wake;   /* the writer: bytes to write, a timer, the end */
     vega_task *reader, *writer;
-    atomic_uint refs;    /* the pool's, each request's, the writer's */
-    atomic_bool usable;  /* new requests may go */
     atomic_bool closing; /* the pool dropped it: GOAWAY, then the tasks end */
     /* guarded by the client's mutex */
-    struct hc_h2 *prev, *next;
-    enum hc_h2_state state;
-    int conn_err;
-    struct hc_h3_waiter *waiters;
-    unsigned active;
-    vega_tstamp idle_since;
     struct hc_conn *h1; /* FAILED by ALPN http/1.1: the connection, for its maker */
     /* guarded by mu */
     struct vega_http_client_response *reqs; /* requests with a stream (r->h2_next) */
@@ -273,12 +319,10 @@ struct vega_http_client {
     /* opts.tls's pinned keys (vega_tls_config_get_pinned_keys), which pin HTTP/3 too */
     uint8_t quic_pins[VEGA_QUIC_MAX_PINNED_KEYS][32];
     size_t n_quic_pins;
-    struct hc_h3 *h3s; /* HTTP/3 connections, newest first */
-    size_t nh2;
-    struct hc_h2 *h2s;       /* HTTP/2 connections, newest first */
+    struct hc_mux_pool h3s;  /* HTTP/3 connections (vega__hc_h3_ops) */
+    struct hc_mux_pool h2s;  /* HTTP/2 connections (vega__hc_h2_ops) */
     atomic_uint h2_live;     /* HTTP/2 writer tasks still running */
     vega_tls_config *tls_h1; /* our own config offering http/1.1 only (HTTP/1.x asked) */
-    size_t nh3;
     struct hc_altsvc *alts;
     size_t nalts;
     struct hc_sess *sessions;
@@ -461,6 +505,38 @@ struct hc_req {
     uint8_t *head; /* the HTTP/1.x head, owned */
     size_t head_len;
 };
+/* mux_req.c: the request's header section and body pieces for HTTP/2 and HTTP/3 */
+/* Whether f's name is lname (lowercase), in any case. */
+bool vega__hc_field_is(const vega_http_field *f, const char *lname);
+/* The caller's field named lname (lowercase), or NULL. */
+const vega_http_field *vega__hc_user_field(const vega_http_client_request *req, const char *lname);
+/* The pseudo-header fields (ptr NULL: left out), borrowing rq's strings. */
+struct hc_mux_pseudo {
+    vega_http_str method, scheme, authority, path, protocol;
+};
+/* ws: an extended CONNECT for a WebSocket (RFC 8441 §4, RFC 9220 §3). */
+void vega__hc_mux_pseudo(const struct hc_req *rq, bool ws, struct hc_mux_pseudo *p);
+/* Room for the lowercased copies of req's field names (vega__hc_mux_fields'), from the client's
+ * allocator; NULL without memory. */
+char *vega__hc_mux_names_new(vega_http_client *c, const vega_http_client_request *req);
+/* content-length's value, written into the caller's storage. */
+#define HC_MUX_CL 24
+typedef void hc_mux_add_fn(void *u, const char *name, size_t name_len, const char *value,
+                           size_t value_len);
+/* The regular fields, each given to add in order (3 + req->nfields + 1 at most): user-agent,
+ * accept (not for ws) and accept-encoding (decompress) unless the caller gave them, the
+ * caller's own with names lowercased into names and the connection-specific ones (and, for ws,
+ * Sec-WebSocket-Key) dropped, then content-length when the body's length is known or a POST,
+ * PUT or PATCH has none. The strings borrow rq's, names and cl. */
+void vega__hc_mux_fields(vega_http_client *c, const struct hc_req *rq, bool ws, char *names,
+                         char cl[HC_MUX_CL], hc_mux_add_fn *add, void *u);
+/* The body's next piece (body_fn's, or the file's at *off, which moves on) into buf[0..want):
+ * the bytes (up to want), 0 at body_fn's end of a body of unknown length (chunked), or
+ * VEGA_ERR_CALLBACK (body_fn gave more than asked, or ended before body_length), -ENODATA (the
+ * file ended before body_length), -errno or body_fn's code. *used: body_fn was called. */
+vega_ssize vega__hc_body_piece(const struct hc_req *rq, uint8_t *buf, size_t want, uint64_t *off,
+                               bool *used);
+
 /* One HTTP/1.x attempt on a pooled (unless fresh) or new connection. */
 int vega__hc_attempt_h1(vega_http_client *c, const struct hc_req *rq, vega_tstamp start,
                         vega_deadline dl, bool fresh, bool *reused, bool *used, bool *got_bytes,
@@ -476,6 +552,11 @@ int vega__hc_send_ws(vega_http_client *c, const vega_http_client_request *req,
                      vega_http_client_response **out);
 
 /* h3_conn.c: connections */
+extern const struct hc_mux_ops vega__hc_h3_ops;
+static inline struct hc_h3 *vega__hc_h3_of(struct hc_mux *m)
+{
+    return m ? VEGA__CONTAINER_OF(m, struct hc_h3, mux) : NULL;
+}
 /* A usable pooled connection to rq's origin (or one being made, waited for): 1 with *out
  * retained, 0 when none. */
 int vega__hc_h3_pool_take(vega_http_client *c, const struct hc_req *rq, vega_deadline dl,
@@ -532,6 +613,11 @@ int vega__hc_send_h3(vega_http_client *c, const struct hc_req *rq, vega_tstamp s
                      vega_deadline dl, vega_http_client_response **out);
 
 /* h2_conn.c: connections; h2_req.c: requests; h2_read.c: responses */
+extern const struct hc_mux_ops vega__hc_h2_ops;
+static inline struct hc_h2 *vega__hc_h2_of(struct hc_mux *m)
+{
+    return m ? VEGA__CONTAINER_OF(m, struct hc_h2, mux) : NULL;
+}
 /* A request over HTTP/2 (or over HTTP/1.1 when ALPN says so): pooled or new connection. */
 int vega__hc_send_h2(vega_http_client *c, const struct hc_req *rq, vega_tstamp start,
                      vega_deadline dl, vega_http_client_response **out);

@@ -26,8 +26,8 @@ static void h2_free(struct hc_h2 *h)
 
 void vega__hc_h2_release(struct hc_h2 *h)
 {
-    if (h && atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) == 1)
-        h2_free(h);
+    if (h)
+        vega__hc_mux_release(&h->mux);
 }
 
 void vega__hc_h2_kill(struct hc_h2 *h, int err)
@@ -36,7 +36,7 @@ void vega__hc_h2_kill(struct hc_h2 *h, int err)
         h->dead = true;
         h->err = err;
     }
-    atomic_store(&h->usable, false);
+    atomic_store(&h->mux.usable, false);
     for (struct vega_http_client_response *r = h->reqs; r; r = r->h2_next)
         vega__hc_h2_wake(r);
 }
@@ -53,29 +53,6 @@ static void core_failed(struct hc_h2 *h, int rc)
     }
     h->core_err = true;
     vega__hc_h2_kill(h, rc == -ENOMEM ? -ENOMEM : VEGA_ERR_PROTO);
-}
-
-/* c->mu held */
-static void list_unlink(vega_http_client *c, struct hc_h2 *h)
-{
-    if (h->prev)
-        h->prev->next = h->next;
-    else if (c->h2s == h)
-        c->h2s = h->next;
-    if (h->next)
-        h->next->prev = h->prev;
-    h->prev = h->next = NULL;
-    c->nh2--;
-}
-
-static void list_push(vega_http_client *c, struct hc_h2 *h)
-{
-    h->prev = NULL;
-    h->next = c->h2s;
-    if (c->h2s)
-        c->h2s->prev = h;
-    c->h2s = h;
-    c->nh2++;
 }
 
 /* ---- the frame tracer (vega_http_client_opts.h2_frame) -----------------------------------------
@@ -292,12 +269,12 @@ static int tasks_start(vega_http_client *c, struct hc_h2 *h)
     int rc;
     if ((rc = vega_task_spawn(&h->reader, reader_main, h)) < 0)
         return rc;
-    atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed); /* the writer's */
+    atomic_fetch_add_explicit(&h->mux.refs, 1, memory_order_relaxed); /* the writer's */
     atomic_fetch_add_explicit(&c->h2_live, 1, memory_order_relaxed);
     rc = vega_task_spawn(&h->writer, writer_main, h);
     if (rc < 0) {
         atomic_fetch_sub_explicit(&c->h2_live, 1, memory_order_relaxed);
-        atomic_fetch_sub_explicit(&h->refs, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&h->mux.refs, 1, memory_order_relaxed);
         vega_task_cancel(h->reader);
         while (vega_task_join(h->reader, NULL, VEGA_DEADLINE_NEVER) < 0)
             (void)vega_yield();
@@ -309,127 +286,35 @@ static int tasks_start(vega_http_client *c, struct hc_h2 *h)
 
 /* ---- the pool -------------------------------------------------------------------------------- */
 
-static bool same_origin(const struct hc_h2 *h, const struct hc_key *k)
+/* The pool dropped h: it says GOAWAY and its tasks end. */
+static void mux_close(struct hc_mux *m)
 {
-    return h->key.port == k->port && h->key.tls == k->tls && strcmp(h->key.host, k->host) == 0;
+    struct hc_h2 *h = vega__hc_h2_of(m);
+    atomic_store(&h->closing, true);
+    vega_notify_one(&h->wake);
 }
 
-/* c->mu held: idle connections that can serve no one any more (ended, after GOAWAY, idle too
- * long, beyond the caps) out of the list into *dead. */
-static void prune(vega_http_client *c, vega_tstamp now, struct hc_h2 **dead)
+static void mux_free(struct hc_mux *m)
 {
-    size_t ready = 0;
-    for (struct hc_h2 *h = c->h2s, *nx; h; h = nx) {
-        nx = h->next;
-        if (h->state != HC_H2_READY || h->active)
-            continue;
-        bool drop = !atomic_load(&h->usable) || now - h->idle_since > c->o.idle_timeout_ns ||
-                    c->o.max_idle_per_origin == 0 || ++ready > HC_H2_MAX_CONNS;
-        if (!drop)
-            continue;
-        list_unlink(c, h);
-        h->next = *dead;
-        *dead = h;
-    }
+    h2_free(vega__hc_h2_of(m));
 }
 
-/* Drops the pool's references: each connection says GOAWAY and its tasks end. */
-static void close_all(struct hc_h2 *dead)
-{
-    while (dead) {
-        struct hc_h2 *h = dead;
-        dead = h->next;
-        atomic_store(&h->closing, true);
-        vega_notify_one(&h->wake);
-        vega__hc_h2_release(h);
-    }
-}
+const struct hc_mux_ops vega__hc_h2_ops = {
+    .max_conns = HC_H2_MAX_CONNS,
+    .close = mux_close,
+    .free = mux_free,
+    .fresh_after_wait = true, /* the one waited for spoke HTTP/1.1 */
+};
 
 int vega__hc_h2_pool_take(vega_http_client *c, const struct hc_key *k, vega_deadline dl,
                           struct hc_h2 **out)
 {
-    *out = NULL;
-    for (;;) {
-        struct hc_h2 *found = NULL, *wait_on = NULL, *dead = NULL;
-        struct hc_h3_waiter w;
-        pthread_mutex_lock(&c->mu);
-        prune(c, vega_now(), &dead);
-        for (struct hc_h2 *h = c->h2s; h; h = h->next) {
-            if (!same_origin(h, k))
-                continue;
-            if (h->state == HC_H2_READY && atomic_load(&h->usable)) {
-                found = h;
-                break;
-            }
-            if (h->state == HC_H2_CONNECTING && !wait_on)
-                wait_on = h;
-        }
-        if (found) {
-            atomic_fetch_add_explicit(&found->refs, 1, memory_order_relaxed);
-            found->active++;
-        } else if (wait_on) {
-            /* RFC 9113 §9.1.1: one connection per origin; wait for the one being made (it
-             * may turn out HTTP/1.1: then each goes its own way) */
-            atomic_fetch_add_explicit(&wait_on->refs, 1, memory_order_relaxed);
-            vega_notify_init(&w.wake);
-            w.next = wait_on->waiters;
-            wait_on->waiters = &w;
-        }
-        pthread_mutex_unlock(&c->mu);
-        close_all(dead);
-        if (found) {
-            *out = found;
-            return 1;
-        }
-        if (!wait_on)
-            return 0;
-        int rc = vega_notify_wait(&w.wake, dl);
-        pthread_mutex_lock(&c->mu);
-        for (struct hc_h3_waiter **pp = &wait_on->waiters; *pp; pp = &(*pp)->next)
-            if (*pp == &w) {
-                *pp = w.next;
-                break;
-            }
-        bool h1 = wait_on->state == HC_H2_FAILED && wait_on->conn_err == 0;
-        pthread_mutex_unlock(&c->mu);
-        vega_notify_fini(&w.wake);
-        vega__hc_h2_release(wait_on);
-        if (rc < 0)
-            return rc;
-        if (h1)
-            return 0; /* the origin speaks HTTP/1.1 */
-    }
-}
-
-static void connect_done(vega_http_client *c, struct hc_h2 *h, int rc)
-{
-    pthread_mutex_lock(&c->mu);
-    if (rc > 0) {
-        h->state = HC_H2_READY;
-        h->active = 1; /* the request that made it */
-        atomic_store(&h->usable, true);
-    } else {
-        h->state = HC_H2_FAILED;
-        h->conn_err = rc;
-        list_unlink(c, h);
-        h->next = NULL;
-    }
-    for (struct hc_h3_waiter *w = h->waiters; w; w = w->next)
-        vega_notify_one(&w->wake);
-    h->waiters = NULL;
-    pthread_mutex_unlock(&c->mu);
-    if (rc <= 0)
-        vega__hc_h2_release(h); /* the pool's reference */
-}
-
-/* c->mu held: a connection to k's origin a request may join (usable, or being made). */
-static bool joinable(vega_http_client *c, const struct hc_key *k)
-{
-    for (struct hc_h2 *x = c->h2s; x; x = x->next)
-        if (same_origin(x, k) &&
-            (x->state == HC_H2_CONNECTING || (x->state == HC_H2_READY && atomic_load(&x->usable))))
-            return true;
-    return false;
+    /* RFC 9113 §9.1.1: one connection per origin; wait for the one being made (it may turn out
+     * HTTP/1.1: then each goes its own way) */
+    struct hc_mux *m;
+    int rc = vega__hc_mux_take(c, &c->h2s, k, dl, &m);
+    *out = vega__hc_h2_of(m);
+    return rc;
 }
 
 /* h takes conn's transport (conn is freed) and starts: core and tasks. */
@@ -450,19 +335,18 @@ static int take_conn(vega_http_client *c, struct hc_h2 *h, struct hc_conn *conn,
     return rc;
 }
 
+/* A new connection to k's origin, CONNECTING, with two references (the caller's and the
+ * pool's). */
 static struct hc_h2 *h2_new(vega_http_client *c, const struct hc_key *k)
 {
     struct hc_h2 *h = vega__mem_calloc(c->o.mem, 1, sizeof *h);
     if (!h)
         return NULL;
     h->c = c;
-    h->key = *k;
+    vega__hc_mux_init(&h->mux, &vega__hc_h2_ops, k, 2);
     pthread_mutex_init(&h->mu, NULL);
     vega_notify_init(&h->wake);
-    atomic_init(&h->refs, 2); /* the caller's and the pool's */
-    atomic_init(&h->usable, false);
     atomic_init(&h->closing, false);
-    h->state = HC_H2_CONNECTING;
     return h;
 }
 
@@ -480,12 +364,8 @@ int vega__hc_h2_from_conn(vega_http_client *c, struct hc_conn *conn,
         h2_free(h);
         return rc;
     }
-    pthread_mutex_lock(&c->mu);
-    h->state = HC_H2_READY;
-    h->active = 1;
-    atomic_store(&h->usable, true);
-    list_push(c, h);
-    pthread_mutex_unlock(&c->mu);
+    atomic_store(&h->mux.usable, true);
+    vega__hc_mux_push_ready(c, &c->h2s, &h->mux);
     *out = h;
     return 0;
 }
@@ -496,54 +376,31 @@ int vega__hc_h2_connect(vega_http_client *c, const struct hc_req *rq, bool fresh
 {
     *hout = NULL;
     *h1 = NULL;
-    struct hc_h2 *h = vega__mem_calloc(c->o.mem, 1, sizeof *h);
+    struct hc_h2 *h = h2_new(c, &rq->key);
     if (!h)
         return -ENOMEM;
-    h->c = c;
-    h->key = rq->key;
-    pthread_mutex_init(&h->mu, NULL);
-    vega_notify_init(&h->wake);
-    atomic_init(&h->refs, 2); /* ours and the pool's */
-    atomic_init(&h->usable, false);
-    atomic_init(&h->closing, false);
-    h->state = HC_H2_CONNECTING;
-    /* the look and the push in one hold of the lock: requests starting together make one
-     * connection */
-    for (;;) {
-        pthread_mutex_lock(&c->mu);
-        if (fresh || !joinable(c, &rq->key)) {
-            list_push(c, h);
-            pthread_mutex_unlock(&c->mu);
-            break;
-        }
-        pthread_mutex_unlock(&c->mu);
-        struct hc_h2 *other;
-        int rc = vega__hc_h2_pool_take(c, &rq->key, dl, &other);
-        if (rc > 0) {
-            h2_free(h);
-            *hout = other;
-            return 2; /* joined */
-        }
-        if (rc < 0) {
-            h2_free(h);
-            return rc;
-        }
-        fresh = true; /* the one being made spoke HTTP/1.1: make our own */
+    /* joined, or gave up waiting; when the one being made spoke HTTP/1.1, ours is made */
+    struct hc_mux *other;
+    int rc = vega__hc_mux_join(c, &c->h2s, &h->mux, fresh, dl, &other);
+    if (rc != 0) {
+        h2_free(h);
+        *hout = vega__hc_h2_of(other);
+        return rc > 0 ? 2 : rc; /* 2: joined */
     }
     struct hc_conn *conn = NULL;
-    int rc = vega__hc_connect(c, &rq->key, rq->host_for_tls, false, info, dl, &conn);
+    rc = vega__hc_connect(c, &rq->key, rq->host_for_tls, false, info, dl, &conn);
     if (rc == 0 && rq->key.tls && strcmp(conn->alpn, "h2") != 0) {
         /* ALPN chose HTTP/1.1 (or nothing): the caller goes on with it (RFC 9113 §3.2) */
         *h1 = conn;
-        connect_done(c, h, 0);
+        vega__hc_mux_connect_done(c, &c->h2s, &h->mux, false, 0);
         vega__hc_h2_release(h);
         return 0;
     }
-    if (rc == 0) {
+    if (rc == 0)
         rc = take_conn(c, h, conn, info);
-        rc = rc < 0 ? rc : 1;
-    }
-    connect_done(c, h, rc < 0 ? rc : 1);
+    if (rc == 0)
+        atomic_store(&h->mux.usable, true);
+    vega__hc_mux_connect_done(c, &c->h2s, &h->mux, rc == 0, rc);
     if (rc < 0) {
         vega__hc_h2_release(h);
         return rc;
@@ -554,16 +411,7 @@ int vega__hc_h2_connect(vega_http_client *c, const struct hc_req *rq, bool fresh
 
 void vega__hc_h2_shutdown(vega_http_client *c)
 {
-    struct hc_h2 *all = NULL;
-    pthread_mutex_lock(&c->mu);
-    while (c->h2s) {
-        struct hc_h2 *h = c->h2s;
-        list_unlink(c, h);
-        h->next = all;
-        all = h;
-    }
-    pthread_mutex_unlock(&c->mu);
-    close_all(all);
+    vega__hc_mux_shutdown(c, &c->h2s);
     /* the writers send their GOAWAY and end; each one's last touch of c is its count */
     bool in_task = vega_task_current() != NULL;
     for (unsigned i = 0; atomic_load_explicit(&c->h2_live, memory_order_acquire) > 0; i++) {
@@ -643,16 +491,9 @@ int vega__hc_h2_adopt(vega_http_client *c, const struct hc_req *rq, struct hc_co
                       const uint8_t *rest, size_t rest_len, struct hc_h2 **out)
 {
     *out = NULL;
-    struct hc_h2 *h = vega__mem_calloc(c->o.mem, 1, sizeof *h);
+    struct hc_h2 *h = h2_new(c, &rq->key); /* the request's reference and the pool's */
     if (!h)
         return -ENOMEM;
-    h->c = c;
-    h->key = rq->key;
-    pthread_mutex_init(&h->mu, NULL);
-    vega_notify_init(&h->wake);
-    atomic_init(&h->refs, 2); /* the request's and the pool's */
-    atomic_init(&h->usable, false);
-    atomic_init(&h->closing, false);
     h->s = conn->s; /* the connection is ours now (freed below, its stream kept) */
     h->peer = conn->peer;
     vega__mem_free(conn->mem, conn);
@@ -661,7 +502,7 @@ int vega__hc_h2_adopt(vega_http_client *c, const struct hc_req *rq, struct hc_co
     int32_t id = 0;
     int rc = core_make(c, h, true);
     /* usable from here: a GOAWAY or an end (the rest below, then the reader) clears it */
-    atomic_store(&h->usable, rc == 0);
+    atomic_store(&h->mux.usable, rc == 0);
     if (rc == 0)
         rc = vega_h2_submit_request(h->core, f, nf, VEGA_H2_FLAG_END_STREAM, r, &id);
     if (rc == 0 && id != 1)
@@ -714,13 +555,8 @@ int vega__hc_h2_adopt(vega_http_client *c, const struct hc_req *rq, struct hc_co
     }
     if (rc == 0)
         rc = tasks_start(c, h);
-    pthread_mutex_lock(&c->mu);
-    if (rc == 0) {
-        h->state = HC_H2_READY;
-        h->active = 1;
-        list_push(c, h);
-    }
-    pthread_mutex_unlock(&c->mu);
+    if (rc == 0)
+        vega__hc_mux_push_ready(c, &c->h2s, &h->mux);
     if (rc < 0) {
         /* r keeps its reference: vega_http_client_response_free drops it; the pool's goes */
         if (h->core && r->h2_id)

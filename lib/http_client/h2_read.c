@@ -220,7 +220,7 @@ static int on_goaway(void *ud, uint32_t last, uint32_t code, const uint8_t *debu
     struct hc_h2 *h = ud;
     h->goaway = true;
     h->goaway_last = last;
-    atomic_store(&h->usable, false);
+    atomic_store(&h->mux.usable, false);
     if (code != VEGA_H2_NO_ERROR && !h->werr.kind) {
         h->werr.kind = VEGA_HTTP_CLIENT_WIRE_H2;
         h->werr.local = false;
@@ -381,11 +381,7 @@ void vega__hc_h2_response_done(vega_http_client_response *r)
         vega_notify_one(&h->wake);
     vega__mem_free(c->o.mem, r->h2_buf);
     r->h2_buf = NULL;
-    pthread_mutex_lock(&c->mu);
-    if (h->active)
-        h->active--;
-    h->idle_since = vega_now();
-    pthread_mutex_unlock(&c->mu);
+    vega__hc_mux_done(c, &h->mux);
     r->h2 = NULL;
     vega__hc_h2_release(h);
 }

@@ -15,106 +15,40 @@
 
 /* ---- the header section ---------------------------------------------------------------------- */
 
-static bool name_is(const vega_http_field *f, const char *lname)
-{
-    size_t n = strlen(lname);
-    if (f->name.len != n)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (tolower((unsigned char)f->name.ptr[i]) != lname[i])
-            return false;
-    return true;
-}
-
-static const vega_http_field *user_field(const vega_http_client_request *req, const char *lname)
-{
-    for (size_t i = 0; i < req->nfields; i++)
-        if (name_is(&req->fields[i], lname))
-            return &req->fields[i];
-    return NULL;
-}
-
-/* §8.2.2: connection-specific fields are malformed; Host becomes :authority (§8.3.1); the
- * framing is the client's; TE only as "trailers". */
-static bool dropped(const vega_http_field *f)
-{
-    static const char *const names[] = {"connection",        "keep-alive", "proxy-connection",
-                                        "transfer-encoding", "upgrade",    "host",
-                                        "content-length",    "expect"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (name_is(f, names[i]))
-            return true;
-    return name_is(f, "te") && !(f->value.len == 8 && !strncasecmp(f->value.ptr, "trailers", 8));
-}
-
 struct h2_head {
     vega_hpack_field *f;
     size_t n;
     char *names; /* lowercased copies of the caller's names */
-    char cl[24];
+    char cl[HC_MUX_CL];
 };
 
 #define HF(nm, nl, v, vl) ((vega_hpack_field){{(nm), (nl)}, {(v), (vl)}, VEGA_HPACK_INDEX_AUTO})
 
+static void add_field(void *u, const char *name, size_t name_len, const char *value,
+                      size_t value_len)
+{
+    struct h2_head *hh = u;
+    hh->f[hh->n++] = HF(name, name_len, value, value_len);
+}
+
+/* §8.3.1's pseudo-header fields first, then the regular ones (§8.2.2: lowercase, no
+ * connection-specific ones) */
 static int head_fields(vega_http_client *c, const struct hc_req *rq, struct h2_head *hh)
 {
     const vega_http_client_request *req = rq->req;
-    const vega_mem *m = c->o.mem;
-    size_t names = 0;
-    for (size_t i = 0; i < req->nfields; i++)
-        names += req->fields[i].name.len;
-    hh->f = vega__mem_calloc(m, req->nfields + 9, sizeof *hh->f);
-    hh->names = vega__mem_malloc(m, names + 1);
+    hh->f = vega__mem_calloc(c->o.mem, req->nfields + 9, sizeof *hh->f);
+    hh->names = vega__hc_mux_names_new(c, req);
     if (!hh->f || !hh->names)
         return -ENOMEM;
-    const char *auth = rq->authority;
-    size_t auth_len = strlen(auth);
-    const vega_http_field *host = user_field(req, "host");
-    if (host && host->value.ptr && host->value.len) {
-        auth = host->value.ptr;
-        auth_len = host->value.len;
-    }
-    const char *scheme = rq->key.tls ? "https" : "http";
-    /* RFC 8441 §4: a WebSocket is an extended CONNECT -- ":method" CONNECT, ":protocol"
-     * websocket, and (unlike a plain CONNECT) ":scheme" and ":path" of the target URI */
-    const char *method = rq->ws_h2 ? "CONNECT" : rq->method;
-#define ADD(nm, v, vl) (hh->f[hh->n++] = HF((nm), strlen(nm), (v), (vl)))
-    ADD(":method", method, strlen(method));
-    ADD(":scheme", scheme, strlen(scheme));
-    ADD(":authority", auth, auth_len);
-    ADD(":path", rq->target, strlen(rq->target));
-    if (rq->ws_h2)
-        ADD(":protocol", "websocket", 9);
-    if (c->user_agent[0] && !user_field(req, "user-agent"))
-        ADD("user-agent", c->user_agent, strlen(c->user_agent));
-    if (!rq->ws_h2 && !user_field(req, "accept"))
-        ADD("accept", "*/*", 3);
-    if (req->decompress && !user_field(req, "accept-encoding"))
-        ADD("accept-encoding", "br, zstd, gzip, deflate", 23);
-    size_t used = 0;
-    for (size_t i = 0; i < req->nfields; i++) {
-        const vega_http_field *uf = &req->fields[i];
-        if (!uf->value.ptr || dropped(uf))
-            continue;
-        /* §5: "Sec-WebSocket-Key and Sec-WebSocket-Accept header fields are not used" */
-        if (rq->ws_h2 && name_is(uf, "sec-websocket-key"))
-            continue;
-        char *nm = hh->names + used;
-        for (size_t k = 0; k < uf->name.len; k++)
-            nm[k] = (char)tolower((unsigned char)uf->name.ptr[k]);
-        used += uf->name.len;
-        hh->f[hh->n++] = HF(nm, uf->name.len, uf->value.ptr, uf->value.len);
-    }
-    bool known = req->body || req->body_file || (req->body_fn && !rq->chunked);
-    if (known || (!rq->has_body && (!strcmp(rq->method, "POST") || !strcmp(rq->method, "PUT") ||
-                                    !strcmp(rq->method, "PATCH")))) {
-        uint64_t len = req->body                          ? req->body_len
-                       : (req->body_fn || req->body_file) ? req->body_length
-                                                          : 0;
-        int n = snprintf(hh->cl, sizeof hh->cl, "%llu", (unsigned long long)len);
-        ADD("content-length", hh->cl, (size_t)n);
-    }
-#undef ADD
+    struct hc_mux_pseudo p;
+    vega__hc_mux_pseudo(rq, rq->ws_h2, &p);
+    add_field(hh, ":method", 7, p.method.ptr, p.method.len);
+    add_field(hh, ":scheme", 7, p.scheme.ptr, p.scheme.len);
+    add_field(hh, ":authority", 10, p.authority.ptr, p.authority.len);
+    add_field(hh, ":path", 5, p.path.ptr, p.path.len);
+    if (p.protocol.ptr)
+        add_field(hh, ":protocol", 9, p.protocol.ptr, p.protocol.len);
+    vega__hc_mux_fields(c, rq, rq->ws_h2, hh->names, hh->cl, add_field, hh);
     return 0;
 }
 
@@ -312,20 +246,7 @@ static int send_body(vega_http_client_response *r, const struct hc_req *rq, bool
     uint64_t off = req->body_offset;
     while (rc == 0 && left > 0) {
         size_t want = left < cap ? (size_t)left : cap;
-        vega_ssize n;
-        if (req->body_fn) {
-            *used = true;
-            n = req->body_fn(req->body_user, buf, want);
-            if (n >= 0 && ((size_t)n > want || (n == 0 && !rq->chunked)))
-                n = VEGA_ERR_CALLBACK; /* more than asked, or shorter than body_length */
-        } else {
-            n = pread(req->body_fd, buf, want, (off_t)off);
-            if (n < 0)
-                n = -errno;
-            else if (n == 0)
-                n = -ENODATA; /* the file ended before body_length */
-            off += (uint64_t)(n > 0 ? n : 0);
-        }
+        vega_ssize n = vega__hc_body_piece(rq, buf, want, &off, used);
         if (n < 0) {
             rc = (int)n;
             break;
@@ -369,7 +290,7 @@ int vega__hc_attempt_h2(vega_http_client *c, const struct hc_req *rq, struct hc_
     int rc = vega__hc_response_new(c, &r, req);
     if (rc < 0) {
         pthread_mutex_lock(&c->mu);
-        h->active--;
+        h->mux.active--;
         pthread_mutex_unlock(&c->mu);
         vega__hc_h2_release(h);
         return rc;

@@ -70,14 +70,11 @@ static struct hc_h3 *h3_new(vega_http_client *c, const struct hc_req *rq)
     if (!h)
         return NULL;
     h->c = c;
-    h->key = rq->key;
+    vega__hc_mux_init(&h->mux, &vega__hc_h3_ops, &rq->key, 1);
     memcpy(h->sni, rq->host_for_tls, sizeof h->sni);
     memcpy(h->dst_host, rq->alt_host, sizeof h->dst_host);
     h->dst_port = rq->alt_port;
-    atomic_init(&h->refs, 1);
-    atomic_init(&h->usable, false);
     pthread_mutex_init(&h->kept_mu, NULL);
-    h->state = HC_H3_CONNECTING;
     return h;
 }
 
@@ -102,8 +99,8 @@ static void h3_free(struct hc_h3 *h)
 
 void vega__hc_h3_release(struct hc_h3 *h)
 {
-    if (h && atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) == 1)
-        h3_free(h);
+    if (h)
+        vega__hc_mux_release(&h->mux);
 }
 
 /* Closes h's QUIC connection (H3_NO_ERROR: nothing wrong, RFC 9114 §5.2) unless it ended. */
@@ -113,153 +110,39 @@ static void h3_close(struct hc_h3 *h)
         (void)vega_quic_ep_conn_close(h->qe, VEGA_QUIC_CLOSE_APPLICATION, VEGA_H3_NO_ERROR, NULL);
 }
 
-/* c->mu held */
-static void list_unlink(vega_http_client *c, struct hc_h3 *h)
-{
-    if (h->prev)
-        h->prev->next = h->next;
-    else if (c->h3s == h)
-        c->h3s = h->next;
-    if (h->next)
-        h->next->prev = h->prev;
-    h->prev = h->next = NULL;
-    c->nh3--;
-}
-
-static void list_push(vega_http_client *c, struct hc_h3 *h)
-{
-    h->prev = NULL;
-    h->next = c->h3s;
-    if (c->h3s)
-        c->h3s->prev = h;
-    c->h3s = h;
-    c->nh3++;
-}
-
 /* ---- the pool ----------------------------------------------------------------------------------
  */
 
-static bool same_origin(const struct hc_h3 *h, const struct hc_key *k)
+static void mux_close(struct hc_mux *m)
 {
-    return h->key.port == k->port && h->key.tls == k->tls && strcmp(h->key.host, k->host) == 0;
+    h3_close(vega__hc_h3_of(m));
 }
 
-/* c->mu held: takes idle connections that can serve no one any more (ended, after GOAWAY,
- * idle too long, or beyond the caps) out of the list into *dead (linked by next). */
-static void prune(vega_http_client *c, vega_tstamp now, struct hc_h3 **dead)
+static void mux_free(struct hc_mux *m)
 {
-    size_t ready = 0;
-    for (struct hc_h3 *h = c->h3s, *nx; h; h = nx) {
-        nx = h->next;
-        if (h->state != HC_H3_READY || h->active)
-            continue;
-        bool drop = !atomic_load(&h->usable) || now - h->idle_since > c->o.idle_timeout_ns ||
-                    c->o.max_idle_per_origin == 0 || ++ready > HC_H3_MAX_CONNS;
-        if (!drop)
-            continue;
-        list_unlink(c, h);
-        h->next = *dead;
-        *dead = h;
-    }
+    h3_free(vega__hc_h3_of(m));
 }
 
-static void close_all(struct hc_h3 *dead)
-{
-    while (dead) {
-        struct hc_h3 *h = dead;
-        dead = h->next;
-        h3_close(h);
-        vega__hc_h3_release(h); /* the pool's reference */
-    }
-}
+const struct hc_mux_ops vega__hc_h3_ops = {
+    .max_conns = HC_H3_MAX_CONNS,
+    .close = mux_close,
+    .free = mux_free,
+    .fresh_after_wait = false, /* another may be joinable: look again */
+};
 
 int vega__hc_h3_pool_take(vega_http_client *c, const struct hc_req *rq, vega_deadline dl,
                           struct hc_h3 **out)
 {
-    *out = NULL;
-    for (;;) {
-        struct hc_h3 *found = NULL, *wait_on = NULL, *dead = NULL;
-        struct hc_h3_waiter w;
-        pthread_mutex_lock(&c->mu);
-        prune(c, vega_now(), &dead);
-        for (struct hc_h3 *h = c->h3s; h; h = h->next) {
-            if (!same_origin(h, &rq->key))
-                continue;
-            if (h->state == HC_H3_READY && atomic_load(&h->usable)) {
-                found = h;
-                break;
-            }
-            if (h->state == HC_H3_CONNECTING && !wait_on)
-                wait_on = h;
-        }
-        if (found) {
-            atomic_fetch_add_explicit(&found->refs, 1, memory_order_relaxed);
-            found->active++;
-        } else if (wait_on) {
-            /* RFC 9114 §3.3: one connection per origin; wait for the one being made. */
-            atomic_fetch_add_explicit(&wait_on->refs, 1, memory_order_relaxed);
-            vega_notify_init(&w.wake);
-            w.next = wait_on->waiters;
-            wait_on->waiters = &w;
-        }
-        pthread_mutex_unlock(&c->mu);
-        close_all(dead);
-        if (found) {
-            *out = found;
-            return 1;
-        }
-        if (!wait_on)
-            return 0;
-        int rc = vega_notify_wait(&w.wake, dl);
-        pthread_mutex_lock(&c->mu);
-        for (struct hc_h3_waiter **pp = &wait_on->waiters; *pp; pp = &(*pp)->next)
-            if (*pp == &w) {
-                *pp = w.next;
-                break;
-            }
-        pthread_mutex_unlock(&c->mu);
-        vega_notify_fini(&w.wake);
-        vega__hc_h3_release(wait_on);
-        if (rc < 0)
-            return rc;
-    }
-}
-
-/* Ends the CONNECTING state: READY (pooled) or FAILED (out of the list); wakes the waiters. */
-static void connect_done(vega_http_client *c, struct hc_h3 *h, int rc)
-{
-    struct hc_h3 *dead = NULL;
-    pthread_mutex_lock(&c->mu);
-    if (rc == 0) {
-        h->state = HC_H3_READY;
-        h->active = 1; /* the request that made it */
-    } else {
-        h->state = HC_H3_FAILED;
-        h->conn_err = rc;
-        list_unlink(c, h);
-        h->next = NULL;
-        dead = h;
-    }
-    for (struct hc_h3_waiter *w = h->waiters; w; w = w->next)
-        vega_notify_one(&w->wake);
-    h->waiters = NULL;
-    pthread_mutex_unlock(&c->mu);
-    if (dead)
-        vega__hc_h3_release(dead); /* the pool's reference */
+    /* RFC 9114 §3.3: one connection per origin; wait for the one being made. */
+    struct hc_mux *m;
+    int rc = vega__hc_mux_take(c, &c->h3s, &rq->key, dl, &m);
+    *out = vega__hc_h3_of(m);
+    return rc;
 }
 
 void vega__hc_h3_shutdown(vega_http_client *c)
 {
-    struct hc_h3 *all = NULL;
-    pthread_mutex_lock(&c->mu);
-    while (c->h3s) {
-        struct hc_h3 *h = c->h3s;
-        list_unlink(c, h);
-        h->next = all;
-        all = h;
-    }
-    pthread_mutex_unlock(&c->mu);
-    close_all(all);
+    vega__hc_mux_shutdown(c, &c->h3s);
     if (c->ep) {
         /* It waits until the closes above went out, not for their closing periods. */
         vega_quic_endpoint_free(c->ep);
@@ -574,7 +457,7 @@ static int setup(vega_http_client *c, struct hc_h3 *h)
     rc = open_uni(h, qc);
     if (rc == 0) {
         /* usable from here, under the connection's lock: an end or a GOAWAY clears it */
-        atomic_store(&h->usable, true);
+        atomic_store(&h->mux.usable, true);
         vega_quic_ep_conn_set_user(h->qe, h);
         vega__hc_h3_flush_uni(h);
         /* Peer streams 3, 7, 11 ... that came while the connection had no user: opening one
@@ -615,16 +498,6 @@ static int setup(vega_http_client *c, struct hc_h3 *h)
     return 0;
 }
 
-/* c->mu held: a connection to rq's origin that a request may join (usable, or being made). */
-static bool joinable(vega_http_client *c, const struct hc_req *rq)
-{
-    for (struct hc_h3 *x = c->h3s; x; x = x->next)
-        if (same_origin(x, &rq->key) &&
-            (x->state == HC_H3_CONNECTING || (x->state == HC_H3_READY && atomic_load(&x->usable))))
-            return true;
-    return false;
-}
-
 int vega__hc_h3_connect(vega_http_client *c, const struct hc_req *rq, bool fresh, vega_deadline dl,
                         struct hc_h3 **out, vega_http_client_wire_error *werr)
 {
@@ -638,22 +511,13 @@ int vega__hc_h3_connect(vega_http_client *c, const struct hc_req *rq, bool fresh
     /* In the pool while connecting (its reference), so requests to the origin wait for it;
      * the look and the push in one hold of the lock, so that requests starting together make
      * one connection, not one each (RFC 9114 §3.3). */
-    atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed);
-    for (;;) {
-        pthread_mutex_lock(&c->mu);
-        if (fresh || !joinable(c, rq)) {
-            list_push(c, h);
-            pthread_mutex_unlock(&c->mu);
-            break;
-        }
-        pthread_mutex_unlock(&c->mu);
-        struct hc_h3 *other;
-        rc = vega__hc_h3_pool_take(c, rq, dl, &other);
-        if (rc != 0) { /* joined one (or gave up waiting): ours was never seen */
-            h3_free(h);
-            *out = rc > 0 ? other : NULL;
-            return rc > 0 ? 0 : rc;
-        }
+    atomic_fetch_add_explicit(&h->mux.refs, 1, memory_order_relaxed);
+    struct hc_mux *other;
+    rc = vega__hc_mux_join(c, &c->h3s, &h->mux, fresh, dl, &other);
+    if (rc != 0) { /* joined one (or gave up waiting): ours was never seen */
+        h3_free(h);
+        *out = rc > 0 ? vega__hc_h3_of(other) : NULL;
+        return rc > 0 ? 0 : rc;
     }
     rc = core_new(c, h);
     if (rc == 0)
@@ -662,7 +526,7 @@ int vega__hc_h3_connect(vega_http_client *c, const struct hc_req *rq, bool fresh
         rc = setup(c, h);
     if (rc < 0)
         h3_close(h);
-    connect_done(c, h, rc);
+    vega__hc_mux_connect_done(c, &c->h3s, &h->mux, rc == 0, rc);
     if (rc < 0) {
         if (werr)
             *werr = h->werr;

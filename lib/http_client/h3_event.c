@@ -46,7 +46,7 @@ void vega__hc_h3_kill(struct hc_h3 *h, int err)
         h->dead = true;
         h->err = err;
     }
-    atomic_store(&h->usable, false);
+    atomic_store(&h->mux.usable, false);
     wake_all(h);
 }
 
@@ -494,7 +494,7 @@ static int on_goaway(void *ud, uint64_t id)
     if (!h->goaway || id < h->goaway_id)
         h->goaway_id = id;
     h->goaway = true;
-    atomic_store(&h->usable, false);
+    atomic_store(&h->mux.usable, false);
     wake_all(h);
     return 0;
 }

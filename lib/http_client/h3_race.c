@@ -68,8 +68,8 @@ static void drop_h3(vega_http_client *c, struct hc_h3 *h)
 {
     (void)vega_quic_ep_conn_close(h->qe, VEGA_QUIC_CLOSE_APPLICATION, VEGA_H3_NO_ERROR, NULL);
     pthread_mutex_lock(&c->mu);
-    if (h->active)
-        h->active--;
+    if (h->mux.active)
+        h->mux.active--;
     pthread_mutex_unlock(&c->mu);
     vega__hc_h3_release(h);
 }

@@ -351,9 +351,9 @@ void vega__hc_h3_response_done(vega_http_client_response *r)
                 break;
             }
     }
-    if (h->active)
-        h->active--;
-    h->idle_since = vega_now();
+    if (h->mux.active)
+        h->mux.active--;
+    h->mux.idle_since = vega_now();
     pthread_mutex_unlock(&c->mu);
     vega__mem_free(c->o.mem, r->h3_tail);
     r->h3_tail = NULL;

@@ -14,87 +14,30 @@
 
 /* ---- the head ------------------------------------------------------------------------------- */
 
-static bool name_is(const vega_http_field *f, const char *lname)
-{
-    size_t n = strlen(lname);
-    if (f->name.len != n)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (tolower((unsigned char)f->name.ptr[i]) != lname[i])
-            return false;
-    return true;
-}
-
-static const vega_http_field *user_field(const vega_http_client_request *req, const char *lname)
-{
-    for (size_t i = 0; i < req->nfields; i++)
-        if (name_is(&req->fields[i], lname))
-            return &req->fields[i];
-    return NULL;
-}
-
-/* RFC 9114 §4.2: connection-specific fields are malformed in HTTP/3; Host becomes :authority
- * (§4.3.1); the framing is the client's. */
-static bool dropped(const vega_http_field *f)
-{
-    static const char *const names[] = {"connection",        "keep-alive", "proxy-connection",
-                                        "transfer-encoding", "upgrade",    "host",
-                                        "content-length",    "expect"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (name_is(f, names[i]))
-            return true;
-    /* TE is allowed only as "trailers" (§4.2). */
-    return name_is(f, "te") && !(f->value.len == 8 && !strncasecmp(f->value.ptr, "trailers", 8));
-}
-
 struct h3_head {
     vega_http_field *f;
     size_t n;
     char *names; /* lowercased copies of the caller's names */
-    char cl[24];
+    char cl[HC_MUX_CL];
 };
 
+static void add_field(void *u, const char *name, size_t name_len, const char *value,
+                      size_t value_len)
+{
+    struct h3_head *hh = u;
+    hh->f[hh->n++] = (vega_http_field){{name, name_len}, {value, value_len}};
+}
+
+/* The regular fields (RFC 9114 §4.2: lowercase, no connection-specific ones); the
+ * pseudo-header fields go apart (vega_h3_request). */
 static int head_fields(vega_http_client *c, const struct hc_req *rq, struct h3_head *hh)
 {
     const vega_http_client_request *req = rq->req;
-    const vega_mem *m = c->o.mem;
-    size_t names = 0;
-    for (size_t i = 0; i < req->nfields; i++)
-        names += req->fields[i].name.len;
-    hh->f = vega__mem_calloc(m, req->nfields + 5, sizeof *hh->f);
-    hh->names = vega__mem_malloc(m, names + 1);
+    hh->f = vega__mem_calloc(c->o.mem, req->nfields + 5, sizeof *hh->f);
+    hh->names = vega__hc_mux_names_new(c, req);
     if (!hh->f || !hh->names)
         return -ENOMEM;
-    size_t used = 0;
-#define ADD(nm, v, vl) (hh->f[hh->n++] = (vega_http_field){{(nm), strlen(nm)}, {(v), (vl)}})
-    if (c->user_agent[0] && !user_field(req, "user-agent"))
-        ADD("user-agent", c->user_agent, strlen(c->user_agent));
-    if (!rq->ws_h3 && !user_field(req, "accept"))
-        ADD("accept", "*/*", 3);
-    if (req->decompress && !user_field(req, "accept-encoding"))
-        ADD("accept-encoding", "br, zstd, gzip, deflate", 23);
-    for (size_t i = 0; i < req->nfields; i++) {
-        const vega_http_field *uf = &req->fields[i];
-        if (!uf->value.ptr || dropped(uf))
-            continue;
-        char *nm = hh->names + used;
-        for (size_t k = 0; k < uf->name.len; k++)
-            nm[k] = (char)tolower((unsigned char)uf->name.ptr[k]);
-        used += uf->name.len;
-        hh->f[hh->n++] = (vega_http_field){{nm, uf->name.len}, uf->value};
-    }
-    bool known = req->body || req->body_file || (req->body_fn && !rq->chunked);
-    if (known || !strcmp(rq->method, "POST") || !strcmp(rq->method, "PUT") ||
-        !strcmp(rq->method, "PATCH")) {
-        uint64_t len = req->body                          ? req->body_len
-                       : (req->body_fn || req->body_file) ? req->body_length
-                                                          : 0;
-        if (known || !rq->has_body) {
-            int n = snprintf(hh->cl, sizeof hh->cl, "%llu", (unsigned long long)len);
-            ADD("content-length", hh->cl, (size_t)n);
-        }
-    }
-#undef ADD
+    vega__hc_mux_fields(c, rq, rq->ws_h3, hh->names, hh->cl, add_field, hh);
     return 0;
 }
 
@@ -303,20 +246,7 @@ static int send_pieces(vega_http_client_response *r, const struct hc_req *rq, bo
     int rc = 0;
     while (rc == 0 && left > 0) {
         size_t want = left < cap ? (size_t)left : cap;
-        vega_ssize n;
-        if (req->body_fn) {
-            *used = true;
-            n = req->body_fn(req->body_user, buf, want);
-            if (n >= 0 && ((size_t)n > want || (n == 0 && !rq->chunked)))
-                n = VEGA_ERR_CALLBACK; /* more than asked, or shorter than body_length */
-        } else {
-            n = pread(req->body_fd, buf, want, (off_t)off);
-            if (n < 0)
-                n = -errno;
-            else if (n == 0)
-                n = -ENODATA; /* the file ended before body_length */
-            off += (uint64_t)(n > 0 ? n : 0);
-        }
+        vega_ssize n = vega__hc_body_piece(rq, buf, want, &off, used);
         if (n < 0) {
             rc = (int)n;
             break;
@@ -401,7 +331,7 @@ int vega__hc_attempt_h3(vega_http_client *c, const struct hc_req *rq, struct hc_
     int rc = vega__hc_response_new(c, &r, req);
     if (rc < 0) {
         pthread_mutex_lock(&c->mu);
-        h->active--;
+        h->mux.active--;
         pthread_mutex_unlock(&c->mu);
         vega__hc_h3_release(h);
         return rc;
@@ -412,21 +342,16 @@ int vega__hc_attempt_h3(vega_http_client *c, const struct hc_req *rq, struct hc_
     r->is_head = strcmp(rq->method, "HEAD") == 0;
     strcpy(r->method, rq->method);
     note_conn(r, h, reused);
+    /* RFC 9220 §3: a WebSocket's stream stays open for its bytes */
+    struct hc_mux_pseudo p;
+    vega__hc_mux_pseudo(rq, rq->ws_h3, &p);
     vega_h3_request hr = {
-        .method = {rq->method, strlen(rq->method)},
-        .scheme = {"https", 5},
-        .authority = {rq->authority, strlen(rq->authority)},
-        .path = {rq->target, strlen(rq->target)},
+        .method = p.method,
+        .scheme = {"https", 5}, /* RFC 9114 §3.1: HTTP/3 is for "https" URIs */
+        .authority = p.authority,
+        .path = p.path,
+        .protocol = p.protocol,
     };
-    if (rq->ws_h3) {
-        /* RFC 9220 §3, RFC 8441 §4: ":method" CONNECT, ":protocol" websocket, with :scheme and
-         * :path; the stream stays open for the WebSocket's bytes */
-        hr.method = (vega_http_str){"CONNECT", 7};
-        hr.protocol = (vega_http_str){"websocket", 9};
-    }
-    const vega_http_field *host = user_field(req, "host");
-    if (host && host->value.ptr && host->value.len)
-        hr.authority = (vega_http_str){host->value.ptr, host->value.len};
     struct h3_head hh = {0};
     rc = head_fields(c, rq, &hh);
     if (rc == 0) {

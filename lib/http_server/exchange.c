@@ -68,7 +68,7 @@ static int emit(struct srv_conn *c, const void *p, size_t n, vega_deadline dl)
     return 0;
 }
 
-static size_t fmt_u64(char *out, uint64_t v)
+size_t vega__srv_fmt_u64(char *out, uint64_t v)
 {
     char tmp[24];
     size_t n = 0;
@@ -126,7 +126,7 @@ int vega__srv_write_error(struct srv_conn *c, int status)
         PUT("\r\n");
     }
     PUT("Content-Type: text/plain; charset=utf-8\r\nContent-Length: ");
-    w += fmt_u64(w, (uint64_t)blen);
+    w += vega__srv_fmt_u64(w, (uint64_t)blen);
     PUT("\r\nConnection: close\r\n\r\n");
     memcpy(w, body, (size_t)blen);
     w += blen;
@@ -284,7 +284,7 @@ vega_ssize vega_http_request_read(vega_http_exchange *x, void *buf, size_t len, 
 
 /* ---- response ------------------------------------------------------------------------------ */
 
-static bool is_framing_field(const vega_http_str *n)
+bool vega__srv_is_framing(const vega_http_str *n)
 {
     return vega__http1_ieq(n->ptr, n->len, "content-length") ||
            vega__http1_ieq(n->ptr, n->len, "transfer-encoding") ||
@@ -313,7 +313,7 @@ int vega_http_response_start(vega_http_exchange *x, int status, const vega_http_
         if (!f->name.ptr || !vega_http_token_is_valid(f->name.ptr, f->name.len) ||
             (f->value.len && !f->value.ptr) ||
             !vega_http_field_value_is_valid(f->value.ptr ? f->value.ptr : "", f->value.len) ||
-            is_framing_field(&f->name))
+            vega__srv_is_framing(&f->name))
             return -EINVAL;
         if (vega__http1_ieq(f->name.ptr, f->name.len, "date"))
             user_date = true;
@@ -393,7 +393,7 @@ int vega_http_response_start(vega_http_exchange *x, int status, const vega_http_
     if (!no_content) {
         if (length != VEGA_HTTP_LENGTH_UNKNOWN) {
             PUT("Content-Length: ");
-            w += fmt_u64(w, length);
+            w += vega__srv_fmt_u64(w, length);
             PUT("\r\n");
         } else if (x->req.version >= 11) {
             PUT("Transfer-Encoding: chunked\r\n");

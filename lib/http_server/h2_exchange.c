@@ -110,32 +110,12 @@ vega_ssize vega__h2s_read(struct h2s_req *r, void *buf, size_t len, vega_deadlin
 
 /* ---- the head -------------------------------------------------------------------------------- */
 
-static bool is_framing(vega_http_str n)
-{
-    return vega__http1_ieq(n.ptr, n.len, "content-length") ||
-           vega__http1_ieq(n.ptr, n.len, "transfer-encoding") ||
-           vega__http1_ieq(n.ptr, n.len, "connection");
-}
-
 /* §8.2.2: connection-specific fields an HTTP/1.1 handler may add have no meaning here. */
 static bool is_h1_only(vega_http_str n)
 {
     return vega__http1_ieq(n.ptr, n.len, "keep-alive") ||
            vega__http1_ieq(n.ptr, n.len, "proxy-connection") ||
            vega__http1_ieq(n.ptr, n.len, "upgrade");
-}
-
-static size_t fmt_u64(char *out, uint64_t v)
-{
-    char t[24];
-    size_t n = 0;
-    do {
-        t[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (size_t i = 0; i < n; i++)
-        out[i] = t[n - 1 - i];
-    return n;
 }
 
 /* Field names are lowercase in HTTP/2 (§8.2.1): copied lowered into *w. */
@@ -166,7 +146,7 @@ static int build_head(const struct h2s_req *r, int status, const vega_http_field
         if (!f->name.ptr || !vega_http_token_is_valid(f->name.ptr, f->name.len) ||
             (f->value.len && !f->value.ptr) ||
             !vega_http_field_value_is_valid(f->value.ptr ? f->value.ptr : "", f->value.len) ||
-            is_framing(f->name))
+            vega__srv_is_framing(&f->name))
             return -EINVAL;
         user_date |= vega__http1_ieq(f->name.ptr, f->name.len, "date");
         user_server |= vega__http1_ieq(f->name.ptr, f->name.len, "server");
@@ -203,7 +183,7 @@ static int build_head(const struct h2s_req *r, int status, const vega_http_field
         v[k++] = (vega_hpack_field){lowered(&w, fields[i].name), value, VEGA_HPACK_INDEX_AUTO};
     }
     if (!informational && !no_content && length != VEGA_HTTP_LENGTH_UNKNOWN) {
-        size_t cn = fmt_u64(num + 4, length);
+        size_t cn = vega__srv_fmt_u64(num + 4, length);
         v[k++] = (vega_hpack_field){{"content-length", 14}, {num + 4, cn}, VEGA_HPACK_INDEX_AUTO};
     }
     return (int)k;

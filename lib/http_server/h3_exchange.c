@@ -335,26 +335,6 @@ static bool lower_needed(vega_http_str n)
     return false;
 }
 
-static bool is_framing(vega_http_str n)
-{
-    return vega__http1_ieq(n.ptr, n.len, "content-length") ||
-           vega__http1_ieq(n.ptr, n.len, "transfer-encoding") ||
-           vega__http1_ieq(n.ptr, n.len, "connection");
-}
-
-static size_t fmt_u64(char *out, uint64_t v)
-{
-    char t[24];
-    size_t n = 0;
-    do {
-        t[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (size_t i = 0; i < n; i++)
-        out[i] = t[n - 1 - i];
-    return n;
-}
-
 static int h3_start(struct vega_http_exchange *x, int status, const vega_http_field *fields,
                     size_t n, uint64_t length)
 {
@@ -372,7 +352,7 @@ static int h3_start(struct vega_http_exchange *x, int status, const vega_http_fi
         if (!f->name.ptr || !vega_http_token_is_valid(f->name.ptr, f->name.len) ||
             (f->value.len && !f->value.ptr) ||
             !vega_http_field_value_is_valid(f->value.ptr ? f->value.ptr : "", f->value.len) ||
-            is_framing(f->name))
+            vega__srv_is_framing(&f->name))
             return -EINVAL;
         user_date |= vega__http1_ieq(f->name.ptr, f->name.len, "date");
         user_server |= vega__http1_ieq(f->name.ptr, f->name.len, "server");
@@ -411,7 +391,7 @@ static int h3_start(struct vega_http_exchange *x, int status, const vega_http_fi
     bool no_content = status == 204 || status == 304;
     char cl[24];
     if (!informational && !no_content && length != VEGA_HTTP_LENGTH_UNKNOWN) {
-        size_t cn = fmt_u64(cl, length);
+        size_t cn = vega__srv_fmt_u64(cl, length);
         v[k++] = (vega_http_field){{"content-length", 14}, {cl, cn}};
     }
     int rc = 0;

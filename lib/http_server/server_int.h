@@ -258,6 +258,12 @@ struct srv_active {
     vega_http_field field_store[]; /* max_fields */
 };
 
+/* exchange.c: v in decimal into out (20 bytes at most, no NUL); returns the length. */
+size_t vega__srv_fmt_u64(char *out, uint64_t v);
+/* Whether n names a field whose framing is the server's, not a handler's: Content-Length,
+ * Transfer-Encoding, Connection (any case). */
+bool vega__srv_is_framing(const vega_http_str *n);
+
 /* metrics.c: counts the TLS handshake of c as done or failed once a read tells (n: what the
  * read returned). */
 void vega__srv_count_tls(struct srv_conn *c, vega_ssize n);
