@@ -322,9 +322,12 @@ static void body_zero_window(void)
     struct tc *c = tc_connect(&t.addr, &co);
     c->consume = false;
     atomic_store(&ts_errors, 0);
+    /* read before the requests go: the server's writes start after it, so the resets come at
+     * least write_timeout after it however long this task waits between the lines below (read
+     * after them, a busy machine made it fail) */
+    vega_tstamp t0 = vega_now();
     struct tc_stream *big = tc_request(c, "GET", "/big", NULL, NULL, 0);
     struct tc_stream *hi = tc_request(c, "GET", "/hello", NULL, NULL, 0);
-    vega_tstamp t0 = vega_now();
     VCHECK(tc_run(c, tc_all_closed, NULL, 5000));
     VCHECK(vega_now() - t0 >= 250 * VEGA_NS_PER_MS);
     VCHECK_EQ(big->how, VEGA_H2_CLOSE_RESET_BY_PEER);
