@@ -403,6 +403,11 @@ closed_port() {
     [ -n "$MP" ]
     run curl -sS "http://127.0.0.1:$MP/metrics"
     [[ "$output" == *"vega_proxy_user_limit_rejected_total 2"* ]]
+    # a reload keeps the count: alice still holds her tunnel
+    kill -HUP "$PX_PID"
+    wait_for_line "$T/proxy.log" 'users: reloaded, 2 users' 10
+    run curl -sS --socks5 "127.0.0.1:$PX" --proxy-user alice:one "$u"
+    [ "$status" -eq 97 ]
     # the held tunnel ends (its log line is written after its place is given back)
     touch "$T/go"
     wait_for_line "$T/hold.log" '^ok$' 10
