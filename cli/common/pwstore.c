@@ -124,16 +124,6 @@ const char *cli_pwstore_name(const struct cli_pwstore *s, size_t i)
     return s->users[i].name;
 }
 
-const struct cli_pw *cli_pwstore_pw(const struct cli_pwstore *s, size_t i)
-{
-    return &s->users[i].pw;
-}
-
-bool cli_pwstore_slow(const struct cli_pwstore *s)
-{
-    return s->first_slow != SIZE_MAX;
-}
-
 int cli_pwstore_cache(struct cli_pwstore *s, size_t entries)
 {
     if (s->first_slow == SIZE_MAX || entries == 0)

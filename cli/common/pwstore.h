@@ -30,11 +30,8 @@ void cli_pwstore_unref(struct cli_pwstore *s);
  * -E2BIG (CLI_PWSTORE_USERS_MAX users already) or -ENOMEM. */
 int cli_pwstore_add(struct cli_pwstore *s, const char *name, size_t nl, struct cli_pw *pw);
 size_t cli_pwstore_count(const struct cli_pwstore *s);
-/* User i's name (i < count; NUL-terminated) and stored password, for tests. */
+/* User i's name (i < count; NUL-terminated), for tests. */
 const char *cli_pwstore_name(const struct cli_pwstore *s, size_t i);
-const struct cli_pw *cli_pwstore_pw(const struct cli_pwstore *s, size_t i);
-/* Whether some user's check costs a slow hash. */
-bool cli_pwstore_slow(const struct cli_pwstore *s);
 /* Keeps the last `entries` successful slow checks (0: none), so that a client's every request
  * or tunnel does not run bcrypt again; only for a store with a slow hash. Returns 0 or -ENOMEM
  * (or the error of the random key). Before any check. */

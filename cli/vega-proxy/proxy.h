@@ -17,11 +17,11 @@
 #include "cli.h"
 #include "pwstore.h"
 
-#define PROXY_MAX_LISTEN   16    /* -l given at most this often */
-#define PROXY_MAX_ALLOW    64    /* --allow given at most this often */
-#define PROXY_MAX_DENY     64    /* --deny-dest given at most this often */
-#define PROXY_MAX_PORTS    16    /* port ranges in one --deny-dest */
-#define PROXY_MAX_USERS    10000 /* lines of a --users file */
+#define PROXY_MAX_LISTEN   16                    /* -l given at most this often */
+#define PROXY_MAX_ALLOW    64                    /* --allow given at most this often */
+#define PROXY_MAX_DENY     64                    /* --deny-dest given at most this often */
+#define PROXY_MAX_PORTS    16                    /* port ranges in one --deny-dest */
+#define PROXY_MAX_USERS    CLI_PWSTORE_USERS_MAX /* lines of a --users file */
 #define PROXY_MAX_USERS_S  "10000"
 #define PROXY_MAX_RULES    4096 /* lines of a --rules file that are rules */
 #define PROXY_MAX_RULES_S  "4096"

@@ -14,6 +14,8 @@
 
 #include "proxy.h"
 
+_Static_assert(PROXY_MAX_USERS == 10000, "PROXY_MAX_USERS_S spells the store's bound");
+
 /* A line of the file: user, ':', password, at most this long with its newline. */
 #define USERS_LINE_MAX (2 * VEGA_PROXY_MAX_CRED + 3)
 /* A slow hash waits this long at most for the blocking pool (then the client is refused). */

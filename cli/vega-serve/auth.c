@@ -49,7 +49,7 @@ static int add_user(const char *name, size_t nl, struct cli_pw *pw, const char *
     if (r == -EEXIST)
         cli_err(where, "user '%.*s' is given twice", (int)nl, name);
     else if (r == -E2BIG)
-        cli_err(where, "at most %d users", SERVE_AUTH_USERS_MAX);
+        cli_err(where, "at most %d users", CLI_PWSTORE_USERS_MAX);
     else if (r < 0)
         cli_err(where, "out of memory");
     return r < 0 ? -1 : 0;

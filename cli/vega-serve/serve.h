@@ -28,12 +28,11 @@
 #define SERVE_INDEX_MAX 16
 /* Basic auth: users, a user name, a password (bytes), an --auth-file (bytes, one line), the
  * --realm. */
-#define SERVE_AUTH_USERS_MAX 10000 /* CLI_PWSTORE_USERS_MAX */
-#define SERVE_AUTH_NAME_MAX  64
-#define SERVE_AUTH_PASS_MAX  256
-#define SERVE_AUTH_FILE_MAX  (1 << 20)
-#define SERVE_AUTH_LINE_MAX  1024
-#define SERVE_REALM_MAX      128
+#define SERVE_AUTH_NAME_MAX 64
+#define SERVE_AUTH_PASS_MAX 256
+#define SERVE_AUTH_FILE_MAX (1 << 20)
+#define SERVE_AUTH_LINE_MAX 1024
+#define SERVE_REALM_MAX     128
 /* --random-route: the length of the random prefix's segment. */
 #define SERVE_ROUTE_LEN 6
 
