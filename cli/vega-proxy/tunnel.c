@@ -720,8 +720,8 @@ static int do_bind(struct tunnel *t, const vega_proxy_server_request *req, bool 
     return socks_reply(t, v5, 0, &peer, dl); /* the second reply: who connected */
 }
 
-/* Counts the tunnel against its user's --max-conns-per-user. Returns 0 or -EUSERS (the log's
- * result set, the refusal counted). */
+/* Counts the tunnel against its user's --max-conns-per-user. Returns 0, -EUSERS (the refusal
+ * counted) or -ENOMEM; the log's result is set on failure. */
 static int hold_user(struct tunnel *t)
 {
     int r = users_hold(t->o, t->user);
@@ -732,7 +732,7 @@ static int hold_user(struct tunnel *t)
             cli_log(1, "%s: user '%s' holds %llu tunnels already (--max-conns-per-user)", t->peer,
                     t->user, (unsigned long long)t->o->max_per_user);
         }
-        return -EUSERS;
+        return r;
     }
     t->held = t->o->max_per_user != 0;
     return 0;
@@ -805,11 +805,13 @@ static int do_socks5(struct tunnel *t, vega_deadline dl)
              req.command == 1   ? "CONNECT"
              : req.command == 2 ? "BIND"
                                 : "UDP");
-    if (method == VEGA_PROXY_METHOD_USERPASS && hold_user(t) < 0) {
-        /* X'02' connection not allowed by ruleset */
-        vega_ssize w = vega_proxy_socks5_reply_write(out, sizeof out, 2, NULL);
+    int held = method == VEGA_PROXY_METHOD_USERPASS ? hold_user(t) : 0;
+    if (held < 0) {
+        /* X'02' connection not allowed by ruleset; X'01' general failure (no memory) */
+        vega_ssize w =
+            vega_proxy_socks5_reply_write(out, sizeof out, held == -EUSERS ? 2 : 1, NULL);
         send_all(t->client, out, (size_t)w, dl);
-        return -EUSERS;
+        return held;
     }
     if (req.command == VEGA_PROXY_CMD_UDP_ASSOCIATE && t->o->upstream &&
         t->o->up.kind != VEGA_PROXY_SOCKS5 && t->o->up.kind != VEGA_PROXY_SOCKS5H) {
@@ -942,10 +944,11 @@ static int do_http(struct tunnel *t, vega_deadline dl)
             t->result = ok < 0 ? "auth-busy" : "auth-failed";
             return -EACCES;
         }
-        if (hold_user(t) < 0) {
+        int held = hold_user(t);
+        if (held < 0) {
             /* RFC 6585 §4: too many requests, here tunnels, from this user */
-            http_reply(t, 429, dl);
-            return -EUSERS;
+            http_reply(t, held == -EUSERS ? 429 : 500, dl);
+            return held;
         }
     }
     int r = dest_connect(t, req.host, req.port, req.host_ipv6);
